@@ -1,0 +1,11 @@
+export { type Authenticator, authInterceptor, bearerToken } from "./interceptor.js";
+export { createJwtVerifier, type JwtSettings, type JwtVerifier } from "./jwt.js";
+export {
+  hasRole,
+  type Principal,
+  principal,
+  principalKey,
+  principalOf,
+  Role,
+  requireRole,
+} from "./principal.js";

@@ -1,0 +1,86 @@
+import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
+import {
+  BadFieldSchema,
+  type FieldViolation,
+  PermissionDenialSchema,
+  ToolNotFoundSchema,
+  ValidationFailureSchema,
+} from "@toolmesh/proto";
+
+export { Code, ConnectError } from "@connectrpc/connect";
+
+/** INVALID_ARGUMENT about one request field, with a BadField detail naming it. */
+export function invalidField(field: string, description: string): ConnectError {
+  return new ConnectError(`${field}: ${description}`, Code.InvalidArgument, undefined, [
+    { desc: BadFieldSchema, value: { field, description } },
+  ]);
+}
+
+/** INVALID_ARGUMENT for a value that fails a JSON Schema: one line per failing path. */
+export function validationFailed(subject: string, violations: FieldViolation[]): ConnectError {
+  const lines = violations.map((v) => `- ${v.path || "/"}: ${v.message}`);
+  return new ConnectError(
+    `${subject} failed validation:\n${lines.join("\n")}`,
+    Code.InvalidArgument,
+    undefined,
+    [
+      {
+        desc: ValidationFailureSchema,
+        value: create(ValidationFailureSchema, { subject, violations }),
+      },
+    ],
+  );
+}
+
+/** NOT_FOUND for an unknown tool, listing the tools the caller may use. */
+export function toolNotFound(requested: string, availableTools: string[]): ConnectError {
+  const shown = availableTools.slice(0, 20);
+  const hint =
+    shown.length === 0
+      ? "no tools are available to you"
+      : `available tools: ${shown.join(", ")}${availableTools.length > shown.length ? ", …" : ""}`;
+  return new ConnectError(`tool "${requested}" not found; ${hint}`, Code.NotFound, undefined, [
+    { desc: ToolNotFoundSchema, value: { requested, availableTools } },
+  ]);
+}
+
+/** PERMISSION_DENIED for a tool call, saying what is missing. */
+export function permissionDenied(detail: {
+  resource: string;
+  reason: string;
+  missingScopes?: string[];
+  denyGrantId?: string;
+  principal?: string;
+}): ConnectError {
+  return new ConnectError(detail.reason, Code.PermissionDenied, undefined, [
+    {
+      desc: PermissionDenialSchema,
+      value: {
+        resource: detail.resource,
+        reason: detail.reason,
+        missingScopes: detail.missingScopes ?? [],
+        denyGrantId: detail.denyGrantId ?? "",
+        principal: detail.principal ?? "",
+      },
+    },
+  ]);
+}
+
+/** NOT_FOUND for a named object. */
+export function notFound(kind: string, name: string, hint = ""): ConnectError {
+  return new ConnectError(`${kind} "${name}" not found${hint ? `; ${hint}` : ""}`, Code.NotFound);
+}
+
+/** ALREADY_EXISTS for a named object. */
+export function alreadyExists(kind: string, name: string, hint = ""): ConnectError {
+  return new ConnectError(
+    `${kind} "${name}" already exists${hint ? `; ${hint}` : ""}`,
+    Code.AlreadyExists,
+  );
+}
+
+/** The code name a caller sees, such as `PERMISSION_DENIED`, for audit records and batch results. */
+export function codeName(code: Code): string {
+  return Code[code].replace(/([a-z])([A-Z])/g, "$1_$2").toUpperCase();
+}

@@ -1,0 +1,28 @@
+import { describe, expect, it } from "vitest";
+import { kvKeyToken, subjects, subjectToken, subjectTokenDecode } from "../src/index.js";
+
+describe("subject tokens", () => {
+  it("keeps plain names readable", () => {
+    expect(subjects.callback("SUCCESS", "search_web")).toBe("toolmesh.callback.SUCCESS.search_web");
+  });
+
+  it("escapes dots, wildcards and spaces so a name cannot widen a subscription", () => {
+    for (const hostile of ["data.query", "*", ">", "a b", "x.>", "%00", "ünï", "tab\there"]) {
+      const token = subjectToken(hostile);
+      expect(token).toMatch(/^[A-Za-z0-9_%-]+$/);
+      expect(subjectTokenDecode(token)).toBe(hostile);
+    }
+    expect(subjects.trace("a.b")).toBe("toolmesh.trace.a%2Eb");
+  });
+
+  it("gives the empty string a token of its own", () => {
+    expect(subjectTokenDecode(subjectToken(""))).toBe("");
+    expect(subjectToken("")).not.toBe(subjectToken("%00"));
+  });
+
+  it("escapes KV key tokens reversibly and without dots", () => {
+    expect(kvKeyToken("agent-1")).toBe("agent-1");
+    expect(kvKeyToken("a.b=c")).toBe("a=2Eb=3Dc");
+    expect(kvKeyToken("")).toBe("=00");
+  });
+});

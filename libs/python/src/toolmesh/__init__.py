@@ -1,0 +1,1 @@
+"""toolmesh for Python: generated messages and stubs under toolmesh.<area>.v1."""

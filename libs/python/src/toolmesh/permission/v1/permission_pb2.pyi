@@ -1,0 +1,238 @@
+import datetime
+
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class PrincipalKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    PRINCIPAL_KIND_UNSPECIFIED: _ClassVar[PrincipalKind]
+    PRINCIPAL_KIND_AGENT: _ClassVar[PrincipalKind]
+    PRINCIPAL_KIND_USER: _ClassVar[PrincipalKind]
+    PRINCIPAL_KIND_ROLE: _ClassVar[PrincipalKind]
+
+class ResourceKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    RESOURCE_KIND_UNSPECIFIED: _ClassVar[ResourceKind]
+    RESOURCE_KIND_TOOL: _ClassVar[ResourceKind]
+    RESOURCE_KIND_GLOB: _ClassVar[ResourceKind]
+    RESOURCE_KIND_GROUP: _ClassVar[ResourceKind]
+
+class Effect(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    EFFECT_UNSPECIFIED: _ClassVar[Effect]
+    EFFECT_ALLOW: _ClassVar[Effect]
+    EFFECT_DENY: _ClassVar[Effect]
+PRINCIPAL_KIND_UNSPECIFIED: PrincipalKind
+PRINCIPAL_KIND_AGENT: PrincipalKind
+PRINCIPAL_KIND_USER: PrincipalKind
+PRINCIPAL_KIND_ROLE: PrincipalKind
+RESOURCE_KIND_UNSPECIFIED: ResourceKind
+RESOURCE_KIND_TOOL: ResourceKind
+RESOURCE_KIND_GLOB: ResourceKind
+RESOURCE_KIND_GROUP: ResourceKind
+EFFECT_UNSPECIFIED: Effect
+EFFECT_ALLOW: Effect
+EFFECT_DENY: Effect
+
+class PrincipalRef(_message.Message):
+    __slots__ = ("kind", "id")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    kind: PrincipalKind
+    id: str
+    def __init__(self, kind: _Optional[_Union[PrincipalKind, str]] = ..., id: _Optional[str] = ...) -> None: ...
+
+class Resource(_message.Message):
+    __slots__ = ("kind", "pattern")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    PATTERN_FIELD_NUMBER: _ClassVar[int]
+    kind: ResourceKind
+    pattern: str
+    def __init__(self, kind: _Optional[_Union[ResourceKind, str]] = ..., pattern: _Optional[str] = ...) -> None: ...
+
+class GrantSpec(_message.Message):
+    __slots__ = ("principal", "resource", "scopes", "effect", "expires_at", "enabled", "description")
+    PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_FIELD_NUMBER: _ClassVar[int]
+    SCOPES_FIELD_NUMBER: _ClassVar[int]
+    EFFECT_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
+    ENABLED_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    principal: PrincipalRef
+    resource: Resource
+    scopes: _containers.RepeatedScalarFieldContainer[str]
+    effect: Effect
+    expires_at: _timestamp_pb2.Timestamp
+    enabled: bool
+    description: str
+    def __init__(self, principal: _Optional[_Union[PrincipalRef, _Mapping]] = ..., resource: _Optional[_Union[Resource, _Mapping]] = ..., scopes: _Optional[_Iterable[str]] = ..., effect: _Optional[_Union[Effect, str]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., enabled: bool = ..., description: _Optional[str] = ...) -> None: ...
+
+class Grant(_message.Message):
+    __slots__ = ("id", "spec", "created_by", "created_at")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    CREATED_BY_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    spec: GrantSpec
+    created_by: str
+    created_at: _timestamp_pb2.Timestamp
+    def __init__(self, id: _Optional[str] = ..., spec: _Optional[_Union[GrantSpec, _Mapping]] = ..., created_by: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class GrantRequest(_message.Message):
+    __slots__ = ("grant",)
+    GRANT_FIELD_NUMBER: _ClassVar[int]
+    grant: GrantSpec
+    def __init__(self, grant: _Optional[_Union[GrantSpec, _Mapping]] = ...) -> None: ...
+
+class GrantResponse(_message.Message):
+    __slots__ = ("grant",)
+    GRANT_FIELD_NUMBER: _ClassVar[int]
+    grant: Grant
+    def __init__(self, grant: _Optional[_Union[Grant, _Mapping]] = ...) -> None: ...
+
+class RevokeRequest(_message.Message):
+    __slots__ = ("grant_id",)
+    GRANT_ID_FIELD_NUMBER: _ClassVar[int]
+    grant_id: str
+    def __init__(self, grant_id: _Optional[str] = ...) -> None: ...
+
+class RevokeResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListGrantsRequest(_message.Message):
+    __slots__ = ("principal", "resource", "page_size", "page_token")
+    PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    principal: PrincipalRef
+    resource: str
+    page_size: int
+    page_token: str
+    def __init__(self, principal: _Optional[_Union[PrincipalRef, _Mapping]] = ..., resource: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListGrantsResponse(_message.Message):
+    __slots__ = ("grants", "next_page_token")
+    GRANTS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    grants: _containers.RepeatedCompositeFieldContainer[Grant]
+    next_page_token: str
+    def __init__(self, grants: _Optional[_Iterable[_Union[Grant, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class CheckRequest(_message.Message):
+    __slots__ = ("agent_id", "user_id", "roles", "tool")
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    ROLES_FIELD_NUMBER: _ClassVar[int]
+    TOOL_FIELD_NUMBER: _ClassVar[int]
+    agent_id: str
+    user_id: str
+    roles: _containers.RepeatedScalarFieldContainer[str]
+    tool: str
+    def __init__(self, agent_id: _Optional[str] = ..., user_id: _Optional[str] = ..., roles: _Optional[_Iterable[str]] = ..., tool: _Optional[str] = ...) -> None: ...
+
+class Decision(_message.Message):
+    __slots__ = ("allowed", "reason", "matched_grant_ids", "deny_grant_id", "missing_scopes", "denied_principal")
+    ALLOWED_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    MATCHED_GRANT_IDS_FIELD_NUMBER: _ClassVar[int]
+    DENY_GRANT_ID_FIELD_NUMBER: _ClassVar[int]
+    MISSING_SCOPES_FIELD_NUMBER: _ClassVar[int]
+    DENIED_PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
+    allowed: bool
+    reason: str
+    matched_grant_ids: _containers.RepeatedScalarFieldContainer[str]
+    deny_grant_id: str
+    missing_scopes: _containers.RepeatedScalarFieldContainer[str]
+    denied_principal: str
+    def __init__(self, allowed: bool = ..., reason: _Optional[str] = ..., matched_grant_ids: _Optional[_Iterable[str]] = ..., deny_grant_id: _Optional[str] = ..., missing_scopes: _Optional[_Iterable[str]] = ..., denied_principal: _Optional[str] = ...) -> None: ...
+
+class CheckResponse(_message.Message):
+    __slots__ = ("decision",)
+    DECISION_FIELD_NUMBER: _ClassVar[int]
+    decision: Decision
+    def __init__(self, decision: _Optional[_Union[Decision, _Mapping]] = ...) -> None: ...
+
+class ApiKey(_message.Message):
+    __slots__ = ("id", "agent_id", "user_id", "roles", "name", "created_at", "expires_at", "revoked", "created_by")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    ROLES_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
+    REVOKED_FIELD_NUMBER: _ClassVar[int]
+    CREATED_BY_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    agent_id: str
+    user_id: str
+    roles: _containers.RepeatedScalarFieldContainer[str]
+    name: str
+    created_at: _timestamp_pb2.Timestamp
+    expires_at: _timestamp_pb2.Timestamp
+    revoked: bool
+    created_by: str
+    def __init__(self, id: _Optional[str] = ..., agent_id: _Optional[str] = ..., user_id: _Optional[str] = ..., roles: _Optional[_Iterable[str]] = ..., name: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., revoked: bool = ..., created_by: _Optional[str] = ...) -> None: ...
+
+class CreateApiKeyRequest(_message.Message):
+    __slots__ = ("agent_id", "user_id", "roles", "name", "expires_at")
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    ROLES_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
+    agent_id: str
+    user_id: str
+    roles: _containers.RepeatedScalarFieldContainer[str]
+    name: str
+    expires_at: _timestamp_pb2.Timestamp
+    def __init__(self, agent_id: _Optional[str] = ..., user_id: _Optional[str] = ..., roles: _Optional[_Iterable[str]] = ..., name: _Optional[str] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class CreateApiKeyResponse(_message.Message):
+    __slots__ = ("api_key", "secret")
+    API_KEY_FIELD_NUMBER: _ClassVar[int]
+    SECRET_FIELD_NUMBER: _ClassVar[int]
+    api_key: ApiKey
+    secret: str
+    def __init__(self, api_key: _Optional[_Union[ApiKey, _Mapping]] = ..., secret: _Optional[str] = ...) -> None: ...
+
+class RevokeApiKeyRequest(_message.Message):
+    __slots__ = ("id",)
+    ID_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    def __init__(self, id: _Optional[str] = ...) -> None: ...
+
+class RevokeApiKeyResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListApiKeysRequest(_message.Message):
+    __slots__ = ("agent_id", "include_revoked", "page_size", "page_token")
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_REVOKED_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    agent_id: str
+    include_revoked: bool
+    page_size: int
+    page_token: str
+    def __init__(self, agent_id: _Optional[str] = ..., include_revoked: bool = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListApiKeysResponse(_message.Message):
+    __slots__ = ("api_keys", "next_page_token")
+    API_KEYS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    api_keys: _containers.RepeatedCompositeFieldContainer[ApiKey]
+    next_page_token: str
+    def __init__(self, api_keys: _Optional[_Iterable[_Union[ApiKey, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...

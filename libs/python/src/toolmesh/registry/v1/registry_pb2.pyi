@@ -1,0 +1,402 @@
+import datetime
+
+from google.protobuf import struct_pb2 as _struct_pb2
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class ToolStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    TOOL_STATUS_UNSPECIFIED: _ClassVar[ToolStatus]
+    TOOL_STATUS_ACTIVE: _ClassVar[ToolStatus]
+    TOOL_STATUS_DEPRECATED: _ClassVar[ToolStatus]
+    TOOL_STATUS_DISABLED: _ClassVar[ToolStatus]
+
+class RuntimeKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    RUNTIME_KIND_UNSPECIFIED: _ClassVar[RuntimeKind]
+    RUNTIME_KIND_GRPC: _ClassVar[RuntimeKind]
+    RUNTIME_KIND_LOCAL: _ClassVar[RuntimeKind]
+    RUNTIME_KIND_REMOTE: _ClassVar[RuntimeKind]
+
+class LocalProtocol(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    LOCAL_PROTOCOL_UNSPECIFIED: _ClassVar[LocalProtocol]
+    LOCAL_PROTOCOL_GRPC: _ClassVar[LocalProtocol]
+    LOCAL_PROTOCOL_HTTP: _ClassVar[LocalProtocol]
+
+class WatchEventType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    WATCH_EVENT_TYPE_UNSPECIFIED: _ClassVar[WatchEventType]
+    WATCH_EVENT_TYPE_SNAPSHOT: _ClassVar[WatchEventType]
+    WATCH_EVENT_TYPE_SNAPSHOT_END: _ClassVar[WatchEventType]
+    WATCH_EVENT_TYPE_PUT: _ClassVar[WatchEventType]
+    WATCH_EVENT_TYPE_DELETE: _ClassVar[WatchEventType]
+
+class SchemaFormat(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SCHEMA_FORMAT_UNSPECIFIED: _ClassVar[SchemaFormat]
+    SCHEMA_FORMAT_OPENAI: _ClassVar[SchemaFormat]
+    SCHEMA_FORMAT_ANTHROPIC: _ClassVar[SchemaFormat]
+    SCHEMA_FORMAT_MCP: _ClassVar[SchemaFormat]
+TOOL_STATUS_UNSPECIFIED: ToolStatus
+TOOL_STATUS_ACTIVE: ToolStatus
+TOOL_STATUS_DEPRECATED: ToolStatus
+TOOL_STATUS_DISABLED: ToolStatus
+RUNTIME_KIND_UNSPECIFIED: RuntimeKind
+RUNTIME_KIND_GRPC: RuntimeKind
+RUNTIME_KIND_LOCAL: RuntimeKind
+RUNTIME_KIND_REMOTE: RuntimeKind
+LOCAL_PROTOCOL_UNSPECIFIED: LocalProtocol
+LOCAL_PROTOCOL_GRPC: LocalProtocol
+LOCAL_PROTOCOL_HTTP: LocalProtocol
+WATCH_EVENT_TYPE_UNSPECIFIED: WatchEventType
+WATCH_EVENT_TYPE_SNAPSHOT: WatchEventType
+WATCH_EVENT_TYPE_SNAPSHOT_END: WatchEventType
+WATCH_EVENT_TYPE_PUT: WatchEventType
+WATCH_EVENT_TYPE_DELETE: WatchEventType
+SCHEMA_FORMAT_UNSPECIFIED: SchemaFormat
+SCHEMA_FORMAT_OPENAI: SchemaFormat
+SCHEMA_FORMAT_ANTHROPIC: SchemaFormat
+SCHEMA_FORMAT_MCP: SchemaFormat
+
+class GrpcRuntime(_message.Message):
+    __slots__ = ("address",)
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    address: str
+    def __init__(self, address: _Optional[str] = ...) -> None: ...
+
+class LocalRuntime(_message.Message):
+    __slots__ = ("command", "args", "env", "protocol", "working_dir", "max_concurrency", "idle_timeout_ms", "http_path")
+    class EnvEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    COMMAND_FIELD_NUMBER: _ClassVar[int]
+    ARGS_FIELD_NUMBER: _ClassVar[int]
+    ENV_FIELD_NUMBER: _ClassVar[int]
+    PROTOCOL_FIELD_NUMBER: _ClassVar[int]
+    WORKING_DIR_FIELD_NUMBER: _ClassVar[int]
+    MAX_CONCURRENCY_FIELD_NUMBER: _ClassVar[int]
+    IDLE_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    HTTP_PATH_FIELD_NUMBER: _ClassVar[int]
+    command: str
+    args: _containers.RepeatedScalarFieldContainer[str]
+    env: _containers.ScalarMap[str, str]
+    protocol: LocalProtocol
+    working_dir: str
+    max_concurrency: int
+    idle_timeout_ms: int
+    http_path: str
+    def __init__(self, command: _Optional[str] = ..., args: _Optional[_Iterable[str]] = ..., env: _Optional[_Mapping[str, str]] = ..., protocol: _Optional[_Union[LocalProtocol, str]] = ..., working_dir: _Optional[str] = ..., max_concurrency: _Optional[int] = ..., idle_timeout_ms: _Optional[int] = ..., http_path: _Optional[str] = ...) -> None: ...
+
+class RemoteRuntime(_message.Message):
+    __slots__ = ("url", "headers")
+    class HeadersEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    URL_FIELD_NUMBER: _ClassVar[int]
+    HEADERS_FIELD_NUMBER: _ClassVar[int]
+    url: str
+    headers: _containers.ScalarMap[str, str]
+    def __init__(self, url: _Optional[str] = ..., headers: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class Runtime(_message.Message):
+    __slots__ = ("grpc", "local", "remote")
+    GRPC_FIELD_NUMBER: _ClassVar[int]
+    LOCAL_FIELD_NUMBER: _ClassVar[int]
+    REMOTE_FIELD_NUMBER: _ClassVar[int]
+    grpc: GrpcRuntime
+    local: LocalRuntime
+    remote: RemoteRuntime
+    def __init__(self, grpc: _Optional[_Union[GrpcRuntime, _Mapping]] = ..., local: _Optional[_Union[LocalRuntime, _Mapping]] = ..., remote: _Optional[_Union[RemoteRuntime, _Mapping]] = ...) -> None: ...
+
+class RetryPolicy(_message.Message):
+    __slots__ = ("max_attempts", "initial_backoff_ms", "max_backoff_ms")
+    MAX_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    INITIAL_BACKOFF_MS_FIELD_NUMBER: _ClassVar[int]
+    MAX_BACKOFF_MS_FIELD_NUMBER: _ClassVar[int]
+    max_attempts: int
+    initial_backoff_ms: int
+    max_backoff_ms: int
+    def __init__(self, max_attempts: _Optional[int] = ..., initial_backoff_ms: _Optional[int] = ..., max_backoff_ms: _Optional[int] = ...) -> None: ...
+
+class ToolSpec(_message.Message):
+    __slots__ = ("name", "version", "description", "category", "input_schema", "output_schema", "required_scopes", "timeout_ms", "retry_policy", "idempotent", "side_effects", "knowhub_slugs", "status", "runtime", "labels")
+    class LabelsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    CATEGORY_FIELD_NUMBER: _ClassVar[int]
+    INPUT_SCHEMA_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_SCHEMA_FIELD_NUMBER: _ClassVar[int]
+    REQUIRED_SCOPES_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    RETRY_POLICY_FIELD_NUMBER: _ClassVar[int]
+    IDEMPOTENT_FIELD_NUMBER: _ClassVar[int]
+    SIDE_EFFECTS_FIELD_NUMBER: _ClassVar[int]
+    KNOWHUB_SLUGS_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    RUNTIME_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    version: str
+    description: str
+    category: str
+    input_schema: _struct_pb2.Struct
+    output_schema: _struct_pb2.Struct
+    required_scopes: _containers.RepeatedScalarFieldContainer[str]
+    timeout_ms: int
+    retry_policy: RetryPolicy
+    idempotent: bool
+    side_effects: bool
+    knowhub_slugs: _containers.RepeatedScalarFieldContainer[str]
+    status: ToolStatus
+    runtime: Runtime
+    labels: _containers.ScalarMap[str, str]
+    def __init__(self, name: _Optional[str] = ..., version: _Optional[str] = ..., description: _Optional[str] = ..., category: _Optional[str] = ..., input_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., output_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., required_scopes: _Optional[_Iterable[str]] = ..., timeout_ms: _Optional[int] = ..., retry_policy: _Optional[_Union[RetryPolicy, _Mapping]] = ..., idempotent: bool = ..., side_effects: bool = ..., knowhub_slugs: _Optional[_Iterable[str]] = ..., status: _Optional[_Union[ToolStatus, str]] = ..., runtime: _Optional[_Union[Runtime, _Mapping]] = ..., labels: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class Tool(_message.Message):
+    __slots__ = ("spec", "schema_hash", "revision", "groups", "created_at", "updated_at", "updated_by")
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    SCHEMA_HASH_FIELD_NUMBER: _ClassVar[int]
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    GROUPS_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_AT_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_BY_FIELD_NUMBER: _ClassVar[int]
+    spec: ToolSpec
+    schema_hash: str
+    revision: int
+    groups: _containers.RepeatedScalarFieldContainer[str]
+    created_at: _timestamp_pb2.Timestamp
+    updated_at: _timestamp_pb2.Timestamp
+    updated_by: str
+    def __init__(self, spec: _Optional[_Union[ToolSpec, _Mapping]] = ..., schema_hash: _Optional[str] = ..., revision: _Optional[int] = ..., groups: _Optional[_Iterable[str]] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_by: _Optional[str] = ...) -> None: ...
+
+class Group(_message.Message):
+    __slots__ = ("name", "description", "tools", "example", "updated_at")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
+    EXAMPLE_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_AT_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    description: str
+    tools: _containers.RepeatedScalarFieldContainer[str]
+    example: str
+    updated_at: _timestamp_pb2.Timestamp
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., tools: _Optional[_Iterable[str]] = ..., example: _Optional[str] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class RegisterToolRequest(_message.Message):
+    __slots__ = ("tool",)
+    TOOL_FIELD_NUMBER: _ClassVar[int]
+    tool: ToolSpec
+    def __init__(self, tool: _Optional[_Union[ToolSpec, _Mapping]] = ...) -> None: ...
+
+class RegisterToolResponse(_message.Message):
+    __slots__ = ("tool",)
+    TOOL_FIELD_NUMBER: _ClassVar[int]
+    tool: Tool
+    def __init__(self, tool: _Optional[_Union[Tool, _Mapping]] = ...) -> None: ...
+
+class UpdateToolRequest(_message.Message):
+    __slots__ = ("tool", "expected_revision")
+    TOOL_FIELD_NUMBER: _ClassVar[int]
+    EXPECTED_REVISION_FIELD_NUMBER: _ClassVar[int]
+    tool: ToolSpec
+    expected_revision: int
+    def __init__(self, tool: _Optional[_Union[ToolSpec, _Mapping]] = ..., expected_revision: _Optional[int] = ...) -> None: ...
+
+class UpdateToolResponse(_message.Message):
+    __slots__ = ("tool",)
+    TOOL_FIELD_NUMBER: _ClassVar[int]
+    tool: Tool
+    def __init__(self, tool: _Optional[_Union[Tool, _Mapping]] = ...) -> None: ...
+
+class DeregisterToolRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class DeregisterToolResponse(_message.Message):
+    __slots__ = ("removed_from_groups",)
+    REMOVED_FROM_GROUPS_FIELD_NUMBER: _ClassVar[int]
+    removed_from_groups: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, removed_from_groups: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class GetToolRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class GetToolResponse(_message.Message):
+    __slots__ = ("tool",)
+    TOOL_FIELD_NUMBER: _ClassVar[int]
+    tool: Tool
+    def __init__(self, tool: _Optional[_Union[Tool, _Mapping]] = ...) -> None: ...
+
+class ListToolsRequest(_message.Message):
+    __slots__ = ("category", "keyword", "runtime_kind", "group", "status", "page_size", "page_token")
+    CATEGORY_FIELD_NUMBER: _ClassVar[int]
+    KEYWORD_FIELD_NUMBER: _ClassVar[int]
+    RUNTIME_KIND_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    category: str
+    keyword: str
+    runtime_kind: RuntimeKind
+    group: str
+    status: ToolStatus
+    page_size: int
+    page_token: str
+    def __init__(self, category: _Optional[str] = ..., keyword: _Optional[str] = ..., runtime_kind: _Optional[_Union[RuntimeKind, str]] = ..., group: _Optional[str] = ..., status: _Optional[_Union[ToolStatus, str]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListToolsResponse(_message.Message):
+    __slots__ = ("tools", "next_page_token")
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    tools: _containers.RepeatedCompositeFieldContainer[Tool]
+    next_page_token: str
+    def __init__(self, tools: _Optional[_Iterable[_Union[Tool, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class WatchToolsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class WatchToolsResponse(_message.Message):
+    __slots__ = ("type", "tool", "name")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    TOOL_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    type: WatchEventType
+    tool: Tool
+    name: str
+    def __init__(self, type: _Optional[_Union[WatchEventType, str]] = ..., tool: _Optional[_Union[Tool, _Mapping]] = ..., name: _Optional[str] = ...) -> None: ...
+
+class PutGroupRequest(_message.Message):
+    __slots__ = ("group",)
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    group: Group
+    def __init__(self, group: _Optional[_Union[Group, _Mapping]] = ...) -> None: ...
+
+class PutGroupResponse(_message.Message):
+    __slots__ = ("group",)
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    group: Group
+    def __init__(self, group: _Optional[_Union[Group, _Mapping]] = ...) -> None: ...
+
+class GetGroupRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class GetGroupResponse(_message.Message):
+    __slots__ = ("group",)
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    group: Group
+    def __init__(self, group: _Optional[_Union[Group, _Mapping]] = ...) -> None: ...
+
+class ListGroupsRequest(_message.Message):
+    __slots__ = ("page_size", "page_token")
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    page_size: int
+    page_token: str
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListGroupsResponse(_message.Message):
+    __slots__ = ("groups", "next_page_token")
+    GROUPS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    groups: _containers.RepeatedCompositeFieldContainer[Group]
+    next_page_token: str
+    def __init__(self, groups: _Optional[_Iterable[_Union[Group, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class DeleteGroupRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class DeleteGroupResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListRuntimesRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class RuntimeSummary(_message.Message):
+    __slots__ = ("kind", "tool_count", "active_count", "deprecated_count", "disabled_count", "tools")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    TOOL_COUNT_FIELD_NUMBER: _ClassVar[int]
+    ACTIVE_COUNT_FIELD_NUMBER: _ClassVar[int]
+    DEPRECATED_COUNT_FIELD_NUMBER: _ClassVar[int]
+    DISABLED_COUNT_FIELD_NUMBER: _ClassVar[int]
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
+    kind: RuntimeKind
+    tool_count: int
+    active_count: int
+    deprecated_count: int
+    disabled_count: int
+    tools: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, kind: _Optional[_Union[RuntimeKind, str]] = ..., tool_count: _Optional[int] = ..., active_count: _Optional[int] = ..., deprecated_count: _Optional[int] = ..., disabled_count: _Optional[int] = ..., tools: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ListRuntimesResponse(_message.Message):
+    __slots__ = ("runtimes",)
+    RUNTIMES_FIELD_NUMBER: _ClassVar[int]
+    runtimes: _containers.RepeatedCompositeFieldContainer[RuntimeSummary]
+    def __init__(self, runtimes: _Optional[_Iterable[_Union[RuntimeSummary, _Mapping]]] = ...) -> None: ...
+
+class ExportToolSchemasRequest(_message.Message):
+    __slots__ = ("format", "group", "names", "include_deprecated")
+    FORMAT_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    NAMES_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_DEPRECATED_FIELD_NUMBER: _ClassVar[int]
+    format: SchemaFormat
+    group: str
+    names: _containers.RepeatedScalarFieldContainer[str]
+    include_deprecated: bool
+    def __init__(self, format: _Optional[_Union[SchemaFormat, str]] = ..., group: _Optional[str] = ..., names: _Optional[_Iterable[str]] = ..., include_deprecated: bool = ...) -> None: ...
+
+class ExportedTool(_message.Message):
+    __slots__ = ("tool", "exported_name", "definition")
+    TOOL_FIELD_NUMBER: _ClassVar[int]
+    EXPORTED_NAME_FIELD_NUMBER: _ClassVar[int]
+    DEFINITION_FIELD_NUMBER: _ClassVar[int]
+    tool: str
+    exported_name: str
+    definition: _struct_pb2.Struct
+    def __init__(self, tool: _Optional[str] = ..., exported_name: _Optional[str] = ..., definition: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+
+class ExportToolSchemasResponse(_message.Message):
+    __slots__ = ("tools",)
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
+    tools: _containers.RepeatedCompositeFieldContainer[ExportedTool]
+    def __init__(self, tools: _Optional[_Iterable[_Union[ExportedTool, _Mapping]]] = ...) -> None: ...

@@ -1,0 +1,123 @@
+import http from "node:http";
+import http2 from "node:http2";
+import net, { type AddressInfo } from "node:net";
+import type { DescService } from "@bufbuild/protobuf";
+import type { ConnectRouter, Interceptor } from "@connectrpc/connect";
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+import type { Logger } from "@toolmesh/log";
+import { Health, HealthCheckResponse_ServingStatus } from "@toolmesh/proto";
+import { createHealthService, HealthState } from "./health.js";
+
+/** What a service needs to build its routes. */
+export interface RouteContext {
+  /** Aborted when the server starts draining, so long-lived streams can end. */
+  shutdownSignal: AbortSignal;
+}
+
+export interface ServerOptions {
+  /** The toolmesh services this server serves, for health reporting. */
+  services: DescService[];
+  routes: (router: ConnectRouter, context: RouteContext) => void;
+  log: Logger;
+  /** Largest request message accepted; larger ones fail with RESOURCE_EXHAUSTED. */
+  readMaxBytes: number;
+  interceptors?: Interceptor[];
+}
+
+export interface ToolmeshServer {
+  readonly health: HealthState;
+  /** Starts listening; port 0 picks a free port. */
+  listen(port: number, host: string): Promise<ListeningServer>;
+}
+
+export interface ListeningServer {
+  readonly port: number;
+  readonly host: string;
+  /** http://host:port, for Connect and gRPC clients alike. */
+  readonly url: string;
+  /** Reports NOT_SERVING, ends streams, lets unary calls finish, then closes within graceMs. */
+  close(graceMs?: number): Promise<void>;
+}
+
+/** One h2c port serving gRPC, gRPC-Web and Connect, plus grpc.health.v1.Health. */
+export function createToolmeshServer(options: ServerOptions): ToolmeshServer {
+  const health = new HealthState(options.services.map((s) => s.typeName));
+  const shutdown = new AbortController();
+  const handler = connectNodeAdapter({
+    readMaxBytes: options.readMaxBytes,
+    shutdownSignal: shutdown.signal,
+    interceptors: options.interceptors ?? [],
+    routes(router) {
+      router.service(Health, createHealthService(health));
+      options.routes(router, { shutdownSignal: shutdown.signal });
+    },
+  });
+
+  return {
+    health,
+    listen(port, host) {
+      // gRPC needs HTTP/2 (h2c, prior knowledge); curl and browsers speaking Connect often use
+      // HTTP/1.1. One port serves both by looking at the first bytes of each connection.
+      const h2 = http2.createServer({ maxSessionMemory: 64 }, handler);
+      const h1 = http.createServer(handler);
+      const sessions = new Set<http2.Http2Session>();
+      h2.on("session", (session) => {
+        sessions.add(session);
+        session.once("close", () => sessions.delete(session));
+      });
+      const sockets = new Set<net.Socket>();
+      const server = net.createServer((socket) => {
+        sockets.add(socket);
+        socket.once("close", () => sockets.delete(socket));
+        socket.once("data", (first: Buffer) => {
+          socket.pause();
+          socket.unshift(first);
+          if (first.subarray(0, 3).toString("latin1") === "PRI") {
+            // The HTTP/2 session takes over the socket's handle and reads the unshifted bytes first.
+            h2.emit("connection", socket);
+          } else {
+            h1.emit("connection", socket);
+            socket.resume();
+          }
+        });
+      });
+      return new Promise((resolve, reject) => {
+        server.once("error", reject);
+        server.listen(port, host, () => {
+          server.off("error", reject);
+          const actual = (server.address() as AddressInfo).port;
+          health.setAll(HealthCheckResponse_ServingStatus.SERVING);
+          options.log.info({ port: actual, host }, "listening (gRPC, gRPC-Web, Connect)");
+          resolve({
+            port: actual,
+            host,
+            url: `http://${host.includes(":") ? `[${host}]` : host}:${actual}`,
+            close: (graceMs = 5000) =>
+              drain(server, h1, sessions, sockets, health, shutdown, graceMs),
+          });
+        });
+      });
+    },
+  };
+}
+
+async function drain(
+  server: net.Server,
+  h1: http.Server,
+  sessions: Set<http2.Http2Session>,
+  sockets: Set<net.Socket>,
+  health: HealthState,
+  shutdown: AbortController,
+  graceMs: number,
+): Promise<void> {
+  health.setAll(HealthCheckResponse_ServingStatus.NOT_SERVING);
+  shutdown.abort();
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  for (const session of sessions) session.close();
+  h1.closeIdleConnections();
+  const timer = setTimeout(() => {
+    for (const socket of sockets) socket.destroy();
+  }, graceMs);
+  await closed;
+  clearTimeout(timer);
+}

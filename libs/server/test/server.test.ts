@@ -1,0 +1,114 @@
+import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
+import { authInterceptor, principal, principalOf } from "@toolmesh/auth";
+import { createLogger } from "@toolmesh/log";
+import {
+  GetToolResponseSchema,
+  Health,
+  HealthCheckResponse_ServingStatus,
+  RegistryService,
+  ToolSchema,
+  ToolSpecSchema,
+} from "@toolmesh/proto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createToolmeshServer, type ListeningServer } from "../src/index.js";
+
+// A real server on port 0 with one RPC implemented, reached over gRPC and Connect.
+describe("toolmesh server", () => {
+  let listening: ListeningServer;
+  beforeAll(async () => {
+    const server = createToolmeshServer({
+      services: [RegistryService],
+      log: createLogger("test", "silent"),
+      readMaxBytes: 64 * 1024,
+      interceptors: [
+        authInterceptor(async (token) => {
+          if (token !== "good")
+            throw new ConnectError("bearer token rejected", Code.Unauthenticated);
+          return principal("agent-1", ["agent"]);
+        }),
+      ],
+      routes(router) {
+        router.service(RegistryService, {
+          getTool(req, ctx) {
+            const caller = principalOf(ctx);
+            return create(GetToolResponseSchema, {
+              tool: create(ToolSchema, {
+                spec: create(ToolSpecSchema, {
+                  name: req.name,
+                  description: `seen by ${caller.agentId}`,
+                }),
+              }),
+            });
+          },
+        });
+      },
+    });
+    listening = await server.listen(0, "127.0.0.1");
+  });
+  afterAll(() => listening.close(100));
+
+  const transports = {
+    grpc: () => createGrpcTransport({ baseUrl: listening.url }),
+    connect: () => createConnectTransport({ baseUrl: listening.url, httpVersion: "1.1" }),
+  };
+
+  for (const [name, transport] of Object.entries(transports)) {
+    it(`answers health without a credential over ${name}`, async () => {
+      const health = createClient(Health, transport());
+      const res = await health.check({ service: "toolmesh.registry.v1.RegistryService" });
+      expect(res.status).toBe(HealthCheckResponse_ServingStatus.SERVING);
+      await expect(health.check({ service: "nope" })).rejects.toMatchObject({
+        code: Code.NotFound,
+      });
+    });
+
+    it(`passes the principal to handlers over ${name}`, async () => {
+      const registry = createClient(RegistryService, transport());
+      const res = await registry.getTool(
+        { name: "data.query" },
+        { headers: { authorization: "Bearer good" } },
+      );
+      expect(res.tool?.spec?.description).toBe("seen by agent-1");
+    });
+
+    it(`refuses missing and malformed credentials over ${name}`, async () => {
+      const registry = createClient(RegistryService, transport());
+      await expect(registry.getTool({ name: "x" })).rejects.toMatchObject({
+        code: Code.Unauthenticated,
+        rawMessage: expect.stringContaining("authorization: Bearer"),
+      });
+      await expect(
+        registry.getTool({ name: "x" }, { headers: { authorization: "Basic abc" } }),
+      ).rejects.toMatchObject({
+        code: Code.Unauthenticated,
+        rawMessage: expect.stringContaining("malformed"),
+      });
+      await expect(
+        registry.getTool({ name: "x" }, { headers: { authorization: "Bearer bad" } }),
+      ).rejects.toMatchObject({
+        code: Code.Unauthenticated,
+      });
+    });
+  }
+
+  it("refuses a request over readMaxBytes with RESOURCE_EXHAUSTED", async () => {
+    const registry = createClient(RegistryService, transports.grpc());
+    await expect(
+      registry.getTool(
+        { name: "x".repeat(100 * 1024) },
+        { headers: { authorization: "Bearer good" } },
+      ),
+    ).rejects.toMatchObject({ code: Code.ResourceExhausted });
+  });
+
+  it("unimplemented RPCs say so", async () => {
+    const registry = createClient(RegistryService, transports.grpc());
+    await expect(
+      registry.listTools({}, { headers: { authorization: "Bearer good" } }),
+    ).rejects.toMatchObject({
+      code: Code.Unimplemented,
+    });
+  });
+});

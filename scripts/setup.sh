@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# npm run setup: everything a fresh machine needs to start, test and regenerate toolmesh.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/tools.sh
+
+say() { printf 'setup: %s\n' "$*"; }
+
+say "installing npm packages"
+npm ci --no-audit --no-fund
+
+if ! command -v nats-server >/dev/null 2>&1; then
+  say "nats-server is not on PATH; installing Debian's nats-server package"
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nats-server >/dev/null
+  elif command -v sudo >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+    sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nats-server >/dev/null
+  else
+    echo "setup: cannot install nats-server here (no apt-get, or not root and no sudo)." >&2
+    echo "setup: install nats-server 2.9 or newer and put it on PATH, or set NATS_URL to a server with JetStream." >&2
+    exit 1
+  fi
+fi
+say "nats-server $(nats-server --version 2>&1 | awk '{print $2}')"
+
+say "Go code generators ($PROTOC_GEN_GO_VERSION, grpc $PROTOC_GEN_GO_GRPC_VERSION)"
+mkdir -p "$TOOLMESH_BIN"
+GOBIN="$TOOLMESH_BIN" go install "google.golang.org/protobuf/cmd/protoc-gen-go@$PROTOC_GEN_GO_VERSION"
+GOBIN="$TOOLMESH_BIN" go install "google.golang.org/grpc/cmd/protoc-gen-go-grpc@$PROTOC_GEN_GO_GRPC_VERSION"
+(cd libs/go && go mod download)
+
+say "Python environment in .venv (grpcio-tools $GRPCIO_TOOLS_VERSION, the toolmesh package)"
+[ -x "$TOOLMESH_VENV/bin/python" ] || python3 -m venv "$TOOLMESH_VENV"
+"$TOOLMESH_VENV/bin/pip" install -q --disable-pip-version-check "grpcio-tools==$GRPCIO_TOOLS_VERSION"
+"$TOOLMESH_VENV/bin/pip" install -q --disable-pip-version-check -e "libs/python[test]"
+
+say "done: npm start runs the stack, npm test runs every test"

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# npm test: every check and every test, in the order a failure is cheapest to find.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/tools.sh
+
+echo "== buf lint"
+npx buf lint
+echo "== biome"
+npx biome check .
+echo "== tsc"
+npx tsc --noEmit -p .
+echo "== Go module builds and vets"
+(cd libs/go && go build ./... && go vet ./...)
+echo "== Python stubs import"
+"$TOOLMESH_VENV/bin/python" -c "import toolmesh.registry.v1.registry_pb2_grpc, toolmesh.dispatcher.v1.dispatcher_pb2_grpc, toolmesh.events.v1.events_pb2; print('python stubs import')"
+echo "== vitest"
+npx vitest run

@@ -1,0 +1,13 @@
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    include: ["libs/*/test/**/*.test.ts", "services/*/test/**/*.test.ts", "test/**/*.test.ts"],
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
+    // Integration tests start real processes; two cores do not run many at once well.
+    fileParallelism: true,
+    maxWorkers: 2,
+    minWorkers: 1,
+  },
+});
