@@ -1,3 +1,4 @@
+export { type AuthConfig, authConfig } from "./config.js";
 export { type Authenticator, authInterceptor, bearerToken } from "./interceptor.js";
 export { createJwtVerifier, type JwtSettings, type JwtVerifier } from "./jwt.js";
 export {
@@ -9,3 +10,4 @@ export {
   Role,
   requireRole,
 } from "./principal.js";
+export { type ServiceAuth, startServiceAuth } from "./service-auth.js";

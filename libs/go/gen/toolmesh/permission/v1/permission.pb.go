@@ -1398,6 +1398,79 @@ func (x *ListApiKeysResponse) GetNextPageToken() string {
 	return ""
 }
 
+// ApiKeyRecord is how a key is stored in the `toolmesh-permission` bucket under `keys.<id>`,
+// so that every service can verify tokens from a watched snapshot. Never leaves NATS.
+type ApiKeyRecord struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	ApiKey *ApiKey                `protobuf:"bytes,1,opt,name=api_key,json=apiKey,proto3" json:"api_key,omitempty"`
+	// Random per-key salt, hex.
+	Salt string `protobuf:"bytes,2,opt,name=salt,proto3" json:"salt,omitempty"`
+	// Hex digest of salt and secret (the algorithm is named in `hash_algorithm`).
+	Hash string `protobuf:"bytes,3,opt,name=hash,proto3" json:"hash,omitempty"`
+	// For example `sha256` or `scrypt`.
+	HashAlgorithm string `protobuf:"bytes,4,opt,name=hash_algorithm,json=hashAlgorithm,proto3" json:"hash_algorithm,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApiKeyRecord) Reset() {
+	*x = ApiKeyRecord{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApiKeyRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApiKeyRecord) ProtoMessage() {}
+
+func (x *ApiKeyRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApiKeyRecord.ProtoReflect.Descriptor instead.
+func (*ApiKeyRecord) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *ApiKeyRecord) GetApiKey() *ApiKey {
+	if x != nil {
+		return x.ApiKey
+	}
+	return nil
+}
+
+func (x *ApiKeyRecord) GetSalt() string {
+	if x != nil {
+		return x.Salt
+	}
+	return ""
+}
+
+func (x *ApiKeyRecord) GetHash() string {
+	if x != nil {
+		return x.Hash
+	}
+	return ""
+}
+
+func (x *ApiKeyRecord) GetHashAlgorithm() string {
+	if x != nil {
+		return x.HashAlgorithm
+	}
+	return ""
+}
+
 var File_toolmesh_permission_v1_permission_proto protoreflect.FileDescriptor
 
 const file_toolmesh_permission_v1_permission_proto_rawDesc = "" +
@@ -1489,7 +1562,12 @@ const file_toolmesh_permission_v1_permission_proto_rawDesc = "" +
 	"page_token\x18\x04 \x01(\tR\tpageToken\"x\n" +
 	"\x13ListApiKeysResponse\x129\n" +
 	"\bapi_keys\x18\x01 \x03(\v2\x1e.toolmesh.permission.v1.ApiKeyR\aapiKeys\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken*{\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x96\x01\n" +
+	"\fApiKeyRecord\x127\n" +
+	"\aapi_key\x18\x01 \x01(\v2\x1e.toolmesh.permission.v1.ApiKeyR\x06apiKey\x12\x12\n" +
+	"\x04salt\x18\x02 \x01(\tR\x04salt\x12\x12\n" +
+	"\x04hash\x18\x03 \x01(\tR\x04hash\x12%\n" +
+	"\x0ehash_algorithm\x18\x04 \x01(\tR\rhashAlgorithm*{\n" +
 	"\rPrincipalKind\x12\x1e\n" +
 	"\x1aPRINCIPAL_KIND_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14PRINCIPAL_KIND_AGENT\x10\x01\x12\x17\n" +
@@ -1528,7 +1606,7 @@ func file_toolmesh_permission_v1_permission_proto_rawDescGZIP() []byte {
 }
 
 var file_toolmesh_permission_v1_permission_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_toolmesh_permission_v1_permission_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_toolmesh_permission_v1_permission_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_toolmesh_permission_v1_permission_proto_goTypes = []any{
 	(PrincipalKind)(0),            // 0: toolmesh.permission.v1.PrincipalKind
 	(ResourceKind)(0),             // 1: toolmesh.permission.v1.ResourceKind
@@ -1553,7 +1631,8 @@ var file_toolmesh_permission_v1_permission_proto_goTypes = []any{
 	(*RevokeApiKeyResponse)(nil),  // 20: toolmesh.permission.v1.RevokeApiKeyResponse
 	(*ListApiKeysRequest)(nil),    // 21: toolmesh.permission.v1.ListApiKeysRequest
 	(*ListApiKeysResponse)(nil),   // 22: toolmesh.permission.v1.ListApiKeysResponse
-	(*timestamppb.Timestamp)(nil), // 23: google.protobuf.Timestamp
+	(*ApiKeyRecord)(nil),          // 23: toolmesh.permission.v1.ApiKeyRecord
+	(*timestamppb.Timestamp)(nil), // 24: google.protobuf.Timestamp
 }
 var file_toolmesh_permission_v1_permission_proto_depIdxs = []int32{
 	0,  // 0: toolmesh.permission.v1.PrincipalRef.kind:type_name -> toolmesh.permission.v1.PrincipalKind
@@ -1561,38 +1640,39 @@ var file_toolmesh_permission_v1_permission_proto_depIdxs = []int32{
 	3,  // 2: toolmesh.permission.v1.GrantSpec.principal:type_name -> toolmesh.permission.v1.PrincipalRef
 	4,  // 3: toolmesh.permission.v1.GrantSpec.resource:type_name -> toolmesh.permission.v1.Resource
 	2,  // 4: toolmesh.permission.v1.GrantSpec.effect:type_name -> toolmesh.permission.v1.Effect
-	23, // 5: toolmesh.permission.v1.GrantSpec.expires_at:type_name -> google.protobuf.Timestamp
+	24, // 5: toolmesh.permission.v1.GrantSpec.expires_at:type_name -> google.protobuf.Timestamp
 	5,  // 6: toolmesh.permission.v1.Grant.spec:type_name -> toolmesh.permission.v1.GrantSpec
-	23, // 7: toolmesh.permission.v1.Grant.created_at:type_name -> google.protobuf.Timestamp
+	24, // 7: toolmesh.permission.v1.Grant.created_at:type_name -> google.protobuf.Timestamp
 	5,  // 8: toolmesh.permission.v1.GrantRequest.grant:type_name -> toolmesh.permission.v1.GrantSpec
 	6,  // 9: toolmesh.permission.v1.GrantResponse.grant:type_name -> toolmesh.permission.v1.Grant
 	3,  // 10: toolmesh.permission.v1.ListGrantsRequest.principal:type_name -> toolmesh.permission.v1.PrincipalRef
 	6,  // 11: toolmesh.permission.v1.ListGrantsResponse.grants:type_name -> toolmesh.permission.v1.Grant
 	14, // 12: toolmesh.permission.v1.CheckResponse.decision:type_name -> toolmesh.permission.v1.Decision
-	23, // 13: toolmesh.permission.v1.ApiKey.created_at:type_name -> google.protobuf.Timestamp
-	23, // 14: toolmesh.permission.v1.ApiKey.expires_at:type_name -> google.protobuf.Timestamp
-	23, // 15: toolmesh.permission.v1.CreateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
+	24, // 13: toolmesh.permission.v1.ApiKey.created_at:type_name -> google.protobuf.Timestamp
+	24, // 14: toolmesh.permission.v1.ApiKey.expires_at:type_name -> google.protobuf.Timestamp
+	24, // 15: toolmesh.permission.v1.CreateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
 	16, // 16: toolmesh.permission.v1.CreateApiKeyResponse.api_key:type_name -> toolmesh.permission.v1.ApiKey
 	16, // 17: toolmesh.permission.v1.ListApiKeysResponse.api_keys:type_name -> toolmesh.permission.v1.ApiKey
-	7,  // 18: toolmesh.permission.v1.PermissionService.Grant:input_type -> toolmesh.permission.v1.GrantRequest
-	9,  // 19: toolmesh.permission.v1.PermissionService.Revoke:input_type -> toolmesh.permission.v1.RevokeRequest
-	11, // 20: toolmesh.permission.v1.PermissionService.ListGrants:input_type -> toolmesh.permission.v1.ListGrantsRequest
-	13, // 21: toolmesh.permission.v1.PermissionService.Check:input_type -> toolmesh.permission.v1.CheckRequest
-	17, // 22: toolmesh.permission.v1.PermissionService.CreateApiKey:input_type -> toolmesh.permission.v1.CreateApiKeyRequest
-	19, // 23: toolmesh.permission.v1.PermissionService.RevokeApiKey:input_type -> toolmesh.permission.v1.RevokeApiKeyRequest
-	21, // 24: toolmesh.permission.v1.PermissionService.ListApiKeys:input_type -> toolmesh.permission.v1.ListApiKeysRequest
-	8,  // 25: toolmesh.permission.v1.PermissionService.Grant:output_type -> toolmesh.permission.v1.GrantResponse
-	10, // 26: toolmesh.permission.v1.PermissionService.Revoke:output_type -> toolmesh.permission.v1.RevokeResponse
-	12, // 27: toolmesh.permission.v1.PermissionService.ListGrants:output_type -> toolmesh.permission.v1.ListGrantsResponse
-	15, // 28: toolmesh.permission.v1.PermissionService.Check:output_type -> toolmesh.permission.v1.CheckResponse
-	18, // 29: toolmesh.permission.v1.PermissionService.CreateApiKey:output_type -> toolmesh.permission.v1.CreateApiKeyResponse
-	20, // 30: toolmesh.permission.v1.PermissionService.RevokeApiKey:output_type -> toolmesh.permission.v1.RevokeApiKeyResponse
-	22, // 31: toolmesh.permission.v1.PermissionService.ListApiKeys:output_type -> toolmesh.permission.v1.ListApiKeysResponse
-	25, // [25:32] is the sub-list for method output_type
-	18, // [18:25] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	16, // 18: toolmesh.permission.v1.ApiKeyRecord.api_key:type_name -> toolmesh.permission.v1.ApiKey
+	7,  // 19: toolmesh.permission.v1.PermissionService.Grant:input_type -> toolmesh.permission.v1.GrantRequest
+	9,  // 20: toolmesh.permission.v1.PermissionService.Revoke:input_type -> toolmesh.permission.v1.RevokeRequest
+	11, // 21: toolmesh.permission.v1.PermissionService.ListGrants:input_type -> toolmesh.permission.v1.ListGrantsRequest
+	13, // 22: toolmesh.permission.v1.PermissionService.Check:input_type -> toolmesh.permission.v1.CheckRequest
+	17, // 23: toolmesh.permission.v1.PermissionService.CreateApiKey:input_type -> toolmesh.permission.v1.CreateApiKeyRequest
+	19, // 24: toolmesh.permission.v1.PermissionService.RevokeApiKey:input_type -> toolmesh.permission.v1.RevokeApiKeyRequest
+	21, // 25: toolmesh.permission.v1.PermissionService.ListApiKeys:input_type -> toolmesh.permission.v1.ListApiKeysRequest
+	8,  // 26: toolmesh.permission.v1.PermissionService.Grant:output_type -> toolmesh.permission.v1.GrantResponse
+	10, // 27: toolmesh.permission.v1.PermissionService.Revoke:output_type -> toolmesh.permission.v1.RevokeResponse
+	12, // 28: toolmesh.permission.v1.PermissionService.ListGrants:output_type -> toolmesh.permission.v1.ListGrantsResponse
+	15, // 29: toolmesh.permission.v1.PermissionService.Check:output_type -> toolmesh.permission.v1.CheckResponse
+	18, // 30: toolmesh.permission.v1.PermissionService.CreateApiKey:output_type -> toolmesh.permission.v1.CreateApiKeyResponse
+	20, // 31: toolmesh.permission.v1.PermissionService.RevokeApiKey:output_type -> toolmesh.permission.v1.RevokeApiKeyResponse
+	22, // 32: toolmesh.permission.v1.PermissionService.ListApiKeys:output_type -> toolmesh.permission.v1.ListApiKeysResponse
+	26, // [26:33] is the sub-list for method output_type
+	19, // [19:26] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_toolmesh_permission_v1_permission_proto_init() }
@@ -1606,7 +1686,7 @@ func file_toolmesh_permission_v1_permission_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolmesh_permission_v1_permission_proto_rawDesc), len(file_toolmesh_permission_v1_permission_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   20,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -236,3 +236,15 @@ class ListApiKeysResponse(_message.Message):
     api_keys: _containers.RepeatedCompositeFieldContainer[ApiKey]
     next_page_token: str
     def __init__(self, api_keys: _Optional[_Iterable[_Union[ApiKey, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class ApiKeyRecord(_message.Message):
+    __slots__ = ("api_key", "salt", "hash", "hash_algorithm")
+    API_KEY_FIELD_NUMBER: _ClassVar[int]
+    SALT_FIELD_NUMBER: _ClassVar[int]
+    HASH_FIELD_NUMBER: _ClassVar[int]
+    HASH_ALGORITHM_FIELD_NUMBER: _ClassVar[int]
+    api_key: ApiKey
+    salt: str
+    hash: str
+    hash_algorithm: str
+    def __init__(self, api_key: _Optional[_Union[ApiKey, _Mapping]] = ..., salt: _Optional[str] = ..., hash: _Optional[str] = ..., hash_algorithm: _Optional[str] = ...) -> None: ...

@@ -1,0 +1,20 @@
+import { optionalStr, str } from "@toolmesh/config";
+
+/** Auth settings every service reads (see README, "Authentication"). */
+export const authConfig = {
+  jwtSecret: optionalStr("TOOLMESH_JWT_SECRET"),
+  jwksFile: optionalStr("TOOLMESH_JWKS_FILE"),
+  jwtIssuer: str("TOOLMESH_JWT_ISSUER", "toolmesh"),
+  jwtAudience: str("TOOLMESH_JWT_AUDIENCE", "toolmesh"),
+  jwtUserClaim: str("TOOLMESH_JWT_USER_CLAIM", "on_behalf_of"),
+  jwtRolesClaim: str("TOOLMESH_JWT_ROLES_CLAIM", "roles"),
+};
+
+export type AuthConfig = {
+  jwtSecret: string | undefined;
+  jwksFile: string | undefined;
+  jwtIssuer: string;
+  jwtAudience: string;
+  jwtUserClaim: string;
+  jwtRolesClaim: string;
+};
