@@ -1,0 +1,88 @@
+import { createHash } from "node:crypto";
+import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
+import addFormatsModule from "ajv-formats";
+
+// ajv-formats ships CommonJS; under NodeNext its default import is the module object.
+const addFormats =
+  (addFormatsModule as unknown as { default: typeof addFormatsModule }).default ?? addFormatsModule;
+
+/** A JSON value as a schema holds it. */
+export type JsonValue =
+  | null
+  | boolean
+  | number
+  | string
+  | JsonValue[]
+  | { [key: string]: JsonValue };
+
+/** JSON with object keys sorted at every level and no whitespace: one text per value. */
+export function canonicalJson(value: unknown): string {
+  if (value === null || typeof value !== "object") return JSON.stringify(value ?? null);
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
+  const entries = Object.keys(value as Record<string, unknown>)
+    .filter((key) => (value as Record<string, unknown>)[key] !== undefined)
+    .sort()
+    .map(
+      (key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`,
+    );
+  return `{${entries.join(",")}}`;
+}
+
+/**
+ * SHA-256 (hex) of the canonical JSON of `{"input": <input schema>, "output": <output schema or null>}`:
+ * the Tool.schema_hash the Registry stores and the key of compiled-validator caches.
+ */
+export function schemaHash(input: unknown, output?: unknown): string {
+  return createHash("sha256")
+    .update(canonicalJson({ input: input ?? null, output: output ?? null }))
+    .digest("hex");
+}
+
+/** Raised when a schema does not compile; the message is ajv's. */
+export class SchemaCompileError extends Error {
+  override name = "SchemaCompileError";
+}
+
+/**
+ * Compiles a JSON Schema (draft 2020-12) with ajv in strict mode plus ajv-formats. Each schema
+ * gets its own ajv instance, so a `$id` in one tool's schema cannot clash with another's.
+ */
+export function compileSchema(schema: object): ValidateFunction {
+  const ajv = new Ajv2020({ strict: true, allErrors: true, logger: false });
+  addFormats(ajv);
+  try {
+    return ajv.compile(schema);
+  } catch (error) {
+    throw new SchemaCompileError((error as Error).message, { cause: error });
+  }
+}
+
+/** Compiled validators by schema hash, at most `limit` of them, least recently used dropped first. */
+export class ValidatorCache {
+  private readonly entries = new Map<string, ValidateFunction>();
+
+  constructor(private readonly limit = 1000) {}
+
+  /** The validator for `hash`, compiling `schema` on a miss; throws SchemaCompileError. */
+  get(hash: string, schema: object): ValidateFunction {
+    const hit = this.entries.get(hash);
+    if (hit) {
+      this.entries.delete(hash);
+      this.entries.set(hash, hit);
+      return hit;
+    }
+    const compiled = compileSchema(schema);
+    this.entries.set(hash, compiled);
+    if (this.entries.size > this.limit) {
+      const oldest = this.entries.keys().next().value;
+      if (oldest !== undefined) this.entries.delete(oldest);
+    }
+    return compiled;
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+}
+
+export type { ValidateFunction } from "ajv";
