@@ -3,8 +3,10 @@ import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
 import addFormatsModule from "ajv-formats";
 
 // ajv-formats ships CommonJS; under NodeNext its default import is the module object.
-const addFormats =
-  (addFormatsModule as unknown as { default: typeof addFormatsModule }).default ?? addFormatsModule;
+type AddFormats = (ajv: Ajv2020) => Ajv2020;
+const addFormats: AddFormats =
+  (addFormatsModule as unknown as { default?: AddFormats }).default ??
+  (addFormatsModule as unknown as AddFormats);
 
 /** A JSON value as a schema holds it. */
 export type JsonValue =
