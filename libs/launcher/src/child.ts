@@ -1,0 +1,56 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { createWriteStream, type WriteStream } from "node:fs";
+import { LineWatcher } from "@toolmesh/testkit";
+
+/** A supervised child process whose output goes to a log file and a ring of recent lines. */
+export class Child {
+  readonly process: ChildProcess;
+  readonly stdout: LineWatcher;
+  readonly stderr: LineWatcher;
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  private readonly logFile: WriteStream;
+
+  constructor(
+    readonly name: string,
+    command: string,
+    args: string[],
+    options: { cwd: string; env: NodeJS.ProcessEnv; logPath: string },
+  ) {
+    this.logFile = createWriteStream(options.logPath, { flags: "a" });
+    this.process = spawn(command, args, {
+      cwd: options.cwd,
+      env: options.env,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    const out = this.process.stdout as NonNullable<ChildProcess["stdout"]>;
+    const err = this.process.stderr as NonNullable<ChildProcess["stderr"]>;
+    out.pipe(this.logFile, { end: false });
+    err.pipe(this.logFile, { end: false });
+    this.stdout = new LineWatcher(out);
+    this.stderr = new LineWatcher(err);
+    this.exited = new Promise((resolve) => {
+      this.process.once("exit", (code, signal) => resolve({ code, signal }));
+      this.process.once("error", () => resolve({ code: 127, signal: null }));
+    });
+  }
+
+  get running(): boolean {
+    return this.process.exitCode === null && this.process.signalCode === null;
+  }
+
+  /** The last lines of both streams, for a report on why it died. */
+  lastLines(count = 15): string {
+    return [...this.stdout.lines, ...this.stderr.lines].slice(-count).join("\n");
+  }
+
+  /** SIGTERM, then SIGKILL after graceMs. */
+  async stop(graceMs = 10_000): Promise<void> {
+    if (this.running) {
+      this.process.kill("SIGTERM");
+      const timer = setTimeout(() => this.process.kill("SIGKILL"), graceMs);
+      await this.exited;
+      clearTimeout(timer);
+    }
+    this.logFile.end();
+  }
+}

@@ -1,0 +1,58 @@
+// npm start: the whole toolmesh stack on this machine, stopped with Ctrl-C.
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { int, loadConfig, loadOrExit, optionalStr, str } from "@toolmesh/config";
+import { StackError, startStack } from "@toolmesh/launcher";
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const config = loadOrExit(() =>
+  loadConfig({
+    natsUrl: optionalStr("NATS_URL"),
+    natsPort: int("TOOLMESH_NATS_PORT", 4222, { min: -1, max: 65535 }),
+    dataDir: str("TOOLMESH_DATA_DIR", path.join(root, ".toolmesh")),
+    startTimeoutMs: int("TOOLMESH_START_TIMEOUT_MS", 60_000, { min: 1000, max: 600_000 }),
+  }),
+);
+const say = (line: string) => process.stdout.write(`toolmesh: ${line}\n`);
+
+let stack: Awaited<ReturnType<typeof startStack>>;
+try {
+  stack = await startStack({
+    root,
+    ...config,
+    dataDir: path.resolve(config.dataDir),
+    env: {},
+    say,
+  });
+} catch (error) {
+  process.stderr.write(
+    `toolmesh: ${error instanceof StackError ? error.message : String(error)}\n`,
+  );
+  process.exit(1);
+}
+
+say("all services are SERVING");
+if (stack.adminToken) {
+  say(`admin token (also in ${path.join(config.dataDir, "admin.token")}, mode 0600):`);
+  process.stdout.write(`${stack.adminToken}\n`);
+}
+say(`logs in ${path.join(config.dataDir, "logs")}; press Ctrl-C to stop`);
+
+let stopping = false;
+const stop = async (code: number) => {
+  if (stopping) return;
+  stopping = true;
+  say("stopping");
+  await stack.stop();
+  say("stopped");
+  process.exit(code);
+};
+process.on("SIGINT", () => void stop(0));
+process.on("SIGTERM", () => void stop(0));
+const died = await stack.firstExit;
+if (!stopping) {
+  process.stderr.write(
+    `toolmesh: ${died.name} exited (code ${died.code}${died.signal ? `, signal ${died.signal}` : ""}); last lines:\n${died.lastLines}\n`,
+  );
+  await stop(1);
+}
