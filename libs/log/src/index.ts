@@ -43,3 +43,5 @@ export function callLogger(
 ): Logger {
   return log.child(ids);
 }
+
+export { createSecretRedactor, defaultSecretKeyPatterns, REDACTED } from "./redact.js";

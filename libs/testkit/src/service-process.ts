@@ -23,12 +23,13 @@ export interface ServiceProcess {
 
 /**
  * Starts services/<name>/src/main.ts on a free port (PORT=0 through the env var the caller
- * names) and resolves once its "listening" log line reports the port.
+ * names) and resolves once its "listening" log line reports the port. A process without a port
+ * passes `readyPattern`, a substring of the log line it prints when ready; its port is then 0.
  */
 export async function startService(
   name: string,
   env: Record<string, string>,
-  options: { timeoutMs?: number } = {},
+  options: { timeoutMs?: number; readyPattern?: string } = {},
 ): Promise<ServiceProcess> {
   const entry = path.join(repoRoot, "services", name, "src", "main.ts");
   const child = spawn(process.execPath, ["--import", "tsx", entry], {
@@ -50,13 +51,13 @@ export async function startService(
   exited.catch(() => {});
   const line = await Promise.race([
     stdout.waitFor(
-      (l) => l.includes('"listening'),
+      (l) => l.includes(options.readyPattern ?? '"listening'),
       options.timeoutMs ?? 30_000,
-      `${name} to listen`,
+      `${name} to ${options.readyPattern ? "be ready" : "listen"}`,
     ),
     exited,
   ]);
-  const port = Number((JSON.parse(line) as { port: number }).port);
+  const port = Number((JSON.parse(line) as { port?: number }).port ?? 0);
   const waitExit = () =>
     new Promise<number | null>((resolve) => {
       if (child.exitCode !== null || child.signalCode !== null) resolve(child.exitCode);
