@@ -1,0 +1,240 @@
+import { create } from "@bufbuild/protobuf";
+import { timestampMs } from "@bufbuild/protobuf/wkt";
+import {
+  type Decision,
+  DecisionSchema,
+  Effect,
+  type Grant,
+  PrincipalKind,
+  ResourceKind,
+} from "@toolmesh/proto";
+import { compileGlob } from "./glob.js";
+
+/** Who would call: the agent, the user it acts for ("" for none) and the agent's roles. */
+export interface PolicySubject {
+  agentId: string;
+  userId: string;
+  roles: string[];
+}
+
+/** What the decision needs to know about a tool. */
+export interface PolicyTool {
+  name: string;
+  requiredScopes: string[];
+  groups: string[];
+}
+
+/** The wildcard for "every principal of the kind" and "every scope". */
+export const ANY = "*";
+
+/** A grant in the shape the decision reads, derived once per stored grant object. */
+export interface CompiledGrant {
+  readonly id: string;
+  readonly principalKind: PrincipalKind;
+  readonly principalId: string;
+  readonly resourceKind: ResourceKind;
+  readonly pattern: string;
+  readonly glob: RegExp | undefined;
+  readonly scopes: readonly string[];
+  readonly allScopes: boolean;
+  readonly allow: boolean;
+  readonly deny: boolean;
+  readonly enabled: boolean;
+  /** Milliseconds since the epoch; Infinity when the grant never expires. */
+  readonly expiresAtMs: number;
+}
+
+const compiledGrants = new WeakMap<Grant, CompiledGrant>();
+
+/** The compiled form of a grant, cached per grant object (snapshots keep objects until they change). */
+export function compileGrant(grant: Grant): CompiledGrant {
+  let c = compiledGrants.get(grant);
+  if (c) return c;
+  const spec = grant.spec;
+  const resourceKind = spec?.resource?.kind ?? ResourceKind.UNSPECIFIED;
+  const pattern = spec?.resource?.pattern ?? "";
+  const scopes = spec?.scopes ?? [];
+  c = {
+    id: grant.id,
+    principalKind: spec?.principal?.kind ?? PrincipalKind.UNSPECIFIED,
+    principalId: spec?.principal?.id ?? "",
+    resourceKind,
+    pattern,
+    glob: resourceKind === ResourceKind.GLOB ? compileGlob(pattern) : undefined,
+    scopes,
+    allScopes: scopes.includes(ANY),
+    allow: spec?.effect === Effect.ALLOW,
+    deny: spec?.effect === Effect.DENY,
+    enabled: spec?.enabled ?? false,
+    expiresAtMs: spec?.expiresAt ? timestampMs(spec.expiresAt) : Number.POSITIVE_INFINITY,
+  };
+  compiledGrants.set(grant, c);
+  return c;
+}
+
+/** True when a grant names the agent itself or one of its roles (ROLE `*` needs at least one role). */
+export function appliesToAgent(g: CompiledGrant, subject: PolicySubject): boolean {
+  if (g.principalKind === PrincipalKind.AGENT)
+    return g.principalId === ANY || g.principalId === subject.agentId;
+  if (g.principalKind === PrincipalKind.ROLE)
+    return g.principalId === ANY ? subject.roles.length > 0 : subject.roles.includes(g.principalId);
+  return false;
+}
+
+/** True when a grant names the user (USER grants only: the agent's roles are not the user's). */
+export function appliesToUser(g: CompiledGrant, userId: string): boolean {
+  return (
+    userId !== "" &&
+    g.principalKind === PrincipalKind.USER &&
+    (g.principalId === ANY || g.principalId === userId)
+  );
+}
+
+/** True when a grant's resource covers the tool. */
+export function coversTool(g: CompiledGrant, tool: PolicyTool): boolean {
+  switch (g.resourceKind) {
+    case ResourceKind.TOOL:
+      return g.pattern === tool.name;
+    case ResourceKind.GLOB:
+      return g.glob?.test(tool.name) ?? false;
+    case ResourceKind.GROUP:
+      return tool.groups.includes(g.pattern);
+    default:
+      return false;
+  }
+}
+
+/** Enabled and not expired: a grant that expires exactly at `now` is already expired. */
+export function isLive(g: CompiledGrant, nowMs: number): boolean {
+  return g.enabled && g.expiresAtMs > nowMs;
+}
+
+/**
+ * The decision for one call, from every grant there is. Pure: the same inputs give the same
+ * decision in the Permission service's Check and in every local snapshot.
+ */
+export function decide(
+  subject: PolicySubject,
+  tool: PolicyTool,
+  grants: Iterable<Grant>,
+  now: Date,
+): Decision {
+  const agentSide: CompiledGrant[] = [];
+  const userSide: CompiledGrant[] = [];
+  for (const grant of grants) {
+    const g = compileGrant(grant);
+    if (appliesToAgent(g, subject)) agentSide.push(g);
+    else if (appliesToUser(g, subject.userId)) userSide.push(g);
+  }
+  return decideFor(subject, tool, agentSide, userSide, now.getTime());
+}
+
+interface SideResult {
+  deny: CompiledGrant | undefined;
+  missing: string[];
+  matched: string[];
+}
+
+/**
+ * The decision from grants already known to apply to the agent (AGENT and ROLE grants) and to
+ * the user (USER grants). Deny wins over allow on either side; then the agent, and the user it
+ * acts for, must each be allowed every required scope on their own grants (no confused deputy).
+ */
+export function decideFor(
+  subject: PolicySubject,
+  tool: PolicyTool,
+  agentGrants: readonly CompiledGrant[],
+  userGrants: readonly CompiledGrant[],
+  nowMs: number,
+): Decision {
+  const agentName = `agent "${subject.agentId}"`;
+  const userName = `user "${subject.userId}", for whom agent "${subject.agentId}" acts,`;
+  const agent = evaluate(tool, agentGrants, nowMs);
+  const user = subject.userId !== "" ? evaluate(tool, userGrants, nowMs) : undefined;
+
+  if (agent.deny) return denied(tool, agent.deny, agentName, `agent:${subject.agentId}`);
+  if (user?.deny) return denied(tool, user.deny, userName, `user:${subject.userId}`);
+  if (agent.missing.length > 0 || agent.matched.length === 0)
+    return missing(tool, agent, agentName, `agent:${subject.agentId}`);
+  if (user && (user.missing.length > 0 || user.matched.length === 0))
+    return missing(tool, user, userName, `user:${subject.userId}`);
+
+  const matched = user ? [...new Set([...agent.matched, ...user.matched])] : agent.matched;
+  const who = user ? `agent "${subject.agentId}" and user "${subject.userId}"` : agentName;
+  return create(DecisionSchema, {
+    allowed: true,
+    reason: `${who} may call tool "${tool.name}" (grants ${matched.join(", ")})`,
+    matchedGrantIds: matched,
+  });
+}
+
+/** Deny grants, then which required scopes the live allow grants cover. */
+function evaluate(tool: PolicyTool, grants: readonly CompiledGrant[], nowMs: number): SideResult {
+  const required = tool.requiredScopes;
+  let deny: CompiledGrant | undefined;
+  const allows: CompiledGrant[] = [];
+  for (const g of grants) {
+    if (!isLive(g, nowMs) || !coversTool(g, tool)) continue;
+    if (g.deny) {
+      // A deny applies when it has `*`, overlaps a required scope, or the tool requires none.
+      if (g.allScopes || required.length === 0 || g.scopes.some((s) => required.includes(s))) {
+        if (!deny || g.id < deny.id) deny = g;
+      }
+    } else if (g.allow) {
+      allows.push(g);
+    }
+  }
+  const matched = new Set<string>();
+  const missingScopes: string[] = [];
+  if (required.length === 0) {
+    for (const g of allows) matched.add(g.id);
+  } else {
+    for (const scope of required) {
+      let covered = false;
+      for (const g of allows) {
+        if (g.allScopes || g.scopes.includes(scope)) {
+          matched.add(g.id);
+          covered = true;
+        }
+      }
+      if (!covered) missingScopes.push(scope);
+    }
+  }
+  return { deny, missing: missingScopes, matched: [...matched].sort() };
+}
+
+function scopeList(scopes: readonly string[]): string {
+  return `${scopes.length === 1 ? "scope" : "scopes"} ${scopes.join(", ")}`;
+}
+
+function denied(
+  tool: PolicyTool,
+  deny: CompiledGrant,
+  who: string,
+  principalRef: string,
+): Decision {
+  const overlap = deny.allScopes
+    ? "every scope"
+    : tool.requiredScopes.length === 0
+      ? "every use"
+      : scopeList(tool.requiredScopes.filter((s) => deny.scopes.includes(s)));
+  return create(DecisionSchema, {
+    allowed: false,
+    reason: `deny grant "${deny.id}" refuses ${who} ${overlap} of tool "${tool.name}"`,
+    denyGrantId: deny.id,
+    deniedPrincipal: principalRef,
+  });
+}
+
+function missing(tool: PolicyTool, side: SideResult, who: string, principalRef: string): Decision {
+  const what =
+    tool.requiredScopes.length === 0
+      ? `has no allow grant on tool "${tool.name}"`
+      : `has no allow grant covering ${scopeList(side.missing)} on tool "${tool.name}"`;
+  return create(DecisionSchema, {
+    allowed: false,
+    reason: `${who} ${what}`,
+    missingScopes: side.missing,
+    deniedPrincipal: principalRef,
+  });
+}

@@ -1,0 +1,15 @@
+export {
+  ANY,
+  appliesToAgent,
+  appliesToUser,
+  type CompiledGrant,
+  compileGrant,
+  coversTool,
+  decide,
+  decideFor,
+  isLive,
+  type PolicySubject,
+  type PolicyTool,
+} from "./decide.js";
+export { compileGlob, globMatches, globProblem, MAX_PATTERN_LENGTH } from "./glob.js";
+export { PolicyNotReadyError, PolicySnapshot } from "./snapshot.js";

@@ -1,0 +1,99 @@
+import { create } from "@bufbuild/protobuf";
+import { GrantSchema, PrincipalKind, ResourceKind } from "@toolmesh/proto";
+import { describe, expect, it } from "vitest";
+import { compileGlob, decide, globProblem } from "../src/index.js";
+import { decisionTable, tableTools } from "./decision-table.js";
+import { tableGrant } from "./table-grants.js";
+
+const now = new Date("2026-06-01T12:00:00.000Z");
+
+describe("decide() against the decision table", () => {
+  it("has at least 40 cases", () => {
+    expect(decisionTable.length).toBeGreaterThanOrEqual(40);
+  });
+
+  for (const c of decisionTable) {
+    it(c.name, () => {
+      const tool = tableTools.find((t) => t.name === c.tool);
+      if (!tool) throw new Error(`unknown table tool ${c.tool}`);
+      const grants = c.grants.map((g) => tableGrant(g, now.getTime()));
+      const d = decide(
+        { agentId: c.agent, userId: c.user ?? "", roles: c.roles ?? [] },
+        tool,
+        grants,
+        now,
+      );
+      expect(d.allowed, d.reason).toBe(c.allowed);
+      expect(d.reason).toMatch(/^[a-z].*"$|\)$/);
+      if (c.missing) expect(d.missingScopes).toEqual(c.missing);
+      if (c.deny) expect(d.denyGrantId).toBe(c.deny);
+      if (c.denied) expect(d.deniedPrincipal).toBe(c.denied);
+      if (c.matched) expect(d.matchedGrantIds).toEqual(c.matched);
+      if (c.reason) expect(d.reason).toContain(c.reason);
+      if (c.allowed) {
+        expect(d.matchedGrantIds.length).toBeGreaterThan(0);
+        expect(d.denyGrantId).toBe("");
+      } else {
+        expect(d.matchedGrantIds).toEqual([]);
+        expect(d.deniedPrincipal).toMatch(/^(agent|user):/);
+      }
+    });
+  }
+});
+
+describe("expiry boundary", () => {
+  const grant = create(GrantSchema, {
+    id: "g1",
+    spec: {
+      principal: { kind: PrincipalKind.AGENT, id: "a1" },
+      resource: { kind: ResourceKind.TOOL, pattern: "t.x" },
+      scopes: ["*"],
+      effect: 1,
+      enabled: true,
+      expiresAt: { seconds: BigInt(now.getTime() / 1000), nanos: 0 },
+    },
+  });
+  const subject = { agentId: "a1", userId: "", roles: [] };
+  const tool = { name: "t.x", requiredScopes: ["s"], groups: [] };
+  it("is live one millisecond before expires_at", () => {
+    expect(decide(subject, tool, [grant], new Date(now.getTime() - 1)).allowed).toBe(true);
+  });
+  it("is expired at exactly expires_at and after", () => {
+    expect(decide(subject, tool, [grant], now).allowed).toBe(false);
+    expect(decide(subject, tool, [grant], new Date(now.getTime() + 1)).allowed).toBe(false);
+  });
+});
+
+describe("globs", () => {
+  it.each([
+    ["data.*", "data.query", true],
+    ["data.*", "data.a.b", false],
+    ["data.**", "data.a.b", true],
+    ["data.**", "data", false],
+    ["**", "x", true],
+    ["*.send", "mail.send", true],
+    ["data.q*", "data.query", true],
+    ["data.q*", "data.xquery", false],
+    ["data.query", "data_query", false],
+    ["a-b.*", "a-b.c", true],
+  ])("%s matches %s: %s", (pattern, name, expected) => {
+    expect(compileGlob(pattern).test(name)).toBe(expected);
+  });
+
+  it.each([
+    ["", "must not be empty"],
+    ["data..x", "empty segment"],
+    [".data", "empty segment"],
+    ["Data.*", "lowercase"],
+    ["data.***", "*** is not a glob"],
+    ["data.(x)", "may contain only"],
+    ["x".repeat(129), "at most 128"],
+  ])("refuses %j", (pattern, problem) => {
+    expect(globProblem(pattern)).toContain(problem);
+  });
+
+  it("accepts valid globs", () => {
+    for (const p of ["data.*", "**", "*", "data.q*", "a_b-c.**"])
+      expect(globProblem(p)).toBe(undefined);
+  });
+});
