@@ -8,6 +8,7 @@ export const authConfig = {
   jwtAudience: str("TOOLMESH_JWT_AUDIENCE", "toolmesh"),
   jwtUserClaim: str("TOOLMESH_JWT_USER_CLAIM", "on_behalf_of"),
   jwtRolesClaim: str("TOOLMESH_JWT_ROLES_CLAIM", "roles"),
+  serviceToken: optionalStr("TOOLMESH_SERVICE_TOKEN"),
 };
 
 export type AuthConfig = {
@@ -17,4 +18,6 @@ export type AuthConfig = {
   jwtAudience: string;
   jwtUserClaim: string;
   jwtRolesClaim: string;
+  /** Token for service-to-service calls; see serviceToken(). */
+  serviceToken?: string | undefined;
 };

@@ -1,3 +1,12 @@
+export {
+  API_KEY_HASH_ALGORITHM,
+  API_KEY_PREFIX,
+  createApiKeyVerifier,
+  isApiKeyToken,
+  type MintedApiKey,
+  mintApiKey,
+  parseApiKeyToken,
+} from "./api-key.js";
 export { type AuthConfig, authConfig } from "./config.js";
 export { type Authenticator, authInterceptor, bearerToken } from "./interceptor.js";
 export { createJwtVerifier, type JwtSettings, type JwtVerifier } from "./jwt.js";
@@ -11,3 +20,4 @@ export {
   requireRole,
 } from "./principal.js";
 export { type ServiceAuth, startServiceAuth } from "./service-auth.js";
+export { ADMIN_TOKEN_FILE, SERVICE_TOKEN_FILE, serviceToken } from "./service-token.js";

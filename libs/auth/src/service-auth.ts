@@ -1,9 +1,13 @@
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import type { Logger } from "@toolmesh/log";
+import { buckets, KvSnapshot } from "@toolmesh/nats";
+import { ApiKeyRecordSchema } from "@toolmesh/proto";
 import type { NatsConnection } from "nats";
+import { createApiKeyVerifier, isApiKeyToken } from "./api-key.js";
 import type { AuthConfig } from "./config.js";
 import { type Authenticator, authInterceptor } from "./interceptor.js";
 import { createJwtVerifier, type JwtVerifier } from "./jwt.js";
+import type { Principal } from "./principal.js";
 
 /** What a service gets from startServiceAuth. */
 export interface ServiceAuth {
@@ -17,13 +21,21 @@ function looksLikeJwt(token: string): boolean {
   return token.split(".").length === 3;
 }
 
-/** Builds the authenticator a service uses: JWTs from configured keys and API keys. */
+/** How often a service looks for the permission bucket before the Permission service made it. */
+const BUCKET_RETRY_MS = 500;
+
+/**
+ * Builds the authenticator a service uses: JWTs from configured keys, and API keys verified
+ * against a watched snapshot of the permission bucket. When the bucket exists the snapshot is
+ * loaded before this resolves; otherwise it is picked up once the Permission service creates
+ * it, and API keys fail closed (UNAVAILABLE) until then.
+ */
 export async function startServiceAuth(options: {
   config: AuthConfig;
   nc: NatsConnection;
   log: Logger;
 }): Promise<ServiceAuth> {
-  const { config } = options;
+  const { config, nc, log } = options;
   const jwt: JwtVerifier | undefined =
     config.jwtSecret || config.jwksFile
       ? createJwtVerifier({
@@ -35,6 +47,52 @@ export async function startServiceAuth(options: {
           rolesClaim: config.jwtRolesClaim,
         })
       : undefined;
+
+  let verifyApiKey: ((token: string) => Principal) | undefined;
+  let snapshot: KvSnapshot<typeof ApiKeyRecordSchema> | undefined;
+  let stopped = false;
+  let retry: NodeJS.Timeout | undefined;
+  const watchKeys = async (): Promise<boolean> => {
+    const jsm = await nc.jetstreamManager();
+    try {
+      await jsm.streams.info(`KV_${buckets.permission.name}`);
+    } catch {
+      return false;
+    }
+    const kv = await nc.jetstream().views.kv(buckets.permission.name, { bindOnly: true });
+    const keys = new KvSnapshot(kv, buckets.permission.apiKeyPrefix, ApiKeyRecordSchema, log);
+    await keys.start();
+    if (stopped) {
+      keys.stop();
+      return true;
+    }
+    snapshot = keys;
+    verifyApiKey = createApiKeyVerifier(keys);
+    return true;
+  };
+  const keepTrying = () => {
+    retry = setTimeout(() => {
+      watchKeys().then(
+        (ok) => {
+          if (ok) log.info({ bucket: buckets.permission.name }, "API key verification ready");
+          else if (!stopped) keepTrying();
+        },
+        (error: unknown) => {
+          log.warn({ err: error }, "cannot watch API keys yet; retrying");
+          if (!stopped) keepTrying();
+        },
+      );
+    }, BUCKET_RETRY_MS);
+    retry.unref();
+  };
+  if (!(await watchKeys())) {
+    log.warn(
+      { bucket: buckets.permission.name },
+      "permission bucket not found; API keys are refused until the Permission service creates it",
+    );
+    keepTrying();
+  }
+
   const authenticate: Authenticator = async (token) => {
     if (looksLikeJwt(token)) {
       if (!jwt)
@@ -44,7 +102,26 @@ export async function startServiceAuth(options: {
         );
       return jwt(token);
     }
-    throw new ConnectError("bearer token rejected: unknown API key", Code.Unauthenticated);
+    if (isApiKeyToken(token)) {
+      if (!verifyApiKey)
+        throw new ConnectError(
+          "API keys are not loaded yet on this server; retry shortly",
+          Code.Unavailable,
+        );
+      return verifyApiKey(token);
+    }
+    throw new ConnectError(
+      "bearer token rejected: neither a JWT nor an API key (tmk_<id>_<secret>)",
+      Code.Unauthenticated,
+    );
   };
-  return { authenticate, interceptor: authInterceptor(authenticate), stop() {} };
+  return {
+    authenticate,
+    interceptor: authInterceptor(authenticate),
+    stop() {
+      stopped = true;
+      if (retry) clearTimeout(retry);
+      snapshot?.stop();
+    },
+  };
 }
