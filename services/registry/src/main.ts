@@ -1,0 +1,118 @@
+import { authConfig, startServiceAuth } from "@toolmesh/auth";
+import { commonConfig, loadConfig, loadOrExit, port } from "@toolmesh/config";
+import { createLogger } from "@toolmesh/log";
+import { buckets, connectNats, ensureStream, streamDefinitions } from "@toolmesh/nats";
+import { PolicySnapshot } from "@toolmesh/policy";
+import { onShutdown } from "@toolmesh/server";
+import type { NatsConnection } from "nats";
+import { NatsRegistryEvents } from "./events.js";
+import { createRegistryServer } from "./server.js";
+import { KvRegistryStore } from "./store.js";
+import { policyVisibility } from "./visibility.js";
+
+const config = loadOrExit(() =>
+  loadConfig({
+    ...commonConfig,
+    ...authConfig,
+    port: port("TOOLMESH_REGISTRY_PORT", 7101),
+  }),
+);
+const log = createLogger("registry", config.logLevel);
+
+const nc = await connectNats({ url: config.natsUrl, name: "toolmesh-registry", log });
+const js = nc.jetstream();
+const jsm = await nc.jetstreamManager();
+const streams = streamDefinitions({
+  replicas: config.jetstreamReplicas,
+  maxAgeMs: 30 * 24 * 60 * 60 * 1000,
+});
+await ensureStream(jsm, streams.changes);
+await ensureStream(jsm, streams.audit);
+
+const store = await KvRegistryStore.open({ js, replicas: config.jetstreamReplicas, log });
+const auth = await startServiceAuth({ config, nc, log });
+const policy = await watchPolicy(nc);
+
+const server = createRegistryServer({
+  store,
+  events: new NatsRegistryEvents(js, log),
+  visibility: policyVisibility(policy.current),
+  log,
+  interceptors: [auth.interceptor],
+  readMaxBytes: config.maxMessageBytes,
+});
+const listening = await server.listen(config.port, config.host);
+
+onShutdown(log, async () => {
+  await listening.close();
+  policy.stop();
+  auth.stop();
+  store.stop();
+  await nc.drain();
+});
+
+/**
+ * The grant snapshot agents' visibility is decided by. The Permission service owns the bucket;
+ * until it exists there are no grants, so agents see no tools, and we look again every 500 ms.
+ */
+async function watchPolicy(connection: NatsConnection) {
+  let snapshot: PolicySnapshot | undefined;
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  const attempt = async (): Promise<boolean> => {
+    const manager = await connection.jetstreamManager();
+    try {
+      await manager.streams.info(`KV_${buckets.permission.name}`);
+    } catch {
+      return false;
+    }
+    const kv = await connection.jetstream().views.kv(buckets.permission.name, { bindOnly: true });
+    const next = new PolicySnapshot(kv, log);
+    await next.start();
+    if (stopped) next.stop();
+    else snapshot = next;
+    return true;
+  };
+  const retry = () => {
+    timer = setTimeout(() => {
+      attempt().then(
+        (ok) => {
+          if (ok)
+            log.info(
+              { bucket: buckets.permission.name },
+              "grant snapshot ready; agents see their tools",
+            );
+          else if (!stopped) retry();
+        },
+        (error: unknown) => {
+          log.warn({ err: error }, "cannot watch grants yet; retrying");
+          if (!stopped) retry();
+        },
+      );
+    }, 500);
+    timer.unref();
+  };
+  await attempt().then(
+    (ok) => {
+      if (!ok) {
+        log.warn(
+          { bucket: buckets.permission.name },
+          "permission bucket not found; agents see no tools until it exists",
+        );
+        retry();
+      }
+    },
+    (error: unknown) => {
+      log.warn({ err: error }, "cannot watch grants yet; retrying");
+      retry();
+    },
+  );
+  return {
+    current: () => snapshot,
+    stop() {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      snapshot?.stop();
+    },
+  };
+}

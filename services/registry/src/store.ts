@@ -1,0 +1,319 @@
+import { fromBinary, toBinary } from "@bufbuild/protobuf";
+import type { Logger } from "@toolmesh/log";
+import { buckets, KvSnapshot } from "@toolmesh/nats";
+import { type Group, GroupSchema, type Tool, ToolSchema } from "@toolmesh/proto";
+import type { JetStreamClient, KV } from "nats";
+
+/** A stored value with the store's revision of it, for compare-and-set writes. */
+export interface Versioned<T> {
+  value: T;
+  revision: number;
+}
+
+/** A tool or group changed: value is undefined when it was deleted. */
+export interface ToolChange {
+  name: string;
+  tool: Tool | undefined;
+}
+
+/** Raised when a compare-and-set write finds the key created or changed since it was read. */
+export class StoreConflictError extends Error {
+  override name = "StoreConflictError";
+}
+
+/**
+ * Where the registry keeps tools and groups. Reads of `tool`, `tools`, `group`, `groups` come from
+ * memory (a watch-fed snapshot); `read*` and the writes go to the backing store and use its
+ * revisions for optimistic concurrency. A write resolves once the snapshot shows it.
+ */
+export interface RegistryStore {
+  /** True once the snapshot holds every stored value. */
+  ready(): boolean;
+  tool(name: string): Tool | undefined;
+  tools(): Iterable<Tool>;
+  group(name: string): Group | undefined;
+  groups(): Iterable<Group>;
+  /** Bumped on every change seen, so derived caches know when to rebuild. */
+  version(): number;
+
+  readTool(name: string): Promise<Versioned<Tool> | undefined>;
+  /** Creates a tool; StoreConflictError when the name exists. */
+  createTool(tool: Tool): Promise<number>;
+  /** Replaces a tool if it is still at `revision`; StoreConflictError otherwise. */
+  updateTool(tool: Tool, revision: number): Promise<number>;
+  /** Deletes a tool if it is still at `revision`; StoreConflictError otherwise. */
+  deleteTool(name: string, revision: number): Promise<number>;
+
+  readGroup(name: string): Promise<Versioned<Group> | undefined>;
+  createGroup(group: Group): Promise<number>;
+  updateGroup(group: Group, revision: number): Promise<number>;
+  deleteGroup(name: string, revision: number): Promise<number>;
+
+  /** Calls the listener on every tool change from now on; returns the unsubscribe function. */
+  onToolChange(listener: (change: ToolChange) => void): () => void;
+}
+
+const TOOL_PREFIX = "tools.";
+
+/** The KV store: bucket `toolmesh-registry`, binary Protobuf values. */
+export class KvRegistryStore implements RegistryStore {
+  private readonly toolSnapshot: KvSnapshot<typeof ToolSchema>;
+  private readonly groupSnapshot: KvSnapshot<typeof GroupSchema>;
+  private readonly seen = { tools: 0, groups: 0 };
+  private readonly waiters = new Set<{
+    kind: "tools" | "groups";
+    met: () => boolean;
+    done: () => void;
+  }>();
+  private readonly listeners = new Set<(change: ToolChange) => void>();
+
+  private constructor(
+    private readonly kv: KV,
+    log: Logger,
+  ) {
+    this.toolSnapshot = new KvSnapshot(kv, buckets.registry.toolPrefix, ToolSchema, log);
+    this.groupSnapshot = new KvSnapshot(kv, buckets.registry.groupPrefix, GroupSchema, log);
+    this.toolSnapshot.onChange((change) => {
+      this.advance("tools", change.revision);
+      const name = change.key.slice(TOOL_PREFIX.length);
+      for (const listener of this.listeners) listener({ name, tool: change.value });
+    });
+    this.groupSnapshot.onChange((change) => this.advance("groups", change.revision));
+  }
+
+  /** Creates the bucket when missing (idempotent) and loads the snapshots. */
+  static async open(options: {
+    js: JetStreamClient;
+    replicas: number;
+    history?: number;
+    log: Logger;
+  }): Promise<KvRegistryStore> {
+    const kv = await options.js.views.kv(buckets.registry.name, {
+      history: options.history ?? 5,
+      replicas: options.replicas,
+    });
+    const store = new KvRegistryStore(kv, options.log);
+    await Promise.all([store.toolSnapshot.start(), store.groupSnapshot.start()]);
+    return store;
+  }
+
+  private advance(kind: "tools" | "groups", revision: number): void {
+    if (revision > this.seen[kind]) this.seen[kind] = revision;
+    for (const waiter of this.waiters) {
+      if (waiter.kind === kind && waiter.met()) {
+        this.waiters.delete(waiter);
+        waiter.done();
+      }
+    }
+  }
+
+  /** Resolves once the snapshot of `kind` has applied `revision`. */
+  private applied(kind: "tools" | "groups", revision: number): Promise<number> {
+    return this.until(kind, () => this.seen[kind] >= revision).then(() => revision);
+  }
+
+  /** Resolves once the snapshot of `kind` no longer holds a deleted key. */
+  private removed(kind: "tools" | "groups", gone: () => boolean): Promise<number> {
+    return this.until(kind, gone).then(() => this.seen[kind]);
+  }
+
+  /** Resolves when `met` holds after a change of `kind` (or after 2 s, as a backstop). */
+  private until(kind: "tools" | "groups", met: () => boolean): Promise<void> {
+    if (met()) return Promise.resolve();
+    return new Promise((resolve) => {
+      const waiter = {
+        kind,
+        met,
+        done: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+      };
+      const timer = setTimeout(() => {
+        this.waiters.delete(waiter);
+        resolve();
+      }, 2000);
+      this.waiters.add(waiter);
+    });
+  }
+
+  ready(): boolean {
+    return this.toolSnapshot.isReady && this.groupSnapshot.isReady;
+  }
+
+  tool(name: string): Tool | undefined {
+    return this.toolSnapshot.get(buckets.registry.toolKey(name));
+  }
+
+  tools(): Iterable<Tool> {
+    return this.toolSnapshot.values();
+  }
+
+  group(name: string): Group | undefined {
+    return this.groupSnapshot.get(buckets.registry.groupKey(name));
+  }
+
+  groups(): Iterable<Group> {
+    return this.groupSnapshot.values();
+  }
+
+  version(): number {
+    return this.toolSnapshot.version + this.groupSnapshot.version;
+  }
+
+  async readTool(name: string): Promise<Versioned<Tool> | undefined> {
+    const entry = await this.kv.get(buckets.registry.toolKey(name));
+    if (entry?.operation !== "PUT") return undefined;
+    return { value: fromBinary(ToolSchema, entry.value), revision: entry.revision };
+  }
+
+  async createTool(tool: Tool): Promise<number> {
+    const key = buckets.registry.toolKey(tool.spec?.name ?? "");
+    const revision = await conflicts(() => this.kv.create(key, toBinary(ToolSchema, tool)));
+    return this.applied("tools", revision);
+  }
+
+  async updateTool(tool: Tool, revision: number): Promise<number> {
+    const key = buckets.registry.toolKey(tool.spec?.name ?? "");
+    const next = await conflicts(() => this.kv.update(key, toBinary(ToolSchema, tool), revision));
+    return this.applied("tools", next);
+  }
+
+  async deleteTool(name: string, revision: number): Promise<number> {
+    const key = buckets.registry.toolKey(name);
+    await conflicts(async () => {
+      await this.kv.delete(key, { previousSeq: revision });
+      return 0;
+    });
+    return this.removed("tools", () => this.toolSnapshot.get(key) === undefined);
+  }
+
+  async readGroup(name: string): Promise<Versioned<Group> | undefined> {
+    const entry = await this.kv.get(buckets.registry.groupKey(name));
+    if (entry?.operation !== "PUT") return undefined;
+    return { value: fromBinary(GroupSchema, entry.value), revision: entry.revision };
+  }
+
+  async createGroup(group: Group): Promise<number> {
+    const key = buckets.registry.groupKey(group.name);
+    const revision = await conflicts(() => this.kv.create(key, toBinary(GroupSchema, group)));
+    return this.applied("groups", revision);
+  }
+
+  async updateGroup(group: Group, revision: number): Promise<number> {
+    const key = buckets.registry.groupKey(group.name);
+    const next = await conflicts(() => this.kv.update(key, toBinary(GroupSchema, group), revision));
+    return this.applied("groups", next);
+  }
+
+  async deleteGroup(name: string, revision: number): Promise<number> {
+    const key = buckets.registry.groupKey(name);
+    await conflicts(async () => {
+      await this.kv.delete(key, { previousSeq: revision });
+      return 0;
+    });
+    return this.removed("groups", () => this.groupSnapshot.get(key) === undefined);
+  }
+
+  onToolChange(listener: (change: ToolChange) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  stop(): void {
+    this.toolSnapshot.stop();
+    this.groupSnapshot.stop();
+  }
+}
+
+/** Runs a compare-and-set write, turning JetStream's "wrong last sequence" into StoreConflictError. */
+async function conflicts(write: () => Promise<number>): Promise<number> {
+  try {
+    return await write();
+  } catch (error) {
+    const apiCode = (error as { api_error?: { err_code?: number } }).api_error?.err_code;
+    const text = String((error as Error)?.message ?? error);
+    if (apiCode === 10071 || text.includes("wrong last sequence") || text.includes("exists")) {
+      throw new StoreConflictError(text, { cause: error });
+    }
+    throw error;
+  }
+}
+
+/** An in-memory store with the same semantics, for handler tests. */
+export class MemoryRegistryStore implements RegistryStore {
+  private readonly toolMap = new Map<string, Versioned<Tool>>();
+  private readonly groupMap = new Map<string, Versioned<Group>>();
+  private readonly listeners = new Set<(change: ToolChange) => void>();
+  private sequence = 0;
+
+  ready(): boolean {
+    return true;
+  }
+  tool(name: string): Tool | undefined {
+    return this.toolMap.get(name)?.value;
+  }
+  *tools(): Iterable<Tool> {
+    for (const entry of this.toolMap.values()) yield entry.value;
+  }
+  group(name: string): Group | undefined {
+    return this.groupMap.get(name)?.value;
+  }
+  *groups(): Iterable<Group> {
+    for (const entry of this.groupMap.values()) yield entry.value;
+  }
+  version(): number {
+    return this.sequence;
+  }
+  async readTool(name: string): Promise<Versioned<Tool> | undefined> {
+    return this.toolMap.get(name);
+  }
+  async createTool(tool: Tool): Promise<number> {
+    return this.write(this.toolMap, tool.spec?.name ?? "", tool, 0, true);
+  }
+  async updateTool(tool: Tool, revision: number): Promise<number> {
+    return this.write(this.toolMap, tool.spec?.name ?? "", tool, revision, true);
+  }
+  async deleteTool(name: string, revision: number): Promise<number> {
+    return this.write(this.toolMap, name, undefined, revision, true);
+  }
+  async readGroup(name: string): Promise<Versioned<Group> | undefined> {
+    return this.groupMap.get(name);
+  }
+  async createGroup(group: Group): Promise<number> {
+    return this.write(this.groupMap, group.name, group, 0, false);
+  }
+  async updateGroup(group: Group, revision: number): Promise<number> {
+    return this.write(this.groupMap, group.name, group, revision, false);
+  }
+  async deleteGroup(name: string, revision: number): Promise<number> {
+    return this.write(this.groupMap, name, undefined, revision, false);
+  }
+  onToolChange(listener: (change: ToolChange) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private write<T>(
+    map: Map<string, Versioned<T>>,
+    key: string,
+    value: T | undefined,
+    revision: number,
+    isTool: boolean,
+  ): number {
+    const current = map.get(key);
+    if ((current?.revision ?? 0) !== revision) {
+      throw new StoreConflictError(
+        `wrong last sequence: ${key} is at ${current?.revision ?? 0}, not ${revision}`,
+      );
+    }
+    this.sequence++;
+    if (value === undefined) map.delete(key);
+    else map.set(key, { value, revision: this.sequence });
+    if (isTool) {
+      for (const listener of this.listeners)
+        listener({ name: key, tool: value as Tool | undefined });
+    }
+    return this.sequence;
+  }
+}

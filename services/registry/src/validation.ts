@@ -1,0 +1,304 @@
+import { create } from "@bufbuild/protobuf";
+import { invalidField } from "@toolmesh/errors";
+import {
+  type Group,
+  GroupSchema,
+  type ToolSpec,
+  ToolSpecSchema,
+  ToolStatus,
+} from "@toolmesh/proto";
+import { SchemaCompileError, schemaHash, type ValidatorCache } from "@toolmesh/schema";
+
+/** Size limits of a tool or group; a value over a limit is INVALID_ARGUMENT naming the field. */
+export const limits = {
+  nameLength: 64,
+  versionLength: 64,
+  descriptionBytes: 4096,
+  categoryLength: 64,
+  schemaBytes: 64 * 1024,
+  scopes: 32,
+  scopeLength: 128,
+  knowhubSlugs: 32,
+  knowhubSlugLength: 256,
+  labels: 32,
+  labelKeyLength: 63,
+  labelValueLength: 256,
+  timeoutMs: 10 * 60 * 1000,
+  retryAttempts: 10,
+  backoffMs: 60_000,
+  addressLength: 256,
+  commandLength: 1024,
+  args: 64,
+  argLength: 4096,
+  envEntries: 64,
+  envKeyLength: 256,
+  envValueLength: 4096,
+  workingDirLength: 1024,
+  httpPathLength: 256,
+  maxConcurrency: 1024,
+  idleTimeoutMs: 24 * 60 * 60 * 1000,
+  urlLength: 2048,
+  headers: 32,
+  headerNameLength: 256,
+  headerValueLength: 4096,
+  groupTools: 100,
+  groupExampleBytes: 16 * 1024,
+} as const;
+
+const NAME = /^[a-z][a-z0-9_.-]*$/;
+const SCOPE = /^[a-z][a-z0-9_-]*:[a-z0-9_.*-]+$/;
+const ENV_KEY = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+const LABEL_KEY = /^[a-z0-9]([a-z0-9_./-]*[a-z0-9])?$/;
+
+const utf8 = new TextEncoder();
+
+/** Checks a tool or group name; the error names `field`. */
+export function checkName(field: string, name: string): void {
+  if (name === "") throw invalidField(field, "is required");
+  if (name.length > limits.nameLength)
+    throw invalidField(field, `is ${name.length} characters; at most ${limits.nameLength} allowed`);
+  if (!NAME.test(name) || name.includes("..") || name.endsWith(".")) {
+    throw invalidField(
+      field,
+      `"${name}" is not a valid name: use lowercase letters, digits, _ - and single dots between parts, starting with a letter (for example data.query)`,
+    );
+  }
+}
+
+function maxLength(field: string, value: string, max: number): void {
+  if (value.length > max)
+    throw invalidField(field, `is ${value.length} characters; at most ${max} allowed`);
+}
+
+function maxCount(field: string, count: number, max: number): void {
+  if (count > max) throw invalidField(field, `has ${count} entries; at most ${max} allowed`);
+}
+
+/** What validation derives from a spec: the spec with defaults applied and its schema hash. */
+export interface CheckedSpec {
+  spec: ToolSpec;
+  schemaHash: string;
+}
+
+/**
+ * Validates a ToolSpec as written by an operator and returns a normalised copy (status
+ * unspecified becomes ACTIVE). Every failure is INVALID_ARGUMENT naming the field under `tool.`.
+ */
+export function checkToolSpec(spec: ToolSpec | undefined, validators: ValidatorCache): CheckedSpec {
+  if (!spec) throw invalidField("tool", "is required");
+  checkName("tool.name", spec.name);
+  maxLength("tool.version", spec.version, limits.versionLength);
+  if (spec.description.trim() === "")
+    throw invalidField(
+      "tool.description",
+      "is required: say what the tool does, for a language model",
+    );
+  const descriptionBytes = utf8.encode(spec.description).length;
+  if (descriptionBytes > limits.descriptionBytes)
+    throw invalidField(
+      "tool.description",
+      `is ${descriptionBytes} bytes; at most ${limits.descriptionBytes} allowed`,
+    );
+  maxLength("tool.category", spec.category, limits.categoryLength);
+
+  if (!spec.inputSchema)
+    throw invalidField("tool.input_schema", 'is required: a JSON Schema with "type": "object"');
+  checkSchema("tool.input_schema", spec.inputSchema, validators, true);
+  if (spec.outputSchema) checkSchema("tool.output_schema", spec.outputSchema, validators, false);
+
+  maxCount("tool.required_scopes", spec.requiredScopes.length, limits.scopes);
+  spec.requiredScopes.forEach((scope, i) => {
+    const field = `tool.required_scopes[${i}]`;
+    maxLength(field, scope, limits.scopeLength);
+    if (!SCOPE.test(scope))
+      throw invalidField(
+        field,
+        `"${scope}" is not a scope; expected action:resource such as read:data`,
+      );
+  });
+  if (new Set(spec.requiredScopes).size !== spec.requiredScopes.length)
+    throw invalidField("tool.required_scopes", "lists a scope twice");
+
+  if (spec.timeoutMs > limits.timeoutMs)
+    throw invalidField(
+      "tool.timeout_ms",
+      `is ${spec.timeoutMs}; at most ${limits.timeoutMs} (10 minutes) allowed`,
+    );
+  const retry = spec.retryPolicy;
+  if (retry) {
+    if (retry.maxAttempts > limits.retryAttempts)
+      throw invalidField(
+        "tool.retry_policy.max_attempts",
+        `is ${retry.maxAttempts}; at most ${limits.retryAttempts} allowed`,
+      );
+    if (retry.initialBackoffMs > limits.backoffMs)
+      throw invalidField(
+        "tool.retry_policy.initial_backoff_ms",
+        `is ${retry.initialBackoffMs}; at most ${limits.backoffMs} allowed`,
+      );
+    if (retry.maxBackoffMs > limits.backoffMs)
+      throw invalidField(
+        "tool.retry_policy.max_backoff_ms",
+        `is ${retry.maxBackoffMs}; at most ${limits.backoffMs} allowed`,
+      );
+    if (retry.maxBackoffMs > 0 && retry.initialBackoffMs > retry.maxBackoffMs)
+      throw invalidField("tool.retry_policy.initial_backoff_ms", "is larger than max_backoff_ms");
+  }
+
+  maxCount("tool.knowhub_slugs", spec.knowhubSlugs.length, limits.knowhubSlugs);
+  spec.knowhubSlugs.forEach((slug, i) => {
+    if (slug === "") throw invalidField(`tool.knowhub_slugs[${i}]`, "is empty");
+    maxLength(`tool.knowhub_slugs[${i}]`, slug, limits.knowhubSlugLength);
+  });
+
+  const labels = Object.entries(spec.labels);
+  maxCount("tool.labels", labels.length, limits.labels);
+  for (const [key, value] of labels) {
+    if (key.length > limits.labelKeyLength || !LABEL_KEY.test(key))
+      throw invalidField(
+        `tool.labels[${JSON.stringify(key)}]`,
+        `key must be 1-${limits.labelKeyLength} lowercase letters, digits, _ . / -`,
+      );
+    maxLength(`tool.labels[${JSON.stringify(key)}]`, value, limits.labelValueLength);
+  }
+
+  if (spec.status !== ToolStatus.UNSPECIFIED && !(spec.status in ToolStatus))
+    throw invalidField("tool.status", `${spec.status} is not a ToolStatus`);
+  checkRuntime(spec);
+
+  const normalised = create(ToolSpecSchema, spec);
+  if (normalised.status === ToolStatus.UNSPECIFIED) normalised.status = ToolStatus.ACTIVE;
+  return { spec: normalised, schemaHash: schemaHash(spec.inputSchema, spec.outputSchema) };
+}
+
+function checkSchema(
+  field: string,
+  schema: object,
+  validators: ValidatorCache,
+  mustBeObject: boolean,
+): void {
+  const text = JSON.stringify(schema);
+  if (utf8.encode(text).length > limits.schemaBytes)
+    throw invalidField(
+      field,
+      `is ${utf8.encode(text).length} bytes of JSON; at most ${limits.schemaBytes} allowed`,
+    );
+  if (mustBeObject && (schema as { type?: unknown }).type !== "object")
+    throw invalidField(field, 'must be an object schema: set "type": "object" at the top level');
+  try {
+    validators.get(schemaHash(schema), schema);
+  } catch (error) {
+    if (error instanceof SchemaCompileError)
+      throw invalidField(field, `does not compile (ajv, strict mode): ${error.message}`);
+    throw error;
+  }
+}
+
+function checkRuntime(spec: ToolSpec): void {
+  const kind = spec.runtime?.kind;
+  if (!kind || kind.case === undefined)
+    throw invalidField("tool.runtime", "is required: set exactly one of grpc, local or remote");
+  switch (kind.case) {
+    case "grpc": {
+      const address = kind.value.address;
+      const field = "tool.runtime.grpc.address";
+      if (address === "")
+        throw invalidField(field, "is required: host:port such as 127.0.0.1:7200");
+      maxLength(field, address, limits.addressLength);
+      const match = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/.exec(address);
+      const portNumber = Number(match?.[2] ?? 0);
+      if (!match || portNumber < 1 || portNumber > 65535)
+        throw invalidField(field, `"${address}" is not host:port (such as 127.0.0.1:7200)`);
+      return;
+    }
+    case "local": {
+      const local = kind.value;
+      if (local.command.trim() === "")
+        throw invalidField("tool.runtime.local.command", "is required: the executable to start");
+      maxLength("tool.runtime.local.command", local.command, limits.commandLength);
+      maxCount("tool.runtime.local.args", local.args.length, limits.args);
+      local.args.forEach((arg, i) => {
+        maxLength(`tool.runtime.local.args[${i}]`, arg, limits.argLength);
+      });
+      const env = Object.entries(local.env);
+      maxCount("tool.runtime.local.env", env.length, limits.envEntries);
+      for (const [key, value] of env) {
+        const field = `tool.runtime.local.env[${JSON.stringify(key)}]`;
+        if (key.length > limits.envKeyLength || !ENV_KEY.test(key))
+          throw invalidField(field, "is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)");
+        maxLength(field, value, limits.envValueLength);
+      }
+      maxLength("tool.runtime.local.working_dir", local.workingDir, limits.workingDirLength);
+      if (local.httpPath !== "") {
+        maxLength("tool.runtime.local.http_path", local.httpPath, limits.httpPathLength);
+        if (!local.httpPath.startsWith("/"))
+          throw invalidField("tool.runtime.local.http_path", 'must start with "/"');
+      }
+      if (local.maxConcurrency > limits.maxConcurrency)
+        throw invalidField(
+          "tool.runtime.local.max_concurrency",
+          `is ${local.maxConcurrency}; at most ${limits.maxConcurrency} allowed`,
+        );
+      if (local.idleTimeoutMs > limits.idleTimeoutMs)
+        throw invalidField(
+          "tool.runtime.local.idle_timeout_ms",
+          `is ${local.idleTimeoutMs}; at most ${limits.idleTimeoutMs} (24 hours) allowed`,
+        );
+      return;
+    }
+    case "remote": {
+      const remote = kind.value;
+      const field = "tool.runtime.remote.url";
+      if (remote.url === "") throw invalidField(field, "is required: an http:// or https:// URL");
+      maxLength(field, remote.url, limits.urlLength);
+      let parsed: URL | undefined;
+      try {
+        parsed = new URL(remote.url);
+      } catch {
+        parsed = undefined;
+      }
+      if (!parsed || (parsed.protocol !== "http:" && parsed.protocol !== "https:"))
+        throw invalidField(field, `"${remote.url}" is not an http:// or https:// URL`);
+      const headers = Object.entries(remote.headers);
+      maxCount("tool.runtime.remote.headers", headers.length, limits.headers);
+      for (const [name, value] of headers) {
+        const headerField = `tool.runtime.remote.headers[${JSON.stringify(name)}]`;
+        if (name.length > limits.headerNameLength || !HEADER_NAME.test(name))
+          throw invalidField(headerField, "is not an HTTP header name");
+        maxLength(headerField, value, limits.headerValueLength);
+      }
+      return;
+    }
+  }
+}
+
+/** Validates a group as written by an operator; tool existence is checked by the handler. */
+export function checkGroup(group: Group | undefined): Group {
+  if (!group) throw invalidField("group", "is required");
+  checkName("group.name", group.name);
+  const descriptionBytes = utf8.encode(group.description).length;
+  if (descriptionBytes > limits.descriptionBytes)
+    throw invalidField(
+      "group.description",
+      `is ${descriptionBytes} bytes; at most ${limits.descriptionBytes} allowed`,
+    );
+  const exampleBytes = utf8.encode(group.example).length;
+  if (exampleBytes > limits.groupExampleBytes)
+    throw invalidField(
+      "group.example",
+      `is ${exampleBytes} bytes; at most ${limits.groupExampleBytes} allowed`,
+    );
+  maxCount("group.tools", group.tools.length, limits.groupTools);
+  const seen = new Set<string>();
+  group.tools.forEach((name, i) => {
+    checkName(`group.tools[${i}]`, name);
+    if (seen.has(name))
+      throw invalidField(
+        "group.tools",
+        `lists "${name}" twice; each tool appears once, in usage order`,
+      );
+    seen.add(name);
+  });
+  return create(GroupSchema, group);
+}

@@ -1,0 +1,58 @@
+import type { Principal } from "@toolmesh/auth";
+import type { Tool } from "@toolmesh/proto";
+
+/**
+ * Decides which tools a principal without the admin or service role may see: an agent sees only
+ * the tools it may use. `ready()` is false until the decision data is loaded; callers fail closed.
+ */
+export interface ToolVisibility {
+  canUse(principal: Principal, tool: Tool): boolean;
+  ready(): boolean;
+}
+
+/** Agents see nothing: the default when no permission data is wired. */
+export const denyAll: ToolVisibility = {
+  canUse: () => false,
+  ready: () => true,
+};
+
+/** Agents see every tool; for tests and single-user set-ups only. */
+export const allowAll: ToolVisibility = {
+  canUse: () => true,
+  ready: () => true,
+};
+
+/** What policyVisibility needs of a PolicySnapshot (@toolmesh/policy). */
+export interface PolicyDecider {
+  readonly isReady: boolean;
+  decide(
+    subject: { agentId: string; userId: string; roles: string[] },
+    tool: { name: string; requiredScopes: string[]; groups: string[] },
+    now?: Date,
+  ): { allowed: boolean };
+}
+
+/**
+ * An agent sees a tool when the grant snapshot allows it (and the user it acts for) to call it.
+ * `policy()` is undefined while the permission bucket does not exist: no grants, nothing visible.
+ */
+export function policyVisibility(policy: () => PolicyDecider | undefined): ToolVisibility {
+  return {
+    canUse(principal, tool) {
+      const snapshot = policy();
+      if (!snapshot?.isReady) return false;
+      return snapshot.decide(
+        { agentId: principal.agentId, userId: principal.userId, roles: principal.roles },
+        {
+          name: tool.spec?.name ?? "",
+          requiredScopes: tool.spec?.requiredScopes ?? [],
+          groups: tool.groups,
+        },
+      ).allowed;
+    },
+    ready() {
+      const snapshot = policy();
+      return snapshot === undefined || snapshot.isReady;
+    },
+  };
+}
