@@ -1,0 +1,329 @@
+import { randomBytes, randomUUID } from "node:crypto";
+import { create, fromBinary } from "@bufbuild/protobuf";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import { type Client, Code, createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { ensureStream, publishEvent, streamDefinitions, subjects } from "@toolmesh/nats";
+import {
+  AuditAction,
+  type AuditRecord,
+  AuditRecordSchema,
+  AuditService,
+  CallStatus,
+  TraceEventKind,
+  TraceEventSchema,
+} from "@toolmesh/proto";
+import { type ServiceProcess, startNats, startService, type TestNats } from "@toolmesh/testkit";
+import { SignJWT } from "jose";
+import { connect, type NatsConnection } from "nats";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { AUDIT_LOG_STREAM } from "../src/audit-log.js";
+
+const JWT_SECRET = randomBytes(32).toString("hex");
+const SECRET = `s3cr3t-${randomUUID()}`;
+const TOTAL = 2000;
+
+function token(sub: string, roles: string[]): Promise<string> {
+  return new SignJWT({ roles })
+    .setProtectedHeader({ alg: "HS256" })
+    .setIssuer("toolmesh")
+    .setAudience("toolmesh")
+    .setSubject(sub)
+    .setExpirationTime("1h")
+    .sign(new TextEncoder().encode(JWT_SECRET));
+}
+
+function record(i: number, traceId: string): AuditRecord {
+  return create(AuditRecordSchema, {
+    id: `rec-${i}`,
+    time: timestampFromMs(Date.now()),
+    action: AuditAction.TOOL_CALL,
+    tool: i % 2 ? "data.query" : "files.read",
+    agentId: `agent-${i % 5}`,
+    userId: `user-${i % 3}`,
+    roles: ["agent"],
+    callId: `call-${i}`,
+    traceId,
+    arguments: {
+      query: `select ${i}`,
+      password: SECRET,
+      nested: { API_KEY: SECRET, list: [{ accessToken: SECRET }], keep: "visible" },
+    },
+    status: i % 10 === 0 ? CallStatus.FAILURE : CallStatus.SUCCESS,
+    durationMs: 3,
+    attempts: 1,
+    source: "test",
+  });
+}
+
+describe("audit service", () => {
+  let nats: TestNats;
+  let nc: NatsConnection;
+  let audit: ServiceProcess | undefined;
+  let client: Client<typeof AuditService>;
+  let auditor: { headers: { authorization: string } };
+  const killedLogs: string[] = [];
+  const traceId = randomBytes(16).toString("hex");
+
+  const env = () => ({
+    NATS_URL: nats.url,
+    TOOLMESH_AUDIT_PORT: "0",
+    TOOLMESH_JWT_SECRET: JWT_SECRET,
+    LOG_LEVEL: "debug",
+  });
+  const start = async () => {
+    audit = await startService("audit", env());
+    client = createClient(AuditService, createGrpcTransport({ baseUrl: audit.url }));
+  };
+  /** Pages through every record matching the query, newest first. */
+  const allRecords = async (pageSize: number, extra: { traceId?: string } = {}) => {
+    const out: AuditRecord[] = [];
+    let pageToken = "";
+    do {
+      const res = await client.queryRecords({ pageSize, pageToken, ...extra }, auditor);
+      out.push(...res.records);
+      pageToken = res.nextPageToken;
+    } while (pageToken);
+    return out;
+  };
+  const waitForCount = async (count: number, timeoutMs = 40_000) => {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const res = await client.queryRecords({ pageSize: 1000, traceId }, auditor);
+      const n = res.nextPageToken
+        ? 1000 + (await allRecords(1000, { traceId })).length - 1000
+        : res.records.length;
+      if (n >= count) return n;
+      if (Date.now() > deadline) throw new Error(`only ${n} of ${count} records stored`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  };
+
+  beforeAll(async () => {
+    nats = await startNats();
+    nc = await connect({ servers: nats.url });
+    const jsm = await nc.jetstreamManager();
+    const streams = streamDefinitions();
+    await ensureStream(jsm, streams.audit);
+    await ensureStream(jsm, streams.trace);
+    auditor = { headers: { authorization: `Bearer ${await token("reviewer", ["auditor"])}` } };
+    await start();
+  });
+
+  afterAll(async () => {
+    await audit?.stop();
+    await nc?.close();
+    await nats?.destroy();
+  });
+
+  it(`stores ${TOTAL} records exactly once across a SIGKILL, chained and redacted`, async () => {
+    const js = nc.jetstream();
+    const publishAll = (from: number, to: number) => {
+      const pending: Promise<unknown>[] = [];
+      for (let i = from; i < to; i++) {
+        const r = record(i, traceId);
+        pending.push(
+          publishEvent(js, subjects.audit(r.agentId, r.tool), AuditRecordSchema, r, {
+            msgId: r.id,
+          }),
+        );
+      }
+      return Promise.all(pending);
+    };
+    await publishAll(0, TOTAL);
+    // Kill it mid-stream, once some but not all records are stored.
+    await waitForCount(200);
+    const running = audit as ServiceProcess;
+    await running.kill();
+    killedLogs.push(...running.stdout.lines, ...running.stderr.lines);
+    // The same records again, as a publisher retrying after a crash would.
+    await publishAll(0, 100);
+    await start();
+    expect(await waitForCount(TOTAL)).toBe(TOTAL);
+
+    const records = await allRecords(333, { traceId });
+    expect(records).toHaveLength(TOTAL);
+    expect(new Set(records.map((r) => r.id)).size).toBe(TOTAL);
+    for (let i = 1; i < records.length; i++) {
+      expect((records[i - 1] as AuditRecord).sequence).toBeGreaterThan(
+        (records[i] as AuditRecord).sequence,
+      );
+    }
+    const sample = records.find((r) => r.id === "rec-7");
+    expect(sample?.arguments).toEqual({
+      query: "select 7",
+      password: "[redacted]",
+      nested: { API_KEY: "[redacted]", list: [{ accessToken: "[redacted]" }], keep: "visible" },
+    });
+
+    const verify = await client.verifyChain({}, auditor);
+    expect(verify).toMatchObject({ ok: true, recordsChecked: BigInt(TOTAL) });
+
+    // The stream itself: exactly TOTAL messages and never the secret.
+    const jsm = await nc.jetstreamManager();
+    const info = await jsm.streams.info(AUDIT_LOG_STREAM);
+    expect(info.state.messages).toBe(TOTAL);
+    const consumer = await js.consumers.get(AUDIT_LOG_STREAM);
+    const stored = new Set<string>();
+    const batch = await consumer.fetch({ max_messages: TOTAL, expires: 5000 });
+    for await (const msg of batch) {
+      expect(Buffer.from(msg.data).includes(SECRET)).toBe(false);
+      stored.add(fromBinary(AuditRecordSchema, msg.data).id);
+      if (stored.size === TOTAL) break;
+    }
+    expect(stored.size).toBe(TOTAL);
+    const logs = [
+      ...killedLogs,
+      ...(audit as ServiceProcess).stdout.lines,
+      ...(audit as ServiceProcess).stderr.lines,
+    ];
+    expect(logs.length).toBeGreaterThan(0);
+    expect(logs.some((l) => l.includes(SECRET))).toBe(false);
+  });
+
+  it("filters QueryRecords and pages through every record once", async () => {
+    const failures = await allRecords(7, { traceId });
+    expect(failures).toHaveLength(TOTAL);
+    const res = await client.queryRecords(
+      { agentId: "agent-2", status: CallStatus.FAILURE, pageSize: 1000 },
+      auditor,
+    );
+    // i % 5 == 2 and i % 10 == 0 never meet.
+    expect(res.records).toHaveLength(0);
+    const byAgent = await client.queryRecords(
+      { agentId: "agent-0", status: CallStatus.FAILURE, pageSize: 1000 },
+      auditor,
+    );
+    expect(byAgent.records).toHaveLength(TOTAL / 10);
+    expect(
+      byAgent.records.every((r) => r.agentId === "agent-0" && r.status === CallStatus.FAILURE),
+    ).toBe(true);
+    const byCall = await client.queryRecords({ callId: "call-42" }, auditor);
+    expect(byCall.records.map((r) => r.id)).toEqual(["rec-42"]);
+    const future = await client.queryRecords(
+      { startTime: timestampFromMs(Date.now() + 60_000) },
+      auditor,
+    );
+    expect(future.records).toHaveLength(0);
+  });
+
+  it("rejects bad queries with INVALID_ARGUMENT and says what to fix", async () => {
+    const now = Date.now();
+    await expect(
+      client.queryRecords(
+        { startTime: timestampFromMs(now), endTime: timestampFromMs(now - 1000) },
+        auditor,
+      ),
+    ).rejects.toMatchObject({
+      code: Code.InvalidArgument,
+      rawMessage: expect.stringContaining("end_time: must be after start_time"),
+    });
+    await expect(client.queryRecords({ pageToken: "not-a-token!" }, auditor)).rejects.toMatchObject(
+      {
+        code: Code.InvalidArgument,
+        rawMessage: expect.stringContaining("page_token: malformed page token"),
+      },
+    );
+    await expect(
+      client.queryRecords({ pageToken: Buffer.from("v1:12:abc").toString("base64url") }, auditor),
+    ).rejects.toMatchObject({
+      code: Code.InvalidArgument,
+      rawMessage: expect.stringContaining("malformed"),
+    });
+    const first = await client.queryRecords({ pageSize: 2, agentId: "agent-1" }, auditor);
+    await expect(
+      client.queryRecords(
+        { pageSize: 2, agentId: "agent-3", pageToken: first.nextPageToken },
+        auditor,
+      ),
+    ).rejects.toMatchObject({
+      code: Code.InvalidArgument,
+      rawMessage: expect.stringContaining("other filters"),
+    });
+    await expect(client.queryRecords({ pageSize: 1001 }, auditor)).rejects.toMatchObject({
+      code: Code.InvalidArgument,
+      rawMessage: expect.stringContaining("page_size: must be at most 1000"),
+    });
+    await expect(client.getTrace({ traceId: "abc.>" }, auditor)).rejects.toMatchObject({
+      code: Code.InvalidArgument,
+      rawMessage: expect.stringContaining("trace_id: expected a W3C trace id"),
+    });
+    await expect(client.getTrace({ traceId: "0".repeat(32) }, auditor)).rejects.toMatchObject({
+      code: Code.NotFound,
+    });
+  });
+
+  it("answers only admins and auditors", async () => {
+    const agent = { headers: { authorization: `Bearer ${await token("agent-1", ["agent"])}` } };
+    await expect(client.queryRecords({}, agent)).rejects.toMatchObject({
+      code: Code.PermissionDenied,
+      rawMessage: expect.stringContaining("needs the role admin or auditor"),
+    });
+    await expect(client.queryRecords({})).rejects.toMatchObject({ code: Code.Unauthenticated });
+    const admin = { headers: { authorization: `Bearer ${await token("root", ["admin"])}` } };
+    expect((await client.verifyChain({}, admin)).ok).toBe(true);
+  });
+
+  it("GetTrace returns every event of a trace in publication order, across calls", async () => {
+    const js = nc.jetstream();
+    const id = randomBytes(16).toString("hex");
+    const kinds = [
+      ["call-a", TraceEventKind.TOOL_EXECUTE],
+      ["call-a", TraceEventKind.DATA_QUERY],
+      ["call-a", TraceEventKind.TOOL_RESULT],
+      ["call-b", TraceEventKind.TOOL_EXECUTE],
+      ["call-a", TraceEventKind.CALLBACK_SUCCESS],
+      ["call-b", TraceEventKind.TOOL_RESULT],
+      ["call-b", TraceEventKind.CALLBACK_FAILURE],
+    ] as const;
+    let n = 0;
+    for (const [callId, kind] of kinds) {
+      n++;
+      await publishEvent(
+        js,
+        subjects.trace(id),
+        TraceEventSchema,
+        create(TraceEventSchema, { id: `e${n}`, traceId: id, callId, kind }),
+      );
+      // Another trace in between must not leak in.
+      await publishEvent(
+        js,
+        subjects.trace(randomBytes(16).toString("hex")),
+        TraceEventSchema,
+        create(TraceEventSchema, { id: `x${n}` }),
+      );
+    }
+    const res = await client.getTrace({ traceId: id }, auditor);
+    expect(res.events.map((e) => [e.callId, e.kind])).toEqual(kinds.map(([c, k]) => [c, k]));
+    expect(res.events.map((e) => e.id)).toEqual(["e1", "e2", "e3", "e4", "e5", "e6", "e7"]);
+  });
+
+  it("VerifyChain reports the first forged record", async () => {
+    const js = nc.jetstream();
+    const before = await client.verifyChain({}, auditor);
+    const last = (await client.queryRecords({ pageSize: 1 }, auditor)).records[0] as AuditRecord;
+    // Points at the real head, but its hash was not computed by the Audit service.
+    const forged = create(AuditRecordSchema, {
+      ...record(99_999, traceId),
+      sequence: last.sequence + 1n,
+      prevHash: last.hash,
+      hash: "ff",
+    });
+    const ack = await publishEvent(
+      js,
+      "toolmesh.auditlog.agent-0.data%2Equery",
+      AuditRecordSchema,
+      forged,
+    );
+    await waitForCount(TOTAL + 1);
+    const after = await client.verifyChain({}, auditor);
+    expect(before.ok).toBe(true);
+    expect(after).toMatchObject({
+      ok: false,
+      firstBreakSequence: BigInt(TOTAL + 1),
+      actualHash: "ff",
+    });
+    expect(after.reason).toContain("altered");
+    expect(ack.seq).toBe(TOTAL + 1);
+  });
+});
