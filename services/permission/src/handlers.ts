@@ -1,0 +1,259 @@
+import { randomBytes } from "node:crypto";
+import { create } from "@bufbuild/protobuf";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
+import {
+  API_KEY_HASH_ALGORITHM,
+  hasRole,
+  mintApiKey,
+  principalOf,
+  Role,
+  requireRole,
+} from "@toolmesh/auth";
+import { invalidField, notFound } from "@toolmesh/errors";
+import type { Logger } from "@toolmesh/log";
+import { compileGrant, coversTool, PolicyNotReadyError, type PolicyTool } from "@toolmesh/policy";
+import {
+  type ApiKey,
+  ApiKeyRecordSchema,
+  ApiKeySchema,
+  ChangeType,
+  CheckResponseSchema,
+  CreateApiKeyResponseSchema,
+  type Grant,
+  GrantResponseSchema,
+  GrantSchema,
+  ListApiKeysResponseSchema,
+  ListGrantsResponseSchema,
+  type PermissionService,
+  PrincipalKind,
+  RevokeApiKeyResponseSchema,
+  RevokeResponseSchema,
+} from "@toolmesh/proto";
+import type { ChangePublisher } from "./events.js";
+import { decodePageToken, encodePageToken, filterFingerprint, pageSize } from "./page-token.js";
+import type { PermissionStore } from "./store.js";
+import type { ToolCatalog } from "./tool-catalog.js";
+import {
+  checkPrincipalId,
+  validateCheck,
+  validateCreateApiKey,
+  validateGrantSpec,
+} from "./validation.js";
+
+export interface PermissionDeps {
+  store: PermissionStore;
+  events: ChangePublisher;
+  tools: ToolCatalog;
+  log: Logger;
+  /** The clock; tests may pin it. */
+  now?: () => number;
+}
+
+const ID = /^[a-f0-9]{1,40}$/;
+
+/** A grant id that sorts by creation time: 12 hex digits of milliseconds, then 8 random. */
+function newGrantId(nowMs: number): string {
+  return nowMs.toString(16).padStart(12, "0") + randomBytes(4).toString("hex");
+}
+
+function checkId(field: string, id: string): void {
+  if (!ID.test(id))
+    throw invalidField(field, id === "" ? "must not be empty" : "is not an id this service issued");
+}
+
+function describeGrant(g: Grant): string {
+  const c = compileGrant(g);
+  const kind = PrincipalKind[c.principalKind].toLowerCase();
+  return `${c.allow ? "allow" : "deny"} ${kind} "${c.principalId}" scopes ${c.scopes.join(", ")} on ${c.pattern}`;
+}
+
+/** The tool as the decision sees it, from the registry snapshot; NOT_FOUND when unknown. */
+function policyTool(tools: ToolCatalog, name: string): PolicyTool {
+  const tool = tools.get(name);
+  if (!tool?.spec) throw notFound("tool", name, "register it with the Registry first");
+  return { name, requiredScopes: tool.spec.requiredScopes, groups: tool.groups };
+}
+
+/** PermissionService: grants and API keys (admin only) and Check. */
+export function createPermissionHandlers(
+  deps: PermissionDeps,
+): ServiceImpl<typeof PermissionService> {
+  const { store, events } = deps;
+  const now = deps.now ?? Date.now;
+  const admin = (ctx: HandlerContext) => requireRole(ctx, Role.Admin);
+
+  return {
+    async grant(req, ctx) {
+      const caller = admin(ctx);
+      const nowMs = now();
+      const spec = validateGrantSpec(req.grant, nowMs);
+      const grant = create(GrantSchema, {
+        id: newGrantId(nowMs),
+        spec,
+        createdBy: caller.agentId,
+        createdAt: timestampFromMs(nowMs),
+      });
+      await store.createGrant(grant);
+      deps.log.info({ grant_id: grant.id, by: caller.agentId }, "grant created");
+      await events.published(caller, {
+        kind: "grant",
+        id: grant.id,
+        type: ChangeType.PUT,
+        reason: `created grant ${grant.id}: ${describeGrant(grant)}`,
+      });
+      return create(GrantResponseSchema, { grant });
+    },
+
+    async revoke(req, ctx) {
+      const caller = admin(ctx);
+      checkId("grant_id", req.grantId);
+      const existing = store.getGrant(req.grantId);
+      if (!(await store.deleteGrant(req.grantId)))
+        throw notFound("grant", req.grantId, "list grants with ListGrants");
+      deps.log.info({ grant_id: req.grantId, by: caller.agentId }, "grant revoked");
+      await events.published(caller, {
+        kind: "grant",
+        id: req.grantId,
+        type: ChangeType.DELETE,
+        reason: `revoked grant ${req.grantId}${existing ? `: ${describeGrant(existing)}` : ""}`,
+      });
+      return create(RevokeResponseSchema, {});
+    },
+
+    listGrants(req, ctx) {
+      admin(ctx);
+      const principal = req.principal;
+      const byPrincipal = principal && principal.kind !== PrincipalKind.UNSPECIFIED;
+      if (byPrincipal) checkPrincipalId("principal.id", principal.id, true);
+      if (req.resource.length > 128)
+        throw invalidField("resource", "is longer than 128 characters");
+      const size = pageSize(req.pageSize);
+      const fingerprint = filterFingerprint([
+        byPrincipal ? principal.kind : 0,
+        byPrincipal ? principal.id : "",
+        req.resource,
+      ]);
+      const after = decodePageToken(req.pageToken, fingerprint);
+      const tool = req.resource ? deps.tools.find(req.resource) : undefined;
+      const asTool: PolicyTool | undefined = req.resource
+        ? { name: req.resource, requiredScopes: [], groups: tool?.groups ?? [] }
+        : undefined;
+
+      const matches: Grant[] = [];
+      for (const grant of store.policy.values()) {
+        if (grant.id <= after) continue;
+        const c = compileGrant(grant);
+        if (byPrincipal && (c.principalKind !== principal.kind || c.principalId !== principal.id))
+          continue;
+        if (asTool && c.pattern !== asTool.name && !coversTool(c, asTool)) continue;
+        matches.push(grant);
+      }
+      matches.sort((a, b) => (a.id < b.id ? -1 : 1));
+      const page = matches.slice(0, size);
+      const last = page.at(-1);
+      return create(ListGrantsResponseSchema, {
+        grants: page,
+        nextPageToken: matches.length > size && last ? encodePageToken(last.id, fingerprint) : "",
+      });
+    },
+
+    check(req, ctx) {
+      const caller = principalOf(ctx);
+      validateCheck(req);
+      let subject = { agentId: req.agentId, userId: req.userId, roles: req.roles };
+      if (!hasRole(caller, Role.Admin, Role.Service)) {
+        if (req.agentId !== caller.agentId)
+          throw new ConnectError(
+            `Check of another agent needs the role admin or service; your token may check only agent "${caller.agentId}"`,
+            Code.PermissionDenied,
+          );
+        // A self-check evaluates the token's own identity, not roles or a user the caller names.
+        subject = { agentId: caller.agentId, userId: caller.userId, roles: [...caller.roles] };
+      }
+      const tool = policyTool(deps.tools, req.tool);
+      try {
+        const decision = store.policy.decide(subject, tool, new Date(now()));
+        return create(CheckResponseSchema, { decision });
+      } catch (error) {
+        if (error instanceof PolicyNotReadyError)
+          throw new ConnectError(error.message, Code.Unavailable);
+        throw error;
+      }
+    },
+
+    async createApiKey(req, ctx) {
+      const caller = admin(ctx);
+      const nowMs = now();
+      const roles = validateCreateApiKey(req, nowMs);
+      const minted = mintApiKey();
+      const apiKey = create(ApiKeySchema, {
+        id: minted.id,
+        agentId: req.agentId,
+        userId: req.userId,
+        roles,
+        name: req.name,
+        createdAt: timestampFromMs(nowMs),
+        createdBy: caller.agentId,
+        ...(req.expiresAt ? { expiresAt: req.expiresAt } : {}),
+      });
+      await store.createKey(
+        create(ApiKeyRecordSchema, {
+          apiKey,
+          salt: minted.salt,
+          hash: minted.hash,
+          hashAlgorithm: API_KEY_HASH_ALGORITHM,
+        }),
+      );
+      deps.log.info(
+        { key_id: apiKey.id, agent_id: apiKey.agentId, roles, by: caller.agentId },
+        "API key created",
+      );
+      await events.published(caller, {
+        kind: "api_key",
+        id: apiKey.id,
+        type: ChangeType.PUT,
+        reason: `created API key ${apiKey.id} for agent "${apiKey.agentId}" with roles ${roles.join(", ")}`,
+      });
+      return create(CreateApiKeyResponseSchema, { apiKey, secret: minted.token });
+    },
+
+    async revokeApiKey(req, ctx) {
+      const caller = admin(ctx);
+      checkId("id", req.id);
+      const revoked = await store.revokeKey(req.id);
+      if (!revoked) throw notFound("API key", req.id, "list keys with ListApiKeys");
+      deps.log.info({ key_id: req.id, by: caller.agentId }, "API key revoked");
+      await events.published(caller, {
+        kind: "api_key",
+        id: req.id,
+        type: ChangeType.DELETE,
+        reason: `revoked API key ${req.id} of agent "${revoked.agentId}"`,
+      });
+      return create(RevokeApiKeyResponseSchema, {});
+    },
+
+    listApiKeys(req, ctx) {
+      admin(ctx);
+      if (req.agentId !== "") checkPrincipalId("agent_id", req.agentId, false);
+      const size = pageSize(req.pageSize);
+      const fingerprint = filterFingerprint([req.agentId, req.includeRevoked]);
+      const after = decodePageToken(req.pageToken, fingerprint);
+      const matches: ApiKey[] = [];
+      for (const record of store.keys.values()) {
+        const key = record.apiKey;
+        if (!key || key.id <= after) continue;
+        if (req.agentId !== "" && key.agentId !== req.agentId) continue;
+        if (key.revoked && !req.includeRevoked) continue;
+        matches.push(key);
+      }
+      matches.sort((a, b) => (a.id < b.id ? -1 : 1));
+      const page = matches.slice(0, size);
+      const last = page.at(-1);
+      return create(ListApiKeysResponseSchema, {
+        apiKeys: page,
+        nextPageToken: matches.length > size && last ? encodePageToken(last.id, fingerprint) : "",
+      });
+    },
+  };
+}

@@ -1,0 +1,19 @@
+import type { Interceptor } from "@connectrpc/connect";
+import { PermissionService } from "@toolmesh/proto";
+import { createToolmeshServer, type ToolmeshServer } from "@toolmesh/server";
+import { createPermissionHandlers, type PermissionDeps } from "./handlers.js";
+
+/** The Permission server over its dependencies; a test can listen on port 0. */
+export function createPermissionServer(
+  deps: PermissionDeps & { interceptors: Interceptor[]; readMaxBytes: number },
+): ToolmeshServer {
+  return createToolmeshServer({
+    services: [PermissionService],
+    log: deps.log,
+    readMaxBytes: deps.readMaxBytes,
+    interceptors: deps.interceptors,
+    routes(router) {
+      router.service(PermissionService, createPermissionHandlers(deps));
+    },
+  });
+}
