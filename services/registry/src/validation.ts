@@ -178,12 +178,9 @@ function checkSchema(
   validators: ValidatorCache,
   mustBeObject: boolean,
 ): void {
-  const text = JSON.stringify(schema);
-  if (utf8.encode(text).length > limits.schemaBytes)
-    throw invalidField(
-      field,
-      `is ${utf8.encode(text).length} bytes of JSON; at most ${limits.schemaBytes} allowed`,
-    );
+  const bytes = utf8.encode(JSON.stringify(schema)).length;
+  if (bytes > limits.schemaBytes)
+    throw invalidField(field, `is ${bytes} bytes of JSON; at most ${limits.schemaBytes} allowed`);
   if (mustBeObject && (schema as { type?: unknown }).type !== "object")
     throw invalidField(field, 'must be an object schema: set "type": "object" at the top level');
   try {
