@@ -1,1 +1,67 @@
-"""toolmesh for Python: generated messages and stubs under toolmesh.<area>.v1."""
+"""toolmesh for Python: a client for agents, a tool SDK, and callback events over NATS.
+
+Generated messages and stubs live under toolmesh.<area>.v1 (for example
+toolmesh.dispatcher.v1.dispatcher_pb2).
+"""
+
+from toolmesh._common import Call, RetryPolicy
+from toolmesh.aio import AsyncToolmesh
+from toolmesh.callbacks import callback_subject, next_callback, subject_token, subscribe_callbacks
+from toolmesh.client import Toolmesh
+from toolmesh.errors import (
+    Aborted,
+    AlreadyExists,
+    Cancelled,
+    DeadlineExceeded,
+    FailedPrecondition,
+    InternalError,
+    InvalidArguments,
+    NotFound,
+    PermissionDenied,
+    ResourceExhausted,
+    ToolmeshError,
+    ToolNotFound,
+    Unauthenticated,
+    Unavailable,
+)
+from toolmesh.results import CallError, CallResult, Outcome, ToolInfo
+from toolmesh.structs import from_struct, to_struct
+from toolmesh.tools import Tool, ToolContext, ToolError, ToolServer, register_tools, serve_tools, tool
+
+__all__ = [
+    "Aborted",
+    "AlreadyExists",
+    "AsyncToolmesh",
+    "Call",
+    "CallError",
+    "CallResult",
+    "Cancelled",
+    "DeadlineExceeded",
+    "FailedPrecondition",
+    "InternalError",
+    "InvalidArguments",
+    "NotFound",
+    "Outcome",
+    "PermissionDenied",
+    "ResourceExhausted",
+    "RetryPolicy",
+    "Tool",
+    "ToolContext",
+    "ToolError",
+    "ToolInfo",
+    "ToolNotFound",
+    "ToolServer",
+    "Toolmesh",
+    "ToolmeshError",
+    "Unauthenticated",
+    "Unavailable",
+    "callback_subject",
+    "from_struct",
+    "next_callback",
+    "register_tools",
+    "serve_tools",
+    "subject_token",
+    "subscribe_callbacks",
+    "to_struct",
+    "tool",
+]

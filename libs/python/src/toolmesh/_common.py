@@ -1,0 +1,142 @@
+"""Request building, addresses and retry policy shared by the sync and asyncio clients."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Union
+
+from toolmesh.common.v1 import common_pb2
+from toolmesh.dispatcher.v1 import dispatcher_pb2
+from toolmesh.registry.v1 import registry_pb2
+from toolmesh.structs import to_struct
+
+DEFAULT_PORTS = {"dispatcher": 7100, "registry": 7101, "permission": 7102, "audit": 7103, "callback": 7104}
+
+#: Extra time the RPC deadline gets over a call's own timeout, so that the Dispatcher can
+#: answer INTERRUPTED instead of the client giving up with DEADLINE_EXCEEDED.
+DISPATCH_GRACE_S = 2.0
+
+SCHEMA_FORMATS = {
+    "openai": registry_pb2.SCHEMA_FORMAT_OPENAI,
+    "anthropic": registry_pb2.SCHEMA_FORMAT_ANTHROPIC,
+    "mcp": registry_pb2.SCHEMA_FORMAT_MCP,
+}
+
+
+@dataclass(frozen=True)
+class Call:
+    """One call of a batch."""
+
+    tool: str
+    arguments: Mapping[str, Any] | None = None
+    timeout: float | None = None
+    trace_id: str = ""
+    idempotency_key: str = ""
+
+
+CallLike = Union[Call, tuple, Mapping[str, Any]]
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Retries on UNAVAILABLE only: at most `attempts` tries, exponential backoff with jitter."""
+
+    attempts: int = 4
+    initial_backoff: float = 0.1
+    max_backoff: float = 2.0
+
+    def backoff(self, attempt: int) -> float:
+        """Seconds to wait after failed attempt number `attempt` (1-based)."""
+        base = min(self.max_backoff, self.initial_backoff * (2 ** (attempt - 1)))
+        return base * (0.5 + random.random() / 2)
+
+
+def service_address(address: str, service: str, given: str | None) -> str:
+    """The explicit address, or the dispatcher's host with the service's default port."""
+    if given:
+        return given
+    host = address.rsplit(":", 1)[0] if ":" in address and not address.endswith("]") else address
+    return f"{host}:{DEFAULT_PORTS[service]}"
+
+
+def auth_metadata(token: str) -> tuple[tuple[str, str], ...]:
+    if not token:
+        raise ValueError("a bearer token is needed: pass token= (a JWT or an API key secret)")
+    return (("authorization", f"Bearer {token}"),)
+
+
+def dispatch_request(
+    tool: str,
+    args: Mapping[str, Any] | None,
+    *,
+    trace_id: str = "",
+    parent_id: str = "",
+    call_id: str = "",
+    idempotency_key: str = "",
+    timeout: float | None = None,
+) -> dispatcher_pb2.DispatchRequest:
+    if not tool:
+        raise ValueError("tool must name a registered tool, for example 'data.query'")
+    return dispatcher_pb2.DispatchRequest(
+        tool=tool,
+        arguments=to_struct(dict(args) if args else None),
+        context=common_pb2.CallContext(
+            trace_id=trace_id, parent_id=parent_id, call_id=call_id, idempotency_key=idempotency_key
+        ),
+        timeout_ms=int(round(timeout * 1000)) if timeout else 0,
+    )
+
+
+def as_call(item: CallLike) -> Call:
+    if isinstance(item, Call):
+        return item
+    if isinstance(item, tuple):
+        return Call(*item)
+    if isinstance(item, Mapping):
+        return Call(
+            tool=item["tool"],
+            arguments=item.get("arguments", item.get("args")),
+            timeout=item.get("timeout"),
+            trace_id=item.get("trace_id", ""),
+            idempotency_key=item.get("idempotency_key", ""),
+        )
+    raise TypeError(f"a batch item is a Call, a (tool, args) tuple or a dict, not {type(item).__name__}")
+
+
+def batch_request(
+    calls: Iterable[CallLike], trace_id: str = ""
+) -> tuple[dispatcher_pb2.DispatchBatchRequest, float | None]:
+    """The batch request and the longest per-call timeout (None when no call has one)."""
+    items = [as_call(c) for c in calls]
+    if not items:
+        raise ValueError("a batch needs at least one call")
+    request = dispatcher_pb2.DispatchBatchRequest(
+        trace_id=trace_id,
+        calls=[
+            dispatch_request(
+                c.tool, c.arguments, trace_id=c.trace_id, idempotency_key=c.idempotency_key, timeout=c.timeout
+            )
+            for c in items
+        ],
+    )
+    timeouts = [c.timeout for c in items if c.timeout]
+    return request, (sum(timeouts) if timeouts else None)
+
+
+def export_request(
+    format: str, group: str = "", names: Iterable[str] = (), include_deprecated: bool = False
+) -> registry_pb2.ExportToolSchemasRequest:
+    kind = SCHEMA_FORMATS.get(format.lower())
+    if kind is None:
+        raise ValueError(f"format must be one of {', '.join(SCHEMA_FORMATS)}, not {format!r}")
+    return registry_pb2.ExportToolSchemasRequest(
+        format=kind, group=group, names=list(names), include_deprecated=include_deprecated
+    )
+
+
+def list_tools_request(category: str = "", keyword: str = "", group: str = "", page_token: str = ""):
+    return registry_pb2.ListToolsRequest(
+        category=category, keyword=keyword, group=group, page_size=500, page_token=page_token
+    )

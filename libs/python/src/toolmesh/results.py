@@ -1,0 +1,138 @@
+"""Plain Python views of call results, outcomes and tools."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolmesh.common.v1 import common_pb2
+from toolmesh.dispatcher.v1 import dispatcher_pb2
+from toolmesh.events.v1 import events_pb2
+from toolmesh.registry.v1 import registry_pb2
+from toolmesh.structs import from_struct
+
+
+def status_name(status: int) -> str:
+    """`SUCCESS` for CALL_STATUS_SUCCESS and so on."""
+    return common_pb2.CallStatus.Name(status).removeprefix("CALL_STATUS_")
+
+
+@dataclass(frozen=True)
+class CallError:
+    """Why a call did not succeed: a stable code, a sentence, and structured details."""
+
+    code: str
+    message: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @staticmethod
+    def of(message: common_pb2.CallError) -> CallError:
+        return CallError(message.code, message.message, from_struct(message.details))
+
+
+@dataclass(frozen=True)
+class CallResult:
+    """The answer to one dispatched call. Tool failures are results, not exceptions."""
+
+    call_id: str
+    trace_id: str
+    #: SUCCESS, FAILURE, INTERRUPTED, PENDING or REFUSED (a refused call inside a batch).
+    status: str
+    output: dict[str, Any]
+    error: CallError | None
+    duration_ms: int
+    attempts: int
+    replayed: bool = False
+    #: For a refused call inside a batch: the gRPC code name, such as `PERMISSION_DENIED`.
+    refusal_code: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "SUCCESS"
+
+    @staticmethod
+    def of(message: dispatcher_pb2.DispatchResponse) -> CallResult:
+        return CallResult(
+            call_id=message.call_id,
+            trace_id=message.trace_id,
+            status=status_name(message.status),
+            output=from_struct(message.output),
+            error=CallError.of(message.error) if message.HasField("error") else None,
+            duration_ms=message.duration_ms,
+            attempts=message.attempts,
+            replayed=message.replayed,
+            refusal_code=message.refusal_code,
+        )
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A normalised call outcome as the Callback service broadcasts it."""
+
+    call_id: str
+    trace_id: str
+    tool: str
+    agent_id: str
+    user_id: str
+    status: str
+    output: dict[str, Any]
+    error: CallError | None
+    reason: str
+    duration_ms: int
+    attempts: int
+    event: events_pb2.CallbackEvent
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "SUCCESS"
+
+    @staticmethod
+    def of(event: events_pb2.CallbackEvent) -> Outcome:
+        return Outcome(
+            call_id=event.call_id,
+            trace_id=event.trace_id,
+            tool=event.tool,
+            agent_id=event.agent_id,
+            user_id=event.user_id,
+            status=status_name(event.status),
+            output=from_struct(event.output),
+            error=CallError.of(event.error) if event.HasField("error") else None,
+            reason=event.reason,
+            duration_ms=event.duration_ms,
+            attempts=event.attempts,
+            event=event,
+        )
+
+
+@dataclass(frozen=True)
+class ToolInfo:
+    """A registered tool as an agent sees it."""
+
+    name: str
+    version: str
+    description: str
+    category: str
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any]
+    required_scopes: list[str]
+    status: str
+    schema_hash: str
+    groups: list[str]
+    raw: registry_pb2.Tool
+
+    @staticmethod
+    def of(tool: registry_pb2.Tool) -> ToolInfo:
+        spec = tool.spec
+        return ToolInfo(
+            name=spec.name,
+            version=spec.version,
+            description=spec.description,
+            category=spec.category,
+            input_schema=from_struct(spec.input_schema),
+            output_schema=from_struct(spec.output_schema),
+            required_scopes=list(spec.required_scopes),
+            status=registry_pb2.ToolStatus.Name(spec.status).removeprefix("TOOL_STATUS_"),
+            schema_hash=tool.schema_hash,
+            groups=list(tool.groups),
+            raw=tool,
+        )

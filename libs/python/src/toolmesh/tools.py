@@ -1,0 +1,297 @@
+"""The Python tool SDK: declare tools with @tool, serve them as ToolBackendService, register them."""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent import futures
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import grpc
+from google.protobuf import timestamp_pb2
+
+from toolmesh._common import auth_metadata
+from toolmesh.backend.v1 import backend_pb2, backend_pb2_grpc
+from toolmesh.common.v1 import common_pb2
+from toolmesh.errors import from_rpc_error
+from toolmesh.events.v1 import events_pb2
+from toolmesh.registry.v1 import registry_pb2, registry_pb2_grpc
+from toolmesh.structs import from_struct, to_struct
+
+_NAME = re.compile(r"^[a-z][a-z0-9_.-]{0,63}$")
+_KINDS = {
+    name.removeprefix("TRACE_EVENT_KIND_"): number
+    for name, number in events_pb2.TraceEventKind.items()
+    if name not in ("TRACE_EVENT_KIND_UNSPECIFIED", "TRACE_EVENT_KIND_CUSTOM")
+}
+
+
+class ToolError(Exception):
+    """A tool failure with a stable code the caller sees in CallError.code."""
+
+    def __init__(self, code: str, message: str, details: Mapping[str, Any] | None = None):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.details = dict(details or {})
+
+
+@dataclass
+class ToolContext:
+    """What a tool function gets besides its arguments."""
+
+    trace_id: str
+    call_id: str
+    #: Who called (agent, user, roles); never a credential.
+    principal: common_pb2.Principal
+    #: 1 for the first attempt.
+    attempt: int
+    #: Milliseconds the Dispatcher still waited for this call when it started.
+    deadline_ms: int
+    _emit: Callable[[backend_pb2.InvokeResponse], None]
+    _active: Callable[[], bool]
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the Dispatcher gave up on this call (timeout, cancel) or the server stops."""
+        return not self._active()
+
+    def trace(self, kind: str, payload: Mapping[str, Any] | None = None) -> None:
+        """Emits a trace event (`DATA_QUERY`, `DATA_RESULT`, or any upper-case custom name)."""
+        upper = kind.upper()
+        number = _KINDS.get(upper)
+        now = timestamp_pb2.Timestamp()
+        now.GetCurrentTime()
+        event = events_pb2.BackendEvent(
+            kind=number if number is not None else events_pb2.TRACE_EVENT_KIND_CUSTOM,
+            custom_kind="" if number is not None else upper,
+            payload=to_struct(dict(payload) if payload else None),
+            time=now,
+        )
+        self._emit(backend_pb2.InvokeResponse(event=event))
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A tool as the SDK serves and registers it."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    fn: Callable[..., Mapping[str, Any]]
+    output_schema: dict[str, Any] | None = None
+    required_scopes: list[str] = field(default_factory=list)
+    category: str = ""
+    version: str = ""
+    timeout_ms: int = 0
+    idempotent: bool = False
+    side_effects: bool = False
+    takes_context: bool = False
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(*args, **kwargs)
+
+    def spec(self, address: str) -> registry_pb2.ToolSpec:
+        """The registry spec of this tool served at host:port."""
+        spec = registry_pb2.ToolSpec(
+            name=self.name,
+            version=self.version,
+            description=self.description,
+            category=self.category,
+            input_schema=to_struct(self.input_schema),
+            required_scopes=self.required_scopes,
+            timeout_ms=self.timeout_ms,
+            idempotent=self.idempotent,
+            side_effects=self.side_effects,
+            status=registry_pb2.TOOL_STATUS_ACTIVE,
+            runtime=registry_pb2.Runtime(grpc=registry_pb2.GrpcRuntime(address=address)),
+        )
+        if self.output_schema:
+            spec.output_schema.CopyFrom(to_struct(self.output_schema))
+        return spec
+
+
+def tool(
+    *,
+    name: str,
+    input_schema: Mapping[str, Any],
+    description: str | None = None,
+    required_scopes: Sequence[str] = (),
+    output_schema: Mapping[str, Any] | None = None,
+    category: str = "",
+    version: str = "",
+    timeout_ms: int = 0,
+    idempotent: bool = False,
+    side_effects: bool = False,
+) -> Callable[[Callable[..., Mapping[str, Any]]], Tool]:
+    """Declares a tool. The function takes (args: dict) or (args: dict, ctx: ToolContext) and
+    returns the output dict; raise ToolError(code, message) for a failure with a code.
+    The description defaults to the function's docstring."""
+    if not _NAME.match(name):
+        raise ValueError(f'tool name "{name}" must be 1-64 characters of [a-z0-9_.-] starting with a letter')
+
+    def wrap(fn: Callable[..., Mapping[str, Any]]) -> Tool:
+        text = description if description is not None else (fn.__doc__ or "").strip()
+        if not text:
+            raise ValueError(f'tool "{name}" needs a description (argument or docstring) for a model to choose it')
+        arity = fn.__code__.co_argcount - (1 if hasattr(fn, "__self__") else 0)
+        return Tool(
+            name=name,
+            description=text,
+            input_schema=dict(input_schema),
+            fn=fn,
+            output_schema=dict(output_schema) if output_schema else None,
+            required_scopes=list(required_scopes),
+            category=category,
+            version=version,
+            timeout_ms=timeout_ms,
+            idempotent=idempotent,
+            side_effects=side_effects,
+            takes_context=arity >= 2,
+        )
+
+    return wrap
+
+
+_DONE = object()
+
+
+class _Backend(backend_pb2_grpc.ToolBackendServiceServicer):
+    def __init__(self, tools: Sequence[Tool], stopping: threading.Event):
+        self._tools = {t.name: t for t in tools}
+        self._stopping = stopping
+
+    def Invoke(self, request: backend_pb2.InvokeRequest, context: grpc.ServicerContext) -> Iterator[Any]:
+        served = self._tools.get(request.tool)
+        if served is None:
+            context.abort(
+                grpc.StatusCode.NOT_FOUND,
+                f'tool "{request.tool}" is not served here; served: {", ".join(sorted(self._tools))}',
+            )
+        out: queue.Queue[Any] = queue.Queue()
+        active = lambda: context.is_active() and not self._stopping.is_set()  # noqa: E731
+        ctx = ToolContext(
+            trace_id=request.context.trace_id,
+            call_id=request.context.call_id,
+            principal=request.principal,
+            attempt=request.attempt,
+            deadline_ms=request.deadline_ms,
+            _emit=lambda m: out.put(m) if active() else None,
+            _active=active,
+        )
+        args = from_struct(request.arguments)
+
+        def run() -> None:
+            try:
+                output = served.fn(args, ctx) if served.takes_context else served.fn(args)
+                result = backend_pb2.InvokeResult(output=to_struct(dict(output or {})))
+            except ToolError as failure:
+                result = backend_pb2.InvokeResult(
+                    error=common_pb2.CallError(
+                        code=failure.code, message=failure.message, details=to_struct(failure.details)
+                    )
+                )
+            except Exception as failure:  # a tool's own bug becomes a FAILURE outcome, not a crash
+                result = backend_pb2.InvokeResult(
+                    error=common_pb2.CallError(code="tool_error", message=f"{type(failure).__name__}: {failure}")
+                )
+            out.put(backend_pb2.InvokeResponse(result=result))
+            out.put(_DONE)
+
+        threading.Thread(target=run, name=f"tool {served.name}", daemon=True).start()
+        while True:
+            item = out.get()
+            if item is _DONE:
+                return
+            yield item
+
+
+_HEALTH_SERVING = b"\x08\x01"  # grpc.health.v1.HealthCheckResponse{status: SERVING}
+
+
+def _health_handler() -> grpc.GenericRpcHandler:
+    check = grpc.unary_unary_rpc_method_handler(lambda _req, _ctx: _HEALTH_SERVING)
+    return grpc.method_handlers_generic_handler("grpc.health.v1.Health", {"Check": check})
+
+
+class ToolServer:
+    """Tools served on a port; stop() ends it, wait() blocks until it ends."""
+
+    def __init__(self, server: grpc.Server, port: int, address: str, tools: Sequence[Tool], stopping: threading.Event):
+        self._server = server
+        self._stopping = stopping
+        self.port = port
+        self.address = address
+        self.tools = list(tools)
+
+    def stop(self, grace: float = 2.0) -> None:
+        self._stopping.set()
+        self._server.stop(grace).wait()
+
+    def wait(self) -> None:
+        self._server.wait_for_termination()
+
+    def __enter__(self) -> ToolServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def serve_tools(
+    tools: Sequence[Tool],
+    *,
+    port: int | None = None,
+    host: str = "127.0.0.1",
+    registry: tuple[str, str] | None = None,
+    advertise_address: str | None = None,
+    max_workers: int = 16,
+) -> ToolServer:
+    """Serves the tools as toolmesh.backend.v1.ToolBackendService (plus gRPC health) and, with
+    registry=(address, token), registers each one (or updates it when the name is taken).
+    The port defaults to $TOOLMESH_TOOL_PORT (set by the Dispatcher for local tools), else a free one."""
+    if not tools:
+        raise ValueError("serve_tools needs at least one tool")
+    names = [t.name for t in tools]
+    if len(set(names)) != len(names):
+        raise ValueError(f"tool names must be unique, got {names}")
+    stopping = threading.Event()
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers))
+    backend_pb2_grpc.add_ToolBackendServiceServicer_to_server(_Backend(tools, stopping), server)
+    server.add_generic_rpc_handlers((_health_handler(),))
+    wanted = port if port is not None else int(os.environ.get("TOOLMESH_TOOL_PORT", "0"))
+    bound = server.add_insecure_port(f"{host}:{wanted}")
+    if bound == 0:
+        raise OSError(f"cannot listen on {host}:{wanted}")
+    server.start()
+    address = advertise_address or f"{host}:{bound}"
+    if registry:
+        try:
+            register_tools(tools, address, registry)
+        except Exception:
+            server.stop(0)
+            raise
+    return ToolServer(server, bound, address, tools, stopping)
+
+
+def register_tools(tools: Sequence[Tool], address: str, registry: tuple[str, str], timeout: float = 10.0) -> None:
+    """Registers each tool as a gRPC runtime at address, or updates it when the name is taken."""
+    registry_address, token = registry
+    metadata = auth_metadata(token)
+    with grpc.insecure_channel(registry_address) as channel:
+        stub = registry_pb2_grpc.RegistryServiceStub(channel)
+        for served in tools:
+            spec = served.spec(address)
+            try:
+                stub.RegisterTool(registry_pb2.RegisterToolRequest(tool=spec), timeout=timeout, metadata=metadata)
+            except grpc.RpcError as error:
+                if error.code() != grpc.StatusCode.ALREADY_EXISTS:  # type: ignore[attr-defined]
+                    raise from_rpc_error(error) from None
+                try:
+                    stub.UpdateTool(registry_pb2.UpdateToolRequest(tool=spec), timeout=timeout, metadata=metadata)
+                except grpc.RpcError as update_error:
+                    raise from_rpc_error(update_error) from None

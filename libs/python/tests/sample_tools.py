@@ -1,0 +1,53 @@
+"""Python tools the tests serve and register."""
+
+from __future__ import annotations
+
+import time
+
+from toolmesh import ToolContext, ToolError, tool
+
+
+@tool(
+    name="py.echo",
+    input_schema={
+        "type": "object",
+        "properties": {"text": {"type": "string", "minLength": 1}, "times": {"type": "integer", "minimum": 1}},
+        "required": ["text"],
+        "additionalProperties": False,
+    },
+    required_scopes=["read:data"],
+    idempotent=True,
+)
+def echo(args: dict, ctx: ToolContext) -> dict:
+    """Repeats text; emits a DATA_QUERY and a custom trace event."""
+    ctx.trace("DATA_QUERY", {"query": f"echo {args['text']}"})
+    ctx.trace("cache_miss", {"key": args["text"]})
+    return {"text": args["text"] * args.get("times", 1), "call_id": ctx.call_id, "agent": ctx.principal.agent_id}
+
+
+@tool(
+    name="py.slow",
+    input_schema={"type": "object", "properties": {"seconds": {"type": "number"}}, "required": ["seconds"]},
+    required_scopes=["read:data"],
+)
+def slow(args: dict, ctx: ToolContext) -> dict:
+    """Sleeps for the given seconds, stopping early when the call is cancelled."""
+    end = time.monotonic() + float(args["seconds"])
+    while time.monotonic() < end and not ctx.cancelled:
+        time.sleep(0.02)
+    return {"slept": args["seconds"]}
+
+
+@tool(name="py.fail", input_schema={"type": "object"}, required_scopes=["read:data"])
+def fail(args: dict) -> dict:
+    """Always fails with the code `out_of_stock`."""
+    raise ToolError("out_of_stock", "no widgets left; try again tomorrow", {"sku": args.get("sku", "")})
+
+
+@tool(name="py.secret", input_schema={"type": "object"}, required_scopes=["write:secret"])
+def secret(args: dict) -> dict:
+    """Needs a scope the test agent is never granted."""
+    return {"secret": "never returned"}
+
+
+ALL = [echo, slow, fail, secret]
