@@ -1,0 +1,197 @@
+import { create } from "@bufbuild/protobuf";
+import { timestampMs, timestampNow } from "@bufbuild/protobuf/wkt";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import { hasRole, type Principal, principalOf, Role, requireRole } from "@toolmesh/auth";
+import { Code, ConnectError, invalidField, notFound } from "@toolmesh/errors";
+import type { Logger } from "@toolmesh/log";
+import { decodeEvent, publishEvent, subjects, subjectToken } from "@toolmesh/nats";
+import {
+  type CallbackEvent,
+  CallbackEventSchema,
+  type CallbackService,
+  CallStatus,
+  GetOutcomeResponseSchema,
+  OutcomeSchema,
+  type ReportRequest,
+  ReportResponseSchema,
+  WatchResponseSchema,
+} from "@toolmesh/proto";
+import type { JetStreamClient, NatsConnection } from "nats";
+import { type CallStore, eventOf, StaleRevisionError } from "./call-store.js";
+import { isFinal, sameResult, statusWord } from "./normalise.js";
+
+/** May see every call, not only their own. */
+const seesAll = (p: Principal) => hasRole(p, Role.Admin, Role.Service);
+
+function checkOwner(p: Principal, event: CallbackEvent, ctx: HandlerContext): void {
+  if (!seesAll(p) && event.agentId !== p.agentId) {
+    throw new ConnectError(
+      `call "${event.callId}" belongs to another agent; ${ctx.method.name} shows only your own calls`,
+      Code.PermissionDenied,
+    );
+  }
+}
+
+/** The CallbackService RPCs over the call store and NATS. */
+export function createCallbackHandlers(deps: {
+  calls: CallStore;
+  nc: NatsConnection;
+  js: JetStreamClient;
+  log: Logger;
+}): ServiceImpl<typeof CallbackService> {
+  const { calls, nc, js, log } = deps;
+
+  const reported = (req: ReportRequest, pending: CallbackEvent): CallbackEvent => {
+    const now = timestampNow();
+    const waited = pending.time ? Math.max(0, Date.now() - timestampMs(pending.time)) : 0;
+    return create(CallbackEventSchema, {
+      ...pending,
+      status: req.status,
+      output: req.status === CallStatus.SUCCESS ? (req.output ?? {}) : undefined,
+      error: req.status === CallStatus.FAILURE ? req.error : undefined,
+      reason: req.status === CallStatus.INTERRUPTED ? req.reason || "unknown" : "",
+      durationMs: pending.durationMs + waited,
+      time: now,
+    });
+  };
+
+  /** Hands the settled call to the outcome stream, where the broadcaster picks it up. */
+  const publishOutcome = (event: CallbackEvent) =>
+    publishEvent(
+      js,
+      subjects.outcome(event.callId),
+      OutcomeSchema,
+      create(OutcomeSchema, {
+        callId: event.callId,
+        traceId: event.traceId,
+        parentId: event.parentId,
+        tool: event.tool,
+        agentId: event.agentId,
+        userId: event.userId,
+        status: event.status,
+        output: event.output,
+        error: event.error,
+        reason: event.reason,
+        durationMs: event.durationMs,
+        attempts: event.attempts,
+        finishedAt: event.time,
+        source: "backend",
+      }),
+      { msgId: `${event.callId}:report` },
+    );
+
+  return {
+    async report(req, ctx) {
+      requireRole(ctx, Role.Service, Role.Admin);
+      if (req.callId === "") throw invalidField("call_id", "is required");
+      if (!isFinal(req.status)) {
+        throw invalidField("status", "must be SUCCESS, FAILURE or INTERRUPTED");
+      }
+      if (req.status === CallStatus.FAILURE && !req.error?.code) {
+        throw invalidField("error.code", "is required for a FAILURE report, such as backend_error");
+      }
+      for (let attempt = 0; attempt < 5; attempt++) {
+        const stored = await calls.get(req.callId);
+        if (!stored) {
+          throw notFound(
+            "call",
+            req.callId,
+            "only calls accepted as PENDING by an asynchronous tool can be reported",
+          );
+        }
+        const event = reported(req, stored.event);
+        if (isFinal(stored.event.status)) {
+          if (!sameResult(stored.event, event)) {
+            throw new ConnectError(
+              `call "${req.callId}" already finished with ${CallStatus[stored.event.status]}; a report cannot change a finished call`,
+              Code.FailedPrecondition,
+            );
+          }
+          // The first report may have been stored but not yet handed on; doing it again is safe.
+          await publishOutcome(stored.event);
+          return create(ReportResponseSchema, { event: stored.event, duplicate: true });
+        }
+        try {
+          await calls.update(event, stored.revision);
+        } catch (error) {
+          if (error instanceof StaleRevisionError) continue;
+          throw error;
+        }
+        await publishOutcome(event);
+        log.info(
+          { call_id: event.callId, trace_id: event.traceId, status: statusWord(event.status) },
+          "asynchronous call reported",
+        );
+        return create(ReportResponseSchema, { event, duplicate: false });
+      }
+      throw new ConnectError(`call "${req.callId}" is changing too often; retry`, Code.Aborted);
+    },
+
+    async getOutcome(req, ctx) {
+      const p = principalOf(ctx);
+      if (req.callId === "") throw invalidField("call_id", "is required");
+      const stored = await calls.get(req.callId);
+      if (!stored) throw notFound("call", req.callId, "it has not finished or was never made");
+      checkOwner(p, stored.event, ctx);
+      return create(GetOutcomeResponseSchema, { event: stored.event });
+    },
+
+    async *watch(req, ctx) {
+      const p = principalOf(ctx);
+      if (req.callId !== "") {
+        const watcher = await calls.watch(req.callId);
+        const stop = () => watcher.stop();
+        ctx.signal.addEventListener("abort", stop);
+        try {
+          for await (const entry of watcher) {
+            const event = eventOf(entry);
+            if (!event) continue;
+            checkOwner(p, event, ctx);
+            if (isFinal(event.status)) {
+              yield create(WatchResponseSchema, { event });
+              return;
+            }
+          }
+        } finally {
+          ctx.signal.removeEventListener("abort", stop);
+          watcher.stop();
+        }
+        return;
+      }
+      if (req.agentId === "" && req.tool === "" && req.status === CallStatus.UNSPECIFIED) {
+        throw invalidField("call_id", "set call_id, or at least one of agent_id, tool and status");
+      }
+      if (req.status !== CallStatus.UNSPECIFIED && !isFinal(req.status)) {
+        throw invalidField("status", "must be SUCCESS, FAILURE or INTERRUPTED");
+      }
+      if (!seesAll(p) && req.agentId !== "" && req.agentId !== p.agentId) {
+        throw new ConnectError(
+          `you may watch only your own calls (agent_id "${p.agentId}"), not those of "${req.agentId}"`,
+          Code.PermissionDenied,
+        );
+      }
+      const agent = seesAll(p) ? req.agentId : p.agentId;
+      const subject = `toolmesh.callback.${req.status ? statusWord(req.status) : "*"}.${
+        req.tool ? subjectToken(req.tool) : "*"
+      }`;
+      const sub = nc.subscribe(subject);
+      const stop = () => sub.unsubscribe();
+      ctx.signal.addEventListener("abort", stop);
+      try {
+        for await (const msg of sub) {
+          let event: CallbackEvent;
+          try {
+            event = decodeEvent(CallbackEventSchema, msg);
+          } catch {
+            continue;
+          }
+          if (agent !== "" && event.agentId !== agent) continue;
+          yield create(WatchResponseSchema, { event });
+        }
+      } finally {
+        ctx.signal.removeEventListener("abort", stop);
+        sub.unsubscribe();
+      }
+    },
+  };
+}

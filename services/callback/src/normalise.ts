@@ -1,0 +1,88 @@
+import { create, equals } from "@bufbuild/protobuf";
+import { timestampNow } from "@bufbuild/protobuf/wkt";
+import {
+  type CallbackEvent,
+  CallbackEventSchema,
+  CallErrorSchema,
+  CallStatus,
+  type Outcome,
+  TraceEventKind,
+} from "@toolmesh/proto";
+
+/** The statuses a finished call can have. */
+export const finalStatuses: ReadonlySet<CallStatus> = new Set([
+  CallStatus.SUCCESS,
+  CallStatus.FAILURE,
+  CallStatus.INTERRUPTED,
+]);
+
+export function isFinal(status: CallStatus): boolean {
+  return finalStatuses.has(status);
+}
+
+/** The word used in callback subjects: `success`, `failure`, `interrupted`. */
+export function statusWord(status: CallStatus): string {
+  return (CallStatus[status] ?? "unspecified").toLowerCase();
+}
+
+/** The trace event kind announcing a normalised outcome. */
+export function callbackKind(status: CallStatus): TraceEventKind {
+  if (status === CallStatus.SUCCESS) return TraceEventKind.CALLBACK_SUCCESS;
+  if (status === CallStatus.FAILURE) return TraceEventKind.CALLBACK_FAILURE;
+  return TraceEventKind.CALLBACK_INTERRUPTED;
+}
+
+/**
+ * One callback event per outcome, carrying only what its status means: SUCCESS the output,
+ * FAILURE the error and its code, INTERRUPTED the reason.
+ */
+export function normalise(outcome: Outcome): CallbackEvent {
+  const status = outcome.status;
+  return create(CallbackEventSchema, {
+    callId: outcome.callId,
+    traceId: outcome.traceId,
+    parentId: outcome.parentId,
+    tool: outcome.tool,
+    agentId: outcome.agentId,
+    userId: outcome.userId,
+    status,
+    ...(status === CallStatus.SUCCESS ? { output: outcome.output ?? {} } : {}),
+    ...(status === CallStatus.FAILURE
+      ? {
+          error:
+            outcome.error ??
+            create(CallErrorSchema, {
+              code: "unknown",
+              message: "the tool failed without saying why",
+            }),
+        }
+      : {}),
+    ...(status === CallStatus.INTERRUPTED ? { reason: outcome.reason || "unknown" } : {}),
+    durationMs: outcome.durationMs,
+    attempts: outcome.attempts,
+    time: outcome.finishedAt ?? outcome.startedAt ?? timestampNow(),
+  });
+}
+
+/** True when two final events say the same thing (ignoring timing), so a repeated report is a duplicate. */
+export function sameResult(a: CallbackEvent, b: CallbackEvent): boolean {
+  return (
+    a.status === b.status &&
+    a.reason === b.reason &&
+    sortedJson(a.output ?? null) === sortedJson(b.output ?? null) &&
+    ((a.error === undefined && b.error === undefined) ||
+      (a.error !== undefined && b.error !== undefined && equals(CallErrorSchema, a.error, b.error)))
+  );
+}
+
+function sortedJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(sortedJson).join(",")}]`;
+  if (value !== null && typeof value === "object") {
+    const o = value as Record<string, unknown>;
+    return `{${Object.keys(o)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${sortedJson(o[k])}`)
+      .join(",")}}`;
+  }
+  return JSON.stringify(value);
+}

@@ -1,0 +1,27 @@
+import type { Interceptor } from "@connectrpc/connect";
+import type { Logger } from "@toolmesh/log";
+import { CallbackService } from "@toolmesh/proto";
+import { createToolmeshServer, type ToolmeshServer } from "@toolmesh/server";
+import type { JetStreamClient, NatsConnection } from "nats";
+import type { CallStore } from "./call-store.js";
+import { createCallbackHandlers } from "./handlers.js";
+
+/** The Callback server over its dependencies; a test can listen on port 0. */
+export function createCallbackServer(deps: {
+  calls: CallStore;
+  nc: NatsConnection;
+  js: JetStreamClient;
+  log: Logger;
+  interceptors: Interceptor[];
+  readMaxBytes: number;
+}): ToolmeshServer {
+  return createToolmeshServer({
+    services: [CallbackService],
+    log: deps.log,
+    readMaxBytes: deps.readMaxBytes,
+    interceptors: deps.interceptors,
+    routes(router) {
+      router.service(CallbackService, createCallbackHandlers(deps));
+    },
+  });
+}
