@@ -48,7 +48,10 @@ export function createJwtVerifier(settings: JwtSettings): JwtVerifier {
         lastError = error;
       }
     }
-    throw new ConnectError(`bearer token rejected: ${describe(lastError)}`, Code.Unauthenticated);
+    throw new ConnectError(
+      `bearer token rejected: ${describe(lastError, settings)}`,
+      Code.Unauthenticated,
+    );
   };
 }
 
@@ -67,10 +70,15 @@ function toPrincipal(payload: JWTPayload, settings: JwtSettings): Principal {
   return principal(payload.sub, roleList, typeof user === "string" ? user : "");
 }
 
-function describe(error: unknown): string {
+function describe(error: unknown, settings: JwtSettings): string {
   if (error instanceof joseErrors.JWTExpired) return "the JWT has expired";
-  if (error instanceof joseErrors.JWTClaimValidationFailed)
-    return `claim ${error.claim} ${error.reason}`;
+  if (error instanceof joseErrors.JWTClaimValidationFailed) {
+    const expected: Record<string, string> = { aud: settings.audience, iss: settings.issuer };
+    const want = expected[error.claim];
+    if (error.reason === "check_failed")
+      return `claim ${error.claim} does not match this server${want ? ` (expected "${want}")` : ""}`;
+    return `claim ${error.claim} is ${error.reason === "missing" ? "missing" : "invalid"}`;
+  }
   if (error instanceof joseErrors.JWSSignatureVerificationFailed)
     return "the JWT signature does not verify";
   if (error instanceof joseErrors.JOSEError) return error.message;
