@@ -29,7 +29,7 @@ const streams = streamDefinitions({
 await ensureStream(jsm, streams.changes);
 await ensureStream(jsm, streams.audit);
 
-const store = await KvRegistryStore.open({ js, replicas: config.jetstreamReplicas, log });
+const store = await KvRegistryStore.open({ nc, replicas: config.jetstreamReplicas, log });
 const auth = await startServiceAuth({ config, nc, log });
 const policy = await watchPolicy(nc);
 
