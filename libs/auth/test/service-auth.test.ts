@@ -1,0 +1,150 @@
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { Writable } from "node:stream";
+import { create, toBinary } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { createLogger } from "@toolmesh/log";
+import { buckets } from "@toolmesh/nats";
+import { ApiKeyRecordSchema } from "@toolmesh/proto";
+import { startNats, type TestNats } from "@toolmesh/testkit";
+import { connect, type NatsConnection } from "nats";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  API_KEY_HASH_ALGORITHM,
+  mintApiKey,
+  parseApiKeyToken,
+  type ServiceAuth,
+  serviceToken,
+  startServiceAuth,
+} from "../src/index.js";
+
+const config = {
+  jwtSecret: undefined,
+  jwksFile: undefined,
+  jwtIssuer: "toolmesh",
+  jwtAudience: "toolmesh",
+  jwtUserClaim: "on_behalf_of",
+  jwtRolesClaim: "roles",
+};
+
+function record(minted: ReturnType<typeof mintApiKey>, revoked = false) {
+  return toBinary(
+    ApiKeyRecordSchema,
+    create(ApiKeyRecordSchema, {
+      apiKey: { id: minted.id, agentId: "a1", userId: "u1", roles: ["agent"], revoked },
+      salt: minted.salt,
+      hash: minted.hash,
+      hashAlgorithm: API_KEY_HASH_ALGORITHM,
+    }),
+  );
+}
+
+async function failure(call: Promise<unknown>): Promise<ConnectError> {
+  try {
+    await call;
+  } catch (error) {
+    return ConnectError.from(error);
+  }
+  throw new Error("expected a failure");
+}
+
+describe("API key tokens", () => {
+  it("mints tmk_<id>_<secret> with 32 random bytes and parses it back", () => {
+    const minted = mintApiKey();
+    expect(minted.token).toMatch(/^tmk_[a-f0-9]{16}_[A-Za-z0-9_-]{43}$/);
+    expect(parseApiKeyToken(minted.token)?.id).toBe(minted.id);
+    expect(minted.hash).toMatch(/^[a-f0-9]{64}$/);
+    expect(minted.token).not.toContain(minted.hash);
+    expect(mintApiKey().token).not.toBe(minted.token);
+  });
+
+  it.each([
+    "tmk_",
+    "tmk_abc_def",
+    `tmk_${"g".repeat(16)}_${"A".repeat(43)}`,
+    `xmk_${"a".repeat(16)}_${"A".repeat(43)}`,
+  ])("does not parse %j", (token) => {
+    expect(parseApiKeyToken(token)).toBeUndefined();
+  });
+});
+
+describe("startServiceAuth with API keys", () => {
+  let nats: TestNats;
+  let nc: NatsConnection;
+  let auth: ServiceAuth | undefined;
+  const lines: string[] = [];
+  const waiters: { text: string; resolve: () => void }[] = [];
+  const log = createLogger(
+    "test",
+    "info",
+    new Writable({
+      write(chunk, _enc, done) {
+        const line = String(chunk);
+        lines.push(line);
+        for (const w of waiters) if (line.includes(w.text)) w.resolve();
+        done();
+      },
+    }),
+  );
+  const logged = (text: string) =>
+    new Promise<void>((resolve) => {
+      if (lines.some((l) => l.includes(text))) resolve();
+      else waiters.push({ text, resolve });
+    });
+
+  beforeAll(async () => {
+    nats = await startNats();
+    nc = await connect({ servers: nats.url });
+  }, 30_000);
+  afterAll(async () => {
+    auth?.stop();
+    await nc?.close();
+    await nats?.destroy();
+  });
+
+  it("fails closed before the bucket exists, then verifies, then honours a revoke", async () => {
+    auth = await startServiceAuth({ config, nc, log });
+    const minted = mintApiKey();
+    const early = await failure(auth.authenticate(minted.token));
+    expect(early.code).toBe(Code.Unavailable);
+
+    const ready = logged("API key verification ready");
+    const kv = await nc.jetstream().views.kv(buckets.permission.name);
+    await kv.put(buckets.permission.apiKeyKey(minted.id), record(minted));
+    await ready;
+    const p = await auth.authenticate(minted.token);
+    expect(p).toMatchObject({ agentId: "a1", userId: "u1", roles: ["agent"], keyId: minted.id });
+
+    const wrongSecret = `${minted.token.slice(0, -2)}AA`;
+    expect((await failure(auth.authenticate(wrongSecret))).rawMessage).toContain("unknown API key");
+    const jwt = await failure(auth.authenticate("a.b.c"));
+    expect(jwt.rawMessage).toContain("JWTs are not enabled");
+
+    await kv.put(buckets.permission.apiKeyKey(minted.id), record(minted, true));
+    const started = performance.now();
+    let error: ConnectError | undefined;
+    while (!error && performance.now() - started < 1000) {
+      error = await auth.authenticate(minted.token).then(
+        () => undefined,
+        (e: unknown) => ConnectError.from(e),
+      );
+    }
+    expect(error?.rawMessage).toContain("has been revoked");
+    expect(lines.join("")).not.toContain(minted.token);
+  });
+});
+
+describe("serviceToken", () => {
+  it("prefers TOOLMESH_SERVICE_TOKEN, then <dataDir>/service.token, else undefined", async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), "toolmesh-auth-"));
+    try {
+      expect(serviceToken({ dataDir: dir })).toBeUndefined();
+      await writeFile(path.join(dir, "service.token"), "tmk_from_file\n");
+      expect(serviceToken({ dataDir: dir })).toBe("tmk_from_file");
+      expect(serviceToken({ dataDir: dir, serviceToken: "tmk_env" })).toBe("tmk_env");
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
