@@ -1,0 +1,194 @@
+import { randomBytes, randomUUID } from "node:crypto";
+import { appendFile, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { create } from "@bufbuild/protobuf";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import { ensureStream, publishEvent, streamDefinitions, subjects } from "@toolmesh/nats";
+import { type CallbackEvent, CallbackEventSchema, CallStatus } from "@toolmesh/proto";
+import { type ServiceProcess, startNats, startService, type TestNats } from "@toolmesh/testkit";
+import { connect, type JetStreamManager, type NatsConnection } from "nats";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { MemoryEntry } from "../src/entries.js";
+import { memoryFileName } from "../src/memory-store.js";
+import { MEMORY_CONSUMER } from "../src/writer.js";
+
+const TOTAL = 2000;
+const SECRET = `s3cr3t-${randomUUID()}`;
+const AGENTS = ["agent-1", "agent-2", "team/alpha.*", "../escape"];
+
+function event(i: number): CallbackEvent {
+  const status = [CallStatus.SUCCESS, CallStatus.FAILURE, CallStatus.INTERRUPTED][
+    i % 3
+  ] as CallStatus;
+  return create(CallbackEventSchema, {
+    callId: `call-${i}`,
+    traceId: randomBytes(16).toString("hex"),
+    parentId: i % 7 === 0 ? "" : `call-${i - 1}`,
+    tool: "data.query",
+    agentId: AGENTS[i % AGENTS.length] as string,
+    userId: "user-1",
+    status,
+    ...(status === CallStatus.SUCCESS
+      ? { output: { rows: i, credentials: { password: SECRET }, token: SECRET } }
+      : {}),
+    ...(status === CallStatus.FAILURE
+      ? { error: { code: "backend_error", message: "refused", details: { api_key: SECRET } } }
+      : {}),
+    ...(status === CallStatus.INTERRUPTED ? { reason: "timeout" } : {}),
+    durationMs: 5,
+    attempts: 1,
+    time: timestampFromMs(Date.now()),
+  });
+}
+
+describe("memory writer", () => {
+  let nats: TestNats;
+  let nc: NatsConnection;
+  let jsm: JetStreamManager;
+  let dataDir: string;
+  let writer: ServiceProcess | undefined;
+  const logs: string[] = [];
+
+  const start = async () => {
+    writer = await startService(
+      "memory-writer",
+      { NATS_URL: nats.url, TOOLMESH_DATA_DIR: dataDir, LOG_LEVEL: "debug" },
+      { readyPattern: '"msg":"ready"' },
+    );
+  };
+  const keepLogs = (p: ServiceProcess) => logs.push(...p.stdout.lines, ...p.stderr.lines);
+  const publish = (e: CallbackEvent, msgId = e.callId) =>
+    publishEvent(nc.jetstream(), subjects.callback("success", e.tool), CallbackEventSchema, e, {
+      msgId,
+    });
+  const drained = async (timeoutMs = 30_000) => {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const stream = await jsm.streams.info("TOOLMESH_CALLBACK");
+      const info = await jsm.consumers.info("TOOLMESH_CALLBACK", MEMORY_CONSUMER);
+      if (info.ack_floor.stream_seq >= stream.state.last_seq && info.num_ack_pending === 0) return;
+      if (Date.now() > deadline) throw new Error("the memory writer did not ack every event");
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  };
+  const readMemory = async () => {
+    const dir = path.join(dataDir, "memory");
+    const out = new Map<string, { text: string; entries: MemoryEntry[] }>();
+    for (const name of await readdir(dir)) {
+      const text = await readFile(path.join(dir, name), "utf8");
+      out.set(name, {
+        text,
+        entries: text
+          .split("\n")
+          .filter(Boolean)
+          .map((l) => JSON.parse(l) as MemoryEntry),
+      });
+    }
+    return out;
+  };
+
+  beforeAll(async () => {
+    nats = await startNats();
+    nc = await connect({ servers: nats.url });
+    jsm = await nc.jetstreamManager();
+    await ensureStream(jsm, streamDefinitions().callback);
+    dataDir = await mkdtemp(path.join(tmpdir(), "toolmesh-memory-"));
+    await start();
+  });
+
+  afterAll(async () => {
+    await writer?.stop();
+    await nc?.close();
+    await nats?.destroy();
+    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it(`writes ${TOTAL} calls exactly once across a SIGKILL, without secrets`, async () => {
+    const events = Array.from({ length: TOTAL }, (_, i) => event(i));
+    await Promise.all(events.map((e) => publish(e)));
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      const info = await jsm.consumers.info("TOOLMESH_CALLBACK", MEMORY_CONSUMER);
+      if (info.ack_floor.stream_seq >= 200) break;
+      if (Date.now() > deadline) throw new Error("nothing written before the kill");
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    const running = writer as ServiceProcess;
+    await running.kill();
+    keepLogs(running);
+    // A publisher retrying beyond the dedupe window sends the same calls again.
+    await Promise.all(events.slice(0, 100).map((e) => publish(e, `${e.callId}-again`)));
+    await start();
+    await drained();
+
+    const files = await readMemory();
+    expect([...files.keys()].sort()).toEqual(AGENTS.map(memoryFileName).sort());
+    expect(files.has("%2E%2E%2Fescape.jsonl")).toBe(true);
+    const calls: string[] = [];
+    for (const [name, { text, entries }] of files) {
+      expect(text.includes(SECRET)).toBe(false);
+      for (let i = 0; i < entries.length; i += 2) {
+        const call = entries[i] as MemoryEntry;
+        const result = entries[i + 1] as MemoryEntry;
+        expect(call.type).toBe("tool_call");
+        expect(result).toMatchObject({
+          type: "tool_result",
+          parent_id: call.id,
+          id: `${call.id}/result`,
+        });
+        expect(memoryFileName(AGENTS[Number(call.id.slice(5)) % AGENTS.length] as string)).toBe(
+          name,
+        );
+        calls.push(call.id);
+      }
+    }
+    expect(calls).toHaveLength(TOTAL);
+    expect(new Set(calls).size).toBe(TOTAL);
+
+    const agent1 = files.get(memoryFileName("agent-1"))?.entries ?? [];
+    const call4 = agent1.find((e) => e.id === "call-4");
+    expect(call4).toMatchObject({
+      parent_id: "call-3",
+      type: "tool_call",
+      content: { call_id: "call-4", tool: "data.query", user_id: "user-1" },
+    });
+    expect(Number.isNaN(Date.parse(call4?.timestamp ?? ""))).toBe(false);
+    expect(agent1.find((e) => e.id === "call-4/result")?.content).toEqual({
+      call_id: "call-4",
+      status: "failure",
+      error: { code: "backend_error", message: "refused", details: { api_key: "[redacted]" } },
+      duration_ms: 5,
+      attempts: 1,
+    });
+    const team = files.get(memoryFileName("team/alpha.*"))?.entries ?? [];
+    expect(team.find((e) => e.id === "call-6/result")?.content).toMatchObject({
+      status: "success",
+      output: { rows: 6, credentials: { password: "[redacted]" }, token: "[redacted]" },
+    });
+
+    keepLogs(writer as ServiceProcess);
+    expect(logs.some((l) => l.includes(SECRET))).toBe(false);
+  });
+
+  it("repairs a torn tail left by a crash and writes the call once", async () => {
+    const running = writer as ServiceProcess;
+    await running.stop();
+    const file = path.join(dataDir, "memory", memoryFileName("agent-1"));
+    const before = await readFile(file, "utf8");
+    // A call entry without its result, then half a line: what a crash mid-write leaves.
+    await appendFile(
+      file,
+      `${JSON.stringify({ id: "torn-1", parent_id: "", timestamp: new Date().toISOString(), type: "tool_call", content: {} })}\n{"id":"tor`,
+    );
+    await start();
+    expect(await readFile(file, "utf8")).toBe(before);
+    const torn = create(CallbackEventSchema, { ...event(0), callId: "torn-1", agentId: "agent-1" });
+    await publish(torn);
+    await publish(torn, "torn-1-again");
+    await drained();
+    const entries = (await readMemory()).get(memoryFileName("agent-1"))?.entries ?? [];
+    expect(entries.filter((e) => e.id === "torn-1")).toHaveLength(1);
+    expect(entries.filter((e) => e.id === "torn-1/result")).toHaveLength(1);
+  });
+});
