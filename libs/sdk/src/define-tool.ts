@@ -1,0 +1,75 @@
+import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
+import type { Principal } from "@toolmesh/proto";
+
+/** What a handler gets besides its arguments. */
+export interface ToolContext {
+  /** W3C trace id of the call chain. */
+  traceId: string;
+  callId: string;
+  /** Who called (agent, user, roles); never a credential. */
+  principal: Principal;
+  /** 1 for the first attempt. */
+  attempt: number;
+  /** Milliseconds the Dispatcher still waits for this call. */
+  deadlineMs: number;
+  /** Aborted when the Dispatcher gives up (timeout, cancel) or the server stops. */
+  signal: AbortSignal;
+  /**
+   * Emits a trace event the Dispatcher publishes under the call's trace id. kind is a
+   * TraceEventKind name such as `DATA_QUERY`, or any upper-case name for a custom event.
+   */
+  trace(kind: string, payload?: JsonObject): void;
+}
+
+/** A tool failure with a stable code the caller sees in CallError.code. */
+export class ToolError extends Error {
+  override name = "ToolError";
+  constructor(
+    readonly code: string,
+    message: string,
+    readonly details?: JsonObject,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+/** A tool as the SDK serves and registers it. */
+export interface ToolDefinition<Args = JsonObject> {
+  /** Registry name: dotted lowercase, such as `data.query`. */
+  name: string;
+  /** What the tool does, written for a language model choosing a tool. */
+  description: string;
+  category?: string;
+  version?: string;
+  /** JSON Schema of the arguments (an object schema); the Dispatcher validates against it. */
+  inputSchema: JsonObject;
+  /** JSON Schema of the output; the Dispatcher checks output against it. */
+  outputSchema?: JsonObject;
+  requiredScopes?: string[];
+  /** Safe to run twice with the same arguments: the Dispatcher may retry transient failures. */
+  idempotent?: boolean;
+  /** Changes the world; such tools run one at a time in a batch. */
+  sideEffects?: boolean;
+  timeoutMs?: number;
+  retryPolicy?: { maxAttempts: number; initialBackoffMs?: number; maxBackoffMs?: number };
+  /** Returns the output object; throw ToolError for a failure with a code. */
+  handler: (args: Args, ctx: ToolContext) => Promise<JsonObject> | JsonObject;
+}
+
+/** Declares a tool; the identity function with types, so definitions read as data. */
+export function defineTool<Args = JsonObject>(
+  definition: ToolDefinition<Args>,
+): ToolDefinition<Args> {
+  if (!/^[a-z][a-z0-9_.-]{0,63}$/.test(definition.name)) {
+    throw new Error(
+      `tool name "${definition.name}" must be 1-64 characters of [a-z0-9_.-] starting with a letter`,
+    );
+  }
+  return definition;
+}
+
+/** Narrows a JSON value to an object. */
+export function isJsonObject(value: JsonValue | undefined): value is JsonObject {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}

@@ -1,0 +1,7 @@
+export {
+  buildQuery,
+  dataQueryInputSchema,
+  dataQueryOutputSchema,
+  dataQueryTool,
+  openOrdersDatabase,
+} from "./data-query.js";

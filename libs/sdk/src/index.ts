@@ -1,0 +1,15 @@
+export {
+  defineTool,
+  isJsonObject,
+  type ToolContext,
+  type ToolDefinition,
+  ToolError,
+} from "./define-tool.js";
+export { grpcServiceDefinition } from "./grpc-js.js";
+export {
+  registerTools,
+  type ServedTools,
+  type ServeToolsOptions,
+  serveTools,
+  toolSpec,
+} from "./serve-tools.js";

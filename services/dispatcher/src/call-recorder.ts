@@ -1,0 +1,152 @@
+import { randomUUID } from "node:crypto";
+import { create, type JsonObject } from "@bufbuild/protobuf";
+import { timestampFromMs, timestampNow } from "@bufbuild/protobuf/wkt";
+import { createSecretRedactor } from "@toolmesh/log";
+import { publishEvent, subjects } from "@toolmesh/nats";
+import {
+  AuditAction,
+  type AuditRecord,
+  AuditRecordSchema,
+  type Outcome,
+  OutcomeSchema,
+  type Principal,
+  TraceEventKind,
+  TraceEventSchema,
+} from "@toolmesh/proto";
+import type { JetStreamClient, PubAck } from "nats";
+
+const SOURCE = "dispatcher";
+
+/** The ids and caller of one call, shared by all its records. */
+export interface CallIdentity {
+  traceId: string;
+  callId: string;
+  parentId: string;
+  tool: string;
+  principal: Principal;
+}
+
+/**
+ * Publishes the trace events, audit record and outcome of calls to JetStream. Publishes are
+ * pipelined: each call fires them as they happen and awaits every ack once, before replying.
+ */
+export class CallRecorder {
+  private readonly redact: (value: unknown) => unknown;
+
+  constructor(
+    private readonly js: JetStreamClient,
+    secretKeyPatterns: readonly string[],
+  ) {
+    this.redact = createSecretRedactor(secretKeyPatterns);
+  }
+
+  begin(call: CallIdentity): CallRecord {
+    return new CallRecord(this.js, call, this.redact);
+  }
+}
+
+/** The records of one call; flush() resolves once JetStream acked every one of them. */
+export class CallRecord {
+  private sequence = 0;
+  private readonly pending: Promise<PubAck>[] = [];
+
+  constructor(
+    private readonly js: JetStreamClient,
+    readonly call: CallIdentity,
+    private readonly redact: (value: unknown) => unknown,
+  ) {}
+
+  /** Publishes one trace event on toolmesh.trace.<trace_id>. */
+  trace(
+    kind: TraceEventKind,
+    payload: JsonObject,
+    options: { customKind?: string; timeMs?: number } = {},
+  ): void {
+    const id = randomUUID();
+    const c = this.call;
+    const event = create(TraceEventSchema, {
+      id,
+      traceId: c.traceId,
+      callId: c.callId,
+      parentId: c.parentId,
+      kind,
+      customKind: options.customKind ?? "",
+      tool: c.tool,
+      agentId: c.principal.agentId,
+      userId: c.principal.userId,
+      time: options.timeMs ? timestampFromMs(options.timeMs) : timestampNow(),
+      sequence: ++this.sequence,
+      payload,
+      source: SOURCE,
+    });
+    this.track(
+      publishEvent(this.js, subjects.trace(c.traceId), TraceEventSchema, event, { msgId: id }),
+    );
+  }
+
+  /** Publishes the audit record on toolmesh.audit.<agent>.<tool>. */
+  audit(
+    fields: Pick<
+      AuditRecord,
+      "action" | "status" | "errorCode" | "errorMessage" | "reason" | "durationMs" | "attempts"
+    > & {
+      arguments: JsonObject | undefined;
+    },
+  ): void {
+    const c = this.call;
+    const id = randomUUID();
+    const record = create(AuditRecordSchema, {
+      id,
+      time: timestampNow(),
+      action: fields.action,
+      tool: c.tool,
+      agentId: c.principal.agentId,
+      userId: c.principal.userId,
+      roles: c.principal.roles,
+      callId: c.callId,
+      traceId: c.traceId,
+      arguments: fields.arguments ? (this.redact(fields.arguments) as JsonObject) : {},
+      status: fields.status,
+      errorCode: fields.errorCode,
+      errorMessage: fields.errorMessage,
+      reason: fields.reason,
+      durationMs: fields.durationMs,
+      attempts: fields.attempts,
+      source: SOURCE,
+    });
+    this.track(
+      publishEvent(
+        this.js,
+        subjects.audit(c.principal.agentId, c.tool),
+        AuditRecordSchema,
+        record,
+        {
+          msgId: id,
+        },
+      ),
+    );
+  }
+
+  /** Publishes the outcome on toolmesh.outcome.<call_id>, deduplicated by call_id. */
+  outcome(outcome: Omit<Outcome, "$typeName" | "source">): void {
+    const value = create(OutcomeSchema, { ...outcome, source: SOURCE });
+    this.track(
+      publishEvent(this.js, subjects.outcome(this.call.callId), OutcomeSchema, value, {
+        msgId: this.call.callId,
+      }),
+    );
+  }
+
+  /** Resolves once every record published so far is acked; rejects if any publish failed. */
+  async flush(): Promise<void> {
+    await Promise.all(this.pending);
+  }
+
+  private track(ack: Promise<PubAck>): void {
+    // Rejections are reported by flush(); this keeps an early one from being "unhandled".
+    ack.catch(() => {});
+    this.pending.push(ack);
+  }
+}
+
+export { AuditAction, TraceEventKind };

@@ -1,0 +1,31 @@
+import { authConfig } from "@toolmesh/auth";
+import { commonConfig, int, list, port } from "@toolmesh/config";
+import { defaultSecretKeyPatterns } from "@toolmesh/log";
+
+/** Every setting of the Dispatcher, read from the environment. */
+export const dispatcherConfig = {
+  ...commonConfig,
+  ...authConfig,
+  port: port("TOOLMESH_DISPATCHER_PORT", 7100),
+  /** A second port serving DispatcherService over @grpc/grpc-js only (the fast path); -1 disables. */
+  grpcPort: int("TOOLMESH_DISPATCHER_GRPC_PORT", -1, { min: -1, max: 65535 }),
+  defaultTimeoutMs: int("TOOLMESH_DEFAULT_TIMEOUT_MS", 30_000, { min: 1, max: 3_600_000 }),
+  maxTimeoutMs: int("TOOLMESH_MAX_TIMEOUT_MS", 600_000, { min: 1, max: 3_600_000 }),
+  idempotencyWindowMs: int("TOOLMESH_IDEMPOTENCY_WINDOW_MS", 24 * 60 * 60 * 1000, {
+    min: 1000,
+    max: 30 * 24 * 60 * 60 * 1000,
+  }),
+  /** Argument keys whose values audit records hide (substring, case and `_`/`-` insensitive). */
+  redactKeys: list("TOOLMESH_REDACT_KEYS", defaultSecretKeyPatterns),
+  maxBackendResponseBytes: int("TOOLMESH_MAX_BACKEND_RESPONSE_BYTES", 4 * 1024 * 1024, {
+    min: 1024,
+    max: 64 * 1024 * 1024,
+  }),
+  localIdleTimeoutMs: int("TOOLMESH_LOCAL_IDLE_TIMEOUT_MS", 5 * 60 * 1000, { min: 100 }),
+  localMaxConcurrency: int("TOOLMESH_LOCAL_MAX_CONCURRENCY", 8, { min: 1, max: 10_000 }),
+  localStartTimeoutMs: int("TOOLMESH_LOCAL_START_TIMEOUT_MS", 15_000, { min: 100 }),
+};
+
+export type DispatcherConfig = {
+  [K in keyof typeof dispatcherConfig]: ReturnType<(typeof dispatcherConfig)[K]>;
+};

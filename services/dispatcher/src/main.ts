@@ -1,0 +1,114 @@
+import { startServiceAuth } from "@toolmesh/auth";
+import { loadConfig, loadOrExit } from "@toolmesh/config";
+import { createLogger, type Logger } from "@toolmesh/log";
+import { buckets, connectNats, ensureStream, KvSnapshot, streamDefinitions } from "@toolmesh/nats";
+import { PolicySnapshot } from "@toolmesh/policy";
+import { ToolSchema } from "@toolmesh/proto";
+import { onShutdown } from "@toolmesh/server";
+import type { KV, NatsConnection } from "nats";
+import { type DispatcherConfig, dispatcherConfig } from "./config.js";
+import { DISPATCHER_BUCKET, KvIdempotencyStore } from "./idempotency.js";
+import { createDispatcher } from "./server.js";
+
+/** A snapshot that arrives later; undefined until then. */
+class LazySnapshot<T> {
+  current: T | undefined;
+  set(value: T): void {
+    this.current = value;
+  }
+}
+
+const config = loadOrExit(() => loadConfig<DispatcherConfig>(dispatcherConfig));
+const log = createLogger("dispatcher", config.logLevel);
+const nc = await connectNats({ url: config.natsUrl, name: "toolmesh-dispatcher", log });
+const js = nc.jetstream();
+const jsm = await nc.jetstreamManager();
+const streams = streamDefinitions({
+  replicas: config.jetstreamReplicas,
+  maxAgeMs: 30 * 24 * 60 * 60 * 1000,
+});
+for (const stream of [streams.trace, streams.audit, streams.outcome])
+  await ensureStream(jsm, stream);
+
+const idempotencyKv = await js.views.kv(DISPATCHER_BUCKET, {
+  ttl: config.idempotencyWindowMs,
+  history: 1,
+  replicas: config.jetstreamReplicas,
+});
+
+// The registry and permission buckets belong to their services; until they exist the
+// snapshots stay unloaded and every call fails closed with UNAVAILABLE.
+const registryKv = bindWhenCreated(nc, buckets.registry.name, log);
+const permissionKv = bindWhenCreated(nc, buckets.permission.name, log);
+const tools = new LazySnapshot<KvSnapshot<typeof ToolSchema>>();
+const policy = new LazySnapshot<PolicySnapshot>();
+void registryKv.then(async (kv) => {
+  const snapshot = new KvSnapshot(kv, buckets.registry.toolPrefix, ToolSchema, log);
+  await snapshot.start();
+  tools.set(snapshot);
+  log.info({ tools: snapshot.size }, "registry snapshot loaded");
+});
+void permissionKv.then(async (kv) => {
+  const snapshot = new PolicySnapshot(kv, log);
+  await snapshot.start();
+  policy.set(snapshot);
+  log.info("grant snapshot loaded");
+});
+
+const auth = await startServiceAuth({ config, nc, log });
+const dispatcher = createDispatcher({
+  tools: {
+    get isReady() {
+      return tools.current?.isReady ?? false;
+    },
+    get: (key) => tools.current?.get(key),
+    values: () => tools.current?.values() ?? [].values(),
+  },
+  policy: {
+    get isReady() {
+      return policy.current?.isReady ?? false;
+    },
+    decide: (subject, tool, now) => {
+      const current = policy.current;
+      if (!current) throw new Error("grant snapshot not loaded");
+      return current.decide(subject, tool, now);
+    },
+  },
+  js,
+  idempotency: new KvIdempotencyStore(idempotencyKv),
+  auth,
+  settings: config,
+  log,
+});
+const listening = await dispatcher.server.listen(config.port, config.host);
+const grpcPort =
+  config.grpcPort >= 0 ? await dispatcher.listenGrpc(config.grpcPort, config.host) : undefined;
+
+onShutdown(log, async () => {
+  await Promise.all([listening.close(), grpcPort?.close()]);
+  await dispatcher.close();
+  tools.current?.stop();
+  policy.current?.stop();
+  auth.stop();
+  await nc.drain();
+});
+
+async function bindWhenCreated(
+  connection: NatsConnection,
+  bucket: string,
+  logger: Logger,
+): Promise<KV> {
+  const jetstream = connection.jetstream();
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await jetstream.views.kv(bucket, { bindOnly: true });
+    } catch (error) {
+      if (attempt === 0)
+        logger.warn(
+          { bucket, err: String(error) },
+          "KV bucket not there yet; calls fail closed until it is",
+        );
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+  }
+}

@@ -1,0 +1,125 @@
+import type { JsonObject } from "@bufbuild/protobuf";
+import { failure } from "./grpc-runtime.js";
+import type { Attempt, AttemptResult, ToolRuntime } from "./runtime.js";
+
+/**
+ * POSTs the arguments as JSON to an HTTP endpoint: 2xx is success with the JSON object body as
+ * output, 4xx a failure, 5xx and connection errors a transient failure, non-JSON invalid_output.
+ */
+export class RemoteRuntime implements ToolRuntime {
+  constructor(private readonly maxResponseBytes: number) {}
+
+  invoke(attempt: Attempt): Promise<AttemptResult> {
+    const runtime = attempt.tool.spec?.runtime?.kind;
+    if (runtime?.case !== "remote") {
+      return Promise.resolve(failure("backend_misconfigured", "the tool has no remote URL", false));
+    }
+    return this.post(runtime.value.url, runtime.value.headers, attempt);
+  }
+
+  /** POSTs one attempt to url (also used by local tools speaking HTTP). */
+  async post(
+    url: string,
+    headers: Record<string, string>,
+    attempt: Attempt,
+  ): Promise<AttemptResult> {
+    const ctx = attempt.request.context;
+    let response: Response;
+    try {
+      response = await fetch(url, {
+        method: "POST",
+        headers: {
+          ...headers,
+          "content-type": "application/json",
+          accept: "application/json",
+          "x-toolmesh-trace-id": ctx?.traceId ?? "",
+          "x-toolmesh-call-id": ctx?.callId ?? "",
+          "x-toolmesh-attempt": String(attempt.request.attempt),
+        },
+        body: JSON.stringify(attempt.request.arguments ?? {}),
+        signal: attempt.signal,
+      });
+    } catch (error) {
+      if (attempt.signal.aborted) return failure("interrupted", "the call was interrupted", false);
+      const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+      return failure(
+        "backend_unavailable",
+        `cannot reach ${new URL(url).host}: ${cause?.code ?? cause?.message ?? String(error)}`,
+        true,
+      );
+    }
+    let text: string;
+    try {
+      text = await readCapped(response, this.maxResponseBytes);
+    } catch (error) {
+      if (attempt.signal.aborted) return failure("interrupted", "the call was interrupted", false);
+      if (error instanceof TooLargeError) {
+        return failure(
+          "output_too_large",
+          `the tool's HTTP response exceeds ${this.maxResponseBytes} bytes`,
+          false,
+        );
+      }
+      return failure(
+        "backend_unavailable",
+        `reading the tool's response failed: ${String(error)}`,
+        true,
+      );
+    }
+    if (response.status >= 500) {
+      return failure(
+        "backend_unavailable",
+        `the tool answered HTTP ${response.status}: ${text.slice(0, 200)}`,
+        true,
+      );
+    }
+    if (response.status >= 400) {
+      return failure(
+        "backend_error",
+        `the tool answered HTTP ${response.status}: ${text.slice(0, 500)}`,
+        false,
+      );
+    }
+    let body: unknown;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      return failure(
+        "invalid_output",
+        `the tool answered HTTP ${response.status} with a body that is not JSON: ${text.slice(0, 100)}`,
+        false,
+      );
+    }
+    if (body === null || typeof body !== "object" || Array.isArray(body)) {
+      return failure("invalid_output", "the tool answered JSON that is not an object", false);
+    }
+    return { ok: true, output: body as JsonObject };
+  }
+}
+
+class TooLargeError extends Error {
+  override name = "TooLargeError";
+}
+
+async function readCapped(response: Response, maxBytes: number): Promise<string> {
+  const length = Number(response.headers.get("content-length") ?? "0");
+  if (length > maxBytes) {
+    await response.body?.cancel();
+    throw new TooLargeError();
+  }
+  if (!response.body) return "";
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > maxBytes) {
+      await reader.cancel();
+      throw new TooLargeError();
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}

@@ -1,0 +1,27 @@
+import type { JsonObject } from "@bufbuild/protobuf";
+import type { BackendEvent, CallError, InvokeRequest, Tool } from "@toolmesh/proto";
+
+/** One attempt to run a tool on its backend. */
+export interface Attempt {
+  tool: Tool;
+  /** What the backend receives; never carries the agent's credential. */
+  request: InvokeRequest;
+  /** Aborted on timeout, cancel or shutdown; the runtime stops the backend call at once. */
+  signal: AbortSignal;
+  /** A trace event the backend streamed. */
+  onEvent(event: BackendEvent): void;
+}
+
+/** How an attempt ended. transient failures may be retried for idempotent tools. */
+export type AttemptResult =
+  | { ok: true; output: JsonObject; pending?: boolean }
+  | { ok: false; error: CallError; transient: boolean };
+
+/** Runs attempts for one kind of runtime. */
+export interface ToolRuntime {
+  invoke(attempt: Attempt): Promise<AttemptResult>;
+  close?(): Promise<void>;
+}
+
+/** Backend events kept per call; more are dropped so a chatty backend cannot flood the trace. */
+export const MAX_BACKEND_EVENTS = 1000;

@@ -1,0 +1,116 @@
+import type { Interceptor } from "@connectrpc/connect";
+import type { Authenticator } from "@toolmesh/auth";
+import type { Logger } from "@toolmesh/log";
+import { DispatcherService } from "@toolmesh/proto";
+import { createToolmeshServer, type ToolmeshServer } from "@toolmesh/server";
+import type { JetStreamClient } from "nats";
+import { CallRecorder } from "./call-recorder.js";
+import { DispatchChain, type PermissionGate } from "./chain.js";
+import { type GrpcPort, listenGrpcPort } from "./grpc-port.js";
+import { createDispatcherHandlers } from "./handlers.js";
+import type { IdempotencyStore } from "./idempotency.js";
+import { RunningCalls } from "./running-calls.js";
+import { GrpcRuntime } from "./runtimes/grpc-runtime.js";
+import { LocalRuntime } from "./runtimes/local-runtime.js";
+import { RemoteRuntime } from "./runtimes/remote-runtime.js";
+import { ToolCatalog, type ToolSource } from "./tool-catalog.js";
+
+/** Settings the Dispatcher's parts read; a subset of DispatcherConfig. */
+export interface DispatcherSettings {
+  defaultTimeoutMs: number;
+  maxTimeoutMs: number;
+  redactKeys: string[];
+  maxBackendResponseBytes: number;
+  maxMessageBytes: number;
+  localIdleTimeoutMs: number;
+  localMaxConcurrency: number;
+  localStartTimeoutMs: number;
+}
+
+export interface DispatcherDeps {
+  /** The registry's tools: a KvSnapshot of toolmesh-registry (or a map in tests). */
+  tools: ToolSource;
+  /** The grants: a PolicySnapshot of toolmesh-permission. */
+  policy: PermissionGate;
+  js: JetStreamClient;
+  idempotency: IdempotencyStore;
+  auth: { interceptor: Interceptor; authenticate: Authenticator };
+  settings: DispatcherSettings;
+  log: Logger;
+}
+
+export interface Dispatcher {
+  readonly server: ToolmeshServer;
+  readonly chain: DispatchChain;
+  readonly running: RunningCalls;
+  readonly local: LocalRuntime;
+  /** Serves Dispatch, DispatchBatch and Cancel on a second port with @grpc/grpc-js. */
+  listenGrpc(port: number, host: string): Promise<GrpcPort>;
+  /** Interrupts running calls, stops local tools and closes backend channels. */
+  close(): Promise<void>;
+}
+
+/** Builds the Dispatcher from its dependencies; a test can listen on port 0 in-process. */
+export function createDispatcher(deps: DispatcherDeps): Dispatcher {
+  const { settings, log } = deps;
+  const catalog = new ToolCatalog(deps.tools);
+  const running = new RunningCalls();
+  const grpcRuntime = new GrpcRuntime(settings.maxBackendResponseBytes);
+  const remote = new RemoteRuntime(settings.maxBackendResponseBytes);
+  const local = new LocalRuntime(
+    grpcRuntime,
+    remote,
+    {
+      idleTimeoutMs: settings.localIdleTimeoutMs,
+      maxConcurrency: settings.localMaxConcurrency,
+      startTimeoutMs: settings.localStartTimeoutMs,
+    },
+    log,
+  );
+  const chain = new DispatchChain({
+    catalog,
+    policy: deps.policy,
+    recorder: new CallRecorder(deps.js, settings.redactKeys),
+    runtimes: { grpc: grpcRuntime, local, remote },
+    idempotency: deps.idempotency,
+    running,
+    settings: { defaultTimeoutMs: settings.defaultTimeoutMs, maxTimeoutMs: settings.maxTimeoutMs },
+    log,
+  });
+  const server = createToolmeshServer({
+    services: [DispatcherService],
+    log,
+    readMaxBytes: settings.maxMessageBytes,
+    interceptors: [deps.auth.interceptor],
+    routes(router) {
+      router.service(
+        DispatcherService,
+        createDispatcherHandlers({ chain, catalog, running, local }),
+      );
+    },
+  });
+  return {
+    server,
+    chain,
+    running,
+    local,
+    listenGrpc: (port, host) =>
+      listenGrpcPort(
+        {
+          chain,
+          catalog,
+          running,
+          authenticate: deps.auth.authenticate,
+          log,
+          readMaxBytes: settings.maxMessageBytes,
+        },
+        port,
+        host,
+      ),
+    async close() {
+      running.interruptAll("shutdown");
+      await local.close();
+      await grpcRuntime.close();
+    },
+  };
+}
