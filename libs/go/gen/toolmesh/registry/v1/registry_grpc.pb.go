@@ -47,8 +47,9 @@ type RegistryServiceClient interface {
 	// Fails with INVALID_ARGUMENT, NOT_FOUND, ABORTED (expected_revision is stale), UNAUTHENTICATED,
 	// PERMISSION_DENIED.
 	UpdateTool(ctx context.Context, in *UpdateToolRequest, opts ...grpc.CallOption) (*UpdateToolResponse, error)
-	// DeregisterTool removes a tool and drops it from every group. Fails with NOT_FOUND,
-	// FAILED_PRECONDITION (still listed by a group and `force` is false), UNAUTHENTICATED, PERMISSION_DENIED.
+	// DeregisterTool removes a tool and drops it from every group that lists it (named in
+	// removed_from_groups). Fails with INVALID_ARGUMENT (bad name), NOT_FOUND, ABORTED (changed
+	// concurrently; retry), UNAUTHENTICATED, PERMISSION_DENIED.
 	DeregisterTool(ctx context.Context, in *DeregisterToolRequest, opts ...grpc.CallOption) (*DeregisterToolResponse, error)
 	// GetTool returns one tool. Fails with INVALID_ARGUMENT, NOT_FOUND, UNAUTHENTICATED, PERMISSION_DENIED.
 	GetTool(ctx context.Context, in *GetToolRequest, opts ...grpc.CallOption) (*GetToolResponse, error)
@@ -225,8 +226,9 @@ type RegistryServiceServer interface {
 	// Fails with INVALID_ARGUMENT, NOT_FOUND, ABORTED (expected_revision is stale), UNAUTHENTICATED,
 	// PERMISSION_DENIED.
 	UpdateTool(context.Context, *UpdateToolRequest) (*UpdateToolResponse, error)
-	// DeregisterTool removes a tool and drops it from every group. Fails with NOT_FOUND,
-	// FAILED_PRECONDITION (still listed by a group and `force` is false), UNAUTHENTICATED, PERMISSION_DENIED.
+	// DeregisterTool removes a tool and drops it from every group that lists it (named in
+	// removed_from_groups). Fails with INVALID_ARGUMENT (bad name), NOT_FOUND, ABORTED (changed
+	// concurrently; retry), UNAUTHENTICATED, PERMISSION_DENIED.
 	DeregisterTool(context.Context, *DeregisterToolRequest) (*DeregisterToolResponse, error)
 	// GetTool returns one tool. Fails with INVALID_ARGUMENT, NOT_FOUND, UNAUTHENTICATED, PERMISSION_DENIED.
 	GetTool(context.Context, *GetToolRequest) (*GetToolResponse, error)

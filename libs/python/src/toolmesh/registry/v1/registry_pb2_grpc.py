@@ -121,8 +121,9 @@ class RegistryServiceServicer(object):
         raise NotImplementedError('Method not implemented!')
 
     def DeregisterTool(self, request, context):
-        """DeregisterTool removes a tool and drops it from every group. Fails with NOT_FOUND,
-        FAILED_PRECONDITION (still listed by a group and `force` is false), UNAUTHENTICATED, PERMISSION_DENIED.
+        """DeregisterTool removes a tool and drops it from every group that lists it (named in
+        removed_from_groups). Fails with INVALID_ARGUMENT (bad name), NOT_FOUND, ABORTED (changed
+        concurrently; retry), UNAUTHENTICATED, PERMISSION_DENIED.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

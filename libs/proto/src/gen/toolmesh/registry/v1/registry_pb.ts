@@ -1213,8 +1213,9 @@ export const RegistryService: GenService<{
     output: typeof UpdateToolResponseSchema;
   },
   /**
-   * DeregisterTool removes a tool and drops it from every group. Fails with NOT_FOUND,
-   * FAILED_PRECONDITION (still listed by a group and `force` is false), UNAUTHENTICATED, PERMISSION_DENIED.
+   * DeregisterTool removes a tool and drops it from every group that lists it (named in
+   * removed_from_groups). Fails with INVALID_ARGUMENT (bad name), NOT_FOUND, ABORTED (changed
+   * concurrently; retry), UNAUTHENTICATED, PERMISSION_DENIED.
    *
    * @generated from rpc toolmesh.registry.v1.RegistryService.DeregisterTool
    */
