@@ -1,0 +1,139 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+import { Effect, PrincipalKind, ResourceKind } from "@toolmesh/proto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  mintJwt,
+  type PermissionStack,
+  registryAvailable,
+  startPermissionStack,
+} from "./harness.js";
+
+async function failure(call: Promise<unknown>): Promise<ConnectError> {
+  try {
+    await call;
+  } catch (error) {
+    return ConnectError.from(error);
+  }
+  throw new Error("expected the call to fail, it succeeded");
+}
+
+// API keys issued here are verified by the Registry from its own watched snapshot.
+describe.runIf(registryAvailable)("the Registry authenticates with permission-issued keys", () => {
+  let stack: PermissionStack;
+  const secrets: string[] = [];
+  const registry = () => {
+    if (!stack.registryClient) throw new Error("no registry");
+    return stack.registryClient;
+  };
+
+  beforeAll(async () => {
+    stack = await startPermissionStack();
+    secrets.push(stack.adminToken, stack.serviceToken);
+    // The Registry started before the permission bucket existed; it picks it up within 500 ms.
+    const deadline = Date.now() + 5000;
+    for (;;) {
+      const error = await registry()
+        .listTools({}, stack.as(stack.adminToken))
+        .then(
+          () => undefined,
+          (e: unknown) => ConnectError.from(e),
+        );
+      if (!error) break;
+      if (error.code !== Code.Unavailable || Date.now() > deadline) throw error;
+    }
+  }, 60_000);
+  afterAll(async () => {
+    await stack?.stop();
+  });
+
+  it("refuses a missing, malformed, unknown, expired and wrong-audience token", async () => {
+    const expired = await mintJwt(
+      stack.jwtSecret,
+      { sub: "admin", roles: ["admin"] },
+      { expiresIn: Math.floor(Date.now() / 1000) - 60 },
+    );
+    const wrongAudience = await mintJwt(
+      stack.jwtSecret,
+      { sub: "admin", roles: ["admin"] },
+      { audience: "elsewhere" },
+    );
+    const cases: [Record<string, string>, string][] = [
+      [{}, "missing credential"],
+      [{ authorization: "Token abc" }, "malformed authorization header"],
+      [{ authorization: `Bearer tmk_${"1".repeat(16)}_${"x".repeat(43)}` }, "unknown API key"],
+      [{ authorization: `Bearer ${expired}` }, "the JWT has expired"],
+      [{ authorization: `Bearer ${wrongAudience}` }, "claim aud does not match"],
+    ];
+    for (const [headers, message] of cases) {
+      const error = await failure(registry().listTools({}, { headers }));
+      expect(error.code, message).toBe(Code.Unauthenticated);
+      expect(error.rawMessage).toContain(message);
+    }
+  });
+
+  it("lets the operator flow work: agent key, grant, the agent lists only its tools", async () => {
+    const admin = stack.as(stack.adminToken);
+    const key = await stack.client.createApiKey({ agentId: "analyst-1", name: "analyst" }, admin);
+    secrets.push(key.secret);
+    const asAgent = stack.as(key.secret);
+    expect((await registry().listTools({}, asAgent)).tools).toEqual([]);
+    await stack.client.grant(
+      {
+        grant: {
+          principal: { kind: PrincipalKind.AGENT, id: "analyst-1" },
+          resource: { kind: ResourceKind.GLOB, pattern: "data.*" },
+          scopes: ["read:data"],
+          effect: Effect.ALLOW,
+          enabled: true,
+        },
+      },
+      admin,
+    );
+    // The Registry decides from its own grant snapshot; wait for it to see the grant.
+    const deadline = Date.now() + 1000;
+    let names: string[] = [];
+    while (names.length === 0 && Date.now() < deadline)
+      names = (await registry().listTools({}, asAgent)).tools.map((t) => t.spec?.name ?? "");
+    expect(names).toEqual(["data.query"]);
+    const all = await registry().listTools({}, admin);
+    expect(all.tools.length).toBeGreaterThan(1);
+    const write = await failure(
+      registry().registerTool({ tool: { name: "x.y", description: "x" } }, asAgent),
+    );
+    expect(write.code).toBe(Code.PermissionDenied);
+  });
+
+  it("stops a revoked key on the Registry within one second", async () => {
+    const admin = stack.as(stack.adminToken);
+    const key = await stack.client.createApiKey({ agentId: "short-lived" }, admin);
+    secrets.push(key.secret);
+    const asAgent = stack.as(key.secret);
+    await registry().listTools({}, asAgent);
+    await stack.client.revokeApiKey({ id: key.apiKey?.id ?? "" }, admin);
+    const revokedAt = performance.now();
+    let error: ConnectError | undefined;
+    while (!error && performance.now() - revokedAt < 1000) {
+      error = await registry()
+        .listTools({}, asAgent)
+        .then(
+          () => undefined,
+          (e: unknown) => ConnectError.from(e),
+        );
+    }
+    expect(error?.code).toBe(Code.Unauthenticated);
+    expect(error?.rawMessage).toContain("has been revoked");
+    expect(performance.now() - revokedAt).toBeLessThan(1000);
+  });
+
+  it("logs no token in either service", () => {
+    const output = [
+      ...(stack.registry?.stdout.lines ?? []),
+      ...(stack.registry?.stderr.lines ?? []),
+      ...stack.service.stdout.lines,
+      ...stack.service.stderr.lines,
+    ].join("\n");
+    expect(output).toContain("API key created");
+    for (const secret of secrets)
+      expect(output).not.toContain(secret.split("_").slice(2).join("_"));
+  });
+});
