@@ -1,13 +1,5 @@
-import { create } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
-import {
-  type Decision,
-  DecisionSchema,
-  Effect,
-  type Grant,
-  PrincipalKind,
-  ResourceKind,
-} from "@toolmesh/proto";
+import { type Decision, Effect, type Grant, PrincipalKind, ResourceKind } from "@toolmesh/proto";
 import { compileGlob } from "./glob.js";
 
 /** Who would call: the agent, the user it acts for ("" for none) and the agent's roles. */
@@ -161,7 +153,7 @@ export function decideFor(
 
   const matched = user ? [...new Set([...agent.matched, ...user.matched])] : agent.matched;
   const who = user ? `agent "${subject.agentId}" and user "${subject.userId}"` : agentName;
-  return create(DecisionSchema, {
+  return decision({
     allowed: true,
     reason: `${who} may call tool "${tool.name}" (grants ${matched.join(", ")})`,
     matchedGrantIds: matched,
@@ -218,7 +210,7 @@ function denied(
     : tool.requiredScopes.length === 0
       ? "every use"
       : scopeList(tool.requiredScopes.filter((s) => deny.scopes.includes(s)));
-  return create(DecisionSchema, {
+  return decision({
     allowed: false,
     reason: `deny grant "${deny.id}" refuses ${who} ${overlap} of tool "${tool.name}"`,
     denyGrantId: deny.id,
@@ -231,10 +223,26 @@ function missing(tool: PolicyTool, side: SideResult, who: string, principalRef: 
     tool.requiredScopes.length === 0
       ? `has no allow grant on tool "${tool.name}"`
       : `has no allow grant covering ${scopeList(side.missing)} on tool "${tool.name}"`;
-  return create(DecisionSchema, {
+  return decision({
     allowed: false,
     reason: `${who} ${what}`,
     missingScopes: side.missing,
     deniedPrincipal: principalRef,
   });
+}
+
+/**
+ * A Decision built as the plain object protobuf-es messages are, without the reflective
+ * create(): this runs on every tool call, and create() costs more than the decision itself.
+ */
+function decision(fields: Partial<Omit<Decision, "$typeName" | "$unknown">>): Decision {
+  return {
+    $typeName: "toolmesh.permission.v1.Decision",
+    allowed: fields.allowed ?? false,
+    reason: fields.reason ?? "",
+    matchedGrantIds: fields.matchedGrantIds ?? [],
+    denyGrantId: fields.denyGrantId ?? "",
+    missingScopes: fields.missingScopes ?? [],
+    deniedPrincipal: fields.deniedPrincipal ?? "",
+  };
 }

@@ -1,5 +1,5 @@
-import { create } from "@bufbuild/protobuf";
-import { GrantSchema, PrincipalKind, ResourceKind } from "@toolmesh/proto";
+import { create, fromBinary, isMessage, toBinary } from "@bufbuild/protobuf";
+import { DecisionSchema, GrantSchema, PrincipalKind, ResourceKind } from "@toolmesh/proto";
 import { describe, expect, it } from "vitest";
 import { compileGlob, decide, globProblem } from "../src/index.js";
 import { decisionTable, tableTools } from "./decision-table.js";
@@ -39,6 +39,21 @@ describe("decide() against the decision table", () => {
       }
     });
   }
+});
+
+describe("Decision message", () => {
+  it("is a real DecisionSchema message that survives a binary round trip", () => {
+    const c = decisionTable[0];
+    if (!c) throw new Error("empty table");
+    const d = decide(
+      { agentId: c.agent, userId: "", roles: [] },
+      tableTools[0] as (typeof tableTools)[0],
+      c.grants.map((g) => tableGrant(g, now.getTime())),
+      now,
+    );
+    expect(isMessage(d, DecisionSchema)).toBe(true);
+    expect(fromBinary(DecisionSchema, toBinary(DecisionSchema, d))).toEqual(d);
+  });
 });
 
 describe("expiry boundary", () => {
