@@ -24,7 +24,7 @@ import type { ValidatorCache } from "@toolmesh/schema";
 import type { RegistryEvents } from "./events.js";
 import { decodePageToken, encodePageToken, filterFingerprint, pageSize } from "./page-token.js";
 import { type RegistryStore, StoreConflictError, type ToolChange } from "./store.js";
-import { renderTool } from "./tool-export.js";
+import { exportedName, renderTool, withDigest } from "./tool-export.js";
 import { checkGroup, checkName, checkToolSpec } from "./validation.js";
 import type { ToolVisibility } from "./visibility.js";
 
@@ -41,6 +41,8 @@ export interface RegistryDeps {
 
 const RUNTIME_KINDS = [RuntimeKind.GRPC, RuntimeKind.LOCAL, RuntimeKind.REMOTE] as const;
 const CAS_ATTEMPTS = 5;
+/** Changes a WatchTools stream may have queued for a slow reader before it is ended. */
+const WATCH_BACKLOG = 10_000;
 const REDACTED = "[redacted]";
 
 /** The RegistryService over a store, an event sink and a visibility rule. */
@@ -151,7 +153,13 @@ export function createRegistryHandlers(deps: RegistryDeps): ServiceImpl<typeof R
       ensureReady();
       const checked = checkToolSpec(req.tool, validators);
       const name = checked.spec.name;
-      if (checked.spec.version === "") checked.spec.version = "1";
+      if (checked.spec.version === "") {
+        // A name registered before keeps counting, so a re-registered tool gets a new version.
+        const previous = await store.lastDeleted(name);
+        checked.spec.version = previous
+          ? nextVersion(previous.spec?.version ?? "", previous.revision)
+          : "1";
+      }
       const now = timestampNow();
       const tool = create(ToolSchema, {
         spec: checked.spec,
@@ -303,8 +311,10 @@ export function createRegistryHandlers(deps: RegistryDeps): ServiceImpl<typeof R
       ensureReady();
       const queue: ToolChange[] = [];
       let wake: (() => void) | undefined;
+      let overflowed = false;
       const unsubscribe = store.onToolChange((change) => {
-        queue.push(change);
+        if (queue.length >= WATCH_BACKLOG) overflowed = true;
+        else queue.push(change);
         wake?.();
       });
       const signals = [ctx.signal, deps.shutdownSignal].filter(
@@ -321,6 +331,11 @@ export function createRegistryHandlers(deps: RegistryDeps): ServiceImpl<typeof R
         }
         yield watchEvent(WatchEventType.SNAPSHOT_END, "", undefined);
         while (!stopped()) {
+          if (overflowed)
+            throw new ConnectError(
+              `this watch fell ${WATCH_BACKLOG} changes behind; start a new WatchTools to get a fresh snapshot`,
+              Code.ResourceExhausted,
+            );
           const change = queue.shift();
           if (change) {
             yield change.tool
@@ -496,6 +511,7 @@ export function createRegistryHandlers(deps: RegistryDeps): ServiceImpl<typeof R
         const wanted = new Set(req.names);
         selected = selected.filter((tool) => wanted.has(tool.spec?.name ?? ""));
       }
+      const taken = new Set<string>();
       const tools = selected
         .filter((tool) => {
           const status = tool.spec?.status;
@@ -503,7 +519,11 @@ export function createRegistryHandlers(deps: RegistryDeps): ServiceImpl<typeof R
           return status !== ToolStatus.DEPRECATED || req.includeDeprecated;
         })
         .map((tool) => {
-          const rendered = renderTool(tool, req.format);
+          const name = tool.spec?.name ?? "";
+          let exported = exportedName(name, req.format);
+          if (taken.has(exported)) exported = withDigest(exported, name);
+          taken.add(exported);
+          const rendered = renderTool(tool, req.format, exported);
           return {
             tool: tool.spec?.name ?? "",
             exportedName: rendered.name,

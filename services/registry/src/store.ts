@@ -37,6 +37,8 @@ export interface RegistryStore {
   version(): number;
 
   readTool(name: string): Promise<Versioned<Tool> | undefined>;
+  /** The last stored value of a deregistered tool, if history still holds it. */
+  lastDeleted(name: string): Promise<Tool | undefined>;
   /** Creates a tool; StoreConflictError when the name exists. */
   createTool(tool: Tool): Promise<number>;
   /** Replaces a tool if it is still at `revision`; StoreConflictError otherwise. */
@@ -265,6 +267,19 @@ export class KvRegistryStore implements RegistryStore {
     return { value: fromBinary(ToolSchema, entry.value), revision: entry.revision };
   }
 
+  async lastDeleted(name: string): Promise<Tool | undefined> {
+    const history = await this.kv.history({ key: buckets.registry.toolKey(name) });
+    let last: Tool | undefined;
+    let deleted = false;
+    for await (const entry of history) {
+      if (entry.operation === "PUT") {
+        last = fromBinary(ToolSchema, entry.value);
+        deleted = false;
+      } else deleted = true;
+    }
+    return deleted ? last : undefined;
+  }
+
   async createTool(tool: Tool): Promise<number> {
     const key = buckets.registry.toolKey(tool.spec?.name ?? "");
     const revision = await conflicts(() => this.kv.create(key, toBinary(ToolSchema, tool)));
@@ -343,6 +358,7 @@ async function conflicts(write: () => Promise<number>): Promise<number> {
 export class MemoryRegistryStore implements RegistryStore {
   private readonly toolMap = new Map<string, Versioned<Tool>>();
   private readonly groupMap = new Map<string, Versioned<Group>>();
+  private readonly deletedTools = new Map<string, Tool>();
   private readonly listeners = new Set<(change: ToolChange) => void>();
   private sequence = 0;
 
@@ -367,6 +383,9 @@ export class MemoryRegistryStore implements RegistryStore {
   async readTool(name: string): Promise<Versioned<Tool> | undefined> {
     return this.toolMap.get(name);
   }
+  async lastDeleted(name: string): Promise<Tool | undefined> {
+    return this.toolMap.has(name) ? undefined : this.deletedTools.get(name);
+  }
   async createTool(tool: Tool): Promise<number> {
     return this.write(this.toolMap, tool.spec?.name ?? "", tool, 0, true);
   }
@@ -374,7 +393,10 @@ export class MemoryRegistryStore implements RegistryStore {
     return this.write(this.toolMap, tool.spec?.name ?? "", tool, revision, true);
   }
   async deleteTool(name: string, revision: number): Promise<number> {
-    return this.write(this.toolMap, name, undefined, revision, true);
+    const current = this.toolMap.get(name);
+    const sequence = this.write(this.toolMap, name, undefined, revision, true);
+    if (current) this.deletedTools.set(name, current.value);
+    return sequence;
   }
   async readGroup(name: string): Promise<Versioned<Group> | undefined> {
     return this.groupMap.get(name);

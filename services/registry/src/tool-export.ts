@@ -12,18 +12,22 @@ const PROVIDER_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 export function exportedName(name: string, format: SchemaFormat): string {
   if (format === SchemaFormat.MCP) return name;
   const replaced = name.replaceAll(".", "__");
-  if (PROVIDER_NAME.test(replaced)) return replaced;
+  return PROVIDER_NAME.test(replaced) ? replaced : withDigest(replaced, name);
+}
+
+/** A provider name made unique with 8 hex digits of the registry name's hash (`a.b` vs `a__b`). */
+export function withDigest(exported: string, name: string): string {
   const digest = createHash("sha256").update(name).digest("hex").slice(0, 8);
-  return `${replaced.slice(0, 55)}_${digest}`;
+  return `${exported.slice(0, 55)}_${digest}`;
 }
 
 /** One tool as a function-calling definition for a model provider. */
 export function renderTool(
   tool: Tool,
   format: SchemaFormat,
+  name = exportedName(tool.spec?.name ?? "", format),
 ): { name: string; definition: JsonObject } {
   const spec = tool.spec;
-  const name = exportedName(spec?.name ?? "", format);
   const description = spec?.description ?? "";
   const input: JsonObject = spec?.inputSchema ?? { type: "object" };
   switch (format) {

@@ -491,8 +491,9 @@ describe("groups", () => {
     expect(events.writes.filter((w) => w.type === ChangeType.DELETE).map((w) => w.name)).toEqual([
       "data.query",
     ]);
-    await client.registerTool({ tool: spec("data.query") }, admin);
-    expect((await client.getTool({ name: "data.query" }, admin)).tool?.groups).toEqual([]);
+    const again = (await client.registerTool({ tool: spec("data.query") }, admin)).tool;
+    expect(again?.groups).toEqual([]);
+    expect(again?.spec?.version).toBe("2");
   });
 
   it("refuse unknown tools, duplicates and bad names", async () => {
@@ -717,6 +718,22 @@ describe("ListTools", () => {
       "data.query",
       "search.web",
     ]);
+    await c.registerTool({ tool: spec("data__query") }, admin);
+    const clash = await c.exportToolSchemas(
+      { format: SchemaFormat.OPENAI, names: ["data.query", "data__query"] },
+      admin,
+    );
+    const clashNames = clash.tools.map((t) => t.exportedName);
+    expect(new Set(clashNames).size).toBe(2);
+    expect(clashNames[0]).toBe("data__query");
+    expect(clashNames[1]).toMatch(/^data__query_[0-9a-f]{8}$/);
+    const longName = `a${".b".repeat(31)}`;
+    await c.registerTool({ tool: spec(longName) }, admin);
+    const long = await c.exportToolSchemas(
+      { format: SchemaFormat.ANTHROPIC, names: [longName] },
+      admin,
+    );
+    expect(long.tools[0]?.exportedName).toMatch(/^[a-zA-Z0-9_-]{1,64}$/);
     const disabledByName = await c.exportToolSchemas(
       { format: SchemaFormat.MCP, names: ["code.run"] },
       admin,

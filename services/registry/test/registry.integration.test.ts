@@ -219,6 +219,12 @@ describe("registry service process", () => {
       type: WatchEventType.DELETE,
       name: "watch.tool",
     });
+    const again = await c.registerTool({ tool: spec("watch.tool") }, as("admin"));
+    expect(again.tool?.spec?.version).toBe("2");
+    expect((await stream.next()).value).toMatchObject({
+      type: WatchEventType.PUT,
+      name: "watch.tool",
+    });
     abort.abort();
     await expect(stream.next()).rejects.toMatchObject({ code: Code.Canceled });
     const agentWatch = await failure(

@@ -1,0 +1,68 @@
+import { describe, expect, it } from "vitest";
+import {
+  canonicalJson,
+  compileSchema,
+  SchemaCompileError,
+  schemaHash,
+  ValidatorCache,
+} from "../src/index.js";
+
+describe("canonicalJson and schemaHash", () => {
+  it("sort keys at every level and ignore key order", () => {
+    expect(canonicalJson({ b: 1, a: { d: [2, { z: 1, y: null }], c: "x" } })).toBe(
+      '{"a":{"c":"x","d":[2,{"y":null,"z":1}]},"b":1}',
+    );
+    expect(schemaHash({ type: "object", properties: {} })).toBe(
+      schemaHash({ properties: {}, type: "object" }),
+    );
+  });
+
+  it("tell input from output and an absent output from an empty one", () => {
+    const schema = { type: "object" };
+    expect(schemaHash(schema)).not.toBe(schemaHash(schema, schema));
+    expect(schemaHash(schema, undefined)).not.toBe(schemaHash(schema, {}));
+    expect(schemaHash(schema)).toMatch(/^[0-9a-f]{64}$/);
+  });
+});
+
+describe("compileSchema", () => {
+  it("validates with formats", () => {
+    const validate = compileSchema({
+      type: "object",
+      properties: { email: { type: "string", format: "email" } },
+      required: ["email"],
+    });
+    expect(validate({ email: "a@example.com" })).toBe(true);
+    expect(validate({ email: "nope" })).toBe(false);
+    expect(validate.errors?.[0]?.instancePath).toBe("/email");
+  });
+
+  it("refuses what strict mode refuses, with ajv's message", () => {
+    expect(() => compileSchema({ type: "object", foo: 1 })).toThrow(SchemaCompileError);
+    expect(() => compileSchema({ type: "object", foo: 1 })).toThrow(
+      'strict mode: unknown keyword: "foo"',
+    );
+    expect(() => compileSchema({ type: "object", required: ["x"] })).toThrow("strictRequired");
+  });
+
+  it("compiles two schemas with the same $id independently", () => {
+    const a = compileSchema({ $id: "https://x/s", type: "object" });
+    const b = compileSchema({ $id: "https://x/s", type: "string" });
+    expect(a({})).toBe(true);
+    expect(b("s")).toBe(true);
+  });
+});
+
+describe("ValidatorCache", () => {
+  it("compiles once per hash and drops the least recently used", () => {
+    const cache = new ValidatorCache(2);
+    const s1 = { type: "object" };
+    const first = cache.get("h1", s1);
+    expect(cache.get("h1", s1)).toBe(first);
+    cache.get("h2", { type: "string" });
+    cache.get("h1", s1);
+    cache.get("h3", { type: "number" });
+    expect(cache.size).toBe(2);
+    expect(cache.get("h1", s1)).toBe(first);
+  });
+});
