@@ -79,9 +79,7 @@ export class CallRecord {
       payload,
       source: SOURCE,
     });
-    this.track(
-      publishEvent(this.js, subjects.trace(c.traceId), TraceEventSchema, event, { msgId: id }),
-    );
+    this.track(publishEvent(this.js, subjects.trace(c.traceId), TraceEventSchema, event));
   }
 
   /** Publishes the audit record on toolmesh.audit.<agent>.<tool>. */

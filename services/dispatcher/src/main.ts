@@ -1,4 +1,4 @@
-import { startServiceAuth } from "@toolmesh/auth";
+import { authInterceptor, startServiceAuth } from "@toolmesh/auth";
 import { loadConfig, loadOrExit } from "@toolmesh/config";
 import { createLogger, type Logger } from "@toolmesh/log";
 import { buckets, connectNats, ensureStream, KvSnapshot, streamDefinitions } from "@toolmesh/nats";
@@ -6,6 +6,7 @@ import { PolicySnapshot } from "@toolmesh/policy";
 import { ToolSchema } from "@toolmesh/proto";
 import { onShutdown } from "@toolmesh/server";
 import type { KV, NatsConnection } from "nats";
+import { cachedAuthenticator } from "./auth-cache.js";
 import { type DispatcherConfig, dispatcherConfig } from "./config.js";
 import { DISPATCHER_BUCKET, KvIdempotencyStore } from "./idempotency.js";
 import { createDispatcher } from "./server.js";
@@ -55,7 +56,13 @@ void permissionKv.then(async (kv) => {
   log.info("grant snapshot loaded");
 });
 
-const auth = await startServiceAuth({ config, nc, log });
+const serviceAuth = await startServiceAuth({ config, nc, log });
+const authenticate = cachedAuthenticator(serviceAuth.authenticate, config.authCacheMs);
+const auth = {
+  authenticate,
+  interceptor: authInterceptor(authenticate),
+  stop: () => serviceAuth.stop(),
+};
 const dispatcher = createDispatcher({
   tools: {
     get isReady() {

@@ -1,0 +1,331 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import os, { tmpdir } from "node:os";
+import path from "node:path";
+import { create } from "@bufbuild/protobuf";
+import { createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import * as grpc from "@grpc/grpc-js";
+import {
+  CallStatus,
+  DispatcherService,
+  type DispatchRequest,
+  DispatchRequestSchema,
+  type DispatchResponse,
+  Effect,
+  type InvokeRequest,
+  InvokeRequestSchema,
+  type InvokeResponse,
+  PermissionService,
+  PrincipalKind,
+  ResourceKind,
+  ToolBackendService,
+} from "@toolmesh/proto";
+import { grpcServiceDefinition } from "@toolmesh/sdk";
+import {
+  LineWatcher,
+  repoRoot,
+  type ServiceProcess,
+  startNats,
+  startService,
+} from "@toolmesh/testkit";
+import { SignJWT } from "jose";
+
+// npm run bench: the raw grpc-js echo baseline against the full chain, at concurrency 1 and 64.
+// Every process (nats-server, permission, registry, dispatcher, backends) is started here.
+const seconds = Number(process.env.BENCH_SECONDS ?? 5);
+const warmupSeconds = Number(process.env.BENCH_WARMUP_SECONDS ?? 1);
+const concurrencies = [1, 64];
+
+interface Cell {
+  name: string;
+  concurrency: number;
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+}
+
+type Call = () => Promise<void>;
+
+async function measure(name: string, concurrency: number, call: Call): Promise<Cell> {
+  const run = async (durationMs: number, record: boolean) => {
+    const latencies: number[] = [];
+    let errors = 0;
+    const end = performance.now() + durationMs;
+    const worker = async () => {
+      while (performance.now() < end) {
+        const start = performance.now();
+        try {
+          await call();
+          if (record) latencies.push(performance.now() - start);
+        } catch (error) {
+          errors++;
+          if (errors === 1) process.stderr.write(`${name}: ${String(error)}\n`);
+        }
+      }
+    };
+    const started = performance.now();
+    await Promise.all(Array.from({ length: concurrency }, worker));
+    return { latencies, errors, elapsed: (performance.now() - started) / 1000 };
+  };
+  await run(warmupSeconds * 1000, false);
+  const { latencies, errors, elapsed } = await run(seconds * 1000, true);
+  latencies.sort((a, b) => a - b);
+  const at = (q: number) =>
+    latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? Number.NaN;
+  const cell = {
+    name,
+    concurrency,
+    rps: latencies.length / elapsed,
+    p50: at(0.5),
+    p99: at(0.99),
+    errors,
+  };
+  process.stderr.write(
+    `${name} c${concurrency}: ${cell.rps.toFixed(0)} rps, p50 ${cell.p50.toFixed(3)} ms, p99 ${cell.p99.toFixed(3)} ms${errors ? `, ${errors} errors` : ""}\n`,
+  );
+  return cell;
+}
+
+function unaryCall<Req, Res>(
+  client: grpc.Client,
+  method: grpc.MethodDefinition<Req, Res>,
+  metadata: grpc.Metadata,
+) {
+  return (req: Req) =>
+    new Promise<Res>((resolve, reject) =>
+      client.makeUnaryRequest(
+        method.path,
+        method.requestSerialize,
+        method.responseDeserialize,
+        req,
+        metadata,
+        (error, value) => (error ? reject(error) : resolve(value as Res)),
+      ),
+    );
+}
+
+async function spawnScript(
+  file: string,
+  env: Record<string, string>,
+): Promise<{ child: ChildProcess; port: number }> {
+  const child = spawn(process.execPath, ["--import", "tsx", path.join(repoRoot, file)], {
+    cwd: repoRoot,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const out = new LineWatcher(child.stdout as NonNullable<typeof child.stdout>);
+  const err = new LineWatcher(child.stderr as NonNullable<typeof child.stderr>);
+  const line = await out
+    .waitFor((l) => l.includes('"listening'), 30_000, `${file} to listen`)
+    .catch((error) => {
+      throw new Error(`${String(error)}\n${err.tail()}`);
+    });
+  return { child, port: (JSON.parse(line) as { port: number }).port };
+}
+
+const cleanups: (() => Promise<unknown> | unknown)[] = [];
+async function main(): Promise<void> {
+  const nats = await startNats();
+  cleanups.push(() => nats.destroy());
+  const dataDir = await mkdtemp(path.join(tmpdir(), "toolmesh-bench-"));
+  cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
+  const jwtSecret = randomBytes(32).toString("hex");
+  const common = { NATS_URL: nats.url, TOOLMESH_DATA_DIR: dataDir, TOOLMESH_JWT_SECRET: jwtSecret };
+  const services: ServiceProcess[] = [];
+  cleanups.push(() => Promise.all(services.map((s) => s.stop())));
+  const permission = await startService("permission", { ...common, TOOLMESH_PERMISSION_PORT: "0" });
+  services.push(permission);
+  const registry = await startService("registry", { ...common, TOOLMESH_REGISTRY_PORT: "0" });
+  services.push(registry);
+  const dispatcher = await startService("dispatcher", {
+    ...common,
+    TOOLMESH_DISPATCHER_PORT: "0",
+    TOOLMESH_DISPATCHER_GRPC_PORT: "0",
+    // BENCH_PROFILE_DIR=/tmp/prof writes a CPU profile of the dispatcher when it stops.
+    ...(process.env.BENCH_PROFILE_DIR
+      ? { NODE_OPTIONS: `--import=${path.join(repoRoot, "bench", "cpu-profile.mjs")}` }
+      : {}),
+  });
+  services.push(dispatcher);
+  const grpcLine = await dispatcher.stdout.waitFor(
+    (l) => l.includes('"grpc_port"'),
+    10_000,
+    "grpc port",
+  );
+  const fastPort = (JSON.parse(grpcLine) as { grpc_port: number }).grpc_port;
+  const adminToken = (await readFile(path.join(dataDir, "admin.token"), "utf8")).trim();
+
+  const echo = await spawnScript("bench/echo-server.ts", {});
+  cleanups.push(() => echo.child.kill());
+  const noop = await spawnScript("bench/noop-tool.ts", {
+    TOOLMESH_REGISTRY_URL: registry.url,
+    TOOLMESH_TOOL_TOKEN: adminToken,
+  });
+  cleanups.push(() => noop.child.kill());
+
+  const permissionClient = createClient(
+    PermissionService,
+    createGrpcTransport({ baseUrl: permission.url }),
+  );
+  await permissionClient.grant(
+    {
+      grant: {
+        principal: { kind: PrincipalKind.AGENT, id: "bench-agent" },
+        resource: { kind: ResourceKind.TOOL, pattern: "bench.noop" },
+        scopes: ["bench:run"],
+        effect: Effect.ALLOW,
+        enabled: true,
+      },
+    },
+    { headers: { authorization: `Bearer ${adminToken}` } },
+  );
+  const agentToken = await new SignJWT({ roles: ["agent"] })
+    .setProtectedHeader({ alg: "HS256" })
+    .setSubject("bench-agent")
+    .setIssuer("toolmesh")
+    .setAudience("toolmesh")
+    .setIssuedAt()
+    .setExpirationTime("1h")
+    .sign(new TextEncoder().encode(jwtSecret));
+  const metadata = new grpc.Metadata();
+  metadata.set("authorization", `Bearer ${agentToken}`);
+
+  const echoClient = new grpc.Client(`127.0.0.1:${echo.port}`, grpc.credentials.createInsecure());
+  const echoCall = unaryCall<Buffer, Buffer>(
+    echoClient,
+    {
+      path: "/bench.Echo/Echo",
+      requestStream: false,
+      responseStream: false,
+      requestSerialize: (v) => v,
+      requestDeserialize: (v) => v,
+      responseSerialize: (v) => v,
+      responseDeserialize: (v) => v,
+    },
+    new grpc.Metadata(),
+  );
+  const payload = Buffer.from(randomBytes(32));
+
+  const dispatchMethod = grpcServiceDefinition(DispatcherService).dispatch as grpc.MethodDefinition<
+    DispatchRequest,
+    DispatchResponse
+  >;
+  const request = create(DispatchRequestSchema, { tool: "bench.noop", arguments: { n: 1 } });
+  const chainCall = (port: number) => {
+    const client = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+    const dispatch = unaryCall(client, dispatchMethod, metadata);
+    return async () => {
+      const res = await dispatch(request);
+      if (res.status !== CallStatus.SUCCESS)
+        throw new Error(`status ${CallStatus[res.status]}: ${res.error?.message}`);
+    };
+  };
+  // Wait until the dispatcher's snapshots hold the tool and the grant.
+  const probe = chainCall(fastPort);
+  for (let i = 0; ; i++) {
+    try {
+      await probe();
+      break;
+    } catch (error) {
+      if (i > 200) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+
+  const invokeMethod = grpcServiceDefinition(ToolBackendService).invoke as grpc.MethodDefinition<
+    InvokeRequest,
+    InvokeResponse
+  >;
+  const invokeRequest = create(InvokeRequestSchema, { tool: "bench.noop", arguments: { n: 1 } });
+  const backendGrpcJs = new grpc.Client(
+    `127.0.0.1:${noop.port}`,
+    grpc.credentials.createInsecure(),
+  );
+  const invokeGrpcJs: Call = () =>
+    new Promise((resolve, reject) => {
+      const call = backendGrpcJs.makeServerStreamRequest(
+        invokeMethod.path,
+        invokeMethod.requestSerialize,
+        invokeMethod.responseDeserialize,
+        invokeRequest,
+        new grpc.Metadata(),
+        {},
+      );
+      call.on("data", () => {});
+      call.on("error", reject);
+      call.on("end", () => resolve());
+    });
+  const backendConnect = createClient(
+    ToolBackendService,
+    createGrpcTransport({ baseUrl: `http://127.0.0.1:${noop.port}` }),
+  );
+  const invokeConnect: Call = async () => {
+    for await (const _ of backendConnect.invoke(invokeRequest)) {
+      // drain the stream
+    }
+  };
+
+  const cells: Cell[] = [];
+  const chainFast = chainCall(fastPort);
+  const chainMain = chainCall(dispatcher.port);
+  const only = process.env.BENCH_ONLY;
+  for (const c of concurrencies) {
+    if (only === "chain") {
+      cells.push(await measure("chain via grpc-js port", c, chainFast));
+      continue;
+    }
+    cells.push(await measure("baseline: grpc-js echo", c, () => echoCall(payload).then(() => {})));
+    cells.push(await measure("chain via grpc-js port", c, chainFast));
+    cells.push(await measure("chain via main port (connect-node)", c, chainMain));
+    cells.push(await measure("backend Invoke, grpc-js client", c, invokeGrpcJs));
+    cells.push(await measure("backend Invoke, connect-node client", c, invokeConnect));
+  }
+  await writeResults(cells);
+}
+
+async function writeResults(cells: Cell[]): Promise<void> {
+  const find = (name: string, c: number) =>
+    cells.find((x) => x.name === name && x.concurrency === c);
+  const lines = [
+    "# toolmesh benchmark",
+    "",
+    `${new Date().toISOString()} · ${os.cpus().length} cores (${os.cpus()[0]?.model ?? "?"}) · node ${process.version} · ${seconds} s per cell after ${warmupSeconds} s warm-up, closed loop, one HTTP/2 connection per client`,
+    "",
+    "The chain: agent → Dispatcher (JWT auth, registry snapshot, ajv validation, grant decision, TOOL_EXECUTE, Invoke on a grpc backend running a no-op SDK tool, output validation, TOOL_RESULT + audit record + outcome acked by JetStream) → reply.",
+    "",
+    "| path | concurrency | rps | p50 ms | p99 ms | × echo rps | errors |",
+    "|---|---:|---:|---:|---:|---:|---:|",
+  ];
+  for (const cell of cells) {
+    const base = find("baseline: grpc-js echo", cell.concurrency);
+    lines.push(
+      `| ${cell.name} | ${cell.concurrency} | ${cell.rps.toFixed(0)} | ${cell.p50.toFixed(3)} | ${cell.p99.toFixed(3)} | ${base ? (cell.rps / base.rps).toFixed(2) : "-"} | ${cell.errors} |`,
+    );
+  }
+  const base1 = find("baseline: grpc-js echo", 1);
+  const base64 = find("baseline: grpc-js echo", 64);
+  const targets: string[] = ["", "## Targets", ""];
+  for (const name of ["chain via grpc-js port", "chain via main port (connect-node)"]) {
+    const c1 = find(name, 1);
+    const c64 = find(name, 64);
+    if (!c1 || !c64 || !base1 || !base64) continue;
+    const ratio = c64.rps / base64.rps;
+    const added = c1.p50 - base1.p50;
+    targets.push(
+      `- ${name}: throughput at c64 = ${ratio.toFixed(2)}× echo (target ≥ 0.50: ${ratio >= 0.5 ? "met" : "MISSED"}); added p50 at c1 = ${added.toFixed(3)} ms (target < 1 ms: ${added < 1 ? "met" : "MISSED"})`,
+    );
+  }
+  const text = `${[...lines, ...targets].join("\n")}\n`;
+  await writeFile(path.join(repoRoot, "bench", "results.md"), text);
+  process.stdout.write(text);
+}
+
+try {
+  await main();
+} finally {
+  for (const cleanup of cleanups.reverse()) await Promise.resolve(cleanup()).catch(() => {});
+}
+process.exit(0);
