@@ -1,0 +1,382 @@
+// Package toolmesh is a thin Go client for the toolmesh Dispatcher, Registry and Callback
+// services: dispatch tool calls, batch them, cancel, wait for outcomes, list and export tools.
+// Every RPC carries the bearer token and a deadline, is retried only on UNAVAILABLE, and
+// fails with errors that keep the status details (see StatusError).
+package toolmesh
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	callbackv1 "toolmesh.dev/go/gen/toolmesh/callback/v1"
+	commonv1 "toolmesh.dev/go/gen/toolmesh/common/v1"
+	dispatcherv1 "toolmesh.dev/go/gen/toolmesh/dispatcher/v1"
+	permissionv1 "toolmesh.dev/go/gen/toolmesh/permission/v1"
+	registryv1 "toolmesh.dev/go/gen/toolmesh/registry/v1"
+)
+
+// Default ports of the services; the Registry, Permission and Callback addresses default to the
+// Dispatcher's host with these ports.
+const (
+	DispatcherPort = 7100
+	RegistryPort   = 7101
+	PermissionPort = 7102
+	CallbackPort   = 7104
+)
+
+// dispatchGrace is added to a call's own timeout for the RPC deadline, so that the Dispatcher
+// answers INTERRUPTED before the client gives up with DEADLINE_EXCEEDED.
+const dispatchGrace = 2 * time.Second
+
+// Client calls toolmesh services. The raw generated stubs are exported for anything the thin
+// methods do not cover; they carry the token, default deadline and retries too.
+type Client struct {
+	Dispatcher dispatcherv1.DispatcherServiceClient
+	Registry   registryv1.RegistryServiceClient
+	Permission permissionv1.PermissionServiceClient
+	Callback   callbackv1.CallbackServiceClient
+
+	conns          []*grpc.ClientConn
+	defaultTimeout time.Duration
+}
+
+type options struct {
+	registry, permission, callback string
+	defaultTimeout                 time.Duration
+	attempts                       int
+	initialBackoff, maxBackoff     time.Duration
+	dialOptions                    []grpc.DialOption
+}
+
+// Option configures New.
+type Option func(*options)
+
+// WithRegistry sets the Registry address (default: the Dispatcher's host, port 7101).
+func WithRegistry(address string) Option { return func(o *options) { o.registry = address } }
+
+// WithPermission sets the Permission address (default: the Dispatcher's host, port 7102).
+func WithPermission(address string) Option { return func(o *options) { o.permission = address } }
+
+// WithCallback sets the Callback address (default: the Dispatcher's host, port 7104).
+func WithCallback(address string) Option { return func(o *options) { o.callback = address } }
+
+// WithDefaultTimeout sets the deadline of RPCs whose context has none (default 30s).
+func WithDefaultTimeout(d time.Duration) Option { return func(o *options) { o.defaultTimeout = d } }
+
+// WithRetry bounds retries on UNAVAILABLE: at most attempts tries, exponential backoff with
+// jitter from initial up to max (default 4 tries, 100ms, 2s). attempts 1 disables retries.
+func WithRetry(attempts int, initial, max time.Duration) Option {
+	return func(o *options) { o.attempts, o.initialBackoff, o.maxBackoff = attempts, initial, max }
+}
+
+// WithDialOptions adds grpc dial options (for example TLS credentials).
+func WithDialOptions(opts ...grpc.DialOption) Option {
+	return func(o *options) { o.dialOptions = append(o.dialOptions, opts...) }
+}
+
+type bearer string
+
+func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{"authorization": "Bearer " + string(b)}, nil
+}
+func (bearer) RequireTransportSecurity() bool { return false }
+
+// New connects to the Dispatcher at address (host:port) with a bearer token (JWT or API key).
+func New(address, token string, opts ...Option) (*Client, error) {
+	if token == "" {
+		return nil, errors.New("toolmesh: a bearer token is needed (a JWT or an API key secret)")
+	}
+	o := &options{defaultTimeout: 30 * time.Second, attempts: 4, initialBackoff: 100 * time.Millisecond, maxBackoff: 2 * time.Second}
+	for _, opt := range opts {
+		opt(o)
+	}
+	host := address
+	if h, _, err := net.SplitHostPort(address); err == nil {
+		host = h
+	}
+	addr := func(given string, port int) string {
+		if given != "" {
+			return given
+		}
+		return net.JoinHostPort(host, fmt.Sprint(port))
+	}
+	c := &Client{defaultTimeout: o.defaultTimeout}
+	dial := append([]grpc.DialOption{
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithPerRPCCredentials(bearer(token)),
+		grpc.WithChainUnaryInterceptor(c.unaryInterceptor(o)),
+		grpc.WithChainStreamInterceptor(c.streamInterceptor()),
+	}, o.dialOptions...)
+	conns := map[string]*grpc.ClientConn{}
+	conn := func(a string) (*grpc.ClientConn, error) {
+		if cc, ok := conns[a]; ok {
+			return cc, nil
+		}
+		cc, err := grpc.NewClient(a, dial...)
+		if err != nil {
+			return nil, fmt.Errorf("toolmesh: cannot connect to %s: %w", a, err)
+		}
+		conns[a] = cc
+		c.conns = append(c.conns, cc)
+		return cc, nil
+	}
+	d, err := conn(address)
+	if err != nil {
+		return nil, err
+	}
+	r, err := conn(addr(o.registry, RegistryPort))
+	if err != nil {
+		return nil, err
+	}
+	p, err := conn(addr(o.permission, PermissionPort))
+	if err != nil {
+		return nil, err
+	}
+	cb, err := conn(addr(o.callback, CallbackPort))
+	if err != nil {
+		return nil, err
+	}
+	c.Dispatcher = dispatcherv1.NewDispatcherServiceClient(d)
+	c.Registry = registryv1.NewRegistryServiceClient(r)
+	c.Permission = permissionv1.NewPermissionServiceClient(p)
+	c.Callback = callbackv1.NewCallbackServiceClient(cb)
+	return c, nil
+}
+
+// Close closes every connection.
+func (c *Client) Close() error {
+	var errs []error
+	for _, cc := range c.conns {
+		errs = append(errs, cc.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Client) unaryInterceptor(o *options) grpc.UnaryClientInterceptor {
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, callOpts ...grpc.CallOption) error {
+		if _, ok := ctx.Deadline(); !ok {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, c.defaultTimeout)
+			defer cancel()
+		}
+		for attempt := 1; ; attempt++ {
+			err := invoker(ctx, method, req, reply, cc, callOpts...)
+			if status.Code(err) != codes.Unavailable || attempt >= o.attempts {
+				return FromError(err)
+			}
+			pause := o.initialBackoff << (attempt - 1)
+			if pause > o.maxBackoff {
+				pause = o.maxBackoff
+			}
+			pause = pause/2 + time.Duration(rand.Int64N(int64(pause/2)+1))
+			select {
+			case <-ctx.Done():
+				return FromError(err)
+			case <-time.After(pause):
+			}
+		}
+	}
+}
+
+func (c *Client) streamInterceptor() grpc.StreamClientInterceptor {
+	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, callOpts ...grpc.CallOption) (grpc.ClientStream, error) {
+		s, err := streamer(ctx, desc, cc, method, callOpts...)
+		return s, FromError(err)
+	}
+}
+
+// CallOption adjusts one Dispatch.
+type CallOption func(*dispatcherv1.DispatchRequest)
+
+// WithTraceID joins the call to a trace (32 lowercase hex characters).
+func WithTraceID(id string) CallOption {
+	return func(r *dispatcherv1.DispatchRequest) { ensureContext(r).TraceId = id }
+}
+
+// WithParentID names the call that caused this one.
+func WithParentID(id string) CallOption {
+	return func(r *dispatcherv1.DispatchRequest) { ensureContext(r).ParentId = id }
+}
+
+// WithIdempotencyKey makes a repeated call return the first outcome.
+func WithIdempotencyKey(key string) CallOption {
+	return func(r *dispatcherv1.DispatchRequest) { ensureContext(r).IdempotencyKey = key }
+}
+
+// WithTimeout caps the tool's run; the RPC deadline gets a little more.
+func WithTimeout(d time.Duration) CallOption {
+	return func(r *dispatcherv1.DispatchRequest) { r.TimeoutMs = uint32(d.Milliseconds()) }
+}
+
+func ensureContext(r *dispatcherv1.DispatchRequest) *commonv1.CallContext {
+	if r.Context == nil {
+		r.Context = &commonv1.CallContext{}
+	}
+	return r.Context
+}
+
+func dispatchRequest(tool string, args map[string]any, opts []CallOption) (*dispatcherv1.DispatchRequest, error) {
+	if tool == "" {
+		return nil, errors.New("toolmesh: tool must name a registered tool, for example data.query")
+	}
+	s, err := structpb.NewStruct(args)
+	if err != nil {
+		return nil, fmt.Errorf("toolmesh: arguments of %s are not JSON values: %w", tool, err)
+	}
+	r := &dispatcherv1.DispatchRequest{Tool: tool, Arguments: s}
+	for _, opt := range opts {
+		opt(r)
+	}
+	return r, nil
+}
+
+func (c *Client) withCallDeadline(ctx context.Context, timeoutMs uint32) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok || timeoutMs == 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, time.Duration(timeoutMs)*time.Millisecond+dispatchGrace)
+}
+
+// Dispatch runs one tool call. Tool failures come back as a Result with status FAILURE or
+// INTERRUPTED; refusals (auth, validation, permission, unknown tool) are errors.
+func (c *Client) Dispatch(ctx context.Context, tool string, args map[string]any, opts ...CallOption) (*Result, error) {
+	req, err := dispatchRequest(tool, args, opts)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := c.withCallDeadline(ctx, req.GetTimeoutMs())
+	defer cancel()
+	res, err := c.Dispatcher.Dispatch(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return resultOf(res), nil
+}
+
+// Call is one call of a batch.
+type Call struct {
+	Tool      string
+	Arguments map[string]any
+	Options   []CallOption
+}
+
+// Batch runs many calls; results come in request order, each with its own status (a refused
+// call has status REFUSED and RefusalCode set).
+func (c *Client) Batch(ctx context.Context, calls []Call, traceID string) ([]*Result, error) {
+	if len(calls) == 0 {
+		return nil, errors.New("toolmesh: a batch needs at least one call")
+	}
+	req := &dispatcherv1.DispatchBatchRequest{TraceId: traceID}
+	var total uint32
+	for _, call := range calls {
+		r, err := dispatchRequest(call.Tool, call.Arguments, call.Options)
+		if err != nil {
+			return nil, err
+		}
+		total += r.GetTimeoutMs()
+		req.Calls = append(req.Calls, r)
+	}
+	ctx, cancel := c.withCallDeadline(ctx, total)
+	defer cancel()
+	res, err := c.Dispatcher.DispatchBatch(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Result, 0, len(res.GetResults()))
+	for _, r := range res.GetResults() {
+		out = append(out, resultOf(r))
+	}
+	return out, nil
+}
+
+// Cancel interrupts a running call of the caller's.
+func (c *Client) Cancel(ctx context.Context, callID, reason string) error {
+	_, err := c.Dispatcher.Cancel(ctx, &dispatcherv1.CancelRequest{CallId: callID, Reason: reason})
+	return err
+}
+
+// WaitOutcome waits (Callback Watch) for the final outcome of a call, for example a PENDING one.
+// Bound it with the context's deadline; without one the client's default timeout applies.
+func (c *Client) WaitOutcome(ctx context.Context, callID string) (*Outcome, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.defaultTimeout)
+		defer cancel()
+	}
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	stream, err := c.Callback.Watch(ctx, &callbackv1.WatchRequest{CallId: callID})
+	if err != nil {
+		return nil, err
+	}
+	for {
+		res, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("toolmesh: the watch of call %s ended without a final outcome", callID)
+		}
+		if err != nil {
+			return nil, FromError(err)
+		}
+		o := OutcomeOf(res.GetEvent())
+		if o.Status == "SUCCESS" || o.Status == "FAILURE" || o.Status == "INTERRUPTED" {
+			return o, nil
+		}
+	}
+}
+
+// ToolFilter narrows ListTools.
+type ToolFilter struct {
+	Category, Keyword, Group string
+}
+
+// ListTools returns every tool the caller may call (all pages).
+func (c *Client) ListTools(ctx context.Context, filter ToolFilter) ([]*registryv1.Tool, error) {
+	var tools []*registryv1.Tool
+	token := ""
+	for {
+		page, err := c.Registry.ListTools(ctx, &registryv1.ListToolsRequest{
+			Category: filter.Category, Keyword: filter.Keyword, Group: filter.Group, PageSize: 500, PageToken: token,
+		})
+		if err != nil {
+			return nil, err
+		}
+		tools = append(tools, page.GetTools()...)
+		token = page.GetNextPageToken()
+		if token == "" {
+			return tools, nil
+		}
+	}
+}
+
+// ExportToolSchemas renders tools for a model provider: "openai", "anthropic" or "mcp".
+// names, when given, selects the tools.
+func (c *Client) ExportToolSchemas(ctx context.Context, format string, names ...string) ([]map[string]any, error) {
+	kind, ok := map[string]registryv1.SchemaFormat{
+		"openai": registryv1.SchemaFormat_SCHEMA_FORMAT_OPENAI, "anthropic": registryv1.SchemaFormat_SCHEMA_FORMAT_ANTHROPIC,
+		"mcp": registryv1.SchemaFormat_SCHEMA_FORMAT_MCP,
+	}[strings.ToLower(format)]
+	if !ok {
+		return nil, fmt.Errorf("toolmesh: format must be openai, anthropic or mcp, not %q", format)
+	}
+	res, err := c.Registry.ExportToolSchemas(ctx, &registryv1.ExportToolSchemasRequest{Format: kind, Names: names})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]map[string]any, 0, len(res.GetTools()))
+	for _, t := range res.GetTools() {
+		out = append(out, t.GetDefinition().AsMap())
+	}
+	return out, nil
+}

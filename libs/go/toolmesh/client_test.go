@@ -1,0 +1,207 @@
+package toolmesh_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"toolmesh.dev/go/internal/stacktest"
+	"toolmesh.dev/go/toolmesh"
+)
+
+func client(t *testing.T, token string) *toolmesh.Client {
+	t.Helper()
+	c, err := toolmesh.New(stack.Address("dispatcher"), token,
+		toolmesh.WithRegistry(stack.Address("registry")),
+		toolmesh.WithPermission(stack.Address("permission")),
+		toolmesh.WithCallback(stack.Address("callback")),
+		toolmesh.WithDefaultTimeout(15*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func TestDispatchReturnsTheToolOutput(t *testing.T) {
+	needVectors(t)
+	res, err := client(t, agentToken).Dispatch(context.Background(), "vec.echo", map[string]any{"text": "go", "times": 2},
+		toolmesh.WithTraceID("0af7651916cd43dd8448eb211c80319c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.OK() || res.Output["text"] != "gogo" || res.TraceID != "0af7651916cd43dd8448eb211c80319c" || res.CallID == "" {
+		t.Fatalf("unexpected result %+v", res)
+	}
+}
+
+func TestToolFailureIsAResult(t *testing.T) {
+	needVectors(t)
+	res, err := client(t, agentToken).Dispatch(context.Background(), "vec.fail", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != "FAILURE" || res.Error == nil || res.Error.Code != "out_of_stock" {
+		t.Fatalf("unexpected result %+v", res)
+	}
+}
+
+func TestRefusalsCarryTheirDetails(t *testing.T) {
+	needVectors(t)
+	ctx := context.Background()
+	c := client(t, agentToken)
+
+	_, err := c.Dispatch(ctx, "vec.echo", map[string]any{"text": "", "times": 0})
+	var invalid *toolmesh.ValidationError
+	if !errors.As(err, &invalid) {
+		t.Fatalf("want *ValidationError, got %v", err)
+	}
+	var paths []string
+	for _, v := range invalid.Violations {
+		paths = append(paths, v.Path)
+	}
+	slices.Sort(paths)
+	if !slices.Equal(paths, []string{"/text", "/times"}) || status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("violations %+v, code %v", invalid.Violations, status.Code(err))
+	}
+
+	_, err = c.Dispatch(ctx, "vec.secret", nil)
+	var denied *toolmesh.PermissionError
+	if !errors.As(err, &denied) || !slices.Equal(denied.MissingScopes, []string{"write:secret"}) || denied.Reason == "" {
+		t.Fatalf("want *PermissionError with write:secret missing, got %#v", err)
+	}
+
+	_, err = c.Dispatch(ctx, "vec.ecko", nil)
+	var unknown *toolmesh.ToolNotFoundError
+	if !errors.As(err, &unknown) || !slices.Contains(unknown.AvailableTools, "vec.echo") || unknown.Requested != "vec.ecko" {
+		t.Fatalf("want *ToolNotFoundError listing vec.echo, got %v", err)
+	}
+	var base *toolmesh.StatusError
+	if !errors.As(err, &base) || base.Code != codes.NotFound {
+		t.Fatalf("want a *StatusError under it, got %v", err)
+	}
+
+	_, err = client(t, "not-a-token").Dispatch(ctx, "vec.echo", map[string]any{"text": "x"})
+	var unauthenticated *toolmesh.UnauthenticatedError
+	if !errors.As(err, &unauthenticated) {
+		t.Fatalf("want *UnauthenticatedError, got %v", err)
+	}
+}
+
+func TestTimeoutIsInterrupted(t *testing.T) {
+	needVectors(t)
+	res, err := client(t, agentToken).Dispatch(context.Background(), "vec.slow", map[string]any{"ms": 5000},
+		toolmesh.WithTimeout(300*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != "INTERRUPTED" || res.DurationMs > 3000 {
+		t.Fatalf("unexpected result %+v", res)
+	}
+}
+
+func TestBatchKeepsOrderAndRefusals(t *testing.T) {
+	needVectors(t)
+	results, err := client(t, agentToken).Batch(context.Background(), []toolmesh.Call{
+		{Tool: "vec.echo", Arguments: map[string]any{"text": "a"}},
+		{Tool: "vec.secret"},
+		{Tool: "vec.add", Arguments: map[string]any{"a": 1, "b": 2}},
+	}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []string{results[0].Status, results[1].Status, results[2].Status}
+	if !slices.Equal(got, []string{"SUCCESS", "REFUSED", "SUCCESS"}) || results[1].RefusalCode != "PERMISSION_DENIED" || results[2].Output["sum"] != 3.0 {
+		t.Fatalf("unexpected results %v %+v", got, results)
+	}
+}
+
+func TestWaitOutcome(t *testing.T) {
+	needVectors(t, "callback")
+	c := client(t, agentToken)
+	res, err := c.Dispatch(context.Background(), "vec.echo", map[string]any{"text": "watch"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	outcome, err := c.WaitOutcome(ctx, res.CallID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if outcome.CallID != res.CallID || outcome.Status != "SUCCESS" || outcome.Output["text"] != "watch" {
+		t.Fatalf("unexpected outcome %+v", outcome)
+	}
+}
+
+func TestCancelOfAnUnknownCallIsNotFound(t *testing.T) {
+	needVectors(t)
+	err := client(t, agentToken).Cancel(context.Background(), "no-such-call", "test")
+	if status.Code(err) != codes.NotFound {
+		t.Fatalf("want NOT_FOUND, got %v", err)
+	}
+}
+
+func TestRetriesStopOnTheBound(t *testing.T) {
+	port, _ := stacktest.FreePort()
+	attempts := 0
+	count := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		attempts++
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}
+	c, err := toolmesh.New("127.0.0.1:"+itoa(port), "t", toolmesh.WithRetry(3, 10*time.Millisecond, 20*time.Millisecond),
+		toolmesh.WithDialOptions(grpc.WithChainUnaryInterceptor(count)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, err = c.Dispatch(context.Background(), "a.b", nil, toolmesh.WithTimeout(time.Second))
+	if status.Code(err) != codes.Unavailable || attempts != 3 {
+		t.Fatalf("want UNAVAILABLE after 3 attempts, got %v after %d", err, attempts)
+	}
+	_, err = c.ListTools(context.Background(), toolmesh.ToolFilter{})
+	if attempts != 6 {
+		t.Fatalf("want 3 more attempts for ListTools, got %d (%v)", attempts-3, err)
+	}
+}
+
+func TestNewNeedsAToken(t *testing.T) {
+	if _, err := toolmesh.New("127.0.0.1:1", ""); err == nil {
+		t.Fatal("want an error for an empty token")
+	}
+}
+
+func TestSubjectTokensMatchTheTypeScriptVectors(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(stacktest.RepoRoot(), "test/vectors/subject-tokens.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file struct {
+		Cases []struct{ Value, Token string } `json:"cases"`
+	}
+	if err := json.Unmarshal(raw, &file); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range file.Cases {
+		if got := toolmesh.SubjectToken(c.Value); got != c.Token {
+			t.Errorf("SubjectToken(%q) = %q, want %q", c.Value, got, c.Token)
+		}
+	}
+	if got := toolmesh.CallbackSubject("SUCCESS", "data.query"); got != "toolmesh.callback.success.data%2Equery" {
+		t.Errorf("CallbackSubject = %q", got)
+	}
+}
+
+func itoa(n int) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}
