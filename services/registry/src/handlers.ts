@@ -115,7 +115,10 @@ export function createRegistryHandlers(deps: RegistryDeps): ServiceImpl<typeof R
     revision: number,
     by: Principal,
     reason: string,
-  ) => events.written({ type, kind, name, revision, by, reason });
+  ) => {
+    log.info({ kind, name, revision, by: by.agentId, action: reason }, "registry write");
+    return events.written({ type, kind, name, revision, by, reason });
+  };
 
   /** Rewrites a tool's derived `groups` list, retrying when a concurrent write wins. */
   const syncToolGroups = async (
@@ -227,14 +230,17 @@ export function createRegistryHandlers(deps: RegistryDeps): ServiceImpl<typeof R
       ensureReady();
       checkName("name", req.name);
       const removedFromGroups: string[] = [];
-      for (const group of [...store.groups()]) {
+      const groupRevisions = new Map<string, number>();
+      for (const group of [...store.groups()].sort((a, b) => compare(a.name, b.name))) {
         if (!group.tools.includes(req.name)) continue;
-        await updateGroupWithRetry(store, group.name, (g) => {
+        const revision = await updateGroupWithRetry(store, group.name, (g) => {
           g.tools = g.tools.filter((t) => t !== req.name);
         });
+        if (revision === undefined) continue;
+        groupRevisions.set(group.name, revision);
         removedFromGroups.push(group.name);
       }
-      for (let attempt = 0; ; attempt++) {
+      for (let attempt = 1; ; attempt++) {
         const current = await store.readTool(req.name);
         if (!current) {
           if (removedFromGroups.length > 0) break;
@@ -245,12 +251,24 @@ export function createRegistryHandlers(deps: RegistryDeps): ServiceImpl<typeof R
           await announce(ChangeType.DELETE, "tool", req.name, revision, by, "deregister tool");
           break;
         } catch (error) {
-          if (!(error instanceof StoreConflictError) || attempt + 1 >= CAS_ATTEMPTS) throw error;
+          if (!(error instanceof StoreConflictError)) throw error;
+          if (attempt >= CAS_ATTEMPTS)
+            throw new ConnectError(
+              `tool "${req.name}" kept changing while it was deregistered; retry`,
+              Code.Aborted,
+            );
         }
       }
-      removedFromGroups.sort(compare);
       for (const group of removedFromGroups) {
-        await announce(ChangeType.PUT, "group", group, 0, by, `remove tool ${req.name} from group`);
+        const revision = groupRevisions.get(group) ?? 0;
+        await announce(
+          ChangeType.PUT,
+          "group",
+          group,
+          revision,
+          by,
+          `remove tool ${req.name} from group`,
+        );
       }
       return { removedFromGroups };
     },
@@ -535,21 +553,20 @@ export function createRegistryHandlers(deps: RegistryDeps): ServiceImpl<typeof R
   };
 }
 
-/** Replaces a group through a mutation, retrying on concurrent writes. */
+/** Replaces a group through a mutation, retrying on concurrent writes; undefined if it is gone. */
 async function updateGroupWithRetry(
   store: RegistryStore,
   name: string,
   mutate: (group: Group) => void,
-): Promise<void> {
+): Promise<number | undefined> {
   for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
     const current = await store.readGroup(name);
-    if (!current) return;
+    if (!current) return undefined;
     const next = clone(GroupSchema, current.value);
     mutate(next);
     next.updatedAt = timestampNow();
     try {
-      await store.updateGroup(next, current.revision);
-      return;
+      return await store.updateGroup(next, current.revision);
     } catch (error) {
       if (!(error instanceof StoreConflictError)) throw error;
     }

@@ -185,13 +185,21 @@ describe("registry service process", () => {
     );
     expect(updated.tool?.revision).toBe(2n);
     expect(updated.tool?.spec?.version).toBe("2");
+    const racing = await Promise.allSettled(
+      ["a", "b", "c"].map((d) =>
+        c.updateTool({ tool: spec("cas.tool", d), expectedRevision: 2n }, as("admin")),
+      ),
+    );
+    expect(racing.filter((r) => r.status === "fulfilled")).toHaveLength(1);
+    for (const r of racing.filter((r) => r.status === "rejected"))
+      expect(ConnectError.from((r as PromiseRejectedResult).reason).code).toBe(Code.Aborted);
     const stale = await failure(
       c.updateTool({ tool: spec("cas.tool", "third"), expectedRevision: 1n }, as("admin")),
     );
     expect(stale.code).toBe(Code.Aborted);
-    expect((await c.getTool({ name: "cas.tool" }, as("admin"))).tool?.spec?.description).toBe(
-      "second",
-    );
+    const kept = (await c.getTool({ name: "cas.tool" }, as("admin"))).tool;
+    expect(kept?.revision).toBe(3n);
+    expect(["a", "b", "c"]).toContain(kept?.spec?.description);
   });
 
   it("WatchTools streams the snapshot, SNAPSHOT_END and then changes", async () => {
