@@ -365,6 +365,47 @@ describe("dispatch end to end", () => {
     });
   });
 
+  it("refuses malformed requests with INVALID_ARGUMENT naming the field", async () => {
+    await expect(call("")).rejects.toMatchObject({
+      code: Code.InvalidArgument,
+      rawMessage: expect.stringContaining("tool: name the tool to call"),
+    });
+    await expect(
+      call("test.echo", { text: "x" }, { context: { callId: "c".repeat(200) } }),
+    ).rejects.toMatchObject({
+      code: Code.InvalidArgument,
+      rawMessage: expect.stringContaining("context.call_id"),
+    });
+    await expect(
+      call("test.echo", { text: "x" }, { context: { idempotencyKey: "k".repeat(300) } }),
+    ).rejects.toMatchObject({
+      code: Code.InvalidArgument,
+      rawMessage: expect.stringContaining("idempotency_key"),
+    });
+    await expect(dispatcher().cancel({ callId: "" }, stack.as(agent))).rejects.toMatchObject({
+      code: Code.InvalidArgument,
+    });
+    await expect(
+      dispatcher().dispatchBatch(
+        { traceId: "xyz", calls: [{ tool: "test.echo" }] },
+        stack.as(agent),
+      ),
+    ).rejects.toMatchObject({
+      code: Code.InvalidArgument,
+      rawMessage: expect.stringContaining("trace_id"),
+    });
+    await expect(
+      dispatcher().startTool({ tool: "test.echo" }, stack.as(admin)),
+    ).rejects.toMatchObject({
+      code: Code.FailedPrecondition,
+    });
+    await expect(
+      dispatcher().getRuntimeStatus({ tool: "no.such" }, stack.as(admin)),
+    ).rejects.toMatchObject({
+      code: Code.NotFound,
+    });
+  });
+
   it("interrupts a call that runs past its deadline and aborts the backend", async () => {
     const res = await call("test.slow", { ms: 5000 }, { timeoutMs: 200 });
     expect(res.status).toBe(CallStatus.INTERRUPTED);
