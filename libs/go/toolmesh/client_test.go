@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -204,4 +206,33 @@ func TestSubjectTokensMatchTheTypeScriptVectors(t *testing.T) {
 func itoa(n int) string {
 	b, _ := json.Marshal(n)
 	return string(b)
+}
+
+func TestExampleAgentCallsATool(t *testing.T) {
+	needVectors(t)
+	bin := filepath.Join(t.TempDir(), "agent")
+	build := exec.Command("go", "build", "-o", bin, "./examples/agent")
+	build.Dir = filepath.Join(stacktest.RepoRoot(), "libs/go")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./examples/agent: %v\n%s", err, out)
+	}
+	run := exec.Command(bin, "vec.echo", `{"text":"go","times":2}`)
+	run.Env = append(os.Environ(), "TOOLMESH_ADDRESS="+stack.Address("dispatcher"), "TOOLMESH_TOKEN="+agentToken)
+	out, err := run.CombinedOutput()
+	if err != nil {
+		t.Fatalf("agent: %v\n%s", err, out)
+	}
+	var printed struct {
+		Status string         `json:"status"`
+		Output map[string]any `json:"output"`
+	}
+	if err := json.Unmarshal(out, &printed); err != nil || printed.Status != "SUCCESS" || printed.Output["text"] != "gogo" {
+		t.Fatalf("agent printed %s (%v)", out, err)
+	}
+	refused := exec.Command(bin, "vec.echo", `{"text":""}`)
+	refused.Env = run.Env
+	out, err = refused.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "invalid argument /text:") {
+		t.Fatalf("want the violation printed and a failure exit, got %v\n%s", err, out)
+	}
 }

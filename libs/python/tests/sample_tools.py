@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 from toolmesh import ToolContext, ToolError, tool
@@ -50,4 +51,12 @@ def secret(args: dict) -> dict:
     return {"secret": "never returned"}
 
 
-ALL = [echo, slow, fail, secret]
+@tool(name="py.upper", input_schema={"type": "object", "properties": {"text": {"type": "string"}}}, required_scopes=["read:data"])
+async def upper(args: dict, ctx: ToolContext) -> dict:
+    """Upper-cases text; an async tool."""
+    await asyncio.sleep(0)
+    ctx.trace("DATA_RESULT", {"rows": 1})
+    return {"text": args.get("text", "").upper()}
+
+
+ALL = [echo, slow, fail, secret, upper]

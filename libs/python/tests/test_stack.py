@@ -121,7 +121,7 @@ def test_ts_client_calls_the_python_backend(py_tools):
 def test_ts_client_gets_not_found_for_a_tool_not_served(py_tools):
     line = _ts_agent("backend", py_tools.address, "py.nope", {})
     assert line["error"]["code"] == 5  # NOT_FOUND
-    assert "served: py.echo, py.fail, py.secret, py.slow" in line["error"]["message"]
+    assert "served: py.echo, py.fail, py.secret, py.slow, py.upper" in line["error"]["message"]
 
 
 def test_dispatch_runs_the_python_tool(agent: toolmesh.Toolmesh, dispatch_ready):
@@ -131,6 +131,11 @@ def test_dispatch_runs_the_python_tool(agent: toolmesh.Toolmesh, dispatch_ready)
     assert result.output["agent"] == "agent-py"
     assert result.trace_id == "4bf92f3577b34da6a3ce929d0e0e4736"
     assert result.output["call_id"] == result.call_id and result.attempts == 1
+
+
+def test_an_async_tool_runs(agent: toolmesh.Toolmesh, dispatch_ready):
+    result = agent.dispatch("py.upper", {"text": "shout"})
+    assert result.status == "SUCCESS" and result.output == {"text": "SHOUT"}
 
 
 def test_a_tool_failure_is_an_outcome_not_an_exception(agent: toolmesh.Toolmesh, dispatch_ready):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import os
 import queue
 import re
@@ -128,8 +130,9 @@ def tool(
     idempotent: bool = False,
     side_effects: bool = False,
 ) -> Callable[[Callable[..., Mapping[str, Any]]], Tool]:
-    """Declares a tool. The function takes (args: dict) or (args: dict, ctx: ToolContext) and
-    returns the output dict; raise ToolError(code, message) for a failure with a code.
+    """Declares a tool. The function (plain or async) takes (args: dict) or
+    (args: dict, ctx: ToolContext) and returns the output dict; raise ToolError(code, message)
+    for a failure with a code. Plain functions run on the server's worker threads.
     The description defaults to the function's docstring."""
     if not _NAME.match(name):
         raise ValueError(f'tool name "{name}" must be 1-64 characters of [a-z0-9_.-] starting with a letter')
@@ -160,6 +163,10 @@ def tool(
 _DONE = object()
 
 
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable
+
+
 class _Backend(backend_pb2_grpc.ToolBackendServiceServicer):
     def __init__(self, tools: Sequence[Tool], stopping: threading.Event):
         self._tools = {t.name: t for t in tools}
@@ -188,6 +195,8 @@ class _Backend(backend_pb2_grpc.ToolBackendServiceServicer):
         def run() -> None:
             try:
                 output = served.fn(args, ctx) if served.takes_context else served.fn(args)
+                if inspect.isawaitable(output):
+                    output = asyncio.run(_awaited(output))
                 result = backend_pb2.InvokeResult(output=to_struct(dict(output or {})))
             except ToolError as failure:
                 result = backend_pb2.InvokeResult(
