@@ -37,19 +37,17 @@ const idempotencyKv = await js.views.kv(DISPATCHER_BUCKET, {
   replicas: config.jetstreamReplicas,
 });
 
-// The registry and permission buckets belong to their services; until they exist the
-// snapshots stay unloaded and every call fails closed with UNAVAILABLE.
-const registryKv = bindWhenCreated(nc, buckets.registry.name, log);
-const permissionKv = bindWhenCreated(nc, buckets.permission.name, log);
+// The registry and permission buckets belong to their services; until they exist (and their
+// snapshots load) every call fails closed with UNAVAILABLE.
 const tools = new LazySnapshot<KvSnapshot<typeof ToolSchema>>();
 const policy = new LazySnapshot<PolicySnapshot>();
-void registryKv.then(async (kv) => {
+void loadWhenCreated(nc, buckets.registry.name, log, async (kv) => {
   const snapshot = new KvSnapshot(kv, buckets.registry.toolPrefix, ToolSchema, log);
   await snapshot.start();
   tools.set(snapshot);
   log.info({ tools: snapshot.size }, "registry snapshot loaded");
 });
-void permissionKv.then(async (kv) => {
+void loadWhenCreated(nc, buckets.permission.name, log, async (kv) => {
   const snapshot = new PolicySnapshot(kv, log);
   await snapshot.start();
   policy.set(snapshot);
@@ -100,21 +98,25 @@ onShutdown(log, async () => {
   await nc.drain();
 });
 
-async function bindWhenCreated(
+/** Binds to a bucket another service owns and starts a snapshot of it, retrying until both work. */
+async function loadWhenCreated(
   connection: NatsConnection,
   bucket: string,
   logger: Logger,
-): Promise<KV> {
+  start: (kv: KV) => Promise<void>,
+): Promise<void> {
   const jetstream = connection.jetstream();
   for (let attempt = 0; ; attempt++) {
     try {
-      return await jetstream.views.kv(bucket, { bindOnly: true });
+      await start(await jetstream.views.kv(bucket, { bindOnly: true }));
+      return;
     } catch (error) {
-      if (attempt === 0)
+      if (attempt === 0 || attempt % 20 === 0) {
         logger.warn(
           { bucket, err: String(error) },
-          "KV bucket not there yet; calls fail closed until it is",
+          "KV bucket not readable yet; calls fail closed until it is",
         );
+      }
       await new Promise((resolve) => setTimeout(resolve, 500));
     }
   }
