@@ -1,0 +1,328 @@
+import { randomUUID } from "node:crypto";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { type Client, createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { createLogger } from "@toolmesh/log";
+import {
+  AuditService,
+  type CallbackEvent,
+  CallbackService,
+  CallStatus,
+  ToolBackendService,
+  TraceEventKind,
+} from "@toolmesh/proto";
+import { defineTool, type ServedTools, serveTools } from "@toolmesh/sdk";
+import { createToolmeshServer, type ListeningServer } from "@toolmesh/server";
+import { type ServiceProcess, startService } from "@toolmesh/testkit";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually } from "../services/dispatcher/test/eventually.js";
+import {
+  type DispatchStack,
+  mintJwt,
+  startDispatchStack,
+} from "../services/dispatcher/test/stack.js";
+import { memoryFileName } from "../services/memory-writer/src/memory-store.js";
+
+const SECRET = `s3cr3t-${randomUUID()}`;
+const BULK = 2000;
+
+// The end of every chain with real processes: dispatcher, registry, permission, an SDK backend,
+// an asynchronous backend, and the audit, callback and memory-writer services.
+describe("outcomes end to end", () => {
+  let stack: DispatchStack;
+  let served: ServedTools;
+  let asyncBackend: ListeningServer;
+  let memoryDir: string;
+  let audit: ServiceProcess;
+  let callback: ServiceProcess;
+  let memory: ServiceProcess;
+  let auditClient: Client<typeof AuditService>;
+  let callbackClient: Client<typeof CallbackService>;
+  let agent: string;
+  let auditor: string;
+  const retiredLogs: string[] = [];
+
+  const startAudit = async () => {
+    audit = await startService("audit", { ...common(), TOOLMESH_AUDIT_PORT: "0" });
+    auditClient = createClient(AuditService, createGrpcTransport({ baseUrl: audit.url }));
+  };
+  const startCallback = async () => {
+    callback = await startService("callback", { ...common(), TOOLMESH_CALLBACK_PORT: "0" });
+    callbackClient = createClient(CallbackService, createGrpcTransport({ baseUrl: callback.url }));
+  };
+  const startMemory = async () => {
+    memory = await startService("memory-writer", common(), { readyPattern: '"msg":"ready"' });
+  };
+  const common = () => ({
+    NATS_URL: stack.nats.url,
+    TOOLMESH_JWT_SECRET: stack.jwtSecret,
+    TOOLMESH_DATA_DIR: memoryDir,
+  });
+  const memoryEntries = async (agentId: string) => {
+    const text = await readFile(path.join(memoryDir, "memory", memoryFileName(agentId)), "utf8");
+    return {
+      text,
+      entries: text
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => JSON.parse(l)),
+    };
+  };
+  const allLogs = () =>
+    [audit, callback, memory, stack.dispatcher].flatMap((p) => [
+      ...p.stdout.lines,
+      ...p.stderr.lines,
+    ]);
+
+  beforeAll(async () => {
+    stack = await startDispatchStack();
+    memoryDir = await mkdtemp(path.join(tmpdir(), "toolmesh-e2e-memory-"));
+    await Promise.all([startAudit(), startCallback(), startMemory()]);
+    agent = await stack.agentToken("e2e-agent", { onBehalfOf: "" });
+    auditor = await stack.agentToken("reviewer", { roles: ["auditor"] });
+    await stack.grantAll("e2e-agent");
+    await stack.grantAll("bulk-agent");
+    served = await serveTools(
+      [
+        defineTool({
+          name: "e2e.lookup",
+          description: "Looks a word up.",
+          inputSchema: {
+            type: "object",
+            required: ["q"],
+            properties: { q: { type: "string" }, password: { type: "string" } },
+          },
+          handler: (args: { q: string }, ctx) => {
+            ctx.trace("DATA_QUERY", { query: `lookup ${args.q}` });
+            return { answer: args.q.toUpperCase() };
+          },
+        }),
+        defineTool({
+          name: "e2e.count",
+          description: "Returns its number.",
+          inputSchema: { type: "object", properties: { n: { type: "integer" } } },
+          handler: (args: { n?: number }) => ({ n: args.n ?? 0 }),
+        }),
+      ],
+      { registry: { url: stack.registry.url, token: stack.adminToken } },
+    );
+    // An asynchronous tool: accepts every job and reports later through CallbackService.Report.
+    asyncBackend = await createToolmeshServer({
+      services: [ToolBackendService],
+      log: createLogger("async-backend", "silent"),
+      readMaxBytes: 1 << 20,
+      routes(router) {
+        router.service(ToolBackendService, {
+          async *invoke() {
+            yield { message: { case: "result", value: { pending: true } } };
+          },
+        });
+      },
+    }).listen(0, "127.0.0.1");
+    await stack.registryClient.registerTool(
+      {
+        tool: {
+          name: "e2e.async",
+          description: "Accepts a job and reports later.",
+          inputSchema: { type: "object" },
+          runtime: { kind: { case: "grpc", value: { address: `127.0.0.1:${asyncBackend.port}` } } },
+        },
+      },
+      stack.as(stack.adminToken),
+    );
+  }, 120_000);
+
+  afterAll(async () => {
+    await Promise.allSettled([audit?.stop(), callback?.stop(), memory?.stop()]);
+    await asyncBackend?.close(100);
+    await served?.close();
+    await stack?.stop();
+    if (memoryDir) await rm(memoryDir, { recursive: true, force: true });
+  });
+
+  it("a batch call leaves the whole chain: trace, audit records, callbacks and memory", async () => {
+    const dispatcher = stack.dispatcherClient();
+    const batch = await dispatcher.dispatchBatch(
+      {
+        calls: [
+          { tool: "e2e.lookup", arguments: { q: "alpha", password: SECRET } },
+          { tool: "e2e.lookup", arguments: { q: "beta", password: SECRET } },
+        ],
+      },
+      stack.as(agent),
+    );
+    expect(batch.results.map((r) => r.status)).toEqual([CallStatus.SUCCESS, CallStatus.SUCCESS]);
+    const callIds = batch.results.map((r) => r.callId);
+
+    const trace = await eventually(
+      async () => {
+        const res = await auditClient.getTrace({ traceId: batch.traceId }, stack.as(auditor));
+        expect(res.events.filter((e) => e.kind === TraceEventKind.CALLBACK_SUCCESS)).toHaveLength(
+          2,
+        );
+        return res;
+      },
+      20_000,
+      "the callbacks in the trace",
+    );
+    for (const callId of callIds) {
+      const kinds = trace.events.filter((e) => e.callId === callId).map((e) => e.kind);
+      const at = (k: TraceEventKind) => kinds.indexOf(k);
+      expect(at(TraceEventKind.TOOL_EXECUTE)).toBeGreaterThanOrEqual(0);
+      expect(at(TraceEventKind.DATA_QUERY)).toBeGreaterThan(at(TraceEventKind.TOOL_EXECUTE));
+      expect(at(TraceEventKind.TOOL_RESULT)).toBeGreaterThan(at(TraceEventKind.DATA_QUERY));
+      expect(at(TraceEventKind.CALLBACK_SUCCESS)).toBeGreaterThan(at(TraceEventKind.TOOL_RESULT));
+    }
+
+    const records = await eventually(
+      async () => {
+        const res = await auditClient.queryRecords({ traceId: batch.traceId }, stack.as(auditor));
+        expect(res.records).toHaveLength(2);
+        return res.records;
+      },
+      20_000,
+      "two audit records",
+    );
+    expect(records.map((r) => r.callId).sort()).toEqual([...callIds].sort());
+    for (const r of records) {
+      expect(r).toMatchObject({
+        agentId: "e2e-agent",
+        tool: "e2e.lookup",
+        status: CallStatus.SUCCESS,
+      });
+      expect(r.arguments?.password).toBe("[redacted]");
+    }
+
+    const memoryFile = await eventually(
+      async () => {
+        const m = await memoryEntries("e2e-agent");
+        expect(m.entries.filter((e) => e.type === "tool_result")).toHaveLength(2);
+        return m;
+      },
+      20_000,
+      "the memory file",
+    );
+    const result = memoryFile.entries.find((e) => e.id === `${callIds[0]}/result`);
+    expect(result).toMatchObject({
+      parent_id: callIds[0],
+      content: { status: "success", output: { answer: "ALPHA" } },
+    });
+    expect(memoryFile.text.includes(SECRET)).toBe(false);
+    expect(allLogs().some((l) => l.includes(SECRET))).toBe(false);
+  });
+
+  it("an asynchronous call is PENDING until its backend reports, then broadcast once", async () => {
+    const res = await stack
+      .dispatcherClient()
+      .dispatch({ tool: "e2e.async", arguments: {} }, stack.as(agent));
+    expect(res.status).toBe(CallStatus.PENDING);
+    await eventually(
+      async () => {
+        const got = await callbackClient.getOutcome({ callId: res.callId }, stack.as(agent));
+        expect(got.event?.status).toBe(CallStatus.PENDING);
+      },
+      20_000,
+      "the pending call",
+    );
+    const watched = (async () => {
+      const seen: CallbackEvent[] = [];
+      for await (const m of callbackClient.watch({ callId: res.callId }, stack.as(agent)))
+        seen.push(m.event as CallbackEvent);
+      return seen;
+    })();
+    const backend = await mintJwt(stack.jwtSecret, "async-backend", ["service"]);
+    const report = { callId: res.callId, status: CallStatus.SUCCESS, output: { done: true } };
+    expect((await callbackClient.report(report, stack.as(backend))).duplicate).toBe(false);
+    expect((await callbackClient.report(report, stack.as(backend))).duplicate).toBe(true);
+    expect((await watched).map((e) => e.status)).toEqual([CallStatus.SUCCESS]);
+    await eventually(
+      async () => {
+        const trace = await auditClient.getTrace({ traceId: res.traceId }, stack.as(auditor));
+        expect(trace.events.filter((e) => e.kind === TraceEventKind.CALLBACK_SUCCESS)).toHaveLength(
+          1,
+        );
+        const m = await memoryEntries("e2e-agent");
+        expect(m.entries.find((e) => e.id === `${res.callId}/result`)?.content.output).toEqual({
+          done: true,
+        });
+      },
+      20_000,
+      "the reported outcome in trace and memory",
+    );
+  });
+
+  it(`${BULK} calls while audit, callback and memory-writer are SIGKILLed and restarted`, async () => {
+    const bulk = await stack.agentToken("bulk-agent");
+    const dispatcher = stack.dispatcherClient();
+    let next = 0;
+    let done = 0;
+    const worker = async () => {
+      while (next < BULK) {
+        const n = next++;
+        const r = await dispatcher.dispatch(
+          { tool: "e2e.count", arguments: { n } },
+          stack.as(bulk),
+        );
+        expect(r.status).toBe(CallStatus.SUCCESS);
+        done++;
+        if (done === Math.floor(BULK / 4)) {
+          for (const p of [audit, callback, memory]) retiredLogs.push(...p.stdout.lines);
+          await Promise.all([audit.kill(), callback.kill(), memory.kill()]);
+        }
+        if (done === Math.floor(BULK / 2))
+          await Promise.all([startAudit(), startCallback(), startMemory()]);
+      }
+    };
+    const started = Date.now();
+    await Promise.all(Array.from({ length: 32 }, worker));
+    console.info(`${BULK} dispatches took ${Date.now() - started} ms`);
+
+    const countRecords = async () => {
+      const ids = new Set<string>();
+      let pageToken = "";
+      let total = 0;
+      do {
+        const page = await auditClient.queryRecords(
+          { agentId: "bulk-agent", tool: "e2e.count", pageSize: 1000, pageToken },
+          stack.as(auditor),
+        );
+        for (const r of page.records) ids.add(r.callId);
+        total += page.records.length;
+        pageToken = page.nextPageToken;
+      } while (pageToken);
+      return { ids: ids.size, total };
+    };
+    await eventually(
+      async () => expect(await countRecords()).toEqual({ ids: BULK, total: BULK }),
+      60_000,
+      "every audit record",
+    );
+    expect((await auditClient.verifyChain({}, stack.as(auditor))).ok).toBe(true);
+
+    const jsm = await stack.nc.jetstreamManager();
+    const subject = "toolmesh.callback.success.e2e%2Ecount";
+    await eventually(
+      async () => {
+        const info = await jsm.streams.info("TOOLMESH_CALLBACK", { subjects_filter: subject });
+        expect(info.state.subjects?.[subject]).toBe(BULK);
+      },
+      60_000,
+      "every callback broadcast",
+    );
+    await eventually(
+      async () => {
+        const { entries } = await memoryEntries("bulk-agent");
+        const calls = entries.filter((e) => e.type === "tool_call").map((e) => e.id);
+        expect(calls).toHaveLength(BULK);
+        expect(new Set(calls).size).toBe(BULK);
+      },
+      60_000,
+      "every call in memory",
+    );
+    // Nothing more arrives later: the counts are final once every consumer is drained.
+    const info = await jsm.streams.info("TOOLMESH_CALLBACK", { subjects_filter: subject });
+    expect(info.state.subjects?.[subject]).toBe(BULK);
+  }, 180_000);
+});
