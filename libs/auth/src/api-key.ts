@@ -1,9 +1,8 @@
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { KvSnapshot } from "@toolmesh/nats";
 import { buckets } from "@toolmesh/nats";
-import type { ApiKeyRecordSchema } from "@toolmesh/proto";
+import type { ApiKeyRecord } from "@toolmesh/proto";
 import { type Principal, principal } from "./principal.js";
 
 /** Every API key token starts with this: `tmk_<id>_<secret>`. */
@@ -59,7 +58,7 @@ function rejected(why: string): ConnectError {
  * until the snapshot is loaded.
  */
 export function createApiKeyVerifier(
-  keys: KvSnapshot<typeof ApiKeyRecordSchema>,
+  keys: { readonly isReady: boolean; get(key: string): ApiKeyRecord | undefined },
   now: () => number = Date.now,
 ): (token: string) => Principal {
   return (token) => {

@@ -1,6 +1,6 @@
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import type { Logger } from "@toolmesh/log";
-import { buckets, KvSnapshot } from "@toolmesh/nats";
+import { buckets, ReconnectingKvSnapshot } from "@toolmesh/nats";
 import { ApiKeyRecordSchema } from "@toolmesh/proto";
 import type { NatsConnection } from "nats";
 import { createApiKeyVerifier, isApiKeyToken } from "./api-key.js";
@@ -49,7 +49,7 @@ export async function startServiceAuth(options: {
       : undefined;
 
   let verifyApiKey: ((token: string) => Principal) | undefined;
-  let snapshot: KvSnapshot<typeof ApiKeyRecordSchema> | undefined;
+  let snapshot: ReconnectingKvSnapshot<typeof ApiKeyRecordSchema> | undefined;
   let stopped = false;
   let retry: NodeJS.Timeout | undefined;
   const watchKeys = async (): Promise<boolean> => {
@@ -60,7 +60,13 @@ export async function startServiceAuth(options: {
       return false;
     }
     const kv = await nc.jetstream().views.kv(buckets.permission.name, { bindOnly: true });
-    const keys = new KvSnapshot(kv, buckets.permission.apiKeyPrefix, ApiKeyRecordSchema, log);
+    const keys = new ReconnectingKvSnapshot(
+      nc,
+      kv,
+      buckets.permission.apiKeyPrefix,
+      ApiKeyRecordSchema,
+      log,
+    );
     await keys.start();
     if (stopped) {
       keys.stop();

@@ -133,6 +133,38 @@ describe("startServiceAuth with API keys", () => {
     expect(error?.rawMessage).toContain("has been revoked");
     expect(lines.join("")).not.toContain(minted.token);
   });
+
+  it("still sees a revoke made after the NATS server restarted", async () => {
+    if (!auth) throw new Error("the previous test starts auth");
+    const minted = mintApiKey();
+    const kv = await nc.jetstream().views.kv(buckets.permission.name, { bindOnly: true });
+    await kv.put(buckets.permission.apiKeyKey(minted.id), record(minted));
+    const verify = auth.authenticate;
+    const until = async (test: (e: ConnectError | undefined) => boolean, ms: number) => {
+      const started = performance.now();
+      for (;;) {
+        const error = await verify(minted.token).then(
+          () => undefined,
+          (e: unknown) => ConnectError.from(e),
+        );
+        if (test(error)) return error;
+        if (performance.now() - started > ms) return error;
+        await new Promise((r) => setImmediate(r));
+      }
+    };
+    expect(await until((e) => e === undefined, 1000)).toBeUndefined();
+    const reconnected = (async () => {
+      for await (const status of nc.status()) if (status.type === "reconnect") return;
+    })();
+    await nats.stop();
+    await nats.start();
+    const rebuilt = logged("KV snapshot rebuilt after reconnect");
+    await reconnected;
+    await rebuilt;
+    await kv.put(buckets.permission.apiKeyKey(minted.id), record(minted, true));
+    const error = await until((e) => e?.rawMessage.includes("has been revoked") === true, 1000);
+    expect(error?.rawMessage).toContain("has been revoked");
+  }, 20_000);
 });
 
 describe("serviceToken", () => {

@@ -2,6 +2,7 @@ export { buckets } from "./buckets.js";
 export { connectNats } from "./connect.js";
 export { decodeEvent, EventTypeError, publishEvent, TYPE_HEADER } from "./events.js";
 export { kvKeyToken } from "./kv.js";
+export { ReconnectingKvSnapshot } from "./reconnecting-snapshot.js";
 export { KvSnapshot, type SnapshotChange } from "./snapshot.js";
 export {
   ensureStream,

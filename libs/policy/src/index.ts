@@ -12,4 +12,4 @@ export {
   type PolicyTool,
 } from "./decide.js";
 export { compileGlob, globMatches, globProblem, MAX_PATTERN_LENGTH } from "./glob.js";
-export { PolicyNotReadyError, PolicySnapshot } from "./snapshot.js";
+export { type GrantSnapshot, PolicyNotReadyError, PolicySnapshot } from "./snapshot.js";

@@ -1,7 +1,7 @@
 import type { Logger } from "@toolmesh/log";
-import { buckets, KvSnapshot } from "@toolmesh/nats";
+import { buckets, KvSnapshot, ReconnectingKvSnapshot } from "@toolmesh/nats";
 import { type Decision, type Grant, GrantSchema, PrincipalKind } from "@toolmesh/proto";
-import type { KV } from "nats";
+import type { KV, NatsConnection } from "nats";
 import {
   ANY,
   type CompiledGrant,
@@ -21,18 +21,30 @@ export class PolicyNotReadyError extends Error {
 
 const EMPTY: readonly CompiledGrant[] = [];
 
+/** What PolicySnapshot reads of its watched grants (a KvSnapshot or a ReconnectingKvSnapshot). */
+export type GrantSnapshot = Pick<
+  ReconnectingKvSnapshot<typeof GrantSchema>,
+  "isReady" | "version" | "get" | "values" | "size" | "onChange" | "start" | "stop"
+>;
+
 /**
  * The grants of the `toolmesh-permission` bucket, kept current by a watch, with an index by
  * principal so a decision reads only the grants of the caller, its roles and the wildcards.
+ * The watch is rebuilt after every NATS reconnect (a server restart ends a KV watch), using
+ * `nc` or, when not given, the connection the KV handle was opened on.
  */
 export class PolicySnapshot {
   /** The watched grants, keyed `grants.<id>`. */
-  readonly grants: KvSnapshot<typeof GrantSchema>;
+  readonly grants: GrantSnapshot;
   private index = new Map<string, CompiledGrant[]>();
   private indexedVersion = -1;
 
-  constructor(kv: KV, log: Logger) {
-    this.grants = new KvSnapshot(kv, buckets.permission.grantPrefix, GrantSchema, log);
+  constructor(kv: KV, log: Logger, nc?: NatsConnection) {
+    const connection = nc ?? (kv as unknown as { js?: { nc?: NatsConnection } }).js?.nc;
+    const prefix = buckets.permission.grantPrefix;
+    this.grants = connection
+      ? new ReconnectingKvSnapshot(connection, kv, prefix, GrantSchema, log)
+      : new KvSnapshot(kv, prefix, GrantSchema, log);
   }
 
   /** Starts the watch; resolves once every stored grant is loaded. */

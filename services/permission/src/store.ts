@@ -1,6 +1,6 @@
-import { type DescMessage, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import type { Logger } from "@toolmesh/log";
-import { buckets, KvSnapshot } from "@toolmesh/nats";
+import { buckets, ReconnectingKvSnapshot, type SnapshotChange } from "@toolmesh/nats";
 import { PolicySnapshot } from "@toolmesh/policy";
 import {
   type ApiKey,
@@ -23,14 +23,21 @@ export const BOOTSTRAP_KEY = "meta.admin_bootstrapped";
  */
 export class PermissionStore {
   readonly policy: PolicySnapshot;
-  readonly keys: KvSnapshot<typeof ApiKeyRecordSchema>;
+  readonly keys: ReconnectingKvSnapshot<typeof ApiKeyRecordSchema>;
 
   constructor(
+    nc: NatsConnection,
     readonly kv: KV,
     private readonly log: Logger,
   ) {
-    this.policy = new PolicySnapshot(kv, log);
-    this.keys = new KvSnapshot(kv, buckets.permission.apiKeyPrefix, ApiKeyRecordSchema, log);
+    this.policy = new PolicySnapshot(kv, log, nc);
+    this.keys = new ReconnectingKvSnapshot(
+      nc,
+      kv,
+      buckets.permission.apiKeyPrefix,
+      ApiKeyRecordSchema,
+      log,
+    );
   }
 
   /** Creates the bucket if needed and loads both snapshots. */
@@ -40,7 +47,7 @@ export class PermissionStore {
       replicas,
       description: "toolmesh grants and API keys (owned by the Permission service)",
     });
-    const store = new PermissionStore(kv, log);
+    const store = new PermissionStore(nc, kv, log);
     await Promise.all([store.policy.start(), store.keys.start()]);
     return store;
   }
@@ -114,7 +121,10 @@ export class PermissionStore {
   }
 
   /** Waits until the watch shows a write, so the caller's next read sees it. */
-  private settle<D extends DescMessage>(snapshot: KvSnapshot<D>, done: () => boolean) {
+  private settle(
+    snapshot: { onChange(listener: (change: SnapshotChange<unknown>) => void): () => void },
+    done: () => boolean,
+  ): Promise<void> {
     if (done()) return Promise.resolve();
     return new Promise<void>((resolve) => {
       const timer = setTimeout(() => {

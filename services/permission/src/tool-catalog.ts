@@ -1,6 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Logger } from "@toolmesh/log";
-import { buckets, KvSnapshot } from "@toolmesh/nats";
+import { buckets, ReconnectingKvSnapshot } from "@toolmesh/nats";
 import { type Tool, ToolSchema } from "@toolmesh/proto";
 import type { NatsConnection } from "nats";
 
@@ -11,7 +11,7 @@ const RETRY_MS = 500;
  * Registry owns the bucket; until it exists, Check fails closed with UNAVAILABLE.
  */
 export class ToolCatalog {
-  private snapshot: KvSnapshot<typeof ToolSchema> | undefined;
+  private snapshot: ReconnectingKvSnapshot<typeof ToolSchema> | undefined;
   private retry: NodeJS.Timeout | undefined;
   private stopped = false;
 
@@ -38,7 +38,13 @@ export class ToolCatalog {
       return false;
     }
     const kv = await this.nc.jetstream().views.kv(buckets.registry.name, { bindOnly: true });
-    const snapshot = new KvSnapshot(kv, buckets.registry.toolPrefix, ToolSchema, this.log);
+    const snapshot = new ReconnectingKvSnapshot(
+      this.nc,
+      kv,
+      buckets.registry.toolPrefix,
+      ToolSchema,
+      this.log,
+    );
     await snapshot.start();
     if (this.stopped) snapshot.stop();
     else this.snapshot = snapshot;
