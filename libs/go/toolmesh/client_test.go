@@ -15,6 +15,10 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	commonv1 "toolmesh.dev/go/gen/toolmesh/common/v1"
+	eventsv1 "toolmesh.dev/go/gen/toolmesh/events/v1"
 
 	"toolmesh.dev/go/internal/stacktest"
 	"toolmesh.dev/go/toolmesh"
@@ -234,5 +238,16 @@ func TestExampleAgentCallsATool(t *testing.T) {
 	out, err = refused.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "invalid argument /text:") {
 		t.Fatalf("want the violation printed and a failure exit, got %v\n%s", err, out)
+	}
+}
+
+func TestDecodeCallbackEvent(t *testing.T) {
+	data, _ := proto.Marshal(&eventsv1.CallbackEvent{CallId: "c1", Tool: "vec.echo", Status: commonv1.CallStatus_CALL_STATUS_SUCCESS})
+	o, err := toolmesh.DecodeCallbackEvent(data, "toolmesh.events.v1.CallbackEvent")
+	if err != nil || o.CallID != "c1" || o.Status != "SUCCESS" {
+		t.Fatalf("got %+v, %v", o, err)
+	}
+	if _, err := toolmesh.DecodeCallbackEvent(data, "toolmesh.events.v1.TraceEvent"); err == nil {
+		t.Fatal("want an error for another message type")
 	}
 }

@@ -3,6 +3,10 @@ package toolmesh
 import (
 	"fmt"
 	"strings"
+
+	"google.golang.org/protobuf/proto"
+
+	eventsv1 "toolmesh.dev/go/gen/toolmesh/events/v1"
 )
 
 // SubjectToken escapes user data as one NATS subject token exactly like libs/nats subjectToken:
@@ -35,4 +39,17 @@ func CallbackSubject(status, tool string) string {
 		t = SubjectToken(tool)
 	}
 	return "toolmesh.callback." + s + "." + t
+}
+
+// DecodeCallbackEvent decodes a NATS callback payload (binary toolmesh.events.v1.CallbackEvent)
+// into an Outcome; typeHeader is the message's Toolmesh-Type header, checked when not empty.
+func DecodeCallbackEvent(data []byte, typeHeader string) (*Outcome, error) {
+	event := &eventsv1.CallbackEvent{}
+	if name := string(event.ProtoReflect().Descriptor().FullName()); typeHeader != "" && typeHeader != name {
+		return nil, fmt.Errorf("toolmesh: expected %s, got %s", name, typeHeader)
+	}
+	if err := proto.Unmarshal(data, event); err != nil {
+		return nil, fmt.Errorf("toolmesh: bad callback event: %w", err)
+	}
+	return OutcomeOf(event), nil
 }

@@ -26,6 +26,10 @@ def echo(args: dict, ctx: ToolContext) -> dict:
     return {"text": args["text"] * args.get("times", 1), "call_id": ctx.call_id, "agent": ctx.principal.agent_id}
 
 
+#: How each py.slow call ended, by call id: `cancelled` when the Dispatcher gave up on it.
+SLOW_ENDINGS: dict[str, str] = {}
+
+
 @tool(
     name="py.slow",
     input_schema={"type": "object", "properties": {"seconds": {"type": "number"}}, "required": ["seconds"]},
@@ -36,6 +40,7 @@ def slow(args: dict, ctx: ToolContext) -> dict:
     end = time.monotonic() + float(args["seconds"])
     while time.monotonic() < end and not ctx.cancelled:
         time.sleep(0.02)
+    SLOW_ENDINGS[ctx.call_id] = "cancelled" if ctx.cancelled else "finished"
     return {"slept": args["seconds"]}
 
 

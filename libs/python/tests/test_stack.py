@@ -171,6 +171,11 @@ def test_a_timeout_is_interrupted(agent: toolmesh.Toolmesh, dispatch_ready):
     result = agent.dispatch("py.slow", {"seconds": 5}, timeout=0.5)
     assert result.status == "INTERRUPTED", result
     assert result.duration_ms < 3000
+    # The Python tool saw the cancellation through ctx.cancelled and stopped early.
+    ending = eventually(
+        lambda: sample_tools.SLOW_ENDINGS.get(result.call_id), lambda e: e is not None, what="py.slow to end"
+    )
+    assert ending == "cancelled"
 
 
 def test_batch_keeps_order_and_reports_refusals(agent: toolmesh.Toolmesh, dispatch_ready):
@@ -228,6 +233,51 @@ def test_callback_event_arrives_over_nats(stack: Stack, agent: toolmesh.Toolmesh
     assert outcome.call_id == result.call_id
     assert outcome.status == "SUCCESS" and outcome.output["text"] == "nats"
     assert outcome.agent_id == "agent-py" and outcome.tool == "py.echo"
+
+
+def test_a_durable_subscription_gets_events_published_while_away(
+    stack: Stack, agent: toolmesh.Toolmesh, dispatch_ready
+):
+    stack.require("callback")
+    nats = pytest.importorskip("nats")
+
+    async def receive(durable: str, call_id: str):
+        nc = await nats.connect(stack.nats_url)
+        try:
+            events = toolmesh.subscribe_callbacks(nc, status="failure", tool="py.fail", durable=durable)
+            while True:
+                outcome = await asyncio.wait_for(events.__anext__(), 10)
+                if outcome.call_id == call_id:
+                    await events.aclose()
+                    return outcome
+        finally:
+            await nc.close()
+
+    async def create(durable: str):
+        nc = await nats.connect(stack.nats_url)
+        try:
+            js = nc.jetstream()
+            from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+
+            await js.add_consumer(
+                "TOOLMESH_CALLBACK",
+                ConsumerConfig(
+                    durable_name=durable,
+                    filter_subject=toolmesh.callback_subject("failure", "py.fail"),
+                    deliver_policy=DeliverPolicy.NEW,
+                    ack_policy=AckPolicy.EXPLICIT,
+                ),
+            )
+        finally:
+            await nc.close()
+
+    # The agent's durable consumer exists (as after an earlier run); nobody is subscribed while
+    # the call runs, and the event waits for the agent.
+    asyncio.run(create("py-tests-durable"))
+    result = agent.dispatch("py.fail", {"sku": "away"})
+    outcome = asyncio.run(receive("py-tests-durable", result.call_id))
+    assert outcome.status == "FAILURE" and outcome.error is not None
+    assert outcome.error.code == "out_of_stock"
 
 
 def test_wait_outcome_returns_the_final_outcome(stack: Stack, agent: toolmesh.Toolmesh, dispatch_ready):

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from nats.aio.client import Client as NatsClient
 
 TYPE_HEADER = "Toolmesh-Type"
+CALLBACK_STREAM = "TOOLMESH_CALLBACK"
 _PLAIN = re.compile(rb"[A-Za-z0-9_-]")
 
 
@@ -60,19 +61,55 @@ def decode_callback_event(data: bytes, headers: dict[str, str] | None = None) ->
 
 
 async def subscribe_callbacks(
-    nc: NatsClient, *, status: str = "*", tool: str = "*", queue: str = "", pending_limit: int = 65536
+    nc: NatsClient,
+    *,
+    status: str = "*",
+    tool: str = "*",
+    queue: str = "",
+    durable: str = "",
+    pending_limit: int = 65536,
 ) -> AsyncIterator[Outcome]:
-    """Yields each callback event broadcast from now on as an Outcome.
+    """Yields each callback event as an Outcome.
 
-    `nc` is a connected nats-py client (`await nats.connect(url)`). Give `queue` to share the
-    events among several subscribers. Stop by breaking out of the loop.
+    `nc` is a connected nats-py client (`await nats.connect(url)`). Without `durable` this is a
+    plain subscription: events broadcast from now on, shared among subscribers with the same
+    `queue`. With `durable` it is a JetStream durable pull consumer on the TOOLMESH_CALLBACK
+    stream (created on first use, starting from new events): events published while the agent
+    was away are delivered when it comes back, and each event is acknowledged once the loop body
+    that received it has finished. Stop by breaking out.
     """
-    sub = await nc.subscribe(callback_subject(status, tool), queue=queue, pending_msgs_limit=pending_limit)
+    subject = callback_subject(status, tool)
+    if durable:
+        async for outcome in _durable(nc, subject, durable):
+            yield outcome
+        return
+    sub = await nc.subscribe(subject, queue=queue, pending_msgs_limit=pending_limit)
     try:
         async for msg in sub.messages:
             yield Outcome.of(decode_callback_event(msg.data, msg.headers))
     finally:
         await sub.unsubscribe()
+
+
+async def _durable(nc: NatsClient, subject: str, durable: str) -> AsyncIterator[Outcome]:
+    import asyncio
+
+    from nats.errors import TimeoutError as NatsTimeout
+    from nats.js.api import ConsumerConfig, DeliverPolicy
+
+    js = nc.jetstream()
+    # A new durable starts with the events published from now on, not the stream's history.
+    sub = await js.pull_subscribe(
+        subject, durable=durable, stream=CALLBACK_STREAM, config=ConsumerConfig(deliver_policy=DeliverPolicy.NEW)
+    )
+    while True:
+        try:
+            batch = await sub.fetch(batch=16, timeout=5)
+        except (NatsTimeout, asyncio.TimeoutError):
+            continue
+        for msg in batch:
+            yield Outcome.of(decode_callback_event(msg.data, msg.headers))
+            await msg.ack()
 
 
 async def next_callback(nc: NatsClient, *, status: str = "*", tool: str = "*", timeout: float = 10.0) -> Outcome:
