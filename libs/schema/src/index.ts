@@ -45,17 +45,30 @@ export class SchemaCompileError extends Error {
   override name = "SchemaCompileError";
 }
 
-/**
- * Compiles a JSON Schema (draft 2020-12) with ajv in strict mode plus ajv-formats. Each schema
- * gets its own ajv instance, so a `$id` in one tool's schema cannot clash with another's.
- */
-export function compileSchema(schema: object): ValidateFunction {
+function newAjv(): Ajv2020 {
   const ajv = new Ajv2020({ strict: true, allErrors: true, logger: false });
   addFormats(ajv);
+  return ajv;
+}
+
+// Building an ajv instance with formats costs milliseconds; one is shared for schemas without `$id`.
+let shared: Ajv2020 | undefined;
+
+/**
+ * Compiles a JSON Schema (draft 2020-12) with ajv in strict mode plus ajv-formats. A schema with
+ * a `$id` gets its own ajv instance, so one tool's `$id` cannot clash with another's; others use
+ * a shared instance and are dropped from its cache once compiled (the caller keeps the function).
+ */
+export function compileSchema(schema: object): ValidateFunction {
+  const own = typeof (schema as { $id?: unknown }).$id === "string";
+  shared ??= newAjv();
+  const ajv = own ? newAjv() : shared;
   try {
     return ajv.compile(schema);
   } catch (error) {
     throw new SchemaCompileError((error as Error).message, { cause: error });
+  } finally {
+    if (!own) ajv.removeSchema(schema);
   }
 }
 

@@ -268,7 +268,11 @@ export class KvRegistryStore implements RegistryStore {
   }
 
   async lastDeleted(name: string): Promise<Tool | undefined> {
-    const history = await this.kv.history({ key: buckets.registry.toolKey(name) });
+    const key = buckets.registry.toolKey(name);
+    // Most names are new: one get answers; the history is read only after a delete marker.
+    const latest = await this.kv.get(key);
+    if (!latest || latest.operation === "PUT") return undefined;
+    const history = await this.kv.history({ key });
     let last: Tool | undefined;
     let deleted = false;
     for await (const entry of history) {
