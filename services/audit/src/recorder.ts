@@ -118,7 +118,13 @@ export class AuditRecorder {
           toBinary(AuditRecordSchema, stored),
           { headers: h, msgID: record.id, expect: { lastSequence: Number(this.head.sequence) } },
         );
-        if (!ack.duplicate) this.head = { sequence: BigInt(ack.seq), hash: stored.hash };
+        if (!ack.duplicate) {
+          this.head = { sequence: BigInt(ack.seq), hash: stored.hash };
+          this.deps.log.debug(
+            { call_id: record.callId, trace_id: record.traceId, sequence: ack.seq },
+            "audit record stored",
+          );
+        }
         return;
       } catch (error) {
         if (!String((error as Error)?.message).includes("wrong last sequence")) throw error;

@@ -33,6 +33,20 @@ function token(sub: string, roles: string[]): Promise<string> {
     .sign(new TextEncoder().encode(JWT_SECRET));
 }
 
+/** Publishes once the client has reconnected to a restarted server. */
+async function eventuallyPublish(publish: () => Promise<unknown>): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    try {
+      await publish();
+      return;
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+}
+
 function record(i: number, traceId: string): AuditRecord {
   return create(AuditRecordSchema, {
     id: `rec-${i}`,
@@ -298,6 +312,48 @@ describe("audit service", () => {
     expect(res.events.map((e) => e.id)).toEqual(["e1", "e2", "e3", "e4", "e5", "e6", "e7"]);
   });
 
+  it("two instances share the stream without forking the chain, and a NATS restart loses nothing", async () => {
+    const second = await startService("audit", env());
+    try {
+      const js = nc.jetstream();
+      const more: Promise<unknown>[] = [];
+      for (let i = TOTAL; i < TOTAL + 1000; i++) {
+        const r = record(i, traceId);
+        more.push(
+          publishEvent(js, subjects.audit(r.agentId, r.tool), AuditRecordSchema, r, {
+            msgId: r.id,
+          }),
+        );
+      }
+      await Promise.all(more);
+      expect(await waitForCount(TOTAL + 1000)).toBe(TOTAL + 1000);
+      // Both instances stored some: the chain was contended, yet it verifies.
+      const storedBy = (p: ServiceProcess) =>
+        p.stdout.lines.filter((l) => l.includes('"audit record stored"')).length;
+      expect(storedBy(second)).toBeGreaterThan(0);
+      expect(await client.verifyChain({}, auditor)).toMatchObject({
+        ok: true,
+        recordsChecked: BigInt(TOTAL + 1000),
+      });
+    } finally {
+      await second.stop();
+    }
+    await nats.stop();
+    await nats.start();
+    const js = nc.jetstream();
+    const late = record(TOTAL + 1000, traceId);
+    await eventuallyPublish(() =>
+      publishEvent(js, subjects.audit(late.agentId, late.tool), AuditRecordSchema, late, {
+        msgId: late.id,
+      }),
+    );
+    expect(await waitForCount(TOTAL + 1001)).toBe(TOTAL + 1001);
+    await audit?.stop();
+    await start();
+    expect(await waitForCount(TOTAL + 1001)).toBe(TOTAL + 1001);
+    expect((await client.verifyChain({}, auditor)).ok).toBe(true);
+  });
+
   it("VerifyChain reports the first forged record", async () => {
     const js = nc.jetstream();
     const before = await client.verifyChain({}, auditor);
@@ -315,15 +371,15 @@ describe("audit service", () => {
       AuditRecordSchema,
       forged,
     );
-    await waitForCount(TOTAL + 1);
+    await waitForCount(TOTAL + 1002);
     const after = await client.verifyChain({}, auditor);
     expect(before.ok).toBe(true);
     expect(after).toMatchObject({
       ok: false,
-      firstBreakSequence: BigInt(TOTAL + 1),
+      firstBreakSequence: BigInt(TOTAL + 1002),
       actualHash: "ff",
     });
     expect(after.reason).toContain("altered");
-    expect(ack.seq).toBe(TOTAL + 1);
+    expect(ack.seq).toBe(TOTAL + 1002);
   });
 });
