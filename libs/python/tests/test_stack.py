@@ -215,24 +215,18 @@ def test_callback_event_arrives_over_nats(stack: Stack, agent: toolmesh.Toolmesh
     async def run():
         nc = await nats.connect(stack.nats_url)
         try:
-            # Subscribe (and flush, so the server has it) before the call, then wait for its event.
-            events = toolmesh.subscribe_callbacks(nc, status="success", tool="py.echo")
-            first = asyncio.ensure_future(events.__anext__())
-            await asyncio.sleep(0)
-            await nc.flush()
-            result = await asyncio.to_thread(agent.dispatch, "py.echo", {"text": "nats"})
-            outcome = await asyncio.wait_for(first, 10)
-            while outcome.call_id != result.call_id:
-                outcome = await asyncio.wait_for(events.__anext__(), 10)
-            await events.aclose()
-            return result, outcome
+            async with toolmesh.callback_events(nc, status="success", tool="py.echo") as events:
+                result = await asyncio.to_thread(agent.dispatch, "py.echo", {"text": "nats"})
+                async for outcome in events:
+                    if outcome.call_id == result.call_id:
+                        return result, outcome
         finally:
             await nc.close()
 
-    result, outcome = asyncio.run(run())
-    assert outcome.call_id == result.call_id
+    result, outcome = asyncio.run(asyncio.wait_for(run(), 15))
     assert outcome.status == "SUCCESS" and outcome.output["text"] == "nats"
     assert outcome.agent_id == "agent-py" and outcome.tool == "py.echo"
+    assert outcome.trace_id == result.trace_id
 
 
 def test_a_durable_subscription_gets_events_published_while_away(
@@ -240,42 +234,30 @@ def test_a_durable_subscription_gets_events_published_while_away(
 ):
     stack.require("callback")
     nats = pytest.importorskip("nats")
+    options = {"status": "failure", "tool": "py.fail", "durable": "py-tests-durable"}
 
-    async def receive(durable: str, call_id: str):
+    async def first_visit():
         nc = await nats.connect(stack.nats_url)
         try:
-            events = toolmesh.subscribe_callbacks(nc, status="failure", tool="py.fail", durable=durable)
-            while True:
-                outcome = await asyncio.wait_for(events.__anext__(), 10)
-                if outcome.call_id == call_id:
-                    await events.aclose()
-                    return outcome
+            async with toolmesh.callback_events(nc, **options):
+                pass
         finally:
             await nc.close()
 
-    async def create(durable: str):
+    async def come_back(call_id: str):
         nc = await nats.connect(stack.nats_url)
         try:
-            js = nc.jetstream()
-            from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
-
-            await js.add_consumer(
-                "TOOLMESH_CALLBACK",
-                ConsumerConfig(
-                    durable_name=durable,
-                    filter_subject=toolmesh.callback_subject("failure", "py.fail"),
-                    deliver_policy=DeliverPolicy.NEW,
-                    ack_policy=AckPolicy.EXPLICIT,
-                ),
-            )
+            async with toolmesh.callback_events(nc, **options) as events:
+                async for outcome in events:
+                    if outcome.call_id == call_id:
+                        return outcome
         finally:
             await nc.close()
 
-    # The agent's durable consumer exists (as after an earlier run); nobody is subscribed while
-    # the call runs, and the event waits for the agent.
-    asyncio.run(create("py-tests-durable"))
+    asyncio.run(first_visit())
+    # Nobody is subscribed while this call runs; the durable consumer keeps its event.
     result = agent.dispatch("py.fail", {"sku": "away"})
-    outcome = asyncio.run(receive("py-tests-durable", result.call_id))
+    outcome = asyncio.run(asyncio.wait_for(come_back(result.call_id), 15))
     assert outcome.status == "FAILURE" and outcome.error is not None
     assert outcome.error.code == "out_of_stock"
 

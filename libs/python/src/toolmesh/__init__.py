@@ -6,7 +6,7 @@ toolmesh.dispatcher.v1.dispatcher_pb2).
 
 from toolmesh._common import Call, RetryPolicy
 from toolmesh.aio import AsyncToolmesh
-from toolmesh.callbacks import callback_subject, next_callback, subject_token, subscribe_callbacks
+from toolmesh.callbacks import callback_events, callback_subject, subject_token, subscribe_callbacks
 from toolmesh.client import Toolmesh
 from toolmesh.errors import (
     Aborted,
@@ -55,9 +55,9 @@ __all__ = [
     "ToolmeshError",
     "Unauthenticated",
     "Unavailable",
+    "callback_events",
     "callback_subject",
     "from_struct",
-    "next_callback",
     "register_tools",
     "serve_tools",
     "subject_token",

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from toolmesh.events.v1 import events_pb2
@@ -60,7 +62,8 @@ def decode_callback_event(data: bytes, headers: dict[str, str] | None = None) ->
     return events_pb2.CallbackEvent.FromString(data)
 
 
-async def subscribe_callbacks(
+@asynccontextmanager
+async def callback_events(
     nc: NatsClient,
     *,
     status: str = "*",
@@ -68,43 +71,51 @@ async def subscribe_callbacks(
     queue: str = "",
     durable: str = "",
     pending_limit: int = 65536,
-) -> AsyncIterator[Outcome]:
-    """Yields each callback event as an Outcome.
+) -> AsyncIterator[AsyncIterator[Outcome]]:
+    """Subscribes on entry (so a call made inside the block cannot be missed) and gives an async
+    iterator of Outcomes:
+
+        async with callback_events(nc, status="failure") as events:
+            async for outcome in events:
+                ...
 
     `nc` is a connected nats-py client (`await nats.connect(url)`). Without `durable` this is a
     plain subscription: events broadcast from now on, shared among subscribers with the same
     `queue`. With `durable` it is a JetStream durable pull consumer on the TOOLMESH_CALLBACK
-    stream (created on first use, starting from new events): events published while the agent
-    was away are delivered when it comes back, and each event is acknowledged once the loop body
-    that received it has finished. Stop by breaking out.
+    stream, created on first use from new events on: events published while the agent was away
+    are delivered when it comes back, and each is acknowledged once the loop body that received
+    it has finished.
     """
     subject = callback_subject(status, tool)
     if durable:
-        async for outcome in _durable(nc, subject, durable):
-            yield outcome
+        from nats.js.api import ConsumerConfig, DeliverPolicy
+
+        pull = await nc.jetstream().pull_subscribe(
+            subject, durable=durable, stream=CALLBACK_STREAM, config=ConsumerConfig(deliver_policy=DeliverPolicy.NEW)
+        )
+        try:
+            yield _pulled(pull)
+        finally:
+            await pull.unsubscribe()
         return
     sub = await nc.subscribe(subject, queue=queue, pending_msgs_limit=pending_limit)
     try:
-        async for msg in sub.messages:
-            yield Outcome.of(decode_callback_event(msg.data, msg.headers))
+        yield _pushed(sub)
     finally:
         await sub.unsubscribe()
 
 
-async def _durable(nc: NatsClient, subject: str, durable: str) -> AsyncIterator[Outcome]:
-    import asyncio
+async def _pushed(sub: Any) -> AsyncIterator[Outcome]:
+    async for msg in sub.messages:
+        yield Outcome.of(decode_callback_event(msg.data, msg.headers))
 
+
+async def _pulled(pull: Any) -> AsyncIterator[Outcome]:
     from nats.errors import TimeoutError as NatsTimeout
-    from nats.js.api import ConsumerConfig, DeliverPolicy
 
-    js = nc.jetstream()
-    # A new durable starts with the events published from now on, not the stream's history.
-    sub = await js.pull_subscribe(
-        subject, durable=durable, stream=CALLBACK_STREAM, config=ConsumerConfig(deliver_policy=DeliverPolicy.NEW)
-    )
     while True:
         try:
-            batch = await sub.fetch(batch=16, timeout=5)
+            batch = await pull.fetch(batch=16, timeout=5)
         except (NatsTimeout, asyncio.TimeoutError):
             continue
         for msg in batch:
@@ -112,17 +123,9 @@ async def _durable(nc: NatsClient, subject: str, durable: str) -> AsyncIterator[
             await msg.ack()
 
 
-async def next_callback(nc: NatsClient, *, status: str = "*", tool: str = "*", timeout: float = 10.0) -> Outcome:
-    """The next callback event that matches, or asyncio.TimeoutError."""
-    import asyncio
-
-    sub = await nc.subscribe(callback_subject(status, tool))
-    try:
-        msg: Any = await sub.next_msg(timeout=timeout)
-        return Outcome.of(decode_callback_event(msg.data, msg.headers))
-    except Exception as error:
-        if type(error).__name__ == "TimeoutError":
-            raise asyncio.TimeoutError(f"no callback event on {callback_subject(status, tool)} in {timeout}s") from error
-        raise
-    finally:
-        await sub.unsubscribe()
+async def subscribe_callbacks(nc: NatsClient, **options: Any) -> AsyncIterator[Outcome]:
+    """Yields each callback event as an Outcome (callback_events as one generator; it subscribes
+    when iteration starts). Takes the same options as callback_events."""
+    async with callback_events(nc, **options) as events:
+        async for outcome in events:
+            yield outcome
