@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -44,22 +45,27 @@ def vector_stack(stack: Stack):
         proc.wait(timeout=10)
 
 
+@pytest.mark.parametrize("flavour", ["sync", "asyncio"])
 @pytest.mark.parametrize("case", CASES["cases"], ids=[c["name"] for c in CASES["cases"]])
-def test_vector(case: dict, stack: Stack, vector_stack: str):
+def test_vector(case: dict, flavour: str, stack: Stack, vector_stack: str):
     token = case.get("token", vector_stack)
-    with toolmesh.Toolmesh(stack.address("dispatcher"), token, **stack.client_kwargs()) as client:
-        expect = case["expect"]
-        try:
-            got = _run(client, case)
-        except toolmesh.ToolmeshError as error:
-            assert "code" in expect, f"unexpected {error!r}"
-            _check_refusal(error, expect)
-            return
-        assert "code" not in expect, f"expected {expect['code']}, got {got!r}"
-        _check(got, expect)
+    expect = case["expect"]
+    try:
+        if flavour == "sync":
+            with toolmesh.Toolmesh(stack.address("dispatcher"), token, **stack.client_kwargs()) as client:
+                got = _run(client, case)
+        else:
+            got = asyncio.run(_run_async(stack, token, case))
+    except toolmesh.ToolmeshError as error:
+        assert "code" in expect, f"unexpected {error!r}"
+        _check_refusal(error, expect)
+        return
+    assert "code" not in expect, f"expected {expect['code']}, got {got!r}"
+    _check(got, expect)
 
 
-def _run(client: toolmesh.Toolmesh, case: dict):
+def _run(client, case: dict):
+    """Runs a case with either client flavour; the asyncio one returns awaitables."""
     op = case["op"]
     if op == "dispatch":
         timeout = case["timeout_ms"] / 1000 if "timeout_ms" in case else None
@@ -67,10 +73,15 @@ def _run(client: toolmesh.Toolmesh, case: dict):
     if op == "batch":
         return client.batch([(c["tool"], c["arguments"]) for c in case["calls"]])
     if op == "list_tools":
-        return sorted(t.name for t in client.list_tools(keyword=case.get("keyword", "")))
+        return client.list_tools(keyword=case.get("keyword", ""))
     if op == "export":
         return client.export_tool_schemas(case["format"], names=case.get("names", ()))
     raise AssertionError(f"unknown op {op}")
+
+
+async def _run_async(stack: Stack, token: str, case: dict):
+    async with toolmesh.AsyncToolmesh(stack.address("dispatcher"), token, **stack.client_kwargs()) as client:
+        return await _run(client, case)
 
 
 def _check(got, expect: dict) -> None:
@@ -79,7 +90,7 @@ def _check(got, expect: dict) -> None:
         for result, want in zip(got, expect["results"]):
             _check_result(result, want)
     elif "tools" in expect:
-        assert got == expect["tools"]
+        assert sorted(t.name for t in got) == expect["tools"]
     elif "definitions" in expect:
         assert got == expect["definitions"]
     else:

@@ -208,6 +208,26 @@ def test_async_client_dispatches(stack: Stack, agent_token: str, dispatch_ready)
     assert isinstance(bad, toolmesh.InvalidArguments)
 
 
+def test_async_client_covers_every_operation(stack: Stack, agent_token: str, dispatch_ready):
+    stack.require("callback")
+
+    async def run():
+        async with toolmesh.AsyncToolmesh(stack.address("dispatcher"), agent_token, **stack.client_kwargs()) as client:
+            batch = await client.batch([("py.echo", {"text": "x"}), ("py.secret", {})])
+            outcome = await client.wait_outcome(batch[0].call_id, timeout=10)
+            tools = {t.name for t in await client.list_tools(keyword="py.")}
+            exported = await client.export_tool_schemas("mcp", names=["py.echo"])
+            with pytest.raises(toolmesh.NotFound):
+                await client.cancel("no-such-call")
+            return batch, outcome, tools, exported
+
+    batch, outcome, tools, exported = asyncio.run(run())
+    assert [r.status for r in batch] == ["SUCCESS", "REFUSED"]
+    assert outcome.call_id == batch[0].call_id and outcome.output["text"] == "x"
+    assert "py.echo" in tools and "py.secret" not in tools
+    assert exported[0]["name"] == "py.echo" and exported[0]["inputSchema"]["required"] == ["text"]
+
+
 def test_callback_event_arrives_over_nats(stack: Stack, agent: toolmesh.Toolmesh, dispatch_ready):
     stack.require("callback")
     nats = pytest.importorskip("nats")
