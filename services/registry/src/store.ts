@@ -1,6 +1,6 @@
-import { equals, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import type { Logger } from "@toolmesh/log";
-import { buckets, KvSnapshot } from "@toolmesh/nats";
+import { buckets, ReconnectingKvSnapshot } from "@toolmesh/nats";
 import { type Group, GroupSchema, type Tool, ToolSchema } from "@toolmesh/proto";
 import type { KV, NatsConnection } from "nats";
 
@@ -57,10 +57,13 @@ export interface RegistryStore {
 
 const TOOL_PREFIX = "tools.";
 
-/** The KV store: bucket `toolmesh-registry`, binary Protobuf values. */
+/**
+ * The KV store: bucket `toolmesh-registry`, binary Protobuf values. The snapshots rebuild
+ * themselves after a NATS reconnect (a KV watch does not survive a server restart).
+ */
 export class KvRegistryStore implements RegistryStore {
-  private toolSnapshot: KvSnapshot<typeof ToolSchema>;
-  private groupSnapshot: KvSnapshot<typeof GroupSchema>;
+  private readonly toolSnapshot: ReconnectingKvSnapshot<typeof ToolSchema>;
+  private readonly groupSnapshot: ReconnectingKvSnapshot<typeof GroupSchema>;
   private readonly seen = { tools: 0, groups: 0 };
   private readonly waiters = new Set<{
     kind: "tools" | "groups";
@@ -68,49 +71,32 @@ export class KvRegistryStore implements RegistryStore {
     done: () => void;
   }>();
   private readonly listeners = new Set<(change: ToolChange) => void>();
-  private changes = 0;
-  /** The highest revision each snapshot has applied, including one still being rebuilt. */
-  private readonly lastRevision = new WeakMap<object, number>();
-  private stopped = false;
-  private resyncing: Promise<void> | undefined;
 
   private constructor(
+    nc: NatsConnection,
     private readonly kv: KV,
-    private readonly log: Logger,
+    log: Logger,
   ) {
-    this.toolSnapshot = this.watchTools();
-    this.groupSnapshot = this.watchGroups();
-  }
-
-  private watchTools(): KvSnapshot<typeof ToolSchema> {
-    const snapshot = new KvSnapshot(this.kv, buckets.registry.toolPrefix, ToolSchema, this.log);
-    snapshot.onChange((change) => {
-      this.lastRevision.set(
-        snapshot,
-        Math.max(this.lastRevision.get(snapshot) ?? 0, change.revision),
-      );
-      // A snapshot being rebuilt stays silent; the swap announces its differences at once.
-      if (snapshot !== this.toolSnapshot) return;
+    this.toolSnapshot = new ReconnectingKvSnapshot(
+      nc,
+      kv,
+      buckets.registry.toolPrefix,
+      ToolSchema,
+      log,
+    );
+    this.groupSnapshot = new ReconnectingKvSnapshot(
+      nc,
+      kv,
+      buckets.registry.groupPrefix,
+      GroupSchema,
+      log,
+    );
+    this.toolSnapshot.onChange((change) => {
       this.advance("tools", change.revision);
-      this.changes++;
       const name = change.key.slice(TOOL_PREFIX.length);
       for (const listener of this.listeners) listener({ name, tool: change.value });
     });
-    return snapshot;
-  }
-
-  private watchGroups(): KvSnapshot<typeof GroupSchema> {
-    const snapshot = new KvSnapshot(this.kv, buckets.registry.groupPrefix, GroupSchema, this.log);
-    snapshot.onChange((change) => {
-      this.lastRevision.set(
-        snapshot,
-        Math.max(this.lastRevision.get(snapshot) ?? 0, change.revision),
-      );
-      if (snapshot !== this.groupSnapshot) return;
-      this.changes++;
-      this.advance("groups", change.revision);
-    });
-    return snapshot;
+    this.groupSnapshot.onChange((change) => this.advance("groups", change.revision));
   }
 
   /** Creates the bucket when missing (idempotent) and loads the snapshots. */
@@ -124,77 +110,9 @@ export class KvRegistryStore implements RegistryStore {
       history: options.history ?? 5,
       replicas: options.replicas,
     });
-    const store = new KvRegistryStore(kv, options.log);
+    const store = new KvRegistryStore(options.nc, kv, options.log);
     await Promise.all([store.toolSnapshot.start(), store.groupSnapshot.start()]);
-    store.resyncOnReconnect(options.nc);
     return store;
-  }
-
-  /**
-   * A KV watch does not survive a NATS server restart (its consumer is gone), so after each
-   * reconnect the snapshots are rebuilt from the bucket and swapped in, and tool listeners hear
-   * every difference, deletes included.
-   */
-  private resyncOnReconnect(nc: NatsConnection): void {
-    void (async () => {
-      for await (const status of nc.status()) {
-        if (this.stopped) return;
-        if (status.type === "reconnect") {
-          this.resyncing ??= this.resync().finally(() => {
-            this.resyncing = undefined;
-          });
-        }
-      }
-    })();
-  }
-
-  private async resync(): Promise<void> {
-    for (let attempt = 1; !this.stopped; attempt++) {
-      const tools = this.watchTools();
-      const groups = this.watchGroups();
-      try {
-        await Promise.all([tools.start(), groups.start()]);
-      } catch (error) {
-        tools.stop();
-        groups.stop();
-        this.log.warn(
-          { err: error, attempt },
-          "cannot rebuild the registry snapshot yet; retrying",
-        );
-        await new Promise((resolve) => setTimeout(resolve, Math.min(250 * attempt, 2000)));
-        continue;
-      }
-      if (this.stopped) {
-        tools.stop();
-        groups.stop();
-        return;
-      }
-      const before = new Map<string, Tool>();
-      for (const tool of this.toolSnapshot.values()) before.set(tool.spec?.name ?? "", tool);
-      const oldTools = this.toolSnapshot;
-      const oldGroups = this.groupSnapshot;
-      this.toolSnapshot = tools;
-      this.groupSnapshot = groups;
-      oldTools.stop();
-      oldGroups.stop();
-      this.changes++;
-      const differences: ToolChange[] = [];
-      for (const tool of tools.values()) {
-        const name = tool.spec?.name ?? "";
-        const previous = before.get(name);
-        before.delete(name);
-        if (!previous || !equals(ToolSchema, previous, tool)) differences.push({ name, tool });
-      }
-      for (const name of before.keys()) differences.push({ name, tool: undefined });
-      for (const change of differences) for (const listener of this.listeners) listener(change);
-      this.advance("tools", this.lastRevision.get(tools) ?? 0);
-      this.advance("groups", this.lastRevision.get(groups) ?? 0);
-      this.log.info(
-        { tools: tools.size, groups: groups.size, changed: differences.length },
-        "registry snapshot rebuilt after reconnect",
-      );
-      return;
-    }
   }
 
   private advance(kind: "tools" | "groups", revision: number): void {
@@ -258,7 +176,7 @@ export class KvRegistryStore implements RegistryStore {
   }
 
   version(): number {
-    return this.changes;
+    return this.toolSnapshot.version + this.groupSnapshot.version;
   }
 
   async readTool(name: string): Promise<Versioned<Tool> | undefined> {
@@ -338,7 +256,6 @@ export class KvRegistryStore implements RegistryStore {
   }
 
   stop(): void {
-    this.stopped = true;
     this.toolSnapshot.stop();
     this.groupSnapshot.stop();
   }
