@@ -133,6 +133,13 @@ def test_dispatch_runs_the_python_tool(agent: toolmesh.Toolmesh, dispatch_ready)
     assert result.output["call_id"] == result.call_id and result.attempts == 1
 
 
+def test_an_idempotency_key_replays_the_first_outcome(agent: toolmesh.Toolmesh, dispatch_ready):
+    first = agent.dispatch("py.echo", {"text": "once"}, idempotency_key="py-tests-key-1")
+    again = agent.dispatch("py.echo", {"text": "once"}, idempotency_key="py-tests-key-1")
+    assert again.replayed and not first.replayed
+    assert again.call_id == first.call_id and again.output == first.output
+
+
 def test_an_async_tool_runs(agent: toolmesh.Toolmesh, dispatch_ready):
     result = agent.dispatch("py.upper", {"text": "shout"})
     assert result.status == "SUCCESS" and result.output == {"text": "SHOUT"}

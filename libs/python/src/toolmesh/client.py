@@ -37,7 +37,10 @@ class Toolmesh:
     `address` is the Dispatcher's host:port; the Registry, Permission and Callback services
     default to the same host on their default ports (7101, 7102, 7104). Every RPC carries
     the bearer token and a deadline (`default_timeout` seconds unless a call says otherwise),
-    and is retried only on UNAVAILABLE. Errors are ToolmeshError subclasses with details.
+    and is retried only on UNAVAILABLE (bounded by `retry`, with backoff). Errors are
+    ToolmeshError subclasses with details. UNAVAILABLE from the Dispatcher means the call did not
+    run; a connection lost in mid-call may have run it, so give an `idempotency_key` to calls
+    with side effects and a retry returns the first outcome instead of running the tool twice.
     """
 
     def __init__(
