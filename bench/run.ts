@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { readdirSync, readFileSync } from "node:fs";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os, { tmpdir } from "node:os";
 import path from "node:path";
@@ -45,6 +46,42 @@ interface Cell {
   p50: number;
   p99: number;
   errors: number;
+  /** CPU milliseconds per call of each process taking part, from /proc. */
+  cpuPerCall: Record<string, number>;
+}
+
+/** Processes whose CPU time the bench reports, by role. */
+const watched = new Map<string, number>();
+
+/** utime + stime of a process in ms (Linux /proc; 0 elsewhere). */
+function cpuMs(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  } catch {
+    return 0;
+  }
+}
+
+function cpuSnapshot(): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const [role, pid] of watched) out.set(role, cpuMs(pid));
+  return out;
+}
+
+/** The pid of the nats-server listening on port, found in /proc. */
+function natsPid(port: number): number | undefined {
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const cmd = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
+      if (cmd[0]?.endsWith("nats-server") && cmd.includes(String(port))) return Number(entry);
+    } catch {
+      // the process went away
+    }
+  }
+  return undefined;
 }
 
 type Call = () => Promise<void>;
@@ -71,7 +108,14 @@ async function measure(name: string, concurrency: number, call: Call): Promise<C
     return { latencies, errors, elapsed: (performance.now() - started) / 1000 };
   };
   await run(warmupSeconds * 1000, false);
+  const before = cpuSnapshot();
   const { latencies, errors, elapsed } = await run(seconds * 1000, true);
+  const after = cpuSnapshot();
+  const cpuPerCall: Record<string, number> = {};
+  for (const [role, ms] of after) {
+    const used = ms - (before.get(role) ?? 0);
+    if (used > 0 && latencies.length > 0) cpuPerCall[role] = used / latencies.length;
+  }
   latencies.sort((a, b) => a - b);
   const at = (q: number) =>
     latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? Number.NaN;
@@ -82,6 +126,7 @@ async function measure(name: string, concurrency: number, call: Call): Promise<C
     p50: at(0.5),
     p99: at(0.99),
     errors,
+    cpuPerCall,
   };
   process.stderr.write(
     `${name} c${concurrency}: ${cell.rps.toFixed(0)} rps, p50 ${cell.p50.toFixed(3)} ms, p99 ${cell.p99.toFixed(3)} ms${errors ? `, ${errors} errors` : ""}\n`,
@@ -158,13 +203,19 @@ async function main(): Promise<void> {
   const fastPort = (JSON.parse(grpcLine) as { grpc_port: number }).grpc_port;
   const adminToken = (await readFile(path.join(dataDir, "admin.token"), "utf8")).trim();
 
+  watched.set("client", process.pid);
+  watched.set("dispatcher", dispatcher.child.pid ?? 0);
+  const natsServer = natsPid(nats.port);
+  if (natsServer) watched.set("nats", natsServer);
   const echo = await spawnScript("bench/echo-server.ts", {});
+  watched.set("echo", echo.child.pid ?? 0);
   cleanups.push(() => echo.child.kill());
   const noop = await spawnScript("bench/noop-tool.ts", {
     TOOLMESH_REGISTRY_URL: registry.url,
     TOOLMESH_TOOL_TOKEN: adminToken,
   });
   cleanups.push(() => noop.child.kill());
+  watched.set("backend", noop.child.pid ?? 0);
 
   const permissionClient = createClient(
     PermissionService,
@@ -296,13 +347,18 @@ async function writeResults(cells: Cell[]): Promise<void> {
     "",
     "The chain: agent → Dispatcher (JWT auth, registry snapshot, ajv validation, grant decision, TOOL_EXECUTE, Invoke on a grpc backend running a no-op SDK tool, output validation, TOOL_RESULT + audit record + outcome acked by JetStream) → reply.",
     "",
-    "| path | concurrency | rps | p50 ms | p99 ms | × echo rps | errors |",
-    "|---|---:|---:|---:|---:|---:|---:|",
+    "| path | concurrency | rps | p50 ms | p99 ms | × echo rps | errors | CPU ms per call |",
+    "|---|---:|---:|---:|---:|---:|---:|---|",
   ];
   for (const cell of cells) {
     const base = find("baseline: grpc-js echo", cell.concurrency);
     lines.push(
-      `| ${cell.name} | ${cell.concurrency} | ${cell.rps.toFixed(0)} | ${cell.p50.toFixed(3)} | ${cell.p99.toFixed(3)} | ${base ? (cell.rps / base.rps).toFixed(2) : "-"} | ${cell.errors} |`,
+      `| ${cell.name} | ${cell.concurrency} | ${cell.rps.toFixed(0)} | ${cell.p50.toFixed(3)} | ${cell.p99.toFixed(3)} | ${base ? (cell.rps / base.rps).toFixed(2) : "-"} | ${cell.errors} | ${Object.entries(
+        cell.cpuPerCall,
+      )
+        .filter(([, ms]) => ms >= 0.005)
+        .map(([role, ms]) => `${role} ${ms.toFixed(3)}`)
+        .join(", ")} |`,
     );
   }
   const base1 = find("baseline: grpc-js echo", 1);

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { create, type JsonObject } from "@bufbuild/protobuf";
 import { timestampFromMs, timestampNow } from "@bufbuild/protobuf/wkt";
 import { createSecretRedactor } from "@toolmesh/log";
-import { publishEvent, subjects } from "@toolmesh/nats";
+import { subjects } from "@toolmesh/nats";
 import {
   AuditAction,
   type AuditRecord,
@@ -13,7 +13,7 @@ import {
   TraceEventKind,
   TraceEventSchema,
 } from "@toolmesh/proto";
-import type { JetStreamClient, PubAck } from "nats";
+import type { EventPublisher } from "./event-publisher.js";
 
 const SOURCE = "dispatcher";
 
@@ -34,24 +34,24 @@ export class CallRecorder {
   private readonly redact: (value: unknown) => unknown;
 
   constructor(
-    private readonly js: JetStreamClient,
+    private readonly publisher: EventPublisher,
     secretKeyPatterns: readonly string[],
   ) {
     this.redact = createSecretRedactor(secretKeyPatterns);
   }
 
   begin(call: CallIdentity): CallRecord {
-    return new CallRecord(this.js, call, this.redact);
+    return new CallRecord(this.publisher, call, this.redact);
   }
 }
 
 /** The records of one call; flush() resolves once JetStream acked every one of them. */
 export class CallRecord {
   private sequence = 0;
-  private readonly pending: Promise<PubAck>[] = [];
+  private readonly pending: Promise<void>[] = [];
 
   constructor(
-    private readonly js: JetStreamClient,
+    private readonly publisher: EventPublisher,
     readonly call: CallIdentity,
     private readonly redact: (value: unknown) => unknown,
   ) {}
@@ -79,7 +79,7 @@ export class CallRecord {
       payload,
       source: SOURCE,
     });
-    this.track(publishEvent(this.js, subjects.trace(c.traceId), TraceEventSchema, event));
+    this.track(this.publisher.publish(subjects.trace(c.traceId), TraceEventSchema, event));
   }
 
   /** Publishes the audit record on toolmesh.audit.<agent>.<tool>. */
@@ -113,8 +113,7 @@ export class CallRecord {
       source: SOURCE,
     });
     this.track(
-      publishEvent(
-        this.js,
+      this.publisher.publish(
         subjects.audit(c.principal.agentId, c.tool),
         AuditRecordSchema,
         record,
@@ -129,7 +128,7 @@ export class CallRecord {
   outcome(outcome: Omit<Outcome, "$typeName" | "source">): void {
     const value = create(OutcomeSchema, { ...outcome, source: SOURCE });
     this.track(
-      publishEvent(this.js, subjects.outcome(this.call.callId), OutcomeSchema, value, {
+      this.publisher.publish(subjects.outcome(this.call.callId), OutcomeSchema, value, {
         msgId: this.call.callId,
       }),
     );
@@ -140,7 +139,7 @@ export class CallRecord {
     await Promise.all(this.pending);
   }
 
-  private track(ack: Promise<PubAck>): void {
+  private track(ack: Promise<void>): void {
     // Rejections are reported by flush(); this keeps an early one from being "unhandled".
     ack.catch(() => {});
     this.pending.push(ack);

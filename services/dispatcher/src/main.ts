@@ -8,6 +8,7 @@ import { onShutdown } from "@toolmesh/server";
 import type { KV, NatsConnection } from "nats";
 import { cachedAuthenticator } from "./auth-cache.js";
 import { type DispatcherConfig, dispatcherConfig } from "./config.js";
+import { JetStreamPublisher } from "./event-publisher.js";
 import { DISPATCHER_BUCKET, KvIdempotencyStore } from "./idempotency.js";
 import { createDispatcher } from "./server.js";
 
@@ -54,6 +55,7 @@ void loadWhenCreated(nc, buckets.permission.name, log, async (kv) => {
   log.info("grant snapshot loaded");
 });
 
+const publisher = new JetStreamPublisher(nc);
 const serviceAuth = await startServiceAuth({ config, nc, log });
 const authenticate = cachedAuthenticator(serviceAuth.authenticate, config.authCacheMs);
 const auth = {
@@ -79,7 +81,7 @@ const dispatcher = createDispatcher({
       return current.decide(subject, tool, now);
     },
   },
-  js,
+  publisher,
   idempotency: new KvIdempotencyStore(idempotencyKv),
   auth,
   settings: config,
@@ -92,6 +94,7 @@ const grpcPort =
 onShutdown(log, async () => {
   await Promise.all([listening.close(), grpcPort?.close()]);
   await dispatcher.close();
+  publisher.close();
   tools.current?.stop();
   policy.current?.stop();
   auth.stop();

@@ -3,9 +3,9 @@ import type { Authenticator } from "@toolmesh/auth";
 import type { Logger } from "@toolmesh/log";
 import { DispatcherService } from "@toolmesh/proto";
 import { createToolmeshServer, type ToolmeshServer } from "@toolmesh/server";
-import type { JetStreamClient } from "nats";
 import { CallRecorder } from "./call-recorder.js";
 import { DispatchChain, type PermissionGate } from "./chain.js";
+import type { EventPublisher } from "./event-publisher.js";
 import { type GrpcPort, listenGrpcPort } from "./grpc-port.js";
 import { createDispatcherHandlers } from "./handlers.js";
 import type { IdempotencyStore } from "./idempotency.js";
@@ -32,7 +32,8 @@ export interface DispatcherDeps {
   tools: ToolSource;
   /** The grants: a PolicySnapshot of toolmesh-permission. */
   policy: PermissionGate;
-  js: JetStreamClient;
+  /** Publishes trace events, audit records and outcomes (a JetStreamPublisher). */
+  publisher: EventPublisher;
   idempotency: IdempotencyStore;
   auth: { interceptor: Interceptor; authenticate: Authenticator };
   settings: DispatcherSettings;
@@ -70,7 +71,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const chain = new DispatchChain({
     catalog,
     policy: deps.policy,
-    recorder: new CallRecorder(deps.js, settings.redactKeys),
+    recorder: new CallRecorder(deps.publisher, settings.redactKeys),
     runtimes: { grpc: grpcRuntime, local, remote },
     idempotency: deps.idempotency,
     running,
