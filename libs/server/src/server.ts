@@ -60,6 +60,16 @@ export function createToolmeshServer(options: ServerOptions): ToolmeshServer {
       // HTTP/1.1. One port serves both by looking at the first bytes of each connection.
       const h2 = http2.createServer({ maxSessionMemory: 64 }, handler);
       const h1 = http.createServer(handler);
+      // HTTP/1.1 keep-alive sockets between requests are idle; draining ends them at once and
+      // ends busy ones after their current response.
+      const idleH1 = new Set<net.Socket>();
+      h1.on("request", (req: http.IncomingMessage, res: http.ServerResponse) => {
+        idleH1.delete(req.socket);
+        res.once("finish", () => {
+          if (shutdown.signal.aborted) req.socket.end();
+          else idleH1.add(req.socket);
+        });
+      });
       const sessions = new Set<http2.Http2Session>();
       h2.on("session", (session) => {
         sessions.add(session);
@@ -76,6 +86,7 @@ export function createToolmeshServer(options: ServerOptions): ToolmeshServer {
             // The HTTP/2 session takes over the socket's handle and reads the unshifted bytes first.
             h2.emit("connection", socket);
           } else {
+            socket.once("close", () => idleH1.delete(socket));
             h1.emit("connection", socket);
             socket.resume();
           }
@@ -93,7 +104,7 @@ export function createToolmeshServer(options: ServerOptions): ToolmeshServer {
             host,
             url: `http://${host.includes(":") ? `[${host}]` : host}:${actual}`,
             close: (graceMs = 5000) =>
-              drain(server, h1, sessions, sockets, health, shutdown, graceMs),
+              drain(server, idleH1, sessions, sockets, health, shutdown, graceMs),
           });
         });
       });
@@ -103,7 +114,7 @@ export function createToolmeshServer(options: ServerOptions): ToolmeshServer {
 
 async function drain(
   server: net.Server,
-  h1: http.Server,
+  idleH1: Set<net.Socket>,
   sessions: Set<http2.Http2Session>,
   sockets: Set<net.Socket>,
   health: HealthState,
@@ -114,7 +125,7 @@ async function drain(
   shutdown.abort();
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   for (const session of sessions) session.close();
-  h1.closeIdleConnections();
+  for (const socket of idleH1) socket.end();
   const timer = setTimeout(() => {
     for (const socket of sockets) socket.destroy();
   }, graceMs);
