@@ -194,6 +194,30 @@ describe("callback service", () => {
     expect(await count("TOOLMESH_CALLBACK", subjects.callback("success", "dup.tool"))).toBe(1);
   });
 
+  it("keeps working across a NATS restart and loses nothing acked", async () => {
+    await nats.stop();
+    await nats.start();
+    const o = outcome("after-restart", CallStatus.SUCCESS, { tool: "restart.tool" });
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      try {
+        await publish(o);
+        break;
+      } catch (error) {
+        if (Date.now() > deadline) throw error;
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    }
+    await drained();
+    expect(await count("TOOLMESH_CALLBACK", subjects.callback("success", "restart.tool"))).toBe(1);
+    expect(await count("TOOLMESH_CALLBACK", "toolmesh.callback.>")).toBeGreaterThanOrEqual(
+      TOTAL + 1,
+    );
+    expect((await client.getOutcome({ callId: "bulk-0" }, agent1)).event?.status).toBe(
+      CallStatus.SUCCESS,
+    );
+  });
+
   it("settles an asynchronous call through Report, once", async () => {
     const pending = outcome("async-1", CallStatus.PENDING, { tool: "report.tool" });
     await publish(pending);
