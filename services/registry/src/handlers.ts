@@ -186,7 +186,8 @@ export function createRegistryHandlers(deps: RegistryDeps): ServiceImpl<typeof R
     },
 
     async updateTool(req, ctx) {
-      const by = requireRole(ctx, Role.Admin);
+      // Services update tools too: knowhub-sync writes the matched knowledge-hub slugs back.
+      const by = requireRole(ctx, Role.Admin, Role.Service);
       ensureReady();
       const checked = checkToolSpec(req.tool, validators);
       const name = checked.spec.name;

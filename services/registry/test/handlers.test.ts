@@ -765,7 +765,7 @@ describe("ListTools", () => {
 });
 
 describe("auth and visibility", () => {
-  it("writes need admin; WatchTools needs admin or service", async () => {
+  it("writes need admin (UpdateTool also service); WatchTools needs admin or service", async () => {
     const { client } = setup();
     const denied = await failure(client.registerTool({ tool: spec("data.query") }, agent));
     expect(denied.code).toBe(Code.PermissionDenied);
@@ -773,7 +773,7 @@ describe("auth and visibility", () => {
       "RegisterTool needs the role admin; your token has the roles agent",
     );
     for (const call of [
-      client.updateTool({ tool: spec("data.query") }, auth("service")),
+      client.updateTool({ tool: spec("data.query") }, agent),
       client.deregisterTool({ name: "data.query" }, agent),
       client.putGroup({ group: { name: "g" } }, agent),
       client.deleteGroup({ name: "g" }, agent),
