@@ -117,7 +117,11 @@ async function invoke(
   const abort = new AbortController();
   const onStop = () => abort.abort(new Error("the tool server is stopping"));
   stopping.addEventListener("abort", onStop, { once: true });
-  call.once("cancelled", () => abort.abort(new Error("the Dispatcher cancelled the call")));
+  // grpc-js emits "cancelled" after every call; only a call still running is really abandoned.
+  let finished = false;
+  call.once("cancelled", () => {
+    if (!finished) abort.abort(new Error("the Dispatcher cancelled the call"));
+  });
   const ctx: ToolContext = {
     traceId: req.context?.traceId ?? "",
     callId: req.context?.callId ?? "",
@@ -159,6 +163,7 @@ async function invoke(
     stopping.removeEventListener("abort", onStop);
   }
   if (abort.signal.aborted) return;
+  finished = true;
   call.write(result);
   call.end();
 }

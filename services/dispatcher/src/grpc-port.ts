@@ -51,8 +51,12 @@ export async function listenGrpcPort(
       run: (req: Req, principal: Principal, options: DispatchOptions) => Promise<Res> | Res,
     ) =>
     (call: grpc.ServerUnaryCall<Req, Res>, callback: grpc.sendUnaryData<Res>) => {
+      // grpc-js emits "cancelled" after every call; only one still running is really abandoned.
       const abort = new AbortController();
-      call.once("cancelled", () => abort.abort());
+      let answered = false;
+      call.once("cancelled", () => {
+        if (!answered) abort.abort("cancelled");
+      });
       const deadline = call.getDeadline();
       const deadlineMs = deadline instanceof Date ? deadline.getTime() : deadline;
       const rpcTimeoutMs = Number.isFinite(deadlineMs)
@@ -63,8 +67,14 @@ export async function listenGrpcPort(
         .then(() => deps.authenticate(bearerToken(typeof header === "string" ? header : null)))
         .then((principal) => run(call.request, principal, { rpcTimeoutMs, signal: abort.signal }))
         .then(
-          (response) => callback(null, response),
-          (error: unknown) => callback(toServiceError(error, deps.log)),
+          (response) => {
+            answered = true;
+            callback(null, response);
+          },
+          (error: unknown) => {
+            answered = true;
+            callback(toServiceError(error, deps.log));
+          },
         );
     };
   const unimplemented = (_call: unknown, callback: grpc.sendUnaryData<unknown>) =>
