@@ -92,7 +92,10 @@ const grpcPort =
   config.grpcPort >= 0 ? await dispatcher.listenGrpc(config.grpcPort, config.host) : undefined;
 
 onShutdown(log, async () => {
+  // Calls get a few seconds to finish; whatever still runs then ends INTERRUPTED "shutdown".
+  const interrupt = setTimeout(() => dispatcher.running.interruptAll("shutdown"), 3000);
   await Promise.all([listening.close(), grpcPort?.close()]);
+  clearTimeout(interrupt);
   await dispatcher.close();
   publisher.close();
   tools.current?.stop();
