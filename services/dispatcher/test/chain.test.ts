@@ -140,8 +140,8 @@ describe("dispatch chain (in memory)", () => {
     );
     const error = ConnectError.from(await dispatch("data.qury").catch((e: unknown) => e));
     expect(error.findDetails(ToolNotFoundSchema)[0]?.availableTools).toEqual([
-      "data.quer",
       "data.query",
+      "data.quer",
       "data.write",
     ]);
   });
