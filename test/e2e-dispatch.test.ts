@@ -419,6 +419,10 @@ describe("dispatch end to end", () => {
     const callId = `cancel-${Date.now()}`;
     const running = call("test.slow", { ms: 10_000 }, { context: { callId } });
     await slowStarted.waitFor((id) => id === callId);
+    await expect(call("test.slow", {}, { context: { callId } })).rejects.toMatchObject({
+      code: Code.AlreadyExists,
+      rawMessage: expect.stringContaining("already running"),
+    });
     await expect(dispatcher().cancel({ callId }, stack.as(stranger))).rejects.toMatchObject({
       code: Code.PermissionDenied,
     });

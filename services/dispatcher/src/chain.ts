@@ -208,6 +208,15 @@ export class DispatchChain {
         "bad call_id",
       );
     }
+    if (this.deps.running.get(callId)) {
+      return refuse(
+        new ConnectError(
+          `call "${callId}" is already running; give each call its own call_id (or leave it empty)`,
+          Code.AlreadyExists,
+        ),
+        "duplicate call_id",
+      );
+    }
     if ((ctx?.idempotencyKey.length ?? 0) > 256) {
       return refuse(
         invalidField("context.idempotency_key", "longer than 256 characters"),
