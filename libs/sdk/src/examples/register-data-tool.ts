@@ -1,0 +1,49 @@
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { LocalProtocol, RegistryService } from "@toolmesh/proto";
+import { toolSpec } from "../serve-tools.js";
+import { dataQueryTool } from "./data-query.js";
+
+// Registers data.query as a LOCAL tool: the Dispatcher starts data-tool-main.ts on demand.
+// TOOLMESH_REGISTRY_URL (default http://127.0.0.1:7101) and an admin credential in
+// TOOLMESH_TOOL_TOKEN (default: the contents of <TOOLMESH_DATA_DIR or .toolmesh>/admin.token).
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../..");
+const token =
+  process.env.TOOLMESH_TOOL_TOKEN ??
+  readFileSync(
+    path.join(process.env.TOOLMESH_DATA_DIR ?? path.join(root, ".toolmesh"), "admin.token"),
+    "utf8",
+  ).trim();
+const spec = toolSpec(dataQueryTool(undefined as never), "");
+spec.runtime = {
+  $typeName: "toolmesh.registry.v1.Runtime",
+  kind: {
+    case: "local",
+    value: {
+      $typeName: "toolmesh.registry.v1.LocalRuntime",
+      command: process.execPath,
+      args: ["--import", "tsx", "libs/sdk/src/examples/data-tool-main.ts"],
+      env: {},
+      protocol: LocalProtocol.GRPC,
+      workingDir: root,
+      maxConcurrency: 0,
+      idleTimeoutMs: 0,
+      httpPath: "",
+    },
+  },
+};
+const registry = createClient(
+  RegistryService,
+  createGrpcTransport({ baseUrl: process.env.TOOLMESH_REGISTRY_URL ?? "http://127.0.0.1:7101" }),
+);
+const headers = { authorization: `Bearer ${token}` };
+try {
+  await registry.registerTool({ tool: spec }, { headers });
+} catch (error) {
+  if (ConnectError.from(error).code !== Code.AlreadyExists) throw error;
+  await registry.updateTool({ tool: spec }, { headers });
+}
+process.stdout.write("registered data.query (local runtime)\n");
