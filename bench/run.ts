@@ -37,7 +37,7 @@ import { SignJWT } from "jose";
 // Every process (nats-server, permission, registry, dispatcher, backends) is started here.
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);
 const warmupSeconds = Number(process.env.BENCH_WARMUP_SECONDS ?? 1);
-const concurrencies = [1, 64];
+const concurrencies = (process.env.BENCH_CONCURRENCY ?? "1,64").split(",").map(Number);
 
 interface Cell {
   name: string;
