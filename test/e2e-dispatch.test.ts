@@ -222,6 +222,20 @@ describe("dispatch end to end", () => {
         },
       },
     });
+    await register({
+      name: "test.local-http",
+      runtime: {
+        kind: {
+          case: "local",
+          value: {
+            command: process.execPath,
+            args: ["services/dispatcher/test/http-tool.mjs"],
+            workingDir: repoRoot,
+            protocol: LocalProtocol.HTTP,
+          },
+        },
+      },
+    });
     // The dispatcher sees registry and grant changes through its watches.
     await eventually(
       () => call("test.flaky-once"),
@@ -543,6 +557,32 @@ describe("dispatch end to end", () => {
     const res = await call("test.remote", { q: 1 });
     expect(res.status).toBe(CallStatus.SUCCESS);
     expect(res.output).toEqual({ echoed: { q: 1 } });
+  });
+
+  it("runs a local tool that speaks HTTP, started by an admin ahead of the first call", async () => {
+    const started = await dispatcher().startTool({ tool: "test.local-http" }, stack.as(admin));
+    expect(started.status?.state).toBe(RuntimeState.RUNNING);
+    const res = await call("test.local-http", { hello: "world" });
+    expect(res.status).toBe(CallStatus.SUCCESS);
+    expect(res.output).toEqual({ pid: started.status?.pid, args: { hello: "world" } });
+    await dispatcher().stopTool({ tool: "test.local-http" }, stack.as(admin));
+  });
+
+  it("replays an idempotency key after the dispatcher restarts (the outcome lives in NATS KV)", async () => {
+    const key = `restart-${Date.now()}`;
+    const first = await call(
+      "test.counter",
+      { label: "durable" },
+      { context: { idempotencyKey: key } },
+    );
+    await stack.restartDispatcher();
+    const again = await eventually(
+      () => call("test.counter", { label: "durable" }, { context: { idempotencyKey: key } }),
+      15_000,
+      "the restarted dispatcher to answer",
+    );
+    expect(again).toMatchObject({ replayed: true, callId: first.callId });
+    expect(counter.filter((l) => l === "durable")).toHaveLength(1);
   });
 
   it("starts a local tool on demand, reports it, and restarts it after kill -9", async () => {

@@ -12,7 +12,13 @@ import {
   RegistryService,
   ResourceKind,
 } from "@toolmesh/proto";
-import { type ServiceProcess, startNats, startService, type TestNats } from "@toolmesh/testkit";
+import {
+  freePort,
+  type ServiceProcess,
+  startNats,
+  startService,
+  type TestNats,
+} from "@toolmesh/testkit";
 import { SignJWT } from "jose";
 import { connect, type NatsConnection } from "nats";
 
@@ -22,7 +28,10 @@ export interface DispatchStack {
   nc: NatsConnection;
   registry: ServiceProcess;
   permission: ServiceProcess;
+  /** The current dispatcher process (replaced by restartDispatcher). */
   dispatcher: ServiceProcess;
+  /** Stops the dispatcher and starts a new one on the same ports. */
+  restartDispatcher(): Promise<void>;
   /** The grpc-js fast-path port of the dispatcher. */
   dispatcherGrpcPort: number;
   jwtSecret: string;
@@ -65,37 +74,42 @@ export async function startDispatchStack(
       TOOLMESH_PERMISSION_PORT: "0",
     });
     cleanups.push(() => permission.stop());
-    const [registry, dispatcher] = await Promise.all([
-      startService("registry", { ...common, TOOLMESH_REGISTRY_PORT: "0" }),
+    const [mainPort, fastPort] = [await freePort(), await freePort()];
+    const startDispatcher = () =>
       startService("dispatcher", {
         ...common,
-        TOOLMESH_DISPATCHER_PORT: "0",
-        TOOLMESH_DISPATCHER_GRPC_PORT: "0",
+        TOOLMESH_DISPATCHER_PORT: String(mainPort),
+        TOOLMESH_DISPATCHER_GRPC_PORT: String(fastPort),
         ...dispatcherEnv,
-      }),
+      });
+    const [registry, firstDispatcher] = await Promise.all([
+      startService("registry", { ...common, TOOLMESH_REGISTRY_PORT: "0" }),
+      startDispatcher(),
     ]);
+    let dispatcher = firstDispatcher;
     cleanups.push(
       () => registry.stop(),
       () => dispatcher.stop(),
     );
-    const grpcLine = await dispatcher.stdout.waitFor(
-      (l) => l.includes('"grpc_port"'),
-      10_000,
-      "grpc port",
-    );
-    const dispatcherGrpcPort = Number((JSON.parse(grpcLine) as { grpc_port: number }).grpc_port);
+    await dispatcher.stdout.waitFor((l) => l.includes('"grpc_port"'), 10_000, "grpc port");
+    const dispatcherGrpcPort = fastPort;
     const adminToken = (await readFile(path.join(dataDir, "admin.token"), "utf8")).trim();
     const as = (token: string) => ({ headers: { authorization: `Bearer ${token}` } });
     const permissionClient = createClient(
       PermissionService,
       createGrpcTransport({ baseUrl: permission.url }),
     );
-    return {
+    const result: DispatchStack = {
       nats,
       nc,
       registry,
       permission,
       dispatcher,
+      async restartDispatcher() {
+        await dispatcher.stop();
+        dispatcher = await startDispatcher();
+        result.dispatcher = dispatcher;
+      },
       dispatcherGrpcPort,
       jwtSecret,
       adminToken,
@@ -125,6 +139,7 @@ export async function startDispatchStack(
       as,
       stop,
     };
+    return result;
   } catch (error) {
     await stop();
     throw error;

@@ -1,0 +1,15 @@
+// A local tool speaking JSON over HTTP: GET /healthz, POST /invoke echoes its arguments.
+import http from "node:http";
+
+const server = http.createServer((req, res) => {
+  if (req.method === "GET" && req.url === "/healthz") return void res.writeHead(200).end("ok");
+  let body = "";
+  req.on("data", (chunk) => {
+    body += chunk;
+  });
+  req.on("end", () => {
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(JSON.stringify({ pid: process.pid, args: JSON.parse(body || "{}") }));
+  });
+});
+server.listen(Number(process.env.TOOLMESH_TOOL_PORT), "127.0.0.1");
