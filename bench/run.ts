@@ -374,6 +374,24 @@ async function writeResults(cells: Cell[]): Promise<void> {
       `- ${name}: throughput at c64 = ${ratio.toFixed(2)}× echo (target ≥ 0.50: ${ratio >= 0.5 ? "met" : "MISSED"}); added p50 at c1 = ${added.toFixed(3)} ms (target < 1 ms: ${added < 1 ? "met" : "MISSED"})`,
     );
   }
+  const fast64 = find("chain via grpc-js port", 64);
+  const fast1 = find("chain via grpc-js port", 1);
+  const direct1 = find("backend Invoke, grpc-js client", 1);
+  if (fast64 && base64 && fast1 && base1 && direct1) {
+    const sum = (cell: Cell, skip: string[]) =>
+      Object.entries(cell.cpuPerCall)
+        .filter(([role]) => !skip.includes(role))
+        .reduce((total, [, ms]) => total + ms, 0);
+    const echoCpu = sum(base64, []);
+    const othersCpu = sum(fast64, ["dispatcher", "echo"]);
+    targets.push(
+      "",
+      "## Why",
+      "",
+      `- Throughput: both cores are saturated at c64, so rps follows total CPU per call. The echo costs ${echoCpu.toFixed(3)} ms of CPU per call (client + server). The chain's processes other than the Dispatcher (client, backend, nats-server) already cost ${othersCpu.toFixed(3)} ms per call, so even a Dispatcher that cost nothing would reach at most ${(echoCpu / othersCpu).toFixed(2)}× echo; with the Dispatcher's ${(fast64.cpuPerCall.dispatcher ?? 0).toFixed(3)} ms (one gRPC server call, one streaming gRPC client call, four JetStream messages and their acks) it is ${(fast64.rps / base64.rps).toFixed(2)}×.`,
+      `- Latency at c1: the chain makes three round trips where the echo makes one (agent → Dispatcher, Dispatcher → backend, Dispatcher → JetStream for the acks), each a wake-up of another process on two shared cores. The backend round trip alone is ${direct1.p50.toFixed(3)} ms at p50 here, so the added p50 cannot go below about that plus one NATS round trip, before the Dispatcher does any work; measured ${(fast1.p50 - base1.p50).toFixed(3)} ms.`,
+    );
+  }
   const text = `${[...lines, ...targets].join("\n")}\n`;
   await writeFile(path.join(repoRoot, "bench", "results.md"), text);
   process.stdout.write(text);
