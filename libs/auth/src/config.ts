@@ -1,4 +1,4 @@
-import { optionalStr, str } from "@toolmesh/config";
+import { int, optionalStr, str } from "@toolmesh/config";
 
 /** Auth settings every service reads (see README, "Authentication"). */
 export const authConfig = {
@@ -9,6 +9,7 @@ export const authConfig = {
   jwtUserClaim: str("TOOLMESH_JWT_USER_CLAIM", "on_behalf_of"),
   jwtRolesClaim: str("TOOLMESH_JWT_ROLES_CLAIM", "roles"),
   serviceToken: optionalStr("TOOLMESH_SERVICE_TOKEN"),
+  jwtCacheMs: int("TOOLMESH_JWT_CACHE_MS", 1000, { min: 0, max: 60_000 }),
 };
 
 export type AuthConfig = {
@@ -20,4 +21,6 @@ export type AuthConfig = {
   jwtRolesClaim: string;
   /** Token for service-to-service calls; see serviceToken(). */
   serviceToken?: string | undefined;
+  /** How long a verified JWT is remembered; see JwtSettings.cacheMs. */
+  jwtCacheMs?: number;
 };

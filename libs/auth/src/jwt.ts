@@ -20,7 +20,16 @@ export interface JwtSettings {
   userClaim: string;
   /** Claim carrying the roles, as an array of strings. */
   rolesClaim: string;
+  /**
+   * Remember a verified JWT this long (never past its exp), so the hot path checks a signature
+   * once per token rather than once per call. A JWT cannot be revoked, only expire, so this
+   * changes nothing a caller can observe; 0 turns it off.
+   */
+  cacheMs?: number;
 }
+
+/** Most verified JWTs remembered at once; the cache starts over when full. */
+const MAX_CACHED_JWTS = 10_000;
 
 /** Verifies a JWT and turns its claims into a principal; throws UNAUTHENTICATED with the reason. */
 export type JwtVerifier = (token: string) => Promise<Principal>;
@@ -31,7 +40,12 @@ export function createJwtVerifier(settings: JwtSettings): JwtVerifier {
   if (settings.secret) keys.push(new TextEncoder().encode(settings.secret));
   if (settings.jwksFile)
     keys.push(createLocalJWKSet(JSON.parse(readFileSync(settings.jwksFile, "utf8"))));
+  const cacheMs = settings.cacheMs ?? 0;
+  const cache = new Map<string, { principal: Principal; until: number }>();
   return async (token) => {
+    const now = Date.now();
+    const hit = cacheMs > 0 ? cache.get(token) : undefined;
+    if (hit && hit.until > now) return hit.principal;
     let lastError: unknown;
     for (const key of keys) {
       try {
@@ -43,7 +57,14 @@ export function createJwtVerifier(settings: JwtSettings): JwtVerifier {
                 algorithms: ["HS256"],
               })
             : await jwtVerify(token, key, { issuer: settings.issuer, audience: settings.audience });
-        return toPrincipal(payload, settings);
+        const verified = toPrincipal(payload, settings);
+        if (cacheMs > 0) {
+          if (cache.size >= MAX_CACHED_JWTS) cache.clear();
+          const expiry =
+            typeof payload.exp === "number" ? payload.exp * 1000 : Number.POSITIVE_INFINITY;
+          cache.set(token, { principal: verified, until: Math.min(now + cacheMs, expiry) });
+        }
+        return verified;
       } catch (error) {
         lastError = error;
       }

@@ -45,6 +45,7 @@ export async function startServiceAuth(options: {
           audience: config.jwtAudience,
           userClaim: config.jwtUserClaim,
           rolesClaim: config.jwtRolesClaim,
+          cacheMs: config.jwtCacheMs ?? 0,
         })
       : undefined;
 

@@ -10,7 +10,6 @@ export const dispatcherConfig = {
   /** A second port serving DispatcherService over @grpc/grpc-js only (the fast path); -1 disables. */
   grpcPort: int("TOOLMESH_DISPATCHER_GRPC_PORT", -1, { min: -1, max: 65535 }),
   /** How long a verified bearer token is remembered; 0 verifies every call. */
-  authCacheMs: int("TOOLMESH_AUTH_CACHE_MS", 1000, { min: 0, max: 60_000 }),
   defaultTimeoutMs: int("TOOLMESH_DEFAULT_TIMEOUT_MS", 30_000, { min: 1, max: 3_600_000 }),
   maxTimeoutMs: int("TOOLMESH_MAX_TIMEOUT_MS", 600_000, { min: 1, max: 3_600_000 }),
   idempotencyWindowMs: int("TOOLMESH_IDEMPOTENCY_WINDOW_MS", 24 * 60 * 60 * 1000, {

@@ -1,9 +1,8 @@
-import { authInterceptor, startServiceAuth } from "@toolmesh/auth";
+import { startServiceAuth } from "@toolmesh/auth";
 import { loadConfig, loadOrExit } from "@toolmesh/config";
 import { createLogger } from "@toolmesh/log";
 import { connectNats, ensureStream, streamDefinitions } from "@toolmesh/nats";
 import { onShutdown } from "@toolmesh/server";
-import { cachedAuthenticator } from "./auth-cache.js";
 import { type DispatcherConfig, dispatcherConfig } from "./config.js";
 import { JetStreamPublisher } from "./event-publisher.js";
 import { DISPATCHER_BUCKET, KvIdempotencyStore } from "./idempotency.js";
@@ -30,14 +29,13 @@ const idempotencyKv = await js.views.kv(DISPATCHER_BUCKET, {
 const snapshots = startSnapshots(nc, log);
 const publisher = new JetStreamPublisher(nc);
 const serviceAuth = await startServiceAuth({ config, nc, log });
-const authenticate = cachedAuthenticator(serviceAuth.authenticate, config.authCacheMs);
 
 const dispatcher = createDispatcher({
   tools: snapshots.tools,
   policy: snapshots.policy,
   publisher,
   idempotency: new KvIdempotencyStore(idempotencyKv),
-  auth: { authenticate, interceptor: authInterceptor(authenticate) },
+  auth: serviceAuth,
   settings: config,
   log,
 });
