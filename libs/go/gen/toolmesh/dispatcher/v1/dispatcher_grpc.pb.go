@@ -36,7 +36,8 @@ type DispatcherServiceClient interface {
 	// Dispatch runs one tool call. Tool failures are outcomes (status FAILURE or INTERRUPTED), not
 	// errors. Fails before the tool runs with UNAUTHENTICATED, NOT_FOUND (ToolNotFound detail),
 	// INVALID_ARGUMENT (ValidationFailure detail), PERMISSION_DENIED (PermissionDenial detail),
-	// FAILED_PRECONDITION (tool disabled), UNAVAILABLE (no registry or grant snapshot yet).
+	// FAILED_PRECONDITION (tool disabled), ALREADY_EXISTS (a call with this call_id is running),
+	// UNAVAILABLE (no registry or grant snapshot yet).
 	Dispatch(ctx context.Context, in *DispatchRequest, opts ...grpc.CallOption) (*DispatchResponse, error)
 	// DispatchBatch runs many calls; results come in request order, each with its own status.
 	// Read-only tools run in parallel, tools with side effects one at a time in order. Fails with
@@ -133,7 +134,8 @@ type DispatcherServiceServer interface {
 	// Dispatch runs one tool call. Tool failures are outcomes (status FAILURE or INTERRUPTED), not
 	// errors. Fails before the tool runs with UNAUTHENTICATED, NOT_FOUND (ToolNotFound detail),
 	// INVALID_ARGUMENT (ValidationFailure detail), PERMISSION_DENIED (PermissionDenial detail),
-	// FAILED_PRECONDITION (tool disabled), UNAVAILABLE (no registry or grant snapshot yet).
+	// FAILED_PRECONDITION (tool disabled), ALREADY_EXISTS (a call with this call_id is running),
+	// UNAVAILABLE (no registry or grant snapshot yet).
 	Dispatch(context.Context, *DispatchRequest) (*DispatchResponse, error)
 	// DispatchBatch runs many calls; results come in request order, each with its own status.
 	// Read-only tools run in parallel, tools with side effects one at a time in order. Fails with

@@ -75,7 +75,8 @@ class DispatcherServiceServicer(object):
         """Dispatch runs one tool call. Tool failures are outcomes (status FAILURE or INTERRUPTED), not
         errors. Fails before the tool runs with UNAUTHENTICATED, NOT_FOUND (ToolNotFound detail),
         INVALID_ARGUMENT (ValidationFailure detail), PERMISSION_DENIED (PermissionDenial detail),
-        FAILED_PRECONDITION (tool disabled), UNAVAILABLE (no registry or grant snapshot yet).
+        FAILED_PRECONDITION (tool disabled), ALREADY_EXISTS (a call with this call_id is running),
+        UNAVAILABLE (no registry or grant snapshot yet).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

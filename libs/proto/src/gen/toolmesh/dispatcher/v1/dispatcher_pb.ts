@@ -412,7 +412,8 @@ export const DispatcherService: GenService<{
    * Dispatch runs one tool call. Tool failures are outcomes (status FAILURE or INTERRUPTED), not
    * errors. Fails before the tool runs with UNAUTHENTICATED, NOT_FOUND (ToolNotFound detail),
    * INVALID_ARGUMENT (ValidationFailure detail), PERMISSION_DENIED (PermissionDenial detail),
-   * FAILED_PRECONDITION (tool disabled), UNAVAILABLE (no registry or grant snapshot yet).
+   * FAILED_PRECONDITION (tool disabled), ALREADY_EXISTS (a call with this call_id is running),
+   * UNAVAILABLE (no registry or grant snapshot yet).
    *
    * @generated from rpc toolmesh.dispatcher.v1.DispatcherService.Dispatch
    */
