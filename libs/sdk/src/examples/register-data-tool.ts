@@ -1,9 +1,10 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { LocalProtocol, RegistryService } from "@toolmesh/proto";
+import { LocalProtocol, RegistryService, RuntimeSchema } from "@toolmesh/proto";
 import { toolSpec } from "../serve-tools.js";
 import { dataQueryTool } from "./data-query.js";
 
@@ -17,24 +18,19 @@ const token =
     path.join(process.env.TOOLMESH_DATA_DIR ?? path.join(root, ".toolmesh"), "admin.token"),
     "utf8",
   ).trim();
+// The definition is only read for its metadata here; the handler runs in data-tool-main.ts.
 const spec = toolSpec(dataQueryTool(undefined as never), "");
-spec.runtime = {
-  $typeName: "toolmesh.registry.v1.Runtime",
+spec.runtime = create(RuntimeSchema, {
   kind: {
     case: "local",
     value: {
-      $typeName: "toolmesh.registry.v1.LocalRuntime",
       command: process.execPath,
       args: ["--import", "tsx", "libs/sdk/src/examples/data-tool-main.ts"],
-      env: {},
       protocol: LocalProtocol.GRPC,
       workingDir: root,
-      maxConcurrency: 0,
-      idleTimeoutMs: 0,
-      httpPath: "",
     },
   },
-};
+});
 const registry = createClient(
   RegistryService,
   createGrpcTransport({ baseUrl: process.env.TOOLMESH_REGISTRY_URL ?? "http://127.0.0.1:7101" }),
