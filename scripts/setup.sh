@@ -7,7 +7,13 @@ source scripts/tools.sh
 say() { printf 'setup: %s\n' "$*"; }
 
 say "installing npm packages"
-npm ci --no-audit --no-fund
+# npm ci refuses a lock file that lacks optional packages of other platforms (biome, buf and
+# rollup binaries for Windows or macOS), which happens when the lock was written against a
+# registry that does not serve them; npm install then installs the same versions for this one.
+if ! npm ci --no-audit --no-fund; then
+  say "npm ci refused the lock file; installing the locked versions with npm install --no-save"
+  npm install --no-save --no-audit --no-fund
+fi
 
 if ! command -v nats-server >/dev/null 2>&1; then
   say "nats-server is not on PATH; installing Debian's nats-server package"
