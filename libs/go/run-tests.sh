@@ -14,5 +14,5 @@ grep -E -- '^(--- FAIL|FAIL|ok|panic)|^\s+--- FAIL|^\s+\S+_test\.go:[0-9]+:|--- 
 passed=$(grep -cE -- '^\s*--- PASS' "$log" || true)
 failed=$(grep -cE -- '^\s*--- FAIL' "$log" || true)
 skipped=$(grep -cE -- '^\s*--- SKIP' "$log" || true)
-echo "go test: $passed passed, $failed failed, $skipped skipped (exit $status)"
+echo "go-test: $passed passed, $failed failed, $skipped skipped"
 exit "$status"
