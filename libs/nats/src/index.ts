@@ -1,5 +1,6 @@
 export { buckets } from "./buckets.js";
 export { connectNats } from "./connect.js";
+export { consumeDurable, type DurableConsumer, type DurableConsumerOptions } from "./durable.js";
 export { decodeEvent, EventTypeError, publishEvent, TYPE_HEADER } from "./events.js";
 export { kvKeyToken } from "./kv.js";
 export { ReconnectingKvSnapshot } from "./reconnecting-snapshot.js";

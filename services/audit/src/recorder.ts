@@ -2,16 +2,12 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { Logger } from "@toolmesh/log";
-import { decodeEvent, TYPE_HEADER } from "@toolmesh/nats";
+import { consumeDurable, type DurableConsumer, TYPE_HEADER } from "@toolmesh/nats";
 import { type AuditRecord, AuditRecordSchema } from "@toolmesh/proto";
 import {
-  AckPolicy,
-  type ConsumerMessages,
-  DeliverPolicy,
   type JetStreamClient,
   type JetStreamManager,
   type JsMsg,
-  nanos,
   headers as natsHeaders,
 } from "nats";
 import { AUDIT_LOG_STREAM, type AuditLog, auditLogSubject } from "./audit-log.js";
@@ -34,8 +30,7 @@ interface Head {
  */
 export class AuditRecorder {
   private head: Head = { sequence: 0n, hash: "" };
-  private messages: ConsumerMessages | undefined;
-  private loop: Promise<void> | undefined;
+  private consumer: DurableConsumer | undefined;
 
   constructor(
     private readonly deps: {
@@ -48,56 +43,31 @@ export class AuditRecorder {
   ) {}
 
   async start(): Promise<void> {
-    const { jsm, js } = this.deps;
-    await jsm.consumers.add(SOURCE_STREAM, {
-      durable_name: AUDIT_CONSUMER,
-      ack_policy: AckPolicy.Explicit,
-      deliver_policy: DeliverPolicy.All,
-      // Short, so records held by a killed instance come back within seconds; storing one takes ms.
-      ack_wait: nanos(5_000),
-      max_ack_pending: 512,
-    });
+    const { jsm, js, log } = this.deps;
     await this.refreshHead();
-    const consumer = await js.consumers.get(SOURCE_STREAM, AUDIT_CONSUMER);
-    this.messages = await consumer.consume({ max_messages: 256 });
-    const messages = this.messages;
-    this.loop = (async () => {
-      for await (const msg of messages) await this.handle(msg);
-    })();
+    this.consumer = await consumeDurable({
+      js,
+      jsm,
+      stream: SOURCE_STREAM,
+      durable: AUDIT_CONSUMER,
+      schema: AuditRecordSchema,
+      log,
+      what: "audit record",
+      maxAckPending: 512,
+      handle: (record, msg) => this.store(record, msg),
+      logFields: (record) => ({ call_id: record.callId, trace_id: record.traceId }),
+    });
   }
 
-  private async handle(msg: JsMsg): Promise<void> {
-    const { log, auditLog, redact } = this.deps;
-    let record: AuditRecord;
-    try {
-      record = decodeEvent(AuditRecordSchema, msg);
-    } catch (error) {
-      log.error(
-        { err: error, subject: msg.subject, seq: msg.seq },
-        "undecodable audit record; dropped",
-      );
-      msg.term();
-      return;
-    }
+  /** Redacts and appends one record; a record already stored (a redelivery) is skipped. */
+  private async store(record: AuditRecord, msg: JsMsg): Promise<void> {
+    const { auditLog, redact } = this.deps;
     const id = record.id || `audit-seq-${msg.seq}`;
-    if (auditLog.has(id)) {
-      msg.ack();
-      return;
-    }
+    if (auditLog.has(id)) return;
     record.id = id;
     if (record.arguments) record.arguments = redact(record.arguments) as JsonObject;
     if (!record.time) record.time = timestampFromMs(Math.floor(msg.info.timestampNanos / 1e6));
-    try {
-      await this.append(record);
-      msg.ack();
-    } catch (error) {
-      // Not acked: JetStream delivers it again after a delay; the id keeps it from being stored twice.
-      log.warn(
-        { err: error, call_id: record.callId, trace_id: record.traceId },
-        "cannot store audit record; will retry",
-      );
-      msg.nak(1000);
-    }
+    await this.append(record);
   }
 
   /** Appends one record after the current head; refreshes the head when another writer moved it. */
@@ -156,7 +126,6 @@ export class AuditRecorder {
   }
 
   async stop(): Promise<void> {
-    await this.messages?.close();
-    await this.loop;
+    await this.consumer?.stop();
   }
 }

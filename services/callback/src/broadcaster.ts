@@ -1,22 +1,15 @@
 import { create } from "@bufbuild/protobuf";
 import type { Logger } from "@toolmesh/log";
-import { decodeEvent, publishEvent, subjects } from "@toolmesh/nats";
+import { consumeDurable, type DurableConsumer, publishEvent, subjects } from "@toolmesh/nats";
 import {
   type CallbackEvent,
   CallbackEventSchema,
   CallStatus,
+  type Outcome,
   OutcomeSchema,
   TraceEventSchema,
 } from "@toolmesh/proto";
-import {
-  AckPolicy,
-  type ConsumerMessages,
-  DeliverPolicy,
-  type JetStreamClient,
-  type JetStreamManager,
-  type JsMsg,
-  nanos,
-} from "nats";
+import type { JetStreamClient, JetStreamManager } from "nats";
 import type { CallStore } from "./call-store.js";
 import { callbackKind, isFinal, normalise, statusWord } from "./normalise.js";
 
@@ -32,8 +25,7 @@ const MAX_IN_FLIGHT = 32;
  * message ids make the redelivery broadcast nothing twice.
  */
 export class OutcomeBroadcaster {
-  private messages: ConsumerMessages | undefined;
-  private loop: Promise<void> | undefined;
+  private consumer: DurableConsumer | undefined;
 
   constructor(
     private readonly deps: {
@@ -45,59 +37,41 @@ export class OutcomeBroadcaster {
   ) {}
 
   async start(): Promise<void> {
-    const { jsm, js } = this.deps;
-    await jsm.consumers.add(OUTCOME_STREAM, {
-      durable_name: CALLBACK_CONSUMER,
-      ack_policy: AckPolicy.Explicit,
-      deliver_policy: DeliverPolicy.All,
-      // Short, so outcomes held by a killed instance come back within seconds.
-      ack_wait: nanos(5_000),
-      max_ack_pending: 256,
+    const { jsm, js, log } = this.deps;
+    this.consumer = await consumeDurable({
+      js,
+      jsm,
+      stream: OUTCOME_STREAM,
+      durable: CALLBACK_CONSUMER,
+      schema: OutcomeSchema,
+      log,
+      what: "outcome",
+      // Outcomes of different calls are independent, so several are handled at once.
+      concurrency: MAX_IN_FLIGHT,
+      handle: (outcome) => this.broadcast(normalise(outcome)),
+      logFields: (outcome: Outcome) => ({
+        call_id: outcome.callId,
+        trace_id: outcome.traceId,
+        tool: outcome.tool,
+      }),
     });
-    const consumer = await js.consumers.get(OUTCOME_STREAM, CALLBACK_CONSUMER);
-    this.messages = await consumer.consume({ max_messages: 128 });
-    const messages = this.messages;
-    // Outcomes of different calls are independent, so several are handled at once.
-    const inFlight = new Set<Promise<void>>();
-    this.loop = (async () => {
-      for await (const msg of messages) {
-        const done: Promise<void> = this.handle(msg).finally(() => inFlight.delete(done));
-        inFlight.add(done);
-        if (inFlight.size >= MAX_IN_FLIGHT) await Promise.race(inFlight);
-      }
-      await Promise.all(inFlight);
-    })();
   }
 
-  private async handle(msg: JsMsg): Promise<void> {
+  private async broadcast(event: CallbackEvent): Promise<void> {
     const { log, calls } = this.deps;
-    let event: CallbackEvent;
-    try {
-      event = normalise(decodeEvent(OutcomeSchema, msg));
-    } catch (error) {
-      log.error({ err: error, subject: msg.subject }, "undecodable outcome; dropped");
-      msg.term();
-      return;
-    }
     const ids = { call_id: event.callId, trace_id: event.traceId, tool: event.tool };
-    try {
-      if (event.status === CallStatus.PENDING) {
-        await calls.createPending(event);
-      } else if (!isFinal(event.status)) {
-        log.warn({ ...ids, status: event.status }, "outcome without a final status; dropped");
-      } else if (!(await calls.wasBroadcast(event.callId))) {
-        // The first final result stored wins: a Report may have settled the call already.
-        const stored = await calls.get(event.callId);
-        const final = stored && isFinal(stored.event.status) ? stored.event : event;
-        await this.publish(final);
-        if (final === event) await calls.put(final);
-        await calls.markBroadcast(final.callId);
-        log.debug({ ...ids, status: statusWord(final.status) }, "outcome broadcast");
-      }
-      msg.ack();
-    } catch (error) {
-      log.warn({ err: error, ...ids }, "cannot broadcast outcome; will retry");
-      msg.nak(1000);
+    if (event.status === CallStatus.PENDING) {
+      await calls.createPending(event);
+    } else if (!isFinal(event.status)) {
+      log.warn({ ...ids, status: event.status }, "outcome without a final status; dropped");
+    } else if (!(await calls.wasBroadcast(event.callId))) {
+      // The first final result stored wins: a Report may have settled the call already.
+      const stored = await calls.get(event.callId);
+      const final = stored && isFinal(stored.event.status) ? stored.event : event;
+      await this.publish(final);
+      if (final === event) await calls.put(final);
+      await calls.markBroadcast(final.callId);
+      log.debug({ ...ids, status: statusWord(final.status) }, "outcome broadcast");
     }
   }
 
@@ -139,7 +113,6 @@ export class OutcomeBroadcaster {
   }
 
   async stop(): Promise<void> {
-    await this.messages?.close();
-    await this.loop;
+    await this.consumer?.stop();
   }
 }
