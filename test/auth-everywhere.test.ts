@@ -124,21 +124,21 @@ describe("authentication on every service", () => {
     const created = await permission.createApiKey({ agentId: "agent-7", name: "auth test" }, admin);
     const agent = { headers: { authorization: `Bearer ${created.secret}` } };
     const t = (name: string) => createGrpcTransport({ baseUrl: url(name) });
-    const adminOnly: [string, Promise<unknown>][] = [
+    const adminOnly: [string, () => Promise<unknown>][] = [
       [
         "registry.RegisterTool",
-        createClient(RegistryService, t("registry")).registerTool({}, agent),
+        () => createClient(RegistryService, t("registry")).registerTool({}, agent),
       ],
-      ["permission.Grant", permission.grant({}, agent)],
-      ["permission.CreateApiKey", permission.createApiKey({ agentId: "x" }, agent)],
-      ["audit.QueryRecords", createClient(AuditService, t("audit")).queryRecords({}, agent)],
+      ["permission.Grant", () => permission.grant({}, agent)],
+      ["permission.CreateApiKey", () => permission.createApiKey({ agentId: "x" }, agent)],
+      ["audit.QueryRecords", () => createClient(AuditService, t("audit")).queryRecords({}, agent)],
       [
         "dispatcher.GetRuntimeStatus",
-        createClient(DispatcherService, t("dispatcher")).getRuntimeStatus({}, agent),
+        () => createClient(DispatcherService, t("dispatcher")).getRuntimeStatus({}, agent),
       ],
     ];
     for (const [rpc, call] of adminOnly)
-      expect(await codeOf(call), rpc).toBe(Code.PermissionDenied);
+      expect(await codeOf(call()), rpc).toBe(Code.PermissionDenied);
 
     const revokedAt = performance.now();
     await permission.revokeApiKey({ id: created.apiKey?.id ?? "" }, admin);
