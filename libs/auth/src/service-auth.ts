@@ -1,6 +1,6 @@
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import type { Logger } from "@toolmesh/log";
-import { buckets, ReconnectingKvSnapshot } from "@toolmesh/nats";
+import { buckets, loadWhenCreated, ReconnectingKvSnapshot } from "@toolmesh/nats";
 import { ApiKeyRecordSchema } from "@toolmesh/proto";
 import type { NatsConnection } from "nats";
 import { createApiKeyVerifier, isApiKeyToken } from "./api-key.js";
@@ -20,9 +20,6 @@ export interface ServiceAuth {
 function looksLikeJwt(token: string): boolean {
   return token.split(".").length === 3;
 }
-
-/** How often a service looks for the permission bucket before the Permission service made it. */
-const BUCKET_RETRY_MS = 500;
 
 /**
  * Builds the authenticator a service uses: JWTs from configured keys, and API keys verified
@@ -52,53 +49,32 @@ export async function startServiceAuth(options: {
   let verifyApiKey: ((token: string) => Principal) | undefined;
   let snapshot: ReconnectingKvSnapshot<typeof ApiKeyRecordSchema> | undefined;
   let stopped = false;
-  let retry: NodeJS.Timeout | undefined;
-  const watchKeys = async (): Promise<boolean> => {
-    const jsm = await nc.jetstreamManager();
-    try {
-      await jsm.streams.info(`KV_${buckets.permission.name}`);
-    } catch {
-      return false;
-    }
-    const kv = await nc.jetstream().views.kv(buckets.permission.name, { bindOnly: true });
-    const keys = new ReconnectingKvSnapshot(
-      nc,
-      kv,
-      buckets.permission.apiKeyPrefix,
-      ApiKeyRecordSchema,
-      log,
-    );
-    await keys.start();
-    if (stopped) {
-      keys.stop();
-      return true;
-    }
-    snapshot = keys;
-    verifyApiKey = createApiKeyVerifier(keys);
-    return true;
-  };
-  const keepTrying = () => {
-    retry = setTimeout(() => {
-      watchKeys().then(
-        (ok) => {
-          if (ok) log.info({ bucket: buckets.permission.name }, "API key verification ready");
-          else if (!stopped) keepTrying();
-        },
-        (error: unknown) => {
-          log.warn({ err: error }, "cannot watch API keys yet; retrying");
-          if (!stopped) keepTrying();
-        },
+  const load = loadWhenCreated({
+    nc,
+    bucket: buckets.permission.name,
+    log,
+    isStopped: () => stopped,
+    meanwhile: "API keys are refused until the Permission service creates it",
+    readyMessage: "API key verification ready",
+    start: async (kv) => {
+      const keys = new ReconnectingKvSnapshot(
+        nc,
+        kv,
+        buckets.permission.apiKeyPrefix,
+        ApiKeyRecordSchema,
+        log,
       );
-    }, BUCKET_RETRY_MS);
-    retry.unref();
-  };
-  if (!(await watchKeys())) {
-    log.warn(
-      { bucket: buckets.permission.name },
-      "permission bucket not found; API keys are refused until the Permission service creates it",
-    );
-    keepTrying();
-  }
+      await keys.start();
+      if (stopped) {
+        keys.stop();
+        return;
+      }
+      snapshot = keys;
+      verifyApiKey = createApiKeyVerifier(keys);
+    },
+  });
+  // When the bucket exists, keys are loaded before the service starts answering.
+  await load.firstAttempt;
 
   const authenticate: Authenticator = async (token) => {
     if (looksLikeJwt(token)) {
@@ -127,7 +103,6 @@ export async function startServiceAuth(options: {
     interceptor: authInterceptor(authenticate),
     stop() {
       stopped = true;
-      if (retry) clearTimeout(retry);
       snapshot?.stop();
     },
   };

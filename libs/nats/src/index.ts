@@ -1,3 +1,4 @@
+export { type BucketLoad, loadWhenCreated } from "./bucket-wait.js";
 export { buckets } from "./buckets.js";
 export { connectNats } from "./connect.js";
 export { consumeDurable, type DurableConsumer, type DurableConsumerOptions } from "./durable.js";

@@ -1,8 +1,8 @@
 import type { Logger } from "@toolmesh/log";
-import { buckets, KvSnapshot } from "@toolmesh/nats";
+import { buckets, loadWhenCreated, ReconnectingKvSnapshot } from "@toolmesh/nats";
 import { PolicySnapshot } from "@toolmesh/policy";
 import { ToolSchema } from "@toolmesh/proto";
-import type { KV, NatsConnection } from "nats";
+import type { NatsConnection } from "nats";
 import type { PermissionGate } from "./chain.js";
 import type { ToolSource } from "./tool-catalog.js";
 
@@ -19,33 +19,42 @@ export interface Snapshots {
  * closed with UNAVAILABLE.
  */
 export function startSnapshots(nc: NatsConnection, log: Logger): Snapshots {
-  let tools: KvSnapshot<typeof ToolSchema> | undefined;
+  let tools: ReconnectingKvSnapshot<typeof ToolSchema> | undefined;
   let policy: PolicySnapshot | undefined;
   let stopped = false;
-  void loadWhenCreated(
+  loadWhenCreated({
     nc,
-    buckets.registry.name,
+    bucket: buckets.registry.name,
     log,
-    () => stopped,
-    async (kv) => {
-      const snapshot = new KvSnapshot(kv, buckets.registry.toolPrefix, ToolSchema, log);
+    isStopped: () => stopped,
+    meanwhile: "calls fail closed until the Registry creates it",
+    start: async (kv) => {
+      // Rebuilt after a NATS reconnect: a plain KV watch ends with the server.
+      const snapshot = new ReconnectingKvSnapshot(
+        nc,
+        kv,
+        buckets.registry.toolPrefix,
+        ToolSchema,
+        log,
+      );
       await snapshot.start();
       tools = snapshot;
       log.info({ tools: snapshot.size }, "registry snapshot loaded");
     },
-  );
-  void loadWhenCreated(
+  });
+  loadWhenCreated({
     nc,
-    buckets.permission.name,
+    bucket: buckets.permission.name,
     log,
-    () => stopped,
-    async (kv) => {
-      const snapshot = new PolicySnapshot(kv, log);
+    isStopped: () => stopped,
+    meanwhile: "calls fail closed until the Permission service creates it",
+    start: async (kv) => {
+      const snapshot = new PolicySnapshot(kv, log, nc);
       await snapshot.start();
       policy = snapshot;
       log.info("grant snapshot loaded");
     },
-  );
+  });
   return {
     tools: {
       get isReady() {
@@ -69,29 +78,4 @@ export function startSnapshots(nc: NatsConnection, log: Logger): Snapshots {
       policy?.stop();
     },
   };
-}
-
-/** Binds to a bucket another service owns and starts a snapshot of it, retrying until both work. */
-async function loadWhenCreated(
-  nc: NatsConnection,
-  bucket: string,
-  log: Logger,
-  stopped: () => boolean,
-  start: (kv: KV) => Promise<void>,
-): Promise<void> {
-  const js = nc.jetstream();
-  for (let attempt = 0; !stopped(); attempt++) {
-    try {
-      await start(await js.views.kv(bucket, { bindOnly: true }));
-      return;
-    } catch (error) {
-      if (attempt % 20 === 0) {
-        log.warn(
-          { bucket, err: String(error) },
-          "KV bucket not readable yet; calls fail closed until it is",
-        );
-      }
-      await new Promise((resolve) => setTimeout(resolve, 500));
-    }
-  }
 }

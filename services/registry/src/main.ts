@@ -1,7 +1,13 @@
 import { authConfig, startServiceAuth } from "@toolmesh/auth";
 import { commonConfig, loadConfig, loadOrExit, port } from "@toolmesh/config";
 import { createLogger } from "@toolmesh/log";
-import { buckets, connectNats, ensureStream, streamDefinitions } from "@toolmesh/nats";
+import {
+  buckets,
+  connectNats,
+  ensureStream,
+  loadWhenCreated,
+  streamDefinitions,
+} from "@toolmesh/nats";
 import { PolicySnapshot } from "@toolmesh/policy";
 import { onShutdown } from "@toolmesh/server";
 import type { NatsConnection } from "nats";
@@ -53,65 +59,30 @@ onShutdown(log, async () => {
 
 /**
  * The grant snapshot agents' visibility is decided by. The Permission service owns the bucket;
- * until it exists there are no grants, so agents see no tools, and we look again every 500 ms.
+ * until it exists there are no grants, so agents see no tools.
  */
 async function watchPolicy(connection: NatsConnection) {
   let snapshot: PolicySnapshot | undefined;
   let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
-  const attempt = async (): Promise<boolean> => {
-    const manager = await connection.jetstreamManager();
-    try {
-      await manager.streams.info(`KV_${buckets.permission.name}`);
-    } catch {
-      return false;
-    }
-    const kv = await connection.jetstream().views.kv(buckets.permission.name, { bindOnly: true });
-    const next = new PolicySnapshot(kv, log);
-    await next.start();
-    if (stopped) next.stop();
-    else snapshot = next;
-    return true;
-  };
-  const retry = () => {
-    timer = setTimeout(() => {
-      attempt().then(
-        (ok) => {
-          if (ok)
-            log.info(
-              { bucket: buckets.permission.name },
-              "grant snapshot ready; agents see their tools",
-            );
-          else if (!stopped) retry();
-        },
-        (error: unknown) => {
-          log.warn({ err: error }, "cannot watch grants yet; retrying");
-          if (!stopped) retry();
-        },
-      );
-    }, 500);
-    timer.unref();
-  };
-  await attempt().then(
-    (ok) => {
-      if (!ok) {
-        log.warn(
-          { bucket: buckets.permission.name },
-          "permission bucket not found; agents see no tools until it exists",
-        );
-        retry();
-      }
+  const load = loadWhenCreated({
+    nc: connection,
+    bucket: buckets.permission.name,
+    log,
+    isStopped: () => stopped,
+    meanwhile: "agents see no tools until it exists",
+    readyMessage: "grant snapshot ready; agents see their tools",
+    start: async (kv) => {
+      const next = new PolicySnapshot(kv, log, connection);
+      await next.start();
+      if (stopped) next.stop();
+      else snapshot = next;
     },
-    (error: unknown) => {
-      log.warn({ err: error }, "cannot watch grants yet; retrying");
-      retry();
-    },
-  );
+  });
+  await load.firstAttempt;
   return {
     current: () => snapshot,
     stop() {
       stopped = true;
-      if (timer) clearTimeout(timer);
       snapshot?.stop();
     },
   };
