@@ -154,6 +154,16 @@ export const commonConfig = {
     max: 64 * 1024 * 1024,
   }),
   jetstreamReplicas: int("TOOLMESH_JETSTREAM_REPLICAS", 1, { min: 1, max: 5 }),
+  /** How long the event streams (trace, audit input, outcome, callback, changes) keep messages. */
+  streamMaxAgeDays: int("TOOLMESH_STREAM_MAX_AGE_DAYS", 30, { min: 1, max: 3650 }),
+};
+
+/** The settings every process has, as read. */
+export type CommonConfig = ConfigOf<typeof commonConfig>;
+
+/** The typed settings a spec of readers produces. */
+export type ConfigOf<Spec> = {
+  [K in keyof Spec]: Spec[K] extends Reader<infer T> ? T : never;
 };
 
 /** Runs a process entry point: a ConfigError prints its message and exits with code 2. */

@@ -8,7 +8,10 @@ import {
   ValidationFailureSchema,
 } from "@toolmesh/proto";
 
+import { byNearness, didYouMean } from "./suggest.js";
+
 export { Code, ConnectError } from "@connectrpc/connect";
+export { byNearness, didYouMean, editDistance, nearNames } from "./suggest.js";
 
 /** INVALID_ARGUMENT about one request field, with a BadField detail naming it. */
 export function invalidField(field: string, description: string): ConnectError {
@@ -33,16 +36,40 @@ export function validationFailed(subject: string, violations: FieldViolation[]):
   );
 }
 
-/** NOT_FOUND for an unknown tool, listing the tools the caller may use. */
-export function toolNotFound(requested: string, availableTools: string[]): ConnectError {
-  const shown = availableTools.slice(0, 20);
-  const hint =
-    shown.length === 0
-      ? "no tools are available to you"
-      : `available tools: ${shown.join(", ")}${availableTools.length > shown.length ? ", …" : ""}`;
+/**
+ * NOT_FOUND for an unknown tool, always with a ToolNotFound detail listing the tools the caller
+ * may use, nearest to the requested name first. The message either lists them (`list`: an agent
+ * must pick one) or suggests the near ones (`suggest`: someone browsing the registry).
+ */
+export function toolNotFound(
+  requested: string,
+  available: Iterable<string>,
+  style: "list" | "suggest" = "list",
+): ConnectError {
+  const availableTools = byNearness(requested, available);
+  let hint: string;
+  if (style === "suggest") {
+    hint = didYouMean(requested, availableTools, "tools");
+  } else {
+    const shown = availableTools.slice(0, 20);
+    hint =
+      shown.length === 0
+        ? "no tools are available to you"
+        : `available tools: ${shown.join(", ")}${availableTools.length > shown.length ? ", …" : ""}`;
+  }
   return new ConnectError(`tool "${requested}" not found; ${hint}`, Code.NotFound, undefined, [
     { desc: ToolNotFoundSchema, value: { requested, availableTools } },
   ]);
+}
+
+/** NOT_FOUND for a named object of a kind whose names the caller may list (groups …). */
+export function notFoundAmong(
+  kind: string,
+  name: string,
+  candidates: string[],
+  plural: string,
+): ConnectError {
+  return notFound(kind, name, didYouMean(name, candidates, plural));
 }
 
 /** PERMISSION_DENIED for a tool call, saying what is missing. */

@@ -25,6 +25,8 @@ export function loadWhenCreated(options: {
   /** Logged once `start` succeeded. */
   readyMessage?: string;
   retryMs?: number;
+  /** Told after each look whether the bucket exists. */
+  onLook?: (exists: boolean) => void;
 }): BucketLoad {
   const { nc, bucket, log, start, isStopped } = options;
   const retryMs = options.retryMs ?? 500;
@@ -32,8 +34,10 @@ export function loadWhenCreated(options: {
     try {
       await (await nc.jetstreamManager()).streams.info(`KV_${bucket}`);
     } catch {
+      options.onLook?.(false);
       return false;
     }
+    options.onLook?.(true);
     await start(await nc.jetstream().views.kv(bucket, { bindOnly: true }));
     return true;
   };

@@ -1,8 +1,16 @@
+export { type AdminAudit, AdminEvents } from "./admin-events.js";
 export { type BucketLoad, loadWhenCreated } from "./bucket-wait.js";
 export { buckets } from "./buckets.js";
 export { connectNats } from "./connect.js";
 export { consumeDurable, type DurableConsumer, type DurableConsumerOptions } from "./durable.js";
 export { decodeEvent, EventTypeError, publishEvent, TYPE_HEADER } from "./events.js";
+export { FollowedBucket, followRegistryTools, type SnapshotView } from "./followed-bucket.js";
+export {
+  compareAndSet,
+  JetStreamApiCodes,
+  jetStreamErrorCode,
+  KvConflictError,
+} from "./jetstream-errors.js";
 export { kvKeyToken } from "./kv.js";
 export { ReconnectingKvSnapshot } from "./reconnecting-snapshot.js";
 export { KvSnapshot, type SnapshotChange } from "./snapshot.js";

@@ -6,6 +6,7 @@ import {
   StorageType,
   type StreamConfig,
 } from "nats";
+import { JetStreamApiCodes, jetStreamErrorCode } from "./jetstream-errors.js";
 
 /** Subjects, in one place, so publishers and subscribers cannot drift apart. */
 export const subjects = {
@@ -115,17 +116,12 @@ export async function ensureStream(
     );
     if (differs) await jsm.streams.update(name, { ...current, ...config } as StreamConfig);
   } catch (error) {
-    if (!isNotFound(error)) throw error;
+    if (jetStreamErrorCode(error) !== JetStreamApiCodes.StreamNotFound) throw error;
     try {
       await jsm.streams.add(config);
     } catch (addError) {
       // Another process created it between our info and add; that is the goal reached.
-      if (!String(addError).includes("already in use")) throw addError;
+      if (jetStreamErrorCode(addError) !== JetStreamApiCodes.StreamNameInUse) throw addError;
     }
   }
-}
-
-function isNotFound(error: unknown): boolean {
-  const text = String((error as { message?: string })?.message ?? error);
-  return text.includes("stream not found") || (error as { code?: string })?.code === "404";
 }

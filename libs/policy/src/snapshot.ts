@@ -1,5 +1,5 @@
 import type { Logger } from "@toolmesh/log";
-import { buckets, KvSnapshot, ReconnectingKvSnapshot } from "@toolmesh/nats";
+import { buckets, FollowedBucket, ReconnectingKvSnapshot, type SnapshotView } from "@toolmesh/nats";
 import { type Decision, type Grant, GrantSchema, PrincipalKind } from "@toolmesh/proto";
 import type { KV, NatsConnection } from "nats";
 import {
@@ -21,39 +21,67 @@ export class PolicyNotReadyError extends Error {
 
 const EMPTY: readonly CompiledGrant[] = [];
 
-/** What PolicySnapshot reads of its watched grants (a KvSnapshot or a ReconnectingKvSnapshot). */
-export type GrantSnapshot = Pick<
-  ReconnectingKvSnapshot<typeof GrantSchema>,
-  "isReady" | "version" | "get" | "values" | "size" | "onChange" | "start" | "stop"
->;
+/** What PolicySnapshot reads of its grants: any snapshot of `grants.>` of the permission bucket. */
+export type GrantSnapshot = SnapshotView<typeof GrantSchema> & {
+  stop(): void;
+  /** Set by a followed snapshot: resolves once the first look for the bucket is done. */
+  firstAttempt?: Promise<boolean>;
+  /** Set by a followed snapshot: true while the bucket does not exist. */
+  readonly bucketMissing?: boolean;
+};
 
 /**
  * The grants of the `toolmesh-permission` bucket, kept current by a watch, with an index by
  * principal so a decision reads only the grants of the caller, its roles and the wildcards.
- * The watch is rebuilt after every NATS reconnect (a server restart ends a KV watch), using
- * `nc` or, when not given, the connection the KV handle was opened on.
  */
 export class PolicySnapshot {
-  /** The watched grants, keyed `grants.<id>`. */
-  readonly grants: GrantSnapshot;
   private index = new Map<string, CompiledGrant[]>();
   private indexedVersion = -1;
 
-  constructor(kv: KV, log: Logger, nc?: NatsConnection) {
-    const connection = nc ?? (kv as unknown as { js?: { nc?: NatsConnection } }).js?.nc;
-    const prefix = buckets.permission.grantPrefix;
-    this.grants = connection
-      ? new ReconnectingKvSnapshot(connection, kv, prefix, GrantSchema, log)
-      : new KvSnapshot(kv, prefix, GrantSchema, log);
+  /** `grants` is a followed or owned snapshot of `grants.>` (see following() and owned()). */
+  constructor(readonly grants: GrantSnapshot) {}
+
+  /**
+   * The grants as a service other than Permission sees them: followed from the bucket once the
+   * Permission service has created it; not ready (every decision fails closed) until then.
+   */
+  static following(nc: NatsConnection, log: Logger, meanwhile: string): PolicySnapshot {
+    return new PolicySnapshot(
+      new FollowedBucket({
+        nc,
+        bucket: buckets.permission.name,
+        prefix: buckets.permission.grantPrefix,
+        schema: GrantSchema,
+        log,
+        meanwhile,
+        readyMessage: "grant snapshot loaded",
+      }),
+    );
   }
 
-  /** Starts the watch; resolves once every stored grant is loaded. */
-  start(): Promise<void> {
-    return this.grants.start();
+  /** The grants of a bucket handle the caller already holds (the Permission service's own). */
+  static owned(
+    nc: NatsConnection,
+    kv: KV,
+    log: Logger,
+  ): PolicySnapshot & { start(): Promise<void> } {
+    const grants = new ReconnectingKvSnapshot(
+      nc,
+      kv,
+      buckets.permission.grantPrefix,
+      GrantSchema,
+      log,
+    );
+    return Object.assign(new PolicySnapshot(grants), { start: () => grants.start() });
   }
 
   get isReady(): boolean {
     return this.grants.isReady;
+  }
+
+  /** True while the Permission service has not created its bucket (a followed snapshot only). */
+  get noGrantsYet(): boolean {
+    return this.grants.bucketMissing === true;
   }
 
   stop(): void {

@@ -15,7 +15,7 @@ describe("PolicySnapshot over a real bucket", () => {
   let nats: TestNats;
   let nc: NatsConnection;
   let kv: KV;
-  let policy: PolicySnapshot;
+  let policy: ReturnType<typeof PolicySnapshot.owned>;
 
   beforeAll(async () => {
     nats = await startNats();
@@ -50,7 +50,7 @@ describe("PolicySnapshot over a real bucket", () => {
 
   it("fails closed before it is loaded, then decides from the bucket", async () => {
     await put("g1", "role:agent");
-    policy = new PolicySnapshot(kv, createLogger("test", "silent"));
+    policy = PolicySnapshot.owned(nc, kv, createLogger("test", "silent"));
     expect(policy.grants).toBeInstanceOf(ReconnectingKvSnapshot);
     expect(() => policy.decide(subject, tool)).toThrow(PolicyNotReadyError);
     await policy.start();

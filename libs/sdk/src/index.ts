@@ -1,3 +1,4 @@
+export { grpcServiceDefinition } from "@toolmesh/server";
 export {
   defineTool,
   isJsonObject,
@@ -5,7 +6,6 @@ export {
   type ToolDefinition,
   ToolError,
 } from "./define-tool.js";
-export { grpcServiceDefinition } from "./grpc-js.js";
 export {
   registerTools,
   type ServedTools,

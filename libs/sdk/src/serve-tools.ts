@@ -21,8 +21,8 @@ import {
   ToolStatus,
   TraceEventKind,
 } from "@toolmesh/proto";
+import { grpcServiceDefinition } from "@toolmesh/server";
 import { type ToolContext, type ToolDefinition, ToolError } from "./define-tool.js";
-import { grpcServiceDefinition } from "./grpc-js.js";
 
 export interface ServeToolsOptions {
   /** Port to listen on; 0 picks a free one. Defaults to TOOLMESH_TOOL_PORT, else 0. */

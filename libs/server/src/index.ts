@@ -1,5 +1,7 @@
+export { grpcServiceDefinition, toGrpcServiceError } from "./grpc-js.js";
 export { createHealthService, HealthState } from "./health.js";
 export { onShutdown } from "./lifecycle.js";
+export { type PageTokens, pageTokens } from "./page-token.js";
 export {
   createToolmeshServer,
   type ListeningServer,

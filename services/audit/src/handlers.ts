@@ -10,14 +10,13 @@ import {
   QueryRecordsResponseSchema,
   VerifyChainResponseSchema,
 } from "@toolmesh/proto";
+import { pageTokens } from "@toolmesh/server";
 import type { AuditLog, RecordFilter } from "./audit-log.js";
-import { findChainBreak } from "./chain.js";
-import { decodePageToken, encodePageToken } from "./page-token.js";
+import { findChainBreak } from "./hash-chain.js";
 import type { TraceReader } from "./trace-reader.js";
 
-/** Largest page QueryRecords returns. */
-export const MAX_PAGE_SIZE = 1000;
-const DEFAULT_PAGE_SIZE = 100;
+/** Record sequences are the page position of QueryRecords (newest first). */
+const recordPages = pageTokens({ defaultSize: 100, maxSize: 1000, position: /^[1-9]\d{0,19}$/ });
 const TRACE_ID = /^[0-9a-f]{32}$/;
 
 /** The AuditService RPCs over the in-memory log index and the trace stream. */
@@ -29,9 +28,7 @@ export function createAuditHandlers(deps: {
   return {
     queryRecords(req, ctx) {
       requireRole(ctx, Role.Admin, Role.Auditor);
-      if (req.pageSize > MAX_PAGE_SIZE) {
-        throw invalidField("page_size", `must be at most ${MAX_PAGE_SIZE}; got ${req.pageSize}`);
-      }
+      const size = recordPages.pageSize(req.pageSize);
       if (!(req.status in CallStatus)) {
         throw invalidField("status", `unknown call status ${req.status}`);
       }
@@ -53,12 +50,22 @@ export function createAuditHandlers(deps: {
         startMs,
         endMs,
       };
-      const before = decodePageToken(req.pageToken, filter);
-      const { records, more } = auditLog.query(filter, before, req.pageSize || DEFAULT_PAGE_SIZE);
+      const fingerprint = recordPages.fingerprint([
+        filter.agentId,
+        filter.userId,
+        filter.tool,
+        filter.status,
+        filter.traceId,
+        filter.callId,
+        filter.startMs ?? null,
+        filter.endMs ?? null,
+      ]);
+      const before = BigInt(recordPages.decode(req.pageToken, fingerprint) || "0");
+      const { records, more } = auditLog.query(filter, before, size);
       const last = records.at(-1);
       return create(QueryRecordsResponseSchema, {
         records,
-        nextPageToken: more && last ? encodePageToken(last.sequence, filter) : "",
+        nextPageToken: more && last ? recordPages.encode(String(last.sequence), fingerprint) : "",
       });
     },
 

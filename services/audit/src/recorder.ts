@@ -2,7 +2,13 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { Logger } from "@toolmesh/log";
-import { consumeDurable, type DurableConsumer, TYPE_HEADER } from "@toolmesh/nats";
+import {
+  consumeDurable,
+  type DurableConsumer,
+  JetStreamApiCodes,
+  jetStreamErrorCode,
+  TYPE_HEADER,
+} from "@toolmesh/nats";
 import { type AuditRecord, AuditRecordSchema } from "@toolmesh/proto";
 import {
   type JetStreamClient,
@@ -11,7 +17,7 @@ import {
   headers as natsHeaders,
 } from "nats";
 import { AUDIT_LOG_STREAM, type AuditLog, auditLogSubject } from "./audit-log.js";
-import { recordHash } from "./chain.js";
+import { recordHash } from "./hash-chain.js";
 
 /** The durable consumer on TOOLMESH_AUDIT; a restarted service resumes where it stopped. */
 export const AUDIT_CONSUMER = "audit";
@@ -97,7 +103,7 @@ export class AuditRecorder {
         }
         return;
       } catch (error) {
-        if (!String((error as Error)?.message).includes("wrong last sequence")) throw error;
+        if (jetStreamErrorCode(error) !== JetStreamApiCodes.WrongLastSequence) throw error;
         await this.refreshHead();
       }
     }

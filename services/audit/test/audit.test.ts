@@ -252,11 +252,11 @@ describe("audit service", () => {
       ),
     ).rejects.toMatchObject({
       code: Code.InvalidArgument,
-      rawMessage: expect.stringContaining("other filters"),
+      rawMessage: expect.stringContaining("was issued for different filters"),
     });
     await expect(client.queryRecords({ pageSize: 1001 }, auditor)).rejects.toMatchObject({
       code: Code.InvalidArgument,
-      rawMessage: expect.stringContaining("page_size: must be at most 1000"),
+      rawMessage: expect.stringContaining("page_size: is 1001; at most 1000 allowed"),
     });
     await expect(client.getTrace({ traceId: "abc.>" }, auditor)).rejects.toMatchObject({
       code: Code.InvalidArgument,

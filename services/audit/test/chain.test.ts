@@ -1,8 +1,9 @@
 import { create } from "@bufbuild/protobuf";
 import { createSecretRedactor } from "@toolmesh/log";
 import { type AuditRecord, AuditRecordSchema } from "@toolmesh/proto";
+import { canonicalJson } from "@toolmesh/schema";
 import { describe, expect, it } from "vitest";
-import { canonicalJson, findChainBreak, recordHash } from "../src/chain.js";
+import { findChainBreak, recordHash } from "../src/hash-chain.js";
 
 function chain(count: number): AuditRecord[] {
   const out: AuditRecord[] = [];

@@ -1,5 +1,5 @@
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
-import { kvKeyToken } from "@toolmesh/nats";
+import { compareAndSet, KvConflictError, kvKeyToken } from "@toolmesh/nats";
 import { type CallbackEvent, CallbackEventSchema } from "@toolmesh/proto";
 import type { JetStreamClient, KV, KvEntry, QueuedIterator } from "nats";
 
@@ -17,11 +17,6 @@ const sentKey = (callId: string) => `sent.${kvKeyToken(callId)}`;
 export interface StoredCall {
   event: CallbackEvent;
   revision: number;
-}
-
-/** Raised when an update lost a race with another writer; re-read and decide again. */
-export class StaleRevisionError extends Error {
-  override name = "StaleRevisionError";
 }
 
 /** The calls the Callback service knows: their latest normalised outcome. */
@@ -50,9 +45,11 @@ export class CallStore {
   /** Stores a PENDING call unless the call is already known (a final outcome wins). */
   async createPending(event: CallbackEvent): Promise<void> {
     try {
-      await this.kv.create(callKey(event.callId), toBinary(CallbackEventSchema, event));
+      await compareAndSet(() =>
+        this.kv.create(callKey(event.callId), toBinary(CallbackEventSchema, event)),
+      );
     } catch (error) {
-      if (!/wrong last sequence|key exists/i.test(String((error as Error)?.message))) throw error;
+      if (!(error instanceof KvConflictError)) throw error;
     }
   }
 
@@ -60,16 +57,11 @@ export class CallStore {
     await this.kv.put(callKey(event.callId), toBinary(CallbackEventSchema, event));
   }
 
-  /** Replaces a call only if nobody wrote it since `revision`. */
+  /** Replaces a call only if nobody wrote it since `revision`; KvConflictError otherwise. */
   async update(event: CallbackEvent, revision: number): Promise<void> {
-    try {
-      await this.kv.update(callKey(event.callId), toBinary(CallbackEventSchema, event), revision);
-    } catch (error) {
-      if (/wrong last sequence/i.test(String((error as Error)?.message))) {
-        throw new StaleRevisionError(`call ${event.callId} changed meanwhile`, { cause: error });
-      }
-      throw error;
-    }
+    await compareAndSet(() =>
+      this.kv.update(callKey(event.callId), toBinary(CallbackEventSchema, event), revision),
+    );
   }
 
   async wasBroadcast(callId: string): Promise<boolean> {

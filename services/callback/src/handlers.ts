@@ -4,7 +4,7 @@ import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { hasRole, type Principal, principalOf, Role, requireRole } from "@toolmesh/auth";
 import { Code, ConnectError, invalidField, notFound } from "@toolmesh/errors";
 import type { Logger } from "@toolmesh/log";
-import { decodeEvent, publishEvent, subjects, subjectToken } from "@toolmesh/nats";
+import { decodeEvent, KvConflictError, publishEvent, subjects, subjectToken } from "@toolmesh/nats";
 import {
   type CallbackEvent,
   CallbackEventSchema,
@@ -17,7 +17,7 @@ import {
   WatchResponseSchema,
 } from "@toolmesh/proto";
 import type { JetStreamClient, NatsConnection } from "nats";
-import { type CallStore, eventOf, StaleRevisionError } from "./call-store.js";
+import { type CallStore, eventOf } from "./call-store.js";
 import { isFinal, sameResult, statusWord } from "./normalise.js";
 
 /** May see every call, not only their own. */
@@ -114,7 +114,7 @@ export function createCallbackHandlers(deps: {
         try {
           await calls.update(event, stored.revision);
         } catch (error) {
-          if (error instanceof StaleRevisionError) continue;
+          if (error instanceof KvConflictError) continue;
           throw error;
         }
         await publishOutcome(event);

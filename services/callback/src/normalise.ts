@@ -8,6 +8,7 @@ import {
   type Outcome,
   TraceEventKind,
 } from "@toolmesh/proto";
+import { canonicalJson } from "@toolmesh/schema";
 
 /** The statuses a finished call can have. */
 export const finalStatuses: ReadonlySet<CallStatus> = new Set([
@@ -69,20 +70,8 @@ export function sameResult(a: CallbackEvent, b: CallbackEvent): boolean {
   return (
     a.status === b.status &&
     a.reason === b.reason &&
-    sortedJson(a.output ?? null) === sortedJson(b.output ?? null) &&
+    canonicalJson(a.output ?? null) === canonicalJson(b.output ?? null) &&
     ((a.error === undefined && b.error === undefined) ||
       (a.error !== undefined && b.error !== undefined && equals(CallErrorSchema, a.error, b.error)))
   );
-}
-
-function sortedJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(sortedJson).join(",")}]`;
-  if (value !== null && typeof value === "object") {
-    const o = value as Record<string, unknown>;
-    return `{${Object.keys(o)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${sortedJson(o[k])}`)
-      .join(",")}}`;
-  }
-  return JSON.stringify(value);
 }

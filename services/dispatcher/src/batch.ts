@@ -7,7 +7,7 @@ import {
   type DispatchResponse,
   type Principal,
 } from "@toolmesh/proto";
-import { type DispatchChain, type DispatchOptions, newTraceId } from "./chain.js";
+import { type DispatchChain, type DispatchOptions, newTraceId } from "./dispatch-chain.js";
 import type { ToolCatalog } from "./tool-catalog.js";
 
 /** Most calls one DispatchBatch may carry. */

@@ -7,6 +7,7 @@ import {
   AuditAction,
   type AuditRecord,
   AuditRecordSchema,
+  CallStatus,
   type Outcome,
   OutcomeSchema,
   type Principal,
@@ -14,6 +15,7 @@ import {
   TraceEventSchema,
 } from "@toolmesh/proto";
 import type { EventPublisher } from "./event-publisher.js";
+import type { CallEnd } from "./outcome.js";
 
 const SOURCE = "dispatcher";
 
@@ -134,6 +136,67 @@ export class CallRecord {
     );
   }
 
+  /** The records of a call refused before its tool ran: TOOL_REFUSED and its audit record. */
+  refused(
+    refusal: { code: string; message: string; reason: string },
+    args: JsonObject | undefined,
+    durationMs: number,
+  ): void {
+    this.trace(TraceEventKind.TOOL_REFUSED, { code: refusal.code, reason: refusal.reason });
+    this.audit({
+      action: AuditAction.TOOL_REFUSED,
+      status: CallStatus.REFUSED,
+      errorCode: refusal.code,
+      errorMessage: refusal.message,
+      reason: refusal.reason,
+      durationMs,
+      attempts: 0,
+      arguments: args,
+    });
+  }
+
+  /** The records of a call that ran: TOOL_RESULT, the TOOL_CALL audit record and the outcome. */
+  finished(
+    end: CallEnd,
+    run: { args: JsonObject; attempts: number; startedMs: number; finishedMs: number },
+  ): void {
+    const c = this.call;
+    const durationMs = run.finishedMs - run.startedMs;
+    this.trace(TraceEventKind.TOOL_RESULT, {
+      status: CallStatus[end.status],
+      duration_ms: durationMs,
+      attempts: run.attempts,
+      ...(end.error ? { error_code: end.error.code } : {}),
+      ...(end.reason ? { reason: end.reason } : {}),
+    });
+    this.audit({
+      action: AuditAction.TOOL_CALL,
+      status: end.status,
+      errorCode: end.error?.code ?? "",
+      errorMessage: end.error?.message ?? "",
+      reason: end.reason,
+      durationMs,
+      attempts: run.attempts,
+      arguments: run.args,
+    });
+    this.outcome({
+      callId: c.callId,
+      traceId: c.traceId,
+      parentId: c.parentId,
+      tool: c.tool,
+      agentId: c.principal.agentId,
+      userId: c.principal.userId,
+      status: end.status,
+      output: end.output,
+      error: end.error,
+      reason: end.reason,
+      durationMs,
+      attempts: run.attempts,
+      startedAt: timestampFromMs(run.startedMs),
+      finishedAt: timestampFromMs(run.finishedMs),
+    });
+  }
+
   /** Resolves once every record published so far is acked; rejects if any publish failed. */
   async flush(): Promise<void> {
     await Promise.all(this.pending);
@@ -145,5 +208,3 @@ export class CallRecord {
     this.pending.push(ack);
   }
 }
-
-export { AuditAction, TraceEventKind };

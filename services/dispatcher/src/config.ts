@@ -1,5 +1,5 @@
 import { authConfig } from "@toolmesh/auth";
-import { commonConfig, int, list, port } from "@toolmesh/config";
+import { type ConfigOf, commonConfig, int, list, port } from "@toolmesh/config";
 import { defaultSecretKeyPatterns } from "@toolmesh/log";
 
 /** Every setting of the Dispatcher, read from the environment. */
@@ -9,7 +9,6 @@ export const dispatcherConfig = {
   port: port("TOOLMESH_DISPATCHER_PORT", 7100),
   /** A second port serving DispatcherService over @grpc/grpc-js only (the fast path); -1 disables. */
   grpcPort: int("TOOLMESH_DISPATCHER_GRPC_PORT", -1, { min: -1, max: 65535 }),
-  /** How long a verified bearer token is remembered; 0 verifies every call. */
   defaultTimeoutMs: int("TOOLMESH_DEFAULT_TIMEOUT_MS", 30_000, { min: 1, max: 3_600_000 }),
   maxTimeoutMs: int("TOOLMESH_MAX_TIMEOUT_MS", 600_000, { min: 1, max: 3_600_000 }),
   idempotencyWindowMs: int("TOOLMESH_IDEMPOTENCY_WINDOW_MS", 24 * 60 * 60 * 1000, {
@@ -27,6 +26,4 @@ export const dispatcherConfig = {
   localStartTimeoutMs: int("TOOLMESH_LOCAL_START_TIMEOUT_MS", 15_000, { min: 100 }),
 };
 
-export type DispatcherConfig = {
-  [K in keyof typeof dispatcherConfig]: ReturnType<(typeof dispatcherConfig)[K]>;
-};
+export type DispatcherConfig = ConfigOf<typeof dispatcherConfig>;

@@ -1,5 +1,3 @@
-import { create, type DescMessage, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
-import { BinaryWriter } from "@bufbuild/protobuf/wire";
 import { ConnectError } from "@connectrpc/connect";
 import * as grpc from "@grpc/grpc-js";
 import { type Authenticator, bearerToken } from "@toolmesh/auth";
@@ -11,9 +9,9 @@ import {
   type DispatchRequest,
   type Principal,
 } from "@toolmesh/proto";
-import { grpcServiceDefinition } from "@toolmesh/sdk";
+import { grpcServiceDefinition, toGrpcServiceError } from "@toolmesh/server";
 import { runBatch } from "./batch.js";
-import type { DispatchChain, DispatchOptions } from "./chain.js";
+import type { DispatchChain, DispatchOptions } from "./dispatch-chain.js";
 import { cancelCall } from "./handlers.js";
 import type { RunningCalls } from "./running-calls.js";
 import type { ToolCatalog } from "./tool-catalog.js";
@@ -116,33 +114,6 @@ export async function listenGrpcPort(
 }
 
 function toServiceError(error: unknown, log: Logger): Partial<grpc.ServiceError> {
-  const ce = ConnectError.from(error);
   if (!(error instanceof ConnectError)) log.error({ err: error }, "unexpected error in Dispatch");
-  const metadata = new grpc.Metadata();
-  metadata.set("grpc-status-details-bin", Buffer.from(statusDetails(ce)));
-  return { code: ce.code as number as grpc.status, details: ce.rawMessage, metadata };
-}
-
-/** google.rpc.Status {code, message, details: Any[]}, encoded by hand (no runtime dependency). */
-function statusDetails(error: ConnectError): Uint8Array {
-  const writer = new BinaryWriter();
-  writer.tag(1, 0).int32(error.code);
-  writer.tag(2, 2).string(error.rawMessage);
-  for (const detail of error.details) {
-    let typeName: string;
-    let bytes: Uint8Array;
-    if ("desc" in detail) {
-      const d = detail as { desc: DescMessage; value: MessageInitShape<DescMessage> };
-      typeName = d.desc.typeName;
-      bytes = toBinary(d.desc, create(d.desc, d.value));
-    } else {
-      typeName = detail.type;
-      bytes = detail.value;
-    }
-    writer.tag(3, 2).fork();
-    writer.tag(1, 2).string(`type.googleapis.com/${typeName}`);
-    writer.tag(2, 2).bytes(bytes);
-    writer.join();
-  }
-  return writer.finish();
+  return toGrpcServiceError(ConnectError.from(error));
 }

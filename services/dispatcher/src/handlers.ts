@@ -12,7 +12,7 @@ import {
   StopToolResponseSchema,
 } from "@toolmesh/proto";
 import { runBatch } from "./batch.js";
-import type { DispatchChain } from "./chain.js";
+import type { DispatchChain } from "./dispatch-chain.js";
 import type { RunningCalls } from "./running-calls.js";
 import { type LocalRuntime, LocalStartError } from "./runtimes/local-runtime.js";
 import type { ToolCatalog } from "./tool-catalog.js";

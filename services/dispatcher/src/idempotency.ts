@@ -1,7 +1,7 @@
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import { kvKeyToken } from "@toolmesh/nats";
 import { type DispatchResponse, DispatchResponseSchema } from "@toolmesh/proto";
-import type { KV } from "nats";
+import type { KV, NatsConnection } from "nats";
 
 /** The KV bucket the Dispatcher owns: `idem.<agent>.<key>` → DispatchResponse, TTL = window. */
 export const DISPATCHER_BUCKET = "toolmesh-dispatcher";
@@ -19,6 +19,19 @@ function keyOf(agentId: string, key: string): string {
 /** Stored in NATS KV, so replays survive restarts and work across replicas. */
 export class KvIdempotencyStore implements IdempotencyStore {
   constructor(private readonly kv: KV) {}
+
+  /** Opens (or creates) the Dispatcher's bucket; keys live for the idempotency window. */
+  static async open(
+    nc: NatsConnection,
+    settings: { windowMs: number; replicas: number },
+  ): Promise<KvIdempotencyStore> {
+    const kv = await nc.jetstream().views.kv(DISPATCHER_BUCKET, {
+      ttl: settings.windowMs,
+      history: 1,
+      replicas: settings.replicas,
+    });
+    return new KvIdempotencyStore(kv);
+  }
 
   async get(agentId: string, key: string): Promise<DispatchResponse | undefined> {
     const entry = await this.kv.get(keyOf(agentId, key));

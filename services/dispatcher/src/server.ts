@@ -4,7 +4,7 @@ import type { Logger } from "@toolmesh/log";
 import { DispatcherService } from "@toolmesh/proto";
 import { createToolmeshServer, type ToolmeshServer } from "@toolmesh/server";
 import { CallRecorder } from "./call-recorder.js";
-import { DispatchChain, type PermissionGate } from "./chain.js";
+import { DispatchChain, type PermissionGate } from "./dispatch-chain.js";
 import type { EventPublisher } from "./event-publisher.js";
 import { type GrpcPort, listenGrpcPort } from "./grpc-port.js";
 import { createDispatcherHandlers } from "./handlers.js";
@@ -35,7 +35,8 @@ export interface DispatcherDeps {
   /** Publishes trace events, audit records and outcomes (a JetStreamPublisher). */
   publisher: EventPublisher;
   idempotency: IdempotencyStore;
-  auth: { interceptor: Interceptor; authenticate: Authenticator };
+  /** Verifies every RPC's bearer token (the interceptors) and the grpc-js port's. */
+  auth: { interceptors: Interceptor[]; authenticate: Authenticator };
   settings: DispatcherSettings;
   log: Logger;
 }
@@ -82,7 +83,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     services: [DispatcherService],
     log,
     readMaxBytes: settings.maxMessageBytes,
-    interceptors: [deps.auth.interceptor],
+    interceptors: deps.auth.interceptors,
     routes(router) {
       router.service(
         DispatcherService,

@@ -11,6 +11,13 @@ export interface ToolSource {
   values(): IterableIterator<Tool>;
 }
 
+/** What a permission decision needs of a tool. */
+export interface PolicyTool {
+  name: string;
+  requiredScopes: string[];
+  groups: string[];
+}
+
 /** The two validators of a tool, compiled once per schema hash. */
 export interface ToolValidators {
   input: ValidateFunction | undefined;
@@ -24,6 +31,7 @@ export interface ToolValidators {
 export class ToolCatalog {
   private readonly compiled = new ValidatorCache(2000);
   private readonly validators = new Map<string, ToolValidators>();
+  private readonly policyViews = new WeakMap<Tool, PolicyTool>();
 
   constructor(private readonly source: ToolSource) {}
 
@@ -37,6 +45,20 @@ export class ToolCatalog {
 
   all(): IterableIterator<Tool> {
     return this.source.values();
+  }
+
+  /** The tool as a permission decision reads it, built once per snapshot value. */
+  policyView(tool: Tool): PolicyTool {
+    let view = this.policyViews.get(tool);
+    if (!view) {
+      view = {
+        name: tool.spec?.name ?? "",
+        requiredScopes: tool.spec?.requiredScopes ?? [],
+        groups: tool.groups,
+      };
+      this.policyViews.set(tool, view);
+    }
+    return view;
   }
 
   /** Compiled validators of the tool (cached by schema hash); throws SchemaCompileError. */

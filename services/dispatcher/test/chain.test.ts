@@ -19,7 +19,7 @@ import {
 } from "@toolmesh/proto";
 import { beforeEach, describe, expect, it } from "vitest";
 import { CallRecorder } from "../src/call-recorder.js";
-import { DispatchChain, type PermissionGate } from "../src/chain.js";
+import { DispatchChain, type PermissionGate } from "../src/dispatch-chain.js";
 import type { EventPublisher } from "../src/event-publisher.js";
 import { MemoryIdempotencyStore } from "../src/idempotency.js";
 import { RunningCalls } from "../src/running-calls.js";

@@ -1,7 +1,7 @@
 import { clone, create } from "@bufbuild/protobuf";
 import { type Client, Code, ConnectError } from "@connectrpc/connect";
 import type { Logger } from "@toolmesh/log";
-import type { KvSnapshot } from "@toolmesh/nats";
+import { buckets, type SnapshotView } from "@toolmesh/nats";
 import { type RegistryService, type Tool, type ToolSchema, ToolSpecSchema } from "@toolmesh/proto";
 import type { HubClient, HubEntry } from "./hub-client.js";
 import { matchSlugs } from "./matcher.js";
@@ -10,7 +10,7 @@ const TOOL_PREFIX = "tools.";
 
 /** What the sync needs; the registry token is read per call, as it may appear after start. */
 export interface SyncDeps {
-  tools: KvSnapshot<typeof ToolSchema>;
+  tools: SnapshotView<typeof ToolSchema>;
   hub: HubClient;
   registry: Client<typeof RegistryService>;
   registryToken: () => string | undefined;
@@ -103,7 +103,7 @@ export class KnowhubSync {
     if (this.reconcileDeleted) {
       for (const entry of table) {
         for (const link of entry.links) {
-          if (!this.deps.tools.get(`${TOOL_PREFIX}${link.tool}`)) {
+          if (!this.deps.tools.get(buckets.registry.toolKey(link.tool))) {
             await this.deps.hub.deleteLink(entry.slug, link.tool);
           }
         }
@@ -124,7 +124,7 @@ export class KnowhubSync {
 
   private async syncTool(name: string, table: HubEntry[]): Promise<void> {
     const { hub, log } = this.deps;
-    const tool = this.deps.tools.get(`${TOOL_PREFIX}${name}`);
+    const tool = this.deps.tools.get(buckets.registry.toolKey(name));
     const slugs = tool?.spec ? matchSlugs(tool.spec, table) : [];
     if (tool?.spec && slugs.join("\n") !== [...tool.spec.knowhubSlugs].sort().join("\n")) {
       await this.writeBack(tool, slugs);

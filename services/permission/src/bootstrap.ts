@@ -12,7 +12,7 @@ import {
 } from "@toolmesh/auth";
 import type { Logger } from "@toolmesh/log";
 import { ApiKeyRecordSchema, ChangeType } from "@toolmesh/proto";
-import type { ChangePublisher } from "./events.js";
+import type { PermissionEvents } from "./events.js";
 import type { PermissionStore } from "./store.js";
 
 /** The agent id of the bootstrap keys' creator, as it appears in created_by and audit records. */
@@ -26,7 +26,7 @@ const BOOTSTRAP_AGENT = "toolmesh-bootstrap";
  */
 export async function bootstrapKeys(deps: {
   store: PermissionStore;
-  events: ChangePublisher;
+  events: PermissionEvents;
   dataDir: string;
   log: Logger;
 }): Promise<void> {
@@ -62,7 +62,7 @@ export async function bootstrapKeys(deps: {
     await writeFile(file, `${minted.token}\n`, { mode: 0o600 });
     // writeFile keeps the mode of a file that already exists (an older stack's token).
     await chmod(file, 0o600);
-    await deps.events.published(by, {
+    await deps.events.publish(by, {
       kind: "api_key",
       id: minted.id,
       type: ChangeType.PUT,

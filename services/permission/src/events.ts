@@ -1,15 +1,7 @@
-import { randomUUID } from "node:crypto";
-import { create, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
-import { timestampNow } from "@bufbuild/protobuf/wkt";
+import { create } from "@bufbuild/protobuf";
 import type { Logger } from "@toolmesh/log";
-import { publishEvent, subjects } from "@toolmesh/nats";
-import {
-  AuditAction,
-  AuditRecordSchema,
-  type ChangeType,
-  PermissionChangedSchema,
-  type Principal,
-} from "@toolmesh/proto";
+import { AdminEvents, subjects } from "@toolmesh/nats";
+import { type ChangeType, PermissionChangedSchema, type Principal } from "@toolmesh/proto";
 import type { JetStreamClient } from "nats";
 
 /** What changed: a grant or an API key, created or removed. */
@@ -21,61 +13,45 @@ export interface PermissionChange {
   reason: string;
 }
 
+/** Where Permission announces its writes. */
+export interface PermissionEvents {
+  publish(by: Principal, change: PermissionChange): Promise<void>;
+}
+
 /**
  * Publishes PermissionChanged on TOOLMESH_CHANGES and an ADMIN audit record on TOOLMESH_AUDIT
- * after a write. The bucket is the source of truth (every cache also watches it), so a failed
- * publish is logged, not turned into a failed RPC that a client would retry into a duplicate.
+ * after a write, through the shared admin-change publisher.
  */
-export class ChangePublisher {
-  constructor(
-    private readonly js: JetStreamClient,
-    private readonly log: Logger,
-  ) {}
+export class NatsPermissionEvents implements PermissionEvents {
+  private readonly events: AdminEvents;
 
-  async published(by: Principal, change: PermissionChange): Promise<void> {
-    const eventId = randomUUID();
-    const time = timestampNow();
-    await Promise.all([
-      this.publish(
-        subjects.permissionChanged(change.kind, change.id),
-        PermissionChangedSchema,
-        create(PermissionChangedSchema, {
-          type: change.type,
-          kind: change.kind,
-          id: change.id,
-          changedBy: by.agentId,
-          time,
-        }),
-        `${eventId}-change`,
-      ),
-      this.publish(
-        subjects.audit(by.agentId, ""),
-        AuditRecordSchema,
-        create(AuditRecordSchema, {
-          id: eventId,
-          time,
-          action: AuditAction.ADMIN,
-          agentId: by.agentId,
-          userId: by.userId,
-          roles: by.roles,
-          reason: change.reason,
-          source: "permission",
-        }),
-        eventId,
-      ),
-    ]);
+  constructor(js: JetStreamClient, log: Logger) {
+    this.events = new AdminEvents(js, log, "permission");
   }
 
-  private async publish<D extends DescMessage>(
-    subject: string,
-    schema: D,
-    value: MessageShape<D>,
-    msgId: string,
-  ): Promise<void> {
-    try {
-      await publishEvent(this.js, subject, schema, value, { msgId, timeoutMs: 5000 });
-    } catch (error) {
-      this.log.error({ err: error, subject }, "could not publish a permission event");
-    }
+  publish(by: Principal, change: PermissionChange): Promise<void> {
+    return this.events.publish(
+      {
+        subject: subjects.permissionChanged(change.kind, change.id),
+        schema: PermissionChangedSchema,
+        value: (time) =>
+          create(PermissionChangedSchema, {
+            type: change.type,
+            kind: change.kind,
+            id: change.id,
+            changedBy: by.agentId,
+            time,
+          }),
+      },
+      { by, reason: change.reason },
+    );
+  }
+}
+
+/** Keeps changes in memory, for handler tests. */
+export class RecordedPermissionEvents implements PermissionEvents {
+  readonly changes: { by: Principal; change: PermissionChange }[] = [];
+  async publish(by: Principal, change: PermissionChange): Promise<void> {
+    this.changes.push({ by, change });
   }
 }

@@ -12,6 +12,8 @@ import {
 } from "@toolmesh/auth";
 import { invalidField, notFound } from "@toolmesh/errors";
 import type { Logger } from "@toolmesh/log";
+import { checkPrincipalId } from "@toolmesh/names";
+import { buckets, type SnapshotView } from "@toolmesh/nats";
 import { compileGrant, coversTool, PolicyNotReadyError, type PolicyTool } from "@toolmesh/policy";
 import {
   type ApiKey,
@@ -29,22 +31,18 @@ import {
   PrincipalKind,
   RevokeApiKeyResponseSchema,
   RevokeResponseSchema,
+  type ToolSchema,
 } from "@toolmesh/proto";
-import type { ChangePublisher } from "./events.js";
-import { decodePageToken, encodePageToken, filterFingerprint, pageSize } from "./page-token.js";
+import { pageTokens } from "@toolmesh/server";
+import type { PermissionEvents } from "./events.js";
 import type { PermissionStore } from "./store.js";
-import type { ToolCatalog } from "./tool-catalog.js";
-import {
-  checkPrincipalId,
-  validateCheck,
-  validateCreateApiKey,
-  validateGrantSpec,
-} from "./validation.js";
+import { validateCheck, validateCreateApiKey, validateGrantSpec } from "./validation.js";
 
 export interface PermissionDeps {
   store: PermissionStore;
-  events: ChangePublisher;
-  tools: ToolCatalog;
+  events: PermissionEvents;
+  /** The Registry's tools, for the scopes and groups a decision needs (a followed snapshot). */
+  tools: SnapshotView<typeof ToolSchema>;
   log: Logger;
   /** The clock; tests may pin it. */
   now?: () => number;
@@ -68,9 +66,17 @@ function describeGrant(g: Grant): string {
   return `${c.allow ? "allow" : "deny"} ${kind} "${c.principalId}" scopes ${c.scopes.join(", ")} on ${c.pattern}`;
 }
 
+/** Grant and key ids are the page position of ListGrants and ListApiKeys. */
+const pages = pageTokens({ defaultSize: 100, maxSize: 1000, position: /^[a-f0-9]{1,40}$/ });
+
 /** The tool as the decision sees it, from the registry snapshot; NOT_FOUND when unknown. */
-function policyTool(tools: ToolCatalog, name: string): PolicyTool {
-  const tool = tools.get(name);
+function policyTool(tools: SnapshotView<typeof ToolSchema>, name: string): PolicyTool {
+  if (!tools.isReady)
+    throw new ConnectError(
+      "the registry snapshot is not loaded yet; retry shortly",
+      Code.Unavailable,
+    );
+  const tool = tools.get(buckets.registry.toolKey(name));
   if (!tool?.spec) throw notFound("tool", name, "register it with the Registry first");
   return { name, requiredScopes: tool.spec.requiredScopes, groups: tool.groups };
 }
@@ -96,7 +102,7 @@ export function createPermissionHandlers(
       });
       await store.createGrant(grant);
       deps.log.info({ grant_id: grant.id, by: caller.agentId }, "grant created");
-      await events.published(caller, {
+      await events.publish(caller, {
         kind: "grant",
         id: grant.id,
         type: ChangeType.PUT,
@@ -112,7 +118,7 @@ export function createPermissionHandlers(
       if (!(await store.deleteGrant(req.grantId)))
         throw notFound("grant", req.grantId, "list grants with ListGrants");
       deps.log.info({ grant_id: req.grantId, by: caller.agentId }, "grant revoked");
-      await events.published(caller, {
+      await events.publish(caller, {
         kind: "grant",
         id: req.grantId,
         type: ChangeType.DELETE,
@@ -128,14 +134,17 @@ export function createPermissionHandlers(
       if (byPrincipal) checkPrincipalId("principal.id", principal.id, true);
       if (req.resource.length > 128)
         throw invalidField("resource", "is longer than 128 characters");
-      const size = pageSize(req.pageSize);
-      const fingerprint = filterFingerprint([
+      const size = pages.pageSize(req.pageSize);
+      const fingerprint = pages.fingerprint([
         byPrincipal ? principal.kind : 0,
         byPrincipal ? principal.id : "",
         req.resource,
       ]);
-      const after = decodePageToken(req.pageToken, fingerprint);
-      const tool = req.resource ? deps.tools.find(req.resource) : undefined;
+      const after = pages.decode(req.pageToken, fingerprint);
+      const tool =
+        req.resource && deps.tools.isReady
+          ? deps.tools.get(buckets.registry.toolKey(req.resource))
+          : undefined;
       const asTool: PolicyTool | undefined = req.resource
         ? { name: req.resource, requiredScopes: [], groups: tool?.groups ?? [] }
         : undefined;
@@ -154,7 +163,7 @@ export function createPermissionHandlers(
       const last = page.at(-1);
       return create(ListGrantsResponseSchema, {
         grants: page,
-        nextPageToken: matches.length > size && last ? encodePageToken(last.id, fingerprint) : "",
+        nextPageToken: matches.length > size && last ? pages.encode(last.id, fingerprint) : "",
       });
     },
 
@@ -209,7 +218,7 @@ export function createPermissionHandlers(
         { key_id: apiKey.id, agent_id: apiKey.agentId, roles, by: caller.agentId },
         "API key created",
       );
-      await events.published(caller, {
+      await events.publish(caller, {
         kind: "api_key",
         id: apiKey.id,
         type: ChangeType.PUT,
@@ -224,7 +233,7 @@ export function createPermissionHandlers(
       const revoked = await store.revokeKey(req.id);
       if (!revoked) throw notFound("API key", req.id, "list keys with ListApiKeys");
       deps.log.info({ key_id: req.id, by: caller.agentId }, "API key revoked");
-      await events.published(caller, {
+      await events.publish(caller, {
         kind: "api_key",
         id: req.id,
         type: ChangeType.DELETE,
@@ -236,9 +245,9 @@ export function createPermissionHandlers(
     listApiKeys(req, ctx) {
       admin(ctx);
       if (req.agentId !== "") checkPrincipalId("agent_id", req.agentId, false);
-      const size = pageSize(req.pageSize);
-      const fingerprint = filterFingerprint([req.agentId, req.includeRevoked]);
-      const after = decodePageToken(req.pageToken, fingerprint);
+      const size = pages.pageSize(req.pageSize);
+      const fingerprint = pages.fingerprint([req.agentId, req.includeRevoked]);
+      const after = pages.decode(req.pageToken, fingerprint);
       const matches: ApiKey[] = [];
       for (const record of store.keys.values()) {
         const key = record.apiKey;
@@ -252,7 +261,7 @@ export function createPermissionHandlers(
       const last = page.at(-1);
       return create(ListApiKeysResponseSchema, {
         apiKeys: page,
-        nextPageToken: matches.length > size && last ? encodePageToken(last.id, fingerprint) : "",
+        nextPageToken: matches.length > size && last ? pages.encode(last.id, fingerprint) : "",
       });
     },
   };

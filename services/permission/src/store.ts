@@ -1,6 +1,12 @@
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import type { Logger } from "@toolmesh/log";
-import { buckets, ReconnectingKvSnapshot, type SnapshotChange } from "@toolmesh/nats";
+import {
+  buckets,
+  compareAndSet,
+  KvConflictError,
+  ReconnectingKvSnapshot,
+  type SnapshotChange,
+} from "@toolmesh/nats";
 import { PolicySnapshot } from "@toolmesh/policy";
 import {
   type ApiKey,
@@ -22,7 +28,7 @@ export const BOOTSTRAP_KEY = "meta.admin_bootstrapped";
  * snapshots (the same snapshots every other service keeps).
  */
 export class PermissionStore {
-  readonly policy: PolicySnapshot;
+  readonly policy: PolicySnapshot & { start(): Promise<void> };
   readonly keys: ReconnectingKvSnapshot<typeof ApiKeyRecordSchema>;
 
   constructor(
@@ -30,7 +36,7 @@ export class PermissionStore {
     readonly kv: KV,
     private readonly log: Logger,
   ) {
-    this.policy = new PolicySnapshot(kv, log, nc);
+    this.policy = PolicySnapshot.owned(nc, kv, log);
     this.keys = new ReconnectingKvSnapshot(
       nc,
       kv,
@@ -74,11 +80,18 @@ export class PermissionStore {
   /** Deletes a grant; false when there is none with the id. */
   async deleteGrant(id: string): Promise<boolean> {
     const key = buckets.permission.grantKey(id);
-    const entry = await this.kv.get(key);
-    if (entry?.operation !== "PUT") return false;
-    await this.kv.delete(key, { previousSeq: entry.revision });
-    await this.settle(this.policy.grants, () => this.policy.grants.get(key) === undefined);
-    return true;
+    for (;;) {
+      const entry = await this.kv.get(key);
+      if (entry?.operation !== "PUT") return false;
+      try {
+        await compareAndSet(() => this.kv.delete(key, { previousSeq: entry.revision }));
+      } catch (error) {
+        if (error instanceof KvConflictError) continue; // revoked or changed meanwhile
+        throw error;
+      }
+      await this.settle(this.policy.grants, () => this.policy.grants.get(key) === undefined);
+      return true;
+    }
   }
 
   async createKey(record: ApiKeyRecord): Promise<void> {
@@ -99,9 +112,11 @@ export class PermissionStore {
       if (record.apiKey.revoked) return record.apiKey;
       record.apiKey.revoked = true;
       try {
-        await this.kv.update(key, toBinary(ApiKeyRecordSchema, record), entry.revision);
+        await compareAndSet(() =>
+          this.kv.update(key, toBinary(ApiKeyRecordSchema, record), entry.revision),
+        );
       } catch (error) {
-        if (isWrongSequence(error)) continue; // changed under us; read it again
+        if (error instanceof KvConflictError) continue; // changed under us; read it again
         throw error;
       }
       await this.settle(this.keys, () => this.keys.get(key)?.apiKey?.revoked === true);
@@ -112,10 +127,10 @@ export class PermissionStore {
   /** Creates the bootstrap marker; false when another replica (or an earlier start) did. */
   async claimBootstrap(): Promise<boolean> {
     try {
-      await this.kv.create(BOOTSTRAP_KEY, new Uint8Array());
+      await compareAndSet(() => this.kv.create(BOOTSTRAP_KEY, new Uint8Array()));
       return true;
     } catch (error) {
-      if (isWrongSequence(error)) return false;
+      if (error instanceof KvConflictError) return false;
       throw error;
     }
   }
@@ -141,10 +156,4 @@ export class PermissionStore {
       });
     });
   }
-}
-
-/** True for the JetStream error of a create or update whose expected revision is stale. */
-export function isWrongSequence(error: unknown): boolean {
-  const text = String((error as { message?: string })?.message ?? error);
-  return text.includes("wrong last sequence") || text.includes("key exists");
 }

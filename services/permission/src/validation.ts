@@ -1,5 +1,13 @@
 import { type Timestamp, timestampMs } from "@bufbuild/protobuf/wkt";
 import { invalidField } from "@toolmesh/errors";
+import {
+  ANY_SCOPE,
+  checkPrincipalId,
+  checkRole,
+  checkScope,
+  checkToolName,
+  isToolName,
+} from "@toolmesh/names";
 import { ANY, globProblem } from "@toolmesh/policy";
 import {
   type CheckRequest,
@@ -10,48 +18,18 @@ import {
   ResourceKind,
 } from "@toolmesh/proto";
 
-/** Size limits of everything a caller writes. */
+/** Size limits of what a caller writes beyond names and ids (those are in @toolmesh/names). */
 export const limits = {
-  principalId: 128,
   scopes: 32,
-  scope: 64,
   description: 512,
   roles: 16,
-  role: 32,
   keyName: 128,
 } as const;
-
-/** A tool or group name, as the Registry accepts it. */
-export const TOOL_NAME = /^[a-z][a-z0-9_.-]{0,63}$/;
-/** Agent, user and principal ids: printable ASCII without spaces. */
-const PRINCIPAL_ID = /^[\x21-\x7e]+$/;
-/** A scope such as `read:data`, or `*` alone. */
-const SCOPE = /^[A-Za-z0-9_.:/-]+$/;
-/** A role name such as `admin` or `data-reader`. */
-const ROLE = /^[a-z][a-z0-9_-]*$/;
-
-/** Checks an id field; `wildcard` allows `*` (every principal of the kind). */
-export function checkPrincipalId(field: string, id: string, wildcard: boolean): void {
-  if (id === "") throw invalidField(field, "must not be empty");
-  if (id.length > limits.principalId)
-    throw invalidField(field, `is ${id.length} characters; at most ${limits.principalId} allowed`);
-  if (!PRINCIPAL_ID.test(id))
-    throw invalidField(field, "may contain only printable ASCII characters without spaces");
-  if (!wildcard && id.includes("*")) throw invalidField(field, "must not contain *");
-  if (wildcard && id.includes("*") && id !== ANY)
-    throw invalidField(field, "may be * (every principal of the kind) but not contain *");
-}
 
 function checkRoles(field: string, roles: string[]): void {
   if (roles.length > limits.roles)
     throw invalidField(field, `has ${roles.length} roles; at most ${limits.roles} allowed`);
-  for (const [i, role] of roles.entries()) {
-    if (role.length > limits.role || !ROLE.test(role))
-      throw invalidField(
-        `${field}[${i}]`,
-        `must be 1-${limits.role} characters of a-z, 0-9, _ and -, starting with a letter`,
-      );
-  }
+  for (const [i, role] of roles.entries()) checkRole(`${field}[${i}]`, role);
 }
 
 function checkFuture(field: string, expiresAt: Timestamp, nowMs: number): void {
@@ -75,10 +53,10 @@ export function validateGrantSpec(spec: GrantSpec | undefined, nowMs: number): G
   if (resource.kind === ResourceKind.GLOB) {
     const problem = globProblem(resource.pattern);
     if (problem) throw invalidField("grant.resource.pattern", `glob ${problem}`);
-  } else if (!TOOL_NAME.test(resource.pattern)) {
+  } else if (!isToolName(resource.pattern)) {
     throw invalidField(
       "grant.resource.pattern",
-      `must be a ${resource.kind === ResourceKind.TOOL ? "tool" : "group"} name: 1-64 characters of a-z, 0-9, _, . and -, starting with a letter (use kind GLOB for wildcards)`,
+      `must be a ${resource.kind === ResourceKind.TOOL ? "tool" : "group"} name: 1-64 characters of a-z, 0-9, _, - and single dots between parts, starting with a letter (use kind GLOB for wildcards)`,
     );
   }
 
@@ -92,13 +70,10 @@ export function validateGrantSpec(spec: GrantSpec | undefined, nowMs: number): G
   const seen = new Set<string>();
   for (const [i, scope] of spec.scopes.entries()) {
     const field = `grant.scopes[${i}]`;
-    if (scope === ANY) {
+    if (scope === ANY_SCOPE) {
       if (spec.scopes.length > 1) throw invalidField(field, "* covers every scope; list it alone");
-    } else if (scope === "" || scope.length > limits.scope || !SCOPE.test(scope)) {
-      throw invalidField(
-        field,
-        `must be 1-${limits.scope} characters of A-Z, a-z, 0-9, _, ., :, / and - (such as read:data), or * alone`,
-      );
+    } else {
+      checkScope(field, scope);
     }
     if (seen.has(scope)) throw invalidField(field, `repeats the scope ${scope}`);
     seen.add(scope);
@@ -140,11 +115,6 @@ export function validateCheck(req: CheckRequest): void {
   checkPrincipalId("agent_id", req.agentId, false);
   if (req.userId !== "") checkPrincipalId("user_id", req.userId, false);
   checkRoles("roles", req.roles);
-  if (!TOOL_NAME.test(req.tool))
-    throw invalidField(
-      "tool",
-      req.tool === ""
-        ? "must name the tool to check"
-        : "is not a tool name: 1-64 characters of a-z, 0-9, _, . and -, starting with a letter",
-    );
+  if (req.tool === "") throw invalidField("tool", "must name the tool to check");
+  checkToolName("tool", req.tool);
 }

@@ -328,8 +328,16 @@ describe("bad input", () => {
       { scopes: ["*", "read:data"] },
       "grant.scopes[0]: * covers every scope; list it alone",
     ],
-    ["bad scope", { scopes: ["read data"] }, "grant.scopes[0]: must be 1-64 characters"],
-    ["duplicate scope", { scopes: ["a", "a"] }, "grant.scopes[1]: repeats the scope a"],
+    [
+      "bad scope",
+      { scopes: ["read data"] },
+      'grant.scopes[0]: "read data" is not a scope; expected action:resource such as read:data',
+    ],
+    [
+      "duplicate scope",
+      { scopes: ["read:a", "read:a"] },
+      "grant.scopes[1]: repeats the scope read:a",
+    ],
     [
       "too many scopes",
       { scopes: Array.from({ length: 40 }, (_, i) => `s${i}`) },
@@ -404,7 +412,7 @@ describe("bad input", () => {
       [
         () => stack.client.check({ agentId: "a1", tool: "Data Query" }, admin()),
         Code.InvalidArgument,
-        "tool: is not a tool name",
+        'tool: "Data Query" is not a valid name',
       ],
       [
         () => stack.client.check({ agentId: "a1", tool: "no.such.tool" }, admin()),
@@ -434,7 +442,7 @@ describe("bad input", () => {
       [
         () => stack.client.listGrants({ pageToken: "garbage!" }, admin()),
         Code.InvalidArgument,
-        "page_token: is not a token this server issued",
+        "page_token: malformed page token",
       ],
       [
         () => stack.client.listGrants({ pageSize: 5000 }, admin()),

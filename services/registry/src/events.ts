@@ -1,18 +1,7 @@
-import { randomUUID } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
-import { timestampNow } from "@bufbuild/protobuf/wkt";
 import type { Logger } from "@toolmesh/log";
-import { publishEvent, subjects } from "@toolmesh/nats";
-import {
-  AuditAction,
-  type AuditRecord,
-  AuditRecordSchema,
-  CallStatus,
-  type ChangeType,
-  type Principal,
-  type RegistryChanged,
-  RegistryChangedSchema,
-} from "@toolmesh/proto";
+import { AdminEvents, subjects } from "@toolmesh/nats";
+import { type ChangeType, type Principal, RegistryChangedSchema } from "@toolmesh/proto";
 import type { JetStreamClient } from "nats";
 
 /** One write the registry made, as told to the rest of the system. */
@@ -28,79 +17,41 @@ export interface RegistryWrite {
 
 /** Where the registry announces its writes: a RegistryChanged event and an admin audit record. */
 export interface RegistryEvents {
-  written(write: RegistryWrite): Promise<void>;
+  publish(write: RegistryWrite): Promise<void>;
 }
 
-/** The two messages a write produces. */
-export function eventsOf(write: RegistryWrite): { changed: RegistryChanged; audit: AuditRecord } {
-  const time = timestampNow();
-  return {
-    changed: create(RegistryChangedSchema, {
-      type: write.type,
-      kind: write.kind,
-      name: write.name,
-      revision: BigInt(write.revision),
-      changedBy: write.by.agentId,
-      time,
-    }),
-    audit: create(AuditRecordSchema, {
-      id: randomUUID(),
-      time,
-      action: AuditAction.ADMIN,
-      tool: write.name,
-      agentId: write.by.agentId,
-      userId: write.by.userId,
-      roles: [...write.by.roles],
-      status: CallStatus.SUCCESS,
-      reason: write.reason,
-      source: "registry",
-    }),
-  };
-}
-
-/**
- * Publishes to TOOLMESH_CHANGES and TOOLMESH_AUDIT and waits for both acks. The write is already
- * stored when this runs, so a failed publish is logged, not returned to the caller.
- */
+/** Publishes to TOOLMESH_CHANGES and TOOLMESH_AUDIT through the shared admin-change publisher. */
 export class NatsRegistryEvents implements RegistryEvents {
-  constructor(
-    private readonly js: JetStreamClient,
-    private readonly log: Logger,
-  ) {}
+  private readonly events: AdminEvents;
 
-  async written(write: RegistryWrite): Promise<void> {
-    const { changed, audit } = eventsOf(write);
-    const results = await Promise.allSettled([
-      publishEvent(
-        this.js,
-        subjects.registryChanged(write.kind, write.name),
-        RegistryChangedSchema,
-        changed,
-      ),
-      publishEvent(
-        this.js,
-        subjects.audit(write.by.agentId, write.name),
-        AuditRecordSchema,
-        audit,
-        {
-          msgId: audit.id,
-        },
-      ),
-    ]);
-    for (const result of results) {
-      if (result.status === "rejected")
-        this.log.error(
-          { err: result.reason, kind: write.kind, name: write.name },
-          "could not publish a registry event",
-        );
-    }
+  constructor(js: JetStreamClient, log: Logger) {
+    this.events = new AdminEvents(js, log, "registry");
+  }
+
+  publish(write: RegistryWrite): Promise<void> {
+    return this.events.publish(
+      {
+        subject: subjects.registryChanged(write.kind, write.name),
+        schema: RegistryChangedSchema,
+        value: (time) =>
+          create(RegistryChangedSchema, {
+            type: write.type,
+            kind: write.kind,
+            name: write.name,
+            revision: BigInt(write.revision),
+            changedBy: write.by.agentId,
+            time,
+          }),
+      },
+      { by: write.by, tool: write.name, reason: write.reason },
+    );
   }
 }
 
 /** Keeps events in memory, for handler tests. */
 export class RecordedEvents implements RegistryEvents {
   readonly writes: RegistryWrite[] = [];
-  async written(write: RegistryWrite): Promise<void> {
+  async publish(write: RegistryWrite): Promise<void> {
     this.writes.push(write);
   }
 }

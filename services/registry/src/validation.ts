@@ -1,5 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import { invalidField } from "@toolmesh/errors";
+import { checkScope, checkToolName } from "@toolmesh/names";
 import {
   type Group,
   GroupSchema,
@@ -11,13 +12,11 @@ import { SchemaCompileError, schemaHash, type ValidatorCache } from "@toolmesh/s
 
 /** Size limits of a tool or group; a value over a limit is INVALID_ARGUMENT naming the field. */
 export const limits = {
-  nameLength: 64,
   versionLength: 64,
   descriptionBytes: 4096,
   categoryLength: 64,
   schemaBytes: 64 * 1024,
   scopes: 32,
-  scopeLength: 128,
   knowhubSlugs: 32,
   knowhubSlugLength: 256,
   labels: 32,
@@ -45,26 +44,11 @@ export const limits = {
   groupExampleBytes: 16 * 1024,
 } as const;
 
-const NAME = /^[a-z][a-z0-9_.-]*$/;
-const SCOPE = /^[a-z][a-z0-9_-]*:[a-z0-9_.*-]+$/;
 const ENV_KEY = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const LABEL_KEY = /^[a-z0-9]([a-z0-9_./-]*[a-z0-9])?$/;
 
 const utf8 = new TextEncoder();
-
-/** Checks a tool or group name; the error names `field`. */
-export function checkName(field: string, name: string): void {
-  if (name === "") throw invalidField(field, "is required");
-  if (name.length > limits.nameLength)
-    throw invalidField(field, `is ${name.length} characters; at most ${limits.nameLength} allowed`);
-  if (!NAME.test(name) || name.includes("..") || name.endsWith(".")) {
-    throw invalidField(
-      field,
-      `"${name}" is not a valid name: use lowercase letters, digits, _ - and single dots between parts, starting with a letter (for example data.query)`,
-    );
-  }
-}
 
 function maxLength(field: string, value: string, max: number): void {
   if (value.length > max)
@@ -87,7 +71,7 @@ export interface CheckedSpec {
  */
 export function checkToolSpec(spec: ToolSpec | undefined, validators: ValidatorCache): CheckedSpec {
   if (!spec) throw invalidField("tool", "is required");
-  checkName("tool.name", spec.name);
+  checkToolName("tool.name", spec.name);
   maxLength("tool.version", spec.version, limits.versionLength);
   if (spec.description.trim() === "")
     throw invalidField(
@@ -109,13 +93,7 @@ export function checkToolSpec(spec: ToolSpec | undefined, validators: ValidatorC
 
   maxCount("tool.required_scopes", spec.requiredScopes.length, limits.scopes);
   spec.requiredScopes.forEach((scope, i) => {
-    const field = `tool.required_scopes[${i}]`;
-    maxLength(field, scope, limits.scopeLength);
-    if (!SCOPE.test(scope))
-      throw invalidField(
-        field,
-        `"${scope}" is not a scope; expected action:resource such as read:data`,
-      );
+    checkScope(`tool.required_scopes[${i}]`, scope);
   });
   if (new Set(spec.requiredScopes).size !== spec.requiredScopes.length)
     throw invalidField("tool.required_scopes", "lists a scope twice");
@@ -273,7 +251,7 @@ function checkRuntime(spec: ToolSpec): void {
 /** Validates a group as written by an operator; tool existence is checked by the handler. */
 export function checkGroup(group: Group | undefined): Group {
   if (!group) throw invalidField("group", "is required");
-  checkName("group.name", group.name);
+  checkToolName("group.name", group.name);
   const descriptionBytes = utf8.encode(group.description).length;
   if (descriptionBytes > limits.descriptionBytes)
     throw invalidField(
@@ -289,7 +267,7 @@ export function checkGroup(group: Group | undefined): Group {
   maxCount("group.tools", group.tools.length, limits.groupTools);
   const seen = new Set<string>();
   group.tools.forEach((name, i) => {
-    checkName(`group.tools[${i}]`, name);
+    checkToolName(`group.tools[${i}]`, name);
     if (seen.has(name))
       throw invalidField(
         "group.tools",

@@ -25,6 +25,8 @@ export const allowAll: ToolVisibility = {
 /** What policyVisibility needs of a PolicySnapshot (@toolmesh/policy). */
 export interface PolicyDecider {
   readonly isReady: boolean;
+  /** True while the Permission service has not created its bucket: no grants exist yet. */
+  readonly noGrantsYet: boolean;
   decide(
     subject: { agentId: string; userId: string; roles: string[] },
     tool: { name: string; requiredScopes: string[]; groups: string[] },
@@ -34,14 +36,13 @@ export interface PolicyDecider {
 
 /**
  * An agent sees a tool when the grant snapshot allows it (and the user it acts for) to call it.
- * `policy()` is undefined while the permission bucket does not exist: no grants, nothing visible.
+ * Before the permission bucket exists there are no grants, so nothing is visible.
  */
-export function policyVisibility(policy: () => PolicyDecider | undefined): ToolVisibility {
+export function policyVisibility(policy: PolicyDecider): ToolVisibility {
   return {
     canUse(principal, tool) {
-      const snapshot = policy();
-      if (!snapshot?.isReady) return false;
-      return snapshot.decide(
+      if (!policy.isReady) return false;
+      return policy.decide(
         { agentId: principal.agentId, userId: principal.userId, roles: principal.roles },
         {
           name: tool.spec?.name ?? "",
@@ -51,8 +52,7 @@ export function policyVisibility(policy: () => PolicyDecider | undefined): ToolV
       ).allowed;
     },
     ready() {
-      const snapshot = policy();
-      return snapshot === undefined || snapshot.isReady;
+      return policy.isReady || policy.noGrantsYet;
     },
   };
 }

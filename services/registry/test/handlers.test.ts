@@ -15,7 +15,7 @@ import { schemaHash, ValidatorCache } from "@toolmesh/schema";
 import { beforeEach, describe, expect, it } from "vitest";
 import { RecordedEvents } from "../src/events.js";
 import { createRegistryHandlers } from "../src/handlers.js";
-import { MemoryRegistryStore } from "../src/store.js";
+import { MemoryRegistryStore } from "../src/memory-store.js";
 import { denyAll, type ToolVisibility } from "../src/visibility.js";
 
 type Spec = MessageInitShape<typeof ToolSpecSchema>;
@@ -637,7 +637,7 @@ describe("ListTools", () => {
     const malformed = await failure(c.listTools({ pageToken: "not-a-token" }, admin));
     expect(malformed.code).toBe(Code.InvalidArgument);
     expect(malformed.rawMessage).toBe(
-      "page_token: is malformed; pass the next_page_token of the previous response unchanged",
+      "page_token: malformed page token; pass the next_page_token of the previous response unchanged, or omit it for the first page",
     );
     const tooBig = await failure(c.listTools({ pageSize: 501 }, admin));
     expect(tooBig.rawMessage).toBe("page_size: is 501; at most 500 allowed");

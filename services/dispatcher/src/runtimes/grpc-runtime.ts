@@ -6,7 +6,7 @@ import {
   type InvokeResponse,
   ToolBackendService,
 } from "@toolmesh/proto";
-import { grpcServiceDefinition } from "@toolmesh/sdk";
+import { grpcServiceDefinition } from "@toolmesh/server";
 import {
   type Attempt,
   type AttemptResult,

@@ -16,7 +16,7 @@ import {
   type RuntimeStatus,
   RuntimeStatusSchema,
 } from "@toolmesh/proto";
-import { grpcServiceDefinition } from "@toolmesh/sdk";
+import { grpcServiceDefinition } from "@toolmesh/server";
 import { failure, type GrpcRuntime } from "./grpc-runtime.js";
 import type { RemoteRuntime } from "./remote-runtime.js";
 import type { Attempt, AttemptResult, ToolRuntime } from "./runtime.js";

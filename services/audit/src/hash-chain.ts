@@ -1,18 +1,7 @@
 import { createHash } from "node:crypto";
 import { create, toJson } from "@bufbuild/protobuf";
 import { type AuditRecord, AuditRecordSchema } from "@toolmesh/proto";
-
-/** JSON with object keys sorted at every depth: the same record always gives the same text. */
-export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
-  if (value !== null && typeof value === "object") {
-    const keys = Object.keys(value as Record<string, unknown>).sort();
-    return `{${keys
-      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`)
-      .join(",")}}`;
-  }
-  return JSON.stringify(value);
-}
+import { canonicalJson } from "@toolmesh/schema";
 
 /**
  * The chain hash of a record: SHA-256 hex of the canonical Protobuf JSON of the record with

@@ -1,0 +1,64 @@
+import { createHash } from "node:crypto";
+import { invalidField } from "@toolmesh/errors";
+
+/** Page tokens of one list RPC: sizes, and a position tied to the filters it was issued for. */
+export interface PageTokens {
+  /** A page size from a request: 0 means the default; over the maximum is INVALID_ARGUMENT. */
+  pageSize(requested: number): number;
+  /** A short digest of a request's filters (in a fixed order); a token is valid only with the same. */
+  fingerprint(filters: unknown): string;
+  /** An opaque token: where the next page starts, and the filter fingerprint. */
+  encode(position: string, fingerprint: string): string;
+  /** The position ("" for no token); INVALID_ARGUMENT for a token not issued here or for other filters. */
+  decode(token: string, fingerprint: string): string;
+}
+
+/** Longest token accepted before any decoding. */
+const MAX_TOKEN_LENGTH = 512;
+
+/**
+ * Page tokens for a list RPC. `position` checks the decoded position (an id, a name, a
+ * sequence), so a forged token cannot smuggle anything else into a query.
+ */
+export function pageTokens(options: {
+  defaultSize: number;
+  maxSize: number;
+  position: RegExp;
+}): PageTokens {
+  const malformed = () =>
+    invalidField(
+      "page_token",
+      "malformed page token; pass the next_page_token of the previous response unchanged, or omit it for the first page",
+    );
+  return {
+    pageSize(requested) {
+      if (requested === 0) return options.defaultSize;
+      if (requested > options.maxSize)
+        throw invalidField("page_size", `is ${requested}; at most ${options.maxSize} allowed`);
+      return requested;
+    },
+    fingerprint(filters) {
+      return createHash("sha256").update(JSON.stringify(filters)).digest("base64url").slice(0, 16);
+    },
+    encode(position, fingerprint) {
+      return Buffer.from(JSON.stringify({ p: position, f: fingerprint })).toString("base64url");
+    },
+    decode(token, fingerprint) {
+      if (token === "") return "";
+      if (token.length > MAX_TOKEN_LENGTH || !/^[A-Za-z0-9_-]+$/.test(token)) throw malformed();
+      let value: { p?: unknown; f?: unknown } | undefined;
+      try {
+        value = JSON.parse(Buffer.from(token, "base64url").toString("utf8"));
+      } catch {
+        throw malformed();
+      }
+      if (typeof value?.p !== "string" || !options.position.test(value.p)) throw malformed();
+      if (value.f !== fingerprint)
+        throw invalidField(
+          "page_token",
+          "was issued for different filters; repeat the request with the same filters, or start again without a page_token",
+        );
+      return value.p;
+    },
+  };
+}

@@ -1,0 +1,121 @@
+import type { Interceptor } from "@connectrpc/connect";
+import { type AuthConfig, type Authenticator, startServiceAuth } from "@toolmesh/auth";
+import { type CommonConfig, loadConfig, loadOrExit, type Reader } from "@toolmesh/config";
+import { createLogger, type Logger } from "@toolmesh/log";
+import { connectNats, ensureStream, streamDefinitions } from "@toolmesh/nats";
+import { type ListeningServer, onShutdown, type ToolmeshServer } from "@toolmesh/server";
+import type { JetStreamClient, JetStreamManager, NatsConnection } from "nats";
+
+type StreamName = keyof ReturnType<typeof streamDefinitions>;
+
+/** The settings runService reads itself. */
+type ServiceConfig = CommonConfig & { port?: number };
+
+/** What a service's start function gets: its settings and a connected bus. */
+export interface ServiceContext<C> {
+  config: C;
+  log: Logger;
+  nc: NatsConnection;
+  js: JetStreamClient;
+  jsm: JetStreamManager;
+  /** Every stream definition, with the replicas and retention the configuration sets. */
+  streams: ReturnType<typeof streamDefinitions>;
+  /**
+   * Starts verifying bearer tokens (JWTs, and API keys from the permission bucket) and returns
+   * what a server needs to authenticate every RPC; stopped at shutdown. Call it once the
+   * service's own buckets exist.
+   */
+  authenticatedRpc(): Promise<RpcOptions>;
+}
+
+/** What every toolmesh server is built with. */
+export interface RpcOptions {
+  log: Logger;
+  interceptors: Interceptor[];
+  /** Largest request accepted (RESOURCE_EXHAUSTED beyond). */
+  readMaxBytes: number;
+  authenticate: Authenticator;
+}
+
+/** What a started service hands back: its server (if it has a port) and how to stop it. */
+export interface RunningService {
+  /** Served on config.port; a subscriber without RPCs has none and logs "ready" instead. */
+  server?: ToolmeshServer;
+  /** Fields of the "ready" line of a service without a server. */
+  ready?: Record<string, unknown>;
+  /** Runs once the server listens (a second port opens after the main one …). */
+  listening?(): Promise<void>;
+  /** Runs alongside the server's drain, when shutdown begins (a second port closes too …). */
+  draining?(): Promise<void>;
+  /** Stops what start() started, after the server stopped taking calls; NATS drains after. */
+  stop(): Promise<void> | void;
+}
+
+/** A toolmesh process: its name, its settings, the streams it uses and how it starts. */
+export interface ServiceSpec<C extends ServiceConfig> {
+  /** The process name: the logger's `service` and the NATS connection name `toolmesh-<name>`. */
+  name: string;
+  config: { [K in keyof C]: Reader<C[K]> };
+  /** Streams it publishes to or consumes, created or updated before start(). */
+  streams?: StreamName[];
+  start(context: ServiceContext<C>): Promise<RunningService>;
+}
+
+/**
+ * Runs a service the way every toolmesh process runs: reads its configuration (a bad value exits
+ * with code 2 naming the variable), connects to NATS, ensures its streams with the configured
+ * retention, starts it, listens, and on SIGTERM or SIGINT stops taking calls, stops it and
+ * drains NATS.
+ */
+export async function runService<C extends ServiceConfig>(spec: ServiceSpec<C>): Promise<void> {
+  const config = loadOrExit(() => loadConfig<C>(spec.config));
+  const log = createLogger(spec.name, config.logLevel);
+  const nc = await connectNats({ url: config.natsUrl, name: `toolmesh-${spec.name}`, log });
+  const jsm = await nc.jetstreamManager();
+  const streams = streamDefinitions({
+    replicas: config.jetstreamReplicas,
+    maxAgeMs: config.streamMaxAgeDays * 24 * 60 * 60 * 1000,
+  });
+  for (const name of spec.streams ?? []) await ensureStream(jsm, streams[name]);
+  const stops: (() => void)[] = [];
+  const authenticatedRpc = async (): Promise<RpcOptions> => {
+    if (!hasAuthSettings(config))
+      throw new Error(`${spec.name}: authenticatedRpc needs authConfig in its configuration`);
+    const auth = await startServiceAuth({ config, nc, log });
+    stops.push(() => auth.stop());
+    return {
+      log,
+      interceptors: [auth.interceptor],
+      readMaxBytes: config.maxMessageBytes,
+      authenticate: auth.authenticate,
+    };
+  };
+  const running = await spec.start({
+    config,
+    log,
+    nc,
+    js: nc.jetstream(),
+    jsm,
+    streams,
+    authenticatedRpc,
+  });
+  let listening: ListeningServer | undefined;
+  if (running.server) {
+    listening = await running.server.listen(config.port ?? 0, config.host);
+    await running.listening?.();
+  } else {
+    // No RPC port: the launcher and tests wait for this line.
+    log.info(running.ready ?? {}, "ready");
+  }
+  onShutdown(log, async () => {
+    await Promise.all([listening?.close(), running.draining?.()]);
+    await running.stop();
+    for (const stop of stops) stop();
+    await nc.drain();
+  });
+}
+
+/** True when the configuration spreads authConfig (every service with RPCs does). */
+function hasAuthSettings(config: ServiceConfig): config is ServiceConfig & AuthConfig {
+  return typeof (config as Partial<AuthConfig>).jwtIssuer === "string";
+}
