@@ -15,6 +15,15 @@ if ! npm ci --no-audit --no-fund; then
   npm install --no-save --no-audit --no-fund
 fi
 
+# The devDependency `node` puts the pinned Node (package.json) at node_modules/.bin/node, which
+# npm run and npx put first on PATH: every script and test runs on it, whatever node the machine has.
+if ! pinned_node=$(node_modules/.bin/node --version 2>/dev/null); then
+  echo "setup: node_modules/.bin/node is missing: the node package's install script did not run." >&2
+  echo "setup: allow it (package.json allowScripts) and run npm run setup again." >&2
+  exit 1
+fi
+say "Node $pinned_node (node_modules/.bin/node) runs every npm script and test"
+
 if ! command -v nats-server >/dev/null 2>&1; then
   say "nats-server is not on PATH; installing Debian's nats-server package"
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

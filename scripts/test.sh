@@ -4,6 +4,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/tools.sh
 
+# npm test puts node_modules/.bin first on PATH, so this is the pinned Node, not the machine's.
+echo "== node $(node --version) ($(command -v node))"
+if [ "$(node -p 'process.versions.node.split(".")[0]')" -lt 22 ]; then
+  echo "test: toolmesh needs Node 22 or newer; run it through npm test after npm run setup" >&2
+  exit 1
+fi
+
 echo "== buf lint"
 npx buf lint
 echo "== biome"
