@@ -1,12 +1,22 @@
 # One image for every toolmesh service; docker-compose.yml picks the service with SERVICE.
-FROM node:20-bookworm-slim
+# The build stage type-checks the sources with tsc and bundles each service into plain
+# JavaScript, dist/<service>.mjs (npm run build); the image runs those with Node alone.
+FROM node:24-bookworm-slim AS build
+WORKDIR /app
+COPY . .
+# --ignore-scripts also skips the download of the pinned `node` devDependency (and its bin link):
+# the image's own Node 24 runs the build.
+RUN npm ci --ignore-scripts --no-audit --no-fund
+RUN npm run typecheck && npm run build
+
+FROM node:24-bookworm-slim
 WORKDIR /app
 ENV NODE_ENV=production TOOLMESH_HOST=0.0.0.0 TOOLMESH_DATA_DIR=/data
-COPY package.json package-lock.json tsconfig.json ./
-COPY libs ./libs
-COPY services ./services
-RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm install --no-save --ignore-scripts tsx@4
+# Only the npm packages the bundles import; the workspace code is inside the bundles.
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
+COPY --from=build /app/dist ./dist
 RUN mkdir -p /data && chown node:node /data
 USER node
 ENV SERVICE=registry
-CMD ["sh", "-c", "exec node --import tsx services/$SERVICE/src/main.ts"]
+CMD ["sh", "-c", "exec node --enable-source-maps dist/$SERVICE.mjs"]

@@ -1,0 +1,89 @@
+// npm run build: every service as one plain JavaScript file, dist/<service>.mjs, which Node runs
+// without tsx. The workspace packages (libs/*) export TypeScript sources, so a per-file emit
+// could not be run as is; esbuild inlines them and leaves every npm package to node_modules.
+// Type checking is `npm run typecheck` (tsc), which the image's build stage runs first.
+import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { isBuiltin } from "node:module";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { build, type Plugin } from "esbuild";
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const outdir = path.join(root, "dist");
+
+const services = readdirSync(path.join(root, "services"), { withFileTypes: true })
+  .filter((entry) => entry.isDirectory())
+  .map((entry) => entry.name)
+  .filter((name) => existsSync(path.join(root, "services", name, "src", "main.ts")))
+  .sort();
+
+// The image installs only `dependencies` (npm ci --omit=dev); a bundle importing anything else
+// would start fine here and fail in the container, so the build refuses it.
+const manifest = JSON.parse(readFileSync(path.join(root, "package.json"), "utf8")) as {
+  dependencies?: Record<string, string>;
+};
+const runtimePackages = new Set(Object.keys(manifest.dependencies ?? {}));
+const WORKSPACE_SCOPE = "@toolmesh/";
+
+function packageName(specifier: string): string {
+  const parts = specifier.split("/");
+  return specifier.startsWith("@") ? parts.slice(0, 2).join("/") : (parts[0] ?? specifier);
+}
+
+const missing = new Map<string, Set<string>>();
+const npmPackagesExternal: Plugin = {
+  name: "npm-packages-external",
+  setup(pluginBuild) {
+    pluginBuild.onResolve({ filter: /^[^./]/ }, (args) => {
+      if (args.kind === "entry-point" || args.path.startsWith(WORKSPACE_SCOPE)) return undefined;
+      if (isBuiltin(args.path)) return { path: args.path, external: true };
+      const name = packageName(args.path);
+      if (!runtimePackages.has(name)) {
+        const importers = missing.get(name) ?? new Set<string>();
+        importers.add(path.relative(root, args.importer));
+        missing.set(name, importers);
+      }
+      return { path: args.path, external: true };
+    });
+  },
+};
+
+const started = Date.now();
+const result = await build({
+  absWorkingDir: root,
+  entryPoints: Object.fromEntries(
+    services.map((name) => [name, path.join("services", name, "src", "main.ts")]),
+  ),
+  outdir,
+  outExtension: { ".js": ".mjs" },
+  bundle: true,
+  platform: "node",
+  format: "esm",
+  // The oldest Node line package.json's engines allows.
+  target: "node22",
+  sourcemap: true,
+  // Error classes and handlers keep their names in logs even where two modules share one.
+  keepNames: true,
+  plugins: [npmPackagesExternal],
+  logLevel: "warning",
+  metafile: true,
+});
+
+if (missing.size > 0) {
+  for (const [name, importers] of missing) {
+    process.stderr.write(
+      `build: ${name} is imported by ${[...importers].join(", ")} but is not in package.json dependencies (the image installs only those)\n`,
+    );
+  }
+  process.exit(1);
+}
+
+// A service that no longer exists must not leave a bundle behind that looks current.
+const written = new Set(Object.keys(result.metafile.outputs).map((file) => path.basename(file)));
+for (const file of readdirSync(outdir)) {
+  if (/\.mjs(\.map)?$/.test(file) && !written.has(file)) rmSync(path.join(outdir, file));
+}
+
+process.stdout.write(
+  `build: ${services.map((name) => `dist/${name}.mjs`).join(", ")} in ${Date.now() - started} ms\n`,
+);
