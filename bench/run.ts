@@ -1,8 +1,8 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import os, { tmpdir } from "node:os";
+import { writeFile } from "node:fs/promises";
+import os from "node:os";
 import path from "node:path";
 import { create } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
@@ -18,20 +18,12 @@ import {
   type InvokeRequest,
   InvokeRequestSchema,
   type InvokeResponse,
-  PermissionService,
   PrincipalKind,
   ResourceKind,
   ToolBackendService,
 } from "@toolmesh/proto";
 import { grpcServiceDefinition } from "@toolmesh/sdk";
-import {
-  LineWatcher,
-  repoRoot,
-  type ServiceProcess,
-  startNats,
-  startService,
-} from "@toolmesh/testkit";
-import { SignJWT } from "jose";
+import { LineWatcher, repoRoot, startStack } from "@toolmesh/testkit";
 
 // npm run bench: the raw grpc-js echo baseline against the full chain, at concurrency 1 and 64.
 // Every process (nats-server, permission, registry, dispatcher, backends) is started here.
@@ -185,35 +177,17 @@ async function spawnScript(
 
 const cleanups: (() => Promise<unknown> | unknown)[] = [];
 async function main(): Promise<void> {
-  const nats = await startNats();
-  cleanups.push(() => nats.destroy());
-  const dataDir = await mkdtemp(path.join(tmpdir(), "toolmesh-bench-"));
-  cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
-  const jwtSecret = randomBytes(32).toString("hex");
-  const common = { NATS_URL: nats.url, TOOLMESH_DATA_DIR: dataDir, TOOLMESH_JWT_SECRET: jwtSecret };
-  const services: ServiceProcess[] = [];
-  cleanups.push(() => Promise.all(services.map((s) => s.stop())));
-  const permission = await startService("permission", { ...common, TOOLMESH_PERMISSION_PORT: "0" });
-  services.push(permission);
-  const registry = await startService("registry", { ...common, TOOLMESH_REGISTRY_PORT: "0" });
-  services.push(registry);
-  const dispatcher = await startService("dispatcher", {
-    ...common,
-    TOOLMESH_DISPATCHER_PORT: "0",
-    TOOLMESH_DISPATCHER_GRPC_PORT: "0",
-    // BENCH_PROFILE_DIR=/tmp/prof writes a CPU profile of the dispatcher when it stops.
-    ...(process.env.BENCH_PROFILE_DIR
-      ? { NODE_OPTIONS: `--import=${path.join(repoRoot, "bench", "cpu-profile.mjs")}` }
-      : {}),
+  const stack = await startStack({
+    serviceEnv: {
+      // BENCH_PROFILE_DIR=/tmp/prof writes a CPU profile of the dispatcher when it stops.
+      dispatcher: process.env.BENCH_PROFILE_DIR
+        ? { NODE_OPTIONS: `--import=${path.join(repoRoot, "bench", "cpu-profile.mjs")}` }
+        : {},
+    },
   });
-  services.push(dispatcher);
-  const grpcLine = await dispatcher.stdout.waitFor(
-    (l) => l.includes('"grpc_port"'),
-    10_000,
-    "grpc port",
-  );
-  const fastPort = (JSON.parse(grpcLine) as { grpc_port: number }).grpc_port;
-  const adminToken = (await readFile(path.join(dataDir, "admin.token"), "utf8")).trim();
+  cleanups.push(() => stack.stop());
+  const { nats, registry, dispatcher, adminToken } = stack;
+  const fastPort = stack.dispatcherGrpcPort;
 
   watched.set("client", process.pid);
   watched.set("dispatcher", dispatcher.child.pid ?? 0);
@@ -229,11 +203,7 @@ async function main(): Promise<void> {
   cleanups.push(() => noop.child.kill());
   watched.set("backend", noop.child.pid ?? 0);
 
-  const permissionClient = createClient(
-    PermissionService,
-    createGrpcTransport({ baseUrl: permission.url }),
-  );
-  await permissionClient.grant(
+  await stack.permissionClient.grant(
     {
       grant: {
         principal: { kind: PrincipalKind.AGENT, id: "bench-agent" },
@@ -245,14 +215,7 @@ async function main(): Promise<void> {
     },
     { headers: { authorization: `Bearer ${adminToken}` } },
   );
-  const agentToken = await new SignJWT({ roles: ["agent"] })
-    .setProtectedHeader({ alg: "HS256" })
-    .setSubject("bench-agent")
-    .setIssuer("toolmesh")
-    .setAudience("toolmesh")
-    .setIssuedAt()
-    .setExpirationTime("1h")
-    .sign(new TextEncoder().encode(jwtSecret));
+  const agentToken = await stack.agentToken("bench-agent");
   const metadata = new grpc.Metadata();
   metadata.set("authorization", `Bearer ${agentToken}`);
 

@@ -32,10 +32,14 @@ try {
 }
 
 say("all services are SERVING");
-if (stack.adminToken) {
-  say(`admin token (also in ${path.join(config.dataDir, "admin.token")}, mode 0600):`);
+const adminTokenFile = stack.stackFile.tokenFiles.admin;
+if (stack.adminToken && stack.adminTokenCreated) {
+  say(`admin token, created on this first start (kept in ${adminTokenFile}, mode 0600):`);
   process.stdout.write(`${stack.adminToken}\n`);
+} else if (stack.adminToken) {
+  say(`the admin token is in ${adminTokenFile}`);
 }
+say(`addresses in ${path.join(config.dataDir, "stack.json")}`);
 say(`logs in ${path.join(config.dataDir, "logs")}; press Ctrl-C to stop`);
 
 let stopping = false;

@@ -11,8 +11,7 @@ import {
   PermissionService,
   RegistryService,
 } from "@toolmesh/proto";
-import { repoRoot } from "@toolmesh/testkit";
-import { SignJWT } from "jose";
+import { mintJwt, repoRoot } from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 // Every service of a real stack, started as `npm start` does, refuses the same bad credentials
@@ -45,14 +44,15 @@ function probes(): Record<string, (token: string | undefined) => Promise<unknown
   };
 }
 
-async function jwt(claims: { aud?: string; expSecondsFromNow?: number }): Promise<string> {
-  return new SignJWT({ roles: ["admin"] })
-    .setProtectedHeader({ alg: "HS256" })
-    .setSubject("ops")
-    .setIssuer("toolmesh")
-    .setAudience(claims.aud ?? "toolmesh")
-    .setExpirationTime(Math.floor(Date.now() / 1000) + (claims.expSecondsFromNow ?? 300))
-    .sign(new TextEncoder().encode(secret));
+function jwt(claims: { aud?: string; expSecondsFromNow?: number }): Promise<string> {
+  return mintJwt(
+    secret,
+    { sub: "ops", roles: ["admin"] },
+    {
+      ...(claims.aud ? { audience: claims.aud } : {}),
+      expiresIn: Math.floor(Date.now() / 1000) + (claims.expSecondsFromNow ?? 300),
+    },
+  );
 }
 
 async function codeOf(call: Promise<unknown>): Promise<Code | "ok"> {

@@ -26,16 +26,14 @@ import {
   ValidationFailureSchema,
 } from "@toolmesh/proto";
 import { defineTool, type ServedTools, serveTools, ToolError } from "@toolmesh/sdk";
-import { repoRoot } from "@toolmesh/testkit";
+import { Collector, eventually, repoRoot, startStack, type TestStack } from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dataQueryInputSchema, dataQueryOutputSchema } from "../libs/sdk/src/examples/index.js";
-import { Collector, eventually } from "../services/dispatcher/test/eventually.js";
-import { type DispatchStack, startDispatchStack } from "../services/dispatcher/test/stack.js";
 
 // The whole chain with real processes: nats-server, registry, permission, dispatcher, an SDK
 // backend, a raw gRPC backend that misbehaves, an HTTP tool and a local tool process.
 describe("dispatch end to end", () => {
-  let stack: DispatchStack;
+  let stack: TestStack;
   let served: ServedTools;
   let rawBackend: grpc.Server;
   let remote: http.Server;
@@ -58,7 +56,9 @@ describe("dispatch end to end", () => {
   ) => dispatcher().dispatch({ tool, arguments: args as never, ...extra }, stack.as(agent));
 
   beforeAll(async () => {
-    stack = await startDispatchStack({ TOOLMESH_LOCAL_IDLE_TIMEOUT_MS: "60000" });
+    stack = await startStack({
+      serviceEnv: { dispatcher: { TOOLMESH_LOCAL_IDLE_TIMEOUT_MS: "60000" } },
+    });
     for (const [subject, collector, schema] of [
       ["toolmesh.trace.>", traces, TraceEventSchema],
       ["toolmesh.audit.>", audits, AuditRecordSchema],

@@ -1,8 +1,8 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { CallStatus } from "@toolmesh/proto";
 import { defineTool, type ServedTools, serveTools, toolSpec } from "@toolmesh/sdk";
+import { startStack, type TestStack } from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type DispatchStack, startDispatchStack } from "../services/dispatcher/test/stack.js";
 
 // The Dispatcher decides from snapshots fed by KV watches. After a NATS restart they must still
 // follow changes, or the Dispatcher would answer from a frozen copy: a tool registered afterwards
@@ -17,11 +17,11 @@ const echo = defineTool({
   handler: (args: { text: string }) => ({ text: args.text }),
 });
 
-let stack: DispatchStack;
+let stack: TestStack;
 let backend: ServedTools;
 
 beforeAll(async () => {
-  stack = await startDispatchStack();
+  stack = await startStack();
   backend = await serveTools([echo as never], { port: 0 });
   await stack.grantAll("agent-r");
 }, 120_000);

@@ -1,28 +1,27 @@
 import { randomUUID } from "node:crypto";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readFile } from "node:fs/promises";
 import path from "node:path";
-import { type Client, createClient } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
+import type { Client } from "@connectrpc/connect";
 import { createLogger } from "@toolmesh/log";
 import {
-  AuditService,
+  type AuditService,
   type CallbackEvent,
-  CallbackService,
+  type CallbackService,
   CallStatus,
   ToolBackendService,
   TraceEventKind,
 } from "@toolmesh/proto";
 import { defineTool, type ServedTools, serveTools } from "@toolmesh/sdk";
 import { createToolmeshServer, type ListeningServer } from "@toolmesh/server";
-import { type ServiceProcess, startService } from "@toolmesh/testkit";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { eventually } from "../services/dispatcher/test/eventually.js";
 import {
-  type DispatchStack,
+  chainServices,
+  eventually,
   mintJwt,
-  startDispatchStack,
-} from "../services/dispatcher/test/stack.js";
+  type ServiceProcess,
+  startStack,
+  type TestStack,
+} from "@toolmesh/testkit";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { memoryFileName } from "../services/memory-writer/src/memory-store.js";
 
 const SECRET = `s3cr3t-${randomUUID()}`;
@@ -31,7 +30,7 @@ const BULK = 2000;
 // The end of every chain with real processes: dispatcher, registry, permission, an SDK backend,
 // an asynchronous backend, and the audit, callback and memory-writer services.
 describe("outcomes end to end", () => {
-  let stack: DispatchStack;
+  let stack: TestStack;
   let served: ServedTools;
   let asyncBackend: ListeningServer;
   let memoryDir: string;
@@ -42,24 +41,7 @@ describe("outcomes end to end", () => {
   let callbackClient: Client<typeof CallbackService>;
   let agent: string;
   let auditor: string;
-  const retiredLogs: string[] = [];
 
-  const startAudit = async () => {
-    audit = await startService("audit", { ...common(), TOOLMESH_AUDIT_PORT: "0" });
-    auditClient = createClient(AuditService, createGrpcTransport({ baseUrl: audit.url }));
-  };
-  const startCallback = async () => {
-    callback = await startService("callback", { ...common(), TOOLMESH_CALLBACK_PORT: "0" });
-    callbackClient = createClient(CallbackService, createGrpcTransport({ baseUrl: callback.url }));
-  };
-  const startMemory = async () => {
-    memory = await startService("memory-writer", common(), { readyPattern: '"msg":"ready"' });
-  };
-  const common = () => ({
-    NATS_URL: stack.nats.url,
-    TOOLMESH_JWT_SECRET: stack.jwtSecret,
-    TOOLMESH_DATA_DIR: memoryDir,
-  });
   const memoryEntries = async (agentId: string) => {
     const text = await readFile(path.join(memoryDir, "memory", memoryFileName(agentId)), "utf8");
     return {
@@ -70,16 +52,15 @@ describe("outcomes end to end", () => {
         .map((l) => JSON.parse(l)),
     };
   };
-  const allLogs = () =>
-    [audit, callback, memory, stack.dispatcher].flatMap((p) => [
-      ...p.stdout.lines,
-      ...p.stderr.lines,
-    ]);
 
   beforeAll(async () => {
-    stack = await startDispatchStack();
-    memoryDir = await mkdtemp(path.join(tmpdir(), "toolmesh-e2e-memory-"));
-    await Promise.all([startAudit(), startCallback(), startMemory()]);
+    stack = await startStack({
+      services: [...chainServices, "audit", "callback", "memory-writer"],
+    });
+    memoryDir = stack.dataDir;
+    [audit, callback, memory] = ["audit", "callback", "memory-writer"].map(stack.service);
+    auditClient = stack.auditClient();
+    callbackClient = stack.callbackClient();
     agent = await stack.agentToken("e2e-agent", { onBehalfOf: "" });
     auditor = await stack.agentToken("reviewer", { roles: ["auditor"] });
     await stack.grantAll("e2e-agent");
@@ -135,11 +116,9 @@ describe("outcomes end to end", () => {
   }, 120_000);
 
   afterAll(async () => {
-    await Promise.allSettled([audit?.stop(), callback?.stop(), memory?.stop()]);
     await asyncBackend?.close(100);
     await served?.close();
     await stack?.stop();
-    if (memoryDir) await rm(memoryDir, { recursive: true, force: true });
   });
 
   it("a batch call leaves the whole chain: trace, audit records, callbacks and memory", async () => {
@@ -210,7 +189,7 @@ describe("outcomes end to end", () => {
       content: { status: "success", output: { answer: "ALPHA" } },
     });
     expect(memoryFile.text.includes(SECRET)).toBe(false);
-    expect(allLogs().some((l) => l.includes(SECRET))).toBe(false);
+    expect(await stack.logText()).not.toContain(SECRET);
   });
 
   it("an asynchronous call is PENDING until its backend reports, then broadcast once", async () => {
@@ -232,7 +211,7 @@ describe("outcomes end to end", () => {
         seen.push(m.event as CallbackEvent);
       return seen;
     })();
-    const backend = await mintJwt(stack.jwtSecret, "async-backend", ["service"]);
+    const backend = await mintJwt(stack.jwtSecret, { sub: "async-backend", roles: ["service"] });
     const report = { callId: res.callId, status: CallStatus.SUCCESS, output: { done: true } };
     expect((await callbackClient.report(report, stack.as(backend))).duplicate).toBe(false);
     expect((await callbackClient.report(report, stack.as(backend))).duplicate).toBe(true);
@@ -268,11 +247,10 @@ describe("outcomes end to end", () => {
         expect(r.status).toBe(CallStatus.SUCCESS);
         done++;
         if (done === Math.floor(BULK / 4)) {
-          for (const p of [audit, callback, memory]) retiredLogs.push(...p.stdout.lines);
           await Promise.all([audit.kill(), callback.kill(), memory.kill()]);
         }
         if (done === Math.floor(BULK / 2))
-          await Promise.all([startAudit(), startCallback(), startMemory()]);
+          await Promise.all([audit.start(), callback.start(), memory.start()]);
       }
     };
     const started = Date.now();

@@ -1,7 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import path from "node:path";
 import { type JsonObject, toJson } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
@@ -18,14 +16,13 @@ import {
   ValidationFailureSchema,
 } from "@toolmesh/proto";
 import {
+  chainServices,
   LineWatcher,
+  mintJwt,
   repoRoot,
-  type ServiceProcess,
-  startNats,
-  startService,
-  type TestNats,
+  startStack,
+  type TestStack,
 } from "@toolmesh/testkit";
-import { SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 // The shared parity vectors run with the TypeScript (connect-node, gRPC) client; the Python and
@@ -64,40 +61,20 @@ const vectors = JSON.parse(
 ) as { agent: { sub: string; roles: string[] }; cases: Case[] };
 
 const secret = "parity-vectors-jwt-secret-at-least-32-bytes";
-const mint = (sub: string, roles: string[]) =>
-  new SignJWT({ roles })
-    .setProtectedHeader({ alg: "HS256" })
-    .setIssuer("toolmesh")
-    .setAudience("toolmesh")
-    .setSubject(sub)
-    .setIssuedAt()
-    .setExpirationTime("1h")
-    .sign(new TextEncoder().encode(secret));
+const mint = (sub: string, roles: string[]) => mintJwt(secret, { sub, roles });
 
 const codeName = (code: Code) => Code[code].replace(/([a-z])([A-Z])/g, "$1_$2").toUpperCase();
 const statusName = (status: CallStatus) => CallStatus[status];
 
 describe("parity vectors (TypeScript client)", () => {
-  let nats: TestNats;
-  let dataDir: string;
-  const services: ServiceProcess[] = [];
+  let stack: TestStack;
   let setup: ChildProcess | undefined;
   let agentToken: string;
   const addr: Record<string, string> = {};
 
   beforeAll(async () => {
-    nats = await startNats();
-    dataDir = await mkdtemp(path.join(tmpdir(), "toolmesh-parity-"));
-    for (const name of ["permission", "registry", "dispatcher"]) {
-      const service = await startService(name, {
-        NATS_URL: nats.url,
-        [`TOOLMESH_${name.toUpperCase()}_PORT`]: "0",
-        TOOLMESH_DATA_DIR: dataDir,
-        TOOLMESH_JWT_SECRET: secret,
-      });
-      services.push(service);
-      addr[name] = service.url;
-    }
+    stack = await startStack({ jwtSecret: secret });
+    for (const name of chainServices) addr[name] = stack.service(name).url;
     agentToken = await mint(vectors.agent.sub, vectors.agent.roles);
     const child = spawn(
       process.execPath,
@@ -131,9 +108,7 @@ describe("parity vectors (TypeScript client)", () => {
       setup.kill("SIGTERM");
       await exited;
     }
-    for (const service of services.reverse()) await service.stop();
-    await nats?.destroy();
-    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+    await stack?.stop();
   });
 
   const run = async (c: Case): Promise<unknown> => {

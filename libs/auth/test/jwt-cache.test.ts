@@ -1,5 +1,5 @@
 import { Code } from "@connectrpc/connect";
-import { SignJWT } from "jose";
+import { mintJwt } from "@toolmesh/testkit";
 import { describe, expect, it } from "vitest";
 import { createJwtVerifier } from "../src/index.js";
 
@@ -12,14 +12,8 @@ const settings = {
   rolesClaim: "roles",
 };
 
-async function jwt(expSeconds: number): Promise<string> {
-  return new SignJWT({ roles: ["agent"] })
-    .setProtectedHeader({ alg: "HS256" })
-    .setSubject("agent-1")
-    .setIssuer("toolmesh")
-    .setAudience("toolmesh")
-    .setExpirationTime(expSeconds)
-    .sign(new TextEncoder().encode(secret));
+function jwt(expSeconds: number): Promise<string> {
+  return mintJwt(secret, { sub: "agent-1" }, { expiresIn: expSeconds });
 }
 
 describe("JWT verification cache", () => {

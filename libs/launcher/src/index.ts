@@ -1,8 +1,14 @@
-export { availableServices, type ServiceSpec, stackServices } from "./services.js";
+export { Child } from "./child.js";
+export { LineWatcher } from "./lines.js";
+export { NatsServer, type NatsServerOptions } from "./nats-server.js";
+export { ServiceProcess, type ServiceProcessOptions } from "./service-process.js";
+export { availableServices, type ServiceSpec, serviceEntry, stackServices } from "./services.js";
 export {
   type RunningEndpoint,
   type RunningStack,
-  StackError,
   type StackOptions,
   startStack,
+  type UnexpectedExit,
 } from "./stack.js";
+export { StackError } from "./stack-error.js";
+export { readTokenFile, type StackFile, tokenFiles } from "./stack-file.js";

@@ -1,10 +1,10 @@
-import { mkdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync } from "node:fs";
 import path from "node:path";
-import { createClient } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
-import { Health, HealthCheckResponse_ServingStatus } from "@toolmesh/proto";
-import { Child } from "./child.js";
-import { availableServices, serviceEntry } from "./services.js";
+import { NatsServer } from "./nats-server.js";
+import { ServiceProcess } from "./service-process.js";
+import { availableServices, type ServiceSpec } from "./services.js";
+import { StackError } from "./stack-error.js";
+import { readTokenFile, type StackFile, tokenFiles, writeStackFile } from "./stack-file.js";
 
 export interface StackOptions {
   /** The repository root. */
@@ -13,11 +13,17 @@ export interface StackOptions {
   natsUrl?: string | undefined;
   /** Port of the local nats-server; -1 picks a free one. */
   natsPort: number;
-  /** Where state lives: NATS store, tokens, memory files, logs. */
+  /** Where state lives: NATS store, tokens, memory files, logs, stack.json. */
   dataDir: string;
   /** Extra environment for every service (ports, secrets, log level). */
   env: NodeJS.ProcessEnv;
-  /** Give up when the stack is not healthy after this long. */
+  /** Extra environment for one service, by name. */
+  serviceEnv?: Record<string, NodeJS.ProcessEnv>;
+  /** Only these services (in stack order); every one that exists when undefined. */
+  services?: string[];
+  /** Every service on a free port instead of its configured one. */
+  freePorts?: boolean;
+  /** Give up when a process is not healthy after this long. */
   startTimeoutMs: number;
   /** Called for progress lines meant for a person. */
   say: (line: string) => void;
@@ -30,119 +36,116 @@ export interface RunningEndpoint {
   pid: number;
 }
 
+/** How a process of the stack ended when nobody asked it to. */
+export interface UnexpectedExit {
+  name: string;
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  lastLines: string;
+}
+
 export interface RunningStack {
   natsUrl: string;
+  /** The local nats-server, when the stack started one. */
+  nats?: NatsServer;
   endpoints: RunningEndpoint[];
+  /** Every service process, by name. */
+  services: Map<string, ServiceProcess>;
   /** The admin token written by the permission service's bootstrap, if there is one. */
   adminToken?: string;
-  /** Resolves with the first child that exits on its own. */
-  firstExit: Promise<{
-    name: string;
-    code: number | null;
-    signal: NodeJS.Signals | null;
-    lastLines: string;
-  }>;
+  /** True when this start created the admin token (the data directory was new). */
+  adminTokenCreated: boolean;
+  /** What was written to <dataDir>/stack.json. */
+  stackFile: StackFile;
+  /** Resolves with the first process that exits without being asked to. */
+  firstExit: Promise<UnexpectedExit>;
   stop(): Promise<void>;
 }
 
-/** Raised when the stack cannot come up; the message says which process and why. */
-export class StackError extends Error {
-  override name = "StackError";
-}
-
-/** Starts NATS (unless given) and every service that exists, and waits until all are healthy. */
+/**
+ * Starts NATS (unless given) and the services, and waits until all are healthy. Permission goes
+ * first, because its bootstrap writes the tokens the others read; the rest start together.
+ */
 export async function startStack(options: StackOptions): Promise<RunningStack> {
   const { root, dataDir, say } = options;
   const logDir = path.join(dataDir, "logs");
   mkdirSync(logDir, { recursive: true });
-  const children: Child[] = [];
+  const hadAdminToken = existsSync(tokenFiles(dataDir).admin);
+  let reportExit: (exit: UnexpectedExit) => void = () => {};
+  const firstExit = new Promise<UnexpectedExit>((resolve) => {
+    reportExit = resolve;
+  });
+  let nats: NatsServer | undefined;
+  const services = new Map<string, ServiceProcess>();
   const stopAll = async () => {
-    for (const child of [...children].reverse()) await child.stop();
+    for (const service of [...services.values()].reverse()) await service.stop();
+    await nats?.stop();
   };
 
   try {
     let natsUrl = options.natsUrl;
     if (!natsUrl) {
       const storeDir = path.join(dataDir, "nats");
-      mkdirSync(storeDir, { recursive: true });
-      const nats = new Child(
-        "nats-server",
-        process.env.NATS_SERVER_BIN ?? "nats-server",
-        ["-a", "127.0.0.1", "-p", String(options.natsPort), "-js", "-sd", storeDir],
-        { cwd: root, env: process.env, logPath: path.join(logDir, "nats-server.log") },
-      );
-      children.push(nats);
-      const line = await raceExit(
-        nats,
-        nats.stderr.waitFor(
-          (l) => l.includes("Listening for client connections on"),
-          options.startTimeoutMs,
-          "nats-server",
-        ),
-        "is nats-server installed? run npm run setup, or set NATS_URL",
-      );
-      const port = /:(\d+)\s*$/.exec(line)?.[1];
-      natsUrl = `nats://127.0.0.1:${port}`;
-      await raceExit(
-        nats,
-        nats.stderr.waitFor(
-          (l) => l.includes("Server is ready"),
-          options.startTimeoutMs,
-          "nats-server",
-        ),
-      );
+      nats = new NatsServer({
+        port: options.natsPort,
+        storeDir,
+        cwd: root,
+        logPath: path.join(logDir, "nats-server.log"),
+        startTimeoutMs: options.startTimeoutMs,
+      });
+      await nats.start();
+      natsUrl = nats.url;
+      watchNats(nats, reportExit);
       say(`nats-server with JetStream at ${natsUrl} (store ${storeDir})`);
     } else {
       say(`using NATS at ${natsUrl}`);
     }
 
-    const specs = availableServices(root);
-    const endpoints: RunningEndpoint[] = [];
-    // Permission goes first: its bootstrap writes the tokens other services read.
+    const specs = selectServices(root, options.services);
     for (const spec of specs) {
       const env: NodeJS.ProcessEnv = {
         ...process.env,
         ...options.env,
+        ...(options.freePorts && spec.portEnv ? { [spec.portEnv]: "0" } : {}),
+        ...options.serviceEnv?.[spec.name],
         NATS_URL: natsUrl,
         TOOLMESH_DATA_DIR: dataDir,
       };
-      const child = new Child(
-        spec.name,
-        process.execPath,
-        ["--import", "tsx", serviceEntry(root, spec.name)],
+      const service = new ServiceProcess(
         {
-          cwd: root,
+          name: spec.name,
+          root,
           env,
+          portEnv: spec.portEnv,
           logPath: path.join(logDir, `${spec.name}.log`),
+          startTimeoutMs: options.startTimeoutMs,
         },
+        (exit, lastLines) => reportExit({ name: spec.name, ...exit, lastLines }),
       );
-      children.push(child);
-      const line = await raceExit(
-        child,
-        child.stdout.waitFor(
-          (l) => /"msg":"(listening|ready)/.test(l),
-          options.startTimeoutMs,
-          spec.name,
-        ),
-      );
-      const port = (JSON.parse(line) as { port?: number }).port;
-      const url = spec.portEnv && port ? `http://127.0.0.1:${port}` : undefined;
-      if (url) await waitServing(url, options.startTimeoutMs);
-      endpoints.push({ name: spec.name, pid: child.process.pid ?? 0, ...(url ? { url } : {}) });
-      say(`${spec.name.padEnd(14)} ${url ?? "(subscriber, no port)"}  pid ${child.process.pid}`);
+      services.set(spec.name, service);
     }
+    const [first, ...rest] = [...services.values()];
+    if (first?.name === "permission") await first.start();
+    await Promise.all((first?.name === "permission" ? rest : [first, ...rest]).map(startOne));
 
-    const firstExit = Promise.race(
-      children.map(async (child) => ({
-        name: child.name,
-        ...(await child.exited),
-        lastLines: child.lastLines(),
-      })),
-    );
+    const endpoints: RunningEndpoint[] = [...services.values()].map((s) => ({
+      name: s.name,
+      pid: s.pid,
+      ...(s.url ? { url: s.url } : {}),
+    }));
+    for (const e of endpoints) {
+      say(`${e.name.padEnd(14)} ${e.url ?? "(subscriber, no port)"}  pid ${e.pid}`);
+    }
+    const stackFile = writeStackFile(dataDir, natsUrl, endpoints);
+    const adminToken = readTokenFile(tokenFiles(dataDir).admin);
     return {
       natsUrl,
+      ...(nats ? { nats } : {}),
       endpoints,
-      ...readToken(path.join(dataDir, "admin.token")),
+      services,
+      ...(adminToken ? { adminToken } : {}),
+      adminTokenCreated: !hadAdminToken && adminToken !== undefined,
+      stackFile,
       firstExit,
       stop: stopAll,
     };
@@ -150,37 +153,30 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
     await stopAll();
     throw error;
   }
-}
 
-function readToken(file: string): { adminToken?: string } {
-  try {
-    return { adminToken: readFileSync(file, "utf8").trim() };
-  } catch {
-    return {};
+  async function startOne(service: ServiceProcess | undefined): Promise<void> {
+    await service?.start();
   }
 }
 
-async function raceExit<T>(child: Child, waiting: Promise<T>, hint = ""): Promise<T> {
-  const died = child.exited.then(({ code, signal }) => {
+function selectServices(root: string, names: string[] | undefined): ServiceSpec[] {
+  const available = availableServices(root);
+  if (!names) return available;
+  const unknown = names.filter((n) => !available.some((s) => s.name === n));
+  if (unknown.length > 0) {
     throw new StackError(
-      `${child.name} exited (code ${code}${signal ? `, signal ${signal}` : ""}) before it was ready${
-        hint ? `; ${hint}` : ""
-      }\n${child.lastLines()}`,
+      `no service named ${unknown.join(", ")}; available: ${available.map((s) => s.name).join(", ")}`,
     );
-  });
-  try {
-    return await Promise.race([waiting, died]);
-  } catch (error) {
-    if (error instanceof StackError) throw error;
-    throw new StackError(`${child.name} did not become ready: ${(error as Error).message}`);
   }
+  return available.filter((s) => names.includes(s.name));
 }
 
-/** Waits for grpc.health.v1 to report SERVING, watching rather than polling. */
-async function waitServing(url: string, timeoutMs: number): Promise<void> {
-  const health = createClient(Health, createGrpcTransport({ baseUrl: url }));
-  for await (const res of health.watch({ service: "" }, { timeoutMs })) {
-    if (res.status === HealthCheckResponse_ServingStatus.SERVING) return;
-  }
-  throw new StackError(`${url} never reported SERVING`);
+/** Reports a nats-server that dies on its own; a stop() or kill() through NatsServer is expected. */
+function watchNats(nats: NatsServer, report: (exit: UnexpectedExit) => void): void {
+  const child = nats.current;
+  if (!child) return;
+  void child.exited.then((exit) => {
+    if (nats.current === child)
+      report({ name: "nats-server", ...exit, lastLines: child.lastLines() });
+  });
 }

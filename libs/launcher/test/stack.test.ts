@@ -1,4 +1,4 @@
-import { mkdtemp, rm, stat } from "node:fs/promises";
+import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { createClient } from "@connectrpc/connect";
@@ -67,6 +67,25 @@ describe("launcher", () => {
     expect(res.tools).toEqual([]);
   });
 
+  it("writes stack.json with every address and the token files' paths, never a secret", async () => {
+    const written = JSON.parse(await readFile(path.join(dataDir, "stack.json"), "utf8"));
+    expect(written).toEqual(stack.stackFile);
+    expect(written.natsUrl).toBe(stack.natsUrl);
+    for (const endpoint of stack.endpoints) {
+      expect(written.services[endpoint.name]).toEqual({
+        pid: endpoint.pid,
+        ...(endpoint.url ? { url: endpoint.url } : {}),
+      });
+    }
+    expect(written.tokenFiles.admin).toBe(path.join(dataDir, "admin.token"));
+    const text = JSON.stringify(written);
+    for (const file of ["admin.token", "service.token"]) {
+      const secret = (await readFile(path.join(dataDir, file), "utf8")).trim();
+      expect(text).not.toContain(secret.split("_").slice(2).join("_"));
+    }
+    expect(stack.adminTokenCreated).toBe(true);
+  });
+
   it("reports a service that dies, with its exit code", async () => {
     const audit = stack.endpoints.find((e) => e.name === "audit");
     process.kill(audit?.pid as number, "SIGKILL");
@@ -108,4 +127,30 @@ describe("launcher failures", () => {
       await rm(dataDir, { recursive: true, force: true });
     }
   });
+});
+
+describe("a second start on the same data directory", () => {
+  it("finds the admin token the first start created instead of creating one", async () => {
+    const dataDir = await mkdtemp(path.join(tmpdir(), "toolmesh-launcher-"));
+    const options = {
+      root: repoRoot,
+      natsPort: -1,
+      dataDir,
+      env: freePorts,
+      services: ["permission"],
+      startTimeoutMs: 60_000,
+      say: () => {},
+    };
+    try {
+      const first = await startStack(options);
+      await first.stop();
+      const second = await startStack(options);
+      await second.stop();
+      expect(first.adminTokenCreated).toBe(true);
+      expect(second.adminTokenCreated).toBe(false);
+      expect(second.adminToken).toBe(first.adminToken);
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  }, 120_000);
 });

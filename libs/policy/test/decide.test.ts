@@ -1,9 +1,8 @@
 import { create, fromBinary, isMessage, toBinary } from "@bufbuild/protobuf";
 import { DecisionSchema, GrantSchema, PrincipalKind, ResourceKind } from "@toolmesh/proto";
+import { decisionTable, tableGrant, tableTools } from "@toolmesh/testkit";
 import { describe, expect, it } from "vitest";
 import { compileGlob, decide, globProblem } from "../src/index.js";
-import { decisionTable, tableTools } from "./decision-table.js";
-import { tableGrant } from "./table-grants.js";
 
 const now = new Date("2026-06-01T12:00:00.000Z");
 

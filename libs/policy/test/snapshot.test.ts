@@ -2,11 +2,10 @@ import { toBinary } from "@bufbuild/protobuf";
 import { createLogger } from "@toolmesh/log";
 import { buckets, ReconnectingKvSnapshot } from "@toolmesh/nats";
 import { GrantSchema } from "@toolmesh/proto";
-import { startNats, type TestNats } from "@toolmesh/testkit";
+import { startNats, type TestNats, tableGrant } from "@toolmesh/testkit";
 import { connect, type KV, type NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PolicyNotReadyError, PolicySnapshot } from "../src/index.js";
-import { tableGrant } from "./table-grants.js";
 
 const tool = { name: "data.query", requiredScopes: ["read:data"], groups: ["analytics"] };
 const subject = { agentId: "a1", userId: "", roles: ["agent"] };

@@ -9,22 +9,18 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from stack import Stack, make_stack_dir, mint_jwt, remove_stack_dir, start_stack  # noqa: E402
+from stack import Stack, mint_jwt, start_stack  # noqa: E402
 
 import toolmesh  # noqa: E402
 
 
 @pytest.fixture(scope="session")
 def stack():
-    root = make_stack_dir()
-    running: Stack | None = None
+    running = start_stack()
     try:
-        running = start_stack(root)
         yield running
     finally:
-        if running is not None:
-            running.stop()
-        remove_stack_dir(root)
+        running.stop()
 
 
 def _dispatcher_address(stack: Stack) -> str:

@@ -1,9 +1,8 @@
-"""A real toolmesh stack for tests: nats-server and the service processes that exist.
+"""A real toolmesh stack for tests, started the way every toolmesh test starts one.
 
-Each service runs as `node --import tsx services/<name>/src/main.ts` with NATS_URL,
-TOOLMESH_<NAME>_PORT=0 and a temp TOOLMESH_DATA_DIR; its port comes from the JSON log line
-whose msg starts with "listening". Services not built yet are absent, and tests that need
-them skip naming the missing service.
+`node --import tsx scripts/stack.ts --json` (the shared TypeScript harness, @toolmesh/testkit)
+starts nats-server and every service on free ports with a temp data dir and prints one JSON line:
+addresses, tokens and the JWT secret. It stops everything when its stdin closes.
 """
 
 from __future__ import annotations
@@ -14,11 +13,7 @@ import hmac
 import json
 import os
 import queue
-import shutil
-import signal
-import socket
 import subprocess
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -27,14 +22,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[3]
-SERVICES = ("permission", "registry", "audit", "callback", "dispatcher")
 JWT_SECRET = "python-tests-jwt-secret-at-least-32-bytes-long!"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def mint_jwt(sub: str, roles: list[str], on_behalf_of: str = "", ttl: int = 3600) -> str:
@@ -95,8 +83,8 @@ class Stack:
     data_dir: Path
     ports: dict[str, int] = field(default_factory=dict)
     admin_token: str = ""
-    _procs: list[subprocess.Popen] = field(default_factory=list)
-    _logs: dict[str, tuple[_Lines, _Lines]] = field(default_factory=dict)
+    _proc: subprocess.Popen | None = None
+    _output: _Lines | None = None
 
     def has(self, service: str) -> bool:
         return service in self.ports
@@ -119,96 +107,46 @@ class Stack:
         return out
 
     def logs(self, service: str) -> str:
-        out, err = self._logs[service]
-        return f"--- {service} stdout\n{out.tail()}\n--- {service} stderr\n{err.tail()}"
+        log = self.data_dir / "logs" / f"{service}.log"
+        text = log.read_text(errors="replace") if log.exists() else ""
+        return f"--- {service}\n" + "\n".join(text.splitlines()[-30:])
 
     def stop(self) -> None:
-        for proc in reversed(self._procs):
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        for proc in reversed(self._procs):
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        proc = self._proc
+        if proc is None or proc.poll() is not None:
+            return
+        # Closing stdin asks scripts/stack.ts to stop every process it started.
+        if proc.stdin:
+            proc.stdin.close()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.terminate()
+            proc.wait(timeout=10)
 
 
-def start_stack(root: Path) -> Stack:
-    nats_port = free_port()
-    store = root / "nats"
-    data = root / "data"
-    store.mkdir()
-    data.mkdir()
-    nats = subprocess.Popen(
-        [os.environ.get("NATS_SERVER_BIN", "nats-server"), "-a", "127.0.0.1", "-p", str(nats_port), "-js", "-sd", str(store)],
-        stdout=subprocess.DEVNULL,
+def start_stack() -> Stack:
+    """Starts the shared test stack and returns its addresses and tokens."""
+    proc = subprocess.Popen(
+        ["node", "--import", "tsx", str(REPO / "scripts" / "stack.ts"), "--json"],
+        cwd=REPO,
+        env={**os.environ, "TOOLMESH_JWT_SECRET": JWT_SECRET},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
-    stack = Stack(nats_url=f"nats://127.0.0.1:{nats_port}", data_dir=data)
-    stack._procs.append(nats)
-    nats_err = _Lines(nats.stderr)
-    if not nats_err.wait_for(lambda l: "Server is ready" in l, 20):
-        stack.stop()
-        raise RuntimeError(f"nats-server did not start:\n{nats_err.tail()}")
-
-    try:
-        for name in SERVICES:
-            entry = REPO / "services" / name / "src" / "main.ts"
-            if entry.exists():
-                stack.ports[name] = _start_service(stack, name, entry)
-        stack.admin_token = _admin_token(stack)
-    except BaseException:
-        stack.stop()
-        raise
-    return stack
-
-
-def _start_service(stack: Stack, name: str, entry: Path) -> int:
-    env = {
-        **os.environ,
-        "NATS_URL": stack.nats_url,
-        f"TOOLMESH_{name.upper()}_PORT": "0",
-        "TOOLMESH_DATA_DIR": str(stack.data_dir),
-        "TOOLMESH_JWT_SECRET": JWT_SECRET,
-        "LOG_LEVEL": "info",
-    }
-    proc = subprocess.Popen(
-        ["node", "--import", "tsx", str(entry)], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
-    stack._procs.append(proc)
     out, err = _Lines(proc.stdout), _Lines(proc.stderr)
-    stack._logs[name] = (out, err)
-
-    def listening(line: str) -> bool:
-        try:
-            record = json.loads(line)
-        except ValueError:
-            return False
-        return isinstance(record, dict) and str(record.get("msg", "")).startswith("listening")
-
-    line = out.wait_for(listening, 60)
+    line = out.wait_for(lambda l: l.startswith("{"), 120)
     if line is None:
-        raise RuntimeError(f"{name} did not report listening:\n{stack.logs(name)}")
-    return int(json.loads(line)["port"])
-
-
-def _admin_token(stack: Stack) -> str:
-    """The bootstrap admin token the Permission service writes, else a minted admin JWT."""
-    token_file = stack.data_dir / "admin.token"
-    if stack.has("permission"):
-        end = time.monotonic() + 20
-        while time.monotonic() < end:
-            if token_file.exists() and token_file.read_text().strip():
-                return token_file.read_text().strip()
-            time.sleep(0.1)
-        raise RuntimeError(f"permission service wrote no {token_file}:\n{stack.logs('permission')}")
-    return mint_jwt("admin-py", ["admin"])
-
-
-def make_stack_dir() -> Path:
-    return Path(tempfile.mkdtemp(prefix="toolmesh-py-"))
-
-
-def remove_stack_dir(root: Path) -> None:
-    shutil.rmtree(root, ignore_errors=True)
+        proc.kill()
+        proc.wait()
+        raise RuntimeError(f"scripts/stack.ts did not start a stack:\n{out.tail()}\n{err.tail()}")
+    info = json.loads(line)
+    return Stack(
+        nats_url=info["natsUrl"],
+        data_dir=Path(info["dataDir"]),
+        ports={name: s["port"] for name, s in info["services"].items() if s["port"]},
+        admin_token=info["adminToken"],
+        _proc=proc,
+        _output=err,
+    )

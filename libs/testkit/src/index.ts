@@ -1,4 +1,15 @@
-export { LineWatcher } from "./lines.js";
-export { startNats, type TestNats } from "./nats-server.js";
+export { LineWatcher } from "@toolmesh/launcher";
+export {
+  type DecisionCase,
+  decisionTable,
+  type TableGrant,
+  type TableTool,
+  tableTools,
+} from "./decision-table.js";
+export { Collector, eventually } from "./eventually.js";
+export { mintJwt, type TestClaims } from "./jwt.js";
+export { natsAt, startNats, type TestNats } from "./nats-server.js";
 export { freePort } from "./ports.js";
 export { repoRoot, type ServiceProcess, startService } from "./service-process.js";
+export { chainServices, startStack, type TestStack, type TestStackOptions } from "./stack.js";
+export { tableGrant, tableGrantSpec } from "./table-grants.js";

@@ -1,9 +1,8 @@
-import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { LineWatcher } from "./lines.js";
-import { freePort } from "./ports.js";
+import { NatsServer } from "@toolmesh/launcher";
+import { repoRoot } from "./service-process.js";
 
 /** A real nats-server with JetStream on its own port and temp store. */
 export interface TestNats {
@@ -12,60 +11,42 @@ export interface TestNats {
   readonly storeDir: string;
   /** Stops the server (SIGTERM) and keeps the store, so start() brings the data back. */
   stop(): Promise<void>;
+  /** SIGKILL, as a crash would; the store stays. */
+  kill(): Promise<void>;
   /** Starts it again on the same port and store. */
   start(): Promise<void>;
   /** Stops it and deletes the store. */
   destroy(): Promise<void>;
 }
 
-/** Starts nats-server (from PATH or NATS_SERVER_BIN) and waits until it is ready. */
+/** Starts nats-server (from PATH or NATS_SERVER_BIN) on a free port and a temp store. */
 export async function startNats(): Promise<TestNats> {
-  const port = await freePort();
   const storeDir = await mkdtemp(path.join(tmpdir(), "toolmesh-nats-"));
-  const bin = process.env.NATS_SERVER_BIN ?? "nats-server";
-  let child: ChildProcess | undefined;
+  return natsAt(storeDir, { deleteStore: true });
+}
 
-  const start = async () => {
-    const proc = spawn(bin, ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", storeDir], {
-      stdio: ["ignore", "ignore", "pipe"],
-    });
-    child = proc;
-    const lines = new LineWatcher(proc.stderr as NonNullable<typeof proc.stderr>);
-    const exited = new Promise<never>((_, reject) => {
-      proc.once("exit", (code) =>
-        reject(new Error(`nats-server exited with ${code}:\n${lines.tail()}`)),
-      );
-      proc.once("error", (error) =>
-        reject(new Error(`cannot start ${bin}: ${error.message}; run npm run setup`)),
-      );
-    });
-    exited.catch(() => {});
-    await Promise.race([
-      lines.waitFor((l) => l.includes("Server is ready"), 20_000, "nats-server to be ready"),
-      exited,
-    ]);
-  };
-
-  const stop = async () => {
-    const proc = child;
-    child = undefined;
-    if (!proc || proc.exitCode !== null) return;
-    await new Promise<void>((resolve) => {
-      proc.once("exit", () => resolve());
-      proc.kill("SIGTERM");
-    });
-  };
-
-  await start();
+/** The same, with the store at a directory the caller owns (kept by destroy()). */
+export async function natsAt(
+  storeDir: string,
+  options: { deleteStore?: boolean } = {},
+): Promise<TestNats> {
+  const server = new NatsServer({ port: -1, storeDir, cwd: repoRoot, startTimeoutMs: 20_000 });
+  try {
+    await server.start();
+  } catch (error) {
+    if (options.deleteStore) await rm(storeDir, { recursive: true, force: true });
+    throw error;
+  }
   return {
-    url: `nats://127.0.0.1:${port}`,
-    port,
+    url: server.url,
+    port: server.clientPort,
     storeDir,
-    stop,
-    start,
+    stop: () => server.stop(),
+    kill: () => server.kill(),
+    start: () => server.start(),
     async destroy() {
-      await stop();
-      await rm(storeDir, { recursive: true, force: true });
+      await server.stop();
+      if (options.deleteStore) await rm(storeDir, { recursive: true, force: true });
     },
   };
 }

@@ -13,8 +13,13 @@ import {
   TraceEventKind,
   TraceEventSchema,
 } from "@toolmesh/proto";
-import { type ServiceProcess, startNats, startService, type TestNats } from "@toolmesh/testkit";
-import { SignJWT } from "jose";
+import {
+  mintJwt,
+  type ServiceProcess,
+  startNats,
+  startService,
+  type TestNats,
+} from "@toolmesh/testkit";
 import { connect, type NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AUDIT_LOG_STREAM } from "../src/audit-log.js";
@@ -24,13 +29,7 @@ const SECRET = `s3cr3t-${randomUUID()}`;
 const TOTAL = 2000;
 
 function token(sub: string, roles: string[]): Promise<string> {
-  return new SignJWT({ roles })
-    .setProtectedHeader({ alg: "HS256" })
-    .setIssuer("toolmesh")
-    .setAudience("toolmesh")
-    .setSubject(sub)
-    .setExpirationTime("1h")
-    .sign(new TextEncoder().encode(JWT_SECRET));
+  return mintJwt(JWT_SECRET, { sub, roles });
 }
 
 /** Publishes once the client has reconnected to a restarted server. */

@@ -14,8 +14,13 @@ import {
   TraceEventKind,
   TraceEventSchema,
 } from "@toolmesh/proto";
-import { type ServiceProcess, startNats, startService, type TestNats } from "@toolmesh/testkit";
-import { SignJWT } from "jose";
+import {
+  mintJwt,
+  type ServiceProcess,
+  startNats,
+  startService,
+  type TestNats,
+} from "@toolmesh/testkit";
 import { connect, type JetStreamManager, type NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CALLBACK_CONSUMER } from "../src/broadcaster.js";
@@ -24,13 +29,7 @@ const JWT_SECRET = randomBytes(32).toString("hex");
 const TOTAL = 2000;
 
 function token(sub: string, roles: string[]): Promise<string> {
-  return new SignJWT({ roles })
-    .setProtectedHeader({ alg: "HS256" })
-    .setIssuer("toolmesh")
-    .setAudience("toolmesh")
-    .setSubject(sub)
-    .setExpirationTime("1h")
-    .sign(new TextEncoder().encode(JWT_SECRET));
+  return mintJwt(JWT_SECRET, { sub, roles });
 }
 const bearer = async (sub: string, roles: string[]) => ({
   headers: { authorization: `Bearer ${await token(sub, roles)}` },

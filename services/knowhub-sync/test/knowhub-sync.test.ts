@@ -2,8 +2,13 @@ import { randomBytes } from "node:crypto";
 import { type Client, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { RegistryService } from "@toolmesh/proto";
-import { type ServiceProcess, startNats, startService, type TestNats } from "@toolmesh/testkit";
-import { SignJWT } from "jose";
+import {
+  mintJwt,
+  type ServiceProcess,
+  startNats,
+  startService,
+  type TestNats,
+} from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ReferenceHub } from "./reference-hub.js";
 
@@ -11,13 +16,7 @@ const JWT_SECRET = randomBytes(32).toString("hex");
 const HUB_TOKEN = randomBytes(16).toString("hex");
 
 function token(sub: string, roles: string[]): Promise<string> {
-  return new SignJWT({ roles })
-    .setProtectedHeader({ alg: "HS256" })
-    .setIssuer("toolmesh")
-    .setAudience("toolmesh")
-    .setSubject(sub)
-    .setExpirationTime("1h")
-    .sign(new TextEncoder().encode(JWT_SECRET));
+  return mintJwt(JWT_SECRET, { sub, roles });
 }
 
 const spec = (name: string, description: string, category = "data") => ({

@@ -2,9 +2,8 @@ import { randomBytes } from "node:crypto";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { buckets } from "@toolmesh/nats";
 import { GrantSchema, PrincipalKind, ResourceKind } from "@toolmesh/proto";
+import { decisionTable, type TableGrant, tableGrantSpec } from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { decisionTable, type TableGrant } from "../../../libs/policy/test/decision-table.js";
-import { tableGrantSpec } from "../../../libs/policy/test/table-grants.js";
 import { type PermissionStack, startPermissionStack } from "./harness.js";
 
 // The same table as libs/policy/test/decide.test.ts, answered by the live Check RPC.

@@ -1,37 +1,20 @@
-import { randomBytes } from "node:crypto";
-import { existsSync } from "node:fs";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import path from "node:path";
-import { create, toBinary } from "@bufbuild/protobuf";
-import { type Client, createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
+import type { Client } from "@connectrpc/connect";
 import { buckets } from "@toolmesh/nats";
-import { PermissionService, RegistryService, ToolSchema } from "@toolmesh/proto";
+import type { PermissionService, RegistryService } from "@toolmesh/proto";
 import {
-  repoRoot,
+  mintJwt,
   type ServiceProcess,
-  startNats,
-  startService,
+  startStack,
   type TestNats,
+  type TestStack,
+  tableTools,
 } from "@toolmesh/testkit";
-import { SignJWT } from "jose";
-import { connect, type KV, type NatsConnection } from "nats";
-import { tableTools } from "../../../libs/policy/test/decision-table.js";
+import type { KV, NatsConnection } from "nats";
 
-/** True when the Registry service exists in this checkout, so tests use it over raw KV writes. */
-export const registryAvailable = existsSync(
-  path.join(repoRoot, "services", "registry", "src", "main.ts"),
-);
-
-/**
- * A real nats-server and a real permission process, with the tools of the decision table:
- * registered through the real Registry service when it exists, else written into its bucket.
- */
+/** A real nats-server, Registry and Permission processes, with the tools of the decision table. */
 export interface PermissionStack {
-  /** The Registry process, when registryAvailable. */
-  registry: ServiceProcess | undefined;
-  registryClient: Client<typeof RegistryService> | undefined;
+  registry: ServiceProcess;
+  registryClient: Client<typeof RegistryService>;
   nats: TestNats;
   nc: NatsConnection;
   permissionKv: KV;
@@ -42,116 +25,50 @@ export interface PermissionStack {
   adminToken: string;
   serviceToken: string;
   client: Client<typeof PermissionService>;
+  /** Everything the permission and registry processes logged, restarts included. */
+  logText(...names: string[]): Promise<string>;
   /** Call options carrying a bearer token. */
   as(token: string): { headers: { authorization: string } };
   stop(): Promise<void>;
 }
 
 export async function startPermissionStack(): Promise<PermissionStack> {
-  const nats = await startNats();
-  const cleanups: (() => Promise<unknown>)[] = [() => nats.destroy()];
+  const stack = await startStack({ services: ["permission", "registry"] });
   try {
-    const nc = await connect({ servers: nats.url });
-    cleanups.unshift(() => nc.close());
-    const jwtSecret = randomBytes(32).toString("hex");
-    let registry: ServiceProcess | undefined;
-    let registryClient: Client<typeof RegistryService> | undefined;
-    if (registryAvailable) {
-      registry = await startService("registry", {
-        NATS_URL: nats.url,
-        TOOLMESH_REGISTRY_PORT: "0",
-        TOOLMESH_JWT_SECRET: jwtSecret,
-      });
-      const started = registry;
-      cleanups.unshift(() => started.stop());
-      registryClient = createClient(
-        RegistryService,
-        createConnectTransport({ baseUrl: registry.url, httpVersion: "1.1" }),
-      );
-      await registerTableTools(
-        registryClient,
-        await mintJwt(jwtSecret, { sub: "setup", roles: ["admin"] }),
-      );
-    }
-    const registryKv = await nc.jetstream().views.kv(buckets.registry.name);
-    // Without the Registry service, the test writes the table's tools into its bucket directly.
-    for (const t of registry ? [] : tableTools) {
-      await registryKv.put(
-        buckets.registry.toolKey(t.name),
-        toBinary(
-          ToolSchema,
-          create(ToolSchema, {
-            spec: { name: t.name, requiredScopes: t.requiredScopes, description: "table tool" },
-            groups: t.groups,
-          }),
-        ),
-      );
-    }
-    const dataDir = await mkdtemp(path.join(tmpdir(), "toolmesh-permission-"));
-    cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
-    const service = await startService("permission", {
-      NATS_URL: nats.url,
-      TOOLMESH_PERMISSION_PORT: "0",
-      TOOLMESH_DATA_DIR: dataDir,
-      TOOLMESH_JWT_SECRET: jwtSecret,
-    });
-    cleanups.unshift(() => service.stop());
-    const permissionKv = await nc.jetstream().views.kv(buckets.permission.name, { bindOnly: true });
-    const adminToken = (await readFile(path.join(dataDir, "admin.token"), "utf8")).trim();
-    const serviceToken = (await readFile(path.join(dataDir, "service.token"), "utf8")).trim();
-    const client = createClient(
-      PermissionService,
-      createConnectTransport({ baseUrl: service.url, httpVersion: "1.1" }),
-    );
+    await registerTableTools(stack);
+    // Permission follows the registry bucket asynchronously; a restart loads the whole table
+    // before it reports SERVING, so no Check in a test races the watch.
+    await stack.restart("permission");
+    const views = stack.nc.jetstream().views;
     return {
-      registry,
-      registryClient,
-      nats,
-      nc,
-      permissionKv,
-      registryKv,
-      service,
-      dataDir,
-      jwtSecret,
-      adminToken,
-      serviceToken,
-      client,
-      as: (token) => ({ headers: { authorization: `Bearer ${token}` } }),
-      async stop() {
-        for (const cleanup of cleanups) await cleanup().catch(() => {});
-      },
+      registry: stack.registry,
+      registryClient: stack.registryClient,
+      nats: stack.nats,
+      nc: stack.nc,
+      permissionKv: await views.kv(buckets.permission.name, { bindOnly: true }),
+      registryKv: await views.kv(buckets.registry.name, { bindOnly: true }),
+      service: stack.permission,
+      dataDir: stack.dataDir,
+      jwtSecret: stack.jwtSecret,
+      adminToken: stack.adminToken,
+      serviceToken: stack.serviceToken,
+      client: stack.permissionClient,
+      as: stack.as,
+      logText: stack.logText,
+      stop: stack.stop,
     };
   } catch (error) {
-    for (const cleanup of cleanups) await cleanup().catch(() => {});
+    await stack.stop();
     throw error;
   }
 }
 
-/** A JWT as an identity provider would mint it. */
-export function mintJwt(
-  secret: string,
-  claims: { sub: string; roles?: string[]; onBehalfOf?: string },
-  options: { audience?: string; expiresIn?: string | number } = {},
-): Promise<string> {
-  const jwt = new SignJWT({
-    roles: claims.roles ?? ["agent"],
-    ...(claims.onBehalfOf ? { on_behalf_of: claims.onBehalfOf } : {}),
-  })
-    .setProtectedHeader({ alg: "HS256" })
-    .setSubject(claims.sub)
-    .setIssuer("toolmesh")
-    .setAudience(options.audience ?? "toolmesh")
-    .setIssuedAt();
-  jwt.setExpirationTime(options.expiresIn ?? "5m");
-  return jwt.sign(new TextEncoder().encode(secret));
-}
+export { mintJwt };
 
 /** Registers the decision table's tools, and groups holding them, through the Registry. */
-async function registerTableTools(
-  client: Client<typeof RegistryService>,
-  adminJwt: string,
-): Promise<void> {
-  const options = { headers: { authorization: `Bearer ${adminJwt}` } };
+async function registerTableTools(stack: TestStack): Promise<void> {
+  const client = stack.registryClient;
+  const options = stack.as(stack.adminToken);
   for (const t of tableTools) {
     await client.registerTool(
       {

@@ -17,8 +17,9 @@ import {
   PrincipalKind,
   ResourceKind,
 } from "@toolmesh/proto";
+import { mintJwt } from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mintJwt, type PermissionStack, startPermissionStack } from "./harness.js";
+import { type PermissionStack, startPermissionStack } from "./harness.js";
 
 let stack: PermissionStack;
 /** Every secret the test saw; none may appear in the service's output. */
@@ -79,12 +80,10 @@ describe("bootstrap", () => {
     }
     expect(stack.adminToken).toMatch(/^tmk_[a-f0-9]{16}_[A-Za-z0-9_-]{43}$/);
     expect(stack.serviceToken).toMatch(/^tmk_[a-f0-9]{16}_/);
-    const line = await stack.service.stdout.waitFor(
-      (l) => l.includes("bootstrapped the admin"),
-      1000,
-      "the bootstrap log line",
-    );
-    expect(JSON.parse(line)).toMatchObject({
+    const line = (await stack.logText("permission"))
+      .split("\n")
+      .find((l) => l.includes("bootstrapped the admin"));
+    expect(JSON.parse(line ?? "{}")).toMatchObject({
       admin_token_file: path.join(stack.dataDir, "admin.token"),
     });
   });
@@ -573,7 +572,7 @@ describe("events", () => {
 describe("logs", () => {
   it("never contain a token", async () => {
     expect(secrets.length).toBeGreaterThan(4);
-    const output = [...stack.service.stdout.lines, ...stack.service.stderr.lines].join("\n");
+    const output = await stack.logText("permission");
     expect(output).toContain("API key created");
     for (const secret of secrets) {
       expect(output).not.toContain(secret);

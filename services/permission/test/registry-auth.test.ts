@@ -1,12 +1,8 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { Effect, PrincipalKind, ResourceKind } from "@toolmesh/proto";
+import { mintJwt } from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  mintJwt,
-  type PermissionStack,
-  registryAvailable,
-  startPermissionStack,
-} from "./harness.js";
+import { type PermissionStack, startPermissionStack } from "./harness.js";
 
 async function failure(call: Promise<unknown>): Promise<ConnectError> {
   try {
@@ -18,13 +14,10 @@ async function failure(call: Promise<unknown>): Promise<ConnectError> {
 }
 
 // API keys issued here are verified by the Registry from its own watched snapshot.
-describe.runIf(registryAvailable)("the Registry authenticates with permission-issued keys", () => {
+describe("the Registry authenticates with permission-issued keys", () => {
   let stack: PermissionStack;
   const secrets: string[] = [];
-  const registry = () => {
-    if (!stack.registryClient) throw new Error("no registry");
-    return stack.registryClient;
-  };
+  const registry = () => stack.registryClient;
 
   beforeAll(async () => {
     stack = await startPermissionStack();
@@ -125,13 +118,8 @@ describe.runIf(registryAvailable)("the Registry authenticates with permission-is
     expect(performance.now() - revokedAt).toBeLessThan(1000);
   });
 
-  it("logs no token in either service", () => {
-    const output = [
-      ...(stack.registry?.stdout.lines ?? []),
-      ...(stack.registry?.stderr.lines ?? []),
-      ...stack.service.stdout.lines,
-      ...stack.service.stderr.lines,
-    ].join("\n");
+  it("logs no token in either service", async () => {
+    const output = await stack.logText("registry", "permission");
     expect(output).toContain("API key created");
     for (const secret of secrets)
       expect(output).not.toContain(secret.split("_").slice(2).join("_"));

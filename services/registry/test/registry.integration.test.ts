@@ -16,22 +16,20 @@ import {
   type ToolSpecSchema,
   WatchEventType,
 } from "@toolmesh/proto";
-import { type ServiceProcess, startNats, startService, type TestNats } from "@toolmesh/testkit";
-import { SignJWT } from "jose";
+import {
+  mintJwt,
+  type ServiceProcess,
+  startNats,
+  startService,
+  type TestNats,
+} from "@toolmesh/testkit";
 import { connect, type NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 const SECRET = "registry-integration-test-secret-0123456789";
 
-async function token(sub: string, roles: string[], user = ""): Promise<string> {
-  return new SignJWT({ roles, ...(user ? { on_behalf_of: user } : {}) })
-    .setProtectedHeader({ alg: "HS256" })
-    .setSubject(sub)
-    .setIssuer("toolmesh")
-    .setAudience("toolmesh")
-    .setIssuedAt()
-    .setExpirationTime("10m")
-    .sign(new TextEncoder().encode(SECRET));
+function token(sub: string, roles: string[], user = ""): Promise<string> {
+  return mintJwt(SECRET, { sub, roles, ...(user ? { onBehalfOf: user } : {}) });
 }
 
 function spec(

@@ -1,6 +1,7 @@
-// Package stacktest starts a real toolmesh stack for Go tests: nats-server on a free port with a
-// temp store and each service that exists (`node --import tsx services/<name>/src/main.ts`),
-// reading each port from the JSON log line whose msg starts with "listening".
+// Package stacktest starts a real toolmesh stack for Go tests the way every toolmesh test starts
+// one: `node --import tsx scripts/stack.ts --json` (the shared TypeScript harness) runs
+// nats-server and every service on free ports with a temp data dir and prints one JSON line with
+// the addresses and tokens; closing its stdin stops them all.
 package stacktest
 
 import (
@@ -25,16 +26,14 @@ import (
 // JWTSecret is the HS256 secret the services of a test stack verify tokens with.
 const JWTSecret = "go-tests-jwt-secret-at-least-32-bytes-long!!"
 
-// Services in start order.
-var Services = []string{"permission", "registry", "audit", "callback", "dispatcher"}
-
 // Stack is a running test stack.
 type Stack struct {
-	Root       string
 	NatsURL    string
 	DataDir    string
 	Ports      map[string]int
 	AdminToken string
+	harness    *exec.Cmd
+	harnessIn  io.WriteCloser
 	procs      []*exec.Cmd
 	logs       map[string]*Lines
 }
@@ -63,105 +62,65 @@ func (s *Stack) Missing(services ...string) string {
 	return ""
 }
 
-// Start starts nats-server and every service whose main.ts exists.
+// stackInfo is the JSON line scripts/stack.ts prints.
+type stackInfo struct {
+	NatsURL  string `json:"natsUrl"`
+	DataDir  string `json:"dataDir"`
+	Services map[string]struct {
+		Port int `json:"port"`
+	} `json:"services"`
+	AdminToken string `json:"adminToken"`
+}
+
+// Start starts the shared test stack (nats-server and every service).
 func Start() (*Stack, error) {
-	root, err := os.MkdirTemp("", "toolmesh-go-")
+	root := RepoRoot()
+	cmd := exec.Command("node", "--import", "tsx", filepath.Join(root, "scripts", "stack.ts"), "--json")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "TOOLMESH_JWT_SECRET="+JWTSecret)
+	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
 	}
-	s := &Stack{Root: root, DataDir: filepath.Join(root, "data"), Ports: map[string]int{}, logs: map[string]*Lines{}}
-	if err := os.MkdirAll(s.DataDir, 0o755); err != nil {
-		return nil, err
-	}
-	port, err := FreePort()
+	s := &Stack{Ports: map[string]int{}, logs: map[string]*Lines{}, harness: cmd, harnessIn: stdin}
+	out, err := s.spawn(cmd, "stack")
 	if err != nil {
 		return nil, err
 	}
-	bin := os.Getenv("NATS_SERVER_BIN")
-	if bin == "" {
-		bin = "nats-server"
-	}
-	nats := exec.Command(bin, "-a", "127.0.0.1", "-p", fmt.Sprint(port), "-js", "-sd", filepath.Join(root, "nats"))
-	natsErr, err := s.spawn(nats, "nats-server", true)
-	if err != nil {
+	line := out.WaitFor(func(l string) bool { return strings.HasPrefix(l, "{") }, 120*time.Second)
+	if line == "" {
 		s.Stop()
-		return nil, err
+		return nil, fmt.Errorf("scripts/stack.ts did not start a stack:\n%s", s.Logs("stack"))
 	}
-	if natsErr.WaitFor(func(l string) bool { return strings.Contains(l, "Server is ready") }, 20*time.Second) == "" {
+	var info stackInfo
+	if err := json.Unmarshal([]byte(line), &info); err != nil {
 		s.Stop()
-		return nil, fmt.Errorf("nats-server did not start:\n%s", natsErr.Tail())
+		return nil, fmt.Errorf("scripts/stack.ts printed %q: %w", line, err)
 	}
-	s.NatsURL = fmt.Sprintf("nats://127.0.0.1:%d", port)
-	repo := RepoRoot()
-	for _, name := range Services {
-		entry := filepath.Join(repo, "services", name, "src", "main.ts")
-		if _, err := os.Stat(entry); err != nil {
-			continue
+	s.NatsURL, s.DataDir, s.AdminToken = info.NatsURL, info.DataDir, info.AdminToken
+	for name, svc := range info.Services {
+		if svc.Port != 0 {
+			s.Ports[name] = svc.Port
 		}
-		cmd := exec.Command("node", "--import", "tsx", entry)
-		cmd.Dir = repo
-		cmd.Env = append(os.Environ(),
-			"NATS_URL="+s.NatsURL,
-			fmt.Sprintf("TOOLMESH_%s_PORT=0", strings.ToUpper(name)),
-			"TOOLMESH_DATA_DIR="+s.DataDir,
-			"TOOLMESH_JWT_SECRET="+JWTSecret,
-			"LOG_LEVEL=info",
-		)
-		out, err := s.spawn(cmd, name, false)
-		if err != nil {
-			s.Stop()
-			return nil, err
-		}
-		line := out.WaitFor(listening, 60*time.Second)
-		if line == "" {
-			s.Stop()
-			return nil, fmt.Errorf("%s did not report listening:\n%s\n%s", name, out.Tail(), s.logs[name+".stderr"].Tail())
-		}
-		var record struct{ Port int }
-		_ = json.Unmarshal([]byte(line), &record)
-		s.Ports[name] = record.Port
-	}
-	if err := s.readAdminToken(); err != nil {
-		s.Stop()
-		return nil, err
 	}
 	return s, nil
-}
-
-func listening(line string) bool {
-	var record map[string]any
-	if json.Unmarshal([]byte(line), &record) != nil {
-		return false
-	}
-	msg, _ := record["msg"].(string)
-	return strings.HasPrefix(msg, "listening")
-}
-
-// readAdminToken takes the token the Permission service bootstraps into the data dir, or mints an
-// admin JWT when there is no Permission service.
-func (s *Stack) readAdminToken() error {
-	if _, ok := s.Ports["permission"]; !ok {
-		s.AdminToken = MintJWT("admin-go", []string{"admin"})
-		return nil
-	}
-	file := filepath.Join(s.DataDir, "admin.token")
-	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-		if b, err := os.ReadFile(file); err == nil && strings.TrimSpace(string(b)) != "" {
-			s.AdminToken = strings.TrimSpace(string(b))
-			return nil
-		}
-	}
-	return fmt.Errorf("the permission service wrote no %s", file)
 }
 
 // Spawn starts a helper process that belongs to the stack (stopped with it) and returns its
 // stdout lines.
 func (s *Stack) Spawn(cmd *exec.Cmd, name string) (*Lines, error) {
-	return s.spawn(cmd, name, false)
+	return s.spawn(cmd, name)
 }
 
-// Logs is the tail of a process's stdout and stderr.
+// Logs is the tail of a process's output: a service's log file, or a spawned process's lines.
 func (s *Stack) Logs(name string) string {
+	if b, err := os.ReadFile(filepath.Join(s.DataDir, "logs", name+".log")); err == nil && s.DataDir != "" {
+		lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+		if len(lines) > 30 {
+			lines = lines[len(lines)-30:]
+		}
+		return strings.Join(lines, "\n")
+	}
 	out, errs := s.logs[name], s.logs[name+".stderr"]
 	text := ""
 	if out != nil {
@@ -173,7 +132,7 @@ func (s *Stack) Logs(name string) string {
 	return text
 }
 
-func (s *Stack) spawn(cmd *exec.Cmd, name string, stderrOnly bool) (*Lines, error) {
+func (s *Stack) spawn(cmd *exec.Cmd, name string) (*Lines, error) {
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -188,15 +147,17 @@ func (s *Stack) spawn(cmd *exec.Cmd, name string, stderrOnly bool) (*Lines, erro
 	s.procs = append(s.procs, cmd)
 	out, errs := NewLines(stdout), NewLines(stderr)
 	s.logs[name], s.logs[name+".stderr"] = out, errs
-	if stderrOnly {
-		return errs, nil
-	}
 	return out, nil
 }
 
-// Stop terminates every process (newest first) and removes the temp dirs.
+// Stop terminates every process (newest first); closing the harness's stdin makes it stop the
+// stack and remove its data dir.
 func (s *Stack) Stop() {
+	_ = s.harnessIn.Close()
 	for i := len(s.procs) - 1; i >= 0; i-- {
+		if s.procs[i] == s.harness {
+			continue
+		}
 		if p := s.procs[i].Process; p != nil {
 			_ = p.Signal(syscall.SIGTERM)
 		}
@@ -211,7 +172,6 @@ func (s *Stack) Stop() {
 			<-done
 		}
 	}
-	_ = os.RemoveAll(s.Root)
 }
 
 // FreePort is a TCP port that was free a moment ago.

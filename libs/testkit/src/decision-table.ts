@@ -1,6 +1,7 @@
 /**
  * The decision table, as data: run against the pure decide() here and against the live Check
- * RPC of the Permission service (services/permission/test), which must agree case by case.
+ * RPC of the Permission service (services/permission/test), which must agree case by case. It
+ * lives in the testkit because both of those test folders use it.
  */
 
 /** A tool the cases refer to by name. */

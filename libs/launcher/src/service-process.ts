@@ -1,0 +1,167 @@
+import type { ChildProcess } from "node:child_process";
+import path from "node:path";
+import { createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { Health, HealthCheckResponse_ServingStatus } from "@toolmesh/proto";
+import { Child } from "./child.js";
+import type { LineWatcher } from "./lines.js";
+import { StackError } from "./stack-error.js";
+
+/** How to run one toolmesh process. */
+export interface ServiceProcessOptions {
+  /** Folder under services/. */
+  name: string;
+  /** The repository root. */
+  root: string;
+  /** Its whole environment. */
+  env: NodeJS.ProcessEnv;
+  /** The variable holding its port; undefined for a subscriber without one. */
+  portEnv?: string | undefined;
+  /** Where its output is appended; undefined keeps it only in memory. */
+  logPath?: string | undefined;
+  startTimeoutMs: number;
+  /** A substring of the log line that says it is ready; a "listening" or "ready" msg by default. */
+  readyPattern?: string | undefined;
+  /** Wait for grpc.health.v1 SERVING after the listening line (default true). */
+  waitServing?: boolean;
+}
+
+/**
+ * One toolmesh service as its own Node process. start() resolves once its JSON log says
+ * "listening" (or "ready", for a subscriber) and its health reports SERVING; the port it got is
+ * kept, so restart() brings it back at the same address.
+ */
+export class ServiceProcess {
+  private current: Child | undefined;
+  private boundPort = 0;
+  private readonly expected = new WeakSet<Child>();
+
+  constructor(
+    private readonly options: ServiceProcessOptions,
+    /** Called when the process exits without being asked to (a crash, a kill from outside). */
+    private readonly onUnexpectedExit?: (
+      exit: { code: number | null; signal: NodeJS.Signals | null },
+      lastLines: string,
+    ) => void,
+  ) {}
+
+  get name(): string {
+    return this.options.name;
+  }
+
+  /** The port it listens on; 0 for a process without one. */
+  get port(): number {
+    return this.boundPort;
+  }
+
+  /** http://127.0.0.1:<port>; empty for a process without a port. */
+  get url(): string {
+    return this.boundPort ? `http://127.0.0.1:${this.boundPort}` : "";
+  }
+
+  get child(): ChildProcess {
+    return this.running().process;
+  }
+
+  get pid(): number {
+    return this.current?.process.pid ?? 0;
+  }
+
+  get stdout(): LineWatcher {
+    return this.running().stdout;
+  }
+
+  get stderr(): LineWatcher {
+    return this.running().stderr;
+  }
+
+  /** Starts the process and waits until it is ready (and SERVING, when it has a port). */
+  async start(): Promise<void> {
+    const { options } = this;
+    const env = { ...options.env };
+    if (options.portEnv && this.boundPort) env[options.portEnv] = String(this.boundPort);
+    const entry = path.join(options.root, "services", options.name, "src", "main.ts");
+    const child = new Child(options.name, process.execPath, ["--import", "tsx", entry], {
+      cwd: options.root,
+      env,
+      logPath: options.logPath,
+    });
+    this.current = child;
+    void child.exited.then((exit) => {
+      if (!this.expected.has(child)) this.onUnexpectedExit?.(exit, child.lastLines());
+    });
+    const died = child.exited.then(({ code, signal }) => {
+      throw new StackError(
+        `${options.name} exited (code ${code}${signal ? `, signal ${signal}` : ""}) before it was ready\n${child.lastLines()}`,
+      );
+    });
+    try {
+      const line = await Promise.race([
+        child.stdout.waitFor(
+          (l) =>
+            options.readyPattern
+              ? l.includes(options.readyPattern)
+              : /"msg":"(listening|ready)/.test(l),
+          options.startTimeoutMs,
+          options.name,
+        ),
+        died,
+      ]);
+      this.boundPort = Number((JSON.parse(line) as { port?: number }).port ?? 0);
+      if (this.boundPort && options.waitServing !== false) {
+        await Promise.race([waitServing(this.url, options.startTimeoutMs), died]);
+      }
+    } catch (error) {
+      this.expected.add(child);
+      await child.stop();
+      if (error instanceof StackError) throw error;
+      throw new StackError(`${options.name} did not become ready: ${(error as Error).message}`);
+    }
+  }
+
+  /** SIGTERM (SIGKILL after a grace period) and wait; resolves with the exit code. */
+  async stop(): Promise<number | null> {
+    const child = this.current;
+    if (!child) return null;
+    this.expected.add(child);
+    return child.stop();
+  }
+
+  /** SIGKILL and wait, as a crash would. */
+  async kill(): Promise<void> {
+    const child = this.current;
+    if (!child) return;
+    this.expected.add(child);
+    await child.kill();
+  }
+
+  /** Stops it and starts it again on the same port. */
+  async restart(): Promise<void> {
+    await this.stop();
+    await this.start();
+  }
+
+  /** The last lines of its output, for a report on why it died. */
+  lastLines(count = 15): string {
+    return this.current?.lastLines(count) ?? "";
+  }
+
+  /** Resolves when the current process exits, however it ends. */
+  exited(): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+    return this.running().exited;
+  }
+
+  private running(): Child {
+    if (!this.current) throw new StackError(`${this.options.name} was never started`);
+    return this.current;
+  }
+}
+
+/** Waits for grpc.health.v1 to report SERVING, watching rather than polling. */
+async function waitServing(url: string, timeoutMs: number): Promise<void> {
+  const health = createClient(Health, createGrpcTransport({ baseUrl: url }));
+  for await (const res of health.watch({ service: "" }, { timeoutMs })) {
+    if (res.status === HealthCheckResponse_ServingStatus.SERVING) return;
+  }
+  throw new StackError(`${url} never reported SERVING`);
+}

@@ -1,0 +1,228 @@
+import { randomBytes } from "node:crypto";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import type { DescService } from "@bufbuild/protobuf";
+import { type Client, createClient, type Transport } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import {
+  type RunningStack,
+  readTokenFile,
+  type ServiceProcess,
+  startStack as startLauncherStack,
+  tokenFiles,
+} from "@toolmesh/launcher";
+import {
+  AuditService,
+  CallbackService,
+  DispatcherService,
+  Effect,
+  PermissionService,
+  PrincipalKind,
+  RegistryService,
+  ResourceKind,
+} from "@toolmesh/proto";
+import { connect, type NatsConnection } from "nats";
+import { mintJwt } from "./jwt.js";
+import type { TestNats } from "./nats-server.js";
+import { freePort } from "./ports.js";
+import { repoRoot } from "./service-process.js";
+
+/** The processes a test stack runs unless told otherwise: the call chain. */
+export const chainServices = ["permission", "registry", "dispatcher"];
+
+export interface TestStackOptions {
+  /** Which services to run (stack order is kept); the call chain when undefined. */
+  services?: string[];
+  /** Extra environment for every service. */
+  env?: Record<string, string>;
+  /** Extra environment for one service, by name. */
+  serviceEnv?: Record<string, Record<string, string>>;
+  /** The HS256 secret services verify JWTs with; random when undefined. */
+  jwtSecret?: string;
+}
+
+/** A whole toolmesh stack for a test: a nats-server and real service processes. */
+export interface TestStack {
+  nats: TestNats;
+  /** A connection of the test's own, closed by stop(). */
+  nc: NatsConnection;
+  dataDir: string;
+  jwtSecret: string;
+  /** The bootstrap admin API key (or a minted admin JWT without the permission service). */
+  adminToken: string;
+  /** The bootstrap service API key; empty without the permission service. */
+  serviceToken: string;
+  /** The port of the dispatcher's grpc-js listener. */
+  dispatcherGrpcPort: number;
+  /** A running service, by name; throws for one the stack does not run. */
+  service(name: string): ServiceProcess;
+  /** Shorthands for service("…"). */
+  readonly registry: ServiceProcess;
+  readonly permission: ServiceProcess;
+  readonly dispatcher: ServiceProcess;
+  /** Stops a service and starts it again on the same port. */
+  restart(name: string): Promise<void>;
+  /** Kept for the tests that restart the dispatcher with a new process. */
+  restartDispatcher(): Promise<void>;
+  /** A client of a service over gRPC (a fresh transport on each call). */
+  client<S extends DescService>(service: S, name: string): Client<S>;
+  readonly registryClient: Client<typeof RegistryService>;
+  readonly permissionClient: Client<typeof PermissionService>;
+  dispatcherClient(transport?: Transport): Client<typeof DispatcherService>;
+  auditClient(): Client<typeof AuditService>;
+  callbackClient(): Client<typeof CallbackService>;
+  /** A JWT for an agent, with the `agent` role unless told otherwise. */
+  agentToken(agentId: string, extra?: { roles?: string[]; onBehalfOf?: string }): Promise<string>;
+  /** Lets an agent call every tool with every scope. */
+  grantAll(agentId: string): Promise<void>;
+  /** Call options carrying a bearer token. */
+  as(token: string): { headers: { authorization: string } };
+  /**
+   * Everything the named services (every one when none is named) printed since the stack
+   * started, restarts included: their log files under <dataDir>/logs.
+   */
+  logText(...names: string[]): Promise<string>;
+  /** Stops every process and deletes the data directory, even after a failed start. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts a stack the way `npm start` does (the launcher), on free ports and a temp data dir.
+ * Every test in every language starts its stack through this (Python and Go through
+ * scripts/stack.ts --json).
+ */
+export async function startStack(options: TestStackOptions = {}): Promise<TestStack> {
+  const dataDir = await mkdtemp(path.join(tmpdir(), "toolmesh-stack-"));
+  const jwtSecret = options.jwtSecret ?? randomBytes(32).toString("hex");
+  const names = options.services ?? chainServices;
+  const dispatcherGrpcPort = names.includes("dispatcher") ? await freePort() : 0;
+  let running: RunningStack | undefined;
+  let nc: NatsConnection | undefined;
+  const stop = async () => {
+    await nc?.close().catch(() => {});
+    await running?.stop();
+    await rm(dataDir, { recursive: true, force: true });
+  };
+  try {
+    running = await startLauncherStack({
+      root: repoRoot,
+      natsPort: -1,
+      dataDir,
+      env: { LOG_LEVEL: "info", ...options.env, TOOLMESH_JWT_SECRET: jwtSecret },
+      serviceEnv: {
+        ...options.serviceEnv,
+        dispatcher: {
+          TOOLMESH_DISPATCHER_GRPC_PORT: String(dispatcherGrpcPort),
+          ...options.serviceEnv?.dispatcher,
+        },
+      },
+      services: names,
+      freePorts: true,
+      startTimeoutMs: 60_000,
+      say: () => {},
+    });
+    const launched = running;
+    const nats = launched.nats;
+    if (!nats) throw new Error("the test stack always starts its own nats-server");
+    nc = await connect({ servers: launched.natsUrl });
+    const files = tokenFiles(dataDir);
+    const adminToken =
+      launched.adminToken ?? (await mintJwt(jwtSecret, { sub: "test-admin", roles: ["admin"] }));
+    const serviceToken = readTokenFile(files.service) ?? "";
+    const service = (name: string) => {
+      const found = launched.services.get(name);
+      if (!found)
+        throw new Error(`this test stack does not run ${name}; it runs ${names.join(", ")}`);
+      return found;
+    };
+    // One transport per service and contract: a restarted service keeps its port.
+    const clients = new Map<string, unknown>();
+    const client = <S extends DescService>(desc: S, name: string): Client<S> => {
+      const key = `${desc.typeName}@${name}`;
+      let found = clients.get(key) as Client<S> | undefined;
+      if (!found) {
+        found = createClient(desc, createGrpcTransport({ baseUrl: service(name).url }));
+        clients.set(key, found);
+      }
+      return found;
+    };
+    const as = (token: string) => ({ headers: { authorization: `Bearer ${token}` } });
+    return {
+      nats: {
+        url: launched.natsUrl,
+        port: nats.clientPort,
+        storeDir: path.join(dataDir, "nats"),
+        stop: () => nats.stop(),
+        kill: () => nats.kill(),
+        start: () => nats.start(),
+        destroy: () => nats.stop(),
+      },
+      nc,
+      dataDir,
+      jwtSecret,
+      adminToken,
+      serviceToken,
+      dispatcherGrpcPort,
+      service,
+      get registry() {
+        return service("registry");
+      },
+      get permission() {
+        return service("permission");
+      },
+      get dispatcher() {
+        return service("dispatcher");
+      },
+      restart: (name) => service(name).restart(),
+      restartDispatcher: () => service("dispatcher").restart(),
+      client,
+      get registryClient() {
+        return client(RegistryService, "registry");
+      },
+      get permissionClient() {
+        return client(PermissionService, "permission");
+      },
+      dispatcherClient: (transport) =>
+        createClient(
+          DispatcherService,
+          transport ?? createGrpcTransport({ baseUrl: service("dispatcher").url }),
+        ),
+      auditClient: () => client(AuditService, "audit"),
+      callbackClient: () => client(CallbackService, "callback"),
+      agentToken: (agentId, extra = {}) =>
+        mintJwt(jwtSecret, {
+          sub: agentId,
+          roles: extra.roles ?? ["agent"],
+          ...(extra.onBehalfOf ? { onBehalfOf: extra.onBehalfOf } : {}),
+        }),
+      async grantAll(agentId) {
+        await client(PermissionService, "permission").grant(
+          {
+            grant: {
+              principal: { kind: PrincipalKind.AGENT, id: agentId },
+              resource: { kind: ResourceKind.GLOB, pattern: "**" },
+              scopes: ["*"],
+              effect: Effect.ALLOW,
+              enabled: true,
+            },
+          },
+          as(adminToken),
+        );
+      },
+      as,
+      async logText(...only) {
+        const texts = await Promise.all(
+          (only.length > 0 ? only : names).map((name) =>
+            readFile(path.join(dataDir, "logs", `${name}.log`), "utf8"),
+          ),
+        );
+        return texts.join("");
+      },
+      stop,
+    };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
