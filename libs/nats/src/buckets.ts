@@ -22,4 +22,13 @@ export const buckets = {
     grantPrefix: "grants.>",
     apiKeyPrefix: "keys.>",
   },
+  /**
+   * Owned by the Dispatchers together: `instances.<id>` → the time of that instance's last
+   * heartbeat (decimal epoch ms), so a sweeper can tell a live Dispatcher from a vanished one.
+   */
+  dispatchers: {
+    name: "toolmesh-dispatchers",
+    instanceKey: (id: string) => `instances.${id}`,
+    instancePrefix: "instances.>",
+  },
 } as const;

@@ -9,6 +9,10 @@ export const JetStreamApiCodes = {
   /** A stream with that name exists already (with another configuration). */
   StreamNameInUse: 10058,
   ConsumerNotFound: 10014,
+  /** The store refused the message: the stream is full (discard new) or the message too large. */
+  StoreFailed: 10077,
+  /** The server has no room left for JetStream (disk or memory limit). */
+  InsufficientResources: 10047,
 } as const;
 
 /** The JetStream `err_code` an error carries, or undefined for any other error. */

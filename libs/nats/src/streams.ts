@@ -14,6 +14,8 @@ export const subjects = {
   audit: (agentId: string, tool: string) =>
     `toolmesh.audit.${subjectToken(agentId)}.${subjectToken(tool)}`,
   outcome: (callId: string) => `toolmesh.outcome.${subjectToken(callId)}`,
+  inflight: (instance: string, callId: string) =>
+    `toolmesh.inflight.${subjectToken(instance)}.${subjectToken(callId)}`,
   callback: (status: string, tool: string) =>
     `toolmesh.callback.${subjectToken(status)}.${subjectToken(tool)}`,
   registryChanged: (kind: string, name: string) =>
@@ -57,6 +59,8 @@ export interface StreamSettings {
   replicas: number;
   /** How long records are kept; 0 keeps them until limits are reached. */
   maxAgeMs: number;
+  /** How long a call lease may outlive a lost delete (longer than the longest call). */
+  maxLeaseAgeMs?: number;
 }
 
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -93,6 +97,12 @@ export function streamDefinitions(
       "Call outcomes from the Dispatcher and Report",
     ),
     callback: base("TOOLMESH_CALLBACK", ["toolmesh.callback.>"], "Normalised callback events"),
+    // Leases are deleted when their call ends; the age limit only bounds what a lost delete leaves.
+    inflight: {
+      ...base("TOOLMESH_INFLIGHT", ["toolmesh.inflight.>"], "Leases of calls that are running"),
+      max_age: nanos(settings.maxLeaseAgeMs ?? 2 * 60 * 60 * 1000),
+      discard: DiscardPolicy.New,
+    },
     changes: base(
       "TOOLMESH_CHANGES",
       ["toolmesh.registry.changed.>", "toolmesh.permission.changed.>"],

@@ -7,6 +7,7 @@ import {
   AuditAction,
   type AuditRecord,
   AuditRecordSchema,
+  CallLeaseSchema,
   CallStatus,
   type Outcome,
   OutcomeSchema,
@@ -14,6 +15,7 @@ import {
   TraceEventKind,
   TraceEventSchema,
 } from "@toolmesh/proto";
+import type { LeaseLedger } from "./call-leases.js";
 import type { EventPublisher } from "./event-publisher.js";
 import type { CallEnd } from "./outcome.js";
 
@@ -29,8 +31,9 @@ export interface CallIdentity {
 }
 
 /**
- * Publishes the trace events, audit record and outcome of calls to JetStream. Publishes are
- * pipelined: each call fires them as they happen and awaits every ack once, before replying.
+ * Publishes the start record (lease and TOOL_EXECUTE), trace events, audit record and outcome of
+ * calls to JetStream. Publishes are pipelined: each call fires them as they happen and awaits
+ * every ack once, before replying.
  */
 export class CallRecorder {
   private readonly redact: (value: unknown) => unknown;
@@ -38,25 +41,86 @@ export class CallRecorder {
   constructor(
     private readonly publisher: EventPublisher,
     secretKeyPatterns: readonly string[],
+    private readonly leases: LeaseLedger,
   ) {
     this.redact = createSecretRedactor(secretKeyPatterns);
   }
 
   begin(call: CallIdentity): CallRecord {
-    return new CallRecord(this.publisher, call, this.redact);
+    return new CallRecord(this.publisher, this.leases, call, this.redact);
+  }
+
+  /** The largest message the bus carries; records must fit in it. */
+  get maxPayload(): number {
+    return this.publisher.maxPayload;
+  }
+
+  /** False while NATS is unreachable: nothing could be recorded, so nothing may run. */
+  get writable(): boolean {
+    return this.publisher.writable;
+  }
+
+  /** Why the record store has no room now, or undefined. */
+  get full(): string | undefined {
+    return this.publisher.full;
   }
 }
 
 /** The records of one call; flush() resolves once JetStream acked every one of them. */
 export class CallRecord {
   private sequence = 0;
-  private readonly pending: Promise<void>[] = [];
+  private readonly pending: Promise<unknown>[] = [];
+  private leaseSequence: Promise<number> | undefined;
 
   constructor(
     private readonly publisher: EventPublisher,
+    private readonly leases: LeaseLedger,
     readonly call: CallIdentity,
     private readonly redact: (value: unknown) => unknown,
   ) {}
+
+  /**
+   * The start record: the call's lease (which a sweeper closes if this process vanishes) and
+   * its TOOL_EXECUTE event. Resolves once JetStream acked both; the chain waits for that before
+   * a tool with side effects runs.
+   */
+  start(run: {
+    args: JsonObject;
+    timeoutMs: number;
+    runtime: string;
+    startedMs: number;
+    deadlineMs: number;
+  }): Promise<void> {
+    const c = this.call;
+    const lease = this.leases.open(
+      create(CallLeaseSchema, {
+        instance: this.leases.instance,
+        callId: c.callId,
+        traceId: c.traceId,
+        parentId: c.parentId,
+        tool: c.tool,
+        agentId: c.principal.agentId,
+        userId: c.principal.userId,
+        roles: c.principal.roles,
+        arguments: this.redact(run.args) as JsonObject,
+        startedAt: timestampFromMs(run.startedMs),
+        deadline: timestampFromMs(run.deadlineMs),
+      }),
+    );
+    this.leaseSequence = lease;
+    this.track(lease);
+    const before = this.pending.length;
+    this.trace(TraceEventKind.TOOL_EXECUTE, { timeout_ms: run.timeoutMs, runtime: run.runtime });
+    return Promise.all([lease, ...this.pending.slice(before)]).then(() => {});
+  }
+
+  /** Deletes the lease once every record of the call is acked (call after flush()). */
+  release(): void {
+    void this.leaseSequence?.then(
+      (sequence) => this.leases.release(sequence),
+      () => {},
+    );
+  }
 
   /** Publishes one trace event on toolmesh.trace.<trace_id>. */
   trace(
@@ -202,7 +266,7 @@ export class CallRecord {
     await Promise.all(this.pending);
   }
 
-  private track(ack: Promise<void>): void {
+  private track(ack: Promise<unknown>): void {
     // Rejections are reported by flush(); this keeps an early one from being "unhandled".
     ack.catch(() => {});
     this.pending.push(ack);

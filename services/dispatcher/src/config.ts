@@ -1,5 +1,5 @@
 import { authConfig } from "@toolmesh/auth";
-import { type ConfigOf, commonConfig, int, list, port } from "@toolmesh/config";
+import { type ConfigOf, commonConfig, int, list, optionalStr, port } from "@toolmesh/config";
 import { defaultSecretKeyPatterns } from "@toolmesh/log";
 
 /** Every setting of the Dispatcher, read from the environment. */
@@ -24,6 +24,25 @@ export const dispatcherConfig = {
   localIdleTimeoutMs: int("TOOLMESH_LOCAL_IDLE_TIMEOUT_MS", 5 * 60 * 1000, { min: 100 }),
   localMaxConcurrency: int("TOOLMESH_LOCAL_MAX_CONCURRENCY", 8, { min: 1, max: 10_000 }),
   localStartTimeoutMs: int("TOOLMESH_LOCAL_START_TIMEOUT_MS", 15_000, { min: 100 }),
+  /** This process's name in call leases and heartbeats; a fresh one each start when unset. */
+  instanceId: optionalStr("TOOLMESH_INSTANCE_ID"),
+  /** How often this Dispatcher looks for calls whose outcome was never recorded. */
+  sweepIntervalMs: int("TOOLMESH_SWEEP_INTERVAL_MS", 5000, { min: 100, max: 600_000 }),
+  /** A Dispatcher whose heartbeat is this old has vanished; its running calls are closed. */
+  dispatcherLostAfterMs: int("TOOLMESH_DISPATCHER_LOST_AFTER_MS", 15_000, {
+    min: 300,
+    max: 600_000,
+  }),
+  /**
+   * Room a discard-new record stream must keep for the records of calls already running; below
+   * it new calls are refused. 0: four times the bus's max_payload.
+   */
+  recordStoreMarginBytes: int("TOOLMESH_RECORD_STORE_MARGIN_BYTES", 0, {
+    min: 0,
+    max: 1024 * 1024 * 1024,
+  }),
+  /** How long past its deadline a live Dispatcher's call may still be writing its records. */
+  leaseGraceMs: int("TOOLMESH_LEASE_GRACE_MS", 30_000, { min: 100, max: 3_600_000 }),
 };
 
 export type DispatcherConfig = ConfigOf<typeof dispatcherConfig>;

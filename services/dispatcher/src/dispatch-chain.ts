@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
-import { type ConnectError, codeName } from "@toolmesh/errors";
+import { Code, ConnectError, codeName } from "@toolmesh/errors";
 import type { Logger } from "@toolmesh/log";
 import {
   type BackendEvent,
@@ -24,8 +24,10 @@ import {
   TRACE_ID,
 } from "./call-checks.js";
 import type { CallRecord, CallRecorder } from "./call-recorder.js";
+import { PublishError } from "./event-publisher.js";
 import type { IdempotencyStore } from "./idempotency.js";
 import { classify } from "./outcome.js";
+import { argumentsTooLarge, limitOutput, recordBudget, structBytes } from "./record-limits.js";
 import type { InterruptReason, RunningCalls } from "./running-calls.js";
 import type { ToolRuntime } from "./runtimes/runtime.js";
 import type { ToolCatalog } from "./tool-catalog.js";
@@ -156,6 +158,7 @@ export class DispatchChain {
     let checked: CheckedCall;
     try {
       checked = checkCall(this.deps, req, principal, callId);
+      this.checkRecordable(checked);
     } catch (error) {
       if (!(error instanceof Refusal)) throw error;
       await this.refuse(record, error, req, Date.now() - started);
@@ -187,6 +190,35 @@ export class DispatchChain {
     }
   }
 
+  /**
+   * Nothing runs unrecorded: with NATS unreachable, or arguments too large for the records that
+   * carry them, the call is refused before anything runs.
+   */
+  private checkRecordable(checked: CheckedCall): void {
+    const { recorder } = this.deps;
+    if (!recorder.writable) {
+      throw new Refusal(
+        new ConnectError(
+          "toolmesh cannot record calls right now (NATS is unreachable), so none may run; the tool did not run. Retry in a few seconds.",
+          Code.Unavailable,
+        ),
+        "bus_unreachable",
+      );
+    }
+    const full = recorder.full;
+    if (full) {
+      throw new Refusal(
+        new ConnectError(
+          `toolmesh cannot record calls right now: the record store is full (${full}), so none may run; the tool did not run. An operator must make room (raise the stream's byte limit or shorten its retention).`,
+          Code.ResourceExhausted,
+        ),
+        "store_full",
+      );
+    }
+    const tooLarge = argumentsTooLarge(checked.tool.spec.name, checked.args, recorder.maxPayload);
+    if (tooLarge) throw new Refusal(tooLarge, "arguments_too_large");
+  }
+
   /** Records a refusal and waits for its acks; a failed record is logged, the refusal stands. */
   private async refuse(
     record: CallRecord,
@@ -195,9 +227,13 @@ export class DispatchChain {
     durationMs: number,
   ): Promise<void> {
     const { error, reason } = refusal;
+    // Arguments too large for any record are kept as their size, so the refusal is recorded.
+    const size = req.arguments ? structBytes(req.arguments) : 0;
+    const args =
+      size > recordBudget(this.deps.recorder.maxPayload) ? { omitted_bytes: size } : req.arguments;
     record.refused(
       { code: codeName(error.code), message: error.rawMessage, reason },
-      req.arguments,
+      args,
       durationMs,
     );
     try {
@@ -232,11 +268,31 @@ export class DispatchChain {
     const onCallerGone = () => interrupt("cancelled");
     options.signal?.addEventListener("abort", onCallerGone, { once: true });
     running.add(callId, { agentId: principal.agentId, tool: spec.name, interrupt });
+    const cleanup = () => {
+      clearTimeout(timer);
+      options.signal?.removeEventListener("abort", onCallerGone);
+      running.delete(callId);
+    };
 
-    record.trace(TraceEventKind.TOOL_EXECUTE, {
-      timeout_ms: timeoutMs,
+    const startAcked = record.start({
+      args,
+      timeoutMs,
       runtime: spec.runtime?.kind.case ?? RuntimeKind[RuntimeKind.UNSPECIFIED],
+      startedMs: started,
+      deadlineMs: deadline,
     });
+    if (spec.sideEffects) {
+      // A tool that changes the world runs only once its start record is acked.
+      try {
+        await startAcked;
+      } catch (error) {
+        cleanup();
+        throw new CallRefused(unrecorded(error, "start", spec.name), callId, traceId);
+      }
+    } else {
+      // A read-only tool runs alongside its start record; flush() below still waits for it.
+      startAcked.catch(() => {});
+    }
     const request = create(InvokeRequestSchema, {
       tool: spec.name,
       arguments: args,
@@ -248,33 +304,37 @@ export class DispatchChain {
         keyId: principal.keyId,
       },
     });
-    let ran: Awaited<ReturnType<typeof runAttempts>>;
+    let ran: Awaited<ReturnType<typeof runAttempts>> = { result: undefined, attempts: 0 };
     try {
-      ran = await runAttempts({
-        tool,
-        runtime: this.runtimeOf(spec.runtime?.kind.case),
-        request,
-        deadline,
-        signal: controller.signal,
-        record,
-        onEvent: (event) => traceBackendEvent(record, event),
-      });
+      if (!controller.signal.aborted) {
+        ran = await runAttempts({
+          tool,
+          runtime: this.runtimeOf(spec.runtime?.kind.case),
+          request,
+          deadline,
+          signal: controller.signal,
+          record,
+          onEvent: (event) => traceBackendEvent(record, event),
+        });
+      }
     } finally {
-      clearTimeout(timer);
-      options.signal?.removeEventListener("abort", onCallerGone);
-      running.delete(callId);
+      cleanup();
     }
 
     const finished = Date.now();
-    const end = classify({
-      tool: spec.name,
-      interrupted: controller.signal.aborted
-        ? (String(controller.signal.reason) as InterruptReason)
-        : undefined,
-      result: ran.result,
-      output: checked.validators.output,
-      timeoutMs,
-    });
+    const end = limitOutput(
+      spec.name,
+      classify({
+        tool: spec.name,
+        interrupted: controller.signal.aborted
+          ? (String(controller.signal.reason) as InterruptReason)
+          : undefined,
+        result: ran.result,
+        output: checked.validators.output,
+        timeoutMs,
+      }),
+      this.deps.recorder.maxPayload,
+    );
     record.finished(end, {
       args,
       attempts: ran.attempts,
@@ -290,12 +350,16 @@ export class DispatchChain {
       durationMs: finished - started,
       attempts: ran.attempts,
     });
-    await Promise.all([
-      record.flush(),
-      call.idempotencyKey
-        ? this.deps.idempotency.put(principal.agentId, call.idempotencyKey, response)
-        : undefined,
-    ]);
+    // The output goes back only once every record of the call is acked.
+    try {
+      await record.flush();
+    } catch (error) {
+      throw unrecorded(error, "outcome", spec.name);
+    }
+    record.release();
+    if (call.idempotencyKey) {
+      await this.deps.idempotency.put(principal.agentId, call.idempotencyKey, response);
+    }
     return response;
   }
 
@@ -303,6 +367,21 @@ export class DispatchChain {
     const { runtimes } = this.deps;
     return kind === "grpc" || kind === "local" || kind === "remote" ? runtimes[kind] : undefined;
   }
+}
+
+/**
+ * The error for a call whose records could not be written: RESOURCE_EXHAUSTED when the store is
+ * full, UNAVAILABLE otherwise. At the start the tool did not run; at the end its output is
+ * withheld (the sweeper closes the call from its lease).
+ */
+function unrecorded(error: unknown, stage: "start" | "outcome", tool: string): ConnectError {
+  const why = error instanceof PublishError ? error.message : String(error);
+  const full = error instanceof PublishError && error.failure === "full";
+  const message =
+    stage === "start"
+      ? `toolmesh could not record the start of this call to tool "${tool}" (${why}), so the tool did not run. ${full ? "The record store is full; an operator must make room." : "Retry in a few seconds."}`
+      : `tool "${tool}" ran, but its records could not be written (${why}); its output is withheld and the call will be closed as INTERRUPTED. ${full ? "The record store is full; an operator must make room." : "Retry in a few seconds."}`;
+  return new ConnectError(message, full ? Code.ResourceExhausted : Code.Unavailable);
 }
 
 /** The tool's timeout, narrowed by the request's and the RPC deadline, within the limits. */

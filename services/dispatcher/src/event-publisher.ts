@@ -1,5 +1,5 @@
 import { type DescMessage, type MessageShape, toBinary } from "@bufbuild/protobuf";
-import { TYPE_HEADER } from "@toolmesh/nats";
+import { JetStreamApiCodes, TYPE_HEADER } from "@toolmesh/nats";
 import {
   createInbox,
   type Msg,
@@ -8,24 +8,52 @@ import {
   headers as natsHeaders,
   type Subscription,
 } from "nats";
+import type { StoreCapacity } from "./store-capacity.js";
 
 /** Publishes a Protobuf event to JetStream; resolves once the stream acked it. */
 export interface EventPublisher {
+  /** False while the connection to NATS is down: a publish now would only wait and fail. */
+  readonly writable: boolean;
+  /** The largest message NATS carries (the server's max_payload). */
+  readonly maxPayload: number;
+  /** Why the record store has no room now (a stream at its limit), or undefined. */
+  readonly full: string | undefined;
+  /** Resolves with the stream sequence JetStream stored the message at. */
   publish<Desc extends DescMessage>(
     subject: string,
     schema: Desc,
     value: MessageShape<Desc>,
     options?: { msgId?: string },
-  ): Promise<void>;
+  ): Promise<number>;
 }
+
+/**
+ * Why a record could not be written: NATS unreachable, no ack in time, the stream full (or the
+ * message over its limit), or another refusal. The chain maps `full` to RESOURCE_EXHAUSTED and
+ * the rest to UNAVAILABLE.
+ */
+export type PublishFailure = "unreachable" | "timeout" | "full" | "refused";
 
 /** Raised when JetStream refuses a message or does not ack it in time. */
 export class PublishError extends Error {
   override name = "PublishError";
+  constructor(
+    readonly failure: PublishFailure,
+    message: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
 }
 
+/** JetStream refusals that mean "no room": the chain refuses new calls until there is. */
+const FULL_CODES: ReadonlySet<number> = new Set([
+  JetStreamApiCodes.StoreFailed,
+  JetStreamApiCodes.InsufficientResources,
+]);
+
 interface Pending {
-  resolve(): void;
+  resolve(sequence: number): void;
   reject(error: Error): void;
   sentAt: number;
 }
@@ -50,16 +78,44 @@ export class JetStreamPublisher implements EventPublisher {
     seq: number;
   }[] = [];
   private flushScheduled = false;
+  private connected = true;
 
   constructor(
     private readonly nc: NatsConnection,
     private readonly timeoutMs = 5000,
+    private readonly capacity?: StoreCapacity,
   ) {
     this.subscription = nc.subscribe(`${this.inbox}.*`, {
       callback: (_error, msg) => this.onAck(msg),
     });
     this.sweeper = setInterval(() => this.sweep(), 1000);
     this.sweeper.unref();
+    void this.followConnection();
+  }
+
+  get writable(): boolean {
+    return this.connected && !this.nc.isClosed();
+  }
+
+  get full(): string | undefined {
+    return this.capacity?.full;
+  }
+
+  get maxPayload(): number {
+    return this.nc.info?.max_payload ?? 1024 * 1024;
+  }
+
+  /** Tracks the connection, and fails what waits for an ack the moment it is lost. */
+  private async followConnection(): Promise<void> {
+    for await (const status of this.nc.status()) {
+      if (status.type === "disconnect") {
+        this.connected = false;
+        // Acks of messages sent before the break may never come; their callers should not wait.
+        this.failPending("unreachable", "the connection to NATS was lost before JetStream acked");
+      } else if (status.type === "reconnect") {
+        this.connected = true;
+      }
+    }
   }
 
   publish<Desc extends DescMessage>(
@@ -67,13 +123,19 @@ export class JetStreamPublisher implements EventPublisher {
     schema: Desc,
     value: MessageShape<Desc>,
     options: { msgId?: string } = {},
-  ): Promise<void> {
+  ): Promise<number> {
+    if (!this.writable) {
+      return Promise.reject(
+        new PublishError("unreachable", `NATS is unreachable; cannot write to ${subject}`),
+      );
+    }
     const h = natsHeaders();
     h.set(TYPE_HEADER, schema.typeName);
     if (options.msgId) h.set("Nats-Msg-Id", options.msgId);
     const seq = ++this.sequence;
     const data = toBinary(schema, value);
-    return new Promise<void>((resolve, reject) => {
+    this.capacity?.consume(subject, data.length + subject.length + 128);
+    return new Promise<number>((resolve, reject) => {
       this.pending.set(seq, { resolve, reject, sentAt: Date.now() });
       this.outbox.push({ subject, data, reply: `${this.inbox}.${seq}`, headers: h, seq });
       if (!this.flushScheduled) {
@@ -98,7 +160,9 @@ export class JetStreamPublisher implements EventPublisher {
         const waiter = this.pending.get(m.seq);
         this.pending.delete(m.seq);
         waiter?.reject(
-          new PublishError(`cannot publish to ${m.subject}: ${String(error)}`, { cause: error }),
+          new PublishError("unreachable", `cannot publish to ${m.subject}: ${String(error)}`, {
+            cause: error,
+          }),
         );
       }
     }
@@ -111,18 +175,30 @@ export class JetStreamPublisher implements EventPublisher {
     this.pending.delete(seq);
     const status = msg.headers?.code ?? 0;
     if (status >= 400) {
-      waiter.reject(new PublishError(`JetStream answered ${status}: no stream takes this subject`));
+      waiter.reject(
+        new PublishError("refused", `JetStream answered ${status}: no stream takes this subject`),
+      );
       return;
     }
     try {
       const ack = JSON.parse(new TextDecoder().decode(msg.data)) as {
-        error?: { description?: string };
+        seq?: number;
+        error?: { description?: string; err_code?: number };
       };
-      if (ack.error)
-        waiter.reject(new PublishError(`JetStream refused the message: ${ack.error.description}`));
-      else waiter.resolve();
+      if (!ack.error) {
+        waiter.resolve(ack.seq ?? 0);
+        return;
+      }
+      const full = FULL_CODES.has(ack.error.err_code ?? 0);
+      if (full) this.capacity?.refused(`JetStream refused a record: ${ack.error.description}`);
+      waiter.reject(
+        new PublishError(
+          full ? "full" : "refused",
+          `JetStream refused the message: ${ack.error.description}`,
+        ),
+      );
     } catch {
-      waiter.reject(new PublishError("JetStream sent an ack that is not JSON"));
+      waiter.reject(new PublishError("refused", "JetStream sent an ack that is not JSON"));
     }
   }
 
@@ -131,14 +207,20 @@ export class JetStreamPublisher implements EventPublisher {
     for (const [seq, waiter] of this.pending) {
       if (waiter.sentAt > limit) break; // insertion order is send order
       this.pending.delete(seq);
-      waiter.reject(new PublishError(`JetStream did not ack within ${this.timeoutMs} ms`));
+      waiter.reject(
+        new PublishError("timeout", `JetStream did not ack within ${this.timeoutMs} ms`),
+      );
     }
+  }
+
+  private failPending(failure: PublishFailure, message: string): void {
+    for (const waiter of this.pending.values()) waiter.reject(new PublishError(failure, message));
+    this.pending.clear();
   }
 
   close(): void {
     clearInterval(this.sweeper);
     this.subscription.unsubscribe();
-    for (const waiter of this.pending.values()) waiter.reject(new PublishError("publisher closed"));
-    this.pending.clear();
+    this.failPending("unreachable", "publisher closed");
   }
 }

@@ -1,26 +1,69 @@
+import { randomUUID } from "node:crypto";
 import { runService } from "@toolmesh/service";
+import { JetStreamLeases } from "./call-leases.js";
+import { CallRecorder } from "./call-recorder.js";
 import { dispatcherConfig } from "./config.js";
 import { JetStreamPublisher } from "./event-publisher.js";
 import type { GrpcPort } from "./grpc-port.js";
+import { Heartbeat } from "./heartbeat.js";
 import { KvIdempotencyStore } from "./idempotency.js";
+import { LeaseSweeper } from "./lease-sweeper.js";
 import { createDispatcher } from "./server.js";
 import { followSnapshots } from "./snapshots.js";
+import { StoreCapacity } from "./store-capacity.js";
 
 await runService({
   name: "dispatcher",
   config: dispatcherConfig,
-  streams: ["trace", "audit", "outcome"],
-  async start({ config, log, nc, authenticatedRpc }) {
+  streams: ["trace", "audit", "outcome", "inflight"],
+  async start({ config, log, nc, js, jsm, streams, authenticatedRpc }) {
     const idempotency = await KvIdempotencyStore.open(nc, {
       windowMs: config.idempotencyWindowMs,
       replicas: config.jetstreamReplicas,
     });
     const snapshots = followSnapshots(nc, log);
-    const publisher = new JetStreamPublisher(nc);
+    const capacity = new StoreCapacity(
+      jsm,
+      [streams.inflight, streams.trace, streams.audit, streams.outcome].map((s) => ({
+        name: s.name ?? "",
+        prefixes: (s.subjects ?? []).map((subject) => subject.replace(/>$/, "")),
+      })),
+      config.recordStoreMarginBytes || 4 * (nc.info?.max_payload ?? 1024 * 1024),
+      log,
+    );
+    await capacity.check();
+    capacity.start(2000);
+    const publisher = new JetStreamPublisher(nc, 5000, capacity);
+    const instance = config.instanceId ?? randomUUID();
+    const heartbeat = await Heartbeat.start(
+      nc,
+      instance,
+      {
+        intervalMs: Math.max(100, Math.floor(config.dispatcherLostAfterMs / 3)),
+        replicas: config.jetstreamReplicas,
+      },
+      log,
+    );
+    const leases = new JetStreamLeases(instance, publisher, jsm, log);
+    const sweeper = new LeaseSweeper({
+      js,
+      jsm,
+      kv: heartbeat.kv,
+      lastBeat: (id) => heartbeat.lastBeat(id),
+      recorder: new CallRecorder(publisher, config.redactKeys, leases),
+      settings: {
+        intervalMs: config.sweepIntervalMs,
+        lostAfterMs: config.dispatcherLostAfterMs,
+        graceMs: config.leaseGraceMs,
+      },
+      log,
+    });
+    sweeper.start();
     const dispatcher = createDispatcher({
       tools: snapshots.tools,
       policy: snapshots.policy,
       publisher,
+      leases,
       idempotency,
       auth: await authenticatedRpc(),
       settings: config,
@@ -39,7 +82,10 @@ await runService({
         await grpcPort?.close();
       },
       async stop() {
+        await sweeper.stop();
         await dispatcher.close();
+        await heartbeat.stop();
+        capacity.stop();
         publisher.close();
         snapshots.stop();
       },

@@ -3,6 +3,7 @@ import type { Authenticator } from "@toolmesh/auth";
 import type { Logger } from "@toolmesh/log";
 import { DispatcherService } from "@toolmesh/proto";
 import { createToolmeshServer, type ToolmeshServer } from "@toolmesh/server";
+import type { LeaseLedger } from "./call-leases.js";
 import { CallRecorder } from "./call-recorder.js";
 import { DispatchChain, type PermissionGate } from "./dispatch-chain.js";
 import type { EventPublisher } from "./event-publisher.js";
@@ -34,6 +35,8 @@ export interface DispatcherDeps {
   policy: PermissionGate;
   /** Publishes trace events, audit records and outcomes (a JetStreamPublisher). */
   publisher: EventPublisher;
+  /** Where calls' start records (leases) live until their outcome is recorded. */
+  leases: LeaseLedger;
   idempotency: IdempotencyStore;
   /** Verifies every RPC's bearer token (the interceptors) and the grpc-js port's. */
   auth: { interceptors: Interceptor[]; authenticate: Authenticator };
@@ -72,7 +75,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const chain = new DispatchChain({
     catalog,
     policy: deps.policy,
-    recorder: new CallRecorder(deps.publisher, settings.redactKeys),
+    recorder: new CallRecorder(deps.publisher, settings.redactKeys, deps.leases),
     runtimes: { grpc: grpcRuntime, local, remote },
     idempotency: deps.idempotency,
     running,

@@ -10,6 +10,7 @@ import {
   Effect,
   type Grant,
   GrantSchema,
+  OutcomeSchema,
   PrincipalKind,
   ResourceKind,
   ToolNotFoundSchema,
@@ -18,9 +19,10 @@ import {
   TraceEventSchema,
 } from "@toolmesh/proto";
 import { beforeEach, describe, expect, it } from "vitest";
+import { MemoryLeases } from "../src/call-leases.js";
 import { CallRecorder } from "../src/call-recorder.js";
 import { DispatchChain, type PermissionGate } from "../src/dispatch-chain.js";
-import type { EventPublisher } from "../src/event-publisher.js";
+import { type EventPublisher, PublishError } from "../src/event-publisher.js";
 import { MemoryIdempotencyStore } from "../src/idempotency.js";
 import { RunningCalls } from "../src/running-calls.js";
 import { failure } from "../src/runtimes/grpc-runtime.js";
@@ -31,12 +33,19 @@ import { MemoryToolSource, ToolCatalog } from "../src/tool-catalog.js";
 // keeps what it is given, and a runtime the test scripts.
 class MemoryPublisher implements EventPublisher {
   readonly published: { subject: string; type: string; value: unknown }[] = [];
+  writable = true;
+  maxPayload = 1024 * 1024;
+  full: string | undefined;
+  /** When set, every publish fails with it (the bus is down or full). */
+  failure: PublishError | undefined;
   async publish<Desc extends DescMessage>(
     subject: string,
     schema: Desc,
     value: MessageShape<Desc>,
   ) {
+    if (this.failure) throw this.failure;
     this.published.push({ subject, type: schema.typeName, value });
+    return this.published.length;
   }
   of<Desc extends DescMessage>(schema: Desc): MessageShape<Desc>[] {
     return this.published
@@ -61,6 +70,7 @@ describe("dispatch chain (in memory)", () => {
   let tools: MemoryToolSource;
   let grants: Grant[];
   let publisher: MemoryPublisher;
+  let leases: MemoryLeases;
   let runtime: ScriptedRuntime;
   let chain: DispatchChain;
   let gate: PermissionGate & { isReady: boolean };
@@ -97,11 +107,12 @@ describe("dispatch chain (in memory)", () => {
       decide: (subject, tool, now) => decide(subject, tool, grants, now ?? new Date()),
     };
     publisher = new MemoryPublisher();
+    leases = new MemoryLeases();
     runtime = new ScriptedRuntime();
     chain = new DispatchChain({
       catalog: new ToolCatalog(tools),
       policy: gate,
-      recorder: new CallRecorder(publisher, ["password"]),
+      recorder: new CallRecorder(publisher, ["password"], leases),
       runtimes: { grpc: runtime, local: runtime, remote: runtime },
       idempotency: new MemoryIdempotencyStore(),
       running: new RunningCalls(),
@@ -193,5 +204,98 @@ describe("dispatch chain (in memory)", () => {
     expect(res.status).toBe(CallStatus.INTERRUPTED);
     expect(res.error?.code).toBe("timeout");
     expect(aborted).toBe(true);
+  });
+
+  describe("nothing runs unrecorded", () => {
+    it("does not run a tool with side effects whose start record is not acked", async () => {
+      addTool("mail.send", { sideEffects: true });
+      publisher.failure = new PublishError("timeout", "JetStream did not ack within 5000 ms");
+      const error = await chain
+        .dispatch(create(DispatchRequestSchema, { tool: "mail.send" }), agent)
+        .then(
+          () => undefined,
+          (e: unknown) => ConnectError.from(e),
+        );
+      expect(error?.code).toBe(Code.Unavailable);
+      expect(error?.rawMessage).toMatch(/could not record the start .* the tool did not run/);
+      expect(runtime.calls).toBe(0);
+    });
+
+    it("refuses with RESOURCE_EXHAUSTED when the record store is full", async () => {
+      addTool("mail.send", { sideEffects: true });
+      publisher.failure = new PublishError(
+        "full",
+        "JetStream refused the message: maximum bytes exceeded",
+      );
+      await expect(dispatch("mail.send")).rejects.toMatchObject({ code: Code.ResourceExhausted });
+      expect(runtime.calls).toBe(0);
+    });
+
+    it("withholds a read-only tool's output when its records cannot be written", async () => {
+      addTool("data.read");
+      runtime.script = [async () => ({ ok: true, output: { secret: "rows" } })];
+      publisher.failure = new PublishError("timeout", "JetStream did not ack within 5000 ms");
+      const error = await dispatch("data.read").then(
+        () => undefined,
+        (e: unknown) => ConnectError.from(e),
+      );
+      expect(error?.code).toBe(Code.Unavailable);
+      expect(error?.rawMessage).toMatch(/its output is withheld/);
+      expect(JSON.stringify(error)).not.toContain("rows");
+      // The lease stays, so the sweeper closes the call.
+      expect(leases.held.map((l) => l.tool)).toEqual(["data.read"]);
+    });
+
+    it("refuses every call while NATS is unreachable, before anything runs", async () => {
+      addTool("data.read");
+      publisher.writable = false;
+      await expect(dispatch("data.read")).rejects.toMatchObject({ code: Code.Unavailable });
+      expect(runtime.calls).toBe(0);
+    });
+
+    it("refuses arguments too large for the records, naming the limit", async () => {
+      addTool("data.read");
+      publisher.maxPayload = 64 * 1024;
+      const error = await dispatch("data.read", {
+        arguments: { blob: "x".repeat(60 * 1024) },
+      }).then(
+        () => undefined,
+        (e: unknown) => ConnectError.from(e),
+      );
+      expect(error?.code).toBe(Code.ResourceExhausted);
+      expect(error?.rawMessage).toMatch(/max_payload of 65536 bytes/);
+      expect(runtime.calls).toBe(0);
+      // The refusal is recorded, with the arguments' size in place of the arguments.
+      const [audit] = publisher.of(AuditRecordSchema);
+      expect(audit?.reason).toBe("arguments_too_large");
+      expect(audit?.arguments).toEqual({ omitted_bytes: expect.any(Number) });
+    });
+
+    it("records an output too large for its outcome as FAILURE output_too_large", async () => {
+      addTool("data.read");
+      publisher.maxPayload = 64 * 1024;
+      runtime.script = [async () => ({ ok: true, output: { rows: "y".repeat(70 * 1024) } })];
+      const res = await dispatch("data.read");
+      expect(res.status).toBe(CallStatus.FAILURE);
+      expect(res.error?.code).toBe("output_too_large");
+      expect(res.output).toBeUndefined();
+      const [outcome] = publisher.of(OutcomeSchema);
+      expect(outcome?.error?.code).toBe("output_too_large");
+      expect(leases.held).toEqual([]);
+    });
+
+    it("holds a lease while the call runs and releases it once the outcome is recorded", async () => {
+      addTool("data.read");
+      let during: number | undefined;
+      runtime.script = [
+        async () => {
+          during = leases.held.length;
+          return { ok: true, output: {} };
+        },
+      ];
+      await dispatch("data.read", { arguments: { password: "hunter2" } });
+      expect(during).toBe(1);
+      expect(leases.held).toEqual([]);
+    });
   });
 });

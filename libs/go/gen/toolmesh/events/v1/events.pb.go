@@ -427,6 +427,137 @@ func (x *TraceEvent) GetSource() string {
 	return ""
 }
 
+// CallLease is a call's start record, published on `toolmesh.inflight.<instance>.<call_id>` by
+// the Dispatcher instance that runs it, acked before a tool with side effects runs, and deleted
+// once the call's outcome is recorded. A lease still present when its Dispatcher stopped
+// heartbeating, or past its deadline, is closed as INTERRUPTED by any Dispatcher's sweeper.
+type CallLease struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The Dispatcher instance running the call (its heartbeat key in the dispatchers bucket).
+	Instance string   `protobuf:"bytes,1,opt,name=instance,proto3" json:"instance,omitempty"`
+	CallId   string   `protobuf:"bytes,2,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	TraceId  string   `protobuf:"bytes,3,opt,name=trace_id,json=traceId,proto3" json:"trace_id,omitempty"`
+	ParentId string   `protobuf:"bytes,4,opt,name=parent_id,json=parentId,proto3" json:"parent_id,omitempty"`
+	Tool     string   `protobuf:"bytes,5,opt,name=tool,proto3" json:"tool,omitempty"`
+	AgentId  string   `protobuf:"bytes,6,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	UserId   string   `protobuf:"bytes,7,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	Roles    []string `protobuf:"bytes,8,rep,name=roles,proto3" json:"roles,omitempty"`
+	// The arguments as the backend received them, redacted as in the audit record.
+	Arguments *structpb.Struct       `protobuf:"bytes,9,opt,name=arguments,proto3" json:"arguments,omitempty"`
+	StartedAt *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
+	// When the call must be over, retries included.
+	Deadline      *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=deadline,proto3" json:"deadline,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CallLease) Reset() {
+	*x = CallLease{}
+	mi := &file_toolmesh_events_v1_events_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CallLease) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CallLease) ProtoMessage() {}
+
+func (x *CallLease) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_events_v1_events_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CallLease.ProtoReflect.Descriptor instead.
+func (*CallLease) Descriptor() ([]byte, []int) {
+	return file_toolmesh_events_v1_events_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *CallLease) GetInstance() string {
+	if x != nil {
+		return x.Instance
+	}
+	return ""
+}
+
+func (x *CallLease) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
+}
+
+func (x *CallLease) GetTraceId() string {
+	if x != nil {
+		return x.TraceId
+	}
+	return ""
+}
+
+func (x *CallLease) GetParentId() string {
+	if x != nil {
+		return x.ParentId
+	}
+	return ""
+}
+
+func (x *CallLease) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *CallLease) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
+	}
+	return ""
+}
+
+func (x *CallLease) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *CallLease) GetRoles() []string {
+	if x != nil {
+		return x.Roles
+	}
+	return nil
+}
+
+func (x *CallLease) GetArguments() *structpb.Struct {
+	if x != nil {
+		return x.Arguments
+	}
+	return nil
+}
+
+func (x *CallLease) GetStartedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartedAt
+	}
+	return nil
+}
+
+func (x *CallLease) GetDeadline() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Deadline
+	}
+	return nil
+}
+
 // AuditRecord is published on `toolmesh.audit.<agent>.<tool>` by whoever handled the access;
 // the Audit service assigns sequence, prev_hash and hash when it stores it.
 type AuditRecord struct {
@@ -464,7 +595,7 @@ type AuditRecord struct {
 
 func (x *AuditRecord) Reset() {
 	*x = AuditRecord{}
-	mi := &file_toolmesh_events_v1_events_proto_msgTypes[2]
+	mi := &file_toolmesh_events_v1_events_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -476,7 +607,7 @@ func (x *AuditRecord) String() string {
 func (*AuditRecord) ProtoMessage() {}
 
 func (x *AuditRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_events_v1_events_proto_msgTypes[2]
+	mi := &file_toolmesh_events_v1_events_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -489,7 +620,7 @@ func (x *AuditRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditRecord.ProtoReflect.Descriptor instead.
 func (*AuditRecord) Descriptor() ([]byte, []int) {
-	return file_toolmesh_events_v1_events_proto_rawDescGZIP(), []int{2}
+	return file_toolmesh_events_v1_events_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *AuditRecord) GetId() string {
@@ -658,7 +789,7 @@ type Outcome struct {
 
 func (x *Outcome) Reset() {
 	*x = Outcome{}
-	mi := &file_toolmesh_events_v1_events_proto_msgTypes[3]
+	mi := &file_toolmesh_events_v1_events_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -670,7 +801,7 @@ func (x *Outcome) String() string {
 func (*Outcome) ProtoMessage() {}
 
 func (x *Outcome) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_events_v1_events_proto_msgTypes[3]
+	mi := &file_toolmesh_events_v1_events_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -683,7 +814,7 @@ func (x *Outcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Outcome.ProtoReflect.Descriptor instead.
 func (*Outcome) Descriptor() ([]byte, []int) {
-	return file_toolmesh_events_v1_events_proto_rawDescGZIP(), []int{3}
+	return file_toolmesh_events_v1_events_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Outcome) GetCallId() string {
@@ -818,7 +949,7 @@ type CallbackEvent struct {
 
 func (x *CallbackEvent) Reset() {
 	*x = CallbackEvent{}
-	mi := &file_toolmesh_events_v1_events_proto_msgTypes[4]
+	mi := &file_toolmesh_events_v1_events_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -830,7 +961,7 @@ func (x *CallbackEvent) String() string {
 func (*CallbackEvent) ProtoMessage() {}
 
 func (x *CallbackEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_events_v1_events_proto_msgTypes[4]
+	mi := &file_toolmesh_events_v1_events_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -843,7 +974,7 @@ func (x *CallbackEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallbackEvent.ProtoReflect.Descriptor instead.
 func (*CallbackEvent) Descriptor() ([]byte, []int) {
-	return file_toolmesh_events_v1_events_proto_rawDescGZIP(), []int{4}
+	return file_toolmesh_events_v1_events_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *CallbackEvent) GetCallId() string {
@@ -953,7 +1084,7 @@ type RegistryChanged struct {
 
 func (x *RegistryChanged) Reset() {
 	*x = RegistryChanged{}
-	mi := &file_toolmesh_events_v1_events_proto_msgTypes[5]
+	mi := &file_toolmesh_events_v1_events_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -965,7 +1096,7 @@ func (x *RegistryChanged) String() string {
 func (*RegistryChanged) ProtoMessage() {}
 
 func (x *RegistryChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_events_v1_events_proto_msgTypes[5]
+	mi := &file_toolmesh_events_v1_events_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -978,7 +1109,7 @@ func (x *RegistryChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegistryChanged.ProtoReflect.Descriptor instead.
 func (*RegistryChanged) Descriptor() ([]byte, []int) {
-	return file_toolmesh_events_v1_events_proto_rawDescGZIP(), []int{5}
+	return file_toolmesh_events_v1_events_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *RegistryChanged) GetType() ChangeType {
@@ -1038,7 +1169,7 @@ type PermissionChanged struct {
 
 func (x *PermissionChanged) Reset() {
 	*x = PermissionChanged{}
-	mi := &file_toolmesh_events_v1_events_proto_msgTypes[6]
+	mi := &file_toolmesh_events_v1_events_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1050,7 +1181,7 @@ func (x *PermissionChanged) String() string {
 func (*PermissionChanged) ProtoMessage() {}
 
 func (x *PermissionChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_events_v1_events_proto_msgTypes[6]
+	mi := &file_toolmesh_events_v1_events_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1063,7 +1194,7 @@ func (x *PermissionChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionChanged.ProtoReflect.Descriptor instead.
 func (*PermissionChanged) Descriptor() ([]byte, []int) {
-	return file_toolmesh_events_v1_events_proto_rawDescGZIP(), []int{6}
+	return file_toolmesh_events_v1_events_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *PermissionChanged) GetType() ChangeType {
@@ -1128,7 +1259,21 @@ const file_toolmesh_events_v1_events_proto_rawDesc = "" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x1a\n" +
 	"\bsequence\x18\v \x01(\rR\bsequence\x121\n" +
 	"\apayload\x18\f \x01(\v2\x17.google.protobuf.StructR\apayload\x12\x16\n" +
-	"\x06source\x18\r \x01(\tR\x06source\"\x85\x05\n" +
+	"\x06source\x18\r \x01(\tR\x06source\"\x80\x03\n" +
+	"\tCallLease\x12\x1a\n" +
+	"\binstance\x18\x01 \x01(\tR\binstance\x12\x17\n" +
+	"\acall_id\x18\x02 \x01(\tR\x06callId\x12\x19\n" +
+	"\btrace_id\x18\x03 \x01(\tR\atraceId\x12\x1b\n" +
+	"\tparent_id\x18\x04 \x01(\tR\bparentId\x12\x12\n" +
+	"\x04tool\x18\x05 \x01(\tR\x04tool\x12\x19\n" +
+	"\bagent_id\x18\x06 \x01(\tR\aagentId\x12\x17\n" +
+	"\auser_id\x18\a \x01(\tR\x06userId\x12\x14\n" +
+	"\x05roles\x18\b \x03(\tR\x05roles\x125\n" +
+	"\targuments\x18\t \x01(\v2\x17.google.protobuf.StructR\targuments\x129\n" +
+	"\n" +
+	"started_at\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x126\n" +
+	"\bdeadline\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\"\x85\x05\n" +
 	"\vAuditRecord\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12.\n" +
 	"\x04time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x127\n" +
@@ -1242,52 +1387,56 @@ func file_toolmesh_events_v1_events_proto_rawDescGZIP() []byte {
 }
 
 var file_toolmesh_events_v1_events_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_toolmesh_events_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_toolmesh_events_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_toolmesh_events_v1_events_proto_goTypes = []any{
 	(TraceEventKind)(0),           // 0: toolmesh.events.v1.TraceEventKind
 	(AuditAction)(0),              // 1: toolmesh.events.v1.AuditAction
 	(ChangeType)(0),               // 2: toolmesh.events.v1.ChangeType
 	(*BackendEvent)(nil),          // 3: toolmesh.events.v1.BackendEvent
 	(*TraceEvent)(nil),            // 4: toolmesh.events.v1.TraceEvent
-	(*AuditRecord)(nil),           // 5: toolmesh.events.v1.AuditRecord
-	(*Outcome)(nil),               // 6: toolmesh.events.v1.Outcome
-	(*CallbackEvent)(nil),         // 7: toolmesh.events.v1.CallbackEvent
-	(*RegistryChanged)(nil),       // 8: toolmesh.events.v1.RegistryChanged
-	(*PermissionChanged)(nil),     // 9: toolmesh.events.v1.PermissionChanged
-	(*structpb.Struct)(nil),       // 10: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil), // 11: google.protobuf.Timestamp
-	(v1.CallStatus)(0),            // 12: toolmesh.common.v1.CallStatus
-	(*v1.CallError)(nil),          // 13: toolmesh.common.v1.CallError
+	(*CallLease)(nil),             // 5: toolmesh.events.v1.CallLease
+	(*AuditRecord)(nil),           // 6: toolmesh.events.v1.AuditRecord
+	(*Outcome)(nil),               // 7: toolmesh.events.v1.Outcome
+	(*CallbackEvent)(nil),         // 8: toolmesh.events.v1.CallbackEvent
+	(*RegistryChanged)(nil),       // 9: toolmesh.events.v1.RegistryChanged
+	(*PermissionChanged)(nil),     // 10: toolmesh.events.v1.PermissionChanged
+	(*structpb.Struct)(nil),       // 11: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil), // 12: google.protobuf.Timestamp
+	(v1.CallStatus)(0),            // 13: toolmesh.common.v1.CallStatus
+	(*v1.CallError)(nil),          // 14: toolmesh.common.v1.CallError
 }
 var file_toolmesh_events_v1_events_proto_depIdxs = []int32{
 	0,  // 0: toolmesh.events.v1.BackendEvent.kind:type_name -> toolmesh.events.v1.TraceEventKind
-	10, // 1: toolmesh.events.v1.BackendEvent.payload:type_name -> google.protobuf.Struct
-	11, // 2: toolmesh.events.v1.BackendEvent.time:type_name -> google.protobuf.Timestamp
+	11, // 1: toolmesh.events.v1.BackendEvent.payload:type_name -> google.protobuf.Struct
+	12, // 2: toolmesh.events.v1.BackendEvent.time:type_name -> google.protobuf.Timestamp
 	0,  // 3: toolmesh.events.v1.TraceEvent.kind:type_name -> toolmesh.events.v1.TraceEventKind
-	11, // 4: toolmesh.events.v1.TraceEvent.time:type_name -> google.protobuf.Timestamp
-	10, // 5: toolmesh.events.v1.TraceEvent.payload:type_name -> google.protobuf.Struct
-	11, // 6: toolmesh.events.v1.AuditRecord.time:type_name -> google.protobuf.Timestamp
-	1,  // 7: toolmesh.events.v1.AuditRecord.action:type_name -> toolmesh.events.v1.AuditAction
-	10, // 8: toolmesh.events.v1.AuditRecord.arguments:type_name -> google.protobuf.Struct
-	12, // 9: toolmesh.events.v1.AuditRecord.status:type_name -> toolmesh.common.v1.CallStatus
-	12, // 10: toolmesh.events.v1.Outcome.status:type_name -> toolmesh.common.v1.CallStatus
-	10, // 11: toolmesh.events.v1.Outcome.output:type_name -> google.protobuf.Struct
-	13, // 12: toolmesh.events.v1.Outcome.error:type_name -> toolmesh.common.v1.CallError
-	11, // 13: toolmesh.events.v1.Outcome.started_at:type_name -> google.protobuf.Timestamp
-	11, // 14: toolmesh.events.v1.Outcome.finished_at:type_name -> google.protobuf.Timestamp
-	12, // 15: toolmesh.events.v1.CallbackEvent.status:type_name -> toolmesh.common.v1.CallStatus
-	10, // 16: toolmesh.events.v1.CallbackEvent.output:type_name -> google.protobuf.Struct
-	13, // 17: toolmesh.events.v1.CallbackEvent.error:type_name -> toolmesh.common.v1.CallError
-	11, // 18: toolmesh.events.v1.CallbackEvent.time:type_name -> google.protobuf.Timestamp
-	2,  // 19: toolmesh.events.v1.RegistryChanged.type:type_name -> toolmesh.events.v1.ChangeType
-	11, // 20: toolmesh.events.v1.RegistryChanged.time:type_name -> google.protobuf.Timestamp
-	2,  // 21: toolmesh.events.v1.PermissionChanged.type:type_name -> toolmesh.events.v1.ChangeType
-	11, // 22: toolmesh.events.v1.PermissionChanged.time:type_name -> google.protobuf.Timestamp
-	23, // [23:23] is the sub-list for method output_type
-	23, // [23:23] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	12, // 4: toolmesh.events.v1.TraceEvent.time:type_name -> google.protobuf.Timestamp
+	11, // 5: toolmesh.events.v1.TraceEvent.payload:type_name -> google.protobuf.Struct
+	11, // 6: toolmesh.events.v1.CallLease.arguments:type_name -> google.protobuf.Struct
+	12, // 7: toolmesh.events.v1.CallLease.started_at:type_name -> google.protobuf.Timestamp
+	12, // 8: toolmesh.events.v1.CallLease.deadline:type_name -> google.protobuf.Timestamp
+	12, // 9: toolmesh.events.v1.AuditRecord.time:type_name -> google.protobuf.Timestamp
+	1,  // 10: toolmesh.events.v1.AuditRecord.action:type_name -> toolmesh.events.v1.AuditAction
+	11, // 11: toolmesh.events.v1.AuditRecord.arguments:type_name -> google.protobuf.Struct
+	13, // 12: toolmesh.events.v1.AuditRecord.status:type_name -> toolmesh.common.v1.CallStatus
+	13, // 13: toolmesh.events.v1.Outcome.status:type_name -> toolmesh.common.v1.CallStatus
+	11, // 14: toolmesh.events.v1.Outcome.output:type_name -> google.protobuf.Struct
+	14, // 15: toolmesh.events.v1.Outcome.error:type_name -> toolmesh.common.v1.CallError
+	12, // 16: toolmesh.events.v1.Outcome.started_at:type_name -> google.protobuf.Timestamp
+	12, // 17: toolmesh.events.v1.Outcome.finished_at:type_name -> google.protobuf.Timestamp
+	13, // 18: toolmesh.events.v1.CallbackEvent.status:type_name -> toolmesh.common.v1.CallStatus
+	11, // 19: toolmesh.events.v1.CallbackEvent.output:type_name -> google.protobuf.Struct
+	14, // 20: toolmesh.events.v1.CallbackEvent.error:type_name -> toolmesh.common.v1.CallError
+	12, // 21: toolmesh.events.v1.CallbackEvent.time:type_name -> google.protobuf.Timestamp
+	2,  // 22: toolmesh.events.v1.RegistryChanged.type:type_name -> toolmesh.events.v1.ChangeType
+	12, // 23: toolmesh.events.v1.RegistryChanged.time:type_name -> google.protobuf.Timestamp
+	2,  // 24: toolmesh.events.v1.PermissionChanged.type:type_name -> toolmesh.events.v1.ChangeType
+	12, // 25: toolmesh.events.v1.PermissionChanged.time:type_name -> google.protobuf.Timestamp
+	26, // [26:26] is the sub-list for method output_type
+	26, // [26:26] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_toolmesh_events_v1_events_proto_init() }
@@ -1301,7 +1450,7 @@ func file_toolmesh_events_v1_events_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolmesh_events_v1_events_proto_rawDesc), len(file_toolmesh_events_v1_events_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   7,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -99,6 +99,32 @@ class TraceEvent(_message.Message):
     source: str
     def __init__(self, id: _Optional[str] = ..., trace_id: _Optional[str] = ..., call_id: _Optional[str] = ..., parent_id: _Optional[str] = ..., kind: _Optional[_Union[TraceEventKind, str]] = ..., custom_kind: _Optional[str] = ..., tool: _Optional[str] = ..., agent_id: _Optional[str] = ..., user_id: _Optional[str] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., sequence: _Optional[int] = ..., payload: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., source: _Optional[str] = ...) -> None: ...
 
+class CallLease(_message.Message):
+    __slots__ = ("instance", "call_id", "trace_id", "parent_id", "tool", "agent_id", "user_id", "roles", "arguments", "started_at", "deadline")
+    INSTANCE_FIELD_NUMBER: _ClassVar[int]
+    CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    TRACE_ID_FIELD_NUMBER: _ClassVar[int]
+    PARENT_ID_FIELD_NUMBER: _ClassVar[int]
+    TOOL_FIELD_NUMBER: _ClassVar[int]
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    ROLES_FIELD_NUMBER: _ClassVar[int]
+    ARGUMENTS_FIELD_NUMBER: _ClassVar[int]
+    STARTED_AT_FIELD_NUMBER: _ClassVar[int]
+    DEADLINE_FIELD_NUMBER: _ClassVar[int]
+    instance: str
+    call_id: str
+    trace_id: str
+    parent_id: str
+    tool: str
+    agent_id: str
+    user_id: str
+    roles: _containers.RepeatedScalarFieldContainer[str]
+    arguments: _struct_pb2.Struct
+    started_at: _timestamp_pb2.Timestamp
+    deadline: _timestamp_pb2.Timestamp
+    def __init__(self, instance: _Optional[str] = ..., call_id: _Optional[str] = ..., trace_id: _Optional[str] = ..., parent_id: _Optional[str] = ..., tool: _Optional[str] = ..., agent_id: _Optional[str] = ..., user_id: _Optional[str] = ..., roles: _Optional[_Iterable[str]] = ..., arguments: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., deadline: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
 class AuditRecord(_message.Message):
     __slots__ = ("id", "time", "action", "tool", "agent_id", "user_id", "roles", "call_id", "trace_id", "arguments", "status", "error_code", "error_message", "reason", "duration_ms", "attempts", "source", "sequence", "prev_hash", "hash")
     ID_FIELD_NUMBER: _ClassVar[int]

@@ -14,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file toolmesh/events/v1/events.proto.
  */
 export const file_toolmesh_events_v1_events: GenFile = /*@__PURE__*/
-  fileDesc("Ch90b29sbWVzaC9ldmVudHMvdjEvZXZlbnRzLnByb3RvEhJ0b29sbWVzaC5ldmVudHMudjEiqQEKDEJhY2tlbmRFdmVudBIwCgRraW5kGAEgASgOMiIudG9vbG1lc2guZXZlbnRzLnYxLlRyYWNlRXZlbnRLaW5kEhMKC2N1c3RvbV9raW5kGAIgASgJEigKB3BheWxvYWQYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EigKBHRpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIrwCCgpUcmFjZUV2ZW50EgoKAmlkGAEgASgJEhAKCHRyYWNlX2lkGAIgASgJEg8KB2NhbGxfaWQYAyABKAkSEQoJcGFyZW50X2lkGAQgASgJEjAKBGtpbmQYBSABKA4yIi50b29sbWVzaC5ldmVudHMudjEuVHJhY2VFdmVudEtpbmQSEwoLY3VzdG9tX2tpbmQYBiABKAkSDAoEdG9vbBgHIAEoCRIQCghhZ2VudF9pZBgIIAEoCRIPCgd1c2VyX2lkGAkgASgJEigKBHRpbWUYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhAKCHNlcXVlbmNlGAsgASgNEigKB3BheWxvYWQYDCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg4KBnNvdXJjZRgNIAEoCSLYAwoLQXVkaXRSZWNvcmQSCgoCaWQYASABKAkSKAoEdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoGYWN0aW9uGAMgASgOMh8udG9vbG1lc2guZXZlbnRzLnYxLkF1ZGl0QWN0aW9uEgwKBHRvb2wYBCABKAkSEAoIYWdlbnRfaWQYBSABKAkSDwoHdXNlcl9pZBgGIAEoCRINCgVyb2xlcxgHIAMoCRIPCgdjYWxsX2lkGAggASgJEhAKCHRyYWNlX2lkGAkgASgJEioKCWFyZ3VtZW50cxgKIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLgoGc3RhdHVzGAsgASgOMh4udG9vbG1lc2guY29tbW9uLnYxLkNhbGxTdGF0dXMSEgoKZXJyb3JfY29kZRgMIAEoCRIVCg1lcnJvcl9tZXNzYWdlGA0gASgJEg4KBnJlYXNvbhgOIAEoCRITCgtkdXJhdGlvbl9tcxgPIAEoDRIQCghhdHRlbXB0cxgQIAEoDRIOCgZzb3VyY2UYESABKAkSEAoIc2VxdWVuY2UYEiABKAQSEQoJcHJldl9oYXNoGBMgASgJEgwKBGhhc2gYFCABKAkinwMKB091dGNvbWUSDwoHY2FsbF9pZBgBIAEoCRIQCgh0cmFjZV9pZBgCIAEoCRIRCglwYXJlbnRfaWQYAyABKAkSDAoEdG9vbBgEIAEoCRIQCghhZ2VudF9pZBgFIAEoCRIPCgd1c2VyX2lkGAYgASgJEi4KBnN0YXR1cxgHIAEoDjIeLnRvb2xtZXNoLmNvbW1vbi52MS5DYWxsU3RhdHVzEicKBm91dHB1dBgIIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLAoFZXJyb3IYCSABKAsyHS50b29sbWVzaC5jb21tb24udjEuQ2FsbEVycm9yEg4KBnJlYXNvbhgKIAEoCRITCgtkdXJhdGlvbl9tcxgLIAEoDRIQCghhdHRlbXB0cxgMIAEoDRIuCgpzdGFydGVkX2F0GA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtmaW5pc2hlZF9hdBgOIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDgoGc291cmNlGA8gASgJIt4CCg1DYWxsYmFja0V2ZW50Eg8KB2NhbGxfaWQYASABKAkSEAoIdHJhY2VfaWQYAiABKAkSEQoJcGFyZW50X2lkGAMgASgJEgwKBHRvb2wYBCABKAkSEAoIYWdlbnRfaWQYBSABKAkSDwoHdXNlcl9pZBgGIAEoCRIuCgZzdGF0dXMYByABKA4yHi50b29sbWVzaC5jb21tb24udjEuQ2FsbFN0YXR1cxInCgZvdXRwdXQYCCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiwKBWVycm9yGAkgASgLMh0udG9vbG1lc2guY29tbW9uLnYxLkNhbGxFcnJvchIOCgZyZWFzb24YCiABKAkSEwoLZHVyYXRpb25fbXMYCyABKA0SEAoIYXR0ZW1wdHMYDCABKA0SKAoEdGltZRgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiqwEKD1JlZ2lzdHJ5Q2hhbmdlZBIsCgR0eXBlGAEgASgOMh4udG9vbG1lc2guZXZlbnRzLnYxLkNoYW5nZVR5cGUSDAoEa2luZBgCIAEoCRIMCgRuYW1lGAMgASgJEhAKCHJldmlzaW9uGAQgASgEEhIKCmNoYW5nZWRfYnkYBSABKAkSKAoEdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAimQEKEVBlcm1pc3Npb25DaGFuZ2VkEiwKBHR5cGUYASABKA4yHi50b29sbWVzaC5ldmVudHMudjEuQ2hhbmdlVHlwZRIMCgRraW5kGAIgASgJEgoKAmlkGAMgASgJEhIKCmNoYW5nZWRfYnkYBCABKAkSKAoEdGltZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAqlgMKDlRyYWNlRXZlbnRLaW5kEiAKHFRSQUNFX0VWRU5UX0tJTkRfVU5TUEVDSUZJRUQQABIhCh1UUkFDRV9FVkVOVF9LSU5EX1RPT0xfRVhFQ1VURRABEiEKHVRSQUNFX0VWRU5UX0tJTkRfVE9PTF9BVFRFTVBUEAISIAocVFJBQ0VfRVZFTlRfS0lORF9UT09MX1JFU1VMVBADEh8KG1RSQUNFX0VWRU5UX0tJTkRfREFUQV9RVUVSWRAEEiAKHFRSQUNFX0VWRU5UX0tJTkRfREFUQV9SRVNVTFQQBRIlCiFUUkFDRV9FVkVOVF9LSU5EX0NBTExCQUNLX1NVQ0NFU1MQBhIlCiFUUkFDRV9FVkVOVF9LSU5EX0NBTExCQUNLX0ZBSUxVUkUQBxIpCiVUUkFDRV9FVkVOVF9LSU5EX0NBTExCQUNLX0lOVEVSUlVQVEVEEAgSIQodVFJBQ0VfRVZFTlRfS0lORF9UT09MX1JFRlVTRUQQCRIbChdUUkFDRV9FVkVOVF9LSU5EX0NVU1RPTRAKKn4KC0F1ZGl0QWN0aW9uEhwKGEFVRElUX0FDVElPTl9VTlNQRUNJRklFRBAAEhoKFkFVRElUX0FDVElPTl9UT09MX0NBTEwQARIdChlBVURJVF9BQ1RJT05fVE9PTF9SRUZVU0VEEAISFgoSQVVESVRfQUNUSU9OX0FETUlOEAMqVgoKQ2hhbmdlVHlwZRIbChdDSEFOR0VfVFlQRV9VTlNQRUNJRklFRBAAEhMKD0NIQU5HRV9UWVBFX1BVVBABEhYKEkNIQU5HRV9UWVBFX0RFTEVURRACQsABChZjb20udG9vbG1lc2guZXZlbnRzLnYxQgtFdmVudHNQcm90b1ABWi90b29sbWVzaC5kZXYvZ28vZ2VuL3Rvb2xtZXNoL2V2ZW50cy92MTtldmVudHN2MaICA1RFWKoCElRvb2xtZXNoLkV2ZW50cy5WMcoCElRvb2xtZXNoXEV2ZW50c1xWMeICHlRvb2xtZXNoXEV2ZW50c1xWMVxHUEJNZXRhZGF0YeoCFFRvb2xtZXNoOjpFdmVudHM6OlYxYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_toolmesh_common_v1_common]);
+  fileDesc("Ch90b29sbWVzaC9ldmVudHMvdjEvZXZlbnRzLnByb3RvEhJ0b29sbWVzaC5ldmVudHMudjEiqQEKDEJhY2tlbmRFdmVudBIwCgRraW5kGAEgASgOMiIudG9vbG1lc2guZXZlbnRzLnYxLlRyYWNlRXZlbnRLaW5kEhMKC2N1c3RvbV9raW5kGAIgASgJEigKB3BheWxvYWQYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EigKBHRpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIrwCCgpUcmFjZUV2ZW50EgoKAmlkGAEgASgJEhAKCHRyYWNlX2lkGAIgASgJEg8KB2NhbGxfaWQYAyABKAkSEQoJcGFyZW50X2lkGAQgASgJEjAKBGtpbmQYBSABKA4yIi50b29sbWVzaC5ldmVudHMudjEuVHJhY2VFdmVudEtpbmQSEwoLY3VzdG9tX2tpbmQYBiABKAkSDAoEdG9vbBgHIAEoCRIQCghhZ2VudF9pZBgIIAEoCRIPCgd1c2VyX2lkGAkgASgJEigKBHRpbWUYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhAKCHNlcXVlbmNlGAsgASgNEigKB3BheWxvYWQYDCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg4KBnNvdXJjZRgNIAEoCSKdAgoJQ2FsbExlYXNlEhAKCGluc3RhbmNlGAEgASgJEg8KB2NhbGxfaWQYAiABKAkSEAoIdHJhY2VfaWQYAyABKAkSEQoJcGFyZW50X2lkGAQgASgJEgwKBHRvb2wYBSABKAkSEAoIYWdlbnRfaWQYBiABKAkSDwoHdXNlcl9pZBgHIAEoCRINCgVyb2xlcxgIIAMoCRIqCglhcmd1bWVudHMYCSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei4KCnN0YXJ0ZWRfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCGRlYWRsaW5lGAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCLYAwoLQXVkaXRSZWNvcmQSCgoCaWQYASABKAkSKAoEdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoGYWN0aW9uGAMgASgOMh8udG9vbG1lc2guZXZlbnRzLnYxLkF1ZGl0QWN0aW9uEgwKBHRvb2wYBCABKAkSEAoIYWdlbnRfaWQYBSABKAkSDwoHdXNlcl9pZBgGIAEoCRINCgVyb2xlcxgHIAMoCRIPCgdjYWxsX2lkGAggASgJEhAKCHRyYWNlX2lkGAkgASgJEioKCWFyZ3VtZW50cxgKIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLgoGc3RhdHVzGAsgASgOMh4udG9vbG1lc2guY29tbW9uLnYxLkNhbGxTdGF0dXMSEgoKZXJyb3JfY29kZRgMIAEoCRIVCg1lcnJvcl9tZXNzYWdlGA0gASgJEg4KBnJlYXNvbhgOIAEoCRITCgtkdXJhdGlvbl9tcxgPIAEoDRIQCghhdHRlbXB0cxgQIAEoDRIOCgZzb3VyY2UYESABKAkSEAoIc2VxdWVuY2UYEiABKAQSEQoJcHJldl9oYXNoGBMgASgJEgwKBGhhc2gYFCABKAkinwMKB091dGNvbWUSDwoHY2FsbF9pZBgBIAEoCRIQCgh0cmFjZV9pZBgCIAEoCRIRCglwYXJlbnRfaWQYAyABKAkSDAoEdG9vbBgEIAEoCRIQCghhZ2VudF9pZBgFIAEoCRIPCgd1c2VyX2lkGAYgASgJEi4KBnN0YXR1cxgHIAEoDjIeLnRvb2xtZXNoLmNvbW1vbi52MS5DYWxsU3RhdHVzEicKBm91dHB1dBgIIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLAoFZXJyb3IYCSABKAsyHS50b29sbWVzaC5jb21tb24udjEuQ2FsbEVycm9yEg4KBnJlYXNvbhgKIAEoCRITCgtkdXJhdGlvbl9tcxgLIAEoDRIQCghhdHRlbXB0cxgMIAEoDRIuCgpzdGFydGVkX2F0GA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtmaW5pc2hlZF9hdBgOIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDgoGc291cmNlGA8gASgJIt4CCg1DYWxsYmFja0V2ZW50Eg8KB2NhbGxfaWQYASABKAkSEAoIdHJhY2VfaWQYAiABKAkSEQoJcGFyZW50X2lkGAMgASgJEgwKBHRvb2wYBCABKAkSEAoIYWdlbnRfaWQYBSABKAkSDwoHdXNlcl9pZBgGIAEoCRIuCgZzdGF0dXMYByABKA4yHi50b29sbWVzaC5jb21tb24udjEuQ2FsbFN0YXR1cxInCgZvdXRwdXQYCCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiwKBWVycm9yGAkgASgLMh0udG9vbG1lc2guY29tbW9uLnYxLkNhbGxFcnJvchIOCgZyZWFzb24YCiABKAkSEwoLZHVyYXRpb25fbXMYCyABKA0SEAoIYXR0ZW1wdHMYDCABKA0SKAoEdGltZRgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiqwEKD1JlZ2lzdHJ5Q2hhbmdlZBIsCgR0eXBlGAEgASgOMh4udG9vbG1lc2guZXZlbnRzLnYxLkNoYW5nZVR5cGUSDAoEa2luZBgCIAEoCRIMCgRuYW1lGAMgASgJEhAKCHJldmlzaW9uGAQgASgEEhIKCmNoYW5nZWRfYnkYBSABKAkSKAoEdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAimQEKEVBlcm1pc3Npb25DaGFuZ2VkEiwKBHR5cGUYASABKA4yHi50b29sbWVzaC5ldmVudHMudjEuQ2hhbmdlVHlwZRIMCgRraW5kGAIgASgJEgoKAmlkGAMgASgJEhIKCmNoYW5nZWRfYnkYBCABKAkSKAoEdGltZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAqlgMKDlRyYWNlRXZlbnRLaW5kEiAKHFRSQUNFX0VWRU5UX0tJTkRfVU5TUEVDSUZJRUQQABIhCh1UUkFDRV9FVkVOVF9LSU5EX1RPT0xfRVhFQ1VURRABEiEKHVRSQUNFX0VWRU5UX0tJTkRfVE9PTF9BVFRFTVBUEAISIAocVFJBQ0VfRVZFTlRfS0lORF9UT09MX1JFU1VMVBADEh8KG1RSQUNFX0VWRU5UX0tJTkRfREFUQV9RVUVSWRAEEiAKHFRSQUNFX0VWRU5UX0tJTkRfREFUQV9SRVNVTFQQBRIlCiFUUkFDRV9FVkVOVF9LSU5EX0NBTExCQUNLX1NVQ0NFU1MQBhIlCiFUUkFDRV9FVkVOVF9LSU5EX0NBTExCQUNLX0ZBSUxVUkUQBxIpCiVUUkFDRV9FVkVOVF9LSU5EX0NBTExCQUNLX0lOVEVSUlVQVEVEEAgSIQodVFJBQ0VfRVZFTlRfS0lORF9UT09MX1JFRlVTRUQQCRIbChdUUkFDRV9FVkVOVF9LSU5EX0NVU1RPTRAKKn4KC0F1ZGl0QWN0aW9uEhwKGEFVRElUX0FDVElPTl9VTlNQRUNJRklFRBAAEhoKFkFVRElUX0FDVElPTl9UT09MX0NBTEwQARIdChlBVURJVF9BQ1RJT05fVE9PTF9SRUZVU0VEEAISFgoSQVVESVRfQUNUSU9OX0FETUlOEAMqVgoKQ2hhbmdlVHlwZRIbChdDSEFOR0VfVFlQRV9VTlNQRUNJRklFRBAAEhMKD0NIQU5HRV9UWVBFX1BVVBABEhYKEkNIQU5HRV9UWVBFX0RFTEVURRACQsABChZjb20udG9vbG1lc2guZXZlbnRzLnYxQgtFdmVudHNQcm90b1ABWi90b29sbWVzaC5kZXYvZ28vZ2VuL3Rvb2xtZXNoL2V2ZW50cy92MTtldmVudHN2MaICA1RFWKoCElRvb2xtZXNoLkV2ZW50cy5WMcoCElRvb2xtZXNoXEV2ZW50c1xWMeICHlRvb2xtZXNoXEV2ZW50c1xWMVxHUEJNZXRhZGF0YeoCFFRvb2xtZXNoOjpFdmVudHM6OlYxYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_toolmesh_common_v1_common]);
 
 /**
  * BackendEvent is what a tool emits through its context (ctx.trace(kind, payload)).
@@ -138,6 +138,84 @@ export type TraceEvent = Message<"toolmesh.events.v1.TraceEvent"> & {
  */
 export const TraceEventSchema: GenMessage<TraceEvent> = /*@__PURE__*/
   messageDesc(file_toolmesh_events_v1_events, 1);
+
+/**
+ * CallLease is a call's start record, published on `toolmesh.inflight.<instance>.<call_id>` by
+ * the Dispatcher instance that runs it, acked before a tool with side effects runs, and deleted
+ * once the call's outcome is recorded. A lease still present when its Dispatcher stopped
+ * heartbeating, or past its deadline, is closed as INTERRUPTED by any Dispatcher's sweeper.
+ *
+ * @generated from message toolmesh.events.v1.CallLease
+ */
+export type CallLease = Message<"toolmesh.events.v1.CallLease"> & {
+  /**
+   * The Dispatcher instance running the call (its heartbeat key in the dispatchers bucket).
+   *
+   * @generated from field: string instance = 1;
+   */
+  instance: string;
+
+  /**
+   * @generated from field: string call_id = 2;
+   */
+  callId: string;
+
+  /**
+   * @generated from field: string trace_id = 3;
+   */
+  traceId: string;
+
+  /**
+   * @generated from field: string parent_id = 4;
+   */
+  parentId: string;
+
+  /**
+   * @generated from field: string tool = 5;
+   */
+  tool: string;
+
+  /**
+   * @generated from field: string agent_id = 6;
+   */
+  agentId: string;
+
+  /**
+   * @generated from field: string user_id = 7;
+   */
+  userId: string;
+
+  /**
+   * @generated from field: repeated string roles = 8;
+   */
+  roles: string[];
+
+  /**
+   * The arguments as the backend received them, redacted as in the audit record.
+   *
+   * @generated from field: google.protobuf.Struct arguments = 9;
+   */
+  arguments?: JsonObject | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp started_at = 10;
+   */
+  startedAt?: Timestamp | undefined;
+
+  /**
+   * When the call must be over, retries included.
+   *
+   * @generated from field: google.protobuf.Timestamp deadline = 11;
+   */
+  deadline?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message toolmesh.events.v1.CallLease.
+ * Use `create(CallLeaseSchema)` to create a new message.
+ */
+export const CallLeaseSchema: GenMessage<CallLease> = /*@__PURE__*/
+  messageDesc(file_toolmesh_events_v1_events, 2);
 
 /**
  * AuditRecord is published on `toolmesh.audit.<agent>.<tool>` by whoever handled the access;
@@ -266,7 +344,7 @@ export type AuditRecord = Message<"toolmesh.events.v1.AuditRecord"> & {
  * Use `create(AuditRecordSchema)` to create a new message.
  */
 export const AuditRecordSchema: GenMessage<AuditRecord> = /*@__PURE__*/
-  messageDesc(file_toolmesh_events_v1_events, 2);
+  messageDesc(file_toolmesh_events_v1_events, 3);
 
 /**
  * Outcome is the Dispatcher's result of a call, published on `toolmesh.outcome.<call_id>`.
@@ -359,7 +437,7 @@ export type Outcome = Message<"toolmesh.events.v1.Outcome"> & {
  * Use `create(OutcomeSchema)` to create a new message.
  */
 export const OutcomeSchema: GenMessage<Outcome> = /*@__PURE__*/
-  messageDesc(file_toolmesh_events_v1_events, 3);
+  messageDesc(file_toolmesh_events_v1_events, 4);
 
 /**
  * CallbackEvent is the normalised outcome broadcast on `toolmesh.callback.<status>.<tool>`
@@ -447,7 +525,7 @@ export type CallbackEvent = Message<"toolmesh.events.v1.CallbackEvent"> & {
  * Use `create(CallbackEventSchema)` to create a new message.
  */
 export const CallbackEventSchema: GenMessage<CallbackEvent> = /*@__PURE__*/
-  messageDesc(file_toolmesh_events_v1_events, 4);
+  messageDesc(file_toolmesh_events_v1_events, 5);
 
 /**
  * RegistryChanged is published on `toolmesh.registry.changed.<kind>.<name>` after a write.
@@ -493,7 +571,7 @@ export type RegistryChanged = Message<"toolmesh.events.v1.RegistryChanged"> & {
  * Use `create(RegistryChangedSchema)` to create a new message.
  */
 export const RegistryChangedSchema: GenMessage<RegistryChanged> = /*@__PURE__*/
-  messageDesc(file_toolmesh_events_v1_events, 5);
+  messageDesc(file_toolmesh_events_v1_events, 6);
 
 /**
  * PermissionChanged is published on `toolmesh.permission.changed.<kind>.<id>` after a write.
@@ -534,7 +612,7 @@ export type PermissionChanged = Message<"toolmesh.events.v1.PermissionChanged"> 
  * Use `create(PermissionChangedSchema)` to create a new message.
  */
 export const PermissionChangedSchema: GenMessage<PermissionChanged> = /*@__PURE__*/
-  messageDesc(file_toolmesh_events_v1_events, 6);
+  messageDesc(file_toolmesh_events_v1_events, 7);
 
 /**
  * TraceEventKind names a step of a call chain.

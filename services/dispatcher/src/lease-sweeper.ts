@@ -1,0 +1,170 @@
+import { create, fromBinary, type JsonObject } from "@bufbuild/protobuf";
+import { timestampMs } from "@bufbuild/protobuf/wkt";
+import type { Logger } from "@toolmesh/log";
+import { JetStreamApiCodes, jetStreamErrorCode, subjects, subjectToken } from "@toolmesh/nats";
+import {
+  CallErrorSchema,
+  type CallLease,
+  CallLeaseSchema,
+  CallStatus,
+  PrincipalSchema,
+} from "@toolmesh/proto";
+import type { JetStreamClient, JetStreamManager, KV } from "nats";
+import { LEASE_STREAM } from "./call-leases.js";
+import type { CallRecorder } from "./call-recorder.js";
+
+const OUTCOME_STREAM = "TOOLMESH_OUTCOME";
+/** JetStream's "no message found" for a direct get of a subject with no message. */
+const NO_MESSAGE_FOUND = 10037;
+
+export interface SweepSettings {
+  /** How often the leases are looked at. */
+  intervalMs: number;
+  /** A Dispatcher silent for this long has vanished. */
+  lostAfterMs: number;
+  /** How long past its deadline a call of a live Dispatcher may still be recording. */
+  graceMs: number;
+}
+
+export interface SweepDeps {
+  js: JetStreamClient;
+  jsm: JetStreamManager;
+  /** The dispatchers bucket: heartbeats, and claims so that two sweepers never close one call. */
+  kv: KV;
+  lastBeat(instance: string): Promise<number | undefined>;
+  recorder: CallRecorder;
+  settings: SweepSettings;
+  log: Logger;
+}
+
+/** Why a lease was swept: its Dispatcher vanished, or its records never came. */
+export type SweepReason = "dispatcher_lost" | "records_lost";
+
+/**
+ * Every call with a start record ends with an outcome. Each Dispatcher sweeps the leases now and
+ * then: a lease whose Dispatcher stopped heartbeating, or that is past its deadline and grace, is
+ * closed as INTERRUPTED with the same records as any other call — TOOL_RESULT, the audit record
+ * and the outcome, which Callback broadcasts and memory-writer keeps. The stream holds only the
+ * leases of running calls, so a sweep costs what is running, never what ran.
+ */
+export class LeaseSweeper {
+  private timer: NodeJS.Timeout | undefined;
+  private sweeping: Promise<number> | undefined;
+
+  constructor(private readonly deps: SweepDeps) {}
+
+  start(): void {
+    this.timer = setInterval(() => {
+      this.sweepOnce().catch((error: unknown) => {
+        this.deps.log.warn({ err: error }, "lease sweep failed; retrying at the next interval");
+      });
+    }, this.deps.settings.intervalMs);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    await this.sweeping?.catch(() => {});
+  }
+
+  /** One pass over the leases; resolves with how many calls it closed. */
+  sweepOnce(): Promise<number> {
+    this.sweeping ??= this.sweep().finally(() => {
+      this.sweeping = undefined;
+    });
+    return this.sweeping;
+  }
+
+  private async sweep(): Promise<number> {
+    const { js, jsm, settings } = this.deps;
+    const info = await jsm.streams.info(LEASE_STREAM);
+    if (info.state.messages === 0) return 0;
+    const consumer = await js.consumers.get(LEASE_STREAM);
+    const messages = await consumer.fetch({
+      max_messages: Math.min(info.state.messages, 10_000),
+      expires: 2000,
+    });
+    const beats = new Map<string, number | undefined>();
+    const now = Date.now();
+    let closed = 0;
+    for await (const m of messages) {
+      const lease = fromBinary(CallLeaseSchema, m.data);
+      if (!beats.has(lease.instance))
+        beats.set(lease.instance, await this.deps.lastBeat(lease.instance));
+      const beat = beats.get(lease.instance);
+      const alive = beat !== undefined && now - beat < settings.lostAfterMs;
+      const deadline = lease.deadline ? timestampMs(lease.deadline) : now;
+      const overdue = now > deadline + settings.graceMs;
+      if (alive && !overdue) continue;
+      if (await this.close(lease, m.seq, alive ? "records_lost" : "dispatcher_lost")) closed++;
+      if (m.info.pending === 0) break;
+    }
+    return closed;
+  }
+
+  /** Closes one call, unless another sweeper has it or its outcome exists after all. */
+  private async close(lease: CallLease, sequence: number, reason: SweepReason): Promise<boolean> {
+    const { jsm, kv, log } = this.deps;
+    try {
+      await kv.create(`sweeps.${subjectToken(lease.callId)}`, "");
+    } catch (error) {
+      if (jetStreamErrorCode(error) === JetStreamApiCodes.WrongLastSequence) return false;
+      throw error;
+    }
+    if (await this.hasOutcome(lease.callId)) {
+      await jsm.streams.deleteMessage(LEASE_STREAM, sequence, false).catch(() => {});
+      return false;
+    }
+    const record = this.deps.recorder.begin({
+      traceId: lease.traceId,
+      callId: lease.callId,
+      parentId: lease.parentId,
+      tool: lease.tool,
+      principal: create(PrincipalSchema, {
+        agentId: lease.agentId,
+        userId: lease.userId,
+        roles: lease.roles,
+      }),
+    });
+    const startedMs = lease.startedAt ? timestampMs(lease.startedAt) : Date.now();
+    const finishedMs = Math.max(startedMs, Date.now());
+    record.finished(
+      {
+        status: CallStatus.INTERRUPTED,
+        reason,
+        error: create(CallErrorSchema, {
+          code: reason,
+          message:
+            reason === "dispatcher_lost"
+              ? `the Dispatcher running this call (instance ${lease.instance}) stopped before the call ended; whether tool "${lease.tool}" finished is unknown, so check its own state before retrying`
+              : `the records of this call were not written before its deadline; whether tool "${lease.tool}" finished is unknown, so check its own state before retrying`,
+        }),
+      },
+      {
+        args: (lease.arguments ?? {}) as JsonObject,
+        attempts: 0,
+        startedMs,
+        finishedMs,
+      },
+    );
+    await record.flush();
+    await jsm.streams.deleteMessage(LEASE_STREAM, sequence, false).catch(() => {});
+    log.warn(
+      { call_id: lease.callId, trace_id: lease.traceId, instance: lease.instance, reason },
+      "closed a call whose outcome was never recorded",
+    );
+    return true;
+  }
+
+  private async hasOutcome(callId: string): Promise<boolean> {
+    try {
+      await this.deps.jsm.streams.getMessage(OUTCOME_STREAM, {
+        last_by_subj: subjects.outcome(callId),
+      });
+      return true;
+    } catch (error) {
+      if (jetStreamErrorCode(error) === NO_MESSAGE_FOUND) return false;
+      throw error;
+    }
+  }
+}
