@@ -20,6 +20,7 @@ const only = process.env.BENCH_ONLY ?? "";
 const profileDir = process.env.BENCH_PROFILE_DIR;
 const statuses = [CallStatus.SUCCESS, CallStatus.FAILURE, CallStatus.INTERRUPTED];
 let natsServer = 0;
+let bucketBytesPerCall = 0;
 
 function outcome(i: number): Outcome {
   const status = statuses[i % 3] as CallStatus;
@@ -177,6 +178,8 @@ async function main(): Promise<void> {
       );
       running.push(process);
       figures.push(figure);
+      const bucket = await jsm.streams.info("KV_toolmesh-callback");
+      bucketBytesPerCall = bucket.state.bytes / total;
       const broadcast = await jsm.streams.info("TOOLMESH_CALLBACK");
       if (broadcast.state.messages !== total) {
         throw new Error(`expected ${total} callback events, found ${broadcast.state.messages}`);
@@ -246,6 +249,12 @@ async function main(): Promise<void> {
       "|---|---|---|---|---|---|---|",
       ...rows,
       "",
+      ...(bucketBytesPerCall
+        ? [
+            `Callback bucket: ${Math.round(bucketBytesPerCall)} bytes per call (calls.<id> and sent.<id>).`,
+            "",
+          ]
+        : []),
     ].join("\n");
     process.stdout.write(`${text}\n`);
     await writeFile(path.join(repoRoot, "bench", "consumers-results.md"), text);
