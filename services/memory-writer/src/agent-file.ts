@@ -102,12 +102,12 @@ export class AgentFile {
     let bytes = 0;
     for (const call of calls) {
       const data = Buffer.from(call, "utf8");
-      if (chunk.length > 0 && this.mustRotate(today, bytes + data.length, maxFileBytes)) {
+      if (chunk.length > 0 && this.mustRotate(today, bytes, data.length, maxFileBytes)) {
         await this.write(Buffer.concat(chunk, bytes));
         chunk = [];
         bytes = 0;
       }
-      if (chunk.length === 0 && this.mustRotate(today, data.length, maxFileBytes)) {
+      if (chunk.length === 0 && this.mustRotate(today, 0, data.length, maxFileBytes)) {
         await this.rotate(today);
       }
       chunk.push(data);
@@ -128,10 +128,19 @@ export class AgentFile {
     this.size += data.length;
   }
 
-  /** A new day, or a non-empty file that `bytes` more would take past the limit. */
-  private mustRotate(today: string, bytes: number, maxFileBytes: number): boolean {
+  /**
+   * A new day, or a file holding `pending` bytes more than it has on disk that `adding` more
+   * would take past the limit (a call larger than the limit still gets a file of its own).
+   */
+  private mustRotate(
+    today: string,
+    pending: number,
+    adding: number,
+    maxFileBytes: number,
+  ): boolean {
     // A clock that went back keeps writing to the newest file, so names stay in write order.
-    return today > this.day || (this.size > 0 && this.size + bytes > maxFileBytes);
+    const held = this.size + pending;
+    return today > this.day || (held > 0 && held + adding > maxFileBytes);
   }
 
   private async rotate(today: string): Promise<void> {
