@@ -132,7 +132,7 @@ const profileEnv = (name: string): Record<string, string> =>
 
 async function main(): Promise<void> {
   const nats = await startNats();
-  natsServer = natsPid(nats.port) ?? 0;
+  natsServer = natsPid(nats.storeDir) ?? 0;
   const dataDir = await mkdtemp(path.join(tmpdir(), "toolmesh-bench-consumers-"));
   const running: ServiceProcess[] = [];
   try {

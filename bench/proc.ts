@@ -11,13 +11,13 @@ export function cpuMs(pid: number): number {
   }
 }
 
-/** The pid of the nats-server listening on port, found in /proc. */
-export function natsPid(port: number): number | undefined {
+/** The pid of the nats-server started with this argument (its port or store dir), from /proc. */
+export function natsPid(arg: number | string): number | undefined {
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const cmd = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
-      if (cmd[0]?.endsWith("nats-server") && cmd.includes(String(port))) return Number(entry);
+      if (cmd[0]?.endsWith("nats-server") && cmd.includes(String(arg))) return Number(entry);
     } catch {
       // the process went away
     }
