@@ -1,6 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { readdirSync, readFileSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -24,6 +23,7 @@ import {
 } from "@toolmesh/proto";
 import { grpcServiceDefinition } from "@toolmesh/sdk";
 import { LineWatcher, repoRoot, startStack } from "@toolmesh/testkit";
+import { cpuMs, natsPid } from "./proc.js";
 
 // npm run bench: the raw grpc-js echo baseline against the full chain, at concurrency 1 and 64.
 // Every process (nats-server, permission, registry, dispatcher, backends) is started here.
@@ -53,35 +53,10 @@ interface Cell {
 /** Processes whose CPU time the bench reports, by role. */
 const watched = new Map<string, number>();
 
-/** utime + stime of a process in ms (Linux /proc; 0 elsewhere). */
-function cpuMs(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
-  } catch {
-    return 0;
-  }
-}
-
 function cpuSnapshot(): Map<string, number> {
   const out = new Map<string, number>();
   for (const [role, pid] of watched) out.set(role, cpuMs(pid));
   return out;
-}
-
-/** The pid of the nats-server listening on port, found in /proc. */
-function natsPid(port: number): number | undefined {
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const cmd = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
-      if (cmd[0]?.endsWith("nats-server") && cmd.includes(String(port))) return Number(entry);
-    } catch {
-      // the process went away
-    }
-  }
-  return undefined;
 }
 
 type Call = () => Promise<void>;

@@ -1,6 +1,4 @@
 import { randomUUID } from "node:crypto";
-import { readFile } from "node:fs/promises";
-import path from "node:path";
 import type { Client } from "@connectrpc/connect";
 import { createLogger } from "@toolmesh/log";
 import {
@@ -22,7 +20,7 @@ import {
   type TestStack,
 } from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { memoryFileName } from "../services/memory-writer/src/memory-store.js";
+import { readAgentMemory } from "../services/memory-writer/src/layout.js";
 
 const SECRET = `s3cr3t-${randomUUID()}`;
 const BULK = 2000;
@@ -43,7 +41,7 @@ describe("outcomes end to end", () => {
   let auditor: string;
 
   const memoryEntries = async (agentId: string) => {
-    const text = await readFile(path.join(memoryDir, "memory", memoryFileName(agentId)), "utf8");
+    const text = await readAgentMemory(memoryDir, agentId);
     return {
       text,
       entries: text

@@ -15,6 +15,7 @@ export async function connectNats(options: {
     maxReconnectAttempts: -1,
     reconnectTimeWait: 250,
     pingInterval: 10_000,
+    noAsyncTraces: true,
   });
   log.info({ nats: nc.getServer() }, "connected to NATS");
   void (async () => {

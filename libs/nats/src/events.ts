@@ -23,9 +23,23 @@ export function publishEvent<Desc extends DescMessage>(
   value: MessageShape<Desc>,
   options: { msgId?: string; timeoutMs?: number } = {},
 ): Promise<PubAck> {
+  return publishEncoded(js, subject, schema, toBinary(schema, value), options);
+}
+
+/**
+ * Publishes an event already encoded as `schema`, so a payload published to several places (a
+ * stream and a KV bucket) is encoded once.
+ */
+export function publishEncoded(
+  js: JetStreamClient,
+  subject: string,
+  schema: DescMessage,
+  data: Uint8Array,
+  options: { msgId?: string; timeoutMs?: number } = {},
+): Promise<PubAck> {
   const h = natsHeaders();
   h.set(TYPE_HEADER, schema.typeName);
-  return js.publish(subject, toBinary(schema, value), {
+  return js.publish(subject, data, {
     headers: h,
     ...(options.msgId ? { msgID: options.msgId } : {}),
     ...(options.timeoutMs ? { timeout: options.timeoutMs } : {}),

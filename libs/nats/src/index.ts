@@ -1,9 +1,21 @@
 export { type AdminAudit, AdminEvents } from "./admin-events.js";
+export {
+  type BatchConsumer,
+  type BatchConsumerOptions,
+  consumeBatches,
+  type Delivered,
+} from "./batches.js";
 export { type BucketLoad, loadWhenCreated } from "./bucket-wait.js";
 export { buckets } from "./buckets.js";
 export { connectNats } from "./connect.js";
 export { consumeDurable, type DurableConsumer, type DurableConsumerOptions } from "./durable.js";
-export { decodeEvent, EventTypeError, publishEvent, TYPE_HEADER } from "./events.js";
+export {
+  decodeEvent,
+  EventTypeError,
+  publishEncoded,
+  publishEvent,
+  TYPE_HEADER,
+} from "./events.js";
 export { FollowedBucket, followRegistryTools, type SnapshotView } from "./followed-bucket.js";
 export {
   compareAndSet,

@@ -1,6 +1,12 @@
-import { create } from "@bufbuild/protobuf";
+import { create, toBinary } from "@bufbuild/protobuf";
 import type { Logger } from "@toolmesh/log";
-import { consumeDurable, type DurableConsumer, publishEvent, subjects } from "@toolmesh/nats";
+import {
+  type BatchConsumer,
+  consumeBatches,
+  publishEncoded,
+  publishEvent,
+  subjects,
+} from "@toolmesh/nats";
 import {
   type CallbackEvent,
   CallbackEventSchema,
@@ -16,16 +22,32 @@ import { callbackKind, isFinal, normalise, statusWord } from "./normalise.js";
 /** The durable consumer on TOOLMESH_OUTCOME; a restarted service catches up from here. */
 export const CALLBACK_CONSUMER = "callback";
 const OUTCOME_STREAM = "TOOLMESH_OUTCOME";
-const MAX_IN_FLIGHT = 32;
+const MAX_ACK_PENDING = 1024;
+
+/** What the Callback service does with one outcome. */
+export type CallbackAction =
+  | { kind: "pending"; event: CallbackEvent }
+  | { kind: "broadcast"; event: CallbackEvent }
+  | { kind: "ignore"; event: CallbackEvent; why: string };
+
+/** The one place that maps a bus message to the Callback service's action. */
+export function callbackActionOf(outcome: Outcome): CallbackAction {
+  const event = normalise(outcome);
+  if (isFinal(event.status)) return { kind: "broadcast", event };
+  if (event.status === CallStatus.PENDING) return { kind: "pending", event };
+  return { kind: "ignore", event, why: "outcome without a final status" };
+}
 
 /**
  * Turns each outcome into one callback event: a CALLBACK_* trace event and a broadcast with
- * Nats-Msg-Id = call_id. The outcome is acked only after both publishes are acked and the call
- * is stored, so a crash at any point means a redelivery, never a loss; the `sent` mark and the
- * message ids make the redelivery broadcast nothing twice.
+ * Nats-Msg-Id = call_id. The outcome is acked only after the call is stored, both publishes are
+ * acked and the call is marked sent, so a crash at any point means a redelivery, never a loss;
+ * the `sent` mark and the message ids make the redelivery broadcast nothing twice. Outcomes of
+ * different calls are independent, so a whole batch is handled at once: its KV writes and
+ * publishes leave together and their acks come back together.
  */
 export class OutcomeBroadcaster {
-  private consumer: DurableConsumer | undefined;
+  private consumer: BatchConsumer | undefined;
 
   constructor(
     private readonly deps: {
@@ -38,7 +60,7 @@ export class OutcomeBroadcaster {
 
   async start(): Promise<void> {
     const { jsm, js, log } = this.deps;
-    this.consumer = await consumeDurable({
+    this.consumer = await consumeBatches({
       js,
       jsm,
       stream: OUTCOME_STREAM,
@@ -46,9 +68,9 @@ export class OutcomeBroadcaster {
       schema: OutcomeSchema,
       log,
       what: "outcome",
-      // Outcomes of different calls are independent, so several are handled at once.
-      concurrency: MAX_IN_FLIGHT,
-      handle: (outcome) => this.broadcast(normalise(outcome)),
+      maxAckPending: MAX_ACK_PENDING,
+      handleBatch: (batch) =>
+        Promise.allSettled(batch.map((d) => this.act(callbackActionOf(d.value)))),
       logFields: (outcome: Outcome) => ({
         call_id: outcome.callId,
         trace_id: outcome.traceId,
@@ -57,25 +79,58 @@ export class OutcomeBroadcaster {
     });
   }
 
-  private async broadcast(event: CallbackEvent): Promise<void> {
-    const { log, calls } = this.deps;
-    const ids = { call_id: event.callId, trace_id: event.traceId, tool: event.tool };
-    if (event.status === CallStatus.PENDING) {
-      await calls.createPending(event);
-    } else if (!isFinal(event.status)) {
-      log.warn({ ...ids, status: event.status }, "outcome without a final status; dropped");
-    } else if (!(await calls.wasBroadcast(event.callId))) {
-      // The first final result stored wins: a Report may have settled the call already.
-      const stored = await calls.get(event.callId);
-      const final = stored && isFinal(stored.event.status) ? stored.event : event;
-      await this.publish(final);
-      if (final === event) await calls.put(final);
-      await calls.markBroadcast(final.callId);
-      log.debug({ ...ids, status: statusWord(final.status) }, "outcome broadcast");
+  private async act(action: CallbackAction): Promise<void> {
+    const { event } = action;
+    if (action.kind === "pending") {
+      await this.deps.calls.createPending(event);
+    } else if (action.kind === "ignore") {
+      this.deps.log.warn(
+        { call_id: event.callId, trace_id: event.traceId, status: event.status },
+        `${action.why}; dropped`,
+      );
+    } else {
+      await this.broadcast(event);
     }
   }
 
-  private async publish(event: CallbackEvent): Promise<void> {
+  private async broadcast(event: CallbackEvent): Promise<void> {
+    const { log, calls } = this.deps;
+    let final = event;
+    let encoded = toBinary(CallbackEventSchema, event);
+    // The common case, a call seen for the first time, costs one KV write here.
+    if (!(await calls.create(event.callId, encoded))) {
+      const [stored, sent] = await Promise.all([
+        calls.get(event.callId),
+        calls.wasBroadcast(event.callId),
+      ]);
+      if (sent) return;
+      if (stored && isFinal(stored.event.status)) {
+        // The first final result stored wins: a Report may have settled the call already.
+        final = stored.event;
+        encoded = toBinary(CallbackEventSchema, final);
+      } else if (stored) {
+        // PENDING until now; a Report racing this write makes it fail and the outcome retry.
+        await calls.update(event, stored.revision);
+      } else {
+        await calls.put(event);
+      }
+    }
+    await this.publish(final, encoded);
+    await calls.markBroadcast(final.callId);
+    if (log.isLevelEnabled("debug")) {
+      log.debug(
+        {
+          call_id: final.callId,
+          trace_id: final.traceId,
+          tool: final.tool,
+          status: statusWord(final.status),
+        },
+        "outcome broadcast",
+      );
+    }
+  }
+
+  private async publish(event: CallbackEvent, encoded: Uint8Array): Promise<void> {
     const { js } = this.deps;
     const trace = create(TraceEventSchema, {
       id: `callback-${event.callId}`,
@@ -100,14 +155,12 @@ export class OutcomeBroadcaster {
       publishEvent(js, subjects.trace(event.traceId), TraceEventSchema, trace, {
         msgId: trace.id,
       }),
-      publishEvent(
+      publishEncoded(
         js,
         subjects.callback(statusWord(event.status), event.tool),
         CallbackEventSchema,
-        event,
-        {
-          msgId: event.callId,
-        },
+        encoded,
+        { msgId: event.callId },
       ),
     ]);
   }

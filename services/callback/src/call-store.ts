@@ -1,17 +1,23 @@
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
-import { compareAndSet, KvConflictError, kvKeyToken } from "@toolmesh/nats";
+import { compareAndSet, ensureStream, KvConflictError, kvKeyToken } from "@toolmesh/nats";
 import { type CallbackEvent, CallbackEventSchema } from "@toolmesh/proto";
-import type { JetStreamClient, KV, KvEntry, QueuedIterator } from "nats";
+import { DiscardPolicy, type JetStreamClient, type JetStreamManager, type KV, nanos } from "nats";
 
 /** The KV bucket the Callback service owns. */
 export const CALLBACK_BUCKET = "toolmesh-callback";
 
 /**
  * Key layout: `calls.<call_id>` → CallbackEvent (PENDING until the final outcome),
- * `sent.<call_id>` → empty once the final event was broadcast.
+ * `sent.<call_id>` → empty once the final event was broadcast. Both expire with the bucket's
+ * max age (the configured TTL), so no per-call key stays forever.
  */
 const callKey = (callId: string) => `calls.${kvKeyToken(callId)}`;
 const sentKey = (callId: string) => `sent.${kvKeyToken(callId)}`;
+
+/** The subject every write of a call's key is published on; Watch listens there. */
+export const callSubject = (callId: string) => `$KV.${CALLBACK_BUCKET}.${callKey(callId)}`;
+/** Every call key's subject. */
+export const CALL_SUBJECTS = `$KV.${CALLBACK_BUCKET}.calls.>`;
 
 /** A stored call and the revision an update must expect. */
 export interface StoredCall {
@@ -19,21 +25,41 @@ export interface StoredCall {
   revision: number;
 }
 
+/** How long calls are kept and how much space they may take. */
+export interface CallRetention {
+  replicas: number;
+  /** Every key expires this long after its last write. */
+  ttlMs: number;
+  /** The bucket's size limit; the oldest keys go first when it is reached. */
+  maxBytes: number;
+}
+
 /** The calls the Callback service knows: their latest normalised outcome. */
 export class CallStore {
-  private constructor(private readonly kv: KV) {}
+  private constructor(
+    private readonly kv: KV,
+    readonly retention: CallRetention,
+  ) {}
 
-  /** Opens (or creates) the bucket; ttlMs 0 keeps calls until deleted. */
+  /** Opens (or creates) the bucket and brings its limits to the configured retention. */
   static async open(
     js: JetStreamClient,
-    settings: { replicas: number; ttlMs: number },
+    jsm: JetStreamManager,
+    retention: CallRetention,
   ): Promise<CallStore> {
     const kv = await js.views.kv(CALLBACK_BUCKET, {
       history: 1,
-      replicas: settings.replicas,
-      ttl: settings.ttlMs,
+      replicas: retention.replicas,
+      ttl: retention.ttlMs,
     });
-    return new CallStore(kv);
+    // views.kv leaves an existing bucket as it was; retention is configuration, so apply it.
+    await ensureStream(jsm, {
+      name: `KV_${CALLBACK_BUCKET}`,
+      max_age: nanos(retention.ttlMs),
+      max_bytes: retention.maxBytes,
+      discard: DiscardPolicy.Old,
+    });
+    return new CallStore(kv, retention);
   }
 
   async get(callId: string): Promise<StoredCall | undefined> {
@@ -44,12 +70,20 @@ export class CallStore {
 
   /** Stores a PENDING call unless the call is already known (a final outcome wins). */
   async createPending(event: CallbackEvent): Promise<void> {
+    await this.create(event.callId, toBinary(CallbackEventSchema, event));
+  }
+
+  /**
+   * Stores an encoded event as a call's first value; false when the call is known already (a
+   * PENDING call, a Report, or an outcome seen before).
+   */
+  async create(callId: string, encoded: Uint8Array): Promise<boolean> {
     try {
-      await compareAndSet(() =>
-        this.kv.create(callKey(event.callId), toBinary(CallbackEventSchema, event)),
-      );
+      await compareAndSet(() => this.kv.create(callKey(callId), encoded));
+      return true;
     } catch (error) {
-      if (!(error instanceof KvConflictError)) throw error;
+      if (error instanceof KvConflictError) return false;
+      throw error;
     }
   }
 
@@ -72,15 +106,10 @@ export class CallStore {
   async markBroadcast(callId: string): Promise<void> {
     await this.kv.put(sentKey(callId), new Uint8Array());
   }
-
-  /** Every value the call takes from now on, starting with the current one. */
-  watch(callId: string): Promise<QueuedIterator<KvEntry>> {
-    return this.kv.watch({ key: callKey(callId) });
-  }
 }
 
-/** Decodes a watched entry; undefined for deletes. */
-export function eventOf(entry: KvEntry): CallbackEvent | undefined {
-  if (entry.operation !== "PUT" || entry.value.length === 0) return undefined;
-  return fromBinary(CallbackEventSchema, entry.value);
+/** Decodes a call key's value as published on its subject; undefined for deletes. */
+export function eventOfValue(data: Uint8Array): CallbackEvent | undefined {
+  if (data.length === 0) return undefined;
+  return fromBinary(CallbackEventSchema, data);
 }

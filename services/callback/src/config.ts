@@ -6,8 +6,27 @@ export const callbackConfig = {
   ...commonConfig,
   ...authConfig,
   port: port("TOOLMESH_CALLBACK_PORT", 7104),
-  /** How long a call's outcome stays readable with GetOutcome; 0 keeps it until deleted. */
-  callTtlDays: int("TOOLMESH_CALLBACK_TTL_DAYS", 7, { min: 0, max: 3650 }),
+  /** How long a call's outcome (and its sent mark) stays in the bucket after its last write. */
+  callTtlDays: int("TOOLMESH_CALLBACK_TTL_DAYS", 7, { min: 1, max: 3650 }),
+  /** The same in seconds, for short-lived stacks and tests; 0 leaves TTL_DAYS in force. */
+  callTtlSeconds: int("TOOLMESH_CALLBACK_TTL_SECONDS", 0, { min: 0, max: 3650 * 86_400 }),
+  /** The bucket's size limit; past it the oldest calls go first. */
+  callMaxBytes: int("TOOLMESH_CALLBACK_MAX_BYTES", 4 * 1024 ** 3, {
+    min: 1024 * 1024,
+    max: 1024 ** 5,
+  }),
+  /** Watches one agent may hold open at once (RESOURCE_EXHAUSTED past it). */
+  maxWatchesPerAgent: int("TOOLMESH_CALLBACK_MAX_WATCHES_PER_AGENT", 64, {
+    min: 1,
+    max: 100_000,
+  }),
 };
 
 export type CallbackConfig = ConfigOf<typeof callbackConfig>;
+
+/** The retention of the call bucket, in milliseconds. */
+export function callTtlMs(config: CallbackConfig): number {
+  return config.callTtlSeconds > 0
+    ? config.callTtlSeconds * 1000
+    : config.callTtlDays * 24 * 60 * 60 * 1000;
+}

@@ -4,7 +4,7 @@ import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { hasRole, type Principal, principalOf, Role, requireRole } from "@toolmesh/auth";
 import { Code, ConnectError, invalidField, notFound } from "@toolmesh/errors";
 import type { Logger } from "@toolmesh/log";
-import { decodeEvent, KvConflictError, publishEvent, subjects, subjectToken } from "@toolmesh/nats";
+import { KvConflictError, publishEvent, subjects, subjectToken } from "@toolmesh/nats";
 import {
   type CallbackEvent,
   CallbackEventSchema,
@@ -16,9 +16,10 @@ import {
   ReportResponseSchema,
   WatchResponseSchema,
 } from "@toolmesh/proto";
-import type { JetStreamClient, NatsConnection } from "nats";
-import { type CallStore, eventOf } from "./call-store.js";
+import type { JetStreamClient } from "nats";
+import type { CallStore } from "./call-store.js";
 import { isFinal, sameResult, statusWord } from "./normalise.js";
+import type { Watches } from "./watches.js";
 
 /** May see every call, not only their own. */
 const seesAll = (p: Principal) => hasRole(p, Role.Admin, Role.Service);
@@ -35,11 +36,11 @@ function checkOwner(p: Principal, event: CallbackEvent, ctx: HandlerContext): vo
 /** The CallbackService RPCs over the call store and NATS. */
 export function createCallbackHandlers(deps: {
   calls: CallStore;
-  nc: NatsConnection;
+  watches: Watches;
   js: JetStreamClient;
   log: Logger;
 }): ServiceImpl<typeof CallbackService> {
-  const { calls, nc, js, log } = deps;
+  const { calls, watches, js, log } = deps;
 
   const reported = (req: ReportRequest, pending: CallbackEvent): CallbackEvent => {
     const now = timestampNow();
@@ -131,7 +132,13 @@ export function createCallbackHandlers(deps: {
       const p = principalOf(ctx);
       if (req.callId === "") throw invalidField("call_id", "is required");
       const stored = await calls.get(req.callId);
-      if (!stored) throw notFound("call", req.callId, "it has not finished or was never made");
+      if (!stored) {
+        throw notFound(
+          "call",
+          req.callId,
+          `no outcome is stored for it: it was never made, has not been accepted yet, or finished more than ${retentionWords(calls.retention.ttlMs)} ago (outcomes expire after TOOLMESH_CALLBACK_TTL_DAYS)`,
+        );
+      }
       checkOwner(p, stored.event, ctx);
       return create(GetOutcomeResponseSchema, { event: stored.event });
     },
@@ -139,23 +146,8 @@ export function createCallbackHandlers(deps: {
     async *watch(req, ctx) {
       const p = principalOf(ctx);
       if (req.callId !== "") {
-        const watcher = await calls.watch(req.callId);
-        const stop = () => watcher.stop();
-        ctx.signal.addEventListener("abort", stop);
-        try {
-          for await (const entry of watcher) {
-            const event = eventOf(entry);
-            if (!event) continue;
-            checkOwner(p, event, ctx);
-            if (isFinal(event.status)) {
-              yield create(WatchResponseSchema, { event });
-              return;
-            }
-          }
-        } finally {
-          ctx.signal.removeEventListener("abort", stop);
-          watcher.stop();
-        }
+        for await (const event of watches.call(p, req.callId, ctx, (e) => checkOwner(p, e, ctx)))
+          yield create(WatchResponseSchema, { event });
         return;
       }
       if (req.agentId === "" && req.tool === "" && req.status === CallStatus.UNSPECIFIED) {
@@ -170,28 +162,20 @@ export function createCallbackHandlers(deps: {
           Code.PermissionDenied,
         );
       }
-      const agent = seesAll(p) ? req.agentId : p.agentId;
-      const subject = `toolmesh.callback.${req.status ? statusWord(req.status) : "*"}.${
-        req.tool ? subjectToken(req.tool) : "*"
-      }`;
-      const sub = nc.subscribe(subject);
-      const stop = () => sub.unsubscribe();
-      ctx.signal.addEventListener("abort", stop);
-      try {
-        for await (const msg of sub) {
-          let event: CallbackEvent;
-          try {
-            event = decodeEvent(CallbackEventSchema, msg);
-          } catch {
-            continue;
-          }
-          if (agent !== "" && event.agentId !== agent) continue;
-          yield create(WatchResponseSchema, { event });
-        }
-      } finally {
-        ctx.signal.removeEventListener("abort", stop);
-        sub.unsubscribe();
-      }
+      const filter = {
+        agentId: seesAll(p) ? req.agentId : p.agentId,
+        status: req.status ? statusWord(req.status) : "*",
+        tool: req.tool ? subjectToken(req.tool) : "*",
+      };
+      for await (const event of watches.matching(p, filter, ctx))
+        yield create(WatchResponseSchema, { event });
     },
   };
+}
+
+/** A retention in words: "7 days", "90 seconds". */
+function retentionWords(ms: number): string {
+  const day = 24 * 60 * 60 * 1000;
+  if (ms % day === 0) return `${ms / day} day${ms === day ? "" : "s"}`;
+  return `${Math.round(ms / 1000)} seconds`;
 }

@@ -1,23 +1,29 @@
 import { runService } from "@toolmesh/service";
 import { OutcomeBroadcaster } from "./broadcaster.js";
 import { CallStore } from "./call-store.js";
-import { callbackConfig } from "./config.js";
+import { callbackConfig, callTtlMs } from "./config.js";
 import { createCallbackServer } from "./server.js";
-
-const DAY_MS = 24 * 60 * 60 * 1000;
+import { WatchLimits } from "./watch-hub.js";
+import { Watches } from "./watches.js";
 
 await runService({
   name: "callback",
   config: callbackConfig,
   streams: ["outcome", "trace", "callback"],
   async start({ config, log, nc, js, jsm, authenticatedRpc }) {
-    const calls = await CallStore.open(js, {
+    const calls = await CallStore.open(js, jsm, {
       replicas: config.jetstreamReplicas,
-      ttlMs: config.callTtlDays * DAY_MS,
+      ttlMs: callTtlMs(config),
+      maxBytes: config.callMaxBytes,
     });
     const broadcaster = new OutcomeBroadcaster({ js, jsm, calls, log });
     await broadcaster.start();
-    const server = createCallbackServer({ calls, nc, js, ...(await authenticatedRpc()) });
+    const limits = new WatchLimits(
+      config.maxWatchesPerAgent,
+      "TOOLMESH_CALLBACK_MAX_WATCHES_PER_AGENT",
+    );
+    const watches = new Watches(nc, calls, limits, log);
+    const server = createCallbackServer({ calls, watches, js, ...(await authenticatedRpc()) });
     return {
       server,
       async stop() {

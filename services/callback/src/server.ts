@@ -2,14 +2,15 @@ import type { Interceptor } from "@connectrpc/connect";
 import type { Logger } from "@toolmesh/log";
 import { CallbackService } from "@toolmesh/proto";
 import { createToolmeshServer, type ToolmeshServer } from "@toolmesh/server";
-import type { JetStreamClient, NatsConnection } from "nats";
+import type { JetStreamClient } from "nats";
 import type { CallStore } from "./call-store.js";
 import { createCallbackHandlers } from "./handlers.js";
+import type { Watches } from "./watches.js";
 
 /** The Callback server over its dependencies; a test can listen on port 0. */
 export function createCallbackServer(deps: {
   calls: CallStore;
-  nc: NatsConnection;
+  watches: Watches;
   js: JetStreamClient;
   log: Logger;
   interceptors: Interceptor[];

@@ -1,17 +1,41 @@
 import type { Logger } from "@toolmesh/log";
-import { consumeDurable, type DurableConsumer } from "@toolmesh/nats";
+import { type BatchConsumer, consumeBatches, type Delivered } from "@toolmesh/nats";
 import { type CallbackEvent, CallbackEventSchema } from "@toolmesh/proto";
 import type { JetStreamClient, JetStreamManager } from "nats";
 import { entriesOf } from "./entries.js";
-import type { MemoryStore } from "./memory-store.js";
+import type { MemoryStore, WriteResult } from "./memory-store.js";
 
 /** The durable consumer on TOOLMESH_CALLBACK. */
 export const MEMORY_CONSUMER = "memory-writer";
 const CALLBACK_STREAM = "TOOLMESH_CALLBACK";
+/**
+ * Events delivered and not yet acked. A previous process's unacked writes are therefore among
+ * the last this many calls of their agent's file, which is how deep a file's tail is read back.
+ */
+export const MEMORY_MAX_ACK_PENDING = 512;
+
+/** What memory-writer does with one event: append these lines to this agent's memory. */
+export interface MemoryAction {
+  agentId: string;
+  callId: string;
+  /** The call's entries, one JSON line each. */
+  text: string;
+}
+
+/** The one place that maps a bus message to memory: a callback event becomes its two entries. */
+export function memoryActionOf(
+  event: CallbackEvent,
+  redact: (value: unknown) => unknown,
+): MemoryAction {
+  const text = entriesOf(event, redact)
+    .map((e) => `${JSON.stringify(e)}\n`)
+    .join("");
+  return { agentId: event.agentId, callId: event.callId, text };
+}
 
 /** Writes every callback event into its agent's memory, acking only once it is on disk. */
 export class MemoryWriter {
-  private consumer: DurableConsumer | undefined;
+  private consumer: BatchConsumer | undefined;
 
   constructor(
     private readonly deps: {
@@ -25,7 +49,7 @@ export class MemoryWriter {
 
   async start(): Promise<void> {
     const { js, jsm, log } = this.deps;
-    this.consumer = await consumeDurable({
+    this.consumer = await consumeBatches({
       js,
       jsm,
       stream: CALLBACK_STREAM,
@@ -33,16 +57,17 @@ export class MemoryWriter {
       schema: CallbackEventSchema,
       log,
       what: "callback event",
-      handle: (event) => this.write(event),
+      maxAckPending: MEMORY_MAX_ACK_PENDING,
+      // Calls of different agents are independent and one agent's are written in rounds, so
+      // the whole batch is handed to the store at once.
+      handleBatch: (batch) => Promise.allSettled(batch.map((d) => this.write(d))),
       logFields: (event) => ({ call_id: event.callId, trace_id: event.traceId }),
     });
   }
 
-  /** Appends the call to its agent's memory unless it is there already (a redelivery). */
-  private async write(event: CallbackEvent): Promise<void> {
-    const { store, redact } = this.deps;
-    if (store.has(event.callId)) return;
-    await store.append(event.agentId, event.callId, entriesOf(event, redact));
+  private write({ value }: Delivered<typeof CallbackEventSchema>): Promise<WriteResult> {
+    const action = memoryActionOf(value, this.deps.redact);
+    return this.deps.store.write(action.agentId, action.callId, action.text);
   }
 
   async stop(): Promise<void> {

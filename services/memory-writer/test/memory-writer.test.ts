@@ -10,7 +10,7 @@ import { type ServiceProcess, startNats, startService, type TestNats } from "@to
 import { connect, type JetStreamManager, type NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { MemoryEntry } from "../src/entries.js";
-import { memoryFileName } from "../src/memory-store.js";
+import { agentDirName, agentFiles } from "../src/layout.js";
 import { MEMORY_CONSUMER } from "../src/writer.js";
 
 const TOTAL = 2000;
@@ -72,11 +72,14 @@ describe("memory writer", () => {
       await new Promise((r) => setTimeout(r, 50));
     }
   };
+  /** Each agent directory's memory: its files read in name order, as a reader of the layout does. */
   const readMemory = async () => {
     const dir = path.join(dataDir, "memory");
     const out = new Map<string, { text: string; entries: MemoryEntry[] }>();
     for (const name of await readdir(dir)) {
-      const text = await readFile(path.join(dir, name), "utf8");
+      let text = "";
+      for (const file of await agentFiles(path.join(dir, name)))
+        text += await readFile(path.join(dir, name, file), "utf8");
       out.set(name, {
         text,
         entries: text
@@ -123,8 +126,8 @@ describe("memory writer", () => {
     await drained();
 
     const files = await readMemory();
-    expect([...files.keys()].sort()).toEqual(AGENTS.map(memoryFileName).sort());
-    expect(files.has("%2E%2E%2Fescape.jsonl")).toBe(true);
+    expect([...files.keys()].sort()).toEqual(AGENTS.map(agentDirName).sort());
+    expect(files.has("%2E%2E%2Fescape")).toBe(true);
     const calls: string[] = [];
     for (const [name, { text, entries }] of files) {
       expect(text.includes(SECRET)).toBe(false);
@@ -137,16 +140,14 @@ describe("memory writer", () => {
           parent_id: call.id,
           id: `${call.id}/result`,
         });
-        expect(memoryFileName(AGENTS[Number(call.id.slice(5)) % AGENTS.length] as string)).toBe(
-          name,
-        );
+        expect(agentDirName(AGENTS[Number(call.id.slice(5)) % AGENTS.length] as string)).toBe(name);
         calls.push(call.id);
       }
     }
     expect(calls).toHaveLength(TOTAL);
     expect(new Set(calls).size).toBe(TOTAL);
 
-    const agent1 = files.get(memoryFileName("agent-1"))?.entries ?? [];
+    const agent1 = files.get(agentDirName("agent-1"))?.entries ?? [];
     const call4 = agent1.find((e) => e.id === "call-4");
     expect(call4).toMatchObject({
       parent_id: "call-3",
@@ -161,7 +162,7 @@ describe("memory writer", () => {
       duration_ms: 5,
       attempts: 1,
     });
-    const team = files.get(memoryFileName("team/alpha.*"))?.entries ?? [];
+    const team = files.get(agentDirName("team/alpha.*"))?.entries ?? [];
     expect(team.find((e) => e.id === "call-6/result")?.content).toMatchObject({
       status: "success",
       output: { rows: 6, credentials: { password: "[redacted]" }, token: "[redacted]" },
@@ -174,7 +175,8 @@ describe("memory writer", () => {
   it("repairs a torn tail left by a crash and writes the call once", async () => {
     const running = writer as ServiceProcess;
     await running.stop();
-    const file = path.join(dataDir, "memory", memoryFileName("agent-1"));
+    const agentDir = path.join(dataDir, "memory", agentDirName("agent-1"));
+    const file = path.join(agentDir, (await agentFiles(agentDir)).at(-1) as string);
     const before = await readFile(file, "utf8");
     // A call entry without its result, then half a line: what a crash mid-write leaves.
     await appendFile(
@@ -187,7 +189,7 @@ describe("memory writer", () => {
     await publish(torn);
     await publish(torn, "torn-1-again");
     await drained();
-    const entries = (await readMemory()).get(memoryFileName("agent-1"))?.entries ?? [];
+    const entries = (await readMemory()).get(agentDirName("agent-1"))?.entries ?? [];
     expect(entries.filter((e) => e.id === "torn-1")).toHaveLength(1);
     expect(entries.filter((e) => e.id === "torn-1/result")).toHaveLength(1);
   });

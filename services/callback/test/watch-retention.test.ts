@@ -1,0 +1,196 @@
+import { randomBytes } from "node:crypto";
+import { create } from "@bufbuild/protobuf";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import { type Client, Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { ensureStream, publishEvent, streamDefinitions, subjects } from "@toolmesh/nats";
+import { CallbackService, CallStatus, type Outcome, OutcomeSchema } from "@toolmesh/proto";
+import { type ServiceProcess, startNats, startService, type TestNats } from "@toolmesh/testkit";
+import { SignJWT } from "jose";
+import { connect, type JetStreamManager, type NatsConnection } from "nats";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CALLBACK_BUCKET } from "../src/call-store.js";
+
+const JWT_SECRET = randomBytes(32).toString("hex");
+const MAX_WATCHES = 5;
+const TTL_SECONDS = 2;
+
+const bearer = async (sub: string, roles = ["agent"]) => ({
+  headers: {
+    authorization: `Bearer ${await new SignJWT({ roles })
+      .setProtectedHeader({ alg: "HS256" })
+      .setIssuer("toolmesh")
+      .setAudience("toolmesh")
+      .setSubject(sub)
+      .setExpirationTime("1h")
+      .sign(new TextEncoder().encode(JWT_SECRET))}`,
+  },
+});
+
+const outcome = (callId: string, agentId: string, status = CallStatus.SUCCESS): Outcome =>
+  create(OutcomeSchema, {
+    callId,
+    traceId: randomBytes(16).toString("hex"),
+    tool: "watched.tool",
+    agentId,
+    status,
+    ...(status === CallStatus.SUCCESS ? { output: { call: callId } } : {}),
+    durationMs: 1,
+    attempts: 1,
+    finishedAt: timestampFromMs(Date.now()),
+    source: "dispatcher",
+  });
+
+/** Polls until check returns a value (state another process changes on its own schedule). */
+async function until<T>(check: () => Promise<T | undefined>, what: string, ms = 20_000) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`${what} did not happen within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe("callback watches and retention", () => {
+  let nats: TestNats;
+  let nc: NatsConnection;
+  let jsm: JetStreamManager;
+  let callback: ServiceProcess;
+  let client: Client<typeof CallbackService>;
+
+  const publish = (o: Outcome) =>
+    publishEvent(nc.jetstream(), subjects.outcome(o.callId), OutcomeSchema, o, {
+      msgId: o.callId,
+    });
+  /** Every consumer on the server, read from JetStream. */
+  const consumers = async () => (await jsm.getAccountInfo()).consumers;
+
+  beforeAll(async () => {
+    nats = await startNats();
+    nc = await connect({ servers: nats.url });
+    jsm = await nc.jetstreamManager();
+    const streams = streamDefinitions();
+    for (const s of [streams.outcome, streams.trace, streams.callback]) await ensureStream(jsm, s);
+    callback = await startService("callback", {
+      NATS_URL: nats.url,
+      TOOLMESH_CALLBACK_PORT: "0",
+      TOOLMESH_JWT_SECRET: JWT_SECRET,
+      TOOLMESH_CALLBACK_MAX_WATCHES_PER_AGENT: String(MAX_WATCHES),
+      TOOLMESH_CALLBACK_TTL_SECONDS: String(TTL_SECONDS),
+    });
+    client = createClient(CallbackService, createGrpcTransport({ baseUrl: callback.url }));
+  });
+
+  afterAll(async () => {
+    await callback?.stop();
+    await nc?.close();
+    await nats?.destroy();
+  });
+
+  it("shares subscriptions across many watches, limits each agent and gives the slots back", async () => {
+    const before = await consumers();
+    const agents = 40;
+    const rounds = 3;
+    for (let round = 0; round < rounds; round++) {
+      const abort = new AbortController();
+      const opened: Promise<unknown>[] = [];
+      const delivered: Promise<string>[] = [];
+      for (let a = 0; a < agents; a++) {
+        const auth = { ...(await bearer(`agent-${a}`)), signal: abort.signal };
+        // Per agent: watches by call id (one of which will finish) and by tool.
+        for (let w = 0; w < MAX_WATCHES; w++) {
+          const stream =
+            w % 2 === 0
+              ? client.watch({ callId: `r${round}-a${a}-w${w}` }, auth)
+              : client.watch({ tool: "watched.tool" }, auth);
+          const first = (async () => {
+            for await (const res of stream) return res.event?.callId ?? "";
+            return "";
+          })();
+          first.catch(() => {});
+          (w === 0 ? delivered : opened).push(first);
+        }
+      }
+      // The limit holds while they are open.
+      const extra = await bearer("agent-0");
+      const refused = (async () => {
+        for await (const _ of client.watch({ tool: "watched.tool" }, extra)) break;
+      })();
+      await expect(refused).rejects.toSatisfy(
+        (e) =>
+          e instanceof ConnectError &&
+          e.code === Code.ResourceExhausted &&
+          e.rawMessage.includes(`TOOLMESH_CALLBACK_MAX_WATCHES_PER_AGENT=${MAX_WATCHES}`),
+      );
+      // Every call watch gets its call's outcome.
+      await Promise.all(
+        Array.from({ length: agents }, (_, a) =>
+          publish(outcome(`r${round}-a${a}-w0`, `agent-${a}`)),
+        ),
+      );
+      expect((await Promise.all(delivered)).sort()).toEqual(
+        Array.from({ length: agents }, (_, a) => `r${round}-a${a}-w0`).sort(),
+      );
+      // No watch made a JetStream consumer.
+      expect(await consumers()).toBe(before);
+      abort.abort();
+      await Promise.allSettled(opened);
+    }
+    // Closed watches gave their slots back: an agent may open its full share again.
+    const auth = await bearer("agent-0");
+    const abort = new AbortController();
+    const again = Array.from({ length: MAX_WATCHES }, (_, w) =>
+      (async () => {
+        for await (const res of client.watch(
+          { callId: `again-${w}` },
+          { ...auth, signal: abort.signal },
+        ))
+          return res.event?.callId;
+        return undefined;
+      })(),
+    );
+    await Promise.all(
+      Array.from({ length: MAX_WATCHES }, (_, w) => publish(outcome(`again-${w}`, "agent-0"))),
+    );
+    expect(await Promise.all(again)).toEqual(
+      Array.from({ length: MAX_WATCHES }, (_, w) => `again-${w}`),
+    );
+    expect(await consumers()).toBe(before);
+  }, 120_000);
+
+  it("lets per-call keys expire after the TTL and answers NOT_FOUND saying so", async () => {
+    const agent = await bearer("ttl-agent");
+    await publish(outcome("short-lived", "ttl-agent"));
+    const got = await until(
+      () => client.getOutcome({ callId: "short-lived" }, agent).catch(() => undefined),
+      "the outcome",
+    );
+    expect(got.event?.status).toBe(CallStatus.SUCCESS);
+    const kv = await nc.jetstream().views.kv(CALLBACK_BUCKET, { bindOnly: true });
+    expect((await kv.get("sent.short-lived"))?.operation).toBe("PUT");
+
+    const error = await until(
+      () =>
+        client.getOutcome({ callId: "short-lived" }, agent).then(
+          () => undefined,
+          (e: unknown) => e,
+        ),
+      "expiry",
+    );
+    expect(error).toBeInstanceOf(ConnectError);
+    expect((error as ConnectError).code).toBe(Code.NotFound);
+    expect((error as ConnectError).rawMessage).toContain(
+      `finished more than ${TTL_SECONDS} seconds ago`,
+    );
+    // Both per-call keys are gone from the bucket, not just hidden.
+    await until(
+      async () => ((await kv.get("sent.short-lived")) === null ? true : undefined),
+      "the sent mark to expire",
+    );
+    expect(await kv.get("calls.short-lived")).toBeNull();
+    const bucket = await jsm.streams.info(`KV_${CALLBACK_BUCKET}`);
+    expect(bucket.config.max_age).toBe(TTL_SECONDS * 1e9);
+    expect(bucket.config.max_bytes).toBeGreaterThan(0);
+  }, 60_000);
+});
