@@ -166,7 +166,7 @@ async function main(): Promise<void> {
 
   watched.set("client", process.pid);
   watched.set("dispatcher", dispatcher.child.pid ?? 0);
-  const natsServer = natsPid(nats.port);
+  const natsServer = natsPid(nats.storeDir);
   if (natsServer) watched.set("nats", natsServer);
   const echo = await spawnScript("bench/echo-server.ts", {});
   watched.set("echo", echo.child.pid ?? 0);

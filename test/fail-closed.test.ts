@@ -1,13 +1,11 @@
 import { randomUUID } from "node:crypto";
-import { readFile } from "node:fs/promises";
-import path from "node:path";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { CallStatus } from "@toolmesh/proto";
 import { defineTool, type ServedTools, serveTools } from "@toolmesh/sdk";
 import { chainServices, eventually, startStack, type TestStack } from "@toolmesh/testkit";
 import { DiscardPolicy } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { memoryFileName } from "../services/memory-writer/src/memory-store.js";
+import { readAgentMemory } from "../services/memory-writer/src/layout.js";
 
 // Nothing runs unrecorded: the trust rules of the chain, tried against real processes and a real
 // nats-server that is stopped, filled up and fed records too large for it, and a Dispatcher that
@@ -213,9 +211,8 @@ describe("fail closed", () => {
         reason: "dispatcher_lost",
       });
     }
-    const memory = path.join(stack.dataDir, "memory", memoryFileName("fault-agent"));
     await eventually(async () => {
-      const text = await readFile(memory, "utf8");
+      const text = await readAgentMemory(stack.dataDir, "fault-agent");
       for (const callId of callIds) expect(text).toContain(callId);
     });
     release();
