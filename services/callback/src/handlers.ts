@@ -4,6 +4,7 @@ import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { hasRole, type Principal, principalOf, Role, requireRole } from "@toolmesh/auth";
 import { Code, ConnectError, invalidField, notFound } from "@toolmesh/errors";
 import type { Logger } from "@toolmesh/log";
+import { checkLength } from "@toolmesh/names";
 import { decodeEvent, KvConflictError, publishEvent, subjects, subjectToken } from "@toolmesh/nats";
 import {
   type CallbackEvent,
@@ -84,6 +85,7 @@ export function createCallbackHandlers(deps: {
     async report(req, ctx) {
       requireRole(ctx, Role.Service, Role.Admin);
       if (req.callId === "") throw invalidField("call_id", "is required");
+      checkLength("call_id", "callId", req.callId);
       if (!isFinal(req.status)) {
         throw invalidField("status", "must be SUCCESS, FAILURE or INTERRUPTED");
       }
@@ -130,6 +132,7 @@ export function createCallbackHandlers(deps: {
     async getOutcome(req, ctx) {
       const p = principalOf(ctx);
       if (req.callId === "") throw invalidField("call_id", "is required");
+      checkLength("call_id", "callId", req.callId);
       const stored = await calls.get(req.callId);
       if (!stored) throw notFound("call", req.callId, "it has not finished or was never made");
       checkOwner(p, stored.event, ctx);

@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { JsonObject } from "@bufbuild/protobuf";
 import {
   Code,
@@ -7,6 +8,7 @@ import {
   toolNotFound,
   validationFailed,
 } from "@toolmesh/errors";
+import { checkCallerId, checkLength, clipped, isTraceId, nameLimits } from "@toolmesh/names";
 import {
   type Decision,
   type DispatchRequest,
@@ -50,10 +52,8 @@ export interface CheckedCall {
   validators: ToolValidators;
 }
 
-export const TRACE_ID = /^[0-9a-f]{32}$/;
-const ZERO_TRACE_ID = "0".repeat(32);
-export const MAX_ID_LENGTH = 128;
-const MAX_IDEMPOTENCY_KEY_LENGTH = 256;
+/** Call ids longer than this are refused and their refusal filed under a fresh one. */
+export const MAX_ID_LENGTH = nameLimits.callId;
 
 /** What the checks read: the registry snapshot, the grants and the calls running here. */
 export interface CheckDeps {
@@ -75,7 +75,9 @@ export function checkCall(
   callId: string,
 ): CheckedCall {
   const ctx = req.context;
-  if (ctx?.traceId && (!TRACE_ID.test(ctx.traceId) || ctx.traceId === ZERO_TRACE_ID)) {
+  // Lengths first: nothing below (the running calls, the catalog, a subject) sees an oversized id.
+  bounded(() => checkLength("tool", "toolName", req.tool), "bad tool name");
+  if (ctx?.traceId && !isTraceId(ctx.traceId)) {
     throw new Refusal(
       invalidField(
         "context.trace_id",
@@ -84,12 +86,15 @@ export function checkCall(
       "bad trace_id",
     );
   }
-  if (callId.length > MAX_ID_LENGTH) {
-    throw new Refusal(
-      invalidField("context.call_id", `longer than ${MAX_ID_LENGTH} characters`),
-      "bad call_id",
-    );
-  }
+  bounded(() => checkCallerId("context.call_id", "callId", callId), "bad call_id");
+  bounded(
+    () => checkCallerId("context.parent_id", "parentId", ctx?.parentId ?? ""),
+    "bad parent_id",
+  );
+  bounded(
+    () => checkCallerId("context.idempotency_key", "idempotencyKey", ctx?.idempotencyKey ?? ""),
+    "bad idempotency_key",
+  );
   if (deps.running.get(callId)) {
     throw new Refusal(
       new ConnectError(
@@ -97,15 +102,6 @@ export function checkCall(
         Code.AlreadyExists,
       ),
       "duplicate call_id",
-    );
-  }
-  if ((ctx?.idempotencyKey.length ?? 0) > MAX_IDEMPOTENCY_KEY_LENGTH) {
-    throw new Refusal(
-      invalidField(
-        "context.idempotency_key",
-        `longer than ${MAX_IDEMPOTENCY_KEY_LENGTH} characters`,
-      ),
-      "bad idempotency_key",
     );
   }
   if (req.tool === "") {
@@ -175,6 +171,41 @@ export function checkCall(
     );
   }
   return { tool: tool as CheckedCall["tool"], args, validators };
+}
+
+/**
+ * The ids a call's records are filed under. Records are filed under valid ids even when the
+ * request's are not (it is refused): an oversized or malformed id never reaches a subject.
+ */
+export function recordIdentity(
+  ids: { traceId: string; callId: string; parentId: string; tool: string; principal: Principal },
+  newTraceId: () => string,
+): { traceId: string; callId: string; parentId: string; tool: string; principal: Principal } {
+  const valid = (kind: "callId" | "parentId", id: string) => {
+    try {
+      checkCallerId("", kind, id);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  return {
+    traceId: isTraceId(ids.traceId) ? ids.traceId : newTraceId(),
+    callId: valid("callId", ids.callId) ? ids.callId : randomUUID(),
+    parentId: valid("parentId", ids.parentId) ? ids.parentId : clipped("parentId", ids.parentId),
+    tool: clipped("toolName", ids.tool),
+    principal: ids.principal,
+  };
+}
+
+/** Runs a name check, turning its INVALID_ARGUMENT into a Refusal with `reason`. */
+function bounded(check: () => void, reason: string): void {
+  try {
+    check();
+  } catch (error) {
+    if (error instanceof ConnectError) throw new Refusal(error, reason);
+    throw error;
+  }
 }
 
 /** The enabled tools the caller may call, in no particular order. */

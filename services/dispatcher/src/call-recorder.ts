@@ -37,6 +37,7 @@ export class CallRecorder {
 
   constructor(
     private readonly publisher: EventPublisher,
+    /** Key patterns redacted on top of the defaults of @toolmesh/log. */
     secretKeyPatterns: readonly string[],
   ) {
     this.redact = createSecretRedactor(secretKeyPatterns);
@@ -78,7 +79,7 @@ export class CallRecord {
       userId: c.principal.userId,
       time: options.timeMs ? timestampFromMs(options.timeMs) : timestampNow(),
       sequence: ++this.sequence,
-      payload,
+      payload: this.redact(payload) as JsonObject,
       source: SOURCE,
     });
     this.track(this.publisher.publish(subjects.trace(c.traceId), TraceEventSchema, event));

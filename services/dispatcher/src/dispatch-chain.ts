@@ -18,10 +18,9 @@ import { runAttempts } from "./attempts.js";
 import {
   type CheckedCall,
   checkCall,
-  MAX_ID_LENGTH,
   type PermissionGate,
   Refusal,
-  TRACE_ID,
+  recordIdentity,
 } from "./call-checks.js";
 import type { CallRecord, CallRecorder } from "./call-recorder.js";
 import type { IdempotencyStore } from "./idempotency.js";
@@ -145,13 +144,12 @@ export class DispatchChain {
     const callId = ctx?.callId || randomUUID();
     const traceId = ctx?.traceId || options.batchTraceId || newTraceId();
     // Records are filed under valid ids even when the request's are not (it is refused).
-    const record = this.deps.recorder.begin({
-      traceId: TRACE_ID.test(traceId) ? traceId : newTraceId(),
-      callId: callId.length <= MAX_ID_LENGTH ? callId : randomUUID(),
-      parentId: ctx?.parentId ?? "",
-      tool: req.tool,
-      principal,
-    });
+    const record = this.deps.recorder.begin(
+      recordIdentity(
+        { traceId, callId, parentId: ctx?.parentId ?? "", tool: req.tool, principal },
+        newTraceId,
+      ),
+    );
 
     let checked: CheckedCall;
     try {

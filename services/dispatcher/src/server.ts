@@ -1,5 +1,5 @@
 import type { Interceptor } from "@connectrpc/connect";
-import type { Authenticator } from "@toolmesh/auth";
+import type { RequestAuthenticator } from "@toolmesh/auth";
 import type { Logger } from "@toolmesh/log";
 import { DispatcherService } from "@toolmesh/proto";
 import { createToolmeshServer, type ToolmeshServer } from "@toolmesh/server";
@@ -36,7 +36,7 @@ export interface DispatcherDeps {
   publisher: EventPublisher;
   idempotency: IdempotencyStore;
   /** Verifies every RPC's bearer token (the interceptors) and the grpc-js port's. */
-  auth: { interceptors: Interceptor[]; authenticate: Authenticator };
+  auth: { interceptors: Interceptor[]; authenticateRequest: RequestAuthenticator };
   settings: DispatcherSettings;
   log: Logger;
 }
@@ -102,7 +102,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
           chain,
           catalog,
           running,
-          authenticate: deps.auth.authenticate,
+          authenticateRequest: deps.auth.authenticateRequest,
           log,
           readMaxBytes: settings.maxMessageBytes,
         },

@@ -3,7 +3,7 @@ import { timestampNow } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { Role, requireRole } from "@toolmesh/auth";
 import { alreadyExists, Code, ConnectError, invalidField } from "@toolmesh/errors";
-import { checkToolName } from "@toolmesh/names";
+import { checkLength, checkToolName } from "@toolmesh/names";
 import { KvConflictError } from "@toolmesh/nats";
 import {
   ChangeType,
@@ -160,6 +160,7 @@ export function createToolHandlers(view: RegistryView): ToolRpcs {
     getTool(req, ctx) {
       const viewer = view.viewerOf(ctx);
       if (req.name === "") throw invalidField("name", "is required");
+      checkLength("name", "toolName", req.name);
       const tool = store.tool(req.name);
       if (!viewer.sees(tool)) throw view.toolNotFound(req.name, viewer.sees);
       return { tool: viewer.show(tool) };
@@ -172,6 +173,7 @@ export function createToolHandlers(view: RegistryView): ToolRpcs {
         throw invalidField("runtime_kind", `${req.runtimeKind} is not a RuntimeKind`);
       if (!(req.status in ToolStatus))
         throw invalidField("status", `${req.status} is not a ToolStatus`);
+      checkLength("group", "groupName", req.group);
       const keyword = req.keyword.toLowerCase();
       const fingerprint = toolPages.fingerprint([
         req.category,

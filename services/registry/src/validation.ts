@@ -1,6 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import { invalidField } from "@toolmesh/errors";
-import { checkScope, checkToolName } from "@toolmesh/names";
+import { checkLength, checkScope, checkToolName } from "@toolmesh/names";
 import {
   type Group,
   GroupSchema,
@@ -18,7 +18,6 @@ export const limits = {
   schemaBytes: 64 * 1024,
   scopes: 32,
   knowhubSlugs: 32,
-  knowhubSlugLength: 256,
   labels: 32,
   labelKeyLength: 63,
   labelValueLength: 256,
@@ -127,7 +126,7 @@ export function checkToolSpec(spec: ToolSpec | undefined, validators: ValidatorC
   maxCount("tool.knowhub_slugs", spec.knowhubSlugs.length, limits.knowhubSlugs);
   spec.knowhubSlugs.forEach((slug, i) => {
     if (slug === "") throw invalidField(`tool.knowhub_slugs[${i}]`, "is empty");
-    maxLength(`tool.knowhub_slugs[${i}]`, slug, limits.knowhubSlugLength);
+    checkLength(`tool.knowhub_slugs[${i}]`, "knowhubSlug", slug);
   });
 
   const labels = Object.entries(spec.labels);
