@@ -78,36 +78,44 @@ export class AuthGuard {
     return createHash("sha256").update(token).digest("base64url");
   }
 
-  /** Throws RESOURCE_EXHAUSTED when the source or the key id is throttled and the token is not known good. */
+  /**
+   * Lets a request's token be verified, or throws RESOURCE_EXHAUSTED when its source or key id is
+   * throttled. A token not known good is charged one attempt up front (so a thousand concurrent
+   * bad requests cannot all pass before the first one fails); succeeded() gives it back.
+   */
   admit(token: string, peer: string): void {
-    const fingerprint = this.fingerprint(token);
-    const good = this.knownGood.get(fingerprint);
+    const good = this.knownGood.get(this.fingerprint(token));
     if (good !== undefined && good > this.now()) return;
+    const keys = [sourceOf(peer)];
     const claimant = claimantOf(token);
-    const waitMs = Math.max(
-      this.waitMs(sourceOf(peer)),
-      claimant.id === "" ? 0 : this.waitMs(claimant.id),
-    );
+    if (claimant.id !== "") keys.push(claimant.id);
+    const waitMs = Math.max(...keys.map((key) => this.waitMs(key)));
     if (waitMs > 0) {
       this.counters.throttled++;
       throw throttled(waitMs);
     }
+    for (const key of keys) this.spend(key, -1);
   }
 
-  /** Remembers a token that verified, so later throttles of its source let it through. */
-  succeeded(token: string): void {
+  /** Remembers a token that verified and gives back what admit() charged for it. */
+  succeeded(token: string, peer: string): void {
     const fingerprint = this.fingerprint(token);
+    const known = this.knownGood.get(fingerprint);
+    if (known === undefined || known <= this.now()) {
+      this.spend(sourceOf(peer), 1);
+      const claimant = claimantOf(token);
+      if (claimant.id !== "") this.spend(claimant.id, 1);
+    }
     this.knownGood.delete(fingerprint);
     this.knownGood.set(fingerprint, this.now() + KNOWN_GOOD_MS);
     if (this.knownGood.size > this.settings.maxTracked) this.forgetOldest(this.knownGood);
   }
 
-  /** Counts one failure against the source and the key id, and logs it (rate-limited). */
+  /** Counts one failure (admit() already charged it) and logs it, at most once per interval per source. */
   failed(token: string, peer: string, reason: string): void {
     this.counters.failures++;
     const claimant = claimantOf(token);
-    const source = this.spend(sourceOf(peer));
-    if (claimant.id !== "") this.spend(claimant.id);
+    const source = this.spend(sourceOf(peer), 0);
     const now = this.now();
     if (now - source.lastLogMs < this.settings.logIntervalMs && source.lastLogMs !== 0) {
       source.unlogged++;
@@ -138,7 +146,8 @@ export class AuthGuard {
     return Math.ceil(((1 - bucket.tokens) / this.settings.perSecond) * 1000);
   }
 
-  private spend(key: string): Bucket {
+  /** Adds `delta` attempts to a key's bucket (-1 charges one, 1 gives one back). */
+  private spend(key: string, delta: number): Bucket {
     let bucket = this.buckets.get(key);
     if (bucket) {
       this.buckets.delete(key);
@@ -146,7 +155,7 @@ export class AuthGuard {
     } else {
       bucket = { tokens: this.settings.burst, updatedMs: this.now(), lastLogMs: 0, unlogged: 0 };
     }
-    bucket.tokens = Math.max(0, bucket.tokens - 1);
+    bucket.tokens = Math.min(this.settings.burst, Math.max(0, bucket.tokens + delta));
     // Re-inserted, so the Map's order is least recently failed first.
     this.buckets.set(key, bucket);
     if (this.buckets.size > this.settings.maxTracked) this.forgetOldest(this.buckets);

@@ -57,7 +57,7 @@ export function guardedAuthenticator(
       token = bearerToken(header);
       guard.admit(token, peer);
       const p = await authenticate(token);
-      guard.succeeded(token);
+      guard.succeeded(token, peer);
       return p;
     } catch (error) {
       if (error instanceof ConnectError && error.code === Code.Unauthenticated)

@@ -1,3 +1,4 @@
+import { followRegistryTools } from "@toolmesh/nats";
 import { runService } from "@toolmesh/service";
 import { OutcomeBroadcaster } from "./broadcaster.js";
 import { CallStore } from "./call-store.js";
@@ -17,11 +18,14 @@ await runService({
     });
     const broadcaster = new OutcomeBroadcaster({ js, jsm, calls, log });
     await broadcaster.start();
-    const server = createCallbackServer({ calls, nc, js, ...(await authenticatedRpc()) });
+    // Report checks the call's tool lists the reporting backend; until loaded, Report fails closed.
+    const tools = followRegistryTools(nc, log, "backends' Reports are refused until it exists");
+    const server = createCallbackServer({ calls, tools, nc, js, ...(await authenticatedRpc()) });
     return {
       server,
       async stop() {
         await broadcaster.stop();
+        tools.stop();
       },
     };
   },

@@ -1,6 +1,7 @@
 import type { Interceptor } from "@connectrpc/connect";
 import type { Logger } from "@toolmesh/log";
-import { CallbackService } from "@toolmesh/proto";
+import type { SnapshotView } from "@toolmesh/nats";
+import { CallbackService, type ToolSchema } from "@toolmesh/proto";
 import { createToolmeshServer, type ToolmeshServer } from "@toolmesh/server";
 import type { JetStreamClient, NatsConnection } from "nats";
 import type { CallStore } from "./call-store.js";
@@ -9,6 +10,7 @@ import { createCallbackHandlers } from "./handlers.js";
 /** The Callback server over its dependencies; a test can listen on port 0. */
 export function createCallbackServer(deps: {
   calls: CallStore;
+  tools: SnapshotView<typeof ToolSchema>;
   nc: NatsConnection;
   js: JetStreamClient;
   log: Logger;

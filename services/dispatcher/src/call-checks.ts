@@ -16,6 +16,7 @@ import {
   type Tool,
   ToolStatus,
 } from "@toolmesh/proto";
+import type { CallIdOwners } from "./idempotency.js";
 import type { RunningCalls } from "./running-calls.js";
 import {
   SchemaCompileError,
@@ -40,9 +41,47 @@ export class Refusal extends Error {
   constructor(
     readonly error: ConnectError,
     readonly reason: string,
+    /** The call id is another call's: the refusal is filed under a fresh one, leaving that call alone. */
+    readonly foreignCallId = false,
   ) {
     super(error.message, { cause: error });
   }
+}
+
+/**
+ * Claims the call id for the caller's agent; a call id another agent used first is refused with
+ * ALREADY_EXISTS and changes nothing of that agent's call.
+ */
+export async function claimCallId(
+  owners: CallIdOwners,
+  callId: string,
+  principal: Principal,
+): Promise<void> {
+  let owned: boolean;
+  try {
+    owned = await owners.claim(callId, principal.agentId);
+  } catch (error) {
+    throw new Refusal(
+      new ConnectError(
+        "the dispatcher cannot record who owns this call id right now; retry shortly",
+        Code.Unavailable,
+        undefined,
+        undefined,
+        error,
+      ),
+      "call id owner not recorded",
+      true,
+    );
+  }
+  if (!owned)
+    throw new Refusal(
+      new ConnectError(
+        `call_id "${callId}" belongs to another agent's call; give each call its own call_id (or leave it empty)`,
+        Code.AlreadyExists,
+      ),
+      "call_id of another agent",
+      true,
+    );
 }
 
 /** A call that passed every check: the tool to run and its validated arguments. */
@@ -102,6 +141,7 @@ export function checkCall(
         Code.AlreadyExists,
       ),
       "duplicate call_id",
+      true,
     );
   }
   if (req.tool === "") {

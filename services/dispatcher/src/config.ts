@@ -14,6 +14,8 @@ export const dispatcherConfig = {
     min: 1000,
     max: 30 * 24 * 60 * 60 * 1000,
   }),
+  /** How long call ids stay owned by their first agent: as long as Callback keeps outcomes. */
+  callTtlDays: int("TOOLMESH_CALLBACK_TTL_DAYS", 7, { min: 0, max: 3650 }),
   /** Key patterns hidden in audit records and trace events on top of the defaults (docs/security.md). */
   redactKeys: list("TOOLMESH_REDACT_KEYS", []),
   maxBackendResponseBytes: int("TOOLMESH_MAX_BACKEND_RESPONSE_BYTES", 4 * 1024 * 1024, {

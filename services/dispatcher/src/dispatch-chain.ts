@@ -18,12 +18,13 @@ import { runAttempts } from "./attempts.js";
 import {
   type CheckedCall,
   checkCall,
+  claimCallId,
   type PermissionGate,
   Refusal,
   recordIdentity,
 } from "./call-checks.js";
 import type { CallRecord, CallRecorder } from "./call-recorder.js";
-import type { IdempotencyStore } from "./idempotency.js";
+import type { CallIdOwners, IdempotencyStore } from "./idempotency.js";
 import { classify } from "./outcome.js";
 import type { InterruptReason, RunningCalls } from "./running-calls.js";
 import type { ToolRuntime } from "./runtimes/runtime.js";
@@ -42,6 +43,7 @@ export interface ChainDeps {
   recorder: CallRecorder;
   runtimes: { grpc: ToolRuntime; local: ToolRuntime; remote: ToolRuntime };
   idempotency: IdempotencyStore;
+  callIds: CallIdOwners;
   running: RunningCalls;
   settings: ChainSettings;
   log: Logger;
@@ -154,10 +156,15 @@ export class DispatchChain {
     let checked: CheckedCall;
     try {
       checked = checkCall(this.deps, req, principal, callId);
+      await claimCallId(this.deps.callIds, record.call.callId, principal);
     } catch (error) {
       if (!(error instanceof Refusal)) throw error;
-      await this.refuse(record, error, req, Date.now() - started);
-      throw new CallRefused(error.error, record.call.callId, record.call.traceId);
+      // Another call's id: the refusal is filed under a fresh id, so that call is left alone.
+      const filed = error.foreignCallId
+        ? this.deps.recorder.begin({ ...record.call, callId: randomUUID() })
+        : record;
+      await this.refuse(filed, error, req, Date.now() - started);
+      throw new CallRefused(error.error, filed.call.callId, filed.call.traceId);
     }
 
     const key = ctx?.idempotencyKey ?? "";

@@ -2,7 +2,7 @@ import { runService } from "@toolmesh/service";
 import { dispatcherConfig } from "./config.js";
 import { JetStreamPublisher } from "./event-publisher.js";
 import type { GrpcPort } from "./grpc-port.js";
-import { KvIdempotencyStore } from "./idempotency.js";
+import { KvCallIdOwners, KvIdempotencyStore } from "./idempotency.js";
 import { createDispatcher } from "./server.js";
 import { followSnapshots } from "./snapshots.js";
 
@@ -15,6 +15,11 @@ await runService({
       windowMs: config.idempotencyWindowMs,
       replicas: config.jetstreamReplicas,
     });
+    // Call ids stay owned as long as the Callback service keeps their outcomes.
+    const callIds = await KvCallIdOwners.open(nc, {
+      ttlMs: config.callTtlDays * 24 * 60 * 60 * 1000,
+      replicas: config.jetstreamReplicas,
+    });
     const snapshots = followSnapshots(nc, log);
     const publisher = new JetStreamPublisher(nc);
     const dispatcher = createDispatcher({
@@ -22,6 +27,7 @@ await runService({
       policy: snapshots.policy,
       publisher,
       idempotency,
+      callIds,
       auth: await authenticatedRpc(),
       settings: config,
       log,

@@ -8,7 +8,7 @@ import { DispatchChain, type PermissionGate } from "./dispatch-chain.js";
 import type { EventPublisher } from "./event-publisher.js";
 import { type GrpcPort, listenGrpcPort } from "./grpc-port.js";
 import { createDispatcherHandlers } from "./handlers.js";
-import type { IdempotencyStore } from "./idempotency.js";
+import type { CallIdOwners, IdempotencyStore } from "./idempotency.js";
 import { RunningCalls } from "./running-calls.js";
 import { GrpcRuntime } from "./runtimes/grpc-runtime.js";
 import { LocalRuntime } from "./runtimes/local-runtime.js";
@@ -35,6 +35,8 @@ export interface DispatcherDeps {
   /** Publishes trace events, audit records and outcomes (a JetStreamPublisher). */
   publisher: EventPublisher;
   idempotency: IdempotencyStore;
+  /** Who owns each call id (a KvCallIdOwners). */
+  callIds: CallIdOwners;
   /** Verifies every RPC's bearer token (the interceptors) and the grpc-js port's. */
   auth: { interceptors: Interceptor[]; authenticateRequest: RequestAuthenticator };
   settings: DispatcherSettings;
@@ -75,6 +77,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     recorder: new CallRecorder(deps.publisher, settings.redactKeys),
     runtimes: { grpc: grpcRuntime, local, remote },
     idempotency: deps.idempotency,
+    callIds: deps.callIds,
     running,
     settings: { defaultTimeoutMs: settings.defaultTimeoutMs, maxTimeoutMs: settings.maxTimeoutMs },
     log,
