@@ -212,7 +212,10 @@ describe("outcomes end to end", () => {
         seen.push(m.event as CallbackEvent);
       return seen;
     })();
-    const backend = await mintJwt(stack.jwtSecret, { sub: "async-backend", roles: ["tool-backend"] });
+    const backend = await mintJwt(stack.jwtSecret, {
+      sub: "async-backend",
+      roles: ["tool-backend"],
+    });
     const report = { callId: res.callId, status: CallStatus.SUCCESS, output: { done: true } };
     expect((await callbackClient.report(report, stack.as(backend))).duplicate).toBe(false);
     expect((await callbackClient.report(report, stack.as(backend))).duplicate).toBe(true);

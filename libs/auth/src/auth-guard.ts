@@ -80,12 +80,13 @@ export class AuthGuard {
 
   /**
    * Lets a request's token be verified, or throws RESOURCE_EXHAUSTED when its source or key id is
-   * throttled. A token not known good is charged one attempt up front (so a thousand concurrent
-   * bad requests cannot all pass before the first one fails); succeeded() gives it back.
+   * throttled. Where a source or key id is half-way to its limit, a token not known good is charged
+   * one attempt up front (so a thousand concurrent bad requests cannot all pass before the first one
+   * fails); succeeded() gives it back. Returns what was charged, for succeeded() and failed().
    */
-  admit(token: string, peer: string): void {
+  admit(token: string, peer: string): string[] {
     const good = this.knownGood.get(this.fingerprint(token));
-    if (good !== undefined && good > this.now()) return;
+    if (good !== undefined && good > this.now()) return [];
     const keys = [sourceOf(peer)];
     const claimant = claimantOf(token);
     if (claimant.id !== "") keys.push(claimant.id);
@@ -94,27 +95,31 @@ export class AuthGuard {
       this.counters.throttled++;
       throw throttled(waitMs);
     }
-    for (const key of keys) this.spend(key, -1);
+    // Only a source or key id already half-way to its limit is charged up front, so a valid
+    // caller's first burst of calls is never throttled by a few failures of the past.
+    const charged = keys.filter((key) => {
+      const bucket = this.buckets.get(key);
+      return bucket !== undefined && bucket.tokens <= this.settings.burst / 2;
+    });
+    for (const key of charged) this.spend(key, -1);
+    return charged;
   }
 
   /** Remembers a token that verified and gives back what admit() charged for it. */
-  succeeded(token: string, peer: string): void {
+  succeeded(token: string, charged: string[]): void {
+    for (const key of charged) this.spend(key, 1);
     const fingerprint = this.fingerprint(token);
-    const known = this.knownGood.get(fingerprint);
-    if (known === undefined || known <= this.now()) {
-      this.spend(sourceOf(peer), 1);
-      const claimant = claimantOf(token);
-      if (claimant.id !== "") this.spend(claimant.id, 1);
-    }
     this.knownGood.delete(fingerprint);
     this.knownGood.set(fingerprint, this.now() + KNOWN_GOOD_MS);
     if (this.knownGood.size > this.settings.maxTracked) this.forgetOldest(this.knownGood);
   }
 
-  /** Counts one failure (admit() already charged it) and logs it, at most once per interval per source. */
-  failed(token: string, peer: string, reason: string): void {
+  /** Counts one failure against the source and key id (what admit() did not charge yet) and logs it. */
+  failed(token: string, peer: string, reason: string, charged: string[] = []): void {
     this.counters.failures++;
     const claimant = claimantOf(token);
+    const keys = [sourceOf(peer), ...(claimant.id !== "" ? [claimant.id] : [])];
+    for (const key of keys) if (!charged.includes(key)) this.spend(key, -1);
     const source = this.spend(sourceOf(peer), 0);
     const now = this.now();
     if (now - source.lastLogMs < this.settings.logIntervalMs && source.lastLogMs !== 0) {

@@ -53,15 +53,16 @@ export function guardedAuthenticator(
 ): RequestAuthenticator {
   return async (header, peer) => {
     let token = "";
+    let charged: string[] = [];
     try {
       token = bearerToken(header);
-      guard.admit(token, peer);
+      charged = guard.admit(token, peer);
       const p = await authenticate(token);
-      guard.succeeded(token, peer);
+      guard.succeeded(token, charged);
       return p;
     } catch (error) {
       if (error instanceof ConnectError && error.code === Code.Unauthenticated)
-        guard.failed(token, peer, error.rawMessage);
+        guard.failed(token, peer, error.rawMessage, charged);
       throw error;
     }
   };
