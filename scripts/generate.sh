@@ -10,8 +10,8 @@ done
 [ -x "$TOOLMESH_VENV/bin/python" ] || { echo "generate: .venv is missing; run npm run setup first" >&2; exit 1; }
 
 npx buf lint
-npx buf generate --exclude-path proto/grpc
-npx buf generate --template buf.gen.health.yaml --path proto/grpc
+npx buf generate --exclude-path proto/grpc --exclude-path proto/google
+npx buf generate --template buf.gen.health.yaml --path proto/grpc --path proto/google
 
 # Python: messages, gRPC stubs and .pyi type stubs into the toolmesh package.
 py_out=libs/python/src

@@ -107,6 +107,7 @@ describe("outcomes end to end", () => {
           description: "Accepts a job and reports later.",
           inputSchema: { type: "object" },
           runtime: { kind: { case: "grpc", value: { address: `127.0.0.1:${asyncBackend.port}` } } },
+          reporters: ["async-backend"],
         },
       },
       stack.as(stack.adminToken),
@@ -209,7 +210,10 @@ describe("outcomes end to end", () => {
         seen.push(m.event as CallbackEvent);
       return seen;
     })();
-    const backend = await mintJwt(stack.jwtSecret, { sub: "async-backend", roles: ["service"] });
+    const backend = await mintJwt(stack.jwtSecret, {
+      sub: "async-backend",
+      roles: ["tool-backend"],
+    });
     const report = { callId: res.callId, status: CallStatus.SUCCESS, output: { done: true } };
     expect((await callbackClient.report(report, stack.as(backend))).duplicate).toBe(false);
     expect((await callbackClient.report(report, stack.as(backend))).duplicate).toBe(true);

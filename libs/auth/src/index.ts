@@ -7,8 +7,21 @@ export {
   mintApiKey,
   parseApiKeyToken,
 } from "./api-key.js";
+export {
+  type AuthFailureCounters,
+  AuthGuard,
+  type AuthGuardSettings,
+  claimantOf,
+  defaultAuthGuardSettings,
+} from "./auth-guard.js";
 export { type AuthConfig, authConfig } from "./config.js";
-export { type Authenticator, authInterceptor, bearerToken } from "./interceptor.js";
+export {
+  type Authenticator,
+  authInterceptor,
+  bearerToken,
+  guardedAuthenticator,
+  type RequestAuthenticator,
+} from "./interceptor.js";
 export { createJwtVerifier, type JwtSettings, type JwtVerifier } from "./jwt.js";
 export {
   hasRole,

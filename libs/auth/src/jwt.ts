@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { Code, ConnectError } from "@connectrpc/connect";
+import { checkPrincipalId } from "@toolmesh/names";
 import {
   createLocalJWKSet,
   type JWTPayload,
@@ -83,12 +84,32 @@ function toPrincipal(payload: JWTPayload, settings: JwtSettings): Principal {
       Code.Unauthenticated,
     );
   }
+  // The sub becomes subject tokens and file names downstream: the same limits as any agent id.
+  const problem = principalIdProblem(payload.sub);
+  if (problem)
+    throw new ConnectError(`bearer token rejected: the JWT sub ${problem}`, Code.Unauthenticated);
   const user = payload[settings.userClaim];
+  const userProblem = typeof user === "string" && user !== "" ? principalIdProblem(user) : "";
+  if (userProblem)
+    throw new ConnectError(
+      `bearer token rejected: the JWT claim ${settings.userClaim} ${userProblem}`,
+      Code.Unauthenticated,
+    );
   const roles = payload[settings.rolesClaim];
   const roleList = Array.isArray(roles)
     ? roles.filter((r): r is string => typeof r === "string")
     : [];
   return principal(payload.sub, roleList, typeof user === "string" ? user : "");
+}
+
+/** Why an id is not a valid agent or user id, or "" when it is. */
+function principalIdProblem(id: string): string {
+  try {
+    checkPrincipalId("", id);
+    return "";
+  } catch (error) {
+    return error instanceof ConnectError ? error.rawMessage.replace(/^: /, "") : String(error);
+  }
 }
 
 function describe(error: unknown, settings: JwtSettings): string {

@@ -10,8 +10,12 @@ export const Role = {
   Admin: "admin",
   /** May call tools and read the tools it is allowed to use. */
   Agent: "agent",
-  /** Another toolmesh service (watches, service-to-service calls). */
+  /** Another toolmesh service: reads every tool and outcome, checks any agent; changes nothing. */
   Service: "service",
+  /** knowhub-sync: may store tools' knowledge-hub slugs (SetToolSlugs) and nothing else. */
+  Knowhub: "knowhub",
+  /** An asynchronous tool backend: may Report outcomes of the tools that list it as a reporter. */
+  ToolBackend: "tool-backend",
   /** May read the audit log. */
   Auditor: "auditor",
 } as const;

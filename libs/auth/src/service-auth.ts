@@ -4,16 +4,38 @@ import { buckets, loadWhenCreated, ReconnectingKvSnapshot } from "@toolmesh/nats
 import { ApiKeyRecordSchema } from "@toolmesh/proto";
 import type { NatsConnection } from "nats";
 import { createApiKeyVerifier, isApiKeyToken } from "./api-key.js";
+import { AuthGuard, type AuthGuardSettings, defaultAuthGuardSettings } from "./auth-guard.js";
 import type { AuthConfig } from "./config.js";
-import { type Authenticator, authInterceptor } from "./interceptor.js";
+import {
+  type Authenticator,
+  authInterceptor,
+  guardedAuthenticator,
+  type RequestAuthenticator,
+} from "./interceptor.js";
 import { createJwtVerifier, type JwtVerifier } from "./jwt.js";
 import type { Principal } from "./principal.js";
 
 /** What a service gets from startServiceAuth. */
 export interface ServiceAuth {
+  /** Verifies a token alone, without the failure guard (in-process checks, tests). */
   authenticate: Authenticator;
+  /** Verifies a request's authorization header from a peer, through the failure guard. */
+  authenticateRequest: RequestAuthenticator;
   interceptor: Interceptor;
+  /** Failed-authentication counters and throttles of this process. */
+  guard: AuthGuard;
   stop(): void;
+}
+
+/** The guard settings a service's configuration gives, defaults for the rest. */
+function guardSettings(config: AuthConfig): AuthGuardSettings {
+  return {
+    ...defaultAuthGuardSettings,
+    ...(config.authFailureBurst !== undefined ? { burst: config.authFailureBurst } : {}),
+    ...(config.authFailuresPerSecond !== undefined
+      ? { perSecond: config.authFailuresPerSecond }
+      : {}),
+  };
 }
 
 /** A JWT has three dot-separated parts; anything else is treated as an API key. */
@@ -31,8 +53,10 @@ export async function startServiceAuth(options: {
   config: AuthConfig;
   nc: NatsConnection;
   log: Logger;
+  guard?: AuthGuardSettings;
 }): Promise<ServiceAuth> {
   const { config, nc, log } = options;
+  const guard = new AuthGuard(log, options.guard ?? guardSettings(config));
   const jwt: JwtVerifier | undefined =
     config.jwtSecret || config.jwksFile
       ? createJwtVerifier({
@@ -100,7 +124,9 @@ export async function startServiceAuth(options: {
   };
   return {
     authenticate,
-    interceptor: authInterceptor(authenticate),
+    authenticateRequest: guardedAuthenticator(authenticate, guard),
+    interceptor: authInterceptor(authenticate, guard),
+    guard,
     stop() {
       stopped = true;
       snapshot?.stop();

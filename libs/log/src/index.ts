@@ -1,24 +1,11 @@
 import { type Logger, type LoggerOptions, pino } from "pino";
+import { createSecretRedactor, redactText } from "./redact.js";
 
 export type { Logger } from "pino";
 
-/** Keys whose values never reach a log line, wherever they appear. */
-const redactedPaths = [
-  "authorization",
-  "token",
-  "secret",
-  "password",
-  "api_key",
-  "apiKey",
-  "*.authorization",
-  "*.token",
-  "*.secret",
-  "*.password",
-  "*.api_key",
-  "*.apiKey",
-  "headers.authorization",
-  "req.headers.authorization",
-];
+// Log lines follow the same rule as audit records, trace events and memory files.
+const redact = createSecretRedactor();
+const redactObject = (object: Record<string, unknown>) => redact(object) as Record<string, unknown>;
 
 /** The root JSON logger of a service; every line carries `service`. */
 export function createLogger(
@@ -30,10 +17,24 @@ export function createLogger(
     level,
     base: { service, pid: process.pid },
     timestamp: pino.stdTimeFunctions.isoTime,
-    redact: { paths: redactedPaths, censor: "[redacted]" },
-    formatters: { level: (label) => ({ level: label }) },
+    formatters: {
+      level: (label) => ({ level: label }),
+      bindings: redactObject,
+      log: redactObject,
+    },
+    serializers: {
+      // The standard serializer's result has its own prototype; a plain copy is walked like any object.
+      err: (error: Error) => redact({ ...pino.stdSerializers.err(error) }),
+      msg: (message: unknown) => (typeof message === "string" ? redactText(message) : message),
+    },
   };
-  return destination ? pino(options, destination) : pino(options);
+  const root = destination ? pino(options, destination) : pino(options);
+  // pino applies the bindings formatter to the root only; children's bindings pass here.
+  const child = Object.getPrototypeOf(root).child as Logger["child"];
+  root.child = function (this: Logger, bindings, childOptions) {
+    return child.call(this, redactObject(bindings), childOptions);
+  } as Logger["child"];
+  return root;
 }
 
 /** A child logger bound to one call, so each line carries its trace_id and call_id. */
@@ -44,4 +45,11 @@ export function callLogger(
   return log.child(ids);
 }
 
-export { createSecretRedactor, defaultSecretKeyPatterns, REDACTED } from "./redact.js";
+export {
+  createSecretRedactor,
+  defaultSecretKeyPatterns,
+  looksSecret,
+  REDACTED,
+  redactText,
+  secretKeyMatcher,
+} from "./redact.js";

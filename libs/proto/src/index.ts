@@ -7,4 +7,5 @@ export * from "./gen/toolmesh/dispatcher/v1/dispatcher_pb.js";
 export * from "./gen/toolmesh/events/v1/events_pb.js";
 export * from "./gen/toolmesh/permission/v1/permission_pb.js";
 export * from "./gen/toolmesh/registry/v1/registry_pb.js";
+export * from "./health/google/rpc/error_details_pb.js";
 export * from "./health/grpc/health/v1/health_pb.js";

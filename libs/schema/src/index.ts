@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
 import addFormatsModule from "ajv-formats";
+import { linearRegExpEngine } from "./linear-regexp.js";
 
 // ajv-formats ships CommonJS; under NodeNext its default import is the module object.
 type AddFormats = (ajv: Ajv2020) => Ajv2020;
@@ -46,7 +47,13 @@ export class SchemaCompileError extends Error {
 }
 
 function newAjv(): Ajv2020 {
-  const ajv = new Ajv2020({ strict: true, allErrors: true, logger: false });
+  // Every `pattern` runs on RE2 (linear time), never on the backtracking RegExp engine.
+  const ajv = new Ajv2020({
+    strict: true,
+    allErrors: true,
+    logger: false,
+    code: { regExp: linearRegExpEngine },
+  });
   addFormats(ajv);
   return ajv;
 }
@@ -101,3 +108,4 @@ export class ValidatorCache {
 }
 
 export type { ValidateFunction } from "ajv";
+export { linearRegExpEngine, MAX_PATTERN_LENGTH, PatternError } from "./linear-regexp.js";

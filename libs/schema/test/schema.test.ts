@@ -66,3 +66,43 @@ describe("ValidatorCache", () => {
     expect(cache.get("h1", s1)).toBe(first);
   });
 });
+
+describe("schema patterns run in linear time on RE2", () => {
+  it("matches like a RegExp, and a backtracking pattern stays fast on a hostile input", () => {
+    const validate = compileSchema({
+      type: "object",
+      properties: {
+        s: { type: "string", pattern: "^(a+)+$" },
+        t: { type: "string", pattern: "^\\d{3}-[a-z]+$" },
+      },
+    });
+    expect(validate({ s: "aaaa", t: "123-ab" })).toBe(true);
+    expect(validate({ s: "aab", t: "12-ab" })).toBe(false);
+    // With a backtracking engine this input takes minutes; RE2 answers at once.
+    const hostile = `${"a".repeat(5000)}b`;
+    expect(validate({ s: hostile })).toBe(false);
+  });
+
+  it("refuses what RE2 cannot run, too long a pattern, and one larger than the engine", () => {
+    expect(() => compileSchema({ type: "string", pattern: "(a)\\1" })).toThrow(SchemaCompileError);
+    expect(() => compileSchema({ type: "string", pattern: "(?=a)b" })).toThrow(SchemaCompileError);
+    expect(() => compileSchema({ type: "string", pattern: "a".repeat(2000) })).toThrow(
+      /at most 1024/,
+    );
+    expect(() => compileSchema({ type: "string", pattern: "[\\p{L}]{1000}" })).toThrow(
+      /more memory than the pattern engine allows/,
+    );
+    // The engine was replaced after that; patterns still work.
+    expect(compileSchema({ type: "string", pattern: "^x+$" })("xx")).toBe(true);
+  });
+
+  it("keeps working past the number of patterns it holds compiled", () => {
+    const validators = Array.from({ length: 600 }, (_, i) =>
+      compileSchema({ type: "string", pattern: `^p${i}-[a-z]{1,20}$` }),
+    );
+    for (const [i, validate] of validators.entries()) {
+      expect(validate(`p${i}-abc`)).toBe(true);
+      expect(validate(`p${i}-ABC`)).toBe(false);
+    }
+  });
+});

@@ -5,6 +5,7 @@ export { type PageTokens, pageTokens } from "./page-token.js";
 export {
   createToolmeshServer,
   type ListeningServer,
+  peerAddressKey,
   type RouteContext,
   type ServerOptions,
   type ToolmeshServer,

@@ -2,11 +2,21 @@ import http from "node:http";
 import http2 from "node:http2";
 import net, { type AddressInfo } from "node:net";
 import type { DescService } from "@bufbuild/protobuf";
-import type { ConnectRouter, Interceptor } from "@connectrpc/connect";
+import {
+  type ConnectRouter,
+  createContextKey,
+  createContextValues,
+  type Interceptor,
+} from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { Logger } from "@toolmesh/log";
 import { Health, HealthCheckResponse_ServingStatus } from "@toolmesh/proto";
 import { createHealthService, HealthState } from "./health.js";
+
+/** The caller's network address (`ip:port`), for logs and per-source limits. */
+export const peerAddressKey = createContextKey<string>("unknown", {
+  description: "the remote address of the connection",
+});
 
 /** What a service needs to build its routes. */
 export interface RouteContext {
@@ -47,6 +57,13 @@ export function createToolmeshServer(options: ServerOptions): ToolmeshServer {
     readMaxBytes: options.readMaxBytes,
     shutdownSignal: shutdown.signal,
     interceptors: options.interceptors ?? [],
+    contextValues: (req) => {
+      const socket = req.socket;
+      return createContextValues().set(
+        peerAddressKey,
+        socket?.remoteAddress ? `${socket.remoteAddress}:${socket.remotePort}` : "unknown",
+      );
+    },
     routes(router) {
       router.service(Health, createHealthService(health));
       options.routes(router, { shutdownSignal: shutdown.signal });

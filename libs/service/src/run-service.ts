@@ -1,5 +1,5 @@
 import type { Interceptor } from "@connectrpc/connect";
-import { type AuthConfig, type Authenticator, startServiceAuth } from "@toolmesh/auth";
+import { type AuthConfig, type RequestAuthenticator, startServiceAuth } from "@toolmesh/auth";
 import { type CommonConfig, loadConfig, loadOrExit, type Reader } from "@toolmesh/config";
 import { createLogger, type Logger } from "@toolmesh/log";
 import { connectNats, ensureStream, streamDefinitions } from "@toolmesh/nats";
@@ -34,7 +34,8 @@ export interface RpcOptions {
   interceptors: Interceptor[];
   /** Largest request accepted (RESOURCE_EXHAUSTED beyond). */
   readMaxBytes: number;
-  authenticate: Authenticator;
+  /** Authenticates a request's authorization header from a peer (ip:port), failures guarded. */
+  authenticateRequest: RequestAuthenticator;
 }
 
 /** What a started service hands back: its server (if it has a port) and how to stop it. */
@@ -87,7 +88,7 @@ export async function runService<C extends ServiceConfig>(spec: ServiceSpec<C>):
       log,
       interceptors: [auth.interceptor],
       readMaxBytes: config.maxMessageBytes,
-      authenticate: auth.authenticate,
+      authenticateRequest: auth.authenticateRequest,
     };
   };
   const running = await spec.start({

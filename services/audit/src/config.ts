@@ -1,6 +1,5 @@
 import { authConfig } from "@toolmesh/auth";
 import { type ConfigOf, commonConfig, int, list, port } from "@toolmesh/config";
-import { defaultSecretKeyPatterns } from "@toolmesh/log";
 
 /** Every setting of the Audit service, read from the environment. */
 export const auditConfig = {
@@ -9,7 +8,8 @@ export const auditConfig = {
   port: port("TOOLMESH_AUDIT_PORT", 7103),
   /** How long the chained log keeps records; 0 keeps them until deleted. */
   maxAgeDays: int("TOOLMESH_AUDIT_MAX_AGE_DAYS", 365, { min: 0, max: 36500 }),
-  redactKeys: list("TOOLMESH_AUDIT_REDACT_KEYS", defaultSecretKeyPatterns),
+  /** Key patterns hidden in stored records on top of the defaults (docs/security.md). */
+  redactKeys: list("TOOLMESH_REDACT_KEYS", []),
 };
 
 export type AuditConfig = ConfigOf<typeof auditConfig>;

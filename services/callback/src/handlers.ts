@@ -4,7 +4,15 @@ import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { hasRole, type Principal, principalOf, Role, requireRole } from "@toolmesh/auth";
 import { Code, ConnectError, invalidField, notFound } from "@toolmesh/errors";
 import type { Logger } from "@toolmesh/log";
-import { KvConflictError, publishEvent, subjects, subjectToken } from "@toolmesh/nats";
+import { checkLength } from "@toolmesh/names";
+import {
+  buckets,
+  KvConflictError,
+  publishEvent,
+  type SnapshotView,
+  subjects,
+  subjectToken,
+} from "@toolmesh/nats";
 import {
   type CallbackEvent,
   CallbackEventSchema,
@@ -14,6 +22,7 @@ import {
   OutcomeSchema,
   type ReportRequest,
   ReportResponseSchema,
+  type ToolSchema,
   WatchResponseSchema,
 } from "@toolmesh/proto";
 import type { JetStreamClient } from "nats";
@@ -33,10 +42,40 @@ function checkOwner(p: Principal, event: CallbackEvent, ctx: HandlerContext): vo
   }
 }
 
+/**
+ * Report is for admins and for the backend of the call's tool: a `tool-backend` principal whose
+ * agent id the tool lists in `reporters`. PERMISSION_DENIED otherwise, naming what is missing.
+ */
+function checkReporter(
+  p: Principal,
+  event: CallbackEvent,
+  tools: SnapshotView<typeof ToolSchema>,
+): void {
+  if (hasRole(p, Role.Admin)) return;
+  if (!hasRole(p, Role.ToolBackend))
+    throw new ConnectError(
+      `Report needs the role admin or tool-backend; your token has ${p.roles.length ? `the roles ${p.roles.join(", ")}` : "no roles"}`,
+      Code.PermissionDenied,
+    );
+  if (!tools.isReady)
+    throw new ConnectError(
+      "the tool registry is not loaded yet on this server; retry shortly",
+      Code.Unavailable,
+    );
+  const reporters = tools.get(buckets.registry.toolKey(event.tool))?.spec?.reporters ?? [];
+  if (!reporters.includes(p.agentId))
+    throw new ConnectError(
+      `agent "${p.agentId}" does not serve tool "${event.tool}": an admin lists the backend's agent id in the tool's reporters`,
+      Code.PermissionDenied,
+    );
+}
+
 /** The CallbackService RPCs over the call store and NATS. */
 export function createCallbackHandlers(deps: {
   calls: CallStore;
   watches: Watches;
+  /** The Registry's tools, for the reporters of a tool (a followed snapshot). */
+  tools: SnapshotView<typeof ToolSchema>;
   js: JetStreamClient;
   log: Logger;
 }): ServiceImpl<typeof CallbackService> {
@@ -83,8 +122,9 @@ export function createCallbackHandlers(deps: {
 
   return {
     async report(req, ctx) {
-      requireRole(ctx, Role.Service, Role.Admin);
+      const caller = requireRole(ctx, Role.ToolBackend, Role.Admin);
       if (req.callId === "") throw invalidField("call_id", "is required");
+      checkLength("call_id", "callId", req.callId);
       if (!isFinal(req.status)) {
         throw invalidField("status", "must be SUCCESS, FAILURE or INTERRUPTED");
       }
@@ -100,6 +140,7 @@ export function createCallbackHandlers(deps: {
             "only calls accepted as PENDING by an asynchronous tool can be reported",
           );
         }
+        checkReporter(caller, stored.event, deps.tools);
         const event = reported(req, stored.event);
         if (isFinal(stored.event.status)) {
           if (!sameResult(stored.event, event)) {
@@ -131,6 +172,7 @@ export function createCallbackHandlers(deps: {
     async getOutcome(req, ctx) {
       const p = principalOf(ctx);
       if (req.callId === "") throw invalidField("call_id", "is required");
+      checkLength("call_id", "callId", req.callId);
       const stored = await calls.get(req.callId);
       if (!stored) {
         throw notFound(

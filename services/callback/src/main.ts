@@ -1,3 +1,4 @@
+import { followRegistryTools } from "@toolmesh/nats";
 import { runService } from "@toolmesh/service";
 import { OutcomeBroadcaster } from "./broadcaster.js";
 import { CallStore } from "./call-store.js";
@@ -23,11 +24,20 @@ await runService({
       "TOOLMESH_CALLBACK_MAX_WATCHES_PER_AGENT",
     );
     const watches = new Watches(nc, calls, limits, log);
-    const server = createCallbackServer({ calls, watches, js, ...(await authenticatedRpc()) });
+    // Report checks the call's tool lists the reporting backend; until loaded, Report fails closed.
+    const tools = followRegistryTools(nc, log, "backends' Reports are refused until it exists");
+    const server = createCallbackServer({
+      calls,
+      watches,
+      tools,
+      js,
+      ...(await authenticatedRpc()),
+    });
     return {
       server,
       async stop() {
         await broadcaster.stop();
+        tools.stop();
       },
     };
   },

@@ -1,6 +1,7 @@
 import type { Interceptor } from "@connectrpc/connect";
 import type { Logger } from "@toolmesh/log";
-import { CallbackService } from "@toolmesh/proto";
+import type { SnapshotView } from "@toolmesh/nats";
+import { CallbackService, type ToolSchema } from "@toolmesh/proto";
 import { createToolmeshServer, type ToolmeshServer } from "@toolmesh/server";
 import type { JetStreamClient } from "nats";
 import type { CallStore } from "./call-store.js";
@@ -11,6 +12,7 @@ import type { Watches } from "./watches.js";
 export function createCallbackServer(deps: {
   calls: CallStore;
   watches: Watches;
+  tools: SnapshotView<typeof ToolSchema>;
   js: JetStreamClient;
   log: Logger;
   interceptors: Interceptor[];

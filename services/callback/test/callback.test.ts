@@ -1,9 +1,9 @@
 import { randomBytes } from "node:crypto";
-import { create, fromBinary } from "@bufbuild/protobuf";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { type Client, Code, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { ensureStream, publishEvent, streamDefinitions, subjects } from "@toolmesh/nats";
+import { buckets, ensureStream, publishEvent, streamDefinitions, subjects } from "@toolmesh/nats";
 import {
   type CallbackEvent,
   CallbackEventSchema,
@@ -11,6 +11,7 @@ import {
   CallStatus,
   type Outcome,
   OutcomeSchema,
+  ToolSchema,
   TraceEventKind,
   TraceEventSchema,
 } from "@toolmesh/proto";
@@ -117,7 +118,17 @@ describe("callback service", () => {
     jsm = await nc.jetstreamManager();
     const streams = streamDefinitions();
     for (const s of [streams.outcome, streams.trace, streams.callback]) await ensureStream(jsm, s);
-    service = await bearer("slow-backend", ["service"]);
+    // Reports come from the tools' backend: a tool-backend key the tools list as reporter.
+    service = await bearer("slow-backend", ["tool-backend"]);
+    const registry = await nc.jetstream().views.kv(buckets.registry.name, { history: 1 });
+    for (const name of ["report.tool", "data.query"])
+      await registry.put(
+        buckets.registry.toolKey(name),
+        toBinary(
+          ToolSchema,
+          create(ToolSchema, { spec: { name, reporters: ["slow-backend"] }, revision: 1n }),
+        ),
+      );
     agent1 = await bearer("agent-1", ["agent"]);
     await start();
   });
@@ -287,7 +298,7 @@ describe("callback service", () => {
       client.report({ callId: "bulk-0", status: CallStatus.SUCCESS }, agent1),
     ).rejects.toMatchObject({
       code: Code.PermissionDenied,
-      rawMessage: expect.stringContaining("needs the role service or admin"),
+      rawMessage: expect.stringContaining("Report needs the role tool-backend or admin"),
     });
     await expect(
       client.report({ callId: "bulk-0", status: CallStatus.SUCCESS }),

@@ -1,5 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import { invalidField } from "@toolmesh/errors";
+import { isTraceId } from "@toolmesh/names";
 import {
   type DispatchBatchRequest,
   type DispatchBatchResponse,
@@ -31,7 +32,7 @@ export async function runBatch(
       `at most ${MAX_BATCH_CALLS} calls per batch; got ${req.calls.length}, split it`,
     );
   }
-  if (req.traceId && !/^[0-9a-f]{32}$/.test(req.traceId)) {
+  if (req.traceId && !isTraceId(req.traceId)) {
     throw invalidField(
       "trace_id",
       "expected a W3C trace id: 32 lowercase hex characters; or leave it empty",

@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { JsonObject } from "@bufbuild/protobuf";
 import {
   Code,
@@ -7,6 +8,7 @@ import {
   toolNotFound,
   validationFailed,
 } from "@toolmesh/errors";
+import { checkCallerId, checkLength, clipped, isTraceId, nameLimits } from "@toolmesh/names";
 import {
   type Decision,
   type DispatchRequest,
@@ -14,6 +16,7 @@ import {
   type Tool,
   ToolStatus,
 } from "@toolmesh/proto";
+import type { CallIdOwners } from "./idempotency.js";
 import type { RunningCalls } from "./running-calls.js";
 import {
   SchemaCompileError,
@@ -38,9 +41,47 @@ export class Refusal extends Error {
   constructor(
     readonly error: ConnectError,
     readonly reason: string,
+    /** The call id is another call's: the refusal is filed under a fresh one, leaving that call alone. */
+    readonly foreignCallId = false,
   ) {
     super(error.message, { cause: error });
   }
+}
+
+/**
+ * Claims the call id for the caller's agent; a call id another agent used first is refused with
+ * ALREADY_EXISTS and changes nothing of that agent's call.
+ */
+export async function claimCallId(
+  owners: CallIdOwners,
+  callId: string,
+  principal: Principal,
+): Promise<void> {
+  let owned: boolean;
+  try {
+    owned = await owners.claim(callId, principal.agentId);
+  } catch (error) {
+    throw new Refusal(
+      new ConnectError(
+        "the dispatcher cannot record who owns this call id right now; retry shortly",
+        Code.Unavailable,
+        undefined,
+        undefined,
+        error,
+      ),
+      "call id owner not recorded",
+      true,
+    );
+  }
+  if (!owned)
+    throw new Refusal(
+      new ConnectError(
+        `call_id "${callId}" belongs to another agent's call; give each call its own call_id (or leave it empty)`,
+        Code.AlreadyExists,
+      ),
+      "call_id of another agent",
+      true,
+    );
 }
 
 /** A call that passed every check: the tool to run and its validated arguments. */
@@ -50,10 +91,8 @@ export interface CheckedCall {
   validators: ToolValidators;
 }
 
-export const TRACE_ID = /^[0-9a-f]{32}$/;
-const ZERO_TRACE_ID = "0".repeat(32);
-export const MAX_ID_LENGTH = 128;
-const MAX_IDEMPOTENCY_KEY_LENGTH = 256;
+/** Call ids longer than this are refused and their refusal filed under a fresh one. */
+export const MAX_ID_LENGTH = nameLimits.callId;
 
 /** What the checks read: the registry snapshot, the grants and the calls running here. */
 export interface CheckDeps {
@@ -75,7 +114,9 @@ export function checkCall(
   callId: string,
 ): CheckedCall {
   const ctx = req.context;
-  if (ctx?.traceId && (!TRACE_ID.test(ctx.traceId) || ctx.traceId === ZERO_TRACE_ID)) {
+  // Lengths first: nothing below (the running calls, the catalog, a subject) sees an oversized id.
+  bounded(() => checkLength("tool", "toolName", req.tool), "bad tool name");
+  if (ctx?.traceId && !isTraceId(ctx.traceId)) {
     throw new Refusal(
       invalidField(
         "context.trace_id",
@@ -84,12 +125,15 @@ export function checkCall(
       "bad trace_id",
     );
   }
-  if (callId.length > MAX_ID_LENGTH) {
-    throw new Refusal(
-      invalidField("context.call_id", `longer than ${MAX_ID_LENGTH} characters`),
-      "bad call_id",
-    );
-  }
+  bounded(() => checkCallerId("context.call_id", "callId", callId), "bad call_id");
+  bounded(
+    () => checkCallerId("context.parent_id", "parentId", ctx?.parentId ?? ""),
+    "bad parent_id",
+  );
+  bounded(
+    () => checkCallerId("context.idempotency_key", "idempotencyKey", ctx?.idempotencyKey ?? ""),
+    "bad idempotency_key",
+  );
   if (deps.running.get(callId)) {
     throw new Refusal(
       new ConnectError(
@@ -97,15 +141,7 @@ export function checkCall(
         Code.AlreadyExists,
       ),
       "duplicate call_id",
-    );
-  }
-  if ((ctx?.idempotencyKey.length ?? 0) > MAX_IDEMPOTENCY_KEY_LENGTH) {
-    throw new Refusal(
-      invalidField(
-        "context.idempotency_key",
-        `longer than ${MAX_IDEMPOTENCY_KEY_LENGTH} characters`,
-      ),
-      "bad idempotency_key",
+      true,
     );
   }
   if (req.tool === "") {
@@ -175,6 +211,41 @@ export function checkCall(
     );
   }
   return { tool: tool as CheckedCall["tool"], args, validators };
+}
+
+/**
+ * The ids a call's records are filed under. Records are filed under valid ids even when the
+ * request's are not (it is refused): an oversized or malformed id never reaches a subject.
+ */
+export function recordIdentity(
+  ids: { traceId: string; callId: string; parentId: string; tool: string; principal: Principal },
+  newTraceId: () => string,
+): { traceId: string; callId: string; parentId: string; tool: string; principal: Principal } {
+  const valid = (kind: "callId" | "parentId", id: string) => {
+    try {
+      checkCallerId("", kind, id);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  return {
+    traceId: isTraceId(ids.traceId) ? ids.traceId : newTraceId(),
+    callId: valid("callId", ids.callId) ? ids.callId : randomUUID(),
+    parentId: valid("parentId", ids.parentId) ? ids.parentId : clipped("parentId", ids.parentId),
+    tool: clipped("toolName", ids.tool),
+    principal: ids.principal,
+  };
+}
+
+/** Runs a name check, turning its INVALID_ARGUMENT into a Refusal with `reason`. */
+function bounded(check: () => void, reason: string): void {
+  try {
+    check();
+  } catch (error) {
+    if (error instanceof ConnectError) throw new Refusal(error, reason);
+    throw error;
+  }
 }
 
 /** The enabled tools the caller may call, in no particular order. */

@@ -40,6 +40,7 @@ export class CallRecorder {
 
   constructor(
     private readonly publisher: EventPublisher,
+    /** Key patterns redacted on top of the defaults of @toolmesh/log. */
     secretKeyPatterns: readonly string[],
     private readonly leases: LeaseLedger,
   ) {
@@ -142,7 +143,7 @@ export class CallRecord {
       userId: c.principal.userId,
       time: options.timeMs ? timestampFromMs(options.timeMs) : timestampNow(),
       sequence: ++this.sequence,
-      payload,
+      payload: this.redact(payload) as JsonObject,
       source: SOURCE,
     });
     this.track(this.publisher.publish(subjects.trace(c.traceId), TraceEventSchema, event));

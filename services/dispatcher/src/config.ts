@@ -1,6 +1,5 @@
 import { authConfig } from "@toolmesh/auth";
 import { type ConfigOf, commonConfig, int, list, optionalStr, port } from "@toolmesh/config";
-import { defaultSecretKeyPatterns } from "@toolmesh/log";
 
 /** Every setting of the Dispatcher, read from the environment. */
 export const dispatcherConfig = {
@@ -15,8 +14,10 @@ export const dispatcherConfig = {
     min: 1000,
     max: 30 * 24 * 60 * 60 * 1000,
   }),
-  /** Argument keys whose values audit records hide (substring, case and `_`/`-` insensitive). */
-  redactKeys: list("TOOLMESH_REDACT_KEYS", defaultSecretKeyPatterns),
+  /** How long call ids stay owned by their first agent: as long as Callback keeps outcomes. */
+  callTtlDays: int("TOOLMESH_CALLBACK_TTL_DAYS", 7, { min: 0, max: 3650 }),
+  /** Key patterns hidden in audit records and trace events on top of the defaults (docs/security.md). */
+  redactKeys: list("TOOLMESH_REDACT_KEYS", []),
   maxBackendResponseBytes: int("TOOLMESH_MAX_BACKEND_RESPONSE_BYTES", 4 * 1024 * 1024, {
     min: 1024,
     max: 64 * 1024 * 1024,

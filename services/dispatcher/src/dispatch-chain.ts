@@ -18,14 +18,14 @@ import { runAttempts } from "./attempts.js";
 import {
   type CheckedCall,
   checkCall,
-  MAX_ID_LENGTH,
+  claimCallId,
   type PermissionGate,
   Refusal,
-  TRACE_ID,
+  recordIdentity,
 } from "./call-checks.js";
 import type { CallRecord, CallRecorder } from "./call-recorder.js";
 import { PublishError } from "./event-publisher.js";
-import type { IdempotencyStore } from "./idempotency.js";
+import type { CallIdOwners, IdempotencyStore } from "./idempotency.js";
 import { classify } from "./outcome.js";
 import { argumentsTooLarge, limitOutput, recordBudget, structBytes } from "./record-limits.js";
 import type { InterruptReason, RunningCalls } from "./running-calls.js";
@@ -45,6 +45,7 @@ export interface ChainDeps {
   recorder: CallRecorder;
   runtimes: { grpc: ToolRuntime; local: ToolRuntime; remote: ToolRuntime };
   idempotency: IdempotencyStore;
+  callIds: CallIdOwners;
   running: RunningCalls;
   settings: ChainSettings;
   log: Logger;
@@ -147,22 +148,26 @@ export class DispatchChain {
     const callId = ctx?.callId || randomUUID();
     const traceId = ctx?.traceId || options.batchTraceId || newTraceId();
     // Records are filed under valid ids even when the request's are not (it is refused).
-    const record = this.deps.recorder.begin({
-      traceId: TRACE_ID.test(traceId) ? traceId : newTraceId(),
-      callId: callId.length <= MAX_ID_LENGTH ? callId : randomUUID(),
-      parentId: ctx?.parentId ?? "",
-      tool: req.tool,
-      principal,
-    });
+    const record = this.deps.recorder.begin(
+      recordIdentity(
+        { traceId, callId, parentId: ctx?.parentId ?? "", tool: req.tool, principal },
+        newTraceId,
+      ),
+    );
 
     let checked: CheckedCall;
     try {
       checked = checkCall(this.deps, req, principal, callId);
       this.checkRecordable(checked);
+      await claimCallId(this.deps.callIds, record.call.callId, principal);
     } catch (error) {
       if (!(error instanceof Refusal)) throw error;
-      await this.refuse(record, error, req, Date.now() - started);
-      throw new CallRefused(error.error, record.call.callId, record.call.traceId);
+      // Another call's id: the refusal is filed under a fresh id, so that call is left alone.
+      const filed = error.foreignCallId
+        ? this.deps.recorder.begin({ ...record.call, callId: randomUUID() })
+        : record;
+      await this.refuse(filed, error, req, Date.now() - started);
+      throw new CallRefused(error.error, filed.call.callId, filed.call.traceId);
     }
 
     const key = ctx?.idempotencyKey ?? "";

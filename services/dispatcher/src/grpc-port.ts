@@ -1,6 +1,6 @@
 import { ConnectError } from "@connectrpc/connect";
 import * as grpc from "@grpc/grpc-js";
-import { type Authenticator, bearerToken } from "@toolmesh/auth";
+import type { RequestAuthenticator } from "@toolmesh/auth";
 import type { Logger } from "@toolmesh/log";
 import {
   type CancelRequest,
@@ -20,7 +20,7 @@ export interface GrpcPortDeps {
   chain: DispatchChain;
   catalog: ToolCatalog;
   running: RunningCalls;
-  authenticate: Authenticator;
+  authenticateRequest: RequestAuthenticator;
   log: Logger;
   readMaxBytes: number;
 }
@@ -62,7 +62,9 @@ export async function listenGrpcPort(
         : undefined;
       const header = call.metadata.get("authorization")[0];
       Promise.resolve()
-        .then(() => deps.authenticate(bearerToken(typeof header === "string" ? header : null)))
+        .then(() =>
+          deps.authenticateRequest(typeof header === "string" ? header : null, call.getPeer()),
+        )
         .then((principal) => run(call.request, principal, { rpcTimeoutMs, signal: abort.signal }))
         .then(
           (response) => {

@@ -2,6 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { hasRole, principalOf, Role, requireRole } from "@toolmesh/auth";
 import { Code, ConnectError, invalidField, notFound } from "@toolmesh/errors";
+import { checkLength } from "@toolmesh/names";
 import {
   CancelResponseSchema,
   type DispatcherService,
@@ -30,6 +31,7 @@ export function createDispatcherHandlers(deps: HandlerDeps): ServiceImpl<typeof 
 
   const localSpec = (tool: string): LocalRuntimeSpec => {
     if (tool === "") throw invalidField("tool", "name the local tool");
+    checkLength("tool", "toolName", tool);
     const found = catalog.get(tool);
     if (!found?.spec) throw notFound("tool", tool);
     const kind = found.spec.runtime?.kind;
@@ -91,6 +93,7 @@ export function createDispatcherHandlers(deps: HandlerDeps): ServiceImpl<typeof 
 /** Interrupts a running call of the caller (admins may cancel any). */
 export function cancelCall(running: RunningCalls, callId: string, caller: Principal) {
   if (callId === "") throw invalidField("call_id", "name the call to cancel");
+  checkLength("call_id", "callId", callId);
   const call = running.get(callId);
   if (!call) throw notFound("running call", callId, "it may have finished already");
   if (call.agentId !== caller.agentId && !hasRole(caller, Role.Admin)) {

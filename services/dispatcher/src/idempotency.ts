@@ -1,5 +1,5 @@
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
-import { kvKeyToken } from "@toolmesh/nats";
+import { compareAndSet, KvConflictError, kvKeyToken } from "@toolmesh/nats";
 import { type DispatchResponse, DispatchResponseSchema } from "@toolmesh/proto";
 import type { KV, NatsConnection } from "nats";
 
@@ -52,5 +52,63 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
   }
   async put(agentId: string, key: string, response: DispatchResponse): Promise<void> {
     this.map.set(keyOf(agentId, key), response);
+  }
+}
+
+/** The KV bucket of call id owners: `calls.<call_id>` → the agent id that first used it. */
+export const CALL_ID_BUCKET = "toolmesh-call-ids";
+
+/**
+ * Who owns each call id: the agent that first dispatched with it. Another agent reusing the id
+ * is refused, so it can neither hide nor take over the owner's call (its outcome, its memory
+ * entry, a PENDING call's Report). Entries expire with the outcomes they protect.
+ */
+export interface CallIdOwners {
+  /** True when `agentId` owns `callId` (now or from before); false when another agent does. */
+  claim(callId: string, agentId: string): Promise<boolean>;
+}
+
+const ownerKey = (callId: string) => `calls.${kvKeyToken(callId)}`;
+
+/** Stored in NATS KV, so ownership holds across restarts and replicas. */
+export class KvCallIdOwners implements CallIdOwners {
+  private readonly encoder = new TextEncoder();
+  private readonly decoder = new TextDecoder();
+
+  constructor(private readonly kv: KV) {}
+
+  /** Opens (or creates) the bucket; ttlMs 0 keeps owners as long as outcomes are kept (forever). */
+  static async open(
+    nc: NatsConnection,
+    settings: { ttlMs: number; replicas: number },
+  ): Promise<KvCallIdOwners> {
+    const kv = await nc.jetstream().views.kv(CALL_ID_BUCKET, {
+      ttl: settings.ttlMs,
+      history: 1,
+      replicas: settings.replicas,
+    });
+    return new KvCallIdOwners(kv);
+  }
+
+  async claim(callId: string, agentId: string): Promise<boolean> {
+    const key = ownerKey(callId);
+    try {
+      await compareAndSet(() => this.kv.create(key, this.encoder.encode(agentId)));
+      return true;
+    } catch (error) {
+      if (!(error instanceof KvConflictError)) throw error;
+    }
+    const entry = await this.kv.get(key);
+    return entry?.operation === "PUT" && this.decoder.decode(entry.value) === agentId;
+  }
+}
+
+/** In memory, for handler tests. */
+export class MemoryCallIdOwners implements CallIdOwners {
+  readonly owners = new Map<string, string>();
+  async claim(callId: string, agentId: string): Promise<boolean> {
+    const owner = this.owners.get(callId);
+    if (owner === undefined) this.owners.set(callId, agentId);
+    return owner === undefined || owner === agentId;
   }
 }

@@ -6,7 +6,7 @@ import { dispatcherConfig } from "./config.js";
 import { JetStreamPublisher } from "./event-publisher.js";
 import type { GrpcPort } from "./grpc-port.js";
 import { Heartbeat } from "./heartbeat.js";
-import { KvIdempotencyStore } from "./idempotency.js";
+import { KvCallIdOwners, KvIdempotencyStore } from "./idempotency.js";
 import { LeaseSweeper } from "./lease-sweeper.js";
 import { createDispatcher } from "./server.js";
 import { followSnapshots } from "./snapshots.js";
@@ -19,6 +19,11 @@ await runService({
   async start({ config, log, nc, js, jsm, streams, authenticatedRpc }) {
     const idempotency = await KvIdempotencyStore.open(nc, {
       windowMs: config.idempotencyWindowMs,
+      replicas: config.jetstreamReplicas,
+    });
+    // Call ids stay owned as long as the Callback service keeps their outcomes.
+    const callIds = await KvCallIdOwners.open(nc, {
+      ttlMs: config.callTtlDays * 24 * 60 * 60 * 1000,
       replicas: config.jetstreamReplicas,
     });
     const snapshots = followSnapshots(nc, log);
@@ -65,6 +70,7 @@ await runService({
       publisher,
       leases,
       idempotency,
+      callIds,
       auth: await authenticatedRpc(),
       settings: config,
       log,

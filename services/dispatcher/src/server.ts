@@ -1,5 +1,5 @@
 import type { Interceptor } from "@connectrpc/connect";
-import type { Authenticator } from "@toolmesh/auth";
+import type { RequestAuthenticator } from "@toolmesh/auth";
 import type { Logger } from "@toolmesh/log";
 import { DispatcherService } from "@toolmesh/proto";
 import { createToolmeshServer, type ToolmeshServer } from "@toolmesh/server";
@@ -9,7 +9,7 @@ import { DispatchChain, type PermissionGate } from "./dispatch-chain.js";
 import type { EventPublisher } from "./event-publisher.js";
 import { type GrpcPort, listenGrpcPort } from "./grpc-port.js";
 import { createDispatcherHandlers } from "./handlers.js";
-import type { IdempotencyStore } from "./idempotency.js";
+import type { CallIdOwners, IdempotencyStore } from "./idempotency.js";
 import { RunningCalls } from "./running-calls.js";
 import { GrpcRuntime } from "./runtimes/grpc-runtime.js";
 import { LocalRuntime } from "./runtimes/local-runtime.js";
@@ -38,8 +38,10 @@ export interface DispatcherDeps {
   /** Where calls' start records (leases) live until their outcome is recorded. */
   leases: LeaseLedger;
   idempotency: IdempotencyStore;
+  /** Who owns each call id (a KvCallIdOwners). */
+  callIds: CallIdOwners;
   /** Verifies every RPC's bearer token (the interceptors) and the grpc-js port's. */
-  auth: { interceptors: Interceptor[]; authenticate: Authenticator };
+  auth: { interceptors: Interceptor[]; authenticateRequest: RequestAuthenticator };
   settings: DispatcherSettings;
   log: Logger;
 }
@@ -78,6 +80,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     recorder: new CallRecorder(deps.publisher, settings.redactKeys, deps.leases),
     runtimes: { grpc: grpcRuntime, local, remote },
     idempotency: deps.idempotency,
+    callIds: deps.callIds,
     running,
     settings: { defaultTimeoutMs: settings.defaultTimeoutMs, maxTimeoutMs: settings.maxTimeoutMs },
     log,
@@ -105,7 +108,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
           chain,
           catalog,
           running,
-          authenticate: deps.auth.authenticate,
+          authenticateRequest: deps.auth.authenticateRequest,
           log,
           readMaxBytes: settings.maxMessageBytes,
         },

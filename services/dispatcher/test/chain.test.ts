@@ -23,7 +23,7 @@ import { MemoryLeases } from "../src/call-leases.js";
 import { CallRecorder } from "../src/call-recorder.js";
 import { DispatchChain, type PermissionGate } from "../src/dispatch-chain.js";
 import { type EventPublisher, PublishError } from "../src/event-publisher.js";
-import { MemoryIdempotencyStore } from "../src/idempotency.js";
+import { MemoryCallIdOwners, MemoryIdempotencyStore } from "../src/idempotency.js";
 import { RunningCalls } from "../src/running-calls.js";
 import { failure } from "../src/runtimes/grpc-runtime.js";
 import type { Attempt, AttemptResult, ToolRuntime } from "../src/runtimes/runtime.js";
@@ -115,6 +115,7 @@ describe("dispatch chain (in memory)", () => {
       recorder: new CallRecorder(publisher, ["password"], leases),
       runtimes: { grpc: runtime, local: runtime, remote: runtime },
       idempotency: new MemoryIdempotencyStore(),
+      callIds: new MemoryCallIdOwners(),
       running: new RunningCalls(),
       settings: { defaultTimeoutMs: 1000, maxTimeoutMs: 5000 },
       log: createLogger("test", "silent"),

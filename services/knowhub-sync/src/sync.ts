@@ -1,8 +1,7 @@
-import { clone, create } from "@bufbuild/protobuf";
 import { type Client, Code, ConnectError } from "@connectrpc/connect";
 import type { Logger } from "@toolmesh/log";
 import { buckets, type SnapshotView } from "@toolmesh/nats";
-import { type RegistryService, type Tool, type ToolSchema, ToolSpecSchema } from "@toolmesh/proto";
+import type { RegistryService, Tool, ToolSchema } from "@toolmesh/proto";
 import type { HubClient, HubEntry } from "./hub-client.js";
 import { matchSlugs } from "./matcher.js";
 
@@ -158,14 +157,10 @@ export class KnowhubSync {
         "no service token for the registry: set TOOLMESH_SERVICE_TOKEN or let the permission service write <data dir>/service.token",
       );
     }
-    const spec = clone(ToolSpecSchema, tool.spec ?? create(ToolSpecSchema));
-    spec.knowhubSlugs = slugs;
     try {
-      await this.deps.registry.updateTool(
-        {
-          tool: spec,
-          expectedRevision: tool.revision,
-        },
+      // SetToolSlugs, not UpdateTool: this service's key may change slugs and nothing else.
+      await this.deps.registry.setToolSlugs(
+        { name: tool.spec?.name ?? "", knowhubSlugs: slugs, expectedRevision: tool.revision },
         { headers: { authorization: `Bearer ${token}` } },
       );
       this.deps.log.info({ tool: tool.spec?.name, knowhub_slugs: slugs }, "knowhub slugs stored");
@@ -175,7 +170,10 @@ export class KnowhubSync {
       if (code === Code.PermissionDenied) {
         // Retrying cannot help until an operator grants the role; the hub links still go out.
         if (!this.deniedLogged) {
-          this.deps.log.error({ err: error }, "the registry refused to store knowhub slugs");
+          this.deps.log.error(
+            { err: error },
+            "the registry refused to store knowhub slugs: the service token needs the role knowhub",
+          );
           this.deniedLogged = true;
         }
         return;

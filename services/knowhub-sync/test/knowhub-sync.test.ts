@@ -68,7 +68,7 @@ describe("knowhub-sync", () => {
     });
     client = createClient(RegistryService, createGrpcTransport({ baseUrl: registry.url }));
     admin = { headers: { authorization: `Bearer ${await token("ops", ["admin"])}` } };
-    serviceToken = await token("knowhub-sync", ["service"]);
+    serviceToken = await token("knowhub-sync", ["knowhub"]);
     hub = new ReferenceHub(
       [
         { slug: "data-query", name: "Data query", keywords: [] },

@@ -39,17 +39,19 @@ export async function bootstrapKeys(deps: {
   }
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
   const by = principal(BOOTSTRAP_AGENT, [Role.Admin]);
-  for (const [agentId, role, file] of [
-    ["admin", Role.Admin, adminFile],
-    ["toolmesh-service", Role.Service, serviceFile],
+  // The service key is knowhub-sync's: it reads (service) and stores slugs (knowhub), no more.
+  for (const [agentId, roles, file] of [
+    ["admin", [Role.Admin], adminFile],
+    ["toolmesh-service", [Role.Service, Role.Knowhub], serviceFile],
   ] as const) {
+    const role = roles.join(", ");
     const minted = mintApiKey();
     await store.createKey(
       create(ApiKeyRecordSchema, {
         apiKey: {
           id: minted.id,
           agentId,
-          roles: [role],
+          roles: [...roles],
           name: `bootstrap ${role} key`,
           createdAt: timestampNow(),
           createdBy: BOOTSTRAP_AGENT,

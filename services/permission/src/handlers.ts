@@ -36,7 +36,13 @@ import {
 import { pageTokens } from "@toolmesh/server";
 import type { PermissionEvents } from "./events.js";
 import type { PermissionStore } from "./store.js";
-import { validateCheck, validateCreateApiKey, validateGrantSpec } from "./validation.js";
+import {
+  checkIssuedId,
+  issuedIdPosition,
+  validateCheck,
+  validateCreateApiKey,
+  validateGrantSpec,
+} from "./validation.js";
 
 export interface PermissionDeps {
   store: PermissionStore;
@@ -48,16 +54,9 @@ export interface PermissionDeps {
   now?: () => number;
 }
 
-const ID = /^[a-f0-9]{1,40}$/;
-
 /** A grant id that sorts by creation time: 12 hex digits of milliseconds, then 8 random. */
 function newGrantId(nowMs: number): string {
   return nowMs.toString(16).padStart(12, "0") + randomBytes(4).toString("hex");
-}
-
-function checkId(field: string, id: string): void {
-  if (!ID.test(id))
-    throw invalidField(field, id === "" ? "must not be empty" : "is not an id this service issued");
 }
 
 function describeGrant(g: Grant): string {
@@ -67,7 +66,7 @@ function describeGrant(g: Grant): string {
 }
 
 /** Grant and key ids are the page position of ListGrants and ListApiKeys. */
-const pages = pageTokens({ defaultSize: 100, maxSize: 1000, position: /^[a-f0-9]{1,40}$/ });
+const pages = pageTokens({ defaultSize: 100, maxSize: 1000, position: issuedIdPosition });
 
 /** The tool as the decision sees it, from the registry snapshot; NOT_FOUND when unknown. */
 function policyTool(tools: SnapshotView<typeof ToolSchema>, name: string): PolicyTool {
@@ -113,7 +112,7 @@ export function createPermissionHandlers(
 
     async revoke(req, ctx) {
       const caller = admin(ctx);
-      checkId("grant_id", req.grantId);
+      checkIssuedId("grant_id", req.grantId);
       const existing = store.getGrant(req.grantId);
       if (!(await store.deleteGrant(req.grantId)))
         throw notFound("grant", req.grantId, "list grants with ListGrants");
@@ -229,7 +228,7 @@ export function createPermissionHandlers(
 
     async revokeApiKey(req, ctx) {
       const caller = admin(ctx);
-      checkId("id", req.id);
+      checkIssuedId("id", req.id);
       const revoked = await store.revokeKey(req.id);
       if (!revoked) throw notFound("API key", req.id, "list keys with ListApiKeys");
       deps.log.info({ key_id: req.id, by: caller.agentId }, "API key revoked");

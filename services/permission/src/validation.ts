@@ -2,11 +2,13 @@ import { type Timestamp, timestampMs } from "@bufbuild/protobuf/wkt";
 import { invalidField } from "@toolmesh/errors";
 import {
   ANY_SCOPE,
+  checkLength,
   checkPrincipalId,
   checkRole,
   checkScope,
   checkToolName,
   isToolName,
+  nameLimits,
 } from "@toolmesh/names";
 import { ANY, globProblem } from "@toolmesh/policy";
 import {
@@ -23,7 +25,6 @@ export const limits = {
   scopes: 32,
   description: 512,
   roles: 16,
-  keyName: 128,
 } as const;
 
 function checkRoles(field: string, roles: string[]): void {
@@ -101,14 +102,23 @@ export function validateCreateApiKey(req: CreateApiKeyRequest, nowMs: number): s
   if (req.userId !== "") checkPrincipalId("user_id", req.userId, false);
   const roles = req.roles.length === 0 ? ["agent"] : req.roles;
   checkRoles("roles", roles);
-  if (req.name.length > limits.keyName)
-    throw invalidField(
-      "name",
-      `is ${req.name.length} characters; at most ${limits.keyName} allowed`,
-    );
+  checkLength("name", "keyName", req.name);
   if (req.expiresAt) checkFuture("expires_at", req.expiresAt, nowMs);
   return [...new Set(roles)];
 }
+
+/** Grant and API key ids as this service issues them: lowercase hex. */
+const ISSUED_ID = /^[a-f0-9]+$/;
+
+/** Checks a grant or API key id a caller names; INVALID_ARGUMENT naming `field` otherwise. */
+export function checkIssuedId(field: string, id: string): void {
+  if (id === "") throw invalidField(field, "must not be empty");
+  checkLength(field, "issuedId", id);
+  if (!ISSUED_ID.test(id)) throw invalidField(field, "is not an id this service issued");
+}
+
+/** The page position of ListGrants and ListApiKeys: an issued id. */
+export const issuedIdPosition = new RegExp(`^[a-f0-9]{1,${nameLimits.issuedId}}$`);
 
 /** Validates a Check request's fields. */
 export function validateCheck(req: CheckRequest): void {

@@ -91,7 +91,9 @@ describe("bootstrap", () => {
   it("gives the admin token the admin role and the service token the service role", async () => {
     const keys = await stack.client.listApiKeys({}, admin());
     const roles = keys.apiKeys.map((k) => `${k.agentId}:${k.roles.join(",")}`);
-    expect(roles).toEqual(expect.arrayContaining(["admin:admin", "toolmesh-service:service"]));
+    expect(roles).toEqual(
+      expect.arrayContaining(["admin:admin", "toolmesh-service:service,knowhub"]),
+    );
     // The service token may Check any agent but not write.
     const check = await stack.client.check(
       { agentId: "a1", tool: "data.query" },

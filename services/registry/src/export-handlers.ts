@@ -1,6 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { Code, ConnectError, didYouMean, invalidField } from "@toolmesh/errors";
+import { checkLength } from "@toolmesh/names";
 import {
   type RegistryService,
   RuntimeKind,
@@ -43,6 +44,10 @@ export function createExportHandlers(view: RegistryView): ExportRpcs {
           "format",
           "set one of SCHEMA_FORMAT_OPENAI, SCHEMA_FORMAT_ANTHROPIC, SCHEMA_FORMAT_MCP",
         );
+      checkLength("group", "groupName", req.group);
+      req.names.forEach((name, i) => {
+        checkLength(`names[${i}]`, "toolName", name);
+      });
       let selected: Tool[];
       if (req.group !== "") {
         const group = store.group(req.group);

@@ -2,7 +2,7 @@ import { timestampNow } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { Role, requireRole } from "@toolmesh/auth";
 import { Code, ConnectError, invalidField } from "@toolmesh/errors";
-import { checkToolName } from "@toolmesh/names";
+import { checkLength, checkToolName } from "@toolmesh/names";
 import { KvConflictError } from "@toolmesh/nats";
 import { ChangeType, type Group, type RegistryService } from "@toolmesh/proto";
 import { pageTokens } from "@toolmesh/server";
@@ -70,6 +70,7 @@ export function createGroupHandlers(view: RegistryView): GroupRpcs {
     getGroup(req, ctx) {
       const viewer = view.viewerOf(ctx);
       if (req.name === "") throw invalidField("name", "is required");
+      checkLength("name", "groupName", req.name);
       const group = store.group(req.name);
       const shown = group && view.groupView(group, viewer);
       if (!shown) throw view.groupNotFound(req.name, viewer);

@@ -78,7 +78,7 @@ export class RegistryView {
     this.ensureReady();
     const { visibility } = this.deps;
     const p = principalOf(ctx);
-    const full = hasRole(p, Role.Admin, Role.Service);
+    const full = hasRole(p, Role.Admin, Role.Service, Role.Knowhub);
     if (!full && !visibility.ready())
       throw new ConnectError(
         "the permission snapshot is still loading; retry in a moment",

@@ -1,9 +1,9 @@
-import { create } from "@bufbuild/protobuf";
+import { clone, create } from "@bufbuild/protobuf";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { Role, requireRole } from "@toolmesh/auth";
 import { alreadyExists, Code, ConnectError, invalidField } from "@toolmesh/errors";
-import { checkToolName } from "@toolmesh/names";
+import { checkLength, checkToolName } from "@toolmesh/names";
 import { KvConflictError } from "@toolmesh/nats";
 import {
   ChangeType,
@@ -16,11 +16,11 @@ import {
 import { pageTokens } from "@toolmesh/server";
 import { compare, type RegistryView, runtimeKindOf } from "./registry-view.js";
 import { CAS_ATTEMPTS, groupsListing, updateGroupWithRetry } from "./tool-groups.js";
-import { checkToolSpec } from "./validation.js";
+import { checkSlugs, checkToolSpec } from "./validation.js";
 
 type ToolRpcs = Pick<
   ServiceImpl<typeof RegistryService>,
-  "registerTool" | "updateTool" | "deregisterTool" | "getTool" | "listTools"
+  "registerTool" | "updateTool" | "setToolSlugs" | "deregisterTool" | "getTool" | "listTools"
 >;
 
 /** Tool names are the page position of ListTools. */
@@ -69,8 +69,8 @@ export function createToolHandlers(view: RegistryView): ToolRpcs {
     },
 
     async updateTool(req, ctx) {
-      // Services update tools too: knowhub-sync writes the matched knowledge-hub slugs back.
-      const by = requireRole(ctx, Role.Admin, Role.Service);
+      // Admins only: a tool's runtime is a command the Dispatcher runs. Slugs have SetToolSlugs.
+      const by = requireRole(ctx, Role.Admin);
       view.ensureReady();
       const checked = checkToolSpec(req.tool, validators);
       const name = checked.spec.name;
@@ -106,6 +106,41 @@ export function createToolHandlers(view: RegistryView): ToolRpcs {
         throw error;
       }
       await view.announce(ChangeType.PUT, "tool", name, revision, by, "update tool");
+      return { tool };
+    },
+
+    async setToolSlugs(req, ctx) {
+      const by = requireRole(ctx, Role.Admin, Role.Knowhub);
+      view.ensureReady();
+      checkToolName("name", req.name);
+      const slugs = checkSlugs("knowhub_slugs", req.knowhubSlugs);
+      const current = await store.readTool(req.name);
+      if (!current) throw view.toolNotFound(req.name);
+      const previous = current.value;
+      if (req.expectedRevision !== 0n && req.expectedRevision !== previous.revision) {
+        throw new ConnectError(
+          `tool "${req.name}" is at revision ${previous.revision}, not ${req.expectedRevision}; GetTool and retry`,
+          Code.Aborted,
+        );
+      }
+      // Only the slugs change: the spec, its version and schema hash stay as the admin wrote them.
+      const tool = clone(ToolSchema, previous);
+      if (tool.spec) tool.spec.knowhubSlugs = slugs;
+      tool.revision = previous.revision + 1n;
+      tool.updatedAt = timestampNow();
+      tool.updatedBy = by.agentId;
+      let revision: number;
+      try {
+        revision = await store.updateTool(tool, current.revision);
+      } catch (error) {
+        if (error instanceof KvConflictError)
+          throw new ConnectError(
+            `tool "${req.name}" changed while its slugs were stored; GetTool and retry`,
+            Code.Aborted,
+          );
+        throw error;
+      }
+      await view.announce(ChangeType.PUT, "tool", req.name, revision, by, "set knowhub slugs");
       return { tool };
     },
 
@@ -160,6 +195,7 @@ export function createToolHandlers(view: RegistryView): ToolRpcs {
     getTool(req, ctx) {
       const viewer = view.viewerOf(ctx);
       if (req.name === "") throw invalidField("name", "is required");
+      checkLength("name", "toolName", req.name);
       const tool = store.tool(req.name);
       if (!viewer.sees(tool)) throw view.toolNotFound(req.name, viewer.sees);
       return { tool: viewer.show(tool) };
@@ -172,6 +208,7 @@ export function createToolHandlers(view: RegistryView): ToolRpcs {
         throw invalidField("runtime_kind", `${req.runtimeKind} is not a RuntimeKind`);
       if (!(req.status in ToolStatus))
         throw invalidField("status", `${req.status} is not a ToolStatus`);
+      checkLength("group", "groupName", req.group);
       const keyword = req.keyword.toLowerCase();
       const fingerprint = toolPages.fingerprint([
         req.category,

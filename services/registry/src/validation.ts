@@ -1,6 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import { invalidField } from "@toolmesh/errors";
-import { checkScope, checkToolName } from "@toolmesh/names";
+import { checkLength, checkPrincipalId, checkScope, checkToolName } from "@toolmesh/names";
 import {
   type Group,
   GroupSchema,
@@ -18,7 +18,7 @@ export const limits = {
   schemaBytes: 64 * 1024,
   scopes: 32,
   knowhubSlugs: 32,
-  knowhubSlugLength: 256,
+  reporters: 16,
   labels: 32,
   labelKeyLength: 63,
   labelValueLength: 256,
@@ -124,10 +124,10 @@ export function checkToolSpec(spec: ToolSpec | undefined, validators: ValidatorC
       throw invalidField("tool.retry_policy.initial_backoff_ms", "is larger than max_backoff_ms");
   }
 
-  maxCount("tool.knowhub_slugs", spec.knowhubSlugs.length, limits.knowhubSlugs);
-  spec.knowhubSlugs.forEach((slug, i) => {
-    if (slug === "") throw invalidField(`tool.knowhub_slugs[${i}]`, "is empty");
-    maxLength(`tool.knowhub_slugs[${i}]`, slug, limits.knowhubSlugLength);
+  checkSlugs("tool.knowhub_slugs", spec.knowhubSlugs);
+  maxCount("tool.reporters", spec.reporters.length, limits.reporters);
+  spec.reporters.forEach((id, i) => {
+    checkPrincipalId(`tool.reporters[${i}]`, id);
   });
 
   const labels = Object.entries(spec.labels);
@@ -148,6 +148,16 @@ export function checkToolSpec(spec: ToolSpec | undefined, validators: ValidatorC
   const normalised = create(ToolSpecSchema, spec);
   if (normalised.status === ToolStatus.UNSPECIFIED) normalised.status = ToolStatus.ACTIVE;
   return { spec: normalised, schemaHash: schemaHash(spec.inputSchema, spec.outputSchema) };
+}
+
+/** Checks knowledge-hub slugs (count, each non-empty and within its limit); returns them. */
+export function checkSlugs(field: string, slugs: string[]): string[] {
+  maxCount(field, slugs.length, limits.knowhubSlugs);
+  slugs.forEach((slug, i) => {
+    if (slug === "") throw invalidField(`${field}[${i}]`, "is empty");
+    checkLength(`${field}[${i}]`, "knowhubSlug", slug);
+  });
+  return [...slugs];
 }
 
 function checkSchema(

@@ -21,7 +21,7 @@ export function createWatchTools(
 ): ServiceImpl<typeof RegistryService>["watchTools"] {
   const { store, shutdownSignal } = view.deps;
   return async function* watchTools(_req, ctx) {
-    requireRole(ctx, Role.Admin, Role.Service);
+    requireRole(ctx, Role.Admin, Role.Service, Role.Knowhub);
     view.ensureReady();
     const queue: ToolChange[] = [];
     let wake: (() => void) | undefined;

@@ -21,6 +21,7 @@ const _ = grpc.SupportPackageIsVersion9
 const (
 	RegistryService_RegisterTool_FullMethodName      = "/toolmesh.registry.v1.RegistryService/RegisterTool"
 	RegistryService_UpdateTool_FullMethodName        = "/toolmesh.registry.v1.RegistryService/UpdateTool"
+	RegistryService_SetToolSlugs_FullMethodName      = "/toolmesh.registry.v1.RegistryService/SetToolSlugs"
 	RegistryService_DeregisterTool_FullMethodName    = "/toolmesh.registry.v1.RegistryService/DeregisterTool"
 	RegistryService_GetTool_FullMethodName           = "/toolmesh.registry.v1.RegistryService/GetTool"
 	RegistryService_ListTools_FullMethodName         = "/toolmesh.registry.v1.RegistryService/ListTools"
@@ -47,6 +48,11 @@ type RegistryServiceClient interface {
 	// Fails with INVALID_ARGUMENT, NOT_FOUND, ABORTED (expected_revision is stale), UNAUTHENTICATED,
 	// PERMISSION_DENIED.
 	UpdateTool(ctx context.Context, in *UpdateToolRequest, opts ...grpc.CallOption) (*UpdateToolResponse, error)
+	// SetToolSlugs stores a tool's knowledge-hub slugs and changes nothing else: what knowhub-sync
+	// writes back. Needs the `admin` or `knowhub` role (UpdateTool needs `admin`). Fails with
+	// INVALID_ARGUMENT (bad name or slug), NOT_FOUND, ABORTED (expected_revision is stale),
+	// UNAUTHENTICATED, PERMISSION_DENIED.
+	SetToolSlugs(ctx context.Context, in *SetToolSlugsRequest, opts ...grpc.CallOption) (*SetToolSlugsResponse, error)
 	// DeregisterTool removes a tool and drops it from every group that lists it (named in
 	// removed_from_groups). Fails with INVALID_ARGUMENT (bad name), NOT_FOUND, ABORTED (changed
 	// concurrently; retry), UNAUTHENTICATED, PERMISSION_DENIED.
@@ -97,6 +103,16 @@ func (c *registryServiceClient) UpdateTool(ctx context.Context, in *UpdateToolRe
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(UpdateToolResponse)
 	err := c.cc.Invoke(ctx, RegistryService_UpdateTool_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *registryServiceClient) SetToolSlugs(ctx context.Context, in *SetToolSlugsRequest, opts ...grpc.CallOption) (*SetToolSlugsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetToolSlugsResponse)
+	err := c.cc.Invoke(ctx, RegistryService_SetToolSlugs_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -226,6 +242,11 @@ type RegistryServiceServer interface {
 	// Fails with INVALID_ARGUMENT, NOT_FOUND, ABORTED (expected_revision is stale), UNAUTHENTICATED,
 	// PERMISSION_DENIED.
 	UpdateTool(context.Context, *UpdateToolRequest) (*UpdateToolResponse, error)
+	// SetToolSlugs stores a tool's knowledge-hub slugs and changes nothing else: what knowhub-sync
+	// writes back. Needs the `admin` or `knowhub` role (UpdateTool needs `admin`). Fails with
+	// INVALID_ARGUMENT (bad name or slug), NOT_FOUND, ABORTED (expected_revision is stale),
+	// UNAUTHENTICATED, PERMISSION_DENIED.
+	SetToolSlugs(context.Context, *SetToolSlugsRequest) (*SetToolSlugsResponse, error)
 	// DeregisterTool removes a tool and drops it from every group that lists it (named in
 	// removed_from_groups). Fails with INVALID_ARGUMENT (bad name), NOT_FOUND, ABORTED (changed
 	// concurrently; retry), UNAUTHENTICATED, PERMISSION_DENIED.
@@ -267,6 +288,9 @@ func (UnimplementedRegistryServiceServer) RegisterTool(context.Context, *Registe
 }
 func (UnimplementedRegistryServiceServer) UpdateTool(context.Context, *UpdateToolRequest) (*UpdateToolResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method UpdateTool not implemented")
+}
+func (UnimplementedRegistryServiceServer) SetToolSlugs(context.Context, *SetToolSlugsRequest) (*SetToolSlugsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetToolSlugs not implemented")
 }
 func (UnimplementedRegistryServiceServer) DeregisterTool(context.Context, *DeregisterToolRequest) (*DeregisterToolResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeregisterTool not implemented")
@@ -351,6 +375,24 @@ func _RegistryService_UpdateTool_Handler(srv interface{}, ctx context.Context, d
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(RegistryServiceServer).UpdateTool(ctx, req.(*UpdateToolRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _RegistryService_SetToolSlugs_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetToolSlugsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RegistryServiceServer).SetToolSlugs(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: RegistryService_SetToolSlugs_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RegistryServiceServer).SetToolSlugs(ctx, req.(*SetToolSlugsRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -542,6 +584,10 @@ var RegistryService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "UpdateTool",
 			Handler:    _RegistryService_UpdateTool_Handler,
+		},
+		{
+			MethodName: "SetToolSlugs",
+			Handler:    _RegistryService_SetToolSlugs_Handler,
 		},
 		{
 			MethodName: "DeregisterTool",

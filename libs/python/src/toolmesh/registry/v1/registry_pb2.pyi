@@ -135,7 +135,7 @@ class RetryPolicy(_message.Message):
     def __init__(self, max_attempts: _Optional[int] = ..., initial_backoff_ms: _Optional[int] = ..., max_backoff_ms: _Optional[int] = ...) -> None: ...
 
 class ToolSpec(_message.Message):
-    __slots__ = ("name", "version", "description", "category", "input_schema", "output_schema", "required_scopes", "timeout_ms", "retry_policy", "idempotent", "side_effects", "knowhub_slugs", "status", "runtime", "labels")
+    __slots__ = ("name", "version", "description", "category", "input_schema", "output_schema", "required_scopes", "timeout_ms", "retry_policy", "idempotent", "side_effects", "knowhub_slugs", "status", "runtime", "labels", "reporters")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -158,6 +158,7 @@ class ToolSpec(_message.Message):
     STATUS_FIELD_NUMBER: _ClassVar[int]
     RUNTIME_FIELD_NUMBER: _ClassVar[int]
     LABELS_FIELD_NUMBER: _ClassVar[int]
+    REPORTERS_FIELD_NUMBER: _ClassVar[int]
     name: str
     version: str
     description: str
@@ -173,7 +174,8 @@ class ToolSpec(_message.Message):
     status: ToolStatus
     runtime: Runtime
     labels: _containers.ScalarMap[str, str]
-    def __init__(self, name: _Optional[str] = ..., version: _Optional[str] = ..., description: _Optional[str] = ..., category: _Optional[str] = ..., input_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., output_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., required_scopes: _Optional[_Iterable[str]] = ..., timeout_ms: _Optional[int] = ..., retry_policy: _Optional[_Union[RetryPolicy, _Mapping]] = ..., idempotent: bool = ..., side_effects: bool = ..., knowhub_slugs: _Optional[_Iterable[str]] = ..., status: _Optional[_Union[ToolStatus, str]] = ..., runtime: _Optional[_Union[Runtime, _Mapping]] = ..., labels: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    reporters: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, name: _Optional[str] = ..., version: _Optional[str] = ..., description: _Optional[str] = ..., category: _Optional[str] = ..., input_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., output_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., required_scopes: _Optional[_Iterable[str]] = ..., timeout_ms: _Optional[int] = ..., retry_policy: _Optional[_Union[RetryPolicy, _Mapping]] = ..., idempotent: bool = ..., side_effects: bool = ..., knowhub_slugs: _Optional[_Iterable[str]] = ..., status: _Optional[_Union[ToolStatus, str]] = ..., runtime: _Optional[_Union[Runtime, _Mapping]] = ..., labels: _Optional[_Mapping[str, str]] = ..., reporters: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Tool(_message.Message):
     __slots__ = ("spec", "schema_hash", "revision", "groups", "created_at", "updated_at", "updated_by")
@@ -228,6 +230,22 @@ class UpdateToolRequest(_message.Message):
     def __init__(self, tool: _Optional[_Union[ToolSpec, _Mapping]] = ..., expected_revision: _Optional[int] = ...) -> None: ...
 
 class UpdateToolResponse(_message.Message):
+    __slots__ = ("tool",)
+    TOOL_FIELD_NUMBER: _ClassVar[int]
+    tool: Tool
+    def __init__(self, tool: _Optional[_Union[Tool, _Mapping]] = ...) -> None: ...
+
+class SetToolSlugsRequest(_message.Message):
+    __slots__ = ("name", "knowhub_slugs", "expected_revision")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    KNOWHUB_SLUGS_FIELD_NUMBER: _ClassVar[int]
+    EXPECTED_REVISION_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    knowhub_slugs: _containers.RepeatedScalarFieldContainer[str]
+    expected_revision: int
+    def __init__(self, name: _Optional[str] = ..., knowhub_slugs: _Optional[_Iterable[str]] = ..., expected_revision: _Optional[int] = ...) -> None: ...
+
+class SetToolSlugsResponse(_message.Message):
     __slots__ = ("tool",)
     TOOL_FIELD_NUMBER: _ClassVar[int]
     tool: Tool

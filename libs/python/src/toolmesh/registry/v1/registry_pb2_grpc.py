@@ -46,6 +46,11 @@ class RegistryServiceStub(object):
                 request_serializer=toolmesh_dot_registry_dot_v1_dot_registry__pb2.UpdateToolRequest.SerializeToString,
                 response_deserializer=toolmesh_dot_registry_dot_v1_dot_registry__pb2.UpdateToolResponse.FromString,
                 _registered_method=True)
+        self.SetToolSlugs = channel.unary_unary(
+                '/toolmesh.registry.v1.RegistryService/SetToolSlugs',
+                request_serializer=toolmesh_dot_registry_dot_v1_dot_registry__pb2.SetToolSlugsRequest.SerializeToString,
+                response_deserializer=toolmesh_dot_registry_dot_v1_dot_registry__pb2.SetToolSlugsResponse.FromString,
+                _registered_method=True)
         self.DeregisterTool = channel.unary_unary(
                 '/toolmesh.registry.v1.RegistryService/DeregisterTool',
                 request_serializer=toolmesh_dot_registry_dot_v1_dot_registry__pb2.DeregisterToolRequest.SerializeToString,
@@ -115,6 +120,16 @@ class RegistryServiceServicer(object):
         """UpdateTool replaces a tool's definition and bumps its version and schema hash when they change.
         Fails with INVALID_ARGUMENT, NOT_FOUND, ABORTED (expected_revision is stale), UNAUTHENTICATED,
         PERMISSION_DENIED.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SetToolSlugs(self, request, context):
+        """SetToolSlugs stores a tool's knowledge-hub slugs and changes nothing else: what knowhub-sync
+        writes back. Needs the `admin` or `knowhub` role (UpdateTool needs `admin`). Fails with
+        INVALID_ARGUMENT (bad name or slug), NOT_FOUND, ABORTED (expected_revision is stale),
+        UNAUTHENTICATED, PERMISSION_DENIED.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -208,6 +223,11 @@ def add_RegistryServiceServicer_to_server(servicer, server):
                     servicer.UpdateTool,
                     request_deserializer=toolmesh_dot_registry_dot_v1_dot_registry__pb2.UpdateToolRequest.FromString,
                     response_serializer=toolmesh_dot_registry_dot_v1_dot_registry__pb2.UpdateToolResponse.SerializeToString,
+            ),
+            'SetToolSlugs': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetToolSlugs,
+                    request_deserializer=toolmesh_dot_registry_dot_v1_dot_registry__pb2.SetToolSlugsRequest.FromString,
+                    response_serializer=toolmesh_dot_registry_dot_v1_dot_registry__pb2.SetToolSlugsResponse.SerializeToString,
             ),
             'DeregisterTool': grpc.unary_unary_rpc_method_handler(
                     servicer.DeregisterTool,
@@ -316,6 +336,33 @@ class RegistryService(object):
             '/toolmesh.registry.v1.RegistryService/UpdateTool',
             toolmesh_dot_registry_dot_v1_dot_registry__pb2.UpdateToolRequest.SerializeToString,
             toolmesh_dot_registry_dot_v1_dot_registry__pb2.UpdateToolResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetToolSlugs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/toolmesh.registry.v1.RegistryService/SetToolSlugs',
+            toolmesh_dot_registry_dot_v1_dot_registry__pb2.SetToolSlugsRequest.SerializeToString,
+            toolmesh_dot_registry_dot_v1_dot_registry__pb2.SetToolSlugsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -12,7 +12,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file toolmesh/registry/v1/registry.proto.
  */
 export const file_toolmesh_registry_v1_registry: GenFile = /*@__PURE__*/
-  fileDesc("CiN0b29sbWVzaC9yZWdpc3RyeS92MS9yZWdpc3RyeS5wcm90bxIUdG9vbG1lc2gucmVnaXN0cnkudjEiHgoLR3JwY1J1bnRpbWUSDwoHYWRkcmVzcxgBIAEoCSKkAgoMTG9jYWxSdW50aW1lEg8KB2NvbW1hbmQYASABKAkSDAoEYXJncxgCIAMoCRI4CgNlbnYYAyADKAsyKy50b29sbWVzaC5yZWdpc3RyeS52MS5Mb2NhbFJ1bnRpbWUuRW52RW50cnkSNQoIcHJvdG9jb2wYBCABKA4yIy50b29sbWVzaC5yZWdpc3RyeS52MS5Mb2NhbFByb3RvY29sEhMKC3dvcmtpbmdfZGlyGAUgASgJEhcKD21heF9jb25jdXJyZW5jeRgGIAEoDRIXCg9pZGxlX3RpbWVvdXRfbXMYByABKA0SEQoJaHR0cF9wYXRoGAggASgJGioKCEVudkVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEijwEKDVJlbW90ZVJ1bnRpbWUSCwoDdXJsGAEgASgJEkEKB2hlYWRlcnMYAiADKAsyMC50b29sbWVzaC5yZWdpc3RyeS52MS5SZW1vdGVSdW50aW1lLkhlYWRlcnNFbnRyeRouCgxIZWFkZXJzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASKwAQoHUnVudGltZRIxCgRncnBjGAEgASgLMiEudG9vbG1lc2gucmVnaXN0cnkudjEuR3JwY1J1bnRpbWVIABIzCgVsb2NhbBgCIAEoCzIiLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkxvY2FsUnVudGltZUgAEjUKBnJlbW90ZRgDIAEoCzIjLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlJlbW90ZVJ1bnRpbWVIAEIGCgRraW5kIlcKC1JldHJ5UG9saWN5EhQKDG1heF9hdHRlbXB0cxgBIAEoDRIaChJpbml0aWFsX2JhY2tvZmZfbXMYAiABKA0SFgoObWF4X2JhY2tvZmZfbXMYAyABKA0iowQKCFRvb2xTcGVjEgwKBG5hbWUYASABKAkSDwoHdmVyc2lvbhgCIAEoCRITCgtkZXNjcmlwdGlvbhgDIAEoCRIQCghjYXRlZ29yeRgEIAEoCRItCgxpbnB1dF9zY2hlbWEYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei4KDW91dHB1dF9zY2hlbWEYBiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhcKD3JlcXVpcmVkX3Njb3BlcxgHIAMoCRISCgp0aW1lb3V0X21zGAggASgNEjcKDHJldHJ5X3BvbGljeRgJIAEoCzIhLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlJldHJ5UG9saWN5EhIKCmlkZW1wb3RlbnQYCiABKAgSFAoMc2lkZV9lZmZlY3RzGAsgASgIEhUKDWtub3dodWJfc2x1Z3MYDCADKAkSMAoGc3RhdHVzGA0gASgOMiAudG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbFN0YXR1cxIuCgdydW50aW1lGA4gASgLMh0udG9vbG1lc2gucmVnaXN0cnkudjEuUnVudGltZRI6CgZsYWJlbHMYDyADKAsyKi50b29sbWVzaC5yZWdpc3RyeS52MS5Ub29sU3BlYy5MYWJlbHNFbnRyeRotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIt8BCgRUb29sEiwKBHNwZWMYASABKAsyHi50b29sbWVzaC5yZWdpc3RyeS52MS5Ub29sU3BlYxITCgtzY2hlbWFfaGFzaBgCIAEoCRIQCghyZXZpc2lvbhgDIAEoBBIOCgZncm91cHMYBCADKAkSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKdXBkYXRlZF9ieRgHIAEoCSJ6CgVHcm91cBIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEg0KBXRvb2xzGAMgAygJEg8KB2V4YW1wbGUYBCABKAkSLgoKdXBkYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiQwoTUmVnaXN0ZXJUb29sUmVxdWVzdBIsCgR0b29sGAEgASgLMh4udG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbFNwZWMiQAoUUmVnaXN0ZXJUb29sUmVzcG9uc2USKAoEdG9vbBgBIAEoCzIaLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlRvb2wiXAoRVXBkYXRlVG9vbFJlcXVlc3QSLAoEdG9vbBgBIAEoCzIeLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlRvb2xTcGVjEhkKEWV4cGVjdGVkX3JldmlzaW9uGAIgASgEIj4KElVwZGF0ZVRvb2xSZXNwb25zZRIoCgR0b29sGAEgASgLMhoudG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbCIlChVEZXJlZ2lzdGVyVG9vbFJlcXVlc3QSDAoEbmFtZRgBIAEoCSI1ChZEZXJlZ2lzdGVyVG9vbFJlc3BvbnNlEhsKE3JlbW92ZWRfZnJvbV9ncm91cHMYASADKAkiHgoOR2V0VG9vbFJlcXVlc3QSDAoEbmFtZRgBIAEoCSI7Cg9HZXRUb29sUmVzcG9uc2USKAoEdG9vbBgBIAEoCzIaLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlRvb2wi1gEKEExpc3RUb29sc1JlcXVlc3QSEAoIY2F0ZWdvcnkYASABKAkSDwoHa2V5d29yZBgCIAEoCRI3CgxydW50aW1lX2tpbmQYAyABKA4yIS50b29sbWVzaC5yZWdpc3RyeS52MS5SdW50aW1lS2luZBINCgVncm91cBgEIAEoCRIwCgZzdGF0dXMYBSABKA4yIC50b29sbWVzaC5yZWdpc3RyeS52MS5Ub29sU3RhdHVzEhEKCXBhZ2Vfc2l6ZRgGIAEoDRISCgpwYWdlX3Rva2VuGAcgASgJIlcKEUxpc3RUb29sc1Jlc3BvbnNlEikKBXRvb2xzGAEgAygLMhoudG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiEwoRV2F0Y2hUb29sc1JlcXVlc3QigAEKEldhdGNoVG9vbHNSZXNwb25zZRIyCgR0eXBlGAEgASgOMiQudG9vbG1lc2gucmVnaXN0cnkudjEuV2F0Y2hFdmVudFR5cGUSKAoEdG9vbBgCIAEoCzIaLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlRvb2wSDAoEbmFtZRgDIAEoCSI9Cg9QdXRHcm91cFJlcXVlc3QSKgoFZ3JvdXAYASABKAsyGy50b29sbWVzaC5yZWdpc3RyeS52MS5Hcm91cCI+ChBQdXRHcm91cFJlc3BvbnNlEioKBWdyb3VwGAEgASgLMhsudG9vbG1lc2gucmVnaXN0cnkudjEuR3JvdXAiHwoPR2V0R3JvdXBSZXF1ZXN0EgwKBG5hbWUYASABKAkiPgoQR2V0R3JvdXBSZXNwb25zZRIqCgVncm91cBgBIAEoCzIbLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkdyb3VwIjoKEUxpc3RHcm91cHNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoDRISCgpwYWdlX3Rva2VuGAIgASgJIloKEkxpc3RHcm91cHNSZXNwb25zZRIrCgZncm91cHMYASADKAsyGy50b29sbWVzaC5yZWdpc3RyeS52MS5Hcm91cBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiIgoSRGVsZXRlR3JvdXBSZXF1ZXN0EgwKBG5hbWUYASABKAkiFQoTRGVsZXRlR3JvdXBSZXNwb25zZSIVChNMaXN0UnVudGltZXNSZXF1ZXN0IqwBCg5SdW50aW1lU3VtbWFyeRIvCgRraW5kGAEgASgOMiEudG9vbG1lc2gucmVnaXN0cnkudjEuUnVudGltZUtpbmQSEgoKdG9vbF9jb3VudBgCIAEoDRIUCgxhY3RpdmVfY291bnQYAyABKA0SGAoQZGVwcmVjYXRlZF9jb3VudBgEIAEoDRIWCg5kaXNhYmxlZF9jb3VudBgFIAEoDRINCgV0b29scxgGIAMoCSJOChRMaXN0UnVudGltZXNSZXNwb25zZRI2CghydW50aW1lcxgBIAMoCzIkLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlJ1bnRpbWVTdW1tYXJ5IogBChhFeHBvcnRUb29sU2NoZW1hc1JlcXVlc3QSMgoGZm9ybWF0GAEgASgOMiIudG9vbG1lc2gucmVnaXN0cnkudjEuU2NoZW1hRm9ybWF0Eg0KBWdyb3VwGAIgASgJEg0KBW5hbWVzGAMgAygJEhoKEmluY2x1ZGVfZGVwcmVjYXRlZBgEIAEoCCJgCgxFeHBvcnRlZFRvb2wSDAoEdG9vbBgBIAEoCRIVCg1leHBvcnRlZF9uYW1lGAIgASgJEisKCmRlZmluaXRpb24YAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ik4KGUV4cG9ydFRvb2xTY2hlbWFzUmVzcG9uc2USMQoFdG9vbHMYASADKAsyIi50b29sbWVzaC5yZWdpc3RyeS52MS5FeHBvcnRlZFRvb2wqdwoKVG9vbFN0YXR1cxIbChdUT09MX1NUQVRVU19VTlNQRUNJRklFRBAAEhYKElRPT0xfU1RBVFVTX0FDVElWRRABEhoKFlRPT0xfU1RBVFVTX0RFUFJFQ0FURUQQAhIYChRUT09MX1NUQVRVU19ESVNBQkxFRBADKnMKC1J1bnRpbWVLaW5kEhwKGFJVTlRJTUVfS0lORF9VTlNQRUNJRklFRBAAEhUKEVJVTlRJTUVfS0lORF9HUlBDEAESFgoSUlVOVElNRV9LSU5EX0xPQ0FMEAISFwoTUlVOVElNRV9LSU5EX1JFTU9URRADKmEKDUxvY2FsUHJvdG9jb2wSHgoaTE9DQUxfUFJPVE9DT0xfVU5TUEVDSUZJRUQQABIXChNMT0NBTF9QUk9UT0NPTF9HUlBDEAESFwoTTE9DQUxfUFJPVE9DT0xfSFRUUBACKqsBCg5XYXRjaEV2ZW50VHlwZRIgChxXQVRDSF9FVkVOVF9UWVBFX1VOU1BFQ0lGSUVEEAASHQoZV0FUQ0hfRVZFTlRfVFlQRV9TTkFQU0hPVBABEiEKHVdBVENIX0VWRU5UX1RZUEVfU05BUFNIT1RfRU5EEAISGAoUV0FUQ0hfRVZFTlRfVFlQRV9QVVQQAxIbChdXQVRDSF9FVkVOVF9UWVBFX0RFTEVURRAEKnsKDFNjaGVtYUZvcm1hdBIdChlTQ0hFTUFfRk9STUFUX1VOU1BFQ0lGSUVEEAASGAoUU0NIRU1BX0ZPUk1BVF9PUEVOQUkQARIbChdTQ0hFTUFfRk9STUFUX0FOVEhST1BJQxACEhUKEVNDSEVNQV9GT1JNQVRfTUNQEAMytwkKD1JlZ2lzdHJ5U2VydmljZRJlCgxSZWdpc3RlclRvb2wSKS50b29sbWVzaC5yZWdpc3RyeS52MS5SZWdpc3RlclRvb2xSZXF1ZXN0GioudG9vbG1lc2gucmVnaXN0cnkudjEuUmVnaXN0ZXJUb29sUmVzcG9uc2USXwoKVXBkYXRlVG9vbBInLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlVwZGF0ZVRvb2xSZXF1ZXN0GigudG9vbG1lc2gucmVnaXN0cnkudjEuVXBkYXRlVG9vbFJlc3BvbnNlEmsKDkRlcmVnaXN0ZXJUb29sEisudG9vbG1lc2gucmVnaXN0cnkudjEuRGVyZWdpc3RlclRvb2xSZXF1ZXN0GiwudG9vbG1lc2gucmVnaXN0cnkudjEuRGVyZWdpc3RlclRvb2xSZXNwb25zZRJWCgdHZXRUb29sEiQudG9vbG1lc2gucmVnaXN0cnkudjEuR2V0VG9vbFJlcXVlc3QaJS50b29sbWVzaC5yZWdpc3RyeS52MS5HZXRUb29sUmVzcG9uc2USXAoJTGlzdFRvb2xzEiYudG9vbG1lc2gucmVnaXN0cnkudjEuTGlzdFRvb2xzUmVxdWVzdBonLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkxpc3RUb29sc1Jlc3BvbnNlEmEKCldhdGNoVG9vbHMSJy50b29sbWVzaC5yZWdpc3RyeS52MS5XYXRjaFRvb2xzUmVxdWVzdBooLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLldhdGNoVG9vbHNSZXNwb25zZTABElkKCFB1dEdyb3VwEiUudG9vbG1lc2gucmVnaXN0cnkudjEuUHV0R3JvdXBSZXF1ZXN0GiYudG9vbG1lc2gucmVnaXN0cnkudjEuUHV0R3JvdXBSZXNwb25zZRJZCghHZXRHcm91cBIlLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkdldEdyb3VwUmVxdWVzdBomLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkdldEdyb3VwUmVzcG9uc2USXwoKTGlzdEdyb3VwcxInLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkxpc3RHcm91cHNSZXF1ZXN0GigudG9vbG1lc2gucmVnaXN0cnkudjEuTGlzdEdyb3Vwc1Jlc3BvbnNlEmIKC0RlbGV0ZUdyb3VwEigudG9vbG1lc2gucmVnaXN0cnkudjEuRGVsZXRlR3JvdXBSZXF1ZXN0GikudG9vbG1lc2gucmVnaXN0cnkudjEuRGVsZXRlR3JvdXBSZXNwb25zZRJlCgxMaXN0UnVudGltZXMSKS50b29sbWVzaC5yZWdpc3RyeS52MS5MaXN0UnVudGltZXNSZXF1ZXN0GioudG9vbG1lc2gucmVnaXN0cnkudjEuTGlzdFJ1bnRpbWVzUmVzcG9uc2USdAoRRXhwb3J0VG9vbFNjaGVtYXMSLi50b29sbWVzaC5yZWdpc3RyeS52MS5FeHBvcnRUb29sU2NoZW1hc1JlcXVlc3QaLy50b29sbWVzaC5yZWdpc3RyeS52MS5FeHBvcnRUb29sU2NoZW1hc1Jlc3BvbnNlQtABChhjb20udG9vbG1lc2gucmVnaXN0cnkudjFCDVJlZ2lzdHJ5UHJvdG9QAVozdG9vbG1lc2guZGV2L2dvL2dlbi90b29sbWVzaC9yZWdpc3RyeS92MTtyZWdpc3RyeXYxogIDVFJYqgIUVG9vbG1lc2guUmVnaXN0cnkuVjHKAhRUb29sbWVzaFxSZWdpc3RyeVxWMeICIFRvb2xtZXNoXFJlZ2lzdHJ5XFYxXEdQQk1ldGFkYXRh6gIWVG9vbG1lc2g6OlJlZ2lzdHJ5OjpWMWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("CiN0b29sbWVzaC9yZWdpc3RyeS92MS9yZWdpc3RyeS5wcm90bxIUdG9vbG1lc2gucmVnaXN0cnkudjEiHgoLR3JwY1J1bnRpbWUSDwoHYWRkcmVzcxgBIAEoCSKkAgoMTG9jYWxSdW50aW1lEg8KB2NvbW1hbmQYASABKAkSDAoEYXJncxgCIAMoCRI4CgNlbnYYAyADKAsyKy50b29sbWVzaC5yZWdpc3RyeS52MS5Mb2NhbFJ1bnRpbWUuRW52RW50cnkSNQoIcHJvdG9jb2wYBCABKA4yIy50b29sbWVzaC5yZWdpc3RyeS52MS5Mb2NhbFByb3RvY29sEhMKC3dvcmtpbmdfZGlyGAUgASgJEhcKD21heF9jb25jdXJyZW5jeRgGIAEoDRIXCg9pZGxlX3RpbWVvdXRfbXMYByABKA0SEQoJaHR0cF9wYXRoGAggASgJGioKCEVudkVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEijwEKDVJlbW90ZVJ1bnRpbWUSCwoDdXJsGAEgASgJEkEKB2hlYWRlcnMYAiADKAsyMC50b29sbWVzaC5yZWdpc3RyeS52MS5SZW1vdGVSdW50aW1lLkhlYWRlcnNFbnRyeRouCgxIZWFkZXJzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASKwAQoHUnVudGltZRIxCgRncnBjGAEgASgLMiEudG9vbG1lc2gucmVnaXN0cnkudjEuR3JwY1J1bnRpbWVIABIzCgVsb2NhbBgCIAEoCzIiLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkxvY2FsUnVudGltZUgAEjUKBnJlbW90ZRgDIAEoCzIjLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlJlbW90ZVJ1bnRpbWVIAEIGCgRraW5kIlcKC1JldHJ5UG9saWN5EhQKDG1heF9hdHRlbXB0cxgBIAEoDRIaChJpbml0aWFsX2JhY2tvZmZfbXMYAiABKA0SFgoObWF4X2JhY2tvZmZfbXMYAyABKA0itgQKCFRvb2xTcGVjEgwKBG5hbWUYASABKAkSDwoHdmVyc2lvbhgCIAEoCRITCgtkZXNjcmlwdGlvbhgDIAEoCRIQCghjYXRlZ29yeRgEIAEoCRItCgxpbnB1dF9zY2hlbWEYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei4KDW91dHB1dF9zY2hlbWEYBiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhcKD3JlcXVpcmVkX3Njb3BlcxgHIAMoCRISCgp0aW1lb3V0X21zGAggASgNEjcKDHJldHJ5X3BvbGljeRgJIAEoCzIhLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlJldHJ5UG9saWN5EhIKCmlkZW1wb3RlbnQYCiABKAgSFAoMc2lkZV9lZmZlY3RzGAsgASgIEhUKDWtub3dodWJfc2x1Z3MYDCADKAkSMAoGc3RhdHVzGA0gASgOMiAudG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbFN0YXR1cxIuCgdydW50aW1lGA4gASgLMh0udG9vbG1lc2gucmVnaXN0cnkudjEuUnVudGltZRI6CgZsYWJlbHMYDyADKAsyKi50b29sbWVzaC5yZWdpc3RyeS52MS5Ub29sU3BlYy5MYWJlbHNFbnRyeRIRCglyZXBvcnRlcnMYECADKAkaLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASLfAQoEVG9vbBIsCgRzcGVjGAEgASgLMh4udG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbFNwZWMSEwoLc2NoZW1hX2hhc2gYAiABKAkSEAoIcmV2aXNpb24YAyABKAQSDgoGZ3JvdXBzGAQgAygJEi4KCmNyZWF0ZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhIKCnVwZGF0ZWRfYnkYByABKAkiegoFR3JvdXASDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRINCgV0b29scxgDIAMoCRIPCgdleGFtcGxlGAQgASgJEi4KCnVwZGF0ZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIkMKE1JlZ2lzdGVyVG9vbFJlcXVlc3QSLAoEdG9vbBgBIAEoCzIeLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlRvb2xTcGVjIkAKFFJlZ2lzdGVyVG9vbFJlc3BvbnNlEigKBHRvb2wYASABKAsyGi50b29sbWVzaC5yZWdpc3RyeS52MS5Ub29sIlwKEVVwZGF0ZVRvb2xSZXF1ZXN0EiwKBHRvb2wYASABKAsyHi50b29sbWVzaC5yZWdpc3RyeS52MS5Ub29sU3BlYxIZChFleHBlY3RlZF9yZXZpc2lvbhgCIAEoBCI+ChJVcGRhdGVUb29sUmVzcG9uc2USKAoEdG9vbBgBIAEoCzIaLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlRvb2wiVQoTU2V0VG9vbFNsdWdzUmVxdWVzdBIMCgRuYW1lGAEgASgJEhUKDWtub3dodWJfc2x1Z3MYAiADKAkSGQoRZXhwZWN0ZWRfcmV2aXNpb24YAyABKAQiQAoUU2V0VG9vbFNsdWdzUmVzcG9uc2USKAoEdG9vbBgBIAEoCzIaLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlRvb2wiJQoVRGVyZWdpc3RlclRvb2xSZXF1ZXN0EgwKBG5hbWUYASABKAkiNQoWRGVyZWdpc3RlclRvb2xSZXNwb25zZRIbChNyZW1vdmVkX2Zyb21fZ3JvdXBzGAEgAygJIh4KDkdldFRvb2xSZXF1ZXN0EgwKBG5hbWUYASABKAkiOwoPR2V0VG9vbFJlc3BvbnNlEigKBHRvb2wYASABKAsyGi50b29sbWVzaC5yZWdpc3RyeS52MS5Ub29sItYBChBMaXN0VG9vbHNSZXF1ZXN0EhAKCGNhdGVnb3J5GAEgASgJEg8KB2tleXdvcmQYAiABKAkSNwoMcnVudGltZV9raW5kGAMgASgOMiEudG9vbG1lc2gucmVnaXN0cnkudjEuUnVudGltZUtpbmQSDQoFZ3JvdXAYBCABKAkSMAoGc3RhdHVzGAUgASgOMiAudG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbFN0YXR1cxIRCglwYWdlX3NpemUYBiABKA0SEgoKcGFnZV90b2tlbhgHIAEoCSJXChFMaXN0VG9vbHNSZXNwb25zZRIpCgV0b29scxgBIAMoCzIaLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlRvb2wSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIhMKEVdhdGNoVG9vbHNSZXF1ZXN0IoABChJXYXRjaFRvb2xzUmVzcG9uc2USMgoEdHlwZRgBIAEoDjIkLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLldhdGNoRXZlbnRUeXBlEigKBHRvb2wYAiABKAsyGi50b29sbWVzaC5yZWdpc3RyeS52MS5Ub29sEgwKBG5hbWUYAyABKAkiPQoPUHV0R3JvdXBSZXF1ZXN0EioKBWdyb3VwGAEgASgLMhsudG9vbG1lc2gucmVnaXN0cnkudjEuR3JvdXAiPgoQUHV0R3JvdXBSZXNwb25zZRIqCgVncm91cBgBIAEoCzIbLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkdyb3VwIh8KD0dldEdyb3VwUmVxdWVzdBIMCgRuYW1lGAEgASgJIj4KEEdldEdyb3VwUmVzcG9uc2USKgoFZ3JvdXAYASABKAsyGy50b29sbWVzaC5yZWdpc3RyeS52MS5Hcm91cCI6ChFMaXN0R3JvdXBzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKA0SEgoKcGFnZV90b2tlbhgCIAEoCSJaChJMaXN0R3JvdXBzUmVzcG9uc2USKwoGZ3JvdXBzGAEgAygLMhsudG9vbG1lc2gucmVnaXN0cnkudjEuR3JvdXASFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIiIKEkRlbGV0ZUdyb3VwUmVxdWVzdBIMCgRuYW1lGAEgASgJIhUKE0RlbGV0ZUdyb3VwUmVzcG9uc2UiFQoTTGlzdFJ1bnRpbWVzUmVxdWVzdCKsAQoOUnVudGltZVN1bW1hcnkSLwoEa2luZBgBIAEoDjIhLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlJ1bnRpbWVLaW5kEhIKCnRvb2xfY291bnQYAiABKA0SFAoMYWN0aXZlX2NvdW50GAMgASgNEhgKEGRlcHJlY2F0ZWRfY291bnQYBCABKA0SFgoOZGlzYWJsZWRfY291bnQYBSABKA0SDQoFdG9vbHMYBiADKAkiTgoUTGlzdFJ1bnRpbWVzUmVzcG9uc2USNgoIcnVudGltZXMYASADKAsyJC50b29sbWVzaC5yZWdpc3RyeS52MS5SdW50aW1lU3VtbWFyeSKIAQoYRXhwb3J0VG9vbFNjaGVtYXNSZXF1ZXN0EjIKBmZvcm1hdBgBIAEoDjIiLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlNjaGVtYUZvcm1hdBINCgVncm91cBgCIAEoCRINCgVuYW1lcxgDIAMoCRIaChJpbmNsdWRlX2RlcHJlY2F0ZWQYBCABKAgiYAoMRXhwb3J0ZWRUb29sEgwKBHRvb2wYASABKAkSFQoNZXhwb3J0ZWRfbmFtZRgCIAEoCRIrCgpkZWZpbml0aW9uGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCJOChlFeHBvcnRUb29sU2NoZW1hc1Jlc3BvbnNlEjEKBXRvb2xzGAEgAygLMiIudG9vbG1lc2gucmVnaXN0cnkudjEuRXhwb3J0ZWRUb29sKncKClRvb2xTdGF0dXMSGwoXVE9PTF9TVEFUVVNfVU5TUEVDSUZJRUQQABIWChJUT09MX1NUQVRVU19BQ1RJVkUQARIaChZUT09MX1NUQVRVU19ERVBSRUNBVEVEEAISGAoUVE9PTF9TVEFUVVNfRElTQUJMRUQQAypzCgtSdW50aW1lS2luZBIcChhSVU5USU1FX0tJTkRfVU5TUEVDSUZJRUQQABIVChFSVU5USU1FX0tJTkRfR1JQQxABEhYKElJVTlRJTUVfS0lORF9MT0NBTBACEhcKE1JVTlRJTUVfS0lORF9SRU1PVEUQAyphCg1Mb2NhbFByb3RvY29sEh4KGkxPQ0FMX1BST1RPQ09MX1VOU1BFQ0lGSUVEEAASFwoTTE9DQUxfUFJPVE9DT0xfR1JQQxABEhcKE0xPQ0FMX1BST1RPQ09MX0hUVFAQAiqrAQoOV2F0Y2hFdmVudFR5cGUSIAocV0FUQ0hfRVZFTlRfVFlQRV9VTlNQRUNJRklFRBAAEh0KGVdBVENIX0VWRU5UX1RZUEVfU05BUFNIT1QQARIhCh1XQVRDSF9FVkVOVF9UWVBFX1NOQVBTSE9UX0VORBACEhgKFFdBVENIX0VWRU5UX1RZUEVfUFVUEAMSGwoXV0FUQ0hfRVZFTlRfVFlQRV9ERUxFVEUQBCp7CgxTY2hlbWFGb3JtYXQSHQoZU0NIRU1BX0ZPUk1BVF9VTlNQRUNJRklFRBAAEhgKFFNDSEVNQV9GT1JNQVRfT1BFTkFJEAESGwoXU0NIRU1BX0ZPUk1BVF9BTlRIUk9QSUMQAhIVChFTQ0hFTUFfRk9STUFUX01DUBADMp4KCg9SZWdpc3RyeVNlcnZpY2USZQoMUmVnaXN0ZXJUb29sEikudG9vbG1lc2gucmVnaXN0cnkudjEuUmVnaXN0ZXJUb29sUmVxdWVzdBoqLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlJlZ2lzdGVyVG9vbFJlc3BvbnNlEl8KClVwZGF0ZVRvb2wSJy50b29sbWVzaC5yZWdpc3RyeS52MS5VcGRhdGVUb29sUmVxdWVzdBooLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlVwZGF0ZVRvb2xSZXNwb25zZRJlCgxTZXRUb29sU2x1Z3MSKS50b29sbWVzaC5yZWdpc3RyeS52MS5TZXRUb29sU2x1Z3NSZXF1ZXN0GioudG9vbG1lc2gucmVnaXN0cnkudjEuU2V0VG9vbFNsdWdzUmVzcG9uc2USawoORGVyZWdpc3RlclRvb2wSKy50b29sbWVzaC5yZWdpc3RyeS52MS5EZXJlZ2lzdGVyVG9vbFJlcXVlc3QaLC50b29sbWVzaC5yZWdpc3RyeS52MS5EZXJlZ2lzdGVyVG9vbFJlc3BvbnNlElYKB0dldFRvb2wSJC50b29sbWVzaC5yZWdpc3RyeS52MS5HZXRUb29sUmVxdWVzdBolLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkdldFRvb2xSZXNwb25zZRJcCglMaXN0VG9vbHMSJi50b29sbWVzaC5yZWdpc3RyeS52MS5MaXN0VG9vbHNSZXF1ZXN0GicudG9vbG1lc2gucmVnaXN0cnkudjEuTGlzdFRvb2xzUmVzcG9uc2USYQoKV2F0Y2hUb29scxInLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLldhdGNoVG9vbHNSZXF1ZXN0GigudG9vbG1lc2gucmVnaXN0cnkudjEuV2F0Y2hUb29sc1Jlc3BvbnNlMAESWQoIUHV0R3JvdXASJS50b29sbWVzaC5yZWdpc3RyeS52MS5QdXRHcm91cFJlcXVlc3QaJi50b29sbWVzaC5yZWdpc3RyeS52MS5QdXRHcm91cFJlc3BvbnNlElkKCEdldEdyb3VwEiUudG9vbG1lc2gucmVnaXN0cnkudjEuR2V0R3JvdXBSZXF1ZXN0GiYudG9vbG1lc2gucmVnaXN0cnkudjEuR2V0R3JvdXBSZXNwb25zZRJfCgpMaXN0R3JvdXBzEicudG9vbG1lc2gucmVnaXN0cnkudjEuTGlzdEdyb3Vwc1JlcXVlc3QaKC50b29sbWVzaC5yZWdpc3RyeS52MS5MaXN0R3JvdXBzUmVzcG9uc2USYgoLRGVsZXRlR3JvdXASKC50b29sbWVzaC5yZWdpc3RyeS52MS5EZWxldGVHcm91cFJlcXVlc3QaKS50b29sbWVzaC5yZWdpc3RyeS52MS5EZWxldGVHcm91cFJlc3BvbnNlEmUKDExpc3RSdW50aW1lcxIpLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkxpc3RSdW50aW1lc1JlcXVlc3QaKi50b29sbWVzaC5yZWdpc3RyeS52MS5MaXN0UnVudGltZXNSZXNwb25zZRJ0ChFFeHBvcnRUb29sU2NoZW1hcxIuLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkV4cG9ydFRvb2xTY2hlbWFzUmVxdWVzdBovLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkV4cG9ydFRvb2xTY2hlbWFzUmVzcG9uc2VC0AEKGGNvbS50b29sbWVzaC5yZWdpc3RyeS52MUINUmVnaXN0cnlQcm90b1ABWjN0b29sbWVzaC5kZXYvZ28vZ2VuL3Rvb2xtZXNoL3JlZ2lzdHJ5L3YxO3JlZ2lzdHJ5djGiAgNUUliqAhRUb29sbWVzaC5SZWdpc3RyeS5WMcoCFFRvb2xtZXNoXFJlZ2lzdHJ5XFYx4gIgVG9vbG1lc2hcUmVnaXN0cnlcVjFcR1BCTWV0YWRhdGHqAhZUb29sbWVzaDo6UmVnaXN0cnk6OlYxYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * GrpcRuntime is a backend serving toolmesh.backend.v1.ToolBackendService.
@@ -306,6 +306,14 @@ export type ToolSpec = Message<"toolmesh.registry.v1.ToolSpec"> & {
    * @generated from field: map<string, string> labels = 15;
    */
   labels: { [key: string]: string };
+
+  /**
+   * Agent ids whose tokens (with the role `tool-backend`) may Report the outcome of this tool's
+   * asynchronous calls: the backend's own credential. Admins may always; nobody else may.
+   *
+   * @generated from field: repeated string reporters = 16;
+   */
+  reporters: string[];
 };
 
 /**
@@ -493,6 +501,56 @@ export const UpdateToolResponseSchema: GenMessage<UpdateToolResponse> = /*@__PUR
   messageDesc(file_toolmesh_registry_v1_registry, 11);
 
 /**
+ * @generated from message toolmesh.registry.v1.SetToolSlugsRequest
+ */
+export type SetToolSlugsRequest = Message<"toolmesh.registry.v1.SetToolSlugsRequest"> & {
+  /**
+   * The tool to change.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * The slugs to store, replacing the current ones.
+   *
+   * @generated from field: repeated string knowhub_slugs = 2;
+   */
+  knowhubSlugs: string[];
+
+  /**
+   * When non-zero the change applies only if the tool is still at this revision.
+   *
+   * @generated from field: uint64 expected_revision = 3;
+   */
+  expectedRevision: bigint;
+};
+
+/**
+ * Describes the message toolmesh.registry.v1.SetToolSlugsRequest.
+ * Use `create(SetToolSlugsRequestSchema)` to create a new message.
+ */
+export const SetToolSlugsRequestSchema: GenMessage<SetToolSlugsRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_registry_v1_registry, 12);
+
+/**
+ * @generated from message toolmesh.registry.v1.SetToolSlugsResponse
+ */
+export type SetToolSlugsResponse = Message<"toolmesh.registry.v1.SetToolSlugsResponse"> & {
+  /**
+   * @generated from field: toolmesh.registry.v1.Tool tool = 1;
+   */
+  tool?: Tool | undefined;
+};
+
+/**
+ * Describes the message toolmesh.registry.v1.SetToolSlugsResponse.
+ * Use `create(SetToolSlugsResponseSchema)` to create a new message.
+ */
+export const SetToolSlugsResponseSchema: GenMessage<SetToolSlugsResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_registry_v1_registry, 13);
+
+/**
  * @generated from message toolmesh.registry.v1.DeregisterToolRequest
  */
 export type DeregisterToolRequest = Message<"toolmesh.registry.v1.DeregisterToolRequest"> & {
@@ -507,7 +565,7 @@ export type DeregisterToolRequest = Message<"toolmesh.registry.v1.DeregisterTool
  * Use `create(DeregisterToolRequestSchema)` to create a new message.
  */
 export const DeregisterToolRequestSchema: GenMessage<DeregisterToolRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 12);
+  messageDesc(file_toolmesh_registry_v1_registry, 14);
 
 /**
  * @generated from message toolmesh.registry.v1.DeregisterToolResponse
@@ -526,7 +584,7 @@ export type DeregisterToolResponse = Message<"toolmesh.registry.v1.DeregisterToo
  * Use `create(DeregisterToolResponseSchema)` to create a new message.
  */
 export const DeregisterToolResponseSchema: GenMessage<DeregisterToolResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 13);
+  messageDesc(file_toolmesh_registry_v1_registry, 15);
 
 /**
  * @generated from message toolmesh.registry.v1.GetToolRequest
@@ -543,7 +601,7 @@ export type GetToolRequest = Message<"toolmesh.registry.v1.GetToolRequest"> & {
  * Use `create(GetToolRequestSchema)` to create a new message.
  */
 export const GetToolRequestSchema: GenMessage<GetToolRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 14);
+  messageDesc(file_toolmesh_registry_v1_registry, 16);
 
 /**
  * @generated from message toolmesh.registry.v1.GetToolResponse
@@ -560,7 +618,7 @@ export type GetToolResponse = Message<"toolmesh.registry.v1.GetToolResponse"> & 
  * Use `create(GetToolResponseSchema)` to create a new message.
  */
 export const GetToolResponseSchema: GenMessage<GetToolResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 15);
+  messageDesc(file_toolmesh_registry_v1_registry, 17);
 
 /**
  * @generated from message toolmesh.registry.v1.ListToolsRequest
@@ -617,7 +675,7 @@ export type ListToolsRequest = Message<"toolmesh.registry.v1.ListToolsRequest"> 
  * Use `create(ListToolsRequestSchema)` to create a new message.
  */
 export const ListToolsRequestSchema: GenMessage<ListToolsRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 16);
+  messageDesc(file_toolmesh_registry_v1_registry, 18);
 
 /**
  * @generated from message toolmesh.registry.v1.ListToolsResponse
@@ -641,7 +699,7 @@ export type ListToolsResponse = Message<"toolmesh.registry.v1.ListToolsResponse"
  * Use `create(ListToolsResponseSchema)` to create a new message.
  */
 export const ListToolsResponseSchema: GenMessage<ListToolsResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 17);
+  messageDesc(file_toolmesh_registry_v1_registry, 19);
 
 /**
  * @generated from message toolmesh.registry.v1.WatchToolsRequest
@@ -654,7 +712,7 @@ export type WatchToolsRequest = Message<"toolmesh.registry.v1.WatchToolsRequest"
  * Use `create(WatchToolsRequestSchema)` to create a new message.
  */
 export const WatchToolsRequestSchema: GenMessage<WatchToolsRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 18);
+  messageDesc(file_toolmesh_registry_v1_registry, 20);
 
 /**
  * @generated from message toolmesh.registry.v1.WatchToolsResponse
@@ -685,7 +743,7 @@ export type WatchToolsResponse = Message<"toolmesh.registry.v1.WatchToolsRespons
  * Use `create(WatchToolsResponseSchema)` to create a new message.
  */
 export const WatchToolsResponseSchema: GenMessage<WatchToolsResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 19);
+  messageDesc(file_toolmesh_registry_v1_registry, 21);
 
 /**
  * @generated from message toolmesh.registry.v1.PutGroupRequest
@@ -702,7 +760,7 @@ export type PutGroupRequest = Message<"toolmesh.registry.v1.PutGroupRequest"> & 
  * Use `create(PutGroupRequestSchema)` to create a new message.
  */
 export const PutGroupRequestSchema: GenMessage<PutGroupRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 20);
+  messageDesc(file_toolmesh_registry_v1_registry, 22);
 
 /**
  * @generated from message toolmesh.registry.v1.PutGroupResponse
@@ -719,7 +777,7 @@ export type PutGroupResponse = Message<"toolmesh.registry.v1.PutGroupResponse"> 
  * Use `create(PutGroupResponseSchema)` to create a new message.
  */
 export const PutGroupResponseSchema: GenMessage<PutGroupResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 21);
+  messageDesc(file_toolmesh_registry_v1_registry, 23);
 
 /**
  * @generated from message toolmesh.registry.v1.GetGroupRequest
@@ -736,7 +794,7 @@ export type GetGroupRequest = Message<"toolmesh.registry.v1.GetGroupRequest"> & 
  * Use `create(GetGroupRequestSchema)` to create a new message.
  */
 export const GetGroupRequestSchema: GenMessage<GetGroupRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 22);
+  messageDesc(file_toolmesh_registry_v1_registry, 24);
 
 /**
  * @generated from message toolmesh.registry.v1.GetGroupResponse
@@ -753,7 +811,7 @@ export type GetGroupResponse = Message<"toolmesh.registry.v1.GetGroupResponse"> 
  * Use `create(GetGroupResponseSchema)` to create a new message.
  */
 export const GetGroupResponseSchema: GenMessage<GetGroupResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 23);
+  messageDesc(file_toolmesh_registry_v1_registry, 25);
 
 /**
  * @generated from message toolmesh.registry.v1.ListGroupsRequest
@@ -775,7 +833,7 @@ export type ListGroupsRequest = Message<"toolmesh.registry.v1.ListGroupsRequest"
  * Use `create(ListGroupsRequestSchema)` to create a new message.
  */
 export const ListGroupsRequestSchema: GenMessage<ListGroupsRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 24);
+  messageDesc(file_toolmesh_registry_v1_registry, 26);
 
 /**
  * @generated from message toolmesh.registry.v1.ListGroupsResponse
@@ -797,7 +855,7 @@ export type ListGroupsResponse = Message<"toolmesh.registry.v1.ListGroupsRespons
  * Use `create(ListGroupsResponseSchema)` to create a new message.
  */
 export const ListGroupsResponseSchema: GenMessage<ListGroupsResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 25);
+  messageDesc(file_toolmesh_registry_v1_registry, 27);
 
 /**
  * @generated from message toolmesh.registry.v1.DeleteGroupRequest
@@ -814,7 +872,7 @@ export type DeleteGroupRequest = Message<"toolmesh.registry.v1.DeleteGroupReques
  * Use `create(DeleteGroupRequestSchema)` to create a new message.
  */
 export const DeleteGroupRequestSchema: GenMessage<DeleteGroupRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 26);
+  messageDesc(file_toolmesh_registry_v1_registry, 28);
 
 /**
  * @generated from message toolmesh.registry.v1.DeleteGroupResponse
@@ -827,7 +885,7 @@ export type DeleteGroupResponse = Message<"toolmesh.registry.v1.DeleteGroupRespo
  * Use `create(DeleteGroupResponseSchema)` to create a new message.
  */
 export const DeleteGroupResponseSchema: GenMessage<DeleteGroupResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 27);
+  messageDesc(file_toolmesh_registry_v1_registry, 29);
 
 /**
  * @generated from message toolmesh.registry.v1.ListRuntimesRequest
@@ -840,7 +898,7 @@ export type ListRuntimesRequest = Message<"toolmesh.registry.v1.ListRuntimesRequ
  * Use `create(ListRuntimesRequestSchema)` to create a new message.
  */
 export const ListRuntimesRequestSchema: GenMessage<ListRuntimesRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 28);
+  messageDesc(file_toolmesh_registry_v1_registry, 30);
 
 /**
  * RuntimeSummary counts tools of one runtime kind.
@@ -886,7 +944,7 @@ export type RuntimeSummary = Message<"toolmesh.registry.v1.RuntimeSummary"> & {
  * Use `create(RuntimeSummarySchema)` to create a new message.
  */
 export const RuntimeSummarySchema: GenMessage<RuntimeSummary> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 29);
+  messageDesc(file_toolmesh_registry_v1_registry, 31);
 
 /**
  * @generated from message toolmesh.registry.v1.ListRuntimesResponse
@@ -903,7 +961,7 @@ export type ListRuntimesResponse = Message<"toolmesh.registry.v1.ListRuntimesRes
  * Use `create(ListRuntimesResponseSchema)` to create a new message.
  */
 export const ListRuntimesResponseSchema: GenMessage<ListRuntimesResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 30);
+  messageDesc(file_toolmesh_registry_v1_registry, 32);
 
 /**
  * @generated from message toolmesh.registry.v1.ExportToolSchemasRequest
@@ -941,7 +999,7 @@ export type ExportToolSchemasRequest = Message<"toolmesh.registry.v1.ExportToolS
  * Use `create(ExportToolSchemasRequestSchema)` to create a new message.
  */
 export const ExportToolSchemasRequestSchema: GenMessage<ExportToolSchemasRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 31);
+  messageDesc(file_toolmesh_registry_v1_registry, 33);
 
 /**
  * ExportedTool is one tool rendered for a provider.
@@ -974,7 +1032,7 @@ export type ExportedTool = Message<"toolmesh.registry.v1.ExportedTool"> & {
  * Use `create(ExportedToolSchema)` to create a new message.
  */
 export const ExportedToolSchema: GenMessage<ExportedTool> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 32);
+  messageDesc(file_toolmesh_registry_v1_registry, 34);
 
 /**
  * @generated from message toolmesh.registry.v1.ExportToolSchemasResponse
@@ -991,7 +1049,7 @@ export type ExportToolSchemasResponse = Message<"toolmesh.registry.v1.ExportTool
  * Use `create(ExportToolSchemasResponseSchema)` to create a new message.
  */
 export const ExportToolSchemasResponseSchema: GenMessage<ExportToolSchemasResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 33);
+  messageDesc(file_toolmesh_registry_v1_registry, 35);
 
 /**
  * ToolStatus tells whether agents may call a tool.
@@ -1211,6 +1269,19 @@ export const RegistryService: GenService<{
     methodKind: "unary";
     input: typeof UpdateToolRequestSchema;
     output: typeof UpdateToolResponseSchema;
+  },
+  /**
+   * SetToolSlugs stores a tool's knowledge-hub slugs and changes nothing else: what knowhub-sync
+   * writes back. Needs the `admin` or `knowhub` role (UpdateTool needs `admin`). Fails with
+   * INVALID_ARGUMENT (bad name or slug), NOT_FOUND, ABORTED (expected_revision is stale),
+   * UNAUTHENTICATED, PERMISSION_DENIED.
+   *
+   * @generated from rpc toolmesh.registry.v1.RegistryService.SetToolSlugs
+   */
+  setToolSlugs: {
+    methodKind: "unary";
+    input: typeof SetToolSlugsRequestSchema;
+    output: typeof SetToolSlugsResponseSchema;
   },
   /**
    * DeregisterTool removes a tool and drops it from every group that lists it (named in
