@@ -188,6 +188,7 @@ export function createCallbackHandlers(deps: {
     async *watch(req, ctx) {
       const p = principalOf(ctx);
       if (req.callId !== "") {
+        checkLength("call_id", "callId", req.callId);
         for await (const event of watches.call(p, req.callId, ctx, (e) => checkOwner(p, e, ctx)))
           yield create(WatchResponseSchema, { event });
         return;
