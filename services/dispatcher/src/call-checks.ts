@@ -94,6 +94,17 @@ export interface CheckedCall {
 /** Call ids longer than this are refused and their refusal filed under a fresh one. */
 export const MAX_ID_LENGTH = nameLimits.callId;
 
+/**
+ * The prefix of the call ids the Dispatcher makes. No caller may send one, so such an id is
+ * owned by its call from the start and needs no ownership claim in NATS.
+ */
+export const GENERATED_CALL_ID_PREFIX = "tm-";
+
+/** A fresh call id, reserved for this call by its prefix. */
+export function newCallId(): string {
+  return `${GENERATED_CALL_ID_PREFIX}${randomUUID()}`;
+}
+
 /** What the checks read: the registry snapshot, the grants and the calls running here. */
 export interface CheckDeps {
   catalog: ToolCatalog;
@@ -126,6 +137,15 @@ export function checkCall(
     );
   }
   bounded(() => checkCallerId("context.call_id", "callId", callId), "bad call_id");
+  if (ctx?.callId.startsWith(GENERATED_CALL_ID_PREFIX)) {
+    throw new Refusal(
+      invalidField(
+        "context.call_id",
+        `call ids starting with "${GENERATED_CALL_ID_PREFIX}" are the ones the Dispatcher makes; choose another call_id, or leave it empty to get one`,
+      ),
+      "bad call_id",
+    );
+  }
   bounded(
     () => checkCallerId("context.parent_id", "parentId", ctx?.parentId ?? ""),
     "bad parent_id",
@@ -231,7 +251,7 @@ export function recordIdentity(
   };
   return {
     traceId: isTraceId(ids.traceId) ? ids.traceId : newTraceId(),
-    callId: valid("callId", ids.callId) ? ids.callId : randomUUID(),
+    callId: valid("callId", ids.callId) ? ids.callId : newCallId(),
     parentId: valid("parentId", ids.parentId) ? ids.parentId : clipped("parentId", ids.parentId),
     tool: clipped("toolName", ids.tool),
     principal: ids.principal,

@@ -19,6 +19,7 @@ import {
   type CheckedCall,
   checkCall,
   claimCallId,
+  newCallId,
   type PermissionGate,
   Refusal,
   recordIdentity,
@@ -145,7 +146,7 @@ export class DispatchChain {
   ): Promise<DispatchResponse> {
     const started = Date.now();
     const ctx = req.context;
-    const callId = ctx?.callId || randomUUID();
+    const callId = ctx?.callId || newCallId();
     const traceId = ctx?.traceId || options.batchTraceId || newTraceId();
     // Records are filed under valid ids even when the request's are not (it is refused).
     const record = this.deps.recorder.begin(
@@ -159,12 +160,13 @@ export class DispatchChain {
     try {
       checked = checkCall(this.deps, req, principal, callId);
       this.checkRecordable(checked);
-      await claimCallId(this.deps.callIds, record.call.callId, principal);
+      // A call id the Dispatcher made is this call's alone; one a caller chose must be claimed.
+      if (ctx?.callId) await claimCallId(this.deps.callIds, record.call.callId, principal);
     } catch (error) {
       if (!(error instanceof Refusal)) throw error;
       // Another call's id: the refusal is filed under a fresh id, so that call is left alone.
       const filed = error.foreignCallId
-        ? this.deps.recorder.begin({ ...record.call, callId: randomUUID() })
+        ? this.deps.recorder.begin({ ...record.call, callId: newCallId() })
         : record;
       await this.refuse(filed, error, req, Date.now() - started);
       throw new CallRefused(error.error, filed.call.callId, filed.call.traceId);

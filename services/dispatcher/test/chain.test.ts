@@ -117,7 +117,8 @@ describe("dispatch chain (in memory)", () => {
       idempotency: new MemoryIdempotencyStore(),
       callIds: new MemoryCallIdOwners(),
       running: new RunningCalls(),
-      settings: { defaultTimeoutMs: 1000, maxTimeoutMs: 5000 },
+      // Generous, so that a loaded machine cannot turn a retry's backoff into a timeout.
+      settings: { defaultTimeoutMs: 10_000, maxTimeoutMs: 30_000 },
       log: createLogger("test", "silent"),
     });
   });
