@@ -3,7 +3,7 @@ import { randomBytes } from "node:crypto";
 import { writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { create } from "@bufbuild/protobuf";
+import { create, toBinary } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
@@ -23,10 +23,13 @@ import {
 } from "@toolmesh/proto";
 import { grpcServiceDefinition } from "@toolmesh/sdk";
 import { LineWatcher, repoRoot, startStack } from "@toolmesh/testkit";
+import { latencyPlot } from "./plot.js";
 import { cpuMs, natsPid } from "./proc.js";
 
-// npm run bench: the raw grpc-js echo baseline against the full chain, at concurrency 1 and 64.
-// Every process (nats-server, permission, registry, dispatcher, backends) is started here.
+// npm run bench: the full chain against its floors — a raw grpc-js echo (one hop) and a raw
+// grpc-js pass-through proxy to the same no-op backend (the gateway's two hops, none of its work)
+// — at concurrency 1, 8, 64 and 256. Every process (nats-server, the services, the backends) is
+// started here.
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);
 const warmupSeconds = Number(process.env.BENCH_WARMUP_SECONDS ?? 1);
 /**
@@ -37,7 +40,7 @@ const warmupSeconds = Number(process.env.BENCH_WARMUP_SECONDS ?? 1);
  */
 const jitWarmupSeconds = Number(process.env.BENCH_JIT_WARMUP_SECONDS ?? 3);
 const warmedPaths = new Set<string>();
-const concurrencies = (process.env.BENCH_CONCURRENCY ?? "1,64").split(",").map(Number);
+const concurrencies = (process.env.BENCH_CONCURRENCY ?? "1,8,64,256").split(",").map(Number);
 
 interface Cell {
   name: string;
@@ -150,6 +153,7 @@ async function spawnScript(
   return { child, port: (JSON.parse(line) as { port: number }).port };
 }
 
+const PROXY = "baseline: grpc-js pass-through proxy";
 const cleanups: (() => Promise<unknown> | unknown)[] = [];
 async function main(): Promise<void> {
   const stack = await startStack({
@@ -269,6 +273,28 @@ async function main(): Promise<void> {
     }
   };
 
+  const proxy = await spawnScript("bench/proxy-server.ts", {
+    BENCH_BACKEND_ADDRESS: `127.0.0.1:${noop.port}`,
+  });
+  cleanups.push(() => proxy.child.kill());
+  watched.set("proxy", proxy.child.pid ?? 0);
+  const proxyClient = new grpc.Client(`127.0.0.1:${proxy.port}`, grpc.credentials.createInsecure());
+  const proxyInvoke = unaryCall<Buffer, Buffer>(
+    proxyClient,
+    {
+      path: "/bench.Proxy/Invoke",
+      requestStream: false,
+      responseStream: false,
+      requestSerialize: (v) => v,
+      requestDeserialize: (v) => v,
+      responseSerialize: (v) => v,
+      responseDeserialize: (v) => v,
+    },
+    new grpc.Metadata(),
+  );
+  const invokeBytes = Buffer.from(toBinary(InvokeRequestSchema, invokeRequest));
+  const proxyCall: Call = () => proxyInvoke(invokeBytes).then(() => {});
+
   const cells: Cell[] = [];
   const chainFast = chainCall(fastPort);
   const chainMain = chainCall(dispatcher.port);
@@ -279,10 +305,13 @@ async function main(): Promise<void> {
       continue;
     }
     cells.push(await measure("baseline: grpc-js echo", c, () => echoCall(payload).then(() => {})));
-    cells.push(await measure("chain via grpc-js port", c, chainFast));
+    cells.push(await measure(PROXY, c, proxyCall));
     cells.push(await measure("chain via main port (connect-node)", c, chainMain));
-    cells.push(await measure("backend Invoke, grpc-js client", c, invokeGrpcJs));
-    cells.push(await measure("backend Invoke, connect-node client", c, invokeConnect));
+    cells.push(await measure("chain via grpc-js port", c, chainFast));
+    if (c === 1 || c === 64) {
+      cells.push(await measure("backend Invoke, grpc-js client", c, invokeGrpcJs));
+      cells.push(await measure("backend Invoke, connect-node client", c, invokeConnect));
+    }
   }
   await writeResults(cells);
 }
@@ -297,13 +326,14 @@ async function writeResults(cells: Cell[]): Promise<void> {
     "",
     "The chain: agent → Dispatcher (JWT auth, registry snapshot, ajv validation, grant decision, TOOL_EXECUTE, Invoke on a grpc backend running a no-op SDK tool, output validation, TOOL_RESULT + audit record + outcome acked by JetStream) → reply.",
     "",
-    "| path | concurrency | rps | p50 ms | p99 ms | × echo rps | errors | CPU ms per call |",
-    "|---|---:|---:|---:|---:|---:|---:|---|",
+    "| path | concurrency | rps | p50 ms | p99 ms | × echo rps | × proxy rps | errors | CPU ms per call |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|---|",
   ];
   for (const cell of cells) {
     const base = find("baseline: grpc-js echo", cell.concurrency);
+    const floor = find(PROXY, cell.concurrency);
     lines.push(
-      `| ${cell.name} | ${cell.concurrency} | ${cell.rps.toFixed(0)} | ${cell.p50.toFixed(3)} | ${cell.p99.toFixed(3)} | ${base ? (cell.rps / base.rps).toFixed(2) : "-"} | ${cell.errors} | ${Object.entries(
+      `| ${cell.name} | ${cell.concurrency} | ${cell.rps.toFixed(0)} | ${cell.p50.toFixed(3)} | ${cell.p99.toFixed(3)} | ${base ? (cell.rps / base.rps).toFixed(2) : "-"} | ${floor ? (cell.rps / floor.rps).toFixed(2) : "-"} | ${cell.errors} | ${Object.entries(
         cell.cpuPerCall,
       )
         .filter(([, ms]) => ms >= 0.005)
@@ -313,7 +343,25 @@ async function writeResults(cells: Cell[]): Promise<void> {
   }
   const base1 = find("baseline: grpc-js echo", 1);
   const base64 = find("baseline: grpc-js echo", 64);
-  const targets: string[] = ["", "## Targets", ""];
+  const proxy1 = find(PROXY, 1);
+  const proxy64 = find(PROXY, 64);
+  const targets: string[] = [
+    "",
+    "![p50 latency against concurrency](latency.svg)",
+    "",
+    "## Targets",
+    "",
+  ];
+  for (const name of ["chain via main port (connect-node)", "chain via grpc-js port"]) {
+    const c1 = find(name, 1);
+    const c64 = find(name, 64);
+    if (!c1 || !c64 || !proxy1 || !proxy64) continue;
+    const ratio = c64.rps / proxy64.rps;
+    const added = c1.p50 - proxy1.p50;
+    targets.push(
+      `- ${name}: throughput at c64 = ${ratio.toFixed(2)}× the proxy (target ≥ 0.75: ${ratio >= 0.75 ? "met" : "MISSED"}); added p50 at c1 over the proxy = ${added.toFixed(3)} ms (target ≤ 0.6 ms: ${added <= 0.6 ? "met" : "MISSED"})`,
+    );
+  }
   for (const name of ["chain via grpc-js port", "chain via main port (connect-node)"]) {
     const c1 = find(name, 1);
     const c64 = find(name, 64);
@@ -344,6 +392,22 @@ async function writeResults(cells: Cell[]): Promise<void> {
   }
   const text = `${[...lines, ...targets].join("\n")}\n`;
   await writeFile(path.join(repoRoot, "bench", "results.md"), text);
+  await writeFile(
+    path.join(repoRoot, "bench", "latency.svg"),
+    latencyPlot(
+      [
+        "baseline: grpc-js echo",
+        PROXY,
+        "chain via main port (connect-node)",
+        "chain via grpc-js port",
+      ].map((name) => ({
+        name,
+        points: cells
+          .filter((c) => c.name === name)
+          .map((c) => ({ concurrency: c.concurrency, p50: c.p50 })),
+      })),
+    ),
+  );
   process.stdout.write(text);
 }
 
