@@ -3,7 +3,7 @@ import http2 from "node:http2";
 import net, { type AddressInfo } from "node:net";
 import type { DescService } from "@bufbuild/protobuf";
 import type { ConnectRouter, Interceptor } from "@connectrpc/connect";
-import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { type ConnectNodeAdapterOptions, connectNodeAdapter } from "@connectrpc/connect-node";
 import type { Logger } from "@toolmesh/log";
 import { Health, HealthCheckResponse_ServingStatus } from "@toolmesh/proto";
 import { createHealthService, HealthState } from "./health.js";
@@ -22,6 +22,8 @@ export interface ServerOptions {
   /** Largest request message accepted; larger ones fail with RESOURCE_EXHAUSTED. */
   readMaxBytes: number;
   interceptors?: Interceptor[];
+  /** Serves the requests no RPC matches (plain HTTP routes on the same port); 404 without it. */
+  fallback?: ConnectNodeAdapterOptions["fallback"];
 }
 
 export interface ToolmeshServer {
@@ -47,6 +49,7 @@ export function createToolmeshServer(options: ServerOptions): ToolmeshServer {
     readMaxBytes: options.readMaxBytes,
     shutdownSignal: shutdown.signal,
     interceptors: options.interceptors ?? [],
+    ...(options.fallback ? { fallback: options.fallback } : {}),
     routes(router) {
       router.service(Health, createHealthService(health));
       options.routes(router, { shutdownSignal: shutdown.signal });

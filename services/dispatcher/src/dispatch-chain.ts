@@ -32,7 +32,7 @@ import type { InterruptReason, RunningCalls } from "./running-calls.js";
 import type { ToolRuntime } from "./runtimes/runtime.js";
 import type { ToolCatalog } from "./tool-catalog.js";
 
-export type { PermissionGate } from "./call-checks.js";
+export { type PermissionGate, Refusal } from "./call-checks.js";
 
 export interface ChainSettings {
   defaultTimeoutMs: number;
@@ -43,7 +43,7 @@ export interface ChainDeps {
   catalog: ToolCatalog;
   policy: PermissionGate;
   recorder: CallRecorder;
-  runtimes: { grpc: ToolRuntime; local: ToolRuntime; remote: ToolRuntime };
+  runtimes: { grpc: ToolRuntime; local: ToolRuntime; remote: ToolRuntime; mcp?: ToolRuntime };
   idempotency: IdempotencyStore;
   running: RunningCalls;
   settings: ChainSettings;
@@ -58,6 +58,8 @@ export interface DispatchOptions {
   signal?: AbortSignal | undefined;
   /** Trace id shared by a batch, used when the call has none. */
   batchTraceId?: string;
+  /** A refusal the transport already decided (a model's arguments that are not JSON). */
+  refusal?: Refusal;
 }
 
 /** A refused call: the error the caller sees, plus the ids it was recorded under. */
@@ -143,6 +145,7 @@ export class DispatchChain {
     options: DispatchOptions,
   ): Promise<DispatchResponse> {
     const started = Date.now();
+    req.tool = this.deps.catalog.resolve(req.tool);
     const ctx = req.context;
     const callId = ctx?.callId || randomUUID();
     const traceId = ctx?.traceId || options.batchTraceId || newTraceId();
@@ -157,6 +160,7 @@ export class DispatchChain {
 
     let checked: CheckedCall;
     try {
+      if (options.refusal) throw options.refusal;
       checked = checkCall(this.deps, req, principal, callId);
       this.checkRecordable(checked);
     } catch (error) {
@@ -365,7 +369,9 @@ export class DispatchChain {
 
   private runtimeOf(kind: string | undefined): ToolRuntime | undefined {
     const { runtimes } = this.deps;
-    return kind === "grpc" || kind === "local" || kind === "remote" ? runtimes[kind] : undefined;
+    return kind === "grpc" || kind === "local" || kind === "remote" || kind === "mcp"
+      ? runtimes[kind]
+      : undefined;
   }
 }
 

@@ -12,7 +12,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file toolmesh/registry/v1/registry.proto.
  */
 export const file_toolmesh_registry_v1_registry: GenFile = /*@__PURE__*/
-  fileDesc("CiN0b29sbWVzaC9yZWdpc3RyeS92MS9yZWdpc3RyeS5wcm90bxIUdG9vbG1lc2gucmVnaXN0cnkudjEiHgoLR3JwY1J1bnRpbWUSDwoHYWRkcmVzcxgBIAEoCSKkAgoMTG9jYWxSdW50aW1lEg8KB2NvbW1hbmQYASABKAkSDAoEYXJncxgCIAMoCRI4CgNlbnYYAyADKAsyKy50b29sbWVzaC5yZWdpc3RyeS52MS5Mb2NhbFJ1bnRpbWUuRW52RW50cnkSNQoIcHJvdG9jb2wYBCABKA4yIy50b29sbWVzaC5yZWdpc3RyeS52MS5Mb2NhbFByb3RvY29sEhMKC3dvcmtpbmdfZGlyGAUgASgJEhcKD21heF9jb25jdXJyZW5jeRgGIAEoDRIXCg9pZGxlX3RpbWVvdXRfbXMYByABKA0SEQoJaHR0cF9wYXRoGAggASgJGioKCEVudkVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEijwEKDVJlbW90ZVJ1bnRpbWUSCwoDdXJsGAEgASgJEkEKB2hlYWRlcnMYAiADKAsyMC50b29sbWVzaC5yZWdpc3RyeS52MS5SZW1vdGVSdW50aW1lLkhlYWRlcnNFbnRyeRouCgxIZWFkZXJzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASKwAQoHUnVudGltZRIxCgRncnBjGAEgASgLMiEudG9vbG1lc2gucmVnaXN0cnkudjEuR3JwY1J1bnRpbWVIABIzCgVsb2NhbBgCIAEoCzIiLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkxvY2FsUnVudGltZUgAEjUKBnJlbW90ZRgDIAEoCzIjLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlJlbW90ZVJ1bnRpbWVIAEIGCgRraW5kIlcKC1JldHJ5UG9saWN5EhQKDG1heF9hdHRlbXB0cxgBIAEoDRIaChJpbml0aWFsX2JhY2tvZmZfbXMYAiABKA0SFgoObWF4X2JhY2tvZmZfbXMYAyABKA0iowQKCFRvb2xTcGVjEgwKBG5hbWUYASABKAkSDwoHdmVyc2lvbhgCIAEoCRITCgtkZXNjcmlwdGlvbhgDIAEoCRIQCghjYXRlZ29yeRgEIAEoCRItCgxpbnB1dF9zY2hlbWEYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei4KDW91dHB1dF9zY2hlbWEYBiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhcKD3JlcXVpcmVkX3Njb3BlcxgHIAMoCRISCgp0aW1lb3V0X21zGAggASgNEjcKDHJldHJ5X3BvbGljeRgJIAEoCzIhLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlJldHJ5UG9saWN5EhIKCmlkZW1wb3RlbnQYCiABKAgSFAoMc2lkZV9lZmZlY3RzGAsgASgIEhUKDWtub3dodWJfc2x1Z3MYDCADKAkSMAoGc3RhdHVzGA0gASgOMiAudG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbFN0YXR1cxIuCgdydW50aW1lGA4gASgLMh0udG9vbG1lc2gucmVnaXN0cnkudjEuUnVudGltZRI6CgZsYWJlbHMYDyADKAsyKi50b29sbWVzaC5yZWdpc3RyeS52MS5Ub29sU3BlYy5MYWJlbHNFbnRyeRotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIt8BCgRUb29sEiwKBHNwZWMYASABKAsyHi50b29sbWVzaC5yZWdpc3RyeS52MS5Ub29sU3BlYxITCgtzY2hlbWFfaGFzaBgCIAEoCRIQCghyZXZpc2lvbhgDIAEoBBIOCgZncm91cHMYBCADKAkSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKdXBkYXRlZF9ieRgHIAEoCSJ6CgVHcm91cBIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEg0KBXRvb2xzGAMgAygJEg8KB2V4YW1wbGUYBCABKAkSLgoKdXBkYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiQwoTUmVnaXN0ZXJUb29sUmVxdWVzdBIsCgR0b29sGAEgASgLMh4udG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbFNwZWMiQAoUUmVnaXN0ZXJUb29sUmVzcG9uc2USKAoEdG9vbBgBIAEoCzIaLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlRvb2wiXAoRVXBkYXRlVG9vbFJlcXVlc3QSLAoEdG9vbBgBIAEoCzIeLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlRvb2xTcGVjEhkKEWV4cGVjdGVkX3JldmlzaW9uGAIgASgEIj4KElVwZGF0ZVRvb2xSZXNwb25zZRIoCgR0b29sGAEgASgLMhoudG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbCIlChVEZXJlZ2lzdGVyVG9vbFJlcXVlc3QSDAoEbmFtZRgBIAEoCSI1ChZEZXJlZ2lzdGVyVG9vbFJlc3BvbnNlEhsKE3JlbW92ZWRfZnJvbV9ncm91cHMYASADKAkiHgoOR2V0VG9vbFJlcXVlc3QSDAoEbmFtZRgBIAEoCSI7Cg9HZXRUb29sUmVzcG9uc2USKAoEdG9vbBgBIAEoCzIaLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlRvb2wi1gEKEExpc3RUb29sc1JlcXVlc3QSEAoIY2F0ZWdvcnkYASABKAkSDwoHa2V5d29yZBgCIAEoCRI3CgxydW50aW1lX2tpbmQYAyABKA4yIS50b29sbWVzaC5yZWdpc3RyeS52MS5SdW50aW1lS2luZBINCgVncm91cBgEIAEoCRIwCgZzdGF0dXMYBSABKA4yIC50b29sbWVzaC5yZWdpc3RyeS52MS5Ub29sU3RhdHVzEhEKCXBhZ2Vfc2l6ZRgGIAEoDRISCgpwYWdlX3Rva2VuGAcgASgJIlcKEUxpc3RUb29sc1Jlc3BvbnNlEikKBXRvb2xzGAEgAygLMhoudG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiEwoRV2F0Y2hUb29sc1JlcXVlc3QigAEKEldhdGNoVG9vbHNSZXNwb25zZRIyCgR0eXBlGAEgASgOMiQudG9vbG1lc2gucmVnaXN0cnkudjEuV2F0Y2hFdmVudFR5cGUSKAoEdG9vbBgCIAEoCzIaLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlRvb2wSDAoEbmFtZRgDIAEoCSI9Cg9QdXRHcm91cFJlcXVlc3QSKgoFZ3JvdXAYASABKAsyGy50b29sbWVzaC5yZWdpc3RyeS52MS5Hcm91cCI+ChBQdXRHcm91cFJlc3BvbnNlEioKBWdyb3VwGAEgASgLMhsudG9vbG1lc2gucmVnaXN0cnkudjEuR3JvdXAiHwoPR2V0R3JvdXBSZXF1ZXN0EgwKBG5hbWUYASABKAkiPgoQR2V0R3JvdXBSZXNwb25zZRIqCgVncm91cBgBIAEoCzIbLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkdyb3VwIjoKEUxpc3RHcm91cHNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoDRISCgpwYWdlX3Rva2VuGAIgASgJIloKEkxpc3RHcm91cHNSZXNwb25zZRIrCgZncm91cHMYASADKAsyGy50b29sbWVzaC5yZWdpc3RyeS52MS5Hcm91cBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiIgoSRGVsZXRlR3JvdXBSZXF1ZXN0EgwKBG5hbWUYASABKAkiFQoTRGVsZXRlR3JvdXBSZXNwb25zZSIVChNMaXN0UnVudGltZXNSZXF1ZXN0IqwBCg5SdW50aW1lU3VtbWFyeRIvCgRraW5kGAEgASgOMiEudG9vbG1lc2gucmVnaXN0cnkudjEuUnVudGltZUtpbmQSEgoKdG9vbF9jb3VudBgCIAEoDRIUCgxhY3RpdmVfY291bnQYAyABKA0SGAoQZGVwcmVjYXRlZF9jb3VudBgEIAEoDRIWCg5kaXNhYmxlZF9jb3VudBgFIAEoDRINCgV0b29scxgGIAMoCSJOChRMaXN0UnVudGltZXNSZXNwb25zZRI2CghydW50aW1lcxgBIAMoCzIkLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlJ1bnRpbWVTdW1tYXJ5IogBChhFeHBvcnRUb29sU2NoZW1hc1JlcXVlc3QSMgoGZm9ybWF0GAEgASgOMiIudG9vbG1lc2gucmVnaXN0cnkudjEuU2NoZW1hRm9ybWF0Eg0KBWdyb3VwGAIgASgJEg0KBW5hbWVzGAMgAygJEhoKEmluY2x1ZGVfZGVwcmVjYXRlZBgEIAEoCCJgCgxFeHBvcnRlZFRvb2wSDAoEdG9vbBgBIAEoCRIVCg1leHBvcnRlZF9uYW1lGAIgASgJEisKCmRlZmluaXRpb24YAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ik4KGUV4cG9ydFRvb2xTY2hlbWFzUmVzcG9uc2USMQoFdG9vbHMYASADKAsyIi50b29sbWVzaC5yZWdpc3RyeS52MS5FeHBvcnRlZFRvb2wqdwoKVG9vbFN0YXR1cxIbChdUT09MX1NUQVRVU19VTlNQRUNJRklFRBAAEhYKElRPT0xfU1RBVFVTX0FDVElWRRABEhoKFlRPT0xfU1RBVFVTX0RFUFJFQ0FURUQQAhIYChRUT09MX1NUQVRVU19ESVNBQkxFRBADKnMKC1J1bnRpbWVLaW5kEhwKGFJVTlRJTUVfS0lORF9VTlNQRUNJRklFRBAAEhUKEVJVTlRJTUVfS0lORF9HUlBDEAESFgoSUlVOVElNRV9LSU5EX0xPQ0FMEAISFwoTUlVOVElNRV9LSU5EX1JFTU9URRADKmEKDUxvY2FsUHJvdG9jb2wSHgoaTE9DQUxfUFJPVE9DT0xfVU5TUEVDSUZJRUQQABIXChNMT0NBTF9QUk9UT0NPTF9HUlBDEAESFwoTTE9DQUxfUFJPVE9DT0xfSFRUUBACKqsBCg5XYXRjaEV2ZW50VHlwZRIgChxXQVRDSF9FVkVOVF9UWVBFX1VOU1BFQ0lGSUVEEAASHQoZV0FUQ0hfRVZFTlRfVFlQRV9TTkFQU0hPVBABEiEKHVdBVENIX0VWRU5UX1RZUEVfU05BUFNIT1RfRU5EEAISGAoUV0FUQ0hfRVZFTlRfVFlQRV9QVVQQAxIbChdXQVRDSF9FVkVOVF9UWVBFX0RFTEVURRAEKnsKDFNjaGVtYUZvcm1hdBIdChlTQ0hFTUFfRk9STUFUX1VOU1BFQ0lGSUVEEAASGAoUU0NIRU1BX0ZPUk1BVF9PUEVOQUkQARIbChdTQ0hFTUFfRk9STUFUX0FOVEhST1BJQxACEhUKEVNDSEVNQV9GT1JNQVRfTUNQEAMytwkKD1JlZ2lzdHJ5U2VydmljZRJlCgxSZWdpc3RlclRvb2wSKS50b29sbWVzaC5yZWdpc3RyeS52MS5SZWdpc3RlclRvb2xSZXF1ZXN0GioudG9vbG1lc2gucmVnaXN0cnkudjEuUmVnaXN0ZXJUb29sUmVzcG9uc2USXwoKVXBkYXRlVG9vbBInLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlVwZGF0ZVRvb2xSZXF1ZXN0GigudG9vbG1lc2gucmVnaXN0cnkudjEuVXBkYXRlVG9vbFJlc3BvbnNlEmsKDkRlcmVnaXN0ZXJUb29sEisudG9vbG1lc2gucmVnaXN0cnkudjEuRGVyZWdpc3RlclRvb2xSZXF1ZXN0GiwudG9vbG1lc2gucmVnaXN0cnkudjEuRGVyZWdpc3RlclRvb2xSZXNwb25zZRJWCgdHZXRUb29sEiQudG9vbG1lc2gucmVnaXN0cnkudjEuR2V0VG9vbFJlcXVlc3QaJS50b29sbWVzaC5yZWdpc3RyeS52MS5HZXRUb29sUmVzcG9uc2USXAoJTGlzdFRvb2xzEiYudG9vbG1lc2gucmVnaXN0cnkudjEuTGlzdFRvb2xzUmVxdWVzdBonLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkxpc3RUb29sc1Jlc3BvbnNlEmEKCldhdGNoVG9vbHMSJy50b29sbWVzaC5yZWdpc3RyeS52MS5XYXRjaFRvb2xzUmVxdWVzdBooLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLldhdGNoVG9vbHNSZXNwb25zZTABElkKCFB1dEdyb3VwEiUudG9vbG1lc2gucmVnaXN0cnkudjEuUHV0R3JvdXBSZXF1ZXN0GiYudG9vbG1lc2gucmVnaXN0cnkudjEuUHV0R3JvdXBSZXNwb25zZRJZCghHZXRHcm91cBIlLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkdldEdyb3VwUmVxdWVzdBomLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkdldEdyb3VwUmVzcG9uc2USXwoKTGlzdEdyb3VwcxInLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkxpc3RHcm91cHNSZXF1ZXN0GigudG9vbG1lc2gucmVnaXN0cnkudjEuTGlzdEdyb3Vwc1Jlc3BvbnNlEmIKC0RlbGV0ZUdyb3VwEigudG9vbG1lc2gucmVnaXN0cnkudjEuRGVsZXRlR3JvdXBSZXF1ZXN0GikudG9vbG1lc2gucmVnaXN0cnkudjEuRGVsZXRlR3JvdXBSZXNwb25zZRJlCgxMaXN0UnVudGltZXMSKS50b29sbWVzaC5yZWdpc3RyeS52MS5MaXN0UnVudGltZXNSZXF1ZXN0GioudG9vbG1lc2gucmVnaXN0cnkudjEuTGlzdFJ1bnRpbWVzUmVzcG9uc2USdAoRRXhwb3J0VG9vbFNjaGVtYXMSLi50b29sbWVzaC5yZWdpc3RyeS52MS5FeHBvcnRUb29sU2NoZW1hc1JlcXVlc3QaLy50b29sbWVzaC5yZWdpc3RyeS52MS5FeHBvcnRUb29sU2NoZW1hc1Jlc3BvbnNlQtABChhjb20udG9vbG1lc2gucmVnaXN0cnkudjFCDVJlZ2lzdHJ5UHJvdG9QAVozdG9vbG1lc2guZGV2L2dvL2dlbi90b29sbWVzaC9yZWdpc3RyeS92MTtyZWdpc3RyeXYxogIDVFJYqgIUVG9vbG1lc2guUmVnaXN0cnkuVjHKAhRUb29sbWVzaFxSZWdpc3RyeVxWMeICIFRvb2xtZXNoXFJlZ2lzdHJ5XFYxXEdQQk1ldGFkYXRh6gIWVG9vbG1lc2g6OlJlZ2lzdHJ5OjpWMWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("CiN0b29sbWVzaC9yZWdpc3RyeS92MS9yZWdpc3RyeS5wcm90bxIUdG9vbG1lc2gucmVnaXN0cnkudjEiHgoLR3JwY1J1bnRpbWUSDwoHYWRkcmVzcxgBIAEoCSKkAgoMTG9jYWxSdW50aW1lEg8KB2NvbW1hbmQYASABKAkSDAoEYXJncxgCIAMoCRI4CgNlbnYYAyADKAsyKy50b29sbWVzaC5yZWdpc3RyeS52MS5Mb2NhbFJ1bnRpbWUuRW52RW50cnkSNQoIcHJvdG9jb2wYBCABKA4yIy50b29sbWVzaC5yZWdpc3RyeS52MS5Mb2NhbFByb3RvY29sEhMKC3dvcmtpbmdfZGlyGAUgASgJEhcKD21heF9jb25jdXJyZW5jeRgGIAEoDRIXCg9pZGxlX3RpbWVvdXRfbXMYByABKA0SEQoJaHR0cF9wYXRoGAggASgJGioKCEVudkVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEijwEKDVJlbW90ZVJ1bnRpbWUSCwoDdXJsGAEgASgJEkEKB2hlYWRlcnMYAiADKAsyMC50b29sbWVzaC5yZWdpc3RyeS52MS5SZW1vdGVSdW50aW1lLkhlYWRlcnNFbnRyeRouCgxIZWFkZXJzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASLIAgoKTWNwUnVudGltZRILCgN1cmwYASABKAkSPgoHaGVhZGVycxgCIAMoCzItLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLk1jcFJ1bnRpbWUuSGVhZGVyc0VudHJ5Eg8KB2NvbW1hbmQYAyABKAkSDAoEYXJncxgEIAMoCRI2CgNlbnYYBSADKAsyKS50b29sbWVzaC5yZWdpc3RyeS52MS5NY3BSdW50aW1lLkVudkVudHJ5EhMKC3dvcmtpbmdfZGlyGAYgASgJEgwKBHRvb2wYByABKAkSFwoPaWRsZV90aW1lb3V0X21zGAggASgNGi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBGioKCEVudkVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEi4QEKB1J1bnRpbWUSMQoEZ3JwYxgBIAEoCzIhLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkdycGNSdW50aW1lSAASMwoFbG9jYWwYAiABKAsyIi50b29sbWVzaC5yZWdpc3RyeS52MS5Mb2NhbFJ1bnRpbWVIABI1CgZyZW1vdGUYAyABKAsyIy50b29sbWVzaC5yZWdpc3RyeS52MS5SZW1vdGVSdW50aW1lSAASLwoDbWNwGAUgASgLMiAudG9vbG1lc2gucmVnaXN0cnkudjEuTWNwUnVudGltZUgAQgYKBGtpbmQiSQoPVG9vbEFubm90YXRpb25zEg0KBXRpdGxlGAEgASgJEhMKC2Rlc3RydWN0aXZlGAIgASgIEhIKCm9wZW5fd29ybGQYAyABKAgiVwoLUmV0cnlQb2xpY3kSFAoMbWF4X2F0dGVtcHRzGAEgASgNEhoKEmluaXRpYWxfYmFja29mZl9tcxgCIAEoDRIWCg5tYXhfYmFja29mZl9tcxgDIAEoDSLfBAoIVG9vbFNwZWMSDAoEbmFtZRgBIAEoCRIPCgd2ZXJzaW9uGAIgASgJEhMKC2Rlc2NyaXB0aW9uGAMgASgJEhAKCGNhdGVnb3J5GAQgASgJEi0KDGlucHV0X3NjaGVtYRgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLgoNb3V0cHV0X3NjaGVtYRgGIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFwoPcmVxdWlyZWRfc2NvcGVzGAcgAygJEhIKCnRpbWVvdXRfbXMYCCABKA0SNwoMcmV0cnlfcG9saWN5GAkgASgLMiEudG9vbG1lc2gucmVnaXN0cnkudjEuUmV0cnlQb2xpY3kSEgoKaWRlbXBvdGVudBgKIAEoCBIUCgxzaWRlX2VmZmVjdHMYCyABKAgSFQoNa25vd2h1Yl9zbHVncxgMIAMoCRIwCgZzdGF0dXMYDSABKA4yIC50b29sbWVzaC5yZWdpc3RyeS52MS5Ub29sU3RhdHVzEi4KB3J1bnRpbWUYDiABKAsyHS50b29sbWVzaC5yZWdpc3RyeS52MS5SdW50aW1lEjoKBmxhYmVscxgPIAMoCzIqLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlRvb2xTcGVjLkxhYmVsc0VudHJ5EjoKC2Fubm90YXRpb25zGBQgASgLMiUudG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbEFubm90YXRpb25zGi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEi3wEKBFRvb2wSLAoEc3BlYxgBIAEoCzIeLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlRvb2xTcGVjEhMKC3NjaGVtYV9oYXNoGAIgASgJEhAKCHJldmlzaW9uGAMgASgEEg4KBmdyb3VwcxgEIAMoCRIuCgpjcmVhdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgp1cGRhdGVkX2J5GAcgASgJInoKBUdyb3VwEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSDQoFdG9vbHMYAyADKAkSDwoHZXhhbXBsZRgEIAEoCRIuCgp1cGRhdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJDChNSZWdpc3RlclRvb2xSZXF1ZXN0EiwKBHRvb2wYASABKAsyHi50b29sbWVzaC5yZWdpc3RyeS52MS5Ub29sU3BlYyJAChRSZWdpc3RlclRvb2xSZXNwb25zZRIoCgR0b29sGAEgASgLMhoudG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbCJcChFVcGRhdGVUb29sUmVxdWVzdBIsCgR0b29sGAEgASgLMh4udG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbFNwZWMSGQoRZXhwZWN0ZWRfcmV2aXNpb24YAiABKAQiPgoSVXBkYXRlVG9vbFJlc3BvbnNlEigKBHRvb2wYASABKAsyGi50b29sbWVzaC5yZWdpc3RyeS52MS5Ub29sIiUKFURlcmVnaXN0ZXJUb29sUmVxdWVzdBIMCgRuYW1lGAEgASgJIjUKFkRlcmVnaXN0ZXJUb29sUmVzcG9uc2USGwoTcmVtb3ZlZF9mcm9tX2dyb3VwcxgBIAMoCSIeCg5HZXRUb29sUmVxdWVzdBIMCgRuYW1lGAEgASgJIjsKD0dldFRvb2xSZXNwb25zZRIoCgR0b29sGAEgASgLMhoudG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbCLWAQoQTGlzdFRvb2xzUmVxdWVzdBIQCghjYXRlZ29yeRgBIAEoCRIPCgdrZXl3b3JkGAIgASgJEjcKDHJ1bnRpbWVfa2luZBgDIAEoDjIhLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlJ1bnRpbWVLaW5kEg0KBWdyb3VwGAQgASgJEjAKBnN0YXR1cxgFIAEoDjIgLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlRvb2xTdGF0dXMSEQoJcGFnZV9zaXplGAYgASgNEhIKCnBhZ2VfdG9rZW4YByABKAkiVwoRTGlzdFRvb2xzUmVzcG9uc2USKQoFdG9vbHMYASADKAsyGi50b29sbWVzaC5yZWdpc3RyeS52MS5Ub29sEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSITChFXYXRjaFRvb2xzUmVxdWVzdCKAAQoSV2F0Y2hUb29sc1Jlc3BvbnNlEjIKBHR5cGUYASABKA4yJC50b29sbWVzaC5yZWdpc3RyeS52MS5XYXRjaEV2ZW50VHlwZRIoCgR0b29sGAIgASgLMhoudG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbBIMCgRuYW1lGAMgASgJIj0KD1B1dEdyb3VwUmVxdWVzdBIqCgVncm91cBgBIAEoCzIbLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkdyb3VwIj4KEFB1dEdyb3VwUmVzcG9uc2USKgoFZ3JvdXAYASABKAsyGy50b29sbWVzaC5yZWdpc3RyeS52MS5Hcm91cCIfCg9HZXRHcm91cFJlcXVlc3QSDAoEbmFtZRgBIAEoCSI+ChBHZXRHcm91cFJlc3BvbnNlEioKBWdyb3VwGAEgASgLMhsudG9vbG1lc2gucmVnaXN0cnkudjEuR3JvdXAiOgoRTGlzdEdyb3Vwc1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgNEhIKCnBhZ2VfdG9rZW4YAiABKAkiWgoSTGlzdEdyb3Vwc1Jlc3BvbnNlEisKBmdyb3VwcxgBIAMoCzIbLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkdyb3VwEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIiChJEZWxldGVHcm91cFJlcXVlc3QSDAoEbmFtZRgBIAEoCSIVChNEZWxldGVHcm91cFJlc3BvbnNlIhUKE0xpc3RSdW50aW1lc1JlcXVlc3QirAEKDlJ1bnRpbWVTdW1tYXJ5Ei8KBGtpbmQYASABKA4yIS50b29sbWVzaC5yZWdpc3RyeS52MS5SdW50aW1lS2luZBISCgp0b29sX2NvdW50GAIgASgNEhQKDGFjdGl2ZV9jb3VudBgDIAEoDRIYChBkZXByZWNhdGVkX2NvdW50GAQgASgNEhYKDmRpc2FibGVkX2NvdW50GAUgASgNEg0KBXRvb2xzGAYgAygJIk4KFExpc3RSdW50aW1lc1Jlc3BvbnNlEjYKCHJ1bnRpbWVzGAEgAygLMiQudG9vbG1lc2gucmVnaXN0cnkudjEuUnVudGltZVN1bW1hcnkiiAEKGEV4cG9ydFRvb2xTY2hlbWFzUmVxdWVzdBIyCgZmb3JtYXQYASABKA4yIi50b29sbWVzaC5yZWdpc3RyeS52MS5TY2hlbWFGb3JtYXQSDQoFZ3JvdXAYAiABKAkSDQoFbmFtZXMYAyADKAkSGgoSaW5jbHVkZV9kZXByZWNhdGVkGAQgASgIImAKDEV4cG9ydGVkVG9vbBIMCgR0b29sGAEgASgJEhUKDWV4cG9ydGVkX25hbWUYAiABKAkSKwoKZGVmaW5pdGlvbhgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiTgoZRXhwb3J0VG9vbFNjaGVtYXNSZXNwb25zZRIxCgV0b29scxgBIAMoCzIiLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkV4cG9ydGVkVG9vbCp3CgpUb29sU3RhdHVzEhsKF1RPT0xfU1RBVFVTX1VOU1BFQ0lGSUVEEAASFgoSVE9PTF9TVEFUVVNfQUNUSVZFEAESGgoWVE9PTF9TVEFUVVNfREVQUkVDQVRFRBACEhgKFFRPT0xfU1RBVFVTX0RJU0FCTEVEEAMqiQEKC1J1bnRpbWVLaW5kEhwKGFJVTlRJTUVfS0lORF9VTlNQRUNJRklFRBAAEhUKEVJVTlRJTUVfS0lORF9HUlBDEAESFgoSUlVOVElNRV9LSU5EX0xPQ0FMEAISFwoTUlVOVElNRV9LSU5EX1JFTU9URRADEhQKEFJVTlRJTUVfS0lORF9NQ1AQBSphCg1Mb2NhbFByb3RvY29sEh4KGkxPQ0FMX1BST1RPQ09MX1VOU1BFQ0lGSUVEEAASFwoTTE9DQUxfUFJPVE9DT0xfR1JQQxABEhcKE0xPQ0FMX1BST1RPQ09MX0hUVFAQAiqrAQoOV2F0Y2hFdmVudFR5cGUSIAocV0FUQ0hfRVZFTlRfVFlQRV9VTlNQRUNJRklFRBAAEh0KGVdBVENIX0VWRU5UX1RZUEVfU05BUFNIT1QQARIhCh1XQVRDSF9FVkVOVF9UWVBFX1NOQVBTSE9UX0VORBACEhgKFFdBVENIX0VWRU5UX1RZUEVfUFVUEAMSGwoXV0FUQ0hfRVZFTlRfVFlQRV9ERUxFVEUQBCp7CgxTY2hlbWFGb3JtYXQSHQoZU0NIRU1BX0ZPUk1BVF9VTlNQRUNJRklFRBAAEhgKFFNDSEVNQV9GT1JNQVRfT1BFTkFJEAESGwoXU0NIRU1BX0ZPUk1BVF9BTlRIUk9QSUMQAhIVChFTQ0hFTUFfRk9STUFUX01DUBADMrcJCg9SZWdpc3RyeVNlcnZpY2USZQoMUmVnaXN0ZXJUb29sEikudG9vbG1lc2gucmVnaXN0cnkudjEuUmVnaXN0ZXJUb29sUmVxdWVzdBoqLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlJlZ2lzdGVyVG9vbFJlc3BvbnNlEl8KClVwZGF0ZVRvb2wSJy50b29sbWVzaC5yZWdpc3RyeS52MS5VcGRhdGVUb29sUmVxdWVzdBooLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlVwZGF0ZVRvb2xSZXNwb25zZRJrCg5EZXJlZ2lzdGVyVG9vbBIrLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkRlcmVnaXN0ZXJUb29sUmVxdWVzdBosLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkRlcmVnaXN0ZXJUb29sUmVzcG9uc2USVgoHR2V0VG9vbBIkLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkdldFRvb2xSZXF1ZXN0GiUudG9vbG1lc2gucmVnaXN0cnkudjEuR2V0VG9vbFJlc3BvbnNlElwKCUxpc3RUb29scxImLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkxpc3RUb29sc1JlcXVlc3QaJy50b29sbWVzaC5yZWdpc3RyeS52MS5MaXN0VG9vbHNSZXNwb25zZRJhCgpXYXRjaFRvb2xzEicudG9vbG1lc2gucmVnaXN0cnkudjEuV2F0Y2hUb29sc1JlcXVlc3QaKC50b29sbWVzaC5yZWdpc3RyeS52MS5XYXRjaFRvb2xzUmVzcG9uc2UwARJZCghQdXRHcm91cBIlLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlB1dEdyb3VwUmVxdWVzdBomLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlB1dEdyb3VwUmVzcG9uc2USWQoIR2V0R3JvdXASJS50b29sbWVzaC5yZWdpc3RyeS52MS5HZXRHcm91cFJlcXVlc3QaJi50b29sbWVzaC5yZWdpc3RyeS52MS5HZXRHcm91cFJlc3BvbnNlEl8KCkxpc3RHcm91cHMSJy50b29sbWVzaC5yZWdpc3RyeS52MS5MaXN0R3JvdXBzUmVxdWVzdBooLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkxpc3RHcm91cHNSZXNwb25zZRJiCgtEZWxldGVHcm91cBIoLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkRlbGV0ZUdyb3VwUmVxdWVzdBopLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkRlbGV0ZUdyb3VwUmVzcG9uc2USZQoMTGlzdFJ1bnRpbWVzEikudG9vbG1lc2gucmVnaXN0cnkudjEuTGlzdFJ1bnRpbWVzUmVxdWVzdBoqLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkxpc3RSdW50aW1lc1Jlc3BvbnNlEnQKEUV4cG9ydFRvb2xTY2hlbWFzEi4udG9vbG1lc2gucmVnaXN0cnkudjEuRXhwb3J0VG9vbFNjaGVtYXNSZXF1ZXN0Gi8udG9vbG1lc2gucmVnaXN0cnkudjEuRXhwb3J0VG9vbFNjaGVtYXNSZXNwb25zZULQAQoYY29tLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxQg1SZWdpc3RyeVByb3RvUAFaM3Rvb2xtZXNoLmRldi9nby9nZW4vdG9vbG1lc2gvcmVnaXN0cnkvdjE7cmVnaXN0cnl2MaICA1RSWKoCFFRvb2xtZXNoLlJlZ2lzdHJ5LlYxygIUVG9vbG1lc2hcUmVnaXN0cnlcVjHiAiBUb29sbWVzaFxSZWdpc3RyeVxWMVxHUEJNZXRhZGF0YeoCFlRvb2xtZXNoOjpSZWdpc3RyeTo6VjFiBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * GrpcRuntime is a backend serving toolmesh.backend.v1.ToolBackendService.
@@ -131,6 +131,75 @@ export const RemoteRuntimeSchema: GenMessage<RemoteRuntime> = /*@__PURE__*/
   messageDesc(file_toolmesh_registry_v1_registry, 2);
 
 /**
+ * McpRuntime is one tool of an existing MCP server: a streamable HTTP URL, or a command the
+ * Dispatcher starts on demand and speaks to over stdio (exactly one of url and command).
+ *
+ * @generated from message toolmesh.registry.v1.McpRuntime
+ */
+export type McpRuntime = Message<"toolmesh.registry.v1.McpRuntime"> & {
+  /**
+   * http:// or https:// URL of the server's MCP endpoint.
+   *
+   * @generated from field: string url = 1;
+   */
+  url: string;
+
+  /**
+   * Static headers sent with each request (for example the server's own API key).
+   *
+   * @generated from field: map<string, string> headers = 2;
+   */
+  headers: { [key: string]: string };
+
+  /**
+   * Executable to start for a stdio server (resolved on PATH).
+   *
+   * @generated from field: string command = 3;
+   */
+  command: string;
+
+  /**
+   * @generated from field: repeated string args = 4;
+   */
+  args: string[];
+
+  /**
+   * Extra environment for the process; never secrets of the caller.
+   *
+   * @generated from field: map<string, string> env = 5;
+   */
+  env: { [key: string]: string };
+
+  /**
+   * Working directory; empty means the Dispatcher's.
+   *
+   * @generated from field: string working_dir = 6;
+   */
+  workingDir: string;
+
+  /**
+   * The tool's name on the MCP server.
+   *
+   * @generated from field: string tool = 7;
+   */
+  tool: string;
+
+  /**
+   * Stop a stdio server after this long without calls; 0 means the Dispatcher's default.
+   *
+   * @generated from field: uint32 idle_timeout_ms = 8;
+   */
+  idleTimeoutMs: number;
+};
+
+/**
+ * Describes the message toolmesh.registry.v1.McpRuntime.
+ * Use `create(McpRuntimeSchema)` to create a new message.
+ */
+export const McpRuntimeSchema: GenMessage<McpRuntime> = /*@__PURE__*/
+  messageDesc(file_toolmesh_registry_v1_registry, 3);
+
+/**
  * Runtime says where and how a tool runs; exactly one kind is set.
  *
  * @generated from message toolmesh.registry.v1.Runtime
@@ -157,6 +226,12 @@ export type Runtime = Message<"toolmesh.registry.v1.Runtime"> & {
      */
     value: RemoteRuntime;
     case: "remote";
+  } | {
+    /**
+     * @generated from field: toolmesh.registry.v1.McpRuntime mcp = 5;
+     */
+    value: McpRuntime;
+    case: "mcp";
   } | { case: undefined; value?: undefined };
 };
 
@@ -165,7 +240,42 @@ export type Runtime = Message<"toolmesh.registry.v1.Runtime"> & {
  * Use `create(RuntimeSchema)` to create a new message.
  */
 export const RuntimeSchema: GenMessage<Runtime> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 3);
+  messageDesc(file_toolmesh_registry_v1_registry, 4);
+
+/**
+ * ToolAnnotations are hints for agents beyond side_effects and idempotent (MCP tool annotations).
+ *
+ * @generated from message toolmesh.registry.v1.ToolAnnotations
+ */
+export type ToolAnnotations = Message<"toolmesh.registry.v1.ToolAnnotations"> & {
+  /**
+   * A human-readable title.
+   *
+   * @generated from field: string title = 1;
+   */
+  title: string;
+
+  /**
+   * A tool with side effects that may destroy or overwrite data (MCP destructiveHint).
+   *
+   * @generated from field: bool destructive = 2;
+   */
+  destructive: boolean;
+
+  /**
+   * Reaches an open world of outside entities, such as the web (MCP openWorldHint).
+   *
+   * @generated from field: bool open_world = 3;
+   */
+  openWorld: boolean;
+};
+
+/**
+ * Describes the message toolmesh.registry.v1.ToolAnnotations.
+ * Use `create(ToolAnnotationsSchema)` to create a new message.
+ */
+export const ToolAnnotationsSchema: GenMessage<ToolAnnotations> = /*@__PURE__*/
+  messageDesc(file_toolmesh_registry_v1_registry, 5);
 
 /**
  * RetryPolicy applies only to idempotent tools and transient failures.
@@ -200,7 +310,7 @@ export type RetryPolicy = Message<"toolmesh.registry.v1.RetryPolicy"> & {
  * Use `create(RetryPolicySchema)` to create a new message.
  */
 export const RetryPolicySchema: GenMessage<RetryPolicy> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 4);
+  messageDesc(file_toolmesh_registry_v1_registry, 6);
 
 /**
  * ToolSpec is what an operator writes: a tool as data.
@@ -306,6 +416,11 @@ export type ToolSpec = Message<"toolmesh.registry.v1.ToolSpec"> & {
    * @generated from field: map<string, string> labels = 15;
    */
   labels: { [key: string]: string };
+
+  /**
+   * @generated from field: toolmesh.registry.v1.ToolAnnotations annotations = 20;
+   */
+  annotations?: ToolAnnotations | undefined;
 };
 
 /**
@@ -313,7 +428,7 @@ export type ToolSpec = Message<"toolmesh.registry.v1.ToolSpec"> & {
  * Use `create(ToolSpecSchema)` to create a new message.
  */
 export const ToolSpecSchema: GenMessage<ToolSpec> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 5);
+  messageDesc(file_toolmesh_registry_v1_registry, 7);
 
 /**
  * Tool is a registered tool: the spec plus what the registry derives from it.
@@ -370,7 +485,7 @@ export type Tool = Message<"toolmesh.registry.v1.Tool"> & {
  * Use `create(ToolSchema)` to create a new message.
  */
 export const ToolSchema: GenMessage<Tool> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 6);
+  messageDesc(file_toolmesh_registry_v1_registry, 8);
 
 /**
  * Group bundles tools that are used together.
@@ -415,7 +530,7 @@ export type Group = Message<"toolmesh.registry.v1.Group"> & {
  * Use `create(GroupSchema)` to create a new message.
  */
 export const GroupSchema: GenMessage<Group> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 7);
+  messageDesc(file_toolmesh_registry_v1_registry, 9);
 
 /**
  * @generated from message toolmesh.registry.v1.RegisterToolRequest
@@ -432,7 +547,7 @@ export type RegisterToolRequest = Message<"toolmesh.registry.v1.RegisterToolRequ
  * Use `create(RegisterToolRequestSchema)` to create a new message.
  */
 export const RegisterToolRequestSchema: GenMessage<RegisterToolRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 8);
+  messageDesc(file_toolmesh_registry_v1_registry, 10);
 
 /**
  * @generated from message toolmesh.registry.v1.RegisterToolResponse
@@ -449,7 +564,7 @@ export type RegisterToolResponse = Message<"toolmesh.registry.v1.RegisterToolRes
  * Use `create(RegisterToolResponseSchema)` to create a new message.
  */
 export const RegisterToolResponseSchema: GenMessage<RegisterToolResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 9);
+  messageDesc(file_toolmesh_registry_v1_registry, 11);
 
 /**
  * @generated from message toolmesh.registry.v1.UpdateToolRequest
@@ -473,7 +588,7 @@ export type UpdateToolRequest = Message<"toolmesh.registry.v1.UpdateToolRequest"
  * Use `create(UpdateToolRequestSchema)` to create a new message.
  */
 export const UpdateToolRequestSchema: GenMessage<UpdateToolRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 10);
+  messageDesc(file_toolmesh_registry_v1_registry, 12);
 
 /**
  * @generated from message toolmesh.registry.v1.UpdateToolResponse
@@ -490,7 +605,7 @@ export type UpdateToolResponse = Message<"toolmesh.registry.v1.UpdateToolRespons
  * Use `create(UpdateToolResponseSchema)` to create a new message.
  */
 export const UpdateToolResponseSchema: GenMessage<UpdateToolResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 11);
+  messageDesc(file_toolmesh_registry_v1_registry, 13);
 
 /**
  * @generated from message toolmesh.registry.v1.DeregisterToolRequest
@@ -507,7 +622,7 @@ export type DeregisterToolRequest = Message<"toolmesh.registry.v1.DeregisterTool
  * Use `create(DeregisterToolRequestSchema)` to create a new message.
  */
 export const DeregisterToolRequestSchema: GenMessage<DeregisterToolRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 12);
+  messageDesc(file_toolmesh_registry_v1_registry, 14);
 
 /**
  * @generated from message toolmesh.registry.v1.DeregisterToolResponse
@@ -526,7 +641,7 @@ export type DeregisterToolResponse = Message<"toolmesh.registry.v1.DeregisterToo
  * Use `create(DeregisterToolResponseSchema)` to create a new message.
  */
 export const DeregisterToolResponseSchema: GenMessage<DeregisterToolResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 13);
+  messageDesc(file_toolmesh_registry_v1_registry, 15);
 
 /**
  * @generated from message toolmesh.registry.v1.GetToolRequest
@@ -543,7 +658,7 @@ export type GetToolRequest = Message<"toolmesh.registry.v1.GetToolRequest"> & {
  * Use `create(GetToolRequestSchema)` to create a new message.
  */
 export const GetToolRequestSchema: GenMessage<GetToolRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 14);
+  messageDesc(file_toolmesh_registry_v1_registry, 16);
 
 /**
  * @generated from message toolmesh.registry.v1.GetToolResponse
@@ -560,7 +675,7 @@ export type GetToolResponse = Message<"toolmesh.registry.v1.GetToolResponse"> & 
  * Use `create(GetToolResponseSchema)` to create a new message.
  */
 export const GetToolResponseSchema: GenMessage<GetToolResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 15);
+  messageDesc(file_toolmesh_registry_v1_registry, 17);
 
 /**
  * @generated from message toolmesh.registry.v1.ListToolsRequest
@@ -617,7 +732,7 @@ export type ListToolsRequest = Message<"toolmesh.registry.v1.ListToolsRequest"> 
  * Use `create(ListToolsRequestSchema)` to create a new message.
  */
 export const ListToolsRequestSchema: GenMessage<ListToolsRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 16);
+  messageDesc(file_toolmesh_registry_v1_registry, 18);
 
 /**
  * @generated from message toolmesh.registry.v1.ListToolsResponse
@@ -641,7 +756,7 @@ export type ListToolsResponse = Message<"toolmesh.registry.v1.ListToolsResponse"
  * Use `create(ListToolsResponseSchema)` to create a new message.
  */
 export const ListToolsResponseSchema: GenMessage<ListToolsResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 17);
+  messageDesc(file_toolmesh_registry_v1_registry, 19);
 
 /**
  * @generated from message toolmesh.registry.v1.WatchToolsRequest
@@ -654,7 +769,7 @@ export type WatchToolsRequest = Message<"toolmesh.registry.v1.WatchToolsRequest"
  * Use `create(WatchToolsRequestSchema)` to create a new message.
  */
 export const WatchToolsRequestSchema: GenMessage<WatchToolsRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 18);
+  messageDesc(file_toolmesh_registry_v1_registry, 20);
 
 /**
  * @generated from message toolmesh.registry.v1.WatchToolsResponse
@@ -685,7 +800,7 @@ export type WatchToolsResponse = Message<"toolmesh.registry.v1.WatchToolsRespons
  * Use `create(WatchToolsResponseSchema)` to create a new message.
  */
 export const WatchToolsResponseSchema: GenMessage<WatchToolsResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 19);
+  messageDesc(file_toolmesh_registry_v1_registry, 21);
 
 /**
  * @generated from message toolmesh.registry.v1.PutGroupRequest
@@ -702,7 +817,7 @@ export type PutGroupRequest = Message<"toolmesh.registry.v1.PutGroupRequest"> & 
  * Use `create(PutGroupRequestSchema)` to create a new message.
  */
 export const PutGroupRequestSchema: GenMessage<PutGroupRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 20);
+  messageDesc(file_toolmesh_registry_v1_registry, 22);
 
 /**
  * @generated from message toolmesh.registry.v1.PutGroupResponse
@@ -719,7 +834,7 @@ export type PutGroupResponse = Message<"toolmesh.registry.v1.PutGroupResponse"> 
  * Use `create(PutGroupResponseSchema)` to create a new message.
  */
 export const PutGroupResponseSchema: GenMessage<PutGroupResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 21);
+  messageDesc(file_toolmesh_registry_v1_registry, 23);
 
 /**
  * @generated from message toolmesh.registry.v1.GetGroupRequest
@@ -736,7 +851,7 @@ export type GetGroupRequest = Message<"toolmesh.registry.v1.GetGroupRequest"> & 
  * Use `create(GetGroupRequestSchema)` to create a new message.
  */
 export const GetGroupRequestSchema: GenMessage<GetGroupRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 22);
+  messageDesc(file_toolmesh_registry_v1_registry, 24);
 
 /**
  * @generated from message toolmesh.registry.v1.GetGroupResponse
@@ -753,7 +868,7 @@ export type GetGroupResponse = Message<"toolmesh.registry.v1.GetGroupResponse"> 
  * Use `create(GetGroupResponseSchema)` to create a new message.
  */
 export const GetGroupResponseSchema: GenMessage<GetGroupResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 23);
+  messageDesc(file_toolmesh_registry_v1_registry, 25);
 
 /**
  * @generated from message toolmesh.registry.v1.ListGroupsRequest
@@ -775,7 +890,7 @@ export type ListGroupsRequest = Message<"toolmesh.registry.v1.ListGroupsRequest"
  * Use `create(ListGroupsRequestSchema)` to create a new message.
  */
 export const ListGroupsRequestSchema: GenMessage<ListGroupsRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 24);
+  messageDesc(file_toolmesh_registry_v1_registry, 26);
 
 /**
  * @generated from message toolmesh.registry.v1.ListGroupsResponse
@@ -797,7 +912,7 @@ export type ListGroupsResponse = Message<"toolmesh.registry.v1.ListGroupsRespons
  * Use `create(ListGroupsResponseSchema)` to create a new message.
  */
 export const ListGroupsResponseSchema: GenMessage<ListGroupsResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 25);
+  messageDesc(file_toolmesh_registry_v1_registry, 27);
 
 /**
  * @generated from message toolmesh.registry.v1.DeleteGroupRequest
@@ -814,7 +929,7 @@ export type DeleteGroupRequest = Message<"toolmesh.registry.v1.DeleteGroupReques
  * Use `create(DeleteGroupRequestSchema)` to create a new message.
  */
 export const DeleteGroupRequestSchema: GenMessage<DeleteGroupRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 26);
+  messageDesc(file_toolmesh_registry_v1_registry, 28);
 
 /**
  * @generated from message toolmesh.registry.v1.DeleteGroupResponse
@@ -827,7 +942,7 @@ export type DeleteGroupResponse = Message<"toolmesh.registry.v1.DeleteGroupRespo
  * Use `create(DeleteGroupResponseSchema)` to create a new message.
  */
 export const DeleteGroupResponseSchema: GenMessage<DeleteGroupResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 27);
+  messageDesc(file_toolmesh_registry_v1_registry, 29);
 
 /**
  * @generated from message toolmesh.registry.v1.ListRuntimesRequest
@@ -840,7 +955,7 @@ export type ListRuntimesRequest = Message<"toolmesh.registry.v1.ListRuntimesRequ
  * Use `create(ListRuntimesRequestSchema)` to create a new message.
  */
 export const ListRuntimesRequestSchema: GenMessage<ListRuntimesRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 28);
+  messageDesc(file_toolmesh_registry_v1_registry, 30);
 
 /**
  * RuntimeSummary counts tools of one runtime kind.
@@ -886,7 +1001,7 @@ export type RuntimeSummary = Message<"toolmesh.registry.v1.RuntimeSummary"> & {
  * Use `create(RuntimeSummarySchema)` to create a new message.
  */
 export const RuntimeSummarySchema: GenMessage<RuntimeSummary> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 29);
+  messageDesc(file_toolmesh_registry_v1_registry, 31);
 
 /**
  * @generated from message toolmesh.registry.v1.ListRuntimesResponse
@@ -903,7 +1018,7 @@ export type ListRuntimesResponse = Message<"toolmesh.registry.v1.ListRuntimesRes
  * Use `create(ListRuntimesResponseSchema)` to create a new message.
  */
 export const ListRuntimesResponseSchema: GenMessage<ListRuntimesResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 30);
+  messageDesc(file_toolmesh_registry_v1_registry, 32);
 
 /**
  * @generated from message toolmesh.registry.v1.ExportToolSchemasRequest
@@ -941,7 +1056,7 @@ export type ExportToolSchemasRequest = Message<"toolmesh.registry.v1.ExportToolS
  * Use `create(ExportToolSchemasRequestSchema)` to create a new message.
  */
 export const ExportToolSchemasRequestSchema: GenMessage<ExportToolSchemasRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 31);
+  messageDesc(file_toolmesh_registry_v1_registry, 33);
 
 /**
  * ExportedTool is one tool rendered for a provider.
@@ -974,7 +1089,7 @@ export type ExportedTool = Message<"toolmesh.registry.v1.ExportedTool"> & {
  * Use `create(ExportedToolSchema)` to create a new message.
  */
 export const ExportedToolSchema: GenMessage<ExportedTool> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 32);
+  messageDesc(file_toolmesh_registry_v1_registry, 34);
 
 /**
  * @generated from message toolmesh.registry.v1.ExportToolSchemasResponse
@@ -991,7 +1106,7 @@ export type ExportToolSchemasResponse = Message<"toolmesh.registry.v1.ExportTool
  * Use `create(ExportToolSchemasResponseSchema)` to create a new message.
  */
 export const ExportToolSchemasResponseSchema: GenMessage<ExportToolSchemasResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 33);
+  messageDesc(file_toolmesh_registry_v1_registry, 35);
 
 /**
  * ToolStatus tells whether agents may call a tool.
@@ -1057,6 +1172,11 @@ export enum RuntimeKind {
    * @generated from enum value: RUNTIME_KIND_REMOTE = 3;
    */
   REMOTE = 3,
+
+  /**
+   * @generated from enum value: RUNTIME_KIND_MCP = 5;
+   */
+  MCP = 5,
 }
 
 /**
