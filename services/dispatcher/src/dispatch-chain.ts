@@ -60,6 +60,8 @@ export interface DispatchOptions {
   batchTraceId?: string;
   /** A refusal the transport already decided (a model's arguments that are not JSON). */
   refusal?: Refusal;
+  /** Hears the backend's own events after they are traced (MCP progress notifications). */
+  onEvent?: (event: BackendEvent) => void;
 }
 
 /** A refused call: the error the caller sees, plus the ids it was recorded under. */
@@ -318,7 +320,10 @@ export class DispatchChain {
           deadline,
           signal: controller.signal,
           record,
-          onEvent: (event) => traceBackendEvent(record, event),
+          onEvent: (event) => {
+            traceBackendEvent(record, event);
+            options.onEvent?.(event);
+          },
         });
       }
     } finally {

@@ -13,10 +13,15 @@ import {
   TraceEventKind,
   TraceEventSchema,
 } from "@toolmesh/proto";
-import { freePort, LineWatcher, repoRoot } from "@toolmesh/testkit";
+import {
+  Collector,
+  freePort,
+  LineWatcher,
+  repoRoot,
+  startStack,
+  type TestStack,
+} from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Collector } from "./eventually.js";
-import { type DispatchStack, startDispatchStack } from "./stack.js";
 
 const everything = path.join(
   repoRoot,
@@ -26,7 +31,7 @@ const everything = path.join(
 // An existing MCP server (the reference server-everything from the npm registry, started here)
 // imported as toolmesh tools and called through the whole chain, over HTTP and over stdio.
 describe("MCP servers as toolmesh tools", () => {
-  let stack: DispatchStack;
+  let stack: TestStack;
   let server: ChildProcess;
   let mcpUrl: string;
   let admin: string;
@@ -35,14 +40,20 @@ describe("MCP servers as toolmesh tools", () => {
   const traces = new Collector<TraceEvent>();
 
   beforeAll(async () => {
-    const port = await freePort();
+    const [port, registryPort] = [await freePort(), await freePort()];
     server = spawn(process.execPath, [everything, "streamableHttp"], {
       env: { ...process.env, PORT: String(port) },
       stdio: ["ignore", "ignore", "pipe"],
     });
     const stderr = new LineWatcher(server.stderr as NonNullable<ChildProcess["stderr"]>);
     [stack] = await Promise.all([
-      startDispatchStack(),
+      // ImportMcpServer writes to the Registry: the Dispatcher is told where it listens.
+      startStack({
+        serviceEnv: {
+          registry: { TOOLMESH_REGISTRY_PORT: String(registryPort) },
+          dispatcher: { TOOLMESH_REGISTRY_URL: `http://127.0.0.1:${registryPort}` },
+        },
+      }),
       stderr.waitFor((l) => l.includes("listening on port"), 20_000, "server-everything"),
     ]);
     mcpUrl = `http://127.0.0.1:${port}/mcp`;
@@ -159,15 +170,13 @@ describe("MCP servers as toolmesh tools", () => {
   });
 
   it("imports a stdio server started on demand and calls it", async () => {
-    const imported = await stack
-      .dispatcherClient()
-      .importMcpServer(
-        {
-          prefix: "local-everything",
-          runtime: { command: process.execPath, args: [everything, "stdio"] },
-        },
-        stack.as(admin),
-      );
+    const imported = await stack.dispatcherClient().importMcpServer(
+      {
+        prefix: "local-everything",
+        runtime: { command: process.execPath, args: [everything, "stdio"] },
+      },
+      stack.as(admin),
+    );
     expect(imported.tools.map((t) => t.tool)).toContain("local-everything.get-sum");
     const sum = await stack
       .dispatcherClient()

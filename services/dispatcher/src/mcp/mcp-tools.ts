@@ -2,6 +2,7 @@ import { create, type JsonObject } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { ProtocolError, ProtocolErrorCode, Server } from "@modelcontextprotocol/server";
 import {
+  type BackendEvent,
   CallStatus,
   DispatchRequestSchema,
   type DispatchResponse,
@@ -62,12 +63,39 @@ export function createMcpToolServer(deps: McpToolsDeps, caller: McpCaller): Serv
   });
   server.setRequestHandler("tools/call", async (request, ctx) => {
     const { name, arguments: args } = request.params;
+    const progressToken = request.params._meta?.progressToken;
     let response: DispatchResponse;
     try {
       response = await deps.chain.dispatch(
         create(DispatchRequestSchema, { tool: name, arguments: (args ?? {}) as JsonObject }),
         caller.principal,
-        { signal: ctx.mcpReq.signal },
+        {
+          signal: ctx.mcpReq.signal,
+          // A tool's PROGRESS events ({progress, total, message}) become MCP progress notifications.
+          ...(progressToken !== undefined
+            ? {
+                onEvent: (event: BackendEvent) => {
+                  if (
+                    event.customKind !== "PROGRESS" ||
+                    typeof event.payload?.progress !== "number"
+                  )
+                    return;
+                  const { progress, total, message } = event.payload;
+                  void ctx.mcpReq
+                    .notify({
+                      method: "notifications/progress",
+                      params: {
+                        progressToken,
+                        progress,
+                        ...(typeof total === "number" ? { total } : {}),
+                        ...(typeof message === "string" ? { message } : {}),
+                      },
+                    })
+                    .catch(() => {});
+                },
+              }
+            : {}),
+        },
       );
     } catch (error) {
       const refusal = ConnectError.from(error);
