@@ -15,7 +15,13 @@ import {
   TraceEventKind,
   TraceEventSchema,
 } from "@toolmesh/proto";
-import { defineTool, registerTools, type ServedTools, serveTools } from "@toolmesh/sdk";
+import {
+  defineTool,
+  registerTools,
+  runToolCalls,
+  type ServedTools,
+  serveTools,
+} from "@toolmesh/sdk";
 import { Collector, startStack, type TestStack } from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -360,6 +366,12 @@ describe("agent surfaces", () => {
       },
     ]);
     expect(sideEffects.slice(before)).toEqual(["an@x"]);
+    const appended = await runToolCalls(
+      stack.dispatcherClient(),
+      replies.anthropic,
+      stack.as(agent),
+    );
+    expect(appended).toHaveLength(1);
     await expect(
       stack
         .dispatcherClient()
