@@ -115,7 +115,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     readMaxBytes: settings.maxMessageBytes,
     interceptors: deps.auth.interceptors,
     fallback: createHttpRoutes({
-      facade: { ...checks, chain, local, registry, maxBodyBytes: settings.maxMessageBytes },
+      facade: { ...checks, chain, local, registry, maxBodyBytes: settings.maxMessageBytes, log },
       mcp,
       authenticate: deps.auth.authenticate,
       serving: () => serving && catalog.isReady && deps.policy.isReady,

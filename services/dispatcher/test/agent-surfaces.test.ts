@@ -22,7 +22,7 @@ import {
   type ServedTools,
   serveTools,
 } from "@toolmesh/sdk";
-import { Collector, startStack, type TestStack } from "@toolmesh/testkit";
+import { Collector, eventually, freePort, startStack, type TestStack } from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 // Every way an agent reaches a tool besides Dispatch — the plain HTTP facade, a model's
@@ -65,7 +65,14 @@ describe("agent surfaces", () => {
   const byText = (text: string) => (a: AuditRecord) => a.arguments?.text === text;
 
   beforeAll(async () => {
-    stack = await startStack();
+    const registryPort = await freePort();
+    // GET /tools reads the groups from the Registry: the Dispatcher is told where it listens.
+    stack = await startStack({
+      serviceEnv: {
+        registry: { TOOLMESH_REGISTRY_PORT: String(registryPort) },
+        dispatcher: { TOOLMESH_REGISTRY_URL: `http://127.0.0.1:${registryPort}` },
+      },
+    });
     for (const [subject, collector, schema] of [
       ["toolmesh.trace.>", traces, TraceEventSchema],
       ["toolmesh.audit.>", audits, AuditRecordSchema],
@@ -128,8 +135,12 @@ describe("agent surfaces", () => {
   });
 
   it("facade: GET /health needs no credential; GET /tools and POST /run_tool need one", async () => {
-    const health = await fetch(url("/health"));
-    expect(health.status).toBe(200);
+    // SERVING once the registry and grant snapshots are loaded (calls would fail closed before).
+    const health = await eventually(async () => {
+      const res = await fetch(url("/health"));
+      if (res.status !== 200) throw new Error(`health answered ${res.status}`);
+      return res;
+    });
     expect(await health.json()).toEqual({ status: "SERVING" });
 
     const anonymous = await fetch(url("/tools"));

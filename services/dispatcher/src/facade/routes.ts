@@ -7,6 +7,7 @@ import {
 } from "@bufbuild/protobuf";
 import type { Client } from "@connectrpc/connect";
 import { Code, ConnectError, invalidField } from "@toolmesh/errors";
+import type { Logger } from "@toolmesh/log";
 import {
   DispatchRequestSchema,
   DispatchResponseSchema,
@@ -28,6 +29,7 @@ export interface FacadeDeps extends CheckDeps {
   /** The Registry, asked for groups with the caller's own credential. */
   registry: Client<typeof RegistryService>;
   maxBodyBytes: number;
+  log: Logger;
 }
 
 const emptyRegistry = createRegistry();
@@ -63,12 +65,36 @@ export async function listTools(
     };
   });
   const visible = new Set(names);
+  let groups: JsonObject[];
+  try {
+    groups = await registryGroups(deps, visible, authorization);
+  } catch (error) {
+    // The table stays useful without the Registry: groups from the tools, usage order unknown.
+    deps.log.warn({ err: error }, "GET /tools: the Registry's groups are unavailable");
+    const members = new Map<string, string[]>();
+    for (const tool of tools)
+      for (const g of tool.groups) members.set(g, [...(members.get(g) ?? []), tool.name]);
+    groups = [...members].sort().map(([name, list]) => ({ name, tools: list, usage_order: false }));
+  }
+  return json(200, {
+    runtimes: [...runtimes].map(([kind, count]) => ({ kind, tool_count: count })),
+    groups,
+    tools,
+  });
+}
+
+/** The Registry's groups (asked with the caller's credential) cut to the tools the caller may call. */
+async function registryGroups(
+  deps: FacadeDeps,
+  visible: Set<string>,
+  authorization: string,
+): Promise<JsonObject[]> {
   const groups: JsonObject[] = [];
   let pageToken = "";
   do {
     const page = await deps.registry.listGroups(
       { pageSize: 500, pageToken },
-      { headers: { authorization } },
+      { headers: { authorization }, timeoutMs: 5000 },
     );
     for (const group of page.groups) {
       const usable = group.tools.filter((t) => visible.has(t));
@@ -78,15 +104,12 @@ export async function listTools(
         description: group.description,
         tools: usable,
         example: group.example,
+        usage_order: true,
       });
     }
     pageToken = page.nextPageToken;
   } while (pageToken !== "");
-  return json(200, {
-    runtimes: [...runtimes].map(([kind, count]) => ({ kind, tool_count: count })),
-    groups,
-    tools,
-  });
+  return groups;
 }
 
 /** `POST /run_tool {"tool_id", "params"}`: one call through the chain, answered as JSON. */
