@@ -133,8 +133,8 @@ describe("authentication on every service", () => {
       ["permission.CreateApiKey", () => permission.createApiKey({ agentId: "x" }, agent)],
       ["audit.QueryRecords", () => createClient(AuditService, t("audit")).queryRecords({}, agent)],
       [
-        "dispatcher.GetRuntimeStatus",
-        () => createClient(DispatcherService, t("dispatcher")).getRuntimeStatus({}, agent),
+        "dispatcher.StartTool",
+        () => createClient(DispatcherService, t("dispatcher")).startTool({ tool: "x" }, agent),
       ],
     ];
     for (const [rpc, call] of adminOnly)

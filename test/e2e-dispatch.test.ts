@@ -588,9 +588,11 @@ describe("dispatch end to end", () => {
   it("starts a local tool on demand, reports it, and restarts it after kill -9", async () => {
     const statusOf = async () =>
       (await dispatcher().getRuntimeStatus({ tool: "data.query" }, stack.as(admin))).runtimes[0];
-    await expect(dispatcher().getRuntimeStatus({}, stack.as(agent))).rejects.toMatchObject({
-      code: Code.PermissionDenied,
-    });
+    // An agent sees the running state of the local tools it may call, and of no other.
+    expect((await dispatcher().getRuntimeStatus({}, stack.as(stranger))).runtimes).toEqual([]);
+    await expect(
+      dispatcher().getRuntimeStatus({ tool: "data.query" }, stack.as(stranger)),
+    ).rejects.toMatchObject({ code: Code.NotFound });
     expect((await statusOf())?.state).toBe(RuntimeState.STOPPED);
     const traceId = "0af7651916cd43dd8448eb211c80319c";
     const res = await call(

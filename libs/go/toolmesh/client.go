@@ -265,6 +265,25 @@ func (c *Client) Dispatch(ctx context.Context, tool string, args map[string]any,
 	return resultOf(res), nil
 }
 
+// RunToolCalls runs the tool calls of a model's reply (OpenAI Chat tool_calls, OpenAI Responses
+// function_call items or Anthropic tool_use blocks, decoded from the API's JSON) and returns the
+// messages to append to the conversation, in the same dialect.
+func (c *Client) RunToolCalls(ctx context.Context, message map[string]any) ([]map[string]any, error) {
+	msg, err := structpb.NewStruct(message)
+	if err != nil {
+		return nil, fmt.Errorf("toolmesh: the reply is not JSON: %w", err)
+	}
+	res, err := c.Dispatcher.DispatchToolCalls(ctx, &dispatcherv1.DispatchToolCallsRequest{Message: msg})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]map[string]any, 0, len(res.GetMessages()))
+	for _, m := range res.GetMessages() {
+		out = append(out, m.AsMap())
+	}
+	return out, nil
+}
+
 // Call is one call of a batch.
 type Call struct {
 	Tool      string

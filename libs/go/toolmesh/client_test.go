@@ -251,3 +251,23 @@ func TestDecodeCallbackEvent(t *testing.T) {
 		t.Fatal("want an error for another message type")
 	}
 }
+
+func TestRunToolCallsAnswersAnOpenAIReply(t *testing.T) {
+	reply := map[string]any{
+		"role": "assistant",
+		"tool_calls": []any{
+			map[string]any{"id": "call_1", "type": "function", "function": map[string]any{"name": "vec__echo", "arguments": `{"text":"go","times":1}`}},
+			map[string]any{"id": "call_2", "type": "function", "function": map[string]any{"name": "vec__echo", "arguments": `{"text":`}},
+		},
+	}
+	messages, err := client(t, agentToken).RunToolCalls(context.Background(), reply)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(messages) != 2 || messages[0]["tool_call_id"] != "call_1" || messages[1]["tool_call_id"] != "call_2" {
+		t.Fatalf("messages %v", messages)
+	}
+	if content, _ := messages[1]["content"].(string); !strings.Contains(content, "not valid JSON") {
+		t.Fatalf("a garbled call should say its arguments are not JSON: %q", content)
+	}
+}

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { invalidField } from "@toolmesh/errors";
 
 /**
@@ -134,4 +135,23 @@ export function checkCallerId(
 /** True when `id` is a W3C trace id (32 lowercase hex, not all zero). */
 export function isTraceId(id: string): boolean {
   return TRACE_ID.test(id) && id !== "0".repeat(32);
+}
+
+/** OpenAI and Anthropic accept function names of this shape only. */
+const PROVIDER_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+
+/**
+ * The name OpenAI and Anthropic see for a registry name: dots become `__` and, past 64
+ * characters, a prefix plus 8 hex digits of the name's hash (still unique). MCP keeps the
+ * registry name. The Registry exports with it and the Dispatcher maps replies back with it.
+ */
+export function providerToolName(name: string): string {
+  const replaced = name.replaceAll(".", "__");
+  return PROVIDER_NAME.test(replaced) ? replaced : withDigest(replaced, name);
+}
+
+/** A provider name made unique with 8 hex digits of the registry name's hash (`a.b` vs `a__b`). */
+export function withDigest(exported: string, name: string): string {
+  const digest = createHash("sha256").update(name).digest("hex").slice(0, 8);
+  return `${exported.slice(0, 55)}_${digest}`;
 }

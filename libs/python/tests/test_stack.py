@@ -313,3 +313,18 @@ def _ts_agent(mode: str, address: str, tool: str, args: dict, token: str = "") -
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout.strip().splitlines()[-1])
 
+
+
+def test_run_tool_calls_answers_an_anthropic_reply_in_its_dialect(agent: toolmesh.Toolmesh, dispatch_ready):
+    reply = {
+        "role": "assistant",
+        "content": [
+            {"type": "tool_use", "id": "toolu_1", "name": "py__echo", "input": {"text": "from a model"}},
+            {"type": "tool_use", "id": "toolu_2", "name": "py__echo", "input": {"text": 5}},
+        ],
+    }
+    [message] = agent.run_tool_calls(reply)
+    assert message["role"] == "user"
+    ok, bad = message["content"]
+    assert ok["tool_use_id"] == "toolu_1" and "from a model" in ok["content"] and "is_error" not in ok
+    assert bad["tool_use_id"] == "toolu_2" and bad["is_error"] is True and "/text" in bad["content"]

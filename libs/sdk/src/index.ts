@@ -13,3 +13,4 @@ export {
   serveTools,
   toolSpec,
 } from "./serve-tools.js";
+export { runToolCalls } from "./tool-calls.js";

@@ -8,7 +8,7 @@ import {
   createContextValues,
   type Interceptor,
 } from "@connectrpc/connect";
-import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { type ConnectNodeAdapterOptions, connectNodeAdapter } from "@connectrpc/connect-node";
 import type { Logger } from "@toolmesh/log";
 import { Health, HealthCheckResponse_ServingStatus } from "@toolmesh/proto";
 import { createHealthService, HealthState } from "./health.js";
@@ -32,6 +32,8 @@ export interface ServerOptions {
   /** Largest request message accepted; larger ones fail with RESOURCE_EXHAUSTED. */
   readMaxBytes: number;
   interceptors?: Interceptor[];
+  /** Serves the requests no RPC matches (plain HTTP routes on the same port); 404 without it. */
+  fallback?: ConnectNodeAdapterOptions["fallback"];
 }
 
 export interface ToolmeshServer {
@@ -64,6 +66,7 @@ export function createToolmeshServer(options: ServerOptions): ToolmeshServer {
         socket?.remoteAddress ? `${socket.remoteAddress}:${socket.remotePort}` : "unknown",
       );
     },
+    ...(options.fallback ? { fallback: options.fallback } : {}),
     routes(router) {
       router.service(Health, createHealthService(health));
       options.routes(router, { shutdownSignal: shutdown.signal });

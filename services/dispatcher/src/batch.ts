@@ -24,6 +24,8 @@ export async function runBatch(
   req: DispatchBatchRequest,
   principal: Principal,
   options: DispatchOptions,
+  /** Options of one call beyond the batch's (a refusal the transport decided). */
+  callOptionsOf: (index: number) => Partial<DispatchOptions> = () => ({}),
 ): Promise<DispatchBatchResponse> {
   if (req.calls.length === 0) throw invalidField("calls", "send at least one call");
   if (req.calls.length > MAX_BATCH_CALLS) {
@@ -44,13 +46,16 @@ export async function runBatch(
   const parallel: Promise<void>[] = [];
   const sequential: number[] = [];
   req.calls.forEach((call, index) => {
+    call.tool = catalog.resolve(call.tool);
     if (catalog.get(call.tool)?.spec?.sideEffects) {
       sequential.push(index);
     } else {
       parallel.push(
-        chain.dispatchSettled(call, principal, callOptions).then((result) => {
-          results[index] = result;
-        }),
+        chain
+          .dispatchSettled(call, principal, { ...callOptions, ...callOptionsOf(index) })
+          .then((result) => {
+            results[index] = result;
+          }),
       );
     }
   });
@@ -59,7 +64,7 @@ export async function runBatch(
       results[index] = await chain.dispatchSettled(
         req.calls[index] as (typeof req.calls)[number],
         principal,
-        callOptions,
+        { ...callOptions, ...callOptionsOf(index) },
       );
     }
   })();

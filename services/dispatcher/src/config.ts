@@ -1,5 +1,5 @@
 import { authConfig } from "@toolmesh/auth";
-import { type ConfigOf, commonConfig, int, list, optionalStr, port } from "@toolmesh/config";
+import { type ConfigOf, commonConfig, int, list, optionalStr, port, url } from "@toolmesh/config";
 
 /** Every setting of the Dispatcher, read from the environment. */
 export const dispatcherConfig = {
@@ -44,6 +44,14 @@ export const dispatcherConfig = {
   }),
   /** How long past its deadline a live Dispatcher's call may still be writing its records. */
   leaseGraceMs: int("TOOLMESH_LEASE_GRACE_MS", 30_000, { min: 100, max: 3_600_000 }),
+  /** The Registry, which ImportMcpServer writes imported tools to (with the admin's credential). */
+  registryUrl: url("TOOLMESH_REGISTRY_URL", "http://127.0.0.1:7101", ["http:", "https:"]),
+  /** Close an idle MCP server connection (stop a stdio server) after this long. */
+  mcpIdleTimeoutMs: int("TOOLMESH_MCP_IDLE_TIMEOUT_MS", 5 * 60 * 1000, { min: 100 }),
+  /** Hostnames a browser Origin may name on /mcp, beyond localhost; others get 403. */
+  mcpAllowedOrigins: list("TOOLMESH_MCP_ALLOWED_ORIGINS", []),
+  /** Authorization servers /.well-known/oauth-protected-resource announces (RFC 9728). */
+  mcpAuthorizationServers: list("TOOLMESH_MCP_AUTHORIZATION_SERVERS", []),
 };
 
 export type DispatcherConfig = ConfigOf<typeof dispatcherConfig>;

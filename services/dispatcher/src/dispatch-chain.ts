@@ -33,7 +33,7 @@ import type { InterruptReason, RunningCalls } from "./running-calls.js";
 import type { ToolRuntime } from "./runtimes/runtime.js";
 import type { ToolCatalog } from "./tool-catalog.js";
 
-export type { PermissionGate } from "./call-checks.js";
+export { type PermissionGate, Refusal } from "./call-checks.js";
 
 export interface ChainSettings {
   defaultTimeoutMs: number;
@@ -44,7 +44,7 @@ export interface ChainDeps {
   catalog: ToolCatalog;
   policy: PermissionGate;
   recorder: CallRecorder;
-  runtimes: { grpc: ToolRuntime; local: ToolRuntime; remote: ToolRuntime };
+  runtimes: { grpc: ToolRuntime; local: ToolRuntime; remote: ToolRuntime; mcp?: ToolRuntime };
   idempotency: IdempotencyStore;
   callIds: CallIdOwners;
   running: RunningCalls;
@@ -60,6 +60,10 @@ export interface DispatchOptions {
   signal?: AbortSignal | undefined;
   /** Trace id shared by a batch, used when the call has none. */
   batchTraceId?: string;
+  /** A refusal the transport already decided (a model's arguments that are not JSON). */
+  refusal?: Refusal;
+  /** Hears the backend's own events after they are traced (MCP progress notifications). */
+  onEvent?: (event: BackendEvent) => void;
 }
 
 /** A refused call: the error the caller sees, plus the ids it was recorded under. */
@@ -145,6 +149,7 @@ export class DispatchChain {
     options: DispatchOptions,
   ): Promise<DispatchResponse> {
     const started = Date.now();
+    req.tool = this.deps.catalog.resolve(req.tool);
     const ctx = req.context;
     const callId = ctx?.callId || newCallId();
     const traceId = ctx?.traceId || options.batchTraceId || newTraceId();
@@ -158,6 +163,7 @@ export class DispatchChain {
 
     let checked: CheckedCall;
     try {
+      if (options.refusal) throw options.refusal;
       checked = checkCall(this.deps, req, principal, callId);
       this.checkRecordable(checked);
       // A call id the Dispatcher made is this call's alone; one a caller chose must be claimed.
@@ -321,7 +327,10 @@ export class DispatchChain {
           deadline,
           signal: controller.signal,
           record,
-          onEvent: (event) => traceBackendEvent(record, event),
+          onEvent: (event) => {
+            traceBackendEvent(record, event);
+            options.onEvent?.(event);
+          },
         });
       }
     } finally {
@@ -372,7 +381,9 @@ export class DispatchChain {
 
   private runtimeOf(kind: string | undefined): ToolRuntime | undefined {
     const { runtimes } = this.deps;
-    return kind === "grpc" || kind === "local" || kind === "remote" ? runtimes[kind] : undefined;
+    return kind === "grpc" || kind === "local" || kind === "remote" || kind === "mcp"
+      ? runtimes[kind]
+      : undefined;
   }
 }
 

@@ -7,6 +7,7 @@ import {
   type DispatchBatchRequest,
   DispatcherService,
   type DispatchRequest,
+  type DispatchToolCallsRequest,
   type Principal,
 } from "@toolmesh/proto";
 import { grpcServiceDefinition, toGrpcServiceError } from "@toolmesh/server";
@@ -14,6 +15,7 @@ import { runBatch } from "./batch.js";
 import type { DispatchChain, DispatchOptions } from "./dispatch-chain.js";
 import { cancelCall } from "./handlers.js";
 import type { RunningCalls } from "./running-calls.js";
+import { dispatchToolCalls } from "./tool-calls/dispatch-tool-calls.js";
 import type { ToolCatalog } from "./tool-catalog.js";
 
 export interface GrpcPortDeps {
@@ -92,7 +94,11 @@ export async function listenGrpcPort(
     cancel: unary<CancelRequest, unknown>((req, principal) =>
       cancelCall(deps.running, req.callId, principal),
     ),
+    dispatchToolCalls: unary<DispatchToolCallsRequest, unknown>((req, principal, options) =>
+      dispatchToolCalls(deps.chain, deps.catalog, req, principal, options),
+    ),
     getRuntimeStatus: unimplemented,
+    importMcpServer: unimplemented,
     startTool: unimplemented,
     stopTool: unimplemented,
   });

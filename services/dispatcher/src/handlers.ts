@@ -13,9 +13,12 @@ import {
   StopToolResponseSchema,
 } from "@toolmesh/proto";
 import { runBatch } from "./batch.js";
+import { type CheckDeps, usableTools } from "./call-checks.js";
 import type { DispatchChain } from "./dispatch-chain.js";
+import { type ImportDeps, importMcpServer } from "./mcp/import-server.js";
 import type { RunningCalls } from "./running-calls.js";
 import { type LocalRuntime, LocalStartError } from "./runtimes/local-runtime.js";
+import { dispatchToolCalls } from "./tool-calls/dispatch-tool-calls.js";
 import type { ToolCatalog } from "./tool-catalog.js";
 
 export interface HandlerDeps {
@@ -23,6 +26,9 @@ export interface HandlerDeps {
   catalog: ToolCatalog;
   running: RunningCalls;
   local: LocalRuntime;
+  /** What ImportMcpServer and the agents' view of running state need. */
+  checks: CheckDeps;
+  imports: ImportDeps;
 }
 
 /** DispatcherService over Connect/gRPC/gRPC-Web; the chain itself lives in DispatchChain. */
@@ -61,11 +67,28 @@ export function createDispatcherHandlers(deps: HandlerDeps): ServiceImpl<typeof 
       return cancelCall(running, req.callId, principalOf(ctx));
     },
     getRuntimeStatus(req, ctx) {
-      requireRole(ctx, Role.Admin);
-      if (req.tool !== "") localSpec(req.tool);
+      // Admins see every local tool; an agent sees those it may call.
+      const caller = principalOf(ctx);
+      const admin = hasRole(caller, Role.Admin);
+      const callable = admin ? undefined : new Set(usableTools(deps.checks, caller));
+      if (req.tool !== "") {
+        if (callable && !callable.has(req.tool)) throw notFound("tool", req.tool);
+        localSpec(req.tool);
+      }
+      const runtimes = local.statuses(req.tool === "" ? undefined : req.tool);
       return create(GetRuntimeStatusResponseSchema, {
-        runtimes: local.statuses(req.tool === "" ? undefined : req.tool),
+        runtimes: callable ? runtimes.filter((r) => callable.has(r.tool)) : runtimes,
       });
+    },
+    dispatchToolCalls(req, ctx) {
+      return dispatchToolCalls(chain, catalog, req, principalOf(ctx), {
+        rpcTimeoutMs: ctx.timeoutMs(),
+        signal: ctx.signal,
+      });
+    },
+    importMcpServer(req, ctx) {
+      requireRole(ctx, Role.Admin);
+      return importMcpServer(deps.imports, req, ctx.requestHeader.get("authorization") ?? "");
     },
     async startTool(req, ctx) {
       requireRole(ctx, Role.Admin);

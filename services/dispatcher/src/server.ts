@@ -1,7 +1,9 @@
-import type { Interceptor } from "@connectrpc/connect";
+import { createClient, type Interceptor } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { localhostAllowedOrigins } from "@modelcontextprotocol/server";
 import type { RequestAuthenticator } from "@toolmesh/auth";
 import type { Logger } from "@toolmesh/log";
-import { DispatcherService } from "@toolmesh/proto";
+import { DispatcherService, RegistryService } from "@toolmesh/proto";
 import { createToolmeshServer, type ToolmeshServer } from "@toolmesh/server";
 import type { LeaseLedger } from "./call-leases.js";
 import { CallRecorder } from "./call-recorder.js";
@@ -9,10 +11,13 @@ import { DispatchChain, type PermissionGate } from "./dispatch-chain.js";
 import type { EventPublisher } from "./event-publisher.js";
 import { type GrpcPort, listenGrpcPort } from "./grpc-port.js";
 import { createDispatcherHandlers } from "./handlers.js";
+import { createHttpRoutes } from "./http-routes.js";
 import type { CallIdOwners, IdempotencyStore } from "./idempotency.js";
+import { McpEndpoint } from "./mcp/mcp-endpoint.js";
 import { RunningCalls } from "./running-calls.js";
 import { GrpcRuntime } from "./runtimes/grpc-runtime.js";
 import { LocalRuntime } from "./runtimes/local-runtime.js";
+import { McpRuntime } from "./runtimes/mcp-runtime.js";
 import { RemoteRuntime } from "./runtimes/remote-runtime.js";
 import { ToolCatalog, type ToolSource } from "./tool-catalog.js";
 
@@ -26,6 +31,10 @@ export interface DispatcherSettings {
   localIdleTimeoutMs: number;
   localMaxConcurrency: number;
   localStartTimeoutMs: number;
+  registryUrl: string;
+  mcpIdleTimeoutMs: number;
+  mcpAllowedOrigins: string[];
+  mcpAuthorizationServers: string[];
 }
 
 export interface DispatcherDeps {
@@ -74,26 +83,58 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     },
     log,
   );
+  const mcpRuntime = new McpRuntime({ idleTimeoutMs: settings.mcpIdleTimeoutMs }, log);
   const chain = new DispatchChain({
     catalog,
     policy: deps.policy,
     recorder: new CallRecorder(deps.publisher, settings.redactKeys, deps.leases),
-    runtimes: { grpc: grpcRuntime, local, remote },
+    runtimes: { grpc: grpcRuntime, local, remote, mcp: mcpRuntime },
     idempotency: deps.idempotency,
     callIds: deps.callIds,
     running,
     settings: { defaultTimeoutMs: settings.defaultTimeoutMs, maxTimeoutMs: settings.maxTimeoutMs },
     log,
   });
+  const registry = createClient(
+    RegistryService,
+    createGrpcTransport({ baseUrl: settings.registryUrl }),
+  );
+  const checks = { catalog, policy: deps.policy, running };
+  const mcp = new McpEndpoint(
+    { ...checks, chain, version: "0.1.0" },
+    {
+      authenticate: deps.auth.authenticateRequest,
+      allowedOrigins: [...localhostAllowedOrigins(), ...settings.mcpAllowedOrigins],
+      authorizationServers: settings.mcpAuthorizationServers,
+      maxBodyBytes: settings.maxMessageBytes,
+      log,
+    },
+  );
+  const stopFollowing = deps.tools.onChange?.(() => mcp.toolsChanged());
+  let serving = true;
   const server = createToolmeshServer({
     services: [DispatcherService],
     log,
     readMaxBytes: settings.maxMessageBytes,
     interceptors: deps.auth.interceptors,
+    fallback: createHttpRoutes({
+      facade: { ...checks, chain, local, registry, maxBodyBytes: settings.maxMessageBytes, log },
+      mcp,
+      authenticate: deps.auth.authenticateRequest,
+      serving: () => serving && catalog.isReady && deps.policy.isReady,
+      log,
+    }),
     routes(router) {
       router.service(
         DispatcherService,
-        createDispatcherHandlers({ chain, catalog, running, local }),
+        createDispatcherHandlers({
+          chain,
+          catalog,
+          running,
+          local,
+          checks,
+          imports: { mcp: mcpRuntime, catalog, registry },
+        }),
       );
     },
   });
@@ -116,8 +157,10 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         host,
       ),
     async close() {
+      serving = false;
+      stopFollowing?.();
       running.interruptAll("shutdown");
-      await local.close();
+      await Promise.all([local.close(), mcp.close(), mcpRuntime.close()]);
       await grpcRuntime.close();
     },
   };

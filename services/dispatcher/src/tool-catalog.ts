@@ -3,12 +3,15 @@ import { buckets } from "@toolmesh/nats";
 import { type FieldViolation, FieldViolationSchema, type Tool } from "@toolmesh/proto";
 import { SchemaCompileError, type ValidateFunction, ValidatorCache } from "@toolmesh/schema";
 import type { ErrorObject } from "ajv";
+import { ToolNames } from "./tool-names.js";
 
 /** Reads tools by name; the KvSnapshot of the registry bucket in production, a Map in tests. */
 export interface ToolSource {
   readonly isReady: boolean;
   get(key: string): Tool | undefined;
   values(): IterableIterator<Tool>;
+  /** Calls the listener after every change (the MCP server's listChanged); returns an unsubscribe. */
+  onChange?(listener: () => void): () => void;
 }
 
 /** What a permission decision needs of a tool. */
@@ -32,8 +35,14 @@ export class ToolCatalog {
   private readonly compiled = new ValidatorCache(2000);
   private readonly validators = new Map<string, ToolValidators>();
   private readonly policyViews = new WeakMap<Tool, PolicyTool>();
+  private readonly names = new ToolNames(this);
 
   constructor(private readonly source: ToolSource) {}
+
+  /** The registry name a model's name stands for: itself, or the tool exported as `data__query`. */
+  resolve(name: string): string {
+    return this.names.resolve(name);
+  }
 
   get isReady(): boolean {
     return this.source.isReady;

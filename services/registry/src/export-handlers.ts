@@ -15,7 +15,12 @@ import { exportedName, renderTool, withDigest } from "./tool-export.js";
 
 type ExportRpcs = Pick<ServiceImpl<typeof RegistryService>, "listRuntimes" | "exportToolSchemas">;
 
-const RUNTIME_KINDS = [RuntimeKind.GRPC, RuntimeKind.LOCAL, RuntimeKind.REMOTE] as const;
+const RUNTIME_KINDS = [
+  RuntimeKind.GRPC,
+  RuntimeKind.LOCAL,
+  RuntimeKind.REMOTE,
+  RuntimeKind.MCP,
+] as const;
 
 /** ListRuntimes and ExportToolSchemas: the registry summarised and rendered for model providers. */
 export function createExportHandlers(view: RegistryView): ExportRpcs {

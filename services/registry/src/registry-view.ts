@@ -8,6 +8,7 @@ import {
   type Group,
   GroupSchema,
   type Principal,
+  type Runtime,
   RuntimeKind,
   type Tool,
   ToolSchema,
@@ -145,6 +146,8 @@ export function runtimeKindOf(tool: Tool): RuntimeKind {
       return RuntimeKind.LOCAL;
     case "remote":
       return RuntimeKind.REMOTE;
+    case "mcp":
+      return RuntimeKind.MCP;
     default:
       return RuntimeKind.UNSPECIFIED;
   }
@@ -153,19 +156,26 @@ export function runtimeKindOf(tool: Tool): RuntimeKind {
 /** A copy without secrets a tool's owner put in its runtime (remote headers, local env values). */
 function withoutRuntimeSecrets(tool: Tool): Tool {
   const kind = tool.spec?.runtime?.kind;
-  const secrets =
-    kind?.case === "remote" ? kind.value.headers : kind?.case === "local" ? kind.value.env : {};
-  if (Object.keys(secrets).length === 0) return tool;
+  if (secretMaps(kind).every((secrets) => Object.keys(secrets).length === 0)) return tool;
   const copy = clone(ToolSchema, tool);
-  const runtime = copy.spec?.runtime?.kind;
-  const hidden =
-    runtime?.case === "remote"
-      ? runtime.value.headers
-      : runtime?.case === "local"
-        ? runtime.value.env
-        : {};
-  for (const key of Object.keys(hidden)) hidden[key] = REDACTED;
+  for (const hidden of secretMaps(copy.spec?.runtime?.kind)) {
+    for (const key of Object.keys(hidden)) hidden[key] = REDACTED;
+  }
   return copy;
+}
+
+/** The maps of a runtime that may hold its owner's secrets (headers, environment values). */
+function secretMaps(kind: Runtime["kind"] | undefined): Record<string, string>[] {
+  switch (kind?.case) {
+    case "remote":
+      return [kind.value.headers];
+    case "local":
+      return [kind.value.env];
+    case "mcp":
+      return [kind.value.headers, kind.value.env];
+    default:
+      return [];
+  }
 }
 
 /** Byte-wise string order (names are ASCII), the order of every listing. */

@@ -1,24 +1,15 @@
-import { createHash } from "node:crypto";
 import type { JsonObject } from "@bufbuild/protobuf";
+import { providerToolName } from "@toolmesh/names";
 import { SchemaFormat, type Tool } from "@toolmesh/proto";
 
-/** OpenAI and Anthropic accept function names of this shape only. */
-const PROVIDER_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+export { withDigest } from "@toolmesh/names";
 
 /**
  * The name a provider sees: MCP keeps the registry name; OpenAI and Anthropic get dots as `__`
  * (and, past 64 characters, a prefix plus 8 hex digits of the name's hash, still unique).
  */
 export function exportedName(name: string, format: SchemaFormat): string {
-  if (format === SchemaFormat.MCP) return name;
-  const replaced = name.replaceAll(".", "__");
-  return PROVIDER_NAME.test(replaced) ? replaced : withDigest(replaced, name);
-}
-
-/** A provider name made unique with 8 hex digits of the registry name's hash (`a.b` vs `a__b`). */
-export function withDigest(exported: string, name: string): string {
-  const digest = createHash("sha256").update(name).digest("hex").slice(0, 8);
-  return `${exported.slice(0, 55)}_${digest}`;
+  return format === SchemaFormat.MCP ? name : providerToolName(name);
 }
 
 /** One tool as a function-calling definition for a model provider. */

@@ -183,7 +183,10 @@ function checkSchema(
 function checkRuntime(spec: ToolSpec): void {
   const kind = spec.runtime?.kind;
   if (!kind || kind.case === undefined)
-    throw invalidField("tool.runtime", "is required: set exactly one of grpc, local or remote");
+    throw invalidField(
+      "tool.runtime",
+      "is required: set exactly one of grpc, local, remote or mcp",
+    );
   switch (kind.case) {
     case "grpc": {
       const address = kind.value.address;
@@ -206,14 +209,7 @@ function checkRuntime(spec: ToolSpec): void {
       local.args.forEach((arg, i) => {
         maxLength(`tool.runtime.local.args[${i}]`, arg, limits.argLength);
       });
-      const env = Object.entries(local.env);
-      maxCount("tool.runtime.local.env", env.length, limits.envEntries);
-      for (const [key, value] of env) {
-        const field = `tool.runtime.local.env[${JSON.stringify(key)}]`;
-        if (key.length > limits.envKeyLength || !ENV_KEY.test(key))
-          throw invalidField(field, "is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)");
-        maxLength(field, value, limits.envValueLength);
-      }
+      checkEnv("tool.runtime.local.env", local.env);
       maxLength("tool.runtime.local.working_dir", local.workingDir, limits.workingDirLength);
       if (local.httpPath !== "") {
         maxLength("tool.runtime.local.http_path", local.httpPath, limits.httpPathLength);
@@ -234,27 +230,76 @@ function checkRuntime(spec: ToolSpec): void {
     }
     case "remote": {
       const remote = kind.value;
-      const field = "tool.runtime.remote.url";
-      if (remote.url === "") throw invalidField(field, "is required: an http:// or https:// URL");
-      maxLength(field, remote.url, limits.urlLength);
-      let parsed: URL | undefined;
-      try {
-        parsed = new URL(remote.url);
-      } catch {
-        parsed = undefined;
-      }
-      if (!parsed || (parsed.protocol !== "http:" && parsed.protocol !== "https:"))
-        throw invalidField(field, `"${remote.url}" is not an http:// or https:// URL`);
-      const headers = Object.entries(remote.headers);
-      maxCount("tool.runtime.remote.headers", headers.length, limits.headers);
-      for (const [name, value] of headers) {
-        const headerField = `tool.runtime.remote.headers[${JSON.stringify(name)}]`;
-        if (name.length > limits.headerNameLength || !HEADER_NAME.test(name))
-          throw invalidField(headerField, "is not an HTTP header name");
-        maxLength(headerField, value, limits.headerValueLength);
-      }
+      checkUrl("tool.runtime.remote.url", remote.url);
+      checkHeaders("tool.runtime.remote.headers", remote.headers);
       return;
     }
+    case "mcp": {
+      const mcp = kind.value;
+      if (mcp.tool === "")
+        throw invalidField(
+          "tool.runtime.mcp.tool",
+          "is required: the tool's name on the MCP server",
+        );
+      maxLength("tool.runtime.mcp.tool", mcp.tool, limits.commandLength);
+      if ((mcp.url === "") === (mcp.command.trim() === ""))
+        throw invalidField(
+          "tool.runtime.mcp",
+          "set exactly one of url (streamable HTTP) and command (stdio)",
+        );
+      if (mcp.url !== "") checkUrl("tool.runtime.mcp.url", mcp.url);
+      else {
+        maxLength("tool.runtime.mcp.command", mcp.command, limits.commandLength);
+        maxCount("tool.runtime.mcp.args", mcp.args.length, limits.args);
+        mcp.args.forEach((arg, i) => {
+          maxLength(`tool.runtime.mcp.args[${i}]`, arg, limits.argLength);
+        });
+        maxLength("tool.runtime.mcp.working_dir", mcp.workingDir, limits.workingDirLength);
+      }
+      checkEnv("tool.runtime.mcp.env", mcp.env);
+      checkHeaders("tool.runtime.mcp.headers", mcp.headers);
+      if (mcp.idleTimeoutMs > limits.idleTimeoutMs)
+        throw invalidField(
+          "tool.runtime.mcp.idle_timeout_ms",
+          `is ${mcp.idleTimeoutMs}; at most ${limits.idleTimeoutMs} (24 hours) allowed`,
+        );
+      return;
+    }
+  }
+}
+
+function checkUrl(field: string, url: string): void {
+  if (url === "") throw invalidField(field, "is required: an http:// or https:// URL");
+  maxLength(field, url, limits.urlLength);
+  let parsed: URL | undefined;
+  try {
+    parsed = new URL(url);
+  } catch {
+    parsed = undefined;
+  }
+  if (!parsed || (parsed.protocol !== "http:" && parsed.protocol !== "https:"))
+    throw invalidField(field, `"${url}" is not an http:// or https:// URL`);
+}
+
+function checkHeaders(field: string, headers: Record<string, string>): void {
+  const entries = Object.entries(headers);
+  maxCount(field, entries.length, limits.headers);
+  for (const [name, value] of entries) {
+    const headerField = `${field}[${JSON.stringify(name)}]`;
+    if (name.length > limits.headerNameLength || !HEADER_NAME.test(name))
+      throw invalidField(headerField, "is not an HTTP header name");
+    maxLength(headerField, value, limits.headerValueLength);
+  }
+}
+
+function checkEnv(field: string, env: Record<string, string>): void {
+  const entries = Object.entries(env);
+  maxCount(field, entries.length, limits.envEntries);
+  for (const [key, value] of entries) {
+    const keyField = `${field}[${JSON.stringify(key)}]`;
+    if (key.length > limits.envKeyLength || !ENV_KEY.test(key))
+      throw invalidField(keyField, "is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)");
+    maxLength(keyField, value, limits.envValueLength);
   }
 }
 

@@ -237,12 +237,24 @@ describe("RegisterTool", () => {
     [
       "no runtime",
       { runtime: undefined },
-      "tool.runtime: is required: set exactly one of grpc, local or remote",
+      "tool.runtime: is required: set exactly one of grpc, local, remote or mcp",
     ],
     [
       "an empty runtime",
       { runtime: {} },
-      "tool.runtime: is required: set exactly one of grpc, local or remote",
+      "tool.runtime: is required: set exactly one of grpc, local, remote or mcp",
+    ],
+    [
+      "an MCP runtime with both a URL and a command",
+      {
+        runtime: { kind: { case: "mcp", value: { url: "http://x/mcp", command: "x", tool: "t" } } },
+      },
+      "tool.runtime.mcp: set exactly one of url (streamable HTTP) and command (stdio)",
+    ],
+    [
+      "an MCP runtime without the tool's name",
+      { runtime: { kind: { case: "mcp", value: { url: "http://x/mcp" } } } },
+      "tool.runtime.mcp.tool: is required",
     ],
     [
       "a gRPC runtime without address",
@@ -362,11 +374,25 @@ describe("RegisterTool", () => {
       },
       admin,
     );
+    await ctx.client.registerTool(
+      {
+        tool: spec("a.mcp", {
+          runtime: {
+            kind: {
+              case: "mcp",
+              value: { command: "npx", args: ["mcp-server"], tool: "echo", env: { KEY: "s3cret" } },
+            },
+          },
+        }),
+      },
+      admin,
+    );
     const { runtimes } = await ctx.client.listRuntimes({}, admin);
     expect(runtimes.map((r) => [r.kind, r.toolCount, r.tools])).toEqual([
       [RuntimeKind.GRPC, 1, ["a.v6"]],
       [RuntimeKind.LOCAL, 1, ["a.local"]],
       [RuntimeKind.REMOTE, 1, ["a.remote"]],
+      [RuntimeKind.MCP, 1, ["a.mcp"]],
     ]);
   });
 });

@@ -25,7 +25,7 @@ from toolmesh.errors import DeadlineExceeded, from_rpc_error
 from toolmesh.permission.v1 import permission_pb2_grpc
 from toolmesh.registry.v1 import registry_pb2_grpc
 from toolmesh.results import CallResult, Outcome, ToolInfo
-from toolmesh.structs import from_struct
+from toolmesh.structs import from_struct, to_struct
 
 T = TypeVar("T")
 FINAL = {"SUCCESS", "FAILURE", "INTERRUPTED"}
@@ -137,6 +137,18 @@ class Toolmesh:
         rpc_timeout = timeout or (calls_timeout + DISPATCH_GRACE_S if calls_timeout else None)
         response = self.invoke(self.dispatcher.DispatchBatch, request, rpc_timeout)
         return [CallResult.of(r) for r in response.results]
+
+    def run_tool_calls(
+        self, message: Mapping[str, Any], *, trace_id: str = "", timeout: float | None = None
+    ) -> list[dict[str, Any]]:
+        """Runs the tool calls of a model's reply (OpenAI Chat `tool_calls`, OpenAI Responses
+        `function_call` items or Anthropic `tool_use` blocks, as the API returned it) and returns
+        the messages to append to the conversation, in the same dialect."""
+        request = dispatcher_pb2.DispatchToolCallsRequest(
+            message=to_struct(dict(message)), trace_id=trace_id
+        )
+        response = self.invoke(self.dispatcher.DispatchToolCalls, request, timeout)
+        return [from_struct(m) for m in response.messages]
 
     def cancel(self, call_id: str, reason: str = "") -> None:
         """Interrupts a running call of yours; NotFound when it is not running."""

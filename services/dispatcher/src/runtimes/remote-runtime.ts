@@ -1,4 +1,5 @@
 import type { JsonObject } from "@bufbuild/protobuf";
+import { readBody } from "../facade/web-bridge.js";
 import { failure } from "./grpc-runtime.js";
 import type { Attempt, AttemptResult, ToolRuntime } from "./runtime.js";
 
@@ -107,19 +108,7 @@ async function readCapped(response: Response, maxBytes: number): Promise<string>
     await response.body?.cancel();
     throw new TooLargeError();
   }
-  if (!response.body) return "";
-  const reader = response.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > maxBytes) {
-      await reader.cancel();
-      throw new TooLargeError();
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks).toString("utf8");
+  const text = await readBody(response.body, maxBytes);
+  if (text === undefined) throw new TooLargeError();
+  return text;
 }

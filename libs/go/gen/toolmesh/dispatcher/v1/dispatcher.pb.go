@@ -14,6 +14,7 @@ import (
 	reflect "reflect"
 	sync "sync"
 	v1 "toolmesh.dev/go/gen/toolmesh/common/v1"
+	v11 "toolmesh.dev/go/gen/toolmesh/registry/v1"
 	unsafe "unsafe"
 )
 
@@ -81,6 +82,126 @@ func (x RuntimeState) Number() protoreflect.EnumNumber {
 // Deprecated: Use RuntimeState.Descriptor instead.
 func (RuntimeState) EnumDescriptor() ([]byte, []int) {
 	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{0}
+}
+
+// ToolCallDialect is the shape of a model's reply and of the tool-result messages returned for it.
+type ToolCallDialect int32
+
+const (
+	// Recognised from the message itself.
+	ToolCallDialect_TOOL_CALL_DIALECT_UNSPECIFIED ToolCallDialect = 0
+	// OpenAI Chat Completions: an assistant message with `tool_calls` (or a completion with
+	// `choices`); results are `{"role":"tool","tool_call_id","content"}` messages.
+	ToolCallDialect_TOOL_CALL_DIALECT_OPENAI_CHAT ToolCallDialect = 1
+	// OpenAI Responses: a response with `output` items of type `function_call`; results are
+	// `{"type":"function_call_output","call_id","output"}` items.
+	ToolCallDialect_TOOL_CALL_DIALECT_OPENAI_RESPONSES ToolCallDialect = 2
+	// Anthropic Messages: a message with `tool_use` content blocks; the result is one
+	// `{"role":"user","content":[tool_result blocks]}` message.
+	ToolCallDialect_TOOL_CALL_DIALECT_ANTHROPIC ToolCallDialect = 3
+)
+
+// Enum value maps for ToolCallDialect.
+var (
+	ToolCallDialect_name = map[int32]string{
+		0: "TOOL_CALL_DIALECT_UNSPECIFIED",
+		1: "TOOL_CALL_DIALECT_OPENAI_CHAT",
+		2: "TOOL_CALL_DIALECT_OPENAI_RESPONSES",
+		3: "TOOL_CALL_DIALECT_ANTHROPIC",
+	}
+	ToolCallDialect_value = map[string]int32{
+		"TOOL_CALL_DIALECT_UNSPECIFIED":      0,
+		"TOOL_CALL_DIALECT_OPENAI_CHAT":      1,
+		"TOOL_CALL_DIALECT_OPENAI_RESPONSES": 2,
+		"TOOL_CALL_DIALECT_ANTHROPIC":        3,
+	}
+)
+
+func (x ToolCallDialect) Enum() *ToolCallDialect {
+	p := new(ToolCallDialect)
+	*p = x
+	return p
+}
+
+func (x ToolCallDialect) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ToolCallDialect) Descriptor() protoreflect.EnumDescriptor {
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_enumTypes[1].Descriptor()
+}
+
+func (ToolCallDialect) Type() protoreflect.EnumType {
+	return &file_toolmesh_dispatcher_v1_dispatcher_proto_enumTypes[1]
+}
+
+func (x ToolCallDialect) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ToolCallDialect.Descriptor instead.
+func (ToolCallDialect) EnumDescriptor() ([]byte, []int) {
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{1}
+}
+
+// McpImportChange tells what an import did to one tool.
+type McpImportChange int32
+
+const (
+	McpImportChange_MCP_IMPORT_CHANGE_UNSPECIFIED McpImportChange = 0
+	// Newly registered.
+	McpImportChange_MCP_IMPORT_CHANGE_ADDED McpImportChange = 1
+	// Registered before with another definition; updated.
+	McpImportChange_MCP_IMPORT_CHANGE_CHANGED McpImportChange = 2
+	// Registered before with the same definition.
+	McpImportChange_MCP_IMPORT_CHANGE_UNCHANGED McpImportChange = 3
+	// Registered before under the prefix but no longer offered by the server; disabled.
+	McpImportChange_MCP_IMPORT_CHANGE_REMOVED McpImportChange = 4
+)
+
+// Enum value maps for McpImportChange.
+var (
+	McpImportChange_name = map[int32]string{
+		0: "MCP_IMPORT_CHANGE_UNSPECIFIED",
+		1: "MCP_IMPORT_CHANGE_ADDED",
+		2: "MCP_IMPORT_CHANGE_CHANGED",
+		3: "MCP_IMPORT_CHANGE_UNCHANGED",
+		4: "MCP_IMPORT_CHANGE_REMOVED",
+	}
+	McpImportChange_value = map[string]int32{
+		"MCP_IMPORT_CHANGE_UNSPECIFIED": 0,
+		"MCP_IMPORT_CHANGE_ADDED":       1,
+		"MCP_IMPORT_CHANGE_CHANGED":     2,
+		"MCP_IMPORT_CHANGE_UNCHANGED":   3,
+		"MCP_IMPORT_CHANGE_REMOVED":     4,
+	}
+)
+
+func (x McpImportChange) Enum() *McpImportChange {
+	p := new(McpImportChange)
+	*p = x
+	return p
+}
+
+func (x McpImportChange) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (McpImportChange) Descriptor() protoreflect.EnumDescriptor {
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_enumTypes[2].Descriptor()
+}
+
+func (McpImportChange) Type() protoreflect.EnumType {
+	return &file_toolmesh_dispatcher_v1_dispatcher_proto_enumTypes[2]
+}
+
+func (x McpImportChange) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use McpImportChange.Descriptor instead.
+func (McpImportChange) EnumDescriptor() ([]byte, []int) {
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{2}
 }
 
 type DispatchRequest struct {
@@ -831,11 +952,349 @@ func (x *StopToolResponse) GetStatus() *RuntimeStatus {
 	return nil
 }
 
+type DispatchToolCallsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The model's reply exactly as its API returned it (a JSON object).
+	Message *structpb.Struct `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
+	// The dialect of `message`; UNSPECIFIED recognises it.
+	Dialect ToolCallDialect `protobuf:"varint,2,opt,name=dialect,proto3,enum=toolmesh.dispatcher.v1.ToolCallDialect" json:"dialect,omitempty"`
+	// Shared by every call; generated when empty.
+	TraceId string `protobuf:"bytes,3,opt,name=trace_id,json=traceId,proto3" json:"trace_id,omitempty"`
+	// Deadline of each call; 0 means each tool's own.
+	TimeoutMs     uint32 `protobuf:"varint,4,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DispatchToolCallsRequest) Reset() {
+	*x = DispatchToolCallsRequest{}
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DispatchToolCallsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DispatchToolCallsRequest) ProtoMessage() {}
+
+func (x *DispatchToolCallsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DispatchToolCallsRequest.ProtoReflect.Descriptor instead.
+func (*DispatchToolCallsRequest) Descriptor() ([]byte, []int) {
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *DispatchToolCallsRequest) GetMessage() *structpb.Struct {
+	if x != nil {
+		return x.Message
+	}
+	return nil
+}
+
+func (x *DispatchToolCallsRequest) GetDialect() ToolCallDialect {
+	if x != nil {
+		return x.Dialect
+	}
+	return ToolCallDialect_TOOL_CALL_DIALECT_UNSPECIFIED
+}
+
+func (x *DispatchToolCallsRequest) GetTraceId() string {
+	if x != nil {
+		return x.TraceId
+	}
+	return ""
+}
+
+func (x *DispatchToolCallsRequest) GetTimeoutMs() uint32 {
+	if x != nil {
+		return x.TimeoutMs
+	}
+	return 0
+}
+
+type DispatchToolCallsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The dialect the reply was read as and the messages are written in.
+	Dialect ToolCallDialect `protobuf:"varint,1,opt,name=dialect,proto3,enum=toolmesh.dispatcher.v1.ToolCallDialect" json:"dialect,omitempty"`
+	// The messages to append to the conversation, in order.
+	Messages []*structpb.Struct `protobuf:"bytes,2,rep,name=messages,proto3" json:"messages,omitempty"`
+	// Each call's result, in the order of the reply's calls.
+	Results       []*DispatchResponse `protobuf:"bytes,3,rep,name=results,proto3" json:"results,omitempty"`
+	TraceId       string              `protobuf:"bytes,4,opt,name=trace_id,json=traceId,proto3" json:"trace_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DispatchToolCallsResponse) Reset() {
+	*x = DispatchToolCallsResponse{}
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DispatchToolCallsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DispatchToolCallsResponse) ProtoMessage() {}
+
+func (x *DispatchToolCallsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DispatchToolCallsResponse.ProtoReflect.Descriptor instead.
+func (*DispatchToolCallsResponse) Descriptor() ([]byte, []int) {
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *DispatchToolCallsResponse) GetDialect() ToolCallDialect {
+	if x != nil {
+		return x.Dialect
+	}
+	return ToolCallDialect_TOOL_CALL_DIALECT_UNSPECIFIED
+}
+
+func (x *DispatchToolCallsResponse) GetMessages() []*structpb.Struct {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
+}
+
+func (x *DispatchToolCallsResponse) GetResults() []*DispatchResponse {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+func (x *DispatchToolCallsResponse) GetTraceId() string {
+	if x != nil {
+		return x.TraceId
+	}
+	return ""
+}
+
+type ImportMcpServerRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Registry names become `<prefix>.<tool name>`; a valid tool name such as `everything`.
+	Prefix string `protobuf:"bytes,1,opt,name=prefix,proto3" json:"prefix,omitempty"`
+	// Where the server runs; `tool` is left empty (each imported tool gets its own name).
+	Runtime *v11.McpRuntime `protobuf:"bytes,2,opt,name=runtime,proto3" json:"runtime,omitempty"`
+	// Scopes every imported tool requires, such as `use:everything`.
+	RequiredScopes []string `protobuf:"bytes,3,rep,name=required_scopes,json=requiredScopes,proto3" json:"required_scopes,omitempty"`
+	// Show what would change without writing to the registry.
+	DryRun        bool `protobuf:"varint,4,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImportMcpServerRequest) Reset() {
+	*x = ImportMcpServerRequest{}
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImportMcpServerRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImportMcpServerRequest) ProtoMessage() {}
+
+func (x *ImportMcpServerRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImportMcpServerRequest.ProtoReflect.Descriptor instead.
+func (*ImportMcpServerRequest) Descriptor() ([]byte, []int) {
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ImportMcpServerRequest) GetPrefix() string {
+	if x != nil {
+		return x.Prefix
+	}
+	return ""
+}
+
+func (x *ImportMcpServerRequest) GetRuntime() *v11.McpRuntime {
+	if x != nil {
+		return x.Runtime
+	}
+	return nil
+}
+
+func (x *ImportMcpServerRequest) GetRequiredScopes() []string {
+	if x != nil {
+		return x.RequiredScopes
+	}
+	return nil
+}
+
+func (x *ImportMcpServerRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
+type ImportedMcpTool struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The registry name, `<prefix>.<tool>`.
+	Tool string `protobuf:"bytes,1,opt,name=tool,proto3" json:"tool,omitempty"`
+	// The name on the MCP server.
+	McpName       string          `protobuf:"bytes,2,opt,name=mcp_name,json=mcpName,proto3" json:"mcp_name,omitempty"`
+	Change        McpImportChange `protobuf:"varint,3,opt,name=change,proto3,enum=toolmesh.dispatcher.v1.McpImportChange" json:"change,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImportedMcpTool) Reset() {
+	*x = ImportedMcpTool{}
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImportedMcpTool) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImportedMcpTool) ProtoMessage() {}
+
+func (x *ImportedMcpTool) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImportedMcpTool.ProtoReflect.Descriptor instead.
+func (*ImportedMcpTool) Descriptor() ([]byte, []int) {
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *ImportedMcpTool) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *ImportedMcpTool) GetMcpName() string {
+	if x != nil {
+		return x.McpName
+	}
+	return ""
+}
+
+func (x *ImportedMcpTool) GetChange() McpImportChange {
+	if x != nil {
+		return x.Change
+	}
+	return McpImportChange_MCP_IMPORT_CHANGE_UNSPECIFIED
+}
+
+type ImportMcpServerResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Tools []*ImportedMcpTool     `protobuf:"bytes,1,rep,name=tools,proto3" json:"tools,omitempty"`
+	// The server's name and version from its handshake.
+	ServerName    string `protobuf:"bytes,2,opt,name=server_name,json=serverName,proto3" json:"server_name,omitempty"`
+	ServerVersion string `protobuf:"bytes,3,opt,name=server_version,json=serverVersion,proto3" json:"server_version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImportMcpServerResponse) Reset() {
+	*x = ImportMcpServerResponse{}
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImportMcpServerResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImportMcpServerResponse) ProtoMessage() {}
+
+func (x *ImportMcpServerResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImportMcpServerResponse.ProtoReflect.Descriptor instead.
+func (*ImportMcpServerResponse) Descriptor() ([]byte, []int) {
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *ImportMcpServerResponse) GetTools() []*ImportedMcpTool {
+	if x != nil {
+		return x.Tools
+	}
+	return nil
+}
+
+func (x *ImportMcpServerResponse) GetServerName() string {
+	if x != nil {
+		return x.ServerName
+	}
+	return ""
+}
+
+func (x *ImportMcpServerResponse) GetServerVersion() string {
+	if x != nil {
+		return x.ServerVersion
+	}
+	return ""
+}
+
 var File_toolmesh_dispatcher_v1_dispatcher_proto protoreflect.FileDescriptor
 
 const file_toolmesh_dispatcher_v1_dispatcher_proto_rawDesc = "" +
 	"\n" +
-	"'toolmesh/dispatcher/v1/dispatcher.proto\x12\x16toolmesh.dispatcher.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1ftoolmesh/common/v1/common.proto\"\xb6\x01\n" +
+	"'toolmesh/dispatcher/v1/dispatcher.proto\x12\x16toolmesh.dispatcher.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1ftoolmesh/common/v1/common.proto\x1a#toolmesh/registry/v1/registry.proto\"\xb6\x01\n" +
 	"\x0fDispatchRequest\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x125\n" +
 	"\targuments\x18\x02 \x01(\v2\x17.google.protobuf.StructR\targuments\x129\n" +
@@ -887,21 +1346,59 @@ const file_toolmesh_dispatcher_v1_dispatcher_proto_rawDesc = "" +
 	"\x0fStopToolRequest\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\"Q\n" +
 	"\x10StopToolResponse\x12=\n" +
-	"\x06status\x18\x01 \x01(\v2%.toolmesh.dispatcher.v1.RuntimeStatusR\x06status*\xb4\x01\n" +
+	"\x06status\x18\x01 \x01(\v2%.toolmesh.dispatcher.v1.RuntimeStatusR\x06status\"\xca\x01\n" +
+	"\x18DispatchToolCallsRequest\x121\n" +
+	"\amessage\x18\x01 \x01(\v2\x17.google.protobuf.StructR\amessage\x12A\n" +
+	"\adialect\x18\x02 \x01(\x0e2'.toolmesh.dispatcher.v1.ToolCallDialectR\adialect\x12\x19\n" +
+	"\btrace_id\x18\x03 \x01(\tR\atraceId\x12\x1d\n" +
+	"\n" +
+	"timeout_ms\x18\x04 \x01(\rR\ttimeoutMs\"\xf2\x01\n" +
+	"\x19DispatchToolCallsResponse\x12A\n" +
+	"\adialect\x18\x01 \x01(\x0e2'.toolmesh.dispatcher.v1.ToolCallDialectR\adialect\x123\n" +
+	"\bmessages\x18\x02 \x03(\v2\x17.google.protobuf.StructR\bmessages\x12B\n" +
+	"\aresults\x18\x03 \x03(\v2(.toolmesh.dispatcher.v1.DispatchResponseR\aresults\x12\x19\n" +
+	"\btrace_id\x18\x04 \x01(\tR\atraceId\"\xae\x01\n" +
+	"\x16ImportMcpServerRequest\x12\x16\n" +
+	"\x06prefix\x18\x01 \x01(\tR\x06prefix\x12:\n" +
+	"\aruntime\x18\x02 \x01(\v2 .toolmesh.registry.v1.McpRuntimeR\aruntime\x12'\n" +
+	"\x0frequired_scopes\x18\x03 \x03(\tR\x0erequiredScopes\x12\x17\n" +
+	"\adry_run\x18\x04 \x01(\bR\x06dryRun\"\x81\x01\n" +
+	"\x0fImportedMcpTool\x12\x12\n" +
+	"\x04tool\x18\x01 \x01(\tR\x04tool\x12\x19\n" +
+	"\bmcp_name\x18\x02 \x01(\tR\amcpName\x12?\n" +
+	"\x06change\x18\x03 \x01(\x0e2'.toolmesh.dispatcher.v1.McpImportChangeR\x06change\"\xa0\x01\n" +
+	"\x17ImportMcpServerResponse\x12=\n" +
+	"\x05tools\x18\x01 \x03(\v2'.toolmesh.dispatcher.v1.ImportedMcpToolR\x05tools\x12\x1f\n" +
+	"\vserver_name\x18\x02 \x01(\tR\n" +
+	"serverName\x12%\n" +
+	"\x0eserver_version\x18\x03 \x01(\tR\rserverVersion*\xb4\x01\n" +
 	"\fRuntimeState\x12\x1d\n" +
 	"\x19RUNTIME_STATE_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15RUNTIME_STATE_STOPPED\x10\x01\x12\x1a\n" +
 	"\x16RUNTIME_STATE_STARTING\x10\x02\x12\x19\n" +
 	"\x15RUNTIME_STATE_RUNNING\x10\x03\x12\x19\n" +
 	"\x15RUNTIME_STATE_BACKOFF\x10\x04\x12\x18\n" +
-	"\x14RUNTIME_STATE_FAILED\x10\x052\xf1\x04\n" +
+	"\x14RUNTIME_STATE_FAILED\x10\x05*\xa0\x01\n" +
+	"\x0fToolCallDialect\x12!\n" +
+	"\x1dTOOL_CALL_DIALECT_UNSPECIFIED\x10\x00\x12!\n" +
+	"\x1dTOOL_CALL_DIALECT_OPENAI_CHAT\x10\x01\x12&\n" +
+	"\"TOOL_CALL_DIALECT_OPENAI_RESPONSES\x10\x02\x12\x1f\n" +
+	"\x1bTOOL_CALL_DIALECT_ANTHROPIC\x10\x03*\xb0\x01\n" +
+	"\x0fMcpImportChange\x12!\n" +
+	"\x1dMCP_IMPORT_CHANGE_UNSPECIFIED\x10\x00\x12\x1b\n" +
+	"\x17MCP_IMPORT_CHANGE_ADDED\x10\x01\x12\x1d\n" +
+	"\x19MCP_IMPORT_CHANGE_CHANGED\x10\x02\x12\x1f\n" +
+	"\x1bMCP_IMPORT_CHANGE_UNCHANGED\x10\x03\x12\x1d\n" +
+	"\x19MCP_IMPORT_CHANGE_REMOVED\x10\x042\xdf\x06\n" +
 	"\x11DispatcherService\x12]\n" +
 	"\bDispatch\x12'.toolmesh.dispatcher.v1.DispatchRequest\x1a(.toolmesh.dispatcher.v1.DispatchResponse\x12l\n" +
 	"\rDispatchBatch\x12,.toolmesh.dispatcher.v1.DispatchBatchRequest\x1a-.toolmesh.dispatcher.v1.DispatchBatchResponse\x12W\n" +
 	"\x06Cancel\x12%.toolmesh.dispatcher.v1.CancelRequest\x1a&.toolmesh.dispatcher.v1.CancelResponse\x12u\n" +
 	"\x10GetRuntimeStatus\x12/.toolmesh.dispatcher.v1.GetRuntimeStatusRequest\x1a0.toolmesh.dispatcher.v1.GetRuntimeStatusResponse\x12`\n" +
 	"\tStartTool\x12(.toolmesh.dispatcher.v1.StartToolRequest\x1a).toolmesh.dispatcher.v1.StartToolResponse\x12]\n" +
-	"\bStopTool\x12'.toolmesh.dispatcher.v1.StopToolRequest\x1a(.toolmesh.dispatcher.v1.StopToolResponseB\xe0\x01\n" +
+	"\bStopTool\x12'.toolmesh.dispatcher.v1.StopToolRequest\x1a(.toolmesh.dispatcher.v1.StopToolResponse\x12x\n" +
+	"\x11DispatchToolCalls\x120.toolmesh.dispatcher.v1.DispatchToolCallsRequest\x1a1.toolmesh.dispatcher.v1.DispatchToolCallsResponse\x12r\n" +
+	"\x0fImportMcpServer\x12..toolmesh.dispatcher.v1.ImportMcpServerRequest\x1a/.toolmesh.dispatcher.v1.ImportMcpServerResponseB\xe0\x01\n" +
 	"\x1acom.toolmesh.dispatcher.v1B\x0fDispatcherProtoP\x01Z7toolmesh.dev/go/gen/toolmesh/dispatcher/v1;dispatcherv1\xa2\x02\x03TDX\xaa\x02\x16Toolmesh.Dispatcher.V1\xca\x02\x16Toolmesh\\Dispatcher\\V1\xe2\x02\"Toolmesh\\Dispatcher\\V1\\GPBMetadata\xea\x02\x18Toolmesh::Dispatcher::V1b\x06proto3"
 
 var (
@@ -916,60 +1413,80 @@ func file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP() []byte {
 	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescData
 }
 
-var file_toolmesh_dispatcher_v1_dispatcher_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_toolmesh_dispatcher_v1_dispatcher_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_toolmesh_dispatcher_v1_dispatcher_proto_goTypes = []any{
-	(RuntimeState)(0),                // 0: toolmesh.dispatcher.v1.RuntimeState
-	(*DispatchRequest)(nil),          // 1: toolmesh.dispatcher.v1.DispatchRequest
-	(*DispatchResponse)(nil),         // 2: toolmesh.dispatcher.v1.DispatchResponse
-	(*DispatchBatchRequest)(nil),     // 3: toolmesh.dispatcher.v1.DispatchBatchRequest
-	(*DispatchBatchResponse)(nil),    // 4: toolmesh.dispatcher.v1.DispatchBatchResponse
-	(*CancelRequest)(nil),            // 5: toolmesh.dispatcher.v1.CancelRequest
-	(*CancelResponse)(nil),           // 6: toolmesh.dispatcher.v1.CancelResponse
-	(*RuntimeStatus)(nil),            // 7: toolmesh.dispatcher.v1.RuntimeStatus
-	(*GetRuntimeStatusRequest)(nil),  // 8: toolmesh.dispatcher.v1.GetRuntimeStatusRequest
-	(*GetRuntimeStatusResponse)(nil), // 9: toolmesh.dispatcher.v1.GetRuntimeStatusResponse
-	(*StartToolRequest)(nil),         // 10: toolmesh.dispatcher.v1.StartToolRequest
-	(*StartToolResponse)(nil),        // 11: toolmesh.dispatcher.v1.StartToolResponse
-	(*StopToolRequest)(nil),          // 12: toolmesh.dispatcher.v1.StopToolRequest
-	(*StopToolResponse)(nil),         // 13: toolmesh.dispatcher.v1.StopToolResponse
-	(*structpb.Struct)(nil),          // 14: google.protobuf.Struct
-	(*v1.CallContext)(nil),           // 15: toolmesh.common.v1.CallContext
-	(v1.CallStatus)(0),               // 16: toolmesh.common.v1.CallStatus
-	(*v1.CallError)(nil),             // 17: toolmesh.common.v1.CallError
-	(*timestamppb.Timestamp)(nil),    // 18: google.protobuf.Timestamp
+	(RuntimeState)(0),                 // 0: toolmesh.dispatcher.v1.RuntimeState
+	(ToolCallDialect)(0),              // 1: toolmesh.dispatcher.v1.ToolCallDialect
+	(McpImportChange)(0),              // 2: toolmesh.dispatcher.v1.McpImportChange
+	(*DispatchRequest)(nil),           // 3: toolmesh.dispatcher.v1.DispatchRequest
+	(*DispatchResponse)(nil),          // 4: toolmesh.dispatcher.v1.DispatchResponse
+	(*DispatchBatchRequest)(nil),      // 5: toolmesh.dispatcher.v1.DispatchBatchRequest
+	(*DispatchBatchResponse)(nil),     // 6: toolmesh.dispatcher.v1.DispatchBatchResponse
+	(*CancelRequest)(nil),             // 7: toolmesh.dispatcher.v1.CancelRequest
+	(*CancelResponse)(nil),            // 8: toolmesh.dispatcher.v1.CancelResponse
+	(*RuntimeStatus)(nil),             // 9: toolmesh.dispatcher.v1.RuntimeStatus
+	(*GetRuntimeStatusRequest)(nil),   // 10: toolmesh.dispatcher.v1.GetRuntimeStatusRequest
+	(*GetRuntimeStatusResponse)(nil),  // 11: toolmesh.dispatcher.v1.GetRuntimeStatusResponse
+	(*StartToolRequest)(nil),          // 12: toolmesh.dispatcher.v1.StartToolRequest
+	(*StartToolResponse)(nil),         // 13: toolmesh.dispatcher.v1.StartToolResponse
+	(*StopToolRequest)(nil),           // 14: toolmesh.dispatcher.v1.StopToolRequest
+	(*StopToolResponse)(nil),          // 15: toolmesh.dispatcher.v1.StopToolResponse
+	(*DispatchToolCallsRequest)(nil),  // 16: toolmesh.dispatcher.v1.DispatchToolCallsRequest
+	(*DispatchToolCallsResponse)(nil), // 17: toolmesh.dispatcher.v1.DispatchToolCallsResponse
+	(*ImportMcpServerRequest)(nil),    // 18: toolmesh.dispatcher.v1.ImportMcpServerRequest
+	(*ImportedMcpTool)(nil),           // 19: toolmesh.dispatcher.v1.ImportedMcpTool
+	(*ImportMcpServerResponse)(nil),   // 20: toolmesh.dispatcher.v1.ImportMcpServerResponse
+	(*structpb.Struct)(nil),           // 21: google.protobuf.Struct
+	(*v1.CallContext)(nil),            // 22: toolmesh.common.v1.CallContext
+	(v1.CallStatus)(0),                // 23: toolmesh.common.v1.CallStatus
+	(*v1.CallError)(nil),              // 24: toolmesh.common.v1.CallError
+	(*timestamppb.Timestamp)(nil),     // 25: google.protobuf.Timestamp
+	(*v11.McpRuntime)(nil),            // 26: toolmesh.registry.v1.McpRuntime
 }
 var file_toolmesh_dispatcher_v1_dispatcher_proto_depIdxs = []int32{
-	14, // 0: toolmesh.dispatcher.v1.DispatchRequest.arguments:type_name -> google.protobuf.Struct
-	15, // 1: toolmesh.dispatcher.v1.DispatchRequest.context:type_name -> toolmesh.common.v1.CallContext
-	16, // 2: toolmesh.dispatcher.v1.DispatchResponse.status:type_name -> toolmesh.common.v1.CallStatus
-	14, // 3: toolmesh.dispatcher.v1.DispatchResponse.output:type_name -> google.protobuf.Struct
-	17, // 4: toolmesh.dispatcher.v1.DispatchResponse.error:type_name -> toolmesh.common.v1.CallError
-	1,  // 5: toolmesh.dispatcher.v1.DispatchBatchRequest.calls:type_name -> toolmesh.dispatcher.v1.DispatchRequest
-	2,  // 6: toolmesh.dispatcher.v1.DispatchBatchResponse.results:type_name -> toolmesh.dispatcher.v1.DispatchResponse
+	21, // 0: toolmesh.dispatcher.v1.DispatchRequest.arguments:type_name -> google.protobuf.Struct
+	22, // 1: toolmesh.dispatcher.v1.DispatchRequest.context:type_name -> toolmesh.common.v1.CallContext
+	23, // 2: toolmesh.dispatcher.v1.DispatchResponse.status:type_name -> toolmesh.common.v1.CallStatus
+	21, // 3: toolmesh.dispatcher.v1.DispatchResponse.output:type_name -> google.protobuf.Struct
+	24, // 4: toolmesh.dispatcher.v1.DispatchResponse.error:type_name -> toolmesh.common.v1.CallError
+	3,  // 5: toolmesh.dispatcher.v1.DispatchBatchRequest.calls:type_name -> toolmesh.dispatcher.v1.DispatchRequest
+	4,  // 6: toolmesh.dispatcher.v1.DispatchBatchResponse.results:type_name -> toolmesh.dispatcher.v1.DispatchResponse
 	0,  // 7: toolmesh.dispatcher.v1.RuntimeStatus.state:type_name -> toolmesh.dispatcher.v1.RuntimeState
-	18, // 8: toolmesh.dispatcher.v1.RuntimeStatus.started_at:type_name -> google.protobuf.Timestamp
-	18, // 9: toolmesh.dispatcher.v1.RuntimeStatus.last_used_at:type_name -> google.protobuf.Timestamp
-	7,  // 10: toolmesh.dispatcher.v1.GetRuntimeStatusResponse.runtimes:type_name -> toolmesh.dispatcher.v1.RuntimeStatus
-	7,  // 11: toolmesh.dispatcher.v1.StartToolResponse.status:type_name -> toolmesh.dispatcher.v1.RuntimeStatus
-	7,  // 12: toolmesh.dispatcher.v1.StopToolResponse.status:type_name -> toolmesh.dispatcher.v1.RuntimeStatus
-	1,  // 13: toolmesh.dispatcher.v1.DispatcherService.Dispatch:input_type -> toolmesh.dispatcher.v1.DispatchRequest
-	3,  // 14: toolmesh.dispatcher.v1.DispatcherService.DispatchBatch:input_type -> toolmesh.dispatcher.v1.DispatchBatchRequest
-	5,  // 15: toolmesh.dispatcher.v1.DispatcherService.Cancel:input_type -> toolmesh.dispatcher.v1.CancelRequest
-	8,  // 16: toolmesh.dispatcher.v1.DispatcherService.GetRuntimeStatus:input_type -> toolmesh.dispatcher.v1.GetRuntimeStatusRequest
-	10, // 17: toolmesh.dispatcher.v1.DispatcherService.StartTool:input_type -> toolmesh.dispatcher.v1.StartToolRequest
-	12, // 18: toolmesh.dispatcher.v1.DispatcherService.StopTool:input_type -> toolmesh.dispatcher.v1.StopToolRequest
-	2,  // 19: toolmesh.dispatcher.v1.DispatcherService.Dispatch:output_type -> toolmesh.dispatcher.v1.DispatchResponse
-	4,  // 20: toolmesh.dispatcher.v1.DispatcherService.DispatchBatch:output_type -> toolmesh.dispatcher.v1.DispatchBatchResponse
-	6,  // 21: toolmesh.dispatcher.v1.DispatcherService.Cancel:output_type -> toolmesh.dispatcher.v1.CancelResponse
-	9,  // 22: toolmesh.dispatcher.v1.DispatcherService.GetRuntimeStatus:output_type -> toolmesh.dispatcher.v1.GetRuntimeStatusResponse
-	11, // 23: toolmesh.dispatcher.v1.DispatcherService.StartTool:output_type -> toolmesh.dispatcher.v1.StartToolResponse
-	13, // 24: toolmesh.dispatcher.v1.DispatcherService.StopTool:output_type -> toolmesh.dispatcher.v1.StopToolResponse
-	19, // [19:25] is the sub-list for method output_type
-	13, // [13:19] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	25, // 8: toolmesh.dispatcher.v1.RuntimeStatus.started_at:type_name -> google.protobuf.Timestamp
+	25, // 9: toolmesh.dispatcher.v1.RuntimeStatus.last_used_at:type_name -> google.protobuf.Timestamp
+	9,  // 10: toolmesh.dispatcher.v1.GetRuntimeStatusResponse.runtimes:type_name -> toolmesh.dispatcher.v1.RuntimeStatus
+	9,  // 11: toolmesh.dispatcher.v1.StartToolResponse.status:type_name -> toolmesh.dispatcher.v1.RuntimeStatus
+	9,  // 12: toolmesh.dispatcher.v1.StopToolResponse.status:type_name -> toolmesh.dispatcher.v1.RuntimeStatus
+	21, // 13: toolmesh.dispatcher.v1.DispatchToolCallsRequest.message:type_name -> google.protobuf.Struct
+	1,  // 14: toolmesh.dispatcher.v1.DispatchToolCallsRequest.dialect:type_name -> toolmesh.dispatcher.v1.ToolCallDialect
+	1,  // 15: toolmesh.dispatcher.v1.DispatchToolCallsResponse.dialect:type_name -> toolmesh.dispatcher.v1.ToolCallDialect
+	21, // 16: toolmesh.dispatcher.v1.DispatchToolCallsResponse.messages:type_name -> google.protobuf.Struct
+	4,  // 17: toolmesh.dispatcher.v1.DispatchToolCallsResponse.results:type_name -> toolmesh.dispatcher.v1.DispatchResponse
+	26, // 18: toolmesh.dispatcher.v1.ImportMcpServerRequest.runtime:type_name -> toolmesh.registry.v1.McpRuntime
+	2,  // 19: toolmesh.dispatcher.v1.ImportedMcpTool.change:type_name -> toolmesh.dispatcher.v1.McpImportChange
+	19, // 20: toolmesh.dispatcher.v1.ImportMcpServerResponse.tools:type_name -> toolmesh.dispatcher.v1.ImportedMcpTool
+	3,  // 21: toolmesh.dispatcher.v1.DispatcherService.Dispatch:input_type -> toolmesh.dispatcher.v1.DispatchRequest
+	5,  // 22: toolmesh.dispatcher.v1.DispatcherService.DispatchBatch:input_type -> toolmesh.dispatcher.v1.DispatchBatchRequest
+	7,  // 23: toolmesh.dispatcher.v1.DispatcherService.Cancel:input_type -> toolmesh.dispatcher.v1.CancelRequest
+	10, // 24: toolmesh.dispatcher.v1.DispatcherService.GetRuntimeStatus:input_type -> toolmesh.dispatcher.v1.GetRuntimeStatusRequest
+	12, // 25: toolmesh.dispatcher.v1.DispatcherService.StartTool:input_type -> toolmesh.dispatcher.v1.StartToolRequest
+	14, // 26: toolmesh.dispatcher.v1.DispatcherService.StopTool:input_type -> toolmesh.dispatcher.v1.StopToolRequest
+	16, // 27: toolmesh.dispatcher.v1.DispatcherService.DispatchToolCalls:input_type -> toolmesh.dispatcher.v1.DispatchToolCallsRequest
+	18, // 28: toolmesh.dispatcher.v1.DispatcherService.ImportMcpServer:input_type -> toolmesh.dispatcher.v1.ImportMcpServerRequest
+	4,  // 29: toolmesh.dispatcher.v1.DispatcherService.Dispatch:output_type -> toolmesh.dispatcher.v1.DispatchResponse
+	6,  // 30: toolmesh.dispatcher.v1.DispatcherService.DispatchBatch:output_type -> toolmesh.dispatcher.v1.DispatchBatchResponse
+	8,  // 31: toolmesh.dispatcher.v1.DispatcherService.Cancel:output_type -> toolmesh.dispatcher.v1.CancelResponse
+	11, // 32: toolmesh.dispatcher.v1.DispatcherService.GetRuntimeStatus:output_type -> toolmesh.dispatcher.v1.GetRuntimeStatusResponse
+	13, // 33: toolmesh.dispatcher.v1.DispatcherService.StartTool:output_type -> toolmesh.dispatcher.v1.StartToolResponse
+	15, // 34: toolmesh.dispatcher.v1.DispatcherService.StopTool:output_type -> toolmesh.dispatcher.v1.StopToolResponse
+	17, // 35: toolmesh.dispatcher.v1.DispatcherService.DispatchToolCalls:output_type -> toolmesh.dispatcher.v1.DispatchToolCallsResponse
+	20, // 36: toolmesh.dispatcher.v1.DispatcherService.ImportMcpServer:output_type -> toolmesh.dispatcher.v1.ImportMcpServerResponse
+	29, // [29:37] is the sub-list for method output_type
+	21, // [21:29] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_toolmesh_dispatcher_v1_dispatcher_proto_init() }
@@ -982,8 +1499,8 @@ func file_toolmesh_dispatcher_v1_dispatcher_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolmesh_dispatcher_v1_dispatcher_proto_rawDesc), len(file_toolmesh_dispatcher_v1_dispatcher_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   13,
+			NumEnums:      3,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

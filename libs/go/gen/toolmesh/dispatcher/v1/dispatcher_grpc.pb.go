@@ -19,12 +19,14 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	DispatcherService_Dispatch_FullMethodName         = "/toolmesh.dispatcher.v1.DispatcherService/Dispatch"
-	DispatcherService_DispatchBatch_FullMethodName    = "/toolmesh.dispatcher.v1.DispatcherService/DispatchBatch"
-	DispatcherService_Cancel_FullMethodName           = "/toolmesh.dispatcher.v1.DispatcherService/Cancel"
-	DispatcherService_GetRuntimeStatus_FullMethodName = "/toolmesh.dispatcher.v1.DispatcherService/GetRuntimeStatus"
-	DispatcherService_StartTool_FullMethodName        = "/toolmesh.dispatcher.v1.DispatcherService/StartTool"
-	DispatcherService_StopTool_FullMethodName         = "/toolmesh.dispatcher.v1.DispatcherService/StopTool"
+	DispatcherService_Dispatch_FullMethodName          = "/toolmesh.dispatcher.v1.DispatcherService/Dispatch"
+	DispatcherService_DispatchBatch_FullMethodName     = "/toolmesh.dispatcher.v1.DispatcherService/DispatchBatch"
+	DispatcherService_Cancel_FullMethodName            = "/toolmesh.dispatcher.v1.DispatcherService/Cancel"
+	DispatcherService_GetRuntimeStatus_FullMethodName  = "/toolmesh.dispatcher.v1.DispatcherService/GetRuntimeStatus"
+	DispatcherService_StartTool_FullMethodName         = "/toolmesh.dispatcher.v1.DispatcherService/StartTool"
+	DispatcherService_StopTool_FullMethodName          = "/toolmesh.dispatcher.v1.DispatcherService/StopTool"
+	DispatcherService_DispatchToolCalls_FullMethodName = "/toolmesh.dispatcher.v1.DispatcherService/DispatchToolCalls"
+	DispatcherService_ImportMcpServer_FullMethodName   = "/toolmesh.dispatcher.v1.DispatcherService/ImportMcpServer"
 )
 
 // DispatcherServiceClient is the client API for DispatcherService service.
@@ -55,6 +57,19 @@ type DispatcherServiceClient interface {
 	// StopTool stops a local tool's process. Fails with NOT_FOUND, FAILED_PRECONDITION,
 	// UNAUTHENTICATED, PERMISSION_DENIED.
 	StopTool(ctx context.Context, in *StopToolRequest, opts ...grpc.CallOption) (*StopToolResponse, error)
+	// DispatchToolCalls runs the tool calls of a model's reply (OpenAI Chat Completions `tool_calls`,
+	// OpenAI Responses `function_call` items, Anthropic `tool_use` blocks) as one batch, and returns
+	// the messages to append to the conversation in the same dialect. Exported names such as
+	// `data__query` map back to registry names. Per-call refusals, malformed JSON arguments and tool
+	// failures are error results a model can act on, never a failed request. Fails with
+	// UNAUTHENTICATED, INVALID_ARGUMENT (not a reply of the dialect, no tool calls, more than 100).
+	DispatchToolCalls(ctx context.Context, in *DispatchToolCallsRequest, opts ...grpc.CallOption) (*DispatchToolCallsResponse, error)
+	// ImportMcpServer registers the tools of an MCP server (streamable HTTP URL or stdio command) as
+	// toolmesh tools named `<prefix>.<tool>` with runtime `mcp`, keeping their schemas and
+	// annotations; run again, it re-syncs and names the tools whose definition changed. Fails with
+	// UNAUTHENTICATED, PERMISSION_DENIED (admin), INVALID_ARGUMENT (bad prefix or runtime),
+	// UNAVAILABLE (the server cannot be reached or listed), and the Registry's errors.
+	ImportMcpServer(ctx context.Context, in *ImportMcpServerRequest, opts ...grpc.CallOption) (*ImportMcpServerResponse, error)
 }
 
 type dispatcherServiceClient struct {
@@ -125,6 +140,26 @@ func (c *dispatcherServiceClient) StopTool(ctx context.Context, in *StopToolRequ
 	return out, nil
 }
 
+func (c *dispatcherServiceClient) DispatchToolCalls(ctx context.Context, in *DispatchToolCallsRequest, opts ...grpc.CallOption) (*DispatchToolCallsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DispatchToolCallsResponse)
+	err := c.cc.Invoke(ctx, DispatcherService_DispatchToolCalls_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *dispatcherServiceClient) ImportMcpServer(ctx context.Context, in *ImportMcpServerRequest, opts ...grpc.CallOption) (*ImportMcpServerResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ImportMcpServerResponse)
+	err := c.cc.Invoke(ctx, DispatcherService_ImportMcpServer_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // DispatcherServiceServer is the server API for DispatcherService service.
 // All implementations must embed UnimplementedDispatcherServiceServer
 // for forward compatibility.
@@ -153,6 +188,19 @@ type DispatcherServiceServer interface {
 	// StopTool stops a local tool's process. Fails with NOT_FOUND, FAILED_PRECONDITION,
 	// UNAUTHENTICATED, PERMISSION_DENIED.
 	StopTool(context.Context, *StopToolRequest) (*StopToolResponse, error)
+	// DispatchToolCalls runs the tool calls of a model's reply (OpenAI Chat Completions `tool_calls`,
+	// OpenAI Responses `function_call` items, Anthropic `tool_use` blocks) as one batch, and returns
+	// the messages to append to the conversation in the same dialect. Exported names such as
+	// `data__query` map back to registry names. Per-call refusals, malformed JSON arguments and tool
+	// failures are error results a model can act on, never a failed request. Fails with
+	// UNAUTHENTICATED, INVALID_ARGUMENT (not a reply of the dialect, no tool calls, more than 100).
+	DispatchToolCalls(context.Context, *DispatchToolCallsRequest) (*DispatchToolCallsResponse, error)
+	// ImportMcpServer registers the tools of an MCP server (streamable HTTP URL or stdio command) as
+	// toolmesh tools named `<prefix>.<tool>` with runtime `mcp`, keeping their schemas and
+	// annotations; run again, it re-syncs and names the tools whose definition changed. Fails with
+	// UNAUTHENTICATED, PERMISSION_DENIED (admin), INVALID_ARGUMENT (bad prefix or runtime),
+	// UNAVAILABLE (the server cannot be reached or listed), and the Registry's errors.
+	ImportMcpServer(context.Context, *ImportMcpServerRequest) (*ImportMcpServerResponse, error)
 	mustEmbedUnimplementedDispatcherServiceServer()
 }
 
@@ -180,6 +228,12 @@ func (UnimplementedDispatcherServiceServer) StartTool(context.Context, *StartToo
 }
 func (UnimplementedDispatcherServiceServer) StopTool(context.Context, *StopToolRequest) (*StopToolResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method StopTool not implemented")
+}
+func (UnimplementedDispatcherServiceServer) DispatchToolCalls(context.Context, *DispatchToolCallsRequest) (*DispatchToolCallsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DispatchToolCalls not implemented")
+}
+func (UnimplementedDispatcherServiceServer) ImportMcpServer(context.Context, *ImportMcpServerRequest) (*ImportMcpServerResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ImportMcpServer not implemented")
 }
 func (UnimplementedDispatcherServiceServer) mustEmbedUnimplementedDispatcherServiceServer() {}
 func (UnimplementedDispatcherServiceServer) testEmbeddedByValue()                           {}
@@ -310,6 +364,42 @@ func _DispatcherService_StopTool_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _DispatcherService_DispatchToolCalls_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DispatchToolCallsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(DispatcherServiceServer).DispatchToolCalls(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: DispatcherService_DispatchToolCalls_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(DispatcherServiceServer).DispatchToolCalls(ctx, req.(*DispatchToolCallsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _DispatcherService_ImportMcpServer_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ImportMcpServerRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(DispatcherServiceServer).ImportMcpServer(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: DispatcherService_ImportMcpServer_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(DispatcherServiceServer).ImportMcpServer(ctx, req.(*ImportMcpServerRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // DispatcherService_ServiceDesc is the grpc.ServiceDesc for DispatcherService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -340,6 +430,14 @@ var DispatcherService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "StopTool",
 			Handler:    _DispatcherService_StopTool_Handler,
+		},
+		{
+			MethodName: "DispatchToolCalls",
+			Handler:    _DispatcherService_DispatchToolCalls_Handler,
+		},
+		{
+			MethodName: "ImportMcpServer",
+			Handler:    _DispatcherService_ImportMcpServer_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

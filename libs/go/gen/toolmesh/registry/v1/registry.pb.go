@@ -87,6 +87,7 @@ const (
 	RuntimeKind_RUNTIME_KIND_GRPC        RuntimeKind = 1
 	RuntimeKind_RUNTIME_KIND_LOCAL       RuntimeKind = 2
 	RuntimeKind_RUNTIME_KIND_REMOTE      RuntimeKind = 3
+	RuntimeKind_RUNTIME_KIND_MCP         RuntimeKind = 5
 )
 
 // Enum value maps for RuntimeKind.
@@ -96,12 +97,14 @@ var (
 		1: "RUNTIME_KIND_GRPC",
 		2: "RUNTIME_KIND_LOCAL",
 		3: "RUNTIME_KIND_REMOTE",
+		5: "RUNTIME_KIND_MCP",
 	}
 	RuntimeKind_value = map[string]int32{
 		"RUNTIME_KIND_UNSPECIFIED": 0,
 		"RUNTIME_KIND_GRPC":        1,
 		"RUNTIME_KIND_LOCAL":       2,
 		"RUNTIME_KIND_REMOTE":      3,
+		"RUNTIME_KIND_MCP":         5,
 	}
 )
 
@@ -509,6 +512,115 @@ func (x *RemoteRuntime) GetHeaders() map[string]string {
 	return nil
 }
 
+// McpRuntime is one tool of an existing MCP server: a streamable HTTP URL, or a command the
+// Dispatcher starts on demand and speaks to over stdio (exactly one of url and command).
+type McpRuntime struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// http:// or https:// URL of the server's MCP endpoint.
+	Url string `protobuf:"bytes,1,opt,name=url,proto3" json:"url,omitempty"`
+	// Static headers sent with each request (for example the server's own API key).
+	Headers map[string]string `protobuf:"bytes,2,rep,name=headers,proto3" json:"headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Executable to start for a stdio server (resolved on PATH).
+	Command string   `protobuf:"bytes,3,opt,name=command,proto3" json:"command,omitempty"`
+	Args    []string `protobuf:"bytes,4,rep,name=args,proto3" json:"args,omitempty"`
+	// Extra environment for the process; never secrets of the caller.
+	Env map[string]string `protobuf:"bytes,5,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Working directory; empty means the Dispatcher's.
+	WorkingDir string `protobuf:"bytes,6,opt,name=working_dir,json=workingDir,proto3" json:"working_dir,omitempty"`
+	// The tool's name on the MCP server.
+	Tool string `protobuf:"bytes,7,opt,name=tool,proto3" json:"tool,omitempty"`
+	// Stop a stdio server after this long without calls; 0 means the Dispatcher's default.
+	IdleTimeoutMs uint32 `protobuf:"varint,8,opt,name=idle_timeout_ms,json=idleTimeoutMs,proto3" json:"idle_timeout_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *McpRuntime) Reset() {
+	*x = McpRuntime{}
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpRuntime) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpRuntime) ProtoMessage() {}
+
+func (x *McpRuntime) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpRuntime.ProtoReflect.Descriptor instead.
+func (*McpRuntime) Descriptor() ([]byte, []int) {
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *McpRuntime) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *McpRuntime) GetHeaders() map[string]string {
+	if x != nil {
+		return x.Headers
+	}
+	return nil
+}
+
+func (x *McpRuntime) GetCommand() string {
+	if x != nil {
+		return x.Command
+	}
+	return ""
+}
+
+func (x *McpRuntime) GetArgs() []string {
+	if x != nil {
+		return x.Args
+	}
+	return nil
+}
+
+func (x *McpRuntime) GetEnv() map[string]string {
+	if x != nil {
+		return x.Env
+	}
+	return nil
+}
+
+func (x *McpRuntime) GetWorkingDir() string {
+	if x != nil {
+		return x.WorkingDir
+	}
+	return ""
+}
+
+func (x *McpRuntime) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *McpRuntime) GetIdleTimeoutMs() uint32 {
+	if x != nil {
+		return x.IdleTimeoutMs
+	}
+	return 0
+}
+
 // Runtime says where and how a tool runs; exactly one kind is set.
 type Runtime struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -517,6 +629,7 @@ type Runtime struct {
 	//	*Runtime_Grpc
 	//	*Runtime_Local
 	//	*Runtime_Remote
+	//	*Runtime_Mcp
 	Kind          isRuntime_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -524,7 +637,7 @@ type Runtime struct {
 
 func (x *Runtime) Reset() {
 	*x = Runtime{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[3]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -536,7 +649,7 @@ func (x *Runtime) String() string {
 func (*Runtime) ProtoMessage() {}
 
 func (x *Runtime) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[3]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -549,7 +662,7 @@ func (x *Runtime) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Runtime.ProtoReflect.Descriptor instead.
 func (*Runtime) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{3}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Runtime) GetKind() isRuntime_Kind {
@@ -586,6 +699,15 @@ func (x *Runtime) GetRemote() *RemoteRuntime {
 	return nil
 }
 
+func (x *Runtime) GetMcp() *McpRuntime {
+	if x != nil {
+		if x, ok := x.Kind.(*Runtime_Mcp); ok {
+			return x.Mcp
+		}
+	}
+	return nil
+}
+
 type isRuntime_Kind interface {
 	isRuntime_Kind()
 }
@@ -602,11 +724,81 @@ type Runtime_Remote struct {
 	Remote *RemoteRuntime `protobuf:"bytes,3,opt,name=remote,proto3,oneof"`
 }
 
+type Runtime_Mcp struct {
+	Mcp *McpRuntime `protobuf:"bytes,5,opt,name=mcp,proto3,oneof"`
+}
+
 func (*Runtime_Grpc) isRuntime_Kind() {}
 
 func (*Runtime_Local) isRuntime_Kind() {}
 
 func (*Runtime_Remote) isRuntime_Kind() {}
+
+func (*Runtime_Mcp) isRuntime_Kind() {}
+
+// ToolAnnotations are hints for agents beyond side_effects and idempotent (MCP tool annotations).
+type ToolAnnotations struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A human-readable title.
+	Title string `protobuf:"bytes,1,opt,name=title,proto3" json:"title,omitempty"`
+	// A tool with side effects that may destroy or overwrite data (MCP destructiveHint).
+	Destructive bool `protobuf:"varint,2,opt,name=destructive,proto3" json:"destructive,omitempty"`
+	// Reaches an open world of outside entities, such as the web (MCP openWorldHint).
+	OpenWorld     bool `protobuf:"varint,3,opt,name=open_world,json=openWorld,proto3" json:"open_world,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolAnnotations) Reset() {
+	*x = ToolAnnotations{}
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolAnnotations) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolAnnotations) ProtoMessage() {}
+
+func (x *ToolAnnotations) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolAnnotations.ProtoReflect.Descriptor instead.
+func (*ToolAnnotations) Descriptor() ([]byte, []int) {
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ToolAnnotations) GetTitle() string {
+	if x != nil {
+		return x.Title
+	}
+	return ""
+}
+
+func (x *ToolAnnotations) GetDestructive() bool {
+	if x != nil {
+		return x.Destructive
+	}
+	return false
+}
+
+func (x *ToolAnnotations) GetOpenWorld() bool {
+	if x != nil {
+		return x.OpenWorld
+	}
+	return false
+}
 
 // RetryPolicy applies only to idempotent tools and transient failures.
 type RetryPolicy struct {
@@ -623,7 +815,7 @@ type RetryPolicy struct {
 
 func (x *RetryPolicy) Reset() {
 	*x = RetryPolicy{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[4]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -635,7 +827,7 @@ func (x *RetryPolicy) String() string {
 func (*RetryPolicy) ProtoMessage() {}
 
 func (x *RetryPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[4]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -648,7 +840,7 @@ func (x *RetryPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetryPolicy.ProtoReflect.Descriptor instead.
 func (*RetryPolicy) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{4}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *RetryPolicy) GetMaxAttempts() uint32 {
@@ -704,14 +896,15 @@ type ToolSpec struct {
 	Labels map[string]string `protobuf:"bytes,15,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// Agent ids whose tokens (with the role `tool-backend`) may Report the outcome of this tool's
 	// asynchronous calls: the backend's own credential. Admins may always; nobody else may.
-	Reporters     []string `protobuf:"bytes,16,rep,name=reporters,proto3" json:"reporters,omitempty"`
+	Reporters     []string         `protobuf:"bytes,16,rep,name=reporters,proto3" json:"reporters,omitempty"`
+	Annotations   *ToolAnnotations `protobuf:"bytes,20,opt,name=annotations,proto3" json:"annotations,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ToolSpec) Reset() {
 	*x = ToolSpec{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[5]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -723,7 +916,7 @@ func (x *ToolSpec) String() string {
 func (*ToolSpec) ProtoMessage() {}
 
 func (x *ToolSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[5]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -736,7 +929,7 @@ func (x *ToolSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolSpec.ProtoReflect.Descriptor instead.
 func (*ToolSpec) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{5}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ToolSpec) GetName() string {
@@ -851,6 +1044,13 @@ func (x *ToolSpec) GetReporters() []string {
 	return nil
 }
 
+func (x *ToolSpec) GetAnnotations() *ToolAnnotations {
+	if x != nil {
+		return x.Annotations
+	}
+	return nil
+}
+
 // Tool is a registered tool: the spec plus what the registry derives from it.
 type Tool struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -871,7 +1071,7 @@ type Tool struct {
 
 func (x *Tool) Reset() {
 	*x = Tool{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[6]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -883,7 +1083,7 @@ func (x *Tool) String() string {
 func (*Tool) ProtoMessage() {}
 
 func (x *Tool) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[6]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -896,7 +1096,7 @@ func (x *Tool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tool.ProtoReflect.Descriptor instead.
 func (*Tool) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{6}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Tool) GetSpec() *ToolSpec {
@@ -965,7 +1165,7 @@ type Group struct {
 
 func (x *Group) Reset() {
 	*x = Group{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[7]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -977,7 +1177,7 @@ func (x *Group) String() string {
 func (*Group) ProtoMessage() {}
 
 func (x *Group) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[7]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -990,7 +1190,7 @@ func (x *Group) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Group.ProtoReflect.Descriptor instead.
 func (*Group) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{7}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Group) GetName() string {
@@ -1037,7 +1237,7 @@ type RegisterToolRequest struct {
 
 func (x *RegisterToolRequest) Reset() {
 	*x = RegisterToolRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[8]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1049,7 +1249,7 @@ func (x *RegisterToolRequest) String() string {
 func (*RegisterToolRequest) ProtoMessage() {}
 
 func (x *RegisterToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[8]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1062,7 +1262,7 @@ func (x *RegisterToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterToolRequest.ProtoReflect.Descriptor instead.
 func (*RegisterToolRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{8}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *RegisterToolRequest) GetTool() *ToolSpec {
@@ -1081,7 +1281,7 @@ type RegisterToolResponse struct {
 
 func (x *RegisterToolResponse) Reset() {
 	*x = RegisterToolResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[9]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1093,7 +1293,7 @@ func (x *RegisterToolResponse) String() string {
 func (*RegisterToolResponse) ProtoMessage() {}
 
 func (x *RegisterToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[9]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1106,7 +1306,7 @@ func (x *RegisterToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterToolResponse.ProtoReflect.Descriptor instead.
 func (*RegisterToolResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{9}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RegisterToolResponse) GetTool() *Tool {
@@ -1127,7 +1327,7 @@ type UpdateToolRequest struct {
 
 func (x *UpdateToolRequest) Reset() {
 	*x = UpdateToolRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[10]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1139,7 +1339,7 @@ func (x *UpdateToolRequest) String() string {
 func (*UpdateToolRequest) ProtoMessage() {}
 
 func (x *UpdateToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[10]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1152,7 +1352,7 @@ func (x *UpdateToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateToolRequest.ProtoReflect.Descriptor instead.
 func (*UpdateToolRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{10}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *UpdateToolRequest) GetTool() *ToolSpec {
@@ -1178,7 +1378,7 @@ type UpdateToolResponse struct {
 
 func (x *UpdateToolResponse) Reset() {
 	*x = UpdateToolResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[11]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1190,7 +1390,7 @@ func (x *UpdateToolResponse) String() string {
 func (*UpdateToolResponse) ProtoMessage() {}
 
 func (x *UpdateToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[11]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1203,7 +1403,7 @@ func (x *UpdateToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateToolResponse.ProtoReflect.Descriptor instead.
 func (*UpdateToolResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{11}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *UpdateToolResponse) GetTool() *Tool {
@@ -1227,7 +1427,7 @@ type SetToolSlugsRequest struct {
 
 func (x *SetToolSlugsRequest) Reset() {
 	*x = SetToolSlugsRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[12]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1239,7 +1439,7 @@ func (x *SetToolSlugsRequest) String() string {
 func (*SetToolSlugsRequest) ProtoMessage() {}
 
 func (x *SetToolSlugsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[12]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1252,7 +1452,7 @@ func (x *SetToolSlugsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetToolSlugsRequest.ProtoReflect.Descriptor instead.
 func (*SetToolSlugsRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{12}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SetToolSlugsRequest) GetName() string {
@@ -1285,7 +1485,7 @@ type SetToolSlugsResponse struct {
 
 func (x *SetToolSlugsResponse) Reset() {
 	*x = SetToolSlugsResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[13]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1297,7 +1497,7 @@ func (x *SetToolSlugsResponse) String() string {
 func (*SetToolSlugsResponse) ProtoMessage() {}
 
 func (x *SetToolSlugsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[13]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1310,7 +1510,7 @@ func (x *SetToolSlugsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetToolSlugsResponse.ProtoReflect.Descriptor instead.
 func (*SetToolSlugsResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{13}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SetToolSlugsResponse) GetTool() *Tool {
@@ -1329,7 +1529,7 @@ type DeregisterToolRequest struct {
 
 func (x *DeregisterToolRequest) Reset() {
 	*x = DeregisterToolRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[14]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1341,7 +1541,7 @@ func (x *DeregisterToolRequest) String() string {
 func (*DeregisterToolRequest) ProtoMessage() {}
 
 func (x *DeregisterToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[14]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1354,7 +1554,7 @@ func (x *DeregisterToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeregisterToolRequest.ProtoReflect.Descriptor instead.
 func (*DeregisterToolRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{14}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *DeregisterToolRequest) GetName() string {
@@ -1374,7 +1574,7 @@ type DeregisterToolResponse struct {
 
 func (x *DeregisterToolResponse) Reset() {
 	*x = DeregisterToolResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[15]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1386,7 +1586,7 @@ func (x *DeregisterToolResponse) String() string {
 func (*DeregisterToolResponse) ProtoMessage() {}
 
 func (x *DeregisterToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[15]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1399,7 +1599,7 @@ func (x *DeregisterToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeregisterToolResponse.ProtoReflect.Descriptor instead.
 func (*DeregisterToolResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{15}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *DeregisterToolResponse) GetRemovedFromGroups() []string {
@@ -1418,7 +1618,7 @@ type GetToolRequest struct {
 
 func (x *GetToolRequest) Reset() {
 	*x = GetToolRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[16]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1430,7 +1630,7 @@ func (x *GetToolRequest) String() string {
 func (*GetToolRequest) ProtoMessage() {}
 
 func (x *GetToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[16]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1443,7 +1643,7 @@ func (x *GetToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetToolRequest.ProtoReflect.Descriptor instead.
 func (*GetToolRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{16}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetToolRequest) GetName() string {
@@ -1462,7 +1662,7 @@ type GetToolResponse struct {
 
 func (x *GetToolResponse) Reset() {
 	*x = GetToolResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[17]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1474,7 +1674,7 @@ func (x *GetToolResponse) String() string {
 func (*GetToolResponse) ProtoMessage() {}
 
 func (x *GetToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[17]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1487,7 +1687,7 @@ func (x *GetToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetToolResponse.ProtoReflect.Descriptor instead.
 func (*GetToolResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{17}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GetToolResponse) GetTool() *Tool {
@@ -1517,7 +1717,7 @@ type ListToolsRequest struct {
 
 func (x *ListToolsRequest) Reset() {
 	*x = ListToolsRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[18]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1529,7 +1729,7 @@ func (x *ListToolsRequest) String() string {
 func (*ListToolsRequest) ProtoMessage() {}
 
 func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[18]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1542,7 +1742,7 @@ func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsRequest.ProtoReflect.Descriptor instead.
 func (*ListToolsRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{18}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListToolsRequest) GetCategory() string {
@@ -1605,7 +1805,7 @@ type ListToolsResponse struct {
 
 func (x *ListToolsResponse) Reset() {
 	*x = ListToolsResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[19]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1617,7 +1817,7 @@ func (x *ListToolsResponse) String() string {
 func (*ListToolsResponse) ProtoMessage() {}
 
 func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[19]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1630,7 +1830,7 @@ func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsResponse.ProtoReflect.Descriptor instead.
 func (*ListToolsResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{19}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListToolsResponse) GetTools() []*Tool {
@@ -1655,7 +1855,7 @@ type WatchToolsRequest struct {
 
 func (x *WatchToolsRequest) Reset() {
 	*x = WatchToolsRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[20]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1667,7 +1867,7 @@ func (x *WatchToolsRequest) String() string {
 func (*WatchToolsRequest) ProtoMessage() {}
 
 func (x *WatchToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[20]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1680,7 +1880,7 @@ func (x *WatchToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchToolsRequest.ProtoReflect.Descriptor instead.
 func (*WatchToolsRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{20}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{22}
 }
 
 type WatchToolsResponse struct {
@@ -1696,7 +1896,7 @@ type WatchToolsResponse struct {
 
 func (x *WatchToolsResponse) Reset() {
 	*x = WatchToolsResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[21]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1708,7 +1908,7 @@ func (x *WatchToolsResponse) String() string {
 func (*WatchToolsResponse) ProtoMessage() {}
 
 func (x *WatchToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[21]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1721,7 +1921,7 @@ func (x *WatchToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchToolsResponse.ProtoReflect.Descriptor instead.
 func (*WatchToolsResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{21}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *WatchToolsResponse) GetType() WatchEventType {
@@ -1754,7 +1954,7 @@ type PutGroupRequest struct {
 
 func (x *PutGroupRequest) Reset() {
 	*x = PutGroupRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[22]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1766,7 +1966,7 @@ func (x *PutGroupRequest) String() string {
 func (*PutGroupRequest) ProtoMessage() {}
 
 func (x *PutGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[22]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1779,7 +1979,7 @@ func (x *PutGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutGroupRequest.ProtoReflect.Descriptor instead.
 func (*PutGroupRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{22}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *PutGroupRequest) GetGroup() *Group {
@@ -1798,7 +1998,7 @@ type PutGroupResponse struct {
 
 func (x *PutGroupResponse) Reset() {
 	*x = PutGroupResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[23]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1810,7 +2010,7 @@ func (x *PutGroupResponse) String() string {
 func (*PutGroupResponse) ProtoMessage() {}
 
 func (x *PutGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[23]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1823,7 +2023,7 @@ func (x *PutGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutGroupResponse.ProtoReflect.Descriptor instead.
 func (*PutGroupResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{23}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *PutGroupResponse) GetGroup() *Group {
@@ -1842,7 +2042,7 @@ type GetGroupRequest struct {
 
 func (x *GetGroupRequest) Reset() {
 	*x = GetGroupRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[24]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1854,7 +2054,7 @@ func (x *GetGroupRequest) String() string {
 func (*GetGroupRequest) ProtoMessage() {}
 
 func (x *GetGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[24]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1867,7 +2067,7 @@ func (x *GetGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGroupRequest.ProtoReflect.Descriptor instead.
 func (*GetGroupRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{24}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GetGroupRequest) GetName() string {
@@ -1886,7 +2086,7 @@ type GetGroupResponse struct {
 
 func (x *GetGroupResponse) Reset() {
 	*x = GetGroupResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[25]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1898,7 +2098,7 @@ func (x *GetGroupResponse) String() string {
 func (*GetGroupResponse) ProtoMessage() {}
 
 func (x *GetGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[25]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1911,7 +2111,7 @@ func (x *GetGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGroupResponse.ProtoReflect.Descriptor instead.
 func (*GetGroupResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{25}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *GetGroupResponse) GetGroup() *Group {
@@ -1931,7 +2131,7 @@ type ListGroupsRequest struct {
 
 func (x *ListGroupsRequest) Reset() {
 	*x = ListGroupsRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[26]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1943,7 +2143,7 @@ func (x *ListGroupsRequest) String() string {
 func (*ListGroupsRequest) ProtoMessage() {}
 
 func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[26]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1956,7 +2156,7 @@ func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsRequest.ProtoReflect.Descriptor instead.
 func (*ListGroupsRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{26}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ListGroupsRequest) GetPageSize() uint32 {
@@ -1983,7 +2183,7 @@ type ListGroupsResponse struct {
 
 func (x *ListGroupsResponse) Reset() {
 	*x = ListGroupsResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[27]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1995,7 +2195,7 @@ func (x *ListGroupsResponse) String() string {
 func (*ListGroupsResponse) ProtoMessage() {}
 
 func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[27]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2008,7 +2208,7 @@ func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsResponse.ProtoReflect.Descriptor instead.
 func (*ListGroupsResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{27}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ListGroupsResponse) GetGroups() []*Group {
@@ -2034,7 +2234,7 @@ type DeleteGroupRequest struct {
 
 func (x *DeleteGroupRequest) Reset() {
 	*x = DeleteGroupRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[28]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2046,7 +2246,7 @@ func (x *DeleteGroupRequest) String() string {
 func (*DeleteGroupRequest) ProtoMessage() {}
 
 func (x *DeleteGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[28]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2059,7 +2259,7 @@ func (x *DeleteGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteGroupRequest.ProtoReflect.Descriptor instead.
 func (*DeleteGroupRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{28}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *DeleteGroupRequest) GetName() string {
@@ -2077,7 +2277,7 @@ type DeleteGroupResponse struct {
 
 func (x *DeleteGroupResponse) Reset() {
 	*x = DeleteGroupResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[29]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2089,7 +2289,7 @@ func (x *DeleteGroupResponse) String() string {
 func (*DeleteGroupResponse) ProtoMessage() {}
 
 func (x *DeleteGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[29]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2102,7 +2302,7 @@ func (x *DeleteGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteGroupResponse.ProtoReflect.Descriptor instead.
 func (*DeleteGroupResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{29}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{31}
 }
 
 type ListRuntimesRequest struct {
@@ -2113,7 +2313,7 @@ type ListRuntimesRequest struct {
 
 func (x *ListRuntimesRequest) Reset() {
 	*x = ListRuntimesRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[30]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2125,7 +2325,7 @@ func (x *ListRuntimesRequest) String() string {
 func (*ListRuntimesRequest) ProtoMessage() {}
 
 func (x *ListRuntimesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[30]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2138,7 +2338,7 @@ func (x *ListRuntimesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRuntimesRequest.ProtoReflect.Descriptor instead.
 func (*ListRuntimesRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{30}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{32}
 }
 
 // RuntimeSummary counts tools of one runtime kind.
@@ -2157,7 +2357,7 @@ type RuntimeSummary struct {
 
 func (x *RuntimeSummary) Reset() {
 	*x = RuntimeSummary{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[31]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2169,7 +2369,7 @@ func (x *RuntimeSummary) String() string {
 func (*RuntimeSummary) ProtoMessage() {}
 
 func (x *RuntimeSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[31]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2182,7 +2382,7 @@ func (x *RuntimeSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuntimeSummary.ProtoReflect.Descriptor instead.
 func (*RuntimeSummary) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{31}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *RuntimeSummary) GetKind() RuntimeKind {
@@ -2236,7 +2436,7 @@ type ListRuntimesResponse struct {
 
 func (x *ListRuntimesResponse) Reset() {
 	*x = ListRuntimesResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[32]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2248,7 +2448,7 @@ func (x *ListRuntimesResponse) String() string {
 func (*ListRuntimesResponse) ProtoMessage() {}
 
 func (x *ListRuntimesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[32]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2261,7 +2461,7 @@ func (x *ListRuntimesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRuntimesResponse.ProtoReflect.Descriptor instead.
 func (*ListRuntimesResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{32}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ListRuntimesResponse) GetRuntimes() []*RuntimeSummary {
@@ -2286,7 +2486,7 @@ type ExportToolSchemasRequest struct {
 
 func (x *ExportToolSchemasRequest) Reset() {
 	*x = ExportToolSchemasRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[33]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2298,7 +2498,7 @@ func (x *ExportToolSchemasRequest) String() string {
 func (*ExportToolSchemasRequest) ProtoMessage() {}
 
 func (x *ExportToolSchemasRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[33]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2311,7 +2511,7 @@ func (x *ExportToolSchemasRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportToolSchemasRequest.ProtoReflect.Descriptor instead.
 func (*ExportToolSchemasRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{33}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ExportToolSchemasRequest) GetFormat() SchemaFormat {
@@ -2356,7 +2556,7 @@ type ExportedTool struct {
 
 func (x *ExportedTool) Reset() {
 	*x = ExportedTool{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[34]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2368,7 +2568,7 @@ func (x *ExportedTool) String() string {
 func (*ExportedTool) ProtoMessage() {}
 
 func (x *ExportedTool) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[34]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2381,7 +2581,7 @@ func (x *ExportedTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportedTool.ProtoReflect.Descriptor instead.
 func (*ExportedTool) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{34}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ExportedTool) GetTool() string {
@@ -2414,7 +2614,7 @@ type ExportToolSchemasResponse struct {
 
 func (x *ExportToolSchemasResponse) Reset() {
 	*x = ExportToolSchemasResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[35]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2426,7 +2626,7 @@ func (x *ExportToolSchemasResponse) String() string {
 func (*ExportToolSchemasResponse) ProtoMessage() {}
 
 func (x *ExportToolSchemasResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[35]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2439,7 +2639,7 @@ func (x *ExportToolSchemasResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportToolSchemasResponse.ProtoReflect.Descriptor instead.
 func (*ExportToolSchemasResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{35}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ExportToolSchemasResponse) GetTools() []*ExportedTool {
@@ -2474,16 +2674,39 @@ const file_toolmesh_registry_v1_registry_proto_rawDesc = "" +
 	"\aheaders\x18\x02 \x03(\v20.toolmesh.registry.v1.RemoteRuntime.HeadersEntryR\aheaders\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc5\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa3\x03\n" +
+	"\n" +
+	"McpRuntime\x12\x10\n" +
+	"\x03url\x18\x01 \x01(\tR\x03url\x12G\n" +
+	"\aheaders\x18\x02 \x03(\v2-.toolmesh.registry.v1.McpRuntime.HeadersEntryR\aheaders\x12\x18\n" +
+	"\acommand\x18\x03 \x01(\tR\acommand\x12\x12\n" +
+	"\x04args\x18\x04 \x03(\tR\x04args\x12;\n" +
+	"\x03env\x18\x05 \x03(\v2).toolmesh.registry.v1.McpRuntime.EnvEntryR\x03env\x12\x1f\n" +
+	"\vworking_dir\x18\x06 \x01(\tR\n" +
+	"workingDir\x12\x12\n" +
+	"\x04tool\x18\a \x01(\tR\x04tool\x12&\n" +
+	"\x0fidle_timeout_ms\x18\b \x01(\rR\ridleTimeoutMs\x1a:\n" +
+	"\fHeadersEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a6\n" +
+	"\bEnvEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xfb\x01\n" +
 	"\aRuntime\x127\n" +
 	"\x04grpc\x18\x01 \x01(\v2!.toolmesh.registry.v1.GrpcRuntimeH\x00R\x04grpc\x12:\n" +
 	"\x05local\x18\x02 \x01(\v2\".toolmesh.registry.v1.LocalRuntimeH\x00R\x05local\x12=\n" +
-	"\x06remote\x18\x03 \x01(\v2#.toolmesh.registry.v1.RemoteRuntimeH\x00R\x06remoteB\x06\n" +
-	"\x04kind\"\x84\x01\n" +
+	"\x06remote\x18\x03 \x01(\v2#.toolmesh.registry.v1.RemoteRuntimeH\x00R\x06remote\x124\n" +
+	"\x03mcp\x18\x05 \x01(\v2 .toolmesh.registry.v1.McpRuntimeH\x00R\x03mcpB\x06\n" +
+	"\x04kind\"h\n" +
+	"\x0fToolAnnotations\x12\x14\n" +
+	"\x05title\x18\x01 \x01(\tR\x05title\x12 \n" +
+	"\vdestructive\x18\x02 \x01(\bR\vdestructive\x12\x1d\n" +
+	"\n" +
+	"open_world\x18\x03 \x01(\bR\topenWorld\"\x84\x01\n" +
 	"\vRetryPolicy\x12!\n" +
 	"\fmax_attempts\x18\x01 \x01(\rR\vmaxAttempts\x12,\n" +
 	"\x12initial_backoff_ms\x18\x02 \x01(\rR\x10initialBackoffMs\x12$\n" +
-	"\x0emax_backoff_ms\x18\x03 \x01(\rR\fmaxBackoffMs\"\xf6\x05\n" +
+	"\x0emax_backoff_ms\x18\x03 \x01(\rR\fmaxBackoffMs\"\xbf\x06\n" +
 	"\bToolSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12 \n" +
@@ -2504,7 +2727,8 @@ const file_toolmesh_registry_v1_registry_proto_rawDesc = "" +
 	"\x06status\x18\r \x01(\x0e2 .toolmesh.registry.v1.ToolStatusR\x06status\x127\n" +
 	"\aruntime\x18\x0e \x01(\v2\x1d.toolmesh.registry.v1.RuntimeR\aruntime\x12B\n" +
 	"\x06labels\x18\x0f \x03(\v2*.toolmesh.registry.v1.ToolSpec.LabelsEntryR\x06labels\x12\x1c\n" +
-	"\treporters\x18\x10 \x03(\tR\treporters\x1a9\n" +
+	"\treporters\x18\x10 \x03(\tR\treporters\x12G\n" +
+	"\vannotations\x18\x14 \x01(\v2%.toolmesh.registry.v1.ToolAnnotationsR\vannotations\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa4\x02\n" +
@@ -2614,12 +2838,13 @@ const file_toolmesh_registry_v1_registry_proto_rawDesc = "" +
 	"\x17TOOL_STATUS_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12TOOL_STATUS_ACTIVE\x10\x01\x12\x1a\n" +
 	"\x16TOOL_STATUS_DEPRECATED\x10\x02\x12\x18\n" +
-	"\x14TOOL_STATUS_DISABLED\x10\x03*s\n" +
+	"\x14TOOL_STATUS_DISABLED\x10\x03*\x89\x01\n" +
 	"\vRuntimeKind\x12\x1c\n" +
 	"\x18RUNTIME_KIND_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11RUNTIME_KIND_GRPC\x10\x01\x12\x16\n" +
 	"\x12RUNTIME_KIND_LOCAL\x10\x02\x12\x17\n" +
-	"\x13RUNTIME_KIND_REMOTE\x10\x03*a\n" +
+	"\x13RUNTIME_KIND_REMOTE\x10\x03\x12\x14\n" +
+	"\x10RUNTIME_KIND_MCP\x10\x05*a\n" +
 	"\rLocalProtocol\x12\x1e\n" +
 	"\x1aLOCAL_PROTOCOL_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13LOCAL_PROTOCOL_GRPC\x10\x01\x12\x17\n" +
@@ -2668,7 +2893,7 @@ func file_toolmesh_registry_v1_registry_proto_rawDescGZIP() []byte {
 }
 
 var file_toolmesh_registry_v1_registry_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_toolmesh_registry_v1_registry_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
+var file_toolmesh_registry_v1_registry_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
 var file_toolmesh_registry_v1_registry_proto_goTypes = []any{
 	(ToolStatus)(0),                   // 0: toolmesh.registry.v1.ToolStatus
 	(RuntimeKind)(0),                  // 1: toolmesh.registry.v1.RuntimeKind
@@ -2678,113 +2903,121 @@ var file_toolmesh_registry_v1_registry_proto_goTypes = []any{
 	(*GrpcRuntime)(nil),               // 5: toolmesh.registry.v1.GrpcRuntime
 	(*LocalRuntime)(nil),              // 6: toolmesh.registry.v1.LocalRuntime
 	(*RemoteRuntime)(nil),             // 7: toolmesh.registry.v1.RemoteRuntime
-	(*Runtime)(nil),                   // 8: toolmesh.registry.v1.Runtime
-	(*RetryPolicy)(nil),               // 9: toolmesh.registry.v1.RetryPolicy
-	(*ToolSpec)(nil),                  // 10: toolmesh.registry.v1.ToolSpec
-	(*Tool)(nil),                      // 11: toolmesh.registry.v1.Tool
-	(*Group)(nil),                     // 12: toolmesh.registry.v1.Group
-	(*RegisterToolRequest)(nil),       // 13: toolmesh.registry.v1.RegisterToolRequest
-	(*RegisterToolResponse)(nil),      // 14: toolmesh.registry.v1.RegisterToolResponse
-	(*UpdateToolRequest)(nil),         // 15: toolmesh.registry.v1.UpdateToolRequest
-	(*UpdateToolResponse)(nil),        // 16: toolmesh.registry.v1.UpdateToolResponse
-	(*SetToolSlugsRequest)(nil),       // 17: toolmesh.registry.v1.SetToolSlugsRequest
-	(*SetToolSlugsResponse)(nil),      // 18: toolmesh.registry.v1.SetToolSlugsResponse
-	(*DeregisterToolRequest)(nil),     // 19: toolmesh.registry.v1.DeregisterToolRequest
-	(*DeregisterToolResponse)(nil),    // 20: toolmesh.registry.v1.DeregisterToolResponse
-	(*GetToolRequest)(nil),            // 21: toolmesh.registry.v1.GetToolRequest
-	(*GetToolResponse)(nil),           // 22: toolmesh.registry.v1.GetToolResponse
-	(*ListToolsRequest)(nil),          // 23: toolmesh.registry.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),         // 24: toolmesh.registry.v1.ListToolsResponse
-	(*WatchToolsRequest)(nil),         // 25: toolmesh.registry.v1.WatchToolsRequest
-	(*WatchToolsResponse)(nil),        // 26: toolmesh.registry.v1.WatchToolsResponse
-	(*PutGroupRequest)(nil),           // 27: toolmesh.registry.v1.PutGroupRequest
-	(*PutGroupResponse)(nil),          // 28: toolmesh.registry.v1.PutGroupResponse
-	(*GetGroupRequest)(nil),           // 29: toolmesh.registry.v1.GetGroupRequest
-	(*GetGroupResponse)(nil),          // 30: toolmesh.registry.v1.GetGroupResponse
-	(*ListGroupsRequest)(nil),         // 31: toolmesh.registry.v1.ListGroupsRequest
-	(*ListGroupsResponse)(nil),        // 32: toolmesh.registry.v1.ListGroupsResponse
-	(*DeleteGroupRequest)(nil),        // 33: toolmesh.registry.v1.DeleteGroupRequest
-	(*DeleteGroupResponse)(nil),       // 34: toolmesh.registry.v1.DeleteGroupResponse
-	(*ListRuntimesRequest)(nil),       // 35: toolmesh.registry.v1.ListRuntimesRequest
-	(*RuntimeSummary)(nil),            // 36: toolmesh.registry.v1.RuntimeSummary
-	(*ListRuntimesResponse)(nil),      // 37: toolmesh.registry.v1.ListRuntimesResponse
-	(*ExportToolSchemasRequest)(nil),  // 38: toolmesh.registry.v1.ExportToolSchemasRequest
-	(*ExportedTool)(nil),              // 39: toolmesh.registry.v1.ExportedTool
-	(*ExportToolSchemasResponse)(nil), // 40: toolmesh.registry.v1.ExportToolSchemasResponse
-	nil,                               // 41: toolmesh.registry.v1.LocalRuntime.EnvEntry
-	nil,                               // 42: toolmesh.registry.v1.RemoteRuntime.HeadersEntry
-	nil,                               // 43: toolmesh.registry.v1.ToolSpec.LabelsEntry
-	(*structpb.Struct)(nil),           // 44: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),     // 45: google.protobuf.Timestamp
+	(*McpRuntime)(nil),                // 8: toolmesh.registry.v1.McpRuntime
+	(*Runtime)(nil),                   // 9: toolmesh.registry.v1.Runtime
+	(*ToolAnnotations)(nil),           // 10: toolmesh.registry.v1.ToolAnnotations
+	(*RetryPolicy)(nil),               // 11: toolmesh.registry.v1.RetryPolicy
+	(*ToolSpec)(nil),                  // 12: toolmesh.registry.v1.ToolSpec
+	(*Tool)(nil),                      // 13: toolmesh.registry.v1.Tool
+	(*Group)(nil),                     // 14: toolmesh.registry.v1.Group
+	(*RegisterToolRequest)(nil),       // 15: toolmesh.registry.v1.RegisterToolRequest
+	(*RegisterToolResponse)(nil),      // 16: toolmesh.registry.v1.RegisterToolResponse
+	(*UpdateToolRequest)(nil),         // 17: toolmesh.registry.v1.UpdateToolRequest
+	(*UpdateToolResponse)(nil),        // 18: toolmesh.registry.v1.UpdateToolResponse
+	(*SetToolSlugsRequest)(nil),       // 19: toolmesh.registry.v1.SetToolSlugsRequest
+	(*SetToolSlugsResponse)(nil),      // 20: toolmesh.registry.v1.SetToolSlugsResponse
+	(*DeregisterToolRequest)(nil),     // 21: toolmesh.registry.v1.DeregisterToolRequest
+	(*DeregisterToolResponse)(nil),    // 22: toolmesh.registry.v1.DeregisterToolResponse
+	(*GetToolRequest)(nil),            // 23: toolmesh.registry.v1.GetToolRequest
+	(*GetToolResponse)(nil),           // 24: toolmesh.registry.v1.GetToolResponse
+	(*ListToolsRequest)(nil),          // 25: toolmesh.registry.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),         // 26: toolmesh.registry.v1.ListToolsResponse
+	(*WatchToolsRequest)(nil),         // 27: toolmesh.registry.v1.WatchToolsRequest
+	(*WatchToolsResponse)(nil),        // 28: toolmesh.registry.v1.WatchToolsResponse
+	(*PutGroupRequest)(nil),           // 29: toolmesh.registry.v1.PutGroupRequest
+	(*PutGroupResponse)(nil),          // 30: toolmesh.registry.v1.PutGroupResponse
+	(*GetGroupRequest)(nil),           // 31: toolmesh.registry.v1.GetGroupRequest
+	(*GetGroupResponse)(nil),          // 32: toolmesh.registry.v1.GetGroupResponse
+	(*ListGroupsRequest)(nil),         // 33: toolmesh.registry.v1.ListGroupsRequest
+	(*ListGroupsResponse)(nil),        // 34: toolmesh.registry.v1.ListGroupsResponse
+	(*DeleteGroupRequest)(nil),        // 35: toolmesh.registry.v1.DeleteGroupRequest
+	(*DeleteGroupResponse)(nil),       // 36: toolmesh.registry.v1.DeleteGroupResponse
+	(*ListRuntimesRequest)(nil),       // 37: toolmesh.registry.v1.ListRuntimesRequest
+	(*RuntimeSummary)(nil),            // 38: toolmesh.registry.v1.RuntimeSummary
+	(*ListRuntimesResponse)(nil),      // 39: toolmesh.registry.v1.ListRuntimesResponse
+	(*ExportToolSchemasRequest)(nil),  // 40: toolmesh.registry.v1.ExportToolSchemasRequest
+	(*ExportedTool)(nil),              // 41: toolmesh.registry.v1.ExportedTool
+	(*ExportToolSchemasResponse)(nil), // 42: toolmesh.registry.v1.ExportToolSchemasResponse
+	nil,                               // 43: toolmesh.registry.v1.LocalRuntime.EnvEntry
+	nil,                               // 44: toolmesh.registry.v1.RemoteRuntime.HeadersEntry
+	nil,                               // 45: toolmesh.registry.v1.McpRuntime.HeadersEntry
+	nil,                               // 46: toolmesh.registry.v1.McpRuntime.EnvEntry
+	nil,                               // 47: toolmesh.registry.v1.ToolSpec.LabelsEntry
+	(*structpb.Struct)(nil),           // 48: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),     // 49: google.protobuf.Timestamp
 }
 var file_toolmesh_registry_v1_registry_proto_depIdxs = []int32{
-	41, // 0: toolmesh.registry.v1.LocalRuntime.env:type_name -> toolmesh.registry.v1.LocalRuntime.EnvEntry
+	43, // 0: toolmesh.registry.v1.LocalRuntime.env:type_name -> toolmesh.registry.v1.LocalRuntime.EnvEntry
 	2,  // 1: toolmesh.registry.v1.LocalRuntime.protocol:type_name -> toolmesh.registry.v1.LocalProtocol
-	42, // 2: toolmesh.registry.v1.RemoteRuntime.headers:type_name -> toolmesh.registry.v1.RemoteRuntime.HeadersEntry
-	5,  // 3: toolmesh.registry.v1.Runtime.grpc:type_name -> toolmesh.registry.v1.GrpcRuntime
-	6,  // 4: toolmesh.registry.v1.Runtime.local:type_name -> toolmesh.registry.v1.LocalRuntime
-	7,  // 5: toolmesh.registry.v1.Runtime.remote:type_name -> toolmesh.registry.v1.RemoteRuntime
-	44, // 6: toolmesh.registry.v1.ToolSpec.input_schema:type_name -> google.protobuf.Struct
-	44, // 7: toolmesh.registry.v1.ToolSpec.output_schema:type_name -> google.protobuf.Struct
-	9,  // 8: toolmesh.registry.v1.ToolSpec.retry_policy:type_name -> toolmesh.registry.v1.RetryPolicy
-	0,  // 9: toolmesh.registry.v1.ToolSpec.status:type_name -> toolmesh.registry.v1.ToolStatus
-	8,  // 10: toolmesh.registry.v1.ToolSpec.runtime:type_name -> toolmesh.registry.v1.Runtime
-	43, // 11: toolmesh.registry.v1.ToolSpec.labels:type_name -> toolmesh.registry.v1.ToolSpec.LabelsEntry
-	10, // 12: toolmesh.registry.v1.Tool.spec:type_name -> toolmesh.registry.v1.ToolSpec
-	45, // 13: toolmesh.registry.v1.Tool.created_at:type_name -> google.protobuf.Timestamp
-	45, // 14: toolmesh.registry.v1.Tool.updated_at:type_name -> google.protobuf.Timestamp
-	45, // 15: toolmesh.registry.v1.Group.updated_at:type_name -> google.protobuf.Timestamp
-	10, // 16: toolmesh.registry.v1.RegisterToolRequest.tool:type_name -> toolmesh.registry.v1.ToolSpec
-	11, // 17: toolmesh.registry.v1.RegisterToolResponse.tool:type_name -> toolmesh.registry.v1.Tool
-	10, // 18: toolmesh.registry.v1.UpdateToolRequest.tool:type_name -> toolmesh.registry.v1.ToolSpec
-	11, // 19: toolmesh.registry.v1.UpdateToolResponse.tool:type_name -> toolmesh.registry.v1.Tool
-	11, // 20: toolmesh.registry.v1.SetToolSlugsResponse.tool:type_name -> toolmesh.registry.v1.Tool
-	11, // 21: toolmesh.registry.v1.GetToolResponse.tool:type_name -> toolmesh.registry.v1.Tool
-	1,  // 22: toolmesh.registry.v1.ListToolsRequest.runtime_kind:type_name -> toolmesh.registry.v1.RuntimeKind
-	0,  // 23: toolmesh.registry.v1.ListToolsRequest.status:type_name -> toolmesh.registry.v1.ToolStatus
-	11, // 24: toolmesh.registry.v1.ListToolsResponse.tools:type_name -> toolmesh.registry.v1.Tool
-	3,  // 25: toolmesh.registry.v1.WatchToolsResponse.type:type_name -> toolmesh.registry.v1.WatchEventType
-	11, // 26: toolmesh.registry.v1.WatchToolsResponse.tool:type_name -> toolmesh.registry.v1.Tool
-	12, // 27: toolmesh.registry.v1.PutGroupRequest.group:type_name -> toolmesh.registry.v1.Group
-	12, // 28: toolmesh.registry.v1.PutGroupResponse.group:type_name -> toolmesh.registry.v1.Group
-	12, // 29: toolmesh.registry.v1.GetGroupResponse.group:type_name -> toolmesh.registry.v1.Group
-	12, // 30: toolmesh.registry.v1.ListGroupsResponse.groups:type_name -> toolmesh.registry.v1.Group
-	1,  // 31: toolmesh.registry.v1.RuntimeSummary.kind:type_name -> toolmesh.registry.v1.RuntimeKind
-	36, // 32: toolmesh.registry.v1.ListRuntimesResponse.runtimes:type_name -> toolmesh.registry.v1.RuntimeSummary
-	4,  // 33: toolmesh.registry.v1.ExportToolSchemasRequest.format:type_name -> toolmesh.registry.v1.SchemaFormat
-	44, // 34: toolmesh.registry.v1.ExportedTool.definition:type_name -> google.protobuf.Struct
-	39, // 35: toolmesh.registry.v1.ExportToolSchemasResponse.tools:type_name -> toolmesh.registry.v1.ExportedTool
-	13, // 36: toolmesh.registry.v1.RegistryService.RegisterTool:input_type -> toolmesh.registry.v1.RegisterToolRequest
-	15, // 37: toolmesh.registry.v1.RegistryService.UpdateTool:input_type -> toolmesh.registry.v1.UpdateToolRequest
-	17, // 38: toolmesh.registry.v1.RegistryService.SetToolSlugs:input_type -> toolmesh.registry.v1.SetToolSlugsRequest
-	19, // 39: toolmesh.registry.v1.RegistryService.DeregisterTool:input_type -> toolmesh.registry.v1.DeregisterToolRequest
-	21, // 40: toolmesh.registry.v1.RegistryService.GetTool:input_type -> toolmesh.registry.v1.GetToolRequest
-	23, // 41: toolmesh.registry.v1.RegistryService.ListTools:input_type -> toolmesh.registry.v1.ListToolsRequest
-	25, // 42: toolmesh.registry.v1.RegistryService.WatchTools:input_type -> toolmesh.registry.v1.WatchToolsRequest
-	27, // 43: toolmesh.registry.v1.RegistryService.PutGroup:input_type -> toolmesh.registry.v1.PutGroupRequest
-	29, // 44: toolmesh.registry.v1.RegistryService.GetGroup:input_type -> toolmesh.registry.v1.GetGroupRequest
-	31, // 45: toolmesh.registry.v1.RegistryService.ListGroups:input_type -> toolmesh.registry.v1.ListGroupsRequest
-	33, // 46: toolmesh.registry.v1.RegistryService.DeleteGroup:input_type -> toolmesh.registry.v1.DeleteGroupRequest
-	35, // 47: toolmesh.registry.v1.RegistryService.ListRuntimes:input_type -> toolmesh.registry.v1.ListRuntimesRequest
-	38, // 48: toolmesh.registry.v1.RegistryService.ExportToolSchemas:input_type -> toolmesh.registry.v1.ExportToolSchemasRequest
-	14, // 49: toolmesh.registry.v1.RegistryService.RegisterTool:output_type -> toolmesh.registry.v1.RegisterToolResponse
-	16, // 50: toolmesh.registry.v1.RegistryService.UpdateTool:output_type -> toolmesh.registry.v1.UpdateToolResponse
-	18, // 51: toolmesh.registry.v1.RegistryService.SetToolSlugs:output_type -> toolmesh.registry.v1.SetToolSlugsResponse
-	20, // 52: toolmesh.registry.v1.RegistryService.DeregisterTool:output_type -> toolmesh.registry.v1.DeregisterToolResponse
-	22, // 53: toolmesh.registry.v1.RegistryService.GetTool:output_type -> toolmesh.registry.v1.GetToolResponse
-	24, // 54: toolmesh.registry.v1.RegistryService.ListTools:output_type -> toolmesh.registry.v1.ListToolsResponse
-	26, // 55: toolmesh.registry.v1.RegistryService.WatchTools:output_type -> toolmesh.registry.v1.WatchToolsResponse
-	28, // 56: toolmesh.registry.v1.RegistryService.PutGroup:output_type -> toolmesh.registry.v1.PutGroupResponse
-	30, // 57: toolmesh.registry.v1.RegistryService.GetGroup:output_type -> toolmesh.registry.v1.GetGroupResponse
-	32, // 58: toolmesh.registry.v1.RegistryService.ListGroups:output_type -> toolmesh.registry.v1.ListGroupsResponse
-	34, // 59: toolmesh.registry.v1.RegistryService.DeleteGroup:output_type -> toolmesh.registry.v1.DeleteGroupResponse
-	37, // 60: toolmesh.registry.v1.RegistryService.ListRuntimes:output_type -> toolmesh.registry.v1.ListRuntimesResponse
-	40, // 61: toolmesh.registry.v1.RegistryService.ExportToolSchemas:output_type -> toolmesh.registry.v1.ExportToolSchemasResponse
-	49, // [49:62] is the sub-list for method output_type
-	36, // [36:49] is the sub-list for method input_type
-	36, // [36:36] is the sub-list for extension type_name
-	36, // [36:36] is the sub-list for extension extendee
-	0,  // [0:36] is the sub-list for field type_name
+	44, // 2: toolmesh.registry.v1.RemoteRuntime.headers:type_name -> toolmesh.registry.v1.RemoteRuntime.HeadersEntry
+	45, // 3: toolmesh.registry.v1.McpRuntime.headers:type_name -> toolmesh.registry.v1.McpRuntime.HeadersEntry
+	46, // 4: toolmesh.registry.v1.McpRuntime.env:type_name -> toolmesh.registry.v1.McpRuntime.EnvEntry
+	5,  // 5: toolmesh.registry.v1.Runtime.grpc:type_name -> toolmesh.registry.v1.GrpcRuntime
+	6,  // 6: toolmesh.registry.v1.Runtime.local:type_name -> toolmesh.registry.v1.LocalRuntime
+	7,  // 7: toolmesh.registry.v1.Runtime.remote:type_name -> toolmesh.registry.v1.RemoteRuntime
+	8,  // 8: toolmesh.registry.v1.Runtime.mcp:type_name -> toolmesh.registry.v1.McpRuntime
+	48, // 9: toolmesh.registry.v1.ToolSpec.input_schema:type_name -> google.protobuf.Struct
+	48, // 10: toolmesh.registry.v1.ToolSpec.output_schema:type_name -> google.protobuf.Struct
+	11, // 11: toolmesh.registry.v1.ToolSpec.retry_policy:type_name -> toolmesh.registry.v1.RetryPolicy
+	0,  // 12: toolmesh.registry.v1.ToolSpec.status:type_name -> toolmesh.registry.v1.ToolStatus
+	9,  // 13: toolmesh.registry.v1.ToolSpec.runtime:type_name -> toolmesh.registry.v1.Runtime
+	47, // 14: toolmesh.registry.v1.ToolSpec.labels:type_name -> toolmesh.registry.v1.ToolSpec.LabelsEntry
+	10, // 15: toolmesh.registry.v1.ToolSpec.annotations:type_name -> toolmesh.registry.v1.ToolAnnotations
+	12, // 16: toolmesh.registry.v1.Tool.spec:type_name -> toolmesh.registry.v1.ToolSpec
+	49, // 17: toolmesh.registry.v1.Tool.created_at:type_name -> google.protobuf.Timestamp
+	49, // 18: toolmesh.registry.v1.Tool.updated_at:type_name -> google.protobuf.Timestamp
+	49, // 19: toolmesh.registry.v1.Group.updated_at:type_name -> google.protobuf.Timestamp
+	12, // 20: toolmesh.registry.v1.RegisterToolRequest.tool:type_name -> toolmesh.registry.v1.ToolSpec
+	13, // 21: toolmesh.registry.v1.RegisterToolResponse.tool:type_name -> toolmesh.registry.v1.Tool
+	12, // 22: toolmesh.registry.v1.UpdateToolRequest.tool:type_name -> toolmesh.registry.v1.ToolSpec
+	13, // 23: toolmesh.registry.v1.UpdateToolResponse.tool:type_name -> toolmesh.registry.v1.Tool
+	13, // 24: toolmesh.registry.v1.SetToolSlugsResponse.tool:type_name -> toolmesh.registry.v1.Tool
+	13, // 25: toolmesh.registry.v1.GetToolResponse.tool:type_name -> toolmesh.registry.v1.Tool
+	1,  // 26: toolmesh.registry.v1.ListToolsRequest.runtime_kind:type_name -> toolmesh.registry.v1.RuntimeKind
+	0,  // 27: toolmesh.registry.v1.ListToolsRequest.status:type_name -> toolmesh.registry.v1.ToolStatus
+	13, // 28: toolmesh.registry.v1.ListToolsResponse.tools:type_name -> toolmesh.registry.v1.Tool
+	3,  // 29: toolmesh.registry.v1.WatchToolsResponse.type:type_name -> toolmesh.registry.v1.WatchEventType
+	13, // 30: toolmesh.registry.v1.WatchToolsResponse.tool:type_name -> toolmesh.registry.v1.Tool
+	14, // 31: toolmesh.registry.v1.PutGroupRequest.group:type_name -> toolmesh.registry.v1.Group
+	14, // 32: toolmesh.registry.v1.PutGroupResponse.group:type_name -> toolmesh.registry.v1.Group
+	14, // 33: toolmesh.registry.v1.GetGroupResponse.group:type_name -> toolmesh.registry.v1.Group
+	14, // 34: toolmesh.registry.v1.ListGroupsResponse.groups:type_name -> toolmesh.registry.v1.Group
+	1,  // 35: toolmesh.registry.v1.RuntimeSummary.kind:type_name -> toolmesh.registry.v1.RuntimeKind
+	38, // 36: toolmesh.registry.v1.ListRuntimesResponse.runtimes:type_name -> toolmesh.registry.v1.RuntimeSummary
+	4,  // 37: toolmesh.registry.v1.ExportToolSchemasRequest.format:type_name -> toolmesh.registry.v1.SchemaFormat
+	48, // 38: toolmesh.registry.v1.ExportedTool.definition:type_name -> google.protobuf.Struct
+	41, // 39: toolmesh.registry.v1.ExportToolSchemasResponse.tools:type_name -> toolmesh.registry.v1.ExportedTool
+	15, // 40: toolmesh.registry.v1.RegistryService.RegisterTool:input_type -> toolmesh.registry.v1.RegisterToolRequest
+	17, // 41: toolmesh.registry.v1.RegistryService.UpdateTool:input_type -> toolmesh.registry.v1.UpdateToolRequest
+	19, // 42: toolmesh.registry.v1.RegistryService.SetToolSlugs:input_type -> toolmesh.registry.v1.SetToolSlugsRequest
+	21, // 43: toolmesh.registry.v1.RegistryService.DeregisterTool:input_type -> toolmesh.registry.v1.DeregisterToolRequest
+	23, // 44: toolmesh.registry.v1.RegistryService.GetTool:input_type -> toolmesh.registry.v1.GetToolRequest
+	25, // 45: toolmesh.registry.v1.RegistryService.ListTools:input_type -> toolmesh.registry.v1.ListToolsRequest
+	27, // 46: toolmesh.registry.v1.RegistryService.WatchTools:input_type -> toolmesh.registry.v1.WatchToolsRequest
+	29, // 47: toolmesh.registry.v1.RegistryService.PutGroup:input_type -> toolmesh.registry.v1.PutGroupRequest
+	31, // 48: toolmesh.registry.v1.RegistryService.GetGroup:input_type -> toolmesh.registry.v1.GetGroupRequest
+	33, // 49: toolmesh.registry.v1.RegistryService.ListGroups:input_type -> toolmesh.registry.v1.ListGroupsRequest
+	35, // 50: toolmesh.registry.v1.RegistryService.DeleteGroup:input_type -> toolmesh.registry.v1.DeleteGroupRequest
+	37, // 51: toolmesh.registry.v1.RegistryService.ListRuntimes:input_type -> toolmesh.registry.v1.ListRuntimesRequest
+	40, // 52: toolmesh.registry.v1.RegistryService.ExportToolSchemas:input_type -> toolmesh.registry.v1.ExportToolSchemasRequest
+	16, // 53: toolmesh.registry.v1.RegistryService.RegisterTool:output_type -> toolmesh.registry.v1.RegisterToolResponse
+	18, // 54: toolmesh.registry.v1.RegistryService.UpdateTool:output_type -> toolmesh.registry.v1.UpdateToolResponse
+	20, // 55: toolmesh.registry.v1.RegistryService.SetToolSlugs:output_type -> toolmesh.registry.v1.SetToolSlugsResponse
+	22, // 56: toolmesh.registry.v1.RegistryService.DeregisterTool:output_type -> toolmesh.registry.v1.DeregisterToolResponse
+	24, // 57: toolmesh.registry.v1.RegistryService.GetTool:output_type -> toolmesh.registry.v1.GetToolResponse
+	26, // 58: toolmesh.registry.v1.RegistryService.ListTools:output_type -> toolmesh.registry.v1.ListToolsResponse
+	28, // 59: toolmesh.registry.v1.RegistryService.WatchTools:output_type -> toolmesh.registry.v1.WatchToolsResponse
+	30, // 60: toolmesh.registry.v1.RegistryService.PutGroup:output_type -> toolmesh.registry.v1.PutGroupResponse
+	32, // 61: toolmesh.registry.v1.RegistryService.GetGroup:output_type -> toolmesh.registry.v1.GetGroupResponse
+	34, // 62: toolmesh.registry.v1.RegistryService.ListGroups:output_type -> toolmesh.registry.v1.ListGroupsResponse
+	36, // 63: toolmesh.registry.v1.RegistryService.DeleteGroup:output_type -> toolmesh.registry.v1.DeleteGroupResponse
+	39, // 64: toolmesh.registry.v1.RegistryService.ListRuntimes:output_type -> toolmesh.registry.v1.ListRuntimesResponse
+	42, // 65: toolmesh.registry.v1.RegistryService.ExportToolSchemas:output_type -> toolmesh.registry.v1.ExportToolSchemasResponse
+	53, // [53:66] is the sub-list for method output_type
+	40, // [40:53] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_toolmesh_registry_v1_registry_proto_init() }
@@ -2792,10 +3025,11 @@ func file_toolmesh_registry_v1_registry_proto_init() {
 	if File_toolmesh_registry_v1_registry_proto != nil {
 		return
 	}
-	file_toolmesh_registry_v1_registry_proto_msgTypes[3].OneofWrappers = []any{
+	file_toolmesh_registry_v1_registry_proto_msgTypes[4].OneofWrappers = []any{
 		(*Runtime_Grpc)(nil),
 		(*Runtime_Local)(nil),
 		(*Runtime_Remote)(nil),
+		(*Runtime_Mcp)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -2803,7 +3037,7 @@ func file_toolmesh_registry_v1_registry_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolmesh_registry_v1_registry_proto_rawDesc), len(file_toolmesh_registry_v1_registry_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   39,
+			NumMessages:   43,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

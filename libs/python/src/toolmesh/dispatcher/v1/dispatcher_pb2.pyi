@@ -3,6 +3,7 @@ import datetime
 from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from toolmesh.common.v1 import common_pb2 as _common_pb2
+from toolmesh.registry.v1 import registry_pb2 as _registry_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
@@ -20,12 +21,36 @@ class RuntimeState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     RUNTIME_STATE_RUNNING: _ClassVar[RuntimeState]
     RUNTIME_STATE_BACKOFF: _ClassVar[RuntimeState]
     RUNTIME_STATE_FAILED: _ClassVar[RuntimeState]
+
+class ToolCallDialect(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    TOOL_CALL_DIALECT_UNSPECIFIED: _ClassVar[ToolCallDialect]
+    TOOL_CALL_DIALECT_OPENAI_CHAT: _ClassVar[ToolCallDialect]
+    TOOL_CALL_DIALECT_OPENAI_RESPONSES: _ClassVar[ToolCallDialect]
+    TOOL_CALL_DIALECT_ANTHROPIC: _ClassVar[ToolCallDialect]
+
+class McpImportChange(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    MCP_IMPORT_CHANGE_UNSPECIFIED: _ClassVar[McpImportChange]
+    MCP_IMPORT_CHANGE_ADDED: _ClassVar[McpImportChange]
+    MCP_IMPORT_CHANGE_CHANGED: _ClassVar[McpImportChange]
+    MCP_IMPORT_CHANGE_UNCHANGED: _ClassVar[McpImportChange]
+    MCP_IMPORT_CHANGE_REMOVED: _ClassVar[McpImportChange]
 RUNTIME_STATE_UNSPECIFIED: RuntimeState
 RUNTIME_STATE_STOPPED: RuntimeState
 RUNTIME_STATE_STARTING: RuntimeState
 RUNTIME_STATE_RUNNING: RuntimeState
 RUNTIME_STATE_BACKOFF: RuntimeState
 RUNTIME_STATE_FAILED: RuntimeState
+TOOL_CALL_DIALECT_UNSPECIFIED: ToolCallDialect
+TOOL_CALL_DIALECT_OPENAI_CHAT: ToolCallDialect
+TOOL_CALL_DIALECT_OPENAI_RESPONSES: ToolCallDialect
+TOOL_CALL_DIALECT_ANTHROPIC: ToolCallDialect
+MCP_IMPORT_CHANGE_UNSPECIFIED: McpImportChange
+MCP_IMPORT_CHANGE_ADDED: McpImportChange
+MCP_IMPORT_CHANGE_CHANGED: McpImportChange
+MCP_IMPORT_CHANGE_UNCHANGED: McpImportChange
+MCP_IMPORT_CHANGE_REMOVED: McpImportChange
 
 class DispatchRequest(_message.Message):
     __slots__ = ("tool", "arguments", "context", "timeout_ms")
@@ -146,3 +171,59 @@ class StopToolResponse(_message.Message):
     STATUS_FIELD_NUMBER: _ClassVar[int]
     status: RuntimeStatus
     def __init__(self, status: _Optional[_Union[RuntimeStatus, _Mapping]] = ...) -> None: ...
+
+class DispatchToolCallsRequest(_message.Message):
+    __slots__ = ("message", "dialect", "trace_id", "timeout_ms")
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    DIALECT_FIELD_NUMBER: _ClassVar[int]
+    TRACE_ID_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    message: _struct_pb2.Struct
+    dialect: ToolCallDialect
+    trace_id: str
+    timeout_ms: int
+    def __init__(self, message: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., dialect: _Optional[_Union[ToolCallDialect, str]] = ..., trace_id: _Optional[str] = ..., timeout_ms: _Optional[int] = ...) -> None: ...
+
+class DispatchToolCallsResponse(_message.Message):
+    __slots__ = ("dialect", "messages", "results", "trace_id")
+    DIALECT_FIELD_NUMBER: _ClassVar[int]
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    TRACE_ID_FIELD_NUMBER: _ClassVar[int]
+    dialect: ToolCallDialect
+    messages: _containers.RepeatedCompositeFieldContainer[_struct_pb2.Struct]
+    results: _containers.RepeatedCompositeFieldContainer[DispatchResponse]
+    trace_id: str
+    def __init__(self, dialect: _Optional[_Union[ToolCallDialect, str]] = ..., messages: _Optional[_Iterable[_Union[_struct_pb2.Struct, _Mapping]]] = ..., results: _Optional[_Iterable[_Union[DispatchResponse, _Mapping]]] = ..., trace_id: _Optional[str] = ...) -> None: ...
+
+class ImportMcpServerRequest(_message.Message):
+    __slots__ = ("prefix", "runtime", "required_scopes", "dry_run")
+    PREFIX_FIELD_NUMBER: _ClassVar[int]
+    RUNTIME_FIELD_NUMBER: _ClassVar[int]
+    REQUIRED_SCOPES_FIELD_NUMBER: _ClassVar[int]
+    DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    prefix: str
+    runtime: _registry_pb2.McpRuntime
+    required_scopes: _containers.RepeatedScalarFieldContainer[str]
+    dry_run: bool
+    def __init__(self, prefix: _Optional[str] = ..., runtime: _Optional[_Union[_registry_pb2.McpRuntime, _Mapping]] = ..., required_scopes: _Optional[_Iterable[str]] = ..., dry_run: bool = ...) -> None: ...
+
+class ImportedMcpTool(_message.Message):
+    __slots__ = ("tool", "mcp_name", "change")
+    TOOL_FIELD_NUMBER: _ClassVar[int]
+    MCP_NAME_FIELD_NUMBER: _ClassVar[int]
+    CHANGE_FIELD_NUMBER: _ClassVar[int]
+    tool: str
+    mcp_name: str
+    change: McpImportChange
+    def __init__(self, tool: _Optional[str] = ..., mcp_name: _Optional[str] = ..., change: _Optional[_Union[McpImportChange, str]] = ...) -> None: ...
+
+class ImportMcpServerResponse(_message.Message):
+    __slots__ = ("tools", "server_name", "server_version")
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
+    SERVER_NAME_FIELD_NUMBER: _ClassVar[int]
+    SERVER_VERSION_FIELD_NUMBER: _ClassVar[int]
+    tools: _containers.RepeatedCompositeFieldContainer[ImportedMcpTool]
+    server_name: str
+    server_version: str
+    def __init__(self, tools: _Optional[_Iterable[_Union[ImportedMcpTool, _Mapping]]] = ..., server_name: _Optional[str] = ..., server_version: _Optional[str] = ...) -> None: ...

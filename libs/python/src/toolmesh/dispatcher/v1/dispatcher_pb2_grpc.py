@@ -65,6 +65,16 @@ class DispatcherServiceStub(object):
                 request_serializer=toolmesh_dot_dispatcher_dot_v1_dot_dispatcher__pb2.StopToolRequest.SerializeToString,
                 response_deserializer=toolmesh_dot_dispatcher_dot_v1_dot_dispatcher__pb2.StopToolResponse.FromString,
                 _registered_method=True)
+        self.DispatchToolCalls = channel.unary_unary(
+                '/toolmesh.dispatcher.v1.DispatcherService/DispatchToolCalls',
+                request_serializer=toolmesh_dot_dispatcher_dot_v1_dot_dispatcher__pb2.DispatchToolCallsRequest.SerializeToString,
+                response_deserializer=toolmesh_dot_dispatcher_dot_v1_dot_dispatcher__pb2.DispatchToolCallsResponse.FromString,
+                _registered_method=True)
+        self.ImportMcpServer = channel.unary_unary(
+                '/toolmesh.dispatcher.v1.DispatcherService/ImportMcpServer',
+                request_serializer=toolmesh_dot_dispatcher_dot_v1_dot_dispatcher__pb2.ImportMcpServerRequest.SerializeToString,
+                response_deserializer=toolmesh_dot_dispatcher_dot_v1_dot_dispatcher__pb2.ImportMcpServerResponse.FromString,
+                _registered_method=True)
 
 
 class DispatcherServiceServicer(object):
@@ -123,6 +133,29 @@ class DispatcherServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DispatchToolCalls(self, request, context):
+        """DispatchToolCalls runs the tool calls of a model's reply (OpenAI Chat Completions `tool_calls`,
+        OpenAI Responses `function_call` items, Anthropic `tool_use` blocks) as one batch, and returns
+        the messages to append to the conversation in the same dialect. Exported names such as
+        `data__query` map back to registry names. Per-call refusals, malformed JSON arguments and tool
+        failures are error results a model can act on, never a failed request. Fails with
+        UNAUTHENTICATED, INVALID_ARGUMENT (not a reply of the dialect, no tool calls, more than 100).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ImportMcpServer(self, request, context):
+        """ImportMcpServer registers the tools of an MCP server (streamable HTTP URL or stdio command) as
+        toolmesh tools named `<prefix>.<tool>` with runtime `mcp`, keeping their schemas and
+        annotations; run again, it re-syncs and names the tools whose definition changed. Fails with
+        UNAUTHENTICATED, PERMISSION_DENIED (admin), INVALID_ARGUMENT (bad prefix or runtime),
+        UNAVAILABLE (the server cannot be reached or listed), and the Registry's errors.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_DispatcherServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -155,6 +188,16 @@ def add_DispatcherServiceServicer_to_server(servicer, server):
                     servicer.StopTool,
                     request_deserializer=toolmesh_dot_dispatcher_dot_v1_dot_dispatcher__pb2.StopToolRequest.FromString,
                     response_serializer=toolmesh_dot_dispatcher_dot_v1_dot_dispatcher__pb2.StopToolResponse.SerializeToString,
+            ),
+            'DispatchToolCalls': grpc.unary_unary_rpc_method_handler(
+                    servicer.DispatchToolCalls,
+                    request_deserializer=toolmesh_dot_dispatcher_dot_v1_dot_dispatcher__pb2.DispatchToolCallsRequest.FromString,
+                    response_serializer=toolmesh_dot_dispatcher_dot_v1_dot_dispatcher__pb2.DispatchToolCallsResponse.SerializeToString,
+            ),
+            'ImportMcpServer': grpc.unary_unary_rpc_method_handler(
+                    servicer.ImportMcpServer,
+                    request_deserializer=toolmesh_dot_dispatcher_dot_v1_dot_dispatcher__pb2.ImportMcpServerRequest.FromString,
+                    response_serializer=toolmesh_dot_dispatcher_dot_v1_dot_dispatcher__pb2.ImportMcpServerResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -320,6 +363,60 @@ class DispatcherService(object):
             '/toolmesh.dispatcher.v1.DispatcherService/StopTool',
             toolmesh_dot_dispatcher_dot_v1_dot_dispatcher__pb2.StopToolRequest.SerializeToString,
             toolmesh_dot_dispatcher_dot_v1_dot_dispatcher__pb2.StopToolResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DispatchToolCalls(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/toolmesh.dispatcher.v1.DispatcherService/DispatchToolCalls',
+            toolmesh_dot_dispatcher_dot_v1_dot_dispatcher__pb2.DispatchToolCallsRequest.SerializeToString,
+            toolmesh_dot_dispatcher_dot_v1_dot_dispatcher__pb2.DispatchToolCallsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ImportMcpServer(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/toolmesh.dispatcher.v1.DispatcherService/ImportMcpServer',
+            toolmesh_dot_dispatcher_dot_v1_dot_dispatcher__pb2.ImportMcpServerRequest.SerializeToString,
+            toolmesh_dot_dispatcher_dot_v1_dot_dispatcher__pb2.ImportMcpServerResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -24,6 +24,7 @@ class RuntimeKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     RUNTIME_KIND_GRPC: _ClassVar[RuntimeKind]
     RUNTIME_KIND_LOCAL: _ClassVar[RuntimeKind]
     RUNTIME_KIND_REMOTE: _ClassVar[RuntimeKind]
+    RUNTIME_KIND_MCP: _ClassVar[RuntimeKind]
 
 class LocalProtocol(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -53,6 +54,7 @@ RUNTIME_KIND_UNSPECIFIED: RuntimeKind
 RUNTIME_KIND_GRPC: RuntimeKind
 RUNTIME_KIND_LOCAL: RuntimeKind
 RUNTIME_KIND_REMOTE: RuntimeKind
+RUNTIME_KIND_MCP: RuntimeKind
 LOCAL_PROTOCOL_UNSPECIFIED: LocalProtocol
 LOCAL_PROTOCOL_GRPC: LocalProtocol
 LOCAL_PROTOCOL_HTTP: LocalProtocol
@@ -114,15 +116,61 @@ class RemoteRuntime(_message.Message):
     headers: _containers.ScalarMap[str, str]
     def __init__(self, url: _Optional[str] = ..., headers: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
+class McpRuntime(_message.Message):
+    __slots__ = ("url", "headers", "command", "args", "env", "working_dir", "tool", "idle_timeout_ms")
+    class HeadersEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class EnvEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    URL_FIELD_NUMBER: _ClassVar[int]
+    HEADERS_FIELD_NUMBER: _ClassVar[int]
+    COMMAND_FIELD_NUMBER: _ClassVar[int]
+    ARGS_FIELD_NUMBER: _ClassVar[int]
+    ENV_FIELD_NUMBER: _ClassVar[int]
+    WORKING_DIR_FIELD_NUMBER: _ClassVar[int]
+    TOOL_FIELD_NUMBER: _ClassVar[int]
+    IDLE_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    url: str
+    headers: _containers.ScalarMap[str, str]
+    command: str
+    args: _containers.RepeatedScalarFieldContainer[str]
+    env: _containers.ScalarMap[str, str]
+    working_dir: str
+    tool: str
+    idle_timeout_ms: int
+    def __init__(self, url: _Optional[str] = ..., headers: _Optional[_Mapping[str, str]] = ..., command: _Optional[str] = ..., args: _Optional[_Iterable[str]] = ..., env: _Optional[_Mapping[str, str]] = ..., working_dir: _Optional[str] = ..., tool: _Optional[str] = ..., idle_timeout_ms: _Optional[int] = ...) -> None: ...
+
 class Runtime(_message.Message):
-    __slots__ = ("grpc", "local", "remote")
+    __slots__ = ("grpc", "local", "remote", "mcp")
     GRPC_FIELD_NUMBER: _ClassVar[int]
     LOCAL_FIELD_NUMBER: _ClassVar[int]
     REMOTE_FIELD_NUMBER: _ClassVar[int]
+    MCP_FIELD_NUMBER: _ClassVar[int]
     grpc: GrpcRuntime
     local: LocalRuntime
     remote: RemoteRuntime
-    def __init__(self, grpc: _Optional[_Union[GrpcRuntime, _Mapping]] = ..., local: _Optional[_Union[LocalRuntime, _Mapping]] = ..., remote: _Optional[_Union[RemoteRuntime, _Mapping]] = ...) -> None: ...
+    mcp: McpRuntime
+    def __init__(self, grpc: _Optional[_Union[GrpcRuntime, _Mapping]] = ..., local: _Optional[_Union[LocalRuntime, _Mapping]] = ..., remote: _Optional[_Union[RemoteRuntime, _Mapping]] = ..., mcp: _Optional[_Union[McpRuntime, _Mapping]] = ...) -> None: ...
+
+class ToolAnnotations(_message.Message):
+    __slots__ = ("title", "destructive", "open_world")
+    TITLE_FIELD_NUMBER: _ClassVar[int]
+    DESTRUCTIVE_FIELD_NUMBER: _ClassVar[int]
+    OPEN_WORLD_FIELD_NUMBER: _ClassVar[int]
+    title: str
+    destructive: bool
+    open_world: bool
+    def __init__(self, title: _Optional[str] = ..., destructive: bool = ..., open_world: bool = ...) -> None: ...
 
 class RetryPolicy(_message.Message):
     __slots__ = ("max_attempts", "initial_backoff_ms", "max_backoff_ms")
@@ -135,7 +183,7 @@ class RetryPolicy(_message.Message):
     def __init__(self, max_attempts: _Optional[int] = ..., initial_backoff_ms: _Optional[int] = ..., max_backoff_ms: _Optional[int] = ...) -> None: ...
 
 class ToolSpec(_message.Message):
-    __slots__ = ("name", "version", "description", "category", "input_schema", "output_schema", "required_scopes", "timeout_ms", "retry_policy", "idempotent", "side_effects", "knowhub_slugs", "status", "runtime", "labels", "reporters")
+    __slots__ = ("name", "version", "description", "category", "input_schema", "output_schema", "required_scopes", "timeout_ms", "retry_policy", "idempotent", "side_effects", "knowhub_slugs", "status", "runtime", "labels", "reporters", "annotations")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -159,6 +207,7 @@ class ToolSpec(_message.Message):
     RUNTIME_FIELD_NUMBER: _ClassVar[int]
     LABELS_FIELD_NUMBER: _ClassVar[int]
     REPORTERS_FIELD_NUMBER: _ClassVar[int]
+    ANNOTATIONS_FIELD_NUMBER: _ClassVar[int]
     name: str
     version: str
     description: str
@@ -175,7 +224,8 @@ class ToolSpec(_message.Message):
     runtime: Runtime
     labels: _containers.ScalarMap[str, str]
     reporters: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, name: _Optional[str] = ..., version: _Optional[str] = ..., description: _Optional[str] = ..., category: _Optional[str] = ..., input_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., output_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., required_scopes: _Optional[_Iterable[str]] = ..., timeout_ms: _Optional[int] = ..., retry_policy: _Optional[_Union[RetryPolicy, _Mapping]] = ..., idempotent: bool = ..., side_effects: bool = ..., knowhub_slugs: _Optional[_Iterable[str]] = ..., status: _Optional[_Union[ToolStatus, str]] = ..., runtime: _Optional[_Union[Runtime, _Mapping]] = ..., labels: _Optional[_Mapping[str, str]] = ..., reporters: _Optional[_Iterable[str]] = ...) -> None: ...
+    annotations: ToolAnnotations
+    def __init__(self, name: _Optional[str] = ..., version: _Optional[str] = ..., description: _Optional[str] = ..., category: _Optional[str] = ..., input_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., output_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., required_scopes: _Optional[_Iterable[str]] = ..., timeout_ms: _Optional[int] = ..., retry_policy: _Optional[_Union[RetryPolicy, _Mapping]] = ..., idempotent: bool = ..., side_effects: bool = ..., knowhub_slugs: _Optional[_Iterable[str]] = ..., status: _Optional[_Union[ToolStatus, str]] = ..., runtime: _Optional[_Union[Runtime, _Mapping]] = ..., labels: _Optional[_Mapping[str, str]] = ..., reporters: _Optional[_Iterable[str]] = ..., annotations: _Optional[_Union[ToolAnnotations, _Mapping]] = ...) -> None: ...
 
 class Tool(_message.Message):
     __slots__ = ("spec", "schema_hash", "revision", "groups", "created_at", "updated_at", "updated_by")

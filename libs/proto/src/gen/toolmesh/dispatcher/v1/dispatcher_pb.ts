@@ -8,13 +8,15 @@ import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { CallContext, CallError, CallStatus } from "../../common/v1/common_pb.js";
 import { file_toolmesh_common_v1_common } from "../../common/v1/common_pb.js";
+import type { McpRuntime } from "../../registry/v1/registry_pb.js";
+import { file_toolmesh_registry_v1_registry } from "../../registry/v1/registry_pb.js";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file toolmesh/dispatcher/v1/dispatcher.proto.
  */
 export const file_toolmesh_dispatcher_v1_dispatcher: GenFile = /*@__PURE__*/
-  fileDesc("Cid0b29sbWVzaC9kaXNwYXRjaGVyL3YxL2Rpc3BhdGNoZXIucHJvdG8SFnRvb2xtZXNoLmRpc3BhdGNoZXIudjEikQEKD0Rpc3BhdGNoUmVxdWVzdBIMCgR0b29sGAEgASgJEioKCWFyZ3VtZW50cxgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSMAoHY29udGV4dBgDIAEoCzIfLnRvb2xtZXNoLmNvbW1vbi52MS5DYWxsQ29udGV4dBISCgp0aW1lb3V0X21zGAQgASgNIosCChBEaXNwYXRjaFJlc3BvbnNlEg8KB2NhbGxfaWQYASABKAkSEAoIdHJhY2VfaWQYAiABKAkSLgoGc3RhdHVzGAMgASgOMh4udG9vbG1lc2guY29tbW9uLnYxLkNhbGxTdGF0dXMSJwoGb3V0cHV0GAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIsCgVlcnJvchgFIAEoCzIdLnRvb2xtZXNoLmNvbW1vbi52MS5DYWxsRXJyb3ISEwoLZHVyYXRpb25fbXMYBiABKA0SEAoIYXR0ZW1wdHMYByABKA0SEAoIcmVwbGF5ZWQYCCABKAgSFAoMcmVmdXNhbF9jb2RlGAkgASgJImAKFERpc3BhdGNoQmF0Y2hSZXF1ZXN0EjYKBWNhbGxzGAEgAygLMicudG9vbG1lc2guZGlzcGF0Y2hlci52MS5EaXNwYXRjaFJlcXVlc3QSEAoIdHJhY2VfaWQYAiABKAkiZAoVRGlzcGF0Y2hCYXRjaFJlc3BvbnNlEjkKB3Jlc3VsdHMYASADKAsyKC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkRpc3BhdGNoUmVzcG9uc2USEAoIdHJhY2VfaWQYAiABKAkiMAoNQ2FuY2VsUmVxdWVzdBIPCgdjYWxsX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCSIQCg5DYW5jZWxSZXNwb25zZSKIAgoNUnVudGltZVN0YXR1cxIMCgR0b29sGAEgASgJEjMKBXN0YXRlGAIgASgOMiQudG9vbG1lc2guZGlzcGF0Y2hlci52MS5SdW50aW1lU3RhdGUSCwoDcGlkGAMgASgNEgwKBHBvcnQYBCABKA0SEAoIcmVzdGFydHMYBSABKA0SEgoKbGFzdF9lcnJvchgGIAEoCRIRCglpbl9mbGlnaHQYByABKA0SLgoKc3RhcnRlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMAoMbGFzdF91c2VkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCInChdHZXRSdW50aW1lU3RhdHVzUmVxdWVzdBIMCgR0b29sGAEgASgJIlMKGEdldFJ1bnRpbWVTdGF0dXNSZXNwb25zZRI3CghydW50aW1lcxgBIAMoCzIlLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuUnVudGltZVN0YXR1cyIgChBTdGFydFRvb2xSZXF1ZXN0EgwKBHRvb2wYASABKAkiSgoRU3RhcnRUb29sUmVzcG9uc2USNQoGc3RhdHVzGAEgASgLMiUudG9vbG1lc2guZGlzcGF0Y2hlci52MS5SdW50aW1lU3RhdHVzIh8KD1N0b3BUb29sUmVxdWVzdBIMCgR0b29sGAEgASgJIkkKEFN0b3BUb29sUmVzcG9uc2USNQoGc3RhdHVzGAEgASgLMiUudG9vbG1lc2guZGlzcGF0Y2hlci52MS5SdW50aW1lU3RhdHVzKrQBCgxSdW50aW1lU3RhdGUSHQoZUlVOVElNRV9TVEFURV9VTlNQRUNJRklFRBAAEhkKFVJVTlRJTUVfU1RBVEVfU1RPUFBFRBABEhoKFlJVTlRJTUVfU1RBVEVfU1RBUlRJTkcQAhIZChVSVU5USU1FX1NUQVRFX1JVTk5JTkcQAxIZChVSVU5USU1FX1NUQVRFX0JBQ0tPRkYQBBIYChRSVU5USU1FX1NUQVRFX0ZBSUxFRBAFMvEEChFEaXNwYXRjaGVyU2VydmljZRJdCghEaXNwYXRjaBInLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuRGlzcGF0Y2hSZXF1ZXN0GigudG9vbG1lc2guZGlzcGF0Y2hlci52MS5EaXNwYXRjaFJlc3BvbnNlEmwKDURpc3BhdGNoQmF0Y2gSLC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkRpc3BhdGNoQmF0Y2hSZXF1ZXN0Gi0udG9vbG1lc2guZGlzcGF0Y2hlci52MS5EaXNwYXRjaEJhdGNoUmVzcG9uc2USVwoGQ2FuY2VsEiUudG9vbG1lc2guZGlzcGF0Y2hlci52MS5DYW5jZWxSZXF1ZXN0GiYudG9vbG1lc2guZGlzcGF0Y2hlci52MS5DYW5jZWxSZXNwb25zZRJ1ChBHZXRSdW50aW1lU3RhdHVzEi8udG9vbG1lc2guZGlzcGF0Y2hlci52MS5HZXRSdW50aW1lU3RhdHVzUmVxdWVzdBowLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuR2V0UnVudGltZVN0YXR1c1Jlc3BvbnNlEmAKCVN0YXJ0VG9vbBIoLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuU3RhcnRUb29sUmVxdWVzdBopLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuU3RhcnRUb29sUmVzcG9uc2USXQoIU3RvcFRvb2wSJy50b29sbWVzaC5kaXNwYXRjaGVyLnYxLlN0b3BUb29sUmVxdWVzdBooLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuU3RvcFRvb2xSZXNwb25zZULgAQoaY29tLnRvb2xtZXNoLmRpc3BhdGNoZXIudjFCD0Rpc3BhdGNoZXJQcm90b1ABWjd0b29sbWVzaC5kZXYvZ28vZ2VuL3Rvb2xtZXNoL2Rpc3BhdGNoZXIvdjE7ZGlzcGF0Y2hlcnYxogIDVERYqgIWVG9vbG1lc2guRGlzcGF0Y2hlci5WMcoCFlRvb2xtZXNoXERpc3BhdGNoZXJcVjHiAiJUb29sbWVzaFxEaXNwYXRjaGVyXFYxXEdQQk1ldGFkYXRh6gIYVG9vbG1lc2g6OkRpc3BhdGNoZXI6OlYxYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_toolmesh_common_v1_common]);
+  fileDesc("Cid0b29sbWVzaC9kaXNwYXRjaGVyL3YxL2Rpc3BhdGNoZXIucHJvdG8SFnRvb2xtZXNoLmRpc3BhdGNoZXIudjEikQEKD0Rpc3BhdGNoUmVxdWVzdBIMCgR0b29sGAEgASgJEioKCWFyZ3VtZW50cxgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSMAoHY29udGV4dBgDIAEoCzIfLnRvb2xtZXNoLmNvbW1vbi52MS5DYWxsQ29udGV4dBISCgp0aW1lb3V0X21zGAQgASgNIosCChBEaXNwYXRjaFJlc3BvbnNlEg8KB2NhbGxfaWQYASABKAkSEAoIdHJhY2VfaWQYAiABKAkSLgoGc3RhdHVzGAMgASgOMh4udG9vbG1lc2guY29tbW9uLnYxLkNhbGxTdGF0dXMSJwoGb3V0cHV0GAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIsCgVlcnJvchgFIAEoCzIdLnRvb2xtZXNoLmNvbW1vbi52MS5DYWxsRXJyb3ISEwoLZHVyYXRpb25fbXMYBiABKA0SEAoIYXR0ZW1wdHMYByABKA0SEAoIcmVwbGF5ZWQYCCABKAgSFAoMcmVmdXNhbF9jb2RlGAkgASgJImAKFERpc3BhdGNoQmF0Y2hSZXF1ZXN0EjYKBWNhbGxzGAEgAygLMicudG9vbG1lc2guZGlzcGF0Y2hlci52MS5EaXNwYXRjaFJlcXVlc3QSEAoIdHJhY2VfaWQYAiABKAkiZAoVRGlzcGF0Y2hCYXRjaFJlc3BvbnNlEjkKB3Jlc3VsdHMYASADKAsyKC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkRpc3BhdGNoUmVzcG9uc2USEAoIdHJhY2VfaWQYAiABKAkiMAoNQ2FuY2VsUmVxdWVzdBIPCgdjYWxsX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCSIQCg5DYW5jZWxSZXNwb25zZSKIAgoNUnVudGltZVN0YXR1cxIMCgR0b29sGAEgASgJEjMKBXN0YXRlGAIgASgOMiQudG9vbG1lc2guZGlzcGF0Y2hlci52MS5SdW50aW1lU3RhdGUSCwoDcGlkGAMgASgNEgwKBHBvcnQYBCABKA0SEAoIcmVzdGFydHMYBSABKA0SEgoKbGFzdF9lcnJvchgGIAEoCRIRCglpbl9mbGlnaHQYByABKA0SLgoKc3RhcnRlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMAoMbGFzdF91c2VkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCInChdHZXRSdW50aW1lU3RhdHVzUmVxdWVzdBIMCgR0b29sGAEgASgJIlMKGEdldFJ1bnRpbWVTdGF0dXNSZXNwb25zZRI3CghydW50aW1lcxgBIAMoCzIlLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuUnVudGltZVN0YXR1cyIgChBTdGFydFRvb2xSZXF1ZXN0EgwKBHRvb2wYASABKAkiSgoRU3RhcnRUb29sUmVzcG9uc2USNQoGc3RhdHVzGAEgASgLMiUudG9vbG1lc2guZGlzcGF0Y2hlci52MS5SdW50aW1lU3RhdHVzIh8KD1N0b3BUb29sUmVxdWVzdBIMCgR0b29sGAEgASgJIkkKEFN0b3BUb29sUmVzcG9uc2USNQoGc3RhdHVzGAEgASgLMiUudG9vbG1lc2guZGlzcGF0Y2hlci52MS5SdW50aW1lU3RhdHVzIqQBChhEaXNwYXRjaFRvb2xDYWxsc1JlcXVlc3QSKAoHbWVzc2FnZRgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSOAoHZGlhbGVjdBgCIAEoDjInLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuVG9vbENhbGxEaWFsZWN0EhAKCHRyYWNlX2lkGAMgASgJEhIKCnRpbWVvdXRfbXMYBCABKA0izQEKGURpc3BhdGNoVG9vbENhbGxzUmVzcG9uc2USOAoHZGlhbGVjdBgBIAEoDjInLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuVG9vbENhbGxEaWFsZWN0EikKCG1lc3NhZ2VzGAIgAygLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBI5CgdyZXN1bHRzGAMgAygLMigudG9vbG1lc2guZGlzcGF0Y2hlci52MS5EaXNwYXRjaFJlc3BvbnNlEhAKCHRyYWNlX2lkGAQgASgJIoUBChZJbXBvcnRNY3BTZXJ2ZXJSZXF1ZXN0Eg4KBnByZWZpeBgBIAEoCRIxCgdydW50aW1lGAIgASgLMiAudG9vbG1lc2gucmVnaXN0cnkudjEuTWNwUnVudGltZRIXCg9yZXF1aXJlZF9zY29wZXMYAyADKAkSDwoHZHJ5X3J1bhgEIAEoCCJqCg9JbXBvcnRlZE1jcFRvb2wSDAoEdG9vbBgBIAEoCRIQCghtY3BfbmFtZRgCIAEoCRI3CgZjaGFuZ2UYAyABKA4yJy50b29sbWVzaC5kaXNwYXRjaGVyLnYxLk1jcEltcG9ydENoYW5nZSJ+ChdJbXBvcnRNY3BTZXJ2ZXJSZXNwb25zZRI2CgV0b29scxgBIAMoCzInLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuSW1wb3J0ZWRNY3BUb29sEhMKC3NlcnZlcl9uYW1lGAIgASgJEhYKDnNlcnZlcl92ZXJzaW9uGAMgASgJKrQBCgxSdW50aW1lU3RhdGUSHQoZUlVOVElNRV9TVEFURV9VTlNQRUNJRklFRBAAEhkKFVJVTlRJTUVfU1RBVEVfU1RPUFBFRBABEhoKFlJVTlRJTUVfU1RBVEVfU1RBUlRJTkcQAhIZChVSVU5USU1FX1NUQVRFX1JVTk5JTkcQAxIZChVSVU5USU1FX1NUQVRFX0JBQ0tPRkYQBBIYChRSVU5USU1FX1NUQVRFX0ZBSUxFRBAFKqABCg9Ub29sQ2FsbERpYWxlY3QSIQodVE9PTF9DQUxMX0RJQUxFQ1RfVU5TUEVDSUZJRUQQABIhCh1UT09MX0NBTExfRElBTEVDVF9PUEVOQUlfQ0hBVBABEiYKIlRPT0xfQ0FMTF9ESUFMRUNUX09QRU5BSV9SRVNQT05TRVMQAhIfChtUT09MX0NBTExfRElBTEVDVF9BTlRIUk9QSUMQAyqwAQoPTWNwSW1wb3J0Q2hhbmdlEiEKHU1DUF9JTVBPUlRfQ0hBTkdFX1VOU1BFQ0lGSUVEEAASGwoXTUNQX0lNUE9SVF9DSEFOR0VfQURERUQQARIdChlNQ1BfSU1QT1JUX0NIQU5HRV9DSEFOR0VEEAISHwobTUNQX0lNUE9SVF9DSEFOR0VfVU5DSEFOR0VEEAMSHQoZTUNQX0lNUE9SVF9DSEFOR0VfUkVNT1ZFRBAEMt8GChFEaXNwYXRjaGVyU2VydmljZRJdCghEaXNwYXRjaBInLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuRGlzcGF0Y2hSZXF1ZXN0GigudG9vbG1lc2guZGlzcGF0Y2hlci52MS5EaXNwYXRjaFJlc3BvbnNlEmwKDURpc3BhdGNoQmF0Y2gSLC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkRpc3BhdGNoQmF0Y2hSZXF1ZXN0Gi0udG9vbG1lc2guZGlzcGF0Y2hlci52MS5EaXNwYXRjaEJhdGNoUmVzcG9uc2USVwoGQ2FuY2VsEiUudG9vbG1lc2guZGlzcGF0Y2hlci52MS5DYW5jZWxSZXF1ZXN0GiYudG9vbG1lc2guZGlzcGF0Y2hlci52MS5DYW5jZWxSZXNwb25zZRJ1ChBHZXRSdW50aW1lU3RhdHVzEi8udG9vbG1lc2guZGlzcGF0Y2hlci52MS5HZXRSdW50aW1lU3RhdHVzUmVxdWVzdBowLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuR2V0UnVudGltZVN0YXR1c1Jlc3BvbnNlEmAKCVN0YXJ0VG9vbBIoLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuU3RhcnRUb29sUmVxdWVzdBopLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuU3RhcnRUb29sUmVzcG9uc2USXQoIU3RvcFRvb2wSJy50b29sbWVzaC5kaXNwYXRjaGVyLnYxLlN0b3BUb29sUmVxdWVzdBooLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuU3RvcFRvb2xSZXNwb25zZRJ4ChFEaXNwYXRjaFRvb2xDYWxscxIwLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuRGlzcGF0Y2hUb29sQ2FsbHNSZXF1ZXN0GjEudG9vbG1lc2guZGlzcGF0Y2hlci52MS5EaXNwYXRjaFRvb2xDYWxsc1Jlc3BvbnNlEnIKD0ltcG9ydE1jcFNlcnZlchIuLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuSW1wb3J0TWNwU2VydmVyUmVxdWVzdBovLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuSW1wb3J0TWNwU2VydmVyUmVzcG9uc2VC4AEKGmNvbS50b29sbWVzaC5kaXNwYXRjaGVyLnYxQg9EaXNwYXRjaGVyUHJvdG9QAVo3dG9vbG1lc2guZGV2L2dvL2dlbi90b29sbWVzaC9kaXNwYXRjaGVyL3YxO2Rpc3BhdGNoZXJ2MaICA1REWKoCFlRvb2xtZXNoLkRpc3BhdGNoZXIuVjHKAhZUb29sbWVzaFxEaXNwYXRjaGVyXFYx4gIiVG9vbG1lc2hcRGlzcGF0Y2hlclxWMVxHUEJNZXRhZGF0YeoCGFRvb2xtZXNoOjpEaXNwYXRjaGVyOjpWMWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_toolmesh_common_v1_common, file_toolmesh_registry_v1_registry]);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.DispatchRequest
@@ -360,6 +362,184 @@ export const StopToolResponseSchema: GenMessage<StopToolResponse> = /*@__PURE__*
   messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 12);
 
 /**
+ * @generated from message toolmesh.dispatcher.v1.DispatchToolCallsRequest
+ */
+export type DispatchToolCallsRequest = Message<"toolmesh.dispatcher.v1.DispatchToolCallsRequest"> & {
+  /**
+   * The model's reply exactly as its API returned it (a JSON object).
+   *
+   * @generated from field: google.protobuf.Struct message = 1;
+   */
+  message?: JsonObject | undefined;
+
+  /**
+   * The dialect of `message`; UNSPECIFIED recognises it.
+   *
+   * @generated from field: toolmesh.dispatcher.v1.ToolCallDialect dialect = 2;
+   */
+  dialect: ToolCallDialect;
+
+  /**
+   * Shared by every call; generated when empty.
+   *
+   * @generated from field: string trace_id = 3;
+   */
+  traceId: string;
+
+  /**
+   * Deadline of each call; 0 means each tool's own.
+   *
+   * @generated from field: uint32 timeout_ms = 4;
+   */
+  timeoutMs: number;
+};
+
+/**
+ * Describes the message toolmesh.dispatcher.v1.DispatchToolCallsRequest.
+ * Use `create(DispatchToolCallsRequestSchema)` to create a new message.
+ */
+export const DispatchToolCallsRequestSchema: GenMessage<DispatchToolCallsRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 13);
+
+/**
+ * @generated from message toolmesh.dispatcher.v1.DispatchToolCallsResponse
+ */
+export type DispatchToolCallsResponse = Message<"toolmesh.dispatcher.v1.DispatchToolCallsResponse"> & {
+  /**
+   * The dialect the reply was read as and the messages are written in.
+   *
+   * @generated from field: toolmesh.dispatcher.v1.ToolCallDialect dialect = 1;
+   */
+  dialect: ToolCallDialect;
+
+  /**
+   * The messages to append to the conversation, in order.
+   *
+   * @generated from field: repeated google.protobuf.Struct messages = 2;
+   */
+  messages: JsonObject[];
+
+  /**
+   * Each call's result, in the order of the reply's calls.
+   *
+   * @generated from field: repeated toolmesh.dispatcher.v1.DispatchResponse results = 3;
+   */
+  results: DispatchResponse[];
+
+  /**
+   * @generated from field: string trace_id = 4;
+   */
+  traceId: string;
+};
+
+/**
+ * Describes the message toolmesh.dispatcher.v1.DispatchToolCallsResponse.
+ * Use `create(DispatchToolCallsResponseSchema)` to create a new message.
+ */
+export const DispatchToolCallsResponseSchema: GenMessage<DispatchToolCallsResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 14);
+
+/**
+ * @generated from message toolmesh.dispatcher.v1.ImportMcpServerRequest
+ */
+export type ImportMcpServerRequest = Message<"toolmesh.dispatcher.v1.ImportMcpServerRequest"> & {
+  /**
+   * Registry names become `<prefix>.<tool name>`; a valid tool name such as `everything`.
+   *
+   * @generated from field: string prefix = 1;
+   */
+  prefix: string;
+
+  /**
+   * Where the server runs; `tool` is left empty (each imported tool gets its own name).
+   *
+   * @generated from field: toolmesh.registry.v1.McpRuntime runtime = 2;
+   */
+  runtime?: McpRuntime | undefined;
+
+  /**
+   * Scopes every imported tool requires, such as `use:everything`.
+   *
+   * @generated from field: repeated string required_scopes = 3;
+   */
+  requiredScopes: string[];
+
+  /**
+   * Show what would change without writing to the registry.
+   *
+   * @generated from field: bool dry_run = 4;
+   */
+  dryRun: boolean;
+};
+
+/**
+ * Describes the message toolmesh.dispatcher.v1.ImportMcpServerRequest.
+ * Use `create(ImportMcpServerRequestSchema)` to create a new message.
+ */
+export const ImportMcpServerRequestSchema: GenMessage<ImportMcpServerRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 15);
+
+/**
+ * @generated from message toolmesh.dispatcher.v1.ImportedMcpTool
+ */
+export type ImportedMcpTool = Message<"toolmesh.dispatcher.v1.ImportedMcpTool"> & {
+  /**
+   * The registry name, `<prefix>.<tool>`.
+   *
+   * @generated from field: string tool = 1;
+   */
+  tool: string;
+
+  /**
+   * The name on the MCP server.
+   *
+   * @generated from field: string mcp_name = 2;
+   */
+  mcpName: string;
+
+  /**
+   * @generated from field: toolmesh.dispatcher.v1.McpImportChange change = 3;
+   */
+  change: McpImportChange;
+};
+
+/**
+ * Describes the message toolmesh.dispatcher.v1.ImportedMcpTool.
+ * Use `create(ImportedMcpToolSchema)` to create a new message.
+ */
+export const ImportedMcpToolSchema: GenMessage<ImportedMcpTool> = /*@__PURE__*/
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 16);
+
+/**
+ * @generated from message toolmesh.dispatcher.v1.ImportMcpServerResponse
+ */
+export type ImportMcpServerResponse = Message<"toolmesh.dispatcher.v1.ImportMcpServerResponse"> & {
+  /**
+   * @generated from field: repeated toolmesh.dispatcher.v1.ImportedMcpTool tools = 1;
+   */
+  tools: ImportedMcpTool[];
+
+  /**
+   * The server's name and version from its handshake.
+   *
+   * @generated from field: string server_name = 2;
+   */
+  serverName: string;
+
+  /**
+   * @generated from field: string server_version = 3;
+   */
+  serverVersion: string;
+};
+
+/**
+ * Describes the message toolmesh.dispatcher.v1.ImportMcpServerResponse.
+ * Use `create(ImportMcpServerResponseSchema)` to create a new message.
+ */
+export const ImportMcpServerResponseSchema: GenMessage<ImportMcpServerResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 17);
+
+/**
  * RuntimeState is the life-cycle state of a tool's backend.
  *
  * @generated from enum toolmesh.dispatcher.v1.RuntimeState
@@ -401,6 +581,96 @@ export enum RuntimeState {
  */
 export const RuntimeStateSchema: GenEnum<RuntimeState> = /*@__PURE__*/
   enumDesc(file_toolmesh_dispatcher_v1_dispatcher, 0);
+
+/**
+ * ToolCallDialect is the shape of a model's reply and of the tool-result messages returned for it.
+ *
+ * @generated from enum toolmesh.dispatcher.v1.ToolCallDialect
+ */
+export enum ToolCallDialect {
+  /**
+   * Recognised from the message itself.
+   *
+   * @generated from enum value: TOOL_CALL_DIALECT_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * OpenAI Chat Completions: an assistant message with `tool_calls` (or a completion with
+   * `choices`); results are `{"role":"tool","tool_call_id","content"}` messages.
+   *
+   * @generated from enum value: TOOL_CALL_DIALECT_OPENAI_CHAT = 1;
+   */
+  OPENAI_CHAT = 1,
+
+  /**
+   * OpenAI Responses: a response with `output` items of type `function_call`; results are
+   * `{"type":"function_call_output","call_id","output"}` items.
+   *
+   * @generated from enum value: TOOL_CALL_DIALECT_OPENAI_RESPONSES = 2;
+   */
+  OPENAI_RESPONSES = 2,
+
+  /**
+   * Anthropic Messages: a message with `tool_use` content blocks; the result is one
+   * `{"role":"user","content":[tool_result blocks]}` message.
+   *
+   * @generated from enum value: TOOL_CALL_DIALECT_ANTHROPIC = 3;
+   */
+  ANTHROPIC = 3,
+}
+
+/**
+ * Describes the enum toolmesh.dispatcher.v1.ToolCallDialect.
+ */
+export const ToolCallDialectSchema: GenEnum<ToolCallDialect> = /*@__PURE__*/
+  enumDesc(file_toolmesh_dispatcher_v1_dispatcher, 1);
+
+/**
+ * McpImportChange tells what an import did to one tool.
+ *
+ * @generated from enum toolmesh.dispatcher.v1.McpImportChange
+ */
+export enum McpImportChange {
+  /**
+   * @generated from enum value: MCP_IMPORT_CHANGE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Newly registered.
+   *
+   * @generated from enum value: MCP_IMPORT_CHANGE_ADDED = 1;
+   */
+  ADDED = 1,
+
+  /**
+   * Registered before with another definition; updated.
+   *
+   * @generated from enum value: MCP_IMPORT_CHANGE_CHANGED = 2;
+   */
+  CHANGED = 2,
+
+  /**
+   * Registered before with the same definition.
+   *
+   * @generated from enum value: MCP_IMPORT_CHANGE_UNCHANGED = 3;
+   */
+  UNCHANGED = 3,
+
+  /**
+   * Registered before under the prefix but no longer offered by the server; disabled.
+   *
+   * @generated from enum value: MCP_IMPORT_CHANGE_REMOVED = 4;
+   */
+  REMOVED = 4,
+}
+
+/**
+ * Describes the enum toolmesh.dispatcher.v1.McpImportChange.
+ */
+export const McpImportChangeSchema: GenEnum<McpImportChange> = /*@__PURE__*/
+  enumDesc(file_toolmesh_dispatcher_v1_dispatcher, 2);
 
 /**
  * DispatcherService runs tool calls through the whole chain. Every RPC needs a bearer token.
@@ -477,6 +747,35 @@ export const DispatcherService: GenService<{
     methodKind: "unary";
     input: typeof StopToolRequestSchema;
     output: typeof StopToolResponseSchema;
+  },
+  /**
+   * DispatchToolCalls runs the tool calls of a model's reply (OpenAI Chat Completions `tool_calls`,
+   * OpenAI Responses `function_call` items, Anthropic `tool_use` blocks) as one batch, and returns
+   * the messages to append to the conversation in the same dialect. Exported names such as
+   * `data__query` map back to registry names. Per-call refusals, malformed JSON arguments and tool
+   * failures are error results a model can act on, never a failed request. Fails with
+   * UNAUTHENTICATED, INVALID_ARGUMENT (not a reply of the dialect, no tool calls, more than 100).
+   *
+   * @generated from rpc toolmesh.dispatcher.v1.DispatcherService.DispatchToolCalls
+   */
+  dispatchToolCalls: {
+    methodKind: "unary";
+    input: typeof DispatchToolCallsRequestSchema;
+    output: typeof DispatchToolCallsResponseSchema;
+  },
+  /**
+   * ImportMcpServer registers the tools of an MCP server (streamable HTTP URL or stdio command) as
+   * toolmesh tools named `<prefix>.<tool>` with runtime `mcp`, keeping their schemas and
+   * annotations; run again, it re-syncs and names the tools whose definition changed. Fails with
+   * UNAUTHENTICATED, PERMISSION_DENIED (admin), INVALID_ARGUMENT (bad prefix or runtime),
+   * UNAVAILABLE (the server cannot be reached or listed), and the Registry's errors.
+   *
+   * @generated from rpc toolmesh.dispatcher.v1.DispatcherService.ImportMcpServer
+   */
+  importMcpServer: {
+    methodKind: "unary";
+    input: typeof ImportMcpServerRequestSchema;
+    output: typeof ImportMcpServerResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_toolmesh_dispatcher_v1_dispatcher, 0);

@@ -12,7 +12,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file toolmesh/registry/v1/registry.proto.
  */
 export const file_toolmesh_registry_v1_registry: GenFile = /*@__PURE__*/
-  fileDesc("CiN0b29sbWVzaC9yZWdpc3RyeS92MS9yZWdpc3RyeS5wcm90bxIUdG9vbG1lc2gucmVnaXN0cnkudjEiHgoLR3JwY1J1bnRpbWUSDwoHYWRkcmVzcxgBIAEoCSKkAgoMTG9jYWxSdW50aW1lEg8KB2NvbW1hbmQYASABKAkSDAoEYXJncxgCIAMoCRI4CgNlbnYYAyADKAsyKy50b29sbWVzaC5yZWdpc3RyeS52MS5Mb2NhbFJ1bnRpbWUuRW52RW50cnkSNQoIcHJvdG9jb2wYBCABKA4yIy50b29sbWVzaC5yZWdpc3RyeS52MS5Mb2NhbFByb3RvY29sEhMKC3dvcmtpbmdfZGlyGAUgASgJEhcKD21heF9jb25jdXJyZW5jeRgGIAEoDRIXCg9pZGxlX3RpbWVvdXRfbXMYByABKA0SEQoJaHR0cF9wYXRoGAggASgJGioKCEVudkVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEijwEKDVJlbW90ZVJ1bnRpbWUSCwoDdXJsGAEgASgJEkEKB2hlYWRlcnMYAiADKAsyMC50b29sbWVzaC5yZWdpc3RyeS52MS5SZW1vdGVSdW50aW1lLkhlYWRlcnNFbnRyeRouCgxIZWFkZXJzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASKwAQoHUnVudGltZRIxCgRncnBjGAEgASgLMiEudG9vbG1lc2gucmVnaXN0cnkudjEuR3JwY1J1bnRpbWVIABIzCgVsb2NhbBgCIAEoCzIiLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkxvY2FsUnVudGltZUgAEjUKBnJlbW90ZRgDIAEoCzIjLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlJlbW90ZVJ1bnRpbWVIAEIGCgRraW5kIlcKC1JldHJ5UG9saWN5EhQKDG1heF9hdHRlbXB0cxgBIAEoDRIaChJpbml0aWFsX2JhY2tvZmZfbXMYAiABKA0SFgoObWF4X2JhY2tvZmZfbXMYAyABKA0itgQKCFRvb2xTcGVjEgwKBG5hbWUYASABKAkSDwoHdmVyc2lvbhgCIAEoCRITCgtkZXNjcmlwdGlvbhgDIAEoCRIQCghjYXRlZ29yeRgEIAEoCRItCgxpbnB1dF9zY2hlbWEYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei4KDW91dHB1dF9zY2hlbWEYBiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhcKD3JlcXVpcmVkX3Njb3BlcxgHIAMoCRISCgp0aW1lb3V0X21zGAggASgNEjcKDHJldHJ5X3BvbGljeRgJIAEoCzIhLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlJldHJ5UG9saWN5EhIKCmlkZW1wb3RlbnQYCiABKAgSFAoMc2lkZV9lZmZlY3RzGAsgASgIEhUKDWtub3dodWJfc2x1Z3MYDCADKAkSMAoGc3RhdHVzGA0gASgOMiAudG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbFN0YXR1cxIuCgdydW50aW1lGA4gASgLMh0udG9vbG1lc2gucmVnaXN0cnkudjEuUnVudGltZRI6CgZsYWJlbHMYDyADKAsyKi50b29sbWVzaC5yZWdpc3RyeS52MS5Ub29sU3BlYy5MYWJlbHNFbnRyeRIRCglyZXBvcnRlcnMYECADKAkaLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASLfAQoEVG9vbBIsCgRzcGVjGAEgASgLMh4udG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbFNwZWMSEwoLc2NoZW1hX2hhc2gYAiABKAkSEAoIcmV2aXNpb24YAyABKAQSDgoGZ3JvdXBzGAQgAygJEi4KCmNyZWF0ZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhIKCnVwZGF0ZWRfYnkYByABKAkiegoFR3JvdXASDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRINCgV0b29scxgDIAMoCRIPCgdleGFtcGxlGAQgASgJEi4KCnVwZGF0ZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIkMKE1JlZ2lzdGVyVG9vbFJlcXVlc3QSLAoEdG9vbBgBIAEoCzIeLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlRvb2xTcGVjIkAKFFJlZ2lzdGVyVG9vbFJlc3BvbnNlEigKBHRvb2wYASABKAsyGi50b29sbWVzaC5yZWdpc3RyeS52MS5Ub29sIlwKEVVwZGF0ZVRvb2xSZXF1ZXN0EiwKBHRvb2wYASABKAsyHi50b29sbWVzaC5yZWdpc3RyeS52MS5Ub29sU3BlYxIZChFleHBlY3RlZF9yZXZpc2lvbhgCIAEoBCI+ChJVcGRhdGVUb29sUmVzcG9uc2USKAoEdG9vbBgBIAEoCzIaLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlRvb2wiVQoTU2V0VG9vbFNsdWdzUmVxdWVzdBIMCgRuYW1lGAEgASgJEhUKDWtub3dodWJfc2x1Z3MYAiADKAkSGQoRZXhwZWN0ZWRfcmV2aXNpb24YAyABKAQiQAoUU2V0VG9vbFNsdWdzUmVzcG9uc2USKAoEdG9vbBgBIAEoCzIaLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlRvb2wiJQoVRGVyZWdpc3RlclRvb2xSZXF1ZXN0EgwKBG5hbWUYASABKAkiNQoWRGVyZWdpc3RlclRvb2xSZXNwb25zZRIbChNyZW1vdmVkX2Zyb21fZ3JvdXBzGAEgAygJIh4KDkdldFRvb2xSZXF1ZXN0EgwKBG5hbWUYASABKAkiOwoPR2V0VG9vbFJlc3BvbnNlEigKBHRvb2wYASABKAsyGi50b29sbWVzaC5yZWdpc3RyeS52MS5Ub29sItYBChBMaXN0VG9vbHNSZXF1ZXN0EhAKCGNhdGVnb3J5GAEgASgJEg8KB2tleXdvcmQYAiABKAkSNwoMcnVudGltZV9raW5kGAMgASgOMiEudG9vbG1lc2gucmVnaXN0cnkudjEuUnVudGltZUtpbmQSDQoFZ3JvdXAYBCABKAkSMAoGc3RhdHVzGAUgASgOMiAudG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbFN0YXR1cxIRCglwYWdlX3NpemUYBiABKA0SEgoKcGFnZV90b2tlbhgHIAEoCSJXChFMaXN0VG9vbHNSZXNwb25zZRIpCgV0b29scxgBIAMoCzIaLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlRvb2wSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIhMKEVdhdGNoVG9vbHNSZXF1ZXN0IoABChJXYXRjaFRvb2xzUmVzcG9uc2USMgoEdHlwZRgBIAEoDjIkLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLldhdGNoRXZlbnRUeXBlEigKBHRvb2wYAiABKAsyGi50b29sbWVzaC5yZWdpc3RyeS52MS5Ub29sEgwKBG5hbWUYAyABKAkiPQoPUHV0R3JvdXBSZXF1ZXN0EioKBWdyb3VwGAEgASgLMhsudG9vbG1lc2gucmVnaXN0cnkudjEuR3JvdXAiPgoQUHV0R3JvdXBSZXNwb25zZRIqCgVncm91cBgBIAEoCzIbLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkdyb3VwIh8KD0dldEdyb3VwUmVxdWVzdBIMCgRuYW1lGAEgASgJIj4KEEdldEdyb3VwUmVzcG9uc2USKgoFZ3JvdXAYASABKAsyGy50b29sbWVzaC5yZWdpc3RyeS52MS5Hcm91cCI6ChFMaXN0R3JvdXBzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKA0SEgoKcGFnZV90b2tlbhgCIAEoCSJaChJMaXN0R3JvdXBzUmVzcG9uc2USKwoGZ3JvdXBzGAEgAygLMhsudG9vbG1lc2gucmVnaXN0cnkudjEuR3JvdXASFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIiIKEkRlbGV0ZUdyb3VwUmVxdWVzdBIMCgRuYW1lGAEgASgJIhUKE0RlbGV0ZUdyb3VwUmVzcG9uc2UiFQoTTGlzdFJ1bnRpbWVzUmVxdWVzdCKsAQoOUnVudGltZVN1bW1hcnkSLwoEa2luZBgBIAEoDjIhLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlJ1bnRpbWVLaW5kEhIKCnRvb2xfY291bnQYAiABKA0SFAoMYWN0aXZlX2NvdW50GAMgASgNEhgKEGRlcHJlY2F0ZWRfY291bnQYBCABKA0SFgoOZGlzYWJsZWRfY291bnQYBSABKA0SDQoFdG9vbHMYBiADKAkiTgoUTGlzdFJ1bnRpbWVzUmVzcG9uc2USNgoIcnVudGltZXMYASADKAsyJC50b29sbWVzaC5yZWdpc3RyeS52MS5SdW50aW1lU3VtbWFyeSKIAQoYRXhwb3J0VG9vbFNjaGVtYXNSZXF1ZXN0EjIKBmZvcm1hdBgBIAEoDjIiLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlNjaGVtYUZvcm1hdBINCgVncm91cBgCIAEoCRINCgVuYW1lcxgDIAMoCRIaChJpbmNsdWRlX2RlcHJlY2F0ZWQYBCABKAgiYAoMRXhwb3J0ZWRUb29sEgwKBHRvb2wYASABKAkSFQoNZXhwb3J0ZWRfbmFtZRgCIAEoCRIrCgpkZWZpbml0aW9uGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCJOChlFeHBvcnRUb29sU2NoZW1hc1Jlc3BvbnNlEjEKBXRvb2xzGAEgAygLMiIudG9vbG1lc2gucmVnaXN0cnkudjEuRXhwb3J0ZWRUb29sKncKClRvb2xTdGF0dXMSGwoXVE9PTF9TVEFUVVNfVU5TUEVDSUZJRUQQABIWChJUT09MX1NUQVRVU19BQ1RJVkUQARIaChZUT09MX1NUQVRVU19ERVBSRUNBVEVEEAISGAoUVE9PTF9TVEFUVVNfRElTQUJMRUQQAypzCgtSdW50aW1lS2luZBIcChhSVU5USU1FX0tJTkRfVU5TUEVDSUZJRUQQABIVChFSVU5USU1FX0tJTkRfR1JQQxABEhYKElJVTlRJTUVfS0lORF9MT0NBTBACEhcKE1JVTlRJTUVfS0lORF9SRU1PVEUQAyphCg1Mb2NhbFByb3RvY29sEh4KGkxPQ0FMX1BST1RPQ09MX1VOU1BFQ0lGSUVEEAASFwoTTE9DQUxfUFJPVE9DT0xfR1JQQxABEhcKE0xPQ0FMX1BST1RPQ09MX0hUVFAQAiqrAQoOV2F0Y2hFdmVudFR5cGUSIAocV0FUQ0hfRVZFTlRfVFlQRV9VTlNQRUNJRklFRBAAEh0KGVdBVENIX0VWRU5UX1RZUEVfU05BUFNIT1QQARIhCh1XQVRDSF9FVkVOVF9UWVBFX1NOQVBTSE9UX0VORBACEhgKFFdBVENIX0VWRU5UX1RZUEVfUFVUEAMSGwoXV0FUQ0hfRVZFTlRfVFlQRV9ERUxFVEUQBCp7CgxTY2hlbWFGb3JtYXQSHQoZU0NIRU1BX0ZPUk1BVF9VTlNQRUNJRklFRBAAEhgKFFNDSEVNQV9GT1JNQVRfT1BFTkFJEAESGwoXU0NIRU1BX0ZPUk1BVF9BTlRIUk9QSUMQAhIVChFTQ0hFTUFfRk9STUFUX01DUBADMp4KCg9SZWdpc3RyeVNlcnZpY2USZQoMUmVnaXN0ZXJUb29sEikudG9vbG1lc2gucmVnaXN0cnkudjEuUmVnaXN0ZXJUb29sUmVxdWVzdBoqLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlJlZ2lzdGVyVG9vbFJlc3BvbnNlEl8KClVwZGF0ZVRvb2wSJy50b29sbWVzaC5yZWdpc3RyeS52MS5VcGRhdGVUb29sUmVxdWVzdBooLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlVwZGF0ZVRvb2xSZXNwb25zZRJlCgxTZXRUb29sU2x1Z3MSKS50b29sbWVzaC5yZWdpc3RyeS52MS5TZXRUb29sU2x1Z3NSZXF1ZXN0GioudG9vbG1lc2gucmVnaXN0cnkudjEuU2V0VG9vbFNsdWdzUmVzcG9uc2USawoORGVyZWdpc3RlclRvb2wSKy50b29sbWVzaC5yZWdpc3RyeS52MS5EZXJlZ2lzdGVyVG9vbFJlcXVlc3QaLC50b29sbWVzaC5yZWdpc3RyeS52MS5EZXJlZ2lzdGVyVG9vbFJlc3BvbnNlElYKB0dldFRvb2wSJC50b29sbWVzaC5yZWdpc3RyeS52MS5HZXRUb29sUmVxdWVzdBolLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkdldFRvb2xSZXNwb25zZRJcCglMaXN0VG9vbHMSJi50b29sbWVzaC5yZWdpc3RyeS52MS5MaXN0VG9vbHNSZXF1ZXN0GicudG9vbG1lc2gucmVnaXN0cnkudjEuTGlzdFRvb2xzUmVzcG9uc2USYQoKV2F0Y2hUb29scxInLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLldhdGNoVG9vbHNSZXF1ZXN0GigudG9vbG1lc2gucmVnaXN0cnkudjEuV2F0Y2hUb29sc1Jlc3BvbnNlMAESWQoIUHV0R3JvdXASJS50b29sbWVzaC5yZWdpc3RyeS52MS5QdXRHcm91cFJlcXVlc3QaJi50b29sbWVzaC5yZWdpc3RyeS52MS5QdXRHcm91cFJlc3BvbnNlElkKCEdldEdyb3VwEiUudG9vbG1lc2gucmVnaXN0cnkudjEuR2V0R3JvdXBSZXF1ZXN0GiYudG9vbG1lc2gucmVnaXN0cnkudjEuR2V0R3JvdXBSZXNwb25zZRJfCgpMaXN0R3JvdXBzEicudG9vbG1lc2gucmVnaXN0cnkudjEuTGlzdEdyb3Vwc1JlcXVlc3QaKC50b29sbWVzaC5yZWdpc3RyeS52MS5MaXN0R3JvdXBzUmVzcG9uc2USYgoLRGVsZXRlR3JvdXASKC50b29sbWVzaC5yZWdpc3RyeS52MS5EZWxldGVHcm91cFJlcXVlc3QaKS50b29sbWVzaC5yZWdpc3RyeS52MS5EZWxldGVHcm91cFJlc3BvbnNlEmUKDExpc3RSdW50aW1lcxIpLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkxpc3RSdW50aW1lc1JlcXVlc3QaKi50b29sbWVzaC5yZWdpc3RyeS52MS5MaXN0UnVudGltZXNSZXNwb25zZRJ0ChFFeHBvcnRUb29sU2NoZW1hcxIuLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkV4cG9ydFRvb2xTY2hlbWFzUmVxdWVzdBovLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkV4cG9ydFRvb2xTY2hlbWFzUmVzcG9uc2VC0AEKGGNvbS50b29sbWVzaC5yZWdpc3RyeS52MUINUmVnaXN0cnlQcm90b1ABWjN0b29sbWVzaC5kZXYvZ28vZ2VuL3Rvb2xtZXNoL3JlZ2lzdHJ5L3YxO3JlZ2lzdHJ5djGiAgNUUliqAhRUb29sbWVzaC5SZWdpc3RyeS5WMcoCFFRvb2xtZXNoXFJlZ2lzdHJ5XFYx4gIgVG9vbG1lc2hcUmVnaXN0cnlcVjFcR1BCTWV0YWRhdGHqAhZUb29sbWVzaDo6UmVnaXN0cnk6OlYxYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("CiN0b29sbWVzaC9yZWdpc3RyeS92MS9yZWdpc3RyeS5wcm90bxIUdG9vbG1lc2gucmVnaXN0cnkudjEiHgoLR3JwY1J1bnRpbWUSDwoHYWRkcmVzcxgBIAEoCSKkAgoMTG9jYWxSdW50aW1lEg8KB2NvbW1hbmQYASABKAkSDAoEYXJncxgCIAMoCRI4CgNlbnYYAyADKAsyKy50b29sbWVzaC5yZWdpc3RyeS52MS5Mb2NhbFJ1bnRpbWUuRW52RW50cnkSNQoIcHJvdG9jb2wYBCABKA4yIy50b29sbWVzaC5yZWdpc3RyeS52MS5Mb2NhbFByb3RvY29sEhMKC3dvcmtpbmdfZGlyGAUgASgJEhcKD21heF9jb25jdXJyZW5jeRgGIAEoDRIXCg9pZGxlX3RpbWVvdXRfbXMYByABKA0SEQoJaHR0cF9wYXRoGAggASgJGioKCEVudkVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEijwEKDVJlbW90ZVJ1bnRpbWUSCwoDdXJsGAEgASgJEkEKB2hlYWRlcnMYAiADKAsyMC50b29sbWVzaC5yZWdpc3RyeS52MS5SZW1vdGVSdW50aW1lLkhlYWRlcnNFbnRyeRouCgxIZWFkZXJzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASLIAgoKTWNwUnVudGltZRILCgN1cmwYASABKAkSPgoHaGVhZGVycxgCIAMoCzItLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLk1jcFJ1bnRpbWUuSGVhZGVyc0VudHJ5Eg8KB2NvbW1hbmQYAyABKAkSDAoEYXJncxgEIAMoCRI2CgNlbnYYBSADKAsyKS50b29sbWVzaC5yZWdpc3RyeS52MS5NY3BSdW50aW1lLkVudkVudHJ5EhMKC3dvcmtpbmdfZGlyGAYgASgJEgwKBHRvb2wYByABKAkSFwoPaWRsZV90aW1lb3V0X21zGAggASgNGi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBGioKCEVudkVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEi4QEKB1J1bnRpbWUSMQoEZ3JwYxgBIAEoCzIhLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkdycGNSdW50aW1lSAASMwoFbG9jYWwYAiABKAsyIi50b29sbWVzaC5yZWdpc3RyeS52MS5Mb2NhbFJ1bnRpbWVIABI1CgZyZW1vdGUYAyABKAsyIy50b29sbWVzaC5yZWdpc3RyeS52MS5SZW1vdGVSdW50aW1lSAASLwoDbWNwGAUgASgLMiAudG9vbG1lc2gucmVnaXN0cnkudjEuTWNwUnVudGltZUgAQgYKBGtpbmQiSQoPVG9vbEFubm90YXRpb25zEg0KBXRpdGxlGAEgASgJEhMKC2Rlc3RydWN0aXZlGAIgASgIEhIKCm9wZW5fd29ybGQYAyABKAgiVwoLUmV0cnlQb2xpY3kSFAoMbWF4X2F0dGVtcHRzGAEgASgNEhoKEmluaXRpYWxfYmFja29mZl9tcxgCIAEoDRIWCg5tYXhfYmFja29mZl9tcxgDIAEoDSLyBAoIVG9vbFNwZWMSDAoEbmFtZRgBIAEoCRIPCgd2ZXJzaW9uGAIgASgJEhMKC2Rlc2NyaXB0aW9uGAMgASgJEhAKCGNhdGVnb3J5GAQgASgJEi0KDGlucHV0X3NjaGVtYRgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLgoNb3V0cHV0X3NjaGVtYRgGIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFwoPcmVxdWlyZWRfc2NvcGVzGAcgAygJEhIKCnRpbWVvdXRfbXMYCCABKA0SNwoMcmV0cnlfcG9saWN5GAkgASgLMiEudG9vbG1lc2gucmVnaXN0cnkudjEuUmV0cnlQb2xpY3kSEgoKaWRlbXBvdGVudBgKIAEoCBIUCgxzaWRlX2VmZmVjdHMYCyABKAgSFQoNa25vd2h1Yl9zbHVncxgMIAMoCRIwCgZzdGF0dXMYDSABKA4yIC50b29sbWVzaC5yZWdpc3RyeS52MS5Ub29sU3RhdHVzEi4KB3J1bnRpbWUYDiABKAsyHS50b29sbWVzaC5yZWdpc3RyeS52MS5SdW50aW1lEjoKBmxhYmVscxgPIAMoCzIqLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlRvb2xTcGVjLkxhYmVsc0VudHJ5EhEKCXJlcG9ydGVycxgQIAMoCRI6Cgthbm5vdGF0aW9ucxgUIAEoCzIlLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlRvb2xBbm5vdGF0aW9ucxotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIt8BCgRUb29sEiwKBHNwZWMYASABKAsyHi50b29sbWVzaC5yZWdpc3RyeS52MS5Ub29sU3BlYxITCgtzY2hlbWFfaGFzaBgCIAEoCRIQCghyZXZpc2lvbhgDIAEoBBIOCgZncm91cHMYBCADKAkSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKdXBkYXRlZF9ieRgHIAEoCSJ6CgVHcm91cBIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEg0KBXRvb2xzGAMgAygJEg8KB2V4YW1wbGUYBCABKAkSLgoKdXBkYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiQwoTUmVnaXN0ZXJUb29sUmVxdWVzdBIsCgR0b29sGAEgASgLMh4udG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbFNwZWMiQAoUUmVnaXN0ZXJUb29sUmVzcG9uc2USKAoEdG9vbBgBIAEoCzIaLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlRvb2wiXAoRVXBkYXRlVG9vbFJlcXVlc3QSLAoEdG9vbBgBIAEoCzIeLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlRvb2xTcGVjEhkKEWV4cGVjdGVkX3JldmlzaW9uGAIgASgEIj4KElVwZGF0ZVRvb2xSZXNwb25zZRIoCgR0b29sGAEgASgLMhoudG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbCJVChNTZXRUb29sU2x1Z3NSZXF1ZXN0EgwKBG5hbWUYASABKAkSFQoNa25vd2h1Yl9zbHVncxgCIAMoCRIZChFleHBlY3RlZF9yZXZpc2lvbhgDIAEoBCJAChRTZXRUb29sU2x1Z3NSZXNwb25zZRIoCgR0b29sGAEgASgLMhoudG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbCIlChVEZXJlZ2lzdGVyVG9vbFJlcXVlc3QSDAoEbmFtZRgBIAEoCSI1ChZEZXJlZ2lzdGVyVG9vbFJlc3BvbnNlEhsKE3JlbW92ZWRfZnJvbV9ncm91cHMYASADKAkiHgoOR2V0VG9vbFJlcXVlc3QSDAoEbmFtZRgBIAEoCSI7Cg9HZXRUb29sUmVzcG9uc2USKAoEdG9vbBgBIAEoCzIaLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlRvb2wi1gEKEExpc3RUb29sc1JlcXVlc3QSEAoIY2F0ZWdvcnkYASABKAkSDwoHa2V5d29yZBgCIAEoCRI3CgxydW50aW1lX2tpbmQYAyABKA4yIS50b29sbWVzaC5yZWdpc3RyeS52MS5SdW50aW1lS2luZBINCgVncm91cBgEIAEoCRIwCgZzdGF0dXMYBSABKA4yIC50b29sbWVzaC5yZWdpc3RyeS52MS5Ub29sU3RhdHVzEhEKCXBhZ2Vfc2l6ZRgGIAEoDRISCgpwYWdlX3Rva2VuGAcgASgJIlcKEUxpc3RUb29sc1Jlc3BvbnNlEikKBXRvb2xzGAEgAygLMhoudG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiEwoRV2F0Y2hUb29sc1JlcXVlc3QigAEKEldhdGNoVG9vbHNSZXNwb25zZRIyCgR0eXBlGAEgASgOMiQudG9vbG1lc2gucmVnaXN0cnkudjEuV2F0Y2hFdmVudFR5cGUSKAoEdG9vbBgCIAEoCzIaLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlRvb2wSDAoEbmFtZRgDIAEoCSI9Cg9QdXRHcm91cFJlcXVlc3QSKgoFZ3JvdXAYASABKAsyGy50b29sbWVzaC5yZWdpc3RyeS52MS5Hcm91cCI+ChBQdXRHcm91cFJlc3BvbnNlEioKBWdyb3VwGAEgASgLMhsudG9vbG1lc2gucmVnaXN0cnkudjEuR3JvdXAiHwoPR2V0R3JvdXBSZXF1ZXN0EgwKBG5hbWUYASABKAkiPgoQR2V0R3JvdXBSZXNwb25zZRIqCgVncm91cBgBIAEoCzIbLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkdyb3VwIjoKEUxpc3RHcm91cHNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoDRISCgpwYWdlX3Rva2VuGAIgASgJIloKEkxpc3RHcm91cHNSZXNwb25zZRIrCgZncm91cHMYASADKAsyGy50b29sbWVzaC5yZWdpc3RyeS52MS5Hcm91cBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiIgoSRGVsZXRlR3JvdXBSZXF1ZXN0EgwKBG5hbWUYASABKAkiFQoTRGVsZXRlR3JvdXBSZXNwb25zZSIVChNMaXN0UnVudGltZXNSZXF1ZXN0IqwBCg5SdW50aW1lU3VtbWFyeRIvCgRraW5kGAEgASgOMiEudG9vbG1lc2gucmVnaXN0cnkudjEuUnVudGltZUtpbmQSEgoKdG9vbF9jb3VudBgCIAEoDRIUCgxhY3RpdmVfY291bnQYAyABKA0SGAoQZGVwcmVjYXRlZF9jb3VudBgEIAEoDRIWCg5kaXNhYmxlZF9jb3VudBgFIAEoDRINCgV0b29scxgGIAMoCSJOChRMaXN0UnVudGltZXNSZXNwb25zZRI2CghydW50aW1lcxgBIAMoCzIkLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlJ1bnRpbWVTdW1tYXJ5IogBChhFeHBvcnRUb29sU2NoZW1hc1JlcXVlc3QSMgoGZm9ybWF0GAEgASgOMiIudG9vbG1lc2gucmVnaXN0cnkudjEuU2NoZW1hRm9ybWF0Eg0KBWdyb3VwGAIgASgJEg0KBW5hbWVzGAMgAygJEhoKEmluY2x1ZGVfZGVwcmVjYXRlZBgEIAEoCCJgCgxFeHBvcnRlZFRvb2wSDAoEdG9vbBgBIAEoCRIVCg1leHBvcnRlZF9uYW1lGAIgASgJEisKCmRlZmluaXRpb24YAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ik4KGUV4cG9ydFRvb2xTY2hlbWFzUmVzcG9uc2USMQoFdG9vbHMYASADKAsyIi50b29sbWVzaC5yZWdpc3RyeS52MS5FeHBvcnRlZFRvb2wqdwoKVG9vbFN0YXR1cxIbChdUT09MX1NUQVRVU19VTlNQRUNJRklFRBAAEhYKElRPT0xfU1RBVFVTX0FDVElWRRABEhoKFlRPT0xfU1RBVFVTX0RFUFJFQ0FURUQQAhIYChRUT09MX1NUQVRVU19ESVNBQkxFRBADKokBCgtSdW50aW1lS2luZBIcChhSVU5USU1FX0tJTkRfVU5TUEVDSUZJRUQQABIVChFSVU5USU1FX0tJTkRfR1JQQxABEhYKElJVTlRJTUVfS0lORF9MT0NBTBACEhcKE1JVTlRJTUVfS0lORF9SRU1PVEUQAxIUChBSVU5USU1FX0tJTkRfTUNQEAUqYQoNTG9jYWxQcm90b2NvbBIeChpMT0NBTF9QUk9UT0NPTF9VTlNQRUNJRklFRBAAEhcKE0xPQ0FMX1BST1RPQ09MX0dSUEMQARIXChNMT0NBTF9QUk9UT0NPTF9IVFRQEAIqqwEKDldhdGNoRXZlbnRUeXBlEiAKHFdBVENIX0VWRU5UX1RZUEVfVU5TUEVDSUZJRUQQABIdChlXQVRDSF9FVkVOVF9UWVBFX1NOQVBTSE9UEAESIQodV0FUQ0hfRVZFTlRfVFlQRV9TTkFQU0hPVF9FTkQQAhIYChRXQVRDSF9FVkVOVF9UWVBFX1BVVBADEhsKF1dBVENIX0VWRU5UX1RZUEVfREVMRVRFEAQqewoMU2NoZW1hRm9ybWF0Eh0KGVNDSEVNQV9GT1JNQVRfVU5TUEVDSUZJRUQQABIYChRTQ0hFTUFfRk9STUFUX09QRU5BSRABEhsKF1NDSEVNQV9GT1JNQVRfQU5USFJPUElDEAISFQoRU0NIRU1BX0ZPUk1BVF9NQ1AQAzKeCgoPUmVnaXN0cnlTZXJ2aWNlEmUKDFJlZ2lzdGVyVG9vbBIpLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlJlZ2lzdGVyVG9vbFJlcXVlc3QaKi50b29sbWVzaC5yZWdpc3RyeS52MS5SZWdpc3RlclRvb2xSZXNwb25zZRJfCgpVcGRhdGVUb29sEicudG9vbG1lc2gucmVnaXN0cnkudjEuVXBkYXRlVG9vbFJlcXVlc3QaKC50b29sbWVzaC5yZWdpc3RyeS52MS5VcGRhdGVUb29sUmVzcG9uc2USZQoMU2V0VG9vbFNsdWdzEikudG9vbG1lc2gucmVnaXN0cnkudjEuU2V0VG9vbFNsdWdzUmVxdWVzdBoqLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlNldFRvb2xTbHVnc1Jlc3BvbnNlEmsKDkRlcmVnaXN0ZXJUb29sEisudG9vbG1lc2gucmVnaXN0cnkudjEuRGVyZWdpc3RlclRvb2xSZXF1ZXN0GiwudG9vbG1lc2gucmVnaXN0cnkudjEuRGVyZWdpc3RlclRvb2xSZXNwb25zZRJWCgdHZXRUb29sEiQudG9vbG1lc2gucmVnaXN0cnkudjEuR2V0VG9vbFJlcXVlc3QaJS50b29sbWVzaC5yZWdpc3RyeS52MS5HZXRUb29sUmVzcG9uc2USXAoJTGlzdFRvb2xzEiYudG9vbG1lc2gucmVnaXN0cnkudjEuTGlzdFRvb2xzUmVxdWVzdBonLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkxpc3RUb29sc1Jlc3BvbnNlEmEKCldhdGNoVG9vbHMSJy50b29sbWVzaC5yZWdpc3RyeS52MS5XYXRjaFRvb2xzUmVxdWVzdBooLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLldhdGNoVG9vbHNSZXNwb25zZTABElkKCFB1dEdyb3VwEiUudG9vbG1lc2gucmVnaXN0cnkudjEuUHV0R3JvdXBSZXF1ZXN0GiYudG9vbG1lc2gucmVnaXN0cnkudjEuUHV0R3JvdXBSZXNwb25zZRJZCghHZXRHcm91cBIlLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkdldEdyb3VwUmVxdWVzdBomLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkdldEdyb3VwUmVzcG9uc2USXwoKTGlzdEdyb3VwcxInLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkxpc3RHcm91cHNSZXF1ZXN0GigudG9vbG1lc2gucmVnaXN0cnkudjEuTGlzdEdyb3Vwc1Jlc3BvbnNlEmIKC0RlbGV0ZUdyb3VwEigudG9vbG1lc2gucmVnaXN0cnkudjEuRGVsZXRlR3JvdXBSZXF1ZXN0GikudG9vbG1lc2gucmVnaXN0cnkudjEuRGVsZXRlR3JvdXBSZXNwb25zZRJlCgxMaXN0UnVudGltZXMSKS50b29sbWVzaC5yZWdpc3RyeS52MS5MaXN0UnVudGltZXNSZXF1ZXN0GioudG9vbG1lc2gucmVnaXN0cnkudjEuTGlzdFJ1bnRpbWVzUmVzcG9uc2USdAoRRXhwb3J0VG9vbFNjaGVtYXMSLi50b29sbWVzaC5yZWdpc3RyeS52MS5FeHBvcnRUb29sU2NoZW1hc1JlcXVlc3QaLy50b29sbWVzaC5yZWdpc3RyeS52MS5FeHBvcnRUb29sU2NoZW1hc1Jlc3BvbnNlQtABChhjb20udG9vbG1lc2gucmVnaXN0cnkudjFCDVJlZ2lzdHJ5UHJvdG9QAVozdG9vbG1lc2guZGV2L2dvL2dlbi90b29sbWVzaC9yZWdpc3RyeS92MTtyZWdpc3RyeXYxogIDVFJYqgIUVG9vbG1lc2guUmVnaXN0cnkuVjHKAhRUb29sbWVzaFxSZWdpc3RyeVxWMeICIFRvb2xtZXNoXFJlZ2lzdHJ5XFYxXEdQQk1ldGFkYXRh6gIWVG9vbG1lc2g6OlJlZ2lzdHJ5OjpWMWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * GrpcRuntime is a backend serving toolmesh.backend.v1.ToolBackendService.
@@ -131,6 +131,75 @@ export const RemoteRuntimeSchema: GenMessage<RemoteRuntime> = /*@__PURE__*/
   messageDesc(file_toolmesh_registry_v1_registry, 2);
 
 /**
+ * McpRuntime is one tool of an existing MCP server: a streamable HTTP URL, or a command the
+ * Dispatcher starts on demand and speaks to over stdio (exactly one of url and command).
+ *
+ * @generated from message toolmesh.registry.v1.McpRuntime
+ */
+export type McpRuntime = Message<"toolmesh.registry.v1.McpRuntime"> & {
+  /**
+   * http:// or https:// URL of the server's MCP endpoint.
+   *
+   * @generated from field: string url = 1;
+   */
+  url: string;
+
+  /**
+   * Static headers sent with each request (for example the server's own API key).
+   *
+   * @generated from field: map<string, string> headers = 2;
+   */
+  headers: { [key: string]: string };
+
+  /**
+   * Executable to start for a stdio server (resolved on PATH).
+   *
+   * @generated from field: string command = 3;
+   */
+  command: string;
+
+  /**
+   * @generated from field: repeated string args = 4;
+   */
+  args: string[];
+
+  /**
+   * Extra environment for the process; never secrets of the caller.
+   *
+   * @generated from field: map<string, string> env = 5;
+   */
+  env: { [key: string]: string };
+
+  /**
+   * Working directory; empty means the Dispatcher's.
+   *
+   * @generated from field: string working_dir = 6;
+   */
+  workingDir: string;
+
+  /**
+   * The tool's name on the MCP server.
+   *
+   * @generated from field: string tool = 7;
+   */
+  tool: string;
+
+  /**
+   * Stop a stdio server after this long without calls; 0 means the Dispatcher's default.
+   *
+   * @generated from field: uint32 idle_timeout_ms = 8;
+   */
+  idleTimeoutMs: number;
+};
+
+/**
+ * Describes the message toolmesh.registry.v1.McpRuntime.
+ * Use `create(McpRuntimeSchema)` to create a new message.
+ */
+export const McpRuntimeSchema: GenMessage<McpRuntime> = /*@__PURE__*/
+  messageDesc(file_toolmesh_registry_v1_registry, 3);
+
+/**
  * Runtime says where and how a tool runs; exactly one kind is set.
  *
  * @generated from message toolmesh.registry.v1.Runtime
@@ -157,6 +226,12 @@ export type Runtime = Message<"toolmesh.registry.v1.Runtime"> & {
      */
     value: RemoteRuntime;
     case: "remote";
+  } | {
+    /**
+     * @generated from field: toolmesh.registry.v1.McpRuntime mcp = 5;
+     */
+    value: McpRuntime;
+    case: "mcp";
   } | { case: undefined; value?: undefined };
 };
 
@@ -165,7 +240,42 @@ export type Runtime = Message<"toolmesh.registry.v1.Runtime"> & {
  * Use `create(RuntimeSchema)` to create a new message.
  */
 export const RuntimeSchema: GenMessage<Runtime> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 3);
+  messageDesc(file_toolmesh_registry_v1_registry, 4);
+
+/**
+ * ToolAnnotations are hints for agents beyond side_effects and idempotent (MCP tool annotations).
+ *
+ * @generated from message toolmesh.registry.v1.ToolAnnotations
+ */
+export type ToolAnnotations = Message<"toolmesh.registry.v1.ToolAnnotations"> & {
+  /**
+   * A human-readable title.
+   *
+   * @generated from field: string title = 1;
+   */
+  title: string;
+
+  /**
+   * A tool with side effects that may destroy or overwrite data (MCP destructiveHint).
+   *
+   * @generated from field: bool destructive = 2;
+   */
+  destructive: boolean;
+
+  /**
+   * Reaches an open world of outside entities, such as the web (MCP openWorldHint).
+   *
+   * @generated from field: bool open_world = 3;
+   */
+  openWorld: boolean;
+};
+
+/**
+ * Describes the message toolmesh.registry.v1.ToolAnnotations.
+ * Use `create(ToolAnnotationsSchema)` to create a new message.
+ */
+export const ToolAnnotationsSchema: GenMessage<ToolAnnotations> = /*@__PURE__*/
+  messageDesc(file_toolmesh_registry_v1_registry, 5);
 
 /**
  * RetryPolicy applies only to idempotent tools and transient failures.
@@ -200,7 +310,7 @@ export type RetryPolicy = Message<"toolmesh.registry.v1.RetryPolicy"> & {
  * Use `create(RetryPolicySchema)` to create a new message.
  */
 export const RetryPolicySchema: GenMessage<RetryPolicy> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 4);
+  messageDesc(file_toolmesh_registry_v1_registry, 6);
 
 /**
  * ToolSpec is what an operator writes: a tool as data.
@@ -314,6 +424,11 @@ export type ToolSpec = Message<"toolmesh.registry.v1.ToolSpec"> & {
    * @generated from field: repeated string reporters = 16;
    */
   reporters: string[];
+
+  /**
+   * @generated from field: toolmesh.registry.v1.ToolAnnotations annotations = 20;
+   */
+  annotations?: ToolAnnotations | undefined;
 };
 
 /**
@@ -321,7 +436,7 @@ export type ToolSpec = Message<"toolmesh.registry.v1.ToolSpec"> & {
  * Use `create(ToolSpecSchema)` to create a new message.
  */
 export const ToolSpecSchema: GenMessage<ToolSpec> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 5);
+  messageDesc(file_toolmesh_registry_v1_registry, 7);
 
 /**
  * Tool is a registered tool: the spec plus what the registry derives from it.
@@ -378,7 +493,7 @@ export type Tool = Message<"toolmesh.registry.v1.Tool"> & {
  * Use `create(ToolSchema)` to create a new message.
  */
 export const ToolSchema: GenMessage<Tool> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 6);
+  messageDesc(file_toolmesh_registry_v1_registry, 8);
 
 /**
  * Group bundles tools that are used together.
@@ -423,7 +538,7 @@ export type Group = Message<"toolmesh.registry.v1.Group"> & {
  * Use `create(GroupSchema)` to create a new message.
  */
 export const GroupSchema: GenMessage<Group> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 7);
+  messageDesc(file_toolmesh_registry_v1_registry, 9);
 
 /**
  * @generated from message toolmesh.registry.v1.RegisterToolRequest
@@ -440,7 +555,7 @@ export type RegisterToolRequest = Message<"toolmesh.registry.v1.RegisterToolRequ
  * Use `create(RegisterToolRequestSchema)` to create a new message.
  */
 export const RegisterToolRequestSchema: GenMessage<RegisterToolRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 8);
+  messageDesc(file_toolmesh_registry_v1_registry, 10);
 
 /**
  * @generated from message toolmesh.registry.v1.RegisterToolResponse
@@ -457,7 +572,7 @@ export type RegisterToolResponse = Message<"toolmesh.registry.v1.RegisterToolRes
  * Use `create(RegisterToolResponseSchema)` to create a new message.
  */
 export const RegisterToolResponseSchema: GenMessage<RegisterToolResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 9);
+  messageDesc(file_toolmesh_registry_v1_registry, 11);
 
 /**
  * @generated from message toolmesh.registry.v1.UpdateToolRequest
@@ -481,7 +596,7 @@ export type UpdateToolRequest = Message<"toolmesh.registry.v1.UpdateToolRequest"
  * Use `create(UpdateToolRequestSchema)` to create a new message.
  */
 export const UpdateToolRequestSchema: GenMessage<UpdateToolRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 10);
+  messageDesc(file_toolmesh_registry_v1_registry, 12);
 
 /**
  * @generated from message toolmesh.registry.v1.UpdateToolResponse
@@ -498,7 +613,7 @@ export type UpdateToolResponse = Message<"toolmesh.registry.v1.UpdateToolRespons
  * Use `create(UpdateToolResponseSchema)` to create a new message.
  */
 export const UpdateToolResponseSchema: GenMessage<UpdateToolResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 11);
+  messageDesc(file_toolmesh_registry_v1_registry, 13);
 
 /**
  * @generated from message toolmesh.registry.v1.SetToolSlugsRequest
@@ -531,7 +646,7 @@ export type SetToolSlugsRequest = Message<"toolmesh.registry.v1.SetToolSlugsRequ
  * Use `create(SetToolSlugsRequestSchema)` to create a new message.
  */
 export const SetToolSlugsRequestSchema: GenMessage<SetToolSlugsRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 12);
+  messageDesc(file_toolmesh_registry_v1_registry, 14);
 
 /**
  * @generated from message toolmesh.registry.v1.SetToolSlugsResponse
@@ -548,7 +663,7 @@ export type SetToolSlugsResponse = Message<"toolmesh.registry.v1.SetToolSlugsRes
  * Use `create(SetToolSlugsResponseSchema)` to create a new message.
  */
 export const SetToolSlugsResponseSchema: GenMessage<SetToolSlugsResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 13);
+  messageDesc(file_toolmesh_registry_v1_registry, 15);
 
 /**
  * @generated from message toolmesh.registry.v1.DeregisterToolRequest
@@ -565,7 +680,7 @@ export type DeregisterToolRequest = Message<"toolmesh.registry.v1.DeregisterTool
  * Use `create(DeregisterToolRequestSchema)` to create a new message.
  */
 export const DeregisterToolRequestSchema: GenMessage<DeregisterToolRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 14);
+  messageDesc(file_toolmesh_registry_v1_registry, 16);
 
 /**
  * @generated from message toolmesh.registry.v1.DeregisterToolResponse
@@ -584,7 +699,7 @@ export type DeregisterToolResponse = Message<"toolmesh.registry.v1.DeregisterToo
  * Use `create(DeregisterToolResponseSchema)` to create a new message.
  */
 export const DeregisterToolResponseSchema: GenMessage<DeregisterToolResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 15);
+  messageDesc(file_toolmesh_registry_v1_registry, 17);
 
 /**
  * @generated from message toolmesh.registry.v1.GetToolRequest
@@ -601,7 +716,7 @@ export type GetToolRequest = Message<"toolmesh.registry.v1.GetToolRequest"> & {
  * Use `create(GetToolRequestSchema)` to create a new message.
  */
 export const GetToolRequestSchema: GenMessage<GetToolRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 16);
+  messageDesc(file_toolmesh_registry_v1_registry, 18);
 
 /**
  * @generated from message toolmesh.registry.v1.GetToolResponse
@@ -618,7 +733,7 @@ export type GetToolResponse = Message<"toolmesh.registry.v1.GetToolResponse"> & 
  * Use `create(GetToolResponseSchema)` to create a new message.
  */
 export const GetToolResponseSchema: GenMessage<GetToolResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 17);
+  messageDesc(file_toolmesh_registry_v1_registry, 19);
 
 /**
  * @generated from message toolmesh.registry.v1.ListToolsRequest
@@ -675,7 +790,7 @@ export type ListToolsRequest = Message<"toolmesh.registry.v1.ListToolsRequest"> 
  * Use `create(ListToolsRequestSchema)` to create a new message.
  */
 export const ListToolsRequestSchema: GenMessage<ListToolsRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 18);
+  messageDesc(file_toolmesh_registry_v1_registry, 20);
 
 /**
  * @generated from message toolmesh.registry.v1.ListToolsResponse
@@ -699,7 +814,7 @@ export type ListToolsResponse = Message<"toolmesh.registry.v1.ListToolsResponse"
  * Use `create(ListToolsResponseSchema)` to create a new message.
  */
 export const ListToolsResponseSchema: GenMessage<ListToolsResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 19);
+  messageDesc(file_toolmesh_registry_v1_registry, 21);
 
 /**
  * @generated from message toolmesh.registry.v1.WatchToolsRequest
@@ -712,7 +827,7 @@ export type WatchToolsRequest = Message<"toolmesh.registry.v1.WatchToolsRequest"
  * Use `create(WatchToolsRequestSchema)` to create a new message.
  */
 export const WatchToolsRequestSchema: GenMessage<WatchToolsRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 20);
+  messageDesc(file_toolmesh_registry_v1_registry, 22);
 
 /**
  * @generated from message toolmesh.registry.v1.WatchToolsResponse
@@ -743,7 +858,7 @@ export type WatchToolsResponse = Message<"toolmesh.registry.v1.WatchToolsRespons
  * Use `create(WatchToolsResponseSchema)` to create a new message.
  */
 export const WatchToolsResponseSchema: GenMessage<WatchToolsResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 21);
+  messageDesc(file_toolmesh_registry_v1_registry, 23);
 
 /**
  * @generated from message toolmesh.registry.v1.PutGroupRequest
@@ -760,7 +875,7 @@ export type PutGroupRequest = Message<"toolmesh.registry.v1.PutGroupRequest"> & 
  * Use `create(PutGroupRequestSchema)` to create a new message.
  */
 export const PutGroupRequestSchema: GenMessage<PutGroupRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 22);
+  messageDesc(file_toolmesh_registry_v1_registry, 24);
 
 /**
  * @generated from message toolmesh.registry.v1.PutGroupResponse
@@ -777,7 +892,7 @@ export type PutGroupResponse = Message<"toolmesh.registry.v1.PutGroupResponse"> 
  * Use `create(PutGroupResponseSchema)` to create a new message.
  */
 export const PutGroupResponseSchema: GenMessage<PutGroupResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 23);
+  messageDesc(file_toolmesh_registry_v1_registry, 25);
 
 /**
  * @generated from message toolmesh.registry.v1.GetGroupRequest
@@ -794,7 +909,7 @@ export type GetGroupRequest = Message<"toolmesh.registry.v1.GetGroupRequest"> & 
  * Use `create(GetGroupRequestSchema)` to create a new message.
  */
 export const GetGroupRequestSchema: GenMessage<GetGroupRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 24);
+  messageDesc(file_toolmesh_registry_v1_registry, 26);
 
 /**
  * @generated from message toolmesh.registry.v1.GetGroupResponse
@@ -811,7 +926,7 @@ export type GetGroupResponse = Message<"toolmesh.registry.v1.GetGroupResponse"> 
  * Use `create(GetGroupResponseSchema)` to create a new message.
  */
 export const GetGroupResponseSchema: GenMessage<GetGroupResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 25);
+  messageDesc(file_toolmesh_registry_v1_registry, 27);
 
 /**
  * @generated from message toolmesh.registry.v1.ListGroupsRequest
@@ -833,7 +948,7 @@ export type ListGroupsRequest = Message<"toolmesh.registry.v1.ListGroupsRequest"
  * Use `create(ListGroupsRequestSchema)` to create a new message.
  */
 export const ListGroupsRequestSchema: GenMessage<ListGroupsRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 26);
+  messageDesc(file_toolmesh_registry_v1_registry, 28);
 
 /**
  * @generated from message toolmesh.registry.v1.ListGroupsResponse
@@ -855,7 +970,7 @@ export type ListGroupsResponse = Message<"toolmesh.registry.v1.ListGroupsRespons
  * Use `create(ListGroupsResponseSchema)` to create a new message.
  */
 export const ListGroupsResponseSchema: GenMessage<ListGroupsResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 27);
+  messageDesc(file_toolmesh_registry_v1_registry, 29);
 
 /**
  * @generated from message toolmesh.registry.v1.DeleteGroupRequest
@@ -872,7 +987,7 @@ export type DeleteGroupRequest = Message<"toolmesh.registry.v1.DeleteGroupReques
  * Use `create(DeleteGroupRequestSchema)` to create a new message.
  */
 export const DeleteGroupRequestSchema: GenMessage<DeleteGroupRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 28);
+  messageDesc(file_toolmesh_registry_v1_registry, 30);
 
 /**
  * @generated from message toolmesh.registry.v1.DeleteGroupResponse
@@ -885,7 +1000,7 @@ export type DeleteGroupResponse = Message<"toolmesh.registry.v1.DeleteGroupRespo
  * Use `create(DeleteGroupResponseSchema)` to create a new message.
  */
 export const DeleteGroupResponseSchema: GenMessage<DeleteGroupResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 29);
+  messageDesc(file_toolmesh_registry_v1_registry, 31);
 
 /**
  * @generated from message toolmesh.registry.v1.ListRuntimesRequest
@@ -898,7 +1013,7 @@ export type ListRuntimesRequest = Message<"toolmesh.registry.v1.ListRuntimesRequ
  * Use `create(ListRuntimesRequestSchema)` to create a new message.
  */
 export const ListRuntimesRequestSchema: GenMessage<ListRuntimesRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 30);
+  messageDesc(file_toolmesh_registry_v1_registry, 32);
 
 /**
  * RuntimeSummary counts tools of one runtime kind.
@@ -944,7 +1059,7 @@ export type RuntimeSummary = Message<"toolmesh.registry.v1.RuntimeSummary"> & {
  * Use `create(RuntimeSummarySchema)` to create a new message.
  */
 export const RuntimeSummarySchema: GenMessage<RuntimeSummary> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 31);
+  messageDesc(file_toolmesh_registry_v1_registry, 33);
 
 /**
  * @generated from message toolmesh.registry.v1.ListRuntimesResponse
@@ -961,7 +1076,7 @@ export type ListRuntimesResponse = Message<"toolmesh.registry.v1.ListRuntimesRes
  * Use `create(ListRuntimesResponseSchema)` to create a new message.
  */
 export const ListRuntimesResponseSchema: GenMessage<ListRuntimesResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 32);
+  messageDesc(file_toolmesh_registry_v1_registry, 34);
 
 /**
  * @generated from message toolmesh.registry.v1.ExportToolSchemasRequest
@@ -999,7 +1114,7 @@ export type ExportToolSchemasRequest = Message<"toolmesh.registry.v1.ExportToolS
  * Use `create(ExportToolSchemasRequestSchema)` to create a new message.
  */
 export const ExportToolSchemasRequestSchema: GenMessage<ExportToolSchemasRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 33);
+  messageDesc(file_toolmesh_registry_v1_registry, 35);
 
 /**
  * ExportedTool is one tool rendered for a provider.
@@ -1032,7 +1147,7 @@ export type ExportedTool = Message<"toolmesh.registry.v1.ExportedTool"> & {
  * Use `create(ExportedToolSchema)` to create a new message.
  */
 export const ExportedToolSchema: GenMessage<ExportedTool> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 34);
+  messageDesc(file_toolmesh_registry_v1_registry, 36);
 
 /**
  * @generated from message toolmesh.registry.v1.ExportToolSchemasResponse
@@ -1049,7 +1164,7 @@ export type ExportToolSchemasResponse = Message<"toolmesh.registry.v1.ExportTool
  * Use `create(ExportToolSchemasResponseSchema)` to create a new message.
  */
 export const ExportToolSchemasResponseSchema: GenMessage<ExportToolSchemasResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 35);
+  messageDesc(file_toolmesh_registry_v1_registry, 37);
 
 /**
  * ToolStatus tells whether agents may call a tool.
@@ -1115,6 +1230,11 @@ export enum RuntimeKind {
    * @generated from enum value: RUNTIME_KIND_REMOTE = 3;
    */
   REMOTE = 3,
+
+  /**
+   * @generated from enum value: RUNTIME_KIND_MCP = 5;
+   */
+  MCP = 5,
 }
 
 /**

@@ -1,0 +1,84 @@
+import type http from "node:http";
+import type http2 from "node:http2";
+import { Code, ConnectError } from "@connectrpc/connect";
+import type { RequestAuthenticator } from "@toolmesh/auth";
+import type { Logger } from "@toolmesh/log";
+import { authenticateRequest, errorResponse, json } from "./facade/http-errors.js";
+import { type FacadeDeps, listTools, runTool } from "./facade/routes.js";
+import { sendWebResponse, toWebRequest } from "./facade/web-bridge.js";
+import { type McpEndpoint, RESOURCE_METADATA_PATH } from "./mcp/mcp-endpoint.js";
+
+/** The part of a Node response (HTTP/1.1 or HTTP/2) the routes write. */
+type NodeResponse = {
+  on(event: "close", listener: () => void): unknown;
+};
+
+export interface HttpRoutesDeps {
+  facade: FacadeDeps;
+  mcp: McpEndpoint;
+  authenticate: RequestAuthenticator;
+  /** Whether the Dispatcher serves (the health route reports it). */
+  serving: () => boolean;
+  log: Logger;
+}
+
+/**
+ * The plain HTTP routes on the Dispatcher's port, beside the RPCs: `/mcp`, the facade
+ * (`GET /health`, `GET /tools`, `POST /run_tool`) and the protected-resource metadata. Each one
+ * authenticates like the RPCs (health and metadata excepted) and runs calls through the chain.
+ */
+export function createHttpRoutes(deps: HttpRoutesDeps) {
+  const route = async (request: Request, peer: string): Promise<Response> => {
+    const { pathname } = new URL(request.url);
+    const method = request.method;
+    if (pathname === "/mcp") return deps.mcp.serve(request, peer);
+    if (
+      method === "GET" &&
+      (pathname === RESOURCE_METADATA_PATH || pathname === "/.well-known/oauth-protected-resource")
+    )
+      return deps.mcp.metadata(request);
+    if (pathname === "/health" && method === "GET") {
+      const serving = deps.serving();
+      return json(serving ? 200 : 503, { status: serving ? "SERVING" : "NOT_SERVING" });
+    }
+    if (pathname === "/tools" || pathname === "/run_tool") {
+      const wanted = pathname === "/tools" ? "GET" : "POST";
+      if (method !== wanted)
+        return json(
+          405,
+          { code: "unimplemented", message: `use ${wanted} ${pathname}` },
+          { allow: wanted },
+        );
+      try {
+        const principal = await authenticateRequest(deps.authenticate, request, peer);
+        return pathname === "/tools"
+          ? await listTools(deps.facade, principal, request.headers.get("authorization") ?? "")
+          : await runTool(deps.facade, principal, request);
+      } catch (error) {
+        if (!(error instanceof ConnectError))
+          deps.log.error({ err: error }, `${method} ${pathname} failed`);
+        return errorResponse(error);
+      }
+    }
+    return errorResponse(
+      new ConnectError(
+        `no route ${method} ${pathname}: the Dispatcher serves its RPCs, /mcp, GET /health, GET /tools and POST /run_tool`,
+        Code.NotFound,
+      ),
+    );
+  };
+
+  return (req: http.IncomingMessage | http2.Http2ServerRequest, res: NodeResponse): void => {
+    const aborted = new AbortController();
+    res.on("close", () => aborted.abort());
+    const socket = req.socket;
+    const peer = socket?.remoteAddress ? `${socket.remoteAddress}:${socket.remotePort}` : "unknown";
+    route(toWebRequest(req, aborted.signal), peer)
+      .catch((error: unknown) => {
+        deps.log.error({ err: error }, "HTTP route failed");
+        return errorResponse(new ConnectError("internal error", Code.Internal));
+      })
+      .then((response) => sendWebResponse(res as http.ServerResponse, response))
+      .catch((error: unknown) => deps.log.debug({ err: error }, "HTTP response not sent"));
+  };
+}
