@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
+import threading
 
 import pytest
 import sample_tools
@@ -12,6 +13,7 @@ from helpers import eventually, grant
 from stack import REPO, Stack
 
 import toolmesh
+from toolmesh.permission.v1 import permission_pb2
 from toolmesh.registry.v1 import registry_pb2
 
 
@@ -328,3 +330,53 @@ def test_run_tool_calls_answers_an_anthropic_reply_in_its_dialect(agent: toolmes
     ok, bad = message["content"]
     assert ok["tool_use_id"] == "toolu_1" and "from a model" in ok["content"] and "is_error" not in ok
     assert bad["tool_use_id"] == "toolu_2" and bad["is_error"] is True and "/text" in bad["content"]
+
+
+def test_a_deferred_tool_reports_its_outcome_with_its_own_credential(
+    stack: Stack, admin: toolmesh.Toolmesh, agent: toolmesh.Toolmesh, dispatch_ready
+):
+    stack.require("callback")
+    key = admin.invoke(
+        admin.permission.CreateApiKey,
+        permission_pb2.CreateApiKeyRequest(agent_id="py-render-backend", roles=["tool-backend"], name="render tool"),
+    )
+    release = threading.Event()
+
+    @toolmesh.tool(name="py.render", input_schema={"type": "object", "properties": {"label": {"type": "string"}}})
+    def render(args: dict, ctx: toolmesh.ToolContext):
+        """Renders a report later."""
+
+        def work() -> dict:
+            release.wait(20)
+            if args["label"] == "broken":
+                raise toolmesh.ToolError("render_failed", "cannot render broken")
+            return {"report": f"report for {args['label']}"}
+
+        return ctx.defer(work)
+
+    server = toolmesh.serve_tools(
+        [render],
+        registry=(stack.address("registry"), stack.admin_token),
+        reports=toolmesh.Reports(callback=stack.address("callback"), token=key.secret, agent_id="py-render-backend"),
+    )
+    try:
+        grant(admin, "agent", "agent-py", "py.render", ["*"])
+        grant(admin, "user", "user-py", "py.render", ["*"])
+        first = eventually(
+            lambda: agent.dispatch("py.render", {"label": "q3"}),
+            lambda r: r.status == "PENDING",
+            timeout=15,
+            what="py.render to answer PENDING",
+        )
+        broken = agent.dispatch("py.render", {"label": "broken"})
+        assert broken.status == "PENDING"
+        release.set()
+        done = agent.wait_outcome(first.call_id, timeout=20)
+        assert done.status == "SUCCESS"
+        assert done.output == {"report": "report for q3"}
+        failed = agent.wait_outcome(broken.call_id, timeout=20)
+        assert failed.status == "FAILURE"
+        assert failed.error is not None and failed.error.code == "render_failed"
+    finally:
+        release.set()
+        server.stop()

@@ -1,5 +1,6 @@
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import type { Principal } from "@toolmesh/proto";
+import type { Deferred } from "./deferred.js";
 
 /** What a handler gets besides its arguments. */
 export interface ToolContext {
@@ -19,6 +20,12 @@ export interface ToolContext {
    * TraceEventKind name such as `DATA_QUERY`, or any upper-case name for a custom event.
    */
   trace(kind: string, payload?: JsonObject): void;
+  /**
+   * Finishes the call later: return `ctx.defer(work)` and the call is PENDING at once; when
+   * `work` resolves (or throws) the outcome is reported with the tool's own credential
+   * (serveTools' `reports`). For jobs that outlive a request.
+   */
+  defer(work: () => Promise<JsonObject>): Deferred;
 }
 
 /** A tool failure with a stable code the caller sees in CallError.code. */
@@ -53,8 +60,8 @@ export interface ToolDefinition<Args = JsonObject> {
   sideEffects?: boolean;
   timeoutMs?: number;
   retryPolicy?: { maxAttempts: number; initialBackoffMs?: number; maxBackoffMs?: number };
-  /** Returns the output object; throw ToolError for a failure with a code. */
-  handler: (args: Args, ctx: ToolContext) => Promise<JsonObject> | JsonObject;
+  /** Returns the output object (or ctx.defer(…)); throw ToolError for a failure with a code. */
+  handler: (args: Args, ctx: ToolContext) => Promise<JsonObject | Deferred> | JsonObject | Deferred;
 }
 
 /** Declares a tool; the identity function with types, so definitions read as data. */

@@ -1,4 +1,5 @@
 export { grpcServiceDefinition } from "@toolmesh/server";
+export { Deferred, type ReportOptions } from "./deferred.js";
 export {
   defineTool,
   isJsonObject,

@@ -22,6 +22,7 @@ import {
   TraceEventKind,
 } from "@toolmesh/proto";
 import { grpcServiceDefinition } from "@toolmesh/server";
+import { Deferred, Reporter, type ReportOptions } from "./deferred.js";
 import { type ToolContext, type ToolDefinition, ToolError } from "./define-tool.js";
 
 export interface ServeToolsOptions {
@@ -33,6 +34,11 @@ export interface ServeToolsOptions {
   advertiseAddress?: string;
   /** When given, every tool is registered (or updated) in the registry with this backend's address. */
   registry?: { url: string; token: string };
+  /**
+   * The backend's own credential for reporting deferred calls (`ctx.defer`); its agent id is
+   * registered as the tools' reporter. Without it a deferred call fails.
+   */
+  reports?: ReportOptions;
 }
 
 export interface ServedTools {
@@ -58,9 +64,16 @@ export async function serveTools(
   }
   const server = new grpc.Server({ "grpc.max_receive_message_length": 4 * 1024 * 1024 });
   const stopping = new AbortController();
+  const reporter = options.reports
+    ? new Reporter(options.reports, (callId, error) =>
+        process.stderr.write(
+          `toolmesh sdk: could not report the outcome of call ${callId}: ${String(error)}\n`,
+        ),
+      )
+    : undefined;
   server.addService(grpcServiceDefinition(ToolBackendService), {
     invoke: (call: grpc.ServerWritableStream<InvokeRequest, InvokeResponse>) => {
-      void invoke(byName, call, stopping.signal);
+      void invoke(byName, call, stopping.signal, reporter);
     },
   });
   server.addService(grpcServiceDefinition(Health), {
@@ -84,7 +97,10 @@ export async function serveTools(
     );
   });
   const address = options.advertiseAddress ?? `${host}:${port}`;
-  if (options.registry) await registerTools(tools, address, options.registry);
+  if (options.registry) {
+    const reporters = options.reports ? [options.reports.agentId] : [];
+    await registerTools(tools, address, options.registry, reporters);
+  }
   return {
     port,
     address,
@@ -104,6 +120,7 @@ async function invoke(
   byName: Map<string, ToolDefinition<never>>,
   call: grpc.ServerWritableStream<InvokeRequest, InvokeResponse>,
   stopping: AbortSignal,
+  reporter: Reporter | undefined,
 ): Promise<void> {
   const req = call.request;
   const tool = byName.get(req.tool);
@@ -137,13 +154,28 @@ async function invoke(
         }),
       );
     },
+    defer: (work) => new Deferred(work),
   };
   let result: InvokeResponse;
   try {
     const output = await tool.handler((req.arguments ?? {}) as never, ctx);
-    result = create(InvokeResponseSchema, {
-      message: { case: "result", value: create(InvokeResultSchema, { output }) },
-    });
+    if (output instanceof Deferred) {
+      if (!reporter) {
+        throw new ToolError(
+          "tool_misconfigured",
+          `tool "${tool.name}" deferred its call, but its server has no credential to report with (serveTools' reports option)`,
+        );
+      }
+      // The work runs on after this reply; its outcome arrives through Report.
+      void reporter.finish(ctx.callId, output);
+      result = create(InvokeResponseSchema, {
+        message: { case: "result", value: create(InvokeResultSchema, { pending: true }) },
+      });
+    } else {
+      result = create(InvokeResponseSchema, {
+        message: { case: "result", value: create(InvokeResultSchema, { output }) },
+      });
+    }
   } catch (error) {
     const callError =
       error instanceof ToolError
@@ -183,9 +215,14 @@ function backendEvent(kind: string, payload: JsonObject | undefined) {
   });
 }
 
-/** The registry spec of a tool served at address. */
-export function toolSpec(tool: ToolDefinition<never>, address: string): ToolSpec {
+/** The registry spec of a tool served at address, reported by `reporters` when it defers. */
+export function toolSpec(
+  tool: ToolDefinition<never>,
+  address: string,
+  reporters: string[] = [],
+): ToolSpec {
   return create(ToolSpecSchema, {
+    reporters,
     name: tool.name,
     version: tool.version ?? "",
     description: tool.description,
@@ -215,11 +252,12 @@ export async function registerTools(
   tools: ToolDefinition<never>[],
   address: string,
   registry: { url: string; token: string },
+  reporters: string[] = [],
 ): Promise<void> {
   const client = createClient(RegistryService, createGrpcTransport({ baseUrl: registry.url }));
   const headers = { authorization: `Bearer ${registry.token}` };
   for (const tool of tools) {
-    const spec = toolSpec(tool, address);
+    const spec = toolSpec(tool, address, reporters);
     try {
       await client.registerTool({ tool: spec }, { headers });
     } catch (error) {

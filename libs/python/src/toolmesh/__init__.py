@@ -26,9 +26,21 @@ from toolmesh.errors import (
 )
 from toolmesh.results import CallError, CallResult, Outcome, ToolInfo
 from toolmesh.structs import from_struct, to_struct
-from toolmesh.tools import Tool, ToolContext, ToolError, ToolServer, register_tools, serve_tools, tool
+from toolmesh.tools import (
+    Deferred,
+    Reports,
+    Tool,
+    ToolContext,
+    ToolError,
+    ToolServer,
+    register_tools,
+    serve_tools,
+    tool,
+)
 
 __all__ = [
+    "Deferred",
+    "Reports",
     "Aborted",
     "AlreadyExists",
     "AsyncToolmesh",

@@ -18,6 +18,7 @@ from google.protobuf import timestamp_pb2
 
 from toolmesh._common import auth_metadata
 from toolmesh.backend.v1 import backend_pb2, backend_pb2_grpc
+from toolmesh.callback.v1 import callback_pb2, callback_pb2_grpc
 from toolmesh.common.v1 import common_pb2
 from toolmesh.errors import from_rpc_error
 from toolmesh.events.v1 import events_pb2
@@ -40,6 +41,25 @@ class ToolError(Exception):
         self.code = code
         self.message = message
         self.details = dict(details or {})
+
+
+@dataclass(frozen=True)
+class Deferred:
+    """What a tool returns to finish later (``ctx.defer(work)``): the call is PENDING at once and
+    ``work()``'s result is reported with the tool's own credential when it is done."""
+
+    work: Callable[[], Mapping[str, Any]]
+
+
+@dataclass(frozen=True)
+class Reports:
+    """The backend's own credential for reporting deferred calls: the Callback service's address,
+    an API key with the role ``tool-backend``, and that key's agent id (registered as the tools'
+    reporter)."""
+
+    callback: str
+    token: str
+    agent_id: str
 
 
 @dataclass
@@ -76,6 +96,12 @@ class ToolContext:
         )
         self._emit(backend_pb2.InvokeResponse(event=event))
 
+    def defer(self, work: Callable[[], Mapping[str, Any]]) -> Deferred:
+        """Finishes the call later: return ``ctx.defer(work)`` and the call is PENDING at once; the
+        outcome of ``work()`` (plain or async; raise ToolError for a failure) is reported with
+        serve_tools' ``reports`` credential. For jobs that outlive a request."""
+        return Deferred(work)
+
 
 @dataclass(frozen=True)
 class Tool:
@@ -97,9 +123,10 @@ class Tool:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)
 
-    def spec(self, address: str) -> registry_pb2.ToolSpec:
-        """The registry spec of this tool served at host:port."""
+    def spec(self, address: str, reporters: Sequence[str] = ()) -> registry_pb2.ToolSpec:
+        """The registry spec of this tool served at host:port, reported by ``reporters``."""
         spec = registry_pb2.ToolSpec(
+            reporters=list(reporters),
             name=self.name,
             version=self.version,
             description=self.description,
@@ -167,10 +194,63 @@ async def _awaited(awaitable: Any) -> Any:
     return await awaitable
 
 
+def _result_of(work: Callable[[], Any]) -> backend_pb2.InvokeResult:
+    """Runs a tool function (or deferred work) and turns what it returns or raises into a result."""
+    try:
+        output = work()
+        if inspect.isawaitable(output):
+            output = asyncio.run(_awaited(output))
+        if isinstance(output, Deferred):
+            return backend_pb2.InvokeResult(pending=True)
+        return backend_pb2.InvokeResult(output=to_struct(dict(output or {})))
+    except ToolError as failure:
+        return backend_pb2.InvokeResult(
+            error=common_pb2.CallError(code=failure.code, message=failure.message, details=to_struct(failure.details))
+        )
+    except Exception as failure:  # a tool's own bug becomes a FAILURE outcome, not a crash
+        return backend_pb2.InvokeResult(
+            error=common_pb2.CallError(code="tool_error", message=f"{type(failure).__name__}: {failure}")
+        )
+
+
+class _Reporter:
+    """Runs deferred work and reports its outcome, retrying while Callback is unreachable."""
+
+    def __init__(self, reports: Reports):
+        self._reports = reports
+        self._channel = grpc.insecure_channel(reports.callback)
+        self._stub = callback_pb2_grpc.CallbackServiceStub(self._channel)
+
+    def finish(self, call_id: str, deferred: Deferred) -> None:
+        result = _result_of(deferred.work)
+        request = callback_pb2.ReportRequest(call_id=call_id)
+        if result.HasField("error"):
+            request.status = common_pb2.CALL_STATUS_FAILURE
+            request.error.CopyFrom(result.error)
+        else:
+            request.status = common_pb2.CALL_STATUS_SUCCESS
+            request.output.CopyFrom(result.output)
+        metadata = auth_metadata(self._reports.token)
+        for attempt in range(1, 9):
+            try:
+                self._stub.Report(request, timeout=10, metadata=metadata)
+                return
+            except grpc.RpcError as error:
+                transient = error.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)  # type: ignore[attr-defined]
+                if not transient or attempt == 8:
+                    print(f"toolmesh sdk: could not report the outcome of call {call_id}: {error}", flush=True)
+                    return
+                threading.Event().wait(min(5.0, 0.1 * 2**attempt))
+
+    def close(self) -> None:
+        self._channel.close()
+
+
 class _Backend(backend_pb2_grpc.ToolBackendServiceServicer):
-    def __init__(self, tools: Sequence[Tool], stopping: threading.Event):
+    def __init__(self, tools: Sequence[Tool], stopping: threading.Event, reporter: _Reporter | None = None):
         self._tools = {t.name: t for t in tools}
         self._stopping = stopping
+        self._reporter = reporter
 
     def Invoke(self, request: backend_pb2.InvokeRequest, context: grpc.ServicerContext) -> Iterator[Any]:
         served = self._tools.get(request.tool)
@@ -192,24 +272,28 @@ class _Backend(backend_pb2_grpc.ToolBackendServiceServicer):
         )
         args = from_struct(request.arguments)
 
-        def run() -> None:
-            try:
-                output = served.fn(args, ctx) if served.takes_context else served.fn(args)
-                if inspect.isawaitable(output):
-                    output = asyncio.run(_awaited(output))
-                result = backend_pb2.InvokeResult(output=to_struct(dict(output or {})))
-            except ToolError as failure:
-                result = backend_pb2.InvokeResult(
-                    error=common_pb2.CallError(
-                        code=failure.code, message=failure.message, details=to_struct(failure.details)
+        deferred: list[Deferred] = []
+
+        def call_tool() -> Any:
+            output = served.fn(args, ctx) if served.takes_context else served.fn(args)
+            if inspect.isawaitable(output):
+                output = asyncio.run(_awaited(output))
+            if isinstance(output, Deferred):
+                if self._reporter is None:
+                    raise ToolError(
+                        "tool_misconfigured",
+                        f'tool "{served.name}" deferred its call, but its server has no credential '
+                        "to report with (serve_tools' reports argument)",
                     )
-                )
-            except Exception as failure:  # a tool's own bug becomes a FAILURE outcome, not a crash
-                result = backend_pb2.InvokeResult(
-                    error=common_pb2.CallError(code="tool_error", message=f"{type(failure).__name__}: {failure}")
-                )
-            out.put(backend_pb2.InvokeResponse(result=result))
+                deferred.append(output)
+            return output
+
+        def run() -> None:
+            out.put(backend_pb2.InvokeResponse(result=_result_of(call_tool)))
             out.put(_DONE)
+            if deferred and self._reporter is not None:
+                # The work runs on after the reply; its outcome arrives through Report.
+                self._reporter.finish(ctx.call_id, deferred[0])
 
         threading.Thread(target=run, name=f"tool {served.name}", daemon=True).start()
         while True:
@@ -259,10 +343,12 @@ def serve_tools(
     registry: tuple[str, str] | None = None,
     advertise_address: str | None = None,
     max_workers: int = 16,
+    reports: Reports | None = None,
 ) -> ToolServer:
     """Serves the tools as toolmesh.backend.v1.ToolBackendService (plus gRPC health) and, with
     registry=(address, token), registers each one (or updates it when the name is taken).
-    The port defaults to $TOOLMESH_TOOL_PORT (set by the Dispatcher for local tools), else a free one."""
+    The port defaults to $TOOLMESH_TOOL_PORT (set by the Dispatcher for local tools), else a free one.
+    With ``reports``, tools may finish later (``ctx.defer``) and report with that credential."""
     if not tools:
         raise ValueError("serve_tools needs at least one tool")
     names = [t.name for t in tools]
@@ -270,7 +356,8 @@ def serve_tools(
         raise ValueError(f"tool names must be unique, got {names}")
     stopping = threading.Event()
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers))
-    backend_pb2_grpc.add_ToolBackendServiceServicer_to_server(_Backend(tools, stopping), server)
+    reporter = _Reporter(reports) if reports else None
+    backend_pb2_grpc.add_ToolBackendServiceServicer_to_server(_Backend(tools, stopping, reporter), server)
     server.add_generic_rpc_handlers((_health_handler(),))
     wanted = port if port is not None else int(os.environ.get("TOOLMESH_TOOL_PORT", "0"))
     bound = server.add_insecure_port(f"{host}:{wanted}")
@@ -280,21 +367,27 @@ def serve_tools(
     address = advertise_address or f"{host}:{bound}"
     if registry:
         try:
-            register_tools(tools, address, registry)
+            register_tools(tools, address, registry, reporters=[reports.agent_id] if reports else [])
         except Exception:
             server.stop(0)
             raise
     return ToolServer(server, bound, address, tools, stopping)
 
 
-def register_tools(tools: Sequence[Tool], address: str, registry: tuple[str, str], timeout: float = 10.0) -> None:
+def register_tools(
+    tools: Sequence[Tool],
+    address: str,
+    registry: tuple[str, str],
+    timeout: float = 10.0,
+    reporters: Sequence[str] = (),
+) -> None:
     """Registers each tool as a gRPC runtime at address, or updates it when the name is taken."""
     registry_address, token = registry
     metadata = auth_metadata(token)
     with grpc.insecure_channel(registry_address) as channel:
         stub = registry_pb2_grpc.RegistryServiceStub(channel)
         for served in tools:
-            spec = served.spec(address)
+            spec = served.spec(address, reporters)
             try:
                 stub.RegisterTool(registry_pb2.RegisterToolRequest(tool=spec), timeout=timeout, metadata=metadata)
             except grpc.RpcError as error:
