@@ -36,7 +36,7 @@ export interface IndexStart {
 const MAX_ROWS_PER_TRANSACTION = 5000;
 const FLUSH_DELAY_MS = 100;
 /** Rows of records this instance appended, kept until the follower reads them back. */
-const MAX_EXPECTED = 20_000;
+const MAX_EXPECTED = 4096;
 
 /**
  * Keeps the SQLite query index in step with the log stream. At start it opens the index and reads
@@ -158,9 +158,13 @@ export class IndexFollower {
     const messages = await consumer.consume({ max_messages: 4000 });
     this.messages = messages;
     void (async () => {
-      for await (const msg of messages) {
-        onMessage(msg);
-        this.take(msg);
+      try {
+        for await (const msg of messages) {
+          onMessage(msg);
+          this.take(msg);
+        }
+      } catch (error) {
+        this.deps.log.error({ err: error }, "stopped following the audit log; restart to resume");
       }
     })();
   }

@@ -116,7 +116,7 @@ export class RecordIndex {
       // WAL lets queries read while the follower writes; NORMAL sync may lose the last
       // transactions on power loss, which the checkpoint makes a re-read, never a wrong row.
       db.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 10000;
-        PRAGMA cache_size = -64000; PRAGMA temp_store = MEMORY;`);
+        PRAGMA cache_size = -32000; PRAGMA temp_store = MEMORY;`);
       const version = tableExists(db, "meta")
         ? db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get()?.value
         : undefined;
