@@ -16,8 +16,7 @@ import {
   TraceEventKind,
   TraceEventSchema,
 } from "@toolmesh/proto";
-import { repoRoot, type ServiceProcess, startNats, startService } from "@toolmesh/testkit";
-import { SignJWT } from "jose";
+import { mintJwt, repoRoot, type ServiceProcess, startNats, startService } from "@toolmesh/testkit";
 import { connect, headers as natsHeaders } from "nats";
 import { AUDIT_LOG_STREAM } from "../services/audit/src/audit-log.js";
 import { PipelinedPublisher } from "../services/audit/src/pipelined-publisher.js";
@@ -144,13 +143,7 @@ try {
     `chained ${N} in ${chainS.toFixed(1)} s: ${Math.round(chainRate)} records/s, ${chainCpuUs.toFixed(0)} µs CPU per record in Audit, peak RSS ${peakRss.toFixed(0)} MB`,
   );
 
-  const token = await new SignJWT({ roles: ["auditor"] })
-    .setProtectedHeader({ alg: "HS256" })
-    .setIssuer("toolmesh")
-    .setAudience("toolmesh")
-    .setSubject("bench")
-    .setExpirationTime("1h")
-    .sign(new TextEncoder().encode(JWT_SECRET));
+  const token = await mintJwt(JWT_SECRET, { sub: "bench", roles: ["auditor"] });
   const auth = { headers: { authorization: `Bearer ${token}` } };
   let client = createClient(AuditService, createGrpcTransport({ baseUrl: audit.url }));
   // The index follows the stream; wait until it holds the last record.

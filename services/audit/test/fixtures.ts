@@ -5,8 +5,7 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { ensureStream, streamDefinitions, TYPE_HEADER } from "@toolmesh/nats";
 import { AuditAction, type AuditRecord, AuditRecordSchema, CallStatus } from "@toolmesh/proto";
-import { startNats, type TestNats } from "@toolmesh/testkit";
-import { SignJWT } from "jose";
+import { mintJwt, startNats, type TestNats } from "@toolmesh/testkit";
 import { connect, type JetStreamClient, type NatsConnection, headers as natsHeaders } from "nats";
 import { auditLogSubject } from "../src/audit-log.js";
 import { recordHash } from "../src/hash-chain.js";
@@ -47,14 +46,7 @@ export async function bearer(
   sub: string,
   roles: string[],
 ): Promise<{ headers: { authorization: string } }> {
-  const token = await new SignJWT({ roles })
-    .setProtectedHeader({ alg: "HS256" })
-    .setIssuer("toolmesh")
-    .setAudience("toolmesh")
-    .setSubject(sub)
-    .setExpirationTime("1h")
-    .sign(new TextEncoder().encode(secret));
-  return { headers: { authorization: `Bearer ${token}` } };
+  return { headers: { authorization: `Bearer ${await mintJwt(secret, { sub, roles })}` } };
 }
 
 /** The end of a chain: where the next record goes. */

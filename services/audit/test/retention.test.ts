@@ -3,10 +3,9 @@ import { type Client, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { publishEvent, subjects } from "@toolmesh/nats";
 import { type AuditRecord, AuditRecordSchema, AuditService } from "@toolmesh/proto";
-import { type ServiceProcess, startService } from "@toolmesh/testkit";
+import { eventually, type ServiceProcess, startService } from "@toolmesh/testkit";
 import type { NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { eventually } from "../../dispatcher/test/eventually.js";
 import { AUDIT_LOG_STREAM } from "../src/audit-log.js";
 import { type AuditBus, bearer, historyRecord, startAuditBus } from "./fixtures.js";
 
