@@ -5,6 +5,8 @@
 export const JetStreamApiCodes = {
   /** A publish's expected last (subject) sequence did not match: a compare-and-set lost. */
   WrongLastSequence: 10071,
+  /** A publish's expected last message id did not match: another writer appended last. */
+  WrongLastMsgId: 10070,
   StreamNotFound: 10059,
   /** A stream with that name exists already (with another configuration). */
   StreamNameInUse: 10058,

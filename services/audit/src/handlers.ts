@@ -1,9 +1,10 @@
-import { create } from "@bufbuild/protobuf";
+import { create, fromBinary } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { Role, requireRole } from "@toolmesh/auth";
 import { invalidField, notFound } from "@toolmesh/errors";
 import {
+  AuditRecordSchema,
   type AuditService,
   CallStatus,
   GetTraceResponseSchema,
@@ -11,20 +12,25 @@ import {
   VerifyChainResponseSchema,
 } from "@toolmesh/proto";
 import { pageTokens } from "@toolmesh/server";
-import type { AuditLog, RecordFilter } from "./audit-log.js";
-import { findChainBreak } from "./hash-chain.js";
+import type { ChainBreak } from "./hash-chain.js";
+import type { RecordFilter, RecordIndex } from "./record-index.js";
 import type { TraceReader } from "./trace-reader.js";
 
 /** Record sequences are the page position of QueryRecords (newest first). */
 const recordPages = pageTokens({ defaultSize: 100, maxSize: 1000, position: /^[1-9]\d{0,19}$/ });
 const TRACE_ID = /^[0-9a-f]{32}$/;
 
-/** The AuditService RPCs over the in-memory log index and the trace stream. */
-export function createAuditHandlers(deps: {
-  auditLog: AuditLog;
+/** What the AuditService RPCs read: the query index, the chain and the trace stream. */
+export interface AuditReaders {
+  records: RecordIndex;
+  /** Verifies the chain from a sequence (0n: from the oldest kept record). */
+  verifyChain(fromSequence: bigint): Promise<{ checked: number; break?: ChainBreak }>;
   traces: TraceReader;
-}): ServiceImpl<typeof AuditService> {
-  const { auditLog, traces } = deps;
+}
+
+/** The AuditService RPCs over the query index, the log stream and the trace stream. */
+export function createAuditHandlers(deps: AuditReaders): ServiceImpl<typeof AuditService> {
+  const { records: index, traces } = deps;
   return {
     queryRecords(req, ctx) {
       requireRole(ctx, Role.Admin, Role.Auditor);
@@ -60,12 +66,12 @@ export function createAuditHandlers(deps: {
         filter.startMs ?? null,
         filter.endMs ?? null,
       ]);
-      const before = BigInt(recordPages.decode(req.pageToken, fingerprint) || "0");
-      const { records, more } = auditLog.query(filter, before, size);
-      const last = records.at(-1);
+      const before = Number(recordPages.decode(req.pageToken, fingerprint) || "0");
+      const { rows, more } = index.query(filter, before, size);
+      const last = rows.at(-1);
       return create(QueryRecordsResponseSchema, {
-        records,
-        nextPageToken: more && last ? recordPages.encode(String(last.sequence), fingerprint) : "",
+        records: rows.map((r) => fromBinary(AuditRecordSchema, r.data)),
+        nextPageToken: more && last ? recordPages.encode(String(last.seq), fingerprint) : "",
       });
     },
 
@@ -84,9 +90,9 @@ export function createAuditHandlers(deps: {
       return create(GetTraceResponseSchema, { traceId: req.traceId, events });
     },
 
-    verifyChain(req, ctx) {
+    async verifyChain(req, ctx) {
       requireRole(ctx, Role.Admin, Role.Auditor);
-      const result = findChainBreak(auditLog.from(req.fromSequence));
+      const result = await deps.verifyChain(req.fromSequence);
       if (!result.break) {
         return create(VerifyChainResponseSchema, {
           ok: true,

@@ -8,12 +8,15 @@ import { canonicalJson } from "@toolmesh/schema";
  * `hash` empty. sequence and prev_hash are inside, so a record cannot move or be dropped unseen.
  */
 export function recordHash(record: AuditRecord): string {
-  const json = toJson(AuditRecordSchema, create(AuditRecordSchema, { ...record, hash: "" }));
+  const unhashed = record.hash === "" ? record : create(AuditRecordSchema, { ...record, hash: "" });
+  const json = toJson(AuditRecordSchema, unhashed);
   return createHash("sha256").update(canonicalJson(json)).digest("hex");
 }
 
 /** The first break in a run of records, or undefined when every link holds. */
 export interface ChainBreak {
+  /** altered: its own hash fails; missing: records before it are absent; repointed: wrong link. */
+  kind: "altered" | "missing" | "repointed";
   sequence: bigint;
   expectedHash: string;
   actualHash: string;
@@ -21,54 +24,61 @@ export interface ChainBreak {
 }
 
 /**
- * Checks each record's own hash and that it points at the record before it. The first record
- * checked is trusted for its prev_hash (older records may have expired by retention).
+ * Checks records one at a time, in chain order: each record's own hash, and that it points at
+ * the record before it. The first record checked is trusted for its prev_hash (older records may
+ * have been dropped by retention).
  */
+export class ChainChecker {
+  checked = 0;
+  private previous: AuditRecord | undefined;
+
+  /** The break this record makes, or undefined when the link holds. */
+  check(record: AuditRecord): ChainBreak | undefined {
+    this.checked++;
+    const computed = recordHash(record);
+    if (computed !== record.hash) {
+      return {
+        kind: "altered",
+        sequence: record.sequence,
+        expectedHash: computed,
+        actualHash: record.hash,
+        reason: `record ${record.sequence} was altered: its content does not match its hash`,
+      };
+    }
+    const previous = this.previous;
+    this.previous = record;
+    if (!previous) return undefined;
+    if (record.sequence !== previous.sequence + 1n) {
+      return {
+        kind: "missing",
+        sequence: record.sequence,
+        expectedHash: previous.hash,
+        actualHash: record.prevHash,
+        reason: `records ${previous.sequence + 1n} to ${record.sequence - 1n} are missing`,
+      };
+    }
+    if (record.prevHash !== previous.hash) {
+      return {
+        kind: "repointed",
+        sequence: record.sequence,
+        expectedHash: previous.hash,
+        actualHash: record.prevHash,
+        reason: `record ${record.sequence} does not point at record ${previous.sequence}`,
+      };
+    }
+    return undefined;
+  }
+}
+
+/** The first break in a run of records, or undefined when every link holds. */
 export function findChainBreak(records: Iterable<AuditRecord>): {
   checked: number;
   break?: ChainBreak;
 } {
-  let checked = 0;
-  let previous: AuditRecord | undefined;
+  const checker = new ChainChecker();
   for (const record of records) {
-    checked++;
-    const computed = recordHash(record);
-    if (computed !== record.hash) {
-      return {
-        checked,
-        break: {
-          sequence: record.sequence,
-          expectedHash: computed,
-          actualHash: record.hash,
-          reason: `record ${record.sequence} was altered: its content does not match its hash`,
-        },
-      };
-    }
-    if (previous) {
-      if (record.sequence !== previous.sequence + 1n) {
-        return {
-          checked,
-          break: {
-            sequence: record.sequence,
-            expectedHash: previous.hash,
-            actualHash: record.prevHash,
-            reason: `records ${previous.sequence + 1n} to ${record.sequence - 1n} are missing`,
-          },
-        };
-      }
-      if (record.prevHash !== previous.hash) {
-        return {
-          checked,
-          break: {
-            sequence: record.sequence,
-            expectedHash: previous.hash,
-            actualHash: record.prevHash,
-            reason: `record ${record.sequence} does not point at record ${previous.sequence}`,
-          },
-        };
-      }
-    }
-    previous = record;
+    const found = checker.check(record);
+    if (found) return { checked: checker.checked, break: found };
   }
-  return { checked };
+  return { checked: checker.checked };
 }

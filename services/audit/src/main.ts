@@ -1,9 +1,13 @@
+import path from "node:path";
 import { createSecretRedactor } from "@toolmesh/log";
 import { ensureStream } from "@toolmesh/nats";
 import { runService } from "@toolmesh/service";
-import { AuditLog, auditLogStream } from "./audit-log.js";
+import { auditLogStream } from "./audit-log.js";
+import { verifyChain } from "./chain-verifier.js";
 import { auditConfig } from "./config.js";
+import { IndexFollower } from "./index-follower.js";
 import { AuditRecorder } from "./recorder.js";
+import { RetentionWatch } from "./retention.js";
 import { createAuditServer } from "./server.js";
 import { TraceReader } from "./trace-reader.js";
 
@@ -13,30 +17,49 @@ await runService({
   name: "audit",
   config: auditConfig,
   streams: ["audit", "trace"],
-  async start({ config, log, js, jsm, authenticatedRpc }) {
+  async start({ config, log, nc, js, jsm, authenticatedRpc }) {
     const maxAgeMs = config.maxAgeDays * DAY_MS;
-    await ensureStream(jsm, auditLogStream({ replicas: config.jetstreamReplicas, maxAgeMs }));
-    const auditLog = new AuditLog(js, jsm, log, maxAgeMs);
-    await auditLog.start();
+    await ensureStream(
+      jsm,
+      auditLogStream({ replicas: config.jetstreamReplicas, maxAgeMs, maxBytes: config.maxBytes }),
+    );
+    const file = config.indexPath ?? path.join(config.dataDir, "audit", "index.sqlite");
+    const follower = new IndexFollower({ js, jsm, log, file });
+    const opened = await follower.start();
+    log.info({ ...opened, file }, opened.rebuilt ? "audit index rebuilt" : "audit index opened");
+    const records = follower.records;
+    const retention = new RetentionWatch({
+      jsm,
+      log,
+      pruneBelow: (seq) => records.pruneBelow(seq),
+      maxBytes: config.maxBytes,
+      warnPercent: config.bytesWarnPercent,
+      intervalMs: config.retentionCheckMs,
+    });
+    await retention.start();
     const recorder = new AuditRecorder({
+      nc,
       js,
       jsm,
-      auditLog,
+      isStored: (id, callId) => records.has(id, callId),
       redact: createSecretRedactor(config.redactKeys),
       log,
+      onStored: ({ record, seq, data }) => follower.expect(record, seq, data),
     });
     await recorder.start();
-    log.info({ records: auditLog.size, max_age_days: config.maxAgeDays }, "audit log loaded");
+    log.info({ ...retention.status, max_age_days: config.maxAgeDays }, "audit log ready");
     const server = createAuditServer({
-      auditLog,
+      records,
+      verifyChain: (from) => verifyChain(js, jsm, from),
       traces: new TraceReader(js, jsm),
       ...(await authenticatedRpc()),
     });
     return {
       server,
       async stop() {
+        retention.stop();
         await recorder.stop();
-        auditLog.stop();
+        await follower.stop();
       },
     };
   },

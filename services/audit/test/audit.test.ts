@@ -1,4 +1,7 @@
 import { randomBytes, randomUUID } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { create, fromBinary } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { type Client, Code, createClient } from "@connectrpc/connect";
@@ -77,9 +80,11 @@ describe("audit service", () => {
   let auditor: { headers: { authorization: string } };
   const killedLogs: string[] = [];
   const traceId = randomBytes(16).toString("hex");
+  let dataDir: string;
 
   const env = () => ({
     NATS_URL: nats.url,
+    TOOLMESH_DATA_DIR: dataDir,
     TOOLMESH_AUDIT_PORT: "0",
     TOOLMESH_JWT_SECRET: JWT_SECRET,
     LOG_LEVEL: "debug",
@@ -113,6 +118,7 @@ describe("audit service", () => {
   };
 
   beforeAll(async () => {
+    dataDir = await mkdtemp(path.join(tmpdir(), "toolmesh-audit-"));
     nats = await startNats();
     nc = await connect({ servers: nats.url });
     const jsm = await nc.jetstreamManager();
@@ -127,6 +133,7 @@ describe("audit service", () => {
     await audit?.stop();
     await nc?.close();
     await nats?.destroy();
+    await rm(dataDir, { recursive: true, force: true });
   });
 
   it(`stores ${TOTAL} records exactly once across a SIGKILL, chained and redacted`, async () => {

@@ -1,0 +1,277 @@
+import { randomBytes } from "node:crypto";
+import { readFileSync, statSync } from "node:fs";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import os, { tmpdir } from "node:os";
+import path from "node:path";
+import { create, toBinary } from "@bufbuild/protobuf";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import { createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { ensureStream, streamDefinitions, subjects, TYPE_HEADER } from "@toolmesh/nats";
+import {
+  AuditAction,
+  AuditRecordSchema,
+  AuditService,
+  CallStatus,
+  TraceEventKind,
+  TraceEventSchema,
+} from "@toolmesh/proto";
+import { mintJwt, repoRoot, type ServiceProcess, startNats, startService } from "@toolmesh/testkit";
+import { connect, headers as natsHeaders } from "nats";
+import { AUDIT_LOG_STREAM } from "../services/audit/src/audit-log.js";
+import { PipelinedPublisher } from "../services/audit/src/pipelined-publisher.js";
+
+// npm run bench:audit: the Audit service at scale. Publishes N audit records (and two trace
+// events per call) straight into the input streams, lets Audit chain them (the chaining rate),
+// restarts it on that history (time to SERVING, RSS) and measures QueryRecords with an
+// agent + tool + time filter and GetTrace. BENCH_AUDIT_RECORDS picks N (1,000,000).
+const N = Number(process.env.BENCH_AUDIT_RECORDS ?? 1_000_000);
+const QUERIES = Number(process.env.BENCH_AUDIT_QUERIES ?? 300);
+const AGENTS = 20;
+const TOOLS = 10;
+const SPAN_MS = 30 * 24 * 60 * 60 * 1000;
+const WINDOW_MS = 6 * 60 * 60 * 1000;
+const JWT_SECRET = randomBytes(32).toString("hex");
+
+const say = (line: string) => process.stdout.write(`${line}\n`);
+
+/** Resident set size of a process in MB (Linux /proc). */
+function rssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
+}
+
+/** utime + stime of a process in ms (Linux /proc). */
+function cpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
+}
+
+const traceIdOf = (i: number) => (i + 1).toString(16).padStart(32, "0");
+
+const nats = await startNats();
+const dataDir = await mkdtemp(path.join(tmpdir(), "toolmesh-bench-audit-"));
+const nc = await connect({ servers: nats.url });
+let audit: ServiceProcess | undefined;
+try {
+  const jsm = await nc.jetstreamManager();
+  const streams = streamDefinitions();
+  await ensureStream(jsm, streams.audit);
+  await ensureStream(jsm, streams.trace);
+  const t0 = Date.now() - SPAN_MS;
+  const timeOf = (i: number) => t0 + Math.floor((i * SPAN_MS) / N);
+
+  say(`audit-scale: ${N} records, ${os.cpus().length} cores, load ${os.loadavg()[0]?.toFixed(1)}`);
+  const publisher = new PipelinedPublisher(nc, 60_000);
+  const window: Promise<unknown>[] = [];
+  const published = performance.now();
+  for (let i = 0; i < N; i++) {
+    const traceId = traceIdOf(i);
+    const record = create(AuditRecordSchema, {
+      id: `bench-${i}`,
+      time: timestampFromMs(timeOf(i)),
+      action: AuditAction.TOOL_CALL,
+      tool: `tool-${i % TOOLS}.run`,
+      agentId: `agent-${i % AGENTS}`,
+      userId: `user-${i % 7}`,
+      roles: ["agent"],
+      callId: `call-${i}`,
+      traceId,
+      arguments: { query: `select ${i}`, limit: 10, password: "hunter2" },
+      status: i % 20 === 0 ? CallStatus.FAILURE : CallStatus.SUCCESS,
+      durationMs: 3,
+      attempts: 1,
+      source: "bench",
+    });
+    const h = natsHeaders();
+    h.set(TYPE_HEADER, AuditRecordSchema.typeName);
+    h.set("Nats-Msg-Id", record.id);
+    window.push(
+      publisher.publish(
+        subjects.audit(record.agentId, record.tool),
+        toBinary(AuditRecordSchema, record),
+        h,
+      ),
+    );
+    for (const kind of [TraceEventKind.TOOL_EXECUTE, TraceEventKind.TOOL_RESULT]) {
+      const th = natsHeaders();
+      th.set(TYPE_HEADER, TraceEventSchema.typeName);
+      const event = create(TraceEventSchema, {
+        id: `${i}-${kind}`,
+        traceId,
+        callId: record.callId,
+        kind,
+      });
+      window.push(
+        publisher.publish(subjects.trace(traceId), toBinary(TraceEventSchema, event), th),
+      );
+    }
+    if (window.length >= 3000) await Promise.all(window.splice(0));
+  }
+  await Promise.all(window);
+  publisher.close();
+  const publishS = (performance.now() - published) / 1000;
+  say(`published ${N} records and ${2 * N} trace events in ${publishS.toFixed(1)} s`);
+
+  const env = {
+    NATS_URL: nats.url,
+    TOOLMESH_DATA_DIR: dataDir,
+    TOOLMESH_AUDIT_PORT: "0",
+    TOOLMESH_JWT_SECRET: JWT_SECRET,
+    ...(process.env.AUDIT_NODE_OPTIONS ? { NODE_OPTIONS: process.env.AUDIT_NODE_OPTIONS } : {}),
+  };
+  audit = await startService("audit", env);
+  const chainStart = performance.now();
+  const cpuStart = cpuMs(audit.child.pid as number);
+  let peakRss = 0;
+  for (;;) {
+    const { state } = await jsm.streams.info(AUDIT_LOG_STREAM);
+    peakRss = Math.max(peakRss, rssMb(audit.child.pid as number));
+    if (state.last_seq >= N) break;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  const chainS = (performance.now() - chainStart) / 1000;
+  const chainCpuUs = ((cpuMs(audit.child.pid as number) - cpuStart) * 1000) / N;
+  const chainRate = N / chainS;
+  say(
+    `chained ${N} in ${chainS.toFixed(1)} s: ${Math.round(chainRate)} records/s, ${chainCpuUs.toFixed(0)} µs CPU per record in Audit, peak RSS ${peakRss.toFixed(0)} MB`,
+  );
+
+  const token = await mintJwt(JWT_SECRET, { sub: "bench", roles: ["auditor"] });
+  const auth = { headers: { authorization: `Bearer ${token}` } };
+  let client = createClient(AuditService, createGrpcTransport({ baseUrl: audit.url }));
+  // The index follows the stream; wait until it holds the last record.
+  const indexStart = performance.now();
+  for (;;) {
+    const res = await client.queryRecords({ callId: `call-${N - 1}` }, auth);
+    if (res.records.length > 0) break;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  const indexLagS = (performance.now() - indexStart) / 1000;
+  say(`index caught up ${indexLagS.toFixed(1)} s after the last record was chained`);
+
+  await audit.stop();
+  const restartAt = performance.now();
+  audit = await startService("audit", env, { timeoutMs: 120_000 });
+  const servingS = (performance.now() - restartAt) / 1000;
+  const opened = JSON.parse(
+    await audit.stdout.waitFor(
+      (l) => /"msg":"audit index (opened|rebuilt)"/.test(l),
+      1000,
+      "index line",
+    ),
+  ) as { rebuilt: boolean; readAtStart: number; catchUpMs: number };
+  const rssAfterRestart = rssMb(audit.child.pid as number);
+  say(
+    `restart to SERVING ${servingS.toFixed(2)} s (index ${opened.rebuilt ? "REBUILT" : "opened"}, ${opened.readAtStart} records read at start), RSS ${rssAfterRestart.toFixed(0)} MB`,
+  );
+
+  client = createClient(AuditService, createGrpcTransport({ baseUrl: audit.url }));
+  const queryMs: number[] = [];
+  let matched = 0;
+  for (let q = 0; q < QUERIES; q++) {
+    const from = t0 + Math.floor(Math.random() * (SPAN_MS - WINDOW_MS));
+    const began = performance.now();
+    const res = await client.queryRecords(
+      {
+        agentId: `agent-${q % AGENTS}`,
+        tool: `tool-${q % TOOLS}.run`,
+        startTime: timestampFromMs(from),
+        endTime: timestampFromMs(from + WINDOW_MS),
+        pageSize: 100,
+      },
+      auth,
+    );
+    queryMs.push(performance.now() - began);
+    matched += res.records.length;
+  }
+  const traceMs: number[] = [];
+  for (let q = 0; q < QUERIES; q++) {
+    const i = Math.floor(Math.random() * N);
+    const began = performance.now();
+    const res = await client.getTrace({ traceId: traceIdOf(i) }, auth);
+    traceMs.push(performance.now() - began);
+    if (res.events.length !== 2)
+      throw new Error(`trace of record ${i} has ${res.events.length} events`);
+  }
+  const rssAfterQueries = rssMb(audit.child.pid as number);
+  const dbBytes = statSync(path.join(dataDir, "audit", "index.sqlite")).size;
+  const { state } = await jsm.streams.info(AUDIT_LOG_STREAM);
+  const rows = [
+    ["records in the audit log", `${N}`, ""],
+    [
+      "chaining rate (prefilled input stream drained)",
+      `${Math.round(chainRate)} records/s`,
+      "≥ 10,000 (aim 20,000)",
+    ],
+    ["Audit CPU per record while chaining", `${chainCpuUs.toFixed(0)} µs`, ""],
+    ["Audit peak RSS while chaining", `${peakRss.toFixed(0)} MB`, "< 300 MB"],
+    ["index behind the chain at the end", `${indexLagS.toFixed(1)} s`, ""],
+    [
+      "restart to SERVING",
+      `${servingS.toFixed(2)} s (${opened.readAtStart} records read at start)`,
+      "< 10 s",
+    ],
+    [
+      "Audit RSS after the restart / after the queries",
+      `${rssAfterRestart.toFixed(0)} / ${rssAfterQueries.toFixed(0)} MB`,
+      "< 300 MB",
+    ],
+    [
+      `QueryRecords agent+tool+6 h window p50 / p99 (${QUERIES} queries, ${(matched / QUERIES).toFixed(0)} records each)`,
+      `${percentile(queryMs, 50).toFixed(1)} / ${percentile(queryMs, 99).toFixed(1)} ms`,
+      "p50 < 50 ms",
+    ],
+    [
+      `GetTrace p50 / p99 (${QUERIES} random traces of 2 events)`,
+      `${percentile(traceMs, 50).toFixed(1)} / ${percentile(traceMs, 99).toFixed(1)} ms`,
+      "",
+    ],
+    [
+      "log stream / SQLite index on disk",
+      `${(state.bytes / 2 ** 20).toFixed(0)} / ${(dbBytes / 2 ** 20).toFixed(0)} MiB`,
+      "",
+    ],
+  ];
+  const table = [
+    "| figure | measured | target |",
+    "|---|---|---|",
+    ...rows.map((r) => `| ${r.join(" | ")} |`),
+  ].join("\n");
+  say(table);
+  const section = `## Audit at scale
+
+${new Date().toISOString()} · ${os.cpus().length} cores (${os.cpus()[0]?.model.trim()}) · node ${process.version} · load average ${os
+    .loadavg()
+    .map((l) => l.toFixed(1))
+    .join(
+      " ",
+    )} at the end (the machine is shared) · \`BENCH_AUDIT_RECORDS=${N} npm run bench:audit\`
+
+${N} audit records (${AGENTS} agents × ${TOOLS} tools over 30 days) and ${2 * N} trace events published straight into the input streams in ${publishS.toFixed(0)} s; Audit started on the full input stream and chained it, was stopped (SIGTERM) and started again on that history.
+
+${table}
+`;
+  const resultsFile = path.join(repoRoot, "bench", "results.md");
+  const current = await readFile(resultsFile, "utf8").catch(() => "# toolmesh benchmark\n");
+  const start = current.indexOf("## Audit at scale");
+  let next = start < 0 ? -1 : current.indexOf("\n## ", start + 1);
+  if (next >= 0) next += 1;
+  const updated =
+    start < 0
+      ? `${current.trimEnd()}\n\n${section}`
+      : `${current.slice(0, start)}${section}${next >= 0 ? `\n${current.slice(next)}` : ""}`;
+  await writeFile(resultsFile, updated);
+  say(`written to ${path.relative(process.cwd(), resultsFile)}`);
+} finally {
+  await audit?.stop();
+  await nc.close();
+  await nats.destroy();
+  await rm(dataDir, { recursive: true, force: true });
+}

@@ -1,0 +1,247 @@
+import { fromBinary } from "@bufbuild/protobuf";
+import type { Logger } from "@toolmesh/log";
+import { type AuditRecord, AuditRecordSchema } from "@toolmesh/proto";
+import {
+  type ConsumerMessages,
+  DeliverPolicy,
+  type JetStreamClient,
+  type JetStreamManager,
+  type JsMsg,
+  type StreamInfo,
+} from "nats";
+import { AUDIT_LOG_STREAM } from "./audit-log.js";
+import { type Checkpoint, IndexUnusableError, RecordIndex } from "./record-index.js";
+import { type IndexRow, indexRow } from "./record-mapping.js";
+
+/** What opening the index at start did; logged, and read by tests and the status gauges. */
+export interface IndexStart {
+  /** True when the index was rebuilt from the stream instead of continued. */
+  rebuilt: boolean;
+  /** Why it was rebuilt (missing, unreadable, another stream, behind the stream ...). */
+  reason: string;
+  /** The first stream sequence read at start. */
+  fromSeq: number;
+  /** The stream's last sequence when the service started. */
+  targetSeq: number;
+  /** Log stream messages read before the index had caught up: only those after the checkpoint. */
+  readAtStart: number;
+  /** Milliseconds from opening the index until it had caught up. */
+  catchUpMs: number;
+}
+
+/**
+ * Rows are written in transactions of up to this many, or after FLUSH_DELAY_MS: each transaction
+ * rewrites every index page it touched, so fewer, larger ones cost less per row.
+ */
+const MAX_ROWS_PER_TRANSACTION = 5000;
+const FLUSH_DELAY_MS = 100;
+/** Rows of records this instance appended, kept until the follower reads them back. */
+const MAX_EXPECTED = 4096;
+
+/**
+ * Keeps the SQLite query index in step with the log stream. At start it opens the index and reads
+ * only the records after its checkpoint; it rebuilds the index from the stream when the file is
+ * missing, unreadable, of another stream, ahead of it or behind its first sequence. Then it
+ * follows the stream with an ordered consumer, so it also indexes what other Audit instances
+ * (or anyone) appended.
+ */
+export class IndexFollower {
+  private index: RecordIndex | undefined;
+  private messages: ConsumerMessages | undefined;
+  private pending: { rows: IndexRow[]; seq: number; hash: string } = {
+    rows: [],
+    seq: 0,
+    hash: "",
+  };
+  private flushTimer: NodeJS.Timeout | undefined;
+  private readonly expected = new Map<number, IndexRow>();
+  private stopped = false;
+  private indexedSeq = 0;
+  private started: IndexStart | undefined;
+  private readonly seqWaiters = new Set<{ seq: number; resolve: () => void }>();
+
+  constructor(
+    private readonly deps: {
+      js: JetStreamClient;
+      jsm: JetStreamManager;
+      log: Logger;
+      file: string;
+    },
+  ) {}
+
+  /** The open index; only after start(). */
+  get records(): RecordIndex {
+    if (!this.index) throw new Error("the audit index is not open yet");
+    return this.index;
+  }
+
+  /** The last log stream sequence written to the index. */
+  get lastIndexedSeq(): number {
+    return this.indexedSeq;
+  }
+
+  /** How start-up went; undefined before start() resolved. */
+  get startInfo(): IndexStart | undefined {
+    return this.started;
+  }
+
+  /** Opens (or rebuilds) the index and resolves once it holds every record the stream held. */
+  async start(): Promise<IndexStart> {
+    const began = performance.now();
+    const info = await this.deps.jsm.streams.info(AUDIT_LOG_STREAM);
+    const { index, rebuildReason } = await this.open(info);
+    this.index = index;
+    const checkpoint = index.checkpoint();
+    const first = Math.max(info.state.first_seq, 1);
+    let fromSeq = checkpoint.lastSeq + 1;
+    if (rebuildReason) {
+      index.reset(info.created);
+      fromSeq = first;
+    } else {
+      while (index.pruneBelow(first) > 0) {}
+    }
+    this.indexedSeq = fromSeq - 1;
+    const targetSeq = info.state.last_seq;
+    let readAtStart = 0;
+    await this.follow(fromSeq, (msg) => {
+      if (msg.seq <= targetSeq) readAtStart++;
+    });
+    await this.waitFor(targetSeq);
+    this.started = {
+      rebuilt: rebuildReason !== undefined,
+      reason: rebuildReason ?? "",
+      fromSeq,
+      targetSeq,
+      readAtStart,
+      catchUpMs: Math.round(performance.now() - began),
+    };
+    return this.started;
+  }
+
+  /** Opens the file and decides whether its checkpoint can be continued. */
+  private async open(
+    info: StreamInfo,
+  ): Promise<{ index: RecordIndex; rebuildReason: string | undefined }> {
+    const { file, log } = this.deps;
+    let index: RecordIndex;
+    try {
+      index = await RecordIndex.open(file);
+    } catch (error) {
+      if (!(error instanceof IndexUnusableError)) throw error;
+      log.warn({ err: error, file }, "audit index unusable; rebuilding it from the log stream");
+      return { index: await RecordIndex.recreate(file), rebuildReason: "unreadable" };
+    }
+    return { index, rebuildReason: await this.staleness(index.checkpoint(), info) };
+  }
+
+  /** Why a checkpoint cannot be continued on this stream, or undefined when it can. */
+  private async staleness(cp: Checkpoint, info: StreamInfo): Promise<string | undefined> {
+    const { state } = info;
+    if (cp.streamCreated === "") return "missing";
+    if (cp.streamCreated !== info.created) return "another stream";
+    if (cp.lastSeq > state.last_seq) return "ahead of the stream";
+    if (cp.lastSeq + 1 < state.first_seq) return "behind the stream's first sequence";
+    if (cp.lastSeq >= Math.max(state.first_seq, 1)) {
+      const stored = await this.deps.jsm.streams.getMessage(AUDIT_LOG_STREAM, { seq: cp.lastSeq });
+      const hash = safeHash(stored.data);
+      if (hash !== cp.lastHash) return "checkpoint does not match the stream";
+    }
+    return undefined;
+  }
+
+  /** Reads the stream from `fromSeq` on, indefinitely, writing rows in batches. */
+  private async follow(fromSeq: number, onMessage: (msg: JsMsg) => void): Promise<void> {
+    const consumer = await this.deps.js.consumers.get(AUDIT_LOG_STREAM, {
+      deliver_policy: DeliverPolicy.StartSequence,
+      opt_start_seq: fromSeq,
+    });
+    const messages = await consumer.consume({ max_messages: 4000 });
+    this.messages = messages;
+    void (async () => {
+      try {
+        for await (const msg of messages) {
+          onMessage(msg);
+          this.take(msg);
+        }
+      } catch (error) {
+        this.deps.log.error({ err: error }, "stopped following the audit log; restart to resume");
+      }
+    })();
+  }
+
+  /**
+   * The row of a record this instance just appended, so reading it back from the stream costs a
+   * byte comparison instead of a decode.
+   */
+  expect(record: AuditRecord, seq: number, data: Uint8Array): void {
+    if (this.expected.size >= MAX_EXPECTED) this.expected.clear();
+    this.expected.set(seq, indexRow(record, seq, data, 0));
+  }
+
+  private take(msg: JsMsg): void {
+    const known = this.expected.get(msg.seq);
+    if (known) this.expected.delete(msg.seq);
+    if (known && Buffer.from(known.data).equals(msg.data)) {
+      this.pending.rows.push({ ...known, data: msg.data });
+      this.pending.hash = known.hash;
+    } else {
+      try {
+        const record = fromBinary(AuditRecordSchema, msg.data);
+        this.pending.rows.push(indexRow(record, msg.seq, msg.data, msg.info.timestampNanos));
+        this.pending.hash = record.hash;
+      } catch (error) {
+        this.deps.log.error({ err: error, seq: msg.seq }, "undecodable record in the audit log");
+      }
+    }
+    this.pending.seq = msg.seq;
+    if (this.pending.rows.length >= MAX_ROWS_PER_TRANSACTION) this.flush();
+    else if (!this.flushTimer) this.flushTimer = setTimeout(() => this.flush(), FLUSH_DELAY_MS);
+  }
+
+  private flush(): void {
+    clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
+    const { rows, seq, hash } = this.pending;
+    if (seq <= this.indexedSeq || !this.index) return;
+    this.pending = { rows: [], seq, hash };
+    try {
+      this.index.add(rows, seq, hash);
+    } catch (error) {
+      // The checkpoint did not move, so a restart reads these records again; stopping here
+      // keeps the index from skipping them.
+      this.deps.log.error({ err: error, seq }, "cannot write the audit index; restart to retry");
+      void this.messages?.close();
+      return;
+    }
+    this.indexedSeq = seq;
+    for (const waiter of this.seqWaiters) {
+      if (waiter.seq <= seq) {
+        this.seqWaiters.delete(waiter);
+        waiter.resolve();
+      }
+    }
+  }
+
+  /** Resolves once the index holds the record at `seq` (or anything later). */
+  waitFor(seq: number): Promise<void> {
+    if (this.indexedSeq >= seq) return Promise.resolve();
+    return new Promise((resolve) => this.seqWaiters.add({ seq, resolve }));
+  }
+
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    await this.messages?.close();
+    this.flush();
+    this.index?.close();
+  }
+}
+
+/** The chain hash of a stored record, or "" when it does not decode. */
+function safeHash(data: Uint8Array): string {
+  try {
+    return fromBinary(AuditRecordSchema, data).hash;
+  } catch {
+    return "";
+  }
+}

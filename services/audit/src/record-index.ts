@@ -1,0 +1,288 @@
+import { mkdirSync, rmSync } from "node:fs";
+import path from "node:path";
+import type { DatabaseSync, SQLInputValue, StatementSync } from "node:sqlite";
+import type { IndexRow } from "./record-mapping.js";
+import { loadSqlite } from "./sqlite.js";
+
+/** What QueryRecords filters on; empty fields (and status 0) match everything. */
+export type RecordFilter = Pick<
+  IndexRow,
+  "agentId" | "userId" | "tool" | "status" | "traceId" | "callId"
+> & {
+  /** Inclusive, ms since epoch; undefined for no bound. */
+  startMs: number | undefined;
+  /** Exclusive. */
+  endMs: number | undefined;
+};
+
+/** How far the index has read the log stream, and which stream it read. */
+export interface Checkpoint {
+  /** The log stream's `created` time: another stream under the same name is another log. */
+  streamCreated: string;
+  /** The last log stream sequence indexed; 0 before the first. */
+  lastSeq: number;
+  /** That record's chain hash, compared with the stream at start. */
+  lastHash: string;
+}
+
+/** Bumped when the tables change; an index of another version is rebuilt. */
+const SCHEMA_VERSION = "1";
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS records (
+  seq INTEGER PRIMARY KEY,
+  time_ms INTEGER NOT NULL,
+  agent_id TEXT NOT NULL,
+  user_id TEXT NOT NULL,
+  tool TEXT NOT NULL,
+  status INTEGER NOT NULL,
+  trace_id TEXT NOT NULL,
+  call_id TEXT NOT NULL,
+  record_id TEXT NOT NULL,
+  trace_key INTEGER NOT NULL,
+  call_key INTEGER NOT NULL,
+  data BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS records_agent_tool ON records (agent_id, tool, seq, time_ms);
+CREATE INDEX IF NOT EXISTS records_tool ON records (tool, seq, time_ms);
+CREATE INDEX IF NOT EXISTS records_user ON records (user_id, seq);
+CREATE INDEX IF NOT EXISTS records_trace ON records (trace_key);
+CREATE INDEX IF NOT EXISTS records_call ON records (call_key);
+CREATE INDEX IF NOT EXISTS records_time ON records (time_ms);
+`;
+
+/**
+ * Random ids (trace, call, record) are indexed by a 53-bit hash, not as text: an index of random
+ * keys dirties a page per insert wherever the key falls, and small keys mean fewer, cached pages.
+ * A record without a call id is keyed by its own id, so one index answers both call_id queries
+ * and the recorder's "already stored?" check; every match is confirmed on the text column.
+ */
+export function idKey(id: string): number {
+  let h1 = 0x811c9dc5;
+  let h2 = 0x01000193;
+  for (let i = 0; i < id.length; i++) {
+    const c = id.charCodeAt(i);
+    h1 = Math.imul(h1 ^ c, 0x01000193);
+    h2 = Math.imul(h2 ^ c, 0x5bd1e995);
+  }
+  return (h1 >>> 0) + (h2 & 0x1fffff) * 0x100000000;
+}
+
+/** Raised when the index file cannot be used (not a database, another schema version). */
+export class IndexUnusableError extends Error {
+  override name = "IndexUnusableError";
+}
+
+/**
+ * The Audit query index: one SQLite file of rows derived from the log stream, plus a checkpoint
+ * written in the same transaction as the rows it covers, so a restart continues from it. The
+ * stream stays the source of truth: a missing, unreadable or stale index is rebuilt from it.
+ */
+export class RecordIndex {
+  private readonly queries = new Map<string, StatementSync>();
+  private readonly insert: StatementSync;
+  private readonly lastSeq: StatementSync;
+  private readonly setMeta: StatementSync;
+  private readonly hasId: StatementSync;
+  private closed = false;
+
+  private constructor(
+    private readonly db: DatabaseSync,
+    readonly file: string,
+  ) {
+    this.insert = db.prepare(
+      `INSERT OR IGNORE INTO records (seq, time_ms, agent_id, user_id, tool, status,
+        trace_id, call_id, record_id, trace_key, call_key, data)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    );
+    this.lastSeq = db.prepare("SELECT value FROM meta WHERE key = 'last_seq'");
+    this.setMeta = db.prepare("UPDATE meta SET value = ? WHERE key = ?");
+    this.hasId = db.prepare(
+      "SELECT 1 FROM records WHERE call_key = ? AND call_id = ? AND record_id = ? LIMIT 1",
+    );
+  }
+
+  /**
+   * Opens (or creates) the index at `file`. Throws IndexUnusableError when the file is not a
+   * usable index; `recreate` then starts it afresh.
+   */
+  static async open(file: string): Promise<RecordIndex> {
+    const { DatabaseSync } = await loadSqlite();
+    mkdirSync(path.dirname(file), { recursive: true });
+    let db: DatabaseSync | undefined;
+    try {
+      db = new DatabaseSync(file);
+      // WAL lets queries read while the follower writes; NORMAL sync may lose the last
+      // transactions on power loss, which the checkpoint makes a re-read, never a wrong row.
+      db.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 10000;
+        PRAGMA cache_size = -32000; PRAGMA temp_store = MEMORY;`);
+      const version = tableExists(db, "meta")
+        ? db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get()?.value
+        : undefined;
+      if (version !== undefined && version !== SCHEMA_VERSION) {
+        throw new IndexUnusableError(`index schema version ${version}, expected ${SCHEMA_VERSION}`);
+      }
+      db.exec(SCHEMA);
+      if (version === undefined) initMeta(db, "");
+      return new RecordIndex(db, file);
+    } catch (error) {
+      db?.close();
+      if (error instanceof IndexUnusableError) throw error;
+      throw new IndexUnusableError(`cannot open the audit index ${file}: ${String(error)}`, {
+        cause: error,
+      });
+    }
+  }
+
+  /** Deletes the file (and its WAL) and opens an empty index in its place. */
+  static async recreate(file: string): Promise<RecordIndex> {
+    for (const suffix of ["", "-wal", "-shm", "-journal"]) rmSync(file + suffix, { force: true });
+    return RecordIndex.open(file);
+  }
+
+  /** Where reading the log stream continues from. */
+  checkpoint(): Checkpoint {
+    const rows = this.db.prepare("SELECT key, value FROM meta").all();
+    const meta = new Map(rows.map((r) => [String(r.key), String(r.value)]));
+    return {
+      streamCreated: meta.get("stream_created") ?? "",
+      lastSeq: Number(meta.get("last_seq") ?? 0),
+      lastHash: meta.get("last_hash") ?? "",
+    };
+  }
+
+  /** Empties the index for a rebuild from the stream named by `streamCreated`. */
+  reset(streamCreated: string): void {
+    this.db.exec("BEGIN IMMEDIATE");
+    try {
+      this.db.exec("DROP TABLE records");
+      this.db.exec(SCHEMA);
+      initMeta(this.db, streamCreated);
+      this.db.exec("COMMIT");
+    } catch (error) {
+      this.db.exec("ROLLBACK");
+      throw error;
+    }
+  }
+
+  /**
+   * Adds rows (in stream order) and moves the checkpoint to `lastSeq` (the last message read,
+   * with or without a row) in one transaction.
+   */
+  add(rows: IndexRow[], lastSeq: number, lastHash: string): void {
+    this.db.exec("BEGIN IMMEDIATE");
+    try {
+      for (const r of rows) {
+        this.insert.run(
+          r.seq,
+          r.timeMs,
+          r.agentId,
+          r.userId,
+          r.tool,
+          r.status,
+          r.traceId,
+          r.callId,
+          r.recordId,
+          idKey(r.traceId),
+          idKey(r.callId || r.recordId),
+          r.data,
+        );
+      }
+      // Two instances may share one file; the checkpoint only moves forward.
+      if (Number(this.lastSeq.get()?.value ?? 0) < lastSeq) {
+        this.setMeta.run(String(lastSeq), "last_seq");
+        this.setMeta.run(lastHash, "last_hash");
+      }
+      this.db.exec("COMMIT");
+    } catch (error) {
+      this.db.exec("ROLLBACK");
+      throw error;
+    }
+  }
+
+  /** Drops rows the stream no longer keeps (below its first sequence); at most `limit` a call. */
+  pruneBelow(firstSeq: number, limit = 10_000): number {
+    const result = this.db
+      .prepare(
+        "DELETE FROM records WHERE seq IN (SELECT seq FROM records WHERE seq < ? ORDER BY seq LIMIT ?)",
+      )
+      .run(firstSeq, limit);
+    return Number(result.changes);
+  }
+
+  /** True when a record with this source id (of this call) is indexed. */
+  has(recordId: string, callId: string): boolean {
+    return this.hasId.get(idKey(callId || recordId), callId, recordId) !== undefined;
+  }
+
+  /**
+   * Stored records matching the filter, newest first, below `beforeSeq` (exclusive; 0 for the
+   * newest); at most `limit`, and whether more remain.
+   */
+  query(
+    filter: RecordFilter,
+    beforeSeq: number,
+    limit: number,
+  ): { rows: { seq: number; data: Uint8Array }[]; more: boolean } {
+    const where: string[] = [];
+    const params: SQLInputValue[] = [];
+    const add = (clause: string, value: SQLInputValue) => {
+      where.push(clause);
+      params.push(value);
+    };
+    if (beforeSeq > 0) add("seq < ?", beforeSeq);
+    if (filter.agentId) add("agent_id = ?", filter.agentId);
+    if (filter.userId) add("user_id = ?", filter.userId);
+    if (filter.tool) add("tool = ?", filter.tool);
+    if (filter.status) add("status = ?", filter.status);
+    if (filter.traceId) {
+      add("trace_key = ?", idKey(filter.traceId));
+      add("trace_id = ?", filter.traceId);
+    }
+    if (filter.callId) {
+      add("call_key = ?", idKey(filter.callId));
+      add("call_id = ?", filter.callId);
+    }
+    if (filter.startMs !== undefined) add("time_ms >= ?", filter.startMs);
+    if (filter.endMs !== undefined) add("time_ms < ?", filter.endMs);
+    const sql = `SELECT seq, data FROM records${where.length ? ` WHERE ${where.join(" AND ")}` : ""}
+      ORDER BY seq DESC LIMIT ?`;
+    let statement = this.queries.get(sql);
+    if (!statement) {
+      statement = this.db.prepare(sql);
+      this.queries.set(sql, statement);
+    }
+    const found = statement.all(...params, limit + 1);
+    const rows = found
+      .slice(0, limit)
+      .map((r) => ({ seq: Number(r.seq), data: r.data as Uint8Array }));
+    return { rows, more: found.length > limit };
+  }
+
+  /** Rows indexed (a count over the table; for logs and tests, not the hot path). */
+  count(): number {
+    return Number(this.db.prepare("SELECT count(*) AS n FROM records").get()?.n ?? 0);
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.db.close();
+  }
+}
+
+function tableExists(db: DatabaseSync, name: string): boolean {
+  return (
+    db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name) !==
+    undefined
+  );
+}
+
+function initMeta(db: DatabaseSync, streamCreated: string): void {
+  const put = db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)");
+  put.run("schema_version", SCHEMA_VERSION);
+  put.run("stream_created", streamCreated);
+  put.run("last_seq", "0");
+  put.run("last_hash", "");
+}

@@ -1,0 +1,62 @@
+import type { JsonObject } from "@bufbuild/protobuf";
+import { timestampFromMs, timestampMs } from "@bufbuild/protobuf/wkt";
+import { decodeEvent } from "@toolmesh/nats";
+import { type AuditRecord, AuditRecordSchema } from "@toolmesh/proto";
+import type { JsMsg } from "nats";
+
+/**
+ * The record to chain from one message of the audit input stream: decoded, given an id and a
+ * time when the publisher left them out, arguments redacted. The only place that knows what
+ * publishers send, so a change in what the Dispatcher publishes per call is adapted here.
+ * Throws when the message is not an audit record.
+ */
+export function recordToChain(msg: JsMsg, redact: (value: unknown) => unknown): AuditRecord {
+  const record = decodeEvent(AuditRecordSchema, msg);
+  record.id ||= `audit-seq-${msg.seq}`;
+  if (record.arguments) record.arguments = redact(record.arguments) as JsonObject;
+  record.time ??= timestampFromMs(Math.floor(msg.info.timestampNanos / 1e6));
+  record.sequence = 0n;
+  record.prevHash = "";
+  record.hash = "";
+  return record;
+}
+
+/** One row of the query index: the columns QueryRecords filters on, and the stored bytes. */
+export interface IndexRow {
+  /** The log stream's sequence: the row key and the page position. */
+  seq: number;
+  timeMs: number;
+  agentId: string;
+  userId: string;
+  tool: string;
+  status: number;
+  traceId: string;
+  callId: string;
+  recordId: string;
+  /** Its chain hash: the index checkpoint keeps the last one. */
+  hash: string;
+  /** The record as stored in the log stream, returned by queries without re-encoding. */
+  data: Uint8Array;
+}
+
+/** The index row of a chained record stored at `seq` in the log stream. */
+export function indexRow(
+  record: AuditRecord,
+  seq: number,
+  data: Uint8Array,
+  storedNanos: number,
+): IndexRow {
+  return {
+    seq,
+    timeMs: record.time ? timestampMs(record.time) : Math.floor(storedNanos / 1e6),
+    agentId: record.agentId,
+    userId: record.userId,
+    tool: record.tool,
+    status: record.status,
+    traceId: record.traceId,
+    callId: record.callId,
+    recordId: record.id,
+    hash: record.hash,
+    data,
+  };
+}

@@ -1,0 +1,113 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { create, toBinary } from "@bufbuild/protobuf";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import { ensureStream, streamDefinitions, TYPE_HEADER } from "@toolmesh/nats";
+import { AuditAction, type AuditRecord, AuditRecordSchema, CallStatus } from "@toolmesh/proto";
+import { mintJwt, startNats, type TestNats } from "@toolmesh/testkit";
+import { connect, type JetStreamClient, type NatsConnection, headers as natsHeaders } from "nats";
+import { auditLogSubject } from "../src/audit-log.js";
+import { recordHash } from "../src/hash-chain.js";
+
+/** A nats-server with the streams Audit reads, a client on it and a data directory. */
+export interface AuditBus {
+  nats: TestNats;
+  nc: NatsConnection;
+  dataDir: string;
+  /** Closes the client, stops the server and deletes the store and the data directory. */
+  destroy(): Promise<void>;
+}
+
+/** Starts a nats-server with the audit input and trace streams, and makes a data directory. */
+export async function startAuditBus(): Promise<AuditBus> {
+  const dataDir = await mkdtemp(path.join(tmpdir(), "toolmesh-audit-"));
+  const nats = await startNats();
+  const nc = await connect({ servers: nats.url });
+  const jsm = await nc.jetstreamManager();
+  const streams = streamDefinitions();
+  await ensureStream(jsm, streams.audit);
+  await ensureStream(jsm, streams.trace);
+  return {
+    nats,
+    nc,
+    dataDir,
+    async destroy() {
+      await nc.close();
+      await nats.destroy();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Call options with a JWT for `sub` with these roles, signed with the HS256 secret. */
+export async function bearer(
+  secret: string,
+  sub: string,
+  roles: string[],
+): Promise<{ headers: { authorization: string } }> {
+  return { headers: { authorization: `Bearer ${await mintJwt(secret, { sub, roles })}` } };
+}
+
+/** The end of a chain: where the next record goes. */
+export interface ChainHead {
+  sequence: bigint;
+  hash: string;
+}
+
+export const AGENTS = 5;
+export const TOOLS = ["data.query", "files.read"] as const;
+
+/** The i-th record of a test history: agent i % 5, tool i % 2, one second apart from `t0`. */
+export function historyRecord(i: number, t0: number): AuditRecord {
+  return create(AuditRecordSchema, {
+    id: `hist-${i}`,
+    time: timestampFromMs(t0 + i * 1000),
+    action: AuditAction.TOOL_CALL,
+    tool: TOOLS[i % 2],
+    agentId: `agent-${i % AGENTS}`,
+    userId: "user-1",
+    callId: `call-${i}`,
+    traceId: (i + 1).toString(16).padStart(32, "0"),
+    arguments: { query: `select ${i}` },
+    status: CallStatus.SUCCESS,
+    durationMs: 1,
+    attempts: 1,
+    source: "history",
+  });
+}
+
+/**
+ * Appends records `from` to `to` (exclusive) straight into the log stream, chained after `head`
+ * the way the Audit service chains them, as a long-running Audit service would have left them.
+ * Returns the new head.
+ */
+export async function appendHistory(
+  js: JetStreamClient,
+  head: ChainHead,
+  from: number,
+  to: number,
+  t0: number,
+): Promise<ChainHead> {
+  let tip = head;
+  const window: Promise<unknown>[] = [];
+  for (let i = from; i < to; i++) {
+    const record = historyRecord(i, t0);
+    record.sequence = tip.sequence + 1n;
+    record.prevHash = tip.hash;
+    record.hash = recordHash(record);
+    const h = natsHeaders();
+    h.set(TYPE_HEADER, AuditRecordSchema.typeName);
+    window.push(
+      js.publish(
+        auditLogSubject(record.agentId, record.tool),
+        toBinary(AuditRecordSchema, record),
+        { headers: h, msgID: record.id },
+      ),
+    );
+    if (window.length >= 1000) await Promise.all(window.splice(0));
+    tip = { sequence: record.sequence, hash: record.hash };
+  }
+  await Promise.all(window);
+  return tip;
+}
