@@ -6,8 +6,8 @@ source scripts/tools.sh
 
 # npm test puts node_modules/.bin first on PATH, so this is the pinned Node, not the machine's.
 echo "== node $(node --version) ($(command -v node))"
-if [ "$(node -p 'process.versions.node.split(".")[0]')" -lt 22 ]; then
-  echo "test: toolmesh needs Node 22 or newer; run it through npm test after npm run setup" >&2
+if ! node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 22 || (a === 22 && b >= 13) ? 0 : 1)'; then
+  echo "test: toolmesh needs Node 22.13 or newer; run it through npm test after npm run setup" >&2
   exit 1
 fi
 
