@@ -1,8 +1,9 @@
 // npm start: the whole toolmesh stack on this machine, stopped with Ctrl-C.
+import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { int, loadConfig, loadOrExit, optionalStr, str } from "@toolmesh/config";
-import { StackError, startStack } from "@toolmesh/launcher";
+import { diskSpaceWarning, StackError, startStack } from "@toolmesh/launcher";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const config = loadOrExit(() =>
@@ -14,6 +15,15 @@ const config = loadOrExit(() =>
   }),
 );
 const say = (line: string) => process.stdout.write(`toolmesh: ${line}\n`);
+
+// A full disk stops every call (fail closed); say so at start and every minute while running.
+const warnDisk = () => {
+  const warning = diskSpaceWarning(path.resolve(config.dataDir));
+  if (warning) process.stderr.write(`toolmesh: warning: ${warning}\n`);
+};
+mkdirSync(path.resolve(config.dataDir), { recursive: true });
+warnDisk();
+setInterval(warnDisk, 60_000).unref();
 
 let stack: Awaited<ReturnType<typeof startStack>>;
 try {

@@ -1,4 +1,5 @@
 export { Child } from "./child.js";
+export { type DiskThresholds, defaultDiskThresholds, diskSpaceWarning } from "./disk-space.js";
 export { LineWatcher } from "./lines.js";
 export { NatsServer, type NatsServerOptions } from "./nats-server.js";
 export { ServiceProcess, type ServiceProcessOptions } from "./service-process.js";

@@ -6,7 +6,13 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import { Health, HealthCheckResponse_ServingStatus, RegistryService } from "@toolmesh/proto";
 import { repoRoot } from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { availableServices, type RunningStack, StackError, startStack } from "../src/index.js";
+import {
+  availableServices,
+  diskSpaceWarning,
+  type RunningStack,
+  StackError,
+  startStack,
+} from "../src/index.js";
 
 // The whole stack as `npm start` runs it: a local nats-server and every service as processes,
 // on free ports and a temp data dir so it can run beside anything else.
@@ -153,4 +159,13 @@ describe("a second start on the same data directory", () => {
       await rm(dataDir, { recursive: true, force: true });
     }
   }, 120_000);
+});
+
+describe("disk space", () => {
+  it("warns when the data directory's disk has less room than the thresholds", () => {
+    expect(diskSpaceWarning(tmpdir(), { minFreeBytes: 0, minFreeRatio: 0 })).toBeUndefined();
+    expect(
+      diskSpaceWarning(tmpdir(), { minFreeBytes: Number.MAX_SAFE_INTEGER, minFreeRatio: 0 }),
+    ).toMatch(/GiB free of .* toolmesh refuses every call/);
+  });
 });
