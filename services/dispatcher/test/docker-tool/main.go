@@ -1,0 +1,78 @@
+// A tool for the docker runtime tests: it speaks the local HTTP tool contract (GET /healthz,
+// POST /invoke) on 127.0.0.1:$TOOLMESH_TOOL_PORT and reports what it can see from inside its
+// container, so that the tests check the isolation from the tool's side too.
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+)
+
+func main() {
+	addr := os.Getenv("TOOLMESH_TOOL_HOST") + ":" + os.Getenv("TOOLMESH_TOOL_PORT")
+	http.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("ok"))
+	})
+	http.HandleFunc("/invoke", invoke)
+	fmt.Fprintf(os.Stderr, "docker-tool listening on %s\n", addr)
+	if err := http.ListenAndServe(addr, nil); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+type request struct {
+	Text string `json:"text"`
+	Exit int    `json:"exit"`
+	Read string `json:"read"`
+}
+
+func invoke(w http.ResponseWriter, r *http.Request) {
+	var req request
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	if req.Exit != 0 {
+		fmt.Fprintf(os.Stderr, "exiting with %d as asked\n", req.Exit)
+		os.Exit(req.Exit)
+	}
+	out := map[string]any{
+		"text":          req.Text,
+		"uid":           os.Getuid(),
+		"gid":           os.Getgid(),
+		"mode":          os.Getenv("MODE"),
+		"root_writable": writable("/probe"),
+		"tmp_writable":  writable("/tmp/probe"),
+		"call_id":       r.Header.Get("x-toolmesh-call-id"),
+	}
+	if token, ok := os.LookupEnv("ECHO_TOKEN"); ok {
+		sum := sha256.Sum256([]byte(token))
+		out["token_sha256"] = hex.EncodeToString(sum[:])
+	}
+	if req.Read != "" {
+		data, err := os.ReadFile(req.Read)
+		if err != nil {
+			out["read_error"] = err.Error()
+		} else {
+			out["read"] = string(data)
+		}
+		out["read_dir_writable"] = writable(req.Read + ".write-probe")
+	}
+	w.Header().Set("content-type", "application/json")
+	_ = json.NewEncoder(w).Encode(out)
+}
+
+func writable(path string) bool {
+	f, err := os.Create(path)
+	if err != nil {
+		return false
+	}
+	_ = f.Close()
+	_ = os.Remove(path)
+	return true
+}
