@@ -168,6 +168,11 @@ describe.skipIf(!engine.ok)("docker runtime end to end", () => {
     );
     expect(recorded).not.toContain(secret);
     expect(stack.dispatcher.stdout.lines.join("\n")).not.toContain(secret);
+    // An agent reading the tool sees the names of its secrets, never env values.
+    const seen = (await stack.registryClient.getTool({ name: "box.echo" }, stack.as(agent))).tool
+      ?.spec?.runtime?.kind;
+    expect(seen?.case === "docker" && seen.value.env).toEqual({ MODE: "[redacted]" });
+    expect(seen?.case === "docker" && seen.value.secrets.map((x) => x.env)).toEqual(["ECHO_TOKEN"]);
   });
 
   it("isolates the container by default, as docker inspect shows", async () => {
@@ -287,6 +292,27 @@ describe.skipIf(!engine.ok)("docker runtime end to end", () => {
     await expect(
       dispatcher().startTool({ tool: "box.missing-image" }, stack.as(admin)),
     ).rejects.toMatchObject({ code: Code.Unavailable });
+    expect(await statusOf("box.missing-image")).toMatchObject({
+      state: RuntimeState.FAILED,
+      lastError: expect.stringContaining("is not on the Docker host"),
+    });
     expect(await containersOf(docker, "box.missing-secret")).toEqual([]);
+  });
+  it("removes a container that outlived a killed Dispatcher before it runs the tool again", async () => {
+    expect((await call("box.echo", { text: "before" })).status).toBe(CallStatus.SUCCESS);
+    const [orphan] = await containersOf(docker, "box.echo");
+    await stack.dispatcher.kill();
+    // SIGKILL gave the Dispatcher no chance to stop it: it still holds box.echo's fixed port.
+    expect((await docker.getContainer(orphan?.Id ?? "").inspect()).State.Running).toBe(true);
+    await stack.restartDispatcher();
+    const res = await eventually(
+      () => call("box.echo", { text: "after" }),
+      15_000,
+      "the restarted dispatcher to answer",
+    );
+    expect(res.status).toBe(CallStatus.SUCCESS);
+    const now = await containersOf(docker, "box.echo");
+    expect(now.map((c) => c.Id)).not.toContain(orphan?.Id);
+    expect(now).toHaveLength(1);
   });
 });
