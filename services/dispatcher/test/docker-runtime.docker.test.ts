@@ -12,13 +12,11 @@ import {
   RuntimeState,
   TraceEventKind,
 } from "@toolmesh/proto";
-import { freePort } from "@toolmesh/testkit";
+import { eventually, freePort, startStack, type TestStack } from "@toolmesh/testkit";
 import type Docker from "dockerode";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildToolImage, containersOf, reachEngine } from "./docker-engine.js";
-import { eventually } from "./eventually.js";
 import { type CallRecords, collectRecords } from "./records.js";
-import { type DispatchStack, startDispatchStack } from "./stack.js";
 
 // Docker tools for real: a Docker Engine, an image built here FROM scratch with a static Go
 // binary, and the whole stack (nats-server, registry, permission, dispatcher) as processes.
@@ -31,7 +29,7 @@ describe.skipIf(!engine.ok)("docker runtime end to end", () => {
   const docker = (engine as { docker: Docker }).docker;
   const image = `toolmesh-test/docker-tool:${randomBytes(4).toString("hex")}`;
   const secret = randomBytes(16).toString("hex");
-  let stack: DispatchStack;
+  let stack: TestStack;
   let secretsDir: string;
   let mountDir: string;
   let agent: string;
@@ -90,9 +88,13 @@ describe.skipIf(!engine.ok)("docker runtime end to end", () => {
     await chmod(path.join(mountDir, "hello.txt"), 0o644);
     const [, started] = await Promise.all([
       buildToolImage(docker, image),
-      startDispatchStack({
-        TOOLMESH_TOOL_SECRETS_DIR: secretsDir,
-        TOOLMESH_DOCKER_IDLE_TIMEOUT_MS: "60000",
+      startStack({
+        serviceEnv: {
+          dispatcher: {
+            TOOLMESH_TOOL_SECRETS_DIR: secretsDir,
+            TOOLMESH_DOCKER_IDLE_TIMEOUT_MS: "60000",
+          },
+        },
       }),
     ]);
     stack = started;
@@ -167,7 +169,9 @@ describe.skipIf(!engine.ok)("docker runtime end to end", () => {
       typeof v === "bigint" ? String(v) : v,
     );
     expect(recorded).not.toContain(secret);
-    expect(stack.dispatcher.stdout.lines.join("\n")).not.toContain(secret);
+    const logs = await stack.logText("dispatcher");
+    expect(logs).toContain("container started");
+    expect(logs).not.toContain(secret);
     // An agent reading the tool sees the names of its secrets, never env values.
     const seen = (await stack.registryClient.getTool({ name: "box.echo" }, stack.as(agent))).tool
       ?.spec?.runtime?.kind;
