@@ -27,7 +27,10 @@ const MiB = 1024 * 1024;
 
 describe.skipIf(!engine.ok)("docker runtime end to end", () => {
   const docker = (engine as { docker: Docker }).docker;
-  const image = `toolmesh-test/docker-tool:${randomBytes(4).toString("hex")}`;
+  const run = randomBytes(3).toString("hex");
+  const image = `toolmesh-test/docker-tool:${run}`;
+  // Tool names of this run only, so that runs on one Docker host never see each other's containers.
+  const box = `box${run}`;
   const secret = randomBytes(16).toString("hex");
   let stack: TestStack;
   let secretsDir: string;
@@ -103,26 +106,30 @@ describe.skipIf(!engine.ok)("docker runtime end to end", () => {
     agent = await stack.agentToken("agent-1", { onBehalfOf: "" });
     await stack.grantAll("agent-1");
 
-    await register("box.echo", {
+    await register(`${box}.echo`, {
       port: await freePort(),
       env: { MODE: "test" },
       resources: { memoryBytes: BigInt(64 * MiB), cpuMillis: 500, pids: 64 },
       secrets: [{ name: "echo-token", env: "ECHO_TOKEN" }],
     });
-    await register("box.mounted", {
+    await register(`${box}.mounted`, {
       mounts: [{ hostPath: mountDir, containerPath: "/data" }],
     });
-    await register("box.idle", { idleTimeoutMs: 300 });
-    await register("box.crash");
-    await register("box.missing-image", { image: "toolmesh-test/not-built:1" });
-    await register("box.missing-secret", { secrets: [{ name: "NOT_THERE" }] });
+    await register(`${box}.idle`, { idleTimeoutMs: 300 });
+    await register(`${box}.crash`);
+    await register(`${box}.missing-image`, { image: "toolmesh-test/not-built:1" });
+    await register(`${box}.quick-exit`, { env: { EXIT_AT_START: "4" } });
+    await register(`${box}.bad-command`, { command: ["/not-there"] });
+    await register(`${box}.missing-secret`, { secrets: [{ name: "NOT_THERE" }] });
     // The dispatcher sees registry and grant changes through its watches.
-    await eventually(() => statusOf("box.missing-secret"), 10_000, "dispatcher sees the tools");
+    await eventually(() => statusOf(`${box}.missing-secret`), 10_000, "dispatcher sees the tools");
   }, 240_000);
 
   afterAll(async () => {
     await stack?.stop();
-    for (const tool of ["box.echo", "box.mounted", "box.idle", "box.crash"]) {
+    for (const tool of ["echo", "mounted", "idle", "crash", "quick-exit"].map(
+      (t) => `${box}.${t}`,
+    )) {
       for (const info of await containersOf(docker, tool))
         await docker.getContainer(info.Id).remove({ force: true });
     }
@@ -135,9 +142,9 @@ describe.skipIf(!engine.ok)("docker runtime end to end", () => {
   });
 
   it("runs a container tool on demand through the chain, with its trace, audit record and outcome", async () => {
-    expect((await statusOf("box.echo"))?.state).toBe(RuntimeState.STOPPED);
+    expect((await statusOf(`${box}.echo`))?.state).toBe(RuntimeState.STOPPED);
     const traceId = randomBytes(16).toString("hex");
-    const res = await call("box.echo", { text: "hello" }, traceId);
+    const res = await call(`${box}.echo`, { text: "hello" }, traceId);
     expect(res.status).toBe(CallStatus.SUCCESS);
     expect(res.output).toEqual({
       text: "hello",
@@ -157,11 +164,11 @@ describe.skipIf(!engine.ok)("docker runtime end to end", () => {
     ]);
     expect(events[0]?.payload?.runtime).toBe("docker");
     const [record] = await records.audits.waitFor((a) => a.callId === res.callId);
-    expect(record?.tool).toBe("box.echo");
+    expect(record?.tool).toBe(`${box}.echo`);
     const [outcome] = await records.outcomes.waitFor((o) => o.callId === res.callId);
     expect(outcome?.status).toBe(CallStatus.SUCCESS);
 
-    const status = await statusOf("box.echo");
+    const status = await statusOf(`${box}.echo`);
     expect(status).toMatchObject({ state: RuntimeState.RUNNING, pid: 0, restarts: 0 });
     expect(status?.containerId).toMatch(/^[0-9a-f]{64}$/);
     // The secret went to the container only: not to the records, not to the Dispatcher's logs.
@@ -173,15 +180,15 @@ describe.skipIf(!engine.ok)("docker runtime end to end", () => {
     expect(logs).toContain("container started");
     expect(logs).not.toContain(secret);
     // An agent reading the tool sees the names of its secrets, never env values.
-    const seen = (await stack.registryClient.getTool({ name: "box.echo" }, stack.as(agent))).tool
+    const seen = (await stack.registryClient.getTool({ name: `${box}.echo` }, stack.as(agent))).tool
       ?.spec?.runtime?.kind;
     expect(seen?.case === "docker" && seen.value.env).toEqual({ MODE: "[redacted]" });
     expect(seen?.case === "docker" && seen.value.secrets.map((x) => x.env)).toEqual(["ECHO_TOKEN"]);
   });
 
   it("isolates the container by default, as docker inspect shows", async () => {
-    await call("box.echo", { text: "again" });
-    const id = (await statusOf("box.echo"))?.containerId ?? "";
+    await call(`${box}.echo`, { text: "again" });
+    const id = (await statusOf(`${box}.echo`))?.containerId ?? "";
     const info = await docker.getContainer(id).inspect();
     expect(info.Config.User).toBe("65534:65534");
     expect(info.HostConfig.ReadonlyRootfs).toBe(true);
@@ -197,15 +204,15 @@ describe.skipIf(!engine.ok)("docker runtime end to end", () => {
     expect(info.HostConfig.Binds ?? []).toEqual([]);
     expect(info.Mounts).toEqual([]);
     expect(info.Config.Env).toContain(`ECHO_TOKEN=${secret}`);
-    expect(info.Config.Labels).toMatchObject({ "toolmesh.tool": "box.echo" });
+    expect(info.Config.Labels).toMatchObject({ "toolmesh.tool": `${box}.echo` });
   });
 
   it("mounts only a declared host path, read-only unless declared writable", async () => {
-    const res = await call("box.mounted", { read: "/data/hello.txt" });
+    const res = await call(`${box}.mounted`, { read: "/data/hello.txt" });
     expect(res.status).toBe(CallStatus.SUCCESS);
     expect(res.output).toMatchObject({ read: "hello from the host", read_dir_writable: false });
     expect(res.output).not.toHaveProperty("token_sha256");
-    const id = (await statusOf("box.mounted"))?.containerId ?? "";
+    const id = (await statusOf(`${box}.mounted`))?.containerId ?? "";
     const info = await docker.getContainer(id).inspect();
     expect(info.Mounts).toEqual([
       expect.objectContaining({ Type: "bind", Source: mountDir, Destination: "/data", RW: false }),
@@ -216,106 +223,121 @@ describe.skipIf(!engine.ok)("docker runtime end to end", () => {
       NanoCpus: 1_000_000_000,
       PidsLimit: 128,
     });
-    await dispatcher().stopTool({ tool: "box.mounted" }, stack.as(admin));
+    await dispatcher().stopTool({ tool: `${box}.mounted` }, stack.as(admin));
   });
 
   it("restarts a crashed container with backoff and keeps serving", async () => {
-    const first = await call("box.crash", { text: "one" });
+    const first = await call(`${box}.crash`, { text: "one" });
     expect(first.status).toBe(CallStatus.SUCCESS);
-    const before = await statusOf("box.crash");
+    const before = await statusOf(`${box}.crash`);
     await docker.getContainer(before?.containerId ?? "").kill();
-    const once = await restarted("box.crash", 1);
+    const once = await restarted(`${box}.crash`, 1);
     expect(once.containerId).not.toBe(before?.containerId);
     expect(once.lastError).toContain("exited with code 137");
     // The crashed container is removed, not left behind.
     await expect(docker.getContainer(before?.containerId ?? "").inspect()).rejects.toMatchObject({
       statusCode: 404,
     });
-    expect((await call("box.crash", { text: "two" })).output).toMatchObject({ text: "two" });
+    expect((await call(`${box}.crash`, { text: "two" })).output).toMatchObject({ text: "two" });
 
     // A second crash waits longer (100 ms, then 200 ms) and keeps the tool's last words.
     const crashedAt = Date.now();
-    const dying = await call("box.crash", { exit: 3 });
+    const dying = await call(`${box}.crash`, { exit: 3 });
     expect(dying.status).toBe(CallStatus.FAILURE);
     expect(dying.error?.code).toBe("backend_unavailable");
-    const again = await restarted("box.crash", 2);
+    const again = await restarted(`${box}.crash`, 2);
     expect(again.lastError).toContain("exited with code 3: ");
     expect(again.lastError).toContain("exiting with 3 as asked");
     expect((again.startedAt ? timestampMs(again.startedAt) : 0) - crashedAt).toBeGreaterThanOrEqual(
       200,
     );
-    expect((await call("box.crash", { text: "three" })).status).toBe(CallStatus.SUCCESS);
+    expect((await call(`${box}.crash`, { text: "three" })).status).toBe(CallStatus.SUCCESS);
   });
 
   it("stops a container that is idle and removes it", async () => {
-    const res = await call("box.idle", { text: "once" });
+    const res = await call(`${box}.idle`, { text: "once" });
     expect(res.status).toBe(CallStatus.SUCCESS);
-    expect(await containersOf(docker, "box.idle")).toHaveLength(1);
+    expect(await containersOf(docker, `${box}.idle`)).toHaveLength(1);
     await eventually(
       async () => {
-        const s = await statusOf("box.idle");
+        const s = await statusOf(`${box}.idle`);
         if (s?.state !== RuntimeState.STOPPED) throw new Error(`state ${s?.state}`);
       },
       10_000,
       "the idle container to stop",
     );
-    expect(await containersOf(docker, "box.idle")).toEqual([]);
+    expect(await containersOf(docker, `${box}.idle`)).toEqual([]);
     // The next call starts it again.
-    expect((await call("box.idle", { text: "twice" })).status).toBe(CallStatus.SUCCESS);
+    expect((await call(`${box}.idle`, { text: "twice" })).status).toBe(CallStatus.SUCCESS);
   });
 
   it("StartTool, GetRuntimeStatus and StopTool cover docker tools like local ones", async () => {
-    const started = await dispatcher().startTool({ tool: "box.mounted" }, stack.as(admin));
+    const started = await dispatcher().startTool({ tool: `${box}.mounted` }, stack.as(admin));
     expect(started.status).toMatchObject({
-      tool: "box.mounted",
+      tool: `${box}.mounted`,
       state: RuntimeState.RUNNING,
       pid: 0,
     });
     expect(started.status?.port).toBeGreaterThan(0);
     const all = await dispatcher().getRuntimeStatus({}, stack.as(admin));
-    expect(all.runtimes.map((r) => r.tool)).toContain("box.mounted");
+    expect(all.runtimes.map((r) => r.tool)).toContain(`${box}.mounted`);
     await expect(
-      dispatcher().getRuntimeStatus({ tool: "box.mounted" }, stack.as(agent)),
+      dispatcher().getRuntimeStatus({ tool: `${box}.mounted` }, stack.as(agent)),
     ).rejects.toMatchObject({ code: Code.PermissionDenied });
-    const stopped = await dispatcher().stopTool({ tool: "box.mounted" }, stack.as(admin));
+    const stopped = await dispatcher().stopTool({ tool: `${box}.mounted` }, stack.as(admin));
     expect(stopped.status?.state).toBe(RuntimeState.STOPPED);
-    expect(await containersOf(docker, "box.mounted")).toEqual([]);
+    expect(await containersOf(docker, `${box}.mounted`)).toEqual([]);
   });
 
   it("fails a call clearly when the image is missing or a declared secret is not there", async () => {
-    const missingImage = await call("box.missing-image");
+    const missingImage = await call(`${box}.missing-image`);
     expect(missingImage.status).toBe(CallStatus.FAILURE);
     expect(missingImage.error?.code).toBe("backend_unavailable");
     expect(missingImage.error?.message).toContain(
       'image "toolmesh-test/not-built:1" is not on the Docker host (the Dispatcher does not pull)',
     );
-    const missingSecret = await call("box.missing-secret");
+    const missingSecret = await call(`${box}.missing-secret`);
     expect(missingSecret.error?.message).toContain(
       'secret "NOT_THERE" is not in TOOLMESH_TOOL_SECRETS_DIR',
     );
     await expect(
-      dispatcher().startTool({ tool: "box.missing-image" }, stack.as(admin)),
+      dispatcher().startTool({ tool: `${box}.missing-image` }, stack.as(admin)),
     ).rejects.toMatchObject({ code: Code.Unavailable });
-    expect(await statusOf("box.missing-image")).toMatchObject({
+    expect(await statusOf(`${box}.missing-image`)).toMatchObject({
       state: RuntimeState.FAILED,
       lastError: expect.stringContaining("is not on the Docker host"),
     });
-    expect(await containersOf(docker, "box.missing-secret")).toEqual([]);
+    expect(await containersOf(docker, `${box}.missing-secret`)).toEqual([]);
+  });
+
+  it("fails a call clearly when the container exits at once or its command does not exist", async () => {
+    const quick = await call(`${box}.quick-exit`);
+    expect(quick.status).toBe(CallStatus.FAILURE);
+    expect(quick.error?.message).toContain(
+      "the docker tool did not start: exited with code 4: failing at start as asked before it was healthy",
+    );
+    const badCommand = await call(`${box}.bad-command`);
+    expect(badCommand.error?.message).toMatch(
+      /^the docker tool did not start: Docker refused to start the container \(HTTP \d+\): .*not-there/,
+    );
+    // Neither leaves a container behind.
+    expect(await containersOf(docker, `${box}.quick-exit`)).toEqual([]);
+    expect(await containersOf(docker, `${box}.bad-command`)).toEqual([]);
   });
   it("removes a container that outlived a killed Dispatcher before it runs the tool again", async () => {
-    expect((await call("box.echo", { text: "before" })).status).toBe(CallStatus.SUCCESS);
-    const [orphan] = await containersOf(docker, "box.echo");
+    expect((await call(`${box}.echo`, { text: "before" })).status).toBe(CallStatus.SUCCESS);
+    const [orphan] = await containersOf(docker, `${box}.echo`);
     await stack.dispatcher.kill();
     // SIGKILL gave the Dispatcher no chance to stop it: it still holds box.echo's fixed port.
     expect((await docker.getContainer(orphan?.Id ?? "").inspect()).State.Running).toBe(true);
     await stack.restartDispatcher();
     const res = await eventually(
-      () => call("box.echo", { text: "after" }),
+      () => call(`${box}.echo`, { text: "after" }),
       15_000,
       "the restarted dispatcher to answer",
     );
     expect(res.status).toBe(CallStatus.SUCCESS);
-    const now = await containersOf(docker, "box.echo");
+    const now = await containersOf(docker, `${box}.echo`);
     expect(now.map((c) => c.Id)).not.toContain(orphan?.Id);
     expect(now).toHaveLength(1);
   });

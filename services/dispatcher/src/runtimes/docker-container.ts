@@ -97,15 +97,15 @@ export async function launchContainer(
   } catch (error) {
     throw startError(error, "create", spec.image, settings.socket, secrets.values);
   }
-  // Waiting is set up before the start so that an immediate exit is not missed.
-  const exited = container.wait({ condition: "next-exit" }) as Promise<{ StatusCode: number }>;
-  exited.catch(() => {});
   try {
     await container.start({ abortSignal: signal });
   } catch (error) {
     await container.remove({ force: true }).catch(() => {});
     throw startError(error, "start", spec.image, settings.socket, secrets.values);
   }
+  // Asked after the start, "not-running" answers at once for a container that already exited
+  // (where "next-exit" would wait for an exit that has happened).
+  const exited = container.wait({ condition: "not-running" }) as Promise<{ StatusCode: number }>;
   const id = container.id;
   log.info({ container_id: id.slice(0, 12), image: spec.image, port }, "container started");
   const ended = exited

@@ -13,6 +13,10 @@ import (
 )
 
 func main() {
+	if code := os.Getenv("EXIT_AT_START"); code != "" {
+		fmt.Fprintln(os.Stderr, "failing at start as asked")
+		os.Exit(4)
+	}
 	addr := os.Getenv("TOOLMESH_TOOL_HOST") + ":" + os.Getenv("TOOLMESH_TOOL_PORT")
 	http.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte("ok"))
