@@ -117,6 +117,7 @@ describe.skipIf(!engine.ok)("docker runtime end to end", () => {
     });
     await register(`${box}.idle`, { idleTimeoutMs: 300 });
     await register(`${box}.crash`);
+    await register(`${box}.oom`, { resources: { memoryBytes: BigInt(16 * MiB) } });
     await register(`${box}.missing-image`, { image: "toolmesh-test/not-built:1" });
     await register(`${box}.quick-exit`, { env: { EXIT_AT_START: "4" } });
     await register(`${box}.bad-command`, { command: ["/not-there"] });
@@ -127,7 +128,7 @@ describe.skipIf(!engine.ok)("docker runtime end to end", () => {
 
   afterAll(async () => {
     await stack?.stop();
-    for (const tool of ["echo", "mounted", "idle", "crash", "quick-exit"].map(
+    for (const tool of ["echo", "mounted", "idle", "crash", "oom", "quick-exit"].map(
       (t) => `${box}.${t}`,
     )) {
       for (const info of await containersOf(docker, tool))
@@ -252,6 +253,16 @@ describe.skipIf(!engine.ok)("docker runtime end to end", () => {
       200,
     );
     expect((await call(`${box}.crash`, { text: "three" })).status).toBe(CallStatus.SUCCESS);
+  });
+
+  it("enforces the memory limit: a tool over it is killed, reported and restarted", async () => {
+    expect((await call(`${box}.oom`, { alloc_mb: 1 })).status).toBe(CallStatus.SUCCESS);
+    const over = await call(`${box}.oom`, { alloc_mb: 64 });
+    expect(over.status).toBe(CallStatus.FAILURE);
+    expect(over.error?.code).toBe("backend_unavailable");
+    const back = await restarted(`${box}.oom`, 1);
+    expect(back.lastError).toContain("exited with code 137 (killed: out of memory)");
+    expect((await call(`${box}.oom`, { text: "fine" })).output).toMatchObject({ text: "fine" });
   });
 
   it("stops a container that is idle and removes it", async () => {

@@ -30,16 +30,27 @@ func main() {
 }
 
 type request struct {
-	Text string `json:"text"`
-	Exit int    `json:"exit"`
-	Read string `json:"read"`
+	Text    string `json:"text"`
+	Exit    int    `json:"exit"`
+	Read    string `json:"read"`
+	AllocMB int    `json:"alloc_mb"`
 }
+
+// kept holds what alloc_mb allocated, so that it stays in use.
+var kept [][]byte
 
 func invoke(w http.ResponseWriter, r *http.Request) {
 	var req request
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
+	}
+	for i := 0; i < req.AllocMB; i++ {
+		block := make([]byte, 1<<20)
+		for j := range block {
+			block[j] = 1
+		}
+		kept = append(kept, block)
 	}
 	if req.Exit != 0 {
 		fmt.Fprintf(os.Stderr, "exiting with %d as asked\n", req.Exit)
