@@ -292,8 +292,15 @@ describe.skipIf(!engine.ok)("docker runtime end to end", () => {
     expect(started.status?.port).toBeGreaterThan(0);
     const all = await dispatcher().getRuntimeStatus({}, stack.as(admin));
     expect(all.runtimes.map((r) => r.tool)).toContain(`${box}.mounted`);
+    // An agent sees the containers of the tools it may call; it may not stop them.
+    const seen = await dispatcher().getRuntimeStatus({ tool: `${box}.mounted` }, stack.as(agent));
+    expect(seen.runtimes[0]?.state).toBe(RuntimeState.RUNNING);
+    const stranger = await stack.agentToken("agent-without-grants");
     await expect(
-      dispatcher().getRuntimeStatus({ tool: `${box}.mounted` }, stack.as(agent)),
+      dispatcher().getRuntimeStatus({ tool: `${box}.mounted` }, stack.as(stranger)),
+    ).rejects.toMatchObject({ code: Code.NotFound });
+    await expect(
+      dispatcher().stopTool({ tool: `${box}.mounted` }, stack.as(agent)),
     ).rejects.toMatchObject({ code: Code.PermissionDenied });
     const stopped = await dispatcher().stopTool({ tool: `${box}.mounted` }, stack.as(admin));
     expect(stopped.status?.state).toBe(RuntimeState.STOPPED);
