@@ -23,6 +23,8 @@ echo "== Python stubs import"
 "$TOOLMESH_VENV/bin/python" -c "import toolmesh.registry.v1.registry_pb2_grpc, toolmesh.dispatcher.v1.dispatcher_pb2_grpc, toolmesh.events.v1.events_pb2; print('python stubs import')"
 echo "== vitest"
 npx vitest run
+echo "== docker runtime (vitest against dockerd; skips with one line where there is none)"
+npm run -s test:docker
 echo "== Python client and tool SDK (pytest, real stack)"
 libs/python/run-tests.sh
 echo "== Go client (go test, real stack)"

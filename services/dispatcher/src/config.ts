@@ -1,5 +1,14 @@
 import { authConfig } from "@toolmesh/auth";
-import { type ConfigOf, commonConfig, int, list, optionalStr, port, url } from "@toolmesh/config";
+import {
+  type ConfigOf,
+  commonConfig,
+  int,
+  list,
+  optionalStr,
+  port,
+  str,
+  url,
+} from "@toolmesh/config";
 
 /** Every setting of the Dispatcher, read from the environment. */
 export const dispatcherConfig = {
@@ -52,6 +61,20 @@ export const dispatcherConfig = {
   mcpAllowedOrigins: list("TOOLMESH_MCP_ALLOWED_ORIGINS", []),
   /** Authorization servers /.well-known/oauth-protected-resource announces (RFC 9728). */
   mcpAuthorizationServers: list("TOOLMESH_MCP_AUTHORIZATION_SERVERS", []),
+  /** The Docker Engine API socket that docker tools run through. */
+  dockerSocket: str("TOOLMESH_DOCKER_SOCKET", "/var/run/docker.sock"),
+  dockerIdleTimeoutMs: int("TOOLMESH_DOCKER_IDLE_TIMEOUT_MS", 5 * 60 * 1000, { min: 100 }),
+  dockerMaxConcurrency: int("TOOLMESH_DOCKER_MAX_CONCURRENCY", 8, { min: 1, max: 10_000 }),
+  dockerStartTimeoutMs: int("TOOLMESH_DOCKER_START_TIMEOUT_MS", 30_000, { min: 100 }),
+  /** Limits of a docker tool whose spec sets none. */
+  dockerMemoryBytes: int("TOOLMESH_DOCKER_MEMORY_BYTES", 256 * 1024 * 1024, {
+    min: 6 * 1024 * 1024,
+    max: 64 * 1024 * 1024 * 1024,
+  }),
+  dockerCpuMillis: int("TOOLMESH_DOCKER_CPU_MILLIS", 1000, { min: 1, max: 64_000 }),
+  dockerPids: int("TOOLMESH_DOCKER_PIDS", 128, { min: 1, max: 32_768 }),
+  /** One file per secret that docker tools may declare; empty means none can be declared. */
+  toolSecretsDir: str("TOOLMESH_TOOL_SECRETS_DIR", ""),
 };
 
 export type DispatcherConfig = ConfigOf<typeof dispatcherConfig>;

@@ -44,7 +44,13 @@ export interface ChainDeps {
   catalog: ToolCatalog;
   policy: PermissionGate;
   recorder: CallRecorder;
-  runtimes: { grpc: ToolRuntime; local: ToolRuntime; remote: ToolRuntime; mcp?: ToolRuntime };
+  runtimes: {
+    grpc: ToolRuntime;
+    local: ToolRuntime;
+    remote: ToolRuntime;
+    docker: ToolRuntime;
+    mcp?: ToolRuntime;
+  };
   idempotency: IdempotencyStore;
   callIds: CallIdOwners;
   running: RunningCalls;
@@ -381,7 +387,11 @@ export class DispatchChain {
 
   private runtimeOf(kind: string | undefined): ToolRuntime | undefined {
     const { runtimes } = this.deps;
-    return kind === "grpc" || kind === "local" || kind === "remote" || kind === "mcp"
+    return kind === "grpc" ||
+      kind === "local" ||
+      kind === "remote" ||
+      kind === "docker" ||
+      kind === "mcp"
       ? runtimes[kind]
       : undefined;
   }

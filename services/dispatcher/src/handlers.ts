@@ -7,7 +7,6 @@ import {
   CancelResponseSchema,
   type DispatcherService,
   GetRuntimeStatusResponseSchema,
-  type LocalRuntime as LocalRuntimeSpec,
   type Principal,
   StartToolResponseSchema,
   StopToolResponseSchema,
@@ -17,7 +16,9 @@ import { type CheckDeps, usableTools } from "./call-checks.js";
 import type { DispatchChain } from "./dispatch-chain.js";
 import { type ImportDeps, importMcpServer } from "./mcp/import-server.js";
 import type { RunningCalls } from "./running-calls.js";
-import { type LocalRuntime, LocalStartError } from "./runtimes/local-runtime.js";
+import type { DockerRuntime } from "./runtimes/docker-runtime.js";
+import type { LocalRuntime } from "./runtimes/local-runtime.js";
+import { ToolStartError } from "./runtimes/supervised-backend.js";
 import { dispatchToolCalls } from "./tool-calls/dispatch-tool-calls.js";
 import type { ToolCatalog } from "./tool-catalog.js";
 
@@ -26,6 +27,7 @@ export interface HandlerDeps {
   catalog: ToolCatalog;
   running: RunningCalls;
   local: LocalRuntime;
+  docker: DockerRuntime;
   /** What ImportMcpServer and the agents' view of running state need. */
   checks: CheckDeps;
   imports: ImportDeps;
@@ -33,21 +35,22 @@ export interface HandlerDeps {
 
 /** DispatcherService over Connect/gRPC/gRPC-Web; the chain itself lives in DispatchChain. */
 export function createDispatcherHandlers(deps: HandlerDeps): ServiceImpl<typeof DispatcherService> {
-  const { chain, catalog, running, local } = deps;
+  const { chain, catalog, running, local, docker } = deps;
 
-  const localSpec = (tool: string): LocalRuntimeSpec => {
-    if (tool === "") throw invalidField("tool", "name the local tool");
-    checkLength("tool", "toolName", tool);
-    const found = catalog.get(tool);
-    if (!found?.spec) throw notFound("tool", tool);
-    const kind = found.spec.runtime?.kind;
-    if (kind?.case !== "local") {
+  /** A tool whose backend the Dispatcher runs itself (a process or a container), and its runtime. */
+  const supervised = (name: string) => {
+    if (name === "") throw invalidField("tool", "name the local or docker tool");
+    checkLength("tool", "toolName", name);
+    const tool = catalog.get(name);
+    if (!tool?.spec) throw notFound("tool", name);
+    const runtime = [local, docker].find((r) => r.runs(tool));
+    if (!runtime) {
       throw new ConnectError(
-        `tool "${tool}" has a ${kind?.case ?? "missing"} runtime; only local tools have a process to start or stop`,
+        `tool "${name}" has a ${tool.spec.runtime?.kind.case ?? "missing"} runtime; only local and docker tools have a process or container to start or stop`,
         Code.FailedPrecondition,
       );
     }
-    return kind.value;
+    return { tool, runtime };
   };
 
   return {
@@ -67,15 +70,15 @@ export function createDispatcherHandlers(deps: HandlerDeps): ServiceImpl<typeof 
       return cancelCall(running, req.callId, principalOf(ctx));
     },
     getRuntimeStatus(req, ctx) {
-      // Admins see every local tool; an agent sees those it may call.
+      // Admins see every local and docker tool; an agent sees those it may call.
       const caller = principalOf(ctx);
       const admin = hasRole(caller, Role.Admin);
       const callable = admin ? undefined : new Set(usableTools(deps.checks, caller));
-      if (req.tool !== "") {
-        if (callable && !callable.has(req.tool)) throw notFound("tool", req.tool);
-        localSpec(req.tool);
-      }
-      const runtimes = local.statuses(req.tool === "" ? undefined : req.tool);
+      if (req.tool !== "" && callable && !callable.has(req.tool)) throw notFound("tool", req.tool);
+      const runtimes =
+        req.tool === ""
+          ? [...local.statuses(), ...docker.statuses()]
+          : supervised(req.tool).runtime.statuses(req.tool);
       return create(GetRuntimeStatusResponseSchema, {
         runtimes: callable ? runtimes.filter((r) => callable.has(r.tool)) : runtimes,
       });
@@ -92,11 +95,11 @@ export function createDispatcherHandlers(deps: HandlerDeps): ServiceImpl<typeof 
     },
     async startTool(req, ctx) {
       requireRole(ctx, Role.Admin);
-      const spec = localSpec(req.tool);
+      const { tool, runtime } = supervised(req.tool);
       try {
-        return create(StartToolResponseSchema, { status: await local.start(req.tool, spec) });
+        return create(StartToolResponseSchema, { status: await runtime.start(tool) });
       } catch (error) {
-        if (error instanceof LocalStartError) {
+        if (error instanceof ToolStartError) {
           throw new ConnectError(
             `tool "${req.tool}" did not become healthy: ${error.message}`,
             Code.Unavailable,
@@ -107,8 +110,8 @@ export function createDispatcherHandlers(deps: HandlerDeps): ServiceImpl<typeof 
     },
     async stopTool(req, ctx) {
       requireRole(ctx, Role.Admin);
-      localSpec(req.tool);
-      return create(StopToolResponseSchema, { status: await local.stop(req.tool) });
+      const { runtime } = supervised(req.tool);
+      return create(StopToolResponseSchema, { status: await runtime.stop(req.tool) });
     },
   };
 }

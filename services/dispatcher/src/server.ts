@@ -15,6 +15,7 @@ import { createHttpRoutes } from "./http-routes.js";
 import type { CallIdOwners, IdempotencyStore } from "./idempotency.js";
 import { McpEndpoint } from "./mcp/mcp-endpoint.js";
 import { RunningCalls } from "./running-calls.js";
+import { DockerRuntime } from "./runtimes/docker-runtime.js";
 import { GrpcRuntime } from "./runtimes/grpc-runtime.js";
 import { LocalRuntime } from "./runtimes/local-runtime.js";
 import { McpRuntime } from "./runtimes/mcp-runtime.js";
@@ -35,6 +36,14 @@ export interface DispatcherSettings {
   mcpIdleTimeoutMs: number;
   mcpAllowedOrigins: string[];
   mcpAuthorizationServers: string[];
+  dockerSocket: string;
+  dockerIdleTimeoutMs: number;
+  dockerMaxConcurrency: number;
+  dockerStartTimeoutMs: number;
+  dockerMemoryBytes: number;
+  dockerCpuMillis: number;
+  dockerPids: number;
+  toolSecretsDir: string;
 }
 
 export interface DispatcherDeps {
@@ -60,9 +69,10 @@ export interface Dispatcher {
   readonly chain: DispatchChain;
   readonly running: RunningCalls;
   readonly local: LocalRuntime;
+  readonly docker: DockerRuntime;
   /** Serves Dispatch, DispatchBatch and Cancel on a second port with @grpc/grpc-js. */
   listenGrpc(port: number, host: string): Promise<GrpcPort>;
-  /** Interrupts running calls, stops local tools and closes backend channels. */
+  /** Interrupts running calls, stops local and docker tools and closes backend channels. */
   close(): Promise<void>;
 }
 
@@ -84,11 +94,29 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     log,
   );
   const mcpRuntime = new McpRuntime({ idleTimeoutMs: settings.mcpIdleTimeoutMs }, log);
+  const docker = new DockerRuntime(
+    grpcRuntime,
+    remote,
+    {
+      idleTimeoutMs: settings.dockerIdleTimeoutMs,
+      maxConcurrency: settings.dockerMaxConcurrency,
+      startTimeoutMs: settings.dockerStartTimeoutMs,
+    },
+    {
+      socket: settings.dockerSocket,
+      memoryBytes: settings.dockerMemoryBytes,
+      cpuMillis: settings.dockerCpuMillis,
+      pids: settings.dockerPids,
+      secretsDir: settings.toolSecretsDir,
+      startTimeoutMs: settings.dockerStartTimeoutMs,
+    },
+    log,
+  );
   const chain = new DispatchChain({
     catalog,
     policy: deps.policy,
     recorder: new CallRecorder(deps.publisher, settings.redactKeys, deps.leases),
-    runtimes: { grpc: grpcRuntime, local, remote, mcp: mcpRuntime },
+    runtimes: { grpc: grpcRuntime, local, remote, docker, mcp: mcpRuntime },
     idempotency: deps.idempotency,
     callIds: deps.callIds,
     running,
@@ -132,6 +160,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
           catalog,
           running,
           local,
+          docker,
           checks,
           imports: { mcp: mcpRuntime, catalog, registry },
         }),
@@ -143,6 +172,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     chain,
     running,
     local,
+    docker,
     listenGrpc: (port, host) =>
       listenGrpcPort(
         {
@@ -160,7 +190,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       serving = false;
       stopFollowing?.();
       running.interruptAll("shutdown");
-      await Promise.all([local.close(), mcp.close(), mcpRuntime.close()]);
+      await Promise.all([local.close(), docker.close(), mcp.close(), mcpRuntime.close()]);
       await grpcRuntime.close();
     },
   };

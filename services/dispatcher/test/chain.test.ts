@@ -113,7 +113,7 @@ describe("dispatch chain (in memory)", () => {
       catalog: new ToolCatalog(tools),
       policy: gate,
       recorder: new CallRecorder(publisher, ["password"], leases),
-      runtimes: { grpc: runtime, local: runtime, remote: runtime },
+      runtimes: { grpc: runtime, local: runtime, remote: runtime, docker: runtime },
       idempotency: new MemoryIdempotencyStore(),
       callIds: new MemoryCallIdOwners(),
       running: new RunningCalls(),

@@ -19,6 +19,7 @@ const RUNTIME_KINDS = [
   RuntimeKind.GRPC,
   RuntimeKind.LOCAL,
   RuntimeKind.REMOTE,
+  RuntimeKind.DOCKER,
   RuntimeKind.MCP,
 ] as const;
 

@@ -146,6 +146,8 @@ export function runtimeKindOf(tool: Tool): RuntimeKind {
       return RuntimeKind.LOCAL;
     case "remote":
       return RuntimeKind.REMOTE;
+    case "docker":
+      return RuntimeKind.DOCKER;
     case "mcp":
       return RuntimeKind.MCP;
     default:
@@ -153,7 +155,7 @@ export function runtimeKindOf(tool: Tool): RuntimeKind {
   }
 }
 
-/** A copy without secrets a tool's owner put in its runtime (remote headers, local env values). */
+/** A copy without secrets a tool's owner put in its runtime (headers and environment values). */
 function withoutRuntimeSecrets(tool: Tool): Tool {
   const kind = tool.spec?.runtime?.kind;
   if (secretMaps(kind).every((secrets) => Object.keys(secrets).length === 0)) return tool;
@@ -170,6 +172,7 @@ function secretMaps(kind: Runtime["kind"] | undefined): Record<string, string>[]
     case "remote":
       return [kind.value.headers];
     case "local":
+    case "docker":
       return [kind.value.env];
     case "mcp":
       return [kind.value.headers, kind.value.env];

@@ -9,6 +9,8 @@ import {
   ToolStatus,
 } from "@toolmesh/proto";
 import { SchemaCompileError, schemaHash, type ValidatorCache } from "@toolmesh/schema";
+import { checkDockerRuntime } from "./docker-validation.js";
+import { ENV_KEY, maxCount, maxLength } from "./field-checks.js";
 
 /** Size limits of a tool or group; a value over a limit is INVALID_ARGUMENT naming the field. */
 export const limits = {
@@ -44,20 +46,10 @@ export const limits = {
   groupExampleBytes: 16 * 1024,
 } as const;
 
-const ENV_KEY = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const LABEL_KEY = /^[a-z0-9]([a-z0-9_./-]*[a-z0-9])?$/;
 
 const utf8 = new TextEncoder();
-
-function maxLength(field: string, value: string, max: number): void {
-  if (value.length > max)
-    throw invalidField(field, `is ${value.length} characters; at most ${max} allowed`);
-}
-
-function maxCount(field: string, count: number, max: number): void {
-  if (count > max) throw invalidField(field, `has ${count} entries; at most ${max} allowed`);
-}
 
 /** What validation derives from a spec: the spec with defaults applied and its schema hash. */
 export interface CheckedSpec {
@@ -185,7 +177,7 @@ function checkRuntime(spec: ToolSpec): void {
   if (!kind || kind.case === undefined)
     throw invalidField(
       "tool.runtime",
-      "is required: set exactly one of grpc, local, remote or mcp",
+      "is required: set exactly one of grpc, local, remote, docker or mcp",
     );
   switch (kind.case) {
     case "grpc": {
@@ -234,6 +226,9 @@ function checkRuntime(spec: ToolSpec): void {
       checkHeaders("tool.runtime.remote.headers", remote.headers);
       return;
     }
+    case "docker":
+      checkDockerRuntime(kind.value, limits);
+      return;
     case "mcp": {
       const mcp = kind.value;
       if (mcp.tool === "")

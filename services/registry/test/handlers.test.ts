@@ -237,12 +237,12 @@ describe("RegisterTool", () => {
     [
       "no runtime",
       { runtime: undefined },
-      "tool.runtime: is required: set exactly one of grpc, local, remote or mcp",
+      "tool.runtime: is required: set exactly one of grpc, local, remote, docker or mcp",
     ],
     [
       "an empty runtime",
       { runtime: {} },
-      "tool.runtime: is required: set exactly one of grpc, local, remote or mcp",
+      "tool.runtime: is required: set exactly one of grpc, local, remote, docker or mcp",
     ],
     [
       "an MCP runtime with both a URL and a command",
@@ -368,6 +368,24 @@ describe("RegisterTool", () => {
     );
     await ctx.client.registerTool(
       {
+        tool: spec("a.docker", {
+          runtime: {
+            kind: {
+              case: "docker",
+              value: {
+                image: "toolmesh/echo:1",
+                env: { TOKEN: "s3cret" },
+                resources: { memoryBytes: 64n * 1024n * 1024n, cpuMillis: 500, pids: 32 },
+                secrets: [{ name: "github-token", env: "GITHUB_TOKEN" }],
+              },
+            },
+          },
+        }),
+      },
+      admin,
+    );
+    await ctx.client.registerTool(
+      {
         tool: spec("a.v6", {
           runtime: { kind: { case: "grpc", value: { address: "[::1]:7200" } } },
         }),
@@ -392,6 +410,7 @@ describe("RegisterTool", () => {
       [RuntimeKind.GRPC, 1, ["a.v6"]],
       [RuntimeKind.LOCAL, 1, ["a.local"]],
       [RuntimeKind.REMOTE, 1, ["a.remote"]],
+      [RuntimeKind.DOCKER, 1, ["a.docker"]],
       [RuntimeKind.MCP, 1, ["a.mcp"]],
     ]);
   });

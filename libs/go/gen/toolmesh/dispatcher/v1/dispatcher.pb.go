@@ -580,16 +580,18 @@ func (*CancelResponse) Descriptor() ([]byte, []int) {
 }
 
 type RuntimeStatus struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Tool          string                 `protobuf:"bytes,1,opt,name=tool,proto3" json:"tool,omitempty"`
-	State         RuntimeState           `protobuf:"varint,2,opt,name=state,proto3,enum=toolmesh.dispatcher.v1.RuntimeState" json:"state,omitempty"`
-	Pid           uint32                 `protobuf:"varint,3,opt,name=pid,proto3" json:"pid,omitempty"`
-	Port          uint32                 `protobuf:"varint,4,opt,name=port,proto3" json:"port,omitempty"`
-	Restarts      uint32                 `protobuf:"varint,5,opt,name=restarts,proto3" json:"restarts,omitempty"`
-	LastError     string                 `protobuf:"bytes,6,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
-	InFlight      uint32                 `protobuf:"varint,7,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
-	StartedAt     *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
-	LastUsedAt    *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=last_used_at,json=lastUsedAt,proto3" json:"last_used_at,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Tool       string                 `protobuf:"bytes,1,opt,name=tool,proto3" json:"tool,omitempty"`
+	State      RuntimeState           `protobuf:"varint,2,opt,name=state,proto3,enum=toolmesh.dispatcher.v1.RuntimeState" json:"state,omitempty"`
+	Pid        uint32                 `protobuf:"varint,3,opt,name=pid,proto3" json:"pid,omitempty"`
+	Port       uint32                 `protobuf:"varint,4,opt,name=port,proto3" json:"port,omitempty"`
+	Restarts   uint32                 `protobuf:"varint,5,opt,name=restarts,proto3" json:"restarts,omitempty"`
+	LastError  string                 `protobuf:"bytes,6,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
+	InFlight   uint32                 `protobuf:"varint,7,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
+	StartedAt  *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
+	LastUsedAt *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=last_used_at,json=lastUsedAt,proto3" json:"last_used_at,omitempty"`
+	// The running container of a docker tool (pid is 0 for those).
+	ContainerId   string `protobuf:"bytes,10,opt,name=container_id,json=containerId,proto3" json:"container_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -687,9 +689,16 @@ func (x *RuntimeStatus) GetLastUsedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *RuntimeStatus) GetContainerId() string {
+	if x != nil {
+		return x.ContainerId
+	}
+	return ""
+}
+
 type GetRuntimeStatusRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// One tool; empty for every local tool.
+	// One tool; empty for every local and docker tool the Dispatcher has run.
 	Tool          string `protobuf:"bytes,1,opt,name=tool,proto3" json:"tool,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1321,7 +1330,7 @@ const file_toolmesh_dispatcher_v1_dispatcher_proto_rawDesc = "" +
 	"\rCancelRequest\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"\x10\n" +
-	"\x0eCancelResponse\"\xd6\x02\n" +
+	"\x0eCancelResponse\"\xf9\x02\n" +
 	"\rRuntimeStatus\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x12:\n" +
 	"\x05state\x18\x02 \x01(\x0e2$.toolmesh.dispatcher.v1.RuntimeStateR\x05state\x12\x10\n" +
@@ -1334,7 +1343,9 @@ const file_toolmesh_dispatcher_v1_dispatcher_proto_rawDesc = "" +
 	"\n" +
 	"started_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12<\n" +
 	"\flast_used_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"lastUsedAt\"-\n" +
+	"lastUsedAt\x12!\n" +
+	"\fcontainer_id\x18\n" +
+	" \x01(\tR\vcontainerId\"-\n" +
 	"\x17GetRuntimeStatusRequest\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\"]\n" +
 	"\x18GetRuntimeStatusResponse\x12A\n" +

@@ -48,13 +48,13 @@ type DispatcherServiceClient interface {
 	// Cancel interrupts a running call of the caller's (admins may cancel any). Fails with
 	// NOT_FOUND (no such running call), UNAUTHENTICATED, PERMISSION_DENIED.
 	Cancel(ctx context.Context, in *CancelRequest, opts ...grpc.CallOption) (*CancelResponse, error)
-	// GetRuntimeStatus shows local tool processes and backend health. Fails with UNAUTHENTICATED,
+	// GetRuntimeStatus shows local tool processes and docker tool containers. Fails with UNAUTHENTICATED,
 	// PERMISSION_DENIED (admin), NOT_FOUND (unknown tool).
 	GetRuntimeStatus(ctx context.Context, in *GetRuntimeStatusRequest, opts ...grpc.CallOption) (*GetRuntimeStatusResponse, error)
-	// StartTool starts a local tool's process now. Fails with NOT_FOUND, FAILED_PRECONDITION (not a
-	// local tool), UNAVAILABLE (it did not become healthy), UNAUTHENTICATED, PERMISSION_DENIED.
+	// StartTool starts a local tool's process or a docker tool's container now. Fails with NOT_FOUND,
+	// FAILED_PRECONDITION (neither a local nor a docker tool), UNAVAILABLE (it did not become healthy), UNAUTHENTICATED, PERMISSION_DENIED.
 	StartTool(ctx context.Context, in *StartToolRequest, opts ...grpc.CallOption) (*StartToolResponse, error)
-	// StopTool stops a local tool's process. Fails with NOT_FOUND, FAILED_PRECONDITION,
+	// StopTool stops a local tool's process or a docker tool's container. Fails with NOT_FOUND, FAILED_PRECONDITION,
 	// UNAUTHENTICATED, PERMISSION_DENIED.
 	StopTool(ctx context.Context, in *StopToolRequest, opts ...grpc.CallOption) (*StopToolResponse, error)
 	// DispatchToolCalls runs the tool calls of a model's reply (OpenAI Chat Completions `tool_calls`,
@@ -179,13 +179,13 @@ type DispatcherServiceServer interface {
 	// Cancel interrupts a running call of the caller's (admins may cancel any). Fails with
 	// NOT_FOUND (no such running call), UNAUTHENTICATED, PERMISSION_DENIED.
 	Cancel(context.Context, *CancelRequest) (*CancelResponse, error)
-	// GetRuntimeStatus shows local tool processes and backend health. Fails with UNAUTHENTICATED,
+	// GetRuntimeStatus shows local tool processes and docker tool containers. Fails with UNAUTHENTICATED,
 	// PERMISSION_DENIED (admin), NOT_FOUND (unknown tool).
 	GetRuntimeStatus(context.Context, *GetRuntimeStatusRequest) (*GetRuntimeStatusResponse, error)
-	// StartTool starts a local tool's process now. Fails with NOT_FOUND, FAILED_PRECONDITION (not a
-	// local tool), UNAVAILABLE (it did not become healthy), UNAUTHENTICATED, PERMISSION_DENIED.
+	// StartTool starts a local tool's process or a docker tool's container now. Fails with NOT_FOUND,
+	// FAILED_PRECONDITION (neither a local nor a docker tool), UNAVAILABLE (it did not become healthy), UNAUTHENTICATED, PERMISSION_DENIED.
 	StartTool(context.Context, *StartToolRequest) (*StartToolResponse, error)
-	// StopTool stops a local tool's process. Fails with NOT_FOUND, FAILED_PRECONDITION,
+	// StopTool stops a local tool's process or a docker tool's container. Fails with NOT_FOUND, FAILED_PRECONDITION,
 	// UNAUTHENTICATED, PERMISSION_DENIED.
 	StopTool(context.Context, *StopToolRequest) (*StopToolResponse, error)
 	// DispatchToolCalls runs the tool calls of a model's reply (OpenAI Chat Completions `tool_calls`,

@@ -87,6 +87,7 @@ const (
 	RuntimeKind_RUNTIME_KIND_GRPC        RuntimeKind = 1
 	RuntimeKind_RUNTIME_KIND_LOCAL       RuntimeKind = 2
 	RuntimeKind_RUNTIME_KIND_REMOTE      RuntimeKind = 3
+	RuntimeKind_RUNTIME_KIND_DOCKER      RuntimeKind = 4
 	RuntimeKind_RUNTIME_KIND_MCP         RuntimeKind = 5
 )
 
@@ -97,6 +98,7 @@ var (
 		1: "RUNTIME_KIND_GRPC",
 		2: "RUNTIME_KIND_LOCAL",
 		3: "RUNTIME_KIND_REMOTE",
+		4: "RUNTIME_KIND_DOCKER",
 		5: "RUNTIME_KIND_MCP",
 	}
 	RuntimeKind_value = map[string]int32{
@@ -104,6 +106,7 @@ var (
 		"RUNTIME_KIND_GRPC":        1,
 		"RUNTIME_KIND_LOCAL":       2,
 		"RUNTIME_KIND_REMOTE":      3,
+		"RUNTIME_KIND_DOCKER":      4,
 		"RUNTIME_KIND_MCP":         5,
 	}
 )
@@ -512,6 +515,339 @@ func (x *RemoteRuntime) GetHeaders() map[string]string {
 	return nil
 }
 
+// DockerRuntime is a container image the Dispatcher runs on demand through the Docker Engine
+// API, isolated by default: a non-root user, a read-only root filesystem, no new privileges, every
+// capability dropped, memory, CPU and pids limits, and no host path unless declared in `mounts`.
+// The container shares the host's network; the tool listens on 127.0.0.1 at `port`, which is also
+// passed in the environment variable `TOOLMESH_TOOL_PORT`.
+type DockerRuntime struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// An image already present on the Docker host, for example `toolmesh/data-tool:1.2`; the
+	// Dispatcher does not pull.
+	Image string `protobuf:"bytes,1,opt,name=image,proto3" json:"image,omitempty"`
+	// Replaces the image's entrypoint and command when set; the first element is the executable.
+	Command []string `protobuf:"bytes,2,rep,name=command,proto3" json:"command,omitempty"`
+	// Extra environment for the container; never secrets of the caller (declare those in `secrets`).
+	Env map[string]string `protobuf:"bytes,3,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The port the tool listens on; 0 lets the Dispatcher choose a free port.
+	Port     uint32        `protobuf:"varint,4,opt,name=port,proto3" json:"port,omitempty"`
+	Protocol LocalProtocol `protobuf:"varint,5,opt,name=protocol,proto3,enum=toolmesh.registry.v1.LocalProtocol" json:"protocol,omitempty"`
+	// HTTP path for the LOCAL_PROTOCOL_HTTP protocol, default `/invoke`.
+	HttpPath string `protobuf:"bytes,6,opt,name=http_path,json=httpPath,proto3" json:"http_path,omitempty"`
+	// Limits; a zero value means the Dispatcher's default.
+	Resources *DockerResources `protobuf:"bytes,7,opt,name=resources,proto3" json:"resources,omitempty"`
+	// Host paths the container may see; none unless declared here.
+	Mounts []*DockerMount `protobuf:"bytes,8,rep,name=mounts,proto3" json:"mounts,omitempty"`
+	// Secrets of the Dispatcher's host passed as environment variables; none unless declared here.
+	Secrets []*DockerSecret `protobuf:"bytes,9,rep,name=secrets,proto3" json:"secrets,omitempty"`
+	// `uid[:gid]` to run as; empty means 65534:65534 (nobody). Root (0) is refused.
+	User string `protobuf:"bytes,10,opt,name=user,proto3" json:"user,omitempty"`
+	// Calls allowed at once; 0 means the Dispatcher's default.
+	MaxConcurrency uint32 `protobuf:"varint,11,opt,name=max_concurrency,json=maxConcurrency,proto3" json:"max_concurrency,omitempty"`
+	// Stop the container after this long without calls; 0 means the Dispatcher's default.
+	IdleTimeoutMs uint32 `protobuf:"varint,12,opt,name=idle_timeout_ms,json=idleTimeoutMs,proto3" json:"idle_timeout_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DockerRuntime) Reset() {
+	*x = DockerRuntime{}
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DockerRuntime) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DockerRuntime) ProtoMessage() {}
+
+func (x *DockerRuntime) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DockerRuntime.ProtoReflect.Descriptor instead.
+func (*DockerRuntime) Descriptor() ([]byte, []int) {
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *DockerRuntime) GetImage() string {
+	if x != nil {
+		return x.Image
+	}
+	return ""
+}
+
+func (x *DockerRuntime) GetCommand() []string {
+	if x != nil {
+		return x.Command
+	}
+	return nil
+}
+
+func (x *DockerRuntime) GetEnv() map[string]string {
+	if x != nil {
+		return x.Env
+	}
+	return nil
+}
+
+func (x *DockerRuntime) GetPort() uint32 {
+	if x != nil {
+		return x.Port
+	}
+	return 0
+}
+
+func (x *DockerRuntime) GetProtocol() LocalProtocol {
+	if x != nil {
+		return x.Protocol
+	}
+	return LocalProtocol_LOCAL_PROTOCOL_UNSPECIFIED
+}
+
+func (x *DockerRuntime) GetHttpPath() string {
+	if x != nil {
+		return x.HttpPath
+	}
+	return ""
+}
+
+func (x *DockerRuntime) GetResources() *DockerResources {
+	if x != nil {
+		return x.Resources
+	}
+	return nil
+}
+
+func (x *DockerRuntime) GetMounts() []*DockerMount {
+	if x != nil {
+		return x.Mounts
+	}
+	return nil
+}
+
+func (x *DockerRuntime) GetSecrets() []*DockerSecret {
+	if x != nil {
+		return x.Secrets
+	}
+	return nil
+}
+
+func (x *DockerRuntime) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+func (x *DockerRuntime) GetMaxConcurrency() uint32 {
+	if x != nil {
+		return x.MaxConcurrency
+	}
+	return 0
+}
+
+func (x *DockerRuntime) GetIdleTimeoutMs() uint32 {
+	if x != nil {
+		return x.IdleTimeoutMs
+	}
+	return 0
+}
+
+// DockerResources bounds what one container may use.
+type DockerResources struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Memory in bytes, swap included; at least 6 MiB.
+	MemoryBytes uint64 `protobuf:"varint,1,opt,name=memory_bytes,json=memoryBytes,proto3" json:"memory_bytes,omitempty"`
+	// CPU in thousandths of a core: 500 is half a core.
+	CpuMillis uint32 `protobuf:"varint,2,opt,name=cpu_millis,json=cpuMillis,proto3" json:"cpu_millis,omitempty"`
+	// Processes and threads at once.
+	Pids          uint32 `protobuf:"varint,3,opt,name=pids,proto3" json:"pids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DockerResources) Reset() {
+	*x = DockerResources{}
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DockerResources) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DockerResources) ProtoMessage() {}
+
+func (x *DockerResources) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DockerResources.ProtoReflect.Descriptor instead.
+func (*DockerResources) Descriptor() ([]byte, []int) {
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *DockerResources) GetMemoryBytes() uint64 {
+	if x != nil {
+		return x.MemoryBytes
+	}
+	return 0
+}
+
+func (x *DockerResources) GetCpuMillis() uint32 {
+	if x != nil {
+		return x.CpuMillis
+	}
+	return 0
+}
+
+func (x *DockerResources) GetPids() uint32 {
+	if x != nil {
+		return x.Pids
+	}
+	return 0
+}
+
+// DockerMount makes one host path visible in the container, read-only unless `writable`.
+type DockerMount struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Absolute path on the Docker host.
+	HostPath string `protobuf:"bytes,1,opt,name=host_path,json=hostPath,proto3" json:"host_path,omitempty"`
+	// Absolute path in the container.
+	ContainerPath string `protobuf:"bytes,2,opt,name=container_path,json=containerPath,proto3" json:"container_path,omitempty"`
+	Writable      bool   `protobuf:"varint,3,opt,name=writable,proto3" json:"writable,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DockerMount) Reset() {
+	*x = DockerMount{}
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DockerMount) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DockerMount) ProtoMessage() {}
+
+func (x *DockerMount) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DockerMount.ProtoReflect.Descriptor instead.
+func (*DockerMount) Descriptor() ([]byte, []int) {
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *DockerMount) GetHostPath() string {
+	if x != nil {
+		return x.HostPath
+	}
+	return ""
+}
+
+func (x *DockerMount) GetContainerPath() string {
+	if x != nil {
+		return x.ContainerPath
+	}
+	return ""
+}
+
+func (x *DockerMount) GetWritable() bool {
+	if x != nil {
+		return x.Writable
+	}
+	return false
+}
+
+// DockerSecret passes one secret the Dispatcher holds (a file named `name` in its secrets
+// directory, TOOLMESH_TOOL_SECRETS_DIR) to the container as an environment variable. The registry
+// keeps only the name, never the value.
+type DockerSecret struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 1-128 characters of [A-Za-z0-9_.-].
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Environment variable name in the container; empty means `name`.
+	Env           string `protobuf:"bytes,2,opt,name=env,proto3" json:"env,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DockerSecret) Reset() {
+	*x = DockerSecret{}
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DockerSecret) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DockerSecret) ProtoMessage() {}
+
+func (x *DockerSecret) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DockerSecret.ProtoReflect.Descriptor instead.
+func (*DockerSecret) Descriptor() ([]byte, []int) {
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *DockerSecret) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *DockerSecret) GetEnv() string {
+	if x != nil {
+		return x.Env
+	}
+	return ""
+}
+
 // McpRuntime is one tool of an existing MCP server: a streamable HTTP URL, or a command the
 // Dispatcher starts on demand and speaks to over stdio (exactly one of url and command).
 type McpRuntime struct {
@@ -537,7 +873,7 @@ type McpRuntime struct {
 
 func (x *McpRuntime) Reset() {
 	*x = McpRuntime{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[3]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -549,7 +885,7 @@ func (x *McpRuntime) String() string {
 func (*McpRuntime) ProtoMessage() {}
 
 func (x *McpRuntime) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[3]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -562,7 +898,7 @@ func (x *McpRuntime) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpRuntime.ProtoReflect.Descriptor instead.
 func (*McpRuntime) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{3}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *McpRuntime) GetUrl() string {
@@ -629,6 +965,7 @@ type Runtime struct {
 	//	*Runtime_Grpc
 	//	*Runtime_Local
 	//	*Runtime_Remote
+	//	*Runtime_Docker
 	//	*Runtime_Mcp
 	Kind          isRuntime_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
@@ -637,7 +974,7 @@ type Runtime struct {
 
 func (x *Runtime) Reset() {
 	*x = Runtime{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[4]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -649,7 +986,7 @@ func (x *Runtime) String() string {
 func (*Runtime) ProtoMessage() {}
 
 func (x *Runtime) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[4]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -662,7 +999,7 @@ func (x *Runtime) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Runtime.ProtoReflect.Descriptor instead.
 func (*Runtime) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{4}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Runtime) GetKind() isRuntime_Kind {
@@ -699,6 +1036,15 @@ func (x *Runtime) GetRemote() *RemoteRuntime {
 	return nil
 }
 
+func (x *Runtime) GetDocker() *DockerRuntime {
+	if x != nil {
+		if x, ok := x.Kind.(*Runtime_Docker); ok {
+			return x.Docker
+		}
+	}
+	return nil
+}
+
 func (x *Runtime) GetMcp() *McpRuntime {
 	if x != nil {
 		if x, ok := x.Kind.(*Runtime_Mcp); ok {
@@ -724,6 +1070,10 @@ type Runtime_Remote struct {
 	Remote *RemoteRuntime `protobuf:"bytes,3,opt,name=remote,proto3,oneof"`
 }
 
+type Runtime_Docker struct {
+	Docker *DockerRuntime `protobuf:"bytes,4,opt,name=docker,proto3,oneof"`
+}
+
 type Runtime_Mcp struct {
 	Mcp *McpRuntime `protobuf:"bytes,5,opt,name=mcp,proto3,oneof"`
 }
@@ -733,6 +1083,8 @@ func (*Runtime_Grpc) isRuntime_Kind() {}
 func (*Runtime_Local) isRuntime_Kind() {}
 
 func (*Runtime_Remote) isRuntime_Kind() {}
+
+func (*Runtime_Docker) isRuntime_Kind() {}
 
 func (*Runtime_Mcp) isRuntime_Kind() {}
 
@@ -751,7 +1103,7 @@ type ToolAnnotations struct {
 
 func (x *ToolAnnotations) Reset() {
 	*x = ToolAnnotations{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[5]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -763,7 +1115,7 @@ func (x *ToolAnnotations) String() string {
 func (*ToolAnnotations) ProtoMessage() {}
 
 func (x *ToolAnnotations) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[5]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -776,7 +1128,7 @@ func (x *ToolAnnotations) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolAnnotations.ProtoReflect.Descriptor instead.
 func (*ToolAnnotations) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{5}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ToolAnnotations) GetTitle() string {
@@ -815,7 +1167,7 @@ type RetryPolicy struct {
 
 func (x *RetryPolicy) Reset() {
 	*x = RetryPolicy{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[6]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -827,7 +1179,7 @@ func (x *RetryPolicy) String() string {
 func (*RetryPolicy) ProtoMessage() {}
 
 func (x *RetryPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[6]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -840,7 +1192,7 @@ func (x *RetryPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetryPolicy.ProtoReflect.Descriptor instead.
 func (*RetryPolicy) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{6}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *RetryPolicy) GetMaxAttempts() uint32 {
@@ -904,7 +1256,7 @@ type ToolSpec struct {
 
 func (x *ToolSpec) Reset() {
 	*x = ToolSpec{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[7]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -916,7 +1268,7 @@ func (x *ToolSpec) String() string {
 func (*ToolSpec) ProtoMessage() {}
 
 func (x *ToolSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[7]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -929,7 +1281,7 @@ func (x *ToolSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolSpec.ProtoReflect.Descriptor instead.
 func (*ToolSpec) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{7}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ToolSpec) GetName() string {
@@ -1071,7 +1423,7 @@ type Tool struct {
 
 func (x *Tool) Reset() {
 	*x = Tool{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[8]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1083,7 +1435,7 @@ func (x *Tool) String() string {
 func (*Tool) ProtoMessage() {}
 
 func (x *Tool) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[8]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1096,7 +1448,7 @@ func (x *Tool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tool.ProtoReflect.Descriptor instead.
 func (*Tool) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{8}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Tool) GetSpec() *ToolSpec {
@@ -1165,7 +1517,7 @@ type Group struct {
 
 func (x *Group) Reset() {
 	*x = Group{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[9]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1177,7 +1529,7 @@ func (x *Group) String() string {
 func (*Group) ProtoMessage() {}
 
 func (x *Group) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[9]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1190,7 +1542,7 @@ func (x *Group) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Group.ProtoReflect.Descriptor instead.
 func (*Group) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{9}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Group) GetName() string {
@@ -1237,7 +1589,7 @@ type RegisterToolRequest struct {
 
 func (x *RegisterToolRequest) Reset() {
 	*x = RegisterToolRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[10]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1249,7 +1601,7 @@ func (x *RegisterToolRequest) String() string {
 func (*RegisterToolRequest) ProtoMessage() {}
 
 func (x *RegisterToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[10]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1262,7 +1614,7 @@ func (x *RegisterToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterToolRequest.ProtoReflect.Descriptor instead.
 func (*RegisterToolRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{10}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RegisterToolRequest) GetTool() *ToolSpec {
@@ -1281,7 +1633,7 @@ type RegisterToolResponse struct {
 
 func (x *RegisterToolResponse) Reset() {
 	*x = RegisterToolResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[11]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1293,7 +1645,7 @@ func (x *RegisterToolResponse) String() string {
 func (*RegisterToolResponse) ProtoMessage() {}
 
 func (x *RegisterToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[11]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1306,7 +1658,7 @@ func (x *RegisterToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterToolResponse.ProtoReflect.Descriptor instead.
 func (*RegisterToolResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{11}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RegisterToolResponse) GetTool() *Tool {
@@ -1327,7 +1679,7 @@ type UpdateToolRequest struct {
 
 func (x *UpdateToolRequest) Reset() {
 	*x = UpdateToolRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[12]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1339,7 +1691,7 @@ func (x *UpdateToolRequest) String() string {
 func (*UpdateToolRequest) ProtoMessage() {}
 
 func (x *UpdateToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[12]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1352,7 +1704,7 @@ func (x *UpdateToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateToolRequest.ProtoReflect.Descriptor instead.
 func (*UpdateToolRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{12}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *UpdateToolRequest) GetTool() *ToolSpec {
@@ -1378,7 +1730,7 @@ type UpdateToolResponse struct {
 
 func (x *UpdateToolResponse) Reset() {
 	*x = UpdateToolResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[13]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1390,7 +1742,7 @@ func (x *UpdateToolResponse) String() string {
 func (*UpdateToolResponse) ProtoMessage() {}
 
 func (x *UpdateToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[13]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1403,7 +1755,7 @@ func (x *UpdateToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateToolResponse.ProtoReflect.Descriptor instead.
 func (*UpdateToolResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{13}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *UpdateToolResponse) GetTool() *Tool {
@@ -1427,7 +1779,7 @@ type SetToolSlugsRequest struct {
 
 func (x *SetToolSlugsRequest) Reset() {
 	*x = SetToolSlugsRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[14]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1439,7 +1791,7 @@ func (x *SetToolSlugsRequest) String() string {
 func (*SetToolSlugsRequest) ProtoMessage() {}
 
 func (x *SetToolSlugsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[14]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1452,7 +1804,7 @@ func (x *SetToolSlugsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetToolSlugsRequest.ProtoReflect.Descriptor instead.
 func (*SetToolSlugsRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{14}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SetToolSlugsRequest) GetName() string {
@@ -1485,7 +1837,7 @@ type SetToolSlugsResponse struct {
 
 func (x *SetToolSlugsResponse) Reset() {
 	*x = SetToolSlugsResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[15]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1497,7 +1849,7 @@ func (x *SetToolSlugsResponse) String() string {
 func (*SetToolSlugsResponse) ProtoMessage() {}
 
 func (x *SetToolSlugsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[15]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1510,7 +1862,7 @@ func (x *SetToolSlugsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetToolSlugsResponse.ProtoReflect.Descriptor instead.
 func (*SetToolSlugsResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{15}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *SetToolSlugsResponse) GetTool() *Tool {
@@ -1529,7 +1881,7 @@ type DeregisterToolRequest struct {
 
 func (x *DeregisterToolRequest) Reset() {
 	*x = DeregisterToolRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[16]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1541,7 +1893,7 @@ func (x *DeregisterToolRequest) String() string {
 func (*DeregisterToolRequest) ProtoMessage() {}
 
 func (x *DeregisterToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[16]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1554,7 +1906,7 @@ func (x *DeregisterToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeregisterToolRequest.ProtoReflect.Descriptor instead.
 func (*DeregisterToolRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{16}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *DeregisterToolRequest) GetName() string {
@@ -1574,7 +1926,7 @@ type DeregisterToolResponse struct {
 
 func (x *DeregisterToolResponse) Reset() {
 	*x = DeregisterToolResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[17]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1586,7 +1938,7 @@ func (x *DeregisterToolResponse) String() string {
 func (*DeregisterToolResponse) ProtoMessage() {}
 
 func (x *DeregisterToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[17]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1599,7 +1951,7 @@ func (x *DeregisterToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeregisterToolResponse.ProtoReflect.Descriptor instead.
 func (*DeregisterToolResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{17}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *DeregisterToolResponse) GetRemovedFromGroups() []string {
@@ -1618,7 +1970,7 @@ type GetToolRequest struct {
 
 func (x *GetToolRequest) Reset() {
 	*x = GetToolRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[18]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1630,7 +1982,7 @@ func (x *GetToolRequest) String() string {
 func (*GetToolRequest) ProtoMessage() {}
 
 func (x *GetToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[18]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1643,7 +1995,7 @@ func (x *GetToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetToolRequest.ProtoReflect.Descriptor instead.
 func (*GetToolRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{18}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GetToolRequest) GetName() string {
@@ -1662,7 +2014,7 @@ type GetToolResponse struct {
 
 func (x *GetToolResponse) Reset() {
 	*x = GetToolResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[19]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1674,7 +2026,7 @@ func (x *GetToolResponse) String() string {
 func (*GetToolResponse) ProtoMessage() {}
 
 func (x *GetToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[19]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1687,7 +2039,7 @@ func (x *GetToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetToolResponse.ProtoReflect.Descriptor instead.
 func (*GetToolResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{19}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *GetToolResponse) GetTool() *Tool {
@@ -1717,7 +2069,7 @@ type ListToolsRequest struct {
 
 func (x *ListToolsRequest) Reset() {
 	*x = ListToolsRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[20]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1729,7 +2081,7 @@ func (x *ListToolsRequest) String() string {
 func (*ListToolsRequest) ProtoMessage() {}
 
 func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[20]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1742,7 +2094,7 @@ func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsRequest.ProtoReflect.Descriptor instead.
 func (*ListToolsRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{20}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ListToolsRequest) GetCategory() string {
@@ -1805,7 +2157,7 @@ type ListToolsResponse struct {
 
 func (x *ListToolsResponse) Reset() {
 	*x = ListToolsResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[21]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1817,7 +2169,7 @@ func (x *ListToolsResponse) String() string {
 func (*ListToolsResponse) ProtoMessage() {}
 
 func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[21]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1830,7 +2182,7 @@ func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsResponse.ProtoReflect.Descriptor instead.
 func (*ListToolsResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{21}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ListToolsResponse) GetTools() []*Tool {
@@ -1855,7 +2207,7 @@ type WatchToolsRequest struct {
 
 func (x *WatchToolsRequest) Reset() {
 	*x = WatchToolsRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[22]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1867,7 +2219,7 @@ func (x *WatchToolsRequest) String() string {
 func (*WatchToolsRequest) ProtoMessage() {}
 
 func (x *WatchToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[22]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1880,7 +2232,7 @@ func (x *WatchToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchToolsRequest.ProtoReflect.Descriptor instead.
 func (*WatchToolsRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{22}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{26}
 }
 
 type WatchToolsResponse struct {
@@ -1896,7 +2248,7 @@ type WatchToolsResponse struct {
 
 func (x *WatchToolsResponse) Reset() {
 	*x = WatchToolsResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[23]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1908,7 +2260,7 @@ func (x *WatchToolsResponse) String() string {
 func (*WatchToolsResponse) ProtoMessage() {}
 
 func (x *WatchToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[23]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1921,7 +2273,7 @@ func (x *WatchToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchToolsResponse.ProtoReflect.Descriptor instead.
 func (*WatchToolsResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{23}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *WatchToolsResponse) GetType() WatchEventType {
@@ -1954,7 +2306,7 @@ type PutGroupRequest struct {
 
 func (x *PutGroupRequest) Reset() {
 	*x = PutGroupRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[24]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1966,7 +2318,7 @@ func (x *PutGroupRequest) String() string {
 func (*PutGroupRequest) ProtoMessage() {}
 
 func (x *PutGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[24]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1979,7 +2331,7 @@ func (x *PutGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutGroupRequest.ProtoReflect.Descriptor instead.
 func (*PutGroupRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{24}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *PutGroupRequest) GetGroup() *Group {
@@ -1998,7 +2350,7 @@ type PutGroupResponse struct {
 
 func (x *PutGroupResponse) Reset() {
 	*x = PutGroupResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[25]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2010,7 +2362,7 @@ func (x *PutGroupResponse) String() string {
 func (*PutGroupResponse) ProtoMessage() {}
 
 func (x *PutGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[25]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2023,7 +2375,7 @@ func (x *PutGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutGroupResponse.ProtoReflect.Descriptor instead.
 func (*PutGroupResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{25}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *PutGroupResponse) GetGroup() *Group {
@@ -2042,7 +2394,7 @@ type GetGroupRequest struct {
 
 func (x *GetGroupRequest) Reset() {
 	*x = GetGroupRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[26]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2054,7 +2406,7 @@ func (x *GetGroupRequest) String() string {
 func (*GetGroupRequest) ProtoMessage() {}
 
 func (x *GetGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[26]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2067,7 +2419,7 @@ func (x *GetGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGroupRequest.ProtoReflect.Descriptor instead.
 func (*GetGroupRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{26}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *GetGroupRequest) GetName() string {
@@ -2086,7 +2438,7 @@ type GetGroupResponse struct {
 
 func (x *GetGroupResponse) Reset() {
 	*x = GetGroupResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[27]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2098,7 +2450,7 @@ func (x *GetGroupResponse) String() string {
 func (*GetGroupResponse) ProtoMessage() {}
 
 func (x *GetGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[27]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2111,7 +2463,7 @@ func (x *GetGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGroupResponse.ProtoReflect.Descriptor instead.
 func (*GetGroupResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{27}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *GetGroupResponse) GetGroup() *Group {
@@ -2131,7 +2483,7 @@ type ListGroupsRequest struct {
 
 func (x *ListGroupsRequest) Reset() {
 	*x = ListGroupsRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[28]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2143,7 +2495,7 @@ func (x *ListGroupsRequest) String() string {
 func (*ListGroupsRequest) ProtoMessage() {}
 
 func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[28]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2156,7 +2508,7 @@ func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsRequest.ProtoReflect.Descriptor instead.
 func (*ListGroupsRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{28}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ListGroupsRequest) GetPageSize() uint32 {
@@ -2183,7 +2535,7 @@ type ListGroupsResponse struct {
 
 func (x *ListGroupsResponse) Reset() {
 	*x = ListGroupsResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[29]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2195,7 +2547,7 @@ func (x *ListGroupsResponse) String() string {
 func (*ListGroupsResponse) ProtoMessage() {}
 
 func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[29]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2208,7 +2560,7 @@ func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsResponse.ProtoReflect.Descriptor instead.
 func (*ListGroupsResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{29}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ListGroupsResponse) GetGroups() []*Group {
@@ -2234,7 +2586,7 @@ type DeleteGroupRequest struct {
 
 func (x *DeleteGroupRequest) Reset() {
 	*x = DeleteGroupRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[30]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2246,7 +2598,7 @@ func (x *DeleteGroupRequest) String() string {
 func (*DeleteGroupRequest) ProtoMessage() {}
 
 func (x *DeleteGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[30]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2259,7 +2611,7 @@ func (x *DeleteGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteGroupRequest.ProtoReflect.Descriptor instead.
 func (*DeleteGroupRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{30}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *DeleteGroupRequest) GetName() string {
@@ -2277,7 +2629,7 @@ type DeleteGroupResponse struct {
 
 func (x *DeleteGroupResponse) Reset() {
 	*x = DeleteGroupResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[31]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2289,7 +2641,7 @@ func (x *DeleteGroupResponse) String() string {
 func (*DeleteGroupResponse) ProtoMessage() {}
 
 func (x *DeleteGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[31]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2302,7 +2654,7 @@ func (x *DeleteGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteGroupResponse.ProtoReflect.Descriptor instead.
 func (*DeleteGroupResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{31}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{35}
 }
 
 type ListRuntimesRequest struct {
@@ -2313,7 +2665,7 @@ type ListRuntimesRequest struct {
 
 func (x *ListRuntimesRequest) Reset() {
 	*x = ListRuntimesRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[32]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2325,7 +2677,7 @@ func (x *ListRuntimesRequest) String() string {
 func (*ListRuntimesRequest) ProtoMessage() {}
 
 func (x *ListRuntimesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[32]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2338,7 +2690,7 @@ func (x *ListRuntimesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRuntimesRequest.ProtoReflect.Descriptor instead.
 func (*ListRuntimesRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{32}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{36}
 }
 
 // RuntimeSummary counts tools of one runtime kind.
@@ -2357,7 +2709,7 @@ type RuntimeSummary struct {
 
 func (x *RuntimeSummary) Reset() {
 	*x = RuntimeSummary{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[33]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2369,7 +2721,7 @@ func (x *RuntimeSummary) String() string {
 func (*RuntimeSummary) ProtoMessage() {}
 
 func (x *RuntimeSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[33]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2382,7 +2734,7 @@ func (x *RuntimeSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuntimeSummary.ProtoReflect.Descriptor instead.
 func (*RuntimeSummary) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{33}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *RuntimeSummary) GetKind() RuntimeKind {
@@ -2436,7 +2788,7 @@ type ListRuntimesResponse struct {
 
 func (x *ListRuntimesResponse) Reset() {
 	*x = ListRuntimesResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[34]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2448,7 +2800,7 @@ func (x *ListRuntimesResponse) String() string {
 func (*ListRuntimesResponse) ProtoMessage() {}
 
 func (x *ListRuntimesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[34]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2461,7 +2813,7 @@ func (x *ListRuntimesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRuntimesResponse.ProtoReflect.Descriptor instead.
 func (*ListRuntimesResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{34}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ListRuntimesResponse) GetRuntimes() []*RuntimeSummary {
@@ -2486,7 +2838,7 @@ type ExportToolSchemasRequest struct {
 
 func (x *ExportToolSchemasRequest) Reset() {
 	*x = ExportToolSchemasRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[35]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2498,7 +2850,7 @@ func (x *ExportToolSchemasRequest) String() string {
 func (*ExportToolSchemasRequest) ProtoMessage() {}
 
 func (x *ExportToolSchemasRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[35]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2511,7 +2863,7 @@ func (x *ExportToolSchemasRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportToolSchemasRequest.ProtoReflect.Descriptor instead.
 func (*ExportToolSchemasRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{35}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ExportToolSchemasRequest) GetFormat() SchemaFormat {
@@ -2556,7 +2908,7 @@ type ExportedTool struct {
 
 func (x *ExportedTool) Reset() {
 	*x = ExportedTool{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[36]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2568,7 +2920,7 @@ func (x *ExportedTool) String() string {
 func (*ExportedTool) ProtoMessage() {}
 
 func (x *ExportedTool) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[36]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2581,7 +2933,7 @@ func (x *ExportedTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportedTool.ProtoReflect.Descriptor instead.
 func (*ExportedTool) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{36}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ExportedTool) GetTool() string {
@@ -2614,7 +2966,7 @@ type ExportToolSchemasResponse struct {
 
 func (x *ExportToolSchemasResponse) Reset() {
 	*x = ExportToolSchemasResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[37]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2626,7 +2978,7 @@ func (x *ExportToolSchemasResponse) String() string {
 func (*ExportToolSchemasResponse) ProtoMessage() {}
 
 func (x *ExportToolSchemasResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[37]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2639,7 +2991,7 @@ func (x *ExportToolSchemasResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportToolSchemasResponse.ProtoReflect.Descriptor instead.
 func (*ExportToolSchemasResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{37}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ExportToolSchemasResponse) GetTools() []*ExportedTool {
@@ -2674,7 +3026,36 @@ const file_toolmesh_registry_v1_registry_proto_rawDesc = "" +
 	"\aheaders\x18\x02 \x03(\v20.toolmesh.registry.v1.RemoteRuntime.HeadersEntryR\aheaders\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa3\x03\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xcc\x04\n" +
+	"\rDockerRuntime\x12\x14\n" +
+	"\x05image\x18\x01 \x01(\tR\x05image\x12\x18\n" +
+	"\acommand\x18\x02 \x03(\tR\acommand\x12>\n" +
+	"\x03env\x18\x03 \x03(\v2,.toolmesh.registry.v1.DockerRuntime.EnvEntryR\x03env\x12\x12\n" +
+	"\x04port\x18\x04 \x01(\rR\x04port\x12?\n" +
+	"\bprotocol\x18\x05 \x01(\x0e2#.toolmesh.registry.v1.LocalProtocolR\bprotocol\x12\x1b\n" +
+	"\thttp_path\x18\x06 \x01(\tR\bhttpPath\x12C\n" +
+	"\tresources\x18\a \x01(\v2%.toolmesh.registry.v1.DockerResourcesR\tresources\x129\n" +
+	"\x06mounts\x18\b \x03(\v2!.toolmesh.registry.v1.DockerMountR\x06mounts\x12<\n" +
+	"\asecrets\x18\t \x03(\v2\".toolmesh.registry.v1.DockerSecretR\asecrets\x12\x12\n" +
+	"\x04user\x18\n" +
+	" \x01(\tR\x04user\x12'\n" +
+	"\x0fmax_concurrency\x18\v \x01(\rR\x0emaxConcurrency\x12&\n" +
+	"\x0fidle_timeout_ms\x18\f \x01(\rR\ridleTimeoutMs\x1a6\n" +
+	"\bEnvEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"g\n" +
+	"\x0fDockerResources\x12!\n" +
+	"\fmemory_bytes\x18\x01 \x01(\x04R\vmemoryBytes\x12\x1d\n" +
+	"\n" +
+	"cpu_millis\x18\x02 \x01(\rR\tcpuMillis\x12\x12\n" +
+	"\x04pids\x18\x03 \x01(\rR\x04pids\"m\n" +
+	"\vDockerMount\x12\x1b\n" +
+	"\thost_path\x18\x01 \x01(\tR\bhostPath\x12%\n" +
+	"\x0econtainer_path\x18\x02 \x01(\tR\rcontainerPath\x12\x1a\n" +
+	"\bwritable\x18\x03 \x01(\bR\bwritable\"4\n" +
+	"\fDockerSecret\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
+	"\x03env\x18\x02 \x01(\tR\x03env\"\xa3\x03\n" +
 	"\n" +
 	"McpRuntime\x12\x10\n" +
 	"\x03url\x18\x01 \x01(\tR\x03url\x12G\n" +
@@ -2691,11 +3072,12 @@ const file_toolmesh_registry_v1_registry_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xfb\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xba\x02\n" +
 	"\aRuntime\x127\n" +
 	"\x04grpc\x18\x01 \x01(\v2!.toolmesh.registry.v1.GrpcRuntimeH\x00R\x04grpc\x12:\n" +
 	"\x05local\x18\x02 \x01(\v2\".toolmesh.registry.v1.LocalRuntimeH\x00R\x05local\x12=\n" +
-	"\x06remote\x18\x03 \x01(\v2#.toolmesh.registry.v1.RemoteRuntimeH\x00R\x06remote\x124\n" +
+	"\x06remote\x18\x03 \x01(\v2#.toolmesh.registry.v1.RemoteRuntimeH\x00R\x06remote\x12=\n" +
+	"\x06docker\x18\x04 \x01(\v2#.toolmesh.registry.v1.DockerRuntimeH\x00R\x06docker\x124\n" +
 	"\x03mcp\x18\x05 \x01(\v2 .toolmesh.registry.v1.McpRuntimeH\x00R\x03mcpB\x06\n" +
 	"\x04kind\"h\n" +
 	"\x0fToolAnnotations\x12\x14\n" +
@@ -2838,12 +3220,13 @@ const file_toolmesh_registry_v1_registry_proto_rawDesc = "" +
 	"\x17TOOL_STATUS_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12TOOL_STATUS_ACTIVE\x10\x01\x12\x1a\n" +
 	"\x16TOOL_STATUS_DEPRECATED\x10\x02\x12\x18\n" +
-	"\x14TOOL_STATUS_DISABLED\x10\x03*\x89\x01\n" +
+	"\x14TOOL_STATUS_DISABLED\x10\x03*\xa2\x01\n" +
 	"\vRuntimeKind\x12\x1c\n" +
 	"\x18RUNTIME_KIND_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11RUNTIME_KIND_GRPC\x10\x01\x12\x16\n" +
 	"\x12RUNTIME_KIND_LOCAL\x10\x02\x12\x17\n" +
-	"\x13RUNTIME_KIND_REMOTE\x10\x03\x12\x14\n" +
+	"\x13RUNTIME_KIND_REMOTE\x10\x03\x12\x17\n" +
+	"\x13RUNTIME_KIND_DOCKER\x10\x04\x12\x14\n" +
 	"\x10RUNTIME_KIND_MCP\x10\x05*a\n" +
 	"\rLocalProtocol\x12\x1e\n" +
 	"\x1aLOCAL_PROTOCOL_UNSPECIFIED\x10\x00\x12\x17\n" +
@@ -2893,7 +3276,7 @@ func file_toolmesh_registry_v1_registry_proto_rawDescGZIP() []byte {
 }
 
 var file_toolmesh_registry_v1_registry_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_toolmesh_registry_v1_registry_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
+var file_toolmesh_registry_v1_registry_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
 var file_toolmesh_registry_v1_registry_proto_goTypes = []any{
 	(ToolStatus)(0),                   // 0: toolmesh.registry.v1.ToolStatus
 	(RuntimeKind)(0),                  // 1: toolmesh.registry.v1.RuntimeKind
@@ -2903,121 +3286,132 @@ var file_toolmesh_registry_v1_registry_proto_goTypes = []any{
 	(*GrpcRuntime)(nil),               // 5: toolmesh.registry.v1.GrpcRuntime
 	(*LocalRuntime)(nil),              // 6: toolmesh.registry.v1.LocalRuntime
 	(*RemoteRuntime)(nil),             // 7: toolmesh.registry.v1.RemoteRuntime
-	(*McpRuntime)(nil),                // 8: toolmesh.registry.v1.McpRuntime
-	(*Runtime)(nil),                   // 9: toolmesh.registry.v1.Runtime
-	(*ToolAnnotations)(nil),           // 10: toolmesh.registry.v1.ToolAnnotations
-	(*RetryPolicy)(nil),               // 11: toolmesh.registry.v1.RetryPolicy
-	(*ToolSpec)(nil),                  // 12: toolmesh.registry.v1.ToolSpec
-	(*Tool)(nil),                      // 13: toolmesh.registry.v1.Tool
-	(*Group)(nil),                     // 14: toolmesh.registry.v1.Group
-	(*RegisterToolRequest)(nil),       // 15: toolmesh.registry.v1.RegisterToolRequest
-	(*RegisterToolResponse)(nil),      // 16: toolmesh.registry.v1.RegisterToolResponse
-	(*UpdateToolRequest)(nil),         // 17: toolmesh.registry.v1.UpdateToolRequest
-	(*UpdateToolResponse)(nil),        // 18: toolmesh.registry.v1.UpdateToolResponse
-	(*SetToolSlugsRequest)(nil),       // 19: toolmesh.registry.v1.SetToolSlugsRequest
-	(*SetToolSlugsResponse)(nil),      // 20: toolmesh.registry.v1.SetToolSlugsResponse
-	(*DeregisterToolRequest)(nil),     // 21: toolmesh.registry.v1.DeregisterToolRequest
-	(*DeregisterToolResponse)(nil),    // 22: toolmesh.registry.v1.DeregisterToolResponse
-	(*GetToolRequest)(nil),            // 23: toolmesh.registry.v1.GetToolRequest
-	(*GetToolResponse)(nil),           // 24: toolmesh.registry.v1.GetToolResponse
-	(*ListToolsRequest)(nil),          // 25: toolmesh.registry.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),         // 26: toolmesh.registry.v1.ListToolsResponse
-	(*WatchToolsRequest)(nil),         // 27: toolmesh.registry.v1.WatchToolsRequest
-	(*WatchToolsResponse)(nil),        // 28: toolmesh.registry.v1.WatchToolsResponse
-	(*PutGroupRequest)(nil),           // 29: toolmesh.registry.v1.PutGroupRequest
-	(*PutGroupResponse)(nil),          // 30: toolmesh.registry.v1.PutGroupResponse
-	(*GetGroupRequest)(nil),           // 31: toolmesh.registry.v1.GetGroupRequest
-	(*GetGroupResponse)(nil),          // 32: toolmesh.registry.v1.GetGroupResponse
-	(*ListGroupsRequest)(nil),         // 33: toolmesh.registry.v1.ListGroupsRequest
-	(*ListGroupsResponse)(nil),        // 34: toolmesh.registry.v1.ListGroupsResponse
-	(*DeleteGroupRequest)(nil),        // 35: toolmesh.registry.v1.DeleteGroupRequest
-	(*DeleteGroupResponse)(nil),       // 36: toolmesh.registry.v1.DeleteGroupResponse
-	(*ListRuntimesRequest)(nil),       // 37: toolmesh.registry.v1.ListRuntimesRequest
-	(*RuntimeSummary)(nil),            // 38: toolmesh.registry.v1.RuntimeSummary
-	(*ListRuntimesResponse)(nil),      // 39: toolmesh.registry.v1.ListRuntimesResponse
-	(*ExportToolSchemasRequest)(nil),  // 40: toolmesh.registry.v1.ExportToolSchemasRequest
-	(*ExportedTool)(nil),              // 41: toolmesh.registry.v1.ExportedTool
-	(*ExportToolSchemasResponse)(nil), // 42: toolmesh.registry.v1.ExportToolSchemasResponse
-	nil,                               // 43: toolmesh.registry.v1.LocalRuntime.EnvEntry
-	nil,                               // 44: toolmesh.registry.v1.RemoteRuntime.HeadersEntry
-	nil,                               // 45: toolmesh.registry.v1.McpRuntime.HeadersEntry
-	nil,                               // 46: toolmesh.registry.v1.McpRuntime.EnvEntry
-	nil,                               // 47: toolmesh.registry.v1.ToolSpec.LabelsEntry
-	(*structpb.Struct)(nil),           // 48: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),     // 49: google.protobuf.Timestamp
+	(*DockerRuntime)(nil),             // 8: toolmesh.registry.v1.DockerRuntime
+	(*DockerResources)(nil),           // 9: toolmesh.registry.v1.DockerResources
+	(*DockerMount)(nil),               // 10: toolmesh.registry.v1.DockerMount
+	(*DockerSecret)(nil),              // 11: toolmesh.registry.v1.DockerSecret
+	(*McpRuntime)(nil),                // 12: toolmesh.registry.v1.McpRuntime
+	(*Runtime)(nil),                   // 13: toolmesh.registry.v1.Runtime
+	(*ToolAnnotations)(nil),           // 14: toolmesh.registry.v1.ToolAnnotations
+	(*RetryPolicy)(nil),               // 15: toolmesh.registry.v1.RetryPolicy
+	(*ToolSpec)(nil),                  // 16: toolmesh.registry.v1.ToolSpec
+	(*Tool)(nil),                      // 17: toolmesh.registry.v1.Tool
+	(*Group)(nil),                     // 18: toolmesh.registry.v1.Group
+	(*RegisterToolRequest)(nil),       // 19: toolmesh.registry.v1.RegisterToolRequest
+	(*RegisterToolResponse)(nil),      // 20: toolmesh.registry.v1.RegisterToolResponse
+	(*UpdateToolRequest)(nil),         // 21: toolmesh.registry.v1.UpdateToolRequest
+	(*UpdateToolResponse)(nil),        // 22: toolmesh.registry.v1.UpdateToolResponse
+	(*SetToolSlugsRequest)(nil),       // 23: toolmesh.registry.v1.SetToolSlugsRequest
+	(*SetToolSlugsResponse)(nil),      // 24: toolmesh.registry.v1.SetToolSlugsResponse
+	(*DeregisterToolRequest)(nil),     // 25: toolmesh.registry.v1.DeregisterToolRequest
+	(*DeregisterToolResponse)(nil),    // 26: toolmesh.registry.v1.DeregisterToolResponse
+	(*GetToolRequest)(nil),            // 27: toolmesh.registry.v1.GetToolRequest
+	(*GetToolResponse)(nil),           // 28: toolmesh.registry.v1.GetToolResponse
+	(*ListToolsRequest)(nil),          // 29: toolmesh.registry.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),         // 30: toolmesh.registry.v1.ListToolsResponse
+	(*WatchToolsRequest)(nil),         // 31: toolmesh.registry.v1.WatchToolsRequest
+	(*WatchToolsResponse)(nil),        // 32: toolmesh.registry.v1.WatchToolsResponse
+	(*PutGroupRequest)(nil),           // 33: toolmesh.registry.v1.PutGroupRequest
+	(*PutGroupResponse)(nil),          // 34: toolmesh.registry.v1.PutGroupResponse
+	(*GetGroupRequest)(nil),           // 35: toolmesh.registry.v1.GetGroupRequest
+	(*GetGroupResponse)(nil),          // 36: toolmesh.registry.v1.GetGroupResponse
+	(*ListGroupsRequest)(nil),         // 37: toolmesh.registry.v1.ListGroupsRequest
+	(*ListGroupsResponse)(nil),        // 38: toolmesh.registry.v1.ListGroupsResponse
+	(*DeleteGroupRequest)(nil),        // 39: toolmesh.registry.v1.DeleteGroupRequest
+	(*DeleteGroupResponse)(nil),       // 40: toolmesh.registry.v1.DeleteGroupResponse
+	(*ListRuntimesRequest)(nil),       // 41: toolmesh.registry.v1.ListRuntimesRequest
+	(*RuntimeSummary)(nil),            // 42: toolmesh.registry.v1.RuntimeSummary
+	(*ListRuntimesResponse)(nil),      // 43: toolmesh.registry.v1.ListRuntimesResponse
+	(*ExportToolSchemasRequest)(nil),  // 44: toolmesh.registry.v1.ExportToolSchemasRequest
+	(*ExportedTool)(nil),              // 45: toolmesh.registry.v1.ExportedTool
+	(*ExportToolSchemasResponse)(nil), // 46: toolmesh.registry.v1.ExportToolSchemasResponse
+	nil,                               // 47: toolmesh.registry.v1.LocalRuntime.EnvEntry
+	nil,                               // 48: toolmesh.registry.v1.RemoteRuntime.HeadersEntry
+	nil,                               // 49: toolmesh.registry.v1.DockerRuntime.EnvEntry
+	nil,                               // 50: toolmesh.registry.v1.McpRuntime.HeadersEntry
+	nil,                               // 51: toolmesh.registry.v1.McpRuntime.EnvEntry
+	nil,                               // 52: toolmesh.registry.v1.ToolSpec.LabelsEntry
+	(*structpb.Struct)(nil),           // 53: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),     // 54: google.protobuf.Timestamp
 }
 var file_toolmesh_registry_v1_registry_proto_depIdxs = []int32{
-	43, // 0: toolmesh.registry.v1.LocalRuntime.env:type_name -> toolmesh.registry.v1.LocalRuntime.EnvEntry
+	47, // 0: toolmesh.registry.v1.LocalRuntime.env:type_name -> toolmesh.registry.v1.LocalRuntime.EnvEntry
 	2,  // 1: toolmesh.registry.v1.LocalRuntime.protocol:type_name -> toolmesh.registry.v1.LocalProtocol
-	44, // 2: toolmesh.registry.v1.RemoteRuntime.headers:type_name -> toolmesh.registry.v1.RemoteRuntime.HeadersEntry
-	45, // 3: toolmesh.registry.v1.McpRuntime.headers:type_name -> toolmesh.registry.v1.McpRuntime.HeadersEntry
-	46, // 4: toolmesh.registry.v1.McpRuntime.env:type_name -> toolmesh.registry.v1.McpRuntime.EnvEntry
-	5,  // 5: toolmesh.registry.v1.Runtime.grpc:type_name -> toolmesh.registry.v1.GrpcRuntime
-	6,  // 6: toolmesh.registry.v1.Runtime.local:type_name -> toolmesh.registry.v1.LocalRuntime
-	7,  // 7: toolmesh.registry.v1.Runtime.remote:type_name -> toolmesh.registry.v1.RemoteRuntime
-	8,  // 8: toolmesh.registry.v1.Runtime.mcp:type_name -> toolmesh.registry.v1.McpRuntime
-	48, // 9: toolmesh.registry.v1.ToolSpec.input_schema:type_name -> google.protobuf.Struct
-	48, // 10: toolmesh.registry.v1.ToolSpec.output_schema:type_name -> google.protobuf.Struct
-	11, // 11: toolmesh.registry.v1.ToolSpec.retry_policy:type_name -> toolmesh.registry.v1.RetryPolicy
-	0,  // 12: toolmesh.registry.v1.ToolSpec.status:type_name -> toolmesh.registry.v1.ToolStatus
-	9,  // 13: toolmesh.registry.v1.ToolSpec.runtime:type_name -> toolmesh.registry.v1.Runtime
-	47, // 14: toolmesh.registry.v1.ToolSpec.labels:type_name -> toolmesh.registry.v1.ToolSpec.LabelsEntry
-	10, // 15: toolmesh.registry.v1.ToolSpec.annotations:type_name -> toolmesh.registry.v1.ToolAnnotations
-	12, // 16: toolmesh.registry.v1.Tool.spec:type_name -> toolmesh.registry.v1.ToolSpec
-	49, // 17: toolmesh.registry.v1.Tool.created_at:type_name -> google.protobuf.Timestamp
-	49, // 18: toolmesh.registry.v1.Tool.updated_at:type_name -> google.protobuf.Timestamp
-	49, // 19: toolmesh.registry.v1.Group.updated_at:type_name -> google.protobuf.Timestamp
-	12, // 20: toolmesh.registry.v1.RegisterToolRequest.tool:type_name -> toolmesh.registry.v1.ToolSpec
-	13, // 21: toolmesh.registry.v1.RegisterToolResponse.tool:type_name -> toolmesh.registry.v1.Tool
-	12, // 22: toolmesh.registry.v1.UpdateToolRequest.tool:type_name -> toolmesh.registry.v1.ToolSpec
-	13, // 23: toolmesh.registry.v1.UpdateToolResponse.tool:type_name -> toolmesh.registry.v1.Tool
-	13, // 24: toolmesh.registry.v1.SetToolSlugsResponse.tool:type_name -> toolmesh.registry.v1.Tool
-	13, // 25: toolmesh.registry.v1.GetToolResponse.tool:type_name -> toolmesh.registry.v1.Tool
-	1,  // 26: toolmesh.registry.v1.ListToolsRequest.runtime_kind:type_name -> toolmesh.registry.v1.RuntimeKind
-	0,  // 27: toolmesh.registry.v1.ListToolsRequest.status:type_name -> toolmesh.registry.v1.ToolStatus
-	13, // 28: toolmesh.registry.v1.ListToolsResponse.tools:type_name -> toolmesh.registry.v1.Tool
-	3,  // 29: toolmesh.registry.v1.WatchToolsResponse.type:type_name -> toolmesh.registry.v1.WatchEventType
-	13, // 30: toolmesh.registry.v1.WatchToolsResponse.tool:type_name -> toolmesh.registry.v1.Tool
-	14, // 31: toolmesh.registry.v1.PutGroupRequest.group:type_name -> toolmesh.registry.v1.Group
-	14, // 32: toolmesh.registry.v1.PutGroupResponse.group:type_name -> toolmesh.registry.v1.Group
-	14, // 33: toolmesh.registry.v1.GetGroupResponse.group:type_name -> toolmesh.registry.v1.Group
-	14, // 34: toolmesh.registry.v1.ListGroupsResponse.groups:type_name -> toolmesh.registry.v1.Group
-	1,  // 35: toolmesh.registry.v1.RuntimeSummary.kind:type_name -> toolmesh.registry.v1.RuntimeKind
-	38, // 36: toolmesh.registry.v1.ListRuntimesResponse.runtimes:type_name -> toolmesh.registry.v1.RuntimeSummary
-	4,  // 37: toolmesh.registry.v1.ExportToolSchemasRequest.format:type_name -> toolmesh.registry.v1.SchemaFormat
-	48, // 38: toolmesh.registry.v1.ExportedTool.definition:type_name -> google.protobuf.Struct
-	41, // 39: toolmesh.registry.v1.ExportToolSchemasResponse.tools:type_name -> toolmesh.registry.v1.ExportedTool
-	15, // 40: toolmesh.registry.v1.RegistryService.RegisterTool:input_type -> toolmesh.registry.v1.RegisterToolRequest
-	17, // 41: toolmesh.registry.v1.RegistryService.UpdateTool:input_type -> toolmesh.registry.v1.UpdateToolRequest
-	19, // 42: toolmesh.registry.v1.RegistryService.SetToolSlugs:input_type -> toolmesh.registry.v1.SetToolSlugsRequest
-	21, // 43: toolmesh.registry.v1.RegistryService.DeregisterTool:input_type -> toolmesh.registry.v1.DeregisterToolRequest
-	23, // 44: toolmesh.registry.v1.RegistryService.GetTool:input_type -> toolmesh.registry.v1.GetToolRequest
-	25, // 45: toolmesh.registry.v1.RegistryService.ListTools:input_type -> toolmesh.registry.v1.ListToolsRequest
-	27, // 46: toolmesh.registry.v1.RegistryService.WatchTools:input_type -> toolmesh.registry.v1.WatchToolsRequest
-	29, // 47: toolmesh.registry.v1.RegistryService.PutGroup:input_type -> toolmesh.registry.v1.PutGroupRequest
-	31, // 48: toolmesh.registry.v1.RegistryService.GetGroup:input_type -> toolmesh.registry.v1.GetGroupRequest
-	33, // 49: toolmesh.registry.v1.RegistryService.ListGroups:input_type -> toolmesh.registry.v1.ListGroupsRequest
-	35, // 50: toolmesh.registry.v1.RegistryService.DeleteGroup:input_type -> toolmesh.registry.v1.DeleteGroupRequest
-	37, // 51: toolmesh.registry.v1.RegistryService.ListRuntimes:input_type -> toolmesh.registry.v1.ListRuntimesRequest
-	40, // 52: toolmesh.registry.v1.RegistryService.ExportToolSchemas:input_type -> toolmesh.registry.v1.ExportToolSchemasRequest
-	16, // 53: toolmesh.registry.v1.RegistryService.RegisterTool:output_type -> toolmesh.registry.v1.RegisterToolResponse
-	18, // 54: toolmesh.registry.v1.RegistryService.UpdateTool:output_type -> toolmesh.registry.v1.UpdateToolResponse
-	20, // 55: toolmesh.registry.v1.RegistryService.SetToolSlugs:output_type -> toolmesh.registry.v1.SetToolSlugsResponse
-	22, // 56: toolmesh.registry.v1.RegistryService.DeregisterTool:output_type -> toolmesh.registry.v1.DeregisterToolResponse
-	24, // 57: toolmesh.registry.v1.RegistryService.GetTool:output_type -> toolmesh.registry.v1.GetToolResponse
-	26, // 58: toolmesh.registry.v1.RegistryService.ListTools:output_type -> toolmesh.registry.v1.ListToolsResponse
-	28, // 59: toolmesh.registry.v1.RegistryService.WatchTools:output_type -> toolmesh.registry.v1.WatchToolsResponse
-	30, // 60: toolmesh.registry.v1.RegistryService.PutGroup:output_type -> toolmesh.registry.v1.PutGroupResponse
-	32, // 61: toolmesh.registry.v1.RegistryService.GetGroup:output_type -> toolmesh.registry.v1.GetGroupResponse
-	34, // 62: toolmesh.registry.v1.RegistryService.ListGroups:output_type -> toolmesh.registry.v1.ListGroupsResponse
-	36, // 63: toolmesh.registry.v1.RegistryService.DeleteGroup:output_type -> toolmesh.registry.v1.DeleteGroupResponse
-	39, // 64: toolmesh.registry.v1.RegistryService.ListRuntimes:output_type -> toolmesh.registry.v1.ListRuntimesResponse
-	42, // 65: toolmesh.registry.v1.RegistryService.ExportToolSchemas:output_type -> toolmesh.registry.v1.ExportToolSchemasResponse
-	53, // [53:66] is the sub-list for method output_type
-	40, // [40:53] is the sub-list for method input_type
-	40, // [40:40] is the sub-list for extension type_name
-	40, // [40:40] is the sub-list for extension extendee
-	0,  // [0:40] is the sub-list for field type_name
+	48, // 2: toolmesh.registry.v1.RemoteRuntime.headers:type_name -> toolmesh.registry.v1.RemoteRuntime.HeadersEntry
+	49, // 3: toolmesh.registry.v1.DockerRuntime.env:type_name -> toolmesh.registry.v1.DockerRuntime.EnvEntry
+	2,  // 4: toolmesh.registry.v1.DockerRuntime.protocol:type_name -> toolmesh.registry.v1.LocalProtocol
+	9,  // 5: toolmesh.registry.v1.DockerRuntime.resources:type_name -> toolmesh.registry.v1.DockerResources
+	10, // 6: toolmesh.registry.v1.DockerRuntime.mounts:type_name -> toolmesh.registry.v1.DockerMount
+	11, // 7: toolmesh.registry.v1.DockerRuntime.secrets:type_name -> toolmesh.registry.v1.DockerSecret
+	50, // 8: toolmesh.registry.v1.McpRuntime.headers:type_name -> toolmesh.registry.v1.McpRuntime.HeadersEntry
+	51, // 9: toolmesh.registry.v1.McpRuntime.env:type_name -> toolmesh.registry.v1.McpRuntime.EnvEntry
+	5,  // 10: toolmesh.registry.v1.Runtime.grpc:type_name -> toolmesh.registry.v1.GrpcRuntime
+	6,  // 11: toolmesh.registry.v1.Runtime.local:type_name -> toolmesh.registry.v1.LocalRuntime
+	7,  // 12: toolmesh.registry.v1.Runtime.remote:type_name -> toolmesh.registry.v1.RemoteRuntime
+	8,  // 13: toolmesh.registry.v1.Runtime.docker:type_name -> toolmesh.registry.v1.DockerRuntime
+	12, // 14: toolmesh.registry.v1.Runtime.mcp:type_name -> toolmesh.registry.v1.McpRuntime
+	53, // 15: toolmesh.registry.v1.ToolSpec.input_schema:type_name -> google.protobuf.Struct
+	53, // 16: toolmesh.registry.v1.ToolSpec.output_schema:type_name -> google.protobuf.Struct
+	15, // 17: toolmesh.registry.v1.ToolSpec.retry_policy:type_name -> toolmesh.registry.v1.RetryPolicy
+	0,  // 18: toolmesh.registry.v1.ToolSpec.status:type_name -> toolmesh.registry.v1.ToolStatus
+	13, // 19: toolmesh.registry.v1.ToolSpec.runtime:type_name -> toolmesh.registry.v1.Runtime
+	52, // 20: toolmesh.registry.v1.ToolSpec.labels:type_name -> toolmesh.registry.v1.ToolSpec.LabelsEntry
+	14, // 21: toolmesh.registry.v1.ToolSpec.annotations:type_name -> toolmesh.registry.v1.ToolAnnotations
+	16, // 22: toolmesh.registry.v1.Tool.spec:type_name -> toolmesh.registry.v1.ToolSpec
+	54, // 23: toolmesh.registry.v1.Tool.created_at:type_name -> google.protobuf.Timestamp
+	54, // 24: toolmesh.registry.v1.Tool.updated_at:type_name -> google.protobuf.Timestamp
+	54, // 25: toolmesh.registry.v1.Group.updated_at:type_name -> google.protobuf.Timestamp
+	16, // 26: toolmesh.registry.v1.RegisterToolRequest.tool:type_name -> toolmesh.registry.v1.ToolSpec
+	17, // 27: toolmesh.registry.v1.RegisterToolResponse.tool:type_name -> toolmesh.registry.v1.Tool
+	16, // 28: toolmesh.registry.v1.UpdateToolRequest.tool:type_name -> toolmesh.registry.v1.ToolSpec
+	17, // 29: toolmesh.registry.v1.UpdateToolResponse.tool:type_name -> toolmesh.registry.v1.Tool
+	17, // 30: toolmesh.registry.v1.SetToolSlugsResponse.tool:type_name -> toolmesh.registry.v1.Tool
+	17, // 31: toolmesh.registry.v1.GetToolResponse.tool:type_name -> toolmesh.registry.v1.Tool
+	1,  // 32: toolmesh.registry.v1.ListToolsRequest.runtime_kind:type_name -> toolmesh.registry.v1.RuntimeKind
+	0,  // 33: toolmesh.registry.v1.ListToolsRequest.status:type_name -> toolmesh.registry.v1.ToolStatus
+	17, // 34: toolmesh.registry.v1.ListToolsResponse.tools:type_name -> toolmesh.registry.v1.Tool
+	3,  // 35: toolmesh.registry.v1.WatchToolsResponse.type:type_name -> toolmesh.registry.v1.WatchEventType
+	17, // 36: toolmesh.registry.v1.WatchToolsResponse.tool:type_name -> toolmesh.registry.v1.Tool
+	18, // 37: toolmesh.registry.v1.PutGroupRequest.group:type_name -> toolmesh.registry.v1.Group
+	18, // 38: toolmesh.registry.v1.PutGroupResponse.group:type_name -> toolmesh.registry.v1.Group
+	18, // 39: toolmesh.registry.v1.GetGroupResponse.group:type_name -> toolmesh.registry.v1.Group
+	18, // 40: toolmesh.registry.v1.ListGroupsResponse.groups:type_name -> toolmesh.registry.v1.Group
+	1,  // 41: toolmesh.registry.v1.RuntimeSummary.kind:type_name -> toolmesh.registry.v1.RuntimeKind
+	42, // 42: toolmesh.registry.v1.ListRuntimesResponse.runtimes:type_name -> toolmesh.registry.v1.RuntimeSummary
+	4,  // 43: toolmesh.registry.v1.ExportToolSchemasRequest.format:type_name -> toolmesh.registry.v1.SchemaFormat
+	53, // 44: toolmesh.registry.v1.ExportedTool.definition:type_name -> google.protobuf.Struct
+	45, // 45: toolmesh.registry.v1.ExportToolSchemasResponse.tools:type_name -> toolmesh.registry.v1.ExportedTool
+	19, // 46: toolmesh.registry.v1.RegistryService.RegisterTool:input_type -> toolmesh.registry.v1.RegisterToolRequest
+	21, // 47: toolmesh.registry.v1.RegistryService.UpdateTool:input_type -> toolmesh.registry.v1.UpdateToolRequest
+	23, // 48: toolmesh.registry.v1.RegistryService.SetToolSlugs:input_type -> toolmesh.registry.v1.SetToolSlugsRequest
+	25, // 49: toolmesh.registry.v1.RegistryService.DeregisterTool:input_type -> toolmesh.registry.v1.DeregisterToolRequest
+	27, // 50: toolmesh.registry.v1.RegistryService.GetTool:input_type -> toolmesh.registry.v1.GetToolRequest
+	29, // 51: toolmesh.registry.v1.RegistryService.ListTools:input_type -> toolmesh.registry.v1.ListToolsRequest
+	31, // 52: toolmesh.registry.v1.RegistryService.WatchTools:input_type -> toolmesh.registry.v1.WatchToolsRequest
+	33, // 53: toolmesh.registry.v1.RegistryService.PutGroup:input_type -> toolmesh.registry.v1.PutGroupRequest
+	35, // 54: toolmesh.registry.v1.RegistryService.GetGroup:input_type -> toolmesh.registry.v1.GetGroupRequest
+	37, // 55: toolmesh.registry.v1.RegistryService.ListGroups:input_type -> toolmesh.registry.v1.ListGroupsRequest
+	39, // 56: toolmesh.registry.v1.RegistryService.DeleteGroup:input_type -> toolmesh.registry.v1.DeleteGroupRequest
+	41, // 57: toolmesh.registry.v1.RegistryService.ListRuntimes:input_type -> toolmesh.registry.v1.ListRuntimesRequest
+	44, // 58: toolmesh.registry.v1.RegistryService.ExportToolSchemas:input_type -> toolmesh.registry.v1.ExportToolSchemasRequest
+	20, // 59: toolmesh.registry.v1.RegistryService.RegisterTool:output_type -> toolmesh.registry.v1.RegisterToolResponse
+	22, // 60: toolmesh.registry.v1.RegistryService.UpdateTool:output_type -> toolmesh.registry.v1.UpdateToolResponse
+	24, // 61: toolmesh.registry.v1.RegistryService.SetToolSlugs:output_type -> toolmesh.registry.v1.SetToolSlugsResponse
+	26, // 62: toolmesh.registry.v1.RegistryService.DeregisterTool:output_type -> toolmesh.registry.v1.DeregisterToolResponse
+	28, // 63: toolmesh.registry.v1.RegistryService.GetTool:output_type -> toolmesh.registry.v1.GetToolResponse
+	30, // 64: toolmesh.registry.v1.RegistryService.ListTools:output_type -> toolmesh.registry.v1.ListToolsResponse
+	32, // 65: toolmesh.registry.v1.RegistryService.WatchTools:output_type -> toolmesh.registry.v1.WatchToolsResponse
+	34, // 66: toolmesh.registry.v1.RegistryService.PutGroup:output_type -> toolmesh.registry.v1.PutGroupResponse
+	36, // 67: toolmesh.registry.v1.RegistryService.GetGroup:output_type -> toolmesh.registry.v1.GetGroupResponse
+	38, // 68: toolmesh.registry.v1.RegistryService.ListGroups:output_type -> toolmesh.registry.v1.ListGroupsResponse
+	40, // 69: toolmesh.registry.v1.RegistryService.DeleteGroup:output_type -> toolmesh.registry.v1.DeleteGroupResponse
+	43, // 70: toolmesh.registry.v1.RegistryService.ListRuntimes:output_type -> toolmesh.registry.v1.ListRuntimesResponse
+	46, // 71: toolmesh.registry.v1.RegistryService.ExportToolSchemas:output_type -> toolmesh.registry.v1.ExportToolSchemasResponse
+	59, // [59:72] is the sub-list for method output_type
+	46, // [46:59] is the sub-list for method input_type
+	46, // [46:46] is the sub-list for extension type_name
+	46, // [46:46] is the sub-list for extension extendee
+	0,  // [0:46] is the sub-list for field type_name
 }
 
 func init() { file_toolmesh_registry_v1_registry_proto_init() }
@@ -3025,10 +3419,11 @@ func file_toolmesh_registry_v1_registry_proto_init() {
 	if File_toolmesh_registry_v1_registry_proto != nil {
 		return
 	}
-	file_toolmesh_registry_v1_registry_proto_msgTypes[4].OneofWrappers = []any{
+	file_toolmesh_registry_v1_registry_proto_msgTypes[8].OneofWrappers = []any{
 		(*Runtime_Grpc)(nil),
 		(*Runtime_Local)(nil),
 		(*Runtime_Remote)(nil),
+		(*Runtime_Docker)(nil),
 		(*Runtime_Mcp)(nil),
 	}
 	type x struct{}
@@ -3037,7 +3432,7 @@ func file_toolmesh_registry_v1_registry_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolmesh_registry_v1_registry_proto_rawDesc), len(file_toolmesh_registry_v1_registry_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   43,
+			NumMessages:   48,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -28,19 +28,19 @@ from toolmesh.common.v1 import common_pb2 as toolmesh_dot_common_dot_v1_dot_comm
 from toolmesh.registry.v1 import registry_pb2 as toolmesh_dot_registry_dot_v1_dot_registry__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\'toolmesh/dispatcher/v1/dispatcher.proto\x12\x16toolmesh.dispatcher.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1ftoolmesh/common/v1/common.proto\x1a#toolmesh/registry/v1/registry.proto\"\x91\x01\n\x0f\x44ispatchRequest\x12\x0c\n\x04tool\x18\x01 \x01(\t\x12*\n\targuments\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x30\n\x07\x63ontext\x18\x03 \x01(\x0b\x32\x1f.toolmesh.common.v1.CallContext\x12\x12\n\ntimeout_ms\x18\x04 \x01(\r\"\x8b\x02\n\x10\x44ispatchResponse\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\t\x12\x10\n\x08trace_id\x18\x02 \x01(\t\x12.\n\x06status\x18\x03 \x01(\x0e\x32\x1e.toolmesh.common.v1.CallStatus\x12\'\n\x06output\x18\x04 \x01(\x0b\x32\x17.google.protobuf.Struct\x12,\n\x05\x65rror\x18\x05 \x01(\x0b\x32\x1d.toolmesh.common.v1.CallError\x12\x13\n\x0b\x64uration_ms\x18\x06 \x01(\r\x12\x10\n\x08\x61ttempts\x18\x07 \x01(\r\x12\x10\n\x08replayed\x18\x08 \x01(\x08\x12\x14\n\x0crefusal_code\x18\t \x01(\t\"`\n\x14\x44ispatchBatchRequest\x12\x36\n\x05\x63\x61lls\x18\x01 \x03(\x0b\x32\'.toolmesh.dispatcher.v1.DispatchRequest\x12\x10\n\x08trace_id\x18\x02 \x01(\t\"d\n\x15\x44ispatchBatchResponse\x12\x39\n\x07results\x18\x01 \x03(\x0b\x32(.toolmesh.dispatcher.v1.DispatchResponse\x12\x10\n\x08trace_id\x18\x02 \x01(\t\"0\n\rCancelRequest\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"\x10\n\x0e\x43\x61ncelResponse\"\x88\x02\n\rRuntimeStatus\x12\x0c\n\x04tool\x18\x01 \x01(\t\x12\x33\n\x05state\x18\x02 \x01(\x0e\x32$.toolmesh.dispatcher.v1.RuntimeState\x12\x0b\n\x03pid\x18\x03 \x01(\r\x12\x0c\n\x04port\x18\x04 \x01(\r\x12\x10\n\x08restarts\x18\x05 \x01(\r\x12\x12\n\nlast_error\x18\x06 \x01(\t\x12\x11\n\tin_flight\x18\x07 \x01(\r\x12.\n\nstarted_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x30\n\x0clast_used_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\'\n\x17GetRuntimeStatusRequest\x12\x0c\n\x04tool\x18\x01 \x01(\t\"S\n\x18GetRuntimeStatusResponse\x12\x37\n\x08runtimes\x18\x01 \x03(\x0b\x32%.toolmesh.dispatcher.v1.RuntimeStatus\" \n\x10StartToolRequest\x12\x0c\n\x04tool\x18\x01 \x01(\t\"J\n\x11StartToolResponse\x12\x35\n\x06status\x18\x01 \x01(\x0b\x32%.toolmesh.dispatcher.v1.RuntimeStatus\"\x1f\n\x0fStopToolRequest\x12\x0c\n\x04tool\x18\x01 \x01(\t\"I\n\x10StopToolResponse\x12\x35\n\x06status\x18\x01 \x01(\x0b\x32%.toolmesh.dispatcher.v1.RuntimeStatus\"\xa4\x01\n\x18\x44ispatchToolCallsRequest\x12(\n\x07message\x18\x01 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x38\n\x07\x64ialect\x18\x02 \x01(\x0e\x32\'.toolmesh.dispatcher.v1.ToolCallDialect\x12\x10\n\x08trace_id\x18\x03 \x01(\t\x12\x12\n\ntimeout_ms\x18\x04 \x01(\r\"\xcd\x01\n\x19\x44ispatchToolCallsResponse\x12\x38\n\x07\x64ialect\x18\x01 \x01(\x0e\x32\'.toolmesh.dispatcher.v1.ToolCallDialect\x12)\n\x08messages\x18\x02 \x03(\x0b\x32\x17.google.protobuf.Struct\x12\x39\n\x07results\x18\x03 \x03(\x0b\x32(.toolmesh.dispatcher.v1.DispatchResponse\x12\x10\n\x08trace_id\x18\x04 \x01(\t\"\x85\x01\n\x16ImportMcpServerRequest\x12\x0e\n\x06prefix\x18\x01 \x01(\t\x12\x31\n\x07runtime\x18\x02 \x01(\x0b\x32 .toolmesh.registry.v1.McpRuntime\x12\x17\n\x0frequired_scopes\x18\x03 \x03(\t\x12\x0f\n\x07\x64ry_run\x18\x04 \x01(\x08\"j\n\x0fImportedMcpTool\x12\x0c\n\x04tool\x18\x01 \x01(\t\x12\x10\n\x08mcp_name\x18\x02 \x01(\t\x12\x37\n\x06\x63hange\x18\x03 \x01(\x0e\x32\'.toolmesh.dispatcher.v1.McpImportChange\"~\n\x17ImportMcpServerResponse\x12\x36\n\x05tools\x18\x01 \x03(\x0b\x32\'.toolmesh.dispatcher.v1.ImportedMcpTool\x12\x13\n\x0bserver_name\x18\x02 \x01(\t\x12\x16\n\x0eserver_version\x18\x03 \x01(\t*\xb4\x01\n\x0cRuntimeState\x12\x1d\n\x19RUNTIME_STATE_UNSPECIFIED\x10\x00\x12\x19\n\x15RUNTIME_STATE_STOPPED\x10\x01\x12\x1a\n\x16RUNTIME_STATE_STARTING\x10\x02\x12\x19\n\x15RUNTIME_STATE_RUNNING\x10\x03\x12\x19\n\x15RUNTIME_STATE_BACKOFF\x10\x04\x12\x18\n\x14RUNTIME_STATE_FAILED\x10\x05*\xa0\x01\n\x0fToolCallDialect\x12!\n\x1dTOOL_CALL_DIALECT_UNSPECIFIED\x10\x00\x12!\n\x1dTOOL_CALL_DIALECT_OPENAI_CHAT\x10\x01\x12&\n\"TOOL_CALL_DIALECT_OPENAI_RESPONSES\x10\x02\x12\x1f\n\x1bTOOL_CALL_DIALECT_ANTHROPIC\x10\x03*\xb0\x01\n\x0fMcpImportChange\x12!\n\x1dMCP_IMPORT_CHANGE_UNSPECIFIED\x10\x00\x12\x1b\n\x17MCP_IMPORT_CHANGE_ADDED\x10\x01\x12\x1d\n\x19MCP_IMPORT_CHANGE_CHANGED\x10\x02\x12\x1f\n\x1bMCP_IMPORT_CHANGE_UNCHANGED\x10\x03\x12\x1d\n\x19MCP_IMPORT_CHANGE_REMOVED\x10\x04\x32\xdf\x06\n\x11\x44ispatcherService\x12]\n\x08\x44ispatch\x12\'.toolmesh.dispatcher.v1.DispatchRequest\x1a(.toolmesh.dispatcher.v1.DispatchResponse\x12l\n\rDispatchBatch\x12,.toolmesh.dispatcher.v1.DispatchBatchRequest\x1a-.toolmesh.dispatcher.v1.DispatchBatchResponse\x12W\n\x06\x43\x61ncel\x12%.toolmesh.dispatcher.v1.CancelRequest\x1a&.toolmesh.dispatcher.v1.CancelResponse\x12u\n\x10GetRuntimeStatus\x12/.toolmesh.dispatcher.v1.GetRuntimeStatusRequest\x1a\x30.toolmesh.dispatcher.v1.GetRuntimeStatusResponse\x12`\n\tStartTool\x12(.toolmesh.dispatcher.v1.StartToolRequest\x1a).toolmesh.dispatcher.v1.StartToolResponse\x12]\n\x08StopTool\x12\'.toolmesh.dispatcher.v1.StopToolRequest\x1a(.toolmesh.dispatcher.v1.StopToolResponse\x12x\n\x11\x44ispatchToolCalls\x12\x30.toolmesh.dispatcher.v1.DispatchToolCallsRequest\x1a\x31.toolmesh.dispatcher.v1.DispatchToolCallsResponse\x12r\n\x0fImportMcpServer\x12..toolmesh.dispatcher.v1.ImportMcpServerRequest\x1a/.toolmesh.dispatcher.v1.ImportMcpServerResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\'toolmesh/dispatcher/v1/dispatcher.proto\x12\x16toolmesh.dispatcher.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1ftoolmesh/common/v1/common.proto\x1a#toolmesh/registry/v1/registry.proto\"\x91\x01\n\x0f\x44ispatchRequest\x12\x0c\n\x04tool\x18\x01 \x01(\t\x12*\n\targuments\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x30\n\x07\x63ontext\x18\x03 \x01(\x0b\x32\x1f.toolmesh.common.v1.CallContext\x12\x12\n\ntimeout_ms\x18\x04 \x01(\r\"\x8b\x02\n\x10\x44ispatchResponse\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\t\x12\x10\n\x08trace_id\x18\x02 \x01(\t\x12.\n\x06status\x18\x03 \x01(\x0e\x32\x1e.toolmesh.common.v1.CallStatus\x12\'\n\x06output\x18\x04 \x01(\x0b\x32\x17.google.protobuf.Struct\x12,\n\x05\x65rror\x18\x05 \x01(\x0b\x32\x1d.toolmesh.common.v1.CallError\x12\x13\n\x0b\x64uration_ms\x18\x06 \x01(\r\x12\x10\n\x08\x61ttempts\x18\x07 \x01(\r\x12\x10\n\x08replayed\x18\x08 \x01(\x08\x12\x14\n\x0crefusal_code\x18\t \x01(\t\"`\n\x14\x44ispatchBatchRequest\x12\x36\n\x05\x63\x61lls\x18\x01 \x03(\x0b\x32\'.toolmesh.dispatcher.v1.DispatchRequest\x12\x10\n\x08trace_id\x18\x02 \x01(\t\"d\n\x15\x44ispatchBatchResponse\x12\x39\n\x07results\x18\x01 \x03(\x0b\x32(.toolmesh.dispatcher.v1.DispatchResponse\x12\x10\n\x08trace_id\x18\x02 \x01(\t\"0\n\rCancelRequest\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"\x10\n\x0e\x43\x61ncelResponse\"\x9e\x02\n\rRuntimeStatus\x12\x0c\n\x04tool\x18\x01 \x01(\t\x12\x33\n\x05state\x18\x02 \x01(\x0e\x32$.toolmesh.dispatcher.v1.RuntimeState\x12\x0b\n\x03pid\x18\x03 \x01(\r\x12\x0c\n\x04port\x18\x04 \x01(\r\x12\x10\n\x08restarts\x18\x05 \x01(\r\x12\x12\n\nlast_error\x18\x06 \x01(\t\x12\x11\n\tin_flight\x18\x07 \x01(\r\x12.\n\nstarted_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x30\n\x0clast_used_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x14\n\x0c\x63ontainer_id\x18\n \x01(\t\"\'\n\x17GetRuntimeStatusRequest\x12\x0c\n\x04tool\x18\x01 \x01(\t\"S\n\x18GetRuntimeStatusResponse\x12\x37\n\x08runtimes\x18\x01 \x03(\x0b\x32%.toolmesh.dispatcher.v1.RuntimeStatus\" \n\x10StartToolRequest\x12\x0c\n\x04tool\x18\x01 \x01(\t\"J\n\x11StartToolResponse\x12\x35\n\x06status\x18\x01 \x01(\x0b\x32%.toolmesh.dispatcher.v1.RuntimeStatus\"\x1f\n\x0fStopToolRequest\x12\x0c\n\x04tool\x18\x01 \x01(\t\"I\n\x10StopToolResponse\x12\x35\n\x06status\x18\x01 \x01(\x0b\x32%.toolmesh.dispatcher.v1.RuntimeStatus\"\xa4\x01\n\x18\x44ispatchToolCallsRequest\x12(\n\x07message\x18\x01 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x38\n\x07\x64ialect\x18\x02 \x01(\x0e\x32\'.toolmesh.dispatcher.v1.ToolCallDialect\x12\x10\n\x08trace_id\x18\x03 \x01(\t\x12\x12\n\ntimeout_ms\x18\x04 \x01(\r\"\xcd\x01\n\x19\x44ispatchToolCallsResponse\x12\x38\n\x07\x64ialect\x18\x01 \x01(\x0e\x32\'.toolmesh.dispatcher.v1.ToolCallDialect\x12)\n\x08messages\x18\x02 \x03(\x0b\x32\x17.google.protobuf.Struct\x12\x39\n\x07results\x18\x03 \x03(\x0b\x32(.toolmesh.dispatcher.v1.DispatchResponse\x12\x10\n\x08trace_id\x18\x04 \x01(\t\"\x85\x01\n\x16ImportMcpServerRequest\x12\x0e\n\x06prefix\x18\x01 \x01(\t\x12\x31\n\x07runtime\x18\x02 \x01(\x0b\x32 .toolmesh.registry.v1.McpRuntime\x12\x17\n\x0frequired_scopes\x18\x03 \x03(\t\x12\x0f\n\x07\x64ry_run\x18\x04 \x01(\x08\"j\n\x0fImportedMcpTool\x12\x0c\n\x04tool\x18\x01 \x01(\t\x12\x10\n\x08mcp_name\x18\x02 \x01(\t\x12\x37\n\x06\x63hange\x18\x03 \x01(\x0e\x32\'.toolmesh.dispatcher.v1.McpImportChange\"~\n\x17ImportMcpServerResponse\x12\x36\n\x05tools\x18\x01 \x03(\x0b\x32\'.toolmesh.dispatcher.v1.ImportedMcpTool\x12\x13\n\x0bserver_name\x18\x02 \x01(\t\x12\x16\n\x0eserver_version\x18\x03 \x01(\t*\xb4\x01\n\x0cRuntimeState\x12\x1d\n\x19RUNTIME_STATE_UNSPECIFIED\x10\x00\x12\x19\n\x15RUNTIME_STATE_STOPPED\x10\x01\x12\x1a\n\x16RUNTIME_STATE_STARTING\x10\x02\x12\x19\n\x15RUNTIME_STATE_RUNNING\x10\x03\x12\x19\n\x15RUNTIME_STATE_BACKOFF\x10\x04\x12\x18\n\x14RUNTIME_STATE_FAILED\x10\x05*\xa0\x01\n\x0fToolCallDialect\x12!\n\x1dTOOL_CALL_DIALECT_UNSPECIFIED\x10\x00\x12!\n\x1dTOOL_CALL_DIALECT_OPENAI_CHAT\x10\x01\x12&\n\"TOOL_CALL_DIALECT_OPENAI_RESPONSES\x10\x02\x12\x1f\n\x1bTOOL_CALL_DIALECT_ANTHROPIC\x10\x03*\xb0\x01\n\x0fMcpImportChange\x12!\n\x1dMCP_IMPORT_CHANGE_UNSPECIFIED\x10\x00\x12\x1b\n\x17MCP_IMPORT_CHANGE_ADDED\x10\x01\x12\x1d\n\x19MCP_IMPORT_CHANGE_CHANGED\x10\x02\x12\x1f\n\x1bMCP_IMPORT_CHANGE_UNCHANGED\x10\x03\x12\x1d\n\x19MCP_IMPORT_CHANGE_REMOVED\x10\x04\x32\xdf\x06\n\x11\x44ispatcherService\x12]\n\x08\x44ispatch\x12\'.toolmesh.dispatcher.v1.DispatchRequest\x1a(.toolmesh.dispatcher.v1.DispatchResponse\x12l\n\rDispatchBatch\x12,.toolmesh.dispatcher.v1.DispatchBatchRequest\x1a-.toolmesh.dispatcher.v1.DispatchBatchResponse\x12W\n\x06\x43\x61ncel\x12%.toolmesh.dispatcher.v1.CancelRequest\x1a&.toolmesh.dispatcher.v1.CancelResponse\x12u\n\x10GetRuntimeStatus\x12/.toolmesh.dispatcher.v1.GetRuntimeStatusRequest\x1a\x30.toolmesh.dispatcher.v1.GetRuntimeStatusResponse\x12`\n\tStartTool\x12(.toolmesh.dispatcher.v1.StartToolRequest\x1a).toolmesh.dispatcher.v1.StartToolResponse\x12]\n\x08StopTool\x12\'.toolmesh.dispatcher.v1.StopToolRequest\x1a(.toolmesh.dispatcher.v1.StopToolResponse\x12x\n\x11\x44ispatchToolCalls\x12\x30.toolmesh.dispatcher.v1.DispatchToolCallsRequest\x1a\x31.toolmesh.dispatcher.v1.DispatchToolCallsResponse\x12r\n\x0fImportMcpServer\x12..toolmesh.dispatcher.v1.ImportMcpServerRequest\x1a/.toolmesh.dispatcher.v1.ImportMcpServerResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'toolmesh.dispatcher.v1.dispatcher_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_RUNTIMESTATE']._serialized_start=2245
-  _globals['_RUNTIMESTATE']._serialized_end=2425
-  _globals['_TOOLCALLDIALECT']._serialized_start=2428
-  _globals['_TOOLCALLDIALECT']._serialized_end=2588
-  _globals['_MCPIMPORTCHANGE']._serialized_start=2591
-  _globals['_MCPIMPORTCHANGE']._serialized_end=2767
+  _globals['_RUNTIMESTATE']._serialized_start=2267
+  _globals['_RUNTIMESTATE']._serialized_end=2447
+  _globals['_TOOLCALLDIALECT']._serialized_start=2450
+  _globals['_TOOLCALLDIALECT']._serialized_end=2610
+  _globals['_MCPIMPORTCHANGE']._serialized_start=2613
+  _globals['_MCPIMPORTCHANGE']._serialized_end=2789
   _globals['_DISPATCHREQUEST']._serialized_start=201
   _globals['_DISPATCHREQUEST']._serialized_end=346
   _globals['_DISPATCHRESPONSE']._serialized_start=349
@@ -54,29 +54,29 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CANCELRESPONSE']._serialized_start=868
   _globals['_CANCELRESPONSE']._serialized_end=884
   _globals['_RUNTIMESTATUS']._serialized_start=887
-  _globals['_RUNTIMESTATUS']._serialized_end=1151
-  _globals['_GETRUNTIMESTATUSREQUEST']._serialized_start=1153
-  _globals['_GETRUNTIMESTATUSREQUEST']._serialized_end=1192
-  _globals['_GETRUNTIMESTATUSRESPONSE']._serialized_start=1194
-  _globals['_GETRUNTIMESTATUSRESPONSE']._serialized_end=1277
-  _globals['_STARTTOOLREQUEST']._serialized_start=1279
-  _globals['_STARTTOOLREQUEST']._serialized_end=1311
-  _globals['_STARTTOOLRESPONSE']._serialized_start=1313
-  _globals['_STARTTOOLRESPONSE']._serialized_end=1387
-  _globals['_STOPTOOLREQUEST']._serialized_start=1389
-  _globals['_STOPTOOLREQUEST']._serialized_end=1420
-  _globals['_STOPTOOLRESPONSE']._serialized_start=1422
-  _globals['_STOPTOOLRESPONSE']._serialized_end=1495
-  _globals['_DISPATCHTOOLCALLSREQUEST']._serialized_start=1498
-  _globals['_DISPATCHTOOLCALLSREQUEST']._serialized_end=1662
-  _globals['_DISPATCHTOOLCALLSRESPONSE']._serialized_start=1665
-  _globals['_DISPATCHTOOLCALLSRESPONSE']._serialized_end=1870
-  _globals['_IMPORTMCPSERVERREQUEST']._serialized_start=1873
-  _globals['_IMPORTMCPSERVERREQUEST']._serialized_end=2006
-  _globals['_IMPORTEDMCPTOOL']._serialized_start=2008
-  _globals['_IMPORTEDMCPTOOL']._serialized_end=2114
-  _globals['_IMPORTMCPSERVERRESPONSE']._serialized_start=2116
-  _globals['_IMPORTMCPSERVERRESPONSE']._serialized_end=2242
-  _globals['_DISPATCHERSERVICE']._serialized_start=2770
-  _globals['_DISPATCHERSERVICE']._serialized_end=3633
+  _globals['_RUNTIMESTATUS']._serialized_end=1173
+  _globals['_GETRUNTIMESTATUSREQUEST']._serialized_start=1175
+  _globals['_GETRUNTIMESTATUSREQUEST']._serialized_end=1214
+  _globals['_GETRUNTIMESTATUSRESPONSE']._serialized_start=1216
+  _globals['_GETRUNTIMESTATUSRESPONSE']._serialized_end=1299
+  _globals['_STARTTOOLREQUEST']._serialized_start=1301
+  _globals['_STARTTOOLREQUEST']._serialized_end=1333
+  _globals['_STARTTOOLRESPONSE']._serialized_start=1335
+  _globals['_STARTTOOLRESPONSE']._serialized_end=1409
+  _globals['_STOPTOOLREQUEST']._serialized_start=1411
+  _globals['_STOPTOOLREQUEST']._serialized_end=1442
+  _globals['_STOPTOOLRESPONSE']._serialized_start=1444
+  _globals['_STOPTOOLRESPONSE']._serialized_end=1517
+  _globals['_DISPATCHTOOLCALLSREQUEST']._serialized_start=1520
+  _globals['_DISPATCHTOOLCALLSREQUEST']._serialized_end=1684
+  _globals['_DISPATCHTOOLCALLSRESPONSE']._serialized_start=1687
+  _globals['_DISPATCHTOOLCALLSRESPONSE']._serialized_end=1892
+  _globals['_IMPORTMCPSERVERREQUEST']._serialized_start=1895
+  _globals['_IMPORTMCPSERVERREQUEST']._serialized_end=2028
+  _globals['_IMPORTEDMCPTOOL']._serialized_start=2030
+  _globals['_IMPORTEDMCPTOOL']._serialized_end=2136
+  _globals['_IMPORTMCPSERVERRESPONSE']._serialized_start=2138
+  _globals['_IMPORTMCPSERVERRESPONSE']._serialized_end=2264
+  _globals['_DISPATCHERSERVICE']._serialized_start=2792
+  _globals['_DISPATCHERSERVICE']._serialized_end=3655
 # @@protoc_insertion_point(module_scope)

@@ -115,7 +115,7 @@ class CancelResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class RuntimeStatus(_message.Message):
-    __slots__ = ("tool", "state", "pid", "port", "restarts", "last_error", "in_flight", "started_at", "last_used_at")
+    __slots__ = ("tool", "state", "pid", "port", "restarts", "last_error", "in_flight", "started_at", "last_used_at", "container_id")
     TOOL_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     PID_FIELD_NUMBER: _ClassVar[int]
@@ -125,6 +125,7 @@ class RuntimeStatus(_message.Message):
     IN_FLIGHT_FIELD_NUMBER: _ClassVar[int]
     STARTED_AT_FIELD_NUMBER: _ClassVar[int]
     LAST_USED_AT_FIELD_NUMBER: _ClassVar[int]
+    CONTAINER_ID_FIELD_NUMBER: _ClassVar[int]
     tool: str
     state: RuntimeState
     pid: int
@@ -134,7 +135,8 @@ class RuntimeStatus(_message.Message):
     in_flight: int
     started_at: _timestamp_pb2.Timestamp
     last_used_at: _timestamp_pb2.Timestamp
-    def __init__(self, tool: _Optional[str] = ..., state: _Optional[_Union[RuntimeState, str]] = ..., pid: _Optional[int] = ..., port: _Optional[int] = ..., restarts: _Optional[int] = ..., last_error: _Optional[str] = ..., in_flight: _Optional[int] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_used_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    container_id: str
+    def __init__(self, tool: _Optional[str] = ..., state: _Optional[_Union[RuntimeState, str]] = ..., pid: _Optional[int] = ..., port: _Optional[int] = ..., restarts: _Optional[int] = ..., last_error: _Optional[str] = ..., in_flight: _Optional[int] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_used_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., container_id: _Optional[str] = ...) -> None: ...
 
 class GetRuntimeStatusRequest(_message.Message):
     __slots__ = ("tool",)

@@ -110,7 +110,7 @@ class DispatcherServiceServicer(object):
         raise NotImplementedError('Method not implemented!')
 
     def GetRuntimeStatus(self, request, context):
-        """GetRuntimeStatus shows local tool processes and backend health. Fails with UNAUTHENTICATED,
+        """GetRuntimeStatus shows local tool processes and docker tool containers. Fails with UNAUTHENTICATED,
         PERMISSION_DENIED (admin), NOT_FOUND (unknown tool).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -118,15 +118,15 @@ class DispatcherServiceServicer(object):
         raise NotImplementedError('Method not implemented!')
 
     def StartTool(self, request, context):
-        """StartTool starts a local tool's process now. Fails with NOT_FOUND, FAILED_PRECONDITION (not a
-        local tool), UNAVAILABLE (it did not become healthy), UNAUTHENTICATED, PERMISSION_DENIED.
+        """StartTool starts a local tool's process or a docker tool's container now. Fails with NOT_FOUND,
+        FAILED_PRECONDITION (neither a local nor a docker tool), UNAVAILABLE (it did not become healthy), UNAUTHENTICATED, PERMISSION_DENIED.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def StopTool(self, request, context):
-        """StopTool stops a local tool's process. Fails with NOT_FOUND, FAILED_PRECONDITION,
+        """StopTool stops a local tool's process or a docker tool's container. Fails with NOT_FOUND, FAILED_PRECONDITION,
         UNAUTHENTICATED, PERMISSION_DENIED.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)

@@ -24,6 +24,7 @@ class RuntimeKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     RUNTIME_KIND_GRPC: _ClassVar[RuntimeKind]
     RUNTIME_KIND_LOCAL: _ClassVar[RuntimeKind]
     RUNTIME_KIND_REMOTE: _ClassVar[RuntimeKind]
+    RUNTIME_KIND_DOCKER: _ClassVar[RuntimeKind]
     RUNTIME_KIND_MCP: _ClassVar[RuntimeKind]
 
 class LocalProtocol(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
@@ -54,6 +55,7 @@ RUNTIME_KIND_UNSPECIFIED: RuntimeKind
 RUNTIME_KIND_GRPC: RuntimeKind
 RUNTIME_KIND_LOCAL: RuntimeKind
 RUNTIME_KIND_REMOTE: RuntimeKind
+RUNTIME_KIND_DOCKER: RuntimeKind
 RUNTIME_KIND_MCP: RuntimeKind
 LOCAL_PROTOCOL_UNSPECIFIED: LocalProtocol
 LOCAL_PROTOCOL_GRPC: LocalProtocol
@@ -116,6 +118,69 @@ class RemoteRuntime(_message.Message):
     headers: _containers.ScalarMap[str, str]
     def __init__(self, url: _Optional[str] = ..., headers: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
+class DockerRuntime(_message.Message):
+    __slots__ = ("image", "command", "env", "port", "protocol", "http_path", "resources", "mounts", "secrets", "user", "max_concurrency", "idle_timeout_ms")
+    class EnvEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    IMAGE_FIELD_NUMBER: _ClassVar[int]
+    COMMAND_FIELD_NUMBER: _ClassVar[int]
+    ENV_FIELD_NUMBER: _ClassVar[int]
+    PORT_FIELD_NUMBER: _ClassVar[int]
+    PROTOCOL_FIELD_NUMBER: _ClassVar[int]
+    HTTP_PATH_FIELD_NUMBER: _ClassVar[int]
+    RESOURCES_FIELD_NUMBER: _ClassVar[int]
+    MOUNTS_FIELD_NUMBER: _ClassVar[int]
+    SECRETS_FIELD_NUMBER: _ClassVar[int]
+    USER_FIELD_NUMBER: _ClassVar[int]
+    MAX_CONCURRENCY_FIELD_NUMBER: _ClassVar[int]
+    IDLE_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    image: str
+    command: _containers.RepeatedScalarFieldContainer[str]
+    env: _containers.ScalarMap[str, str]
+    port: int
+    protocol: LocalProtocol
+    http_path: str
+    resources: DockerResources
+    mounts: _containers.RepeatedCompositeFieldContainer[DockerMount]
+    secrets: _containers.RepeatedCompositeFieldContainer[DockerSecret]
+    user: str
+    max_concurrency: int
+    idle_timeout_ms: int
+    def __init__(self, image: _Optional[str] = ..., command: _Optional[_Iterable[str]] = ..., env: _Optional[_Mapping[str, str]] = ..., port: _Optional[int] = ..., protocol: _Optional[_Union[LocalProtocol, str]] = ..., http_path: _Optional[str] = ..., resources: _Optional[_Union[DockerResources, _Mapping]] = ..., mounts: _Optional[_Iterable[_Union[DockerMount, _Mapping]]] = ..., secrets: _Optional[_Iterable[_Union[DockerSecret, _Mapping]]] = ..., user: _Optional[str] = ..., max_concurrency: _Optional[int] = ..., idle_timeout_ms: _Optional[int] = ...) -> None: ...
+
+class DockerResources(_message.Message):
+    __slots__ = ("memory_bytes", "cpu_millis", "pids")
+    MEMORY_BYTES_FIELD_NUMBER: _ClassVar[int]
+    CPU_MILLIS_FIELD_NUMBER: _ClassVar[int]
+    PIDS_FIELD_NUMBER: _ClassVar[int]
+    memory_bytes: int
+    cpu_millis: int
+    pids: int
+    def __init__(self, memory_bytes: _Optional[int] = ..., cpu_millis: _Optional[int] = ..., pids: _Optional[int] = ...) -> None: ...
+
+class DockerMount(_message.Message):
+    __slots__ = ("host_path", "container_path", "writable")
+    HOST_PATH_FIELD_NUMBER: _ClassVar[int]
+    CONTAINER_PATH_FIELD_NUMBER: _ClassVar[int]
+    WRITABLE_FIELD_NUMBER: _ClassVar[int]
+    host_path: str
+    container_path: str
+    writable: bool
+    def __init__(self, host_path: _Optional[str] = ..., container_path: _Optional[str] = ..., writable: bool = ...) -> None: ...
+
+class DockerSecret(_message.Message):
+    __slots__ = ("name", "env")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ENV_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    env: str
+    def __init__(self, name: _Optional[str] = ..., env: _Optional[str] = ...) -> None: ...
+
 class McpRuntime(_message.Message):
     __slots__ = ("url", "headers", "command", "args", "env", "working_dir", "tool", "idle_timeout_ms")
     class HeadersEntry(_message.Message):
@@ -151,16 +216,18 @@ class McpRuntime(_message.Message):
     def __init__(self, url: _Optional[str] = ..., headers: _Optional[_Mapping[str, str]] = ..., command: _Optional[str] = ..., args: _Optional[_Iterable[str]] = ..., env: _Optional[_Mapping[str, str]] = ..., working_dir: _Optional[str] = ..., tool: _Optional[str] = ..., idle_timeout_ms: _Optional[int] = ...) -> None: ...
 
 class Runtime(_message.Message):
-    __slots__ = ("grpc", "local", "remote", "mcp")
+    __slots__ = ("grpc", "local", "remote", "docker", "mcp")
     GRPC_FIELD_NUMBER: _ClassVar[int]
     LOCAL_FIELD_NUMBER: _ClassVar[int]
     REMOTE_FIELD_NUMBER: _ClassVar[int]
+    DOCKER_FIELD_NUMBER: _ClassVar[int]
     MCP_FIELD_NUMBER: _ClassVar[int]
     grpc: GrpcRuntime
     local: LocalRuntime
     remote: RemoteRuntime
+    docker: DockerRuntime
     mcp: McpRuntime
-    def __init__(self, grpc: _Optional[_Union[GrpcRuntime, _Mapping]] = ..., local: _Optional[_Union[LocalRuntime, _Mapping]] = ..., remote: _Optional[_Union[RemoteRuntime, _Mapping]] = ..., mcp: _Optional[_Union[McpRuntime, _Mapping]] = ...) -> None: ...
+    def __init__(self, grpc: _Optional[_Union[GrpcRuntime, _Mapping]] = ..., local: _Optional[_Union[LocalRuntime, _Mapping]] = ..., remote: _Optional[_Union[RemoteRuntime, _Mapping]] = ..., docker: _Optional[_Union[DockerRuntime, _Mapping]] = ..., mcp: _Optional[_Union[McpRuntime, _Mapping]] = ...) -> None: ...
 
 class ToolAnnotations(_message.Message):
     __slots__ = ("title", "destructive", "open_world")

@@ -12,7 +12,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file toolmesh/registry/v1/registry.proto.
  */
 export const file_toolmesh_registry_v1_registry: GenFile = /*@__PURE__*/
-  fileDesc("CiN0b29sbWVzaC9yZWdpc3RyeS92MS9yZWdpc3RyeS5wcm90bxIUdG9vbG1lc2gucmVnaXN0cnkudjEiHgoLR3JwY1J1bnRpbWUSDwoHYWRkcmVzcxgBIAEoCSKkAgoMTG9jYWxSdW50aW1lEg8KB2NvbW1hbmQYASABKAkSDAoEYXJncxgCIAMoCRI4CgNlbnYYAyADKAsyKy50b29sbWVzaC5yZWdpc3RyeS52MS5Mb2NhbFJ1bnRpbWUuRW52RW50cnkSNQoIcHJvdG9jb2wYBCABKA4yIy50b29sbWVzaC5yZWdpc3RyeS52MS5Mb2NhbFByb3RvY29sEhMKC3dvcmtpbmdfZGlyGAUgASgJEhcKD21heF9jb25jdXJyZW5jeRgGIAEoDRIXCg9pZGxlX3RpbWVvdXRfbXMYByABKA0SEQoJaHR0cF9wYXRoGAggASgJGioKCEVudkVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEijwEKDVJlbW90ZVJ1bnRpbWUSCwoDdXJsGAEgASgJEkEKB2hlYWRlcnMYAiADKAsyMC50b29sbWVzaC5yZWdpc3RyeS52MS5SZW1vdGVSdW50aW1lLkhlYWRlcnNFbnRyeRouCgxIZWFkZXJzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASLIAgoKTWNwUnVudGltZRILCgN1cmwYASABKAkSPgoHaGVhZGVycxgCIAMoCzItLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLk1jcFJ1bnRpbWUuSGVhZGVyc0VudHJ5Eg8KB2NvbW1hbmQYAyABKAkSDAoEYXJncxgEIAMoCRI2CgNlbnYYBSADKAsyKS50b29sbWVzaC5yZWdpc3RyeS52MS5NY3BSdW50aW1lLkVudkVudHJ5EhMKC3dvcmtpbmdfZGlyGAYgASgJEgwKBHRvb2wYByABKAkSFwoPaWRsZV90aW1lb3V0X21zGAggASgNGi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBGioKCEVudkVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEi4QEKB1J1bnRpbWUSMQoEZ3JwYxgBIAEoCzIhLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkdycGNSdW50aW1lSAASMwoFbG9jYWwYAiABKAsyIi50b29sbWVzaC5yZWdpc3RyeS52MS5Mb2NhbFJ1bnRpbWVIABI1CgZyZW1vdGUYAyABKAsyIy50b29sbWVzaC5yZWdpc3RyeS52MS5SZW1vdGVSdW50aW1lSAASLwoDbWNwGAUgASgLMiAudG9vbG1lc2gucmVnaXN0cnkudjEuTWNwUnVudGltZUgAQgYKBGtpbmQiSQoPVG9vbEFubm90YXRpb25zEg0KBXRpdGxlGAEgASgJEhMKC2Rlc3RydWN0aXZlGAIgASgIEhIKCm9wZW5fd29ybGQYAyABKAgiVwoLUmV0cnlQb2xpY3kSFAoMbWF4X2F0dGVtcHRzGAEgASgNEhoKEmluaXRpYWxfYmFja29mZl9tcxgCIAEoDRIWCg5tYXhfYmFja29mZl9tcxgDIAEoDSLyBAoIVG9vbFNwZWMSDAoEbmFtZRgBIAEoCRIPCgd2ZXJzaW9uGAIgASgJEhMKC2Rlc2NyaXB0aW9uGAMgASgJEhAKCGNhdGVnb3J5GAQgASgJEi0KDGlucHV0X3NjaGVtYRgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLgoNb3V0cHV0X3NjaGVtYRgGIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFwoPcmVxdWlyZWRfc2NvcGVzGAcgAygJEhIKCnRpbWVvdXRfbXMYCCABKA0SNwoMcmV0cnlfcG9saWN5GAkgASgLMiEudG9vbG1lc2gucmVnaXN0cnkudjEuUmV0cnlQb2xpY3kSEgoKaWRlbXBvdGVudBgKIAEoCBIUCgxzaWRlX2VmZmVjdHMYCyABKAgSFQoNa25vd2h1Yl9zbHVncxgMIAMoCRIwCgZzdGF0dXMYDSABKA4yIC50b29sbWVzaC5yZWdpc3RyeS52MS5Ub29sU3RhdHVzEi4KB3J1bnRpbWUYDiABKAsyHS50b29sbWVzaC5yZWdpc3RyeS52MS5SdW50aW1lEjoKBmxhYmVscxgPIAMoCzIqLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlRvb2xTcGVjLkxhYmVsc0VudHJ5EhEKCXJlcG9ydGVycxgQIAMoCRI6Cgthbm5vdGF0aW9ucxgUIAEoCzIlLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlRvb2xBbm5vdGF0aW9ucxotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIt8BCgRUb29sEiwKBHNwZWMYASABKAsyHi50b29sbWVzaC5yZWdpc3RyeS52MS5Ub29sU3BlYxITCgtzY2hlbWFfaGFzaBgCIAEoCRIQCghyZXZpc2lvbhgDIAEoBBIOCgZncm91cHMYBCADKAkSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKdXBkYXRlZF9ieRgHIAEoCSJ6CgVHcm91cBIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEg0KBXRvb2xzGAMgAygJEg8KB2V4YW1wbGUYBCABKAkSLgoKdXBkYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiQwoTUmVnaXN0ZXJUb29sUmVxdWVzdBIsCgR0b29sGAEgASgLMh4udG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbFNwZWMiQAoUUmVnaXN0ZXJUb29sUmVzcG9uc2USKAoEdG9vbBgBIAEoCzIaLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlRvb2wiXAoRVXBkYXRlVG9vbFJlcXVlc3QSLAoEdG9vbBgBIAEoCzIeLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlRvb2xTcGVjEhkKEWV4cGVjdGVkX3JldmlzaW9uGAIgASgEIj4KElVwZGF0ZVRvb2xSZXNwb25zZRIoCgR0b29sGAEgASgLMhoudG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbCJVChNTZXRUb29sU2x1Z3NSZXF1ZXN0EgwKBG5hbWUYASABKAkSFQoNa25vd2h1Yl9zbHVncxgCIAMoCRIZChFleHBlY3RlZF9yZXZpc2lvbhgDIAEoBCJAChRTZXRUb29sU2x1Z3NSZXNwb25zZRIoCgR0b29sGAEgASgLMhoudG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbCIlChVEZXJlZ2lzdGVyVG9vbFJlcXVlc3QSDAoEbmFtZRgBIAEoCSI1ChZEZXJlZ2lzdGVyVG9vbFJlc3BvbnNlEhsKE3JlbW92ZWRfZnJvbV9ncm91cHMYASADKAkiHgoOR2V0VG9vbFJlcXVlc3QSDAoEbmFtZRgBIAEoCSI7Cg9HZXRUb29sUmVzcG9uc2USKAoEdG9vbBgBIAEoCzIaLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlRvb2wi1gEKEExpc3RUb29sc1JlcXVlc3QSEAoIY2F0ZWdvcnkYASABKAkSDwoHa2V5d29yZBgCIAEoCRI3CgxydW50aW1lX2tpbmQYAyABKA4yIS50b29sbWVzaC5yZWdpc3RyeS52MS5SdW50aW1lS2luZBINCgVncm91cBgEIAEoCRIwCgZzdGF0dXMYBSABKA4yIC50b29sbWVzaC5yZWdpc3RyeS52MS5Ub29sU3RhdHVzEhEKCXBhZ2Vfc2l6ZRgGIAEoDRISCgpwYWdlX3Rva2VuGAcgASgJIlcKEUxpc3RUb29sc1Jlc3BvbnNlEikKBXRvb2xzGAEgAygLMhoudG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiEwoRV2F0Y2hUb29sc1JlcXVlc3QigAEKEldhdGNoVG9vbHNSZXNwb25zZRIyCgR0eXBlGAEgASgOMiQudG9vbG1lc2gucmVnaXN0cnkudjEuV2F0Y2hFdmVudFR5cGUSKAoEdG9vbBgCIAEoCzIaLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlRvb2wSDAoEbmFtZRgDIAEoCSI9Cg9QdXRHcm91cFJlcXVlc3QSKgoFZ3JvdXAYASABKAsyGy50b29sbWVzaC5yZWdpc3RyeS52MS5Hcm91cCI+ChBQdXRHcm91cFJlc3BvbnNlEioKBWdyb3VwGAEgASgLMhsudG9vbG1lc2gucmVnaXN0cnkudjEuR3JvdXAiHwoPR2V0R3JvdXBSZXF1ZXN0EgwKBG5hbWUYASABKAkiPgoQR2V0R3JvdXBSZXNwb25zZRIqCgVncm91cBgBIAEoCzIbLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkdyb3VwIjoKEUxpc3RHcm91cHNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoDRISCgpwYWdlX3Rva2VuGAIgASgJIloKEkxpc3RHcm91cHNSZXNwb25zZRIrCgZncm91cHMYASADKAsyGy50b29sbWVzaC5yZWdpc3RyeS52MS5Hcm91cBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiIgoSRGVsZXRlR3JvdXBSZXF1ZXN0EgwKBG5hbWUYASABKAkiFQoTRGVsZXRlR3JvdXBSZXNwb25zZSIVChNMaXN0UnVudGltZXNSZXF1ZXN0IqwBCg5SdW50aW1lU3VtbWFyeRIvCgRraW5kGAEgASgOMiEudG9vbG1lc2gucmVnaXN0cnkudjEuUnVudGltZUtpbmQSEgoKdG9vbF9jb3VudBgCIAEoDRIUCgxhY3RpdmVfY291bnQYAyABKA0SGAoQZGVwcmVjYXRlZF9jb3VudBgEIAEoDRIWCg5kaXNhYmxlZF9jb3VudBgFIAEoDRINCgV0b29scxgGIAMoCSJOChRMaXN0UnVudGltZXNSZXNwb25zZRI2CghydW50aW1lcxgBIAMoCzIkLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlJ1bnRpbWVTdW1tYXJ5IogBChhFeHBvcnRUb29sU2NoZW1hc1JlcXVlc3QSMgoGZm9ybWF0GAEgASgOMiIudG9vbG1lc2gucmVnaXN0cnkudjEuU2NoZW1hRm9ybWF0Eg0KBWdyb3VwGAIgASgJEg0KBW5hbWVzGAMgAygJEhoKEmluY2x1ZGVfZGVwcmVjYXRlZBgEIAEoCCJgCgxFeHBvcnRlZFRvb2wSDAoEdG9vbBgBIAEoCRIVCg1leHBvcnRlZF9uYW1lGAIgASgJEisKCmRlZmluaXRpb24YAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ik4KGUV4cG9ydFRvb2xTY2hlbWFzUmVzcG9uc2USMQoFdG9vbHMYASADKAsyIi50b29sbWVzaC5yZWdpc3RyeS52MS5FeHBvcnRlZFRvb2wqdwoKVG9vbFN0YXR1cxIbChdUT09MX1NUQVRVU19VTlNQRUNJRklFRBAAEhYKElRPT0xfU1RBVFVTX0FDVElWRRABEhoKFlRPT0xfU1RBVFVTX0RFUFJFQ0FURUQQAhIYChRUT09MX1NUQVRVU19ESVNBQkxFRBADKokBCgtSdW50aW1lS2luZBIcChhSVU5USU1FX0tJTkRfVU5TUEVDSUZJRUQQABIVChFSVU5USU1FX0tJTkRfR1JQQxABEhYKElJVTlRJTUVfS0lORF9MT0NBTBACEhcKE1JVTlRJTUVfS0lORF9SRU1PVEUQAxIUChBSVU5USU1FX0tJTkRfTUNQEAUqYQoNTG9jYWxQcm90b2NvbBIeChpMT0NBTF9QUk9UT0NPTF9VTlNQRUNJRklFRBAAEhcKE0xPQ0FMX1BST1RPQ09MX0dSUEMQARIXChNMT0NBTF9QUk9UT0NPTF9IVFRQEAIqqwEKDldhdGNoRXZlbnRUeXBlEiAKHFdBVENIX0VWRU5UX1RZUEVfVU5TUEVDSUZJRUQQABIdChlXQVRDSF9FVkVOVF9UWVBFX1NOQVBTSE9UEAESIQodV0FUQ0hfRVZFTlRfVFlQRV9TTkFQU0hPVF9FTkQQAhIYChRXQVRDSF9FVkVOVF9UWVBFX1BVVBADEhsKF1dBVENIX0VWRU5UX1RZUEVfREVMRVRFEAQqewoMU2NoZW1hRm9ybWF0Eh0KGVNDSEVNQV9GT1JNQVRfVU5TUEVDSUZJRUQQABIYChRTQ0hFTUFfRk9STUFUX09QRU5BSRABEhsKF1NDSEVNQV9GT1JNQVRfQU5USFJPUElDEAISFQoRU0NIRU1BX0ZPUk1BVF9NQ1AQAzKeCgoPUmVnaXN0cnlTZXJ2aWNlEmUKDFJlZ2lzdGVyVG9vbBIpLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlJlZ2lzdGVyVG9vbFJlcXVlc3QaKi50b29sbWVzaC5yZWdpc3RyeS52MS5SZWdpc3RlclRvb2xSZXNwb25zZRJfCgpVcGRhdGVUb29sEicudG9vbG1lc2gucmVnaXN0cnkudjEuVXBkYXRlVG9vbFJlcXVlc3QaKC50b29sbWVzaC5yZWdpc3RyeS52MS5VcGRhdGVUb29sUmVzcG9uc2USZQoMU2V0VG9vbFNsdWdzEikudG9vbG1lc2gucmVnaXN0cnkudjEuU2V0VG9vbFNsdWdzUmVxdWVzdBoqLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlNldFRvb2xTbHVnc1Jlc3BvbnNlEmsKDkRlcmVnaXN0ZXJUb29sEisudG9vbG1lc2gucmVnaXN0cnkudjEuRGVyZWdpc3RlclRvb2xSZXF1ZXN0GiwudG9vbG1lc2gucmVnaXN0cnkudjEuRGVyZWdpc3RlclRvb2xSZXNwb25zZRJWCgdHZXRUb29sEiQudG9vbG1lc2gucmVnaXN0cnkudjEuR2V0VG9vbFJlcXVlc3QaJS50b29sbWVzaC5yZWdpc3RyeS52MS5HZXRUb29sUmVzcG9uc2USXAoJTGlzdFRvb2xzEiYudG9vbG1lc2gucmVnaXN0cnkudjEuTGlzdFRvb2xzUmVxdWVzdBonLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkxpc3RUb29sc1Jlc3BvbnNlEmEKCldhdGNoVG9vbHMSJy50b29sbWVzaC5yZWdpc3RyeS52MS5XYXRjaFRvb2xzUmVxdWVzdBooLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLldhdGNoVG9vbHNSZXNwb25zZTABElkKCFB1dEdyb3VwEiUudG9vbG1lc2gucmVnaXN0cnkudjEuUHV0R3JvdXBSZXF1ZXN0GiYudG9vbG1lc2gucmVnaXN0cnkudjEuUHV0R3JvdXBSZXNwb25zZRJZCghHZXRHcm91cBIlLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkdldEdyb3VwUmVxdWVzdBomLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkdldEdyb3VwUmVzcG9uc2USXwoKTGlzdEdyb3VwcxInLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkxpc3RHcm91cHNSZXF1ZXN0GigudG9vbG1lc2gucmVnaXN0cnkudjEuTGlzdEdyb3Vwc1Jlc3BvbnNlEmIKC0RlbGV0ZUdyb3VwEigudG9vbG1lc2gucmVnaXN0cnkudjEuRGVsZXRlR3JvdXBSZXF1ZXN0GikudG9vbG1lc2gucmVnaXN0cnkudjEuRGVsZXRlR3JvdXBSZXNwb25zZRJlCgxMaXN0UnVudGltZXMSKS50b29sbWVzaC5yZWdpc3RyeS52MS5MaXN0UnVudGltZXNSZXF1ZXN0GioudG9vbG1lc2gucmVnaXN0cnkudjEuTGlzdFJ1bnRpbWVzUmVzcG9uc2USdAoRRXhwb3J0VG9vbFNjaGVtYXMSLi50b29sbWVzaC5yZWdpc3RyeS52MS5FeHBvcnRUb29sU2NoZW1hc1JlcXVlc3QaLy50b29sbWVzaC5yZWdpc3RyeS52MS5FeHBvcnRUb29sU2NoZW1hc1Jlc3BvbnNlQtABChhjb20udG9vbG1lc2gucmVnaXN0cnkudjFCDVJlZ2lzdHJ5UHJvdG9QAVozdG9vbG1lc2guZGV2L2dvL2dlbi90b29sbWVzaC9yZWdpc3RyeS92MTtyZWdpc3RyeXYxogIDVFJYqgIUVG9vbG1lc2guUmVnaXN0cnkuVjHKAhRUb29sbWVzaFxSZWdpc3RyeVxWMeICIFRvb2xtZXNoXFJlZ2lzdHJ5XFYxXEdQQk1ldGFkYXRh6gIWVG9vbG1lc2g6OlJlZ2lzdHJ5OjpWMWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("CiN0b29sbWVzaC9yZWdpc3RyeS92MS9yZWdpc3RyeS5wcm90bxIUdG9vbG1lc2gucmVnaXN0cnkudjEiHgoLR3JwY1J1bnRpbWUSDwoHYWRkcmVzcxgBIAEoCSKkAgoMTG9jYWxSdW50aW1lEg8KB2NvbW1hbmQYASABKAkSDAoEYXJncxgCIAMoCRI4CgNlbnYYAyADKAsyKy50b29sbWVzaC5yZWdpc3RyeS52MS5Mb2NhbFJ1bnRpbWUuRW52RW50cnkSNQoIcHJvdG9jb2wYBCABKA4yIy50b29sbWVzaC5yZWdpc3RyeS52MS5Mb2NhbFByb3RvY29sEhMKC3dvcmtpbmdfZGlyGAUgASgJEhcKD21heF9jb25jdXJyZW5jeRgGIAEoDRIXCg9pZGxlX3RpbWVvdXRfbXMYByABKA0SEQoJaHR0cF9wYXRoGAggASgJGioKCEVudkVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEijwEKDVJlbW90ZVJ1bnRpbWUSCwoDdXJsGAEgASgJEkEKB2hlYWRlcnMYAiADKAsyMC50b29sbWVzaC5yZWdpc3RyeS52MS5SZW1vdGVSdW50aW1lLkhlYWRlcnNFbnRyeRouCgxIZWFkZXJzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASLQAwoNRG9ja2VyUnVudGltZRINCgVpbWFnZRgBIAEoCRIPCgdjb21tYW5kGAIgAygJEjkKA2VudhgDIAMoCzIsLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkRvY2tlclJ1bnRpbWUuRW52RW50cnkSDAoEcG9ydBgEIAEoDRI1Cghwcm90b2NvbBgFIAEoDjIjLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkxvY2FsUHJvdG9jb2wSEQoJaHR0cF9wYXRoGAYgASgJEjgKCXJlc291cmNlcxgHIAEoCzIlLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkRvY2tlclJlc291cmNlcxIxCgZtb3VudHMYCCADKAsyIS50b29sbWVzaC5yZWdpc3RyeS52MS5Eb2NrZXJNb3VudBIzCgdzZWNyZXRzGAkgAygLMiIudG9vbG1lc2gucmVnaXN0cnkudjEuRG9ja2VyU2VjcmV0EgwKBHVzZXIYCiABKAkSFwoPbWF4X2NvbmN1cnJlbmN5GAsgASgNEhcKD2lkbGVfdGltZW91dF9tcxgMIAEoDRoqCghFbnZFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIkkKD0RvY2tlclJlc291cmNlcxIUCgxtZW1vcnlfYnl0ZXMYASABKAQSEgoKY3B1X21pbGxpcxgCIAEoDRIMCgRwaWRzGAMgASgNIkoKC0RvY2tlck1vdW50EhEKCWhvc3RfcGF0aBgBIAEoCRIWCg5jb250YWluZXJfcGF0aBgCIAEoCRIQCgh3cml0YWJsZRgDIAEoCCIpCgxEb2NrZXJTZWNyZXQSDAoEbmFtZRgBIAEoCRILCgNlbnYYAiABKAkiyAIKCk1jcFJ1bnRpbWUSCwoDdXJsGAEgASgJEj4KB2hlYWRlcnMYAiADKAsyLS50b29sbWVzaC5yZWdpc3RyeS52MS5NY3BSdW50aW1lLkhlYWRlcnNFbnRyeRIPCgdjb21tYW5kGAMgASgJEgwKBGFyZ3MYBCADKAkSNgoDZW52GAUgAygLMikudG9vbG1lc2gucmVnaXN0cnkudjEuTWNwUnVudGltZS5FbnZFbnRyeRITCgt3b3JraW5nX2RpchgGIAEoCRIMCgR0b29sGAcgASgJEhcKD2lkbGVfdGltZW91dF9tcxgIIAEoDRouCgxIZWFkZXJzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ARoqCghFbnZFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIpgCCgdSdW50aW1lEjEKBGdycGMYASABKAsyIS50b29sbWVzaC5yZWdpc3RyeS52MS5HcnBjUnVudGltZUgAEjMKBWxvY2FsGAIgASgLMiIudG9vbG1lc2gucmVnaXN0cnkudjEuTG9jYWxSdW50aW1lSAASNQoGcmVtb3RlGAMgASgLMiMudG9vbG1lc2gucmVnaXN0cnkudjEuUmVtb3RlUnVudGltZUgAEjUKBmRvY2tlchgEIAEoCzIjLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkRvY2tlclJ1bnRpbWVIABIvCgNtY3AYBSABKAsyIC50b29sbWVzaC5yZWdpc3RyeS52MS5NY3BSdW50aW1lSABCBgoEa2luZCJJCg9Ub29sQW5ub3RhdGlvbnMSDQoFdGl0bGUYASABKAkSEwoLZGVzdHJ1Y3RpdmUYAiABKAgSEgoKb3Blbl93b3JsZBgDIAEoCCJXCgtSZXRyeVBvbGljeRIUCgxtYXhfYXR0ZW1wdHMYASABKA0SGgoSaW5pdGlhbF9iYWNrb2ZmX21zGAIgASgNEhYKDm1heF9iYWNrb2ZmX21zGAMgASgNIvIECghUb29sU3BlYxIMCgRuYW1lGAEgASgJEg8KB3ZlcnNpb24YAiABKAkSEwoLZGVzY3JpcHRpb24YAyABKAkSEAoIY2F0ZWdvcnkYBCABKAkSLQoMaW5wdXRfc2NoZW1hGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIuCg1vdXRwdXRfc2NoZW1hGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIXCg9yZXF1aXJlZF9zY29wZXMYByADKAkSEgoKdGltZW91dF9tcxgIIAEoDRI3CgxyZXRyeV9wb2xpY3kYCSABKAsyIS50b29sbWVzaC5yZWdpc3RyeS52MS5SZXRyeVBvbGljeRISCgppZGVtcG90ZW50GAogASgIEhQKDHNpZGVfZWZmZWN0cxgLIAEoCBIVCg1rbm93aHViX3NsdWdzGAwgAygJEjAKBnN0YXR1cxgNIAEoDjIgLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlRvb2xTdGF0dXMSLgoHcnVudGltZRgOIAEoCzIdLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlJ1bnRpbWUSOgoGbGFiZWxzGA8gAygLMioudG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbFNwZWMuTGFiZWxzRW50cnkSEQoJcmVwb3J0ZXJzGBAgAygJEjoKC2Fubm90YXRpb25zGBQgASgLMiUudG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbEFubm90YXRpb25zGi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEi3wEKBFRvb2wSLAoEc3BlYxgBIAEoCzIeLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlRvb2xTcGVjEhMKC3NjaGVtYV9oYXNoGAIgASgJEhAKCHJldmlzaW9uGAMgASgEEg4KBmdyb3VwcxgEIAMoCRIuCgpjcmVhdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgp1cGRhdGVkX2J5GAcgASgJInoKBUdyb3VwEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSDQoFdG9vbHMYAyADKAkSDwoHZXhhbXBsZRgEIAEoCRIuCgp1cGRhdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJDChNSZWdpc3RlclRvb2xSZXF1ZXN0EiwKBHRvb2wYASABKAsyHi50b29sbWVzaC5yZWdpc3RyeS52MS5Ub29sU3BlYyJAChRSZWdpc3RlclRvb2xSZXNwb25zZRIoCgR0b29sGAEgASgLMhoudG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbCJcChFVcGRhdGVUb29sUmVxdWVzdBIsCgR0b29sGAEgASgLMh4udG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbFNwZWMSGQoRZXhwZWN0ZWRfcmV2aXNpb24YAiABKAQiPgoSVXBkYXRlVG9vbFJlc3BvbnNlEigKBHRvb2wYASABKAsyGi50b29sbWVzaC5yZWdpc3RyeS52MS5Ub29sIlUKE1NldFRvb2xTbHVnc1JlcXVlc3QSDAoEbmFtZRgBIAEoCRIVCg1rbm93aHViX3NsdWdzGAIgAygJEhkKEWV4cGVjdGVkX3JldmlzaW9uGAMgASgEIkAKFFNldFRvb2xTbHVnc1Jlc3BvbnNlEigKBHRvb2wYASABKAsyGi50b29sbWVzaC5yZWdpc3RyeS52MS5Ub29sIiUKFURlcmVnaXN0ZXJUb29sUmVxdWVzdBIMCgRuYW1lGAEgASgJIjUKFkRlcmVnaXN0ZXJUb29sUmVzcG9uc2USGwoTcmVtb3ZlZF9mcm9tX2dyb3VwcxgBIAMoCSIeCg5HZXRUb29sUmVxdWVzdBIMCgRuYW1lGAEgASgJIjsKD0dldFRvb2xSZXNwb25zZRIoCgR0b29sGAEgASgLMhoudG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbCLWAQoQTGlzdFRvb2xzUmVxdWVzdBIQCghjYXRlZ29yeRgBIAEoCRIPCgdrZXl3b3JkGAIgASgJEjcKDHJ1bnRpbWVfa2luZBgDIAEoDjIhLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlJ1bnRpbWVLaW5kEg0KBWdyb3VwGAQgASgJEjAKBnN0YXR1cxgFIAEoDjIgLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlRvb2xTdGF0dXMSEQoJcGFnZV9zaXplGAYgASgNEhIKCnBhZ2VfdG9rZW4YByABKAkiVwoRTGlzdFRvb2xzUmVzcG9uc2USKQoFdG9vbHMYASADKAsyGi50b29sbWVzaC5yZWdpc3RyeS52MS5Ub29sEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSITChFXYXRjaFRvb2xzUmVxdWVzdCKAAQoSV2F0Y2hUb29sc1Jlc3BvbnNlEjIKBHR5cGUYASABKA4yJC50b29sbWVzaC5yZWdpc3RyeS52MS5XYXRjaEV2ZW50VHlwZRIoCgR0b29sGAIgASgLMhoudG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbBIMCgRuYW1lGAMgASgJIj0KD1B1dEdyb3VwUmVxdWVzdBIqCgVncm91cBgBIAEoCzIbLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkdyb3VwIj4KEFB1dEdyb3VwUmVzcG9uc2USKgoFZ3JvdXAYASABKAsyGy50b29sbWVzaC5yZWdpc3RyeS52MS5Hcm91cCIfCg9HZXRHcm91cFJlcXVlc3QSDAoEbmFtZRgBIAEoCSI+ChBHZXRHcm91cFJlc3BvbnNlEioKBWdyb3VwGAEgASgLMhsudG9vbG1lc2gucmVnaXN0cnkudjEuR3JvdXAiOgoRTGlzdEdyb3Vwc1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgNEhIKCnBhZ2VfdG9rZW4YAiABKAkiWgoSTGlzdEdyb3Vwc1Jlc3BvbnNlEisKBmdyb3VwcxgBIAMoCzIbLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkdyb3VwEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIiChJEZWxldGVHcm91cFJlcXVlc3QSDAoEbmFtZRgBIAEoCSIVChNEZWxldGVHcm91cFJlc3BvbnNlIhUKE0xpc3RSdW50aW1lc1JlcXVlc3QirAEKDlJ1bnRpbWVTdW1tYXJ5Ei8KBGtpbmQYASABKA4yIS50b29sbWVzaC5yZWdpc3RyeS52MS5SdW50aW1lS2luZBISCgp0b29sX2NvdW50GAIgASgNEhQKDGFjdGl2ZV9jb3VudBgDIAEoDRIYChBkZXByZWNhdGVkX2NvdW50GAQgASgNEhYKDmRpc2FibGVkX2NvdW50GAUgASgNEg0KBXRvb2xzGAYgAygJIk4KFExpc3RSdW50aW1lc1Jlc3BvbnNlEjYKCHJ1bnRpbWVzGAEgAygLMiQudG9vbG1lc2gucmVnaXN0cnkudjEuUnVudGltZVN1bW1hcnkiiAEKGEV4cG9ydFRvb2xTY2hlbWFzUmVxdWVzdBIyCgZmb3JtYXQYASABKA4yIi50b29sbWVzaC5yZWdpc3RyeS52MS5TY2hlbWFGb3JtYXQSDQoFZ3JvdXAYAiABKAkSDQoFbmFtZXMYAyADKAkSGgoSaW5jbHVkZV9kZXByZWNhdGVkGAQgASgIImAKDEV4cG9ydGVkVG9vbBIMCgR0b29sGAEgASgJEhUKDWV4cG9ydGVkX25hbWUYAiABKAkSKwoKZGVmaW5pdGlvbhgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiTgoZRXhwb3J0VG9vbFNjaGVtYXNSZXNwb25zZRIxCgV0b29scxgBIAMoCzIiLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkV4cG9ydGVkVG9vbCp3CgpUb29sU3RhdHVzEhsKF1RPT0xfU1RBVFVTX1VOU1BFQ0lGSUVEEAASFgoSVE9PTF9TVEFUVVNfQUNUSVZFEAESGgoWVE9PTF9TVEFUVVNfREVQUkVDQVRFRBACEhgKFFRPT0xfU1RBVFVTX0RJU0FCTEVEEAMqogEKC1J1bnRpbWVLaW5kEhwKGFJVTlRJTUVfS0lORF9VTlNQRUNJRklFRBAAEhUKEVJVTlRJTUVfS0lORF9HUlBDEAESFgoSUlVOVElNRV9LSU5EX0xPQ0FMEAISFwoTUlVOVElNRV9LSU5EX1JFTU9URRADEhcKE1JVTlRJTUVfS0lORF9ET0NLRVIQBBIUChBSVU5USU1FX0tJTkRfTUNQEAUqYQoNTG9jYWxQcm90b2NvbBIeChpMT0NBTF9QUk9UT0NPTF9VTlNQRUNJRklFRBAAEhcKE0xPQ0FMX1BST1RPQ09MX0dSUEMQARIXChNMT0NBTF9QUk9UT0NPTF9IVFRQEAIqqwEKDldhdGNoRXZlbnRUeXBlEiAKHFdBVENIX0VWRU5UX1RZUEVfVU5TUEVDSUZJRUQQABIdChlXQVRDSF9FVkVOVF9UWVBFX1NOQVBTSE9UEAESIQodV0FUQ0hfRVZFTlRfVFlQRV9TTkFQU0hPVF9FTkQQAhIYChRXQVRDSF9FVkVOVF9UWVBFX1BVVBADEhsKF1dBVENIX0VWRU5UX1RZUEVfREVMRVRFEAQqewoMU2NoZW1hRm9ybWF0Eh0KGVNDSEVNQV9GT1JNQVRfVU5TUEVDSUZJRUQQABIYChRTQ0hFTUFfRk9STUFUX09QRU5BSRABEhsKF1NDSEVNQV9GT1JNQVRfQU5USFJPUElDEAISFQoRU0NIRU1BX0ZPUk1BVF9NQ1AQAzKeCgoPUmVnaXN0cnlTZXJ2aWNlEmUKDFJlZ2lzdGVyVG9vbBIpLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlJlZ2lzdGVyVG9vbFJlcXVlc3QaKi50b29sbWVzaC5yZWdpc3RyeS52MS5SZWdpc3RlclRvb2xSZXNwb25zZRJfCgpVcGRhdGVUb29sEicudG9vbG1lc2gucmVnaXN0cnkudjEuVXBkYXRlVG9vbFJlcXVlc3QaKC50b29sbWVzaC5yZWdpc3RyeS52MS5VcGRhdGVUb29sUmVzcG9uc2USZQoMU2V0VG9vbFNsdWdzEikudG9vbG1lc2gucmVnaXN0cnkudjEuU2V0VG9vbFNsdWdzUmVxdWVzdBoqLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlNldFRvb2xTbHVnc1Jlc3BvbnNlEmsKDkRlcmVnaXN0ZXJUb29sEisudG9vbG1lc2gucmVnaXN0cnkudjEuRGVyZWdpc3RlclRvb2xSZXF1ZXN0GiwudG9vbG1lc2gucmVnaXN0cnkudjEuRGVyZWdpc3RlclRvb2xSZXNwb25zZRJWCgdHZXRUb29sEiQudG9vbG1lc2gucmVnaXN0cnkudjEuR2V0VG9vbFJlcXVlc3QaJS50b29sbWVzaC5yZWdpc3RyeS52MS5HZXRUb29sUmVzcG9uc2USXAoJTGlzdFRvb2xzEiYudG9vbG1lc2gucmVnaXN0cnkudjEuTGlzdFRvb2xzUmVxdWVzdBonLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkxpc3RUb29sc1Jlc3BvbnNlEmEKCldhdGNoVG9vbHMSJy50b29sbWVzaC5yZWdpc3RyeS52MS5XYXRjaFRvb2xzUmVxdWVzdBooLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLldhdGNoVG9vbHNSZXNwb25zZTABElkKCFB1dEdyb3VwEiUudG9vbG1lc2gucmVnaXN0cnkudjEuUHV0R3JvdXBSZXF1ZXN0GiYudG9vbG1lc2gucmVnaXN0cnkudjEuUHV0R3JvdXBSZXNwb25zZRJZCghHZXRHcm91cBIlLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkdldEdyb3VwUmVxdWVzdBomLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkdldEdyb3VwUmVzcG9uc2USXwoKTGlzdEdyb3VwcxInLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkxpc3RHcm91cHNSZXF1ZXN0GigudG9vbG1lc2gucmVnaXN0cnkudjEuTGlzdEdyb3Vwc1Jlc3BvbnNlEmIKC0RlbGV0ZUdyb3VwEigudG9vbG1lc2gucmVnaXN0cnkudjEuRGVsZXRlR3JvdXBSZXF1ZXN0GikudG9vbG1lc2gucmVnaXN0cnkudjEuRGVsZXRlR3JvdXBSZXNwb25zZRJlCgxMaXN0UnVudGltZXMSKS50b29sbWVzaC5yZWdpc3RyeS52MS5MaXN0UnVudGltZXNSZXF1ZXN0GioudG9vbG1lc2gucmVnaXN0cnkudjEuTGlzdFJ1bnRpbWVzUmVzcG9uc2USdAoRRXhwb3J0VG9vbFNjaGVtYXMSLi50b29sbWVzaC5yZWdpc3RyeS52MS5FeHBvcnRUb29sU2NoZW1hc1JlcXVlc3QaLy50b29sbWVzaC5yZWdpc3RyeS52MS5FeHBvcnRUb29sU2NoZW1hc1Jlc3BvbnNlQtABChhjb20udG9vbG1lc2gucmVnaXN0cnkudjFCDVJlZ2lzdHJ5UHJvdG9QAVozdG9vbG1lc2guZGV2L2dvL2dlbi90b29sbWVzaC9yZWdpc3RyeS92MTtyZWdpc3RyeXYxogIDVFJYqgIUVG9vbG1lc2guUmVnaXN0cnkuVjHKAhRUb29sbWVzaFxSZWdpc3RyeVxWMeICIFRvb2xtZXNoXFJlZ2lzdHJ5XFYxXEdQQk1ldGFkYXRh6gIWVG9vbG1lc2g6OlJlZ2lzdHJ5OjpWMWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * GrpcRuntime is a backend serving toolmesh.backend.v1.ToolBackendService.
@@ -131,6 +131,205 @@ export const RemoteRuntimeSchema: GenMessage<RemoteRuntime> = /*@__PURE__*/
   messageDesc(file_toolmesh_registry_v1_registry, 2);
 
 /**
+ * DockerRuntime is a container image the Dispatcher runs on demand through the Docker Engine
+ * API, isolated by default: a non-root user, a read-only root filesystem, no new privileges, every
+ * capability dropped, memory, CPU and pids limits, and no host path unless declared in `mounts`.
+ * The container shares the host's network; the tool listens on 127.0.0.1 at `port`, which is also
+ * passed in the environment variable `TOOLMESH_TOOL_PORT`.
+ *
+ * @generated from message toolmesh.registry.v1.DockerRuntime
+ */
+export type DockerRuntime = Message<"toolmesh.registry.v1.DockerRuntime"> & {
+  /**
+   * An image already present on the Docker host, for example `toolmesh/data-tool:1.2`; the
+   * Dispatcher does not pull.
+   *
+   * @generated from field: string image = 1;
+   */
+  image: string;
+
+  /**
+   * Replaces the image's entrypoint and command when set; the first element is the executable.
+   *
+   * @generated from field: repeated string command = 2;
+   */
+  command: string[];
+
+  /**
+   * Extra environment for the container; never secrets of the caller (declare those in `secrets`).
+   *
+   * @generated from field: map<string, string> env = 3;
+   */
+  env: { [key: string]: string };
+
+  /**
+   * The port the tool listens on; 0 lets the Dispatcher choose a free port.
+   *
+   * @generated from field: uint32 port = 4;
+   */
+  port: number;
+
+  /**
+   * @generated from field: toolmesh.registry.v1.LocalProtocol protocol = 5;
+   */
+  protocol: LocalProtocol;
+
+  /**
+   * HTTP path for the LOCAL_PROTOCOL_HTTP protocol, default `/invoke`.
+   *
+   * @generated from field: string http_path = 6;
+   */
+  httpPath: string;
+
+  /**
+   * Limits; a zero value means the Dispatcher's default.
+   *
+   * @generated from field: toolmesh.registry.v1.DockerResources resources = 7;
+   */
+  resources?: DockerResources | undefined;
+
+  /**
+   * Host paths the container may see; none unless declared here.
+   *
+   * @generated from field: repeated toolmesh.registry.v1.DockerMount mounts = 8;
+   */
+  mounts: DockerMount[];
+
+  /**
+   * Secrets of the Dispatcher's host passed as environment variables; none unless declared here.
+   *
+   * @generated from field: repeated toolmesh.registry.v1.DockerSecret secrets = 9;
+   */
+  secrets: DockerSecret[];
+
+  /**
+   * `uid[:gid]` to run as; empty means 65534:65534 (nobody). Root (0) is refused.
+   *
+   * @generated from field: string user = 10;
+   */
+  user: string;
+
+  /**
+   * Calls allowed at once; 0 means the Dispatcher's default.
+   *
+   * @generated from field: uint32 max_concurrency = 11;
+   */
+  maxConcurrency: number;
+
+  /**
+   * Stop the container after this long without calls; 0 means the Dispatcher's default.
+   *
+   * @generated from field: uint32 idle_timeout_ms = 12;
+   */
+  idleTimeoutMs: number;
+};
+
+/**
+ * Describes the message toolmesh.registry.v1.DockerRuntime.
+ * Use `create(DockerRuntimeSchema)` to create a new message.
+ */
+export const DockerRuntimeSchema: GenMessage<DockerRuntime> = /*@__PURE__*/
+  messageDesc(file_toolmesh_registry_v1_registry, 3);
+
+/**
+ * DockerResources bounds what one container may use.
+ *
+ * @generated from message toolmesh.registry.v1.DockerResources
+ */
+export type DockerResources = Message<"toolmesh.registry.v1.DockerResources"> & {
+  /**
+   * Memory in bytes, swap included; at least 6 MiB.
+   *
+   * @generated from field: uint64 memory_bytes = 1;
+   */
+  memoryBytes: bigint;
+
+  /**
+   * CPU in thousandths of a core: 500 is half a core.
+   *
+   * @generated from field: uint32 cpu_millis = 2;
+   */
+  cpuMillis: number;
+
+  /**
+   * Processes and threads at once.
+   *
+   * @generated from field: uint32 pids = 3;
+   */
+  pids: number;
+};
+
+/**
+ * Describes the message toolmesh.registry.v1.DockerResources.
+ * Use `create(DockerResourcesSchema)` to create a new message.
+ */
+export const DockerResourcesSchema: GenMessage<DockerResources> = /*@__PURE__*/
+  messageDesc(file_toolmesh_registry_v1_registry, 4);
+
+/**
+ * DockerMount makes one host path visible in the container, read-only unless `writable`.
+ *
+ * @generated from message toolmesh.registry.v1.DockerMount
+ */
+export type DockerMount = Message<"toolmesh.registry.v1.DockerMount"> & {
+  /**
+   * Absolute path on the Docker host.
+   *
+   * @generated from field: string host_path = 1;
+   */
+  hostPath: string;
+
+  /**
+   * Absolute path in the container.
+   *
+   * @generated from field: string container_path = 2;
+   */
+  containerPath: string;
+
+  /**
+   * @generated from field: bool writable = 3;
+   */
+  writable: boolean;
+};
+
+/**
+ * Describes the message toolmesh.registry.v1.DockerMount.
+ * Use `create(DockerMountSchema)` to create a new message.
+ */
+export const DockerMountSchema: GenMessage<DockerMount> = /*@__PURE__*/
+  messageDesc(file_toolmesh_registry_v1_registry, 5);
+
+/**
+ * DockerSecret passes one secret the Dispatcher holds (a file named `name` in its secrets
+ * directory, TOOLMESH_TOOL_SECRETS_DIR) to the container as an environment variable. The registry
+ * keeps only the name, never the value.
+ *
+ * @generated from message toolmesh.registry.v1.DockerSecret
+ */
+export type DockerSecret = Message<"toolmesh.registry.v1.DockerSecret"> & {
+  /**
+   * 1-128 characters of [A-Za-z0-9_.-].
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * Environment variable name in the container; empty means `name`.
+   *
+   * @generated from field: string env = 2;
+   */
+  env: string;
+};
+
+/**
+ * Describes the message toolmesh.registry.v1.DockerSecret.
+ * Use `create(DockerSecretSchema)` to create a new message.
+ */
+export const DockerSecretSchema: GenMessage<DockerSecret> = /*@__PURE__*/
+  messageDesc(file_toolmesh_registry_v1_registry, 6);
+
+/**
  * McpRuntime is one tool of an existing MCP server: a streamable HTTP URL, or a command the
  * Dispatcher starts on demand and speaks to over stdio (exactly one of url and command).
  *
@@ -197,7 +396,7 @@ export type McpRuntime = Message<"toolmesh.registry.v1.McpRuntime"> & {
  * Use `create(McpRuntimeSchema)` to create a new message.
  */
 export const McpRuntimeSchema: GenMessage<McpRuntime> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 3);
+  messageDesc(file_toolmesh_registry_v1_registry, 7);
 
 /**
  * Runtime says where and how a tool runs; exactly one kind is set.
@@ -228,6 +427,12 @@ export type Runtime = Message<"toolmesh.registry.v1.Runtime"> & {
     case: "remote";
   } | {
     /**
+     * @generated from field: toolmesh.registry.v1.DockerRuntime docker = 4;
+     */
+    value: DockerRuntime;
+    case: "docker";
+  } | {
+    /**
      * @generated from field: toolmesh.registry.v1.McpRuntime mcp = 5;
      */
     value: McpRuntime;
@@ -240,7 +445,7 @@ export type Runtime = Message<"toolmesh.registry.v1.Runtime"> & {
  * Use `create(RuntimeSchema)` to create a new message.
  */
 export const RuntimeSchema: GenMessage<Runtime> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 4);
+  messageDesc(file_toolmesh_registry_v1_registry, 8);
 
 /**
  * ToolAnnotations are hints for agents beyond side_effects and idempotent (MCP tool annotations).
@@ -275,7 +480,7 @@ export type ToolAnnotations = Message<"toolmesh.registry.v1.ToolAnnotations"> & 
  * Use `create(ToolAnnotationsSchema)` to create a new message.
  */
 export const ToolAnnotationsSchema: GenMessage<ToolAnnotations> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 5);
+  messageDesc(file_toolmesh_registry_v1_registry, 9);
 
 /**
  * RetryPolicy applies only to idempotent tools and transient failures.
@@ -310,7 +515,7 @@ export type RetryPolicy = Message<"toolmesh.registry.v1.RetryPolicy"> & {
  * Use `create(RetryPolicySchema)` to create a new message.
  */
 export const RetryPolicySchema: GenMessage<RetryPolicy> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 6);
+  messageDesc(file_toolmesh_registry_v1_registry, 10);
 
 /**
  * ToolSpec is what an operator writes: a tool as data.
@@ -436,7 +641,7 @@ export type ToolSpec = Message<"toolmesh.registry.v1.ToolSpec"> & {
  * Use `create(ToolSpecSchema)` to create a new message.
  */
 export const ToolSpecSchema: GenMessage<ToolSpec> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 7);
+  messageDesc(file_toolmesh_registry_v1_registry, 11);
 
 /**
  * Tool is a registered tool: the spec plus what the registry derives from it.
@@ -493,7 +698,7 @@ export type Tool = Message<"toolmesh.registry.v1.Tool"> & {
  * Use `create(ToolSchema)` to create a new message.
  */
 export const ToolSchema: GenMessage<Tool> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 8);
+  messageDesc(file_toolmesh_registry_v1_registry, 12);
 
 /**
  * Group bundles tools that are used together.
@@ -538,7 +743,7 @@ export type Group = Message<"toolmesh.registry.v1.Group"> & {
  * Use `create(GroupSchema)` to create a new message.
  */
 export const GroupSchema: GenMessage<Group> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 9);
+  messageDesc(file_toolmesh_registry_v1_registry, 13);
 
 /**
  * @generated from message toolmesh.registry.v1.RegisterToolRequest
@@ -555,7 +760,7 @@ export type RegisterToolRequest = Message<"toolmesh.registry.v1.RegisterToolRequ
  * Use `create(RegisterToolRequestSchema)` to create a new message.
  */
 export const RegisterToolRequestSchema: GenMessage<RegisterToolRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 10);
+  messageDesc(file_toolmesh_registry_v1_registry, 14);
 
 /**
  * @generated from message toolmesh.registry.v1.RegisterToolResponse
@@ -572,7 +777,7 @@ export type RegisterToolResponse = Message<"toolmesh.registry.v1.RegisterToolRes
  * Use `create(RegisterToolResponseSchema)` to create a new message.
  */
 export const RegisterToolResponseSchema: GenMessage<RegisterToolResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 11);
+  messageDesc(file_toolmesh_registry_v1_registry, 15);
 
 /**
  * @generated from message toolmesh.registry.v1.UpdateToolRequest
@@ -596,7 +801,7 @@ export type UpdateToolRequest = Message<"toolmesh.registry.v1.UpdateToolRequest"
  * Use `create(UpdateToolRequestSchema)` to create a new message.
  */
 export const UpdateToolRequestSchema: GenMessage<UpdateToolRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 12);
+  messageDesc(file_toolmesh_registry_v1_registry, 16);
 
 /**
  * @generated from message toolmesh.registry.v1.UpdateToolResponse
@@ -613,7 +818,7 @@ export type UpdateToolResponse = Message<"toolmesh.registry.v1.UpdateToolRespons
  * Use `create(UpdateToolResponseSchema)` to create a new message.
  */
 export const UpdateToolResponseSchema: GenMessage<UpdateToolResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 13);
+  messageDesc(file_toolmesh_registry_v1_registry, 17);
 
 /**
  * @generated from message toolmesh.registry.v1.SetToolSlugsRequest
@@ -646,7 +851,7 @@ export type SetToolSlugsRequest = Message<"toolmesh.registry.v1.SetToolSlugsRequ
  * Use `create(SetToolSlugsRequestSchema)` to create a new message.
  */
 export const SetToolSlugsRequestSchema: GenMessage<SetToolSlugsRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 14);
+  messageDesc(file_toolmesh_registry_v1_registry, 18);
 
 /**
  * @generated from message toolmesh.registry.v1.SetToolSlugsResponse
@@ -663,7 +868,7 @@ export type SetToolSlugsResponse = Message<"toolmesh.registry.v1.SetToolSlugsRes
  * Use `create(SetToolSlugsResponseSchema)` to create a new message.
  */
 export const SetToolSlugsResponseSchema: GenMessage<SetToolSlugsResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 15);
+  messageDesc(file_toolmesh_registry_v1_registry, 19);
 
 /**
  * @generated from message toolmesh.registry.v1.DeregisterToolRequest
@@ -680,7 +885,7 @@ export type DeregisterToolRequest = Message<"toolmesh.registry.v1.DeregisterTool
  * Use `create(DeregisterToolRequestSchema)` to create a new message.
  */
 export const DeregisterToolRequestSchema: GenMessage<DeregisterToolRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 16);
+  messageDesc(file_toolmesh_registry_v1_registry, 20);
 
 /**
  * @generated from message toolmesh.registry.v1.DeregisterToolResponse
@@ -699,7 +904,7 @@ export type DeregisterToolResponse = Message<"toolmesh.registry.v1.DeregisterToo
  * Use `create(DeregisterToolResponseSchema)` to create a new message.
  */
 export const DeregisterToolResponseSchema: GenMessage<DeregisterToolResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 17);
+  messageDesc(file_toolmesh_registry_v1_registry, 21);
 
 /**
  * @generated from message toolmesh.registry.v1.GetToolRequest
@@ -716,7 +921,7 @@ export type GetToolRequest = Message<"toolmesh.registry.v1.GetToolRequest"> & {
  * Use `create(GetToolRequestSchema)` to create a new message.
  */
 export const GetToolRequestSchema: GenMessage<GetToolRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 18);
+  messageDesc(file_toolmesh_registry_v1_registry, 22);
 
 /**
  * @generated from message toolmesh.registry.v1.GetToolResponse
@@ -733,7 +938,7 @@ export type GetToolResponse = Message<"toolmesh.registry.v1.GetToolResponse"> & 
  * Use `create(GetToolResponseSchema)` to create a new message.
  */
 export const GetToolResponseSchema: GenMessage<GetToolResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 19);
+  messageDesc(file_toolmesh_registry_v1_registry, 23);
 
 /**
  * @generated from message toolmesh.registry.v1.ListToolsRequest
@@ -790,7 +995,7 @@ export type ListToolsRequest = Message<"toolmesh.registry.v1.ListToolsRequest"> 
  * Use `create(ListToolsRequestSchema)` to create a new message.
  */
 export const ListToolsRequestSchema: GenMessage<ListToolsRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 20);
+  messageDesc(file_toolmesh_registry_v1_registry, 24);
 
 /**
  * @generated from message toolmesh.registry.v1.ListToolsResponse
@@ -814,7 +1019,7 @@ export type ListToolsResponse = Message<"toolmesh.registry.v1.ListToolsResponse"
  * Use `create(ListToolsResponseSchema)` to create a new message.
  */
 export const ListToolsResponseSchema: GenMessage<ListToolsResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 21);
+  messageDesc(file_toolmesh_registry_v1_registry, 25);
 
 /**
  * @generated from message toolmesh.registry.v1.WatchToolsRequest
@@ -827,7 +1032,7 @@ export type WatchToolsRequest = Message<"toolmesh.registry.v1.WatchToolsRequest"
  * Use `create(WatchToolsRequestSchema)` to create a new message.
  */
 export const WatchToolsRequestSchema: GenMessage<WatchToolsRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 22);
+  messageDesc(file_toolmesh_registry_v1_registry, 26);
 
 /**
  * @generated from message toolmesh.registry.v1.WatchToolsResponse
@@ -858,7 +1063,7 @@ export type WatchToolsResponse = Message<"toolmesh.registry.v1.WatchToolsRespons
  * Use `create(WatchToolsResponseSchema)` to create a new message.
  */
 export const WatchToolsResponseSchema: GenMessage<WatchToolsResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 23);
+  messageDesc(file_toolmesh_registry_v1_registry, 27);
 
 /**
  * @generated from message toolmesh.registry.v1.PutGroupRequest
@@ -875,7 +1080,7 @@ export type PutGroupRequest = Message<"toolmesh.registry.v1.PutGroupRequest"> & 
  * Use `create(PutGroupRequestSchema)` to create a new message.
  */
 export const PutGroupRequestSchema: GenMessage<PutGroupRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 24);
+  messageDesc(file_toolmesh_registry_v1_registry, 28);
 
 /**
  * @generated from message toolmesh.registry.v1.PutGroupResponse
@@ -892,7 +1097,7 @@ export type PutGroupResponse = Message<"toolmesh.registry.v1.PutGroupResponse"> 
  * Use `create(PutGroupResponseSchema)` to create a new message.
  */
 export const PutGroupResponseSchema: GenMessage<PutGroupResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 25);
+  messageDesc(file_toolmesh_registry_v1_registry, 29);
 
 /**
  * @generated from message toolmesh.registry.v1.GetGroupRequest
@@ -909,7 +1114,7 @@ export type GetGroupRequest = Message<"toolmesh.registry.v1.GetGroupRequest"> & 
  * Use `create(GetGroupRequestSchema)` to create a new message.
  */
 export const GetGroupRequestSchema: GenMessage<GetGroupRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 26);
+  messageDesc(file_toolmesh_registry_v1_registry, 30);
 
 /**
  * @generated from message toolmesh.registry.v1.GetGroupResponse
@@ -926,7 +1131,7 @@ export type GetGroupResponse = Message<"toolmesh.registry.v1.GetGroupResponse"> 
  * Use `create(GetGroupResponseSchema)` to create a new message.
  */
 export const GetGroupResponseSchema: GenMessage<GetGroupResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 27);
+  messageDesc(file_toolmesh_registry_v1_registry, 31);
 
 /**
  * @generated from message toolmesh.registry.v1.ListGroupsRequest
@@ -948,7 +1153,7 @@ export type ListGroupsRequest = Message<"toolmesh.registry.v1.ListGroupsRequest"
  * Use `create(ListGroupsRequestSchema)` to create a new message.
  */
 export const ListGroupsRequestSchema: GenMessage<ListGroupsRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 28);
+  messageDesc(file_toolmesh_registry_v1_registry, 32);
 
 /**
  * @generated from message toolmesh.registry.v1.ListGroupsResponse
@@ -970,7 +1175,7 @@ export type ListGroupsResponse = Message<"toolmesh.registry.v1.ListGroupsRespons
  * Use `create(ListGroupsResponseSchema)` to create a new message.
  */
 export const ListGroupsResponseSchema: GenMessage<ListGroupsResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 29);
+  messageDesc(file_toolmesh_registry_v1_registry, 33);
 
 /**
  * @generated from message toolmesh.registry.v1.DeleteGroupRequest
@@ -987,7 +1192,7 @@ export type DeleteGroupRequest = Message<"toolmesh.registry.v1.DeleteGroupReques
  * Use `create(DeleteGroupRequestSchema)` to create a new message.
  */
 export const DeleteGroupRequestSchema: GenMessage<DeleteGroupRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 30);
+  messageDesc(file_toolmesh_registry_v1_registry, 34);
 
 /**
  * @generated from message toolmesh.registry.v1.DeleteGroupResponse
@@ -1000,7 +1205,7 @@ export type DeleteGroupResponse = Message<"toolmesh.registry.v1.DeleteGroupRespo
  * Use `create(DeleteGroupResponseSchema)` to create a new message.
  */
 export const DeleteGroupResponseSchema: GenMessage<DeleteGroupResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 31);
+  messageDesc(file_toolmesh_registry_v1_registry, 35);
 
 /**
  * @generated from message toolmesh.registry.v1.ListRuntimesRequest
@@ -1013,7 +1218,7 @@ export type ListRuntimesRequest = Message<"toolmesh.registry.v1.ListRuntimesRequ
  * Use `create(ListRuntimesRequestSchema)` to create a new message.
  */
 export const ListRuntimesRequestSchema: GenMessage<ListRuntimesRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 32);
+  messageDesc(file_toolmesh_registry_v1_registry, 36);
 
 /**
  * RuntimeSummary counts tools of one runtime kind.
@@ -1059,7 +1264,7 @@ export type RuntimeSummary = Message<"toolmesh.registry.v1.RuntimeSummary"> & {
  * Use `create(RuntimeSummarySchema)` to create a new message.
  */
 export const RuntimeSummarySchema: GenMessage<RuntimeSummary> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 33);
+  messageDesc(file_toolmesh_registry_v1_registry, 37);
 
 /**
  * @generated from message toolmesh.registry.v1.ListRuntimesResponse
@@ -1076,7 +1281,7 @@ export type ListRuntimesResponse = Message<"toolmesh.registry.v1.ListRuntimesRes
  * Use `create(ListRuntimesResponseSchema)` to create a new message.
  */
 export const ListRuntimesResponseSchema: GenMessage<ListRuntimesResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 34);
+  messageDesc(file_toolmesh_registry_v1_registry, 38);
 
 /**
  * @generated from message toolmesh.registry.v1.ExportToolSchemasRequest
@@ -1114,7 +1319,7 @@ export type ExportToolSchemasRequest = Message<"toolmesh.registry.v1.ExportToolS
  * Use `create(ExportToolSchemasRequestSchema)` to create a new message.
  */
 export const ExportToolSchemasRequestSchema: GenMessage<ExportToolSchemasRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 35);
+  messageDesc(file_toolmesh_registry_v1_registry, 39);
 
 /**
  * ExportedTool is one tool rendered for a provider.
@@ -1147,7 +1352,7 @@ export type ExportedTool = Message<"toolmesh.registry.v1.ExportedTool"> & {
  * Use `create(ExportedToolSchema)` to create a new message.
  */
 export const ExportedToolSchema: GenMessage<ExportedTool> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 36);
+  messageDesc(file_toolmesh_registry_v1_registry, 40);
 
 /**
  * @generated from message toolmesh.registry.v1.ExportToolSchemasResponse
@@ -1164,7 +1369,7 @@ export type ExportToolSchemasResponse = Message<"toolmesh.registry.v1.ExportTool
  * Use `create(ExportToolSchemasResponseSchema)` to create a new message.
  */
 export const ExportToolSchemasResponseSchema: GenMessage<ExportToolSchemasResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 37);
+  messageDesc(file_toolmesh_registry_v1_registry, 41);
 
 /**
  * ToolStatus tells whether agents may call a tool.
@@ -1230,6 +1435,11 @@ export enum RuntimeKind {
    * @generated from enum value: RUNTIME_KIND_REMOTE = 3;
    */
   REMOTE = 3,
+
+  /**
+   * @generated from enum value: RUNTIME_KIND_DOCKER = 4;
+   */
+  DOCKER = 4,
 
   /**
    * @generated from enum value: RUNTIME_KIND_MCP = 5;

@@ -1,0 +1,3 @@
+module toolmesh.dev/dockertool
+
+go 1.22
