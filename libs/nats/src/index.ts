@@ -24,6 +24,7 @@ export {
   KvConflictError,
 } from "./jetstream-errors.js";
 export { kvKeyToken } from "./kv.js";
+export { MemorySnapshot } from "./memory-snapshot.js";
 export { ReconnectingKvSnapshot } from "./reconnecting-snapshot.js";
 export { KvSnapshot, type SnapshotChange } from "./snapshot.js";
 export {

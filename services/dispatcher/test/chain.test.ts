@@ -1,4 +1,4 @@
-import { create, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
 import { principal } from "@toolmesh/auth";
 import { Code, ConnectError } from "@toolmesh/errors";
 import { createLogger } from "@toolmesh/log";
@@ -22,8 +22,9 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { MemoryLeases } from "../src/call-leases.js";
 import { CallRecorder } from "../src/call-recorder.js";
 import { DispatchChain, type PermissionGate } from "../src/dispatch-chain.js";
-import { type EventPublisher, PublishError } from "../src/event-publisher.js";
+import { PublishError } from "../src/event-publisher.js";
 import { MemoryCallIdOwners, MemoryIdempotencyStore } from "../src/idempotency.js";
+import { MemoryEventPublisher } from "../src/memory-publisher.js";
 import { RunningCalls } from "../src/running-calls.js";
 import { failure } from "../src/runtimes/grpc-runtime.js";
 import type { Attempt, AttemptResult, ToolRuntime } from "../src/runtimes/runtime.js";
@@ -31,29 +32,6 @@ import { MemoryToolSource, ToolCatalog } from "../src/tool-catalog.js";
 
 // The chain with in-memory dependencies: a map of tools, grants in an array, a publisher that
 // keeps what it is given, and a runtime the test scripts.
-class MemoryPublisher implements EventPublisher {
-  readonly published: { subject: string; type: string; value: unknown }[] = [];
-  writable = true;
-  maxPayload = 1024 * 1024;
-  full: string | undefined;
-  /** When set, every publish fails with it (the bus is down or full). */
-  failure: PublishError | undefined;
-  async publish<Desc extends DescMessage>(
-    subject: string,
-    schema: Desc,
-    value: MessageShape<Desc>,
-  ) {
-    if (this.failure) throw this.failure;
-    this.published.push({ subject, type: schema.typeName, value });
-    return this.published.length;
-  }
-  of<Desc extends DescMessage>(schema: Desc): MessageShape<Desc>[] {
-    return this.published
-      .filter((p) => p.type === schema.typeName)
-      .map((p) => p.value as MessageShape<Desc>);
-  }
-}
-
 class ScriptedRuntime implements ToolRuntime {
   script: ((attempt: Attempt) => Promise<AttemptResult>)[] = [];
   calls = 0;
@@ -69,7 +47,7 @@ const agent = principal("agent-1", ["agent"]);
 describe("dispatch chain (in memory)", () => {
   let tools: MemoryToolSource;
   let grants: Grant[];
-  let publisher: MemoryPublisher;
+  let publisher: MemoryEventPublisher;
   let leases: MemoryLeases;
   let runtime: ScriptedRuntime;
   let chain: DispatchChain;
@@ -106,7 +84,7 @@ describe("dispatch chain (in memory)", () => {
       isReady: true,
       decide: (subject, tool, now) => decide(subject, tool, grants, now ?? new Date()),
     };
-    publisher = new MemoryPublisher();
+    publisher = new MemoryEventPublisher();
     leases = new MemoryLeases();
     runtime = new ScriptedRuntime();
     chain = new DispatchChain({

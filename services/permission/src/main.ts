@@ -3,15 +3,15 @@ import { runService } from "@toolmesh/service";
 import { bootstrapKeys } from "./bootstrap.js";
 import { permissionConfig } from "./config.js";
 import { NatsPermissionEvents } from "./events.js";
+import { KvPermissionStore } from "./kv-store.js";
 import { createPermissionServer } from "./server.js";
-import { PermissionStore } from "./store.js";
 
 await runService({
   name: "permission",
   config: permissionConfig,
   streams: ["changes", "audit"],
   async start({ config, log, nc, js, authenticatedRpc }) {
-    const store = await PermissionStore.open(nc, config.jetstreamReplicas, log);
+    const store = await KvPermissionStore.open(nc, config.jetstreamReplicas, log);
     const events = new NatsPermissionEvents(js, log);
     await bootstrapKeys({ store, events, dataDir: config.dataDir, log });
     // The Registry owns its bucket; until it exists, Check fails closed with UNAVAILABLE.

@@ -1,159 +1,29 @@
-import { fromBinary, toBinary } from "@bufbuild/protobuf";
-import type { Logger } from "@toolmesh/log";
-import {
-  buckets,
-  compareAndSet,
-  KvConflictError,
-  ReconnectingKvSnapshot,
-  type SnapshotChange,
-} from "@toolmesh/nats";
-import { PolicySnapshot } from "@toolmesh/policy";
-import {
-  type ApiKey,
-  type ApiKeyRecord,
-  ApiKeyRecordSchema,
-  type Grant,
-  GrantSchema,
-} from "@toolmesh/proto";
-import type { KV, NatsConnection } from "nats";
-
-/** How long a write waits for its own watch to show it, so a read right after sees the write. */
-const READ_YOUR_WRITE_MS = 2000;
-
-/** Marks that the admin and service keys were bootstrapped; created atomically by one replica. */
-export const BOOTSTRAP_KEY = "meta.admin_bootstrapped";
+import type { SnapshotView } from "@toolmesh/nats";
+import type { PolicySnapshot } from "@toolmesh/policy";
+import type { ApiKey, ApiKeyRecord, ApiKeyRecordSchema, Grant } from "@toolmesh/proto";
 
 /**
- * The `toolmesh-permission` bucket: grants and API keys, written here and read from watched
- * snapshots (the same snapshots every other service keeps).
+ * Where Permission keeps grants and API keys. Reads come from memory (`policy` and `keys` are
+ * snapshots keyed as in the `toolmesh-permission` bucket); a write resolves once those
+ * snapshots show it, so the caller's next read sees its own write.
  */
-export class PermissionStore {
-  readonly policy: PolicySnapshot & { start(): Promise<void> };
-  readonly keys: ReconnectingKvSnapshot<typeof ApiKeyRecordSchema>;
+export interface PermissionStore {
+  /** The grants, as every decision reads them. */
+  readonly policy: PolicySnapshot;
+  /** The API key records (salted hashes, never secrets), as the key verifier reads them. */
+  readonly keys: SnapshotView<typeof ApiKeyRecordSchema>;
 
-  constructor(
-    nc: NatsConnection,
-    readonly kv: KV,
-    private readonly log: Logger,
-  ) {
-    this.policy = PolicySnapshot.owned(nc, kv, log);
-    this.keys = new ReconnectingKvSnapshot(
-      nc,
-      kv,
-      buckets.permission.apiKeyPrefix,
-      ApiKeyRecordSchema,
-      log,
-    );
-  }
-
-  /** Creates the bucket if needed and loads both snapshots. */
-  static async open(nc: NatsConnection, replicas: number, log: Logger): Promise<PermissionStore> {
-    const kv = await nc.jetstream().views.kv(buckets.permission.name, {
-      history: 5,
-      replicas,
-      description: "toolmesh grants and API keys (owned by the Permission service)",
-    });
-    const store = new PermissionStore(nc, kv, log);
-    await Promise.all([store.policy.start(), store.keys.start()]);
-    return store;
-  }
-
-  stop(): void {
-    this.policy.stop();
-    this.keys.stop();
-  }
-
-  getGrant(id: string): Grant | undefined {
-    return this.policy.grants.get(buckets.permission.grantKey(id));
-  }
-
-  getKey(id: string): ApiKeyRecord | undefined {
-    return this.keys.get(buckets.permission.apiKeyKey(id));
-  }
-
-  async createGrant(grant: Grant): Promise<void> {
-    const key = buckets.permission.grantKey(grant.id);
-    await this.kv.create(key, toBinary(GrantSchema, grant));
-    await this.settle(this.policy.grants, () => this.policy.grants.get(key) !== undefined);
-  }
-
+  getGrant(id: string): Grant | undefined;
+  getKey(id: string): ApiKeyRecord | undefined;
+  /** Stores a new grant; rejects when its id is taken. */
+  createGrant(grant: Grant): Promise<void>;
   /** Deletes a grant; false when there is none with the id. */
-  async deleteGrant(id: string): Promise<boolean> {
-    const key = buckets.permission.grantKey(id);
-    for (;;) {
-      const entry = await this.kv.get(key);
-      if (entry?.operation !== "PUT") return false;
-      try {
-        await compareAndSet(() => this.kv.delete(key, { previousSeq: entry.revision }));
-      } catch (error) {
-        if (error instanceof KvConflictError) continue; // revoked or changed meanwhile
-        throw error;
-      }
-      await this.settle(this.policy.grants, () => this.policy.grants.get(key) === undefined);
-      return true;
-    }
-  }
-
-  async createKey(record: ApiKeyRecord): Promise<void> {
-    const id = record.apiKey?.id ?? "";
-    const key = buckets.permission.apiKeyKey(id);
-    await this.kv.create(key, toBinary(ApiKeyRecordSchema, record));
-    await this.settle(this.keys, () => this.keys.get(key) !== undefined);
-  }
-
-  /** Marks a key revoked; undefined when there is none with the id. */
-  async revokeKey(id: string): Promise<ApiKey | undefined> {
-    const key = buckets.permission.apiKeyKey(id);
-    for (;;) {
-      const entry = await this.kv.get(key);
-      if (entry?.operation !== "PUT") return undefined;
-      const record = fromBinary(ApiKeyRecordSchema, entry.value);
-      if (!record.apiKey) return undefined;
-      if (record.apiKey.revoked) return record.apiKey;
-      record.apiKey.revoked = true;
-      try {
-        await compareAndSet(() =>
-          this.kv.update(key, toBinary(ApiKeyRecordSchema, record), entry.revision),
-        );
-      } catch (error) {
-        if (error instanceof KvConflictError) continue; // changed under us; read it again
-        throw error;
-      }
-      await this.settle(this.keys, () => this.keys.get(key)?.apiKey?.revoked === true);
-      return record.apiKey;
-    }
-  }
-
-  /** Creates the bootstrap marker; false when another replica (or an earlier start) did. */
-  async claimBootstrap(): Promise<boolean> {
-    try {
-      await compareAndSet(() => this.kv.create(BOOTSTRAP_KEY, new Uint8Array()));
-      return true;
-    } catch (error) {
-      if (error instanceof KvConflictError) return false;
-      throw error;
-    }
-  }
-
-  /** Waits until the watch shows a write, so the caller's next read sees it. */
-  private settle(
-    snapshot: { onChange(listener: (change: SnapshotChange<unknown>) => void): () => void },
-    done: () => boolean,
-  ): Promise<void> {
-    if (done()) return Promise.resolve();
-    return new Promise<void>((resolve) => {
-      const timer = setTimeout(() => {
-        unsubscribe();
-        this.log.warn({ wait_ms: READ_YOUR_WRITE_MS }, "watch did not show a write in time");
-        resolve();
-      }, READ_YOUR_WRITE_MS);
-      const unsubscribe = snapshot.onChange(() => {
-        if (done()) {
-          clearTimeout(timer);
-          unsubscribe();
-          resolve();
-        }
-      });
-    });
-  }
+  deleteGrant(id: string): Promise<boolean>;
+  /** Stores a new key record; rejects when its id is taken. */
+  createKey(record: ApiKeyRecord): Promise<void>;
+  /** Marks a key revoked (again is a no-op); undefined when there is none with the id. */
+  revokeKey(id: string): Promise<ApiKey | undefined>;
+  /** Claims the one-time bootstrap of the admin and service keys; false when already claimed. */
+  claimBootstrap(): Promise<boolean>;
+  stop(): void;
 }

@@ -46,7 +46,7 @@ export function validateGrantSpec(spec: GrantSpec | undefined, nowMs: number): G
     throw invalidField("grant.principal.kind", "must be AGENT, USER or ROLE");
   checkPrincipalId("grant.principal.id", principal.id, true);
   if (principal.kind === PrincipalKind.ROLE && principal.id !== ANY)
-    checkRoles("grant.principal.id", [principal.id]);
+    checkRole("grant.principal.id", principal.id);
 
   const resource = spec.resource;
   if (!resource || resource.kind === ResourceKind.UNSPECIFIED)

@@ -1,0 +1,195 @@
+import { randomBytes } from "node:crypto";
+import { create } from "@bufbuild/protobuf";
+import { type Client, ConnectError, createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { authInterceptor, bearerToken, createJwtVerifier } from "@toolmesh/auth";
+import { loadConfig } from "@toolmesh/config";
+import { createLogger } from "@toolmesh/log";
+import { buckets, MemorySnapshot } from "@toolmesh/nats";
+import { PolicySnapshot } from "@toolmesh/policy";
+import {
+  AuditAction,
+  type AuditRecord,
+  AuditRecordSchema,
+  CallStatus,
+  DispatcherService,
+  Effect,
+  GrantSchema,
+  type Outcome,
+  PrincipalKind,
+  ResourceKind,
+  ToolSchema,
+  ToolStatus,
+  type TraceEvent,
+  TraceEventKind,
+  TraceEventSchema,
+} from "@toolmesh/proto";
+import { type ServedTools, serveTools, toolSpec } from "@toolmesh/sdk";
+import type { ListeningServer } from "@toolmesh/server";
+import { Collector, mintJwt } from "@toolmesh/testkit";
+import { MemoryLeases } from "../src/call-leases.js";
+import { type DispatcherConfig, dispatcherConfig } from "../src/config.js";
+import type { GrpcPort } from "../src/grpc-port.js";
+import { MemoryCallIdOwners, MemoryIdempotencyStore } from "../src/idempotency.js";
+import { MemoryEventPublisher } from "../src/memory-publisher.js";
+import { createDispatcher, type Dispatcher } from "../src/server.js";
+import { MemoryToolSource } from "../src/tool-catalog.js";
+import { type BackendLog, backendTools } from "./backend-tools.js";
+
+/** A Dispatcher listening on port 0 in this process, over in-memory snapshots and records. */
+export interface MemoryDispatcher {
+  dispatcher: Dispatcher;
+  /** The main port (gRPC, gRPC-Web, Connect). */
+  listening: ListeningServer;
+  /** The grpc-js fast path. */
+  fastPort: GrpcPort;
+  /** A gRPC client of the main port. */
+  client: Client<typeof DispatcherService>;
+  /** The registry snapshot: the backend's tools and a disabled test.disabled. */
+  tools: MemoryToolSource;
+  /** The grant snapshot the Dispatcher's PolicySnapshot reads. */
+  grants: MemorySnapshot<typeof GrantSchema>;
+  /** Every trace event, audit record and outcome, in publish order. */
+  publisher: MemoryEventPublisher;
+  /** The start records (leases) of the calls running now. */
+  leases: MemoryLeases;
+  backend: BackendLog;
+  /** JWTs of agent-1 (granted everything), agent-2 (no grants), an admin, and one signed by another key. */
+  tokens: { agent: string; stranger: string; admin: string; forged: string };
+  /** Lets agent-1 call every tool with every scope, as grant g-all. */
+  grantAll(): void;
+  /** Every record of one call, in publish order, as "trace KIND", "audit ACTION STATUS", "outcome STATUS". */
+  recordsOf(callId: string): string[];
+  stop(): Promise<void>;
+}
+
+/**
+ * Builds the Dispatcher with createDispatcher as main.ts does, but over in-memory registry and
+ * grant snapshots, an in-memory publisher and idempotency store and JWT-only auth, with a real
+ * tool backend (the SDK's serveTools on port 0); no NATS.
+ */
+export async function startMemoryDispatcher(): Promise<MemoryDispatcher> {
+  const secret = randomBytes(32).toString("hex");
+  const tools = new MemoryToolSource();
+  const grants = new MemorySnapshot(GrantSchema);
+  const publisher = new MemoryEventPublisher();
+  const leases = new MemoryLeases();
+  const backend: BackendLog = {
+    started: new Collector(),
+    aborted: new Collector(),
+    sideEffects: [],
+    meeting: [],
+  };
+  const served: ServedTools = await serveTools(backendTools(backend), { port: 0 });
+  for (const def of backendTools(backend))
+    tools.put(create(ToolSchema, { spec: toolSpec(def, served.address), schemaHash: def.name }));
+  tools.put(
+    create(ToolSchema, {
+      spec: {
+        name: "test.disabled",
+        inputSchema: { type: "object" },
+        status: ToolStatus.DISABLED,
+        runtime: { kind: { case: "grpc", value: { address: served.address } } },
+      },
+    }),
+  );
+  const verify = createJwtVerifier({
+    secret,
+    issuer: "toolmesh",
+    audience: "toolmesh",
+    userClaim: "on_behalf_of",
+    rolesClaim: "roles",
+  });
+  const dispatcher = createDispatcher({
+    tools,
+    policy: new PolicySnapshot(grants),
+    publisher,
+    leases,
+    idempotency: new MemoryIdempotencyStore(),
+    callIds: new MemoryCallIdOwners(),
+    auth: {
+      interceptors: [authInterceptor(verify)],
+      authenticateRequest: (header) => verify(bearerToken(header)),
+    },
+    // The documented defaults, as main.ts reads them, with shorter timeouts; only
+    // ImportMcpServer calls the Registry and no test here does, so nothing listens there.
+    settings: loadConfig<DispatcherConfig>(dispatcherConfig, {
+      TOOLMESH_DEFAULT_TIMEOUT_MS: "5000",
+      TOOLMESH_MAX_TIMEOUT_MS: "10000",
+      TOOLMESH_MAX_BACKEND_RESPONSE_BYTES: String(1024 * 1024),
+      TOOLMESH_REGISTRY_URL: "http://127.0.0.1:9",
+    }),
+    log: createLogger("dispatcher-test", "silent"),
+  });
+  const listening = await dispatcher.server.listen(0, "127.0.0.1");
+  const fastPort = await dispatcher.listenGrpc(0, "127.0.0.1");
+
+  return {
+    dispatcher,
+    listening,
+    fastPort,
+    client: createClient(DispatcherService, createGrpcTransport({ baseUrl: listening.url })),
+    tools,
+    grants,
+    publisher,
+    leases,
+    backend,
+    tokens: {
+      agent: await mintJwt(secret, { sub: "agent-1" }),
+      stranger: await mintJwt(secret, { sub: "agent-2" }),
+      admin: await mintJwt(secret, { sub: "ops", roles: ["admin"] }),
+      forged: await mintJwt("x".repeat(32), { sub: "agent-1", roles: ["admin"] }),
+    },
+    grantAll() {
+      grants.put(
+        buckets.permission.grantKey("g-all"),
+        create(GrantSchema, {
+          id: "g-all",
+          spec: {
+            principal: { kind: PrincipalKind.AGENT, id: "agent-1" },
+            resource: { kind: ResourceKind.GLOB, pattern: "**" },
+            scopes: ["*"],
+            effect: Effect.ALLOW,
+            enabled: true,
+          },
+        }),
+      );
+    },
+    recordsOf(callId) {
+      return publisher.published
+        .filter((p) => (p.value as { callId?: string }).callId === callId)
+        .map((p) => {
+          if (p.type === TraceEventSchema.typeName) {
+            const e = p.value as TraceEvent;
+            return `trace ${TraceEventKind[e.kind]}${e.customKind ? ` ${e.customKind}` : ""}`;
+          }
+          if (p.type === AuditRecordSchema.typeName) {
+            const a = p.value as AuditRecord;
+            return `audit ${AuditAction[a.action]} ${CallStatus[a.status]}`;
+          }
+          return `outcome ${CallStatus[(p.value as Outcome).status]}`;
+        });
+    },
+    async stop() {
+      await dispatcher.close();
+      await fastPort.close(1000);
+      await listening.close(1000);
+      await served.close();
+    },
+  };
+}
+
+/** Call options carrying a bearer token. */
+export function as(token: string): { headers: { authorization: string } } {
+  return { headers: { authorization: `Bearer ${token}` } };
+}
+
+/** The ConnectError a call fails with; throws when it succeeds. */
+export async function failure(call: Promise<unknown>): Promise<ConnectError> {
+  try {
+    await call;
+  } catch (error) {
+    return ConnectError.from(error);
+  }
+  throw new Error("expected the call to fail, it succeeded");
+}

@@ -1,0 +1,66 @@
+import { clone } from "@bufbuild/protobuf";
+import { buckets, KvConflictError, MemorySnapshot } from "@toolmesh/nats";
+import { PolicySnapshot } from "@toolmesh/policy";
+import {
+  type ApiKey,
+  type ApiKeyRecord,
+  ApiKeyRecordSchema,
+  type Grant,
+  GrantSchema,
+} from "@toolmesh/proto";
+import type { PermissionStore } from "./store.js";
+
+/**
+ * Grants and API keys in memory, with the KV store's semantics (keys as in the bucket, writes
+ * that refuse a taken id, revocation kept as a flag), for handler and in-process server tests.
+ */
+export class MemoryPermissionStore implements PermissionStore {
+  private readonly grants = new MemorySnapshot(GrantSchema);
+  readonly policy = new PolicySnapshot(this.grants);
+  readonly keys = new MemorySnapshot(ApiKeyRecordSchema);
+  private bootstrapped = false;
+
+  getGrant(id: string): Grant | undefined {
+    return this.grants.get(buckets.permission.grantKey(id));
+  }
+
+  getKey(id: string): ApiKeyRecord | undefined {
+    return this.keys.get(buckets.permission.apiKeyKey(id));
+  }
+
+  async createGrant(grant: Grant): Promise<void> {
+    const key = buckets.permission.grantKey(grant.id);
+    if (this.grants.get(key)) throw new KvConflictError(`wrong last sequence: ${key} exists`);
+    // A copy, as the bucket would hold: the caller's object may change after the write.
+    this.grants.put(key, clone(GrantSchema, grant));
+  }
+
+  async deleteGrant(id: string): Promise<boolean> {
+    return this.grants.delete(buckets.permission.grantKey(id));
+  }
+
+  async createKey(record: ApiKeyRecord): Promise<void> {
+    const key = buckets.permission.apiKeyKey(record.apiKey?.id ?? "");
+    if (this.keys.get(key)) throw new KvConflictError(`wrong last sequence: ${key} exists`);
+    this.keys.put(key, clone(ApiKeyRecordSchema, record));
+  }
+
+  async revokeKey(id: string): Promise<ApiKey | undefined> {
+    const key = buckets.permission.apiKeyKey(id);
+    const stored = this.keys.get(key);
+    if (!stored?.apiKey) return undefined;
+    if (stored.apiKey.revoked) return stored.apiKey;
+    const record = clone(ApiKeyRecordSchema, stored);
+    if (record.apiKey) record.apiKey.revoked = true;
+    this.keys.put(key, record);
+    return record.apiKey;
+  }
+
+  async claimBootstrap(): Promise<boolean> {
+    if (this.bootstrapped) return false;
+    this.bootstrapped = true;
+    return true;
+  }
+
+  stop(): void {}
+}
