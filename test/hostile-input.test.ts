@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { clone, create, fromBinary } from "@bufbuild/protobuf";
-import { type Client, Code, ConnectError } from "@connectrpc/connect";
+import { type Client, Code } from "@connectrpc/connect";
 import {
   AuditRecordSchema,
   type CallbackService,
@@ -13,20 +13,13 @@ import { defineTool, type ServedTools, serveTools } from "@toolmesh/sdk";
 import {
   chainServices,
   eventually,
+  failure,
   mintJwt,
   type ServiceProcess,
   startStack,
   type TestStack,
 } from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-
-const failure = (p: Promise<unknown>) =>
-  p.then(
-    () => {
-      throw new Error("expected the call to fail");
-    },
-    (e: unknown) => ConnectError.from(e),
-  );
 
 /** Resident set size of a process, from /proc (Linux). */
 async function rssMiB(pid: number | undefined): Promise<number> {

@@ -7,7 +7,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { createLogger } from "@toolmesh/log";
 import { buckets } from "@toolmesh/nats";
 import { ApiKeyRecordSchema } from "@toolmesh/proto";
-import { startNats, type TestNats } from "@toolmesh/testkit";
+import { failure, startNats, type TestNats } from "@toolmesh/testkit";
 import { connect, type NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -38,15 +38,6 @@ function record(minted: ReturnType<typeof mintApiKey>, revoked = false) {
       hashAlgorithm: API_KEY_HASH_ALGORITHM,
     }),
   );
-}
-
-async function failure(call: Promise<unknown>): Promise<ConnectError> {
-  try {
-    await call;
-  } catch (error) {
-    return ConnectError.from(error);
-  }
-  throw new Error("expected a failure");
 }
 
 describe("API key tokens", () => {

@@ -7,6 +7,7 @@ export {
   tableTools,
 } from "./decision-table.js";
 export { Collector, eventually } from "./eventually.js";
+export { failure } from "./failure.js";
 export { mintJwt, type TestClaims } from "./jwt.js";
 export { natsAt, startNats, type TestNats } from "./nats-server.js";
 export { freePort } from "./ports.js";

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
-import { type Client, ConnectError, createClient } from "@connectrpc/connect";
+import { type Client, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { authInterceptor, bearerToken, createJwtVerifier } from "@toolmesh/auth";
 import { loadConfig } from "@toolmesh/config";
@@ -182,14 +182,4 @@ export async function startMemoryDispatcher(): Promise<MemoryDispatcher> {
 /** Call options carrying a bearer token. */
 export function as(token: string): { headers: { authorization: string } } {
   return { headers: { authorization: `Bearer ${token}` } };
-}
-
-/** The ConnectError a call fails with; throws when it succeeds. */
-export async function failure(call: Promise<unknown>): Promise<ConnectError> {
-  try {
-    await call;
-  } catch (error) {
-    return ConnectError.from(error);
-  }
-  throw new Error("expected the call to fail, it succeeded");
 }

@@ -1,6 +1,5 @@
 import { randomBytes } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
-import { ConnectError } from "@connectrpc/connect";
 import {
   type Authenticator,
   authInterceptor,
@@ -91,14 +90,4 @@ export async function memoryPermission(): Promise<MemoryPermission> {
 /** Call options carrying a bearer token. */
 export function as(token: string): { headers: { authorization: string } } {
   return { headers: { authorization: `Bearer ${token}` } };
-}
-
-/** The ConnectError a call fails with; throws when it succeeds. */
-export async function failure(call: Promise<unknown>): Promise<ConnectError> {
-  try {
-    await call;
-  } catch (error) {
-    return ConnectError.from(error);
-  }
-  throw new Error("expected the call to fail, it succeeded");
 }

@@ -17,7 +17,7 @@ import {
   PrincipalKind,
   ResourceKind,
 } from "@toolmesh/proto";
-import { mintJwt } from "@toolmesh/testkit";
+import { failure, mintJwt } from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type PermissionStack, startPermissionStack } from "./harness.js";
 
@@ -60,16 +60,6 @@ async function agentKey(agentId: string, extra: { userId?: string; expiresAtMs?:
   );
   secrets.push(res.secret);
   return res;
-}
-
-/** The ConnectError a call fails with. */
-async function failure(call: Promise<unknown>): Promise<ConnectError> {
-  try {
-    await call;
-  } catch (error) {
-    return ConnectError.from(error);
-  }
-  throw new Error("expected the call to fail, it succeeded");
 }
 
 describe("bootstrap", () => {

@@ -1,17 +1,8 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { Effect, PrincipalKind, ResourceKind } from "@toolmesh/proto";
-import { mintJwt } from "@toolmesh/testkit";
+import { failure, mintJwt } from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type PermissionStack, startPermissionStack } from "./harness.js";
-
-async function failure(call: Promise<unknown>): Promise<ConnectError> {
-  try {
-    await call;
-  } catch (error) {
-    return ConnectError.from(error);
-  }
-  throw new Error("expected the call to fail, it succeeded");
-}
 
 // API keys issued here are verified by the Registry from its own watched snapshot.
 describe("the Registry authenticates with permission-issued keys", () => {

@@ -12,6 +12,7 @@ import {
   WatchEventType,
 } from "@toolmesh/proto";
 import { schemaHash, ValidatorCache } from "@toolmesh/schema";
+import { failure } from "@toolmesh/testkit";
 import { beforeEach, describe, expect, it } from "vitest";
 import { RecordedEvents } from "../src/events.js";
 import { createRegistryHandlers } from "../src/handlers.js";
@@ -73,15 +74,6 @@ function setup(visibility: ToolVisibility = denyAll) {
     },
   );
   return { store, events, shutdown, client: createClient(RegistryService, transport) };
-}
-
-async function failure(promise: Promise<unknown>): Promise<ConnectError> {
-  try {
-    await promise;
-  } catch (error) {
-    return ConnectError.from(error);
-  }
-  throw new Error("expected the call to fail");
 }
 
 describe("RegisterTool", () => {

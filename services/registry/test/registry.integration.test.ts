@@ -17,6 +17,7 @@ import {
   WatchEventType,
 } from "@toolmesh/proto";
 import {
+  failure,
   mintJwt,
   type ServiceProcess,
   startNats,
@@ -44,15 +45,6 @@ function spec(
     requiredScopes: ["read:data"],
     runtime: { kind: { case: "grpc", value: { address: "127.0.0.1:7200" } } },
   };
-}
-
-async function failure(promise: Promise<unknown>): Promise<ConnectError> {
-  try {
-    await promise;
-  } catch (error) {
-    return ConnectError.from(error);
-  }
-  throw new Error("expected the call to fail");
 }
 
 describe("registry service process", () => {

@@ -1,0 +1,11 @@
+import { ConnectError } from "@connectrpc/connect";
+
+/** The error a call failed with, as a ConnectError; throws when the call succeeded. */
+export async function failure(call: Promise<unknown>): Promise<ConnectError> {
+  try {
+    await call;
+  } catch (error) {
+    return ConnectError.from(error);
+  }
+  throw new Error("expected the call to fail, it succeeded");
+}
