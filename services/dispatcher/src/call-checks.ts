@@ -17,6 +17,7 @@ import {
   ToolStatus,
 } from "@toolmesh/proto";
 import type { CallIdOwners } from "./idempotency.js";
+import { checkPin } from "./pin-check.js";
 import type { RunningCalls } from "./running-calls.js";
 import {
   SchemaCompileError,
@@ -195,6 +196,7 @@ export function checkCall(
       "tool disabled",
     );
   }
+  checkPin(tool, ctx?.toolPin);
 
   let validators: ToolValidators;
   try {

@@ -19,8 +19,8 @@ import { pageTokens } from "@toolmesh/server";
 import type { PermissionDeps } from "./handlers.js";
 import {
   checkRateLimitId,
+  limitIdOf,
   rateLimitBounds,
-  rateLimitId,
   validateRateLimitSpec,
 } from "./rate-limits.js";
 
@@ -57,7 +57,7 @@ export function createRateLimitHandlers(deps: PermissionDeps): RateLimitRpcs {
     async putRateLimit(req, ctx) {
       const caller = admin(ctx);
       const spec = validateRateLimitSpec(req.limit);
-      const id = rateLimitId(spec.subject, spec.target);
+      const id = limitIdOf(spec);
       const existing = store.rateLimits.get(buckets.permission.rateLimitKey(id));
       if (!existing && store.rateLimits.size >= rateLimitBounds.maxLimits)
         throw new ConnectError(

@@ -1,6 +1,6 @@
 import { invalidField } from "@toolmesh/errors";
 import { checkPrincipalId, checkToolName } from "@toolmesh/names";
-import { kvKeyToken } from "@toolmesh/nats";
+import { type RateLimitKind, rateLimitId } from "@toolmesh/policy";
 import { type RateLimitSpec, RateLimitSubject } from "@toolmesh/proto";
 import { checkDescription, checkIssuedId } from "./validation.js";
 
@@ -15,8 +15,10 @@ export const rateLimitBounds = {
   maxIdLength: 400,
 } as const;
 
-const SUBJECT_WORD: Record<RateLimitSubject, string> = {
-  [RateLimitSubject.UNSPECIFIED]: "",
+const SUBJECT_WORD: Record<
+  Exclude<RateLimitSubject, RateLimitSubject.UNSPECIFIED>,
+  RateLimitKind
+> = {
   [RateLimitSubject.AGENT]: "agent",
   [RateLimitSubject.USER]: "user",
   [RateLimitSubject.TOOL]: "tool",
@@ -24,8 +26,8 @@ const SUBJECT_WORD: Record<RateLimitSubject, string> = {
 };
 
 /** The id (and KV key suffix) of a limit: one limit per subject and target. */
-export function rateLimitId(subject: RateLimitSubject, target: string): string {
-  return `${SUBJECT_WORD[subject]}.${kvKeyToken(target)}`;
+export function limitIdOf(spec: RateLimitSpec): string {
+  return rateLimitId(SUBJECT_WORD[spec.subject as keyof typeof SUBJECT_WORD], spec.target);
 }
 
 /** Validates a rate limit an admin writes; INVALID_ARGUMENT naming the first bad field. */
