@@ -1,10 +1,15 @@
-import { clone, create } from "@bufbuild/protobuf";
+import { randomUUID } from "node:crypto";
+import { clone, create, fromBinary, type MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import {
+  AuditRecordSchema,
   Effect,
   GrantSpecSchema,
   PrincipalKind,
+  type RateLimitSpecSchema,
+  RateLimitSubject,
   ResourceKind,
+  RetryInfoSchema,
   ToolSpecSchema,
   WatchEventType,
 } from "@toolmesh/proto";
@@ -28,7 +33,7 @@ describe("governance", () => {
 
   beforeAll(async () => {
     stack = await startStack();
-    for (const agent of ["pinner", "granted", "flooder", "bystander"]) {
+    for (const agent of ["pinner", "granted", "flooder", "bystander", "probe", "daily"]) {
       tokens[agent] = await stack.agentToken(agent);
       if (agent !== "granted") await stack.grantAll(agent);
     }
@@ -43,6 +48,8 @@ describe("governance", () => {
       ],
       { registry: { url: stack.registry.url, token: stack.adminToken } },
     );
+    // The Dispatcher follows the buckets asynchronously; the suite starts once it serves a call.
+    await eventually(() => dispatch("bystander"));
   }, 120_000);
 
   afterAll(async () => {
@@ -51,13 +58,41 @@ describe("governance", () => {
   });
 
   const admin = () => stack.as(stack.adminToken);
-  const dispatch = (agent: string, toolPin = "") =>
+  const dispatch = (agent: string, toolPin = "", callId = "") =>
     stack
       .dispatcherClient()
       .dispatch(
-        { tool: "gov.echo", arguments: { text: "hi" }, context: { toolPin } },
+        { tool: "gov.echo", arguments: { text: "hi" }, context: { toolPin, callId } },
         stack.as(tokens[agent] ?? ""),
       );
+
+  /**
+   * Puts rate limits, then waits until the Dispatcher applies them: a probe limit written last
+   * (one call a day for agent "probe") refuses the probe only once every limit before it is seen.
+   */
+  async function putLimits(...limits: MessageInitShape<typeof RateLimitSpecSchema>[]) {
+    for (const limit of [
+      ...limits,
+      { subject: RateLimitSubject.AGENT, target: "probe", callsPerDay: 1 },
+    ])
+      await stack.permissionClient.putRateLimit({ limit }, admin());
+    await eventually(async () => {
+      const error = await failure(dispatch("probe"));
+      expect(error.code).toBe(Code.ResourceExhausted);
+    });
+    await stack.permissionClient.deleteRateLimit({ id: "agent.probe" }, admin());
+  }
+
+  /** Settles every call, as outcomes: the reply or the error. */
+  const settle = (calls: Promise<unknown>[]) =>
+    Promise.all(
+      calls.map((c) =>
+        c.then(
+          () => undefined,
+          (e: unknown) => ConnectError.from(e),
+        ),
+      ),
+    );
 
   it("runs a pinned call until the tool changes, then refuses it naming the change", async () => {
     const before = (await stack.registryClient.getTool({ name: "gov.echo" }, admin())).tool;
@@ -141,5 +176,56 @@ describe("governance", () => {
       "the Dispatcher refusing after the grant was disabled",
     );
     expect(denied.rawMessage).toContain("gov.echo");
+  });
+
+  it("refuses a flood above a rate limit with RetryInfo, records it, and leaves another agent alone", async () => {
+    // A burst of 3 that refills once in 1000 s: exactly three calls of the flood pass.
+    await putLimits({
+      subject: RateLimitSubject.AGENT,
+      target: "flooder",
+      requestsPerSecond: 0.001,
+      burst: 3,
+    });
+    const audited = new Map<string, string>();
+    const sub = stack.nc.subscribe("toolmesh.audit.>");
+    const ids = Array.from({ length: 20 }, () => `flood-${randomUUID()}`);
+    const [flood, others] = await Promise.all([
+      settle(ids.map((id) => dispatch("flooder", "", id))),
+      settle(Array.from({ length: 20 }, () => dispatch("bystander"))),
+    ]);
+    expect(others.filter((e) => e !== undefined)).toEqual([]);
+    expect(flood.filter((e) => e === undefined)).toHaveLength(3);
+    const refused = flood.filter((e): e is ConnectError => e !== undefined);
+    expect(refused).toHaveLength(17);
+    for (const error of refused) {
+      expect(error.code).toBe(Code.ResourceExhausted);
+      expect(error.rawMessage).toContain("rate limit agent.flooder allows no more calls now");
+      const retry = error.findDetails(RetryInfoSchema)[0];
+      expect(Number(retry?.retryDelay?.seconds ?? 0n)).toBeGreaterThan(0);
+    }
+    for await (const msg of sub) {
+      const record = fromBinary(AuditRecordSchema, msg.data);
+      if (ids.includes(record.callId)) audited.set(record.callId, record.reason);
+      if ([...audited.values()].filter((r) => r.includes("over rate limit")).length === 17) break;
+    }
+    sub.unsubscribe();
+    expect(
+      [...audited.values()].filter((r) => r === "over rate limit agent.flooder (rate)"),
+    ).toHaveLength(17);
+  });
+
+  it("enforces a daily quota with a retry delay until the next UTC day", async () => {
+    await putLimits({ subject: RateLimitSubject.AGENT, target: "daily", callsPerDay: 2 });
+    const outcomes = await settle([dispatch("daily"), dispatch("daily"), dispatch("daily")]);
+    expect(outcomes.filter((e) => e === undefined)).toHaveLength(2);
+    const over = outcomes.find((e): e is ConnectError => e !== undefined);
+    expect(over?.code).toBe(Code.ResourceExhausted);
+    expect(over?.rawMessage).toContain("its daily quota of 2 calls");
+    const delay = Number(over?.findDetails(RetryInfoSchema)[0]?.retryDelay?.seconds ?? -1n);
+    expect(delay).toBeGreaterThanOrEqual(0);
+    expect(delay).toBeLessThanOrEqual(24 * 60 * 60);
+    // Removing the limit lets the agent call again.
+    await stack.permissionClient.deleteRateLimit({ id: "agent.daily" }, admin());
+    await eventually(async () => expect((await dispatch("daily")).output).toEqual({ text: "hi" }));
   });
 });
