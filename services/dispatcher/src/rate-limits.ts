@@ -11,6 +11,8 @@ import { type RateLimit, RateLimitSchema } from "@toolmesh/proto";
 import type { NatsConnection } from "nats";
 
 const DAY_MS = 24 * 60 * 60 * 1000;
+/** Escaped tool ids kept at most; past it the memo starts again (it only saves work). */
+const MAX_TOOL_IDS = 10_000;
 
 /** A call over a limit: which limit, and how long until it would pass. */
 export interface OverLimit {
@@ -40,6 +42,7 @@ export interface LimitedCall {
 export class CallLimiter {
   private readonly rates = new Map<string, TokenBucket>();
   private readonly days = new Map<string, { day: number; calls: number }>();
+  private readonly toolIds = new Map<string, string>();
 
   constructor(
     private readonly limits: SnapshotView<typeof RateLimitSchema>,
@@ -63,9 +66,10 @@ export class CallLimiter {
    * counts it against none, so a refused call costs no quota).
    */
   admit(call: LimitedCall): OverLimit | undefined {
+    if (this.limits.size === 0) return undefined; // no limits at all: nothing to count
     const nowMs = this.now();
     const applying: RateLimit[] = [];
-    for (const id of limitIds(call)) {
+    for (const id of this.limitIds(call)) {
       const limit = this.limits.get(buckets.permission.rateLimitKey(id));
       if (limit?.spec) applying.push(limit);
     }
@@ -101,6 +105,21 @@ export class CallLimiter {
     return undefined;
   }
 
+  /** The ids of every limit that could apply to a call (as Permission derives them). */
+  private limitIds(call: LimitedCall): string[] {
+    // Tool names are few (the catalog) and dotted, so their escaped ids are kept.
+    let toolId = this.toolIds.get(call.tool);
+    if (toolId === undefined) {
+      if (this.toolIds.size >= MAX_TOOL_IDS) this.toolIds.clear();
+      toolId = rateLimitId("tool", call.tool);
+      this.toolIds.set(call.tool, toolId);
+    }
+    const ids = [rateLimitId("agent", call.agentId), toolId];
+    if (call.userId !== "") ids.push(rateLimitId("user", call.userId));
+    for (const grant of call.grantIds) ids.push(rateLimitId("grant", grant));
+    return ids;
+  }
+
   /** The token bucket of a limit on this replica; undefined without a per-second limit. */
   private shape(limit: RateLimit): BucketShape | undefined {
     const spec = limit.spec;
@@ -116,14 +135,6 @@ export class CallLimiter {
     const perDay = limit.spec?.callsPerDay ?? 0;
     return perDay === 0 ? 0 : Math.max(1, Math.floor(perDay / this.replicas));
   }
-}
-
-/** The ids of every limit that could apply to a call (as Permission derives them). */
-function limitIds(call: LimitedCall): string[] {
-  const ids = [rateLimitId("agent", call.agentId), rateLimitId("tool", call.tool)];
-  if (call.userId !== "") ids.push(rateLimitId("user", call.userId));
-  for (const grant of call.grantIds) ids.push(rateLimitId("grant", grant));
-  return ids;
 }
 
 /** The rate limits, followed from the Permission service's bucket like the grants. */
