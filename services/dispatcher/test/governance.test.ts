@@ -14,16 +14,8 @@ import {
   WatchEventType,
 } from "@toolmesh/proto";
 import { defineTool, type ServedTools, serveTools } from "@toolmesh/sdk";
-import { eventually, startStack, type TestStack } from "@toolmesh/testkit";
+import { eventually, failure, startStack, type TestStack } from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-
-const failure = (p: Promise<unknown>) =>
-  p.then(
-    () => {
-      throw new Error("expected the call to fail");
-    },
-    (e: unknown) => ConnectError.from(e),
-  );
 
 // Governance of calls against real processes: pinned definitions, grant updates, rate limits.
 describe("governance", () => {

@@ -1,5 +1,5 @@
 import { create, fromBinary } from "@bufbuild/protobuf";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code } from "@connectrpc/connect";
 import { subjects } from "@toolmesh/nats";
 import {
   AuditAction,
@@ -10,7 +10,7 @@ import {
   RateLimitSubject,
   ResourceKind,
 } from "@toolmesh/proto";
-import { mintJwt } from "@toolmesh/testkit";
+import { failure, mintJwt } from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type PermissionStack, startPermissionStack } from "./harness.js";
 
@@ -25,15 +25,6 @@ afterAll(async () => {
 });
 
 const admin = () => stack.as(stack.adminToken);
-
-async function failure(call: Promise<unknown>): Promise<ConnectError> {
-  try {
-    await call;
-  } catch (error) {
-    return ConnectError.from(error);
-  }
-  throw new Error("expected the call to fail, it succeeded");
-}
 
 /** The reason of the last ADMIN audit record. */
 async function lastAdminReason(): Promise<string> {
