@@ -1,10 +1,8 @@
 import { createHash } from "node:crypto";
-import { create } from "@bufbuild/protobuf";
-import { DurationSchema } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError } from "@connectrpc/connect";
+import type { ConnectError } from "@connectrpc/connect";
+import { retryLater } from "@toolmesh/errors";
 import type { Logger } from "@toolmesh/log";
 import { clipped } from "@toolmesh/names";
-import { RetryInfoSchema } from "@toolmesh/proto";
 import { parseApiKeyToken } from "./api-key.js";
 
 /** How failed authentication is limited; see docs/security.md. */
@@ -188,22 +186,9 @@ function sourceOf(peer: string): string {
 
 /** RESOURCE_EXHAUSTED with a RetryInfo detail saying when to try again. */
 function throttled(waitMs: number): ConnectError {
-  const seconds = Math.floor(waitMs / 1000);
-  return new ConnectError(
+  return retryLater(
     `too many failed authentication attempts from this address or for this key; retry in ${Math.ceil(waitMs / 1000)} s with a valid credential`,
-    Code.ResourceExhausted,
-    undefined,
-    [
-      {
-        desc: RetryInfoSchema,
-        value: create(RetryInfoSchema, {
-          retryDelay: create(DurationSchema, {
-            seconds: BigInt(seconds),
-            nanos: (waitMs % 1000) * 1_000_000,
-          }),
-        }),
-      },
-    ],
+    waitMs,
   );
 }
 

@@ -1,9 +1,11 @@
 import { create } from "@bufbuild/protobuf";
+import { DurationSchema } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
 import {
   BadFieldSchema,
   type FieldViolation,
   PermissionDenialSchema,
+  RetryInfoSchema,
   ToolNotFoundSchema,
   ValidationFailureSchema,
 } from "@toolmesh/proto";
@@ -110,4 +112,20 @@ export function alreadyExists(kind: string, name: string, hint = ""): ConnectErr
 /** The code name a caller sees, such as `PERMISSION_DENIED`, for audit records and batch results. */
 export function codeName(code: Code): string {
   return Code[code].replace(/([a-z])([A-Z])/g, "$1_$2").toUpperCase();
+}
+
+/** RESOURCE_EXHAUSTED with a google.rpc.RetryInfo detail saying when to try again. */
+export function retryLater(message: string, waitMs: number): ConnectError {
+  const ms = Math.max(0, Math.ceil(waitMs));
+  return new ConnectError(message, Code.ResourceExhausted, undefined, [
+    {
+      desc: RetryInfoSchema,
+      value: create(RetryInfoSchema, {
+        retryDelay: create(DurationSchema, {
+          seconds: BigInt(Math.floor(ms / 1000)),
+          nanos: (ms % 1000) * 1_000_000,
+        }),
+      }),
+    },
+  ]);
 }

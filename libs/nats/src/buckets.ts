@@ -21,6 +21,9 @@ export const buckets = {
     apiKeyKey: (id: string) => `keys.${id}`,
     grantPrefix: "grants.>",
     apiKeyPrefix: "keys.>",
+    /** Rate limits by id (`<subject>.<escaped target>`). */
+    rateLimitKey: (id: string) => `limits.${id}`,
+    rateLimitPrefix: "limits.>",
   },
   /**
    * Owned by the Dispatchers together: `instances.<id>` → the time of that instance's last

@@ -13,3 +13,11 @@ export {
 } from "./decide.js";
 export { compileGlob, globMatches, globProblem, MAX_PATTERN_LENGTH } from "./glob.js";
 export { type GrantSnapshot, PolicyNotReadyError, PolicySnapshot } from "./snapshot.js";
+export {
+  type BucketShape,
+  type RateLimitKind,
+  rateLimitId,
+  refill,
+  type TokenBucket,
+  waitForToken,
+} from "./token-bucket.js";

@@ -109,3 +109,11 @@ export class ValidatorCache {
 
 export type { ValidateFunction } from "ajv";
 export { linearRegExpEngine, MAX_PATTERN_LENGTH, PatternError } from "./linear-regexp.js";
+export {
+  type DefinitionPart,
+  definitionChanges,
+  pinBroken,
+  recordDefinition,
+  TOOL_HISTORY_LIMIT,
+  toolDefinition,
+} from "./tool-definition.js";

@@ -17,6 +17,9 @@ import {
   ToolStatus,
 } from "@toolmesh/proto";
 import type { CallIdOwners } from "./idempotency.js";
+import { checkLimits } from "./limit-check.js";
+import { checkPin } from "./pin-check.js";
+import type { CallLimiter } from "./rate-limits.js";
 import type { RunningCalls } from "./running-calls.js";
 import {
   SchemaCompileError,
@@ -110,6 +113,8 @@ export interface CheckDeps {
   catalog: ToolCatalog;
   policy: PermissionGate;
   running: RunningCalls;
+  /** The rate limits; none are enforced when absent (in-process tests). */
+  limits?: CallLimiter | undefined;
 }
 
 /**
@@ -195,6 +200,7 @@ export function checkCall(
       "tool disabled",
     );
   }
+  checkPin(tool, ctx?.toolPin);
 
   let validators: ToolValidators;
   try {
@@ -230,6 +236,7 @@ export function checkCall(
       decision.reason,
     );
   }
+  checkLimits(deps.limits, principal, spec.name, decision);
   return { tool: tool as CheckedCall["tool"], args, validators };
 }
 

@@ -51,6 +51,11 @@ export const dispatcherConfig = {
     min: 0,
     max: 1024 * 1024 * 1024,
   }),
+  /**
+   * How many Dispatchers share the load: each enforces 1/n of every rate limit and daily quota
+   * with its own counters (docs/security.md), so a call costs no NATS write.
+   */
+  dispatcherReplicas: int("TOOLMESH_DISPATCHER_REPLICAS", 1, { min: 1, max: 1000 }),
   /** How long past its deadline a live Dispatcher's call may still be writing its records. */
   leaseGraceMs: int("TOOLMESH_LEASE_GRACE_MS", 30_000, { min: 100, max: 3_600_000 }),
   /** The Registry, which ImportMcpServer writes imported tools to (with the admin's credential). */

@@ -28,6 +28,7 @@ import type { CallRecord, CallRecorder } from "./call-recorder.js";
 import { PublishError } from "./event-publisher.js";
 import type { CallIdOwners, IdempotencyStore } from "./idempotency.js";
 import { classify } from "./outcome.js";
+import type { CallLimiter } from "./rate-limits.js";
 import { argumentsTooLarge, limitOutput, recordBudget, structBytes } from "./record-limits.js";
 import type { InterruptReason, RunningCalls } from "./running-calls.js";
 import type { ToolRuntime } from "./runtimes/runtime.js";
@@ -54,6 +55,7 @@ export interface ChainDeps {
   idempotency: IdempotencyStore;
   callIds: CallIdOwners;
   running: RunningCalls;
+  limits?: CallLimiter | undefined;
   settings: ChainSettings;
   log: Logger;
 }

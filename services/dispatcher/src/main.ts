@@ -8,6 +8,7 @@ import type { GrpcPort } from "./grpc-port.js";
 import { Heartbeat } from "./heartbeat.js";
 import { KvCallIdOwners, KvIdempotencyStore } from "./idempotency.js";
 import { LeaseSweeper } from "./lease-sweeper.js";
+import { CallLimiter } from "./rate-limits.js";
 import { createDispatcher } from "./server.js";
 import { followSnapshots } from "./snapshots.js";
 import { StoreCapacity } from "./store-capacity.js";
@@ -67,6 +68,7 @@ await runService({
     const dispatcher = createDispatcher({
       tools: snapshots.tools,
       policy: snapshots.policy,
+      limits: new CallLimiter(snapshots.limits, config.dispatcherReplicas),
       publisher,
       leases,
       idempotency,

@@ -14,6 +14,7 @@ import { createDispatcherHandlers } from "./handlers.js";
 import { createHttpRoutes } from "./http-routes.js";
 import type { CallIdOwners, IdempotencyStore } from "./idempotency.js";
 import { McpEndpoint } from "./mcp/mcp-endpoint.js";
+import type { CallLimiter } from "./rate-limits.js";
 import { RunningCalls } from "./running-calls.js";
 import { DockerRuntime } from "./runtimes/docker-runtime.js";
 import { GrpcRuntime } from "./runtimes/grpc-runtime.js";
@@ -51,6 +52,8 @@ export interface DispatcherDeps {
   tools: ToolSource;
   /** The grants: a PolicySnapshot of toolmesh-permission. */
   policy: PermissionGate;
+  /** The rate limits Permission keeps, followed from its bucket (a CallLimiter). */
+  limits?: CallLimiter;
   /** Publishes trace events, audit records and outcomes (a JetStreamPublisher). */
   publisher: EventPublisher;
   /** Where calls' start records (leases) live until their outcome is recorded. */
@@ -120,6 +123,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     idempotency: deps.idempotency,
     callIds: deps.callIds,
     running,
+    limits: deps.limits,
     settings: { defaultTimeoutMs: settings.defaultTimeoutMs, maxTimeoutMs: settings.maxTimeoutMs },
     log,
   });

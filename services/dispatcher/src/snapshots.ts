@@ -1,14 +1,17 @@
 import type { Logger } from "@toolmesh/log";
-import { followRegistryTools } from "@toolmesh/nats";
+import { type FollowedBucket, followRegistryTools } from "@toolmesh/nats";
 import { PolicySnapshot } from "@toolmesh/policy";
+import type { RateLimitSchema } from "@toolmesh/proto";
 import type { NatsConnection } from "nats";
 import type { PermissionGate } from "./call-checks.js";
+import { followRateLimits } from "./rate-limits.js";
 import type { ToolSource } from "./tool-catalog.js";
 
-/** The registry's tools and the grants, read from their owners' KV buckets. */
+/** The registry's tools, the grants and the rate limits, read from their owners' KV buckets. */
 export interface Snapshots {
   tools: ToolSource;
   policy: PermissionGate;
+  limits: FollowedBucket<typeof RateLimitSchema>;
   stop(): void;
 }
 
@@ -24,12 +27,15 @@ export function followSnapshots(nc: NatsConnection, log: Logger): Snapshots {
     log,
     "calls fail closed until the Permission service creates it",
   );
+  const limits = followRateLimits(nc, log);
   return {
     tools,
     policy,
+    limits,
     stop() {
       tools.stop();
       policy.stop();
+      limits.stop();
     },
   };
 }

@@ -4,9 +4,9 @@ import { AdminEvents, subjects } from "@toolmesh/nats";
 import { type ChangeType, PermissionChangedSchema, type Principal } from "@toolmesh/proto";
 import type { JetStreamClient } from "nats";
 
-/** What changed: a grant or an API key, created or removed. */
+/** What changed: a grant, an API key or a rate limit, created, updated or removed. */
 export interface PermissionChange {
-  kind: "grant" | "api_key";
+  kind: "grant" | "api_key" | "rate_limit";
   id: string;
   type: ChangeType;
   /** One sentence for the audit record, never a secret. */

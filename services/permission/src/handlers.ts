@@ -32,9 +32,11 @@ import {
   RevokeApiKeyResponseSchema,
   RevokeResponseSchema,
   type ToolSchema,
+  UpdateGrantResponseSchema,
 } from "@toolmesh/proto";
 import { pageTokens } from "@toolmesh/server";
 import type { PermissionEvents } from "./events.js";
+import { createRateLimitHandlers } from "./rate-limit-handlers.js";
 import type { PermissionStore } from "./store.js";
 import {
   checkIssuedId,
@@ -89,6 +91,8 @@ export function createPermissionHandlers(
   const admin = (ctx: HandlerContext) => requireRole(ctx, Role.Admin);
 
   return {
+    ...createRateLimitHandlers(deps),
+
     async grant(req, ctx) {
       const caller = admin(ctx);
       const nowMs = now();
@@ -98,6 +102,7 @@ export function createPermissionHandlers(
         spec,
         createdBy: caller.agentId,
         createdAt: timestampFromMs(nowMs),
+        revision: 1n,
       });
       await store.createGrant(grant);
       deps.log.info({ grant_id: grant.id, by: caller.agentId }, "grant created");
@@ -124,6 +129,39 @@ export function createPermissionHandlers(
         reason: `revoked grant ${req.grantId}${existing ? `: ${describeGrant(existing)}` : ""}`,
       });
       return create(RevokeResponseSchema, {});
+    },
+
+    async updateGrant(req, ctx) {
+      const caller = admin(ctx);
+      checkIssuedId("grant_id", req.grantId);
+      const nowMs = now();
+      const spec = validateGrantSpec(req.grant, nowMs, true);
+      const result = await store.updateGrant(req.grantId, req.expectedRevision, (current) =>
+        create(GrantSchema, {
+          ...current,
+          spec,
+          revision: current.revision + 1n,
+          updatedBy: caller.agentId,
+          updatedAt: timestampFromMs(nowMs),
+        }),
+      );
+      if ("missing" in result) throw notFound("grant", req.grantId, "list grants with ListGrants");
+      if ("currentRevision" in result)
+        throw new ConnectError(
+          `grant ${req.grantId} is at revision ${result.currentRevision}, not ${req.expectedRevision}; read it with ListGrants, reapply your change and retry`,
+          Code.Aborted,
+        );
+      deps.log.info(
+        { grant_id: req.grantId, revision: String(result.revision), by: caller.agentId },
+        "grant updated",
+      );
+      await events.publish(caller, {
+        kind: "grant",
+        id: req.grantId,
+        type: ChangeType.PUT,
+        reason: `updated grant ${req.grantId} to revision ${result.revision}: ${describeGrant(result)}`,
+      });
+      return create(UpdateGrantResponseSchema, { grant: result });
     },
 
     listGrants(req, ctx) {

@@ -14,6 +14,8 @@ import {
   ApiKeyRecordSchema,
   type Grant,
   GrantSchema,
+  type RateLimit,
+  RateLimitSchema,
 } from "@toolmesh/proto";
 import type { KV, NatsConnection } from "nats";
 import type { PermissionStore } from "./store.js";
@@ -31,6 +33,7 @@ export const BOOTSTRAP_KEY = "meta.admin_bootstrapped";
 export class KvPermissionStore implements PermissionStore {
   readonly policy: PolicySnapshot & { start(): Promise<void> };
   readonly keys: ReconnectingKvSnapshot<typeof ApiKeyRecordSchema>;
+  readonly rateLimits: ReconnectingKvSnapshot<typeof RateLimitSchema>;
 
   constructor(
     nc: NatsConnection,
@@ -45,6 +48,13 @@ export class KvPermissionStore implements PermissionStore {
       ApiKeyRecordSchema,
       log,
     );
+    this.rateLimits = new ReconnectingKvSnapshot(
+      nc,
+      kv,
+      buckets.permission.rateLimitPrefix,
+      RateLimitSchema,
+      log,
+    );
   }
 
   /** Creates the bucket if needed and loads both snapshots. */
@@ -55,13 +65,14 @@ export class KvPermissionStore implements PermissionStore {
       description: "toolmesh grants and API keys (owned by the Permission service)",
     });
     const store = new KvPermissionStore(nc, kv, log);
-    await Promise.all([store.policy.start(), store.keys.start()]);
+    await Promise.all([store.policy.start(), store.keys.start(), store.rateLimits.start()]);
     return store;
   }
 
   stop(): void {
     this.policy.stop();
     this.keys.stop();
+    this.rateLimits.stop();
   }
 
   getGrant(id: string): Grant | undefined {
@@ -93,6 +104,53 @@ export class KvPermissionStore implements PermissionStore {
       await this.settle(this.policy.grants, () => this.policy.grants.get(key) === undefined);
       return true;
     }
+  }
+
+  async updateGrant(
+    id: string,
+    expected: bigint,
+    next: (current: Grant) => Grant,
+  ): Promise<Grant | { missing: true } | { currentRevision: bigint }> {
+    const key = buckets.permission.grantKey(id);
+    for (;;) {
+      const entry = await this.kv.get(key);
+      if (entry?.operation !== "PUT") return { missing: true };
+      const current = fromBinary(GrantSchema, entry.value);
+      if (current.revision !== expected) return { currentRevision: current.revision };
+      const grant = next(current);
+      try {
+        await compareAndSet(() =>
+          this.kv.update(key, toBinary(GrantSchema, grant), entry.revision),
+        );
+      } catch (error) {
+        if (error instanceof KvConflictError) continue; // written meanwhile: compare again
+        throw error;
+      }
+      await this.settle(
+        this.policy.grants,
+        () => this.policy.grants.get(key)?.revision === grant.revision,
+      );
+      return grant;
+    }
+  }
+
+  async putRateLimit(limit: RateLimit): Promise<void> {
+    const key = buckets.permission.rateLimitKey(limit.id);
+    await this.kv.put(key, toBinary(RateLimitSchema, limit));
+    const written = limit.updatedAt?.seconds;
+    await this.settle(
+      this.rateLimits,
+      () => this.rateLimits.get(key)?.updatedAt?.seconds === written,
+    );
+  }
+
+  async deleteRateLimit(id: string): Promise<boolean> {
+    const key = buckets.permission.rateLimitKey(id);
+    const entry = await this.kv.get(key);
+    if (entry?.operation !== "PUT") return false;
+    await this.kv.delete(key);
+    await this.settle(this.rateLimits, () => this.rateLimits.get(key) === undefined);
+    return true;
   }
 
   async createKey(record: ApiKeyRecord): Promise<void> {

@@ -7,6 +7,8 @@ import {
   ApiKeyRecordSchema,
   type Grant,
   GrantSchema,
+  type RateLimit,
+  RateLimitSchema,
 } from "@toolmesh/proto";
 import type { PermissionStore } from "./store.js";
 
@@ -18,6 +20,7 @@ export class MemoryPermissionStore implements PermissionStore {
   private readonly grants = new MemorySnapshot(GrantSchema);
   readonly policy = new PolicySnapshot(this.grants);
   readonly keys = new MemorySnapshot(ApiKeyRecordSchema);
+  readonly rateLimits = new MemorySnapshot(RateLimitSchema);
   private bootstrapped = false;
 
   getGrant(id: string): Grant | undefined {
@@ -37,6 +40,28 @@ export class MemoryPermissionStore implements PermissionStore {
 
   async deleteGrant(id: string): Promise<boolean> {
     return this.grants.delete(buckets.permission.grantKey(id));
+  }
+
+  async updateGrant(
+    id: string,
+    expected: bigint,
+    next: (current: Grant) => Grant,
+  ): Promise<Grant | { missing: true } | { currentRevision: bigint }> {
+    const key = buckets.permission.grantKey(id);
+    const current = this.grants.get(key);
+    if (!current) return { missing: true };
+    if (current.revision !== expected) return { currentRevision: current.revision };
+    const grant = clone(GrantSchema, next(current));
+    this.grants.put(key, grant);
+    return grant;
+  }
+
+  async putRateLimit(limit: RateLimit): Promise<void> {
+    this.rateLimits.put(buckets.permission.rateLimitKey(limit.id), clone(RateLimitSchema, limit));
+  }
+
+  async deleteRateLimit(id: string): Promise<boolean> {
+    return this.rateLimits.delete(buckets.permission.rateLimitKey(id));
   }
 
   async createKey(record: ApiKeyRecord): Promise<void> {

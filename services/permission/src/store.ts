@@ -1,6 +1,13 @@
 import type { SnapshotView } from "@toolmesh/nats";
 import type { PolicySnapshot } from "@toolmesh/policy";
-import type { ApiKey, ApiKeyRecord, ApiKeyRecordSchema, Grant } from "@toolmesh/proto";
+import type {
+  ApiKey,
+  ApiKeyRecord,
+  ApiKeyRecordSchema,
+  Grant,
+  RateLimit,
+  RateLimitSchema,
+} from "@toolmesh/proto";
 
 /**
  * Where Permission keeps grants and API keys. Reads come from memory (`policy` and `keys` are
@@ -12,6 +19,8 @@ export interface PermissionStore {
   readonly policy: PolicySnapshot;
   /** The API key records (salted hashes, never secrets), as the key verifier reads them. */
   readonly keys: SnapshotView<typeof ApiKeyRecordSchema>;
+  /** The rate limits, keyed `limits.<id>` as the Dispatchers follow them. */
+  readonly rateLimits: SnapshotView<typeof RateLimitSchema>;
 
   getGrant(id: string): Grant | undefined;
   getKey(id: string): ApiKeyRecord | undefined;
@@ -19,6 +28,19 @@ export interface PermissionStore {
   createGrant(grant: Grant): Promise<void>;
   /** Deletes a grant; false when there is none with the id. */
   deleteGrant(id: string): Promise<boolean>;
+  /**
+   * Replaces a grant if its stored revision is `expected` (compare-and-set): the new grant, or
+   * why not — no grant with the id, or the revision it is at.
+   */
+  updateGrant(
+    id: string,
+    expected: bigint,
+    next: (current: Grant) => Grant,
+  ): Promise<Grant | { missing: true } | { currentRevision: bigint }>;
+  /** Creates or replaces a rate limit (one per subject and target). */
+  putRateLimit(limit: RateLimit): Promise<void>;
+  /** Deletes a rate limit; false when there is none with the id. */
+  deleteRateLimit(id: string): Promise<boolean>;
   /** Stores a new key record; rejects when its id is taken. */
   createKey(record: ApiKeyRecord): Promise<void>;
   /** Marks a key revoked (again is a no-op); undefined when there is none with the id. */

@@ -39,7 +39,11 @@ function checkFuture(field: string, expiresAt: Timestamp, nowMs: number): void {
 }
 
 /** Validates a grant an admin writes; INVALID_ARGUMENT naming the first bad field. */
-export function validateGrantSpec(spec: GrantSpec | undefined, nowMs: number): GrantSpec {
+export function validateGrantSpec(
+  spec: GrantSpec | undefined,
+  nowMs: number,
+  allowDisabled = false,
+): GrantSpec {
   if (!spec) throw invalidField("grant", "is required");
   const principal = spec.principal;
   if (!principal || principal.kind === PrincipalKind.UNSPECIFIED)
@@ -83,17 +87,22 @@ export function validateGrantSpec(spec: GrantSpec | undefined, nowMs: number): G
   if (spec.effect === Effect.UNSPECIFIED)
     throw invalidField("grant.effect", "must be ALLOW or DENY");
   if (spec.expiresAt) checkFuture("grant.expires_at", spec.expiresAt, nowMs);
-  if (!spec.enabled)
+  if (!spec.enabled && !allowDisabled)
     throw invalidField(
       "grant.enabled",
-      "must be true: grants cannot be updated, so a grant written disabled would never apply",
+      "must be true for a new grant (a disabled one would never apply); disable an existing grant with UpdateGrant",
     );
-  if (spec.description.length > limits.description)
-    throw invalidField(
-      "grant.description",
-      `is ${spec.description.length} characters; at most ${limits.description} allowed`,
-    );
+  checkDescription("grant.description", spec.description);
   return spec;
+}
+
+/** Checks a description an admin writes against its limit. */
+export function checkDescription(field: string, description: string): void {
+  if (description.length > limits.description)
+    throw invalidField(
+      field,
+      `is ${description.length} characters; at most ${limits.description} allowed`,
+    );
 }
 
 /** Validates a key request; returns the roles to give (default `agent`). */

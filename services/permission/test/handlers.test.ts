@@ -184,7 +184,7 @@ describe("Grant", () => {
     [
       "a disabled grant",
       { enabled: false },
-      "grant.enabled: must be true: grants cannot be updated, so a grant written disabled would never apply",
+      "grant.enabled: must be true for a new grant (a disabled one would never apply); disable an existing grant with UpdateGrant",
     ],
     [
       "a description over 512 characters",

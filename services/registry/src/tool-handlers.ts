@@ -13,6 +13,7 @@ import {
   ToolSchema,
   ToolStatus,
 } from "@toolmesh/proto";
+import { recordDefinition } from "@toolmesh/schema";
 import { pageTokens } from "@toolmesh/server";
 import { compare, type RegistryView, runtimeKindOf } from "./registry-view.js";
 import { CAS_ATTEMPTS, groupsListing, updateGroupWithRetry } from "./tool-groups.js";
@@ -56,6 +57,7 @@ export function createToolHandlers(view: RegistryView): ToolRpcs {
         updatedAt: now,
         updatedBy: by.agentId,
       });
+      recordDefinition(tool, undefined);
       let revision: number;
       try {
         revision = await store.createTool(tool);
@@ -94,6 +96,7 @@ export function createToolHandlers(view: RegistryView): ToolRpcs {
         updatedBy: by.agentId,
       });
       if (previous.createdAt) tool.createdAt = previous.createdAt;
+      recordDefinition(tool, previous);
       let revision: number;
       try {
         revision = await store.updateTool(tool, current.revision);

@@ -72,5 +72,10 @@ function watchEvent(
   name: string,
   tool: Tool | undefined,
 ): WatchToolsResponse {
-  return create(WatchToolsResponseSchema, tool ? { type, name, tool } : { type, name });
+  if (!tool) return create(WatchToolsResponseSchema, { type, name });
+  // A PUT that wrote a new definition says what changed; any other PUT (groups, slugs) does not.
+  const last = tool.history.at(-1);
+  const changed =
+    type === WatchEventType.PUT && last?.revision === tool.revision ? last.changed : [];
+  return create(WatchToolsResponseSchema, { type, name, tool, changed });
 }

@@ -171,8 +171,12 @@ type CallContext struct {
 	CallId string `protobuf:"bytes,3,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
 	// Same key from the same agent within the idempotency window returns the first outcome.
 	IdempotencyKey string `protobuf:"bytes,4,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The tool definition the caller was given: the Tool's `definition_hash` (pins its schemas,
+	// description and runtime) or `schema_hash` (pins the schemas only). A call whose tool has
+	// changed since is refused with FAILED_PRECONDITION naming what changed. Empty: no pin.
+	ToolPin       string `protobuf:"bytes,5,opt,name=tool_pin,json=toolPin,proto3" json:"tool_pin,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CallContext) Reset() {
@@ -229,6 +233,13 @@ func (x *CallContext) GetCallId() string {
 func (x *CallContext) GetIdempotencyKey() string {
 	if x != nil {
 		return x.IdempotencyKey
+	}
+	return ""
+}
+
+func (x *CallContext) GetToolPin() string {
+	if x != nil {
+		return x.ToolPin
 	}
 	return ""
 }
@@ -634,12 +645,13 @@ const file_toolmesh_common_v1_common_proto_rawDesc = "" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x17\n" +
 	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x14\n" +
 	"\x05roles\x18\x03 \x03(\tR\x05roles\x12\x15\n" +
-	"\x06key_id\x18\x04 \x01(\tR\x05keyId\"\x87\x01\n" +
+	"\x06key_id\x18\x04 \x01(\tR\x05keyId\"\xa2\x01\n" +
 	"\vCallContext\x12\x19\n" +
 	"\btrace_id\x18\x01 \x01(\tR\atraceId\x12\x1b\n" +
 	"\tparent_id\x18\x02 \x01(\tR\bparentId\x12\x17\n" +
 	"\acall_id\x18\x03 \x01(\tR\x06callId\x12'\n" +
-	"\x0fidempotency_key\x18\x04 \x01(\tR\x0eidempotencyKey\"l\n" +
+	"\x0fidempotency_key\x18\x04 \x01(\tR\x0eidempotencyKey\x12\x19\n" +
+	"\btool_pin\x18\x05 \x01(\tR\atoolPin\"l\n" +
 	"\tCallError\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x121\n" +

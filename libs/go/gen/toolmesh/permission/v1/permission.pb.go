@@ -181,6 +181,66 @@ func (Effect) EnumDescriptor() ([]byte, []int) {
 	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{2}
 }
 
+// RateLimitSubject says whose calls a rate limit counts.
+type RateLimitSubject int32
+
+const (
+	RateLimitSubject_RATE_LIMIT_SUBJECT_UNSPECIFIED RateLimitSubject = 0
+	// Calls of one agent id.
+	RateLimitSubject_RATE_LIMIT_SUBJECT_AGENT RateLimitSubject = 1
+	// Calls on behalf of one user id.
+	RateLimitSubject_RATE_LIMIT_SUBJECT_USER RateLimitSubject = 2
+	// Calls of one tool.
+	RateLimitSubject_RATE_LIMIT_SUBJECT_TOOL RateLimitSubject = 3
+	// Calls an allow grant authorised (the grant is among the decision's matched grants).
+	RateLimitSubject_RATE_LIMIT_SUBJECT_GRANT RateLimitSubject = 4
+)
+
+// Enum value maps for RateLimitSubject.
+var (
+	RateLimitSubject_name = map[int32]string{
+		0: "RATE_LIMIT_SUBJECT_UNSPECIFIED",
+		1: "RATE_LIMIT_SUBJECT_AGENT",
+		2: "RATE_LIMIT_SUBJECT_USER",
+		3: "RATE_LIMIT_SUBJECT_TOOL",
+		4: "RATE_LIMIT_SUBJECT_GRANT",
+	}
+	RateLimitSubject_value = map[string]int32{
+		"RATE_LIMIT_SUBJECT_UNSPECIFIED": 0,
+		"RATE_LIMIT_SUBJECT_AGENT":       1,
+		"RATE_LIMIT_SUBJECT_USER":        2,
+		"RATE_LIMIT_SUBJECT_TOOL":        3,
+		"RATE_LIMIT_SUBJECT_GRANT":       4,
+	}
+)
+
+func (x RateLimitSubject) Enum() *RateLimitSubject {
+	p := new(RateLimitSubject)
+	*p = x
+	return p
+}
+
+func (x RateLimitSubject) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (RateLimitSubject) Descriptor() protoreflect.EnumDescriptor {
+	return file_toolmesh_permission_v1_permission_proto_enumTypes[3].Descriptor()
+}
+
+func (RateLimitSubject) Type() protoreflect.EnumType {
+	return &file_toolmesh_permission_v1_permission_proto_enumTypes[3]
+}
+
+func (x RateLimitSubject) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use RateLimitSubject.Descriptor instead.
+func (RateLimitSubject) EnumDescriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{3}
+}
+
 // PrincipalRef names who a grant applies to.
 type PrincipalRef struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -393,8 +453,14 @@ type Grant struct {
 	Id   string     `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	Spec *GrantSpec `protobuf:"bytes,2,opt,name=spec,proto3" json:"spec,omitempty"`
 	// Agent id of who created it.
-	CreatedBy     string                 `protobuf:"bytes,3,opt,name=created_by,json=createdBy,proto3" json:"created_by,omitempty"`
-	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	CreatedBy string                 `protobuf:"bytes,3,opt,name=created_by,json=createdBy,proto3" json:"created_by,omitempty"`
+	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	// 1 when created, bumped by every UpdateGrant; the value UpdateGrant compares. Grants stored
+	// before revisions existed read 0.
+	Revision uint64 `protobuf:"varint,5,opt,name=revision,proto3" json:"revision,omitempty"`
+	// Agent id of who last updated it, and when; unset until the first update.
+	UpdatedBy     string                 `protobuf:"bytes,6,opt,name=updated_by,json=updatedBy,proto3" json:"updated_by,omitempty"`
+	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -453,6 +519,27 @@ func (x *Grant) GetCreatedBy() string {
 func (x *Grant) GetCreatedAt() *timestamppb.Timestamp {
 	if x != nil {
 		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *Grant) GetRevision() uint64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+func (x *Grant) GetUpdatedBy() string {
+	if x != nil {
+		return x.UpdatedBy
+	}
+	return ""
+}
+
+func (x *Grant) GetUpdatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdatedAt
 	}
 	return nil
 }
@@ -625,6 +712,112 @@ func (*RevokeResponse) Descriptor() ([]byte, []int) {
 	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{7}
 }
 
+type UpdateGrantRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	GrantId string                 `protobuf:"bytes,1,opt,name=grant_id,json=grantId,proto3" json:"grant_id,omitempty"`
+	// The new spec; validated as for Grant.
+	Grant *GrantSpec `protobuf:"bytes,2,opt,name=grant,proto3" json:"grant,omitempty"`
+	// The revision the caller read (Grant.revision); the update applies only if it is current.
+	ExpectedRevision uint64 `protobuf:"varint,3,opt,name=expected_revision,json=expectedRevision,proto3" json:"expected_revision,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *UpdateGrantRequest) Reset() {
+	*x = UpdateGrantRequest{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateGrantRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateGrantRequest) ProtoMessage() {}
+
+func (x *UpdateGrantRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateGrantRequest.ProtoReflect.Descriptor instead.
+func (*UpdateGrantRequest) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *UpdateGrantRequest) GetGrantId() string {
+	if x != nil {
+		return x.GrantId
+	}
+	return ""
+}
+
+func (x *UpdateGrantRequest) GetGrant() *GrantSpec {
+	if x != nil {
+		return x.Grant
+	}
+	return nil
+}
+
+func (x *UpdateGrantRequest) GetExpectedRevision() uint64 {
+	if x != nil {
+		return x.ExpectedRevision
+	}
+	return 0
+}
+
+type UpdateGrantResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Grant         *Grant                 `protobuf:"bytes,1,opt,name=grant,proto3" json:"grant,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateGrantResponse) Reset() {
+	*x = UpdateGrantResponse{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateGrantResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateGrantResponse) ProtoMessage() {}
+
+func (x *UpdateGrantResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateGrantResponse.ProtoReflect.Descriptor instead.
+func (*UpdateGrantResponse) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *UpdateGrantResponse) GetGrant() *Grant {
+	if x != nil {
+		return x.Grant
+	}
+	return nil
+}
+
 type ListGrantsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Only grants of this principal.
@@ -639,7 +832,7 @@ type ListGrantsRequest struct {
 
 func (x *ListGrantsRequest) Reset() {
 	*x = ListGrantsRequest{}
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[8]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -651,7 +844,7 @@ func (x *ListGrantsRequest) String() string {
 func (*ListGrantsRequest) ProtoMessage() {}
 
 func (x *ListGrantsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[8]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -664,7 +857,7 @@ func (x *ListGrantsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGrantsRequest.ProtoReflect.Descriptor instead.
 func (*ListGrantsRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{8}
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ListGrantsRequest) GetPrincipal() *PrincipalRef {
@@ -705,7 +898,7 @@ type ListGrantsResponse struct {
 
 func (x *ListGrantsResponse) Reset() {
 	*x = ListGrantsResponse{}
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[9]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -717,7 +910,7 @@ func (x *ListGrantsResponse) String() string {
 func (*ListGrantsResponse) ProtoMessage() {}
 
 func (x *ListGrantsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[9]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -730,7 +923,7 @@ func (x *ListGrantsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGrantsResponse.ProtoReflect.Descriptor instead.
 func (*ListGrantsResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{9}
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ListGrantsResponse) GetGrants() []*Grant {
@@ -763,7 +956,7 @@ type CheckRequest struct {
 
 func (x *CheckRequest) Reset() {
 	*x = CheckRequest{}
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[10]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -775,7 +968,7 @@ func (x *CheckRequest) String() string {
 func (*CheckRequest) ProtoMessage() {}
 
 func (x *CheckRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[10]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -788,7 +981,7 @@ func (x *CheckRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckRequest.ProtoReflect.Descriptor instead.
 func (*CheckRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{10}
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CheckRequest) GetAgentId() string {
@@ -839,7 +1032,7 @@ type Decision struct {
 
 func (x *Decision) Reset() {
 	*x = Decision{}
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[11]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -851,7 +1044,7 @@ func (x *Decision) String() string {
 func (*Decision) ProtoMessage() {}
 
 func (x *Decision) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[11]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -864,7 +1057,7 @@ func (x *Decision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Decision.ProtoReflect.Descriptor instead.
 func (*Decision) Descriptor() ([]byte, []int) {
-	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{11}
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Decision) GetAllowed() bool {
@@ -918,7 +1111,7 @@ type CheckResponse struct {
 
 func (x *CheckResponse) Reset() {
 	*x = CheckResponse{}
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[12]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -930,7 +1123,7 @@ func (x *CheckResponse) String() string {
 func (*CheckResponse) ProtoMessage() {}
 
 func (x *CheckResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[12]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -943,7 +1136,7 @@ func (x *CheckResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckResponse.ProtoReflect.Descriptor instead.
 func (*CheckResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{12}
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CheckResponse) GetDecision() *Decision {
@@ -976,7 +1169,7 @@ type ApiKey struct {
 
 func (x *ApiKey) Reset() {
 	*x = ApiKey{}
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[13]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -988,7 +1181,7 @@ func (x *ApiKey) String() string {
 func (*ApiKey) ProtoMessage() {}
 
 func (x *ApiKey) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[13]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1001,7 +1194,7 @@ func (x *ApiKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApiKey.ProtoReflect.Descriptor instead.
 func (*ApiKey) Descriptor() ([]byte, []int) {
-	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{13}
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ApiKey) GetId() string {
@@ -1081,7 +1274,7 @@ type CreateApiKeyRequest struct {
 
 func (x *CreateApiKeyRequest) Reset() {
 	*x = CreateApiKeyRequest{}
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[14]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1093,7 +1286,7 @@ func (x *CreateApiKeyRequest) String() string {
 func (*CreateApiKeyRequest) ProtoMessage() {}
 
 func (x *CreateApiKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[14]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1106,7 +1299,7 @@ func (x *CreateApiKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateApiKeyRequest.ProtoReflect.Descriptor instead.
 func (*CreateApiKeyRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{14}
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CreateApiKeyRequest) GetAgentId() string {
@@ -1155,7 +1348,7 @@ type CreateApiKeyResponse struct {
 
 func (x *CreateApiKeyResponse) Reset() {
 	*x = CreateApiKeyResponse{}
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[15]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1167,7 +1360,7 @@ func (x *CreateApiKeyResponse) String() string {
 func (*CreateApiKeyResponse) ProtoMessage() {}
 
 func (x *CreateApiKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[15]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1180,7 +1373,7 @@ func (x *CreateApiKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateApiKeyResponse.ProtoReflect.Descriptor instead.
 func (*CreateApiKeyResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{15}
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CreateApiKeyResponse) GetApiKey() *ApiKey {
@@ -1206,7 +1399,7 @@ type RevokeApiKeyRequest struct {
 
 func (x *RevokeApiKeyRequest) Reset() {
 	*x = RevokeApiKeyRequest{}
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[16]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1218,7 +1411,7 @@ func (x *RevokeApiKeyRequest) String() string {
 func (*RevokeApiKeyRequest) ProtoMessage() {}
 
 func (x *RevokeApiKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[16]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1231,7 +1424,7 @@ func (x *RevokeApiKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeApiKeyRequest.ProtoReflect.Descriptor instead.
 func (*RevokeApiKeyRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{16}
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *RevokeApiKeyRequest) GetId() string {
@@ -1249,7 +1442,7 @@ type RevokeApiKeyResponse struct {
 
 func (x *RevokeApiKeyResponse) Reset() {
 	*x = RevokeApiKeyResponse{}
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[17]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1261,7 +1454,7 @@ func (x *RevokeApiKeyResponse) String() string {
 func (*RevokeApiKeyResponse) ProtoMessage() {}
 
 func (x *RevokeApiKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[17]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1274,7 +1467,7 @@ func (x *RevokeApiKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeApiKeyResponse.ProtoReflect.Descriptor instead.
 func (*RevokeApiKeyResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{17}
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{19}
 }
 
 type ListApiKeysRequest struct {
@@ -1290,7 +1483,7 @@ type ListApiKeysRequest struct {
 
 func (x *ListApiKeysRequest) Reset() {
 	*x = ListApiKeysRequest{}
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[18]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1302,7 +1495,7 @@ func (x *ListApiKeysRequest) String() string {
 func (*ListApiKeysRequest) ProtoMessage() {}
 
 func (x *ListApiKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[18]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1315,7 +1508,7 @@ func (x *ListApiKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListApiKeysRequest.ProtoReflect.Descriptor instead.
 func (*ListApiKeysRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{18}
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListApiKeysRequest) GetAgentId() string {
@@ -1356,7 +1549,7 @@ type ListApiKeysResponse struct {
 
 func (x *ListApiKeysResponse) Reset() {
 	*x = ListApiKeysResponse{}
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[19]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1368,7 +1561,7 @@ func (x *ListApiKeysResponse) String() string {
 func (*ListApiKeysResponse) ProtoMessage() {}
 
 func (x *ListApiKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[19]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1381,7 +1574,7 @@ func (x *ListApiKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListApiKeysResponse.ProtoReflect.Descriptor instead.
 func (*ListApiKeysResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{19}
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListApiKeysResponse) GetApiKeys() []*ApiKey {
@@ -1415,7 +1608,7 @@ type ApiKeyRecord struct {
 
 func (x *ApiKeyRecord) Reset() {
 	*x = ApiKeyRecord{}
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[20]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1427,7 +1620,7 @@ func (x *ApiKeyRecord) String() string {
 func (*ApiKeyRecord) ProtoMessage() {}
 
 func (x *ApiKeyRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[20]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1440,7 +1633,7 @@ func (x *ApiKeyRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApiKeyRecord.ProtoReflect.Descriptor instead.
 func (*ApiKeyRecord) Descriptor() ([]byte, []int) {
-	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{20}
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ApiKeyRecord) GetApiKey() *ApiKey {
@@ -1471,6 +1664,438 @@ func (x *ApiKeyRecord) GetHashAlgorithm() string {
 	return ""
 }
 
+// RateLimitSpec is what an admin writes: a token bucket, a daily quota, or both.
+type RateLimitSpec struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Subject RateLimitSubject       `protobuf:"varint,1,opt,name=subject,proto3,enum=toolmesh.permission.v1.RateLimitSubject" json:"subject,omitempty"`
+	// The agent id, user id, tool name or grant id whose calls are counted.
+	Target string `protobuf:"bytes,2,opt,name=target,proto3" json:"target,omitempty"`
+	// Sustained calls per second (the bucket's refill rate); 0 for no per-second limit.
+	RequestsPerSecond float64 `protobuf:"fixed64,3,opt,name=requests_per_second,json=requestsPerSecond,proto3" json:"requests_per_second,omitempty"`
+	// Calls allowed in a burst (the bucket's size); 0 means max(1, ceil(requests_per_second)).
+	Burst uint32 `protobuf:"varint,4,opt,name=burst,proto3" json:"burst,omitempty"`
+	// Calls per UTC day; 0 for no daily quota.
+	CallsPerDay uint32 `protobuf:"varint,5,opt,name=calls_per_day,json=callsPerDay,proto3" json:"calls_per_day,omitempty"`
+	// Why the limit exists.
+	Description   string `protobuf:"bytes,6,opt,name=description,proto3" json:"description,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RateLimitSpec) Reset() {
+	*x = RateLimitSpec{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RateLimitSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RateLimitSpec) ProtoMessage() {}
+
+func (x *RateLimitSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RateLimitSpec.ProtoReflect.Descriptor instead.
+func (*RateLimitSpec) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *RateLimitSpec) GetSubject() RateLimitSubject {
+	if x != nil {
+		return x.Subject
+	}
+	return RateLimitSubject_RATE_LIMIT_SUBJECT_UNSPECIFIED
+}
+
+func (x *RateLimitSpec) GetTarget() string {
+	if x != nil {
+		return x.Target
+	}
+	return ""
+}
+
+func (x *RateLimitSpec) GetRequestsPerSecond() float64 {
+	if x != nil {
+		return x.RequestsPerSecond
+	}
+	return 0
+}
+
+func (x *RateLimitSpec) GetBurst() uint32 {
+	if x != nil {
+		return x.Burst
+	}
+	return 0
+}
+
+func (x *RateLimitSpec) GetCallsPerDay() uint32 {
+	if x != nil {
+		return x.CallsPerDay
+	}
+	return 0
+}
+
+func (x *RateLimitSpec) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+// RateLimit is a stored rate limit, under `limits.<id>` of the `toolmesh-permission` bucket.
+type RateLimit struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// `<subject>.<target>`, for example `agent.planner`; derived from the spec.
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Spec          *RateLimitSpec         `protobuf:"bytes,2,opt,name=spec,proto3" json:"spec,omitempty"`
+	UpdatedBy     string                 `protobuf:"bytes,3,opt,name=updated_by,json=updatedBy,proto3" json:"updated_by,omitempty"`
+	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RateLimit) Reset() {
+	*x = RateLimit{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RateLimit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RateLimit) ProtoMessage() {}
+
+func (x *RateLimit) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RateLimit.ProtoReflect.Descriptor instead.
+func (*RateLimit) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *RateLimit) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *RateLimit) GetSpec() *RateLimitSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+func (x *RateLimit) GetUpdatedBy() string {
+	if x != nil {
+		return x.UpdatedBy
+	}
+	return ""
+}
+
+func (x *RateLimit) GetUpdatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdatedAt
+	}
+	return nil
+}
+
+type PutRateLimitRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Limit         *RateLimitSpec         `protobuf:"bytes,1,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutRateLimitRequest) Reset() {
+	*x = PutRateLimitRequest{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutRateLimitRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutRateLimitRequest) ProtoMessage() {}
+
+func (x *PutRateLimitRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutRateLimitRequest.ProtoReflect.Descriptor instead.
+func (*PutRateLimitRequest) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *PutRateLimitRequest) GetLimit() *RateLimitSpec {
+	if x != nil {
+		return x.Limit
+	}
+	return nil
+}
+
+type PutRateLimitResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Limit         *RateLimit             `protobuf:"bytes,1,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutRateLimitResponse) Reset() {
+	*x = PutRateLimitResponse{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutRateLimitResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutRateLimitResponse) ProtoMessage() {}
+
+func (x *PutRateLimitResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutRateLimitResponse.ProtoReflect.Descriptor instead.
+func (*PutRateLimitResponse) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *PutRateLimitResponse) GetLimit() *RateLimit {
+	if x != nil {
+		return x.Limit
+	}
+	return nil
+}
+
+type DeleteRateLimitRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteRateLimitRequest) Reset() {
+	*x = DeleteRateLimitRequest{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteRateLimitRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteRateLimitRequest) ProtoMessage() {}
+
+func (x *DeleteRateLimitRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteRateLimitRequest.ProtoReflect.Descriptor instead.
+func (*DeleteRateLimitRequest) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *DeleteRateLimitRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type DeleteRateLimitResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteRateLimitResponse) Reset() {
+	*x = DeleteRateLimitResponse{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteRateLimitResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteRateLimitResponse) ProtoMessage() {}
+
+func (x *DeleteRateLimitResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteRateLimitResponse.ProtoReflect.Descriptor instead.
+func (*DeleteRateLimitResponse) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{28}
+}
+
+type ListRateLimitsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	PageSize      uint32                 `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	PageToken     string                 `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRateLimitsRequest) Reset() {
+	*x = ListRateLimitsRequest{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRateLimitsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRateLimitsRequest) ProtoMessage() {}
+
+func (x *ListRateLimitsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRateLimitsRequest.ProtoReflect.Descriptor instead.
+func (*ListRateLimitsRequest) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *ListRateLimitsRequest) GetPageSize() uint32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListRateLimitsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+type ListRateLimitsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Limits        []*RateLimit           `protobuf:"bytes,1,rep,name=limits,proto3" json:"limits,omitempty"`
+	NextPageToken string                 `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRateLimitsResponse) Reset() {
+	*x = ListRateLimitsResponse{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRateLimitsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRateLimitsResponse) ProtoMessage() {}
+
+func (x *ListRateLimitsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRateLimitsResponse.ProtoReflect.Descriptor instead.
+func (*ListRateLimitsResponse) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *ListRateLimitsResponse) GetLimits() []*RateLimit {
+	if x != nil {
+		return x.Limits
+	}
+	return nil
+}
+
+func (x *ListRateLimitsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
 var File_toolmesh_permission_v1_permission_proto protoreflect.FileDescriptor
 
 const file_toolmesh_permission_v1_permission_proto_rawDesc = "" +
@@ -1490,21 +2115,32 @@ const file_toolmesh_permission_v1_permission_proto_rawDesc = "" +
 	"\n" +
 	"expires_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12\x18\n" +
 	"\aenabled\x18\x06 \x01(\bR\aenabled\x12 \n" +
-	"\vdescription\x18\a \x01(\tR\vdescription\"\xa8\x01\n" +
+	"\vdescription\x18\a \x01(\tR\vdescription\"\x9e\x02\n" +
 	"\x05Grant\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x125\n" +
 	"\x04spec\x18\x02 \x01(\v2!.toolmesh.permission.v1.GrantSpecR\x04spec\x12\x1d\n" +
 	"\n" +
 	"created_by\x18\x03 \x01(\tR\tcreatedBy\x129\n" +
 	"\n" +
-	"created_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"G\n" +
+	"created_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12\x1a\n" +
+	"\brevision\x18\x05 \x01(\x04R\brevision\x12\x1d\n" +
+	"\n" +
+	"updated_by\x18\x06 \x01(\tR\tupdatedBy\x129\n" +
+	"\n" +
+	"updated_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"G\n" +
 	"\fGrantRequest\x127\n" +
 	"\x05grant\x18\x01 \x01(\v2!.toolmesh.permission.v1.GrantSpecR\x05grant\"D\n" +
 	"\rGrantResponse\x123\n" +
 	"\x05grant\x18\x01 \x01(\v2\x1d.toolmesh.permission.v1.GrantR\x05grant\"*\n" +
 	"\rRevokeRequest\x12\x19\n" +
 	"\bgrant_id\x18\x01 \x01(\tR\agrantId\"\x10\n" +
-	"\x0eRevokeResponse\"\xaf\x01\n" +
+	"\x0eRevokeResponse\"\x95\x01\n" +
+	"\x12UpdateGrantRequest\x12\x19\n" +
+	"\bgrant_id\x18\x01 \x01(\tR\agrantId\x127\n" +
+	"\x05grant\x18\x02 \x01(\v2!.toolmesh.permission.v1.GrantSpecR\x05grant\x12+\n" +
+	"\x11expected_revision\x18\x03 \x01(\x04R\x10expectedRevision\"J\n" +
+	"\x13UpdateGrantResponse\x123\n" +
+	"\x05grant\x18\x01 \x01(\v2\x1d.toolmesh.permission.v1.GrantR\x05grant\"\xaf\x01\n" +
 	"\x11ListGrantsRequest\x12B\n" +
 	"\tprincipal\x18\x01 \x01(\v2$.toolmesh.permission.v1.PrincipalRefR\tprincipal\x12\x1a\n" +
 	"\bresource\x18\x02 \x01(\tR\bresource\x12\x1b\n" +
@@ -1567,7 +2203,35 @@ const file_toolmesh_permission_v1_permission_proto_rawDesc = "" +
 	"\aapi_key\x18\x01 \x01(\v2\x1e.toolmesh.permission.v1.ApiKeyR\x06apiKey\x12\x12\n" +
 	"\x04salt\x18\x02 \x01(\tR\x04salt\x12\x12\n" +
 	"\x04hash\x18\x03 \x01(\tR\x04hash\x12%\n" +
-	"\x0ehash_algorithm\x18\x04 \x01(\tR\rhashAlgorithm*{\n" +
+	"\x0ehash_algorithm\x18\x04 \x01(\tR\rhashAlgorithm\"\xf7\x01\n" +
+	"\rRateLimitSpec\x12B\n" +
+	"\asubject\x18\x01 \x01(\x0e2(.toolmesh.permission.v1.RateLimitSubjectR\asubject\x12\x16\n" +
+	"\x06target\x18\x02 \x01(\tR\x06target\x12.\n" +
+	"\x13requests_per_second\x18\x03 \x01(\x01R\x11requestsPerSecond\x12\x14\n" +
+	"\x05burst\x18\x04 \x01(\rR\x05burst\x12\"\n" +
+	"\rcalls_per_day\x18\x05 \x01(\rR\vcallsPerDay\x12 \n" +
+	"\vdescription\x18\x06 \x01(\tR\vdescription\"\xb0\x01\n" +
+	"\tRateLimit\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x129\n" +
+	"\x04spec\x18\x02 \x01(\v2%.toolmesh.permission.v1.RateLimitSpecR\x04spec\x12\x1d\n" +
+	"\n" +
+	"updated_by\x18\x03 \x01(\tR\tupdatedBy\x129\n" +
+	"\n" +
+	"updated_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"R\n" +
+	"\x13PutRateLimitRequest\x12;\n" +
+	"\x05limit\x18\x01 \x01(\v2%.toolmesh.permission.v1.RateLimitSpecR\x05limit\"O\n" +
+	"\x14PutRateLimitResponse\x127\n" +
+	"\x05limit\x18\x01 \x01(\v2!.toolmesh.permission.v1.RateLimitR\x05limit\"(\n" +
+	"\x16DeleteRateLimitRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"\x19\n" +
+	"\x17DeleteRateLimitResponse\"S\n" +
+	"\x15ListRateLimitsRequest\x12\x1b\n" +
+	"\tpage_size\x18\x01 \x01(\rR\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x02 \x01(\tR\tpageToken\"{\n" +
+	"\x16ListRateLimitsResponse\x129\n" +
+	"\x06limits\x18\x01 \x03(\v2!.toolmesh.permission.v1.RateLimitR\x06limits\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken*{\n" +
 	"\rPrincipalKind\x12\x1e\n" +
 	"\x1aPRINCIPAL_KIND_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14PRINCIPAL_KIND_AGENT\x10\x01\x12\x17\n" +
@@ -1581,16 +2245,26 @@ const file_toolmesh_permission_v1_permission_proto_rawDesc = "" +
 	"\x06Effect\x12\x16\n" +
 	"\x12EFFECT_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fEFFECT_ALLOW\x10\x01\x12\x0f\n" +
-	"\vEFFECT_DENY\x10\x022\xbb\x05\n" +
+	"\vEFFECT_DENY\x10\x02*\xac\x01\n" +
+	"\x10RateLimitSubject\x12\"\n" +
+	"\x1eRATE_LIMIT_SUBJECT_UNSPECIFIED\x10\x00\x12\x1c\n" +
+	"\x18RATE_LIMIT_SUBJECT_AGENT\x10\x01\x12\x1b\n" +
+	"\x17RATE_LIMIT_SUBJECT_USER\x10\x02\x12\x1b\n" +
+	"\x17RATE_LIMIT_SUBJECT_TOOL\x10\x03\x12\x1c\n" +
+	"\x18RATE_LIMIT_SUBJECT_GRANT\x10\x042\xf3\b\n" +
 	"\x11PermissionService\x12T\n" +
 	"\x05Grant\x12$.toolmesh.permission.v1.GrantRequest\x1a%.toolmesh.permission.v1.GrantResponse\x12W\n" +
-	"\x06Revoke\x12%.toolmesh.permission.v1.RevokeRequest\x1a&.toolmesh.permission.v1.RevokeResponse\x12c\n" +
+	"\x06Revoke\x12%.toolmesh.permission.v1.RevokeRequest\x1a&.toolmesh.permission.v1.RevokeResponse\x12f\n" +
+	"\vUpdateGrant\x12*.toolmesh.permission.v1.UpdateGrantRequest\x1a+.toolmesh.permission.v1.UpdateGrantResponse\x12c\n" +
 	"\n" +
 	"ListGrants\x12).toolmesh.permission.v1.ListGrantsRequest\x1a*.toolmesh.permission.v1.ListGrantsResponse\x12T\n" +
 	"\x05Check\x12$.toolmesh.permission.v1.CheckRequest\x1a%.toolmesh.permission.v1.CheckResponse\x12i\n" +
 	"\fCreateApiKey\x12+.toolmesh.permission.v1.CreateApiKeyRequest\x1a,.toolmesh.permission.v1.CreateApiKeyResponse\x12i\n" +
 	"\fRevokeApiKey\x12+.toolmesh.permission.v1.RevokeApiKeyRequest\x1a,.toolmesh.permission.v1.RevokeApiKeyResponse\x12f\n" +
-	"\vListApiKeys\x12*.toolmesh.permission.v1.ListApiKeysRequest\x1a+.toolmesh.permission.v1.ListApiKeysResponseB\xe0\x01\n" +
+	"\vListApiKeys\x12*.toolmesh.permission.v1.ListApiKeysRequest\x1a+.toolmesh.permission.v1.ListApiKeysResponse\x12i\n" +
+	"\fPutRateLimit\x12+.toolmesh.permission.v1.PutRateLimitRequest\x1a,.toolmesh.permission.v1.PutRateLimitResponse\x12r\n" +
+	"\x0fDeleteRateLimit\x12..toolmesh.permission.v1.DeleteRateLimitRequest\x1a/.toolmesh.permission.v1.DeleteRateLimitResponse\x12o\n" +
+	"\x0eListRateLimits\x12-.toolmesh.permission.v1.ListRateLimitsRequest\x1a..toolmesh.permission.v1.ListRateLimitsResponseB\xe0\x01\n" +
 	"\x1acom.toolmesh.permission.v1B\x0fPermissionProtoP\x01Z7toolmesh.dev/go/gen/toolmesh/permission/v1;permissionv1\xa2\x02\x03TPX\xaa\x02\x16Toolmesh.Permission.V1\xca\x02\x16Toolmesh\\Permission\\V1\xe2\x02\"Toolmesh\\Permission\\V1\\GPBMetadata\xea\x02\x18Toolmesh::Permission::V1b\x06proto3"
 
 var (
@@ -1605,74 +2279,102 @@ func file_toolmesh_permission_v1_permission_proto_rawDescGZIP() []byte {
 	return file_toolmesh_permission_v1_permission_proto_rawDescData
 }
 
-var file_toolmesh_permission_v1_permission_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_toolmesh_permission_v1_permission_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_toolmesh_permission_v1_permission_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_toolmesh_permission_v1_permission_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
 var file_toolmesh_permission_v1_permission_proto_goTypes = []any{
-	(PrincipalKind)(0),            // 0: toolmesh.permission.v1.PrincipalKind
-	(ResourceKind)(0),             // 1: toolmesh.permission.v1.ResourceKind
-	(Effect)(0),                   // 2: toolmesh.permission.v1.Effect
-	(*PrincipalRef)(nil),          // 3: toolmesh.permission.v1.PrincipalRef
-	(*Resource)(nil),              // 4: toolmesh.permission.v1.Resource
-	(*GrantSpec)(nil),             // 5: toolmesh.permission.v1.GrantSpec
-	(*Grant)(nil),                 // 6: toolmesh.permission.v1.Grant
-	(*GrantRequest)(nil),          // 7: toolmesh.permission.v1.GrantRequest
-	(*GrantResponse)(nil),         // 8: toolmesh.permission.v1.GrantResponse
-	(*RevokeRequest)(nil),         // 9: toolmesh.permission.v1.RevokeRequest
-	(*RevokeResponse)(nil),        // 10: toolmesh.permission.v1.RevokeResponse
-	(*ListGrantsRequest)(nil),     // 11: toolmesh.permission.v1.ListGrantsRequest
-	(*ListGrantsResponse)(nil),    // 12: toolmesh.permission.v1.ListGrantsResponse
-	(*CheckRequest)(nil),          // 13: toolmesh.permission.v1.CheckRequest
-	(*Decision)(nil),              // 14: toolmesh.permission.v1.Decision
-	(*CheckResponse)(nil),         // 15: toolmesh.permission.v1.CheckResponse
-	(*ApiKey)(nil),                // 16: toolmesh.permission.v1.ApiKey
-	(*CreateApiKeyRequest)(nil),   // 17: toolmesh.permission.v1.CreateApiKeyRequest
-	(*CreateApiKeyResponse)(nil),  // 18: toolmesh.permission.v1.CreateApiKeyResponse
-	(*RevokeApiKeyRequest)(nil),   // 19: toolmesh.permission.v1.RevokeApiKeyRequest
-	(*RevokeApiKeyResponse)(nil),  // 20: toolmesh.permission.v1.RevokeApiKeyResponse
-	(*ListApiKeysRequest)(nil),    // 21: toolmesh.permission.v1.ListApiKeysRequest
-	(*ListApiKeysResponse)(nil),   // 22: toolmesh.permission.v1.ListApiKeysResponse
-	(*ApiKeyRecord)(nil),          // 23: toolmesh.permission.v1.ApiKeyRecord
-	(*timestamppb.Timestamp)(nil), // 24: google.protobuf.Timestamp
+	(PrincipalKind)(0),              // 0: toolmesh.permission.v1.PrincipalKind
+	(ResourceKind)(0),               // 1: toolmesh.permission.v1.ResourceKind
+	(Effect)(0),                     // 2: toolmesh.permission.v1.Effect
+	(RateLimitSubject)(0),           // 3: toolmesh.permission.v1.RateLimitSubject
+	(*PrincipalRef)(nil),            // 4: toolmesh.permission.v1.PrincipalRef
+	(*Resource)(nil),                // 5: toolmesh.permission.v1.Resource
+	(*GrantSpec)(nil),               // 6: toolmesh.permission.v1.GrantSpec
+	(*Grant)(nil),                   // 7: toolmesh.permission.v1.Grant
+	(*GrantRequest)(nil),            // 8: toolmesh.permission.v1.GrantRequest
+	(*GrantResponse)(nil),           // 9: toolmesh.permission.v1.GrantResponse
+	(*RevokeRequest)(nil),           // 10: toolmesh.permission.v1.RevokeRequest
+	(*RevokeResponse)(nil),          // 11: toolmesh.permission.v1.RevokeResponse
+	(*UpdateGrantRequest)(nil),      // 12: toolmesh.permission.v1.UpdateGrantRequest
+	(*UpdateGrantResponse)(nil),     // 13: toolmesh.permission.v1.UpdateGrantResponse
+	(*ListGrantsRequest)(nil),       // 14: toolmesh.permission.v1.ListGrantsRequest
+	(*ListGrantsResponse)(nil),      // 15: toolmesh.permission.v1.ListGrantsResponse
+	(*CheckRequest)(nil),            // 16: toolmesh.permission.v1.CheckRequest
+	(*Decision)(nil),                // 17: toolmesh.permission.v1.Decision
+	(*CheckResponse)(nil),           // 18: toolmesh.permission.v1.CheckResponse
+	(*ApiKey)(nil),                  // 19: toolmesh.permission.v1.ApiKey
+	(*CreateApiKeyRequest)(nil),     // 20: toolmesh.permission.v1.CreateApiKeyRequest
+	(*CreateApiKeyResponse)(nil),    // 21: toolmesh.permission.v1.CreateApiKeyResponse
+	(*RevokeApiKeyRequest)(nil),     // 22: toolmesh.permission.v1.RevokeApiKeyRequest
+	(*RevokeApiKeyResponse)(nil),    // 23: toolmesh.permission.v1.RevokeApiKeyResponse
+	(*ListApiKeysRequest)(nil),      // 24: toolmesh.permission.v1.ListApiKeysRequest
+	(*ListApiKeysResponse)(nil),     // 25: toolmesh.permission.v1.ListApiKeysResponse
+	(*ApiKeyRecord)(nil),            // 26: toolmesh.permission.v1.ApiKeyRecord
+	(*RateLimitSpec)(nil),           // 27: toolmesh.permission.v1.RateLimitSpec
+	(*RateLimit)(nil),               // 28: toolmesh.permission.v1.RateLimit
+	(*PutRateLimitRequest)(nil),     // 29: toolmesh.permission.v1.PutRateLimitRequest
+	(*PutRateLimitResponse)(nil),    // 30: toolmesh.permission.v1.PutRateLimitResponse
+	(*DeleteRateLimitRequest)(nil),  // 31: toolmesh.permission.v1.DeleteRateLimitRequest
+	(*DeleteRateLimitResponse)(nil), // 32: toolmesh.permission.v1.DeleteRateLimitResponse
+	(*ListRateLimitsRequest)(nil),   // 33: toolmesh.permission.v1.ListRateLimitsRequest
+	(*ListRateLimitsResponse)(nil),  // 34: toolmesh.permission.v1.ListRateLimitsResponse
+	(*timestamppb.Timestamp)(nil),   // 35: google.protobuf.Timestamp
 }
 var file_toolmesh_permission_v1_permission_proto_depIdxs = []int32{
 	0,  // 0: toolmesh.permission.v1.PrincipalRef.kind:type_name -> toolmesh.permission.v1.PrincipalKind
 	1,  // 1: toolmesh.permission.v1.Resource.kind:type_name -> toolmesh.permission.v1.ResourceKind
-	3,  // 2: toolmesh.permission.v1.GrantSpec.principal:type_name -> toolmesh.permission.v1.PrincipalRef
-	4,  // 3: toolmesh.permission.v1.GrantSpec.resource:type_name -> toolmesh.permission.v1.Resource
+	4,  // 2: toolmesh.permission.v1.GrantSpec.principal:type_name -> toolmesh.permission.v1.PrincipalRef
+	5,  // 3: toolmesh.permission.v1.GrantSpec.resource:type_name -> toolmesh.permission.v1.Resource
 	2,  // 4: toolmesh.permission.v1.GrantSpec.effect:type_name -> toolmesh.permission.v1.Effect
-	24, // 5: toolmesh.permission.v1.GrantSpec.expires_at:type_name -> google.protobuf.Timestamp
-	5,  // 6: toolmesh.permission.v1.Grant.spec:type_name -> toolmesh.permission.v1.GrantSpec
-	24, // 7: toolmesh.permission.v1.Grant.created_at:type_name -> google.protobuf.Timestamp
-	5,  // 8: toolmesh.permission.v1.GrantRequest.grant:type_name -> toolmesh.permission.v1.GrantSpec
-	6,  // 9: toolmesh.permission.v1.GrantResponse.grant:type_name -> toolmesh.permission.v1.Grant
-	3,  // 10: toolmesh.permission.v1.ListGrantsRequest.principal:type_name -> toolmesh.permission.v1.PrincipalRef
-	6,  // 11: toolmesh.permission.v1.ListGrantsResponse.grants:type_name -> toolmesh.permission.v1.Grant
-	14, // 12: toolmesh.permission.v1.CheckResponse.decision:type_name -> toolmesh.permission.v1.Decision
-	24, // 13: toolmesh.permission.v1.ApiKey.created_at:type_name -> google.protobuf.Timestamp
-	24, // 14: toolmesh.permission.v1.ApiKey.expires_at:type_name -> google.protobuf.Timestamp
-	24, // 15: toolmesh.permission.v1.CreateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
-	16, // 16: toolmesh.permission.v1.CreateApiKeyResponse.api_key:type_name -> toolmesh.permission.v1.ApiKey
-	16, // 17: toolmesh.permission.v1.ListApiKeysResponse.api_keys:type_name -> toolmesh.permission.v1.ApiKey
-	16, // 18: toolmesh.permission.v1.ApiKeyRecord.api_key:type_name -> toolmesh.permission.v1.ApiKey
-	7,  // 19: toolmesh.permission.v1.PermissionService.Grant:input_type -> toolmesh.permission.v1.GrantRequest
-	9,  // 20: toolmesh.permission.v1.PermissionService.Revoke:input_type -> toolmesh.permission.v1.RevokeRequest
-	11, // 21: toolmesh.permission.v1.PermissionService.ListGrants:input_type -> toolmesh.permission.v1.ListGrantsRequest
-	13, // 22: toolmesh.permission.v1.PermissionService.Check:input_type -> toolmesh.permission.v1.CheckRequest
-	17, // 23: toolmesh.permission.v1.PermissionService.CreateApiKey:input_type -> toolmesh.permission.v1.CreateApiKeyRequest
-	19, // 24: toolmesh.permission.v1.PermissionService.RevokeApiKey:input_type -> toolmesh.permission.v1.RevokeApiKeyRequest
-	21, // 25: toolmesh.permission.v1.PermissionService.ListApiKeys:input_type -> toolmesh.permission.v1.ListApiKeysRequest
-	8,  // 26: toolmesh.permission.v1.PermissionService.Grant:output_type -> toolmesh.permission.v1.GrantResponse
-	10, // 27: toolmesh.permission.v1.PermissionService.Revoke:output_type -> toolmesh.permission.v1.RevokeResponse
-	12, // 28: toolmesh.permission.v1.PermissionService.ListGrants:output_type -> toolmesh.permission.v1.ListGrantsResponse
-	15, // 29: toolmesh.permission.v1.PermissionService.Check:output_type -> toolmesh.permission.v1.CheckResponse
-	18, // 30: toolmesh.permission.v1.PermissionService.CreateApiKey:output_type -> toolmesh.permission.v1.CreateApiKeyResponse
-	20, // 31: toolmesh.permission.v1.PermissionService.RevokeApiKey:output_type -> toolmesh.permission.v1.RevokeApiKeyResponse
-	22, // 32: toolmesh.permission.v1.PermissionService.ListApiKeys:output_type -> toolmesh.permission.v1.ListApiKeysResponse
-	26, // [26:33] is the sub-list for method output_type
-	19, // [19:26] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	35, // 5: toolmesh.permission.v1.GrantSpec.expires_at:type_name -> google.protobuf.Timestamp
+	6,  // 6: toolmesh.permission.v1.Grant.spec:type_name -> toolmesh.permission.v1.GrantSpec
+	35, // 7: toolmesh.permission.v1.Grant.created_at:type_name -> google.protobuf.Timestamp
+	35, // 8: toolmesh.permission.v1.Grant.updated_at:type_name -> google.protobuf.Timestamp
+	6,  // 9: toolmesh.permission.v1.GrantRequest.grant:type_name -> toolmesh.permission.v1.GrantSpec
+	7,  // 10: toolmesh.permission.v1.GrantResponse.grant:type_name -> toolmesh.permission.v1.Grant
+	6,  // 11: toolmesh.permission.v1.UpdateGrantRequest.grant:type_name -> toolmesh.permission.v1.GrantSpec
+	7,  // 12: toolmesh.permission.v1.UpdateGrantResponse.grant:type_name -> toolmesh.permission.v1.Grant
+	4,  // 13: toolmesh.permission.v1.ListGrantsRequest.principal:type_name -> toolmesh.permission.v1.PrincipalRef
+	7,  // 14: toolmesh.permission.v1.ListGrantsResponse.grants:type_name -> toolmesh.permission.v1.Grant
+	17, // 15: toolmesh.permission.v1.CheckResponse.decision:type_name -> toolmesh.permission.v1.Decision
+	35, // 16: toolmesh.permission.v1.ApiKey.created_at:type_name -> google.protobuf.Timestamp
+	35, // 17: toolmesh.permission.v1.ApiKey.expires_at:type_name -> google.protobuf.Timestamp
+	35, // 18: toolmesh.permission.v1.CreateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
+	19, // 19: toolmesh.permission.v1.CreateApiKeyResponse.api_key:type_name -> toolmesh.permission.v1.ApiKey
+	19, // 20: toolmesh.permission.v1.ListApiKeysResponse.api_keys:type_name -> toolmesh.permission.v1.ApiKey
+	19, // 21: toolmesh.permission.v1.ApiKeyRecord.api_key:type_name -> toolmesh.permission.v1.ApiKey
+	3,  // 22: toolmesh.permission.v1.RateLimitSpec.subject:type_name -> toolmesh.permission.v1.RateLimitSubject
+	27, // 23: toolmesh.permission.v1.RateLimit.spec:type_name -> toolmesh.permission.v1.RateLimitSpec
+	35, // 24: toolmesh.permission.v1.RateLimit.updated_at:type_name -> google.protobuf.Timestamp
+	27, // 25: toolmesh.permission.v1.PutRateLimitRequest.limit:type_name -> toolmesh.permission.v1.RateLimitSpec
+	28, // 26: toolmesh.permission.v1.PutRateLimitResponse.limit:type_name -> toolmesh.permission.v1.RateLimit
+	28, // 27: toolmesh.permission.v1.ListRateLimitsResponse.limits:type_name -> toolmesh.permission.v1.RateLimit
+	8,  // 28: toolmesh.permission.v1.PermissionService.Grant:input_type -> toolmesh.permission.v1.GrantRequest
+	10, // 29: toolmesh.permission.v1.PermissionService.Revoke:input_type -> toolmesh.permission.v1.RevokeRequest
+	12, // 30: toolmesh.permission.v1.PermissionService.UpdateGrant:input_type -> toolmesh.permission.v1.UpdateGrantRequest
+	14, // 31: toolmesh.permission.v1.PermissionService.ListGrants:input_type -> toolmesh.permission.v1.ListGrantsRequest
+	16, // 32: toolmesh.permission.v1.PermissionService.Check:input_type -> toolmesh.permission.v1.CheckRequest
+	20, // 33: toolmesh.permission.v1.PermissionService.CreateApiKey:input_type -> toolmesh.permission.v1.CreateApiKeyRequest
+	22, // 34: toolmesh.permission.v1.PermissionService.RevokeApiKey:input_type -> toolmesh.permission.v1.RevokeApiKeyRequest
+	24, // 35: toolmesh.permission.v1.PermissionService.ListApiKeys:input_type -> toolmesh.permission.v1.ListApiKeysRequest
+	29, // 36: toolmesh.permission.v1.PermissionService.PutRateLimit:input_type -> toolmesh.permission.v1.PutRateLimitRequest
+	31, // 37: toolmesh.permission.v1.PermissionService.DeleteRateLimit:input_type -> toolmesh.permission.v1.DeleteRateLimitRequest
+	33, // 38: toolmesh.permission.v1.PermissionService.ListRateLimits:input_type -> toolmesh.permission.v1.ListRateLimitsRequest
+	9,  // 39: toolmesh.permission.v1.PermissionService.Grant:output_type -> toolmesh.permission.v1.GrantResponse
+	11, // 40: toolmesh.permission.v1.PermissionService.Revoke:output_type -> toolmesh.permission.v1.RevokeResponse
+	13, // 41: toolmesh.permission.v1.PermissionService.UpdateGrant:output_type -> toolmesh.permission.v1.UpdateGrantResponse
+	15, // 42: toolmesh.permission.v1.PermissionService.ListGrants:output_type -> toolmesh.permission.v1.ListGrantsResponse
+	18, // 43: toolmesh.permission.v1.PermissionService.Check:output_type -> toolmesh.permission.v1.CheckResponse
+	21, // 44: toolmesh.permission.v1.PermissionService.CreateApiKey:output_type -> toolmesh.permission.v1.CreateApiKeyResponse
+	23, // 45: toolmesh.permission.v1.PermissionService.RevokeApiKey:output_type -> toolmesh.permission.v1.RevokeApiKeyResponse
+	25, // 46: toolmesh.permission.v1.PermissionService.ListApiKeys:output_type -> toolmesh.permission.v1.ListApiKeysResponse
+	30, // 47: toolmesh.permission.v1.PermissionService.PutRateLimit:output_type -> toolmesh.permission.v1.PutRateLimitResponse
+	32, // 48: toolmesh.permission.v1.PermissionService.DeleteRateLimit:output_type -> toolmesh.permission.v1.DeleteRateLimitResponse
+	34, // 49: toolmesh.permission.v1.PermissionService.ListRateLimits:output_type -> toolmesh.permission.v1.ListRateLimitsResponse
+	39, // [39:50] is the sub-list for method output_type
+	28, // [28:39] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_toolmesh_permission_v1_permission_proto_init() }
@@ -1685,8 +2387,8 @@ func file_toolmesh_permission_v1_permission_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolmesh_permission_v1_permission_proto_rawDesc), len(file_toolmesh_permission_v1_permission_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   21,
+			NumEnums:      4,
+			NumMessages:   31,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

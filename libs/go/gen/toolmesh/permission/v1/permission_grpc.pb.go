@@ -19,13 +19,17 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	PermissionService_Grant_FullMethodName        = "/toolmesh.permission.v1.PermissionService/Grant"
-	PermissionService_Revoke_FullMethodName       = "/toolmesh.permission.v1.PermissionService/Revoke"
-	PermissionService_ListGrants_FullMethodName   = "/toolmesh.permission.v1.PermissionService/ListGrants"
-	PermissionService_Check_FullMethodName        = "/toolmesh.permission.v1.PermissionService/Check"
-	PermissionService_CreateApiKey_FullMethodName = "/toolmesh.permission.v1.PermissionService/CreateApiKey"
-	PermissionService_RevokeApiKey_FullMethodName = "/toolmesh.permission.v1.PermissionService/RevokeApiKey"
-	PermissionService_ListApiKeys_FullMethodName  = "/toolmesh.permission.v1.PermissionService/ListApiKeys"
+	PermissionService_Grant_FullMethodName           = "/toolmesh.permission.v1.PermissionService/Grant"
+	PermissionService_Revoke_FullMethodName          = "/toolmesh.permission.v1.PermissionService/Revoke"
+	PermissionService_UpdateGrant_FullMethodName     = "/toolmesh.permission.v1.PermissionService/UpdateGrant"
+	PermissionService_ListGrants_FullMethodName      = "/toolmesh.permission.v1.PermissionService/ListGrants"
+	PermissionService_Check_FullMethodName           = "/toolmesh.permission.v1.PermissionService/Check"
+	PermissionService_CreateApiKey_FullMethodName    = "/toolmesh.permission.v1.PermissionService/CreateApiKey"
+	PermissionService_RevokeApiKey_FullMethodName    = "/toolmesh.permission.v1.PermissionService/RevokeApiKey"
+	PermissionService_ListApiKeys_FullMethodName     = "/toolmesh.permission.v1.PermissionService/ListApiKeys"
+	PermissionService_PutRateLimit_FullMethodName    = "/toolmesh.permission.v1.PermissionService/PutRateLimit"
+	PermissionService_DeleteRateLimit_FullMethodName = "/toolmesh.permission.v1.PermissionService/DeleteRateLimit"
+	PermissionService_ListRateLimits_FullMethodName  = "/toolmesh.permission.v1.PermissionService/ListRateLimits"
 )
 
 // PermissionServiceClient is the client API for PermissionService service.
@@ -40,6 +44,11 @@ type PermissionServiceClient interface {
 	Grant(ctx context.Context, in *GrantRequest, opts ...grpc.CallOption) (*GrantResponse, error)
 	// Revoke removes a grant. Fails with NOT_FOUND, UNAUTHENTICATED, PERMISSION_DENIED.
 	Revoke(ctx context.Context, in *RevokeRequest, opts ...grpc.CallOption) (*RevokeResponse, error)
+	// UpdateGrant replaces a grant's spec if it is still at `expected_revision` (compare-and-set),
+	// keeping its id. Fails with INVALID_ARGUMENT (as Grant), NOT_FOUND (unknown grant), ABORTED
+	// (the grant is at another revision; the message names the current one), UNAUTHENTICATED,
+	// PERMISSION_DENIED.
+	UpdateGrant(ctx context.Context, in *UpdateGrantRequest, opts ...grpc.CallOption) (*UpdateGrantResponse, error)
 	// ListGrants lists grants, filtered by principal or resource. Fails with INVALID_ARGUMENT
 	// (bad page token), UNAUTHENTICATED, PERMISSION_DENIED.
 	ListGrants(ctx context.Context, in *ListGrantsRequest, opts ...grpc.CallOption) (*ListGrantsResponse, error)
@@ -55,6 +64,16 @@ type PermissionServiceClient interface {
 	// ListApiKeys lists keys without their secrets. Fails with INVALID_ARGUMENT, UNAUTHENTICATED,
 	// PERMISSION_DENIED.
 	ListApiKeys(ctx context.Context, in *ListApiKeysRequest, opts ...grpc.CallOption) (*ListApiKeysResponse, error)
+	// PutRateLimit creates or replaces the rate limit of one agent, user, tool or grant; the
+	// Dispatcher enforces it within a second. Fails with INVALID_ARGUMENT, UNAUTHENTICATED,
+	// PERMISSION_DENIED.
+	PutRateLimit(ctx context.Context, in *PutRateLimitRequest, opts ...grpc.CallOption) (*PutRateLimitResponse, error)
+	// DeleteRateLimit removes a rate limit. Fails with INVALID_ARGUMENT, NOT_FOUND,
+	// UNAUTHENTICATED, PERMISSION_DENIED.
+	DeleteRateLimit(ctx context.Context, in *DeleteRateLimitRequest, opts ...grpc.CallOption) (*DeleteRateLimitResponse, error)
+	// ListRateLimits lists rate limits by id. Fails with INVALID_ARGUMENT (bad page token),
+	// UNAUTHENTICATED, PERMISSION_DENIED.
+	ListRateLimits(ctx context.Context, in *ListRateLimitsRequest, opts ...grpc.CallOption) (*ListRateLimitsResponse, error)
 }
 
 type permissionServiceClient struct {
@@ -79,6 +98,16 @@ func (c *permissionServiceClient) Revoke(ctx context.Context, in *RevokeRequest,
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(RevokeResponse)
 	err := c.cc.Invoke(ctx, PermissionService_Revoke_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *permissionServiceClient) UpdateGrant(ctx context.Context, in *UpdateGrantRequest, opts ...grpc.CallOption) (*UpdateGrantResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpdateGrantResponse)
+	err := c.cc.Invoke(ctx, PermissionService_UpdateGrant_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -135,6 +164,36 @@ func (c *permissionServiceClient) ListApiKeys(ctx context.Context, in *ListApiKe
 	return out, nil
 }
 
+func (c *permissionServiceClient) PutRateLimit(ctx context.Context, in *PutRateLimitRequest, opts ...grpc.CallOption) (*PutRateLimitResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PutRateLimitResponse)
+	err := c.cc.Invoke(ctx, PermissionService_PutRateLimit_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *permissionServiceClient) DeleteRateLimit(ctx context.Context, in *DeleteRateLimitRequest, opts ...grpc.CallOption) (*DeleteRateLimitResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteRateLimitResponse)
+	err := c.cc.Invoke(ctx, PermissionService_DeleteRateLimit_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *permissionServiceClient) ListRateLimits(ctx context.Context, in *ListRateLimitsRequest, opts ...grpc.CallOption) (*ListRateLimitsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListRateLimitsResponse)
+	err := c.cc.Invoke(ctx, PermissionService_ListRateLimits_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // PermissionServiceServer is the server API for PermissionService service.
 // All implementations must embed UnimplementedPermissionServiceServer
 // for forward compatibility.
@@ -147,6 +206,11 @@ type PermissionServiceServer interface {
 	Grant(context.Context, *GrantRequest) (*GrantResponse, error)
 	// Revoke removes a grant. Fails with NOT_FOUND, UNAUTHENTICATED, PERMISSION_DENIED.
 	Revoke(context.Context, *RevokeRequest) (*RevokeResponse, error)
+	// UpdateGrant replaces a grant's spec if it is still at `expected_revision` (compare-and-set),
+	// keeping its id. Fails with INVALID_ARGUMENT (as Grant), NOT_FOUND (unknown grant), ABORTED
+	// (the grant is at another revision; the message names the current one), UNAUTHENTICATED,
+	// PERMISSION_DENIED.
+	UpdateGrant(context.Context, *UpdateGrantRequest) (*UpdateGrantResponse, error)
 	// ListGrants lists grants, filtered by principal or resource. Fails with INVALID_ARGUMENT
 	// (bad page token), UNAUTHENTICATED, PERMISSION_DENIED.
 	ListGrants(context.Context, *ListGrantsRequest) (*ListGrantsResponse, error)
@@ -162,6 +226,16 @@ type PermissionServiceServer interface {
 	// ListApiKeys lists keys without their secrets. Fails with INVALID_ARGUMENT, UNAUTHENTICATED,
 	// PERMISSION_DENIED.
 	ListApiKeys(context.Context, *ListApiKeysRequest) (*ListApiKeysResponse, error)
+	// PutRateLimit creates or replaces the rate limit of one agent, user, tool or grant; the
+	// Dispatcher enforces it within a second. Fails with INVALID_ARGUMENT, UNAUTHENTICATED,
+	// PERMISSION_DENIED.
+	PutRateLimit(context.Context, *PutRateLimitRequest) (*PutRateLimitResponse, error)
+	// DeleteRateLimit removes a rate limit. Fails with INVALID_ARGUMENT, NOT_FOUND,
+	// UNAUTHENTICATED, PERMISSION_DENIED.
+	DeleteRateLimit(context.Context, *DeleteRateLimitRequest) (*DeleteRateLimitResponse, error)
+	// ListRateLimits lists rate limits by id. Fails with INVALID_ARGUMENT (bad page token),
+	// UNAUTHENTICATED, PERMISSION_DENIED.
+	ListRateLimits(context.Context, *ListRateLimitsRequest) (*ListRateLimitsResponse, error)
 	mustEmbedUnimplementedPermissionServiceServer()
 }
 
@@ -178,6 +252,9 @@ func (UnimplementedPermissionServiceServer) Grant(context.Context, *GrantRequest
 func (UnimplementedPermissionServiceServer) Revoke(context.Context, *RevokeRequest) (*RevokeResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Revoke not implemented")
 }
+func (UnimplementedPermissionServiceServer) UpdateGrant(context.Context, *UpdateGrantRequest) (*UpdateGrantResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateGrant not implemented")
+}
 func (UnimplementedPermissionServiceServer) ListGrants(context.Context, *ListGrantsRequest) (*ListGrantsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListGrants not implemented")
 }
@@ -192,6 +269,15 @@ func (UnimplementedPermissionServiceServer) RevokeApiKey(context.Context, *Revok
 }
 func (UnimplementedPermissionServiceServer) ListApiKeys(context.Context, *ListApiKeysRequest) (*ListApiKeysResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListApiKeys not implemented")
+}
+func (UnimplementedPermissionServiceServer) PutRateLimit(context.Context, *PutRateLimitRequest) (*PutRateLimitResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PutRateLimit not implemented")
+}
+func (UnimplementedPermissionServiceServer) DeleteRateLimit(context.Context, *DeleteRateLimitRequest) (*DeleteRateLimitResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteRateLimit not implemented")
+}
+func (UnimplementedPermissionServiceServer) ListRateLimits(context.Context, *ListRateLimitsRequest) (*ListRateLimitsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListRateLimits not implemented")
 }
 func (UnimplementedPermissionServiceServer) mustEmbedUnimplementedPermissionServiceServer() {}
 func (UnimplementedPermissionServiceServer) testEmbeddedByValue()                           {}
@@ -246,6 +332,24 @@ func _PermissionService_Revoke_Handler(srv interface{}, ctx context.Context, dec
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(PermissionServiceServer).Revoke(ctx, req.(*RevokeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PermissionService_UpdateGrant_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateGrantRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PermissionServiceServer).UpdateGrant(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PermissionService_UpdateGrant_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PermissionServiceServer).UpdateGrant(ctx, req.(*UpdateGrantRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -340,6 +444,60 @@ func _PermissionService_ListApiKeys_Handler(srv interface{}, ctx context.Context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _PermissionService_PutRateLimit_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PutRateLimitRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PermissionServiceServer).PutRateLimit(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PermissionService_PutRateLimit_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PermissionServiceServer).PutRateLimit(ctx, req.(*PutRateLimitRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PermissionService_DeleteRateLimit_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteRateLimitRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PermissionServiceServer).DeleteRateLimit(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PermissionService_DeleteRateLimit_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PermissionServiceServer).DeleteRateLimit(ctx, req.(*DeleteRateLimitRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PermissionService_ListRateLimits_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListRateLimitsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PermissionServiceServer).ListRateLimits(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PermissionService_ListRateLimits_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PermissionServiceServer).ListRateLimits(ctx, req.(*ListRateLimitsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // PermissionService_ServiceDesc is the grpc.ServiceDesc for PermissionService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -354,6 +512,10 @@ var PermissionService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Revoke",
 			Handler:    _PermissionService_Revoke_Handler,
+		},
+		{
+			MethodName: "UpdateGrant",
+			Handler:    _PermissionService_UpdateGrant_Handler,
 		},
 		{
 			MethodName: "ListGrants",
@@ -374,6 +536,18 @@ var PermissionService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListApiKeys",
 			Handler:    _PermissionService_ListApiKeys_Handler,
+		},
+		{
+			MethodName: "PutRateLimit",
+			Handler:    _PermissionService_PutRateLimit_Handler,
+		},
+		{
+			MethodName: "DeleteRateLimit",
+			Handler:    _PermissionService_DeleteRateLimit_Handler,
+		},
+		{
+			MethodName: "ListRateLimits",
+			Handler:    _PermissionService_ListRateLimits_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -1416,7 +1416,12 @@ type Tool struct {
 	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	UpdatedAt *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
 	// Who registered or last changed it (agent id of the token).
-	UpdatedBy     string `protobuf:"bytes,7,opt,name=updated_by,json=updatedBy,proto3" json:"updated_by,omitempty"`
+	UpdatedBy string `protobuf:"bytes,7,opt,name=updated_by,json=updatedBy,proto3" json:"updated_by,omitempty"`
+	// SHA-256 (hex) over the schemas, the description and the runtime: what an agent pins
+	// (CallContext.tool_pin) so that none of them can change under it.
+	DefinitionHash string `protobuf:"bytes,8,opt,name=definition_hash,json=definitionHash,proto3" json:"definition_hash,omitempty"`
+	// The tool's last definitions, oldest first, the current one last; at most 16 are kept.
+	History       []*ToolDefinition `protobuf:"bytes,9,rep,name=history,proto3" json:"history,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1500,6 +1505,127 @@ func (x *Tool) GetUpdatedBy() string {
 	return ""
 }
 
+func (x *Tool) GetDefinitionHash() string {
+	if x != nil {
+		return x.DefinitionHash
+	}
+	return ""
+}
+
+func (x *Tool) GetHistory() []*ToolDefinition {
+	if x != nil {
+		return x.History
+	}
+	return nil
+}
+
+// ToolDefinition is one definition a tool had: the hashes of its parts, so a pinned call can say
+// what changed since.
+type ToolDefinition struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The tool's revision when this definition was written.
+	Revision       uint64 `protobuf:"varint,1,opt,name=revision,proto3" json:"revision,omitempty"`
+	Version        string `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
+	DefinitionHash string `protobuf:"bytes,3,opt,name=definition_hash,json=definitionHash,proto3" json:"definition_hash,omitempty"`
+	SchemaHash     string `protobuf:"bytes,4,opt,name=schema_hash,json=schemaHash,proto3" json:"schema_hash,omitempty"`
+	// SHA-256 (hex) of the description.
+	DescriptionHash string `protobuf:"bytes,5,opt,name=description_hash,json=descriptionHash,proto3" json:"description_hash,omitempty"`
+	// SHA-256 (hex) of the canonical runtime.
+	RuntimeHash string `protobuf:"bytes,6,opt,name=runtime_hash,json=runtimeHash,proto3" json:"runtime_hash,omitempty"`
+	// What differs from the definition before it: `schema`, `description`, `runtime`; empty for
+	// the first.
+	Changed       []string               `protobuf:"bytes,7,rep,name=changed,proto3" json:"changed,omitempty"`
+	Time          *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=time,proto3" json:"time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolDefinition) Reset() {
+	*x = ToolDefinition{}
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolDefinition) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolDefinition) ProtoMessage() {}
+
+func (x *ToolDefinition) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolDefinition.ProtoReflect.Descriptor instead.
+func (*ToolDefinition) Descriptor() ([]byte, []int) {
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *ToolDefinition) GetRevision() uint64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+func (x *ToolDefinition) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *ToolDefinition) GetDefinitionHash() string {
+	if x != nil {
+		return x.DefinitionHash
+	}
+	return ""
+}
+
+func (x *ToolDefinition) GetSchemaHash() string {
+	if x != nil {
+		return x.SchemaHash
+	}
+	return ""
+}
+
+func (x *ToolDefinition) GetDescriptionHash() string {
+	if x != nil {
+		return x.DescriptionHash
+	}
+	return ""
+}
+
+func (x *ToolDefinition) GetRuntimeHash() string {
+	if x != nil {
+		return x.RuntimeHash
+	}
+	return ""
+}
+
+func (x *ToolDefinition) GetChanged() []string {
+	if x != nil {
+		return x.Changed
+	}
+	return nil
+}
+
+func (x *ToolDefinition) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
 // Group bundles tools that are used together.
 type Group struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1517,7 +1643,7 @@ type Group struct {
 
 func (x *Group) Reset() {
 	*x = Group{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[13]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1529,7 +1655,7 @@ func (x *Group) String() string {
 func (*Group) ProtoMessage() {}
 
 func (x *Group) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[13]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1542,7 +1668,7 @@ func (x *Group) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Group.ProtoReflect.Descriptor instead.
 func (*Group) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{13}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Group) GetName() string {
@@ -1589,7 +1715,7 @@ type RegisterToolRequest struct {
 
 func (x *RegisterToolRequest) Reset() {
 	*x = RegisterToolRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[14]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1601,7 +1727,7 @@ func (x *RegisterToolRequest) String() string {
 func (*RegisterToolRequest) ProtoMessage() {}
 
 func (x *RegisterToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[14]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1614,7 +1740,7 @@ func (x *RegisterToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterToolRequest.ProtoReflect.Descriptor instead.
 func (*RegisterToolRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{14}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RegisterToolRequest) GetTool() *ToolSpec {
@@ -1633,7 +1759,7 @@ type RegisterToolResponse struct {
 
 func (x *RegisterToolResponse) Reset() {
 	*x = RegisterToolResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[15]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1645,7 +1771,7 @@ func (x *RegisterToolResponse) String() string {
 func (*RegisterToolResponse) ProtoMessage() {}
 
 func (x *RegisterToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[15]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1658,7 +1784,7 @@ func (x *RegisterToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterToolResponse.ProtoReflect.Descriptor instead.
 func (*RegisterToolResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{15}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *RegisterToolResponse) GetTool() *Tool {
@@ -1679,7 +1805,7 @@ type UpdateToolRequest struct {
 
 func (x *UpdateToolRequest) Reset() {
 	*x = UpdateToolRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[16]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1691,7 +1817,7 @@ func (x *UpdateToolRequest) String() string {
 func (*UpdateToolRequest) ProtoMessage() {}
 
 func (x *UpdateToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[16]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1704,7 +1830,7 @@ func (x *UpdateToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateToolRequest.ProtoReflect.Descriptor instead.
 func (*UpdateToolRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{16}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *UpdateToolRequest) GetTool() *ToolSpec {
@@ -1730,7 +1856,7 @@ type UpdateToolResponse struct {
 
 func (x *UpdateToolResponse) Reset() {
 	*x = UpdateToolResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[17]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1742,7 +1868,7 @@ func (x *UpdateToolResponse) String() string {
 func (*UpdateToolResponse) ProtoMessage() {}
 
 func (x *UpdateToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[17]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1755,7 +1881,7 @@ func (x *UpdateToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateToolResponse.ProtoReflect.Descriptor instead.
 func (*UpdateToolResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{17}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *UpdateToolResponse) GetTool() *Tool {
@@ -1779,7 +1905,7 @@ type SetToolSlugsRequest struct {
 
 func (x *SetToolSlugsRequest) Reset() {
 	*x = SetToolSlugsRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[18]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1791,7 +1917,7 @@ func (x *SetToolSlugsRequest) String() string {
 func (*SetToolSlugsRequest) ProtoMessage() {}
 
 func (x *SetToolSlugsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[18]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1804,7 +1930,7 @@ func (x *SetToolSlugsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetToolSlugsRequest.ProtoReflect.Descriptor instead.
 func (*SetToolSlugsRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{18}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *SetToolSlugsRequest) GetName() string {
@@ -1837,7 +1963,7 @@ type SetToolSlugsResponse struct {
 
 func (x *SetToolSlugsResponse) Reset() {
 	*x = SetToolSlugsResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[19]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1849,7 +1975,7 @@ func (x *SetToolSlugsResponse) String() string {
 func (*SetToolSlugsResponse) ProtoMessage() {}
 
 func (x *SetToolSlugsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[19]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1862,7 +1988,7 @@ func (x *SetToolSlugsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetToolSlugsResponse.ProtoReflect.Descriptor instead.
 func (*SetToolSlugsResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{19}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SetToolSlugsResponse) GetTool() *Tool {
@@ -1881,7 +2007,7 @@ type DeregisterToolRequest struct {
 
 func (x *DeregisterToolRequest) Reset() {
 	*x = DeregisterToolRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[20]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1893,7 +2019,7 @@ func (x *DeregisterToolRequest) String() string {
 func (*DeregisterToolRequest) ProtoMessage() {}
 
 func (x *DeregisterToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[20]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1906,7 +2032,7 @@ func (x *DeregisterToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeregisterToolRequest.ProtoReflect.Descriptor instead.
 func (*DeregisterToolRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{20}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *DeregisterToolRequest) GetName() string {
@@ -1926,7 +2052,7 @@ type DeregisterToolResponse struct {
 
 func (x *DeregisterToolResponse) Reset() {
 	*x = DeregisterToolResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[21]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1938,7 +2064,7 @@ func (x *DeregisterToolResponse) String() string {
 func (*DeregisterToolResponse) ProtoMessage() {}
 
 func (x *DeregisterToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[21]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1951,7 +2077,7 @@ func (x *DeregisterToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeregisterToolResponse.ProtoReflect.Descriptor instead.
 func (*DeregisterToolResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{21}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *DeregisterToolResponse) GetRemovedFromGroups() []string {
@@ -1970,7 +2096,7 @@ type GetToolRequest struct {
 
 func (x *GetToolRequest) Reset() {
 	*x = GetToolRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[22]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1982,7 +2108,7 @@ func (x *GetToolRequest) String() string {
 func (*GetToolRequest) ProtoMessage() {}
 
 func (x *GetToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[22]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1995,7 +2121,7 @@ func (x *GetToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetToolRequest.ProtoReflect.Descriptor instead.
 func (*GetToolRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{22}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *GetToolRequest) GetName() string {
@@ -2014,7 +2140,7 @@ type GetToolResponse struct {
 
 func (x *GetToolResponse) Reset() {
 	*x = GetToolResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[23]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2026,7 +2152,7 @@ func (x *GetToolResponse) String() string {
 func (*GetToolResponse) ProtoMessage() {}
 
 func (x *GetToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[23]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2039,7 +2165,7 @@ func (x *GetToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetToolResponse.ProtoReflect.Descriptor instead.
 func (*GetToolResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{23}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *GetToolResponse) GetTool() *Tool {
@@ -2069,7 +2195,7 @@ type ListToolsRequest struct {
 
 func (x *ListToolsRequest) Reset() {
 	*x = ListToolsRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[24]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2081,7 +2207,7 @@ func (x *ListToolsRequest) String() string {
 func (*ListToolsRequest) ProtoMessage() {}
 
 func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[24]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2094,7 +2220,7 @@ func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsRequest.ProtoReflect.Descriptor instead.
 func (*ListToolsRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{24}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ListToolsRequest) GetCategory() string {
@@ -2157,7 +2283,7 @@ type ListToolsResponse struct {
 
 func (x *ListToolsResponse) Reset() {
 	*x = ListToolsResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[25]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2169,7 +2295,7 @@ func (x *ListToolsResponse) String() string {
 func (*ListToolsResponse) ProtoMessage() {}
 
 func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[25]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2182,7 +2308,7 @@ func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsResponse.ProtoReflect.Descriptor instead.
 func (*ListToolsResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{25}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ListToolsResponse) GetTools() []*Tool {
@@ -2207,7 +2333,7 @@ type WatchToolsRequest struct {
 
 func (x *WatchToolsRequest) Reset() {
 	*x = WatchToolsRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[26]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2219,7 +2345,7 @@ func (x *WatchToolsRequest) String() string {
 func (*WatchToolsRequest) ProtoMessage() {}
 
 func (x *WatchToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[26]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2232,7 +2358,7 @@ func (x *WatchToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchToolsRequest.ProtoReflect.Descriptor instead.
 func (*WatchToolsRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{26}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{27}
 }
 
 type WatchToolsResponse struct {
@@ -2241,14 +2367,17 @@ type WatchToolsResponse struct {
 	// Set for SNAPSHOT and PUT.
 	Tool *Tool `protobuf:"bytes,2,opt,name=tool,proto3" json:"tool,omitempty"`
 	// The tool's name; set for every type but SNAPSHOT_END.
-	Name          string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	Name string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// For a PUT that changed the tool's definition: what changed (`schema`, `description`,
+	// `runtime`); empty for a new tool or a change of anything else (groups, slugs).
+	Changed       []string `protobuf:"bytes,4,rep,name=changed,proto3" json:"changed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *WatchToolsResponse) Reset() {
 	*x = WatchToolsResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[27]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2260,7 +2389,7 @@ func (x *WatchToolsResponse) String() string {
 func (*WatchToolsResponse) ProtoMessage() {}
 
 func (x *WatchToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[27]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2273,7 +2402,7 @@ func (x *WatchToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchToolsResponse.ProtoReflect.Descriptor instead.
 func (*WatchToolsResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{27}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *WatchToolsResponse) GetType() WatchEventType {
@@ -2297,6 +2426,13 @@ func (x *WatchToolsResponse) GetName() string {
 	return ""
 }
 
+func (x *WatchToolsResponse) GetChanged() []string {
+	if x != nil {
+		return x.Changed
+	}
+	return nil
+}
+
 type PutGroupRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Group         *Group                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
@@ -2306,7 +2442,7 @@ type PutGroupRequest struct {
 
 func (x *PutGroupRequest) Reset() {
 	*x = PutGroupRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[28]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2318,7 +2454,7 @@ func (x *PutGroupRequest) String() string {
 func (*PutGroupRequest) ProtoMessage() {}
 
 func (x *PutGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[28]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2331,7 +2467,7 @@ func (x *PutGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutGroupRequest.ProtoReflect.Descriptor instead.
 func (*PutGroupRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{28}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *PutGroupRequest) GetGroup() *Group {
@@ -2350,7 +2486,7 @@ type PutGroupResponse struct {
 
 func (x *PutGroupResponse) Reset() {
 	*x = PutGroupResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[29]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2362,7 +2498,7 @@ func (x *PutGroupResponse) String() string {
 func (*PutGroupResponse) ProtoMessage() {}
 
 func (x *PutGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[29]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2375,7 +2511,7 @@ func (x *PutGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutGroupResponse.ProtoReflect.Descriptor instead.
 func (*PutGroupResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{29}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *PutGroupResponse) GetGroup() *Group {
@@ -2394,7 +2530,7 @@ type GetGroupRequest struct {
 
 func (x *GetGroupRequest) Reset() {
 	*x = GetGroupRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[30]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2406,7 +2542,7 @@ func (x *GetGroupRequest) String() string {
 func (*GetGroupRequest) ProtoMessage() {}
 
 func (x *GetGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[30]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2419,7 +2555,7 @@ func (x *GetGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGroupRequest.ProtoReflect.Descriptor instead.
 func (*GetGroupRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{30}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *GetGroupRequest) GetName() string {
@@ -2438,7 +2574,7 @@ type GetGroupResponse struct {
 
 func (x *GetGroupResponse) Reset() {
 	*x = GetGroupResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[31]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2450,7 +2586,7 @@ func (x *GetGroupResponse) String() string {
 func (*GetGroupResponse) ProtoMessage() {}
 
 func (x *GetGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[31]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2463,7 +2599,7 @@ func (x *GetGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGroupResponse.ProtoReflect.Descriptor instead.
 func (*GetGroupResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{31}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *GetGroupResponse) GetGroup() *Group {
@@ -2483,7 +2619,7 @@ type ListGroupsRequest struct {
 
 func (x *ListGroupsRequest) Reset() {
 	*x = ListGroupsRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[32]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2495,7 +2631,7 @@ func (x *ListGroupsRequest) String() string {
 func (*ListGroupsRequest) ProtoMessage() {}
 
 func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[32]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2508,7 +2644,7 @@ func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsRequest.ProtoReflect.Descriptor instead.
 func (*ListGroupsRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{32}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ListGroupsRequest) GetPageSize() uint32 {
@@ -2535,7 +2671,7 @@ type ListGroupsResponse struct {
 
 func (x *ListGroupsResponse) Reset() {
 	*x = ListGroupsResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[33]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2547,7 +2683,7 @@ func (x *ListGroupsResponse) String() string {
 func (*ListGroupsResponse) ProtoMessage() {}
 
 func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[33]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2560,7 +2696,7 @@ func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsResponse.ProtoReflect.Descriptor instead.
 func (*ListGroupsResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{33}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ListGroupsResponse) GetGroups() []*Group {
@@ -2586,7 +2722,7 @@ type DeleteGroupRequest struct {
 
 func (x *DeleteGroupRequest) Reset() {
 	*x = DeleteGroupRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[34]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2598,7 +2734,7 @@ func (x *DeleteGroupRequest) String() string {
 func (*DeleteGroupRequest) ProtoMessage() {}
 
 func (x *DeleteGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[34]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2611,7 +2747,7 @@ func (x *DeleteGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteGroupRequest.ProtoReflect.Descriptor instead.
 func (*DeleteGroupRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{34}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *DeleteGroupRequest) GetName() string {
@@ -2629,7 +2765,7 @@ type DeleteGroupResponse struct {
 
 func (x *DeleteGroupResponse) Reset() {
 	*x = DeleteGroupResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[35]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2641,7 +2777,7 @@ func (x *DeleteGroupResponse) String() string {
 func (*DeleteGroupResponse) ProtoMessage() {}
 
 func (x *DeleteGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[35]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2654,7 +2790,7 @@ func (x *DeleteGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteGroupResponse.ProtoReflect.Descriptor instead.
 func (*DeleteGroupResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{35}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{36}
 }
 
 type ListRuntimesRequest struct {
@@ -2665,7 +2801,7 @@ type ListRuntimesRequest struct {
 
 func (x *ListRuntimesRequest) Reset() {
 	*x = ListRuntimesRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[36]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2677,7 +2813,7 @@ func (x *ListRuntimesRequest) String() string {
 func (*ListRuntimesRequest) ProtoMessage() {}
 
 func (x *ListRuntimesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[36]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2690,7 +2826,7 @@ func (x *ListRuntimesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRuntimesRequest.ProtoReflect.Descriptor instead.
 func (*ListRuntimesRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{36}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{37}
 }
 
 // RuntimeSummary counts tools of one runtime kind.
@@ -2709,7 +2845,7 @@ type RuntimeSummary struct {
 
 func (x *RuntimeSummary) Reset() {
 	*x = RuntimeSummary{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[37]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2721,7 +2857,7 @@ func (x *RuntimeSummary) String() string {
 func (*RuntimeSummary) ProtoMessage() {}
 
 func (x *RuntimeSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[37]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2734,7 +2870,7 @@ func (x *RuntimeSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuntimeSummary.ProtoReflect.Descriptor instead.
 func (*RuntimeSummary) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{37}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *RuntimeSummary) GetKind() RuntimeKind {
@@ -2788,7 +2924,7 @@ type ListRuntimesResponse struct {
 
 func (x *ListRuntimesResponse) Reset() {
 	*x = ListRuntimesResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[38]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2800,7 +2936,7 @@ func (x *ListRuntimesResponse) String() string {
 func (*ListRuntimesResponse) ProtoMessage() {}
 
 func (x *ListRuntimesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[38]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2813,7 +2949,7 @@ func (x *ListRuntimesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRuntimesResponse.ProtoReflect.Descriptor instead.
 func (*ListRuntimesResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{38}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ListRuntimesResponse) GetRuntimes() []*RuntimeSummary {
@@ -2838,7 +2974,7 @@ type ExportToolSchemasRequest struct {
 
 func (x *ExportToolSchemasRequest) Reset() {
 	*x = ExportToolSchemasRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[39]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2850,7 +2986,7 @@ func (x *ExportToolSchemasRequest) String() string {
 func (*ExportToolSchemasRequest) ProtoMessage() {}
 
 func (x *ExportToolSchemasRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[39]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2863,7 +2999,7 @@ func (x *ExportToolSchemasRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportToolSchemasRequest.ProtoReflect.Descriptor instead.
 func (*ExportToolSchemasRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{39}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ExportToolSchemasRequest) GetFormat() SchemaFormat {
@@ -2908,7 +3044,7 @@ type ExportedTool struct {
 
 func (x *ExportedTool) Reset() {
 	*x = ExportedTool{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[40]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2920,7 +3056,7 @@ func (x *ExportedTool) String() string {
 func (*ExportedTool) ProtoMessage() {}
 
 func (x *ExportedTool) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[40]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2933,7 +3069,7 @@ func (x *ExportedTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportedTool.ProtoReflect.Descriptor instead.
 func (*ExportedTool) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{40}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ExportedTool) GetTool() string {
@@ -2966,7 +3102,7 @@ type ExportToolSchemasResponse struct {
 
 func (x *ExportToolSchemasResponse) Reset() {
 	*x = ExportToolSchemasResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[41]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2978,7 +3114,7 @@ func (x *ExportToolSchemasResponse) String() string {
 func (*ExportToolSchemasResponse) ProtoMessage() {}
 
 func (x *ExportToolSchemasResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[41]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2991,7 +3127,7 @@ func (x *ExportToolSchemasResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportToolSchemasResponse.ProtoReflect.Descriptor instead.
 func (*ExportToolSchemasResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{41}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ExportToolSchemasResponse) GetTools() []*ExportedTool {
@@ -3113,7 +3249,7 @@ const file_toolmesh_registry_v1_registry_proto_rawDesc = "" +
 	"\vannotations\x18\x14 \x01(\v2%.toolmesh.registry.v1.ToolAnnotationsR\vannotations\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa4\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x8d\x03\n" +
 	"\x04Tool\x122\n" +
 	"\x04spec\x18\x01 \x01(\v2\x1e.toolmesh.registry.v1.ToolSpecR\x04spec\x12\x1f\n" +
 	"\vschema_hash\x18\x02 \x01(\tR\n" +
@@ -3125,7 +3261,19 @@ const file_toolmesh_registry_v1_registry_proto_rawDesc = "" +
 	"\n" +
 	"updated_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12\x1d\n" +
 	"\n" +
-	"updated_by\x18\a \x01(\tR\tupdatedBy\"\xa8\x01\n" +
+	"updated_by\x18\a \x01(\tR\tupdatedBy\x12'\n" +
+	"\x0fdefinition_hash\x18\b \x01(\tR\x0edefinitionHash\x12>\n" +
+	"\ahistory\x18\t \x03(\v2$.toolmesh.registry.v1.ToolDefinitionR\ahistory\"\xa8\x02\n" +
+	"\x0eToolDefinition\x12\x1a\n" +
+	"\brevision\x18\x01 \x01(\x04R\brevision\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\tR\aversion\x12'\n" +
+	"\x0fdefinition_hash\x18\x03 \x01(\tR\x0edefinitionHash\x12\x1f\n" +
+	"\vschema_hash\x18\x04 \x01(\tR\n" +
+	"schemaHash\x12)\n" +
+	"\x10description_hash\x18\x05 \x01(\tR\x0fdescriptionHash\x12!\n" +
+	"\fruntime_hash\x18\x06 \x01(\tR\vruntimeHash\x12\x18\n" +
+	"\achanged\x18\a \x03(\tR\achanged\x12.\n" +
+	"\x04time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"\xa8\x01\n" +
 	"\x05Group\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x14\n" +
@@ -3168,11 +3316,12 @@ const file_toolmesh_registry_v1_registry_proto_rawDesc = "" +
 	"\x11ListToolsResponse\x120\n" +
 	"\x05tools\x18\x01 \x03(\v2\x1a.toolmesh.registry.v1.ToolR\x05tools\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x13\n" +
-	"\x11WatchToolsRequest\"\x92\x01\n" +
+	"\x11WatchToolsRequest\"\xac\x01\n" +
 	"\x12WatchToolsResponse\x128\n" +
 	"\x04type\x18\x01 \x01(\x0e2$.toolmesh.registry.v1.WatchEventTypeR\x04type\x12.\n" +
 	"\x04tool\x18\x02 \x01(\v2\x1a.toolmesh.registry.v1.ToolR\x04tool\x12\x12\n" +
-	"\x04name\x18\x03 \x01(\tR\x04name\"D\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12\x18\n" +
+	"\achanged\x18\x04 \x03(\tR\achanged\"D\n" +
 	"\x0fPutGroupRequest\x121\n" +
 	"\x05group\x18\x01 \x01(\v2\x1b.toolmesh.registry.v1.GroupR\x05group\"E\n" +
 	"\x10PutGroupResponse\x121\n" +
@@ -3276,7 +3425,7 @@ func file_toolmesh_registry_v1_registry_proto_rawDescGZIP() []byte {
 }
 
 var file_toolmesh_registry_v1_registry_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_toolmesh_registry_v1_registry_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
+var file_toolmesh_registry_v1_registry_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
 var file_toolmesh_registry_v1_registry_proto_goTypes = []any{
 	(ToolStatus)(0),                   // 0: toolmesh.registry.v1.ToolStatus
 	(RuntimeKind)(0),                  // 1: toolmesh.registry.v1.RuntimeKind
@@ -3296,122 +3445,125 @@ var file_toolmesh_registry_v1_registry_proto_goTypes = []any{
 	(*RetryPolicy)(nil),               // 15: toolmesh.registry.v1.RetryPolicy
 	(*ToolSpec)(nil),                  // 16: toolmesh.registry.v1.ToolSpec
 	(*Tool)(nil),                      // 17: toolmesh.registry.v1.Tool
-	(*Group)(nil),                     // 18: toolmesh.registry.v1.Group
-	(*RegisterToolRequest)(nil),       // 19: toolmesh.registry.v1.RegisterToolRequest
-	(*RegisterToolResponse)(nil),      // 20: toolmesh.registry.v1.RegisterToolResponse
-	(*UpdateToolRequest)(nil),         // 21: toolmesh.registry.v1.UpdateToolRequest
-	(*UpdateToolResponse)(nil),        // 22: toolmesh.registry.v1.UpdateToolResponse
-	(*SetToolSlugsRequest)(nil),       // 23: toolmesh.registry.v1.SetToolSlugsRequest
-	(*SetToolSlugsResponse)(nil),      // 24: toolmesh.registry.v1.SetToolSlugsResponse
-	(*DeregisterToolRequest)(nil),     // 25: toolmesh.registry.v1.DeregisterToolRequest
-	(*DeregisterToolResponse)(nil),    // 26: toolmesh.registry.v1.DeregisterToolResponse
-	(*GetToolRequest)(nil),            // 27: toolmesh.registry.v1.GetToolRequest
-	(*GetToolResponse)(nil),           // 28: toolmesh.registry.v1.GetToolResponse
-	(*ListToolsRequest)(nil),          // 29: toolmesh.registry.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),         // 30: toolmesh.registry.v1.ListToolsResponse
-	(*WatchToolsRequest)(nil),         // 31: toolmesh.registry.v1.WatchToolsRequest
-	(*WatchToolsResponse)(nil),        // 32: toolmesh.registry.v1.WatchToolsResponse
-	(*PutGroupRequest)(nil),           // 33: toolmesh.registry.v1.PutGroupRequest
-	(*PutGroupResponse)(nil),          // 34: toolmesh.registry.v1.PutGroupResponse
-	(*GetGroupRequest)(nil),           // 35: toolmesh.registry.v1.GetGroupRequest
-	(*GetGroupResponse)(nil),          // 36: toolmesh.registry.v1.GetGroupResponse
-	(*ListGroupsRequest)(nil),         // 37: toolmesh.registry.v1.ListGroupsRequest
-	(*ListGroupsResponse)(nil),        // 38: toolmesh.registry.v1.ListGroupsResponse
-	(*DeleteGroupRequest)(nil),        // 39: toolmesh.registry.v1.DeleteGroupRequest
-	(*DeleteGroupResponse)(nil),       // 40: toolmesh.registry.v1.DeleteGroupResponse
-	(*ListRuntimesRequest)(nil),       // 41: toolmesh.registry.v1.ListRuntimesRequest
-	(*RuntimeSummary)(nil),            // 42: toolmesh.registry.v1.RuntimeSummary
-	(*ListRuntimesResponse)(nil),      // 43: toolmesh.registry.v1.ListRuntimesResponse
-	(*ExportToolSchemasRequest)(nil),  // 44: toolmesh.registry.v1.ExportToolSchemasRequest
-	(*ExportedTool)(nil),              // 45: toolmesh.registry.v1.ExportedTool
-	(*ExportToolSchemasResponse)(nil), // 46: toolmesh.registry.v1.ExportToolSchemasResponse
-	nil,                               // 47: toolmesh.registry.v1.LocalRuntime.EnvEntry
-	nil,                               // 48: toolmesh.registry.v1.RemoteRuntime.HeadersEntry
-	nil,                               // 49: toolmesh.registry.v1.DockerRuntime.EnvEntry
-	nil,                               // 50: toolmesh.registry.v1.McpRuntime.HeadersEntry
-	nil,                               // 51: toolmesh.registry.v1.McpRuntime.EnvEntry
-	nil,                               // 52: toolmesh.registry.v1.ToolSpec.LabelsEntry
-	(*structpb.Struct)(nil),           // 53: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),     // 54: google.protobuf.Timestamp
+	(*ToolDefinition)(nil),            // 18: toolmesh.registry.v1.ToolDefinition
+	(*Group)(nil),                     // 19: toolmesh.registry.v1.Group
+	(*RegisterToolRequest)(nil),       // 20: toolmesh.registry.v1.RegisterToolRequest
+	(*RegisterToolResponse)(nil),      // 21: toolmesh.registry.v1.RegisterToolResponse
+	(*UpdateToolRequest)(nil),         // 22: toolmesh.registry.v1.UpdateToolRequest
+	(*UpdateToolResponse)(nil),        // 23: toolmesh.registry.v1.UpdateToolResponse
+	(*SetToolSlugsRequest)(nil),       // 24: toolmesh.registry.v1.SetToolSlugsRequest
+	(*SetToolSlugsResponse)(nil),      // 25: toolmesh.registry.v1.SetToolSlugsResponse
+	(*DeregisterToolRequest)(nil),     // 26: toolmesh.registry.v1.DeregisterToolRequest
+	(*DeregisterToolResponse)(nil),    // 27: toolmesh.registry.v1.DeregisterToolResponse
+	(*GetToolRequest)(nil),            // 28: toolmesh.registry.v1.GetToolRequest
+	(*GetToolResponse)(nil),           // 29: toolmesh.registry.v1.GetToolResponse
+	(*ListToolsRequest)(nil),          // 30: toolmesh.registry.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),         // 31: toolmesh.registry.v1.ListToolsResponse
+	(*WatchToolsRequest)(nil),         // 32: toolmesh.registry.v1.WatchToolsRequest
+	(*WatchToolsResponse)(nil),        // 33: toolmesh.registry.v1.WatchToolsResponse
+	(*PutGroupRequest)(nil),           // 34: toolmesh.registry.v1.PutGroupRequest
+	(*PutGroupResponse)(nil),          // 35: toolmesh.registry.v1.PutGroupResponse
+	(*GetGroupRequest)(nil),           // 36: toolmesh.registry.v1.GetGroupRequest
+	(*GetGroupResponse)(nil),          // 37: toolmesh.registry.v1.GetGroupResponse
+	(*ListGroupsRequest)(nil),         // 38: toolmesh.registry.v1.ListGroupsRequest
+	(*ListGroupsResponse)(nil),        // 39: toolmesh.registry.v1.ListGroupsResponse
+	(*DeleteGroupRequest)(nil),        // 40: toolmesh.registry.v1.DeleteGroupRequest
+	(*DeleteGroupResponse)(nil),       // 41: toolmesh.registry.v1.DeleteGroupResponse
+	(*ListRuntimesRequest)(nil),       // 42: toolmesh.registry.v1.ListRuntimesRequest
+	(*RuntimeSummary)(nil),            // 43: toolmesh.registry.v1.RuntimeSummary
+	(*ListRuntimesResponse)(nil),      // 44: toolmesh.registry.v1.ListRuntimesResponse
+	(*ExportToolSchemasRequest)(nil),  // 45: toolmesh.registry.v1.ExportToolSchemasRequest
+	(*ExportedTool)(nil),              // 46: toolmesh.registry.v1.ExportedTool
+	(*ExportToolSchemasResponse)(nil), // 47: toolmesh.registry.v1.ExportToolSchemasResponse
+	nil,                               // 48: toolmesh.registry.v1.LocalRuntime.EnvEntry
+	nil,                               // 49: toolmesh.registry.v1.RemoteRuntime.HeadersEntry
+	nil,                               // 50: toolmesh.registry.v1.DockerRuntime.EnvEntry
+	nil,                               // 51: toolmesh.registry.v1.McpRuntime.HeadersEntry
+	nil,                               // 52: toolmesh.registry.v1.McpRuntime.EnvEntry
+	nil,                               // 53: toolmesh.registry.v1.ToolSpec.LabelsEntry
+	(*structpb.Struct)(nil),           // 54: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),     // 55: google.protobuf.Timestamp
 }
 var file_toolmesh_registry_v1_registry_proto_depIdxs = []int32{
-	47, // 0: toolmesh.registry.v1.LocalRuntime.env:type_name -> toolmesh.registry.v1.LocalRuntime.EnvEntry
+	48, // 0: toolmesh.registry.v1.LocalRuntime.env:type_name -> toolmesh.registry.v1.LocalRuntime.EnvEntry
 	2,  // 1: toolmesh.registry.v1.LocalRuntime.protocol:type_name -> toolmesh.registry.v1.LocalProtocol
-	48, // 2: toolmesh.registry.v1.RemoteRuntime.headers:type_name -> toolmesh.registry.v1.RemoteRuntime.HeadersEntry
-	49, // 3: toolmesh.registry.v1.DockerRuntime.env:type_name -> toolmesh.registry.v1.DockerRuntime.EnvEntry
+	49, // 2: toolmesh.registry.v1.RemoteRuntime.headers:type_name -> toolmesh.registry.v1.RemoteRuntime.HeadersEntry
+	50, // 3: toolmesh.registry.v1.DockerRuntime.env:type_name -> toolmesh.registry.v1.DockerRuntime.EnvEntry
 	2,  // 4: toolmesh.registry.v1.DockerRuntime.protocol:type_name -> toolmesh.registry.v1.LocalProtocol
 	9,  // 5: toolmesh.registry.v1.DockerRuntime.resources:type_name -> toolmesh.registry.v1.DockerResources
 	10, // 6: toolmesh.registry.v1.DockerRuntime.mounts:type_name -> toolmesh.registry.v1.DockerMount
 	11, // 7: toolmesh.registry.v1.DockerRuntime.secrets:type_name -> toolmesh.registry.v1.DockerSecret
-	50, // 8: toolmesh.registry.v1.McpRuntime.headers:type_name -> toolmesh.registry.v1.McpRuntime.HeadersEntry
-	51, // 9: toolmesh.registry.v1.McpRuntime.env:type_name -> toolmesh.registry.v1.McpRuntime.EnvEntry
+	51, // 8: toolmesh.registry.v1.McpRuntime.headers:type_name -> toolmesh.registry.v1.McpRuntime.HeadersEntry
+	52, // 9: toolmesh.registry.v1.McpRuntime.env:type_name -> toolmesh.registry.v1.McpRuntime.EnvEntry
 	5,  // 10: toolmesh.registry.v1.Runtime.grpc:type_name -> toolmesh.registry.v1.GrpcRuntime
 	6,  // 11: toolmesh.registry.v1.Runtime.local:type_name -> toolmesh.registry.v1.LocalRuntime
 	7,  // 12: toolmesh.registry.v1.Runtime.remote:type_name -> toolmesh.registry.v1.RemoteRuntime
 	8,  // 13: toolmesh.registry.v1.Runtime.docker:type_name -> toolmesh.registry.v1.DockerRuntime
 	12, // 14: toolmesh.registry.v1.Runtime.mcp:type_name -> toolmesh.registry.v1.McpRuntime
-	53, // 15: toolmesh.registry.v1.ToolSpec.input_schema:type_name -> google.protobuf.Struct
-	53, // 16: toolmesh.registry.v1.ToolSpec.output_schema:type_name -> google.protobuf.Struct
+	54, // 15: toolmesh.registry.v1.ToolSpec.input_schema:type_name -> google.protobuf.Struct
+	54, // 16: toolmesh.registry.v1.ToolSpec.output_schema:type_name -> google.protobuf.Struct
 	15, // 17: toolmesh.registry.v1.ToolSpec.retry_policy:type_name -> toolmesh.registry.v1.RetryPolicy
 	0,  // 18: toolmesh.registry.v1.ToolSpec.status:type_name -> toolmesh.registry.v1.ToolStatus
 	13, // 19: toolmesh.registry.v1.ToolSpec.runtime:type_name -> toolmesh.registry.v1.Runtime
-	52, // 20: toolmesh.registry.v1.ToolSpec.labels:type_name -> toolmesh.registry.v1.ToolSpec.LabelsEntry
+	53, // 20: toolmesh.registry.v1.ToolSpec.labels:type_name -> toolmesh.registry.v1.ToolSpec.LabelsEntry
 	14, // 21: toolmesh.registry.v1.ToolSpec.annotations:type_name -> toolmesh.registry.v1.ToolAnnotations
 	16, // 22: toolmesh.registry.v1.Tool.spec:type_name -> toolmesh.registry.v1.ToolSpec
-	54, // 23: toolmesh.registry.v1.Tool.created_at:type_name -> google.protobuf.Timestamp
-	54, // 24: toolmesh.registry.v1.Tool.updated_at:type_name -> google.protobuf.Timestamp
-	54, // 25: toolmesh.registry.v1.Group.updated_at:type_name -> google.protobuf.Timestamp
-	16, // 26: toolmesh.registry.v1.RegisterToolRequest.tool:type_name -> toolmesh.registry.v1.ToolSpec
-	17, // 27: toolmesh.registry.v1.RegisterToolResponse.tool:type_name -> toolmesh.registry.v1.Tool
-	16, // 28: toolmesh.registry.v1.UpdateToolRequest.tool:type_name -> toolmesh.registry.v1.ToolSpec
-	17, // 29: toolmesh.registry.v1.UpdateToolResponse.tool:type_name -> toolmesh.registry.v1.Tool
-	17, // 30: toolmesh.registry.v1.SetToolSlugsResponse.tool:type_name -> toolmesh.registry.v1.Tool
-	17, // 31: toolmesh.registry.v1.GetToolResponse.tool:type_name -> toolmesh.registry.v1.Tool
-	1,  // 32: toolmesh.registry.v1.ListToolsRequest.runtime_kind:type_name -> toolmesh.registry.v1.RuntimeKind
-	0,  // 33: toolmesh.registry.v1.ListToolsRequest.status:type_name -> toolmesh.registry.v1.ToolStatus
-	17, // 34: toolmesh.registry.v1.ListToolsResponse.tools:type_name -> toolmesh.registry.v1.Tool
-	3,  // 35: toolmesh.registry.v1.WatchToolsResponse.type:type_name -> toolmesh.registry.v1.WatchEventType
-	17, // 36: toolmesh.registry.v1.WatchToolsResponse.tool:type_name -> toolmesh.registry.v1.Tool
-	18, // 37: toolmesh.registry.v1.PutGroupRequest.group:type_name -> toolmesh.registry.v1.Group
-	18, // 38: toolmesh.registry.v1.PutGroupResponse.group:type_name -> toolmesh.registry.v1.Group
-	18, // 39: toolmesh.registry.v1.GetGroupResponse.group:type_name -> toolmesh.registry.v1.Group
-	18, // 40: toolmesh.registry.v1.ListGroupsResponse.groups:type_name -> toolmesh.registry.v1.Group
-	1,  // 41: toolmesh.registry.v1.RuntimeSummary.kind:type_name -> toolmesh.registry.v1.RuntimeKind
-	42, // 42: toolmesh.registry.v1.ListRuntimesResponse.runtimes:type_name -> toolmesh.registry.v1.RuntimeSummary
-	4,  // 43: toolmesh.registry.v1.ExportToolSchemasRequest.format:type_name -> toolmesh.registry.v1.SchemaFormat
-	53, // 44: toolmesh.registry.v1.ExportedTool.definition:type_name -> google.protobuf.Struct
-	45, // 45: toolmesh.registry.v1.ExportToolSchemasResponse.tools:type_name -> toolmesh.registry.v1.ExportedTool
-	19, // 46: toolmesh.registry.v1.RegistryService.RegisterTool:input_type -> toolmesh.registry.v1.RegisterToolRequest
-	21, // 47: toolmesh.registry.v1.RegistryService.UpdateTool:input_type -> toolmesh.registry.v1.UpdateToolRequest
-	23, // 48: toolmesh.registry.v1.RegistryService.SetToolSlugs:input_type -> toolmesh.registry.v1.SetToolSlugsRequest
-	25, // 49: toolmesh.registry.v1.RegistryService.DeregisterTool:input_type -> toolmesh.registry.v1.DeregisterToolRequest
-	27, // 50: toolmesh.registry.v1.RegistryService.GetTool:input_type -> toolmesh.registry.v1.GetToolRequest
-	29, // 51: toolmesh.registry.v1.RegistryService.ListTools:input_type -> toolmesh.registry.v1.ListToolsRequest
-	31, // 52: toolmesh.registry.v1.RegistryService.WatchTools:input_type -> toolmesh.registry.v1.WatchToolsRequest
-	33, // 53: toolmesh.registry.v1.RegistryService.PutGroup:input_type -> toolmesh.registry.v1.PutGroupRequest
-	35, // 54: toolmesh.registry.v1.RegistryService.GetGroup:input_type -> toolmesh.registry.v1.GetGroupRequest
-	37, // 55: toolmesh.registry.v1.RegistryService.ListGroups:input_type -> toolmesh.registry.v1.ListGroupsRequest
-	39, // 56: toolmesh.registry.v1.RegistryService.DeleteGroup:input_type -> toolmesh.registry.v1.DeleteGroupRequest
-	41, // 57: toolmesh.registry.v1.RegistryService.ListRuntimes:input_type -> toolmesh.registry.v1.ListRuntimesRequest
-	44, // 58: toolmesh.registry.v1.RegistryService.ExportToolSchemas:input_type -> toolmesh.registry.v1.ExportToolSchemasRequest
-	20, // 59: toolmesh.registry.v1.RegistryService.RegisterTool:output_type -> toolmesh.registry.v1.RegisterToolResponse
-	22, // 60: toolmesh.registry.v1.RegistryService.UpdateTool:output_type -> toolmesh.registry.v1.UpdateToolResponse
-	24, // 61: toolmesh.registry.v1.RegistryService.SetToolSlugs:output_type -> toolmesh.registry.v1.SetToolSlugsResponse
-	26, // 62: toolmesh.registry.v1.RegistryService.DeregisterTool:output_type -> toolmesh.registry.v1.DeregisterToolResponse
-	28, // 63: toolmesh.registry.v1.RegistryService.GetTool:output_type -> toolmesh.registry.v1.GetToolResponse
-	30, // 64: toolmesh.registry.v1.RegistryService.ListTools:output_type -> toolmesh.registry.v1.ListToolsResponse
-	32, // 65: toolmesh.registry.v1.RegistryService.WatchTools:output_type -> toolmesh.registry.v1.WatchToolsResponse
-	34, // 66: toolmesh.registry.v1.RegistryService.PutGroup:output_type -> toolmesh.registry.v1.PutGroupResponse
-	36, // 67: toolmesh.registry.v1.RegistryService.GetGroup:output_type -> toolmesh.registry.v1.GetGroupResponse
-	38, // 68: toolmesh.registry.v1.RegistryService.ListGroups:output_type -> toolmesh.registry.v1.ListGroupsResponse
-	40, // 69: toolmesh.registry.v1.RegistryService.DeleteGroup:output_type -> toolmesh.registry.v1.DeleteGroupResponse
-	43, // 70: toolmesh.registry.v1.RegistryService.ListRuntimes:output_type -> toolmesh.registry.v1.ListRuntimesResponse
-	46, // 71: toolmesh.registry.v1.RegistryService.ExportToolSchemas:output_type -> toolmesh.registry.v1.ExportToolSchemasResponse
-	59, // [59:72] is the sub-list for method output_type
-	46, // [46:59] is the sub-list for method input_type
-	46, // [46:46] is the sub-list for extension type_name
-	46, // [46:46] is the sub-list for extension extendee
-	0,  // [0:46] is the sub-list for field type_name
+	55, // 23: toolmesh.registry.v1.Tool.created_at:type_name -> google.protobuf.Timestamp
+	55, // 24: toolmesh.registry.v1.Tool.updated_at:type_name -> google.protobuf.Timestamp
+	18, // 25: toolmesh.registry.v1.Tool.history:type_name -> toolmesh.registry.v1.ToolDefinition
+	55, // 26: toolmesh.registry.v1.ToolDefinition.time:type_name -> google.protobuf.Timestamp
+	55, // 27: toolmesh.registry.v1.Group.updated_at:type_name -> google.protobuf.Timestamp
+	16, // 28: toolmesh.registry.v1.RegisterToolRequest.tool:type_name -> toolmesh.registry.v1.ToolSpec
+	17, // 29: toolmesh.registry.v1.RegisterToolResponse.tool:type_name -> toolmesh.registry.v1.Tool
+	16, // 30: toolmesh.registry.v1.UpdateToolRequest.tool:type_name -> toolmesh.registry.v1.ToolSpec
+	17, // 31: toolmesh.registry.v1.UpdateToolResponse.tool:type_name -> toolmesh.registry.v1.Tool
+	17, // 32: toolmesh.registry.v1.SetToolSlugsResponse.tool:type_name -> toolmesh.registry.v1.Tool
+	17, // 33: toolmesh.registry.v1.GetToolResponse.tool:type_name -> toolmesh.registry.v1.Tool
+	1,  // 34: toolmesh.registry.v1.ListToolsRequest.runtime_kind:type_name -> toolmesh.registry.v1.RuntimeKind
+	0,  // 35: toolmesh.registry.v1.ListToolsRequest.status:type_name -> toolmesh.registry.v1.ToolStatus
+	17, // 36: toolmesh.registry.v1.ListToolsResponse.tools:type_name -> toolmesh.registry.v1.Tool
+	3,  // 37: toolmesh.registry.v1.WatchToolsResponse.type:type_name -> toolmesh.registry.v1.WatchEventType
+	17, // 38: toolmesh.registry.v1.WatchToolsResponse.tool:type_name -> toolmesh.registry.v1.Tool
+	19, // 39: toolmesh.registry.v1.PutGroupRequest.group:type_name -> toolmesh.registry.v1.Group
+	19, // 40: toolmesh.registry.v1.PutGroupResponse.group:type_name -> toolmesh.registry.v1.Group
+	19, // 41: toolmesh.registry.v1.GetGroupResponse.group:type_name -> toolmesh.registry.v1.Group
+	19, // 42: toolmesh.registry.v1.ListGroupsResponse.groups:type_name -> toolmesh.registry.v1.Group
+	1,  // 43: toolmesh.registry.v1.RuntimeSummary.kind:type_name -> toolmesh.registry.v1.RuntimeKind
+	43, // 44: toolmesh.registry.v1.ListRuntimesResponse.runtimes:type_name -> toolmesh.registry.v1.RuntimeSummary
+	4,  // 45: toolmesh.registry.v1.ExportToolSchemasRequest.format:type_name -> toolmesh.registry.v1.SchemaFormat
+	54, // 46: toolmesh.registry.v1.ExportedTool.definition:type_name -> google.protobuf.Struct
+	46, // 47: toolmesh.registry.v1.ExportToolSchemasResponse.tools:type_name -> toolmesh.registry.v1.ExportedTool
+	20, // 48: toolmesh.registry.v1.RegistryService.RegisterTool:input_type -> toolmesh.registry.v1.RegisterToolRequest
+	22, // 49: toolmesh.registry.v1.RegistryService.UpdateTool:input_type -> toolmesh.registry.v1.UpdateToolRequest
+	24, // 50: toolmesh.registry.v1.RegistryService.SetToolSlugs:input_type -> toolmesh.registry.v1.SetToolSlugsRequest
+	26, // 51: toolmesh.registry.v1.RegistryService.DeregisterTool:input_type -> toolmesh.registry.v1.DeregisterToolRequest
+	28, // 52: toolmesh.registry.v1.RegistryService.GetTool:input_type -> toolmesh.registry.v1.GetToolRequest
+	30, // 53: toolmesh.registry.v1.RegistryService.ListTools:input_type -> toolmesh.registry.v1.ListToolsRequest
+	32, // 54: toolmesh.registry.v1.RegistryService.WatchTools:input_type -> toolmesh.registry.v1.WatchToolsRequest
+	34, // 55: toolmesh.registry.v1.RegistryService.PutGroup:input_type -> toolmesh.registry.v1.PutGroupRequest
+	36, // 56: toolmesh.registry.v1.RegistryService.GetGroup:input_type -> toolmesh.registry.v1.GetGroupRequest
+	38, // 57: toolmesh.registry.v1.RegistryService.ListGroups:input_type -> toolmesh.registry.v1.ListGroupsRequest
+	40, // 58: toolmesh.registry.v1.RegistryService.DeleteGroup:input_type -> toolmesh.registry.v1.DeleteGroupRequest
+	42, // 59: toolmesh.registry.v1.RegistryService.ListRuntimes:input_type -> toolmesh.registry.v1.ListRuntimesRequest
+	45, // 60: toolmesh.registry.v1.RegistryService.ExportToolSchemas:input_type -> toolmesh.registry.v1.ExportToolSchemasRequest
+	21, // 61: toolmesh.registry.v1.RegistryService.RegisterTool:output_type -> toolmesh.registry.v1.RegisterToolResponse
+	23, // 62: toolmesh.registry.v1.RegistryService.UpdateTool:output_type -> toolmesh.registry.v1.UpdateToolResponse
+	25, // 63: toolmesh.registry.v1.RegistryService.SetToolSlugs:output_type -> toolmesh.registry.v1.SetToolSlugsResponse
+	27, // 64: toolmesh.registry.v1.RegistryService.DeregisterTool:output_type -> toolmesh.registry.v1.DeregisterToolResponse
+	29, // 65: toolmesh.registry.v1.RegistryService.GetTool:output_type -> toolmesh.registry.v1.GetToolResponse
+	31, // 66: toolmesh.registry.v1.RegistryService.ListTools:output_type -> toolmesh.registry.v1.ListToolsResponse
+	33, // 67: toolmesh.registry.v1.RegistryService.WatchTools:output_type -> toolmesh.registry.v1.WatchToolsResponse
+	35, // 68: toolmesh.registry.v1.RegistryService.PutGroup:output_type -> toolmesh.registry.v1.PutGroupResponse
+	37, // 69: toolmesh.registry.v1.RegistryService.GetGroup:output_type -> toolmesh.registry.v1.GetGroupResponse
+	39, // 70: toolmesh.registry.v1.RegistryService.ListGroups:output_type -> toolmesh.registry.v1.ListGroupsResponse
+	41, // 71: toolmesh.registry.v1.RegistryService.DeleteGroup:output_type -> toolmesh.registry.v1.DeleteGroupResponse
+	44, // 72: toolmesh.registry.v1.RegistryService.ListRuntimes:output_type -> toolmesh.registry.v1.ListRuntimesResponse
+	47, // 73: toolmesh.registry.v1.RegistryService.ExportToolSchemas:output_type -> toolmesh.registry.v1.ExportToolSchemasResponse
+	61, // [61:74] is the sub-list for method output_type
+	48, // [48:61] is the sub-list for method input_type
+	48, // [48:48] is the sub-list for extension type_name
+	48, // [48:48] is the sub-list for extension extendee
+	0,  // [0:48] is the sub-list for field type_name
 }
 
 func init() { file_toolmesh_registry_v1_registry_proto_init() }
@@ -3432,7 +3584,7 @@ func file_toolmesh_registry_v1_registry_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolmesh_registry_v1_registry_proto_rawDesc), len(file_toolmesh_registry_v1_registry_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   48,
+			NumMessages:   49,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

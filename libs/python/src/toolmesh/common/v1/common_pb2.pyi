@@ -36,16 +36,18 @@ class Principal(_message.Message):
     def __init__(self, agent_id: _Optional[str] = ..., user_id: _Optional[str] = ..., roles: _Optional[_Iterable[str]] = ..., key_id: _Optional[str] = ...) -> None: ...
 
 class CallContext(_message.Message):
-    __slots__ = ("trace_id", "parent_id", "call_id", "idempotency_key")
+    __slots__ = ("trace_id", "parent_id", "call_id", "idempotency_key", "tool_pin")
     TRACE_ID_FIELD_NUMBER: _ClassVar[int]
     PARENT_ID_FIELD_NUMBER: _ClassVar[int]
     CALL_ID_FIELD_NUMBER: _ClassVar[int]
     IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
+    TOOL_PIN_FIELD_NUMBER: _ClassVar[int]
     trace_id: str
     parent_id: str
     call_id: str
     idempotency_key: str
-    def __init__(self, trace_id: _Optional[str] = ..., parent_id: _Optional[str] = ..., call_id: _Optional[str] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
+    tool_pin: str
+    def __init__(self, trace_id: _Optional[str] = ..., parent_id: _Optional[str] = ..., call_id: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., tool_pin: _Optional[str] = ...) -> None: ...
 
 class CallError(_message.Message):
     __slots__ = ("code", "message", "details")

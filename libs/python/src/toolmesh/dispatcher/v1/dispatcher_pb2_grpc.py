@@ -85,7 +85,9 @@ class DispatcherServiceServicer(object):
         """Dispatch runs one tool call. Tool failures are outcomes (status FAILURE or INTERRUPTED), not
         errors. Fails before the tool runs with UNAUTHENTICATED, NOT_FOUND (ToolNotFound detail),
         INVALID_ARGUMENT (ValidationFailure detail), PERMISSION_DENIED (PermissionDenial detail),
-        FAILED_PRECONDITION (tool disabled), ALREADY_EXISTS (a call with this call_id is running),
+        FAILED_PRECONDITION (tool disabled, or changed since the definition pinned by
+        context.tool_pin), RESOURCE_EXHAUSTED (over a rate limit or daily quota, with a
+        google.rpc.RetryInfo detail), ALREADY_EXISTS (a call with this call_id is running),
         UNAVAILABLE (no registry or grant snapshot yet).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)

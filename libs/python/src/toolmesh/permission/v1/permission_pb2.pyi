@@ -29,6 +29,14 @@ class Effect(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     EFFECT_UNSPECIFIED: _ClassVar[Effect]
     EFFECT_ALLOW: _ClassVar[Effect]
     EFFECT_DENY: _ClassVar[Effect]
+
+class RateLimitSubject(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    RATE_LIMIT_SUBJECT_UNSPECIFIED: _ClassVar[RateLimitSubject]
+    RATE_LIMIT_SUBJECT_AGENT: _ClassVar[RateLimitSubject]
+    RATE_LIMIT_SUBJECT_USER: _ClassVar[RateLimitSubject]
+    RATE_LIMIT_SUBJECT_TOOL: _ClassVar[RateLimitSubject]
+    RATE_LIMIT_SUBJECT_GRANT: _ClassVar[RateLimitSubject]
 PRINCIPAL_KIND_UNSPECIFIED: PrincipalKind
 PRINCIPAL_KIND_AGENT: PrincipalKind
 PRINCIPAL_KIND_USER: PrincipalKind
@@ -40,6 +48,11 @@ RESOURCE_KIND_GROUP: ResourceKind
 EFFECT_UNSPECIFIED: Effect
 EFFECT_ALLOW: Effect
 EFFECT_DENY: Effect
+RATE_LIMIT_SUBJECT_UNSPECIFIED: RateLimitSubject
+RATE_LIMIT_SUBJECT_AGENT: RateLimitSubject
+RATE_LIMIT_SUBJECT_USER: RateLimitSubject
+RATE_LIMIT_SUBJECT_TOOL: RateLimitSubject
+RATE_LIMIT_SUBJECT_GRANT: RateLimitSubject
 
 class PrincipalRef(_message.Message):
     __slots__ = ("kind", "id")
@@ -76,16 +89,22 @@ class GrantSpec(_message.Message):
     def __init__(self, principal: _Optional[_Union[PrincipalRef, _Mapping]] = ..., resource: _Optional[_Union[Resource, _Mapping]] = ..., scopes: _Optional[_Iterable[str]] = ..., effect: _Optional[_Union[Effect, str]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., enabled: bool = ..., description: _Optional[str] = ...) -> None: ...
 
 class Grant(_message.Message):
-    __slots__ = ("id", "spec", "created_by", "created_at")
+    __slots__ = ("id", "spec", "created_by", "created_at", "revision", "updated_by", "updated_at")
     ID_FIELD_NUMBER: _ClassVar[int]
     SPEC_FIELD_NUMBER: _ClassVar[int]
     CREATED_BY_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_BY_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_AT_FIELD_NUMBER: _ClassVar[int]
     id: str
     spec: GrantSpec
     created_by: str
     created_at: _timestamp_pb2.Timestamp
-    def __init__(self, id: _Optional[str] = ..., spec: _Optional[_Union[GrantSpec, _Mapping]] = ..., created_by: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    revision: int
+    updated_by: str
+    updated_at: _timestamp_pb2.Timestamp
+    def __init__(self, id: _Optional[str] = ..., spec: _Optional[_Union[GrantSpec, _Mapping]] = ..., created_by: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., revision: _Optional[int] = ..., updated_by: _Optional[str] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class GrantRequest(_message.Message):
     __slots__ = ("grant",)
@@ -108,6 +127,22 @@ class RevokeRequest(_message.Message):
 class RevokeResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
+
+class UpdateGrantRequest(_message.Message):
+    __slots__ = ("grant_id", "grant", "expected_revision")
+    GRANT_ID_FIELD_NUMBER: _ClassVar[int]
+    GRANT_FIELD_NUMBER: _ClassVar[int]
+    EXPECTED_REVISION_FIELD_NUMBER: _ClassVar[int]
+    grant_id: str
+    grant: GrantSpec
+    expected_revision: int
+    def __init__(self, grant_id: _Optional[str] = ..., grant: _Optional[_Union[GrantSpec, _Mapping]] = ..., expected_revision: _Optional[int] = ...) -> None: ...
+
+class UpdateGrantResponse(_message.Message):
+    __slots__ = ("grant",)
+    GRANT_FIELD_NUMBER: _ClassVar[int]
+    grant: Grant
+    def __init__(self, grant: _Optional[_Union[Grant, _Mapping]] = ...) -> None: ...
 
 class ListGrantsRequest(_message.Message):
     __slots__ = ("principal", "resource", "page_size", "page_token")
@@ -248,3 +283,69 @@ class ApiKeyRecord(_message.Message):
     hash: str
     hash_algorithm: str
     def __init__(self, api_key: _Optional[_Union[ApiKey, _Mapping]] = ..., salt: _Optional[str] = ..., hash: _Optional[str] = ..., hash_algorithm: _Optional[str] = ...) -> None: ...
+
+class RateLimitSpec(_message.Message):
+    __slots__ = ("subject", "target", "requests_per_second", "burst", "calls_per_day", "description")
+    SUBJECT_FIELD_NUMBER: _ClassVar[int]
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    REQUESTS_PER_SECOND_FIELD_NUMBER: _ClassVar[int]
+    BURST_FIELD_NUMBER: _ClassVar[int]
+    CALLS_PER_DAY_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    subject: RateLimitSubject
+    target: str
+    requests_per_second: float
+    burst: int
+    calls_per_day: int
+    description: str
+    def __init__(self, subject: _Optional[_Union[RateLimitSubject, str]] = ..., target: _Optional[str] = ..., requests_per_second: _Optional[float] = ..., burst: _Optional[int] = ..., calls_per_day: _Optional[int] = ..., description: _Optional[str] = ...) -> None: ...
+
+class RateLimit(_message.Message):
+    __slots__ = ("id", "spec", "updated_by", "updated_at")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_BY_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_AT_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    spec: RateLimitSpec
+    updated_by: str
+    updated_at: _timestamp_pb2.Timestamp
+    def __init__(self, id: _Optional[str] = ..., spec: _Optional[_Union[RateLimitSpec, _Mapping]] = ..., updated_by: _Optional[str] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class PutRateLimitRequest(_message.Message):
+    __slots__ = ("limit",)
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    limit: RateLimitSpec
+    def __init__(self, limit: _Optional[_Union[RateLimitSpec, _Mapping]] = ...) -> None: ...
+
+class PutRateLimitResponse(_message.Message):
+    __slots__ = ("limit",)
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    limit: RateLimit
+    def __init__(self, limit: _Optional[_Union[RateLimit, _Mapping]] = ...) -> None: ...
+
+class DeleteRateLimitRequest(_message.Message):
+    __slots__ = ("id",)
+    ID_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    def __init__(self, id: _Optional[str] = ...) -> None: ...
+
+class DeleteRateLimitResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListRateLimitsRequest(_message.Message):
+    __slots__ = ("page_size", "page_token")
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    page_size: int
+    page_token: str
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListRateLimitsResponse(_message.Message):
+    __slots__ = ("limits", "next_page_token")
+    LIMITS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    limits: _containers.RepeatedCompositeFieldContainer[RateLimit]
+    next_page_token: str
+    def __init__(self, limits: _Optional[_Iterable[_Union[RateLimit, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...

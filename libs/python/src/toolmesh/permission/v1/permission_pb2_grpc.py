@@ -46,6 +46,11 @@ class PermissionServiceStub(object):
                 request_serializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.RevokeRequest.SerializeToString,
                 response_deserializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.RevokeResponse.FromString,
                 _registered_method=True)
+        self.UpdateGrant = channel.unary_unary(
+                '/toolmesh.permission.v1.PermissionService/UpdateGrant',
+                request_serializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.UpdateGrantRequest.SerializeToString,
+                response_deserializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.UpdateGrantResponse.FromString,
+                _registered_method=True)
         self.ListGrants = channel.unary_unary(
                 '/toolmesh.permission.v1.PermissionService/ListGrants',
                 request_serializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.ListGrantsRequest.SerializeToString,
@@ -71,6 +76,21 @@ class PermissionServiceStub(object):
                 request_serializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.ListApiKeysRequest.SerializeToString,
                 response_deserializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.ListApiKeysResponse.FromString,
                 _registered_method=True)
+        self.PutRateLimit = channel.unary_unary(
+                '/toolmesh.permission.v1.PermissionService/PutRateLimit',
+                request_serializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.PutRateLimitRequest.SerializeToString,
+                response_deserializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.PutRateLimitResponse.FromString,
+                _registered_method=True)
+        self.DeleteRateLimit = channel.unary_unary(
+                '/toolmesh.permission.v1.PermissionService/DeleteRateLimit',
+                request_serializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.DeleteRateLimitRequest.SerializeToString,
+                response_deserializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.DeleteRateLimitResponse.FromString,
+                _registered_method=True)
+        self.ListRateLimits = channel.unary_unary(
+                '/toolmesh.permission.v1.PermissionService/ListRateLimits',
+                request_serializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.ListRateLimitsRequest.SerializeToString,
+                response_deserializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.ListRateLimitsResponse.FromString,
+                _registered_method=True)
 
 
 class PermissionServiceServicer(object):
@@ -88,6 +108,16 @@ class PermissionServiceServicer(object):
 
     def Revoke(self, request, context):
         """Revoke removes a grant. Fails with NOT_FOUND, UNAUTHENTICATED, PERMISSION_DENIED.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateGrant(self, request, context):
+        """UpdateGrant replaces a grant's spec if it is still at `expected_revision` (compare-and-set),
+        keeping its id. Fails with INVALID_ARGUMENT (as Grant), NOT_FOUND (unknown grant), ABORTED
+        (the grant is at another revision; the message names the current one), UNAUTHENTICATED,
+        PERMISSION_DENIED.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -133,6 +163,31 @@ class PermissionServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def PutRateLimit(self, request, context):
+        """PutRateLimit creates or replaces the rate limit of one agent, user, tool or grant; the
+        Dispatcher enforces it within a second. Fails with INVALID_ARGUMENT, UNAUTHENTICATED,
+        PERMISSION_DENIED.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteRateLimit(self, request, context):
+        """DeleteRateLimit removes a rate limit. Fails with INVALID_ARGUMENT, NOT_FOUND,
+        UNAUTHENTICATED, PERMISSION_DENIED.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListRateLimits(self, request, context):
+        """ListRateLimits lists rate limits by id. Fails with INVALID_ARGUMENT (bad page token),
+        UNAUTHENTICATED, PERMISSION_DENIED.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_PermissionServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -145,6 +200,11 @@ def add_PermissionServiceServicer_to_server(servicer, server):
                     servicer.Revoke,
                     request_deserializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.RevokeRequest.FromString,
                     response_serializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.RevokeResponse.SerializeToString,
+            ),
+            'UpdateGrant': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateGrant,
+                    request_deserializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.UpdateGrantRequest.FromString,
+                    response_serializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.UpdateGrantResponse.SerializeToString,
             ),
             'ListGrants': grpc.unary_unary_rpc_method_handler(
                     servicer.ListGrants,
@@ -170,6 +230,21 @@ def add_PermissionServiceServicer_to_server(servicer, server):
                     servicer.ListApiKeys,
                     request_deserializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.ListApiKeysRequest.FromString,
                     response_serializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.ListApiKeysResponse.SerializeToString,
+            ),
+            'PutRateLimit': grpc.unary_unary_rpc_method_handler(
+                    servicer.PutRateLimit,
+                    request_deserializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.PutRateLimitRequest.FromString,
+                    response_serializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.PutRateLimitResponse.SerializeToString,
+            ),
+            'DeleteRateLimit': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteRateLimit,
+                    request_deserializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.DeleteRateLimitRequest.FromString,
+                    response_serializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.DeleteRateLimitResponse.SerializeToString,
+            ),
+            'ListRateLimits': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListRateLimits,
+                    request_deserializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.ListRateLimitsRequest.FromString,
+                    response_serializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.ListRateLimitsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -228,6 +303,33 @@ class PermissionService(object):
             '/toolmesh.permission.v1.PermissionService/Revoke',
             toolmesh_dot_permission_dot_v1_dot_permission__pb2.RevokeRequest.SerializeToString,
             toolmesh_dot_permission_dot_v1_dot_permission__pb2.RevokeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateGrant(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/toolmesh.permission.v1.PermissionService/UpdateGrant',
+            toolmesh_dot_permission_dot_v1_dot_permission__pb2.UpdateGrantRequest.SerializeToString,
+            toolmesh_dot_permission_dot_v1_dot_permission__pb2.UpdateGrantResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -363,6 +465,87 @@ class PermissionService(object):
             '/toolmesh.permission.v1.PermissionService/ListApiKeys',
             toolmesh_dot_permission_dot_v1_dot_permission__pb2.ListApiKeysRequest.SerializeToString,
             toolmesh_dot_permission_dot_v1_dot_permission__pb2.ListApiKeysResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PutRateLimit(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/toolmesh.permission.v1.PermissionService/PutRateLimit',
+            toolmesh_dot_permission_dot_v1_dot_permission__pb2.PutRateLimitRequest.SerializeToString,
+            toolmesh_dot_permission_dot_v1_dot_permission__pb2.PutRateLimitResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteRateLimit(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/toolmesh.permission.v1.PermissionService/DeleteRateLimit',
+            toolmesh_dot_permission_dot_v1_dot_permission__pb2.DeleteRateLimitRequest.SerializeToString,
+            toolmesh_dot_permission_dot_v1_dot_permission__pb2.DeleteRateLimitResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListRateLimits(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/toolmesh.permission.v1.PermissionService/ListRateLimits',
+            toolmesh_dot_permission_dot_v1_dot_permission__pb2.ListRateLimitsRequest.SerializeToString,
+            toolmesh_dot_permission_dot_v1_dot_permission__pb2.ListRateLimitsResponse.FromString,
             options,
             channel_credentials,
             insecure,

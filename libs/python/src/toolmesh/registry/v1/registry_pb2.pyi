@@ -295,7 +295,7 @@ class ToolSpec(_message.Message):
     def __init__(self, name: _Optional[str] = ..., version: _Optional[str] = ..., description: _Optional[str] = ..., category: _Optional[str] = ..., input_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., output_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., required_scopes: _Optional[_Iterable[str]] = ..., timeout_ms: _Optional[int] = ..., retry_policy: _Optional[_Union[RetryPolicy, _Mapping]] = ..., idempotent: bool = ..., side_effects: bool = ..., knowhub_slugs: _Optional[_Iterable[str]] = ..., status: _Optional[_Union[ToolStatus, str]] = ..., runtime: _Optional[_Union[Runtime, _Mapping]] = ..., labels: _Optional[_Mapping[str, str]] = ..., reporters: _Optional[_Iterable[str]] = ..., annotations: _Optional[_Union[ToolAnnotations, _Mapping]] = ...) -> None: ...
 
 class Tool(_message.Message):
-    __slots__ = ("spec", "schema_hash", "revision", "groups", "created_at", "updated_at", "updated_by")
+    __slots__ = ("spec", "schema_hash", "revision", "groups", "created_at", "updated_at", "updated_by", "definition_hash", "history")
     SPEC_FIELD_NUMBER: _ClassVar[int]
     SCHEMA_HASH_FIELD_NUMBER: _ClassVar[int]
     REVISION_FIELD_NUMBER: _ClassVar[int]
@@ -303,6 +303,8 @@ class Tool(_message.Message):
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
     UPDATED_AT_FIELD_NUMBER: _ClassVar[int]
     UPDATED_BY_FIELD_NUMBER: _ClassVar[int]
+    DEFINITION_HASH_FIELD_NUMBER: _ClassVar[int]
+    HISTORY_FIELD_NUMBER: _ClassVar[int]
     spec: ToolSpec
     schema_hash: str
     revision: int
@@ -310,7 +312,29 @@ class Tool(_message.Message):
     created_at: _timestamp_pb2.Timestamp
     updated_at: _timestamp_pb2.Timestamp
     updated_by: str
-    def __init__(self, spec: _Optional[_Union[ToolSpec, _Mapping]] = ..., schema_hash: _Optional[str] = ..., revision: _Optional[int] = ..., groups: _Optional[_Iterable[str]] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_by: _Optional[str] = ...) -> None: ...
+    definition_hash: str
+    history: _containers.RepeatedCompositeFieldContainer[ToolDefinition]
+    def __init__(self, spec: _Optional[_Union[ToolSpec, _Mapping]] = ..., schema_hash: _Optional[str] = ..., revision: _Optional[int] = ..., groups: _Optional[_Iterable[str]] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_by: _Optional[str] = ..., definition_hash: _Optional[str] = ..., history: _Optional[_Iterable[_Union[ToolDefinition, _Mapping]]] = ...) -> None: ...
+
+class ToolDefinition(_message.Message):
+    __slots__ = ("revision", "version", "definition_hash", "schema_hash", "description_hash", "runtime_hash", "changed", "time")
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    DEFINITION_HASH_FIELD_NUMBER: _ClassVar[int]
+    SCHEMA_HASH_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_HASH_FIELD_NUMBER: _ClassVar[int]
+    RUNTIME_HASH_FIELD_NUMBER: _ClassVar[int]
+    CHANGED_FIELD_NUMBER: _ClassVar[int]
+    TIME_FIELD_NUMBER: _ClassVar[int]
+    revision: int
+    version: str
+    definition_hash: str
+    schema_hash: str
+    description_hash: str
+    runtime_hash: str
+    changed: _containers.RepeatedScalarFieldContainer[str]
+    time: _timestamp_pb2.Timestamp
+    def __init__(self, revision: _Optional[int] = ..., version: _Optional[str] = ..., definition_hash: _Optional[str] = ..., schema_hash: _Optional[str] = ..., description_hash: _Optional[str] = ..., runtime_hash: _Optional[str] = ..., changed: _Optional[_Iterable[str]] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class Group(_message.Message):
     __slots__ = ("name", "description", "tools", "example", "updated_at")
@@ -423,14 +447,16 @@ class WatchToolsRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class WatchToolsResponse(_message.Message):
-    __slots__ = ("type", "tool", "name")
+    __slots__ = ("type", "tool", "name", "changed")
     TYPE_FIELD_NUMBER: _ClassVar[int]
     TOOL_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
+    CHANGED_FIELD_NUMBER: _ClassVar[int]
     type: WatchEventType
     tool: Tool
     name: str
-    def __init__(self, type: _Optional[_Union[WatchEventType, str]] = ..., tool: _Optional[_Union[Tool, _Mapping]] = ..., name: _Optional[str] = ...) -> None: ...
+    changed: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, type: _Optional[_Union[WatchEventType, str]] = ..., tool: _Optional[_Union[Tool, _Mapping]] = ..., name: _Optional[str] = ..., changed: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class PutGroupRequest(_message.Message):
     __slots__ = ("group",)

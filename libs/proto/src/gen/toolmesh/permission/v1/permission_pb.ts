@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file toolmesh/permission/v1/permission.proto.
  */
 export const file_toolmesh_permission_v1_permission: GenFile = /*@__PURE__*/
-  fileDesc("Cid0b29sbWVzaC9wZXJtaXNzaW9uL3YxL3Blcm1pc3Npb24ucHJvdG8SFnRvb2xtZXNoLnBlcm1pc3Npb24udjEiTwoMUHJpbmNpcGFsUmVmEjMKBGtpbmQYASABKA4yJS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlByaW5jaXBhbEtpbmQSCgoCaWQYAiABKAkiTwoIUmVzb3VyY2USMgoEa2luZBgBIAEoDjIkLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUmVzb3VyY2VLaW5kEg8KB3BhdHRlcm4YAiABKAkijgIKCUdyYW50U3BlYxI3CglwcmluY2lwYWwYASABKAsyJC50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlByaW5jaXBhbFJlZhIyCghyZXNvdXJjZRgCIAEoCzIgLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUmVzb3VyY2USDgoGc2NvcGVzGAMgAygJEi4KBmVmZmVjdBgEIAEoDjIeLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuRWZmZWN0Ei4KCmV4cGlyZXNfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB2VuYWJsZWQYBiABKAgSEwoLZGVzY3JpcHRpb24YByABKAkiiAEKBUdyYW50EgoKAmlkGAEgASgJEi8KBHNwZWMYAiABKAsyIS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkdyYW50U3BlYxISCgpjcmVhdGVkX2J5GAMgASgJEi4KCmNyZWF0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIkAKDEdyYW50UmVxdWVzdBIwCgVncmFudBgBIAEoCzIhLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuR3JhbnRTcGVjIj0KDUdyYW50UmVzcG9uc2USLAoFZ3JhbnQYASABKAsyHS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkdyYW50IiEKDVJldm9rZVJlcXVlc3QSEAoIZ3JhbnRfaWQYASABKAkiEAoOUmV2b2tlUmVzcG9uc2UihQEKEUxpc3RHcmFudHNSZXF1ZXN0EjcKCXByaW5jaXBhbBgBIAEoCzIkLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUHJpbmNpcGFsUmVmEhAKCHJlc291cmNlGAIgASgJEhEKCXBhZ2Vfc2l6ZRgDIAEoDRISCgpwYWdlX3Rva2VuGAQgASgJIlwKEkxpc3RHcmFudHNSZXNwb25zZRItCgZncmFudHMYASADKAsyHS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkdyYW50EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJOCgxDaGVja1JlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRINCgVyb2xlcxgDIAMoCRIMCgR0b29sGAQgASgJIo8BCghEZWNpc2lvbhIPCgdhbGxvd2VkGAEgASgIEg4KBnJlYXNvbhgCIAEoCRIZChFtYXRjaGVkX2dyYW50X2lkcxgDIAMoCRIVCg1kZW55X2dyYW50X2lkGAQgASgJEhYKDm1pc3Npbmdfc2NvcGVzGAUgAygJEhgKEGRlbmllZF9wcmluY2lwYWwYBiABKAkiQwoNQ2hlY2tSZXNwb25zZRIyCghkZWNpc2lvbhgBIAEoCzIgLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuRGVjaXNpb24i2QEKBkFwaUtleRIKCgJpZBgBIAEoCRIQCghhZ2VudF9pZBgCIAEoCRIPCgd1c2VyX2lkGAMgASgJEg0KBXJvbGVzGAQgAygJEgwKBG5hbWUYBSABKAkSLgoKY3JlYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKZXhwaXJlc19hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHcmV2b2tlZBgIIAEoCBISCgpjcmVhdGVkX2J5GAkgASgJIoUBChNDcmVhdGVBcGlLZXlSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSDQoFcm9sZXMYAyADKAkSDAoEbmFtZRgEIAEoCRIuCgpleHBpcmVzX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJXChRDcmVhdGVBcGlLZXlSZXNwb25zZRIvCgdhcGlfa2V5GAEgASgLMh4udG9vbG1lc2gucGVybWlzc2lvbi52MS5BcGlLZXkSDgoGc2VjcmV0GAIgASgJIiEKE1Jldm9rZUFwaUtleVJlcXVlc3QSCgoCaWQYASABKAkiFgoUUmV2b2tlQXBpS2V5UmVzcG9uc2UiZgoSTGlzdEFwaUtleXNSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJEhcKD2luY2x1ZGVfcmV2b2tlZBgCIAEoCBIRCglwYWdlX3NpemUYAyABKA0SEgoKcGFnZV90b2tlbhgEIAEoCSJgChNMaXN0QXBpS2V5c1Jlc3BvbnNlEjAKCGFwaV9rZXlzGAEgAygLMh4udG9vbG1lc2gucGVybWlzc2lvbi52MS5BcGlLZXkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJInMKDEFwaUtleVJlY29yZBIvCgdhcGlfa2V5GAEgASgLMh4udG9vbG1lc2gucGVybWlzc2lvbi52MS5BcGlLZXkSDAoEc2FsdBgCIAEoCRIMCgRoYXNoGAMgASgJEhYKDmhhc2hfYWxnb3JpdGhtGAQgASgJKnsKDVByaW5jaXBhbEtpbmQSHgoaUFJJTkNJUEFMX0tJTkRfVU5TUEVDSUZJRUQQABIYChRQUklOQ0lQQUxfS0lORF9BR0VOVBABEhcKE1BSSU5DSVBBTF9LSU5EX1VTRVIQAhIXChNQUklOQ0lQQUxfS0lORF9ST0xFEAMqdgoMUmVzb3VyY2VLaW5kEh0KGVJFU09VUkNFX0tJTkRfVU5TUEVDSUZJRUQQABIWChJSRVNPVVJDRV9LSU5EX1RPT0wQARIWChJSRVNPVVJDRV9LSU5EX0dMT0IQAhIXChNSRVNPVVJDRV9LSU5EX0dST1VQEAMqQwoGRWZmZWN0EhYKEkVGRkVDVF9VTlNQRUNJRklFRBAAEhAKDEVGRkVDVF9BTExPVxABEg8KC0VGRkVDVF9ERU5ZEAIyuwUKEVBlcm1pc3Npb25TZXJ2aWNlElQKBUdyYW50EiQudG9vbG1lc2gucGVybWlzc2lvbi52MS5HcmFudFJlcXVlc3QaJS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkdyYW50UmVzcG9uc2USVwoGUmV2b2tlEiUudG9vbG1lc2gucGVybWlzc2lvbi52MS5SZXZva2VSZXF1ZXN0GiYudG9vbG1lc2gucGVybWlzc2lvbi52MS5SZXZva2VSZXNwb25zZRJjCgpMaXN0R3JhbnRzEikudG9vbG1lc2gucGVybWlzc2lvbi52MS5MaXN0R3JhbnRzUmVxdWVzdBoqLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuTGlzdEdyYW50c1Jlc3BvbnNlElQKBUNoZWNrEiQudG9vbG1lc2gucGVybWlzc2lvbi52MS5DaGVja1JlcXVlc3QaJS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkNoZWNrUmVzcG9uc2USaQoMQ3JlYXRlQXBpS2V5EisudG9vbG1lc2gucGVybWlzc2lvbi52MS5DcmVhdGVBcGlLZXlSZXF1ZXN0GiwudG9vbG1lc2gucGVybWlzc2lvbi52MS5DcmVhdGVBcGlLZXlSZXNwb25zZRJpCgxSZXZva2VBcGlLZXkSKy50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlJldm9rZUFwaUtleVJlcXVlc3QaLC50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlJldm9rZUFwaUtleVJlc3BvbnNlEmYKC0xpc3RBcGlLZXlzEioudG9vbG1lc2gucGVybWlzc2lvbi52MS5MaXN0QXBpS2V5c1JlcXVlc3QaKy50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkxpc3RBcGlLZXlzUmVzcG9uc2VC4AEKGmNvbS50b29sbWVzaC5wZXJtaXNzaW9uLnYxQg9QZXJtaXNzaW9uUHJvdG9QAVo3dG9vbG1lc2guZGV2L2dvL2dlbi90b29sbWVzaC9wZXJtaXNzaW9uL3YxO3Blcm1pc3Npb252MaICA1RQWKoCFlRvb2xtZXNoLlBlcm1pc3Npb24uVjHKAhZUb29sbWVzaFxQZXJtaXNzaW9uXFYx4gIiVG9vbG1lc2hcUGVybWlzc2lvblxWMVxHUEJNZXRhZGF0YeoCGFRvb2xtZXNoOjpQZXJtaXNzaW9uOjpWMWIGcHJvdG8z", [file_google_protobuf_timestamp]);
+  fileDesc("Cid0b29sbWVzaC9wZXJtaXNzaW9uL3YxL3Blcm1pc3Npb24ucHJvdG8SFnRvb2xtZXNoLnBlcm1pc3Npb24udjEiTwoMUHJpbmNpcGFsUmVmEjMKBGtpbmQYASABKA4yJS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlByaW5jaXBhbEtpbmQSCgoCaWQYAiABKAkiTwoIUmVzb3VyY2USMgoEa2luZBgBIAEoDjIkLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUmVzb3VyY2VLaW5kEg8KB3BhdHRlcm4YAiABKAkijgIKCUdyYW50U3BlYxI3CglwcmluY2lwYWwYASABKAsyJC50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlByaW5jaXBhbFJlZhIyCghyZXNvdXJjZRgCIAEoCzIgLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUmVzb3VyY2USDgoGc2NvcGVzGAMgAygJEi4KBmVmZmVjdBgEIAEoDjIeLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuRWZmZWN0Ei4KCmV4cGlyZXNfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB2VuYWJsZWQYBiABKAgSEwoLZGVzY3JpcHRpb24YByABKAki3gEKBUdyYW50EgoKAmlkGAEgASgJEi8KBHNwZWMYAiABKAsyIS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkdyYW50U3BlYxISCgpjcmVhdGVkX2J5GAMgASgJEi4KCmNyZWF0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhAKCHJldmlzaW9uGAUgASgEEhIKCnVwZGF0ZWRfYnkYBiABKAkSLgoKdXBkYXRlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiQAoMR3JhbnRSZXF1ZXN0EjAKBWdyYW50GAEgASgLMiEudG9vbG1lc2gucGVybWlzc2lvbi52MS5HcmFudFNwZWMiPQoNR3JhbnRSZXNwb25zZRIsCgVncmFudBgBIAEoCzIdLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuR3JhbnQiIQoNUmV2b2tlUmVxdWVzdBIQCghncmFudF9pZBgBIAEoCSIQCg5SZXZva2VSZXNwb25zZSJzChJVcGRhdGVHcmFudFJlcXVlc3QSEAoIZ3JhbnRfaWQYASABKAkSMAoFZ3JhbnQYAiABKAsyIS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkdyYW50U3BlYxIZChFleHBlY3RlZF9yZXZpc2lvbhgDIAEoBCJDChNVcGRhdGVHcmFudFJlc3BvbnNlEiwKBWdyYW50GAEgASgLMh0udG9vbG1lc2gucGVybWlzc2lvbi52MS5HcmFudCKFAQoRTGlzdEdyYW50c1JlcXVlc3QSNwoJcHJpbmNpcGFsGAEgASgLMiQudG9vbG1lc2gucGVybWlzc2lvbi52MS5QcmluY2lwYWxSZWYSEAoIcmVzb3VyY2UYAiABKAkSEQoJcGFnZV9zaXplGAMgASgNEhIKCnBhZ2VfdG9rZW4YBCABKAkiXAoSTGlzdEdyYW50c1Jlc3BvbnNlEi0KBmdyYW50cxgBIAMoCzIdLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuR3JhbnQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIk4KDENoZWNrUmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEg0KBXJvbGVzGAMgAygJEgwKBHRvb2wYBCABKAkijwEKCERlY2lzaW9uEg8KB2FsbG93ZWQYASABKAgSDgoGcmVhc29uGAIgASgJEhkKEW1hdGNoZWRfZ3JhbnRfaWRzGAMgAygJEhUKDWRlbnlfZ3JhbnRfaWQYBCABKAkSFgoObWlzc2luZ19zY29wZXMYBSADKAkSGAoQZGVuaWVkX3ByaW5jaXBhbBgGIAEoCSJDCg1DaGVja1Jlc3BvbnNlEjIKCGRlY2lzaW9uGAEgASgLMiAudG9vbG1lc2gucGVybWlzc2lvbi52MS5EZWNpc2lvbiLZAQoGQXBpS2V5EgoKAmlkGAEgASgJEhAKCGFnZW50X2lkGAIgASgJEg8KB3VzZXJfaWQYAyABKAkSDQoFcm9sZXMYBCADKAkSDAoEbmFtZRgFIAEoCRIuCgpjcmVhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdyZXZva2VkGAggASgIEhIKCmNyZWF0ZWRfYnkYCSABKAkihQEKE0NyZWF0ZUFwaUtleVJlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRINCgVyb2xlcxgDIAMoCRIMCgRuYW1lGAQgASgJEi4KCmV4cGlyZXNfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIlcKFENyZWF0ZUFwaUtleVJlc3BvbnNlEi8KB2FwaV9rZXkYASABKAsyHi50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkFwaUtleRIOCgZzZWNyZXQYAiABKAkiIQoTUmV2b2tlQXBpS2V5UmVxdWVzdBIKCgJpZBgBIAEoCSIWChRSZXZva2VBcGlLZXlSZXNwb25zZSJmChJMaXN0QXBpS2V5c1JlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkSFwoPaW5jbHVkZV9yZXZva2VkGAIgASgIEhEKCXBhZ2Vfc2l6ZRgDIAEoDRISCgpwYWdlX3Rva2VuGAQgASgJImAKE0xpc3RBcGlLZXlzUmVzcG9uc2USMAoIYXBpX2tleXMYASADKAsyHi50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkFwaUtleRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkicwoMQXBpS2V5UmVjb3JkEi8KB2FwaV9rZXkYASABKAsyHi50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkFwaUtleRIMCgRzYWx0GAIgASgJEgwKBGhhc2gYAyABKAkSFgoOaGFzaF9hbGdvcml0aG0YBCABKAkisgEKDVJhdGVMaW1pdFNwZWMSOQoHc3ViamVjdBgBIAEoDjIoLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUmF0ZUxpbWl0U3ViamVjdBIOCgZ0YXJnZXQYAiABKAkSGwoTcmVxdWVzdHNfcGVyX3NlY29uZBgDIAEoARINCgVidXJzdBgEIAEoDRIVCg1jYWxsc19wZXJfZGF5GAUgASgNEhMKC2Rlc2NyaXB0aW9uGAYgASgJIpABCglSYXRlTGltaXQSCgoCaWQYASABKAkSMwoEc3BlYxgCIAEoCzIlLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUmF0ZUxpbWl0U3BlYxISCgp1cGRhdGVkX2J5GAMgASgJEi4KCnVwZGF0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIksKE1B1dFJhdGVMaW1pdFJlcXVlc3QSNAoFbGltaXQYASABKAsyJS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlJhdGVMaW1pdFNwZWMiSAoUUHV0UmF0ZUxpbWl0UmVzcG9uc2USMAoFbGltaXQYASABKAsyIS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlJhdGVMaW1pdCIkChZEZWxldGVSYXRlTGltaXRSZXF1ZXN0EgoKAmlkGAEgASgJIhkKF0RlbGV0ZVJhdGVMaW1pdFJlc3BvbnNlIj4KFUxpc3RSYXRlTGltaXRzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKA0SEgoKcGFnZV90b2tlbhgCIAEoCSJkChZMaXN0UmF0ZUxpbWl0c1Jlc3BvbnNlEjEKBmxpbWl0cxgBIAMoCzIhLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUmF0ZUxpbWl0EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSp7Cg1QcmluY2lwYWxLaW5kEh4KGlBSSU5DSVBBTF9LSU5EX1VOU1BFQ0lGSUVEEAASGAoUUFJJTkNJUEFMX0tJTkRfQUdFTlQQARIXChNQUklOQ0lQQUxfS0lORF9VU0VSEAISFwoTUFJJTkNJUEFMX0tJTkRfUk9MRRADKnYKDFJlc291cmNlS2luZBIdChlSRVNPVVJDRV9LSU5EX1VOU1BFQ0lGSUVEEAASFgoSUkVTT1VSQ0VfS0lORF9UT09MEAESFgoSUkVTT1VSQ0VfS0lORF9HTE9CEAISFwoTUkVTT1VSQ0VfS0lORF9HUk9VUBADKkMKBkVmZmVjdBIWChJFRkZFQ1RfVU5TUEVDSUZJRUQQABIQCgxFRkZFQ1RfQUxMT1cQARIPCgtFRkZFQ1RfREVOWRACKqwBChBSYXRlTGltaXRTdWJqZWN0EiIKHlJBVEVfTElNSVRfU1VCSkVDVF9VTlNQRUNJRklFRBAAEhwKGFJBVEVfTElNSVRfU1VCSkVDVF9BR0VOVBABEhsKF1JBVEVfTElNSVRfU1VCSkVDVF9VU0VSEAISGwoXUkFURV9MSU1JVF9TVUJKRUNUX1RPT0wQAxIcChhSQVRFX0xJTUlUX1NVQkpFQ1RfR1JBTlQQBDLzCAoRUGVybWlzc2lvblNlcnZpY2USVAoFR3JhbnQSJC50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkdyYW50UmVxdWVzdBolLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuR3JhbnRSZXNwb25zZRJXCgZSZXZva2USJS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlJldm9rZVJlcXVlc3QaJi50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlJldm9rZVJlc3BvbnNlEmYKC1VwZGF0ZUdyYW50EioudG9vbG1lc2gucGVybWlzc2lvbi52MS5VcGRhdGVHcmFudFJlcXVlc3QaKy50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlVwZGF0ZUdyYW50UmVzcG9uc2USYwoKTGlzdEdyYW50cxIpLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuTGlzdEdyYW50c1JlcXVlc3QaKi50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkxpc3RHcmFudHNSZXNwb25zZRJUCgVDaGVjaxIkLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuQ2hlY2tSZXF1ZXN0GiUudG9vbG1lc2gucGVybWlzc2lvbi52MS5DaGVja1Jlc3BvbnNlEmkKDENyZWF0ZUFwaUtleRIrLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuQ3JlYXRlQXBpS2V5UmVxdWVzdBosLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuQ3JlYXRlQXBpS2V5UmVzcG9uc2USaQoMUmV2b2tlQXBpS2V5EisudG9vbG1lc2gucGVybWlzc2lvbi52MS5SZXZva2VBcGlLZXlSZXF1ZXN0GiwudG9vbG1lc2gucGVybWlzc2lvbi52MS5SZXZva2VBcGlLZXlSZXNwb25zZRJmCgtMaXN0QXBpS2V5cxIqLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuTGlzdEFwaUtleXNSZXF1ZXN0GisudG9vbG1lc2gucGVybWlzc2lvbi52MS5MaXN0QXBpS2V5c1Jlc3BvbnNlEmkKDFB1dFJhdGVMaW1pdBIrLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUHV0UmF0ZUxpbWl0UmVxdWVzdBosLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUHV0UmF0ZUxpbWl0UmVzcG9uc2UScgoPRGVsZXRlUmF0ZUxpbWl0Ei4udG9vbG1lc2gucGVybWlzc2lvbi52MS5EZWxldGVSYXRlTGltaXRSZXF1ZXN0Gi8udG9vbG1lc2gucGVybWlzc2lvbi52MS5EZWxldGVSYXRlTGltaXRSZXNwb25zZRJvCg5MaXN0UmF0ZUxpbWl0cxItLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuTGlzdFJhdGVMaW1pdHNSZXF1ZXN0Gi4udG9vbG1lc2gucGVybWlzc2lvbi52MS5MaXN0UmF0ZUxpbWl0c1Jlc3BvbnNlQuABChpjb20udG9vbG1lc2gucGVybWlzc2lvbi52MUIPUGVybWlzc2lvblByb3RvUAFaN3Rvb2xtZXNoLmRldi9nby9nZW4vdG9vbG1lc2gvcGVybWlzc2lvbi92MTtwZXJtaXNzaW9udjGiAgNUUFiqAhZUb29sbWVzaC5QZXJtaXNzaW9uLlYxygIWVG9vbG1lc2hcUGVybWlzc2lvblxWMeICIlRvb2xtZXNoXFBlcm1pc3Npb25cVjFcR1BCTWV0YWRhdGHqAhhUb29sbWVzaDo6UGVybWlzc2lvbjo6VjFiBnByb3RvMw", [file_google_protobuf_timestamp]);
 
 /**
  * PrincipalRef names who a grant applies to.
@@ -151,6 +151,26 @@ export type Grant = Message<"toolmesh.permission.v1.Grant"> & {
    * @generated from field: google.protobuf.Timestamp created_at = 4;
    */
   createdAt?: Timestamp | undefined;
+
+  /**
+   * 1 when created, bumped by every UpdateGrant; the value UpdateGrant compares. Grants stored
+   * before revisions existed read 0.
+   *
+   * @generated from field: uint64 revision = 5;
+   */
+  revision: bigint;
+
+  /**
+   * Agent id of who last updated it, and when; unset until the first update.
+   *
+   * @generated from field: string updated_by = 6;
+   */
+  updatedBy: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp updated_at = 7;
+   */
+  updatedAt?: Timestamp | undefined;
 };
 
 /**
@@ -225,6 +245,54 @@ export const RevokeResponseSchema: GenMessage<RevokeResponse> = /*@__PURE__*/
   messageDesc(file_toolmesh_permission_v1_permission, 7);
 
 /**
+ * @generated from message toolmesh.permission.v1.UpdateGrantRequest
+ */
+export type UpdateGrantRequest = Message<"toolmesh.permission.v1.UpdateGrantRequest"> & {
+  /**
+   * @generated from field: string grant_id = 1;
+   */
+  grantId: string;
+
+  /**
+   * The new spec; validated as for Grant.
+   *
+   * @generated from field: toolmesh.permission.v1.GrantSpec grant = 2;
+   */
+  grant?: GrantSpec | undefined;
+
+  /**
+   * The revision the caller read (Grant.revision); the update applies only if it is current.
+   *
+   * @generated from field: uint64 expected_revision = 3;
+   */
+  expectedRevision: bigint;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.UpdateGrantRequest.
+ * Use `create(UpdateGrantRequestSchema)` to create a new message.
+ */
+export const UpdateGrantRequestSchema: GenMessage<UpdateGrantRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 8);
+
+/**
+ * @generated from message toolmesh.permission.v1.UpdateGrantResponse
+ */
+export type UpdateGrantResponse = Message<"toolmesh.permission.v1.UpdateGrantResponse"> & {
+  /**
+   * @generated from field: toolmesh.permission.v1.Grant grant = 1;
+   */
+  grant?: Grant | undefined;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.UpdateGrantResponse.
+ * Use `create(UpdateGrantResponseSchema)` to create a new message.
+ */
+export const UpdateGrantResponseSchema: GenMessage<UpdateGrantResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 9);
+
+/**
  * @generated from message toolmesh.permission.v1.ListGrantsRequest
  */
 export type ListGrantsRequest = Message<"toolmesh.permission.v1.ListGrantsRequest"> & {
@@ -258,7 +326,7 @@ export type ListGrantsRequest = Message<"toolmesh.permission.v1.ListGrantsReques
  * Use `create(ListGrantsRequestSchema)` to create a new message.
  */
 export const ListGrantsRequestSchema: GenMessage<ListGrantsRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_permission_v1_permission, 8);
+  messageDesc(file_toolmesh_permission_v1_permission, 10);
 
 /**
  * @generated from message toolmesh.permission.v1.ListGrantsResponse
@@ -280,7 +348,7 @@ export type ListGrantsResponse = Message<"toolmesh.permission.v1.ListGrantsRespo
  * Use `create(ListGrantsResponseSchema)` to create a new message.
  */
 export const ListGrantsResponseSchema: GenMessage<ListGrantsResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_permission_v1_permission, 9);
+  messageDesc(file_toolmesh_permission_v1_permission, 11);
 
 /**
  * @generated from message toolmesh.permission.v1.CheckRequest
@@ -320,7 +388,7 @@ export type CheckRequest = Message<"toolmesh.permission.v1.CheckRequest"> & {
  * Use `create(CheckRequestSchema)` to create a new message.
  */
 export const CheckRequestSchema: GenMessage<CheckRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_permission_v1_permission, 10);
+  messageDesc(file_toolmesh_permission_v1_permission, 12);
 
 /**
  * Decision is the outcome of a permission check.
@@ -374,7 +442,7 @@ export type Decision = Message<"toolmesh.permission.v1.Decision"> & {
  * Use `create(DecisionSchema)` to create a new message.
  */
 export const DecisionSchema: GenMessage<Decision> = /*@__PURE__*/
-  messageDesc(file_toolmesh_permission_v1_permission, 11);
+  messageDesc(file_toolmesh_permission_v1_permission, 13);
 
 /**
  * @generated from message toolmesh.permission.v1.CheckResponse
@@ -391,7 +459,7 @@ export type CheckResponse = Message<"toolmesh.permission.v1.CheckResponse"> & {
  * Use `create(CheckResponseSchema)` to create a new message.
  */
 export const CheckResponseSchema: GenMessage<CheckResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_permission_v1_permission, 12);
+  messageDesc(file_toolmesh_permission_v1_permission, 14);
 
 /**
  * ApiKey is a stored key, never with its secret.
@@ -460,7 +528,7 @@ export type ApiKey = Message<"toolmesh.permission.v1.ApiKey"> & {
  * Use `create(ApiKeySchema)` to create a new message.
  */
 export const ApiKeySchema: GenMessage<ApiKey> = /*@__PURE__*/
-  messageDesc(file_toolmesh_permission_v1_permission, 13);
+  messageDesc(file_toolmesh_permission_v1_permission, 15);
 
 /**
  * @generated from message toolmesh.permission.v1.CreateApiKeyRequest
@@ -499,7 +567,7 @@ export type CreateApiKeyRequest = Message<"toolmesh.permission.v1.CreateApiKeyRe
  * Use `create(CreateApiKeyRequestSchema)` to create a new message.
  */
 export const CreateApiKeyRequestSchema: GenMessage<CreateApiKeyRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_permission_v1_permission, 14);
+  messageDesc(file_toolmesh_permission_v1_permission, 16);
 
 /**
  * @generated from message toolmesh.permission.v1.CreateApiKeyResponse
@@ -523,7 +591,7 @@ export type CreateApiKeyResponse = Message<"toolmesh.permission.v1.CreateApiKeyR
  * Use `create(CreateApiKeyResponseSchema)` to create a new message.
  */
 export const CreateApiKeyResponseSchema: GenMessage<CreateApiKeyResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_permission_v1_permission, 15);
+  messageDesc(file_toolmesh_permission_v1_permission, 17);
 
 /**
  * @generated from message toolmesh.permission.v1.RevokeApiKeyRequest
@@ -540,7 +608,7 @@ export type RevokeApiKeyRequest = Message<"toolmesh.permission.v1.RevokeApiKeyRe
  * Use `create(RevokeApiKeyRequestSchema)` to create a new message.
  */
 export const RevokeApiKeyRequestSchema: GenMessage<RevokeApiKeyRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_permission_v1_permission, 16);
+  messageDesc(file_toolmesh_permission_v1_permission, 18);
 
 /**
  * @generated from message toolmesh.permission.v1.RevokeApiKeyResponse
@@ -553,7 +621,7 @@ export type RevokeApiKeyResponse = Message<"toolmesh.permission.v1.RevokeApiKeyR
  * Use `create(RevokeApiKeyResponseSchema)` to create a new message.
  */
 export const RevokeApiKeyResponseSchema: GenMessage<RevokeApiKeyResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_permission_v1_permission, 17);
+  messageDesc(file_toolmesh_permission_v1_permission, 19);
 
 /**
  * @generated from message toolmesh.permission.v1.ListApiKeysRequest
@@ -587,7 +655,7 @@ export type ListApiKeysRequest = Message<"toolmesh.permission.v1.ListApiKeysRequ
  * Use `create(ListApiKeysRequestSchema)` to create a new message.
  */
 export const ListApiKeysRequestSchema: GenMessage<ListApiKeysRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_permission_v1_permission, 18);
+  messageDesc(file_toolmesh_permission_v1_permission, 20);
 
 /**
  * @generated from message toolmesh.permission.v1.ListApiKeysResponse
@@ -609,7 +677,7 @@ export type ListApiKeysResponse = Message<"toolmesh.permission.v1.ListApiKeysRes
  * Use `create(ListApiKeysResponseSchema)` to create a new message.
  */
 export const ListApiKeysResponseSchema: GenMessage<ListApiKeysResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_permission_v1_permission, 19);
+  messageDesc(file_toolmesh_permission_v1_permission, 21);
 
 /**
  * ApiKeyRecord is how a key is stored in the `toolmesh-permission` bucket under `keys.<id>`,
@@ -650,7 +718,205 @@ export type ApiKeyRecord = Message<"toolmesh.permission.v1.ApiKeyRecord"> & {
  * Use `create(ApiKeyRecordSchema)` to create a new message.
  */
 export const ApiKeyRecordSchema: GenMessage<ApiKeyRecord> = /*@__PURE__*/
-  messageDesc(file_toolmesh_permission_v1_permission, 20);
+  messageDesc(file_toolmesh_permission_v1_permission, 22);
+
+/**
+ * RateLimitSpec is what an admin writes: a token bucket, a daily quota, or both.
+ *
+ * @generated from message toolmesh.permission.v1.RateLimitSpec
+ */
+export type RateLimitSpec = Message<"toolmesh.permission.v1.RateLimitSpec"> & {
+  /**
+   * @generated from field: toolmesh.permission.v1.RateLimitSubject subject = 1;
+   */
+  subject: RateLimitSubject;
+
+  /**
+   * The agent id, user id, tool name or grant id whose calls are counted.
+   *
+   * @generated from field: string target = 2;
+   */
+  target: string;
+
+  /**
+   * Sustained calls per second (the bucket's refill rate); 0 for no per-second limit.
+   *
+   * @generated from field: double requests_per_second = 3;
+   */
+  requestsPerSecond: number;
+
+  /**
+   * Calls allowed in a burst (the bucket's size); 0 means max(1, ceil(requests_per_second)).
+   *
+   * @generated from field: uint32 burst = 4;
+   */
+  burst: number;
+
+  /**
+   * Calls per UTC day; 0 for no daily quota.
+   *
+   * @generated from field: uint32 calls_per_day = 5;
+   */
+  callsPerDay: number;
+
+  /**
+   * Why the limit exists.
+   *
+   * @generated from field: string description = 6;
+   */
+  description: string;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.RateLimitSpec.
+ * Use `create(RateLimitSpecSchema)` to create a new message.
+ */
+export const RateLimitSpecSchema: GenMessage<RateLimitSpec> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 23);
+
+/**
+ * RateLimit is a stored rate limit, under `limits.<id>` of the `toolmesh-permission` bucket.
+ *
+ * @generated from message toolmesh.permission.v1.RateLimit
+ */
+export type RateLimit = Message<"toolmesh.permission.v1.RateLimit"> & {
+  /**
+   * `<subject>.<target>`, for example `agent.planner`; derived from the spec.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: toolmesh.permission.v1.RateLimitSpec spec = 2;
+   */
+  spec?: RateLimitSpec | undefined;
+
+  /**
+   * @generated from field: string updated_by = 3;
+   */
+  updatedBy: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp updated_at = 4;
+   */
+  updatedAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.RateLimit.
+ * Use `create(RateLimitSchema)` to create a new message.
+ */
+export const RateLimitSchema: GenMessage<RateLimit> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 24);
+
+/**
+ * @generated from message toolmesh.permission.v1.PutRateLimitRequest
+ */
+export type PutRateLimitRequest = Message<"toolmesh.permission.v1.PutRateLimitRequest"> & {
+  /**
+   * @generated from field: toolmesh.permission.v1.RateLimitSpec limit = 1;
+   */
+  limit?: RateLimitSpec | undefined;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.PutRateLimitRequest.
+ * Use `create(PutRateLimitRequestSchema)` to create a new message.
+ */
+export const PutRateLimitRequestSchema: GenMessage<PutRateLimitRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 25);
+
+/**
+ * @generated from message toolmesh.permission.v1.PutRateLimitResponse
+ */
+export type PutRateLimitResponse = Message<"toolmesh.permission.v1.PutRateLimitResponse"> & {
+  /**
+   * @generated from field: toolmesh.permission.v1.RateLimit limit = 1;
+   */
+  limit?: RateLimit | undefined;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.PutRateLimitResponse.
+ * Use `create(PutRateLimitResponseSchema)` to create a new message.
+ */
+export const PutRateLimitResponseSchema: GenMessage<PutRateLimitResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 26);
+
+/**
+ * @generated from message toolmesh.permission.v1.DeleteRateLimitRequest
+ */
+export type DeleteRateLimitRequest = Message<"toolmesh.permission.v1.DeleteRateLimitRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.DeleteRateLimitRequest.
+ * Use `create(DeleteRateLimitRequestSchema)` to create a new message.
+ */
+export const DeleteRateLimitRequestSchema: GenMessage<DeleteRateLimitRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 27);
+
+/**
+ * @generated from message toolmesh.permission.v1.DeleteRateLimitResponse
+ */
+export type DeleteRateLimitResponse = Message<"toolmesh.permission.v1.DeleteRateLimitResponse"> & {
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.DeleteRateLimitResponse.
+ * Use `create(DeleteRateLimitResponseSchema)` to create a new message.
+ */
+export const DeleteRateLimitResponseSchema: GenMessage<DeleteRateLimitResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 28);
+
+/**
+ * @generated from message toolmesh.permission.v1.ListRateLimitsRequest
+ */
+export type ListRateLimitsRequest = Message<"toolmesh.permission.v1.ListRateLimitsRequest"> & {
+  /**
+   * @generated from field: uint32 page_size = 1;
+   */
+  pageSize: number;
+
+  /**
+   * @generated from field: string page_token = 2;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.ListRateLimitsRequest.
+ * Use `create(ListRateLimitsRequestSchema)` to create a new message.
+ */
+export const ListRateLimitsRequestSchema: GenMessage<ListRateLimitsRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 29);
+
+/**
+ * @generated from message toolmesh.permission.v1.ListRateLimitsResponse
+ */
+export type ListRateLimitsResponse = Message<"toolmesh.permission.v1.ListRateLimitsResponse"> & {
+  /**
+   * @generated from field: repeated toolmesh.permission.v1.RateLimit limits = 1;
+   */
+  limits: RateLimit[];
+
+  /**
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.ListRateLimitsResponse.
+ * Use `create(ListRateLimitsResponseSchema)` to create a new message.
+ */
+export const ListRateLimitsResponseSchema: GenMessage<ListRateLimitsResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 30);
 
 /**
  * PrincipalKind says what a grant's principal names.
@@ -753,6 +1019,52 @@ export const EffectSchema: GenEnum<Effect> = /*@__PURE__*/
   enumDesc(file_toolmesh_permission_v1_permission, 2);
 
 /**
+ * RateLimitSubject says whose calls a rate limit counts.
+ *
+ * @generated from enum toolmesh.permission.v1.RateLimitSubject
+ */
+export enum RateLimitSubject {
+  /**
+   * @generated from enum value: RATE_LIMIT_SUBJECT_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Calls of one agent id.
+   *
+   * @generated from enum value: RATE_LIMIT_SUBJECT_AGENT = 1;
+   */
+  AGENT = 1,
+
+  /**
+   * Calls on behalf of one user id.
+   *
+   * @generated from enum value: RATE_LIMIT_SUBJECT_USER = 2;
+   */
+  USER = 2,
+
+  /**
+   * Calls of one tool.
+   *
+   * @generated from enum value: RATE_LIMIT_SUBJECT_TOOL = 3;
+   */
+  TOOL = 3,
+
+  /**
+   * Calls an allow grant authorised (the grant is among the decision's matched grants).
+   *
+   * @generated from enum value: RATE_LIMIT_SUBJECT_GRANT = 4;
+   */
+  GRANT = 4,
+}
+
+/**
+ * Describes the enum toolmesh.permission.v1.RateLimitSubject.
+ */
+export const RateLimitSubjectSchema: GenEnum<RateLimitSubject> = /*@__PURE__*/
+  enumDesc(file_toolmesh_permission_v1_permission, 3);
+
+/**
  * PermissionService owns grants and API keys. Every RPC needs a bearer token; all but Check
  * need the `admin` role (Check also accepts `service`, and an agent may check itself).
  *
@@ -779,6 +1091,19 @@ export const PermissionService: GenService<{
     methodKind: "unary";
     input: typeof RevokeRequestSchema;
     output: typeof RevokeResponseSchema;
+  },
+  /**
+   * UpdateGrant replaces a grant's spec if it is still at `expected_revision` (compare-and-set),
+   * keeping its id. Fails with INVALID_ARGUMENT (as Grant), NOT_FOUND (unknown grant), ABORTED
+   * (the grant is at another revision; the message names the current one), UNAUTHENTICATED,
+   * PERMISSION_DENIED.
+   *
+   * @generated from rpc toolmesh.permission.v1.PermissionService.UpdateGrant
+   */
+  updateGrant: {
+    methodKind: "unary";
+    input: typeof UpdateGrantRequestSchema;
+    output: typeof UpdateGrantResponseSchema;
   },
   /**
    * ListGrants lists grants, filtered by principal or resource. Fails with INVALID_ARGUMENT
@@ -834,6 +1159,40 @@ export const PermissionService: GenService<{
     methodKind: "unary";
     input: typeof ListApiKeysRequestSchema;
     output: typeof ListApiKeysResponseSchema;
+  },
+  /**
+   * PutRateLimit creates or replaces the rate limit of one agent, user, tool or grant; the
+   * Dispatcher enforces it within a second. Fails with INVALID_ARGUMENT, UNAUTHENTICATED,
+   * PERMISSION_DENIED.
+   *
+   * @generated from rpc toolmesh.permission.v1.PermissionService.PutRateLimit
+   */
+  putRateLimit: {
+    methodKind: "unary";
+    input: typeof PutRateLimitRequestSchema;
+    output: typeof PutRateLimitResponseSchema;
+  },
+  /**
+   * DeleteRateLimit removes a rate limit. Fails with INVALID_ARGUMENT, NOT_FOUND,
+   * UNAUTHENTICATED, PERMISSION_DENIED.
+   *
+   * @generated from rpc toolmesh.permission.v1.PermissionService.DeleteRateLimit
+   */
+  deleteRateLimit: {
+    methodKind: "unary";
+    input: typeof DeleteRateLimitRequestSchema;
+    output: typeof DeleteRateLimitResponseSchema;
+  },
+  /**
+   * ListRateLimits lists rate limits by id. Fails with INVALID_ARGUMENT (bad page token),
+   * UNAUTHENTICATED, PERMISSION_DENIED.
+   *
+   * @generated from rpc toolmesh.permission.v1.PermissionService.ListRateLimits
+   */
+  listRateLimits: {
+    methodKind: "unary";
+    input: typeof ListRateLimitsRequestSchema;
+    output: typeof ListRateLimitsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_toolmesh_permission_v1_permission, 0);
