@@ -85,6 +85,53 @@ describe("fail closed", () => {
   const auditOf = async (callId: string) =>
     (await stack.auditClient().queryRecords({ callId }, auditor)).records;
 
+  it("refuses new calls before a record stream overflows, and runs none unrecorded", async () => {
+    // First in the file: after the NATS restart below, a stream update can outlast the API timeout.
+    const jsm = await stack.nc.jetstreamManager({ timeout: 3000 });
+    const { config, state } = await eventually(
+      () => jsm.streams.info("TOOLMESH_AUDIT"),
+      30_000,
+      "the audit stream's info",
+    );
+    const maxBytes = state.bytes + 64 * 1024 + 200 * 1024;
+    await jsm.streams.update("TOOLMESH_AUDIT", {
+      ...config,
+      discard: DiscardPolicy.New,
+      max_bytes: maxBytes,
+    });
+    const ran: string[] = [];
+    try {
+      // The Dispatcher reads the limits on a timer and logs what it found.
+      await stack.dispatcher.stdout.waitFor(
+        (l) => l.includes('"record stream limits"') && l.includes(`"max_bytes":${maxBytes}`),
+        10_000,
+        "the Dispatcher to read the new limit",
+      );
+      const before = writes.length;
+      let refusal: ConnectError | undefined;
+      for (let i = 0; i < 100 && !refusal; i++) {
+        const callId = randomUUID();
+        try {
+          await dispatch("fault.write", { pad: "p".repeat(16 * 1024) }, callId);
+          ran.push(callId);
+        } catch (error) {
+          refusal = ConnectError.from(error);
+        }
+      }
+      expect(refusal?.code).toBe(Code.ResourceExhausted);
+      expect(refusal?.rawMessage).toMatch(/record store is full .*TOOLMESH_AUDIT/);
+      // Every call that reached the backend was accepted whole; the refused one never ran.
+      expect(writes.length - before).toBe(ran.length);
+    } finally {
+      await jsm.streams.update("TOOLMESH_AUDIT", config);
+    }
+    for (const callId of ran) {
+      await eventually(async () => expect(await auditOf(callId)).toHaveLength(1));
+    }
+    const res = await eventually(() => dispatch("fault.write", {}), 20_000, "a call after room");
+    expect(res.status).toBe(CallStatus.SUCCESS);
+  }, 60_000);
+
   it("refuses a tool with side effects while NATS is down, before its backend is touched", async () => {
     const before = writes.length;
     await stack.nats.stop();
@@ -139,49 +186,6 @@ describe("fail closed", () => {
       return records;
     });
     expect(record?.errorCode).toBe("output_too_large");
-  }, 60_000);
-
-  it("refuses new calls before a record stream overflows, and runs none unrecorded", async () => {
-    // A generous API timeout: a loaded machine must not fail the test on a slow answer.
-    const jsm = await stack.nc.jetstreamManager({ timeout: 20_000 });
-    const { config, state } = await jsm.streams.info("TOOLMESH_AUDIT");
-    const maxBytes = state.bytes + 64 * 1024 + 200 * 1024;
-    await jsm.streams.update("TOOLMESH_AUDIT", {
-      ...config,
-      discard: DiscardPolicy.New,
-      max_bytes: maxBytes,
-    });
-    const ran: string[] = [];
-    try {
-      // The Dispatcher reads the limits on a timer and logs what it found.
-      await stack.dispatcher.stdout.waitFor(
-        (l) => l.includes('"record stream limits"') && l.includes(`"max_bytes":${maxBytes}`),
-        10_000,
-        "the Dispatcher to read the new limit",
-      );
-      const before = writes.length;
-      let refusal: ConnectError | undefined;
-      for (let i = 0; i < 100 && !refusal; i++) {
-        const callId = randomUUID();
-        try {
-          await dispatch("fault.write", { pad: "p".repeat(16 * 1024) }, callId);
-          ran.push(callId);
-        } catch (error) {
-          refusal = ConnectError.from(error);
-        }
-      }
-      expect(refusal?.code).toBe(Code.ResourceExhausted);
-      expect(refusal?.rawMessage).toMatch(/record store is full .*TOOLMESH_AUDIT/);
-      // Every call that reached the backend was accepted whole; the refused one never ran.
-      expect(writes.length - before).toBe(ran.length);
-    } finally {
-      await jsm.streams.update("TOOLMESH_AUDIT", config);
-    }
-    for (const callId of ran) {
-      await eventually(async () => expect(await auditOf(callId)).toHaveLength(1));
-    }
-    const res = await eventually(() => dispatch("fault.write", {}), 20_000, "a call after room");
-    expect(res.status).toBe(CallStatus.SUCCESS);
   }, 60_000);
 
   it("closes the calls of a Dispatcher killed mid-call as INTERRUPTED dispatcher_lost, everywhere", async () => {
