@@ -34,6 +34,12 @@ describe("hostile input", () => {
   let stack: TestStack;
   let callback: ServiceProcess;
   let callbackClient: Client<typeof CallbackService>;
+  /** Call ids that reached the backend, and the gate held calls wait at. */
+  const reached = new Set<string>();
+  let release: () => void = () => {};
+  const holding = new Promise<void>((resolve) => {
+    release = resolve;
+  });
   let served: ServedTools;
   let alice: string;
   let mallory: string;
@@ -59,7 +65,12 @@ describe("hostile input", () => {
           name: "hostile.echo",
           description: "Echoes its arguments.",
           inputSchema: { type: "object" },
-          handler: (args: Record<string, unknown>) => ({ keys: Object.keys(args) }),
+          handler: async (args: Record<string, unknown>, ctx) => {
+            reached.add(ctx.callId);
+            // A call asked to hold stays running until the test lets it go.
+            if (args.hold === true) await holding;
+            return { keys: Object.keys(args) };
+          },
         }),
         defineTool({
           name: "hostile.pattern",
@@ -84,6 +95,7 @@ describe("hostile input", () => {
     console.log(
       `hostile-input RSS MiB before ${JSON.stringify(rssBefore)} after ${JSON.stringify(after)}`,
     );
+    release();
     await served?.close();
     await callback?.stop();
     await stack?.stop();
@@ -160,9 +172,11 @@ describe("hostile input", () => {
   it("a call id another agent chose first cannot be taken over, even before that call ends", async () => {
     const callId = `pending-${randomUUID()}`;
     // Mallory cannot pre-empt alice's next id, nor alice mallory's: whoever is first keeps it.
-    const running = dispatch(mallory, "hostile.echo", { z: 1 }, callId);
+    const running = dispatch(mallory, "hostile.echo", { hold: true }, callId);
+    await eventually(async () => expect(reached.has(callId)).toBe(true));
     const second = await failure(dispatch(alice, "hostile.echo", { z: 2 }, callId));
     expect(second.code).toBe(Code.AlreadyExists);
+    release();
     expect((await running).status).toBe(CallStatus.SUCCESS);
     expect((await eventuallyOutcome(callId, mallory)).agentId).toBe("mallory");
   });
