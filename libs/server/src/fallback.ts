@@ -1,12 +1,10 @@
+import type { ConnectNodeAdapterOptions } from "@connectrpc/connect-node";
 import { renderMetrics } from "@toolmesh/telemetry";
 
-/** The parts of an HTTP/1.1 or HTTP/2 request and response the fallback uses. */
-interface Request {
-  url?: string | undefined;
-  method?: string | undefined;
-  headers: Record<string, string | string[] | undefined>;
-  resume(): unknown;
-}
+/** A handler for the requests no RPC matches (connect-node's fallback). */
+export type HttpHandler = NonNullable<ConnectNodeAdapterOptions["fallback"]>;
+
+/** The parts of an HTTP/1.1 or HTTP/2 compatibility response this file writes. */
 interface Response {
   /** The HTTP/2 stream, when the request came over HTTP/2. */
   stream?: {
@@ -20,14 +18,19 @@ interface Response {
 /**
  * What a port answers outside its RPCs: `GET /metrics` (Prometheus text), UNIMPLEMENTED with
  * proper gRPC trailers for an unknown gRPC or gRPC-Web method (a trailers-only response, which
- * every gRPC client reads), and 404 for anything else.
+ * every gRPC client reads), then the service's own HTTP routes (`routes`, such as the
+ * Dispatcher's /mcp or the console's app), and 404 for anything else.
  */
-export function fallbackHandler(log: { warn(obj: object, msg: string): void }) {
-  return (req: Request, res: Response): void => {
-    req.resume();
+export function fallbackHandler(
+  log: { warn(obj: object, msg: string): void },
+  routes?: HttpHandler,
+): HttpHandler {
+  return (req, response) => {
+    const res = response as unknown as Response;
     const path = (req.url ?? "").split("?", 1)[0] ?? "";
     const contentType = String(req.headers["content-type"] ?? "");
     if (path === "/metrics" && (req.method === "GET" || req.method === "HEAD")) {
+      req.resume();
       renderMetrics().then(
         ({ contentType: type, body }) => {
           res.writeHead(200, { "content-type": type });
@@ -43,6 +46,7 @@ export function fallbackHandler(log: { warn(obj: object, msg: string): void }) {
       return;
     }
     if (contentType.startsWith("application/grpc")) {
+      req.resume();
       const message = `unknown method ${path}; \`grpcurl -plaintext <host:port> list\` shows the services this port serves`;
       const headers = {
         "content-type": contentType.startsWith("application/grpc-web")
@@ -60,6 +64,11 @@ export function fallbackHandler(log: { warn(obj: object, msg: string): void }) {
       }
       return;
     }
+    if (routes) {
+      routes(req, response);
+      return;
+    }
+    req.resume();
     res.writeHead(404, { "content-type": "application/json" });
     res.end(
       JSON.stringify({

@@ -35,7 +35,10 @@ export interface ServerOptions {
   /** Largest request message accepted; larger ones fail with RESOURCE_EXHAUSTED. */
   readMaxBytes: number;
   interceptors?: Interceptor[];
-  /** Serves the requests no RPC matches (plain HTTP routes on the same port); 404 without it. */
+  /**
+   * Serves the requests no RPC matches (plain HTTP routes on the same port), after `/metrics`
+   * and unknown gRPC methods; 404 without it.
+   */
   fallback?: ConnectNodeAdapterOptions["fallback"];
 }
 
@@ -66,7 +69,7 @@ export function createToolmeshServer(options: ServerOptions): ToolmeshServer {
     shutdownSignal: shutdown.signal,
     // Metrics outermost, so they count the calls authentication refuses too.
     interceptors: [rpcMetricsInterceptor(), ...(options.interceptors ?? [])],
-    fallback: fallbackHandler(options.log),
+    fallback: fallbackHandler(options.log, options.fallback),
     contextValues: (req) => {
       const socket = req.socket;
       return createContextValues().set(
@@ -74,7 +77,6 @@ export function createToolmeshServer(options: ServerOptions): ToolmeshServer {
         socket?.remoteAddress ? `${socket.remoteAddress}:${socket.remotePort}` : "unknown",
       );
     },
-    ...(options.fallback ? { fallback: options.fallback } : {}),
     routes(router) {
       router.service(Health, createHealthService(health));
       addReflection(router, [...options.services, Health]);

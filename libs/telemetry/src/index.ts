@@ -1,3 +1,5 @@
+export { SpanStatusCode } from "@opentelemetry/api";
+export { watchConsumerLag } from "./consumer-lag.js";
 export {
   collectProcessMetrics,
   counter,

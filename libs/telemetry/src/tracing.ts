@@ -108,8 +108,8 @@ export function tracingRequested(env: NodeJS.ProcessEnv): boolean {
 /**
  * The tracer of a process named `service`. Export is on when OTEL_EXPORTER_OTLP_ENDPOINT (or
  * OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set and OTEL_SDK_DISABLED is not true; the exporter
- * reads the other OTEL_EXPORTER_OTLP_* variables (headers, timeout) itself, and OTEL_SERVICE_NAME
- * overrides the name. Off, spans still carry ids (for traceparent) but record nothing.
+ * reads the other OTEL_EXPORTER_OTLP_* variables (headers, timeout) itself, OTEL_SERVICE_NAME
+ * overrides the name and OTEL_BSP_SCHEDULE_DELAY / OTEL_BSP_MAX_QUEUE_SIZE tune batching. Off, spans still carry ids (for traceparent) but record nothing.
  */
 export function startTracing(service: string, env: NodeJS.ProcessEnv = process.env): Tracing {
   const enabled = tracingRequested(env);
@@ -122,7 +122,13 @@ export function startTracing(service: string, env: NodeJS.ProcessEnv = process.e
             "service.name": env.OTEL_SERVICE_NAME?.trim() || `toolmesh-${service}`,
             "service.namespace": "toolmesh",
           }),
-          spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter() })],
+          spanProcessors: [
+            new BatchSpanProcessor({
+              exporter: new OTLPTraceExporter(),
+              scheduledDelayMillis: positiveInt(env.OTEL_BSP_SCHEDULE_DELAY, 5000),
+              maxQueueSize: positiveInt(env.OTEL_BSP_MAX_QUEUE_SIZE, 2048),
+            }),
+          ],
         }
       : { sampler: new AlwaysOffSampler() }),
   });
@@ -158,4 +164,10 @@ export function startTracing(service: string, env: NodeJS.ProcessEnv = process.e
     },
     shutdown: () => provider.shutdown(),
   };
+}
+
+/** A positive integer from a standard OTEL_BSP_* variable, or the fallback. */
+function positiveInt(text: string | undefined, fallback: number): number {
+  const value = Number(text?.trim());
+  return Number.isInteger(value) && value > 0 ? value : fallback;
 }

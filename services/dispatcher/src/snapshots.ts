@@ -3,6 +3,7 @@ import { followRegistryTools } from "@toolmesh/nats";
 import { PolicySnapshot } from "@toolmesh/policy";
 import type { NatsConnection } from "nats";
 import type { PermissionGate } from "./call-checks.js";
+import { watchSnapshotMetrics } from "./call-telemetry.js";
 import type { ToolSource } from "./tool-catalog.js";
 
 /** The registry's tools and the grants, read from their owners' KV buckets. */
@@ -24,10 +25,12 @@ export function followSnapshots(nc: NatsConnection, log: Logger): Snapshots {
     log,
     "calls fail closed until the Permission service creates it",
   );
+  const unwatch = watchSnapshotMetrics({ registry: tools, permission: policy.grants });
   return {
     tools,
     policy,
     stop() {
+      unwatch();
       tools.stop();
       policy.stop();
     },
