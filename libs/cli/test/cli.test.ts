@@ -170,10 +170,17 @@ describe("toolmesh CLI", () => {
     );
     children.push(tail);
     const tailOut = new LineWatcher(tail.stdout);
-    await new LineWatcher(tail.stderr).waitFor(
-      (l) => l.includes("watching outcomes"),
-      20_000,
-      "tail",
+    // Without a filter, tail follows every final status (a table line per outcome).
+    const tailAll = spawn(process.execPath, [bin, "tail", "--count", "1"], {
+      env: { ...process.env, ...op.env, TOOLMESH_TOKEN: op.adminToken, NO_COLOR: "1" },
+      cwd: dir,
+    });
+    children.push(tailAll);
+    const tailAllOut = new LineWatcher(tailAll.stdout);
+    await Promise.all(
+      [tail, tailAll].map((t) =>
+        new LineWatcher(t.stderr).waitFor((l) => l.includes("watching outcomes"), 20_000, "tail"),
+      ),
     );
 
     const call = await until(["call", "cli.echo", '{"n": 7}', "--json"], (r) => r.code === 0, {
@@ -192,6 +199,12 @@ describe("toolmesh CLI", () => {
       agentId: "cli-bot",
       status: "CALL_STATUS_SUCCESS",
     });
+    const tailed = await tailAllOut.waitFor(
+      (l) => l.includes(res.callId),
+      15_000,
+      "tail, unfiltered",
+    );
+    expect(tailed).toMatch(/SUCCESS\s+cli\.echo\s+agent cli-bot/);
 
     const human = await ok(["call", "cli.echo", '{"n": 8}'], { TOOLMESH_TOKEN: secret });
     expect(human.stderr).toMatch(/^SUCCESS cli\.echo in \d+ ms/);

@@ -1,3 +1,4 @@
+export type { HttpHandler } from "./fallback.js";
 export { grpcServiceDefinition, toGrpcServiceError } from "./grpc-js.js";
 export { createHealthService, HealthState } from "./health.js";
 export { onShutdown } from "./lifecycle.js";

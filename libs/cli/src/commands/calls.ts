@@ -184,13 +184,22 @@ export const tail: Leaf = {
     const abort = new AbortController();
     process.once("SIGINT", () => abort.abort());
     let seen = 0;
-    const stream = ctx.client("callback", CallbackService).watch(
-      {
-        agentId: flag(flags, "agent") ?? "",
-        tool: flag(flags, "tool") ?? "",
-        status: callStatus(flag(flags, "status")),
-      },
-      ctx.auth({ signal: abort.signal }),
+    const filter = {
+      agentId: flag(flags, "agent") ?? "",
+      tool: flag(flags, "tool") ?? "",
+      status: callStatus(flag(flags, "status")),
+    };
+    // Watch needs a filter; with none, follow each final status and merge the streams.
+    const unfiltered = filter.agentId === "" && filter.tool === "" && filter.status === 0;
+    const statuses = unfiltered
+      ? [CallStatus.SUCCESS, CallStatus.FAILURE, CallStatus.INTERRUPTED]
+      : [filter.status];
+    const stream = merge(
+      statuses.map((status) =>
+        ctx
+          .client("callback", CallbackService)
+          .watch({ ...filter, status }, ctx.auth({ signal: abort.signal })),
+      ),
     );
     ctx.out.note("watching outcomes; Ctrl-C stops");
     try {
@@ -212,3 +221,23 @@ export const tail: Leaf = {
     return 0;
   },
 };
+
+/** Items of several streams as each arrives; ends when all have ended, throws the first error. */
+async function* merge<T>(streams: AsyncIterable<T>[]): AsyncGenerator<T> {
+  const iterators = streams.map((s) => s[Symbol.asyncIterator]());
+  const next = (i: number) =>
+    (iterators[i] as AsyncIterator<T>).next().then((result) => ({ i, result }));
+  const pending = new Map(iterators.map((_, i) => [i, next(i)]));
+  try {
+    while (pending.size > 0) {
+      const { i, result } = await Promise.race(pending.values());
+      if (result.done) pending.delete(i);
+      else {
+        pending.set(i, next(i));
+        yield result.value;
+      }
+    }
+  } finally {
+    for (const iterator of iterators) void iterator.return?.();
+  }
+}
