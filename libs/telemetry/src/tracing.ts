@@ -14,7 +14,6 @@ import {
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import {
-  AlwaysOffSampler,
   BatchSpanProcessor,
   type IdGenerator,
   RandomIdGenerator,
@@ -109,32 +108,29 @@ export function tracingRequested(env: NodeJS.ProcessEnv): boolean {
  * The tracer of a process named `service`. Export is on when OTEL_EXPORTER_OTLP_ENDPOINT (or
  * OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set and OTEL_SDK_DISABLED is not true; the exporter
  * reads the other OTEL_EXPORTER_OTLP_* variables (headers, timeout) itself, OTEL_SERVICE_NAME
- * overrides the name and OTEL_BSP_SCHEDULE_DELAY / OTEL_BSP_MAX_QUEUE_SIZE tune batching. Off, spans still carry ids (for traceparent) but record nothing.
+ * overrides the name and OTEL_BSP_SCHEDULE_DELAY / OTEL_BSP_MAX_QUEUE_SIZE tune batching.
+ * Off, a call still has a span context (for traceparent) but nothing is recorded.
  */
 export function startTracing(service: string, env: NodeJS.ProcessEnv = process.env): Tracing {
-  const enabled = tracingRequested(env);
+  if (!tracingRequested(env)) return idsOnly();
   const ids = new ChosenTraceIds();
   const provider = new TracerProvider({
     idGenerator: ids,
-    ...(enabled
-      ? {
-          resource: resourceFromAttributes({
-            "service.name": env.OTEL_SERVICE_NAME?.trim() || `toolmesh-${service}`,
-            "service.namespace": "toolmesh",
-          }),
-          spanProcessors: [
-            new BatchSpanProcessor({
-              exporter: new OTLPTraceExporter(),
-              scheduledDelayMillis: positiveInt(env.OTEL_BSP_SCHEDULE_DELAY, 5000),
-              maxQueueSize: positiveInt(env.OTEL_BSP_MAX_QUEUE_SIZE, 2048),
-            }),
-          ],
-        }
-      : { sampler: new AlwaysOffSampler() }),
+    resource: resourceFromAttributes({
+      "service.name": env.OTEL_SERVICE_NAME?.trim() || `toolmesh-${service}`,
+      "service.namespace": "toolmesh",
+    }),
+    spanProcessors: [
+      new BatchSpanProcessor({
+        exporter: new OTLPTraceExporter({ url: tracesEndpoint(env) }),
+        scheduledDelayMillis: positiveInt(env.OTEL_BSP_SCHEDULE_DELAY, 5000),
+        maxQueueSize: positiveInt(env.OTEL_BSP_MAX_QUEUE_SIZE, 2048),
+      }),
+    ],
   });
   const tracer: Tracer = provider.getTracer("toolmesh");
   return {
-    enabled,
+    enabled: true,
     startRoot(name, options) {
       const remote = parseTraceparent(options.traceparent);
       let parent: Context = ROOT_CONTEXT;
@@ -170,4 +166,34 @@ export function startTracing(service: string, env: NodeJS.ProcessEnv = process.e
 function positiveInt(text: string | undefined, fallback: number): number {
   const value = Number(text?.trim());
   return Number.isInteger(value) && value > 0 ? value : fallback;
+}
+
+/** Where spans go: the traces endpoint as given, or the base endpoint with /v1/traces (the OTLP rule). */
+function tracesEndpoint(env: NodeJS.ProcessEnv): string {
+  const traces = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim();
+  if (traces) return traces;
+  const base = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim() ?? "";
+  return `${base.replace(/\/+$/, "")}/v1/traces`;
+}
+
+/**
+ * Tracing that records nothing: a call gets one span context (the caller's trace, or its
+ * toolmesh trace id, and a fresh span id) so a backend still receives a traceparent, and every
+ * step reuses it. Export off costs about a microsecond a call instead of a tracer's spans.
+ */
+function idsOnly(): Tracing {
+  const random = new RandomIdGenerator();
+  return {
+    enabled: false,
+    startRoot(_name, options) {
+      const remote = parseTraceparent(options.traceparent);
+      return trace.wrapSpanContext({
+        traceId: remote?.traceId ?? options.traceId,
+        spanId: random.generateSpanId(),
+        traceFlags: remote?.traceFlags ?? TraceFlags.NONE,
+      });
+    },
+    startChild: (parent) => parent,
+    shutdown: async () => {},
+  };
 }
