@@ -51,4 +51,7 @@ say "Python environment in .venv (grpcio-tools $GRPCIO_TOOLS_VERSION, the toolme
 "$TOOLMESH_VENV/bin/pip" install -q --disable-pip-version-check "grpcio-tools==$GRPCIO_TOOLS_VERSION"
 "$TOOLMESH_VENV/bin/pip" install -q --disable-pip-version-check -e "libs/python[test]"
 
+say "the console's web app (services/console/dist/web)"
+npx vite build --config services/console/vite.config.ts
+
 say "done: npm start runs the stack, npm test runs every test"

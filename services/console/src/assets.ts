@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import path from "node:path";
 import { gzipSync } from "node:zlib";
 import type { Logger } from "@toolmesh/log";
@@ -102,11 +102,35 @@ export async function ensureBuilt(consoleRoot: string, outDir: string, log: Logg
     newest(path.join(consoleRoot, "web")),
     statSync(path.join(consoleRoot, "vite.config.ts")).mtimeMs,
   );
-  if (existsSync(index) && statSync(index).mtimeMs >= sources) return;
-  log.info({ out_dir: outDir }, "building the console app");
-  // Vite is a development dependency: the name is not a literal, so the service bundle (which
-  // serves prebuilt assets) does not import it.
-  const vite = "vite";
-  const { build } = (await import(vite)) as typeof import("vite");
-  await build({ configFile: path.join(consoleRoot, "vite.config.ts"), logLevel: "warn" });
+  const fresh = () => existsSync(index) && statSync(index).mtimeMs >= sources;
+  if (fresh()) return;
+  // Several consoles may start at once (tests): one builds, the others wait for it.
+  const lock = `${outDir}.lock`;
+  mkdirSync(path.dirname(lock), { recursive: true });
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    try {
+      mkdirSync(lock);
+      break;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+      // A lock older than the longest build was left by a process that died while building.
+      if (Date.now() - statSync(lock).mtimeMs > 120_000)
+        rmSync(lock, { recursive: true, force: true });
+      if (Date.now() > deadline)
+        throw new Error(`another process holds ${lock}; remove it if none is building`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+  try {
+    if (fresh()) return;
+    log.info({ out_dir: outDir }, "building the console app");
+    // Vite is a development dependency: the name is not a literal, so the service bundle (which
+    // serves prebuilt assets) does not import it.
+    const vite = "vite";
+    const { build } = (await import(vite)) as typeof import("vite");
+    await build({ configFile: path.join(consoleRoot, "vite.config.ts"), logLevel: "warn" });
+  } finally {
+    rmSync(lock, { recursive: true, force: true });
+  }
 }
