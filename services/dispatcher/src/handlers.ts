@@ -92,6 +92,8 @@ export function createDispatcherHandlers(deps: HandlerDeps): ServiceImpl<typeof 
       return dispatchToolCalls(chain, catalog, req, principalOf(ctx), {
         rpcTimeoutMs: ctx.timeoutMs(),
         signal: ctx.signal,
+        traceparent: ctx.requestHeader.get("traceparent") ?? undefined,
+        authStartedMs: ctx.values.get(AUTH_STARTED),
       });
     },
     importMcpServer(req, ctx) {

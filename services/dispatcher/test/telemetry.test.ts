@@ -137,6 +137,25 @@ describe("dispatcher telemetry", () => {
     expect(validate?.status.code).toBe(2);
   });
 
+  it("honours a traceparent on the plain HTTP facade (POST /run_tool) too", async () => {
+    const callerTrace = "5bf92f3577b34da6a3ce929d0e0e4737";
+    const res = await fetch(`${stack.dispatcher.url}/run_tool`, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${agent}`,
+        "content-type": "application/json",
+        traceparent: `00-${callerTrace}-00f067aa0ba902b8-01`,
+      },
+      body: JSON.stringify({ tool_id: "otel.echo", params: { n: 1 } }),
+    });
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { trace_id: string }).trace_id).toBe(callerTrace);
+    // The facade authenticates before the chain, so its trace starts at resolve (no auth span).
+    const spans = await spansOf(callerTrace, STEPS.length + 1);
+    const root = spans.find((s) => s.name === "toolmesh.dispatch") as ReceivedSpan;
+    expect(root.parentSpanId).toBe("00f067aa0ba902b8");
+  });
+
   it("counts calls, latency and refusals on GET /metrics of the dispatcher's port", async () => {
     const text = await (await fetch(`${stack.dispatcher.url}/metrics`)).text();
     expect(text).toMatch(
