@@ -3,8 +3,9 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     include: ["libs/*/test/**/*.test.ts", "services/*/test/**/*.test.ts", "test/**/*.test.ts"],
-    // Tests that need a Docker Engine run apart, with `npm run test:docker` (vitest.docker.config.ts).
-    exclude: ["**/node_modules/**", "**/*.docker.test.ts"],
+    // Tests that need a Docker Engine or a browser run apart: npm run test:docker
+    // (vitest.docker.config.ts) and npm run test:browser (vitest.browser.config.ts).
+    exclude: ["**/node_modules/**", "**/*.docker.test.ts", "**/*.browser.test.ts"],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     // Integration tests start real processes; two cores do not run many at once well.

@@ -43,10 +43,15 @@ mkdir -p "$TOOLMESH_BIN"
 GOBIN="$TOOLMESH_BIN" go install "google.golang.org/protobuf/cmd/protoc-gen-go@$PROTOC_GEN_GO_VERSION"
 GOBIN="$TOOLMESH_BIN" go install "google.golang.org/grpc/cmd/protoc-gen-go-grpc@$PROTOC_GEN_GO_GRPC_VERSION"
 (cd libs/go && go mod download)
+say "grpcurl $GRPCURL_VERSION (the reflection tests use it)"
+GOBIN="$TOOLMESH_BIN" go install "github.com/fullstorydev/grpcurl/cmd/grpcurl@$GRPCURL_VERSION"
 
 say "Python environment in .venv (grpcio-tools $GRPCIO_TOOLS_VERSION, the toolmesh package)"
 [ -x "$TOOLMESH_VENV/bin/python" ] || python3 -m venv "$TOOLMESH_VENV"
 "$TOOLMESH_VENV/bin/pip" install -q --disable-pip-version-check "grpcio-tools==$GRPCIO_TOOLS_VERSION"
 "$TOOLMESH_VENV/bin/pip" install -q --disable-pip-version-check -e "libs/python[test]"
+
+say "the console's web app (services/console/dist/web)"
+npx vite build --config services/console/vite.config.ts
 
 say "done: npm start runs the stack, npm test runs every test"

@@ -17,6 +17,7 @@ echo "== biome"
 npx biome check .
 echo "== tsc"
 npx tsc --noEmit -p .
+npx tsc --noEmit -p services/console/web
 echo "== Go module builds and vets"
 (cd libs/go && go build ./... && go vet ./...)
 echo "== Python stubs import"
@@ -25,6 +26,8 @@ echo "== vitest"
 npx vitest run
 echo "== docker runtime (vitest against dockerd; skips with one line where there is none)"
 npm run -s test:docker
+echo "== console in chromium (npm run test:browser; screenshots in test-artifacts/console)"
+npm run test:browser
 echo "== Python client and tool SDK (pytest, real stack)"
 libs/python/run-tests.sh
 echo "== Go client (go test, real stack)"

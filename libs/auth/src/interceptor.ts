@@ -16,8 +16,12 @@ export type RequestAuthenticator = (header: string | null, peer: string) => Prom
 /** Tokens longer than this are refused before any parsing. */
 const MAX_TOKEN_LENGTH = 8192;
 
-/** Services that answer without a credential. */
-const PUBLIC_SERVICES = new Set(["grpc.health.v1.Health"]);
+/** Services that answer without a credential: health probes and reflection (the public contracts). */
+const PUBLIC_SERVICES = new Set([
+  "grpc.health.v1.Health",
+  "grpc.reflection.v1.ServerReflection",
+  "grpc.reflection.v1alpha.ServerReflection",
+]);
 
 /** Reads `authorization: Bearer <token>`; UNAUTHENTICATED with what to fix otherwise. */
 export function bearerToken(header: string | null): string {

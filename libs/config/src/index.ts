@@ -178,3 +178,4 @@ export function loadOrExit<T>(load: () => T): T {
     throw error;
   }
 }
+export { SERVICE_PORTS, type ServiceName, serviceUrls } from "./endpoints.js";

@@ -19,6 +19,7 @@ export const stackServices: ServiceSpec[] = [
   { name: "callback", portEnv: "TOOLMESH_CALLBACK_PORT", defaultPort: 7104 },
   { name: "memory-writer" },
   { name: "knowhub-sync" },
+  { name: "console", portEnv: "TOOLMESH_CONSOLE_PORT", defaultPort: 7105 },
 ];
 
 /** The services of the stack built so far (those with services/<name>/src/main.ts). */

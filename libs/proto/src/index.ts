@@ -9,3 +9,4 @@ export * from "./gen/toolmesh/permission/v1/permission_pb.js";
 export * from "./gen/toolmesh/registry/v1/registry_pb.js";
 export * from "./health/google/rpc/error_details_pb.js";
 export * from "./health/grpc/health/v1/health_pb.js";
+export * from "./health/grpc/reflection/v1/reflection_pb.js";

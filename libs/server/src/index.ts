@@ -1,7 +1,9 @@
+export type { HttpHandler } from "./fallback.js";
 export { grpcServiceDefinition, toGrpcServiceError } from "./grpc-js.js";
 export { createHealthService, HealthState } from "./health.js";
 export { onShutdown } from "./lifecycle.js";
 export { type PageTokens, pageTokens } from "./page-token.js";
+export { REFLECTION_SERVICES } from "./reflection.js";
 export {
   createToolmeshServer,
   type ListeningServer,

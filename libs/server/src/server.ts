@@ -11,7 +11,10 @@ import {
 import { type ConnectNodeAdapterOptions, connectNodeAdapter } from "@connectrpc/connect-node";
 import type { Logger } from "@toolmesh/log";
 import { Health, HealthCheckResponse_ServingStatus } from "@toolmesh/proto";
+import { rpcMetricsInterceptor } from "@toolmesh/telemetry";
+import { fallbackHandler } from "./fallback.js";
 import { createHealthService, HealthState } from "./health.js";
+import { addReflection } from "./reflection.js";
 
 /** The caller's network address (`ip:port`), for logs and per-source limits. */
 export const peerAddressKey = createContextKey<string>("unknown", {
@@ -32,7 +35,10 @@ export interface ServerOptions {
   /** Largest request message accepted; larger ones fail with RESOURCE_EXHAUSTED. */
   readMaxBytes: number;
   interceptors?: Interceptor[];
-  /** Serves the requests no RPC matches (plain HTTP routes on the same port); 404 without it. */
+  /**
+   * Serves the requests no RPC matches (plain HTTP routes on the same port), after `/metrics`
+   * and unknown gRPC methods; 404 without it.
+   */
   fallback?: ConnectNodeAdapterOptions["fallback"];
 }
 
@@ -51,14 +57,19 @@ export interface ListeningServer {
   close(graceMs?: number): Promise<void>;
 }
 
-/** One h2c port serving gRPC, gRPC-Web and Connect, plus grpc.health.v1.Health. */
+/**
+ * One h2c port serving gRPC, gRPC-Web and Connect, plus grpc.health.v1.Health, gRPC server
+ * reflection and `GET /metrics`.
+ */
 export function createToolmeshServer(options: ServerOptions): ToolmeshServer {
   const health = new HealthState(options.services.map((s) => s.typeName));
   const shutdown = new AbortController();
   const handler = connectNodeAdapter({
     readMaxBytes: options.readMaxBytes,
     shutdownSignal: shutdown.signal,
-    interceptors: options.interceptors ?? [],
+    // Metrics outermost, so they count the calls authentication refuses too.
+    interceptors: [rpcMetricsInterceptor(), ...(options.interceptors ?? [])],
+    fallback: fallbackHandler(options.log, options.fallback),
     contextValues: (req) => {
       const socket = req.socket;
       return createContextValues().set(
@@ -66,9 +77,9 @@ export function createToolmeshServer(options: ServerOptions): ToolmeshServer {
         socket?.remoteAddress ? `${socket.remoteAddress}:${socket.remotePort}` : "unknown",
       );
     },
-    ...(options.fallback ? { fallback: options.fallback } : {}),
     routes(router) {
       router.service(Health, createHealthService(health));
+      addReflection(router, [...options.services, Health]);
       options.routes(router, { shutdownSignal: shutdown.signal });
     },
   });

@@ -4,6 +4,7 @@ import { type CommonConfig, loadConfig, loadOrExit, type Reader } from "@toolmes
 import { createLogger, type Logger } from "@toolmesh/log";
 import { connectNats, ensureStream, streamDefinitions } from "@toolmesh/nats";
 import { type ListeningServer, onShutdown, type ToolmeshServer } from "@toolmesh/server";
+import { collectProcessMetrics, watchConsumerLag } from "@toolmesh/telemetry";
 import type { JetStreamClient, JetStreamManager, NatsConnection } from "nats";
 
 type StreamName = keyof ReturnType<typeof streamDefinitions>;
@@ -78,6 +79,12 @@ export async function runService<C extends ServiceConfig>(spec: ServiceSpec<C>):
     maxAgeMs: config.streamMaxAgeDays * 24 * 60 * 60 * 1000,
   });
   for (const name of spec.streams ?? []) await ensureStream(jsm, streams[name]);
+  // GET /metrics on the service's port: process figures and the lag of its streams' consumers.
+  collectProcessMetrics();
+  watchConsumerLag(
+    jsm,
+    (spec.streams ?? []).flatMap((name) => streams[name].name ?? []),
+  );
   const stops: (() => void)[] = [];
   const authenticatedRpc = async (): Promise<RpcOptions> => {
     if (!hasAuthSettings(config))

@@ -10,6 +10,7 @@ export { Collector, eventually } from "./eventually.js";
 export { failure } from "./failure.js";
 export { mintJwt, type TestClaims } from "./jwt.js";
 export { natsAt, startNats, type TestNats } from "./nats-server.js";
+export { type OperatorStack, startOperatorStack } from "./operator-stack.js";
 export { freePort } from "./ports.js";
 export { repoRoot, type ServiceProcess, startService } from "./service-process.js";
 export { chainServices, startStack, type TestStack, type TestStackOptions } from "./stack.js";

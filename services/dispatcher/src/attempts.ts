@@ -1,6 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { CallErrorSchema, type InvokeRequest, type Tool, TraceEventKind } from "@toolmesh/proto";
 import type { CallRecord } from "./call-recorder.js";
+import type { CallSpans } from "./call-telemetry.js";
 import type { AttemptResult, ToolRuntime } from "./runtimes/runtime.js";
 
 /** One execution of a tool: up to its retry policy's attempts, within one deadline. */
@@ -14,6 +15,8 @@ export interface AttemptPlan {
   signal: AbortSignal;
   record: CallRecord;
   onEvent: Parameters<ToolRuntime["invoke"]>[0]["onEvent"];
+  /** An `attempt` span per attempt, whose traceparent the backend receives. */
+  spans?: CallSpans;
 }
 
 /**
@@ -33,8 +36,15 @@ export async function runAttempts(
     attempt++;
     request.attempt = attempt;
     request.deadlineMs = Math.max(0, deadline - Date.now());
+    const span = plan.spans?.attempt(attempt);
     result = runtime
-      ? await runtime.invoke({ tool, request, signal, onEvent: plan.onEvent })
+      ? await runtime.invoke({
+          tool,
+          request,
+          signal,
+          onEvent: plan.onEvent,
+          traceparent: span?.traceparent,
+        })
       : {
           ok: false,
           error: create(CallErrorSchema, {
@@ -43,6 +53,7 @@ export async function runAttempts(
           }),
           transient: false,
         };
+    span?.end(result);
     if (signal.aborted) break;
     const retrying = !result.ok && result.transient && attempt < maxAttempts;
     if (maxAttempts > 1 && (attempt > 1 || retrying)) {

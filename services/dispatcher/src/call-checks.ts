@@ -128,6 +128,8 @@ export function checkCall(
   req: DispatchRequest,
   principal: Principal,
   callId: string,
+  /** Told when the next check begins (validate, authorise), for the call's spans. */
+  onStep: (step: "validate" | "authorise") => void = () => {},
 ): CheckedCall {
   const ctx = req.context;
   // Lengths first: nothing below (the running calls, the catalog, a subject) sees an oversized id.
@@ -202,6 +204,7 @@ export function checkCall(
   }
   checkPin(tool, ctx?.toolPin);
 
+  onStep("validate");
   let validators: ToolValidators;
   try {
     validators = catalog.validatorsOf(tool);
@@ -223,6 +226,7 @@ export function checkCall(
     );
   }
 
+  onStep("authorise");
   const decision = policy.decide(principal, catalog.policyView(tool));
   if (!decision.allowed) {
     throw new Refusal(

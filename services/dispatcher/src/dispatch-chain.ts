@@ -14,6 +14,7 @@ import {
   RuntimeKind,
   TraceEventKind,
 } from "@toolmesh/proto";
+import { parseTraceparent, startTracing, type Tracing } from "@toolmesh/telemetry";
 import { runAttempts } from "./attempts.js";
 import {
   type CheckedCall,
@@ -25,6 +26,12 @@ import {
   recordIdentity,
 } from "./call-checks.js";
 import type { CallRecord, CallRecorder } from "./call-recorder.js";
+import {
+  CallSpans,
+  type CallTraceContext,
+  dispatcherMetrics,
+  statusLabel,
+} from "./call-telemetry.js";
 import { PublishError } from "./event-publisher.js";
 import type { CallIdOwners, IdempotencyStore } from "./idempotency.js";
 import { classify } from "./outcome.js";
@@ -58,10 +65,12 @@ export interface ChainDeps {
   limits?: CallLimiter | undefined;
   settings: ChainSettings;
   log: Logger;
+  /** Spans for each chain step (startTracing); off when omitted. */
+  tracing?: Tracing;
 }
 
 /** Per-call options that come from the transport. */
-export interface DispatchOptions {
+export interface DispatchOptions extends CallTraceContext {
   /** Milliseconds left before the RPC's own deadline, if it has one. */
   rpcTimeoutMs?: number | undefined;
   /** Aborted when the caller goes away. */
@@ -98,6 +107,7 @@ interface Execution {
   requestTimeoutMs: number;
   /** Stores the response for replays when set. */
   idempotencyKey: string;
+  spans: CallSpans;
 }
 
 /** Kinds a backend may emit; anything else is published as CUSTOM with its name. */
@@ -113,8 +123,12 @@ const BACKEND_KINDS = new Set([
  */
 export class DispatchChain {
   private readonly inflightKeys = new Map<string, Promise<DispatchResponse>>();
+  private readonly metrics = dispatcherMetrics();
+  private readonly tracing: Tracing;
 
-  constructor(private readonly deps: ChainDeps) {}
+  constructor(private readonly deps: ChainDeps) {
+    this.tracing = deps.tracing ?? startTracing("dispatcher", {});
+  }
 
   /** Runs one call; refusals throw ConnectError with details (after their audit record is acked). */
   async dispatch(
@@ -160,7 +174,12 @@ export class DispatchChain {
     req.tool = this.deps.catalog.resolve(req.tool);
     const ctx = req.context;
     const callId = ctx?.callId || newCallId();
-    const traceId = ctx?.traceId || options.batchTraceId || newTraceId();
+    // A caller's W3C traceparent names the trace when the request does not: one id everywhere.
+    const traceId =
+      ctx?.traceId ||
+      options.batchTraceId ||
+      parseTraceparent(options.traceparent)?.traceId ||
+      newTraceId();
     // Records are filed under valid ids even when the request's are not (it is refused).
     const record = this.deps.recorder.begin(
       recordIdentity(
@@ -169,10 +188,17 @@ export class DispatchChain {
       ),
     );
 
+    const spans = new CallSpans(
+      this.tracing,
+      { ...record.call, tool: req.tool, agentId: principal.agentId },
+      options,
+    );
+
     let checked: CheckedCall;
     try {
       if (options.refusal) throw options.refusal;
-      checked = checkCall(this.deps, req, principal, callId);
+      spans.step("resolve");
+      checked = checkCall(this.deps, req, principal, callId, (step) => spans.step(step));
       this.checkRecordable(checked);
       // A call id the Dispatcher made is this call's alone; one a caller chose must be claimed.
       if (ctx?.callId) await claimCallId(this.deps.callIds, record.call.callId, principal);
@@ -182,7 +208,12 @@ export class DispatchChain {
       const filed = error.foreignCallId
         ? this.deps.recorder.begin({ ...record.call, callId: newCallId() })
         : record;
+      const code = codeName(error.error.code);
+      this.metrics.refusals.inc({ code });
+      spans.refused(code, error.error.rawMessage);
+      spans.step("record");
       await this.refuse(filed, error, req, Date.now() - started);
+      spans.end(CallStatus.REFUSED);
       throw new CallRefused(error.error, filed.call.callId, filed.call.traceId);
     }
 
@@ -195,13 +226,14 @@ export class DispatchChain {
       options,
       requestTimeoutMs: req.timeoutMs,
       idempotencyKey: key,
+      spans,
     };
     if (key === "") return this.execute(execution);
     const slot = `${principal.agentId}\u0000${key}`;
     const inflight = this.inflightKeys.get(slot);
-    if (inflight) return replayed(await inflight);
+    if (inflight) return this.replayed(spans, await inflight);
     const stored = await this.deps.idempotency.get(principal.agentId, key);
-    if (stored) return replayed(stored);
+    if (stored) return this.replayed(spans, stored);
     const running = this.execute(execution);
     this.inflightKeys.set(slot, running);
     try {
@@ -240,6 +272,11 @@ export class DispatchChain {
     if (tooLarge) throw new Refusal(tooLarge, "arguments_too_large");
   }
 
+  private replayed(spans: CallSpans, response: DispatchResponse): DispatchResponse {
+    spans.end(response.status);
+    return replayed(response);
+  }
+
   /** Records a refusal and waits for its acks; a failed record is logged, the refusal stands. */
   private async refuse(
     record: CallRecord,
@@ -268,7 +305,7 @@ export class DispatchChain {
   }
 
   private async execute(call: Execution): Promise<DispatchResponse> {
-    const { checked, principal, record, started, options } = call;
+    const { checked, principal, record, started, options, spans } = call;
     const { tool, args } = checked;
     const spec = tool.spec;
     const { settings, running } = this.deps;
@@ -295,6 +332,7 @@ export class DispatchChain {
       running.delete(callId);
     };
 
+    spans.step("execute");
     const startAcked = record.start({
       args,
       timeoutMs,
@@ -339,6 +377,7 @@ export class DispatchChain {
             traceBackendEvent(record, event);
             options.onEvent?.(event);
           },
+          spans,
         });
       }
     } finally {
@@ -346,6 +385,8 @@ export class DispatchChain {
     }
 
     const finished = Date.now();
+    if (ran.attempts > 1) this.metrics.retries.inc({ tool: spec.name }, ran.attempts - 1);
+    spans.step("record");
     const end = limitOutput(
       spec.name,
       classify({
@@ -384,6 +425,10 @@ export class DispatchChain {
     if (call.idempotencyKey) {
       await this.deps.idempotency.put(principal.agentId, call.idempotencyKey, response);
     }
+    const status = statusLabel(end.status);
+    this.metrics.calls.inc({ tool: spec.name, status });
+    this.metrics.duration.observe({ tool: spec.name, status }, (Date.now() - started) / 1000);
+    spans.end(end.status);
     return response;
   }
 

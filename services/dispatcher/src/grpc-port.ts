@@ -63,11 +63,20 @@ export async function listenGrpcPort(
         ? Math.max(1, deadlineMs - Date.now())
         : undefined;
       const header = call.metadata.get("authorization")[0];
+      const traceparent = call.metadata.get("traceparent")[0];
+      const authStartedMs = Date.now();
       Promise.resolve()
         .then(() =>
           deps.authenticateRequest(typeof header === "string" ? header : null, call.getPeer()),
         )
-        .then((principal) => run(call.request, principal, { rpcTimeoutMs, signal: abort.signal }))
+        .then((principal) =>
+          run(call.request, principal, {
+            rpcTimeoutMs,
+            signal: abort.signal,
+            traceparent: typeof traceparent === "string" ? traceparent : undefined,
+            authStartedMs,
+          }),
+        )
         .then(
           (response) => {
             answered = true;

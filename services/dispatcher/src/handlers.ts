@@ -13,6 +13,7 @@ import {
 } from "@toolmesh/proto";
 import { runBatch } from "./batch.js";
 import { type CheckDeps, usableTools } from "./call-checks.js";
+import { AUTH_STARTED } from "./call-telemetry.js";
 import type { DispatchChain } from "./dispatch-chain.js";
 import { type ImportDeps, importMcpServer } from "./mcp/import-server.js";
 import type { RunningCalls } from "./running-calls.js";
@@ -58,12 +59,16 @@ export function createDispatcherHandlers(deps: HandlerDeps): ServiceImpl<typeof 
       return chain.dispatch(req, principalOf(ctx), {
         rpcTimeoutMs: ctx.timeoutMs(),
         signal: ctx.signal,
+        traceparent: ctx.requestHeader.get("traceparent") ?? undefined,
+        authStartedMs: ctx.values.get(AUTH_STARTED),
       });
     },
     dispatchBatch(req, ctx) {
       return runBatch(chain, catalog, req, principalOf(ctx), {
         rpcTimeoutMs: ctx.timeoutMs(),
         signal: ctx.signal,
+        traceparent: ctx.requestHeader.get("traceparent") ?? undefined,
+        authStartedMs: ctx.values.get(AUTH_STARTED),
       });
     },
     cancel(req, ctx) {
@@ -87,6 +92,8 @@ export function createDispatcherHandlers(deps: HandlerDeps): ServiceImpl<typeof 
       return dispatchToolCalls(chain, catalog, req, principalOf(ctx), {
         rpcTimeoutMs: ctx.timeoutMs(),
         signal: ctx.signal,
+        traceparent: ctx.requestHeader.get("traceparent") ?? undefined,
+        authStartedMs: ctx.values.get(AUTH_STARTED),
       });
     },
     importMcpServer(req, ctx) {

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { runService } from "@toolmesh/service";
+import { startTracing } from "@toolmesh/telemetry";
 import { JetStreamLeases } from "./call-leases.js";
 import { CallRecorder } from "./call-recorder.js";
 import { dispatcherConfig } from "./config.js";
@@ -65,6 +66,8 @@ await runService({
       log,
     });
     sweeper.start();
+    const tracing = startTracing("dispatcher");
+    if (tracing.enabled) log.info("exporting spans over OTLP (OTEL_EXPORTER_OTLP_* is set)");
     const dispatcher = createDispatcher({
       tools: snapshots.tools,
       policy: snapshots.policy,
@@ -76,6 +79,7 @@ await runService({
       auth: await authenticatedRpc(),
       settings: config,
       log,
+      tracing,
     });
     let grpcPort: GrpcPort | undefined;
     return {
@@ -96,6 +100,7 @@ await runService({
         capacity.stop();
         publisher.close();
         snapshots.stop();
+        await tracing.shutdown();
       },
     };
   },

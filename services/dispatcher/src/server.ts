@@ -5,8 +5,10 @@ import type { RequestAuthenticator } from "@toolmesh/auth";
 import type { Logger } from "@toolmesh/log";
 import { DispatcherService, RegistryService } from "@toolmesh/proto";
 import { createToolmeshServer, type ToolmeshServer } from "@toolmesh/server";
+import type { Tracing } from "@toolmesh/telemetry";
 import type { LeaseLedger } from "./call-leases.js";
 import { CallRecorder } from "./call-recorder.js";
+import { authTimingInterceptor } from "./call-telemetry.js";
 import { DispatchChain, type PermissionGate } from "./dispatch-chain.js";
 import type { EventPublisher } from "./event-publisher.js";
 import { type GrpcPort, listenGrpcPort } from "./grpc-port.js";
@@ -65,6 +67,8 @@ export interface DispatcherDeps {
   auth: { interceptors: Interceptor[]; authenticateRequest: RequestAuthenticator };
   settings: DispatcherSettings;
   log: Logger;
+  /** Spans of each call (startTracing from the OTEL_* variables); off when omitted. */
+  tracing?: Tracing;
 }
 
 export interface Dispatcher {
@@ -126,6 +130,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     limits: deps.limits,
     settings: { defaultTimeoutMs: settings.defaultTimeoutMs, maxTimeoutMs: settings.maxTimeoutMs },
     log,
+    ...(deps.tracing ? { tracing: deps.tracing } : {}),
   });
   const registry = createClient(
     RegistryService,
@@ -148,7 +153,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     services: [DispatcherService],
     log,
     readMaxBytes: settings.maxMessageBytes,
-    interceptors: deps.auth.interceptors,
+    interceptors: [authTimingInterceptor, ...deps.auth.interceptors],
     fallback: createHttpRoutes({
       facade: { ...checks, chain, local, registry, maxBodyBytes: settings.maxMessageBytes, log },
       mcp,

@@ -4,6 +4,7 @@ import { PolicySnapshot } from "@toolmesh/policy";
 import type { RateLimitSchema } from "@toolmesh/proto";
 import type { NatsConnection } from "nats";
 import type { PermissionGate } from "./call-checks.js";
+import { watchSnapshotMetrics } from "./call-telemetry.js";
 import { followRateLimits } from "./rate-limits.js";
 import type { ToolSource } from "./tool-catalog.js";
 
@@ -28,11 +29,13 @@ export function followSnapshots(nc: NatsConnection, log: Logger): Snapshots {
     "calls fail closed until the Permission service creates it",
   );
   const limits = followRateLimits(nc, log);
+  const unwatch = watchSnapshotMetrics({ registry: tools, permission: policy.grants });
   return {
     tools,
     policy,
     limits,
     stop() {
+      unwatch();
       tools.stop();
       policy.stop();
       limits.stop();

@@ -155,7 +155,7 @@ export async function runTool(
       timeoutMs: timeout_ms,
     }),
     principal,
-    { signal: request.signal },
+    { signal: request.signal, traceparent: request.headers.get("traceparent") ?? undefined },
   );
   return json(
     200,

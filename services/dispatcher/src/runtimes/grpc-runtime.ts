@@ -49,12 +49,14 @@ export class GrpcRuntime implements ToolRuntime {
         attempt.signal.removeEventListener("abort", onAbort);
         resolve(value);
       };
+      const metadata = new grpc.Metadata();
+      if (attempt.traceparent) metadata.set("traceparent", attempt.traceparent);
       const call = client.makeServerStreamRequest(
         invokeMethod.path,
         invokeMethod.requestSerialize,
         invokeMethod.responseDeserialize,
         attempt.request,
-        new grpc.Metadata(),
+        metadata,
         {},
       );
       const onAbort = () => {

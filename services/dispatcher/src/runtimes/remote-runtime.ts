@@ -36,6 +36,7 @@ export class RemoteRuntime implements ToolRuntime {
           "x-toolmesh-trace-id": ctx?.traceId ?? "",
           "x-toolmesh-call-id": ctx?.callId ?? "",
           "x-toolmesh-attempt": String(attempt.request.attempt),
+          ...(attempt.traceparent ? { traceparent: attempt.traceparent } : {}),
         },
         body: JSON.stringify(attempt.request.arguments ?? {}),
         signal: attempt.signal,

@@ -10,6 +10,8 @@ export interface Attempt {
   signal: AbortSignal;
   /** A trace event the backend streamed. */
   onEvent(event: BackendEvent): void;
+  /** The W3C traceparent of this attempt's span, sent to the backend so its spans join the trace. */
+  traceparent?: string | undefined;
 }
 
 /** How an attempt ended. transient failures may be retried for idempotent tools. */

@@ -15,6 +15,10 @@ import {
   RuntimeStatusSchema,
 } from "@toolmesh/proto";
 import { grpcServiceDefinition } from "@toolmesh/server";
+import { localToolRestarts } from "../call-telemetry.js";
+
+/** Counts a backend process (local tool or container) restarting after it exited on its own. */
+const restartsCounter = localToolRestarts();
 
 /** How supervised backends are run, from the Dispatcher's configuration. */
 export interface SupervisorSettings {
@@ -218,6 +222,7 @@ export class SupervisedBackend<S extends SupervisedSpec> {
       return;
     }
     this.restarts++;
+    restartsCounter.inc({ tool: this.tool });
     this.lastError = how;
     const delay = Math.min(100 * 2 ** Math.min(this.restarts - 1, 7), 10_000);
     this.log.warn({ ended: how, restart_in_ms: delay }, "tool backend crashed; restarting");

@@ -1,0 +1,203 @@
+import { createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import type { ServiceName } from "@toolmesh/config";
+import {
+  AuditAction,
+  type AuditRecord,
+  AuditRecordSchema,
+  AuditService,
+  CallStatus,
+  DispatcherService,
+  Health,
+  HealthCheckResponse_ServingStatus,
+  RuntimeState,
+  RuntimeStatusSchema,
+  VerifyChainResponseSchema,
+} from "@toolmesh/proto";
+import {
+  callStatus,
+  enumName,
+  flag,
+  type Group,
+  isoTime,
+  jsonOf,
+  type Leaf,
+  when,
+} from "../command.js";
+import { type CliContext, UsageError } from "../context.js";
+import { statusColour } from "../output.js";
+
+/** `toolmesh audit …`: the access log. */
+export const audit: Group = {
+  summary: "search the access log and verify its hash chain",
+  sub: {
+    query: {
+      summary: "search audit records, newest filters first",
+      usage:
+        "audit query [--agent ID] [--user ID] [--tool NAME] [--status S] [--trace ID] [--call ID] [--since ISO] [--until ISO] [--limit N]",
+      options: {
+        agent: { type: "string" },
+        user: { type: "string" },
+        tool: { type: "string" },
+        status: { type: "string" },
+        trace: { type: "string" },
+        call: { type: "string" },
+        since: { type: "string" },
+        until: { type: "string" },
+        limit: { type: "string" },
+      },
+      async run(ctx, _args, flags) {
+        const limitText = flag(flags, "limit") ?? "50";
+        if (!/^[1-9]\d*$/.test(limitText))
+          throw new UsageError(`--limit must be a positive whole number; got "${limitText}"`);
+        const limit = Number(limitText);
+        const status = callStatus(flag(flags, "status"));
+        const records: AuditRecord[] = [];
+        let pageToken = "";
+        do {
+          const res = await ctx.client("audit", AuditService).queryRecords(
+            {
+              agentId: flag(flags, "agent") ?? "",
+              userId: flag(flags, "user") ?? "",
+              tool: flag(flags, "tool") ?? "",
+              status,
+              traceId: flag(flags, "trace") ?? "",
+              callId: flag(flags, "call") ?? "",
+              startTime: isoTime(flag(flags, "since"), "since"),
+              endTime: isoTime(flag(flags, "until"), "until"),
+              pageSize: Math.min(limit - records.length, 500),
+              pageToken,
+            },
+            ctx.auth(),
+          );
+          records.push(...res.records);
+          pageToken = res.nextPageToken;
+        } while (pageToken !== "" && records.length < limit);
+        ctx.out.result(
+          records.map((r) => jsonOf(AuditRecordSchema, r)),
+          () =>
+            ctx.out.table(
+              ["SEQ", "TIME", "ACTION", "TOOL", "AGENT", "STATUS", "MS", "TRACE", "ERROR"],
+              records.map((r) => {
+                const s = enumName(CallStatus, r.status);
+                return [
+                  String(r.sequence),
+                  when(r.time),
+                  enumName(AuditAction, r.action),
+                  r.tool,
+                  r.agentId,
+                  ctx.out.paint(statusColour(s), s),
+                  String(r.durationMs),
+                  r.traceId,
+                  r.errorCode,
+                ];
+              }),
+            ),
+        );
+        return 0;
+      },
+    },
+    verify: {
+      summary: "verify the audit log's hash chain; exit code 1 names the first break",
+      usage: "audit verify [--from SEQUENCE]",
+      options: { from: { type: "string" } },
+      async run(ctx, _args, flags) {
+        const from = flag(flags, "from") ?? "0";
+        if (!/^\d+$/.test(from))
+          throw new UsageError(`--from must be a sequence number; got "${from}"`);
+        const res = await ctx
+          .client("audit", AuditService)
+          .verifyChain({ fromSequence: BigInt(from) }, ctx.auth());
+        ctx.out.result(jsonOf(VerifyChainResponseSchema, res), () => {
+          if (res.ok)
+            ctx.out.line(
+              `${ctx.out.paint("green", "intact")}: ${res.recordsChecked} records checked`,
+            );
+          else
+            ctx.out.line(
+              `${ctx.out.paint("red", "broken")} at sequence ${res.firstBreakSequence}: ${res.reason} (expected ${res.expectedHash}, found ${res.actualHash}; ${res.recordsChecked} records checked)`,
+            );
+        });
+        return res.ok ? 0 : 1;
+      },
+    },
+  },
+};
+
+/** One service's health as `status` reports it. */
+async function health(ctx: CliContext, name: ServiceName) {
+  const started = performance.now();
+  try {
+    const client = createClient(Health, createGrpcTransport({ baseUrl: ctx.urls[name] }));
+    const res = await client.check({ service: "" }, { timeoutMs: 3000 });
+    return {
+      service: name,
+      url: ctx.urls[name],
+      status: enumName(HealthCheckResponse_ServingStatus, res.status),
+      ms: Math.round(performance.now() - started),
+    };
+  } catch (error) {
+    return {
+      service: name,
+      url: ctx.urls[name],
+      status: "UNREACHABLE",
+      ms: -1,
+      error: (error as Error).message,
+    };
+  }
+}
+
+/** `toolmesh status`. */
+export const status: Leaf = {
+  summary: "every service's health and the runtime state of local tools",
+  usage: "status",
+  details: ["Exit code 1 when a service is not SERVING."],
+  async run(ctx) {
+    const services = await Promise.all(
+      (Object.keys(ctx.urls) as ServiceName[]).map((name) => health(ctx, name)),
+    );
+    let runtimes: ReturnType<typeof jsonOf>[] = [];
+    let runtimeRows: string[][] = [];
+    let runtimeNote = "";
+    try {
+      const res = await ctx
+        .client("dispatcher", DispatcherService)
+        .getRuntimeStatus({ tool: "" }, ctx.auth({ timeoutMs: 3000 }));
+      runtimes = res.runtimes.map((r) => jsonOf(RuntimeStatusSchema, r));
+      runtimeRows = res.runtimes.map((r) => [
+        r.tool,
+        enumName(RuntimeState, r.state),
+        r.pid ? String(r.pid) : "-",
+        r.port ? String(r.port) : "-",
+        String(r.restarts),
+        String(r.inFlight),
+        r.lastError || "-",
+      ]);
+    } catch (error) {
+      runtimeNote = `local tools unknown: ${(error as Error).message}`;
+    }
+    const healthy = services.every((s) => s.status === "SERVING");
+    ctx.out.result(
+      { services, localTools: runtimes, ...(runtimeNote ? { localToolsError: runtimeNote } : {}) },
+      () => {
+        ctx.out.table(
+          ["SERVICE", "URL", "STATUS", "MS"],
+          services.map((s) => [
+            s.service,
+            s.url,
+            ctx.out.paint(s.status === "SERVING" ? "green" : "red", s.status),
+            s.ms >= 0 ? String(s.ms) : "-",
+          ]),
+        );
+        ctx.out.line();
+        if (runtimeNote) ctx.out.note(runtimeNote);
+        else
+          ctx.out.table(
+            ["LOCAL TOOL", "STATE", "PID", "PORT", "RESTARTS", "IN FLIGHT", "LAST ERROR"],
+            runtimeRows,
+          );
+      },
+    );
+    return healthy ? 0 : 1;
+  },
+};

@@ -1,0 +1,279 @@
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { writeFile } from "node:fs/promises";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import path from "node:path";
+import { promisify } from "node:util";
+import { LineWatcher, type OperatorStack, repoRoot, startOperatorStack } from "@toolmesh/testkit";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+const execFileAsync = promisify(execFile);
+const bin = path.join(repoRoot, "libs/cli/bin/toolmesh.mjs");
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+// The toolmesh command, run as a process against the whole stack (launcher, free ports).
+describe("toolmesh CLI", () => {
+  let op: OperatorStack;
+  let backend: http.Server;
+  let dir: string;
+  const children: ChildProcess[] = [];
+
+  const cli = async (args: string[], env: Record<string, string> = {}): Promise<Run> => {
+    try {
+      const { stdout, stderr } = await execFileAsync(process.execPath, [bin, ...args], {
+        env: { ...process.env, ...op.env, TOOLMESH_TOKEN: op.adminToken, NO_COLOR: "1", ...env },
+        cwd: dir,
+        timeout: 30_000,
+      });
+      return { code: 0, stdout, stderr };
+    } catch (error) {
+      const e = error as { code: number; stdout: string; stderr: string };
+      return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+    }
+  };
+  const ok = async (args: string[], env: Record<string, string> = {}) => {
+    const run = await cli(args, env);
+    expect(run.code, `toolmesh ${args.join(" ")}\n${run.stderr}`).toBe(0);
+    return run;
+  };
+  /** Retries a CLI run until `check` passes (state another process applies asynchronously). */
+  const until = async (
+    args: string[],
+    check: (run: Run) => boolean,
+    env: Record<string, string> = {},
+  ) => {
+    const deadline = Date.now() + 15_000;
+    let run = await cli(args, env);
+    while (!check(run) && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      run = await cli(args, env);
+    }
+    return run;
+  };
+
+  beforeAll(async () => {
+    backend = http.createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on("data", (c: Buffer) => chunks.push(c));
+      req.on("end", () => {
+        const args = JSON.parse(Buffer.concat(chunks).toString("utf8") || "{}");
+        res
+          .writeHead(200, { "content-type": "application/json" })
+          .end(JSON.stringify({ echoed: args.n ?? null }));
+      });
+    });
+    await new Promise<void>((resolve) => backend.listen(0, "127.0.0.1", resolve));
+    op = await startOperatorStack();
+    dir = op.dataDir;
+    const url = `http://127.0.0.1:${(backend.address() as AddressInfo).port}/echo`;
+    await writeFile(
+      path.join(dir, "tool.yaml"),
+      [
+        "name: cli.echo",
+        "version: 1.0.0",
+        "description: Echoes n back.",
+        "inputSchema:",
+        "  type: object",
+        "  properties: {n: {type: integer}}",
+        "idempotent: true",
+        `runtime: {remote: {url: "${url}"}}`,
+      ].join("\n"),
+    );
+  }, 180_000);
+  afterAll(async () => {
+    for (const child of children) child.kill();
+    await op?.stop();
+    backend?.close();
+  });
+
+  it("prints help and refuses usage mistakes with exit code 2", async () => {
+    const help = await ok(["--help"]);
+    expect(help.stdout).toContain("tools ls|get|register|update|rm");
+    const sub = await ok(["keys", "create", "--help"]);
+    expect(sub.stdout).toContain("Usage: toolmesh keys create --agent ID");
+    const unknown = await cli(["frobnicate"]);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain('unknown command "frobnicate"');
+    const badJson = await cli(["call", "cli.echo", "{n:1"]);
+    expect(badJson.code).toBe(2);
+    expect(badJson.stderr).toContain("the arguments are not JSON");
+    const badFlag = await cli(["tools", "ls", "--colour"]);
+    expect(badFlag.code).toBe(2);
+    expect(badFlag.stderr).toContain("--colour");
+  });
+
+  it("reports every service SERVING", async () => {
+    const run = await ok(["status", "--json"]);
+    const status = JSON.parse(run.stdout) as { services: { service: string; status: string }[] };
+    expect(status.services.map((s) => s.status)).toEqual(Array(5).fill("SERVING"));
+    expect((await ok(["status"])).stdout).toMatch(
+      /dispatcher\s+http:\/\/127\.0\.0\.1:\d+\s+SERVING/,
+    );
+  });
+
+  it("registers, lists, shows and updates a tool from YAML", async () => {
+    const reg = await ok(["tools", "register", "-f", "tool.yaml"]);
+    expect(reg.stdout).toContain("registered cli.echo");
+    const ls = JSON.parse((await ok(["tools", "ls", "--json"])).stdout) as {
+      spec: { name: string };
+    }[];
+    expect(ls.map((t) => t.spec.name)).toContain("cli.echo");
+    expect((await ok(["tools", "ls"])).stdout).toMatch(/cli\.echo\s+1\.0\.0\s+ACTIVE\s+remote/);
+    expect((await ok(["tools", "get", "cli.echo"])).stdout).toContain(
+      "description: Echoes n back.",
+    );
+    expect((await ok(["tools", "update", "-f", "tool.yaml"])).stdout).toMatch(
+      /updated cli\.echo \(revision \d+\)/,
+    );
+    const missing = await cli(["tools", "get", "no.such"]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain("NOT_FOUND");
+    const bad = await cli(["tools", "register", "-f", "nope.yaml"]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("cannot read nope.yaml: ENOENT");
+  });
+
+  let secret = "";
+  let keyId = "";
+  it("creates a key and a grant, then the agent's call shows up live in tail", async () => {
+    const key = JSON.parse(
+      (await ok(["keys", "create", "--agent", "cli-bot", "--name", "test", "--json"])).stdout,
+    );
+    secret = key.secret;
+    keyId = key.apiKey.id;
+    expect(secret).toMatch(/^tmk_/);
+    const grant = await ok([
+      "grants",
+      "add",
+      "--agent",
+      "cli-bot",
+      "--tool",
+      "cli.echo",
+      "--scopes",
+      "*",
+    ]);
+    expect(grant.stdout).toMatch(/granted \S+/);
+    expect((await ok(["grants", "ls", "--agent", "cli-bot"])).stdout).toContain("tool:cli.echo");
+
+    const tail = spawn(
+      process.execPath,
+      [bin, "tail", "--agent", "cli-bot", "--count", "1", "--json"],
+      {
+        env: { ...process.env, ...op.env, TOOLMESH_TOKEN: op.adminToken },
+        cwd: dir,
+      },
+    );
+    children.push(tail);
+    const tailOut = new LineWatcher(tail.stdout);
+    // Without a filter, tail follows every final status (a table line per outcome).
+    const tailAll = spawn(process.execPath, [bin, "tail", "--count", "1"], {
+      env: { ...process.env, ...op.env, TOOLMESH_TOKEN: op.adminToken, NO_COLOR: "1" },
+      cwd: dir,
+    });
+    children.push(tailAll);
+    const tailAllOut = new LineWatcher(tailAll.stdout);
+    await Promise.all(
+      [tail, tailAll].map((t) =>
+        new LineWatcher(t.stderr).waitFor((l) => l.includes("watching outcomes"), 20_000, "tail"),
+      ),
+    );
+
+    const call = await until(["call", "cli.echo", '{"n": 7}', "--json"], (r) => r.code === 0, {
+      TOOLMESH_TOKEN: secret,
+    });
+    expect(call.code, call.stderr).toBe(0);
+    const res = JSON.parse(call.stdout);
+    expect(res).toMatchObject({ status: "CALL_STATUS_SUCCESS", output: { echoed: 7 } });
+    const line = await tailOut.waitFor(
+      (l) => l.includes(res.callId),
+      15_000,
+      "the outcome in tail",
+    );
+    expect(JSON.parse(line)).toMatchObject({
+      tool: "cli.echo",
+      agentId: "cli-bot",
+      status: "CALL_STATUS_SUCCESS",
+    });
+    const tailed = await tailAllOut.waitFor(
+      (l) => l.includes(res.callId),
+      15_000,
+      "tail, unfiltered",
+    );
+    expect(tailed).toMatch(/SUCCESS\s+cli\.echo\s+agent cli-bot/);
+
+    const human = await ok(["call", "cli.echo", '{"n": 8}'], { TOOLMESH_TOKEN: secret });
+    expect(human.stderr).toMatch(/^SUCCESS cli\.echo in \d+ ms/);
+    expect(JSON.parse(human.stdout)).toEqual({ echoed: 8 });
+
+    // The trace waterfall: execute, result and the callback, each with its offset.
+    const trace = await until(["trace", res.traceId], (r) => r.stdout.includes("CALLBACK_SUCCESS"));
+    expect(trace.stdout).toMatch(/\+0ms\s+TOOL_EXECUTE\s+cli\.echo\s+\|█/);
+    expect(trace.stdout).toMatch(/TOOL_RESULT/);
+    expect(trace.stderr).toContain(`trace ${res.traceId}:`);
+  });
+
+  it("shows the validation lines of a bad argument and exits 1", async () => {
+    const run = await cli(["call", "cli.echo", '{"n": "seven"}'], { TOOLMESH_TOKEN: secret });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain("INVALID_ARGUMENT");
+    expect(run.stderr).toContain("- /n: must be integer");
+  });
+
+  it("runs a batch from a file", async () => {
+    await writeFile(
+      path.join(dir, "calls.yaml"),
+      '- {tool: cli.echo, arguments: {n: 1}}\n- {tool: cli.echo, arguments: {n: "x"}}\n',
+    );
+    const run = await cli(["batch", "-f", "calls.yaml"], { TOOLMESH_TOKEN: secret });
+    expect(run.code).toBe(1);
+    expect(run.stdout).toMatch(/1\s+cli\.echo\s+SUCCESS/);
+    expect(run.stdout).toMatch(/2\s+cli\.echo\s+REFUSED.*INVALID_ARGUMENT/);
+  });
+
+  it("queries the audit log and verifies its chain", async () => {
+    const records = JSON.parse(
+      (
+        await until(["audit", "query", "--agent", "cli-bot", "--json"], (r) =>
+          r.stdout.includes("cli.echo"),
+        )
+      ).stdout,
+    ) as { tool: string; agentId: string }[];
+    expect(records.length).toBeGreaterThanOrEqual(2);
+    expect(records.every((r) => r.agentId === "cli-bot")).toBe(true);
+    const verify = await ok(["audit", "verify"]);
+    expect(verify.stdout).toMatch(/^intact: \d+ records checked/);
+  });
+
+  it("revokes the key: the agent's next call is refused", async () => {
+    expect((await ok(["keys", "ls", "--agent", "cli-bot"])).stdout).toContain(keyId);
+    await ok(["keys", "revoke", keyId]);
+    const refused = await until(["call", "cli.echo", "{}"], (r) => r.code === 1, {
+      TOOLMESH_TOKEN: secret,
+    });
+    expect(refused.stderr).toContain("UNAUTHENTICATED");
+    expect((await ok(["keys", "ls", "--agent", "cli-bot", "--all"])).stdout).toMatch(/revoked/);
+  });
+
+  it("writes and removes groups, grants and tools", async () => {
+    await writeFile(
+      path.join(dir, "group.yaml"),
+      "name: cli-tools\ndescription: test group\ntools: [cli.echo]\n",
+    );
+    await ok(["groups", "put", "-f", "group.yaml"]);
+    expect((await ok(["groups", "ls"])).stdout).toMatch(/cli-tools\s+cli\.echo/);
+    await ok(["groups", "rm", "cli-tools"]);
+    const grants = JSON.parse(
+      (await ok(["grants", "ls", "--agent", "cli-bot", "--json"])).stdout,
+    ) as { id: string }[];
+    for (const g of grants) await ok(["grants", "revoke", g.id]);
+    expect(JSON.parse((await ok(["grants", "ls", "--agent", "cli-bot", "--json"])).stdout)).toEqual(
+      [],
+    );
+    expect((await ok(["tools", "rm", "cli.echo"])).stdout).toContain("removed cli.echo");
+  });
+});

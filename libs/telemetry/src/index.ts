@@ -1,0 +1,22 @@
+export { SpanStatusCode } from "@opentelemetry/api";
+export { watchConsumerLag } from "./consumer-lag.js";
+export {
+  collectProcessMetrics,
+  counter,
+  gauge,
+  histogram,
+  LATENCY_BUCKETS,
+  metricsRegistry,
+  renderMetrics,
+} from "./metrics.js";
+export { rpcMetricsInterceptor } from "./rpc-metrics.js";
+export {
+  endWithError,
+  parseTraceparent,
+  type RootSpanOptions,
+  type Span,
+  startTracing,
+  type Tracing,
+  traceparentOf,
+  tracingRequested,
+} from "./tracing.js";

@@ -1,0 +1,225 @@
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import {
+  DispatcherService,
+  Effect,
+  PermissionService,
+  PrincipalKind,
+  RegistryService,
+  ResourceKind,
+  ToolStatus,
+} from "@toolmesh/proto";
+import { type OperatorStack, repoRoot, startOperatorStack } from "@toolmesh/testkit";
+import { type BrowserContext, chromium, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+const CHROMIUM = process.env.CHROMIUM_BIN ?? "/usr/bin/chromium";
+const artifacts = path.join(repoRoot, "test-artifacts", "console");
+
+// The console in a real browser (Debian's chromium driven by playwright-core) against the whole
+// stack: sign in, make a call, open its trace waterfall, revoke a key. Screenshots are kept.
+describe("web console in chromium", () => {
+  let op: OperatorStack;
+  let backend: http.Server;
+  let context: BrowserContext;
+  let page: Page;
+  let profile: string;
+  let consoleUrl: string;
+  let agentSecret: string;
+  let agentKeyId: string;
+  const admin = () => ({ headers: { authorization: `Bearer ${op.adminToken}` } });
+
+  const shot = (name: string) =>
+    page.screenshot({ path: path.join(artifacts, `${name}.png`), fullPage: true });
+
+  beforeAll(async () => {
+    await mkdir(artifacts, { recursive: true });
+    backend = http.createServer((req, res) => {
+      req.resume();
+      req.on("end", () =>
+        res.writeHead(200, { "content-type": "application/json" }).end('{"greeting":"hello"}'),
+      );
+    });
+    await new Promise<void>((resolve) => backend.listen(0, "127.0.0.1", resolve));
+    op = await startOperatorStack();
+    consoleUrl = `http://127.0.0.1:${op.env.TOOLMESH_CONSOLE_PORT}`;
+    const endpoint = (name: string) => op.stack.service(name).url;
+    const registry = createClient(
+      RegistryService,
+      createGrpcTransport({ baseUrl: endpoint("registry") }),
+    );
+    const permission = createClient(
+      PermissionService,
+      createGrpcTransport({ baseUrl: endpoint("permission") }),
+    );
+    await registry.registerTool(
+      {
+        tool: {
+          name: "web.hello",
+          version: "1.0.0",
+          description: "Says hello.",
+          inputSchema: { type: "object", properties: { name: { type: "string" } } },
+          status: ToolStatus.ACTIVE,
+          runtime: {
+            kind: {
+              case: "remote",
+              value: { url: `http://127.0.0.1:${(backend.address() as AddressInfo).port}/` },
+            },
+          },
+        },
+      },
+      admin(),
+    );
+    for (const [kind, id] of [
+      [PrincipalKind.ROLE, "admin"],
+      [PrincipalKind.AGENT, "web-bot"],
+    ] as const) {
+      await permission.grant(
+        {
+          grant: {
+            principal: { kind, id },
+            resource: { kind: ResourceKind.TOOL, pattern: "web.hello" },
+            scopes: ["*"],
+            effect: Effect.ALLOW,
+            enabled: true,
+          },
+        },
+        admin(),
+      );
+    }
+    const key = await permission.createApiKey(
+      { agentId: "web-bot", name: "browser test", roles: ["agent"] },
+      admin(),
+    );
+    agentSecret = key.secret;
+    agentKeyId = key.apiKey?.id ?? "";
+
+    profile = await mkdtemp(path.join(tmpdir(), "toolmesh-chromium-"));
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: [
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+      ],
+      viewport: { width: 1280, height: 860 },
+    });
+    page = context.pages()[0] ?? (await context.newPage());
+    page.on("dialog", (dialog) => void dialog.accept());
+  }, 180_000);
+
+  afterAll(async () => {
+    await context?.close();
+    if (profile) await rm(profile, { recursive: true, force: true });
+    await op?.stop();
+    backend?.close();
+  });
+
+  it("refuses a bad token and signs in with the admin token, keeping it out of the URL and localStorage", async () => {
+    await page.goto(consoleUrl);
+    await page.fill('input[name="token"]', "tmk_not_a_real_token");
+    await page.click('button[type="submit"]');
+    await page.waitForSelector(".signin .error");
+    expect(await page.textContent(".signin .error")).toContain("UNAUTHENTICATED");
+
+    await page.fill('input[name="token"]', op.adminToken);
+    await page.click('button[type="submit"]');
+    await page.waitForSelector("nav >> text=Live calls");
+    await page.waitForSelector("h2 >> text=watching");
+    expect(page.url()).not.toContain(op.adminToken);
+    const storage = await page.evaluate(() => ({
+      session: sessionStorage.getItem("toolmesh.token"),
+      local: Object.keys(localStorage).length,
+    }));
+    expect(storage).toEqual({ session: op.adminToken, local: 0 });
+    await shot("1-signed-in");
+  });
+
+  it("makes a call from the tools page and shows its result", async () => {
+    await page.click("nav >> text=Tools & groups");
+    await page.click("button.link >> text=web.hello");
+    await page.fill('textarea[name="arguments"]', '{"name": "browser"}');
+    await page.click("form.call button[type=submit]");
+    await page.waitForSelector(".result .status.success");
+    expect(await page.textContent(".result pre")).toContain('"greeting": "hello"');
+    await shot("2-call");
+  });
+
+  it("shows an agent's call live and opens its trace waterfall", async () => {
+    await page.click("nav >> text=Live calls");
+    await page.waitForSelector("h2 >> text=watching");
+    const dispatcher = createClient(
+      DispatcherService,
+      createGrpcTransport({ baseUrl: `http://127.0.0.1:${op.env.TOOLMESH_DISPATCHER_PORT}` }),
+    );
+    const res = await dispatcher.dispatch(
+      { tool: "web.hello", arguments: { name: "agent" } },
+      { headers: { authorization: `Bearer ${agentSecret}` } },
+    );
+    const row = page.locator(`tr[data-call="${res.callId}"]`);
+    await row.waitFor({ timeout: 15_000 });
+    expect(await row.textContent()).toContain("web-bot");
+    await shot("3-live");
+    await row.locator("a").click();
+    await page.waitForSelector('.waterfall li[data-kind="CALLBACK_SUCCESS"]', { timeout: 15_000 });
+    const kinds = await page.$$eval(".waterfall li", (rows) =>
+      rows.map((r) => r.getAttribute("data-kind")),
+    );
+    expect(kinds[0]).toBe("TOOL_EXECUTE");
+    expect(kinds).toEqual(
+      expect.arrayContaining(["TOOL_EXECUTE", "TOOL_RESULT", "CALLBACK_SUCCESS"]),
+    );
+    expect(await page.textContent("h2")).toContain(res.traceId);
+    await shot("4-trace-waterfall");
+  });
+
+  it("revokes an agent's key; the key stops working", async () => {
+    await page.click("nav >> text=Keys & grants");
+    const row = page.locator(`tr[data-key="${agentKeyId}"]`);
+    await row.waitFor();
+    await row.locator("button >> text=Revoke").click();
+    await page.waitForSelector(`tr[data-key="${agentKeyId}"] td.state >> text=revoked`);
+    await shot("5-key-revoked");
+    const dispatcher = createClient(
+      DispatcherService,
+      createGrpcTransport({ baseUrl: `http://127.0.0.1:${op.env.TOOLMESH_DISPATCHER_PORT}` }),
+    );
+    const deadline = Date.now() + 10_000;
+    let code: Code | undefined;
+    while (Date.now() < deadline) {
+      try {
+        await dispatcher.dispatch(
+          { tool: "web.hello" },
+          { headers: { authorization: `Bearer ${agentSecret}` } },
+        );
+      } catch (error) {
+        code = ConnectError.from(error).code;
+        if (code === Code.Unauthenticated) break;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(code).toBe(Code.Unauthenticated);
+  });
+
+  it("shows every service SERVING and the audit chain intact", async () => {
+    await page.click("nav >> text=Health");
+    await page.waitForSelector("td >> text=callback");
+    expect(await page.$$eval("table .status", (cells) => cells.map((c) => c.textContent))).toEqual(
+      Array(5).fill("SERVING"),
+    );
+    await page.click("nav >> text=Audit");
+    await page.waitForSelector("h2 .ok");
+    expect(await page.textContent("h2 .ok")).toMatch(/chain intact/);
+    await shot("6-audit");
+  });
+});

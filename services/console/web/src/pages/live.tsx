@@ -1,0 +1,66 @@
+import { type CallbackEvent, CallbackService, CallStatus } from "@toolmesh/proto";
+import { useEffect, useState } from "preact/hooks";
+import { auth, client, describeError, when } from "../api.js";
+import { Head } from "../widgets.js";
+
+/** Most outcomes kept on the page; older ones drop off. */
+const KEEP = 200;
+
+/** The outcomes a live page follows: Watch needs a filter, so one stream per final status. */
+const FINAL = [CallStatus.SUCCESS, CallStatus.FAILURE, CallStatus.INTERRUPTED];
+
+/** Call outcomes as they happen (CallbackService.Watch), newest first. */
+export function LivePage() {
+  const [events, setEvents] = useState<CallbackEvent[]>([]);
+  const [state, setState] = useState("connecting");
+  useEffect(() => {
+    const abort = new AbortController();
+    setState("watching");
+    for (const status of FINAL) {
+      (async () => {
+        try {
+          const stream = client(CallbackService).watch({ status }, auth(abort.signal));
+          for await (const res of stream) {
+            const event = res.event;
+            if (event) setEvents((list) => [event, ...list].slice(0, KEEP));
+          }
+        } catch (error) {
+          if (!abort.signal.aborted) setState(describeError(error));
+        }
+      })();
+    }
+    return () => abort.abort();
+  }, []);
+  return (
+    <section>
+      <h2>
+        Live calls <small class="muted">{state}</small>
+      </h2>
+      <table class="live">
+        <Head columns={["time", "status", "tool", "agent", "ms", "trace"]} />
+        <tbody>
+          {events.map((e) => {
+            const status = CallStatus[e.status] ?? String(e.status);
+            return (
+              <tr key={e.callId} data-call={e.callId}>
+                <td>{when(e.time)}</td>
+                <td>
+                  <span class={`status ${status.toLowerCase()}`}>{status}</span>
+                </td>
+                <td>{e.tool}</td>
+                <td>{e.agentId}</td>
+                <td>{e.durationMs}</td>
+                <td>
+                  <a href={`#/trace/${e.traceId}`}>{e.traceId.slice(0, 12)}…</a>
+                </td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+      {events.length === 0 && (
+        <p class="muted">No calls yet; outcomes appear here as they happen.</p>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,156 @@
+import type { JsonObject } from "@bufbuild/protobuf";
+import {
+  CallStatus,
+  DispatcherService,
+  type DispatchResponse,
+  type Group,
+  RegistryService,
+  RuntimeState,
+  type RuntimeStatus,
+  type Tool,
+  ToolStatus,
+} from "@toolmesh/proto";
+import { useEffect, useState } from "preact/hooks";
+import { auth, client, describeError } from "../api.js";
+import { Head } from "../widgets.js";
+
+/** Tools with their schemas and runtimes, groups, local tool processes, and a call form. */
+export function ToolsPage() {
+  const [tools, setTools] = useState<Tool[]>([]);
+  const [groups, setGroups] = useState<Group[]>([]);
+  const [runtimes, setRuntimes] = useState<RuntimeStatus[]>([]);
+  const [selected, setSelected] = useState<string>("");
+  const [error, setError] = useState("");
+  useEffect(() => {
+    const registry = client(RegistryService);
+    Promise.all([
+      registry.listTools({ pageSize: 500 }, auth()),
+      registry.listGroups({}, auth()),
+      client(DispatcherService).getRuntimeStatus({}, auth()),
+    ])
+      .then(([t, g, r]) => {
+        setTools(t.tools);
+        setGroups(g.groups);
+        setRuntimes(r.runtimes);
+      })
+      .catch((e: unknown) => setError(describeError(e)));
+  }, []);
+  const tool = tools.find((t) => t.spec?.name === selected);
+  return (
+    <section>
+      <h2>Tools</h2>
+      {error && <p class="error">{error}</p>}
+      <table>
+        <Head columns={["name", "version", "status", "runtime", "groups", "description"]} />
+        <tbody>
+          {tools.map((t) => (
+            <tr key={t.spec?.name} class={t.spec?.name === selected ? "selected" : ""}>
+              <td>
+                <button type="button" class="link" onClick={() => setSelected(t.spec?.name ?? "")}>
+                  {t.spec?.name}
+                </button>
+              </td>
+              <td>{t.spec?.version}</td>
+              <td>{ToolStatus[t.spec?.status ?? 0]}</td>
+              <td>{t.spec?.runtime?.kind.case ?? "-"}</td>
+              <td>{t.groups.join(", ")}</td>
+              <td>{t.spec?.description.split("\n")[0]}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {tool?.spec && (
+        <div class="detail">
+          <h3>{tool.spec.name}</h3>
+          <p>{tool.spec.description}</p>
+          <div class="columns">
+            <div>
+              <h4>input schema</h4>
+              <pre>{JSON.stringify(tool.spec.inputSchema ?? {}, null, 2)}</pre>
+            </div>
+            <div>
+              <h4>runtime</h4>
+              <pre>{JSON.stringify(tool.spec.runtime?.kind ?? {}, null, 2)}</pre>
+            </div>
+          </div>
+          <CallForm tool={tool.spec.name} />
+        </div>
+      )}
+      <h2>Groups</h2>
+      <table>
+        <Head columns={["name", "tools", "description"]} />
+        <tbody>
+          {groups.map((g) => (
+            <tr key={g.name}>
+              <td>{g.name}</td>
+              <td>{g.tools.join(", ")}</td>
+              <td>{g.description}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <h2>Local tool processes</h2>
+      <table>
+        <Head columns={["tool", "state", "pid", "restarts", "in flight", "last error"]} />
+        <tbody>
+          {runtimes.map((r) => (
+            <tr key={r.tool}>
+              <td>{r.tool}</td>
+              <td>{RuntimeState[r.state]}</td>
+              <td>{r.pid || "-"}</td>
+              <td>{r.restarts}</td>
+              <td>{r.inFlight}</td>
+              <td>{r.lastError || "-"}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </section>
+  );
+}
+
+/** Calls a tool as the signed-in principal, through the whole chain. */
+function CallForm({ tool }: { tool: string }) {
+  const [args, setArgs] = useState("{}");
+  const [result, setResult] = useState<DispatchResponse | undefined>();
+  const [error, setError] = useState("");
+  const call = async (event: Event) => {
+    event.preventDefault();
+    setError("");
+    setResult(undefined);
+    let parsed: JsonObject;
+    try {
+      parsed = JSON.parse(args);
+    } catch (e) {
+      setError(`the arguments are not JSON: ${(e as Error).message}`);
+      return;
+    }
+    try {
+      setResult(await client(DispatcherService).dispatch({ tool, arguments: parsed }, auth()));
+    } catch (e) {
+      setError(describeError(e));
+    }
+  };
+  return (
+    <form class="call" onSubmit={call}>
+      <h4>call {tool}</h4>
+      <textarea
+        name="arguments"
+        rows={4}
+        value={args}
+        onInput={(e) => setArgs((e.target as HTMLTextAreaElement).value)}
+      />
+      <button type="submit">Call</button>
+      {error && <pre class="error">{error}</pre>}
+      {result && (
+        <div class="result">
+          <span class={`status ${(CallStatus[result.status] ?? "").toLowerCase()}`}>
+            {CallStatus[result.status]}
+          </span>{" "}
+          in {result.durationMs} ms · <a href={`#/trace/${result.traceId}`}>open its trace</a>
+          <pre>{JSON.stringify(result.error ?? result.output ?? {}, null, 2)}</pre>
+        </div>
+      )}
+    </form>
+  );
+}
