@@ -2,6 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { CallErrorSchema, type InvokeRequest, type Tool, TraceEventKind } from "@toolmesh/proto";
 import type { CallRecord } from "./call-recorder.js";
 import type { CallSpans } from "./call-telemetry.js";
+import type { ChainSettings } from "./dispatch-chain.js";
 import type { AttemptResult, ToolRuntime } from "./runtimes/runtime.js";
 
 /** One execution of a tool: up to its retry policy's attempts, within one deadline. */
@@ -86,4 +87,17 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
     }
     signal.addEventListener("abort", done, { once: true });
   });
+}
+
+/** The tool's timeout, narrowed by the request's and the RPC deadline, within the limits. */
+export function effectiveTimeout(
+  settings: ChainSettings,
+  toolTimeoutMs: number,
+  requestTimeoutMs: number,
+  rpcTimeoutMs: number | undefined,
+): number {
+  let timeoutMs = toolTimeoutMs || settings.defaultTimeoutMs;
+  if (requestTimeoutMs > 0) timeoutMs = Math.min(timeoutMs, requestTimeoutMs);
+  if (rpcTimeoutMs !== undefined && rpcTimeoutMs > 0) timeoutMs = Math.min(timeoutMs, rpcTimeoutMs);
+  return Math.max(1, Math.min(timeoutMs, settings.maxTimeoutMs));
 }

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
-import { Code, ConnectError, codeName } from "@toolmesh/errors";
+import { type ConnectError, codeName } from "@toolmesh/errors";
 import type { Logger } from "@toolmesh/log";
 import {
   type BackendEvent,
@@ -12,10 +12,10 @@ import {
   InvokeRequestSchema,
   type Principal,
   RuntimeKind,
-  TraceEventKind,
 } from "@toolmesh/proto";
 import { parseTraceparent, startTracing, type Tracing } from "@toolmesh/telemetry";
-import { runAttempts } from "./attempts.js";
+import { effectiveTimeout, runAttempts } from "./attempts.js";
+import { traceBackendEvent } from "./backend-events.js";
 import {
   type CheckedCall,
   checkCall,
@@ -32,11 +32,11 @@ import {
   dispatcherMetrics,
   statusLabel,
 } from "./call-telemetry.js";
-import { PublishError } from "./event-publisher.js";
 import type { CallIdOwners, IdempotencyStore } from "./idempotency.js";
 import { classify } from "./outcome.js";
 import type { CallLimiter } from "./rate-limits.js";
-import { argumentsTooLarge, limitOutput, recordBudget, structBytes } from "./record-limits.js";
+import { limitOutput } from "./record-limits.js";
+import { checkRecordable, recordRefusal, unrecorded } from "./recording-gate.js";
 import type { InterruptReason, RunningCalls } from "./running-calls.js";
 import type { ToolRuntime } from "./runtimes/runtime.js";
 import type { ToolCatalog } from "./tool-catalog.js";
@@ -109,13 +109,6 @@ interface Execution {
   idempotencyKey: string;
   spans: CallSpans;
 }
-
-/** Kinds a backend may emit; anything else is published as CUSTOM with its name. */
-const BACKEND_KINDS = new Set([
-  TraceEventKind.DATA_QUERY,
-  TraceEventKind.DATA_RESULT,
-  TraceEventKind.CUSTOM,
-]);
 
 /**
  * The whole tool-call chain: check, trace, execute, record, reply. Transport-free, so the
@@ -199,7 +192,7 @@ export class DispatchChain {
       if (options.refusal) throw options.refusal;
       spans.step("resolve");
       checked = checkCall(this.deps, req, principal, callId, (step) => spans.step(step));
-      this.checkRecordable(checked);
+      checkRecordable(this.deps.recorder, checked);
       // A call id the Dispatcher made is this call's alone; one a caller chose must be claimed.
       if (ctx?.callId) await claimCallId(this.deps.callIds, record.call.callId, principal);
     } catch (error) {
@@ -212,7 +205,7 @@ export class DispatchChain {
       this.metrics.refusals.inc({ code });
       spans.refused(code, error.error.rawMessage);
       spans.step("record");
-      await this.refuse(filed, error, req, Date.now() - started);
+      await recordRefusal(this.deps, filed, error, req, Date.now() - started);
       spans.end(CallStatus.REFUSED);
       throw new CallRefused(error.error, filed.call.callId, filed.call.traceId);
     }
@@ -243,65 +236,9 @@ export class DispatchChain {
     }
   }
 
-  /**
-   * Nothing runs unrecorded: with NATS unreachable, or arguments too large for the records that
-   * carry them, the call is refused before anything runs.
-   */
-  private checkRecordable(checked: CheckedCall): void {
-    const { recorder } = this.deps;
-    if (!recorder.writable) {
-      throw new Refusal(
-        new ConnectError(
-          "toolmesh cannot record calls right now (NATS is unreachable), so none may run; the tool did not run. Retry in a few seconds.",
-          Code.Unavailable,
-        ),
-        "bus_unreachable",
-      );
-    }
-    const full = recorder.full;
-    if (full) {
-      throw new Refusal(
-        new ConnectError(
-          `toolmesh cannot record calls right now: the record store is full (${full}), so none may run; the tool did not run. An operator must make room (raise the stream's byte limit or shorten its retention).`,
-          Code.ResourceExhausted,
-        ),
-        "store_full",
-      );
-    }
-    const tooLarge = argumentsTooLarge(checked.tool.spec.name, checked.args, recorder.maxPayload);
-    if (tooLarge) throw new Refusal(tooLarge, "arguments_too_large");
-  }
-
   private replayed(spans: CallSpans, response: DispatchResponse): DispatchResponse {
     spans.end(response.status);
     return replayed(response);
-  }
-
-  /** Records a refusal and waits for its acks; a failed record is logged, the refusal stands. */
-  private async refuse(
-    record: CallRecord,
-    refusal: Refusal,
-    req: DispatchRequest,
-    durationMs: number,
-  ): Promise<void> {
-    const { error, reason } = refusal;
-    // Arguments too large for any record are kept as their size, so the refusal is recorded.
-    const size = req.arguments ? structBytes(req.arguments) : 0;
-    const args =
-      size > recordBudget(this.deps.recorder.maxPayload) ? { omitted_bytes: size } : req.arguments;
-    record.refused(
-      { code: codeName(error.code), message: error.rawMessage, reason },
-      args,
-      durationMs,
-    );
-    try {
-      await record.flush();
-    } catch (flushError) {
-      this.deps.log.error(
-        { err: flushError, call_id: record.call.callId, trace_id: record.call.traceId },
-        "could not record a refused call",
-      );
-    }
   }
 
   private async execute(call: Execution): Promise<DispatchResponse> {
@@ -442,48 +379,6 @@ export class DispatchChain {
       ? runtimes[kind]
       : undefined;
   }
-}
-
-/**
- * The error for a call whose records could not be written: RESOURCE_EXHAUSTED when the store is
- * full, UNAVAILABLE otherwise. At the start the tool did not run; at the end its output is
- * withheld (the sweeper closes the call from its lease).
- */
-function unrecorded(error: unknown, stage: "start" | "outcome", tool: string): ConnectError {
-  const why = error instanceof PublishError ? error.message : String(error);
-  const full = error instanceof PublishError && error.failure === "full";
-  const message =
-    stage === "start"
-      ? `toolmesh could not record the start of this call to tool "${tool}" (${why}), so the tool did not run. ${full ? "The record store is full; an operator must make room." : "Retry in a few seconds."}`
-      : `tool "${tool}" ran, but its records could not be written (${why}); its output is withheld and the call will be closed as INTERRUPTED. ${full ? "The record store is full; an operator must make room." : "Retry in a few seconds."}`;
-  return new ConnectError(message, full ? Code.ResourceExhausted : Code.Unavailable);
-}
-
-/** The tool's timeout, narrowed by the request's and the RPC deadline, within the limits. */
-function effectiveTimeout(
-  settings: ChainSettings,
-  toolTimeoutMs: number,
-  requestTimeoutMs: number,
-  rpcTimeoutMs: number | undefined,
-): number {
-  let timeoutMs = toolTimeoutMs || settings.defaultTimeoutMs;
-  if (requestTimeoutMs > 0) timeoutMs = Math.min(timeoutMs, requestTimeoutMs);
-  if (rpcTimeoutMs !== undefined && rpcTimeoutMs > 0) timeoutMs = Math.min(timeoutMs, rpcTimeoutMs);
-  return Math.max(1, Math.min(timeoutMs, settings.maxTimeoutMs));
-}
-
-/** A backend's own trace event (DATA_QUERY …), filed under the call. */
-function traceBackendEvent(record: CallRecord, event: BackendEvent): void {
-  const kind = BACKEND_KINDS.has(event.kind) ? event.kind : TraceEventKind.CUSTOM;
-  record.trace(kind, event.payload ?? {}, {
-    customKind:
-      kind === TraceEventKind.CUSTOM
-        ? event.customKind || TraceEventKind[event.kind] || "CUSTOM"
-        : "",
-    ...(event.time
-      ? { timeMs: Number(event.time.seconds) * 1000 + Math.floor(event.time.nanos / 1e6) }
-      : {}),
-  });
 }
 
 function replayed(response: DispatchResponse): DispatchResponse {
