@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { readFileSync, statSync } from "node:fs";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import os, { tmpdir } from "node:os";
 import path from "node:path";
 import { create, toBinary } from "@bufbuild/protobuf";
@@ -16,10 +16,11 @@ import {
   TraceEventKind,
   TraceEventSchema,
 } from "@toolmesh/proto";
-import { mintJwt, repoRoot, type ServiceProcess, startNats, startService } from "@toolmesh/testkit";
+import { mintJwt, type ServiceProcess, startNats, startService } from "@toolmesh/testkit";
 import { connect, headers as natsHeaders } from "nats";
 import { AUDIT_LOG_STREAM } from "../services/audit/src/audit-log.js";
 import { PipelinedPublisher } from "../services/audit/src/pipelined-publisher.js";
+import { resultsFile, writeResultsFile } from "./results-file.js";
 
 // npm run bench:audit: the Audit service at scale. Publishes N audit records (and two trace
 // events per call) straight into the input streams, lets Audit chain them (the chaining rate),
@@ -258,16 +259,7 @@ ${N} audit records (${AGENTS} agents × ${TOOLS} tools over 30 days) and ${2 * N
 
 ${table}
 `;
-  const resultsFile = path.join(repoRoot, "bench", "results.md");
-  const current = await readFile(resultsFile, "utf8").catch(() => "# toolmesh benchmark\n");
-  const start = current.indexOf("## Audit at scale");
-  let next = start < 0 ? -1 : current.indexOf("\n## ", start + 1);
-  if (next >= 0) next += 1;
-  const updated =
-    start < 0
-      ? `${current.trimEnd()}\n\n${section}`
-      : `${current.slice(0, start)}${section}${next >= 0 ? `\n${current.slice(next)}` : ""}`;
-  await writeFile(resultsFile, updated);
+  await writeResultsFile(section);
   say(`written to ${path.relative(process.cwd(), resultsFile)}`);
 } finally {
   await audit?.stop();

@@ -3,6 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { repoRoot } from "@toolmesh/testkit";
 import { latencyPlot } from "./plot.js";
+import { writeResultsFile } from "./results-file.js";
 
 /** One measured path at one concurrency. */
 export interface Cell {
@@ -103,7 +104,7 @@ export async function writeResults(cells: Cell[], run: RunSettings): Promise<voi
     );
   }
   const text = `${[...lines, ...targets].join("\n")}\n`;
-  await writeFile(path.join(repoRoot, "bench", "results.md"), text);
+  await writeResultsFile(text);
   await writeFile(
     path.join(repoRoot, "bench", "latency.svg"),
     latencyPlot(

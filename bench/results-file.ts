@@ -1,0 +1,29 @@
+import { readFile, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { repoRoot } from "@toolmesh/testkit";
+
+/** bench/results.md: each benchmark owns some `## ` sections and leaves the others as they are. */
+export const resultsFile = path.join(repoRoot, "bench", "results.md");
+
+/** The `## ` sections of a results text, by heading (the text before the first one is "") . */
+function sections(text: string): Map<string, string> {
+  const out = new Map<string, string>();
+  const parts = text.split(/^(?=## )/m);
+  for (const part of parts) {
+    const heading = part.startsWith("## ") ? (part.split("\n", 1)[0] ?? "").slice(3).trim() : "";
+    out.set(heading, part.trimEnd());
+  }
+  return out;
+}
+
+/**
+ * Writes the results file with `own` (a header and the sections this benchmark owns) in place of
+ * its earlier version, keeping every section another benchmark wrote.
+ */
+export async function writeResultsFile(own: string): Promise<void> {
+  const current = await readFile(resultsFile, "utf8").catch(() => "");
+  const mine = sections(own);
+  const kept = [...sections(current)].filter(([heading]) => !mine.has(heading));
+  const text = [...mine.values(), ...kept.map(([, body]) => body)].join("\n\n");
+  await writeFile(resultsFile, `${text}\n`);
+}
