@@ -12,6 +12,7 @@ import {
   startStack as startLauncherStack,
   tokenFiles,
 } from "@toolmesh/launcher";
+import { credentialOptions } from "@toolmesh/nats";
 import {
   AuditService,
   CallbackService,
@@ -26,7 +27,7 @@ import { connect, type NatsConnection } from "nats";
 import { mintJwt } from "./jwt.js";
 import type { TestNats } from "./nats-server.js";
 import { freePort } from "./ports.js";
-import { repoRoot } from "./service-process.js";
+import { repoRoot } from "./repo-root.js";
 
 /** The processes a test stack runs unless told otherwise: the call chain. */
 export const chainServices = ["permission", "registry", "dispatcher"];
@@ -45,8 +46,13 @@ export interface TestStackOptions {
 /** A whole toolmesh stack for a test: a nats-server and real service processes. */
 export interface TestStack {
   nats: TestNats;
-  /** A connection of the test's own, closed by stop(). */
+  /** A connection of the test's own as the bus's `admin` (every permission), closed by stop(). */
   nc: NatsConnection;
+  /**
+   * The nkey seed file of a bus user: a process (`dispatcher` …), `agent` (the read-only callback
+   * subscriber) or `admin`. Connect with credentialOptions({ nkeyFile }) from @toolmesh/nats.
+   */
+  natsCredentialFile(user: string): string;
   dataDir: string;
   jwtSecret: string;
   /** The bootstrap admin API key (or a minted admin JWT without the permission service). */
@@ -125,7 +131,19 @@ export async function startStack(options: TestStackOptions = {}): Promise<TestSt
     const launched = running;
     const nats = launched.nats;
     if (!nats) throw new Error("the test stack always starts its own nats-server");
-    nc = await connect({ servers: launched.natsUrl });
+    const credentialFile = (user: string) => {
+      const file = launched.busCredentials[user];
+      if (!file) {
+        throw new Error(
+          `no bus credential named ${user}; there are ${Object.keys(launched.busCredentials).join(", ")}`,
+        );
+      }
+      return file;
+    };
+    nc = await connect({
+      servers: launched.natsUrl,
+      ...credentialOptions({ nkeyFile: credentialFile("admin") }),
+    });
     const files = tokenFiles(dataDir);
     const adminToken =
       launched.adminToken ?? (await mintJwt(jwtSecret, { sub: "test-admin", roles: ["admin"] }));
@@ -153,12 +171,16 @@ export async function startStack(options: TestStackOptions = {}): Promise<TestSt
         url: launched.natsUrl,
         port: nats.clientPort,
         storeDir: path.join(dataDir, "nats"),
+        get pid() {
+          return nats.current?.process.pid ?? 0;
+        },
         stop: () => nats.stop(),
         kill: () => nats.kill(),
         start: () => nats.start(),
         destroy: () => nats.stop(),
       },
       nc,
+      natsCredentialFile: credentialFile,
       dataDir,
       jwtSecret,
       adminToken,
