@@ -169,6 +169,13 @@ export class NatsServer {
     this.supervision = supervision;
   }
 
+  /** Stops restarting: a stack shutting down (Ctrl-C reaches nats-server too) must not revive it. */
+  unsupervise(): void {
+    this.supervision = undefined;
+    if (this.restartTimer) clearTimeout(this.restartTimer);
+    this.restartTimer = undefined;
+  }
+
   private scheduleRestart(died: string): void {
     const supervision = this.supervision;
     if (!supervision) return;

@@ -90,6 +90,7 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
   let nats: NatsServer | undefined;
   const services = new Map<string, ServiceProcess>();
   const stopAll = async () => {
+    nats?.unsupervise();
     for (const service of [...services.values()].reverse()) await service.stop();
     await nats?.stop();
   };
