@@ -316,3 +316,29 @@ describe("the services' own permissions", () => {
     expect(violations.filter((line) => !line.includes(":forger-as-"))).toEqual([]);
   });
 });
+
+describe("the limits of a running stack", () => {
+  it("give every stream and bucket a byte limit, and every one but the state buckets an age", async () => {
+    const jsm = await stack.nc.jetstreamManager();
+    const limits: Record<string, { maxBytes: number; maxAge: number; discard: string }> = {};
+    for await (const info of jsm.streams.list()) {
+      const { name, max_bytes, max_age, discard } = info.config;
+      limits[name] = { maxBytes: max_bytes, maxAge: max_age, discard };
+    }
+    expect(Object.keys(limits).sort()).toEqual(
+      expect.arrayContaining([
+        ...Object.values(streamNames),
+        ...Object.values(bucketNames).map((b) => `KV_${b}`),
+      ]),
+    );
+    for (const [name, limit] of Object.entries(limits)) {
+      expect(limit.maxBytes, name).toBeGreaterThan(0);
+      // Tools and grants are state, not history: an age would delete them.
+      const state = [`KV_${bucketNames.registry}`, `KV_${bucketNames.permission}`].includes(name);
+      if (!state) expect(limit.maxAge, name).toBeGreaterThan(0);
+    }
+    for (const name of [streamNames.audit, streamNames.trace, streamNames.outcome]) {
+      expect(limits[name]?.discard, name).toBe("new");
+    }
+  });
+});
