@@ -12,6 +12,7 @@ import {
   startStack as startLauncherStack,
   tokenFiles,
 } from "@toolmesh/launcher";
+import { loadConfig, syncInterval } from "@toolmesh/config";
 import { credentialOptions } from "@toolmesh/nats";
 import {
   AuditService,
@@ -114,6 +115,10 @@ export async function startStack(options: TestStackOptions = {}): Promise<TestSt
     running = await startLauncherStack({
       root: repoRoot,
       natsPort: -1,
+      // As npm start reads it: fsync before every ack unless the environment says otherwise.
+      natsSyncInterval: loadConfig({
+        value: syncInterval("TOOLMESH_NATS_SYNC_INTERVAL", "always"),
+      }).value,
       dataDir,
       env: { LOG_LEVEL: "info", ...options.env, TOOLMESH_JWT_SECRET: jwtSecret },
       serviceEnv: {
