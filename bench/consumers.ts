@@ -160,7 +160,7 @@ async function main(): Promise<void> {
         js,
         OutcomeSchema,
         outcomes,
-        (o) => subjects.outcome(o.callId),
+        (o) => subjects.outcome("dispatcher", o.callId),
         (o) => o.callId,
       );
       const { figure, process } = await measure(

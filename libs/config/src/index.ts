@@ -230,7 +230,8 @@ export const busLimitsConfig = {
     registry: limit("TOOLMESH_REGISTRY_BUCKET_MAX_BYTES", 64 * MiB)(env),
     permission: limit("TOOLMESH_PERMISSION_BUCKET_MAX_BYTES", 64 * MiB)(env),
     dispatcher: limit("TOOLMESH_DISPATCHER_BUCKET_MAX_BYTES", 256 * MiB)(env),
-    callback: limit("TOOLMESH_CALLBACK_BUCKET_MAX_BYTES", 512 * MiB)(env),
+    callIds: limit("TOOLMESH_CALL_IDS_BUCKET_MAX_BYTES", 256 * MiB)(env),
+    dispatchers: limit("TOOLMESH_DISPATCHERS_BUCKET_MAX_BYTES", 16 * MiB)(env),
   }),
 };
 

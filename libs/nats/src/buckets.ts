@@ -35,14 +35,17 @@ export const buckets = {
    * heartbeat (decimal epoch ms), so a sweeper can tell a live Dispatcher from a vanished one.
    */
   dispatchers: {
-    name: "toolmesh-dispatchers",
+    name: bucketNames.dispatchers,
     instanceKey: (id: string) => `instances.${id}`,
     instancePrefix: "instances.>",
   },
 } as const;
 
-/** Byte limits of the KV buckets, by bucket (docs/configuration.md, retention and limits). */
-export type BucketBytes = Record<keyof typeof bucketNames, number>;
+/**
+ * Byte limits of the KV buckets this applies (docs/configuration.md, retention and limits); the
+ * Callback service sets its own bucket's limits from its configuration.
+ */
+export type BucketBytes = Partial<Record<keyof typeof bucketNames, number>>;
 
 /**
  * Gives the buckets a process owns their byte limit. The owner creates its bucket with its own
@@ -60,11 +63,13 @@ export async function applyBucketLimits(options: {
   const access: BusAccess = busAccess[user];
   for (const key of access.ownsBuckets) {
     const stream = `KV_${bucketNames[key]}`;
+    const limit = maxBytes[key];
+    if (limit === undefined) continue;
     try {
       const { config } = await jsm.streams.info(stream);
-      if (config.max_bytes !== maxBytes[key]) {
-        await jsm.streams.update(stream, { ...config, max_bytes: maxBytes[key] });
-        log.info({ bucket: bucketNames[key], max_bytes: maxBytes[key] }, "bucket limit set");
+      if (config.max_bytes !== limit) {
+        await jsm.streams.update(stream, { ...config, max_bytes: limit });
+        log.info({ bucket: bucketNames[key], max_bytes: limit }, "bucket limit set");
       }
     } catch (error) {
       // A service that opens its bucket lazily has none yet; it gets the limit at its next start.

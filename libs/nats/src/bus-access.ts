@@ -22,7 +22,12 @@ export const streamNames = {
 export const bucketNames = {
   registry: "toolmesh-registry",
   permission: "toolmesh-permission",
+  /** Idempotency keys. */
   dispatcher: "toolmesh-dispatcher",
+  /** Which agent owns a caller-chosen call id. */
+  callIds: "toolmesh-call-ids",
+  /** Dispatcher heartbeats and sweep claims. */
+  dispatchers: "toolmesh-dispatchers",
   callback: "toolmesh-callback",
 } as const;
 
@@ -37,6 +42,8 @@ export interface BusAccess {
   writesStreams: Stream[];
   /** Streams it consumes; one it does not also write is waited for until a writer creates it. */
   readsStreams: Stream[];
+  /** Streams it deletes single messages from (its own, such as leases of finished calls). */
+  deletesFrom?: Stream[];
   /** Durable consumers it owns, by stream; only it may ack, change or delete them. */
   durables?: Partial<Record<Stream, string>>;
   /** Buckets it owns: the only writer. */
@@ -57,10 +64,13 @@ export const busAccess = {
       "toolmesh.trace.dispatcher.>",
       "toolmesh.audit.dispatcher.>",
       "toolmesh.outcome.dispatcher.>",
+      "toolmesh.inflight.>",
     ],
-    writesStreams: ["trace", "audit", "outcome"],
-    readsStreams: [],
-    ownsBuckets: ["dispatcher"],
+    writesStreams: ["trace", "audit", "outcome", "inflight"],
+    // The lease sweeper reads the leases and looks up whether a call's outcome exists.
+    readsStreams: ["inflight", "outcome"],
+    deletesFrom: ["inflight"],
+    ownsBuckets: ["dispatcher", "callIds", "dispatchers"],
     readsBuckets: ["registry", "permission"],
     subscribes: [],
   },
@@ -75,7 +85,8 @@ export const busAccess = {
     readsStreams: ["outcome"],
     durables: { outcome: "callback" },
     ownsBuckets: ["callback"],
-    readsBuckets: ["permission"],
+    // Report checks which tools a service-role caller serves.
+    readsBuckets: ["permission", "registry"],
     // Watch streams live broadcasts to its callers.
     subscribes: ["toolmesh.callback.>"],
   },
@@ -218,6 +229,9 @@ export function natsPermissions(user: BusUser): NatsPermissions {
       }
       deny.add(`$JS.ACK.${stream}.${other}.>`);
     }
+  }
+  for (const key of access.deletesFrom ?? []) {
+    publish.add(`${API}.STREAM.MSG.DELETE.${streamNames[key]}`);
   }
   for (const key of access.ownsBuckets) {
     const name = bucketNames[key];

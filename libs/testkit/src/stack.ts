@@ -5,6 +5,7 @@ import path from "node:path";
 import type { DescService } from "@bufbuild/protobuf";
 import { type Client, createClient, type Transport } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
+import { loadConfig, syncInterval } from "@toolmesh/config";
 import {
   type RunningStack,
   readTokenFile,
@@ -12,7 +13,6 @@ import {
   startStack as startLauncherStack,
   tokenFiles,
 } from "@toolmesh/launcher";
-import { loadConfig, syncInterval } from "@toolmesh/config";
 import { credentialOptions } from "@toolmesh/nats";
 import {
   AuditService,
@@ -109,7 +109,13 @@ export async function startStack(options: TestStackOptions = {}): Promise<TestSt
   const stop = async () => {
     await nc?.close().catch(() => {});
     await running?.stop();
+    const refused = await refusedServices(dataDir);
     await rm(dataDir, { recursive: true, force: true });
+    if (refused.length > 0) {
+      throw new Error(
+        `nats-server refused a toolmesh process something it needed; give it in libs/nats/src/bus-access.ts:\n${refused.join("\n")}`,
+      );
+    }
   };
   try {
     running = await startLauncherStack({
@@ -252,4 +258,16 @@ export async function startStack(options: TestStackOptions = {}): Promise<TestSt
     await stop();
     throw error;
   }
+}
+
+/**
+ * The permission violations of toolmesh's own processes (connections named toolmesh-<user>) in
+ * the stack's nats-server log: each is a missing entry of the bus's permission table, which a
+ * service would otherwise meet only as a timeout.
+ */
+async function refusedServices(dataDir: string): Promise<string[]> {
+  const log = await readFile(path.join(dataDir, "logs", "nats-server.log"), "utf8").catch(() => "");
+  return log
+    .split("\n")
+    .filter((line) => line.includes("Violation") && line.includes(":toolmesh-"));
 }

@@ -60,7 +60,7 @@ describe("callback watches and retention", () => {
   let client: Client<typeof CallbackService>;
 
   const publish = (o: Outcome) =>
-    publishEvent(nc.jetstream(), subjects.outcome(o.callId), OutcomeSchema, o, {
+    publishEvent(nc.jetstream(), subjects.outcome("dispatcher", o.callId), OutcomeSchema, o, {
       msgId: o.callId,
     });
   /** Every consumer on the server, read from JetStream. */
