@@ -241,7 +241,12 @@ export function natsPermissions(user: BusUser): NatsPermissions {
   for (const key of [...access.ownsBuckets, ...access.readsBuckets]) {
     for (const s of readStream(`KV_${bucketNames[key]}`, [])) publish.add(s);
   }
-  const subscribe = [`${inboxPrefix(user)}.>`, ...access.subscribes];
+  const subscribe = [
+    `${inboxPrefix(user)}.>`,
+    ...access.subscribes,
+    // An owner may follow its own bucket's writes as they happen (Callback's watches do).
+    ...access.ownsBuckets.map((key) => `$KV.${bucketNames[key]}.>`),
+  ];
   // An agent's client may keep the default `_INBOX.` prefix, but never read a service's replies.
   const subscribeDeny = user === "agent" ? processUsers.map((p) => `${inboxPrefix(p)}.>`) : [];
   if (user === "agent") subscribe.push("_INBOX.>");
