@@ -133,6 +133,7 @@ describe("the bus's credentials", () => {
     // The server's config names public keys only: no seed is in it.
     const config = await readFile(path.join(dir, "nats-server.conf"), "utf8");
     expect(config).toContain('sync_interval: "always"');
+    expect(config).toContain(`max_file_store: ${1024 ** 4}`);
     for (const file of files.filter((f) => f.endsWith(".nk"))) {
       const seed = (await readFile(path.join(dir, file), "utf8")).trim();
       expect(seed).toMatch(/^SU[A-Z2-7]{50,}$/);

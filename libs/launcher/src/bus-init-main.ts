@@ -3,7 +3,15 @@
 // creates each process's nkey under <data dir>/bus (mode 0600, kept across runs) and writes the
 // nats-server config with their permissions, for a nats-server in another container to read.
 import path from "node:path";
-import { commonConfig, int, loadConfig, loadOrExit, str, syncInterval } from "@toolmesh/config";
+import {
+  bytes,
+  commonConfig,
+  int,
+  loadConfig,
+  loadOrExit,
+  str,
+  syncInterval,
+} from "@toolmesh/config";
 import { isBusUser, natsPermissions, processUsers } from "@toolmesh/nats";
 import { busDir, ensureBusCredentials } from "./bus-credentials.js";
 import { type NatsServerUser, writeNatsConfig } from "./nats-config.js";
@@ -15,6 +23,7 @@ const config = loadOrExit(() =>
     natsPort: int("TOOLMESH_NATS_PORT", 4222, { min: 1, max: 65535 }),
     natsStoreDir: str("TOOLMESH_NATS_STORE_DIR", "/data"),
     natsSyncInterval: syncInterval("TOOLMESH_NATS_SYNC_INTERVAL", "always"),
+    natsMaxFileStore: bytes("TOOLMESH_NATS_MAX_FILE_STORE", 1024 ** 4, { min: 1024 ** 3 }),
   }),
 );
 
@@ -25,6 +34,7 @@ writeNatsConfig(file, {
   port: config.natsPort,
   storeDir: config.natsStoreDir,
   syncInterval: config.natsSyncInterval,
+  maxFileStore: config.natsMaxFileStore,
   users: credentials.map(
     (c): NatsServerUser => ({
       name: c.user,

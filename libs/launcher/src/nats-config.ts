@@ -14,6 +14,8 @@ export interface NatsConfig {
   storeDir: string;
   /** `always`, a duration, or undefined to leave nats-server's default (two minutes). */
   syncInterval: string | undefined;
+  /** JetStream's file store limit in bytes: what streams' byte limits may reserve in total. */
+  maxFileStore?: number | undefined;
   /** No users: no authorization block (anyone may connect and do anything). */
   users: NatsServerUser[];
   /** A user clients without credentials are taken for (tests' own connections). */
@@ -33,6 +35,7 @@ export function renderNatsConfig(config: NatsConfig): string {
     "jetstream {",
     `  store_dir: ${q(config.storeDir)}`,
     ...(config.syncInterval ? [`  sync_interval: ${q(config.syncInterval)}`] : []),
+    ...(config.maxFileStore ? [`  max_file_store: ${config.maxFileStore}`] : []),
     "}",
   ];
   if (config.users.length > 0) {

@@ -20,6 +20,12 @@ export interface NatsServerOptions {
    * a duration such as `2m`, nats-server's own default, which can lose acked writes on power loss.
    */
   syncInterval?: string;
+  /**
+   * JetStream's file store limit (bytes), which the byte limits of all streams together may not
+   * exceed when they are created: 1 TiB by default, so that the stream limits, not nats-server's
+   * own default (75% of the disk's free space at start), decide. A full disk refuses writes.
+   */
+  maxFileStore?: number;
   /** The users and their permissions; none means no authorization. */
   users?: NatsServerUser[];
   /** The user a client without credentials is taken for (test servers only). */
@@ -114,6 +120,7 @@ export class NatsServer {
       port: this.port,
       storeDir: options.storeDir,
       syncInterval: this.syncInterval,
+      maxFileStore: options.maxFileStore ?? 1024 ** 4,
       users: options.users ?? [],
       noAuthUser: options.noAuthUser,
     });

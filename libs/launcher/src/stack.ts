@@ -20,6 +20,8 @@ export interface StackOptions {
   natsBin?: string;
   /** JetStream's fsync interval for the local nats-server: `always` (default) or a duration. */
   natsSyncInterval?: string;
+  /** JetStream's file store limit for the local nats-server (bytes; 1 TiB by default). */
+  natsMaxFileStore?: number;
   /** Where state lives: NATS store, tokens, memory files, logs, stack.json. */
   dataDir: string;
   /** Extra environment for every service (ports, secrets, log level). */
@@ -108,6 +110,7 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
         storeDir,
         configFile: path.join(busDir(dataDir), "nats-server.conf"),
         syncInterval: options.natsSyncInterval ?? "always",
+        ...(options.natsMaxFileStore ? { maxFileStore: options.natsMaxFileStore } : {}),
         users: credentials.map(
           (c): NatsServerUser => ({
             name: c.user,
