@@ -153,6 +153,10 @@ export async function startStack(options: TestStackOptions = {}): Promise<TestSt
     };
     nc = await connect({
       servers: launched.natsUrl,
+      // Rides through a NATS restart as the services do: a request made while it reconnects
+      // would otherwise wait out nats.js's 2 s reconnect delay and time out.
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 250,
       ...credentialOptions({ nkeyFile: credentialFile("admin") }),
     });
     const files = tokenFiles(dataDir);
