@@ -144,7 +144,7 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
         NATS_URL: natsUrl,
         TOOLMESH_DATA_DIR: dataDir,
         // Its own credential, and no other way to authenticate that could be inherited.
-        ...(nats
+        ...(nats && isBusUser(spec.name)
           ? {
               TOOLMESH_NATS_NKEY_FILE: seedFile(dataDir, spec.name),
               TOOLMESH_NATS_CREDS: "",

@@ -179,6 +179,8 @@ function readStream(stream: string, durables: readonly string[]): string[] {
     `${API}.CONSUMER.INFO.${stream}.>`,
     `${API}.CONSUMER.DELETE.${stream}.>`,
     `${API}.CONSUMER.MSG.NEXT.${stream}.>`,
+    `${API}.CONSUMER.LIST.${stream}`,
+    `${API}.CONSUMER.NAMES.${stream}`,
     `$JS.FC.${stream}.>`,
     ...durables.map((durable) => `$JS.ACK.${stream}.${durable}.>`),
   ];
@@ -188,6 +190,9 @@ function readStream(stream: string, durables: readonly string[]): string[] {
 function writeStream(stream: string): string[] {
   return [
     `${API}.STREAM.INFO.${stream}`,
+    // Its consumers' lag, for /metrics.
+    `${API}.CONSUMER.LIST.${stream}`,
+    `${API}.CONSUMER.NAMES.${stream}`,
     `${API}.STREAM.CREATE.${stream}`,
     `${API}.STREAM.UPDATE.${stream}`,
   ];
