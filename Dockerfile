@@ -1,4 +1,5 @@
-# One image for every toolmesh service; docker-compose.yml picks the service with SERVICE.
+# One image for every toolmesh service; docker-compose.yml picks the service with SERVICE (and runs
+# dist/bus-init.mjs once first: the bus's nkeys and nats-server config in the data volume).
 # The build stage type-checks the sources with tsc and bundles each service into plain
 # JavaScript, dist/<service>.mjs (npm run build); the image runs those with Node alone.
 FROM node:24-bookworm-slim AS build

@@ -95,7 +95,7 @@ try {
     h.set("Nats-Msg-Id", record.id);
     window.push(
       publisher.publish(
-        subjects.audit(record.agentId, record.tool),
+        subjects.audit("dispatcher", record.agentId, record.tool),
         toBinary(AuditRecordSchema, record),
         h,
       ),
@@ -110,7 +110,11 @@ try {
         kind,
       });
       window.push(
-        publisher.publish(subjects.trace(traceId), toBinary(TraceEventSchema, event), th),
+        publisher.publish(
+          subjects.trace("dispatcher", traceId),
+          toBinary(TraceEventSchema, event),
+          th,
+        ),
       );
     }
     if (window.length >= 3000) await Promise.all(window.splice(0));

@@ -8,7 +8,7 @@ import { ensureStream, publishEvent, streamDefinitions, subjects } from "@toolme
 import { CallbackEventSchema, CallStatus, type Outcome, OutcomeSchema } from "@toolmesh/proto";
 import { repoRoot, type ServiceProcess, startNats, startService } from "@toolmesh/testkit";
 import { connect, type JetStreamClient, type JetStreamManager, type PubAck } from "nats";
-import { cpuMs, natsPid } from "./proc.js";
+import { cpuMs } from "./proc.js";
 
 // npm run bench:consumers: how fast Callback broadcasts outcomes and memory-writer writes
 // callback events. N records are pushed straight into each consumer's stream while it is
@@ -132,7 +132,7 @@ const profileEnv = (name: string): Record<string, string> =>
 
 async function main(): Promise<void> {
   const nats = await startNats();
-  natsServer = natsPid(nats.storeDir) ?? 0;
+  natsServer = nats.pid;
   const dataDir = await mkdtemp(path.join(tmpdir(), "toolmesh-bench-consumers-"));
   const running: ServiceProcess[] = [];
   try {
@@ -160,7 +160,7 @@ async function main(): Promise<void> {
         js,
         OutcomeSchema,
         outcomes,
-        (o) => subjects.outcome(o.callId),
+        (o) => subjects.outcome("dispatcher", o.callId),
         (o) => o.callId,
       );
       const { figure, process } = await measure(

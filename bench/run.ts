@@ -21,7 +21,7 @@ import {
 } from "@toolmesh/proto";
 import { grpcServiceDefinition } from "@toolmesh/sdk";
 import { LineWatcher, repoRoot, startStack } from "@toolmesh/testkit";
-import { cpuMs, natsPid } from "./proc.js";
+import { cpuMs } from "./proc.js";
 import { type Cell, writeResults } from "./results.js";
 
 // npm run bench: the full chain against its floors — a raw grpc-js echo (one hop) and a raw
@@ -157,8 +157,7 @@ async function main(): Promise<void> {
 
   watched.set("client", process.pid);
   watched.set("dispatcher", dispatcher.child.pid ?? 0);
-  const natsServer = natsPid(nats.storeDir);
-  if (natsServer) watched.set("nats", natsServer);
+  if (nats.pid) watched.set("nats", nats.pid);
   const echo = await spawnScript("bench/echo-server.ts", {});
   watched.set("echo", echo.child.pid ?? 0);
   cleanups.push(() => echo.child.kill());

@@ -51,9 +51,13 @@ const npmPackagesExternal: Plugin = {
 const started = Date.now();
 const result = await build({
   absWorkingDir: root,
-  entryPoints: Object.fromEntries(
-    services.map((name) => [name, path.join("services", name, "src", "main.ts")]),
-  ),
+  entryPoints: {
+    ...Object.fromEntries(
+      services.map((name) => [name, path.join("services", name, "src", "main.ts")]),
+    ),
+    // docker-compose's first step: the bus's credentials and nats-server config.
+    "bus-init": path.join("libs", "launcher", "src", "bus-init-main.ts"),
+  },
   outdir,
   outExtension: { ".js": ".mjs" },
   bundle: true,
@@ -85,5 +89,5 @@ for (const file of readdirSync(outdir)) {
 }
 
 process.stdout.write(
-  `build: ${services.map((name) => `dist/${name}.mjs`).join(", ")} in ${Date.now() - started} ms\n`,
+  `build: ${[...services, "bus-init"].map((name) => `dist/${name}.mjs`).join(", ")} in ${Date.now() - started} ms\n`,
 );

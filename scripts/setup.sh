@@ -24,22 +24,30 @@ if ! pinned_node=$(node_modules/.bin/node --version 2>/dev/null); then
 fi
 say "Node $pinned_node (node_modules/.bin/node) runs every npm script and test"
 
-if ! command -v nats-server >/dev/null 2>&1; then
-  say "nats-server is not on PATH; installing Debian's nats-server package"
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nats-server >/dev/null
-  elif command -v sudo >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
-    sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nats-server >/dev/null
-  else
-    echo "setup: cannot install nats-server here (no apt-get, or not root and no sudo)." >&2
-    echo "setup: install nats-server 2.9 or newer and put it on PATH, or set NATS_URL to a server with JetStream." >&2
-    exit 1
+say "nats-server $NATS_SERVER_VERSION into .toolmesh/bin (go install)"
+mkdir -p "$TOOLMESH_BIN"
+if GOBIN="$TOOLMESH_BIN" go install "github.com/nats-io/nats-server/v2@$NATS_SERVER_VERSION"; then
+  say "nats-server $("$TOOLMESH_BIN/nats-server" --version 2>&1 | awk '{print $2}') (.toolmesh/bin/nats-server) runs under npm start and the tests"
+else
+  # A machine without the Go module proxy still gets a server, but an old one: say so loudly.
+  echo "setup: WARNING: go install of nats-server $NATS_SERVER_VERSION failed; falling back to Debian's nats-server package." >&2
+  echo "setup: WARNING: Debian ships 2.9.10 (2022): no jetstream sync_interval, so acked writes can be lost on power failure." >&2
+  rm -f "$TOOLMESH_BIN/nats-server"
+  if ! command -v nats-server >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nats-server >/dev/null
+    elif command -v sudo >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+      sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nats-server >/dev/null
+    else
+      echo "setup: cannot install nats-server here (no Go module proxy, no apt-get, or not root and no sudo)." >&2
+      echo "setup: install nats-server $NATS_SERVER_VERSION and set NATS_SERVER_BIN, or set NATS_URL to a server with JetStream." >&2
+      exit 1
+    fi
   fi
+  say "WARNING: using $(command -v nats-server) $(nats-server --version 2>&1 | awk '{print $2}') from PATH, not the pinned $NATS_SERVER_VERSION"
 fi
-say "nats-server $(nats-server --version 2>&1 | awk '{print $2}')"
 
 say "Go code generators ($PROTOC_GEN_GO_VERSION, grpc $PROTOC_GEN_GO_GRPC_VERSION)"
-mkdir -p "$TOOLMESH_BIN"
 GOBIN="$TOOLMESH_BIN" go install "google.golang.org/protobuf/cmd/protoc-gen-go@$PROTOC_GEN_GO_VERSION"
 GOBIN="$TOOLMESH_BIN" go install "google.golang.org/grpc/cmd/protoc-gen-go-grpc@$PROTOC_GEN_GO_GRPC_VERSION"
 (cd libs/go && go mod download)

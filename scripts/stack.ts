@@ -34,6 +34,8 @@ process.stdin.resume();
 process.stdout.write(
   `${JSON.stringify({
     natsUrl: stack.nats.url,
+    // The read-only credential agents subscribe to callback events with (a file path, 0600).
+    natsAgentNkeyFile: stack.natsCredentialFile("agent"),
     dataDir: stack.dataDir,
     services: Object.fromEntries(
       services.map((name) => {

@@ -2,7 +2,15 @@
 import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { int, loadConfig, loadOrExit, optionalStr, str } from "@toolmesh/config";
+import {
+  bytes,
+  int,
+  loadConfig,
+  loadOrExit,
+  optionalStr,
+  str,
+  syncInterval,
+} from "@toolmesh/config";
 import { diskSpaceWarning, StackError, startStack } from "@toolmesh/launcher";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -10,6 +18,8 @@ const config = loadOrExit(() =>
   loadConfig({
     natsUrl: optionalStr("NATS_URL"),
     natsPort: int("TOOLMESH_NATS_PORT", 4222, { min: -1, max: 65535 }),
+    natsSyncInterval: syncInterval("TOOLMESH_NATS_SYNC_INTERVAL", "always"),
+    natsMaxFileStore: bytes("TOOLMESH_NATS_MAX_FILE_STORE", 1024 ** 4, { min: 1024 ** 3 }),
     dataDir: str("TOOLMESH_DATA_DIR", path.join(root, ".toolmesh")),
     startTimeoutMs: int("TOOLMESH_START_TIMEOUT_MS", 60_000, { min: 1000, max: 600_000 }),
   }),
@@ -50,6 +60,11 @@ if (stack.adminToken && stack.adminTokenCreated) {
   say(`the admin token is in ${adminTokenFile}`);
 }
 say(`addresses in ${path.join(config.dataDir, "stack.json")}`);
+if (stack.busCredentials.agent) {
+  say(
+    `agents subscribe to callback events with the read-only NATS key ${stack.busCredentials.agent}`,
+  );
+}
 say(`logs in ${path.join(config.dataDir, "logs")}; press Ctrl-C to stop`);
 
 let stopping = false;

@@ -120,6 +120,121 @@ export function list(name: string, fallback: readonly string[]): Reader<string[]
   };
 }
 
+const BYTE_UNITS: Record<string, number> = {
+  "": 1,
+  b: 1,
+  kib: 1024,
+  mib: 1024 ** 2,
+  gib: 1024 ** 3,
+  tib: 1024 ** 4,
+};
+
+/** A size in bytes: a whole number with an optional unit (KiB, MiB, GiB, TiB), such as `512MiB`. */
+export function bytes(
+  name: string,
+  fallback: number,
+  range: { min?: number; max?: number } = {},
+): Reader<number> {
+  return (env) => {
+    const text = raw(env, name);
+    if (text === undefined) return fallback;
+    const match = /^(\d+)\s*([a-z]*)$/i.exec(text);
+    const unit = BYTE_UNITS[(match?.[2] ?? "").toLowerCase()];
+    if (!match || unit === undefined) {
+      throw new VariableError(
+        `${name}=${JSON.stringify(text)} is not a size; use bytes or a number with KiB, MiB, GiB or TiB, such as 512MiB`,
+      );
+    }
+    const value = Number(match[1]) * unit;
+    const min = range.min ?? 0;
+    const max = range.max ?? Number.MAX_SAFE_INTEGER;
+    if (value < min || value > max) {
+      throw new VariableError(`${name}=${text} is out of range; expected ${min} to ${max} bytes`);
+    }
+    return value;
+  };
+}
+
+/** How a process authenticates to NATS (libs/nats BusCredentials); at most one way may be set. */
+export interface NatsCredentialsConfig {
+  nkeyFile?: string;
+  credsFile?: string;
+  user?: string;
+  password?: string;
+}
+
+/**
+ * TOOLMESH_NATS_NKEY_FILE, TOOLMESH_NATS_CREDS, or TOOLMESH_NATS_USER with TOOLMESH_NATS_PASSWORD;
+ * unset: connect without credentials (only a NATS without authorization accepts that).
+ */
+export const natsCredentials: Reader<NatsCredentialsConfig> = (env) => {
+  const nkeyFile = raw(env, "TOOLMESH_NATS_NKEY_FILE");
+  const credsFile = raw(env, "TOOLMESH_NATS_CREDS");
+  const user = raw(env, "TOOLMESH_NATS_USER");
+  const password = env.TOOLMESH_NATS_PASSWORD;
+  const ways = [
+    nkeyFile && "TOOLMESH_NATS_NKEY_FILE",
+    credsFile && "TOOLMESH_NATS_CREDS",
+    user && "TOOLMESH_NATS_USER",
+  ];
+  const set = ways.filter((w): w is string => Boolean(w));
+  if (set.length > 1) {
+    throw new VariableError(
+      `${set.join(" and ")} are both set; a process uses one NATS credential`,
+    );
+  }
+  if (password !== undefined && password !== "" && !user) {
+    throw new VariableError("TOOLMESH_NATS_PASSWORD is set without TOOLMESH_NATS_USER");
+  }
+  return {
+    ...(nkeyFile ? { nkeyFile } : {}),
+    ...(credsFile ? { credsFile } : {}),
+    ...(user ? { user, password: password ?? "" } : {}),
+  };
+};
+
+/**
+ * How often nats-server flushes JetStream writes to disk: `always` (every write, before its
+ * ack) or a duration such as `2m` or `10s`, nats-server's own default being two minutes.
+ */
+export function syncInterval(name: string, fallback: string): Reader<string> {
+  return (env) => {
+    const text = raw(env, name) ?? fallback;
+    if (text !== "always" && !/^\d+(ms|s|m|h)$/.test(text)) {
+      throw new VariableError(
+        `${name}=${JSON.stringify(text)} is neither "always" nor a duration such as 10s or 2m`,
+      );
+    }
+    return text;
+  };
+}
+
+const MiB = 1024 * 1024;
+const limit = (name: string, fallback: number) =>
+  bytes(name, fallback, { min: 1024 * 1024, max: 1024 ** 5 });
+
+/**
+ * Byte limits of the event streams and buckets, read by every process so that every writer of a
+ * stream gives it the same definition (docs/configuration.md, retention and limits).
+ */
+export const busLimitsConfig = {
+  streamMaxBytes: (env: NodeJS.ProcessEnv) => ({
+    trace: limit("TOOLMESH_TRACE_MAX_BYTES", 1024 * MiB)(env),
+    audit: limit("TOOLMESH_AUDIT_STREAM_MAX_BYTES", 1024 * MiB)(env),
+    outcome: limit("TOOLMESH_OUTCOME_MAX_BYTES", 512 * MiB)(env),
+    callback: limit("TOOLMESH_CALLBACK_STREAM_MAX_BYTES", 512 * MiB)(env),
+    inflight: limit("TOOLMESH_INFLIGHT_MAX_BYTES", 64 * MiB)(env),
+    changes: limit("TOOLMESH_CHANGES_MAX_BYTES", 128 * MiB)(env),
+  }),
+  bucketMaxBytes: (env: NodeJS.ProcessEnv) => ({
+    registry: limit("TOOLMESH_REGISTRY_BUCKET_MAX_BYTES", 64 * MiB)(env),
+    permission: limit("TOOLMESH_PERMISSION_BUCKET_MAX_BYTES", 64 * MiB)(env),
+    dispatcher: limit("TOOLMESH_DISPATCHER_BUCKET_MAX_BYTES", 256 * MiB)(env),
+    callIds: limit("TOOLMESH_CALL_IDS_BUCKET_MAX_BYTES", 256 * MiB)(env),
+    dispatchers: limit("TOOLMESH_DISPATCHERS_BUCKET_MAX_BYTES", 16 * MiB)(env),
+  }),
+};
+
 /** Reads every variable of a spec and reports all bad ones at once. */
 export function loadConfig<T extends Record<string, unknown>>(
   spec: { [K in keyof T]: Reader<T[K]> },
@@ -156,6 +271,8 @@ export const commonConfig = {
   jetstreamReplicas: int("TOOLMESH_JETSTREAM_REPLICAS", 1, { min: 1, max: 5 }),
   /** How long the event streams (trace, audit input, outcome, callback, changes) keep messages. */
   streamMaxAgeDays: int("TOOLMESH_STREAM_MAX_AGE_DAYS", 30, { min: 1, max: 3650 }),
+  natsCredentials,
+  ...busLimitsConfig,
 };
 
 /** The settings every process has, as read. */

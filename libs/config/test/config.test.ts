@@ -1,5 +1,18 @@
 import { describe, expect, it } from "vitest";
-import { bool, ConfigError, int, list, loadConfig, oneOf, port, str, url } from "../src/index.js";
+import {
+  bool,
+  bytes,
+  ConfigError,
+  int,
+  list,
+  loadConfig,
+  natsCredentials,
+  oneOf,
+  port,
+  str,
+  syncInterval,
+  url,
+} from "../src/index.js";
 
 describe("loadConfig", () => {
   const spec = {
@@ -56,5 +69,41 @@ describe("loadConfig", () => {
     expect(() => loadConfig({ n: int("X_N", 1), s: str("X_S") }, { X_N: "1.5" })).toThrow(
       /X_N="1.5" is not an integer[\s\S]*X_S is required/,
     );
+  });
+});
+
+describe("bus settings", () => {
+  it("reads sizes with units and refuses what is not a size", () => {
+    const spec = { size: bytes("X_SIZE", 1024) };
+    expect(loadConfig(spec, {}).size).toBe(1024);
+    expect(loadConfig(spec, { X_SIZE: "512MiB" }).size).toBe(512 * 1024 * 1024);
+    expect(loadConfig(spec, { X_SIZE: "2GiB" }).size).toBe(2 * 1024 ** 3);
+    expect(loadConfig(spec, { X_SIZE: "4096" }).size).toBe(4096);
+    expect(() => loadConfig(spec, { X_SIZE: "lots" })).toThrow(/X_SIZE="lots" is not a size/);
+    expect(() => loadConfig(spec, { X_SIZE: "2GB" })).toThrow(/KiB, MiB, GiB or TiB/);
+  });
+
+  it("takes one NATS credential at most", () => {
+    const spec = { creds: natsCredentials };
+    expect(loadConfig(spec, {}).creds).toEqual({});
+    expect(loadConfig(spec, { TOOLMESH_NATS_NKEY_FILE: "/d/bus/x.nk" }).creds).toEqual({
+      nkeyFile: "/d/bus/x.nk",
+    });
+    expect(
+      loadConfig(spec, { TOOLMESH_NATS_USER: "svc", TOOLMESH_NATS_PASSWORD: "pw" }).creds,
+    ).toEqual({ user: "svc", password: "pw" });
+    expect(() =>
+      loadConfig(spec, { TOOLMESH_NATS_NKEY_FILE: "/a", TOOLMESH_NATS_USER: "svc" }),
+    ).toThrow(/TOOLMESH_NATS_NKEY_FILE and TOOLMESH_NATS_USER are both set/);
+    expect(() => loadConfig(spec, { TOOLMESH_NATS_PASSWORD: "pw" })).toThrow(
+      /TOOLMESH_NATS_PASSWORD is set without TOOLMESH_NATS_USER/,
+    );
+  });
+
+  it("takes a sync interval of always or a duration", () => {
+    const spec = { sync: syncInterval("X_SYNC", "always") };
+    expect(loadConfig(spec, {}).sync).toBe("always");
+    expect(loadConfig(spec, { X_SYNC: "2m" }).sync).toBe("2m");
+    expect(() => loadConfig(spec, { X_SYNC: "sometimes" })).toThrow(/neither "always" nor/);
   });
 });

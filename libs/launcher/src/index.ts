@@ -1,7 +1,15 @@
+export {
+  type BusCredential,
+  busDir,
+  ensureBusCredentials,
+  seedFile,
+} from "./bus-credentials.js";
 export { Child } from "./child.js";
 export { type DiskThresholds, defaultDiskThresholds, diskSpaceWarning } from "./disk-space.js";
 export { LineWatcher } from "./lines.js";
-export { NatsServer, type NatsServerOptions } from "./nats-server.js";
+export { natsServerBinary, natsServerVersion } from "./nats-binary.js";
+export { type NatsConfig, type NatsServerUser, renderNatsConfig } from "./nats-config.js";
+export { NatsServer, type NatsServerOptions, type NatsSupervision } from "./nats-server.js";
 export { ServiceProcess, type ServiceProcessOptions } from "./service-process.js";
 export { availableServices, type ServiceSpec, serviceEntry, stackServices } from "./services.js";
 export {

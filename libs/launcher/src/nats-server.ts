@@ -1,32 +1,89 @@
 import { mkdirSync } from "node:fs";
+import path from "node:path";
 import { Child } from "./child.js";
+import { atLeast, natsServerBinary, natsServerVersion } from "./nats-binary.js";
+import { type NatsServerUser, writeNatsConfig } from "./nats-config.js";
 import { StackError } from "./stack-error.js";
 
 /** How to run one nats-server with JetStream. */
 export interface NatsServerOptions {
-  /** The nats-server binary; NATS_SERVER_BIN or `nats-server` from PATH when unset. */
+  /** The nats-server binary; when unset .toolmesh/bin/nats-server, NATS_SERVER_BIN, then PATH. */
   bin?: string;
   /** Client port; -1 lets nats-server pick a free one (kept across restarts). */
   port: number;
   /** The JetStream store directory, kept across restarts. */
   storeDir: string;
+  /** Where the generated config is written (mode 0600); <storeDir>/nats-server.conf by default. */
+  configFile?: string;
+  /**
+   * How often JetStream fsyncs: `always` (the default: every write is on disk before its ack) or
+   * a duration such as `2m`, nats-server's own default, which can lose acked writes on power loss.
+   */
+  syncInterval?: string;
+  /**
+   * JetStream's file store limit (bytes), which the byte limits of all streams together may not
+   * exceed when they are created: 1 TiB by default, so that the stream limits, not nats-server's
+   * own default (75% of the disk's free space at start), decide. A full disk refuses writes.
+   */
+  maxFileStore?: number;
+  /** The users and their permissions; none means no authorization. */
+  users?: NatsServerUser[];
+  /** The user a client without credentials is taken for (test servers only). */
+  noAuthUser?: string;
   /** Where its output is appended; undefined keeps it only in memory. */
   logPath?: string;
+  /** The repository root: where the binary is looked for and the process runs. */
   cwd: string;
   /** How long start() waits for "Server is ready". */
   startTimeoutMs: number;
+  /** Told about a setting the server cannot honour (an old nats-server without sync_interval). */
+  warn?: (line: string) => void;
 }
 
+/** What a supervisor does when nats-server dies on its own. */
+export interface NatsSupervision {
+  /** Told before each restart: the attempt (1, 2 …), the delay and how it died. */
+  restarting?(attempt: number, delayMs: number, died: string): void;
+  /** Told once it is back. */
+  restarted?(): void;
+  /** Told when `maxAttempts` restarts in a row failed; the server stays down. */
+  gaveUp(reason: string): void;
+  /** Restarts in a row that may fail before giving up (default 10). */
+  maxAttempts?: number;
+  /** The longest wait between two attempts (default 5 s); the first waits 250 ms. */
+  maxDelayMs?: number;
+}
+
+/** The first version with jetstream.sync_interval. */
+const SYNC_INTERVAL_SINCE: [number, number, number] = [2, 10, 0];
+
 /**
- * One local nats-server with JetStream on loopback. The port chosen at the first start is kept,
- * so a restart (after a crash or in a fault test) brings the same server back with its store.
+ * One local nats-server with JetStream on loopback, run from a config file generated at each
+ * start. The port chosen at the first start is kept, so a restart (after a crash or in a fault
+ * test) brings the same server back with its store, config and credentials.
  */
 export class NatsServer {
   private child: Child | undefined;
   private port: number;
+  private supervision: NatsSupervision | undefined;
+  private restartTimer: NodeJS.Timeout | undefined;
+  private failedRestarts = 0;
+  /** Set by stop() and kill(): an exit then is wanted, and a pending restart is dropped. */
+  private stopped = false;
+  private readonly bin: string;
+  private syncInterval: string | undefined;
 
   constructor(private readonly options: NatsServerOptions) {
     this.port = options.port;
+    this.bin = options.bin ?? natsServerBinary(options.cwd);
+    this.syncInterval = options.syncInterval ?? "always";
+    const version = natsServerVersion(this.bin);
+    if (version && !atLeast(version, SYNC_INTERVAL_SINCE)) {
+      options.warn?.(
+        `${this.bin} is nats-server ${version.join(".")}, which has no jetstream sync_interval: acked writes can be lost on power failure; run npm run setup to install the pinned version`,
+      );
+      this.syncInterval = undefined;
+    }
   }
 
   /** nats://127.0.0.1:<port>, known once the first start succeeded. */
@@ -43,17 +100,35 @@ export class NatsServer {
     return this.child;
   }
 
+  /** The generated config file. */
+  get configFile(): string {
+    return this.options.configFile ?? path.join(this.options.storeDir, "nats-server.conf");
+  }
+
   /** Starts nats-server and resolves once it accepts clients. */
-  async start(): Promise<void> {
+  start(): Promise<void> {
+    this.stopped = false;
+    return this.launch();
+  }
+
+  private async launch(): Promise<void> {
     const { options } = this;
     mkdirSync(options.storeDir, { recursive: true });
-    const bin = options.bin ?? process.env.NATS_SERVER_BIN ?? "nats-server";
-    const child = new Child(
-      "nats-server",
-      bin,
-      ["-a", "127.0.0.1", "-p", String(this.port), "-js", "-sd", options.storeDir],
-      { cwd: options.cwd, env: process.env, logPath: options.logPath },
-    );
+    mkdirSync(path.dirname(this.configFile), { recursive: true });
+    writeNatsConfig(this.configFile, {
+      host: "127.0.0.1",
+      port: this.port,
+      storeDir: options.storeDir,
+      syncInterval: this.syncInterval,
+      maxFileStore: options.maxFileStore ?? 1024 ** 4,
+      users: options.users ?? [],
+      noAuthUser: options.noAuthUser,
+    });
+    const child = new Child("nats-server", this.bin, ["-c", this.configFile], {
+      cwd: options.cwd,
+      env: process.env,
+      logPath: options.logPath,
+    });
     this.child = child;
     const died = child.exited.then(({ code, signal }) => {
       throw new StackError(
@@ -80,22 +155,83 @@ export class NatsServer {
       ]);
     } catch (error) {
       await child.stop();
+      if (this.child === child) this.child = undefined;
       if (error instanceof StackError) throw error;
       throw new StackError(`nats-server did not become ready: ${(error as Error).message}`);
     }
+    void child.exited.then((exit) => {
+      if (this.child !== child || this.stopped || !this.supervision) return;
+      this.child = undefined;
+      this.scheduleRestart(
+        `code ${exit.code}${exit.signal ? `, signal ${exit.signal}` : ""}\n${child.lastLines()}`,
+      );
+    });
   }
 
-  /** SIGTERM and wait; the store stays, so start() brings the data back. */
+  /**
+   * Restarts nats-server whenever it exits without stop() or kill() asking it to, with the same
+   * port, store and config, after a backoff that doubles from 250 ms up to maxDelayMs.
+   */
+  supervise(supervision: NatsSupervision): void {
+    this.supervision = supervision;
+  }
+
+  /** Stops restarting: a stack shutting down (Ctrl-C reaches nats-server too) must not revive it. */
+  unsupervise(): void {
+    this.supervision = undefined;
+    if (this.restartTimer) clearTimeout(this.restartTimer);
+    this.restartTimer = undefined;
+  }
+
+  private scheduleRestart(died: string): void {
+    const supervision = this.supervision;
+    if (!supervision) return;
+    const maxAttempts = supervision.maxAttempts ?? 10;
+    if (this.failedRestarts >= maxAttempts) {
+      supervision.gaveUp(
+        `nats-server could not be restarted ${maxAttempts} times in a row: ${died}`,
+      );
+      return;
+    }
+    const attempt = this.failedRestarts + 1;
+    const delayMs = Math.min(250 * 2 ** this.failedRestarts, supervision.maxDelayMs ?? 5000);
+    supervision.restarting?.(attempt, delayMs, died);
+    this.restartTimer = setTimeout(() => {
+      this.restartTimer = undefined;
+      if (this.stopped) return;
+      this.launch().then(
+        () => {
+          this.failedRestarts = 0;
+          supervision.restarted?.();
+        },
+        (error: unknown) => {
+          if (this.stopped) return;
+          this.failedRestarts++;
+          this.scheduleRestart(error instanceof Error ? error.message : String(error));
+        },
+      );
+    }, delayMs);
+  }
+
+  /** SIGTERM and wait; the store stays, so start() brings the data back. No restart follows. */
   async stop(): Promise<void> {
+    this.halt();
     const child = this.child;
     this.child = undefined;
     await child?.stop();
   }
 
-  /** SIGKILL and wait, as a crash would. */
+  /** SIGKILL and wait, as a crash would, but deliberate: no restart follows. */
   async kill(): Promise<void> {
+    this.halt();
     const child = this.child;
     this.child = undefined;
     await child?.kill();
+  }
+
+  private halt(): void {
+    this.stopped = true;
+    if (this.restartTimer) clearTimeout(this.restartTimer);
+    this.restartTimer = undefined;
   }
 }

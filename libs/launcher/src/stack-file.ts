@@ -11,6 +11,8 @@ export interface StackFile {
   dataDir: string;
   services: Record<string, { url?: string; pid: number }>;
   tokenFiles: { admin: string; service: string };
+  /** The nkey seed file of each bus user (agent: the read-only callback subscriber); empty for an outside NATS. */
+  natsCredentials: Record<string, string>;
   logDir: string;
   startedAt: string;
 }
@@ -28,6 +30,7 @@ export function writeStackFile(
   dataDir: string,
   natsUrl: string,
   endpoints: RunningEndpoint[],
+  natsCredentials: Record<string, string>,
 ): StackFile {
   const file: StackFile = {
     natsUrl,
@@ -36,6 +39,7 @@ export function writeStackFile(
       endpoints.map((e) => [e.name, { ...(e.url ? { url: e.url } : {}), pid: e.pid }]),
     ),
     tokenFiles: tokenFiles(dataDir),
+    natsCredentials,
     logDir: path.join(dataDir, "logs"),
     startedAt: new Date().toISOString(),
   };

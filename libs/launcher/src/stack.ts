@@ -1,5 +1,8 @@
 import { existsSync, mkdirSync } from "node:fs";
 import path from "node:path";
+import { isBusUser, natsPermissions, processUsers } from "@toolmesh/nats";
+import { busDir, ensureBusCredentials, seedFile } from "./bus-credentials.js";
+import type { NatsServerUser } from "./nats-config.js";
 import { NatsServer } from "./nats-server.js";
 import { ServiceProcess } from "./service-process.js";
 import { availableServices, type ServiceSpec } from "./services.js";
@@ -13,6 +16,12 @@ export interface StackOptions {
   natsUrl?: string | undefined;
   /** Port of the local nats-server; -1 picks a free one. */
   natsPort: number;
+  /** The nats-server binary; .toolmesh/bin/nats-server, NATS_SERVER_BIN, then PATH when unset. */
+  natsBin?: string;
+  /** JetStream's fsync interval for the local nats-server: `always` (default) or a duration. */
+  natsSyncInterval?: string;
+  /** JetStream's file store limit for the local nats-server (bytes; 1 TiB by default). */
+  natsMaxFileStore?: number;
   /** Where state lives: NATS store, tokens, memory files, logs, stack.json. */
   dataDir: string;
   /** Extra environment for every service (ports, secrets, log level). */
@@ -48,6 +57,11 @@ export interface RunningStack {
   natsUrl: string;
   /** The local nats-server, when the stack started one. */
   nats?: NatsServer;
+  /**
+   * The nkey seed file of each bus user, when the stack started its own nats-server: one per
+   * process, `agent` (read-only callback subscriber) and `admin` (everything; for operators).
+   */
+  busCredentials: Record<string, string>;
   endpoints: RunningEndpoint[];
   /** Every service process, by name. */
   services: Map<string, ServiceProcess>;
@@ -78,25 +92,44 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
   let nats: NatsServer | undefined;
   const services = new Map<string, ServiceProcess>();
   const stopAll = async () => {
+    nats?.unsupervise();
     for (const service of [...services.values()].reverse()) await service.stop();
     await nats?.stop();
   };
 
   try {
     let natsUrl = options.natsUrl;
+    const busCredentials: Record<string, string> = {};
     if (!natsUrl) {
       const storeDir = path.join(dataDir, "nats");
+      const credentials = ensureBusCredentials(dataDir, [...processUsers, "agent", "admin"]);
+      for (const c of credentials) busCredentials[c.user] = c.seedFile;
       nats = new NatsServer({
+        ...(options.natsBin ? { bin: options.natsBin } : {}),
         port: options.natsPort,
         storeDir,
+        configFile: path.join(busDir(dataDir), "nats-server.conf"),
+        syncInterval: options.natsSyncInterval ?? "always",
+        ...(options.natsMaxFileStore ? { maxFileStore: options.natsMaxFileStore } : {}),
+        users: credentials.map(
+          (c): NatsServerUser => ({
+            name: c.user,
+            nkey: c.publicKey,
+            // admin is the operators' key (nats CLI); every other user gets the table's permissions.
+            ...(isBusUser(c.user) ? { permissions: natsPermissions(c.user) } : {}),
+          }),
+        ),
         cwd: root,
         logPath: path.join(logDir, "nats-server.log"),
         startTimeoutMs: options.startTimeoutMs,
+        warn: (line) => say(`WARNING: ${line}`),
       });
       await nats.start();
       natsUrl = nats.url;
-      watchNats(nats, reportExit);
-      say(`nats-server with JetStream at ${natsUrl} (store ${storeDir})`);
+      superviseNats(nats, say, reportExit);
+      say(
+        `nats-server with JetStream at ${natsUrl} (store ${storeDir}, sync ${options.natsSyncInterval ?? "always"}, credentials in ${busDir(dataDir)})`,
+      );
     } else {
       say(`using NATS at ${natsUrl}`);
     }
@@ -110,6 +143,15 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
         ...options.serviceEnv?.[spec.name],
         NATS_URL: natsUrl,
         TOOLMESH_DATA_DIR: dataDir,
+        // Its own credential, and no other way to authenticate that could be inherited.
+        ...(nats && isBusUser(spec.name)
+          ? {
+              TOOLMESH_NATS_NKEY_FILE: seedFile(dataDir, spec.name),
+              TOOLMESH_NATS_CREDS: "",
+              TOOLMESH_NATS_USER: "",
+              TOOLMESH_NATS_PASSWORD: "",
+            }
+          : {}),
       };
       const service = new ServiceProcess(
         {
@@ -136,11 +178,12 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
     for (const e of endpoints) {
       say(`${e.name.padEnd(14)} ${e.url ?? "(subscriber, no port)"}  pid ${e.pid}`);
     }
-    const stackFile = writeStackFile(dataDir, natsUrl, endpoints);
+    const stackFile = writeStackFile(dataDir, natsUrl, endpoints, busCredentials);
     const adminToken = readTokenFile(tokenFiles(dataDir).admin);
     return {
       natsUrl,
       ...(nats ? { nats } : {}),
+      busCredentials,
       endpoints,
       services,
       ...(adminToken ? { adminToken } : {}),
@@ -171,12 +214,23 @@ function selectServices(root: string, names: string[] | undefined): ServiceSpec[
   return available.filter((s) => names.includes(s.name));
 }
 
-/** Reports a nats-server that dies on its own; a stop() or kill() through NatsServer is expected. */
-function watchNats(nats: NatsServer, report: (exit: UnexpectedExit) => void): void {
-  const child = nats.current;
-  if (!child) return;
-  void child.exited.then((exit) => {
-    if (nats.current === child)
-      report({ name: "nats-server", ...exit, lastLines: child.lastLines() });
+/**
+ * Restarts a nats-server that dies on its own (services reconnect and ride through); only when it
+ * cannot be brought back is it reported as the stack's unexpected exit. A stop() or kill()
+ * through NatsServer is deliberate and restarts nothing.
+ */
+function superviseNats(
+  nats: NatsServer,
+  say: (line: string) => void,
+  report: (exit: UnexpectedExit) => void,
+): void {
+  nats.supervise({
+    restarting: (attempt, delayMs, died) =>
+      say(
+        `nats-server exited (${died.split("\n")[0]}); restarting it in ${delayMs} ms (attempt ${attempt})`,
+      ),
+    restarted: () => say(`nats-server is back at ${nats.url} with the same store`),
+    gaveUp: (reason) =>
+      report({ name: "nats-server", code: null, signal: null, lastLines: reason }),
   });
 }

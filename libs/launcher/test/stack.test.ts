@@ -104,32 +104,19 @@ describe("launcher", () => {
 describe("launcher failures", () => {
   it("names the process and the cause when nats-server cannot start", async () => {
     const dataDir = await mkdtemp(path.join(tmpdir(), "toolmesh-launcher-"));
-    const previous = process.env.NATS_SERVER_BIN;
-    process.env.NATS_SERVER_BIN = "/nonexistent/nats-server";
+    const options = {
+      root: repoRoot,
+      natsBin: "/nonexistent/nats-server",
+      natsPort: -1,
+      dataDir,
+      env: freePorts,
+      startTimeoutMs: 10_000,
+      say: () => {},
+    };
     try {
-      await expect(
-        startStack({
-          root: repoRoot,
-          natsPort: -1,
-          dataDir,
-          env: freePorts,
-          startTimeoutMs: 10_000,
-          say: () => {},
-        }),
-      ).rejects.toThrow(StackError);
-      await expect(
-        startStack({
-          root: repoRoot,
-          natsPort: -1,
-          dataDir,
-          env: freePorts,
-          startTimeoutMs: 10_000,
-          say: () => {},
-        }),
-      ).rejects.toThrow(/nats-server exited .*npm run setup/);
+      await expect(startStack(options)).rejects.toThrow(StackError);
+      await expect(startStack(options)).rejects.toThrow(/nats-server exited .*npm run setup/);
     } finally {
-      if (previous === undefined) delete process.env.NATS_SERVER_BIN;
-      else process.env.NATS_SERVER_BIN = previous;
       await rm(dataDir, { recursive: true, force: true });
     }
   });

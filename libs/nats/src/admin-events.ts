@@ -32,8 +32,8 @@ export class AdminEvents {
   constructor(
     private readonly js: JetStreamClient,
     private readonly log: Logger,
-    /** The service that made the change, as audit records name it. */
-    private readonly source: string,
+    /** The service that made the change, as audit records and their subject name it. */
+    private readonly source: "registry" | "permission",
   ) {}
 
   /** Publishes both messages and waits for their acks (or their failure, logged). */
@@ -46,7 +46,7 @@ export class AdminEvents {
     await Promise.all([
       this.send(change.subject, change.schema, change.value(time), `${id}-change`),
       this.send(
-        subjects.audit(audit.by.agentId, audit.tool ?? ""),
+        subjects.audit(this.source, audit.by.agentId, audit.tool ?? ""),
         AuditRecordSchema,
         adminRecord(id, time, audit, this.source),
         id,

@@ -1,3 +1,8 @@
+import type { Logger } from "@toolmesh/log";
+import type { JetStreamManager } from "nats";
+import { type BusAccess, bucketNames, busAccess, isBusUser } from "./bus-access.js";
+import { JetStreamApiCodes, jetStreamErrorCode } from "./jetstream-errors.js";
+
 /**
  * The KV buckets and their key layout: a shared contract, because the owner writes a bucket and
  * other services keep read-only snapshots of it through a watch. Values are binary Protobuf.
@@ -5,7 +10,7 @@
 export const buckets = {
   /** Owned by the Registry: `tools.<name>` → registry.v1.Tool, `groups.<name>` → registry.v1.Group. */
   registry: {
-    name: "toolmesh-registry",
+    name: bucketNames.registry,
     toolKey: (name: string) => `tools.${name}`,
     groupKey: (name: string) => `groups.${name}`,
     toolPrefix: "tools.>",
@@ -16,7 +21,7 @@ export const buckets = {
    * `meta.admin_bootstrapped` → empty, set once the first admin key exists.
    */
   permission: {
-    name: "toolmesh-permission",
+    name: bucketNames.permission,
     grantKey: (id: string) => `grants.${id}`,
     apiKeyKey: (id: string) => `keys.${id}`,
     grantPrefix: "grants.>",
@@ -30,8 +35,45 @@ export const buckets = {
    * heartbeat (decimal epoch ms), so a sweeper can tell a live Dispatcher from a vanished one.
    */
   dispatchers: {
-    name: "toolmesh-dispatchers",
+    name: bucketNames.dispatchers,
     instanceKey: (id: string) => `instances.${id}`,
     instancePrefix: "instances.>",
   },
 } as const;
+
+/**
+ * Byte limits of the KV buckets this applies (docs/configuration.md, retention and limits); the
+ * Callback service sets its own bucket's limits from its configuration.
+ */
+export type BucketBytes = Partial<Record<keyof typeof bucketNames, number>>;
+
+/**
+ * Gives the buckets a process owns their byte limit. The owner creates its bucket with its own
+ * history and TTL; this only adds max_bytes, so a full bucket refuses writes (KV buckets discard
+ * new) instead of growing without bound. Runs after the service opened its buckets.
+ */
+export async function applyBucketLimits(options: {
+  jsm: JetStreamManager;
+  user: string;
+  maxBytes: BucketBytes;
+  log: Logger;
+}): Promise<void> {
+  const { jsm, user, maxBytes, log } = options;
+  if (!isBusUser(user)) return;
+  const access: BusAccess = busAccess[user];
+  for (const key of access.ownsBuckets) {
+    const stream = `KV_${bucketNames[key]}`;
+    const limit = maxBytes[key];
+    if (limit === undefined) continue;
+    try {
+      const { config } = await jsm.streams.info(stream);
+      if (config.max_bytes !== limit) {
+        await jsm.streams.update(stream, { ...config, max_bytes: limit });
+        log.info({ bucket: bucketNames[key], max_bytes: limit }, "bucket limit set");
+      }
+    } catch (error) {
+      // A service that opens its bucket lazily has none yet; it gets the limit at its next start.
+      if (jetStreamErrorCode(error) !== JetStreamApiCodes.StreamNotFound) throw error;
+    }
+  }
+}

@@ -6,8 +6,26 @@ export {
   type Delivered,
 } from "./batches.js";
 export { type BucketLoad, loadWhenCreated } from "./bucket-wait.js";
-export { buckets } from "./buckets.js";
-export { connectNats } from "./connect.js";
+export { applyBucketLimits, type BucketBytes, buckets } from "./buckets.js";
+export {
+  type BusAccess,
+  type BusUser,
+  bucketNames,
+  busAccess,
+  inboxPrefix,
+  isBusUser,
+  type NatsPermissions,
+  natsPermissions,
+  processUsers,
+  streamNames,
+} from "./bus-access.js";
+export {
+  BusCredentialError,
+  type BusCredentials,
+  connectNats,
+  credentialOptions,
+  newInbox,
+} from "./connect.js";
 export { consumeDurable, type DurableConsumer, type DurableConsumerOptions } from "./durable.js";
 export {
   decodeEvent,
@@ -28,7 +46,12 @@ export { MemorySnapshot } from "./memory-snapshot.js";
 export { ReconnectingKvSnapshot } from "./reconnecting-snapshot.js";
 export { KvSnapshot, type SnapshotChange } from "./snapshot.js";
 export {
+  defaultStreamSettings,
   ensureStream,
+  prepareStreams,
+  type RecordSource,
+  type StreamBytes,
+  type StreamKey,
   type StreamSettings,
   streamDefinitions,
   subjects,

@@ -1,3 +1,4 @@
+import type { Logger } from "@toolmesh/log";
 import {
   DiscardPolicy,
   type JetStreamManager,
@@ -6,14 +7,27 @@ import {
   StorageType,
   type StreamConfig,
 } from "nats";
+import { type BusAccess, busAccess, isBusUser, streamNames } from "./bus-access.js";
 import { JetStreamApiCodes, jetStreamErrorCode } from "./jetstream-errors.js";
 
-/** Subjects, in one place, so publishers and subscribers cannot drift apart. */
+/** The processes that publish call records, each under its own subject token (bus-access.ts). */
+export type RecordSource = "dispatcher" | "callback" | "registry" | "permission";
+
+/**
+ * Subjects, in one place, so publishers and subscribers cannot drift apart. Records carry their
+ * publisher as a token after the kind, so nats-server can let each publish only its own; readers
+ * take every source with `*`.
+ */
 export const subjects = {
-  trace: (traceId: string) => `toolmesh.trace.${subjectToken(traceId)}`,
-  audit: (agentId: string, tool: string) =>
-    `toolmesh.audit.${subjectToken(agentId)}.${subjectToken(tool)}`,
-  outcome: (callId: string) => `toolmesh.outcome.${subjectToken(callId)}`,
+  trace: (source: RecordSource, traceId: string) =>
+    `toolmesh.trace.${source}.${subjectToken(traceId)}`,
+  /** Every event of one trace, whoever published it (a filter, not a publish subject). */
+  traceEvents: (traceId: string) => `toolmesh.trace.*.${subjectToken(traceId)}`,
+  audit: (source: RecordSource, agentId: string, tool: string) =>
+    `toolmesh.audit.${source}.${subjectToken(agentId)}.${subjectToken(tool)}`,
+  outcome: (source: RecordSource, callId: string) =>
+    `toolmesh.outcome.${source}.${subjectToken(callId)}`,
+  /** A running call's lease; only Dispatchers write (and delete) them. */
   inflight: (instance: string, callId: string) =>
     `toolmesh.inflight.${subjectToken(instance)}.${subjectToken(callId)}`,
   callback: (status: string, tool: string) =>
@@ -57,58 +71,167 @@ export function subjectTokenDecode(token: string): string {
 /** Settings shared by every stream definition. */
 export interface StreamSettings {
   replicas: number;
-  /** How long records are kept; 0 keeps them until limits are reached. */
+  /** How long records are kept; 0 keeps them until a byte limit is reached. */
   maxAgeMs: number;
   /** How long a call lease may outlive a lost delete (longer than the longest call). */
   maxLeaseAgeMs?: number;
+  /** The most bytes each stream keeps (docs/configuration.md, retention and limits). */
+  maxBytes: StreamBytes;
+}
+
+/** Byte limits of the event streams, by stream. */
+export interface StreamBytes {
+  trace: number;
+  audit: number;
+  outcome: number;
+  callback: number;
+  inflight: number;
+  changes: number;
 }
 
 const DAY_MS = 24 * 60 * 60 * 1000;
+const MiB = 1024 * 1024;
 
-/** Every stream toolmesh uses; each publisher ensures the ones it writes to exist. */
-export function streamDefinitions(
-  settings: StreamSettings = { replicas: 1, maxAgeMs: 30 * DAY_MS },
-) {
+/** The limits a stream gets when nothing is configured (libs/config has the same defaults). */
+export const defaultStreamSettings: StreamSettings = {
+  replicas: 1,
+  maxAgeMs: 30 * DAY_MS,
+  maxBytes: {
+    trace: 1024 * MiB,
+    audit: 1024 * MiB,
+    outcome: 512 * MiB,
+    callback: 512 * MiB,
+    inflight: 64 * MiB,
+    changes: 128 * MiB,
+  },
+};
+
+/**
+ * Every stream toolmesh uses; each writer ensures the ones it publishes to exist. A stream of
+ * call records refuses new messages when full (discard new) rather than drop accepted ones: the
+ * publisher then sees the refusal and the Dispatcher can refuse the call it cannot record. Only
+ * the change stream, whose events are notifications of state kept in the buckets, drops its
+ * oldest.
+ */
+export function streamDefinitions(settings: StreamSettings = defaultStreamSettings) {
   const base = (
     name: string,
     subjectsOf: string[],
     description: string,
+    maxBytes: number,
+    discard: DiscardPolicy,
+    maxAgeMs = settings.maxAgeMs,
   ): Partial<StreamConfig> => ({
     name,
     subjects: subjectsOf,
     description,
     retention: RetentionPolicy.Limits,
     storage: StorageType.File,
-    discard: DiscardPolicy.Old,
+    discard,
     num_replicas: settings.replicas,
-    max_age: nanos(settings.maxAgeMs),
+    max_age: nanos(maxAgeMs),
+    max_bytes: maxBytes,
     duplicate_window: nanos(2 * 60 * 1000),
   });
+  const { maxBytes } = settings;
   return {
-    trace: base("TOOLMESH_TRACE", ["toolmesh.trace.>"], "Trace events of every call chain"),
+    trace: base(
+      streamNames.trace,
+      ["toolmesh.trace.>"],
+      "Trace events of every call chain",
+      maxBytes.trace,
+      DiscardPolicy.New,
+    ),
     audit: base(
-      "TOOLMESH_AUDIT",
+      streamNames.audit,
       ["toolmesh.audit.>"],
       "Audit records as published, before chaining",
+      maxBytes.audit,
+      DiscardPolicy.New,
     ),
     outcome: base(
-      "TOOLMESH_OUTCOME",
+      streamNames.outcome,
       ["toolmesh.outcome.>"],
       "Call outcomes from the Dispatcher and Report",
+      maxBytes.outcome,
+      DiscardPolicy.New,
     ),
-    callback: base("TOOLMESH_CALLBACK", ["toolmesh.callback.>"], "Normalised callback events"),
+    callback: base(
+      streamNames.callback,
+      ["toolmesh.callback.>"],
+      "Normalised callback events",
+      maxBytes.callback,
+      DiscardPolicy.New,
+    ),
     // Leases are deleted when their call ends; the age limit only bounds what a lost delete leaves.
-    inflight: {
-      ...base("TOOLMESH_INFLIGHT", ["toolmesh.inflight.>"], "Leases of calls that are running"),
-      max_age: nanos(settings.maxLeaseAgeMs ?? 2 * 60 * 60 * 1000),
-      discard: DiscardPolicy.New,
-    },
+    inflight: base(
+      streamNames.inflight,
+      ["toolmesh.inflight.>"],
+      "Leases of calls that are running",
+      maxBytes.inflight,
+      DiscardPolicy.New,
+      settings.maxLeaseAgeMs ?? 2 * 60 * 60 * 1000,
+    ),
     changes: base(
-      "TOOLMESH_CHANGES",
+      streamNames.changes,
       ["toolmesh.registry.changed.>", "toolmesh.permission.changed.>"],
       "Registry and permission change events",
+      maxBytes.changes,
+      DiscardPolicy.Old,
     ),
   } as const;
+}
+
+/** The streams runService knows by name. */
+export type StreamKey = keyof ReturnType<typeof streamDefinitions>;
+
+/**
+ * Makes a process's streams ready: those it writes (bus-access.ts) are created or updated to
+ * their definitions; those it only reads are waited for, since creating or changing them is the
+ * writers' right. A stream the table does not give the process is a programming error.
+ */
+export async function prepareStreams(options: {
+  jsm: JetStreamManager;
+  user: string;
+  streams: readonly StreamKey[];
+  definitions: ReturnType<typeof streamDefinitions>;
+  log: Logger;
+  retryMs?: number;
+}): Promise<void> {
+  const { jsm, user, definitions, log } = options;
+  const access = isBusUser(user) ? (busAccess[user] as BusAccess) : undefined;
+  for (const key of options.streams) {
+    if (!access || (access.writesStreams as string[]).includes(key)) {
+      await ensureStream(jsm, definitions[key]);
+      continue;
+    }
+    if (!(access.readsStreams as string[]).includes(key)) {
+      throw new Error(
+        `${user} uses stream ${key} but libs/nats/src/bus-access.ts gives it no access; add it there`,
+      );
+    }
+    await waitForStream(jsm, streamNames[key], log, options.retryMs ?? 500);
+  }
+}
+
+/** Resolves once the stream exists; says once that it is waiting. */
+async function waitForStream(
+  jsm: JetStreamManager,
+  name: string,
+  log: Logger,
+  retryMs: number,
+): Promise<void> {
+  for (let tries = 0; ; tries++) {
+    try {
+      await jsm.streams.info(name);
+      if (tries > 0) log.info({ stream: name }, "stream created by its writer; going on");
+      return;
+    } catch (error) {
+      if (jetStreamErrorCode(error) !== JetStreamApiCodes.StreamNotFound) throw error;
+    }
+    if (tries === 0) log.info({ stream: name }, "waiting for the stream's writer to create it");
+    await new Promise((resolve) => setTimeout(resolve, retryMs));
+  }
 }
 
 /** Creates a stream, or updates it when its definition changed; safe to call from many processes. */

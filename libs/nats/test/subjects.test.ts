@@ -12,7 +12,7 @@ describe("subject tokens", () => {
       expect(token).toMatch(/^[A-Za-z0-9_%-]+$/);
       expect(subjectTokenDecode(token)).toBe(hostile);
     }
-    expect(subjects.trace("a.b")).toBe("toolmesh.trace.a%2Eb");
+    expect(subjects.trace("dispatcher", "a.b")).toBe("toolmesh.trace.dispatcher.a%2Eb");
   });
 
   it("gives the empty string a token of its own", () => {

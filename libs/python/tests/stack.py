@@ -80,6 +80,7 @@ class _Lines:
 @dataclass
 class Stack:
     nats_url: str
+    nats_agent_nkey_file: str
     data_dir: Path
     ports: dict[str, int] = field(default_factory=dict)
     admin_token: str = ""
@@ -144,6 +145,7 @@ def start_stack() -> Stack:
     info = json.loads(line)
     return Stack(
         nats_url=info["natsUrl"],
+        nats_agent_nkey_file=info["natsAgentNkeyFile"],
         data_dir=Path(info["dataDir"]),
         ports={name: s["port"] for name, s in info["services"].items() if s["port"]},
         admin_token=info["adminToken"],

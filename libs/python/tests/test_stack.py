@@ -242,7 +242,7 @@ def test_callback_event_arrives_over_nats(stack: Stack, agent: toolmesh.Toolmesh
     nats = pytest.importorskip("nats")
 
     async def run():
-        nc = await nats.connect(stack.nats_url)
+        nc = await nats.connect(stack.nats_url, nkeys_seed=stack.nats_agent_nkey_file)
         try:
             async with toolmesh.callback_events(nc, status="success", tool="py.echo") as events:
                 result = await asyncio.to_thread(agent.dispatch, "py.echo", {"text": "nats"})
@@ -266,7 +266,7 @@ def test_a_durable_subscription_gets_events_published_while_away(
     options = {"status": "failure", "tool": "py.fail", "durable": "py-tests-durable"}
 
     async def first_visit():
-        nc = await nats.connect(stack.nats_url)
+        nc = await nats.connect(stack.nats_url, nkeys_seed=stack.nats_agent_nkey_file)
         try:
             async with toolmesh.callback_events(nc, **options):
                 pass
@@ -274,7 +274,7 @@ def test_a_durable_subscription_gets_events_published_while_away(
             await nc.close()
 
     async def come_back(call_id: str):
-        nc = await nats.connect(stack.nats_url)
+        nc = await nats.connect(stack.nats_url, nkeys_seed=stack.nats_agent_nkey_file)
         try:
             async with toolmesh.callback_events(nc, **options) as events:
                 async for outcome in events:

@@ -2,12 +2,16 @@ import type { Interceptor } from "@connectrpc/connect";
 import { type AuthConfig, type RequestAuthenticator, startServiceAuth } from "@toolmesh/auth";
 import { type CommonConfig, loadConfig, loadOrExit, type Reader } from "@toolmesh/config";
 import { createLogger, type Logger } from "@toolmesh/log";
-import { connectNats, ensureStream, streamDefinitions } from "@toolmesh/nats";
+import {
+  applyBucketLimits,
+  connectNats,
+  prepareStreams,
+  type StreamKey,
+  streamDefinitions,
+} from "@toolmesh/nats";
 import { type ListeningServer, onShutdown, type ToolmeshServer } from "@toolmesh/server";
 import { collectProcessMetrics, watchConsumerLag } from "@toolmesh/telemetry";
 import type { JetStreamClient, JetStreamManager, NatsConnection } from "nats";
-
-type StreamName = keyof ReturnType<typeof streamDefinitions>;
 
 /** The settings runService reads itself. */
 type ServiceConfig = CommonConfig & { port?: number };
@@ -55,11 +59,17 @@ export interface RunningService {
 
 /** A toolmesh process: its name, its settings, the streams it uses and how it starts. */
 export interface ServiceSpec<C extends ServiceConfig> {
-  /** The process name: the logger's `service` and the NATS connection name `toolmesh-<name>`. */
+  /**
+   * The process name: the logger's `service`, its bus user (libs/nats bus-access.ts, which says
+   * what it may publish and read) and the NATS connection name `toolmesh-<name>`.
+   */
   name: string;
   config: { [K in keyof C]: Reader<C[K]> };
-  /** Streams it publishes to or consumes, created or updated before start(). */
-  streams?: StreamName[];
+  /**
+   * Streams it publishes to or consumes: those it writes are created or updated before start(),
+   * those it only reads are waited for.
+   */
+  streams?: StreamKey[];
   start(context: ServiceContext<C>): Promise<RunningService>;
 }
 
@@ -72,13 +82,25 @@ export interface ServiceSpec<C extends ServiceConfig> {
 export async function runService<C extends ServiceConfig>(spec: ServiceSpec<C>): Promise<void> {
   const config = loadOrExit(() => loadConfig<C>(spec.config));
   const log = createLogger(spec.name, config.logLevel);
-  const nc = await connectNats({ url: config.natsUrl, name: `toolmesh-${spec.name}`, log });
+  const nc = await connectNats({
+    url: config.natsUrl,
+    user: spec.name,
+    credentials: config.natsCredentials,
+    log,
+  });
   const jsm = await nc.jetstreamManager();
   const streams = streamDefinitions({
     replicas: config.jetstreamReplicas,
     maxAgeMs: config.streamMaxAgeDays * 24 * 60 * 60 * 1000,
+    maxBytes: config.streamMaxBytes,
   });
-  for (const name of spec.streams ?? []) await ensureStream(jsm, streams[name]);
+  await prepareStreams({
+    jsm,
+    user: spec.name,
+    streams: spec.streams ?? [],
+    definitions: streams,
+    log,
+  });
   // GET /metrics on the service's port: process figures and the lag of its streams' consumers.
   collectProcessMetrics();
   watchConsumerLag(
@@ -107,6 +129,7 @@ export async function runService<C extends ServiceConfig>(spec: ServiceSpec<C>):
     streams,
     authenticatedRpc,
   });
+  await applyBucketLimits({ jsm, user: spec.name, maxBytes: config.bucketMaxBytes, log });
   let listening: ListeningServer | undefined;
   if (running.server) {
     listening = await running.server.listen(config.port ?? 0, config.host);

@@ -1,26 +1,31 @@
-import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { ServiceProcess } from "@toolmesh/launcher";
-
-/** The repository root, found from this file. */
-export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
+import { testCredentialFile } from "./nats-server.js";
+import { repoRoot } from "./repo-root.js";
 
 export type { ServiceProcess };
+export { repoRoot };
 
 /**
  * Starts services/<name>/src/main.ts as its own process with the given environment (a port of
  * 0 picks a free one) and resolves once its log says "listening" (or "ready", for a subscriber).
  * It does not wait for SERVING: a test may start a service before what it depends on exists.
+ * Against a server from startNats it connects with its own nkey, as under `npm start`.
  */
 export async function startService(
   name: string,
   env: Record<string, string>,
   options: { timeoutMs?: number; readyPattern?: string } = {},
 ): Promise<ServiceProcess> {
+  const credential = testCredentialFile(env.NATS_URL, name);
   const service = new ServiceProcess({
     name,
     root: repoRoot,
-    env: { ...process.env, LOG_LEVEL: "info", ...env },
+    env: {
+      ...process.env,
+      LOG_LEVEL: "info",
+      ...(credential ? { TOOLMESH_NATS_NKEY_FILE: credential } : {}),
+      ...env,
+    },
     portEnv: `TOOLMESH_${name.toUpperCase().replaceAll("-", "_")}_PORT`,
     startTimeoutMs: options.timeoutMs ?? 30_000,
     readyPattern: options.readyPattern,

@@ -5,6 +5,7 @@ import path from "node:path";
 import type { DescService } from "@bufbuild/protobuf";
 import { type Client, createClient, type Transport } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
+import { loadConfig, syncInterval } from "@toolmesh/config";
 import {
   type RunningStack,
   readTokenFile,
@@ -12,6 +13,7 @@ import {
   startStack as startLauncherStack,
   tokenFiles,
 } from "@toolmesh/launcher";
+import { credentialOptions } from "@toolmesh/nats";
 import {
   AuditService,
   CallbackService,
@@ -26,7 +28,7 @@ import { connect, type NatsConnection } from "nats";
 import { mintJwt } from "./jwt.js";
 import type { TestNats } from "./nats-server.js";
 import { freePort } from "./ports.js";
-import { repoRoot } from "./service-process.js";
+import { repoRoot } from "./repo-root.js";
 
 /** The processes a test stack runs unless told otherwise: the call chain. */
 export const chainServices = ["permission", "registry", "dispatcher"];
@@ -45,8 +47,13 @@ export interface TestStackOptions {
 /** A whole toolmesh stack for a test: a nats-server and real service processes. */
 export interface TestStack {
   nats: TestNats;
-  /** A connection of the test's own, closed by stop(). */
+  /** A connection of the test's own as the bus's `admin` (every permission), closed by stop(). */
   nc: NatsConnection;
+  /**
+   * The nkey seed file of a bus user: a process (`dispatcher` …), `agent` (the read-only callback
+   * subscriber) or `admin`. Connect with credentialOptions({ nkeyFile }) from @toolmesh/nats.
+   */
+  natsCredentialFile(user: string): string;
   dataDir: string;
   jwtSecret: string;
   /** The bootstrap admin API key (or a minted admin JWT without the permission service). */
@@ -102,12 +109,22 @@ export async function startStack(options: TestStackOptions = {}): Promise<TestSt
   const stop = async () => {
     await nc?.close().catch(() => {});
     await running?.stop();
+    const refused = await refusedServices(dataDir);
     await rm(dataDir, { recursive: true, force: true });
+    if (refused.length > 0) {
+      throw new Error(
+        `nats-server refused a toolmesh process something it needed; give it in libs/nats/src/bus-access.ts:\n${refused.join("\n")}`,
+      );
+    }
   };
   try {
     running = await startLauncherStack({
       root: repoRoot,
       natsPort: -1,
+      // As npm start reads it: fsync before every ack unless the environment says otherwise.
+      natsSyncInterval: loadConfig({
+        value: syncInterval("TOOLMESH_NATS_SYNC_INTERVAL", "always"),
+      }).value,
       dataDir,
       env: { LOG_LEVEL: "info", ...options.env, TOOLMESH_JWT_SECRET: jwtSecret },
       serviceEnv: {
@@ -125,7 +142,23 @@ export async function startStack(options: TestStackOptions = {}): Promise<TestSt
     const launched = running;
     const nats = launched.nats;
     if (!nats) throw new Error("the test stack always starts its own nats-server");
-    nc = await connect({ servers: launched.natsUrl });
+    const credentialFile = (user: string) => {
+      const file = launched.busCredentials[user];
+      if (!file) {
+        throw new Error(
+          `no bus credential named ${user}; there are ${Object.keys(launched.busCredentials).join(", ")}`,
+        );
+      }
+      return file;
+    };
+    nc = await connect({
+      servers: launched.natsUrl,
+      // Rides through a NATS restart as the services do: a request made while it reconnects
+      // would otherwise wait out nats.js's 2 s reconnect delay and time out.
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 250,
+      ...credentialOptions({ nkeyFile: credentialFile("admin") }),
+    });
     const files = tokenFiles(dataDir);
     const adminToken =
       launched.adminToken ?? (await mintJwt(jwtSecret, { sub: "test-admin", roles: ["admin"] }));
@@ -153,12 +186,16 @@ export async function startStack(options: TestStackOptions = {}): Promise<TestSt
         url: launched.natsUrl,
         port: nats.clientPort,
         storeDir: path.join(dataDir, "nats"),
+        get pid() {
+          return nats.current?.process.pid ?? 0;
+        },
         stop: () => nats.stop(),
         kill: () => nats.kill(),
         start: () => nats.start(),
         destroy: () => nats.stop(),
       },
       nc,
+      natsCredentialFile: credentialFile,
       dataDir,
       jwtSecret,
       adminToken,
@@ -225,4 +262,16 @@ export async function startStack(options: TestStackOptions = {}): Promise<TestSt
     await stop();
     throw error;
   }
+}
+
+/**
+ * The permission violations of toolmesh's own processes (connections named toolmesh-<user>) in
+ * the stack's nats-server log: each is a missing entry of the bus's permission table, which a
+ * service would otherwise meet only as a timeout.
+ */
+async function refusedServices(dataDir: string): Promise<string[]> {
+  const log = await readFile(path.join(dataDir, "logs", "nats-server.log"), "utf8").catch(() => "");
+  return log
+    .split("\n")
+    .filter((line) => line.includes("Violation") && line.includes(":toolmesh-"));
 }

@@ -1,4 +1,5 @@
-import { createInbox, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from "nats";
+import { newInbox } from "@toolmesh/nats";
+import type { Msg, MsgHdrs, NatsConnection, Subscription } from "nats";
 
 /** What JetStream answers to a publish. */
 export interface StoredAck {
@@ -33,7 +34,7 @@ const decoder = new TextDecoder();
  * as a third of the Audit service's CPU per record; this keeps one subscription and one timer.
  */
 export class PipelinedPublisher {
-  private readonly prefix = createInbox();
+  private readonly prefix: string;
   private readonly waiting = new Map<number, Waiter>();
   private readonly subscription: Subscription;
   private readonly timer: NodeJS.Timeout;
@@ -43,6 +44,8 @@ export class PipelinedPublisher {
     private readonly nc: NatsConnection,
     private readonly timeoutMs = 10_000,
   ) {
+    // Under the connection's own inbox prefix: nats-server lets only Audit read its acks.
+    this.prefix = newInbox(nc);
     this.subscription = nc.subscribe(`${this.prefix}.*`, {
       callback: (error, msg) => {
         if (!error) this.settle(msg);

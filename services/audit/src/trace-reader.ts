@@ -15,9 +15,11 @@ export class TraceReader {
 
   /** The events of a trace; empty when the stream holds none. */
   async events(traceId: string): Promise<TraceEvent[]> {
-    const subject = subjects.trace(traceId);
+    const subject = subjects.traceEvents(traceId);
     const info = await this.jsm.streams.info(TRACE_STREAM, { subjects_filter: subject });
-    const count = Math.min(info.state.subjects?.[subject] ?? 0, this.maxEvents);
+    // One count per publisher's subject (toolmesh.trace.<source>.<trace_id>).
+    const stored = Object.values(info.state.subjects ?? {}).reduce((sum, n) => sum + n, 0);
+    const count = Math.min(stored, this.maxEvents);
     if (count === 0) return [];
     const consumer = await this.js.consumers.get(TRACE_STREAM, { filterSubjects: subject });
     const events: TraceEvent[] = [];

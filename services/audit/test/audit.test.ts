@@ -143,7 +143,7 @@ describe("audit service", () => {
       for (let i = from; i < to; i++) {
         const r = record(i, traceId);
         pending.push(
-          publishEvent(js, subjects.audit(r.agentId, r.tool), AuditRecordSchema, r, {
+          publishEvent(js, subjects.audit("dispatcher", r.agentId, r.tool), AuditRecordSchema, r, {
             msgId: r.id,
           }),
         );
@@ -301,14 +301,18 @@ describe("audit service", () => {
       n++;
       await publishEvent(
         js,
-        subjects.trace(id),
+        // Callback publishes the CALLBACK_* events under its own source token.
+        subjects.trace(
+          String(TraceEventKind[kind]).startsWith("CALLBACK") ? "callback" : "dispatcher",
+          id,
+        ),
         TraceEventSchema,
         create(TraceEventSchema, { id: `e${n}`, traceId: id, callId, kind }),
       );
       // Another trace in between must not leak in.
       await publishEvent(
         js,
-        subjects.trace(randomBytes(16).toString("hex")),
+        subjects.trace("callback", randomBytes(16).toString("hex")),
         TraceEventSchema,
         create(TraceEventSchema, { id: `x${n}` }),
       );
@@ -326,7 +330,7 @@ describe("audit service", () => {
       for (let i = TOTAL; i < TOTAL + 1000; i++) {
         const r = record(i, traceId);
         more.push(
-          publishEvent(js, subjects.audit(r.agentId, r.tool), AuditRecordSchema, r, {
+          publishEvent(js, subjects.audit("dispatcher", r.agentId, r.tool), AuditRecordSchema, r, {
             msgId: r.id,
           }),
         );
@@ -349,9 +353,15 @@ describe("audit service", () => {
     const js = nc.jetstream();
     const late = record(TOTAL + 1000, traceId);
     await eventuallyPublish(() =>
-      publishEvent(js, subjects.audit(late.agentId, late.tool), AuditRecordSchema, late, {
-        msgId: late.id,
-      }),
+      publishEvent(
+        js,
+        subjects.audit("dispatcher", late.agentId, late.tool),
+        AuditRecordSchema,
+        late,
+        {
+          msgId: late.id,
+        },
+      ),
     );
     expect(await waitForCount(TOTAL + 1001)).toBe(TOTAL + 1001);
     await audit?.stop();

@@ -48,9 +48,15 @@ describe("audit log retention", () => {
     const js = nc.jetstream();
     for (let i = from; i < to; i++) {
       const r = historyRecord(i, Date.now());
-      await publishEvent(js, subjects.audit(r.agentId, r.tool), AuditRecordSchema, r, {
-        msgId: r.id,
-      });
+      await publishEvent(
+        js,
+        subjects.audit("dispatcher", r.agentId, r.tool),
+        AuditRecordSchema,
+        r,
+        {
+          msgId: r.id,
+        },
+      );
     }
   };
 

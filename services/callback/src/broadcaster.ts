@@ -152,7 +152,7 @@ export class OutcomeBroadcaster {
       source: "callback",
     });
     await Promise.all([
-      publishEvent(js, subjects.trace(event.traceId), TraceEventSchema, trace, {
+      publishEvent(js, subjects.trace("callback", event.traceId), TraceEventSchema, trace, {
         msgId: trace.id,
       }),
       publishEncoded(

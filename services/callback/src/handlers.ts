@@ -99,7 +99,7 @@ export function createCallbackHandlers(deps: {
   const publishOutcome = (event: CallbackEvent) =>
     publishEvent(
       js,
-      subjects.outcome(event.callId),
+      subjects.outcome("callback", event.callId),
       OutcomeSchema,
       create(OutcomeSchema, {
         callId: event.callId,

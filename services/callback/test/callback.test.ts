@@ -82,7 +82,9 @@ describe("callback service", () => {
     client = createClient(CallbackService, createGrpcTransport({ baseUrl: callback.url }));
   };
   const publish = (o: Outcome, msgId = o.callId) =>
-    publishEvent(nc.jetstream(), subjects.outcome(o.callId), OutcomeSchema, o, { msgId });
+    publishEvent(nc.jetstream(), subjects.outcome("dispatcher", o.callId), OutcomeSchema, o, {
+      msgId,
+    });
   const count = async (stream: string, subject: string) => {
     const info = await jsm.streams.info(stream, { subjects_filter: subject });
     return Object.values(info.state.subjects ?? {}).reduce((a, b) => a + b, 0);
@@ -182,7 +184,7 @@ describe("callback service", () => {
     expect(await count("TOOLMESH_CALLBACK", "toolmesh.callback.success.data%2Equery")).toBe(667);
 
     const trace = await nc.jetstream().consumers.get("TOOLMESH_TRACE", {
-      filterSubjects: subjects.trace(all[1]?.traceId as string),
+      filterSubjects: subjects.traceEvents(all[1]?.traceId as string),
     });
     const msg = await trace.next({ expires: 5000 });
     expect(msg && fromBinary(TraceEventSchema, msg.data)).toMatchObject({

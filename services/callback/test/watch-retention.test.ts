@@ -60,7 +60,7 @@ describe("callback watches and retention", () => {
   let client: Client<typeof CallbackService>;
 
   const publish = (o: Outcome) =>
-    publishEvent(nc.jetstream(), subjects.outcome(o.callId), OutcomeSchema, o, {
+    publishEvent(nc.jetstream(), subjects.outcome("dispatcher", o.callId), OutcomeSchema, o, {
       msgId: o.callId,
     });
   /** Every consumer on the server, read from JetStream. */
@@ -168,7 +168,11 @@ describe("callback watches and retention", () => {
     );
     expect(got.event?.status).toBe(CallStatus.SUCCESS);
     const kv = await nc.jetstream().views.kv(CALLBACK_BUCKET, { bindOnly: true });
-    expect((await kv.get("sent.short-lived"))?.operation).toBe("PUT");
+    // The sent mark follows the stored outcome (each an fsynced write), so it may come a moment later.
+    await until(
+      async () => ((await kv.get("sent.short-lived"))?.operation === "PUT" ? true : undefined),
+      "the sent mark",
+    );
 
     const error = await until(
       () =>

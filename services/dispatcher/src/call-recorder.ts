@@ -146,7 +146,9 @@ export class CallRecord {
       payload: this.redact(payload) as JsonObject,
       source: SOURCE,
     });
-    this.track(this.publisher.publish(subjects.trace(c.traceId), TraceEventSchema, event));
+    this.track(
+      this.publisher.publish(subjects.trace("dispatcher", c.traceId), TraceEventSchema, event),
+    );
   }
 
   /** Publishes the audit record on toolmesh.audit.<agent>.<tool>. */
@@ -181,7 +183,7 @@ export class CallRecord {
     });
     this.track(
       this.publisher.publish(
-        subjects.audit(c.principal.agentId, c.tool),
+        subjects.audit("dispatcher", c.principal.agentId, c.tool),
         AuditRecordSchema,
         record,
         {
@@ -195,9 +197,14 @@ export class CallRecord {
   outcome(outcome: Omit<Outcome, "$typeName" | "source">): void {
     const value = create(OutcomeSchema, { ...outcome, source: SOURCE });
     this.track(
-      this.publisher.publish(subjects.outcome(this.call.callId), OutcomeSchema, value, {
-        msgId: this.call.callId,
-      }),
+      this.publisher.publish(
+        subjects.outcome("dispatcher", this.call.callId),
+        OutcomeSchema,
+        value,
+        {
+          msgId: this.call.callId,
+        },
+      ),
     );
   }
 

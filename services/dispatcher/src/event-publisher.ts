@@ -1,7 +1,6 @@
 import { type DescMessage, type MessageShape, toBinary } from "@bufbuild/protobuf";
-import { JetStreamApiCodes, TYPE_HEADER } from "@toolmesh/nats";
+import { JetStreamApiCodes, newInbox, TYPE_HEADER } from "@toolmesh/nats";
 import {
-  createInbox,
   type Msg,
   type MsgHdrs,
   type NatsConnection,
@@ -65,7 +64,7 @@ interface Pending {
  * that was the Dispatcher's largest CPU cost after the sockets themselves.
  */
 export class JetStreamPublisher implements EventPublisher {
-  private readonly inbox = createInbox();
+  private readonly inbox: string;
   private readonly pending = new Map<number, Pending>();
   private readonly subscription: Subscription;
   private readonly sweeper: NodeJS.Timeout;
@@ -85,6 +84,8 @@ export class JetStreamPublisher implements EventPublisher {
     private readonly timeoutMs = 5000,
     private readonly capacity?: StoreCapacity,
   ) {
+    // Under the connection's own inbox prefix: nats-server lets only the Dispatcher read its acks.
+    this.inbox = newInbox(nc);
     this.subscription = nc.subscribe(`${this.inbox}.*`, {
       callback: (_error, msg) => this.onAck(msg),
     });

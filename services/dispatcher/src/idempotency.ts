@@ -1,10 +1,10 @@
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
-import { compareAndSet, KvConflictError, kvKeyToken } from "@toolmesh/nats";
+import { bucketNames, compareAndSet, KvConflictError, kvKeyToken } from "@toolmesh/nats";
 import { type DispatchResponse, DispatchResponseSchema } from "@toolmesh/proto";
 import type { KV, NatsConnection } from "nats";
 
 /** The KV bucket the Dispatcher owns: `idem.<agent>.<key>` → DispatchResponse, TTL = window. */
-export const DISPATCHER_BUCKET = "toolmesh-dispatcher";
+export const DISPATCHER_BUCKET = bucketNames.dispatcher;
 
 /** First outcomes by (agent, idempotency key), for replays within the window. */
 export interface IdempotencyStore {
@@ -56,7 +56,7 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
 }
 
 /** The KV bucket of call id owners: `calls.<call_id>` → the agent id that first used it. */
-export const CALL_ID_BUCKET = "toolmesh-call-ids";
+export const CALL_ID_BUCKET = bucketNames.callIds;
 
 /**
  * Who owns each call id: the agent that first dispatched with it. Another agent reusing the id

@@ -159,7 +159,7 @@ export class LeaseSweeper {
   private async hasOutcome(callId: string): Promise<boolean> {
     try {
       await this.deps.jsm.streams.getMessage(OUTCOME_STREAM, {
-        last_by_subj: subjects.outcome(callId),
+        last_by_subj: subjects.outcome("dispatcher", callId),
       });
       return true;
     } catch (error) {

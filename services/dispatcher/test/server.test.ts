@@ -94,11 +94,11 @@ describe("Dispatcher server on port 0", () => {
       (p) => (p.value as { callId?: string }).callId === res.callId,
     );
     expect(mine.map((p) => p.subject)).toEqual([
-      subjects.trace(traceId),
-      subjects.trace(traceId),
-      subjects.trace(traceId),
-      subjects.audit("agent-1", "test.echo"),
-      subjects.outcome(res.callId),
+      subjects.trace("dispatcher", traceId),
+      subjects.trace("dispatcher", traceId),
+      subjects.trace("dispatcher", traceId),
+      subjects.audit("dispatcher", "agent-1", "test.echo"),
+      subjects.outcome("dispatcher", res.callId),
     ]);
     const events = d.publisher.of(TraceEventSchema).filter((e) => e.callId === res.callId);
     expect(events.map((e) => [e.sequence, e.parentId])).toEqual([

@@ -30,7 +30,7 @@ const admin = () => stack.as(stack.adminToken);
 async function lastAdminReason(): Promise<string> {
   const jsm = await stack.nc.jetstreamManager();
   const audit = await jsm.streams.getMessage("TOOLMESH_AUDIT", {
-    last_by_subj: subjects.audit("admin", ""),
+    last_by_subj: subjects.audit("permission", "admin", ""),
   });
   const record = fromBinary(AuditRecordSchema, audit.data);
   expect(record.action).toBe(AuditAction.ADMIN);

@@ -553,7 +553,7 @@ describe("events", () => {
       changedBy: "admin",
     });
     const audit = await jsm.streams.getMessage("TOOLMESH_AUDIT", {
-      last_by_subj: subjects.audit("admin", ""),
+      last_by_subj: subjects.audit("permission", "admin", ""),
     });
     const record = fromBinary(AuditRecordSchema, audit.data);
     expect(record.action).toBe(AuditAction.ADMIN);

@@ -143,7 +143,7 @@ describe("registry service process", () => {
       changedBy: "ops",
     });
     const audit = await jsm.streams.getMessage("TOOLMESH_AUDIT", {
-      last_by_subj: subjects.audit("ops", "events.tool"),
+      last_by_subj: subjects.audit("registry", "ops", "events.tool"),
     });
     expect(fromBinary(AuditRecordSchema, audit.data)).toMatchObject({
       action: AuditAction.ADMIN,

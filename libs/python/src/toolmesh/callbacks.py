@@ -79,9 +79,10 @@ async def callback_events(
             async for outcome in events:
                 ...
 
-    `nc` is a connected nats-py client (`await nats.connect(url)`). Without `durable` this is a
-    plain subscription: events broadcast from now on, shared among subscribers with the same
-    `queue`. With `durable` it is a JetStream durable pull consumer on the TOOLMESH_CALLBACK
+    `nc` is a connected nats-py client: the bus is authenticated, so connect with the read-only
+    agent credential, `await nats.connect(url, nkeys_seed=".toolmesh/bus/agent.nk")`. Without
+    `durable` this is a plain subscription: events broadcast from now on, shared among
+    subscribers with the same `queue`. With `durable` it is a JetStream durable pull consumer on the TOOLMESH_CALLBACK
     stream, created on first use from new events on: events published while the agent was away
     are delivered when it comes back, and each is acknowledged once the loop body that received
     it has finished.

@@ -1,0 +1,48 @@
+// The bus's first-start step for containers (docker-compose's bus-init service, dist/bus-init.mjs):
+// what the launcher does before it starts nats-server under npm start, and nothing else. It
+// creates each process's nkey under <data dir>/bus (mode 0600, kept across runs) and writes the
+// nats-server config with their permissions, for a nats-server in another container to read.
+import path from "node:path";
+import {
+  bytes,
+  commonConfig,
+  int,
+  loadConfig,
+  loadOrExit,
+  str,
+  syncInterval,
+} from "@toolmesh/config";
+import { isBusUser, natsPermissions, processUsers } from "@toolmesh/nats";
+import { busDir, ensureBusCredentials } from "./bus-credentials.js";
+import { type NatsServerUser, writeNatsConfig } from "./nats-config.js";
+
+const config = loadOrExit(() =>
+  loadConfig({
+    ...commonConfig,
+    natsHost: str("TOOLMESH_NATS_HOST", "0.0.0.0"),
+    natsPort: int("TOOLMESH_NATS_PORT", 4222, { min: 1, max: 65535 }),
+    natsStoreDir: str("TOOLMESH_NATS_STORE_DIR", "/data"),
+    natsSyncInterval: syncInterval("TOOLMESH_NATS_SYNC_INTERVAL", "always"),
+    natsMaxFileStore: bytes("TOOLMESH_NATS_MAX_FILE_STORE", 1024 ** 4, { min: 1024 ** 3 }),
+  }),
+);
+
+const credentials = ensureBusCredentials(config.dataDir, [...processUsers, "agent", "admin"]);
+const file = path.join(busDir(config.dataDir), "nats-server.conf");
+writeNatsConfig(file, {
+  host: config.natsHost,
+  port: config.natsPort,
+  storeDir: config.natsStoreDir,
+  syncInterval: config.natsSyncInterval,
+  maxFileStore: config.natsMaxFileStore,
+  users: credentials.map(
+    (c): NatsServerUser => ({
+      name: c.user,
+      nkey: c.publicKey,
+      ...(isBusUser(c.user) ? { permissions: natsPermissions(c.user) } : {}),
+    }),
+  ),
+});
+process.stdout.write(
+  `${JSON.stringify({ level: 30, service: "bus-init", config: file, users: credentials.map((c) => c.user), msg: "bus credentials and nats-server config written" })}\n`,
+);

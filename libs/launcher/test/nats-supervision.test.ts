@@ -1,0 +1,90 @@
+import { streamNames } from "@toolmesh/nats";
+import { AuditAction, CallStatus } from "@toolmesh/proto";
+import { defineTool, type ServedTools, serveTools, toolSpec } from "@toolmesh/sdk";
+import { chainServices, eventually, startStack, type TestStack } from "@toolmesh/testkit";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+// nats-server dying under the launcher (kill -9 from outside, as the OOM killer would) is
+// restarted with the same port, store and config; the services reconnect and ride through.
+const echo = defineTool({
+  name: "supervised.echo",
+  description: "Echoes its text.",
+  inputSchema: { type: "object", properties: { text: { type: "string" } }, required: ["text"] },
+  requiredScopes: [],
+  idempotent: true,
+  sideEffects: false,
+  handler: (args: { text: string }) => ({ text: args.text }),
+});
+
+let stack: TestStack;
+let backend: ServedTools;
+
+beforeAll(async () => {
+  stack = await startStack({ services: [...chainServices, "audit"] });
+  backend = await serveTools([echo as never], { port: 0 });
+  await stack.registryClient.registerTool(
+    { tool: toolSpec(echo as never, backend.address) },
+    stack.as(stack.adminToken),
+  );
+  await stack.grantAll("supervised-agent");
+}, 120_000);
+afterAll(async () => {
+  await backend?.close();
+  await stack?.stop();
+});
+
+describe("a nats-server killed under the launcher", () => {
+  it("is restarted with its store; calls succeed again and nothing acked is lost", async () => {
+    const agent = stack.as(await stack.agentToken("supervised-agent"));
+    const dispatch = (text: string) =>
+      stack.dispatcherClient().dispatch({ tool: "supervised.echo", arguments: { text } }, agent);
+    const before: Awaited<ReturnType<typeof dispatch>>[] = [];
+    for (let i = 0; i < 30; i++) before.push(await dispatch(`before-${i}`));
+    expect(before.every((r) => r.status === CallStatus.SUCCESS)).toBe(true);
+    const jsm = await stack.nc.jetstreamManager();
+    const storedBefore = (await jsm.streams.info(streamNames.audit)).state.messages;
+    expect(storedBefore).toBeGreaterThanOrEqual(30);
+
+    const killed = stack.nats.pid;
+    expect(killed).toBeGreaterThan(0);
+    process.kill(killed, "SIGKILL");
+    const restarted = await eventually(
+      async () => {
+        const pid = stack.nats.pid;
+        if (pid === 0 || pid === killed) throw new Error("nats-server is not back yet");
+        return pid;
+      },
+      20_000,
+      "the launcher restarts nats-server",
+    );
+    expect(restarted).not.toBe(killed);
+
+    // The services reconnect on their own: a call may fail while the Dispatcher reconnects,
+    // never for long.
+    const after = await eventually(() => dispatch("after"), 20_000, "a call after the restart");
+    expect(after.status).toBe(CallStatus.SUCCESS);
+    expect(after.output).toEqual({ text: "after" });
+
+    // Every record acked before the kill is still in the stream, and the audit service has
+    // chained every call: the 30 before and the one after.
+    // The test's own connection reconnects on its own schedule; the stream answers once it has.
+    const storedAfter = await eventually(
+      async () => (await jsm.streams.info(streamNames.audit)).state.messages,
+      20_000,
+      "the test's connection is back",
+    );
+    expect(storedAfter).toBeGreaterThan(storedBefore);
+    const auditor = stack.as(await stack.agentToken("supervised-auditor", { roles: ["auditor"] }));
+    await eventually(async () => {
+      const res = await stack
+        .auditClient()
+        .queryRecords({ agentId: "supervised-agent", pageSize: 100 }, auditor);
+      const calls = new Set(
+        res.records.filter((r) => r.action === AuditAction.TOOL_CALL).map((r) => r.callId),
+      );
+      for (const r of [...before, after]) expect(calls.has(r.callId)).toBe(true);
+    }, 20_000);
+    const log = await stack.logText("dispatcher");
+    expect(log).toContain("reconnected to NATS");
+  }, 90_000);
+});

@@ -1,0 +1,262 @@
+/**
+ * Who may do what on the bus: the one table nats-server's per-user permissions are generated
+ * from (libs/launcher writes them into its config) and runService follows (a process creates
+ * only the streams it writes and waits for those it only reads). docs/security.md shows it.
+ *
+ * Publishing is by subject: each publisher has its own source token (`toolmesh.trace.<source>.…`),
+ * so "only the Dispatcher publishes outcomes of calls" is one exact permission, not a convention.
+ */
+
+/** The streams of the bus, by JetStream name. */
+export const streamNames = {
+  trace: "TOOLMESH_TRACE",
+  audit: "TOOLMESH_AUDIT",
+  outcome: "TOOLMESH_OUTCOME",
+  callback: "TOOLMESH_CALLBACK",
+  inflight: "TOOLMESH_INFLIGHT",
+  changes: "TOOLMESH_CHANGES",
+  auditLog: "TOOLMESH_AUDIT_LOG",
+} as const;
+
+/** The KV buckets of the bus, by bucket name (their stream is KV_<name>). */
+export const bucketNames = {
+  registry: "toolmesh-registry",
+  permission: "toolmesh-permission",
+  /** Idempotency keys. */
+  dispatcher: "toolmesh-dispatcher",
+  /** Which agent owns a caller-chosen call id. */
+  callIds: "toolmesh-call-ids",
+  /** Dispatcher heartbeats and sweep claims. */
+  dispatchers: "toolmesh-dispatchers",
+  callback: "toolmesh-callback",
+} as const;
+
+type Stream = keyof typeof streamNames;
+type Bucket = keyof typeof bucketNames;
+
+/** What one bus user may do. */
+export interface BusAccess {
+  /** Subjects it publishes (wildcards allowed), each inside a stream it writes. */
+  publishes: string[];
+  /** Streams it publishes to: it may create them and update their limits. */
+  writesStreams: Stream[];
+  /** Streams it consumes; one it does not also write is waited for until a writer creates it. */
+  readsStreams: Stream[];
+  /** Streams it deletes single messages from (its own, such as leases of finished calls). */
+  deletesFrom?: Stream[];
+  /** Durable consumers it owns, by stream; only it may ack, change or delete them. */
+  durables?: Partial<Record<Stream, string>>;
+  /** Buckets it owns: the only writer. */
+  ownsBuckets: Bucket[];
+  /** Buckets it keeps a read-only snapshot of. */
+  readsBuckets: Bucket[];
+  /** Plain (non-JetStream) subscriptions besides its own inbox. */
+  subscribes: string[];
+}
+
+/**
+ * Every bus user: one per process, plus `agent`, the read-only credential for agents that
+ * subscribe to callback events. A process's user name is its runService name.
+ */
+export const busAccess = {
+  dispatcher: {
+    publishes: [
+      "toolmesh.trace.dispatcher.>",
+      "toolmesh.audit.dispatcher.>",
+      "toolmesh.outcome.dispatcher.>",
+      "toolmesh.inflight.>",
+    ],
+    writesStreams: ["trace", "audit", "outcome", "inflight"],
+    // The lease sweeper reads the leases and looks up whether a call's outcome exists.
+    readsStreams: ["inflight", "outcome"],
+    deletesFrom: ["inflight"],
+    ownsBuckets: ["dispatcher", "callIds", "dispatchers"],
+    readsBuckets: ["registry", "permission"],
+    subscribes: [],
+  },
+  callback: {
+    publishes: [
+      "toolmesh.callback.>",
+      "toolmesh.trace.callback.>",
+      // Report hands an asynchronous tool's result to the outcome stream.
+      "toolmesh.outcome.callback.>",
+    ],
+    writesStreams: ["callback", "trace", "outcome"],
+    readsStreams: ["outcome"],
+    durables: { outcome: "callback" },
+    ownsBuckets: ["callback"],
+    // Report checks which tools a service-role caller serves.
+    readsBuckets: ["permission", "registry"],
+    // Watch streams live broadcasts to its callers.
+    subscribes: ["toolmesh.callback.>"],
+  },
+  audit: {
+    publishes: ["toolmesh.auditlog.>"],
+    writesStreams: ["auditLog"],
+    readsStreams: ["audit", "trace", "auditLog"],
+    durables: { audit: "audit" },
+    ownsBuckets: [],
+    readsBuckets: ["permission"],
+    subscribes: [],
+  },
+  registry: {
+    publishes: ["toolmesh.audit.registry.>", "toolmesh.registry.changed.>"],
+    writesStreams: ["audit", "changes"],
+    readsStreams: [],
+    ownsBuckets: ["registry"],
+    readsBuckets: ["permission"],
+    subscribes: [],
+  },
+  permission: {
+    publishes: ["toolmesh.audit.permission.>", "toolmesh.permission.changed.>"],
+    writesStreams: ["audit", "changes"],
+    readsStreams: [],
+    ownsBuckets: ["permission"],
+    readsBuckets: ["registry"],
+    subscribes: [],
+  },
+  "memory-writer": {
+    publishes: [],
+    writesStreams: [],
+    readsStreams: ["callback"],
+    durables: { callback: "memory-writer" },
+    ownsBuckets: [],
+    readsBuckets: [],
+    subscribes: [],
+  },
+  "knowhub-sync": {
+    publishes: [],
+    writesStreams: [],
+    readsStreams: [],
+    ownsBuckets: [],
+    readsBuckets: ["registry"],
+    subscribes: [],
+  },
+  agent: {
+    publishes: [],
+    writesStreams: [],
+    readsStreams: ["callback"],
+    ownsBuckets: [],
+    readsBuckets: [],
+    subscribes: ["toolmesh.callback.>"],
+  },
+} as const satisfies Record<string, BusAccess>;
+
+/** A bus user's name. */
+export type BusUser = keyof typeof busAccess;
+
+/** The bus users that are toolmesh processes (every one but `agent`). */
+export const processUsers = Object.keys(busAccess).filter((u) => u !== "agent") as BusUser[];
+
+/** True when `name` is a user of the table. */
+export function isBusUser(name: string): name is BusUser {
+  return Object.hasOwn(busAccess, name);
+}
+
+/** The inbox prefix of a user: its replies arrive under `_INBOX.<user>.`, which only it reads. */
+export function inboxPrefix(user: string): string {
+  return `_INBOX.${user}`;
+}
+
+/** nats-server's `permissions` block of one user. */
+export interface NatsPermissions {
+  publish: { allow: string[]; deny?: string[] };
+  subscribe: { allow: string[]; deny?: string[] };
+}
+
+const API = "$JS.API";
+
+/** What reading a stream with JetStream takes: info, consumers, direct gets, acks, flow control. */
+function readStream(stream: string, durables: readonly string[]): string[] {
+  return [
+    `${API}.STREAM.INFO.${stream}`,
+    `${API}.STREAM.MSG.GET.${stream}`,
+    `${API}.DIRECT.GET.${stream}`,
+    `${API}.DIRECT.GET.${stream}.>`,
+    // Ephemeral (ordered) consumers: created, read and deleted under random names.
+    `${API}.CONSUMER.CREATE.${stream}`,
+    `${API}.CONSUMER.CREATE.${stream}.>`,
+    `${API}.CONSUMER.INFO.${stream}.>`,
+    `${API}.CONSUMER.DELETE.${stream}.>`,
+    `${API}.CONSUMER.MSG.NEXT.${stream}.>`,
+    `${API}.CONSUMER.LIST.${stream}`,
+    `${API}.CONSUMER.NAMES.${stream}`,
+    `$JS.FC.${stream}.>`,
+    ...durables.map((durable) => `$JS.ACK.${stream}.${durable}.>`),
+  ];
+}
+
+/** What creating a stream and updating its limits takes (never delete or purge). */
+function writeStream(stream: string): string[] {
+  return [
+    `${API}.STREAM.INFO.${stream}`,
+    // Its consumers' lag, for /metrics.
+    `${API}.CONSUMER.LIST.${stream}`,
+    `${API}.CONSUMER.NAMES.${stream}`,
+    `${API}.STREAM.CREATE.${stream}`,
+    `${API}.STREAM.UPDATE.${stream}`,
+  ];
+}
+
+/** Durable names owned by another user on a stream: nobody else may ack, change or delete them. */
+function othersDurables(user: BusUser, stream: Stream): string[] {
+  const names: string[] = [];
+  for (const [other, access] of Object.entries(busAccess) as [BusUser, BusAccess][]) {
+    const durable = access.durables?.[stream];
+    if (other !== user && durable) names.push(durable);
+  }
+  return names;
+}
+
+/**
+ * The nats-server permissions of one user, from the table. Nobody may publish to an inbox
+ * (a forged JetStream ack would make a publisher believe a record was stored), delete or purge
+ * a stream, or touch another user's durable consumer.
+ */
+export function natsPermissions(user: BusUser): NatsPermissions {
+  const access: BusAccess = busAccess[user];
+  const publish = new Set<string>([`${API}.INFO`, ...access.publishes]);
+  const deny = new Set<string>();
+  for (const key of access.writesStreams) {
+    for (const s of writeStream(streamNames[key])) publish.add(s);
+  }
+  for (const key of access.readsStreams) {
+    const stream = streamNames[key];
+    const own = access.durables?.[key];
+    // An agent names its own durables, so it may ack any consumer but the services' ones.
+    const durables = user === "agent" ? ["*"] : own ? [own] : [];
+    for (const s of readStream(stream, durables)) publish.add(s);
+    if (own) publish.add(`${API}.CONSUMER.DURABLE.CREATE.${stream}.${own}`);
+    for (const other of othersDurables(user, key)) {
+      for (const verb of ["CREATE", "DELETE", "INFO", "MSG.NEXT", "DURABLE.CREATE"]) {
+        deny.add(`${API}.CONSUMER.${verb}.${stream}.${other}`);
+        deny.add(`${API}.CONSUMER.${verb}.${stream}.${other}.>`);
+      }
+      deny.add(`$JS.ACK.${stream}.${other}.>`);
+    }
+  }
+  for (const key of access.deletesFrom ?? []) {
+    publish.add(`${API}.STREAM.MSG.DELETE.${streamNames[key]}`);
+  }
+  for (const key of access.ownsBuckets) {
+    const name = bucketNames[key];
+    publish.add(`$KV.${name}.>`);
+    for (const s of writeStream(`KV_${name}`)) publish.add(s);
+  }
+  for (const key of [...access.ownsBuckets, ...access.readsBuckets]) {
+    for (const s of readStream(`KV_${bucketNames[key]}`, [])) publish.add(s);
+  }
+  const subscribe = [
+    `${inboxPrefix(user)}.>`,
+    ...access.subscribes,
+    // An owner may follow its own bucket's writes as they happen (Callback's watches do).
+    ...access.ownsBuckets.map((key) => `$KV.${bucketNames[key]}.>`),
+  ];
+  // An agent's client may keep the default `_INBOX.` prefix, but never read a service's replies.
+  const subscribeDeny = user === "agent" ? processUsers.map((p) => `${inboxPrefix(p)}.>`) : [];
+  if (user === "agent") subscribe.push("_INBOX.>");
+  return {
+    publish: { allow: [...publish], ...(deny.size > 0 ? { deny: [...deny] } : {}) },
+    subscribe: { allow: subscribe, ...(subscribeDeny.length > 0 ? { deny: subscribeDeny } : {}) },
+  };
+}

@@ -1,0 +1,68 @@
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { repoRoot } from "@toolmesh/testkit";
+import { describe, expect, it } from "vitest";
+import { type BusUser, busAccess, natsPermissions, subjects } from "../src/index.js";
+
+const users = Object.keys(busAccess) as BusUser[];
+
+/** The users whose permissions let them publish on this subject (exactly or by a wildcard). */
+function publishers(subject: string): BusUser[] {
+  const matches = (pattern: string) => {
+    const p = pattern.split(".");
+    const s = subject.split(".");
+    for (let i = 0; i < p.length; i++) {
+      if (p[i] === ">") return i < s.length;
+      if (p[i] !== "*" && p[i] !== s[i]) return false;
+    }
+    return p.length === s.length;
+  };
+  return users.filter((user) => {
+    const { allow, deny = [] } = natsPermissions(user).publish;
+    return allow.some(matches) && !deny.some(matches);
+  });
+}
+
+describe("the bus's permission table", () => {
+  it("lets exactly one process publish each kind of call record", () => {
+    expect(publishers(subjects.trace("dispatcher", "t1"))).toEqual(["dispatcher"]);
+    expect(publishers(subjects.audit("dispatcher", "a", "tool"))).toEqual(["dispatcher"]);
+    expect(publishers(subjects.outcome("dispatcher", "c1"))).toEqual(["dispatcher"]);
+    expect(publishers(subjects.callback("success", "tool"))).toEqual(["callback"]);
+    expect(publishers(subjects.trace("callback", "t1"))).toEqual(["callback"]);
+    expect(publishers(subjects.audit("registry", "a", "tool"))).toEqual(["registry"]);
+    expect(publishers(subjects.audit("permission", "a", "tool"))).toEqual(["permission"]);
+    expect(publishers("$KV.toolmesh-registry.tools.x")).toEqual(["registry"]);
+    expect(publishers("$KV.toolmesh-permission.grants.x")).toEqual(["permission"]);
+    expect(publishers("toolmesh.auditlog.a.tool")).toEqual(["audit"]);
+  });
+
+  it("lets nobody answer on an inbox, delete or purge a stream, or ack another's durable", () => {
+    for (const subject of [
+      "_INBOX.dispatcher.abc.1",
+      "$JS.API.STREAM.DELETE.TOOLMESH_AUDIT",
+      "$JS.API.STREAM.PURGE.TOOLMESH_AUDIT_LOG",
+      "$JS.API.STREAM.MSG.DELETE.TOOLMESH_AUDIT_LOG",
+    ]) {
+      expect(publishers(subject), subject).toEqual([]);
+    }
+    // A durable's acks and its deletion belong to its owner alone.
+    expect(publishers("$JS.ACK.TOOLMESH_CALLBACK.memory-writer.1.2.3.4.5")).toEqual([
+      "memory-writer",
+    ]);
+    expect(publishers("$JS.API.CONSUMER.DELETE.TOOLMESH_CALLBACK.memory-writer")).toEqual([
+      "memory-writer",
+    ]);
+    expect(publishers("$JS.ACK.TOOLMESH_OUTCOME.callback.1.2.3.4.5")).toEqual(["callback"]);
+    expect(publishers("$JS.ACK.TOOLMESH_CALLBACK.agent-own.1.2.3.4.5")).toEqual(["agent"]);
+  });
+
+  it("is the table docs/security.md shows", () => {
+    const doc = readFileSync(path.join(repoRoot, "docs", "security.md"), "utf8");
+    for (const user of users) {
+      const row = doc.split("\n").find((line) => line.startsWith(`| ${user} |`));
+      expect(row, `a row for ${user}`).toBeDefined();
+      for (const subject of busAccess[user].publishes) expect(row).toContain(`\`${subject}\``);
+    }
+  });
+});
