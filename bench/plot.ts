@@ -32,7 +32,8 @@ export function latencyPlot(series: Series[]): string {
   const py = (ms: number) =>
     height - margin.bottom - ((log(ms) - y0) / (y1 - y0)) * (height - margin.top - margin.bottom);
   const out: string[] = [
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="sans-serif" font-size="12">`,
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="sans-serif" font-size="12" role="img" aria-label="p50 latency against concurrency">`,
+    "<title>p50 latency against concurrency</title>",
     `<rect width="${width}" height="${height}" fill="white"/>`,
     `<text x="${width / 2}" y="16" text-anchor="middle">p50 latency (ms, log) against concurrency (log)</text>`,
   ];
