@@ -6,6 +6,23 @@ import { freePort, type LaunchedBackend, ToolStartError } from "./supervised-bac
 const STOP_GRACE_MS = 2000;
 
 /**
+ * The environment of a local tool: the machine's (PATH, HOME, locale …) without the Dispatcher's
+ * own settings and credentials (TOOLMESH_*, NATS_*: the JWT secret, NATS keys, tokens), then the
+ * tool's declared env and its port. Secrets never reach a tool backend unless it declares them.
+ */
+export function toolEnvironment(
+  base: NodeJS.ProcessEnv,
+  declared: Record<string, string>,
+  port: number,
+): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [name, value] of Object.entries(base)) {
+    if (!/^(TOOLMESH_|NATS_)/.test(name)) env[name] = value;
+  }
+  return { ...env, ...declared, TOOLMESH_TOOL_PORT: String(port) };
+}
+
+/**
  * Starts a local tool's command on a free port (TOOLMESH_TOOL_PORT); the supervisor health-checks,
  * restarts and stops it.
  */
@@ -15,7 +32,7 @@ export async function launchProcess(spec: LocalRuntimeSpec): Promise<LaunchedBac
   try {
     child = spawn(spec.command, spec.args, {
       cwd: spec.workingDir || process.cwd(),
-      env: { ...process.env, ...spec.env, TOOLMESH_TOOL_PORT: String(port) },
+      env: toolEnvironment(process.env, spec.env, port),
       stdio: ["ignore", "ignore", "pipe"],
     });
   } catch (error) {
