@@ -1,6 +1,6 @@
 import type { ChildProcess } from "node:child_process";
 import path from "node:path";
-import { createClient } from "@connectrpc/connect";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { Health, HealthCheckResponse_ServingStatus } from "@toolmesh/proto";
 import { Child } from "./child.js";
@@ -157,11 +157,28 @@ export class ServiceProcess {
   }
 }
 
-/** Waits for grpc.health.v1 to report SERVING, watching rather than polling. */
+/**
+ * Waits for grpc.health.v1 to report SERVING, watching rather than polling. A stream that ends
+ * with a transport error (a reset while a loaded machine accepts the first connections) is
+ * watched again until the deadline; any other error is final.
+ */
 async function waitServing(url: string, timeoutMs: number): Promise<void> {
   const health = createClient(Health, createGrpcTransport({ baseUrl: url }));
-  for await (const res of health.watch({ service: "" }, { timeoutMs })) {
-    if (res.status === HealthCheckResponse_ServingStatus.SERVING) return;
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    try {
+      for await (const res of health.watch({ service: "" }, { timeoutMs: deadline - Date.now() })) {
+        if (res.status === HealthCheckResponse_ServingStatus.SERVING) return;
+      }
+    } catch (error) {
+      const code = ConnectError.from(error).code;
+      if (code !== Code.Unavailable && code !== Code.Aborted && code !== Code.Internal) throw error;
+      last = error;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  throw new StackError(`${url} never reported SERVING`);
+  throw new StackError(
+    `${url} never reported SERVING within ${timeoutMs} ms${last ? `: ${(last as Error).message}` : ""}`,
+  );
 }

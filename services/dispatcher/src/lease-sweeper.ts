@@ -104,13 +104,52 @@ export class LeaseSweeper {
 
   /** Closes one call, unless another sweeper has it or its outcome exists after all. */
   private async close(lease: CallLease, sequence: number, reason: SweepReason): Promise<boolean> {
-    const { jsm, kv, log } = this.deps;
+    const claim = `sweeps.${subjectToken(lease.callId)}`;
+    if (!(await this.claim(claim))) return false;
     try {
-      await kv.create(`sweeps.${subjectToken(lease.callId)}`, "");
+      return await this.closeClaimed(lease, sequence, reason);
+    } catch (error) {
+      // Let the next sweep, ours or another Dispatcher's, try again at once rather than after the
+      // claim goes stale.
+      await this.deps.kv.delete(claim).catch(() => {});
+      throw error;
+    }
+  }
+
+  /**
+   * Takes the claim on closing one call. A claim left by a sweeper that died (or lost NATS)
+   * half-way goes stale after a while and is taken over, so no call stays open for good.
+   */
+  private async claim(key: string): Promise<boolean> {
+    const { kv, settings } = this.deps;
+    const value = String(Date.now());
+    try {
+      await kv.create(key, value);
+      return true;
+    } catch (error) {
+      if (jetStreamErrorCode(error) !== JetStreamApiCodes.WrongLastSequence) throw error;
+    }
+    const held = await kv.get(key);
+    if (!held) return false;
+    const since = Number(held.string());
+    const staleAfter = Math.max(10_000, settings.lostAfterMs * 2);
+    if (held.operation === "PUT" && Number.isFinite(since) && Date.now() - since < staleAfter)
+      return false;
+    try {
+      await kv.update(key, value, held.revision);
+      return true;
     } catch (error) {
       if (jetStreamErrorCode(error) === JetStreamApiCodes.WrongLastSequence) return false;
       throw error;
     }
+  }
+
+  private async closeClaimed(
+    lease: CallLease,
+    sequence: number,
+    reason: SweepReason,
+  ): Promise<boolean> {
+    const { jsm, log } = this.deps;
     if (await this.hasOutcome(lease.callId)) {
       await jsm.streams.deleteMessage(LEASE_STREAM, sequence, false).catch(() => {});
       return false;
