@@ -5,6 +5,7 @@ import { CallStore } from "./call-store.js";
 import { callbackConfig, callTtlMs } from "./config.js";
 import { createCallbackServer } from "./server.js";
 import { WatchLimits } from "./watch-hub.js";
+import { exportWatchMetrics } from "./watch-metrics.js";
 import { Watches } from "./watches.js";
 
 await runService({
@@ -24,6 +25,7 @@ await runService({
       "TOOLMESH_CALLBACK_MAX_WATCHES_PER_AGENT",
     );
     const watches = new Watches(nc, calls, limits, log);
+    exportWatchMetrics(watches);
     // Report checks the call's tool lists the reporting backend; until loaded, Report fails closed.
     const tools = followRegistryTools(nc, log, "backends' Reports are refused until it exists");
     const server = createCallbackServer({

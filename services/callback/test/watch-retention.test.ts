@@ -63,6 +63,14 @@ describe("callback watches and retention", () => {
     publishEvent(nc.jetstream(), subjects.outcome("dispatcher", o.callId), OutcomeSchema, o, {
       msgId: o.callId,
     });
+  /** Watches the service holds open, from its /metrics. */
+  const openWatches = async () => {
+    const text = await (await fetch(`${callback.url}/metrics`)).text();
+    let sum = 0;
+    for (const m of text.matchAll(/^toolmesh_callback_watches\{kind="\w+"\} (\d+)$/gm))
+      sum += Number(m[1]);
+    return sum;
+  };
   /** Every consumer on the server, read from JetStream. */
   const consumers = async () => (await jsm.getAccountInfo()).consumers;
 
@@ -112,7 +120,12 @@ describe("callback watches and retention", () => {
           (w === 0 ? delivered : opened).push(first);
         }
       }
-      // The limit holds while they are open.
+      // The limit holds while they are open: once the service holds every one of them.
+      await until(
+        async () => ((await openWatches()) === agents * MAX_WATCHES ? true : undefined),
+        "every watch to be open",
+        60_000,
+      );
       const extra = await bearer("agent-0");
       const refused = (async () => {
         for await (const _ of client.watch({ tool: "watched.tool" }, extra)) break;
@@ -136,6 +149,10 @@ describe("callback watches and retention", () => {
       expect(await consumers()).toBe(before);
       abort.abort();
       await Promise.allSettled(opened);
+      await until(
+        async () => ((await openWatches()) === 0 ? true : undefined),
+        "every watch to be closed on the service",
+      );
     }
     // Closed watches gave their slots back: an agent may open its full share again.
     const auth = await bearer("agent-0");
