@@ -102,7 +102,8 @@ export async function appendHistory(
       js.publish(
         auditLogSubject(record.agentId, record.tool),
         toBinary(AuditRecordSchema, record),
-        { headers: h, msgID: record.id },
+        // A loaded machine with fsync on every write may take seconds for a window of 1,000.
+        { headers: h, msgID: record.id, timeout: 120_000 },
       ),
     );
     if (window.length >= 1000) await Promise.all(window.splice(0));
