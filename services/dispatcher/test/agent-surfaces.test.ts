@@ -461,4 +461,45 @@ describe("agent surfaces", () => {
       bearer_methods_supported: ["header"],
     });
   });
+
+  // Last in this file: it adds a tool and removes it again.
+  it("MCP 2026-07-28: a tool registered or removed reaches a listening client as tools/list_changed", async () => {
+    const lists = new Collector<string[]>();
+    const client = new McpClient(
+      { name: "surface-listener", version: "1.0.0" },
+      {
+        versionNegotiation: { mode: { pin: "2026-07-28" } },
+        listChanged: {
+          tools: {
+            onChanged: (error, tools) => {
+              if (!error && tools) lists.push(tools.map((t) => t.name));
+            },
+          },
+        },
+      },
+    );
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(url("/mcp")), {
+        requestInit: { headers: bearer(agent) },
+      }),
+    );
+    const added = defineTool({
+      name: "data.added",
+      description: "Registered while a client listens.",
+      inputSchema: { type: "object" },
+      handler: () => ({}),
+    });
+    // The listen stream opens with the connection; a change before it is open would be missed,
+    // so the tool is registered again until the client has heard of it.
+    await eventually(async () => {
+      await registerTools([added], served.address, {
+        url: stack.registry.url,
+        token: stack.adminToken,
+      });
+      await lists.waitFor((names) => names.includes("data.added"), 1, 2_000);
+    }, 30_000);
+    await stack.registryClient.deregisterTool({ name: "data.added" }, stack.as(stack.adminToken));
+    await lists.waitFor((names) => !names.includes("data.added") && names.includes("data.echo"));
+    await client.close();
+  });
 });
