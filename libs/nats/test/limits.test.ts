@@ -1,5 +1,5 @@
 import { createLogger } from "@toolmesh/log";
-import { startNats, type TestNats } from "@toolmesh/testkit";
+import { startNats, TEST_JS_OPTIONS, type TestNats } from "@toolmesh/testkit";
 import { connect, DiscardPolicy, type NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -47,7 +47,7 @@ describe("a full stream or bucket", () => {
     });
     const jsm = await nc.jetstreamManager();
     await ensureStream(jsm, streams.audit);
-    const js = nc.jetstream();
+    const js = nc.jetstream(TEST_JS_OPTIONS);
     const record = new Uint8Array(1024);
     let accepted = 0;
     let refusal: unknown;
@@ -67,7 +67,7 @@ describe("a full stream or bucket", () => {
   });
 
   it("applies the byte limit to the buckets a process owns, and a full bucket refuses writes", async () => {
-    const kv = await nc.jetstream().views.kv(bucketNames.dispatcher, { history: 1 });
+    const kv = await nc.jetstream(TEST_JS_OPTIONS).views.kv(bucketNames.dispatcher, { history: 1 });
     const jsm = await nc.jetstreamManager();
     await applyBucketLimits({
       jsm,

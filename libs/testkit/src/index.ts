@@ -8,6 +8,7 @@ export {
 } from "./decision-table.js";
 export { Collector, eventually } from "./eventually.js";
 export { failure } from "./failure.js";
+export { TEST_JS_OPTIONS } from "./jetstream.js";
 export { mintJwt, type TestClaims } from "./jwt.js";
 export { natsAt, startNats, type TestNats } from "./nats-server.js";
 export { type OperatorStack, startOperatorStack } from "./operator-stack.js";

@@ -21,6 +21,7 @@ import {
   type ServiceProcess,
   startNats,
   startService,
+  TEST_JS_OPTIONS,
   type TestNats,
 } from "@toolmesh/testkit";
 import { connect, type NatsConnection } from "nats";
@@ -137,7 +138,7 @@ describe("audit service", () => {
   });
 
   it(`stores ${TOTAL} records exactly once across a SIGKILL, chained and redacted`, async () => {
-    const js = nc.jetstream();
+    const js = nc.jetstream(TEST_JS_OPTIONS);
     const publishAll = (from: number, to: number) => {
       const pending: Promise<unknown>[] = [];
       for (let i = from; i < to; i++) {
@@ -285,7 +286,7 @@ describe("audit service", () => {
   });
 
   it("GetTrace returns every event of a trace in publication order, across calls", async () => {
-    const js = nc.jetstream();
+    const js = nc.jetstream(TEST_JS_OPTIONS);
     const id = randomBytes(16).toString("hex");
     const kinds = [
       ["call-a", TraceEventKind.TOOL_EXECUTE],
@@ -325,7 +326,7 @@ describe("audit service", () => {
   it("two instances share the stream without forking the chain, and a NATS restart loses nothing", async () => {
     const second = await startService("audit", env());
     try {
-      const js = nc.jetstream();
+      const js = nc.jetstream(TEST_JS_OPTIONS);
       const more: Promise<unknown>[] = [];
       for (let i = TOTAL; i < TOTAL + 1000; i++) {
         const r = record(i, traceId);
@@ -350,6 +351,7 @@ describe("audit service", () => {
     }
     await nats.stop();
     await nats.start();
+    // nats.js's own ack timeout: a publish lost in the reconnect fails soon and is tried again.
     const js = nc.jetstream();
     const late = record(TOTAL + 1000, traceId);
     await eventuallyPublish(() =>
@@ -371,7 +373,7 @@ describe("audit service", () => {
   });
 
   it("VerifyChain reports the first forged record", async () => {
-    const js = nc.jetstream();
+    const js = nc.jetstream(TEST_JS_OPTIONS);
     const before = await client.verifyChain({}, auditor);
     const last = (await client.queryRecords({ pageSize: 1 }, auditor)).records[0] as AuditRecord;
     // Points at the real head, but its hash was not computed by the Audit service.

@@ -3,7 +3,7 @@ import { type Client, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { publishEvent, subjects } from "@toolmesh/nats";
 import { type AuditRecord, AuditRecordSchema, AuditService } from "@toolmesh/proto";
-import { eventually, type ServiceProcess, startService } from "@toolmesh/testkit";
+import { eventually, type ServiceProcess, startService, TEST_JS_OPTIONS } from "@toolmesh/testkit";
 import type { NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AUDIT_LOG_STREAM } from "../src/audit-log.js";
@@ -45,7 +45,7 @@ describe("audit log retention", () => {
 
   /** Publishes records into the audit input stream, as the Dispatcher does. */
   const publish = async (from: number, to: number) => {
-    const js = nc.jetstream();
+    const js = nc.jetstream(TEST_JS_OPTIONS);
     for (let i = from; i < to; i++) {
       const r = historyRecord(i, Date.now());
       await publishEvent(

@@ -20,6 +20,7 @@ import {
   type ServiceProcess,
   startNats,
   startService,
+  TEST_JS_OPTIONS,
   type TestNats,
 } from "@toolmesh/testkit";
 import { connect, type JetStreamManager, type NatsConnection } from "nats";
@@ -82,9 +83,15 @@ describe("callback service", () => {
     client = createClient(CallbackService, createGrpcTransport({ baseUrl: callback.url }));
   };
   const publish = (o: Outcome, msgId = o.callId) =>
-    publishEvent(nc.jetstream(), subjects.outcome("dispatcher", o.callId), OutcomeSchema, o, {
-      msgId,
-    });
+    publishEvent(
+      nc.jetstream(TEST_JS_OPTIONS),
+      subjects.outcome("dispatcher", o.callId),
+      OutcomeSchema,
+      o,
+      {
+        msgId,
+      },
+    );
   const count = async (stream: string, subject: string) => {
     const info = await jsm.streams.info(stream, { subjects_filter: subject });
     return Object.values(info.state.subjects ?? {}).reduce((a, b) => a + b, 0);
@@ -122,7 +129,9 @@ describe("callback service", () => {
     for (const s of [streams.outcome, streams.trace, streams.callback]) await ensureStream(jsm, s);
     // Reports come from the tools' backend: a tool-backend key the tools list as reporter.
     service = await bearer("slow-backend", ["tool-backend"]);
-    const registry = await nc.jetstream().views.kv(buckets.registry.name, { history: 1 });
+    const registry = await nc
+      .jetstream(TEST_JS_OPTIONS)
+      .views.kv(buckets.registry.name, { history: 1 });
     for (const name of ["report.tool", "data.query"])
       await registry.put(
         buckets.registry.toolKey(name),
@@ -183,7 +192,7 @@ describe("callback service", () => {
     expect(await count("TOOLMESH_CALLBACK", "toolmesh.callback.success.data-query")).toBe(0);
     expect(await count("TOOLMESH_CALLBACK", "toolmesh.callback.success.data%2Equery")).toBe(667);
 
-    const trace = await nc.jetstream().consumers.get("TOOLMESH_TRACE", {
+    const trace = await nc.jetstream(TEST_JS_OPTIONS).consumers.get("TOOLMESH_TRACE", {
       filterSubjects: subjects.traceEvents(all[1]?.traceId as string),
     });
     const msg = await trace.next({ expires: 5000 });
@@ -213,7 +222,16 @@ describe("callback service", () => {
     const deadline = Date.now() + 20_000;
     for (;;) {
       try {
-        await publish(o);
+        // nats.js's own ack timeout: a publish lost in the reconnect fails soon and is tried again.
+        await publishEvent(
+          nc.jetstream(),
+          subjects.outcome("dispatcher", o.callId),
+          OutcomeSchema,
+          o,
+          {
+            msgId: o.callId,
+          },
+        );
         break;
       } catch (error) {
         if (Date.now() > deadline) throw error;

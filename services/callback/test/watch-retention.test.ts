@@ -5,7 +5,13 @@ import { type Client, Code, ConnectError, createClient } from "@connectrpc/conne
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { ensureStream, publishEvent, streamDefinitions, subjects } from "@toolmesh/nats";
 import { CallbackService, CallStatus, type Outcome, OutcomeSchema } from "@toolmesh/proto";
-import { type ServiceProcess, startNats, startService, type TestNats } from "@toolmesh/testkit";
+import {
+  type ServiceProcess,
+  startNats,
+  startService,
+  TEST_JS_OPTIONS,
+  type TestNats,
+} from "@toolmesh/testkit";
 import { SignJWT } from "jose";
 import { connect, type JetStreamManager, type NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -60,9 +66,15 @@ describe("callback watches and retention", () => {
   let client: Client<typeof CallbackService>;
 
   const publish = (o: Outcome) =>
-    publishEvent(nc.jetstream(), subjects.outcome("dispatcher", o.callId), OutcomeSchema, o, {
-      msgId: o.callId,
-    });
+    publishEvent(
+      nc.jetstream(TEST_JS_OPTIONS),
+      subjects.outcome("dispatcher", o.callId),
+      OutcomeSchema,
+      o,
+      {
+        msgId: o.callId,
+      },
+    );
   /** Watches the service holds open, from its /metrics. */
   const openWatches = async () => {
     const text = await (await fetch(`${callback.url}/metrics`)).text();
@@ -184,7 +196,7 @@ describe("callback watches and retention", () => {
       "the outcome",
     );
     expect(got.event?.status).toBe(CallStatus.SUCCESS);
-    const kv = await nc.jetstream().views.kv(CALLBACK_BUCKET, { bindOnly: true });
+    const kv = await nc.jetstream(TEST_JS_OPTIONS).views.kv(CALLBACK_BUCKET, { bindOnly: true });
     // The sent mark follows the stored outcome (each an fsynced write), so it may come a moment later.
     await until(
       async () => ((await kv.get("sent.short-lived"))?.operation === "PUT" ? true : undefined),

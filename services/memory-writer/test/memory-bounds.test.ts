@@ -6,7 +6,13 @@ import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { ensureStream, publishEvent, streamDefinitions, subjects } from "@toolmesh/nats";
 import { type CallbackEvent, CallbackEventSchema, CallStatus } from "@toolmesh/proto";
-import { type ServiceProcess, startNats, startService, type TestNats } from "@toolmesh/testkit";
+import {
+  type ServiceProcess,
+  startNats,
+  startService,
+  TEST_JS_OPTIONS,
+  type TestNats,
+} from "@toolmesh/testkit";
 import { connect, type JetStreamManager, type NatsConnection } from "nats";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { MemoryEntry } from "../src/entries.js";
@@ -54,9 +60,15 @@ describe("memory writer bounds", () => {
       { readyPattern: '"msg":"ready"', ...(timeoutMs ? { timeoutMs } : {}) },
     );
   const publish = (e: CallbackEvent, msgId = e.callId) =>
-    publishEvent(nc.jetstream(), subjects.callback("success", e.tool), CallbackEventSchema, e, {
-      msgId,
-    });
+    publishEvent(
+      nc.jetstream(TEST_JS_OPTIONS),
+      subjects.callback("success", e.tool),
+      CallbackEventSchema,
+      e,
+      {
+        msgId,
+      },
+    );
   /** Resolves once memory-writer has acked every event published so far. */
   const drained = async (onPoll?: () => void, timeoutMs = 60_000) => {
     const deadline = Date.now() + timeoutMs;
