@@ -42,7 +42,7 @@ export interface BusAccess {
   writesStreams: Stream[];
   /** Streams it consumes; one it does not also write is waited for until a writer creates it. */
   readsStreams: Stream[];
-  /** Streams it deletes single messages from (its own, such as leases of finished calls). */
+  /** Streams it deletes or purges messages from (its own, such as leases of finished calls). */
   deletesFrom?: Stream[];
   /** Durable consumers it owns, by stream; only it may ack, change or delete them. */
   durables?: Partial<Record<Stream, string>>;
@@ -237,6 +237,7 @@ export function natsPermissions(user: BusUser): NatsPermissions {
   }
   for (const key of access.deletesFrom ?? []) {
     publish.add(`${API}.STREAM.MSG.DELETE.${streamNames[key]}`);
+    publish.add(`${API}.STREAM.PURGE.${streamNames[key]}`);
   }
   for (const key of access.ownsBuckets) {
     const name = bucketNames[key];

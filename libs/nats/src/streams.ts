@@ -30,6 +30,8 @@ export const subjects = {
   /** A running call's lease; only Dispatchers write (and delete) them. */
   inflight: (instance: string, callId: string) =>
     `toolmesh.inflight.${subjectToken(instance)}.${subjectToken(callId)}`,
+  /** Every lease of one Dispatcher instance (a filter, not a publish subject). */
+  inflightOf: (instance: string) => `toolmesh.inflight.${subjectToken(instance)}.*`,
   callback: (status: string, tool: string) =>
     `toolmesh.callback.${subjectToken(status)}.${subjectToken(tool)}`,
   registryChanged: (kind: string, name: string) =>

@@ -95,8 +95,15 @@ export class LeaseSweeper {
       const alive = beat !== undefined && now - beat < settings.lostAfterMs;
       const deadline = lease.deadline ? timestampMs(lease.deadline) : now;
       const overdue = now > deadline + settings.graceMs;
-      if (alive && !overdue) continue;
-      if (await this.close(lease, m.seq, alive ? "records_lost" : "dispatcher_lost")) closed++;
+      if (!alive || overdue) {
+        // Released leases wait a moment for their Dispatcher's next purge (or, behind a long
+        // call, a while): one whose outcome exists is done, and costs no claim.
+        if (await this.hasOutcome(lease.callId)) {
+          await jsm.streams.deleteMessage(LEASE_STREAM, m.seq, false).catch(() => {});
+        } else if (await this.close(lease, m.seq, alive ? "records_lost" : "dispatcher_lost")) {
+          closed++;
+        }
+      }
       if (m.info.pending === 0) break;
     }
     return closed;

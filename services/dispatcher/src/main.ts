@@ -96,6 +96,7 @@ await runService({
       async stop() {
         await sweeper.stop();
         await dispatcher.close();
+        await leases.close();
         await heartbeat.stop();
         capacity.stop();
         publisher.close();
