@@ -20,9 +20,11 @@ import {
   ToolBackendService,
 } from "@toolmesh/proto";
 import { grpcServiceDefinition } from "@toolmesh/sdk";
-import { LineWatcher, repoRoot, startStack } from "@toolmesh/testkit";
-import { cpuMs } from "./proc.js";
+import { chainServices, LineWatcher, repoRoot, startStack } from "@toolmesh/testkit";
+import { measureJetStreamFloor } from "./jetstream-floor.js";
+import { cpuMs, PeakRss } from "./proc.js";
 import { type Cell, writeResults } from "./results.js";
+import { CONSUMERS, lagAfter } from "./sustained.js";
 
 // npm run bench: the full chain against its floors — a raw grpc-js echo (one hop) and a raw
 // grpc-js pass-through proxy to the same no-op backend (the gateway's two hops, none of its work)
@@ -78,7 +80,9 @@ async function measure(name: string, concurrency: number, call: Call): Promise<C
   }
   await run(warmupSeconds * 1000, false);
   const before = cpuSnapshot();
+  const rss = new PeakRss(() => watched);
   const { latencies, errors, elapsed } = await run(seconds * 1000, true);
+  const peakRssMb = rss.stop();
   const after = cpuSnapshot();
   const cpuPerCall: Record<string, number> = {};
   for (const [role, ms] of after) {
@@ -96,6 +100,7 @@ async function measure(name: string, concurrency: number, call: Call): Promise<C
     p99: at(0.99),
     errors,
     cpuPerCall,
+    peakRssMb,
   };
   process.stderr.write(
     `${name} c${concurrency}: ${cell.rps.toFixed(0)} rps, p50 ${cell.p50.toFixed(3)} ms, p99 ${cell.p99.toFixed(3)} ms${errors ? `, ${errors} errors` : ""}\n`,
@@ -144,6 +149,8 @@ const PROXY = "baseline: grpc-js pass-through proxy";
 const cleanups: (() => Promise<unknown> | unknown)[] = [];
 async function main(): Promise<void> {
   const stack = await startStack({
+    // The consumers run too: they share the machine with the chain, as under npm start.
+    services: [...chainServices, ...CONSUMERS.map((c) => c.service)],
     serviceEnv: {
       // BENCH_PROFILE_DIR=/tmp/prof writes a CPU profile of the dispatcher when it stops.
       dispatcher: process.env.BENCH_PROFILE_DIR
@@ -156,7 +163,8 @@ async function main(): Promise<void> {
   const fastPort = stack.dispatcherGrpcPort;
 
   watched.set("client", process.pid);
-  watched.set("dispatcher", dispatcher.child.pid ?? 0);
+  for (const name of [...chainServices, ...CONSUMERS.map((c) => c.service)])
+    watched.set(name, stack.service(name).child.pid ?? 0);
   if (nats.pid) watched.set("nats", nats.pid);
   const echo = await spawnScript("bench/echo-server.ts", {});
   watched.set("echo", echo.child.pid ?? 0);
@@ -299,7 +307,39 @@ async function main(): Promise<void> {
       cells.push(await measure("backend Invoke, connect-node client", c, invokeConnect));
     }
   }
+  // What one acked JetStream write costs here: with fsync on every write it bounds the chain.
+  const floor = await measureJetStreamFloor(stack.nc, nats.pid, seconds);
+  process.stderr.write(
+    `JetStream floor: ${floor.writesPerSecond.toFixed(0)} acked writes/s, nats-server ${floor.natsCpuUsPerWrite.toFixed(0)} µs CPU per write\n`,
+  );
+  // A sustained run on the port agents use by default, then how long each consumer needs to
+  // catch up with it.
+  const sustained = {
+    seconds: Number(process.env.BENCH_SUSTAINED_SECONDS ?? 30),
+    concurrency: 64,
+    calls: 0,
+  };
+  const lag =
+    only === "chain" || sustained.seconds <= 0
+      ? []
+      : await lagAfter(await stack.nc.jetstreamManager(), async () => {
+          const end = performance.now() + sustained.seconds * 1000;
+          await Promise.all(
+            Array.from({ length: sustained.concurrency }, async () => {
+              while (performance.now() < end) {
+                await chainMain().catch(() => {});
+                sustained.calls++;
+              }
+            }),
+          );
+        });
+  for (const row of lag)
+    process.stderr.write(
+      `${row.service}: lag ${row.lagAtEnd} at the end of the sustained run, zero after ${row.drainSeconds.toFixed(1)} s\n`,
+    );
   await writeResults(cells, {
+    floor,
+    sustained: { ...sustained, lag },
     seconds,
     warmupSeconds,
     jitWarmupSeconds,
