@@ -1,14 +1,15 @@
 import { randomBytes } from "node:crypto";
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import os, { tmpdir } from "node:os";
 import path from "node:path";
 import { create, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { ensureStream, publishEvent, streamDefinitions, subjects } from "@toolmesh/nats";
 import { CallbackEventSchema, CallStatus, type Outcome, OutcomeSchema } from "@toolmesh/proto";
-import { repoRoot, type ServiceProcess, startNats, startService } from "@toolmesh/testkit";
+import { type ServiceProcess, startNats, startService } from "@toolmesh/testkit";
 import { connect, type JetStreamClient, type JetStreamManager, type PubAck } from "nats";
 import { cpuMs } from "./proc.js";
+import { writeResultsFile } from "./results-file.js";
 
 // npm run bench:consumers: how fast Callback broadcasts outcomes and memory-writer writes
 // callback events. N records are pushed straight into each consumer's stream while it is
@@ -241,9 +242,14 @@ async function main(): Promise<void> {
         `| ${f.consumer} | ${f.records} | ${f.seconds.toFixed(2)} | ${Math.round(f.rate)} | ≥ 5000 | ${f.consumerCpu.toFixed(3)} | ${f.natsCpu.toFixed(3)} |`,
     );
     const text = [
-      "# Consumer throughput",
+      "## Consumers",
       "",
-      `${new Date().toISOString()} · ${os.cpus()[0]?.model ?? "cpu"} × ${os.cpus().length} · Node ${process.version} · ${total} records · ${agents} agents`,
+      `${new Date().toISOString()} · ${os.cpus()[0]?.model ?? "cpu"} × ${os.cpus().length} · Node ${process.version} · ${total} records · ${agents} agents · load average ${os
+        .loadavg()
+        .map((l) => l.toFixed(1))
+        .join(" ")} at the end · \`npm run bench:consumers\``,
+      "",
+      "Records pushed straight into each consumer's input stream while it is stopped; then it is started and timed until it has acked the last one. Audit's figures are in \"Audit at scale\".",
       "",
       "| consumer | records | seconds | records/s | target | consumer CPU ms/record | nats-server CPU ms/record |",
       "|---|---|---|---|---|---|---|",
@@ -257,7 +263,7 @@ async function main(): Promise<void> {
         : []),
     ].join("\n");
     process.stdout.write(`${text}\n`);
-    await writeFile(path.join(repoRoot, "bench", "consumers-results.md"), text);
+    await writeResultsFile(text);
   } finally {
     await Promise.allSettled(running.map((p) => p.stop()));
     await nats.destroy();

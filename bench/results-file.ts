@@ -21,9 +21,12 @@ function sections(text: string): Map<string, string> {
  * its earlier version, keeping every section another benchmark wrote.
  */
 export async function writeResultsFile(own: string): Promise<void> {
-  const current = await readFile(resultsFile, "utf8").catch(() => "");
+  const current = sections(await readFile(resultsFile, "utf8").catch(() => ""));
   const mine = sections(own);
-  const kept = [...sections(current)].filter(([heading]) => !mine.has(heading));
-  const text = [...mine.values(), ...kept.map(([, body]) => body)].join("\n\n");
+  // Sections keep their place in the file; a section seen for the first time goes at the end.
+  const merged = new Map<string, string>();
+  for (const [heading, body] of current) merged.set(heading, mine.get(heading) ?? body);
+  for (const [heading, body] of mine) if (!merged.has(heading)) merged.set(heading, body);
+  const text = [...merged.values()].filter((body) => body !== "").join("\n\n");
   await writeFile(resultsFile, `${text}\n`);
 }

@@ -26,7 +26,7 @@ import { cpuMs, PeakRss } from "./proc.js";
 import { type Cell, writeResults } from "./results.js";
 import { CONSUMERS, lagAfter } from "./sustained.js";
 
-// npm run bench: the full chain against its floors — a raw grpc-js echo (one hop) and a raw
+// npm run bench:chain (the first section of npm run bench): the full chain against its floors — a raw grpc-js echo (one hop) and a raw
 // grpc-js pass-through proxy to the same no-op backend (the gateway's two hops, none of its work)
 // — at concurrency 1, 8, 64 and 256. Every process (nats-server, the services, the backends) is
 // started here.

@@ -35,7 +35,20 @@ mkdirSync(path.resolve(config.dataDir), { recursive: true });
 warnDisk();
 setInterval(warnDisk, 60_000).unref();
 
-let stack: Awaited<ReturnType<typeof startStack>>;
+let stack: Awaited<ReturnType<typeof startStack>> | undefined;
+let stopping = false;
+const stop = async (code: number) => {
+  if (stopping) return;
+  stopping = true;
+  // A signal during start-up waits for it, so no process it started is left behind.
+  if (!stack) return;
+  say("stopping");
+  await stack.stop();
+  say("stopped");
+  process.exit(code);
+};
+process.on("SIGINT", () => void stop(0));
+process.on("SIGTERM", () => void stop(0));
 try {
   stack = await startStack({
     root,
@@ -51,6 +64,10 @@ try {
   process.exit(1);
 }
 
+if (stopping) {
+  stopping = false;
+  await stop(0);
+}
 say("all services are SERVING");
 const adminTokenFile = stack.stackFile.tokenFiles.admin;
 if (stack.adminToken && stack.adminTokenCreated) {
@@ -67,17 +84,6 @@ if (stack.busCredentials.agent) {
 }
 say(`logs in ${path.join(config.dataDir, "logs")}; press Ctrl-C to stop`);
 
-let stopping = false;
-const stop = async (code: number) => {
-  if (stopping) return;
-  stopping = true;
-  say("stopping");
-  await stack.stop();
-  say("stopped");
-  process.exit(code);
-};
-process.on("SIGINT", () => void stop(0));
-process.on("SIGTERM", () => void stop(0));
 const died = await stack.firstExit;
 if (!stopping) {
   process.stderr.write(
