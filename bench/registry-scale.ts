@@ -1,9 +1,8 @@
-import os from "node:os";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { CallStatus, Effect, PrincipalKind, ResourceKind, ToolStatus } from "@toolmesh/proto";
 import { startStack } from "@toolmesh/testkit";
 import { rssMb } from "./proc.js";
-import { writeResultsFile } from "./results-file.js";
+import { benchStamp, writeResultsFile } from "./results-file.js";
 
 // npm run bench:registry: the Registry with BENCH_REGISTRY_TOOLS tools (10,000): how long they take
 // to register, ListTools keyword search p50/p99 over them, and what the Dispatcher's snapshot of
@@ -118,10 +117,7 @@ try {
   const text = [
     "## Registry at scale",
     "",
-    `${new Date().toISOString()} · ${os.cpus().length} cores · node ${process.version} · load average ${os
-      .loadavg()
-      .map((l) => l.toFixed(1))
-      .join(" ")} at the end · \`npm run bench:registry\``,
+    benchStamp("npm run bench:registry"),
     "",
     "| figure | measured |",
     "|---|---|",

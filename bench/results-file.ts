@@ -1,4 +1,5 @@
 import { readFile, writeFile } from "node:fs/promises";
+import os from "node:os";
 import path from "node:path";
 import { repoRoot } from "@toolmesh/testkit";
 
@@ -29,4 +30,13 @@ export async function writeResultsFile(own: string): Promise<void> {
   for (const [heading, body] of mine) if (!merged.has(heading)) merged.set(heading, body);
   const text = [...merged.values()].filter((body) => body !== "").join("\n\n");
   await writeFile(resultsFile, `${text}\n`);
+}
+
+/** The line under a section's heading: when, on what, how loaded, and the command that wrote it. */
+export function benchStamp(command: string): string {
+  const load = os
+    .loadavg()
+    .map((l) => l.toFixed(1))
+    .join(" ");
+  return `${new Date().toISOString()} · ${os.cpus().length} cores (${os.cpus()[0]?.model ?? "?"}) · node ${process.version} · load average ${load} at the end · \`${command}\``;
 }

@@ -1,10 +1,10 @@
 import { spawn } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
-import os, { tmpdir } from "node:os";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { stackServices } from "@toolmesh/launcher";
 import { freePort, LineWatcher, repoRoot } from "@toolmesh/testkit";
-import { writeResultsFile } from "./results-file.js";
+import { benchStamp, writeResultsFile } from "./results-file.js";
 
 // npm run bench:start: how long `npm start` takes from spawn until it says every service is
 // SERVING, on an empty data directory and again on the one the first start left (tokens, the NATS
@@ -67,10 +67,7 @@ const verdict = (s: number) => (s < TARGET_S ? "met" : "MISSED");
 const text = [
   "## Start-up",
   "",
-  `${new Date().toISOString()} · ${os.cpus().length} cores · node ${process.version} · load average ${os
-    .loadavg()
-    .map((l) => l.toFixed(1))
-    .join(" ")} at the end · \`npm run bench:start\``,
+  benchStamp("npm run bench:start"),
   "",
   `\`npm start\` (nats-server and every service, each waited for until SERVING) from spawn to "all services are SERVING", ${RUNS} runs each; median and every run.`,
   "",
