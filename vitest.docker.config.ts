@@ -4,6 +4,8 @@ import { defineConfig } from "vitest/config";
 // line saying so where there is none. `npm test` runs them after the rest (npm run test:docker).
 export default defineConfig({
   test: {
+    // Builds dist/ when stale, so service processes run compiled JavaScript.
+    globalSetup: ["test/global-setup.ts"],
     include: ["**/*.docker.test.ts"],
     exclude: ["**/node_modules/**"],
     testTimeout: 120_000,

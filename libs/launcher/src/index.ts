@@ -1,3 +1,4 @@
+export { bundlesFresh, ensureBundles, serviceArgs } from "./bundles.js";
 export {
   type BusCredential,
   busDir,

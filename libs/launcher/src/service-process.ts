@@ -3,6 +3,7 @@ import path from "node:path";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { Health, HealthCheckResponse_ServingStatus } from "@toolmesh/proto";
+import { serviceArgs } from "./bundles.js";
 import { Child } from "./child.js";
 import type { LineWatcher } from "./lines.js";
 import { StackError } from "./stack-error.js";
@@ -81,11 +82,16 @@ export class ServiceProcess {
     const env = { ...options.env };
     if (options.portEnv && this.boundPort) env[options.portEnv] = String(this.boundPort);
     const entry = path.join(options.root, "services", options.name, "src", "main.ts");
-    const child = new Child(options.name, process.execPath, ["--import", "tsx", entry], {
-      cwd: options.root,
-      env,
-      logPath: options.logPath,
-    });
+    const child = new Child(
+      options.name,
+      process.execPath,
+      serviceArgs(options.root, options.name, entry),
+      {
+        cwd: options.root,
+        env,
+        logPath: options.logPath,
+      },
+    );
     this.current = child;
     void child.exited.then((exit) => {
       if (!this.expected.has(child)) this.onUnexpectedExit?.(exit, child.lastLines());

@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync } from "node:fs";
 import path from "node:path";
 import { isBusUser, natsPermissions, processUsers } from "@toolmesh/nats";
+import { ensureBundles } from "./bundles.js";
 import { busDir, ensureBusCredentials, seedFile } from "./bus-credentials.js";
 import type { NatsServerUser } from "./nats-config.js";
 import { NatsServer } from "./nats-server.js";
@@ -85,6 +86,12 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
   const logDir = path.join(dataDir, "logs");
   mkdirSync(logDir, { recursive: true });
   const hadAdminToken = existsSync(tokenFiles(dataDir).admin);
+  // Services start from dist/ (plain JavaScript) when it is current; a stale one is rebuilt first.
+  ensureBundles(
+    root,
+    selectServices(root, options.services).map((s) => s.name),
+    say,
+  );
   let reportExit: (exit: UnexpectedExit) => void = () => {};
   const firstExit = new Promise<UnexpectedExit>((resolve) => {
     reportExit = resolve;

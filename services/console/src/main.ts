@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { loadConfig, loadOrExit, serviceUrls } from "@toolmesh/config";
@@ -10,7 +11,13 @@ import { createConsoleServer } from "./server.js";
 
 const config = loadOrExit(() => loadConfig(consoleConfig));
 const log = createLogger("console", config.logLevel);
-const consoleRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const here = path.dirname(fileURLToPath(import.meta.url));
+// From source, here is services/console/src. Bundled (dist/console.mjs) in a checkout, the app's
+// sources are at services/console beside dist/; in the image, its built app is at dist/web.
+const checkoutConsole = path.resolve(here, "..", "services", "console");
+const consoleRoot = existsSync(path.join(checkoutConsole, "web"))
+  ? checkoutConsole
+  : path.resolve(here, "..");
 let assetsDir = config.assetsDir;
 if (!assetsDir) {
   assetsDir = path.join(consoleRoot, "dist", "web");
