@@ -3,6 +3,7 @@ import { ConnectError } from "@connectrpc/connect";
 import { codeName } from "@toolmesh/errors";
 import type { Command, Group, Leaf } from "./command.js";
 import { batch, call, tail, trace } from "./commands/calls.js";
+import { approvals, usage } from "./commands/governance.js";
 import { audit, status } from "./commands/operate.js";
 import { grants, keys } from "./commands/permission.js";
 import { groups, tools } from "./commands/registry.js";
@@ -19,6 +20,8 @@ export const commands: Record<string, Command> = {
   batch,
   trace,
   tail,
+  approvals,
+  usage,
   audit,
   status,
 };

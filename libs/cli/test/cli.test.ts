@@ -1,5 +1,5 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { writeFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
@@ -247,6 +247,49 @@ describe("toolmesh CLI", () => {
     expect(records.every((r) => r.agentId === "cli-bot")).toBe(true);
     const verify = await ok(["audit", "verify"]);
     expect(verify.stdout).toMatch(/^intact: \d+ records checked/);
+  });
+
+  it("approves and denies held calls, and shows usage", async () => {
+    const tool = (await readFile(path.join(dir, "tool.yaml"), "utf8"))
+      .replace("name: cli.echo", "name: cli.pay")
+      .concat("\nrequiresApproval: true\n");
+    await writeFile(path.join(dir, "pay.yaml"), tool);
+    await ok(["tools", "register", "-f", "pay.yaml"]);
+    await ok(["grants", "add", "--agent", "cli-bot", "--tool", "cli.pay", "--scopes", "*"]);
+    const hold = async (n: number) => {
+      const run = await until(
+        ["call", "cli.pay", `{"n": ${n}}`, "--json"],
+        (r) => r.stdout.includes("CALL_STATUS_PENDING"),
+        { TOOLMESH_TOKEN: secret },
+      );
+      expect(run.code).toBe(1);
+      const res = JSON.parse(run.stdout) as { callId: string; error: { code: string } };
+      expect(res.error.code).toBe("awaiting_approval");
+      return res.callId;
+    };
+    const approved = await hold(7);
+    const denied = await hold(8);
+    const ls = await ok(["approvals", "ls", "--tool", "cli.pay"]);
+    expect(ls.stdout).toContain(approved);
+    expect(ls.stdout).toContain(denied);
+    const approve = await ok(["approvals", "approve", approved, "--reason", "fine"]);
+    expect(approve.stdout).toContain('"echoed": 7');
+    expect(approve.stderr).toContain(`approved ${approved}: SUCCESS cli.pay`);
+    const deny = await ok(["approvals", "deny", denied, "--reason", "not today"]);
+    expect(deny.stderr).toContain(`denied ${denied}: REFUSED cli.pay`);
+    expect(deny.stderr).toContain("approval_denied: call");
+    const again = await cli(["approvals", "deny", approved]);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain("NOT_FOUND");
+    const usage = await until(["usage", "--tool", "cli.pay", "--json"], (r) =>
+      r.stdout.includes('"calls": "2"'),
+    );
+    expect(JSON.parse(usage.stdout)).toMatchObject([
+      { agentId: "cli-bot", tool: "cli.pay", calls: "2", errors: "1", refused: "1" },
+    ]);
+    expect((await ok(["usage", "--tool", "cli.pay"])).stdout).toMatch(
+      /cli-bot\s+-\s+cli\.pay\s+2\s+1\s+0\s+0\s+1/,
+    );
   });
 
   it("revokes the key: the agent's next call is refused", async () => {

@@ -232,6 +232,7 @@ export const busLimitsConfig = {
     dispatcher: limit("TOOLMESH_DISPATCHER_BUCKET_MAX_BYTES", 256 * MiB)(env),
     callIds: limit("TOOLMESH_CALL_IDS_BUCKET_MAX_BYTES", 256 * MiB)(env),
     dispatchers: limit("TOOLMESH_DISPATCHERS_BUCKET_MAX_BYTES", 16 * MiB)(env),
+    approvals: limit("TOOLMESH_APPROVALS_BUCKET_MAX_BYTES", 64 * MiB)(env),
   }),
 };
 

@@ -1,7 +1,15 @@
 import type { Logger } from "@toolmesh/log";
-import type { JetStreamManager } from "nats";
+import {
+  DiscardPolicy,
+  type JetStreamClient,
+  type JetStreamManager,
+  type KV,
+  nanos,
+  type StreamConfig,
+} from "nats";
 import { type BusAccess, bucketNames, busAccess, isBusUser } from "./bus-access.js";
 import { JetStreamApiCodes, jetStreamErrorCode } from "./jetstream-errors.js";
+import { ensureStream } from "./streams.js";
 
 /**
  * The KV buckets and their key layout: a shared contract, because the owner writes a bucket and
@@ -76,4 +84,38 @@ export async function applyBucketLimits(options: {
       if (jetStreamErrorCode(error) !== JetStreamApiCodes.StreamNotFound) throw error;
     }
   }
+}
+
+/** How long a bucket's keys live and how much it may hold. */
+export interface BucketRetention {
+  replicas: number;
+  /** Every key expires this long after its last write. */
+  ttlMs: number;
+  /** A byte limit past which the oldest keys go first; unset leaves the bucket's own. */
+  maxBytes?: number;
+}
+
+/**
+ * Opens (or creates) a KV bucket of one value per key whose keys expire `ttlMs` after their last
+ * write. views.kv leaves an existing bucket as it was; retention is configuration, so the age
+ * (and the byte limit, dropping the oldest keys) is applied to an existing bucket too.
+ */
+export async function openBucket(
+  js: JetStreamClient,
+  jsm: JetStreamManager,
+  name: string,
+  retention: BucketRetention,
+): Promise<KV> {
+  const kv = await js.views.kv(name, {
+    history: 1,
+    replicas: retention.replicas,
+    ttl: retention.ttlMs,
+  });
+  const limits: Partial<StreamConfig> = { name: `KV_${name}`, max_age: nanos(retention.ttlMs) };
+  if (retention.maxBytes !== undefined) {
+    limits.max_bytes = retention.maxBytes;
+    limits.discard = DiscardPolicy.Old;
+  }
+  await ensureStream(jsm, limits);
+  return kv;
 }

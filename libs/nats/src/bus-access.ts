@@ -29,6 +29,10 @@ export const bucketNames = {
   /** Dispatcher heartbeats and sweep claims. */
   dispatchers: "toolmesh-dispatchers",
   callback: "toolmesh-callback",
+  /** Calls held for approval, until decided or expired. */
+  approvals: "toolmesh-approvals",
+  /** Hourly usage aggregates per agent, user and tool. */
+  usage: "toolmesh-usage",
 } as const;
 
 type Stream = keyof typeof streamNames;
@@ -70,7 +74,7 @@ export const busAccess = {
     // The lease sweeper reads the leases and looks up whether a call's outcome exists.
     readsStreams: ["inflight", "outcome"],
     deletesFrom: ["inflight"],
-    ownsBuckets: ["dispatcher", "callIds", "dispatchers"],
+    ownsBuckets: ["dispatcher", "callIds", "dispatchers", "approvals"],
     readsBuckets: ["registry", "permission"],
     subscribes: [],
   },
@@ -84,7 +88,8 @@ export const busAccess = {
     writesStreams: ["callback", "trace", "outcome"],
     readsStreams: ["outcome"],
     durables: { outcome: "callback" },
-    ownsBuckets: ["callback"],
+    // Usage is counted from the sent marks of its own bucket, read in order (an ordered consumer).
+    ownsBuckets: ["callback", "usage"],
     // Report checks which tools a service-role caller serves.
     readsBuckets: ["permission", "registry"],
     // Watch streams live broadcasts to its callers.

@@ -6,7 +6,13 @@ export {
   type Delivered,
 } from "./batches.js";
 export { type BucketLoad, loadWhenCreated } from "./bucket-wait.js";
-export { applyBucketLimits, type BucketBytes, buckets } from "./buckets.js";
+export {
+  applyBucketLimits,
+  type BucketBytes,
+  type BucketRetention,
+  buckets,
+  openBucket,
+} from "./buckets.js";
 export {
   type BusAccess,
   type BusUser,

@@ -34,6 +34,8 @@ export interface CompiledGrant {
   readonly enabled: boolean;
   /** Milliseconds since the epoch; Infinity when the grant never expires. */
   readonly expiresAtMs: number;
+  /** Calls it authorises are held for approval (allow grants only). */
+  readonly requiresApproval: boolean;
 }
 
 const compiledGrants = new WeakMap<Grant, CompiledGrant>();
@@ -59,6 +61,7 @@ export function compileGrant(grant: Grant): CompiledGrant {
     deny: spec?.effect === Effect.DENY,
     enabled: spec?.enabled ?? false,
     expiresAtMs: spec?.expiresAt ? timestampMs(spec.expiresAt) : Number.POSITIVE_INFINITY,
+    requiresApproval: spec?.requiresApproval ?? false,
   };
   compiledGrants.set(grant, c);
   return c;
@@ -131,8 +134,33 @@ interface SideResult {
  * The decision from grants already known to apply to the agent (AGENT and ROLE grants) and to
  * the user (USER grants). Deny wins over allow on either side; then the agent, and the user it
  * acts for, must each be allowed every required scope on their own grants (no confused deputy).
+ * A call allowed only with grants that require approval is allowed with `requiresApproval`; one
+ * that other grants allow outright needs none.
  */
 export function decideFor(
+  subject: PolicySubject,
+  tool: PolicyTool,
+  agentGrants: readonly CompiledGrant[],
+  userGrants: readonly CompiledGrant[],
+  nowMs: number,
+): Decision {
+  const first = decideOnce(subject, tool, agentGrants, userGrants, nowMs);
+  if (!first.allowed) return first;
+  const conditional = (g: CompiledGrant) =>
+    g.requiresApproval && first.matchedGrantIds.includes(g.id);
+  if (!agentGrants.some(conditional) && !userGrants.some(conditional)) return first;
+  const outright = decideOnce(
+    subject,
+    tool,
+    agentGrants.filter((g) => !g.requiresApproval),
+    userGrants.filter((g) => !g.requiresApproval),
+    nowMs,
+  );
+  if (outright.allowed) return outright;
+  return { ...first, requiresApproval: true, reason: `${first.reason}, after approval` };
+}
+
+function decideOnce(
   subject: PolicySubject,
   tool: PolicyTool,
   agentGrants: readonly CompiledGrant[],
@@ -244,5 +272,6 @@ function decision(fields: Partial<Omit<Decision, "$typeName" | "$unknown">>): De
     denyGrantId: fields.denyGrantId ?? "",
     missingScopes: fields.missingScopes ?? [],
     deniedPrincipal: fields.deniedPrincipal ?? "",
+    requiresApproval: fields.requiresApproval ?? false,
   };
 }

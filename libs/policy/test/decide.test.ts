@@ -1,5 +1,5 @@
 import { create, fromBinary, isMessage, toBinary } from "@bufbuild/protobuf";
-import { DecisionSchema, GrantSchema, PrincipalKind, ResourceKind } from "@toolmesh/proto";
+import { DecisionSchema, Effect, GrantSchema, PrincipalKind, ResourceKind } from "@toolmesh/proto";
 import { decisionTable, tableGrant, tableTools } from "@toolmesh/testkit";
 import { describe, expect, it } from "vitest";
 import { compileGlob, decide, globProblem } from "../src/index.js";
@@ -109,5 +109,64 @@ describe("globs", () => {
   it("accepts valid globs", () => {
     for (const p of ["data.*", "**", "*", "data.q*", "a_b-c.**"])
       expect(globProblem(p)).toBe(undefined);
+  });
+});
+
+describe("grants that require approval", () => {
+  const tool = { name: "pay.send", requiredScopes: ["pay:invoice"], groups: [] };
+  const grant = (id: string, principal: PrincipalKind, who: string, requiresApproval: boolean) =>
+    create(GrantSchema, {
+      id,
+      spec: {
+        principal: { kind: principal, id: who },
+        resource: { kind: ResourceKind.TOOL, pattern: "pay.send" },
+        scopes: ["pay:invoice"],
+        effect: Effect.ALLOW,
+        enabled: true,
+        requiresApproval,
+      },
+    });
+  const agent = { agentId: "payer", userId: "", roles: [] };
+
+  it("allows a call such a grant authorises, with approval", () => {
+    const d = decide(agent, tool, [grant("g1", PrincipalKind.AGENT, "payer", true)], now);
+    expect(d).toMatchObject({ allowed: true, requiresApproval: true, matchedGrantIds: ["g1"] });
+    expect(d.reason).toContain("after approval");
+  });
+
+  it("needs no approval when another live grant allows the call outright", () => {
+    const d = decide(
+      agent,
+      tool,
+      [
+        grant("g1", PrincipalKind.AGENT, "payer", true),
+        grant("g2", PrincipalKind.AGENT, "*", false),
+      ],
+      now,
+    );
+    expect(d).toMatchObject({ allowed: true, requiresApproval: false, matchedGrantIds: ["g2"] });
+  });
+
+  it("requires approval when the user's side allows only with approval", () => {
+    const d = decide(
+      { agentId: "payer", userId: "alice", roles: [] },
+      tool,
+      [
+        grant("g1", PrincipalKind.AGENT, "payer", false),
+        grant("g2", PrincipalKind.USER, "alice", true),
+      ],
+      now,
+    );
+    expect(d).toMatchObject({ allowed: true, requiresApproval: true });
+  });
+
+  it("leaves a denied call denied", () => {
+    const d = decide(
+      { agentId: "x", userId: "", roles: [] },
+      tool,
+      [grant("g1", PrincipalKind.AGENT, "payer", true)],
+      now,
+    );
+    expect(d).toMatchObject({ allowed: false, requiresApproval: false });
   });
 });

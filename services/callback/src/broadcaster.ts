@@ -17,7 +17,7 @@ import {
 } from "@toolmesh/proto";
 import type { JetStreamClient, JetStreamManager } from "nats";
 import type { CallStore } from "./call-store.js";
-import { callbackKind, isFinal, normalise, statusWord } from "./normalise.js";
+import { awaitsApproval, callbackKind, isFinal, normalise, statusWord } from "./normalise.js";
 
 /** The durable consumer on TOOLMESH_OUTCOME; a restarted service catches up from here. */
 export const CALLBACK_CONSUMER = "callback";
@@ -82,7 +82,12 @@ export class OutcomeBroadcaster {
   private async act(action: CallbackAction): Promise<void> {
     const { event } = action;
     if (action.kind === "pending") {
-      await this.deps.calls.createPending(event);
+      if (await this.deps.calls.createPending(event)) return;
+      // An approved call whose asynchronous tool accepted it: its PENDING no longer waits for an
+      // approver, so its backend may Report it.
+      const stored = await this.deps.calls.get(event.callId);
+      if (stored && awaitsApproval(stored.event) && !awaitsApproval(event))
+        await this.deps.calls.update(event, stored.revision);
     } else if (action.kind === "ignore") {
       this.deps.log.warn(
         { call_id: event.callId, trace_id: event.traceId, status: event.status },
@@ -116,7 +121,7 @@ export class OutcomeBroadcaster {
       }
     }
     await this.publish(final, encoded);
-    await calls.markBroadcast(final.callId);
+    await calls.markBroadcast(final);
     if (log.isLevelEnabled("debug")) {
       log.debug(
         {

@@ -1,7 +1,7 @@
-import { fromBinary, toBinary } from "@bufbuild/protobuf";
-import { compareAndSet, ensureStream, KvConflictError, kvKeyToken } from "@toolmesh/nats";
-import { type CallbackEvent, CallbackEventSchema } from "@toolmesh/proto";
-import { DiscardPolicy, type JetStreamClient, type JetStreamManager, type KV, nanos } from "nats";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { compareAndSet, KvConflictError, kvKeyToken, openBucket } from "@toolmesh/nats";
+import { type CallbackEvent, CallbackEventSchema, CallErrorSchema } from "@toolmesh/proto";
+import type { JetStreamClient, JetStreamManager, KV } from "nats";
 
 /** The KV bucket the Callback service owns. */
 export const CALLBACK_BUCKET = "toolmesh-callback";
@@ -18,6 +18,8 @@ const sentKey = (callId: string) => `sent.${kvKeyToken(callId)}`;
 export const callSubject = (callId: string) => `$KV.${CALLBACK_BUCKET}.${callKey(callId)}`;
 /** Every call key's subject. */
 export const CALL_SUBJECTS = `$KV.${CALLBACK_BUCKET}.calls.>`;
+/** Every sent mark's subject: one message per finished call, read in order to count usage. */
+export const SENT_SUBJECTS = `$KV.${CALLBACK_BUCKET}.sent.>`;
 
 /** A stored call and the revision an update must expect. */
 export interface StoredCall {
@@ -47,18 +49,7 @@ export class CallStore {
     jsm: JetStreamManager,
     retention: CallRetention,
   ): Promise<CallStore> {
-    const kv = await js.views.kv(CALLBACK_BUCKET, {
-      history: 1,
-      replicas: retention.replicas,
-      ttl: retention.ttlMs,
-    });
-    // views.kv leaves an existing bucket as it was; retention is configuration, so apply it.
-    await ensureStream(jsm, {
-      name: `KV_${CALLBACK_BUCKET}`,
-      max_age: nanos(retention.ttlMs),
-      max_bytes: retention.maxBytes,
-      discard: DiscardPolicy.Old,
-    });
+    const kv = await openBucket(js, jsm, CALLBACK_BUCKET, retention);
     return new CallStore(kv, retention);
   }
 
@@ -68,9 +59,9 @@ export class CallStore {
     return { event: fromBinary(CallbackEventSchema, entry.value), revision: entry.revision };
   }
 
-  /** Stores a PENDING call unless the call is already known (a final outcome wins). */
-  async createPending(event: CallbackEvent): Promise<void> {
-    await this.create(event.callId, toBinary(CallbackEventSchema, event));
+  /** Stores a PENDING call unless the call is already known; false when it was (a final outcome wins). */
+  async createPending(event: CallbackEvent): Promise<boolean> {
+    return this.create(event.callId, toBinary(CallbackEventSchema, event));
   }
 
   /**
@@ -103,8 +94,24 @@ export class CallStore {
     return entry !== null && entry.operation === "PUT";
   }
 
-  async markBroadcast(callId: string): Promise<void> {
-    await this.kv.put(sentKey(callId), new Uint8Array());
+  /**
+   * Marks a call broadcast, once: the first mark wins, so every call has exactly one sent mark.
+   * The mark carries the call's usage sample (its final event without output or error text),
+   * from which the usage counter counts each call once.
+   */
+  async markBroadcast(event: CallbackEvent): Promise<void> {
+    const sample = create(CallbackEventSchema, {
+      ...event,
+      output: undefined,
+      error: event.error ? create(CallErrorSchema, { code: event.error.code }) : undefined,
+    });
+    try {
+      await compareAndSet(() =>
+        this.kv.create(sentKey(event.callId), toBinary(CallbackEventSchema, sample)),
+      );
+    } catch (error) {
+      if (!(error instanceof KvConflictError)) throw error;
+    }
   }
 }
 

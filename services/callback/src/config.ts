@@ -20,6 +20,13 @@ export const callbackConfig = {
     min: 1,
     max: 100_000,
   }),
+  /** How long hourly usage aggregates are kept after their last write. */
+  usageRetentionDays: int("TOOLMESH_USAGE_RETENTION_DAYS", 90, { min: 1, max: 3650 }),
+  /** The usage bucket's size limit; past it the oldest hours go first. */
+  usageMaxBytes: int("TOOLMESH_USAGE_MAX_BYTES", 256 * 1024 ** 2, {
+    min: 1024 * 1024,
+    max: 1024 ** 5,
+  }),
 };
 
 export type CallbackConfig = ConfigOf<typeof callbackConfig>;

@@ -27,7 +27,9 @@ import {
 } from "@toolmesh/proto";
 import type { JetStreamClient } from "nats";
 import type { CallStore } from "./call-store.js";
-import { isFinal, sameResult, statusWord } from "./normalise.js";
+import { awaitsApproval, isFinal, sameResult, statusWord } from "./normalise.js";
+import { getUsage } from "./usage-query.js";
+import type { UsageStore } from "./usage-store.js";
 import type { Watches } from "./watches.js";
 
 /** May see every call, not only their own. */
@@ -76,6 +78,8 @@ export function createCallbackHandlers(deps: {
   watches: Watches;
   /** The Registry's tools, for the reporters of a tool (a followed snapshot). */
   tools: SnapshotView<typeof ToolSchema>;
+  /** Hourly usage aggregates (GetUsage). */
+  usage: UsageStore;
   js: JetStreamClient;
   log: Logger;
 }): ServiceImpl<typeof CallbackService> {
@@ -125,7 +129,7 @@ export function createCallbackHandlers(deps: {
       const caller = requireRole(ctx, Role.ToolBackend, Role.Admin);
       if (req.callId === "") throw invalidField("call_id", "is required");
       checkLength("call_id", "callId", req.callId);
-      if (!isFinal(req.status)) {
+      if (!isFinal(req.status) || req.status === CallStatus.REFUSED) {
         throw invalidField("status", "must be SUCCESS, FAILURE or INTERRUPTED");
       }
       if (req.status === CallStatus.FAILURE && !req.error?.code) {
@@ -141,6 +145,11 @@ export function createCallbackHandlers(deps: {
           );
         }
         checkReporter(caller, stored.event, deps.tools);
+        if (awaitsApproval(stored.event))
+          throw new ConnectError(
+            `call "${req.callId}" is held for approval and has not run; only its approval decides it (DispatcherService.DecideApproval)`,
+            Code.FailedPrecondition,
+          );
         const event = reported(req, stored.event);
         if (isFinal(stored.event.status)) {
           if (!sameResult(stored.event, event)) {
@@ -185,6 +194,10 @@ export function createCallbackHandlers(deps: {
       return create(GetOutcomeResponseSchema, { event: stored.event });
     },
 
+    getUsage(req, ctx) {
+      return getUsage(deps.usage, principalOf(ctx), req);
+    },
+
     async *watch(req, ctx) {
       const p = principalOf(ctx);
       if (req.callId !== "") {
@@ -197,7 +210,7 @@ export function createCallbackHandlers(deps: {
         throw invalidField("call_id", "set call_id, or at least one of agent_id, tool and status");
       }
       if (req.status !== CallStatus.UNSPECIFIED && !isFinal(req.status)) {
-        throw invalidField("status", "must be SUCCESS, FAILURE or INTERRUPTED");
+        throw invalidField("status", "must be SUCCESS, FAILURE, INTERRUPTED or REFUSED");
       }
       if (!seesAll(p) && req.agentId !== "" && req.agentId !== p.agentId) {
         throw new ConnectError(

@@ -4,6 +4,8 @@ import { OutcomeBroadcaster } from "./broadcaster.js";
 import { CallStore } from "./call-store.js";
 import { callbackConfig, callTtlMs } from "./config.js";
 import { createCallbackServer } from "./server.js";
+import { UsageCounter } from "./usage-counter.js";
+import { UsageStore } from "./usage-store.js";
 import { WatchLimits } from "./watch-hub.js";
 import { exportWatchMetrics } from "./watch-metrics.js";
 import { Watches } from "./watches.js";
@@ -20,6 +22,13 @@ await runService({
     });
     const broadcaster = new OutcomeBroadcaster({ js, jsm, calls, log });
     await broadcaster.start();
+    const usage = await UsageStore.open(js, jsm, {
+      replicas: config.jetstreamReplicas,
+      ttlMs: config.usageRetentionDays * 24 * 60 * 60 * 1000,
+      maxBytes: config.usageMaxBytes,
+    });
+    const usageCounter = new UsageCounter({ js, usage, log });
+    await usageCounter.start();
     const limits = new WatchLimits(
       config.maxWatchesPerAgent,
       "TOOLMESH_CALLBACK_MAX_WATCHES_PER_AGENT",
@@ -32,6 +41,7 @@ await runService({
       calls,
       watches,
       tools,
+      usage,
       js,
       ...(await authenticatedRpc()),
     });
@@ -39,6 +49,7 @@ await runService({
       server,
       async stop() {
         await broadcaster.stop();
+        await usageCounter.stop();
         tools.stop();
       },
     };

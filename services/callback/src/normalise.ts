@@ -10,12 +10,24 @@ import {
 } from "@toolmesh/proto";
 import { canonicalJson } from "@toolmesh/schema";
 
-/** The statuses a finished call can have. */
+/**
+ * The statuses a finished call can have. REFUSED reaches Callback only for a call that was held
+ * for approval (PENDING first) and then denied or expired; other refusals leave no outcome.
+ */
 export const finalStatuses: ReadonlySet<CallStatus> = new Set([
   CallStatus.SUCCESS,
   CallStatus.FAILURE,
   CallStatus.INTERRUPTED,
+  CallStatus.REFUSED,
 ]);
+
+/** The reason of a PENDING outcome of a call held for approval (the Dispatcher's word). */
+export const AWAITING_APPROVAL = "awaiting_approval";
+
+/** True for the PENDING event of a call still waiting for an approver. */
+export function awaitsApproval(event: CallbackEvent): boolean {
+  return event.status === CallStatus.PENDING && event.reason === AWAITING_APPROVAL;
+}
 
 export function isFinal(status: CallStatus): boolean {
   return finalStatuses.has(status);
@@ -30,12 +42,15 @@ export function statusWord(status: CallStatus): string {
 export function callbackKind(status: CallStatus): TraceEventKind {
   if (status === CallStatus.SUCCESS) return TraceEventKind.CALLBACK_SUCCESS;
   if (status === CallStatus.FAILURE) return TraceEventKind.CALLBACK_FAILURE;
+  if (status === CallStatus.REFUSED) return TraceEventKind.CALLBACK_REFUSED;
   return TraceEventKind.CALLBACK_INTERRUPTED;
 }
 
 /**
  * One callback event per outcome, carrying only what its status means: SUCCESS the output,
- * FAILURE the error and its code, INTERRUPTED the reason.
+ * FAILURE the error and its code, INTERRUPTED the reason, REFUSED (a held call that did not run)
+ * the error and the reason, PENDING the reason (`awaiting_approval` while held) and the error
+ * that tells the caller what it waits for.
  */
 export function normalise(outcome: Outcome): CallbackEvent {
   const status = outcome.status;
@@ -59,6 +74,9 @@ export function normalise(outcome: Outcome): CallbackEvent {
         }
       : {}),
     ...(status === CallStatus.INTERRUPTED ? { reason: outcome.reason || "unknown" } : {}),
+    ...(status === CallStatus.REFUSED || status === CallStatus.PENDING
+      ? { reason: outcome.reason, ...(outcome.error ? { error: outcome.error } : {}) }
+      : {}),
     durationMs: outcome.durationMs,
     attempts: outcome.attempts,
     time: outcome.finishedAt ?? outcome.startedAt ?? timestampNow(),

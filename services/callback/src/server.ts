@@ -6,6 +6,7 @@ import { createToolmeshServer, type ToolmeshServer } from "@toolmesh/server";
 import type { JetStreamClient } from "nats";
 import type { CallStore } from "./call-store.js";
 import { createCallbackHandlers } from "./handlers.js";
+import type { UsageStore } from "./usage-store.js";
 import type { Watches } from "./watches.js";
 
 /** The Callback server over its dependencies; a test can listen on port 0. */
@@ -13,6 +14,7 @@ export function createCallbackServer(deps: {
   calls: CallStore;
   watches: Watches;
   tools: SnapshotView<typeof ToolSchema>;
+  usage: UsageStore;
   js: JetStreamClient;
   log: Logger;
   interceptors: Interceptor[];

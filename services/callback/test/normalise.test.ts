@@ -2,7 +2,14 @@ import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { CallbackEventSchema, CallStatus, OutcomeSchema, TraceEventKind } from "@toolmesh/proto";
 import { describe, expect, it } from "vitest";
-import { callbackKind, normalise, sameResult, statusWord } from "../src/normalise.js";
+import {
+  awaitsApproval,
+  callbackKind,
+  isFinal,
+  normalise,
+  sameResult,
+  statusWord,
+} from "../src/normalise.js";
 
 const base = {
   callId: "c1",
@@ -82,5 +89,33 @@ describe("normalise", () => {
         create(CallbackEventSchema, { status: CallStatus.FAILURE, error: { code: "x" } }),
       ),
     ).toBe(false);
+  });
+
+  it("keeps a held call's reason while PENDING, and the error and reason once REFUSED", () => {
+    const held = normalise(
+      create(OutcomeSchema, {
+        ...base,
+        status: CallStatus.PENDING,
+        reason: "awaiting_approval",
+        error: { code: "awaiting_approval", message: "held" },
+      }),
+    );
+    expect(awaitsApproval(held)).toBe(true);
+    expect(isFinal(held.status)).toBe(false);
+    const denied = normalise(
+      create(OutcomeSchema, {
+        ...base,
+        status: CallStatus.REFUSED,
+        reason: "approval_denied",
+        error: { code: "approval_denied", message: "denied by boss" },
+        output: { leaked: true },
+      }),
+    );
+    expect(denied).toMatchObject({ reason: "approval_denied", error: { code: "approval_denied" } });
+    expect(denied.output).toBeUndefined();
+    expect(isFinal(denied.status)).toBe(true);
+    expect(awaitsApproval(denied)).toBe(false);
+    expect(callbackKind(CallStatus.REFUSED)).toBe(TraceEventKind.CALLBACK_REFUSED);
+    expect(statusWord(CallStatus.REFUSED)).toBe("refused");
   });
 });

@@ -92,6 +92,19 @@ export interface CheckedCall {
   tool: Tool & { spec: NonNullable<Tool["spec"]> };
   args: JsonObject;
   validators: ToolValidators;
+  /** Why the call must be approved before it runs (`tool`, `grant:<id>`); empty when it need not. */
+  approvalBy: string[];
+}
+
+/** Who requires approval of a call: the tool itself, and grants that allow it only so. */
+export function approvalRequirements(
+  spec: { requiresApproval: boolean },
+  decision: Decision,
+): string[] {
+  return [
+    ...(spec.requiresApproval ? ["tool"] : []),
+    ...(decision.requiresApproval ? decision.matchedGrantIds.map((id) => `grant:${id}`) : []),
+  ];
 }
 
 /** Call ids longer than this are refused and their refusal filed under a fresh one. */
@@ -241,7 +254,12 @@ export function checkCall(
     );
   }
   checkLimits(deps.limits, principal, spec.name, decision);
-  return { tool: tool as CheckedCall["tool"], args, validators };
+  return {
+    tool: tool as CheckedCall["tool"],
+    args,
+    validators,
+    approvalBy: approvalRequirements(spec, decision),
+  };
 }
 
 /**

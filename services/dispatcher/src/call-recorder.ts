@@ -151,6 +151,11 @@ export class CallRecord {
     );
   }
 
+  /** A value as every record of the call shows it: secrets redacted. */
+  redacted(value: JsonObject): JsonObject {
+    return this.redact(value) as JsonObject;
+  }
+
   /** Publishes the audit record on toolmesh.audit.<agent>.<tool>. */
   audit(
     fields: Pick<
@@ -158,6 +163,7 @@ export class CallRecord {
       "action" | "status" | "errorCode" | "errorMessage" | "reason" | "durationMs" | "attempts"
     > & {
       arguments: JsonObject | undefined;
+      decidedBy?: string;
     },
   ): void {
     const c = this.call;
@@ -180,6 +186,7 @@ export class CallRecord {
       durationMs: fields.durationMs,
       attempts: fields.attempts,
       source: SOURCE,
+      decidedBy: fields.decidedBy ?? "",
     });
     this.track(
       this.publisher.publish(
@@ -193,18 +200,33 @@ export class CallRecord {
     );
   }
 
-  /** Publishes the outcome on toolmesh.outcome.<call_id>, deduplicated by call_id. */
-  outcome(outcome: Omit<Outcome, "$typeName" | "source">): void {
-    const value = create(OutcomeSchema, { ...outcome, source: SOURCE });
+  /**
+   * Publishes the outcome on toolmesh.outcome.<call_id> with the call's ids and caller,
+   * deduplicated by call_id; a call held for approval publishes its PENDING outcome under another
+   * message id, so its final one (with the call id) is not taken for a duplicate.
+   */
+  outcome(
+    result: Omit<
+      Outcome,
+      "$typeName" | "source" | "callId" | "traceId" | "parentId" | "tool" | "agentId" | "userId"
+    >,
+    msgId = this.call.callId,
+  ): void {
+    const c = this.call;
+    const value = create(OutcomeSchema, {
+      ...result,
+      callId: c.callId,
+      traceId: c.traceId,
+      parentId: c.parentId,
+      tool: c.tool,
+      agentId: c.principal.agentId,
+      userId: c.principal.userId,
+      source: SOURCE,
+    });
     this.track(
-      this.publisher.publish(
-        subjects.outcome("dispatcher", this.call.callId),
-        OutcomeSchema,
-        value,
-        {
-          msgId: this.call.callId,
-        },
-      ),
+      this.publisher.publish(subjects.outcome("dispatcher", c.callId), OutcomeSchema, value, {
+        msgId,
+      }),
     );
   }
 
@@ -232,7 +254,6 @@ export class CallRecord {
     end: CallEnd,
     run: { args: JsonObject; attempts: number; startedMs: number; finishedMs: number },
   ): void {
-    const c = this.call;
     const durationMs = run.finishedMs - run.startedMs;
     this.trace(TraceEventKind.TOOL_RESULT, {
       status: CallStatus[end.status],
@@ -252,12 +273,6 @@ export class CallRecord {
       arguments: run.args,
     });
     this.outcome({
-      callId: c.callId,
-      traceId: c.traceId,
-      parentId: c.parentId,
-      tool: c.tool,
-      agentId: c.principal.agentId,
-      userId: c.principal.userId,
       status: end.status,
       output: end.output,
       error: end.error,

@@ -80,6 +80,13 @@ export const dispatcherConfig = {
   dockerPids: int("TOOLMESH_DOCKER_PIDS", 128, { min: 1, max: 32_768 }),
   /** One file per secret that docker tools may declare; empty means none can be declared. */
   toolSecretsDir: str("TOOLMESH_TOOL_SECRETS_DIR", ""),
+  /** How long a call held for approval waits before it ends REFUSED `approval_expired`. */
+  approvalTimeoutMs: int("TOOLMESH_APPROVAL_TIMEOUT_MS", 60 * 60 * 1000, {
+    min: 1000,
+    max: 7 * 24 * 60 * 60 * 1000,
+  }),
+  /** Roles whose holders may decide every held call (admins always may). */
+  approverRoles: list("TOOLMESH_APPROVER_ROLES", ["approver"]),
 };
 
 export type DispatcherConfig = ConfigOf<typeof dispatcherConfig>;

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
-import { type ConnectError, codeName } from "@toolmesh/errors";
+import { ConnectError, codeName } from "@toolmesh/errors";
 import type { Logger } from "@toolmesh/log";
 import {
   type BackendEvent,
@@ -9,13 +9,12 @@ import {
   type DispatchRequest,
   type DispatchResponse,
   DispatchResponseSchema,
-  InvokeRequestSchema,
+  type HeldCall,
   type Principal,
-  RuntimeKind,
 } from "@toolmesh/proto";
 import { parseTraceparent, startTracing, type Tracing } from "@toolmesh/telemetry";
-import { effectiveTimeout, runAttempts } from "./attempts.js";
-import { traceBackendEvent } from "./backend-events.js";
+import { type HeldCallStore, MemoryHeldCalls } from "./approvals/held-calls.js";
+import { type HoldSettings, heldPrincipal, holdCall } from "./approvals/hold.js";
 import {
   type CheckedCall,
   checkCall,
@@ -25,23 +24,18 @@ import {
   Refusal,
   recordIdentity,
 } from "./call-checks.js";
-import type { CallRecord, CallRecorder } from "./call-recorder.js";
-import {
-  CallSpans,
-  type CallTraceContext,
-  dispatcherMetrics,
-  statusLabel,
-} from "./call-telemetry.js";
+import { CallRefused, type Execution, executeCall } from "./call-execution.js";
+import type { CallRecorder } from "./call-recorder.js";
+import { CallSpans, type CallTraceContext, dispatcherMetrics } from "./call-telemetry.js";
 import type { CallIdOwners, IdempotencyStore } from "./idempotency.js";
-import { classify } from "./outcome.js";
 import type { CallLimiter } from "./rate-limits.js";
-import { limitOutput } from "./record-limits.js";
-import { checkRecordable, recordRefusal, unrecorded } from "./recording-gate.js";
-import type { InterruptReason, RunningCalls } from "./running-calls.js";
+import { checkRecordable, recordRefusal } from "./recording-gate.js";
+import type { RunningCalls } from "./running-calls.js";
 import type { ToolRuntime } from "./runtimes/runtime.js";
 import type { ToolCatalog } from "./tool-catalog.js";
 
 export { type PermissionGate, Refusal } from "./call-checks.js";
+export { CallRefused } from "./call-execution.js";
 
 export interface ChainSettings {
   defaultTimeoutMs: number;
@@ -63,6 +57,11 @@ export interface ChainDeps {
   callIds: CallIdOwners;
   running: RunningCalls;
   limits?: CallLimiter | undefined;
+  /**
+   * Where calls that need approval wait, and how long (docs/services.md, approvals); in memory
+   * with a 1 h hold when omitted (in-process tests).
+   */
+  approvals?: { store: HeldCallStore; settings: HoldSettings };
   settings: ChainSettings;
   log: Logger;
   /** Spans for each chain step (startTracing); off when omitted. */
@@ -83,33 +82,6 @@ export interface DispatchOptions extends CallTraceContext {
   onEvent?: (event: BackendEvent) => void;
 }
 
-/** A refused call: the error the caller sees, plus the ids it was recorded under. */
-export class CallRefused extends Error {
-  override name = "CallRefused";
-  constructor(
-    readonly error: ConnectError,
-    readonly callId: string,
-    readonly traceId: string,
-  ) {
-    super(error.message, { cause: error });
-  }
-}
-
-/** One call that passed its checks, ready to run. */
-interface Execution {
-  checked: CheckedCall;
-  principal: Principal;
-  record: CallRecord;
-  /** Epoch ms the call arrived. */
-  started: number;
-  options: DispatchOptions;
-  /** The timeout the request asked for (0: the tool's own). */
-  requestTimeoutMs: number;
-  /** Stores the response for replays when set. */
-  idempotencyKey: string;
-  spans: CallSpans;
-}
-
 /**
  * The whole tool-call chain: check, trace, execute, record, reply. Transport-free, so the
  * Connect handlers and the grpc-js port share it.
@@ -118,9 +90,14 @@ export class DispatchChain {
   private readonly inflightKeys = new Map<string, Promise<DispatchResponse>>();
   private readonly metrics = dispatcherMetrics();
   private readonly tracing: Tracing;
+  private readonly approvals: NonNullable<ChainDeps["approvals"]>;
 
   constructor(private readonly deps: ChainDeps) {
     this.tracing = deps.tracing ?? startTracing("dispatcher", {});
+    this.approvals = deps.approvals ?? {
+      store: new MemoryHeldCalls(),
+      settings: { holdMs: 60 * 60 * 1000, approverRoles: ["approver"] },
+    };
   }
 
   /** Runs one call; refusals throw ConnectError with details (after their audit record is acked). */
@@ -241,143 +218,63 @@ export class DispatchChain {
     return replayed(response);
   }
 
-  private async execute(call: Execution): Promise<DispatchResponse> {
-    const { checked, principal, record, started, options, spans } = call;
-    const { tool, args } = checked;
-    const spec = tool.spec;
-    const { settings, running } = this.deps;
-    const { callId, traceId, parentId } = record.call;
-    const timeoutMs = effectiveTimeout(
-      settings,
-      spec.timeoutMs,
-      call.requestTimeoutMs,
-      options.rpcTimeoutMs,
-    );
-    const deadline = started + timeoutMs;
-
-    const controller = new AbortController();
-    const interrupt = (reason: InterruptReason) => {
-      if (!controller.signal.aborted) controller.abort(reason);
-    };
-    const timer = setTimeout(() => interrupt("timeout"), timeoutMs);
-    const onCallerGone = () => interrupt("cancelled");
-    options.signal?.addEventListener("abort", onCallerGone, { once: true });
-    running.add(callId, { agentId: principal.agentId, tool: spec.name, interrupt });
-    const cleanup = () => {
-      clearTimeout(timer);
-      options.signal?.removeEventListener("abort", onCallerGone);
-      running.delete(callId);
-    };
-
-    spans.step("execute");
-    const startAcked = record.start({
-      args,
-      timeoutMs,
-      runtime: spec.runtime?.kind.case ?? RuntimeKind[RuntimeKind.UNSPECIFIED],
-      startedMs: started,
-      deadlineMs: deadline,
+  /**
+   * Runs a held call that an approver approved, with `checked` from the checks it passed again;
+   * `onStarted` hears that its start record is acked (the call no longer needs its hold).
+   */
+  runApproved(
+    held: HeldCall,
+    checked: CheckedCall,
+    onStarted: () => void,
+  ): Promise<DispatchResponse> {
+    const a = held.approval;
+    const principal = heldPrincipal(held);
+    const record = this.deps.recorder.begin({
+      traceId: a?.traceId ?? "",
+      callId: a?.callId ?? "",
+      parentId: held.parentId,
+      tool: checked.tool.spec.name,
+      principal,
     });
-    if (spec.sideEffects) {
-      // A tool that changes the world runs only once its start record is acked.
-      try {
-        await startAcked;
-      } catch (error) {
-        cleanup();
-        throw new CallRefused(unrecorded(error, "start", spec.name), callId, traceId);
-      }
-    } else {
-      // A read-only tool runs alongside its start record; flush() below still waits for it.
-      startAcked.catch(() => {});
-    }
-    const request = create(InvokeRequestSchema, {
-      tool: spec.name,
-      arguments: args,
-      context: { traceId, parentId, callId },
-      principal: {
-        agentId: principal.agentId,
-        userId: principal.userId,
-        roles: principal.roles,
-        keyId: principal.keyId,
-      },
+    return this.execute({
+      checked,
+      principal,
+      record,
+      started: Date.now(),
+      options: {},
+      requestTimeoutMs: held.timeoutMs,
+      idempotencyKey: held.idempotencyKey,
+      spans: new CallSpans(this.tracing, { ...record.call, agentId: principal.agentId }, {}),
+      approved: { onStarted },
     });
-    let ran: Awaited<ReturnType<typeof runAttempts>> = { result: undefined, attempts: 0 };
+  }
+
+  /** Holds a call that needs approval; the reply is PENDING with `approval_expires_at`. */
+  private async hold(call: Execution): Promise<DispatchResponse> {
+    const { record, spans, principal } = call;
+    let response: DispatchResponse;
     try {
-      if (!controller.signal.aborted) {
-        ran = await runAttempts({
-          tool,
-          runtime: this.runtimeOf(spec.runtime?.kind.case),
-          request,
-          deadline,
-          signal: controller.signal,
-          record,
-          onEvent: (event) => {
-            traceBackendEvent(record, event);
-            options.onEvent?.(event);
-          },
-          spans,
-        });
-      }
-    } finally {
-      cleanup();
-    }
-
-    const finished = Date.now();
-    if (ran.attempts > 1) this.metrics.retries.inc({ tool: spec.name }, ran.attempts - 1);
-    spans.step("record");
-    const end = limitOutput(
-      spec.name,
-      classify({
-        tool: spec.name,
-        interrupted: controller.signal.aborted
-          ? (String(controller.signal.reason) as InterruptReason)
-          : undefined,
-        result: ran.result,
-        output: checked.validators.output,
-        timeoutMs,
-      }),
-      this.deps.recorder.maxPayload,
-    );
-    record.finished(end, {
-      args,
-      attempts: ran.attempts,
-      startedMs: started,
-      finishedMs: finished,
-    });
-    const response = create(DispatchResponseSchema, {
-      callId,
-      traceId,
-      status: end.status,
-      output: end.output,
-      error: end.error,
-      durationMs: finished - started,
-      attempts: ran.attempts,
-    });
-    // The output goes back only once every record of the call is acked.
-    try {
-      await record.flush();
+      response = await holdCall(this.approvals.store, this.approvals.settings, {
+        ...call,
+        startedMs: call.started,
+      });
     } catch (error) {
-      throw unrecorded(error, "outcome", spec.name);
+      if (!(error instanceof ConnectError)) throw error;
+      throw new CallRefused(error, record.call.callId, record.call.traceId);
     }
-    record.release();
-    if (call.idempotencyKey) {
+    if (call.idempotencyKey)
       await this.deps.idempotency.put(principal.agentId, call.idempotencyKey, response);
-    }
-    const status = statusLabel(end.status);
-    this.metrics.calls.inc({ tool: spec.name, status });
-    this.metrics.duration.observe({ tool: spec.name, status }, (Date.now() - started) / 1000);
-    spans.end(end.status);
+    this.deps.log.info(
+      { call_id: response.callId, trace_id: response.traceId, tool: record.call.tool },
+      "call held for approval",
+    );
+    spans.end(CallStatus.PENDING);
     return response;
   }
 
-  private runtimeOf(kind: string | undefined): ToolRuntime | undefined {
-    const { runtimes } = this.deps;
-    return kind === "grpc" ||
-      kind === "local" ||
-      kind === "remote" ||
-      kind === "docker" ||
-      kind === "mcp"
-      ? runtimes[kind]
-      : undefined;
+  private execute(call: Execution): Promise<DispatchResponse> {
+    if (call.checked.approvalBy.length > 0 && !call.approved) return this.hold(call);
+    return executeCall(this.deps, this.metrics, call);
   }
 }
 

@@ -11,6 +11,7 @@ import {
   StartToolResponseSchema,
   StopToolResponseSchema,
 } from "@toolmesh/proto";
+import type { ApprovalDesk } from "./approvals/approval-desk.js";
 import { runBatch } from "./batch.js";
 import { type CheckDeps, usableTools } from "./call-checks.js";
 import { AUTH_STARTED } from "./call-telemetry.js";
@@ -31,6 +32,8 @@ export interface HandlerDeps {
   docker: DockerRuntime;
   /** What ImportMcpServer and the agents' view of running state need. */
   checks: CheckDeps;
+  /** ListApprovals and DecideApproval. */
+  approvals: ApprovalDesk;
   imports: ImportDeps;
 }
 
@@ -114,6 +117,12 @@ export function createDispatcherHandlers(deps: HandlerDeps): ServiceImpl<typeof 
         }
         throw error;
       }
+    },
+    listApprovals(req, ctx) {
+      return deps.approvals.list(principalOf(ctx), req);
+    },
+    decideApproval(req, ctx) {
+      return deps.approvals.decide(principalOf(ctx), req);
     },
     async stopTool(req, ctx) {
       requireRole(ctx, Role.Admin);

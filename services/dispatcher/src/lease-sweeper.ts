@@ -1,7 +1,7 @@
 import { create, fromBinary, type JsonObject } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import type { Logger } from "@toolmesh/log";
-import { JetStreamApiCodes, jetStreamErrorCode, subjects, subjectToken } from "@toolmesh/nats";
+import { JetStreamApiCodes, jetStreamErrorCode, subjectToken } from "@toolmesh/nats";
 import {
   CallErrorSchema,
   type CallLease,
@@ -12,10 +12,7 @@ import {
 import type { JetStreamClient, JetStreamManager, KV } from "nats";
 import { LEASE_STREAM } from "./call-leases.js";
 import type { CallRecorder } from "./call-recorder.js";
-
-const OUTCOME_STREAM = "TOOLMESH_OUTCOME";
-/** JetStream's "no message found" for a direct get of a subject with no message. */
-const NO_MESSAGE_FOUND = 10037;
+import type { OutcomeLookup } from "./outcome-lookup.js";
 
 export interface SweepSettings {
   /** How often the leases are looked at. */
@@ -33,6 +30,8 @@ export interface SweepDeps {
   kv: KV;
   lastBeat(instance: string): Promise<number | undefined>;
   recorder: CallRecorder;
+  /** Whether a call's outcome was recorded after all. */
+  outcomes: OutcomeLookup;
   settings: SweepSettings;
   log: Logger;
 }
@@ -157,7 +156,7 @@ export class LeaseSweeper {
     reason: SweepReason,
   ): Promise<boolean> {
     const { jsm, log } = this.deps;
-    if (await this.hasOutcome(lease.callId)) {
+    if (await this.deps.outcomes.hasOutcome(lease.callId)) {
       await jsm.streams.deleteMessage(LEASE_STREAM, sequence, false).catch(() => {});
       return false;
     }
@@ -200,17 +199,5 @@ export class LeaseSweeper {
       "closed a call whose outcome was never recorded",
     );
     return true;
-  }
-
-  private async hasOutcome(callId: string): Promise<boolean> {
-    try {
-      await this.deps.jsm.streams.getMessage(OUTCOME_STREAM, {
-        last_by_subj: subjects.outcome("dispatcher", callId),
-      });
-      return true;
-    } catch (error) {
-      if (jetStreamErrorCode(error) === NO_MESSAGE_FOUND) return false;
-      throw error;
-    }
   }
 }

@@ -1,6 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { runService } from "@toolmesh/service";
 import { startTracing } from "@toolmesh/telemetry";
+import { ApprovalSweeper } from "./approvals/approval-sweeper.js";
+import { KvHeldCalls } from "./approvals/held-calls.js";
 import { JetStreamLeases } from "./call-leases.js";
 import { CallRecorder } from "./call-recorder.js";
 import { dispatcherConfig } from "./config.js";
@@ -9,6 +11,7 @@ import type { GrpcPort } from "./grpc-port.js";
 import { Heartbeat } from "./heartbeat.js";
 import { KvCallIdOwners, KvIdempotencyStore } from "./idempotency.js";
 import { LeaseSweeper } from "./lease-sweeper.js";
+import { StreamOutcomeLookup } from "./outcome-lookup.js";
 import { CallLimiter } from "./rate-limits.js";
 import { createDispatcher } from "./server.js";
 import { followSnapshots } from "./snapshots.js";
@@ -52,12 +55,21 @@ await runService({
       log,
     );
     const leases = new JetStreamLeases(instance, publisher, jsm, log);
+    const outcomes = new StreamOutcomeLookup(jsm);
+    // A held call outlives its hold by a day in the bucket, so a sweep finds it expired even
+    // after every Dispatcher was down for hours.
+    const heldCalls = await KvHeldCalls.open(nc, jsm, {
+      holdMs: config.approvalTimeoutMs,
+      marginMs: 24 * 60 * 60 * 1000,
+      replicas: config.jetstreamReplicas,
+    });
     const sweeper = new LeaseSweeper({
       js,
       jsm,
       kv: heartbeat.kv,
       lastBeat: (id) => heartbeat.lastBeat(id),
       recorder: new CallRecorder(publisher, config.redactKeys, leases),
+      outcomes,
       settings: {
         intervalMs: config.sweepIntervalMs,
         lostAfterMs: config.dispatcherLostAfterMs,
@@ -75,12 +87,28 @@ await runService({
       publisher,
       leases,
       idempotency,
+      heldCalls,
+      outcomes,
       callIds,
       auth: await authenticatedRpc(),
       settings: config,
       log,
       tracing,
     });
+    const approvalSweeper = new ApprovalSweeper(
+      dispatcher.approvals,
+      {
+        intervalMs: config.sweepIntervalMs,
+        // An approved call whose start was never recorded is closed once any run of it would be
+        // over; a denied or expired one whose refusal went unrecorded, after the lease grace.
+        staleAfterMs: {
+          approved: config.maxTimeoutMs + config.leaseGraceMs,
+          refused: config.leaseGraceMs,
+        },
+      },
+      log,
+    );
+    approvalSweeper.start();
     let grpcPort: GrpcPort | undefined;
     return {
       server: dispatcher.server,
@@ -95,6 +123,7 @@ await runService({
       },
       async stop() {
         await sweeper.stop();
+        await approvalSweeper.stop();
         await dispatcher.close();
         await leases.close();
         await heartbeat.stop();

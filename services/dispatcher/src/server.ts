@@ -6,6 +6,8 @@ import type { Logger } from "@toolmesh/log";
 import { DispatcherService, RegistryService } from "@toolmesh/proto";
 import { createToolmeshServer, type ToolmeshServer } from "@toolmesh/server";
 import type { Tracing } from "@toolmesh/telemetry";
+import { ApprovalDesk } from "./approvals/approval-desk.js";
+import { type HeldCallStore, MemoryHeldCalls } from "./approvals/held-calls.js";
 import type { LeaseLedger } from "./call-leases.js";
 import { CallRecorder } from "./call-recorder.js";
 import { authTimingInterceptor } from "./call-telemetry.js";
@@ -16,6 +18,7 @@ import { createDispatcherHandlers } from "./handlers.js";
 import { createHttpRoutes } from "./http-routes.js";
 import type { CallIdOwners, IdempotencyStore } from "./idempotency.js";
 import { McpEndpoint } from "./mcp/mcp-endpoint.js";
+import { NoOutcomes, type OutcomeLookup } from "./outcome-lookup.js";
 import type { CallLimiter } from "./rate-limits.js";
 import { RunningCalls } from "./running-calls.js";
 import { DockerRuntime } from "./runtimes/docker-runtime.js";
@@ -47,6 +50,8 @@ export interface DispatcherSettings {
   dockerCpuMillis: number;
   dockerPids: number;
   toolSecretsDir: string;
+  approvalTimeoutMs: number;
+  approverRoles: string[];
 }
 
 export interface DispatcherDeps {
@@ -61,6 +66,10 @@ export interface DispatcherDeps {
   /** Where calls' start records (leases) live until their outcome is recorded. */
   leases: LeaseLedger;
   idempotency: IdempotencyStore;
+  /** Calls held for approval (a KvHeldCalls); in memory when omitted (in-process tests). */
+  heldCalls?: HeldCallStore;
+  /** Whether a call's outcome is recorded (a StreamOutcomeLookup); none when omitted. */
+  outcomes?: OutcomeLookup;
   /** Who owns each call id (a KvCallIdOwners). */
   callIds: CallIdOwners;
   /** Verifies every RPC's bearer token (the interceptors) and the grpc-js port's. */
@@ -74,6 +83,8 @@ export interface DispatcherDeps {
 export interface Dispatcher {
   readonly server: ToolmeshServer;
   readonly chain: DispatchChain;
+  /** Lists, decides and sweeps the calls held for approval. */
+  readonly approvals: ApprovalDesk;
   readonly running: RunningCalls;
   readonly local: LocalRuntime;
   readonly docker: DockerRuntime;
@@ -119,10 +130,16 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     },
     log,
   );
+  const recorder = new CallRecorder(deps.publisher, settings.redactKeys, deps.leases);
+  const heldCalls = deps.heldCalls ?? new MemoryHeldCalls();
   const chain = new DispatchChain({
     catalog,
     policy: deps.policy,
-    recorder: new CallRecorder(deps.publisher, settings.redactKeys, deps.leases),
+    recorder,
+    approvals: {
+      store: heldCalls,
+      settings: { holdMs: settings.approvalTimeoutMs, approverRoles: settings.approverRoles },
+    },
     runtimes: { grpc: grpcRuntime, local, remote, docker, mcp: mcpRuntime },
     idempotency: deps.idempotency,
     callIds: deps.callIds,
@@ -137,6 +154,15 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     createGrpcTransport({ baseUrl: settings.registryUrl }),
   );
   const checks = { catalog, policy: deps.policy, running };
+  const approvals = new ApprovalDesk({
+    store: heldCalls,
+    chain,
+    checks,
+    recorder,
+    outcomes: deps.outcomes ?? new NoOutcomes(),
+    approverRoles: settings.approverRoles,
+    log,
+  });
   const mcp = new McpEndpoint(
     { ...checks, chain, version: "0.1.0" },
     {
@@ -171,6 +197,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
           local,
           docker,
           checks,
+          approvals,
           imports: { mcp: mcpRuntime, catalog, registry },
         }),
       );
@@ -179,6 +206,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   return {
     server,
     chain,
+    approvals,
     running,
     local,
     docker,

@@ -56,6 +56,8 @@ export interface MemoryDispatcher {
   backend: BackendLog;
   /** JWTs of agent-1 (granted everything), agent-2 (no grants), an admin, and one signed by another key. */
   tokens: { agent: string; stranger: string; admin: string; forged: string };
+  /** A JWT for any agent and roles, signed with the Dispatcher's key. */
+  token(agentId: string, roles?: string[]): Promise<string>;
   /** Lets agent-1 call every tool with every scope, as grant g-all. */
   grantAll(): void;
   /** Every record of one call, in publish order, as "trace KIND", "audit ACTION STATUS", "outcome STATUS". */
@@ -140,6 +142,7 @@ export async function startMemoryDispatcher(): Promise<MemoryDispatcher> {
       admin: await mintJwt(secret, { sub: "ops", roles: ["admin"] }),
       forged: await mintJwt("x".repeat(32), { sub: "agent-1", roles: ["admin"] }),
     },
+    token: (agentId, roles) => mintJwt(secret, { sub: agentId, ...(roles ? { roles } : {}) }),
     grantAll() {
       grants.put(
         buckets.permission.grantKey("g-all"),

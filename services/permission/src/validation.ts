@@ -86,6 +86,11 @@ export function validateGrantSpec(
 
   if (spec.effect === Effect.UNSPECIFIED)
     throw invalidField("grant.effect", "must be ALLOW or DENY");
+  if (spec.requiresApproval && spec.effect !== Effect.ALLOW)
+    throw invalidField(
+      "grant.requires_approval",
+      "applies to allow grants only (a deny grant refuses outright); drop it or make the grant EFFECT_ALLOW",
+    );
   if (spec.expiresAt) checkFuture("grant.expires_at", spec.expiresAt, nowMs);
   if (!spec.enabled && !allowDisabled)
     throw invalidField(

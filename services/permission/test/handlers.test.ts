@@ -182,6 +182,11 @@ describe("Grant", () => {
       "grant.effect: must be ALLOW or DENY",
     ],
     [
+      "a deny grant that requires approval",
+      { effect: Effect.DENY, requiresApproval: true },
+      "grant.requires_approval: applies to allow grants only (a deny grant refuses outright); drop it or make the grant EFFECT_ALLOW",
+    ],
+    [
       "a disabled grant",
       { enabled: false },
       "grant.enabled: must be true for a new grant (a disabled one would never apply); disable an existing grant with UpdateGrant",

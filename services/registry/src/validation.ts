@@ -1,6 +1,12 @@
 import { create } from "@bufbuild/protobuf";
 import { invalidField } from "@toolmesh/errors";
-import { checkLength, checkPrincipalId, checkScope, checkToolName } from "@toolmesh/names";
+import {
+  checkLength,
+  checkPrincipalId,
+  checkRole,
+  checkScope,
+  checkToolName,
+} from "@toolmesh/names";
 import {
   type Group,
   GroupSchema,
@@ -21,6 +27,7 @@ export const limits = {
   scopes: 32,
   knowhubSlugs: 32,
   reporters: 16,
+  approverRoles: 16,
   labels: 32,
   labelKeyLength: 63,
   labelValueLength: 256,
@@ -120,6 +127,10 @@ export function checkToolSpec(spec: ToolSpec | undefined, validators: ValidatorC
   maxCount("tool.reporters", spec.reporters.length, limits.reporters);
   spec.reporters.forEach((id, i) => {
     checkPrincipalId(`tool.reporters[${i}]`, id);
+  });
+  maxCount("tool.approver_roles", spec.approverRoles.length, limits.approverRoles);
+  spec.approverRoles.forEach((role, i) => {
+    checkRole(`tool.approver_roles[${i}]`, role);
   });
 
   const labels = Object.entries(spec.labels);

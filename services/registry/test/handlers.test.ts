@@ -217,6 +217,11 @@ describe("RegisterTool", () => {
     ],
     ["an empty knowhub slug", { knowhubSlugs: [""] }, "tool.knowhub_slugs[0]: is empty"],
     [
+      "an approver role with a space",
+      { approverRoles: ["pay approver"] },
+      "tool.approver_roles[0]: must be 1-32 characters of a-z, 0-9, _ and -, starting with a letter",
+    ],
+    [
       "33 labels",
       { labels: Object.fromEntries(Array.from({ length: 33 }, (_, i) => [`k${i}`, "v"])) },
       "tool.labels: has 33 entries; at most 32 allowed",

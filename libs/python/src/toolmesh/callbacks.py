@@ -46,7 +46,7 @@ def subject_token_decode(token: str) -> str:
 
 
 def callback_subject(status: str = "*", tool: str = "*") -> str:
-    """The subject for a status (`success`, `failure`, `interrupted`, `pending`; `*` for any)
+    """The subject for a status (`success`, `failure`, `interrupted`, `refused`, `pending`; `*` for any)
     and a tool name (`*` for any); both are escaped like the publishers escape them."""
     status_token = "*" if status == "*" else subject_token(status.lower().removeprefix("call_status_"))
     tool_token = "*" if tool == "*" else subject_token(tool)

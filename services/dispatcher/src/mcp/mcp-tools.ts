@@ -9,6 +9,7 @@ import {
   type Principal,
   type Tool,
 } from "@toolmesh/proto";
+import { AWAITING_APPROVAL } from "../approvals/approval-records.js";
 import { type CheckDeps, usableTools } from "../call-checks.js";
 import type { DispatchChain } from "../dispatch-chain.js";
 import type { ToolCatalog } from "../tool-catalog.js";
@@ -151,11 +152,16 @@ export function callResult(tool: Tool | undefined, response: DispatchResponse): 
       };
     }
     case CallStatus.PENDING:
+      // A call held for approval is not an error: the model learns to wait, and for which call
+      // (text only: structuredContent would have to match the tool's output schema).
       return {
         content: [
           {
             type: "text",
-            text: `accepted: the tool finishes the call later (call_id ${response.callId}); its outcome is broadcast as a callback`,
+            text:
+              response.error?.code === AWAITING_APPROVAL
+                ? `awaiting approval (call_id ${response.callId}): ${response.error.message}`
+                : `accepted: the tool finishes the call later (call_id ${response.callId}); its outcome is broadcast as a callback`,
           },
         ],
       };

@@ -1,4 +1,5 @@
 import { CallStatus, type DispatchResponse } from "@toolmesh/proto";
+import { AWAITING_APPROVAL } from "../approvals/approval-records.js";
 
 /**
  * A call's result as the text a model reads: the output's JSON on success; otherwise what went
@@ -10,6 +11,8 @@ export function resultText(result: DispatchResponse | undefined): string {
     case CallStatus.SUCCESS:
       return JSON.stringify(result.output ?? {});
     case CallStatus.PENDING:
+      if (result.error?.code === AWAITING_APPROVAL)
+        return `awaiting approval (call_id ${result.callId}): ${result.error.message}`;
       return `the tool accepted the call and finishes it later (call_id ${result.callId}); its outcome arrives as a callback`;
     case CallStatus.REFUSED:
       return `error (${result.refusalCode || "refused"}): ${result.error?.message ?? "the call was refused"}`;

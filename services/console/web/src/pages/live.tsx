@@ -7,7 +7,7 @@ import { Head } from "../widgets.js";
 const KEEP = 200;
 
 /** The outcomes a live page follows: Watch needs a filter, so one stream per final status. */
-const FINAL = [CallStatus.SUCCESS, CallStatus.FAILURE, CallStatus.INTERRUPTED];
+const FINAL = [CallStatus.SUCCESS, CallStatus.FAILURE, CallStatus.INTERRUPTED, CallStatus.REFUSED];
 
 /** Call outcomes as they happen (CallbackService.Watch), newest first. */
 export function LivePage() {

@@ -10,6 +10,7 @@ import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	structpb "google.golang.org/protobuf/types/known/structpb"
+	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
 	v1 "toolmesh.dev/go/gen/toolmesh/common/v1"
@@ -355,11 +356,336 @@ func (x *WatchResponse) GetEvent() *v11.CallbackEvent {
 	return nil
 }
 
+type GetUsageRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Filters; empty matches every value. A caller that is neither admin nor auditor gets its own
+	// agent's usage whatever agent_id says (another agent's is PERMISSION_DENIED).
+	AgentId string `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	UserId  string `protobuf:"bytes,2,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	Tool    string `protobuf:"bytes,3,opt,name=tool,proto3" json:"tool,omitempty"`
+	// The first hour included (rounded down to the hour); unset: the oldest kept.
+	StartHour *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=start_hour,json=startHour,proto3" json:"start_hour,omitempty"`
+	// The first hour not included; unset: no end.
+	EndHour *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=end_hour,json=endHour,proto3" json:"end_hour,omitempty"`
+	// At most 1000; 0 means 100.
+	PageSize      uint32 `protobuf:"varint,6,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	PageToken     string `protobuf:"bytes,7,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetUsageRequest) Reset() {
+	*x = GetUsageRequest{}
+	mi := &file_toolmesh_callback_v1_callback_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetUsageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetUsageRequest) ProtoMessage() {}
+
+func (x *GetUsageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_callback_v1_callback_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetUsageRequest.ProtoReflect.Descriptor instead.
+func (*GetUsageRequest) Descriptor() ([]byte, []int) {
+	return file_toolmesh_callback_v1_callback_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *GetUsageRequest) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
+	}
+	return ""
+}
+
+func (x *GetUsageRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *GetUsageRequest) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *GetUsageRequest) GetStartHour() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartHour
+	}
+	return nil
+}
+
+func (x *GetUsageRequest) GetEndHour() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EndHour
+	}
+	return nil
+}
+
+func (x *GetUsageRequest) GetPageSize() uint32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *GetUsageRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+type GetUsageResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Usage         []*Usage               `protobuf:"bytes,1,rep,name=usage,proto3" json:"usage,omitempty"`
+	NextPageToken string                 `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetUsageResponse) Reset() {
+	*x = GetUsageResponse{}
+	mi := &file_toolmesh_callback_v1_callback_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetUsageResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetUsageResponse) ProtoMessage() {}
+
+func (x *GetUsageResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_callback_v1_callback_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetUsageResponse.ProtoReflect.Descriptor instead.
+func (*GetUsageResponse) Descriptor() ([]byte, []int) {
+	return file_toolmesh_callback_v1_callback_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *GetUsageResponse) GetUsage() []*Usage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
+func (x *GetUsageResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+// Usage is one hour of one agent's calls of one tool on behalf of one user (empty: none), counted
+// from the final outcomes the Callback service broadcast, each call once, in the hour it ended.
+type Usage struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Hour    *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=hour,proto3" json:"hour,omitempty"`
+	AgentId string                 `protobuf:"bytes,2,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	UserId  string                 `protobuf:"bytes,3,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	Tool    string                 `protobuf:"bytes,4,opt,name=tool,proto3" json:"tool,omitempty"`
+	// Every call that ended (succeeded, failed, was interrupted, or was held and refused).
+	Calls uint64 `protobuf:"varint,5,opt,name=calls,proto3" json:"calls,omitempty"`
+	// Calls that did not succeed: failures + interrupted + refused.
+	Errors      uint64 `protobuf:"varint,6,opt,name=errors,proto3" json:"errors,omitempty"`
+	Failures    uint64 `protobuf:"varint,7,opt,name=failures,proto3" json:"failures,omitempty"`
+	Interrupted uint64 `protobuf:"varint,8,opt,name=interrupted,proto3" json:"interrupted,omitempty"`
+	Refused     uint64 `protobuf:"varint,9,opt,name=refused,proto3" json:"refused,omitempty"`
+	// Execution time of those calls, summed (their duration_ms).
+	DurationMs    uint64 `protobuf:"varint,10,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Usage) Reset() {
+	*x = Usage{}
+	mi := &file_toolmesh_callback_v1_callback_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Usage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Usage) ProtoMessage() {}
+
+func (x *Usage) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_callback_v1_callback_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Usage.ProtoReflect.Descriptor instead.
+func (*Usage) Descriptor() ([]byte, []int) {
+	return file_toolmesh_callback_v1_callback_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *Usage) GetHour() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Hour
+	}
+	return nil
+}
+
+func (x *Usage) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
+	}
+	return ""
+}
+
+func (x *Usage) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *Usage) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *Usage) GetCalls() uint64 {
+	if x != nil {
+		return x.Calls
+	}
+	return 0
+}
+
+func (x *Usage) GetErrors() uint64 {
+	if x != nil {
+		return x.Errors
+	}
+	return 0
+}
+
+func (x *Usage) GetFailures() uint64 {
+	if x != nil {
+		return x.Failures
+	}
+	return 0
+}
+
+func (x *Usage) GetInterrupted() uint64 {
+	if x != nil {
+		return x.Interrupted
+	}
+	return 0
+}
+
+func (x *Usage) GetRefused() uint64 {
+	if x != nil {
+		return x.Refused
+	}
+	return 0
+}
+
+func (x *Usage) GetDurationMs() uint64 {
+	if x != nil {
+		return x.DurationMs
+	}
+	return 0
+}
+
+// StoredUsage is the value of a key of the Callback service's bucket `toolmesh-usage`: one hour's
+// aggregate and the last sequence of the sent-mark stream it absorbed, so a replay after a
+// restart adds nothing twice. Never returned by an RPC.
+type StoredUsage struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Usage           *Usage                 `protobuf:"bytes,1,opt,name=usage,proto3" json:"usage,omitempty"`
+	AppliedSequence uint64                 `protobuf:"varint,2,opt,name=applied_sequence,json=appliedSequence,proto3" json:"applied_sequence,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *StoredUsage) Reset() {
+	*x = StoredUsage{}
+	mi := &file_toolmesh_callback_v1_callback_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StoredUsage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StoredUsage) ProtoMessage() {}
+
+func (x *StoredUsage) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_callback_v1_callback_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StoredUsage.ProtoReflect.Descriptor instead.
+func (*StoredUsage) Descriptor() ([]byte, []int) {
+	return file_toolmesh_callback_v1_callback_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *StoredUsage) GetUsage() *Usage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
+func (x *StoredUsage) GetAppliedSequence() uint64 {
+	if x != nil {
+		return x.AppliedSequence
+	}
+	return 0
+}
+
 var File_toolmesh_callback_v1_callback_proto protoreflect.FileDescriptor
 
 const file_toolmesh_callback_v1_callback_proto_rawDesc = "" +
 	"\n" +
-	"#toolmesh/callback/v1/callback.proto\x12\x14toolmesh.callback.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1ftoolmesh/common/v1/common.proto\x1a\x1ftoolmesh/events/v1/events.proto\"\xde\x01\n" +
+	"#toolmesh/callback/v1/callback.proto\x12\x14toolmesh.callback.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1ftoolmesh/common/v1/common.proto\x1a\x1ftoolmesh/events/v1/events.proto\"\xde\x01\n" +
 	"\rReportRequest\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x126\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x1e.toolmesh.common.v1.CallStatusR\x06status\x12/\n" +
@@ -379,12 +705,42 @@ const file_toolmesh_callback_v1_callback_proto_rawDesc = "" +
 	"\x04tool\x18\x03 \x01(\tR\x04tool\x126\n" +
 	"\x06status\x18\x04 \x01(\x0e2\x1e.toolmesh.common.v1.CallStatusR\x06status\"H\n" +
 	"\rWatchResponse\x127\n" +
-	"\x05event\x18\x01 \x01(\v2!.toolmesh.events.v1.CallbackEventR\x05event2\x9b\x02\n" +
+	"\x05event\x18\x01 \x01(\v2!.toolmesh.events.v1.CallbackEventR\x05event\"\x87\x02\n" +
+	"\x0fGetUsageRequest\x12\x19\n" +
+	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x17\n" +
+	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x12\n" +
+	"\x04tool\x18\x03 \x01(\tR\x04tool\x129\n" +
+	"\n" +
+	"start_hour\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tstartHour\x125\n" +
+	"\bend_hour\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\aendHour\x12\x1b\n" +
+	"\tpage_size\x18\x06 \x01(\rR\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\a \x01(\tR\tpageToken\"m\n" +
+	"\x10GetUsageResponse\x121\n" +
+	"\x05usage\x18\x01 \x03(\v2\x1b.toolmesh.callback.v1.UsageR\x05usage\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xa6\x02\n" +
+	"\x05Usage\x12.\n" +
+	"\x04hour\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04hour\x12\x19\n" +
+	"\bagent_id\x18\x02 \x01(\tR\aagentId\x12\x17\n" +
+	"\auser_id\x18\x03 \x01(\tR\x06userId\x12\x12\n" +
+	"\x04tool\x18\x04 \x01(\tR\x04tool\x12\x14\n" +
+	"\x05calls\x18\x05 \x01(\x04R\x05calls\x12\x16\n" +
+	"\x06errors\x18\x06 \x01(\x04R\x06errors\x12\x1a\n" +
+	"\bfailures\x18\a \x01(\x04R\bfailures\x12 \n" +
+	"\vinterrupted\x18\b \x01(\x04R\vinterrupted\x12\x18\n" +
+	"\arefused\x18\t \x01(\x04R\arefused\x12\x1f\n" +
+	"\vduration_ms\x18\n" +
+	" \x01(\x04R\n" +
+	"durationMs\"k\n" +
+	"\vStoredUsage\x121\n" +
+	"\x05usage\x18\x01 \x01(\v2\x1b.toolmesh.callback.v1.UsageR\x05usage\x12)\n" +
+	"\x10applied_sequence\x18\x02 \x01(\x04R\x0fappliedSequence2\xf6\x02\n" +
 	"\x0fCallbackService\x12S\n" +
 	"\x06Report\x12#.toolmesh.callback.v1.ReportRequest\x1a$.toolmesh.callback.v1.ReportResponse\x12_\n" +
 	"\n" +
 	"GetOutcome\x12'.toolmesh.callback.v1.GetOutcomeRequest\x1a(.toolmesh.callback.v1.GetOutcomeResponse\x12R\n" +
-	"\x05Watch\x12\".toolmesh.callback.v1.WatchRequest\x1a#.toolmesh.callback.v1.WatchResponse0\x01B\xd0\x01\n" +
+	"\x05Watch\x12\".toolmesh.callback.v1.WatchRequest\x1a#.toolmesh.callback.v1.WatchResponse0\x01\x12Y\n" +
+	"\bGetUsage\x12%.toolmesh.callback.v1.GetUsageRequest\x1a&.toolmesh.callback.v1.GetUsageResponseB\xd0\x01\n" +
 	"\x18com.toolmesh.callback.v1B\rCallbackProtoP\x01Z3toolmesh.dev/go/gen/toolmesh/callback/v1;callbackv1\xa2\x02\x03TCX\xaa\x02\x14Toolmesh.Callback.V1\xca\x02\x14Toolmesh\\Callback\\V1\xe2\x02 Toolmesh\\Callback\\V1\\GPBMetadata\xea\x02\x16Toolmesh::Callback::V1b\x06proto3"
 
 var (
@@ -399,38 +755,50 @@ func file_toolmesh_callback_v1_callback_proto_rawDescGZIP() []byte {
 	return file_toolmesh_callback_v1_callback_proto_rawDescData
 }
 
-var file_toolmesh_callback_v1_callback_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_toolmesh_callback_v1_callback_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_toolmesh_callback_v1_callback_proto_goTypes = []any{
-	(*ReportRequest)(nil),      // 0: toolmesh.callback.v1.ReportRequest
-	(*ReportResponse)(nil),     // 1: toolmesh.callback.v1.ReportResponse
-	(*GetOutcomeRequest)(nil),  // 2: toolmesh.callback.v1.GetOutcomeRequest
-	(*GetOutcomeResponse)(nil), // 3: toolmesh.callback.v1.GetOutcomeResponse
-	(*WatchRequest)(nil),       // 4: toolmesh.callback.v1.WatchRequest
-	(*WatchResponse)(nil),      // 5: toolmesh.callback.v1.WatchResponse
-	(v1.CallStatus)(0),         // 6: toolmesh.common.v1.CallStatus
-	(*structpb.Struct)(nil),    // 7: google.protobuf.Struct
-	(*v1.CallError)(nil),       // 8: toolmesh.common.v1.CallError
-	(*v11.CallbackEvent)(nil),  // 9: toolmesh.events.v1.CallbackEvent
+	(*ReportRequest)(nil),         // 0: toolmesh.callback.v1.ReportRequest
+	(*ReportResponse)(nil),        // 1: toolmesh.callback.v1.ReportResponse
+	(*GetOutcomeRequest)(nil),     // 2: toolmesh.callback.v1.GetOutcomeRequest
+	(*GetOutcomeResponse)(nil),    // 3: toolmesh.callback.v1.GetOutcomeResponse
+	(*WatchRequest)(nil),          // 4: toolmesh.callback.v1.WatchRequest
+	(*WatchResponse)(nil),         // 5: toolmesh.callback.v1.WatchResponse
+	(*GetUsageRequest)(nil),       // 6: toolmesh.callback.v1.GetUsageRequest
+	(*GetUsageResponse)(nil),      // 7: toolmesh.callback.v1.GetUsageResponse
+	(*Usage)(nil),                 // 8: toolmesh.callback.v1.Usage
+	(*StoredUsage)(nil),           // 9: toolmesh.callback.v1.StoredUsage
+	(v1.CallStatus)(0),            // 10: toolmesh.common.v1.CallStatus
+	(*structpb.Struct)(nil),       // 11: google.protobuf.Struct
+	(*v1.CallError)(nil),          // 12: toolmesh.common.v1.CallError
+	(*v11.CallbackEvent)(nil),     // 13: toolmesh.events.v1.CallbackEvent
+	(*timestamppb.Timestamp)(nil), // 14: google.protobuf.Timestamp
 }
 var file_toolmesh_callback_v1_callback_proto_depIdxs = []int32{
-	6,  // 0: toolmesh.callback.v1.ReportRequest.status:type_name -> toolmesh.common.v1.CallStatus
-	7,  // 1: toolmesh.callback.v1.ReportRequest.output:type_name -> google.protobuf.Struct
-	8,  // 2: toolmesh.callback.v1.ReportRequest.error:type_name -> toolmesh.common.v1.CallError
-	9,  // 3: toolmesh.callback.v1.ReportResponse.event:type_name -> toolmesh.events.v1.CallbackEvent
-	9,  // 4: toolmesh.callback.v1.GetOutcomeResponse.event:type_name -> toolmesh.events.v1.CallbackEvent
-	6,  // 5: toolmesh.callback.v1.WatchRequest.status:type_name -> toolmesh.common.v1.CallStatus
-	9,  // 6: toolmesh.callback.v1.WatchResponse.event:type_name -> toolmesh.events.v1.CallbackEvent
-	0,  // 7: toolmesh.callback.v1.CallbackService.Report:input_type -> toolmesh.callback.v1.ReportRequest
-	2,  // 8: toolmesh.callback.v1.CallbackService.GetOutcome:input_type -> toolmesh.callback.v1.GetOutcomeRequest
-	4,  // 9: toolmesh.callback.v1.CallbackService.Watch:input_type -> toolmesh.callback.v1.WatchRequest
-	1,  // 10: toolmesh.callback.v1.CallbackService.Report:output_type -> toolmesh.callback.v1.ReportResponse
-	3,  // 11: toolmesh.callback.v1.CallbackService.GetOutcome:output_type -> toolmesh.callback.v1.GetOutcomeResponse
-	5,  // 12: toolmesh.callback.v1.CallbackService.Watch:output_type -> toolmesh.callback.v1.WatchResponse
-	10, // [10:13] is the sub-list for method output_type
-	7,  // [7:10] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	10, // 0: toolmesh.callback.v1.ReportRequest.status:type_name -> toolmesh.common.v1.CallStatus
+	11, // 1: toolmesh.callback.v1.ReportRequest.output:type_name -> google.protobuf.Struct
+	12, // 2: toolmesh.callback.v1.ReportRequest.error:type_name -> toolmesh.common.v1.CallError
+	13, // 3: toolmesh.callback.v1.ReportResponse.event:type_name -> toolmesh.events.v1.CallbackEvent
+	13, // 4: toolmesh.callback.v1.GetOutcomeResponse.event:type_name -> toolmesh.events.v1.CallbackEvent
+	10, // 5: toolmesh.callback.v1.WatchRequest.status:type_name -> toolmesh.common.v1.CallStatus
+	13, // 6: toolmesh.callback.v1.WatchResponse.event:type_name -> toolmesh.events.v1.CallbackEvent
+	14, // 7: toolmesh.callback.v1.GetUsageRequest.start_hour:type_name -> google.protobuf.Timestamp
+	14, // 8: toolmesh.callback.v1.GetUsageRequest.end_hour:type_name -> google.protobuf.Timestamp
+	8,  // 9: toolmesh.callback.v1.GetUsageResponse.usage:type_name -> toolmesh.callback.v1.Usage
+	14, // 10: toolmesh.callback.v1.Usage.hour:type_name -> google.protobuf.Timestamp
+	8,  // 11: toolmesh.callback.v1.StoredUsage.usage:type_name -> toolmesh.callback.v1.Usage
+	0,  // 12: toolmesh.callback.v1.CallbackService.Report:input_type -> toolmesh.callback.v1.ReportRequest
+	2,  // 13: toolmesh.callback.v1.CallbackService.GetOutcome:input_type -> toolmesh.callback.v1.GetOutcomeRequest
+	4,  // 14: toolmesh.callback.v1.CallbackService.Watch:input_type -> toolmesh.callback.v1.WatchRequest
+	6,  // 15: toolmesh.callback.v1.CallbackService.GetUsage:input_type -> toolmesh.callback.v1.GetUsageRequest
+	1,  // 16: toolmesh.callback.v1.CallbackService.Report:output_type -> toolmesh.callback.v1.ReportResponse
+	3,  // 17: toolmesh.callback.v1.CallbackService.GetOutcome:output_type -> toolmesh.callback.v1.GetOutcomeResponse
+	5,  // 18: toolmesh.callback.v1.CallbackService.Watch:output_type -> toolmesh.callback.v1.WatchResponse
+	7,  // 19: toolmesh.callback.v1.CallbackService.GetUsage:output_type -> toolmesh.callback.v1.GetUsageResponse
+	16, // [16:20] is the sub-list for method output_type
+	12, // [12:16] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_toolmesh_callback_v1_callback_proto_init() }
@@ -444,7 +812,7 @@ func file_toolmesh_callback_v1_callback_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolmesh_callback_v1_callback_proto_rawDesc), len(file_toolmesh_callback_v1_callback_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   6,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -22,6 +22,7 @@ const (
 	CallbackService_Report_FullMethodName     = "/toolmesh.callback.v1.CallbackService/Report"
 	CallbackService_GetOutcome_FullMethodName = "/toolmesh.callback.v1.CallbackService/GetOutcome"
 	CallbackService_Watch_FullMethodName      = "/toolmesh.callback.v1.CallbackService/Watch"
+	CallbackService_GetUsage_FullMethodName   = "/toolmesh.callback.v1.CallbackService/GetUsage"
 )
 
 // CallbackServiceClient is the client API for CallbackService service.
@@ -43,6 +44,11 @@ type CallbackServiceClient interface {
 	// sends that outcome and ends. Fails with INVALID_ARGUMENT (no call_id and no filter),
 	// UNAUTHENTICATED, PERMISSION_DENIED.
 	Watch(ctx context.Context, in *WatchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchResponse], error)
+	// GetUsage returns hourly usage (calls, errors, execution time) per agent, user and tool,
+	// oldest hour first. Admins and auditors see every agent; anyone else only their own agent's.
+	// Fails with INVALID_ARGUMENT (end_hour not after start_hour, bad page token or size,
+	// oversized filter), UNAUTHENTICATED, PERMISSION_DENIED (another agent's usage).
+	GetUsage(ctx context.Context, in *GetUsageRequest, opts ...grpc.CallOption) (*GetUsageResponse, error)
 }
 
 type callbackServiceClient struct {
@@ -92,6 +98,16 @@ func (c *callbackServiceClient) Watch(ctx context.Context, in *WatchRequest, opt
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type CallbackService_WatchClient = grpc.ServerStreamingClient[WatchResponse]
 
+func (c *callbackServiceClient) GetUsage(ctx context.Context, in *GetUsageRequest, opts ...grpc.CallOption) (*GetUsageResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetUsageResponse)
+	err := c.cc.Invoke(ctx, CallbackService_GetUsage_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // CallbackServiceServer is the server API for CallbackService service.
 // All implementations must embed UnimplementedCallbackServiceServer
 // for forward compatibility.
@@ -111,6 +127,11 @@ type CallbackServiceServer interface {
 	// sends that outcome and ends. Fails with INVALID_ARGUMENT (no call_id and no filter),
 	// UNAUTHENTICATED, PERMISSION_DENIED.
 	Watch(*WatchRequest, grpc.ServerStreamingServer[WatchResponse]) error
+	// GetUsage returns hourly usage (calls, errors, execution time) per agent, user and tool,
+	// oldest hour first. Admins and auditors see every agent; anyone else only their own agent's.
+	// Fails with INVALID_ARGUMENT (end_hour not after start_hour, bad page token or size,
+	// oversized filter), UNAUTHENTICATED, PERMISSION_DENIED (another agent's usage).
+	GetUsage(context.Context, *GetUsageRequest) (*GetUsageResponse, error)
 	mustEmbedUnimplementedCallbackServiceServer()
 }
 
@@ -129,6 +150,9 @@ func (UnimplementedCallbackServiceServer) GetOutcome(context.Context, *GetOutcom
 }
 func (UnimplementedCallbackServiceServer) Watch(*WatchRequest, grpc.ServerStreamingServer[WatchResponse]) error {
 	return status.Error(codes.Unimplemented, "method Watch not implemented")
+}
+func (UnimplementedCallbackServiceServer) GetUsage(context.Context, *GetUsageRequest) (*GetUsageResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetUsage not implemented")
 }
 func (UnimplementedCallbackServiceServer) mustEmbedUnimplementedCallbackServiceServer() {}
 func (UnimplementedCallbackServiceServer) testEmbeddedByValue()                         {}
@@ -198,6 +222,24 @@ func _CallbackService_Watch_Handler(srv interface{}, stream grpc.ServerStream) e
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type CallbackService_WatchServer = grpc.ServerStreamingServer[WatchResponse]
 
+func _CallbackService_GetUsage_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetUsageRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CallbackServiceServer).GetUsage(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CallbackService_GetUsage_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CallbackServiceServer).GetUsage(ctx, req.(*GetUsageRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // CallbackService_ServiceDesc is the grpc.ServiceDesc for CallbackService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -212,6 +254,10 @@ var CallbackService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetOutcome",
 			Handler:    _CallbackService_GetOutcome_Handler,
+		},
+		{
+			MethodName: "GetUsage",
+			Handler:    _CallbackService_GetUsage_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

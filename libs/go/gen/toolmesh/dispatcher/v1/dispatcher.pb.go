@@ -204,6 +204,116 @@ func (McpImportChange) EnumDescriptor() ([]byte, []int) {
 	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{2}
 }
 
+// ApprovalState is where a held call stands.
+type ApprovalState int32
+
+const (
+	ApprovalState_APPROVAL_STATE_UNSPECIFIED ApprovalState = 0
+	// Waiting for an approver.
+	ApprovalState_APPROVAL_STATE_PENDING ApprovalState = 1
+	// Approved; the call runs (or ran).
+	ApprovalState_APPROVAL_STATE_APPROVED ApprovalState = 2
+	// Denied by an approver; the call ends REFUSED `approval_denied`.
+	ApprovalState_APPROVAL_STATE_DENIED ApprovalState = 3
+	// No approver decided in time; the call ends REFUSED `approval_expired`.
+	ApprovalState_APPROVAL_STATE_EXPIRED ApprovalState = 4
+)
+
+// Enum value maps for ApprovalState.
+var (
+	ApprovalState_name = map[int32]string{
+		0: "APPROVAL_STATE_UNSPECIFIED",
+		1: "APPROVAL_STATE_PENDING",
+		2: "APPROVAL_STATE_APPROVED",
+		3: "APPROVAL_STATE_DENIED",
+		4: "APPROVAL_STATE_EXPIRED",
+	}
+	ApprovalState_value = map[string]int32{
+		"APPROVAL_STATE_UNSPECIFIED": 0,
+		"APPROVAL_STATE_PENDING":     1,
+		"APPROVAL_STATE_APPROVED":    2,
+		"APPROVAL_STATE_DENIED":      3,
+		"APPROVAL_STATE_EXPIRED":     4,
+	}
+)
+
+func (x ApprovalState) Enum() *ApprovalState {
+	p := new(ApprovalState)
+	*p = x
+	return p
+}
+
+func (x ApprovalState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ApprovalState) Descriptor() protoreflect.EnumDescriptor {
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_enumTypes[3].Descriptor()
+}
+
+func (ApprovalState) Type() protoreflect.EnumType {
+	return &file_toolmesh_dispatcher_v1_dispatcher_proto_enumTypes[3]
+}
+
+func (x ApprovalState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ApprovalState.Descriptor instead.
+func (ApprovalState) EnumDescriptor() ([]byte, []int) {
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{3}
+}
+
+// ApprovalDecision is an approver's answer.
+type ApprovalDecision int32
+
+const (
+	ApprovalDecision_APPROVAL_DECISION_UNSPECIFIED ApprovalDecision = 0
+	ApprovalDecision_APPROVAL_DECISION_APPROVE     ApprovalDecision = 1
+	ApprovalDecision_APPROVAL_DECISION_DENY        ApprovalDecision = 2
+)
+
+// Enum value maps for ApprovalDecision.
+var (
+	ApprovalDecision_name = map[int32]string{
+		0: "APPROVAL_DECISION_UNSPECIFIED",
+		1: "APPROVAL_DECISION_APPROVE",
+		2: "APPROVAL_DECISION_DENY",
+	}
+	ApprovalDecision_value = map[string]int32{
+		"APPROVAL_DECISION_UNSPECIFIED": 0,
+		"APPROVAL_DECISION_APPROVE":     1,
+		"APPROVAL_DECISION_DENY":        2,
+	}
+)
+
+func (x ApprovalDecision) Enum() *ApprovalDecision {
+	p := new(ApprovalDecision)
+	*p = x
+	return p
+}
+
+func (x ApprovalDecision) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ApprovalDecision) Descriptor() protoreflect.EnumDescriptor {
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_enumTypes[4].Descriptor()
+}
+
+func (ApprovalDecision) Type() protoreflect.EnumType {
+	return &file_toolmesh_dispatcher_v1_dispatcher_proto_enumTypes[4]
+}
+
+func (x ApprovalDecision) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ApprovalDecision.Descriptor instead.
+func (ApprovalDecision) EnumDescriptor() ([]byte, []int) {
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{4}
+}
+
 type DispatchRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Registry name of the tool.
@@ -287,9 +397,12 @@ type DispatchResponse struct {
 	// True when this is the stored outcome of an earlier call with the same idempotency key.
 	Replayed bool `protobuf:"varint,8,opt,name=replayed,proto3" json:"replayed,omitempty"`
 	// For a refused call inside a batch: the gRPC code name, and the detail in `error`.
-	RefusalCode   string `protobuf:"bytes,9,opt,name=refusal_code,json=refusalCode,proto3" json:"refusal_code,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	RefusalCode string `protobuf:"bytes,9,opt,name=refusal_code,json=refusalCode,proto3" json:"refusal_code,omitempty"`
+	// Set when the call is held for approval (status PENDING, error code `awaiting_approval`):
+	// when the hold ends REFUSED `approval_expired` unless an approver decides first.
+	ApprovalExpiresAt *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=approval_expires_at,json=approvalExpiresAt,proto3" json:"approval_expires_at,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *DispatchResponse) Reset() {
@@ -383,6 +496,13 @@ func (x *DispatchResponse) GetRefusalCode() string {
 		return x.RefusalCode
 	}
 	return ""
+}
+
+func (x *DispatchResponse) GetApprovalExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ApprovalExpiresAt
+	}
+	return nil
 }
 
 type DispatchBatchRequest struct {
@@ -1299,6 +1419,507 @@ func (x *ImportMcpServerResponse) GetServerVersion() string {
 	return ""
 }
 
+// Approval is a call held for approval as approvers see it (arguments redacted).
+type Approval struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	CallId  string                 `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	TraceId string                 `protobuf:"bytes,2,opt,name=trace_id,json=traceId,proto3" json:"trace_id,omitempty"`
+	Tool    string                 `protobuf:"bytes,3,opt,name=tool,proto3" json:"tool,omitempty"`
+	// Who made the call.
+	AgentId string `protobuf:"bytes,4,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	UserId  string `protobuf:"bytes,5,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// The arguments, redacted as in the audit log.
+	Arguments   *structpb.Struct       `protobuf:"bytes,6,opt,name=arguments,proto3" json:"arguments,omitempty"`
+	RequestedAt *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=requested_at,json=requestedAt,proto3" json:"requested_at,omitempty"`
+	// When the hold ends REFUSED `approval_expired` unless decided first.
+	ExpiresAt *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	State     ApprovalState          `protobuf:"varint,9,opt,name=state,proto3,enum=toolmesh.dispatcher.v1.ApprovalState" json:"state,omitempty"`
+	// Agent id of the approver, once decided.
+	DecidedBy string                 `protobuf:"bytes,10,opt,name=decided_by,json=decidedBy,proto3" json:"decided_by,omitempty"`
+	DecidedAt *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=decided_at,json=decidedAt,proto3" json:"decided_at,omitempty"`
+	// The approver's reason.
+	Reason string `protobuf:"bytes,12,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Roles that may decide it besides `admin`.
+	ApproverRoles []string `protobuf:"bytes,13,rep,name=approver_roles,json=approverRoles,proto3" json:"approver_roles,omitempty"`
+	// Why approval is needed: `tool` (the tool requires it) and/or `grant:<id>` (a grant does).
+	RequiredBy    []string `protobuf:"bytes,14,rep,name=required_by,json=requiredBy,proto3" json:"required_by,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Approval) Reset() {
+	*x = Approval{}
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Approval) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Approval) ProtoMessage() {}
+
+func (x *Approval) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Approval.ProtoReflect.Descriptor instead.
+func (*Approval) Descriptor() ([]byte, []int) {
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *Approval) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
+}
+
+func (x *Approval) GetTraceId() string {
+	if x != nil {
+		return x.TraceId
+	}
+	return ""
+}
+
+func (x *Approval) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *Approval) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
+	}
+	return ""
+}
+
+func (x *Approval) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *Approval) GetArguments() *structpb.Struct {
+	if x != nil {
+		return x.Arguments
+	}
+	return nil
+}
+
+func (x *Approval) GetRequestedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RequestedAt
+	}
+	return nil
+}
+
+func (x *Approval) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
+func (x *Approval) GetState() ApprovalState {
+	if x != nil {
+		return x.State
+	}
+	return ApprovalState_APPROVAL_STATE_UNSPECIFIED
+}
+
+func (x *Approval) GetDecidedBy() string {
+	if x != nil {
+		return x.DecidedBy
+	}
+	return ""
+}
+
+func (x *Approval) GetDecidedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.DecidedAt
+	}
+	return nil
+}
+
+func (x *Approval) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *Approval) GetApproverRoles() []string {
+	if x != nil {
+		return x.ApproverRoles
+	}
+	return nil
+}
+
+func (x *Approval) GetRequiredBy() []string {
+	if x != nil {
+		return x.RequiredBy
+	}
+	return nil
+}
+
+// HeldCall is the value of `calls.<call_id>` in the Dispatcher's bucket `toolmesh-approvals`:
+// everything needed to run the call once approved, by any Dispatcher. Never returned by an RPC.
+type HeldCall struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Approval *Approval              `protobuf:"bytes,1,opt,name=approval,proto3" json:"approval,omitempty"`
+	// The validated arguments as the backend will receive them (not redacted).
+	Arguments *structpb.Struct `protobuf:"bytes,2,opt,name=arguments,proto3" json:"arguments,omitempty"`
+	ParentId  string           `protobuf:"bytes,3,opt,name=parent_id,json=parentId,proto3" json:"parent_id,omitempty"`
+	// The caller's roles and key id, for the permission check at approval.
+	Roles []string `protobuf:"bytes,4,rep,name=roles,proto3" json:"roles,omitempty"`
+	KeyId string   `protobuf:"bytes,5,opt,name=key_id,json=keyId,proto3" json:"key_id,omitempty"`
+	// The deadline the request asked for (0: the tool's own).
+	TimeoutMs uint32 `protobuf:"varint,6,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	// The tool's definition when the call was held; an approved call whose tool changed since is
+	// refused (`tool_changed`).
+	DefinitionHash string `protobuf:"bytes,7,opt,name=definition_hash,json=definitionHash,proto3" json:"definition_hash,omitempty"`
+	IdempotencyKey string `protobuf:"bytes,8,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *HeldCall) Reset() {
+	*x = HeldCall{}
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HeldCall) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HeldCall) ProtoMessage() {}
+
+func (x *HeldCall) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HeldCall.ProtoReflect.Descriptor instead.
+func (*HeldCall) Descriptor() ([]byte, []int) {
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *HeldCall) GetApproval() *Approval {
+	if x != nil {
+		return x.Approval
+	}
+	return nil
+}
+
+func (x *HeldCall) GetArguments() *structpb.Struct {
+	if x != nil {
+		return x.Arguments
+	}
+	return nil
+}
+
+func (x *HeldCall) GetParentId() string {
+	if x != nil {
+		return x.ParentId
+	}
+	return ""
+}
+
+func (x *HeldCall) GetRoles() []string {
+	if x != nil {
+		return x.Roles
+	}
+	return nil
+}
+
+func (x *HeldCall) GetKeyId() string {
+	if x != nil {
+		return x.KeyId
+	}
+	return ""
+}
+
+func (x *HeldCall) GetTimeoutMs() uint32 {
+	if x != nil {
+		return x.TimeoutMs
+	}
+	return 0
+}
+
+func (x *HeldCall) GetDefinitionHash() string {
+	if x != nil {
+		return x.DefinitionHash
+	}
+	return ""
+}
+
+func (x *HeldCall) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
+}
+
+type ListApprovalsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only held calls of this tool / agent; empty for all.
+	Tool    string `protobuf:"bytes,1,opt,name=tool,proto3" json:"tool,omitempty"`
+	AgentId string `protobuf:"bytes,2,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	// At most 1000; 0 means 100.
+	PageSize      uint32 `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	PageToken     string `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListApprovalsRequest) Reset() {
+	*x = ListApprovalsRequest{}
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListApprovalsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListApprovalsRequest) ProtoMessage() {}
+
+func (x *ListApprovalsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListApprovalsRequest.ProtoReflect.Descriptor instead.
+func (*ListApprovalsRequest) Descriptor() ([]byte, []int) {
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *ListApprovalsRequest) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *ListApprovalsRequest) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
+	}
+	return ""
+}
+
+func (x *ListApprovalsRequest) GetPageSize() uint32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListApprovalsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+type ListApprovalsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Approvals     []*Approval            `protobuf:"bytes,1,rep,name=approvals,proto3" json:"approvals,omitempty"`
+	NextPageToken string                 `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListApprovalsResponse) Reset() {
+	*x = ListApprovalsResponse{}
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListApprovalsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListApprovalsResponse) ProtoMessage() {}
+
+func (x *ListApprovalsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListApprovalsResponse.ProtoReflect.Descriptor instead.
+func (*ListApprovalsResponse) Descriptor() ([]byte, []int) {
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *ListApprovalsResponse) GetApprovals() []*Approval {
+	if x != nil {
+		return x.Approvals
+	}
+	return nil
+}
+
+func (x *ListApprovalsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+type DecideApprovalRequest struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	CallId   string                 `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	Decision ApprovalDecision       `protobuf:"varint,2,opt,name=decision,proto3,enum=toolmesh.dispatcher.v1.ApprovalDecision" json:"decision,omitempty"`
+	// Why; recorded in the audit log and, for a denial, told to the caller. At most 512 characters.
+	Reason        string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DecideApprovalRequest) Reset() {
+	*x = DecideApprovalRequest{}
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DecideApprovalRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DecideApprovalRequest) ProtoMessage() {}
+
+func (x *DecideApprovalRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DecideApprovalRequest.ProtoReflect.Descriptor instead.
+func (*DecideApprovalRequest) Descriptor() ([]byte, []int) {
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *DecideApprovalRequest) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
+}
+
+func (x *DecideApprovalRequest) GetDecision() ApprovalDecision {
+	if x != nil {
+		return x.Decision
+	}
+	return ApprovalDecision_APPROVAL_DECISION_UNSPECIFIED
+}
+
+func (x *DecideApprovalRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type DecideApprovalResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The held call as decided.
+	Approval *Approval `protobuf:"bytes,1,opt,name=approval,proto3" json:"approval,omitempty"`
+	// The call's result: for an approval, how the call ended once it ran (or REFUSED when the
+	// re-check failed); for a denial, REFUSED `approval_denied`.
+	Result        *DispatchResponse `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DecideApprovalResponse) Reset() {
+	*x = DecideApprovalResponse{}
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DecideApprovalResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DecideApprovalResponse) ProtoMessage() {}
+
+func (x *DecideApprovalResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DecideApprovalResponse.ProtoReflect.Descriptor instead.
+func (*DecideApprovalResponse) Descriptor() ([]byte, []int) {
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *DecideApprovalResponse) GetApproval() *Approval {
+	if x != nil {
+		return x.Approval
+	}
+	return nil
+}
+
+func (x *DecideApprovalResponse) GetResult() *DispatchResponse {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
 var File_toolmesh_dispatcher_v1_dispatcher_proto protoreflect.FileDescriptor
 
 const file_toolmesh_dispatcher_v1_dispatcher_proto_rawDesc = "" +
@@ -1309,7 +1930,7 @@ const file_toolmesh_dispatcher_v1_dispatcher_proto_rawDesc = "" +
 	"\targuments\x18\x02 \x01(\v2\x17.google.protobuf.StructR\targuments\x129\n" +
 	"\acontext\x18\x03 \x01(\v2\x1f.toolmesh.common.v1.CallContextR\acontext\x12\x1d\n" +
 	"\n" +
-	"timeout_ms\x18\x04 \x01(\rR\ttimeoutMs\"\xe0\x02\n" +
+	"timeout_ms\x18\x04 \x01(\rR\ttimeoutMs\"\xac\x03\n" +
 	"\x10DispatchResponse\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x19\n" +
 	"\btrace_id\x18\x02 \x01(\tR\atraceId\x126\n" +
@@ -1320,7 +1941,9 @@ const file_toolmesh_dispatcher_v1_dispatcher_proto_rawDesc = "" +
 	"durationMs\x12\x1a\n" +
 	"\battempts\x18\a \x01(\rR\battempts\x12\x1a\n" +
 	"\breplayed\x18\b \x01(\bR\breplayed\x12!\n" +
-	"\frefusal_code\x18\t \x01(\tR\vrefusalCode\"p\n" +
+	"\frefusal_code\x18\t \x01(\tR\vrefusalCode\x12J\n" +
+	"\x13approval_expires_at\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\x11approvalExpiresAt\"p\n" +
 	"\x14DispatchBatchRequest\x12=\n" +
 	"\x05calls\x18\x01 \x03(\v2'.toolmesh.dispatcher.v1.DispatchRequestR\x05calls\x12\x19\n" +
 	"\btrace_id\x18\x02 \x01(\tR\atraceId\"v\n" +
@@ -1382,7 +2005,53 @@ const file_toolmesh_dispatcher_v1_dispatcher_proto_rawDesc = "" +
 	"\x05tools\x18\x01 \x03(\v2'.toolmesh.dispatcher.v1.ImportedMcpToolR\x05tools\x12\x1f\n" +
 	"\vserver_name\x18\x02 \x01(\tR\n" +
 	"serverName\x12%\n" +
-	"\x0eserver_version\x18\x03 \x01(\tR\rserverVersion*\xb4\x01\n" +
+	"\x0eserver_version\x18\x03 \x01(\tR\rserverVersion\"\xae\x04\n" +
+	"\bApproval\x12\x17\n" +
+	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x19\n" +
+	"\btrace_id\x18\x02 \x01(\tR\atraceId\x12\x12\n" +
+	"\x04tool\x18\x03 \x01(\tR\x04tool\x12\x19\n" +
+	"\bagent_id\x18\x04 \x01(\tR\aagentId\x12\x17\n" +
+	"\auser_id\x18\x05 \x01(\tR\x06userId\x125\n" +
+	"\targuments\x18\x06 \x01(\v2\x17.google.protobuf.StructR\targuments\x12=\n" +
+	"\frequested_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\vrequestedAt\x129\n" +
+	"\n" +
+	"expires_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12;\n" +
+	"\x05state\x18\t \x01(\x0e2%.toolmesh.dispatcher.v1.ApprovalStateR\x05state\x12\x1d\n" +
+	"\n" +
+	"decided_by\x18\n" +
+	" \x01(\tR\tdecidedBy\x129\n" +
+	"\n" +
+	"decided_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tdecidedAt\x12\x16\n" +
+	"\x06reason\x18\f \x01(\tR\x06reason\x12%\n" +
+	"\x0eapprover_roles\x18\r \x03(\tR\rapproverRoles\x12\x1f\n" +
+	"\vrequired_by\x18\x0e \x03(\tR\n" +
+	"requiredBy\"\xba\x02\n" +
+	"\bHeldCall\x12<\n" +
+	"\bapproval\x18\x01 \x01(\v2 .toolmesh.dispatcher.v1.ApprovalR\bapproval\x125\n" +
+	"\targuments\x18\x02 \x01(\v2\x17.google.protobuf.StructR\targuments\x12\x1b\n" +
+	"\tparent_id\x18\x03 \x01(\tR\bparentId\x12\x14\n" +
+	"\x05roles\x18\x04 \x03(\tR\x05roles\x12\x15\n" +
+	"\x06key_id\x18\x05 \x01(\tR\x05keyId\x12\x1d\n" +
+	"\n" +
+	"timeout_ms\x18\x06 \x01(\rR\ttimeoutMs\x12'\n" +
+	"\x0fdefinition_hash\x18\a \x01(\tR\x0edefinitionHash\x12'\n" +
+	"\x0fidempotency_key\x18\b \x01(\tR\x0eidempotencyKey\"\x81\x01\n" +
+	"\x14ListApprovalsRequest\x12\x12\n" +
+	"\x04tool\x18\x01 \x01(\tR\x04tool\x12\x19\n" +
+	"\bagent_id\x18\x02 \x01(\tR\aagentId\x12\x1b\n" +
+	"\tpage_size\x18\x03 \x01(\rR\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x04 \x01(\tR\tpageToken\"\x7f\n" +
+	"\x15ListApprovalsResponse\x12>\n" +
+	"\tapprovals\x18\x01 \x03(\v2 .toolmesh.dispatcher.v1.ApprovalR\tapprovals\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x8e\x01\n" +
+	"\x15DecideApprovalRequest\x12\x17\n" +
+	"\acall_id\x18\x01 \x01(\tR\x06callId\x12D\n" +
+	"\bdecision\x18\x02 \x01(\x0e2(.toolmesh.dispatcher.v1.ApprovalDecisionR\bdecision\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"\x98\x01\n" +
+	"\x16DecideApprovalResponse\x12<\n" +
+	"\bapproval\x18\x01 \x01(\v2 .toolmesh.dispatcher.v1.ApprovalR\bapproval\x12@\n" +
+	"\x06result\x18\x02 \x01(\v2(.toolmesh.dispatcher.v1.DispatchResponseR\x06result*\xb4\x01\n" +
 	"\fRuntimeState\x12\x1d\n" +
 	"\x19RUNTIME_STATE_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15RUNTIME_STATE_STOPPED\x10\x01\x12\x1a\n" +
@@ -1400,7 +2069,17 @@ const file_toolmesh_dispatcher_v1_dispatcher_proto_rawDesc = "" +
 	"\x17MCP_IMPORT_CHANGE_ADDED\x10\x01\x12\x1d\n" +
 	"\x19MCP_IMPORT_CHANGE_CHANGED\x10\x02\x12\x1f\n" +
 	"\x1bMCP_IMPORT_CHANGE_UNCHANGED\x10\x03\x12\x1d\n" +
-	"\x19MCP_IMPORT_CHANGE_REMOVED\x10\x042\xdf\x06\n" +
+	"\x19MCP_IMPORT_CHANGE_REMOVED\x10\x04*\x9f\x01\n" +
+	"\rApprovalState\x12\x1e\n" +
+	"\x1aAPPROVAL_STATE_UNSPECIFIED\x10\x00\x12\x1a\n" +
+	"\x16APPROVAL_STATE_PENDING\x10\x01\x12\x1b\n" +
+	"\x17APPROVAL_STATE_APPROVED\x10\x02\x12\x19\n" +
+	"\x15APPROVAL_STATE_DENIED\x10\x03\x12\x1a\n" +
+	"\x16APPROVAL_STATE_EXPIRED\x10\x04*p\n" +
+	"\x10ApprovalDecision\x12!\n" +
+	"\x1dAPPROVAL_DECISION_UNSPECIFIED\x10\x00\x12\x1d\n" +
+	"\x19APPROVAL_DECISION_APPROVE\x10\x01\x12\x1a\n" +
+	"\x16APPROVAL_DECISION_DENY\x10\x022\xbe\b\n" +
 	"\x11DispatcherService\x12]\n" +
 	"\bDispatch\x12'.toolmesh.dispatcher.v1.DispatchRequest\x1a(.toolmesh.dispatcher.v1.DispatchResponse\x12l\n" +
 	"\rDispatchBatch\x12,.toolmesh.dispatcher.v1.DispatchBatchRequest\x1a-.toolmesh.dispatcher.v1.DispatchBatchResponse\x12W\n" +
@@ -1409,7 +2088,9 @@ const file_toolmesh_dispatcher_v1_dispatcher_proto_rawDesc = "" +
 	"\tStartTool\x12(.toolmesh.dispatcher.v1.StartToolRequest\x1a).toolmesh.dispatcher.v1.StartToolResponse\x12]\n" +
 	"\bStopTool\x12'.toolmesh.dispatcher.v1.StopToolRequest\x1a(.toolmesh.dispatcher.v1.StopToolResponse\x12x\n" +
 	"\x11DispatchToolCalls\x120.toolmesh.dispatcher.v1.DispatchToolCallsRequest\x1a1.toolmesh.dispatcher.v1.DispatchToolCallsResponse\x12r\n" +
-	"\x0fImportMcpServer\x12..toolmesh.dispatcher.v1.ImportMcpServerRequest\x1a/.toolmesh.dispatcher.v1.ImportMcpServerResponseB\xe0\x01\n" +
+	"\x0fImportMcpServer\x12..toolmesh.dispatcher.v1.ImportMcpServerRequest\x1a/.toolmesh.dispatcher.v1.ImportMcpServerResponse\x12l\n" +
+	"\rListApprovals\x12,.toolmesh.dispatcher.v1.ListApprovalsRequest\x1a-.toolmesh.dispatcher.v1.ListApprovalsResponse\x12o\n" +
+	"\x0eDecideApproval\x12-.toolmesh.dispatcher.v1.DecideApprovalRequest\x1a..toolmesh.dispatcher.v1.DecideApprovalResponseB\xe0\x01\n" +
 	"\x1acom.toolmesh.dispatcher.v1B\x0fDispatcherProtoP\x01Z7toolmesh.dev/go/gen/toolmesh/dispatcher/v1;dispatcherv1\xa2\x02\x03TDX\xaa\x02\x16Toolmesh.Dispatcher.V1\xca\x02\x16Toolmesh\\Dispatcher\\V1\xe2\x02\"Toolmesh\\Dispatcher\\V1\\GPBMetadata\xea\x02\x18Toolmesh::Dispatcher::V1b\x06proto3"
 
 var (
@@ -1424,80 +2105,104 @@ func file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP() []byte {
 	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescData
 }
 
-var file_toolmesh_dispatcher_v1_dispatcher_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_toolmesh_dispatcher_v1_dispatcher_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_toolmesh_dispatcher_v1_dispatcher_proto_goTypes = []any{
 	(RuntimeState)(0),                 // 0: toolmesh.dispatcher.v1.RuntimeState
 	(ToolCallDialect)(0),              // 1: toolmesh.dispatcher.v1.ToolCallDialect
 	(McpImportChange)(0),              // 2: toolmesh.dispatcher.v1.McpImportChange
-	(*DispatchRequest)(nil),           // 3: toolmesh.dispatcher.v1.DispatchRequest
-	(*DispatchResponse)(nil),          // 4: toolmesh.dispatcher.v1.DispatchResponse
-	(*DispatchBatchRequest)(nil),      // 5: toolmesh.dispatcher.v1.DispatchBatchRequest
-	(*DispatchBatchResponse)(nil),     // 6: toolmesh.dispatcher.v1.DispatchBatchResponse
-	(*CancelRequest)(nil),             // 7: toolmesh.dispatcher.v1.CancelRequest
-	(*CancelResponse)(nil),            // 8: toolmesh.dispatcher.v1.CancelResponse
-	(*RuntimeStatus)(nil),             // 9: toolmesh.dispatcher.v1.RuntimeStatus
-	(*GetRuntimeStatusRequest)(nil),   // 10: toolmesh.dispatcher.v1.GetRuntimeStatusRequest
-	(*GetRuntimeStatusResponse)(nil),  // 11: toolmesh.dispatcher.v1.GetRuntimeStatusResponse
-	(*StartToolRequest)(nil),          // 12: toolmesh.dispatcher.v1.StartToolRequest
-	(*StartToolResponse)(nil),         // 13: toolmesh.dispatcher.v1.StartToolResponse
-	(*StopToolRequest)(nil),           // 14: toolmesh.dispatcher.v1.StopToolRequest
-	(*StopToolResponse)(nil),          // 15: toolmesh.dispatcher.v1.StopToolResponse
-	(*DispatchToolCallsRequest)(nil),  // 16: toolmesh.dispatcher.v1.DispatchToolCallsRequest
-	(*DispatchToolCallsResponse)(nil), // 17: toolmesh.dispatcher.v1.DispatchToolCallsResponse
-	(*ImportMcpServerRequest)(nil),    // 18: toolmesh.dispatcher.v1.ImportMcpServerRequest
-	(*ImportedMcpTool)(nil),           // 19: toolmesh.dispatcher.v1.ImportedMcpTool
-	(*ImportMcpServerResponse)(nil),   // 20: toolmesh.dispatcher.v1.ImportMcpServerResponse
-	(*structpb.Struct)(nil),           // 21: google.protobuf.Struct
-	(*v1.CallContext)(nil),            // 22: toolmesh.common.v1.CallContext
-	(v1.CallStatus)(0),                // 23: toolmesh.common.v1.CallStatus
-	(*v1.CallError)(nil),              // 24: toolmesh.common.v1.CallError
-	(*timestamppb.Timestamp)(nil),     // 25: google.protobuf.Timestamp
-	(*v11.McpRuntime)(nil),            // 26: toolmesh.registry.v1.McpRuntime
+	(ApprovalState)(0),                // 3: toolmesh.dispatcher.v1.ApprovalState
+	(ApprovalDecision)(0),             // 4: toolmesh.dispatcher.v1.ApprovalDecision
+	(*DispatchRequest)(nil),           // 5: toolmesh.dispatcher.v1.DispatchRequest
+	(*DispatchResponse)(nil),          // 6: toolmesh.dispatcher.v1.DispatchResponse
+	(*DispatchBatchRequest)(nil),      // 7: toolmesh.dispatcher.v1.DispatchBatchRequest
+	(*DispatchBatchResponse)(nil),     // 8: toolmesh.dispatcher.v1.DispatchBatchResponse
+	(*CancelRequest)(nil),             // 9: toolmesh.dispatcher.v1.CancelRequest
+	(*CancelResponse)(nil),            // 10: toolmesh.dispatcher.v1.CancelResponse
+	(*RuntimeStatus)(nil),             // 11: toolmesh.dispatcher.v1.RuntimeStatus
+	(*GetRuntimeStatusRequest)(nil),   // 12: toolmesh.dispatcher.v1.GetRuntimeStatusRequest
+	(*GetRuntimeStatusResponse)(nil),  // 13: toolmesh.dispatcher.v1.GetRuntimeStatusResponse
+	(*StartToolRequest)(nil),          // 14: toolmesh.dispatcher.v1.StartToolRequest
+	(*StartToolResponse)(nil),         // 15: toolmesh.dispatcher.v1.StartToolResponse
+	(*StopToolRequest)(nil),           // 16: toolmesh.dispatcher.v1.StopToolRequest
+	(*StopToolResponse)(nil),          // 17: toolmesh.dispatcher.v1.StopToolResponse
+	(*DispatchToolCallsRequest)(nil),  // 18: toolmesh.dispatcher.v1.DispatchToolCallsRequest
+	(*DispatchToolCallsResponse)(nil), // 19: toolmesh.dispatcher.v1.DispatchToolCallsResponse
+	(*ImportMcpServerRequest)(nil),    // 20: toolmesh.dispatcher.v1.ImportMcpServerRequest
+	(*ImportedMcpTool)(nil),           // 21: toolmesh.dispatcher.v1.ImportedMcpTool
+	(*ImportMcpServerResponse)(nil),   // 22: toolmesh.dispatcher.v1.ImportMcpServerResponse
+	(*Approval)(nil),                  // 23: toolmesh.dispatcher.v1.Approval
+	(*HeldCall)(nil),                  // 24: toolmesh.dispatcher.v1.HeldCall
+	(*ListApprovalsRequest)(nil),      // 25: toolmesh.dispatcher.v1.ListApprovalsRequest
+	(*ListApprovalsResponse)(nil),     // 26: toolmesh.dispatcher.v1.ListApprovalsResponse
+	(*DecideApprovalRequest)(nil),     // 27: toolmesh.dispatcher.v1.DecideApprovalRequest
+	(*DecideApprovalResponse)(nil),    // 28: toolmesh.dispatcher.v1.DecideApprovalResponse
+	(*structpb.Struct)(nil),           // 29: google.protobuf.Struct
+	(*v1.CallContext)(nil),            // 30: toolmesh.common.v1.CallContext
+	(v1.CallStatus)(0),                // 31: toolmesh.common.v1.CallStatus
+	(*v1.CallError)(nil),              // 32: toolmesh.common.v1.CallError
+	(*timestamppb.Timestamp)(nil),     // 33: google.protobuf.Timestamp
+	(*v11.McpRuntime)(nil),            // 34: toolmesh.registry.v1.McpRuntime
 }
 var file_toolmesh_dispatcher_v1_dispatcher_proto_depIdxs = []int32{
-	21, // 0: toolmesh.dispatcher.v1.DispatchRequest.arguments:type_name -> google.protobuf.Struct
-	22, // 1: toolmesh.dispatcher.v1.DispatchRequest.context:type_name -> toolmesh.common.v1.CallContext
-	23, // 2: toolmesh.dispatcher.v1.DispatchResponse.status:type_name -> toolmesh.common.v1.CallStatus
-	21, // 3: toolmesh.dispatcher.v1.DispatchResponse.output:type_name -> google.protobuf.Struct
-	24, // 4: toolmesh.dispatcher.v1.DispatchResponse.error:type_name -> toolmesh.common.v1.CallError
-	3,  // 5: toolmesh.dispatcher.v1.DispatchBatchRequest.calls:type_name -> toolmesh.dispatcher.v1.DispatchRequest
-	4,  // 6: toolmesh.dispatcher.v1.DispatchBatchResponse.results:type_name -> toolmesh.dispatcher.v1.DispatchResponse
-	0,  // 7: toolmesh.dispatcher.v1.RuntimeStatus.state:type_name -> toolmesh.dispatcher.v1.RuntimeState
-	25, // 8: toolmesh.dispatcher.v1.RuntimeStatus.started_at:type_name -> google.protobuf.Timestamp
-	25, // 9: toolmesh.dispatcher.v1.RuntimeStatus.last_used_at:type_name -> google.protobuf.Timestamp
-	9,  // 10: toolmesh.dispatcher.v1.GetRuntimeStatusResponse.runtimes:type_name -> toolmesh.dispatcher.v1.RuntimeStatus
-	9,  // 11: toolmesh.dispatcher.v1.StartToolResponse.status:type_name -> toolmesh.dispatcher.v1.RuntimeStatus
-	9,  // 12: toolmesh.dispatcher.v1.StopToolResponse.status:type_name -> toolmesh.dispatcher.v1.RuntimeStatus
-	21, // 13: toolmesh.dispatcher.v1.DispatchToolCallsRequest.message:type_name -> google.protobuf.Struct
-	1,  // 14: toolmesh.dispatcher.v1.DispatchToolCallsRequest.dialect:type_name -> toolmesh.dispatcher.v1.ToolCallDialect
-	1,  // 15: toolmesh.dispatcher.v1.DispatchToolCallsResponse.dialect:type_name -> toolmesh.dispatcher.v1.ToolCallDialect
-	21, // 16: toolmesh.dispatcher.v1.DispatchToolCallsResponse.messages:type_name -> google.protobuf.Struct
-	4,  // 17: toolmesh.dispatcher.v1.DispatchToolCallsResponse.results:type_name -> toolmesh.dispatcher.v1.DispatchResponse
-	26, // 18: toolmesh.dispatcher.v1.ImportMcpServerRequest.runtime:type_name -> toolmesh.registry.v1.McpRuntime
-	2,  // 19: toolmesh.dispatcher.v1.ImportedMcpTool.change:type_name -> toolmesh.dispatcher.v1.McpImportChange
-	19, // 20: toolmesh.dispatcher.v1.ImportMcpServerResponse.tools:type_name -> toolmesh.dispatcher.v1.ImportedMcpTool
-	3,  // 21: toolmesh.dispatcher.v1.DispatcherService.Dispatch:input_type -> toolmesh.dispatcher.v1.DispatchRequest
-	5,  // 22: toolmesh.dispatcher.v1.DispatcherService.DispatchBatch:input_type -> toolmesh.dispatcher.v1.DispatchBatchRequest
-	7,  // 23: toolmesh.dispatcher.v1.DispatcherService.Cancel:input_type -> toolmesh.dispatcher.v1.CancelRequest
-	10, // 24: toolmesh.dispatcher.v1.DispatcherService.GetRuntimeStatus:input_type -> toolmesh.dispatcher.v1.GetRuntimeStatusRequest
-	12, // 25: toolmesh.dispatcher.v1.DispatcherService.StartTool:input_type -> toolmesh.dispatcher.v1.StartToolRequest
-	14, // 26: toolmesh.dispatcher.v1.DispatcherService.StopTool:input_type -> toolmesh.dispatcher.v1.StopToolRequest
-	16, // 27: toolmesh.dispatcher.v1.DispatcherService.DispatchToolCalls:input_type -> toolmesh.dispatcher.v1.DispatchToolCallsRequest
-	18, // 28: toolmesh.dispatcher.v1.DispatcherService.ImportMcpServer:input_type -> toolmesh.dispatcher.v1.ImportMcpServerRequest
-	4,  // 29: toolmesh.dispatcher.v1.DispatcherService.Dispatch:output_type -> toolmesh.dispatcher.v1.DispatchResponse
-	6,  // 30: toolmesh.dispatcher.v1.DispatcherService.DispatchBatch:output_type -> toolmesh.dispatcher.v1.DispatchBatchResponse
-	8,  // 31: toolmesh.dispatcher.v1.DispatcherService.Cancel:output_type -> toolmesh.dispatcher.v1.CancelResponse
-	11, // 32: toolmesh.dispatcher.v1.DispatcherService.GetRuntimeStatus:output_type -> toolmesh.dispatcher.v1.GetRuntimeStatusResponse
-	13, // 33: toolmesh.dispatcher.v1.DispatcherService.StartTool:output_type -> toolmesh.dispatcher.v1.StartToolResponse
-	15, // 34: toolmesh.dispatcher.v1.DispatcherService.StopTool:output_type -> toolmesh.dispatcher.v1.StopToolResponse
-	17, // 35: toolmesh.dispatcher.v1.DispatcherService.DispatchToolCalls:output_type -> toolmesh.dispatcher.v1.DispatchToolCallsResponse
-	20, // 36: toolmesh.dispatcher.v1.DispatcherService.ImportMcpServer:output_type -> toolmesh.dispatcher.v1.ImportMcpServerResponse
-	29, // [29:37] is the sub-list for method output_type
-	21, // [21:29] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	29, // 0: toolmesh.dispatcher.v1.DispatchRequest.arguments:type_name -> google.protobuf.Struct
+	30, // 1: toolmesh.dispatcher.v1.DispatchRequest.context:type_name -> toolmesh.common.v1.CallContext
+	31, // 2: toolmesh.dispatcher.v1.DispatchResponse.status:type_name -> toolmesh.common.v1.CallStatus
+	29, // 3: toolmesh.dispatcher.v1.DispatchResponse.output:type_name -> google.protobuf.Struct
+	32, // 4: toolmesh.dispatcher.v1.DispatchResponse.error:type_name -> toolmesh.common.v1.CallError
+	33, // 5: toolmesh.dispatcher.v1.DispatchResponse.approval_expires_at:type_name -> google.protobuf.Timestamp
+	5,  // 6: toolmesh.dispatcher.v1.DispatchBatchRequest.calls:type_name -> toolmesh.dispatcher.v1.DispatchRequest
+	6,  // 7: toolmesh.dispatcher.v1.DispatchBatchResponse.results:type_name -> toolmesh.dispatcher.v1.DispatchResponse
+	0,  // 8: toolmesh.dispatcher.v1.RuntimeStatus.state:type_name -> toolmesh.dispatcher.v1.RuntimeState
+	33, // 9: toolmesh.dispatcher.v1.RuntimeStatus.started_at:type_name -> google.protobuf.Timestamp
+	33, // 10: toolmesh.dispatcher.v1.RuntimeStatus.last_used_at:type_name -> google.protobuf.Timestamp
+	11, // 11: toolmesh.dispatcher.v1.GetRuntimeStatusResponse.runtimes:type_name -> toolmesh.dispatcher.v1.RuntimeStatus
+	11, // 12: toolmesh.dispatcher.v1.StartToolResponse.status:type_name -> toolmesh.dispatcher.v1.RuntimeStatus
+	11, // 13: toolmesh.dispatcher.v1.StopToolResponse.status:type_name -> toolmesh.dispatcher.v1.RuntimeStatus
+	29, // 14: toolmesh.dispatcher.v1.DispatchToolCallsRequest.message:type_name -> google.protobuf.Struct
+	1,  // 15: toolmesh.dispatcher.v1.DispatchToolCallsRequest.dialect:type_name -> toolmesh.dispatcher.v1.ToolCallDialect
+	1,  // 16: toolmesh.dispatcher.v1.DispatchToolCallsResponse.dialect:type_name -> toolmesh.dispatcher.v1.ToolCallDialect
+	29, // 17: toolmesh.dispatcher.v1.DispatchToolCallsResponse.messages:type_name -> google.protobuf.Struct
+	6,  // 18: toolmesh.dispatcher.v1.DispatchToolCallsResponse.results:type_name -> toolmesh.dispatcher.v1.DispatchResponse
+	34, // 19: toolmesh.dispatcher.v1.ImportMcpServerRequest.runtime:type_name -> toolmesh.registry.v1.McpRuntime
+	2,  // 20: toolmesh.dispatcher.v1.ImportedMcpTool.change:type_name -> toolmesh.dispatcher.v1.McpImportChange
+	21, // 21: toolmesh.dispatcher.v1.ImportMcpServerResponse.tools:type_name -> toolmesh.dispatcher.v1.ImportedMcpTool
+	29, // 22: toolmesh.dispatcher.v1.Approval.arguments:type_name -> google.protobuf.Struct
+	33, // 23: toolmesh.dispatcher.v1.Approval.requested_at:type_name -> google.protobuf.Timestamp
+	33, // 24: toolmesh.dispatcher.v1.Approval.expires_at:type_name -> google.protobuf.Timestamp
+	3,  // 25: toolmesh.dispatcher.v1.Approval.state:type_name -> toolmesh.dispatcher.v1.ApprovalState
+	33, // 26: toolmesh.dispatcher.v1.Approval.decided_at:type_name -> google.protobuf.Timestamp
+	23, // 27: toolmesh.dispatcher.v1.HeldCall.approval:type_name -> toolmesh.dispatcher.v1.Approval
+	29, // 28: toolmesh.dispatcher.v1.HeldCall.arguments:type_name -> google.protobuf.Struct
+	23, // 29: toolmesh.dispatcher.v1.ListApprovalsResponse.approvals:type_name -> toolmesh.dispatcher.v1.Approval
+	4,  // 30: toolmesh.dispatcher.v1.DecideApprovalRequest.decision:type_name -> toolmesh.dispatcher.v1.ApprovalDecision
+	23, // 31: toolmesh.dispatcher.v1.DecideApprovalResponse.approval:type_name -> toolmesh.dispatcher.v1.Approval
+	6,  // 32: toolmesh.dispatcher.v1.DecideApprovalResponse.result:type_name -> toolmesh.dispatcher.v1.DispatchResponse
+	5,  // 33: toolmesh.dispatcher.v1.DispatcherService.Dispatch:input_type -> toolmesh.dispatcher.v1.DispatchRequest
+	7,  // 34: toolmesh.dispatcher.v1.DispatcherService.DispatchBatch:input_type -> toolmesh.dispatcher.v1.DispatchBatchRequest
+	9,  // 35: toolmesh.dispatcher.v1.DispatcherService.Cancel:input_type -> toolmesh.dispatcher.v1.CancelRequest
+	12, // 36: toolmesh.dispatcher.v1.DispatcherService.GetRuntimeStatus:input_type -> toolmesh.dispatcher.v1.GetRuntimeStatusRequest
+	14, // 37: toolmesh.dispatcher.v1.DispatcherService.StartTool:input_type -> toolmesh.dispatcher.v1.StartToolRequest
+	16, // 38: toolmesh.dispatcher.v1.DispatcherService.StopTool:input_type -> toolmesh.dispatcher.v1.StopToolRequest
+	18, // 39: toolmesh.dispatcher.v1.DispatcherService.DispatchToolCalls:input_type -> toolmesh.dispatcher.v1.DispatchToolCallsRequest
+	20, // 40: toolmesh.dispatcher.v1.DispatcherService.ImportMcpServer:input_type -> toolmesh.dispatcher.v1.ImportMcpServerRequest
+	25, // 41: toolmesh.dispatcher.v1.DispatcherService.ListApprovals:input_type -> toolmesh.dispatcher.v1.ListApprovalsRequest
+	27, // 42: toolmesh.dispatcher.v1.DispatcherService.DecideApproval:input_type -> toolmesh.dispatcher.v1.DecideApprovalRequest
+	6,  // 43: toolmesh.dispatcher.v1.DispatcherService.Dispatch:output_type -> toolmesh.dispatcher.v1.DispatchResponse
+	8,  // 44: toolmesh.dispatcher.v1.DispatcherService.DispatchBatch:output_type -> toolmesh.dispatcher.v1.DispatchBatchResponse
+	10, // 45: toolmesh.dispatcher.v1.DispatcherService.Cancel:output_type -> toolmesh.dispatcher.v1.CancelResponse
+	13, // 46: toolmesh.dispatcher.v1.DispatcherService.GetRuntimeStatus:output_type -> toolmesh.dispatcher.v1.GetRuntimeStatusResponse
+	15, // 47: toolmesh.dispatcher.v1.DispatcherService.StartTool:output_type -> toolmesh.dispatcher.v1.StartToolResponse
+	17, // 48: toolmesh.dispatcher.v1.DispatcherService.StopTool:output_type -> toolmesh.dispatcher.v1.StopToolResponse
+	19, // 49: toolmesh.dispatcher.v1.DispatcherService.DispatchToolCalls:output_type -> toolmesh.dispatcher.v1.DispatchToolCallsResponse
+	22, // 50: toolmesh.dispatcher.v1.DispatcherService.ImportMcpServer:output_type -> toolmesh.dispatcher.v1.ImportMcpServerResponse
+	26, // 51: toolmesh.dispatcher.v1.DispatcherService.ListApprovals:output_type -> toolmesh.dispatcher.v1.ListApprovalsResponse
+	28, // 52: toolmesh.dispatcher.v1.DispatcherService.DecideApproval:output_type -> toolmesh.dispatcher.v1.DecideApprovalResponse
+	43, // [43:53] is the sub-list for method output_type
+	33, // [33:43] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_toolmesh_dispatcher_v1_dispatcher_proto_init() }
@@ -1510,8 +2215,8 @@ func file_toolmesh_dispatcher_v1_dispatcher_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolmesh_dispatcher_v1_dispatcher_proto_rawDesc), len(file_toolmesh_dispatcher_v1_dispatcher_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   18,
+			NumEnums:      5,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -27,6 +27,8 @@ const (
 	DispatcherService_StopTool_FullMethodName          = "/toolmesh.dispatcher.v1.DispatcherService/StopTool"
 	DispatcherService_DispatchToolCalls_FullMethodName = "/toolmesh.dispatcher.v1.DispatcherService/DispatchToolCalls"
 	DispatcherService_ImportMcpServer_FullMethodName   = "/toolmesh.dispatcher.v1.DispatcherService/ImportMcpServer"
+	DispatcherService_ListApprovals_FullMethodName     = "/toolmesh.dispatcher.v1.DispatcherService/ListApprovals"
+	DispatcherService_DecideApproval_FullMethodName    = "/toolmesh.dispatcher.v1.DispatcherService/DecideApproval"
 )
 
 // DispatcherServiceClient is the client API for DispatcherService service.
@@ -72,6 +74,20 @@ type DispatcherServiceClient interface {
 	// UNAUTHENTICATED, PERMISSION_DENIED (admin), INVALID_ARGUMENT (bad prefix or runtime),
 	// UNAVAILABLE (the server cannot be reached or listed), and the Registry's errors.
 	ImportMcpServer(ctx context.Context, in *ImportMcpServerRequest, opts ...grpc.CallOption) (*ImportMcpServerResponse, error)
+	// ListApprovals lists the calls held for approval that the caller may decide, oldest first
+	// (an agent without an approver role sees its own held calls). Arguments are redacted as in
+	// the audit log. Fails with UNAUTHENTICATED, INVALID_ARGUMENT (bad page token or page size,
+	// oversized filter).
+	ListApprovals(ctx context.Context, in *ListApprovalsRequest, opts ...grpc.CallOption) (*ListApprovalsResponse, error)
+	// DecideApproval approves or denies a held call. Approved, the call is checked again (tool
+	// unchanged, grants still allow it) and runs through the rest of the chain; the response
+	// carries its result. Denied, it ends REFUSED (`approval_denied`) with the reason. Fails with
+	// UNAUTHENTICATED, INVALID_ARGUMENT (no call_id or decision, oversized reason), NOT_FOUND (no
+	// held call with that id: never held, already closed, or expired and swept),
+	// PERMISSION_DENIED (not an approver of the tool, or the caller's own call),
+	// FAILED_PRECONDITION (already decided, or expired), UNAVAILABLE (the decision could not be
+	// recorded).
+	DecideApproval(ctx context.Context, in *DecideApprovalRequest, opts ...grpc.CallOption) (*DecideApprovalResponse, error)
 }
 
 type dispatcherServiceClient struct {
@@ -162,6 +178,26 @@ func (c *dispatcherServiceClient) ImportMcpServer(ctx context.Context, in *Impor
 	return out, nil
 }
 
+func (c *dispatcherServiceClient) ListApprovals(ctx context.Context, in *ListApprovalsRequest, opts ...grpc.CallOption) (*ListApprovalsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListApprovalsResponse)
+	err := c.cc.Invoke(ctx, DispatcherService_ListApprovals_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *dispatcherServiceClient) DecideApproval(ctx context.Context, in *DecideApprovalRequest, opts ...grpc.CallOption) (*DecideApprovalResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DecideApprovalResponse)
+	err := c.cc.Invoke(ctx, DispatcherService_DecideApproval_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // DispatcherServiceServer is the server API for DispatcherService service.
 // All implementations must embed UnimplementedDispatcherServiceServer
 // for forward compatibility.
@@ -205,6 +241,20 @@ type DispatcherServiceServer interface {
 	// UNAUTHENTICATED, PERMISSION_DENIED (admin), INVALID_ARGUMENT (bad prefix or runtime),
 	// UNAVAILABLE (the server cannot be reached or listed), and the Registry's errors.
 	ImportMcpServer(context.Context, *ImportMcpServerRequest) (*ImportMcpServerResponse, error)
+	// ListApprovals lists the calls held for approval that the caller may decide, oldest first
+	// (an agent without an approver role sees its own held calls). Arguments are redacted as in
+	// the audit log. Fails with UNAUTHENTICATED, INVALID_ARGUMENT (bad page token or page size,
+	// oversized filter).
+	ListApprovals(context.Context, *ListApprovalsRequest) (*ListApprovalsResponse, error)
+	// DecideApproval approves or denies a held call. Approved, the call is checked again (tool
+	// unchanged, grants still allow it) and runs through the rest of the chain; the response
+	// carries its result. Denied, it ends REFUSED (`approval_denied`) with the reason. Fails with
+	// UNAUTHENTICATED, INVALID_ARGUMENT (no call_id or decision, oversized reason), NOT_FOUND (no
+	// held call with that id: never held, already closed, or expired and swept),
+	// PERMISSION_DENIED (not an approver of the tool, or the caller's own call),
+	// FAILED_PRECONDITION (already decided, or expired), UNAVAILABLE (the decision could not be
+	// recorded).
+	DecideApproval(context.Context, *DecideApprovalRequest) (*DecideApprovalResponse, error)
 	mustEmbedUnimplementedDispatcherServiceServer()
 }
 
@@ -238,6 +288,12 @@ func (UnimplementedDispatcherServiceServer) DispatchToolCalls(context.Context, *
 }
 func (UnimplementedDispatcherServiceServer) ImportMcpServer(context.Context, *ImportMcpServerRequest) (*ImportMcpServerResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ImportMcpServer not implemented")
+}
+func (UnimplementedDispatcherServiceServer) ListApprovals(context.Context, *ListApprovalsRequest) (*ListApprovalsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListApprovals not implemented")
+}
+func (UnimplementedDispatcherServiceServer) DecideApproval(context.Context, *DecideApprovalRequest) (*DecideApprovalResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DecideApproval not implemented")
 }
 func (UnimplementedDispatcherServiceServer) mustEmbedUnimplementedDispatcherServiceServer() {}
 func (UnimplementedDispatcherServiceServer) testEmbeddedByValue()                           {}
@@ -404,6 +460,42 @@ func _DispatcherService_ImportMcpServer_Handler(srv interface{}, ctx context.Con
 	return interceptor(ctx, in, info, handler)
 }
 
+func _DispatcherService_ListApprovals_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListApprovalsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(DispatcherServiceServer).ListApprovals(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: DispatcherService_ListApprovals_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(DispatcherServiceServer).ListApprovals(ctx, req.(*ListApprovalsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _DispatcherService_DecideApproval_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DecideApprovalRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(DispatcherServiceServer).DecideApproval(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: DispatcherService_DecideApproval_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(DispatcherServiceServer).DecideApproval(ctx, req.(*DecideApprovalRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // DispatcherService_ServiceDesc is the grpc.ServiceDesc for DispatcherService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -442,6 +534,14 @@ var DispatcherService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ImportMcpServer",
 			Handler:    _DispatcherService_ImportMcpServer_Handler,
+		},
+		{
+			MethodName: "ListApprovals",
+			Handler:    _DispatcherService_ListApprovals_Handler,
+		},
+		{
+			MethodName: "DecideApproval",
+			Handler:    _DispatcherService_DecideApproval_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -47,6 +47,12 @@ const (
 	TraceEventKind_TRACE_EVENT_KIND_TOOL_REFUSED TraceEventKind = 9
 	// Anything a backend emits that has no kind of its own; see custom_kind.
 	TraceEventKind_TRACE_EVENT_KIND_CUSTOM TraceEventKind = 10
+	// The call needs approval and is held (payload: expires_at, approver_roles).
+	TraceEventKind_TRACE_EVENT_KIND_APPROVAL_REQUESTED TraceEventKind = 11
+	// An approver decided, or the approval expired (payload: decision, decided_by, reason).
+	TraceEventKind_TRACE_EVENT_KIND_APPROVAL_DECIDED TraceEventKind = 12
+	// The Callback service normalised a REFUSED outcome (a held call denied or expired).
+	TraceEventKind_TRACE_EVENT_KIND_CALLBACK_REFUSED TraceEventKind = 13
 )
 
 // Enum value maps for TraceEventKind.
@@ -63,6 +69,9 @@ var (
 		8:  "TRACE_EVENT_KIND_CALLBACK_INTERRUPTED",
 		9:  "TRACE_EVENT_KIND_TOOL_REFUSED",
 		10: "TRACE_EVENT_KIND_CUSTOM",
+		11: "TRACE_EVENT_KIND_APPROVAL_REQUESTED",
+		12: "TRACE_EVENT_KIND_APPROVAL_DECIDED",
+		13: "TRACE_EVENT_KIND_CALLBACK_REFUSED",
 	}
 	TraceEventKind_value = map[string]int32{
 		"TRACE_EVENT_KIND_UNSPECIFIED":          0,
@@ -76,6 +85,9 @@ var (
 		"TRACE_EVENT_KIND_CALLBACK_INTERRUPTED": 8,
 		"TRACE_EVENT_KIND_TOOL_REFUSED":         9,
 		"TRACE_EVENT_KIND_CUSTOM":               10,
+		"TRACE_EVENT_KIND_APPROVAL_REQUESTED":   11,
+		"TRACE_EVENT_KIND_APPROVAL_DECIDED":     12,
+		"TRACE_EVENT_KIND_CALLBACK_REFUSED":     13,
 	}
 )
 
@@ -117,6 +129,10 @@ const (
 	AuditAction_AUDIT_ACTION_TOOL_REFUSED AuditAction = 2
 	// An administrative change (tool, group, grant, key).
 	AuditAction_AUDIT_ACTION_ADMIN AuditAction = 3
+	// A call that needs approval was held (status PENDING).
+	AuditAction_AUDIT_ACTION_APPROVAL_REQUESTED AuditAction = 4
+	// A held call was approved, denied or expired; `decided_by` says who (empty when expired).
+	AuditAction_AUDIT_ACTION_APPROVAL_DECIDED AuditAction = 5
 )
 
 // Enum value maps for AuditAction.
@@ -126,12 +142,16 @@ var (
 		1: "AUDIT_ACTION_TOOL_CALL",
 		2: "AUDIT_ACTION_TOOL_REFUSED",
 		3: "AUDIT_ACTION_ADMIN",
+		4: "AUDIT_ACTION_APPROVAL_REQUESTED",
+		5: "AUDIT_ACTION_APPROVAL_DECIDED",
 	}
 	AuditAction_value = map[string]int32{
-		"AUDIT_ACTION_UNSPECIFIED":  0,
-		"AUDIT_ACTION_TOOL_CALL":    1,
-		"AUDIT_ACTION_TOOL_REFUSED": 2,
-		"AUDIT_ACTION_ADMIN":        3,
+		"AUDIT_ACTION_UNSPECIFIED":        0,
+		"AUDIT_ACTION_TOOL_CALL":          1,
+		"AUDIT_ACTION_TOOL_REFUSED":       2,
+		"AUDIT_ACTION_ADMIN":              3,
+		"AUDIT_ACTION_APPROVAL_REQUESTED": 4,
+		"AUDIT_ACTION_APPROVAL_DECIDED":   5,
 	}
 )
 
@@ -588,7 +608,9 @@ type AuditRecord struct {
 	// SHA-256 hex of the previous record; set by the Audit service.
 	PrevHash string `protobuf:"bytes,19,opt,name=prev_hash,json=prevHash,proto3" json:"prev_hash,omitempty"`
 	// SHA-256 hex of this record with hash empty; set by the Audit service.
-	Hash          string `protobuf:"bytes,20,opt,name=hash,proto3" json:"hash,omitempty"`
+	Hash string `protobuf:"bytes,20,opt,name=hash,proto3" json:"hash,omitempty"`
+	// APPROVAL_DECIDED: the agent id of the approver who decided.
+	DecidedBy     string `protobuf:"bytes,21,opt,name=decided_by,json=decidedBy,proto3" json:"decided_by,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -763,6 +785,13 @@ func (x *AuditRecord) GetHash() string {
 	return ""
 }
 
+func (x *AuditRecord) GetDecidedBy() string {
+	if x != nil {
+		return x.DecidedBy
+	}
+	return ""
+}
+
 // Outcome is the Dispatcher's result of a call, published on `toolmesh.outcome.<call_id>`.
 type Outcome struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
@@ -775,7 +804,9 @@ type Outcome struct {
 	Status   v1.CallStatus          `protobuf:"varint,7,opt,name=status,proto3,enum=toolmesh.common.v1.CallStatus" json:"status,omitempty"`
 	Output   *structpb.Struct       `protobuf:"bytes,8,opt,name=output,proto3" json:"output,omitempty"`
 	Error    *v1.CallError          `protobuf:"bytes,9,opt,name=error,proto3" json:"error,omitempty"`
-	// For INTERRUPTED: `timeout`, `cancelled`, `shutdown`.
+	// For INTERRUPTED: `timeout`, `cancelled`, `shutdown`; for REFUSED (a held call):
+	// `approval_denied`, `approval_expired`, `permission_revoked`, `tool_changed`; for a PENDING
+	// call held for approval: `awaiting_approval`.
 	Reason     string                 `protobuf:"bytes,10,opt,name=reason,proto3" json:"reason,omitempty"`
 	DurationMs uint32                 `protobuf:"varint,11,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
 	Attempts   uint32                 `protobuf:"varint,12,opt,name=attempts,proto3" json:"attempts,omitempty"`
@@ -932,13 +963,14 @@ type CallbackEvent struct {
 	Tool     string                 `protobuf:"bytes,4,opt,name=tool,proto3" json:"tool,omitempty"`
 	AgentId  string                 `protobuf:"bytes,5,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
 	UserId   string                 `protobuf:"bytes,6,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
-	// SUCCESS, FAILURE or INTERRUPTED (PENDING for an accepted asynchronous call).
+	// SUCCESS, FAILURE, INTERRUPTED or REFUSED (a held call denied or expired); PENDING for an
+	// accepted asynchronous call or a call awaiting approval.
 	Status v1.CallStatus `protobuf:"varint,7,opt,name=status,proto3,enum=toolmesh.common.v1.CallStatus" json:"status,omitempty"`
 	// SUCCESS: the output.
 	Output *structpb.Struct `protobuf:"bytes,8,opt,name=output,proto3" json:"output,omitempty"`
-	// FAILURE: the error and its code.
+	// FAILURE and REFUSED: the error and its code.
 	Error *v1.CallError `protobuf:"bytes,9,opt,name=error,proto3" json:"error,omitempty"`
-	// INTERRUPTED: why.
+	// INTERRUPTED and REFUSED: why; PENDING: `awaiting_approval` while held for approval.
 	Reason        string                 `protobuf:"bytes,10,opt,name=reason,proto3" json:"reason,omitempty"`
 	DurationMs    uint32                 `protobuf:"varint,11,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
 	Attempts      uint32                 `protobuf:"varint,12,opt,name=attempts,proto3" json:"attempts,omitempty"`
@@ -1273,7 +1305,7 @@ const file_toolmesh_events_v1_events_proto_rawDesc = "" +
 	"\n" +
 	"started_at\x18\n" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x126\n" +
-	"\bdeadline\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\"\x85\x05\n" +
+	"\bdeadline\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\"\xa4\x05\n" +
 	"\vAuditRecord\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12.\n" +
 	"\x04time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x127\n" +
@@ -1297,7 +1329,9 @@ const file_toolmesh_events_v1_events_proto_rawDesc = "" +
 	"\x06source\x18\x11 \x01(\tR\x06source\x12\x1a\n" +
 	"\bsequence\x18\x12 \x01(\x04R\bsequence\x12\x1b\n" +
 	"\tprev_hash\x18\x13 \x01(\tR\bprevHash\x12\x12\n" +
-	"\x04hash\x18\x14 \x01(\tR\x04hash\"\xa5\x04\n" +
+	"\x04hash\x18\x14 \x01(\tR\x04hash\x12\x1d\n" +
+	"\n" +
+	"decided_by\x18\x15 \x01(\tR\tdecidedBy\"\xa5\x04\n" +
 	"\aOutcome\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x19\n" +
 	"\btrace_id\x18\x02 \x01(\tR\atraceId\x12\x1b\n" +
@@ -1348,7 +1382,7 @@ const file_toolmesh_events_v1_events_proto_rawDesc = "" +
 	"\x02id\x18\x03 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
 	"changed_by\x18\x04 \x01(\tR\tchangedBy\x12.\n" +
-	"\x04time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x04time*\x96\x03\n" +
+	"\x04time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x04time*\x8d\x04\n" +
 	"\x0eTraceEventKind\x12 \n" +
 	"\x1cTRACE_EVENT_KIND_UNSPECIFIED\x10\x00\x12!\n" +
 	"\x1dTRACE_EVENT_KIND_TOOL_EXECUTE\x10\x01\x12!\n" +
@@ -1361,12 +1395,17 @@ const file_toolmesh_events_v1_events_proto_rawDesc = "" +
 	"%TRACE_EVENT_KIND_CALLBACK_INTERRUPTED\x10\b\x12!\n" +
 	"\x1dTRACE_EVENT_KIND_TOOL_REFUSED\x10\t\x12\x1b\n" +
 	"\x17TRACE_EVENT_KIND_CUSTOM\x10\n" +
-	"*~\n" +
+	"\x12'\n" +
+	"#TRACE_EVENT_KIND_APPROVAL_REQUESTED\x10\v\x12%\n" +
+	"!TRACE_EVENT_KIND_APPROVAL_DECIDED\x10\f\x12%\n" +
+	"!TRACE_EVENT_KIND_CALLBACK_REFUSED\x10\r*\xc6\x01\n" +
 	"\vAuditAction\x12\x1c\n" +
 	"\x18AUDIT_ACTION_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16AUDIT_ACTION_TOOL_CALL\x10\x01\x12\x1d\n" +
 	"\x19AUDIT_ACTION_TOOL_REFUSED\x10\x02\x12\x16\n" +
-	"\x12AUDIT_ACTION_ADMIN\x10\x03*V\n" +
+	"\x12AUDIT_ACTION_ADMIN\x10\x03\x12#\n" +
+	"\x1fAUDIT_ACTION_APPROVAL_REQUESTED\x10\x04\x12!\n" +
+	"\x1dAUDIT_ACTION_APPROVAL_DECIDED\x10\x05*V\n" +
 	"\n" +
 	"ChangeType\x12\x1b\n" +
 	"\x17CHANGE_TYPE_UNSPECIFIED\x10\x00\x12\x13\n" +

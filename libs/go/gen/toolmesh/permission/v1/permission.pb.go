@@ -362,9 +362,12 @@ type GrantSpec struct {
 	// A disabled grant is kept but ignored.
 	Enabled bool `protobuf:"varint,6,opt,name=enabled,proto3" json:"enabled,omitempty"`
 	// Why the grant exists.
-	Description   string `protobuf:"bytes,7,opt,name=description,proto3" json:"description,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Description string `protobuf:"bytes,7,opt,name=description,proto3" json:"description,omitempty"`
+	// Calls this allow grant authorises are held for approval (DispatcherService.DecideApproval),
+	// unless other live allow grants authorise them without it. Only on EFFECT_ALLOW grants.
+	RequiresApproval bool `protobuf:"varint,8,opt,name=requires_approval,json=requiresApproval,proto3" json:"requires_approval,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *GrantSpec) Reset() {
@@ -444,6 +447,13 @@ func (x *GrantSpec) GetDescription() string {
 		return x.Description
 	}
 	return ""
+}
+
+func (x *GrantSpec) GetRequiresApproval() bool {
+	if x != nil {
+		return x.RequiresApproval
+	}
+	return false
 }
 
 // Grant is a stored grant.
@@ -1026,8 +1036,11 @@ type Decision struct {
 	MissingScopes []string `protobuf:"bytes,5,rep,name=missing_scopes,json=missingScopes,proto3" json:"missing_scopes,omitempty"`
 	// Which principal was refused: `agent:<id>` or `user:<id>`.
 	DeniedPrincipal string `protobuf:"bytes,6,opt,name=denied_principal,json=deniedPrincipal,proto3" json:"denied_principal,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Allowed only through grants that require approval: the call is held until an approver
+	// decides (the tool's own requires_approval is not part of the decision).
+	RequiresApproval bool `protobuf:"varint,7,opt,name=requires_approval,json=requiresApproval,proto3" json:"requires_approval,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Decision) Reset() {
@@ -1100,6 +1113,13 @@ func (x *Decision) GetDeniedPrincipal() string {
 		return x.DeniedPrincipal
 	}
 	return ""
+}
+
+func (x *Decision) GetRequiresApproval() bool {
+	if x != nil {
+		return x.RequiresApproval
+	}
+	return false
 }
 
 type CheckResponse struct {
@@ -2106,7 +2126,7 @@ const file_toolmesh_permission_v1_permission_proto_rawDesc = "" +
 	"\x02id\x18\x02 \x01(\tR\x02id\"^\n" +
 	"\bResource\x128\n" +
 	"\x04kind\x18\x01 \x01(\x0e2$.toolmesh.permission.v1.ResourceKindR\x04kind\x12\x18\n" +
-	"\apattern\x18\x02 \x01(\tR\apattern\"\xd4\x02\n" +
+	"\apattern\x18\x02 \x01(\tR\apattern\"\x81\x03\n" +
 	"\tGrantSpec\x12B\n" +
 	"\tprincipal\x18\x01 \x01(\v2$.toolmesh.permission.v1.PrincipalRefR\tprincipal\x12<\n" +
 	"\bresource\x18\x02 \x01(\v2 .toolmesh.permission.v1.ResourceR\bresource\x12\x16\n" +
@@ -2115,7 +2135,8 @@ const file_toolmesh_permission_v1_permission_proto_rawDesc = "" +
 	"\n" +
 	"expires_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12\x18\n" +
 	"\aenabled\x18\x06 \x01(\bR\aenabled\x12 \n" +
-	"\vdescription\x18\a \x01(\tR\vdescription\"\x9e\x02\n" +
+	"\vdescription\x18\a \x01(\tR\vdescription\x12+\n" +
+	"\x11requires_approval\x18\b \x01(\bR\x10requiresApproval\"\x9e\x02\n" +
 	"\x05Grant\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x125\n" +
 	"\x04spec\x18\x02 \x01(\v2!.toolmesh.permission.v1.GrantSpecR\x04spec\x12\x1d\n" +
@@ -2154,14 +2175,15 @@ const file_toolmesh_permission_v1_permission_proto_rawDesc = "" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x17\n" +
 	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x14\n" +
 	"\x05roles\x18\x03 \x03(\tR\x05roles\x12\x12\n" +
-	"\x04tool\x18\x04 \x01(\tR\x04tool\"\xde\x01\n" +
+	"\x04tool\x18\x04 \x01(\tR\x04tool\"\x8b\x02\n" +
 	"\bDecision\x12\x18\n" +
 	"\aallowed\x18\x01 \x01(\bR\aallowed\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12*\n" +
 	"\x11matched_grant_ids\x18\x03 \x03(\tR\x0fmatchedGrantIds\x12\"\n" +
 	"\rdeny_grant_id\x18\x04 \x01(\tR\vdenyGrantId\x12%\n" +
 	"\x0emissing_scopes\x18\x05 \x03(\tR\rmissingScopes\x12)\n" +
-	"\x10denied_principal\x18\x06 \x01(\tR\x0fdeniedPrincipal\"M\n" +
+	"\x10denied_principal\x18\x06 \x01(\tR\x0fdeniedPrincipal\x12+\n" +
+	"\x11requires_approval\x18\a \x01(\bR\x10requiresApproval\"M\n" +
 	"\rCheckResponse\x12<\n" +
 	"\bdecision\x18\x01 \x01(\v2 .toolmesh.permission.v1.DecisionR\bdecision\"\xa5\x02\n" +
 	"\x06ApiKey\x12\x0e\n" +

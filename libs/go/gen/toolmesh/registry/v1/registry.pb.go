@@ -1248,8 +1248,15 @@ type ToolSpec struct {
 	Labels map[string]string `protobuf:"bytes,15,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// Agent ids whose tokens (with the role `tool-backend`) may Report the outcome of this tool's
 	// asynchronous calls: the backend's own credential. Admins may always; nobody else may.
-	Reporters     []string         `protobuf:"bytes,16,rep,name=reporters,proto3" json:"reporters,omitempty"`
-	Annotations   *ToolAnnotations `protobuf:"bytes,20,opt,name=annotations,proto3" json:"annotations,omitempty"`
+	Reporters   []string         `protobuf:"bytes,16,rep,name=reporters,proto3" json:"reporters,omitempty"`
+	Annotations *ToolAnnotations `protobuf:"bytes,20,opt,name=annotations,proto3" json:"annotations,omitempty"`
+	// Every call is held as PENDING until an approver approves it (DispatcherService.DecideApproval);
+	// a denied or expired one ends REFUSED. A grant can also require approval
+	// (permission.v1.GrantSpec.requires_approval).
+	RequiresApproval bool `protobuf:"varint,21,opt,name=requires_approval,json=requiresApproval,proto3" json:"requires_approval,omitempty"`
+	// Roles (besides `admin` and the Dispatcher's TOOLMESH_APPROVER_ROLES) whose holders may decide
+	// this tool's held calls. Each 1-32 characters of [a-z0-9_-], starting with a letter.
+	ApproverRoles []string `protobuf:"bytes,22,rep,name=approver_roles,json=approverRoles,proto3" json:"approver_roles,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1399,6 +1406,20 @@ func (x *ToolSpec) GetReporters() []string {
 func (x *ToolSpec) GetAnnotations() *ToolAnnotations {
 	if x != nil {
 		return x.Annotations
+	}
+	return nil
+}
+
+func (x *ToolSpec) GetRequiresApproval() bool {
+	if x != nil {
+		return x.RequiresApproval
+	}
+	return false
+}
+
+func (x *ToolSpec) GetApproverRoles() []string {
+	if x != nil {
+		return x.ApproverRoles
 	}
 	return nil
 }
@@ -3224,7 +3245,7 @@ const file_toolmesh_registry_v1_registry_proto_rawDesc = "" +
 	"\vRetryPolicy\x12!\n" +
 	"\fmax_attempts\x18\x01 \x01(\rR\vmaxAttempts\x12,\n" +
 	"\x12initial_backoff_ms\x18\x02 \x01(\rR\x10initialBackoffMs\x12$\n" +
-	"\x0emax_backoff_ms\x18\x03 \x01(\rR\fmaxBackoffMs\"\xbf\x06\n" +
+	"\x0emax_backoff_ms\x18\x03 \x01(\rR\fmaxBackoffMs\"\x93\a\n" +
 	"\bToolSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12 \n" +
@@ -3246,7 +3267,9 @@ const file_toolmesh_registry_v1_registry_proto_rawDesc = "" +
 	"\aruntime\x18\x0e \x01(\v2\x1d.toolmesh.registry.v1.RuntimeR\aruntime\x12B\n" +
 	"\x06labels\x18\x0f \x03(\v2*.toolmesh.registry.v1.ToolSpec.LabelsEntryR\x06labels\x12\x1c\n" +
 	"\treporters\x18\x10 \x03(\tR\treporters\x12G\n" +
-	"\vannotations\x18\x14 \x01(\v2%.toolmesh.registry.v1.ToolAnnotationsR\vannotations\x1a9\n" +
+	"\vannotations\x18\x14 \x01(\v2%.toolmesh.registry.v1.ToolAnnotationsR\vannotations\x12+\n" +
+	"\x11requires_approval\x18\x15 \x01(\bR\x10requiresApproval\x12%\n" +
+	"\x0eapprover_roles\x18\x16 \x03(\tR\rapproverRoles\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x8d\x03\n" +

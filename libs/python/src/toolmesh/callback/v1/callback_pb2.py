@@ -23,29 +23,38 @@ _sym_db = _symbol_database.Default()
 
 
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
+from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 from toolmesh.common.v1 import common_pb2 as toolmesh_dot_common_dot_v1_dot_common__pb2
 from toolmesh.events.v1 import events_pb2 as toolmesh_dot_events_dot_v1_dot_events__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n#toolmesh/callback/v1/callback.proto\x12\x14toolmesh.callback.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1ftoolmesh/common/v1/common.proto\x1a\x1ftoolmesh/events/v1/events.proto\"\xb7\x01\n\rReportRequest\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\t\x12.\n\x06status\x18\x02 \x01(\x0e\x32\x1e.toolmesh.common.v1.CallStatus\x12\'\n\x06output\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\x12,\n\x05\x65rror\x18\x04 \x01(\x0b\x32\x1d.toolmesh.common.v1.CallError\x12\x0e\n\x06reason\x18\x05 \x01(\t\"U\n\x0eReportResponse\x12\x30\n\x05\x65vent\x18\x01 \x01(\x0b\x32!.toolmesh.events.v1.CallbackEvent\x12\x11\n\tduplicate\x18\x02 \x01(\x08\"$\n\x11GetOutcomeRequest\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\t\"F\n\x12GetOutcomeResponse\x12\x30\n\x05\x65vent\x18\x01 \x01(\x0b\x32!.toolmesh.events.v1.CallbackEvent\"o\n\x0cWatchRequest\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x02 \x01(\t\x12\x0c\n\x04tool\x18\x03 \x01(\t\x12.\n\x06status\x18\x04 \x01(\x0e\x32\x1e.toolmesh.common.v1.CallStatus\"A\n\rWatchResponse\x12\x30\n\x05\x65vent\x18\x01 \x01(\x0b\x32!.toolmesh.events.v1.CallbackEvent2\x9b\x02\n\x0f\x43\x61llbackService\x12S\n\x06Report\x12#.toolmesh.callback.v1.ReportRequest\x1a$.toolmesh.callback.v1.ReportResponse\x12_\n\nGetOutcome\x12\'.toolmesh.callback.v1.GetOutcomeRequest\x1a(.toolmesh.callback.v1.GetOutcomeResponse\x12R\n\x05Watch\x12\".toolmesh.callback.v1.WatchRequest\x1a#.toolmesh.callback.v1.WatchResponse0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n#toolmesh/callback/v1/callback.proto\x12\x14toolmesh.callback.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1ftoolmesh/common/v1/common.proto\x1a\x1ftoolmesh/events/v1/events.proto\"\xb7\x01\n\rReportRequest\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\t\x12.\n\x06status\x18\x02 \x01(\x0e\x32\x1e.toolmesh.common.v1.CallStatus\x12\'\n\x06output\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\x12,\n\x05\x65rror\x18\x04 \x01(\x0b\x32\x1d.toolmesh.common.v1.CallError\x12\x0e\n\x06reason\x18\x05 \x01(\t\"U\n\x0eReportResponse\x12\x30\n\x05\x65vent\x18\x01 \x01(\x0b\x32!.toolmesh.events.v1.CallbackEvent\x12\x11\n\tduplicate\x18\x02 \x01(\x08\"$\n\x11GetOutcomeRequest\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\t\"F\n\x12GetOutcomeResponse\x12\x30\n\x05\x65vent\x18\x01 \x01(\x0b\x32!.toolmesh.events.v1.CallbackEvent\"o\n\x0cWatchRequest\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x02 \x01(\t\x12\x0c\n\x04tool\x18\x03 \x01(\t\x12.\n\x06status\x18\x04 \x01(\x0e\x32\x1e.toolmesh.common.v1.CallStatus\"A\n\rWatchResponse\x12\x30\n\x05\x65vent\x18\x01 \x01(\x0b\x32!.toolmesh.events.v1.CallbackEvent\"\xc7\x01\n\x0fGetUsageRequest\x12\x10\n\x08\x61gent_id\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\x12\x0c\n\x04tool\x18\x03 \x01(\t\x12.\n\nstart_hour\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x08\x65nd_hour\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x11\n\tpage_size\x18\x06 \x01(\r\x12\x12\n\npage_token\x18\x07 \x01(\t\"W\n\x10GetUsageResponse\x12*\n\x05usage\x18\x01 \x03(\x0b\x32\x1b.toolmesh.callback.v1.Usage\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\xce\x01\n\x05Usage\x12(\n\x04hour\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x10\n\x08\x61gent_id\x18\x02 \x01(\t\x12\x0f\n\x07user_id\x18\x03 \x01(\t\x12\x0c\n\x04tool\x18\x04 \x01(\t\x12\r\n\x05\x63\x61lls\x18\x05 \x01(\x04\x12\x0e\n\x06\x65rrors\x18\x06 \x01(\x04\x12\x10\n\x08\x66\x61ilures\x18\x07 \x01(\x04\x12\x13\n\x0binterrupted\x18\x08 \x01(\x04\x12\x0f\n\x07refused\x18\t \x01(\x04\x12\x13\n\x0b\x64uration_ms\x18\n \x01(\x04\"S\n\x0bStoredUsage\x12*\n\x05usage\x18\x01 \x01(\x0b\x32\x1b.toolmesh.callback.v1.Usage\x12\x18\n\x10\x61pplied_sequence\x18\x02 \x01(\x04\x32\xf6\x02\n\x0f\x43\x61llbackService\x12S\n\x06Report\x12#.toolmesh.callback.v1.ReportRequest\x1a$.toolmesh.callback.v1.ReportResponse\x12_\n\nGetOutcome\x12\'.toolmesh.callback.v1.GetOutcomeRequest\x1a(.toolmesh.callback.v1.GetOutcomeResponse\x12R\n\x05Watch\x12\".toolmesh.callback.v1.WatchRequest\x1a#.toolmesh.callback.v1.WatchResponse0\x01\x12Y\n\x08GetUsage\x12%.toolmesh.callback.v1.GetUsageRequest\x1a&.toolmesh.callback.v1.GetUsageResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'toolmesh.callback.v1.callback_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_REPORTREQUEST']._serialized_start=158
-  _globals['_REPORTREQUEST']._serialized_end=341
-  _globals['_REPORTRESPONSE']._serialized_start=343
-  _globals['_REPORTRESPONSE']._serialized_end=428
-  _globals['_GETOUTCOMEREQUEST']._serialized_start=430
-  _globals['_GETOUTCOMEREQUEST']._serialized_end=466
-  _globals['_GETOUTCOMERESPONSE']._serialized_start=468
-  _globals['_GETOUTCOMERESPONSE']._serialized_end=538
-  _globals['_WATCHREQUEST']._serialized_start=540
-  _globals['_WATCHREQUEST']._serialized_end=651
-  _globals['_WATCHRESPONSE']._serialized_start=653
-  _globals['_WATCHRESPONSE']._serialized_end=718
-  _globals['_CALLBACKSERVICE']._serialized_start=721
-  _globals['_CALLBACKSERVICE']._serialized_end=1004
+  _globals['_REPORTREQUEST']._serialized_start=191
+  _globals['_REPORTREQUEST']._serialized_end=374
+  _globals['_REPORTRESPONSE']._serialized_start=376
+  _globals['_REPORTRESPONSE']._serialized_end=461
+  _globals['_GETOUTCOMEREQUEST']._serialized_start=463
+  _globals['_GETOUTCOMEREQUEST']._serialized_end=499
+  _globals['_GETOUTCOMERESPONSE']._serialized_start=501
+  _globals['_GETOUTCOMERESPONSE']._serialized_end=571
+  _globals['_WATCHREQUEST']._serialized_start=573
+  _globals['_WATCHREQUEST']._serialized_end=684
+  _globals['_WATCHRESPONSE']._serialized_start=686
+  _globals['_WATCHRESPONSE']._serialized_end=751
+  _globals['_GETUSAGEREQUEST']._serialized_start=754
+  _globals['_GETUSAGEREQUEST']._serialized_end=953
+  _globals['_GETUSAGERESPONSE']._serialized_start=955
+  _globals['_GETUSAGERESPONSE']._serialized_end=1042
+  _globals['_USAGE']._serialized_start=1045
+  _globals['_USAGE']._serialized_end=1251
+  _globals['_STOREDUSAGE']._serialized_start=1253
+  _globals['_STOREDUSAGE']._serialized_end=1336
+  _globals['_CALLBACKSERVICE']._serialized_start=1339
+  _globals['_CALLBACKSERVICE']._serialized_end=1713
 # @@protoc_insertion_point(module_scope)

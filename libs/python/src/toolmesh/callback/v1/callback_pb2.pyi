@@ -1,9 +1,13 @@
+import datetime
+
 from google.protobuf import struct_pb2 as _struct_pb2
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from toolmesh.common.v1 import common_pb2 as _common_pb2
 from toolmesh.events.v1 import events_pb2 as _events_pb2
+from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from collections.abc import Mapping as _Mapping
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
 from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
@@ -59,3 +63,61 @@ class WatchResponse(_message.Message):
     EVENT_FIELD_NUMBER: _ClassVar[int]
     event: _events_pb2.CallbackEvent
     def __init__(self, event: _Optional[_Union[_events_pb2.CallbackEvent, _Mapping]] = ...) -> None: ...
+
+class GetUsageRequest(_message.Message):
+    __slots__ = ("agent_id", "user_id", "tool", "start_hour", "end_hour", "page_size", "page_token")
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    TOOL_FIELD_NUMBER: _ClassVar[int]
+    START_HOUR_FIELD_NUMBER: _ClassVar[int]
+    END_HOUR_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    agent_id: str
+    user_id: str
+    tool: str
+    start_hour: _timestamp_pb2.Timestamp
+    end_hour: _timestamp_pb2.Timestamp
+    page_size: int
+    page_token: str
+    def __init__(self, agent_id: _Optional[str] = ..., user_id: _Optional[str] = ..., tool: _Optional[str] = ..., start_hour: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., end_hour: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class GetUsageResponse(_message.Message):
+    __slots__ = ("usage", "next_page_token")
+    USAGE_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    usage: _containers.RepeatedCompositeFieldContainer[Usage]
+    next_page_token: str
+    def __init__(self, usage: _Optional[_Iterable[_Union[Usage, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class Usage(_message.Message):
+    __slots__ = ("hour", "agent_id", "user_id", "tool", "calls", "errors", "failures", "interrupted", "refused", "duration_ms")
+    HOUR_FIELD_NUMBER: _ClassVar[int]
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    TOOL_FIELD_NUMBER: _ClassVar[int]
+    CALLS_FIELD_NUMBER: _ClassVar[int]
+    ERRORS_FIELD_NUMBER: _ClassVar[int]
+    FAILURES_FIELD_NUMBER: _ClassVar[int]
+    INTERRUPTED_FIELD_NUMBER: _ClassVar[int]
+    REFUSED_FIELD_NUMBER: _ClassVar[int]
+    DURATION_MS_FIELD_NUMBER: _ClassVar[int]
+    hour: _timestamp_pb2.Timestamp
+    agent_id: str
+    user_id: str
+    tool: str
+    calls: int
+    errors: int
+    failures: int
+    interrupted: int
+    refused: int
+    duration_ms: int
+    def __init__(self, hour: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., agent_id: _Optional[str] = ..., user_id: _Optional[str] = ..., tool: _Optional[str] = ..., calls: _Optional[int] = ..., errors: _Optional[int] = ..., failures: _Optional[int] = ..., interrupted: _Optional[int] = ..., refused: _Optional[int] = ..., duration_ms: _Optional[int] = ...) -> None: ...
+
+class StoredUsage(_message.Message):
+    __slots__ = ("usage", "applied_sequence")
+    USAGE_FIELD_NUMBER: _ClassVar[int]
+    APPLIED_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    usage: Usage
+    applied_sequence: int
+    def __init__(self, usage: _Optional[_Union[Usage, _Mapping]] = ..., applied_sequence: _Optional[int] = ...) -> None: ...

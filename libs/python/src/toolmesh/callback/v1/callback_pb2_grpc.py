@@ -51,6 +51,11 @@ class CallbackServiceStub(object):
                 request_serializer=toolmesh_dot_callback_dot_v1_dot_callback__pb2.WatchRequest.SerializeToString,
                 response_deserializer=toolmesh_dot_callback_dot_v1_dot_callback__pb2.WatchResponse.FromString,
                 _registered_method=True)
+        self.GetUsage = channel.unary_unary(
+                '/toolmesh.callback.v1.CallbackService/GetUsage',
+                request_serializer=toolmesh_dot_callback_dot_v1_dot_callback__pb2.GetUsageRequest.SerializeToString,
+                response_deserializer=toolmesh_dot_callback_dot_v1_dot_callback__pb2.GetUsageResponse.FromString,
+                _registered_method=True)
 
 
 class CallbackServiceServicer(object):
@@ -85,6 +90,16 @@ class CallbackServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetUsage(self, request, context):
+        """GetUsage returns hourly usage (calls, errors, execution time) per agent, user and tool,
+        oldest hour first. Admins and auditors see every agent; anyone else only their own agent's.
+        Fails with INVALID_ARGUMENT (end_hour not after start_hour, bad page token or size,
+        oversized filter), UNAUTHENTICATED, PERMISSION_DENIED (another agent's usage).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_CallbackServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -102,6 +117,11 @@ def add_CallbackServiceServicer_to_server(servicer, server):
                     servicer.Watch,
                     request_deserializer=toolmesh_dot_callback_dot_v1_dot_callback__pb2.WatchRequest.FromString,
                     response_serializer=toolmesh_dot_callback_dot_v1_dot_callback__pb2.WatchResponse.SerializeToString,
+            ),
+            'GetUsage': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetUsage,
+                    request_deserializer=toolmesh_dot_callback_dot_v1_dot_callback__pb2.GetUsageRequest.FromString,
+                    response_serializer=toolmesh_dot_callback_dot_v1_dot_callback__pb2.GetUsageResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -187,6 +207,33 @@ class CallbackService(object):
             '/toolmesh.callback.v1.CallbackService/Watch',
             toolmesh_dot_callback_dot_v1_dot_callback__pb2.WatchRequest.SerializeToString,
             toolmesh_dot_callback_dot_v1_dot_callback__pb2.WatchResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetUsage(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/toolmesh.callback.v1.CallbackService/GetUsage',
+            toolmesh_dot_callback_dot_v1_dot_callback__pb2.GetUsageRequest.SerializeToString,
+            toolmesh_dot_callback_dot_v1_dot_callback__pb2.GetUsageResponse.FromString,
             options,
             channel_credentials,
             insecure,

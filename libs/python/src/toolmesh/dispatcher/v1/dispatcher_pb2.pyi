@@ -36,6 +36,20 @@ class McpImportChange(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     MCP_IMPORT_CHANGE_CHANGED: _ClassVar[McpImportChange]
     MCP_IMPORT_CHANGE_UNCHANGED: _ClassVar[McpImportChange]
     MCP_IMPORT_CHANGE_REMOVED: _ClassVar[McpImportChange]
+
+class ApprovalState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    APPROVAL_STATE_UNSPECIFIED: _ClassVar[ApprovalState]
+    APPROVAL_STATE_PENDING: _ClassVar[ApprovalState]
+    APPROVAL_STATE_APPROVED: _ClassVar[ApprovalState]
+    APPROVAL_STATE_DENIED: _ClassVar[ApprovalState]
+    APPROVAL_STATE_EXPIRED: _ClassVar[ApprovalState]
+
+class ApprovalDecision(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    APPROVAL_DECISION_UNSPECIFIED: _ClassVar[ApprovalDecision]
+    APPROVAL_DECISION_APPROVE: _ClassVar[ApprovalDecision]
+    APPROVAL_DECISION_DENY: _ClassVar[ApprovalDecision]
 RUNTIME_STATE_UNSPECIFIED: RuntimeState
 RUNTIME_STATE_STOPPED: RuntimeState
 RUNTIME_STATE_STARTING: RuntimeState
@@ -51,6 +65,14 @@ MCP_IMPORT_CHANGE_ADDED: McpImportChange
 MCP_IMPORT_CHANGE_CHANGED: McpImportChange
 MCP_IMPORT_CHANGE_UNCHANGED: McpImportChange
 MCP_IMPORT_CHANGE_REMOVED: McpImportChange
+APPROVAL_STATE_UNSPECIFIED: ApprovalState
+APPROVAL_STATE_PENDING: ApprovalState
+APPROVAL_STATE_APPROVED: ApprovalState
+APPROVAL_STATE_DENIED: ApprovalState
+APPROVAL_STATE_EXPIRED: ApprovalState
+APPROVAL_DECISION_UNSPECIFIED: ApprovalDecision
+APPROVAL_DECISION_APPROVE: ApprovalDecision
+APPROVAL_DECISION_DENY: ApprovalDecision
 
 class DispatchRequest(_message.Message):
     __slots__ = ("tool", "arguments", "context", "timeout_ms")
@@ -65,7 +87,7 @@ class DispatchRequest(_message.Message):
     def __init__(self, tool: _Optional[str] = ..., arguments: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., context: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., timeout_ms: _Optional[int] = ...) -> None: ...
 
 class DispatchResponse(_message.Message):
-    __slots__ = ("call_id", "trace_id", "status", "output", "error", "duration_ms", "attempts", "replayed", "refusal_code")
+    __slots__ = ("call_id", "trace_id", "status", "output", "error", "duration_ms", "attempts", "replayed", "refusal_code", "approval_expires_at")
     CALL_ID_FIELD_NUMBER: _ClassVar[int]
     TRACE_ID_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
@@ -75,6 +97,7 @@ class DispatchResponse(_message.Message):
     ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
     REPLAYED_FIELD_NUMBER: _ClassVar[int]
     REFUSAL_CODE_FIELD_NUMBER: _ClassVar[int]
+    APPROVAL_EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
     call_id: str
     trace_id: str
     status: _common_pb2.CallStatus
@@ -84,7 +107,8 @@ class DispatchResponse(_message.Message):
     attempts: int
     replayed: bool
     refusal_code: str
-    def __init__(self, call_id: _Optional[str] = ..., trace_id: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.CallStatus, str]] = ..., output: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., error: _Optional[_Union[_common_pb2.CallError, _Mapping]] = ..., duration_ms: _Optional[int] = ..., attempts: _Optional[int] = ..., replayed: bool = ..., refusal_code: _Optional[str] = ...) -> None: ...
+    approval_expires_at: _timestamp_pb2.Timestamp
+    def __init__(self, call_id: _Optional[str] = ..., trace_id: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.CallStatus, str]] = ..., output: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., error: _Optional[_Union[_common_pb2.CallError, _Mapping]] = ..., duration_ms: _Optional[int] = ..., attempts: _Optional[int] = ..., replayed: bool = ..., refusal_code: _Optional[str] = ..., approval_expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class DispatchBatchRequest(_message.Message):
     __slots__ = ("calls", "trace_id")
@@ -229,3 +253,93 @@ class ImportMcpServerResponse(_message.Message):
     server_name: str
     server_version: str
     def __init__(self, tools: _Optional[_Iterable[_Union[ImportedMcpTool, _Mapping]]] = ..., server_name: _Optional[str] = ..., server_version: _Optional[str] = ...) -> None: ...
+
+class Approval(_message.Message):
+    __slots__ = ("call_id", "trace_id", "tool", "agent_id", "user_id", "arguments", "requested_at", "expires_at", "state", "decided_by", "decided_at", "reason", "approver_roles", "required_by")
+    CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    TRACE_ID_FIELD_NUMBER: _ClassVar[int]
+    TOOL_FIELD_NUMBER: _ClassVar[int]
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    ARGUMENTS_FIELD_NUMBER: _ClassVar[int]
+    REQUESTED_AT_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    DECIDED_BY_FIELD_NUMBER: _ClassVar[int]
+    DECIDED_AT_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    APPROVER_ROLES_FIELD_NUMBER: _ClassVar[int]
+    REQUIRED_BY_FIELD_NUMBER: _ClassVar[int]
+    call_id: str
+    trace_id: str
+    tool: str
+    agent_id: str
+    user_id: str
+    arguments: _struct_pb2.Struct
+    requested_at: _timestamp_pb2.Timestamp
+    expires_at: _timestamp_pb2.Timestamp
+    state: ApprovalState
+    decided_by: str
+    decided_at: _timestamp_pb2.Timestamp
+    reason: str
+    approver_roles: _containers.RepeatedScalarFieldContainer[str]
+    required_by: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, call_id: _Optional[str] = ..., trace_id: _Optional[str] = ..., tool: _Optional[str] = ..., agent_id: _Optional[str] = ..., user_id: _Optional[str] = ..., arguments: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., requested_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., state: _Optional[_Union[ApprovalState, str]] = ..., decided_by: _Optional[str] = ..., decided_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., reason: _Optional[str] = ..., approver_roles: _Optional[_Iterable[str]] = ..., required_by: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class HeldCall(_message.Message):
+    __slots__ = ("approval", "arguments", "parent_id", "roles", "key_id", "timeout_ms", "definition_hash", "idempotency_key")
+    APPROVAL_FIELD_NUMBER: _ClassVar[int]
+    ARGUMENTS_FIELD_NUMBER: _ClassVar[int]
+    PARENT_ID_FIELD_NUMBER: _ClassVar[int]
+    ROLES_FIELD_NUMBER: _ClassVar[int]
+    KEY_ID_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    DEFINITION_HASH_FIELD_NUMBER: _ClassVar[int]
+    IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
+    approval: Approval
+    arguments: _struct_pb2.Struct
+    parent_id: str
+    roles: _containers.RepeatedScalarFieldContainer[str]
+    key_id: str
+    timeout_ms: int
+    definition_hash: str
+    idempotency_key: str
+    def __init__(self, approval: _Optional[_Union[Approval, _Mapping]] = ..., arguments: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., parent_id: _Optional[str] = ..., roles: _Optional[_Iterable[str]] = ..., key_id: _Optional[str] = ..., timeout_ms: _Optional[int] = ..., definition_hash: _Optional[str] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
+
+class ListApprovalsRequest(_message.Message):
+    __slots__ = ("tool", "agent_id", "page_size", "page_token")
+    TOOL_FIELD_NUMBER: _ClassVar[int]
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    tool: str
+    agent_id: str
+    page_size: int
+    page_token: str
+    def __init__(self, tool: _Optional[str] = ..., agent_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListApprovalsResponse(_message.Message):
+    __slots__ = ("approvals", "next_page_token")
+    APPROVALS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    approvals: _containers.RepeatedCompositeFieldContainer[Approval]
+    next_page_token: str
+    def __init__(self, approvals: _Optional[_Iterable[_Union[Approval, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class DecideApprovalRequest(_message.Message):
+    __slots__ = ("call_id", "decision", "reason")
+    CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    DECISION_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    call_id: str
+    decision: ApprovalDecision
+    reason: str
+    def __init__(self, call_id: _Optional[str] = ..., decision: _Optional[_Union[ApprovalDecision, str]] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class DecideApprovalResponse(_message.Message):
+    __slots__ = ("approval", "result")
+    APPROVAL_FIELD_NUMBER: _ClassVar[int]
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    approval: Approval
+    result: DispatchResponse
+    def __init__(self, approval: _Optional[_Union[Approval, _Mapping]] = ..., result: _Optional[_Union[DispatchResponse, _Mapping]] = ...) -> None: ...

@@ -75,6 +75,16 @@ class DispatcherServiceStub(object):
                 request_serializer=toolmesh_dot_dispatcher_dot_v1_dot_dispatcher__pb2.ImportMcpServerRequest.SerializeToString,
                 response_deserializer=toolmesh_dot_dispatcher_dot_v1_dot_dispatcher__pb2.ImportMcpServerResponse.FromString,
                 _registered_method=True)
+        self.ListApprovals = channel.unary_unary(
+                '/toolmesh.dispatcher.v1.DispatcherService/ListApprovals',
+                request_serializer=toolmesh_dot_dispatcher_dot_v1_dot_dispatcher__pb2.ListApprovalsRequest.SerializeToString,
+                response_deserializer=toolmesh_dot_dispatcher_dot_v1_dot_dispatcher__pb2.ListApprovalsResponse.FromString,
+                _registered_method=True)
+        self.DecideApproval = channel.unary_unary(
+                '/toolmesh.dispatcher.v1.DispatcherService/DecideApproval',
+                request_serializer=toolmesh_dot_dispatcher_dot_v1_dot_dispatcher__pb2.DecideApprovalRequest.SerializeToString,
+                response_deserializer=toolmesh_dot_dispatcher_dot_v1_dot_dispatcher__pb2.DecideApprovalResponse.FromString,
+                _registered_method=True)
 
 
 class DispatcherServiceServicer(object):
@@ -158,6 +168,30 @@ class DispatcherServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListApprovals(self, request, context):
+        """ListApprovals lists the calls held for approval that the caller may decide, oldest first
+        (an agent without an approver role sees its own held calls). Arguments are redacted as in
+        the audit log. Fails with UNAUTHENTICATED, INVALID_ARGUMENT (bad page token or page size,
+        oversized filter).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DecideApproval(self, request, context):
+        """DecideApproval approves or denies a held call. Approved, the call is checked again (tool
+        unchanged, grants still allow it) and runs through the rest of the chain; the response
+        carries its result. Denied, it ends REFUSED (`approval_denied`) with the reason. Fails with
+        UNAUTHENTICATED, INVALID_ARGUMENT (no call_id or decision, oversized reason), NOT_FOUND (no
+        held call with that id: never held, already closed, or expired and swept),
+        PERMISSION_DENIED (not an approver of the tool, or the caller's own call),
+        FAILED_PRECONDITION (already decided, or expired), UNAVAILABLE (the decision could not be
+        recorded).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_DispatcherServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -200,6 +234,16 @@ def add_DispatcherServiceServicer_to_server(servicer, server):
                     servicer.ImportMcpServer,
                     request_deserializer=toolmesh_dot_dispatcher_dot_v1_dot_dispatcher__pb2.ImportMcpServerRequest.FromString,
                     response_serializer=toolmesh_dot_dispatcher_dot_v1_dot_dispatcher__pb2.ImportMcpServerResponse.SerializeToString,
+            ),
+            'ListApprovals': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListApprovals,
+                    request_deserializer=toolmesh_dot_dispatcher_dot_v1_dot_dispatcher__pb2.ListApprovalsRequest.FromString,
+                    response_serializer=toolmesh_dot_dispatcher_dot_v1_dot_dispatcher__pb2.ListApprovalsResponse.SerializeToString,
+            ),
+            'DecideApproval': grpc.unary_unary_rpc_method_handler(
+                    servicer.DecideApproval,
+                    request_deserializer=toolmesh_dot_dispatcher_dot_v1_dot_dispatcher__pb2.DecideApprovalRequest.FromString,
+                    response_serializer=toolmesh_dot_dispatcher_dot_v1_dot_dispatcher__pb2.DecideApprovalResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -419,6 +463,60 @@ class DispatcherService(object):
             '/toolmesh.dispatcher.v1.DispatcherService/ImportMcpServer',
             toolmesh_dot_dispatcher_dot_v1_dot_dispatcher__pb2.ImportMcpServerRequest.SerializeToString,
             toolmesh_dot_dispatcher_dot_v1_dot_dispatcher__pb2.ImportMcpServerResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListApprovals(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/toolmesh.dispatcher.v1.DispatcherService/ListApprovals',
+            toolmesh_dot_dispatcher_dot_v1_dot_dispatcher__pb2.ListApprovalsRequest.SerializeToString,
+            toolmesh_dot_dispatcher_dot_v1_dot_dispatcher__pb2.ListApprovalsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DecideApproval(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/toolmesh.dispatcher.v1.DispatcherService/DecideApproval',
+            toolmesh_dot_dispatcher_dot_v1_dot_dispatcher__pb2.DecideApprovalRequest.SerializeToString,
+            toolmesh_dot_dispatcher_dot_v1_dot_dispatcher__pb2.DecideApprovalResponse.FromString,
             options,
             channel_credentials,
             insecure,

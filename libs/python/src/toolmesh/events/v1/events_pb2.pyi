@@ -25,6 +25,9 @@ class TraceEventKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     TRACE_EVENT_KIND_CALLBACK_INTERRUPTED: _ClassVar[TraceEventKind]
     TRACE_EVENT_KIND_TOOL_REFUSED: _ClassVar[TraceEventKind]
     TRACE_EVENT_KIND_CUSTOM: _ClassVar[TraceEventKind]
+    TRACE_EVENT_KIND_APPROVAL_REQUESTED: _ClassVar[TraceEventKind]
+    TRACE_EVENT_KIND_APPROVAL_DECIDED: _ClassVar[TraceEventKind]
+    TRACE_EVENT_KIND_CALLBACK_REFUSED: _ClassVar[TraceEventKind]
 
 class AuditAction(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -32,6 +35,8 @@ class AuditAction(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     AUDIT_ACTION_TOOL_CALL: _ClassVar[AuditAction]
     AUDIT_ACTION_TOOL_REFUSED: _ClassVar[AuditAction]
     AUDIT_ACTION_ADMIN: _ClassVar[AuditAction]
+    AUDIT_ACTION_APPROVAL_REQUESTED: _ClassVar[AuditAction]
+    AUDIT_ACTION_APPROVAL_DECIDED: _ClassVar[AuditAction]
 
 class ChangeType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -49,10 +54,15 @@ TRACE_EVENT_KIND_CALLBACK_FAILURE: TraceEventKind
 TRACE_EVENT_KIND_CALLBACK_INTERRUPTED: TraceEventKind
 TRACE_EVENT_KIND_TOOL_REFUSED: TraceEventKind
 TRACE_EVENT_KIND_CUSTOM: TraceEventKind
+TRACE_EVENT_KIND_APPROVAL_REQUESTED: TraceEventKind
+TRACE_EVENT_KIND_APPROVAL_DECIDED: TraceEventKind
+TRACE_EVENT_KIND_CALLBACK_REFUSED: TraceEventKind
 AUDIT_ACTION_UNSPECIFIED: AuditAction
 AUDIT_ACTION_TOOL_CALL: AuditAction
 AUDIT_ACTION_TOOL_REFUSED: AuditAction
 AUDIT_ACTION_ADMIN: AuditAction
+AUDIT_ACTION_APPROVAL_REQUESTED: AuditAction
+AUDIT_ACTION_APPROVAL_DECIDED: AuditAction
 CHANGE_TYPE_UNSPECIFIED: ChangeType
 CHANGE_TYPE_PUT: ChangeType
 CHANGE_TYPE_DELETE: ChangeType
@@ -126,7 +136,7 @@ class CallLease(_message.Message):
     def __init__(self, instance: _Optional[str] = ..., call_id: _Optional[str] = ..., trace_id: _Optional[str] = ..., parent_id: _Optional[str] = ..., tool: _Optional[str] = ..., agent_id: _Optional[str] = ..., user_id: _Optional[str] = ..., roles: _Optional[_Iterable[str]] = ..., arguments: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., deadline: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class AuditRecord(_message.Message):
-    __slots__ = ("id", "time", "action", "tool", "agent_id", "user_id", "roles", "call_id", "trace_id", "arguments", "status", "error_code", "error_message", "reason", "duration_ms", "attempts", "source", "sequence", "prev_hash", "hash")
+    __slots__ = ("id", "time", "action", "tool", "agent_id", "user_id", "roles", "call_id", "trace_id", "arguments", "status", "error_code", "error_message", "reason", "duration_ms", "attempts", "source", "sequence", "prev_hash", "hash", "decided_by")
     ID_FIELD_NUMBER: _ClassVar[int]
     TIME_FIELD_NUMBER: _ClassVar[int]
     ACTION_FIELD_NUMBER: _ClassVar[int]
@@ -147,6 +157,7 @@ class AuditRecord(_message.Message):
     SEQUENCE_FIELD_NUMBER: _ClassVar[int]
     PREV_HASH_FIELD_NUMBER: _ClassVar[int]
     HASH_FIELD_NUMBER: _ClassVar[int]
+    DECIDED_BY_FIELD_NUMBER: _ClassVar[int]
     id: str
     time: _timestamp_pb2.Timestamp
     action: AuditAction
@@ -167,7 +178,8 @@ class AuditRecord(_message.Message):
     sequence: int
     prev_hash: str
     hash: str
-    def __init__(self, id: _Optional[str] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., action: _Optional[_Union[AuditAction, str]] = ..., tool: _Optional[str] = ..., agent_id: _Optional[str] = ..., user_id: _Optional[str] = ..., roles: _Optional[_Iterable[str]] = ..., call_id: _Optional[str] = ..., trace_id: _Optional[str] = ..., arguments: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., status: _Optional[_Union[_common_pb2.CallStatus, str]] = ..., error_code: _Optional[str] = ..., error_message: _Optional[str] = ..., reason: _Optional[str] = ..., duration_ms: _Optional[int] = ..., attempts: _Optional[int] = ..., source: _Optional[str] = ..., sequence: _Optional[int] = ..., prev_hash: _Optional[str] = ..., hash: _Optional[str] = ...) -> None: ...
+    decided_by: str
+    def __init__(self, id: _Optional[str] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., action: _Optional[_Union[AuditAction, str]] = ..., tool: _Optional[str] = ..., agent_id: _Optional[str] = ..., user_id: _Optional[str] = ..., roles: _Optional[_Iterable[str]] = ..., call_id: _Optional[str] = ..., trace_id: _Optional[str] = ..., arguments: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., status: _Optional[_Union[_common_pb2.CallStatus, str]] = ..., error_code: _Optional[str] = ..., error_message: _Optional[str] = ..., reason: _Optional[str] = ..., duration_ms: _Optional[int] = ..., attempts: _Optional[int] = ..., source: _Optional[str] = ..., sequence: _Optional[int] = ..., prev_hash: _Optional[str] = ..., hash: _Optional[str] = ..., decided_by: _Optional[str] = ...) -> None: ...
 
 class Outcome(_message.Message):
     __slots__ = ("call_id", "trace_id", "parent_id", "tool", "agent_id", "user_id", "status", "output", "error", "reason", "duration_ms", "attempts", "started_at", "finished_at", "source")

@@ -4,7 +4,8 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import { file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
+import type { Timestamp } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { CallError, CallStatus } from "../../common/v1/common_pb.js";
 import { file_toolmesh_common_v1_common } from "../../common/v1/common_pb.js";
 import type { CallbackEvent } from "../../events/v1/events_pb.js";
@@ -15,7 +16,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file toolmesh/callback/v1/callback.proto.
  */
 export const file_toolmesh_callback_v1_callback: GenFile = /*@__PURE__*/
-  fileDesc("CiN0b29sbWVzaC9jYWxsYmFjay92MS9jYWxsYmFjay5wcm90bxIUdG9vbG1lc2guY2FsbGJhY2sudjEitwEKDVJlcG9ydFJlcXVlc3QSDwoHY2FsbF9pZBgBIAEoCRIuCgZzdGF0dXMYAiABKA4yHi50b29sbWVzaC5jb21tb24udjEuQ2FsbFN0YXR1cxInCgZvdXRwdXQYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiwKBWVycm9yGAQgASgLMh0udG9vbG1lc2guY29tbW9uLnYxLkNhbGxFcnJvchIOCgZyZWFzb24YBSABKAkiVQoOUmVwb3J0UmVzcG9uc2USMAoFZXZlbnQYASABKAsyIS50b29sbWVzaC5ldmVudHMudjEuQ2FsbGJhY2tFdmVudBIRCglkdXBsaWNhdGUYAiABKAgiJAoRR2V0T3V0Y29tZVJlcXVlc3QSDwoHY2FsbF9pZBgBIAEoCSJGChJHZXRPdXRjb21lUmVzcG9uc2USMAoFZXZlbnQYASABKAsyIS50b29sbWVzaC5ldmVudHMudjEuQ2FsbGJhY2tFdmVudCJvCgxXYXRjaFJlcXVlc3QSDwoHY2FsbF9pZBgBIAEoCRIQCghhZ2VudF9pZBgCIAEoCRIMCgR0b29sGAMgASgJEi4KBnN0YXR1cxgEIAEoDjIeLnRvb2xtZXNoLmNvbW1vbi52MS5DYWxsU3RhdHVzIkEKDVdhdGNoUmVzcG9uc2USMAoFZXZlbnQYASABKAsyIS50b29sbWVzaC5ldmVudHMudjEuQ2FsbGJhY2tFdmVudDKbAgoPQ2FsbGJhY2tTZXJ2aWNlElMKBlJlcG9ydBIjLnRvb2xtZXNoLmNhbGxiYWNrLnYxLlJlcG9ydFJlcXVlc3QaJC50b29sbWVzaC5jYWxsYmFjay52MS5SZXBvcnRSZXNwb25zZRJfCgpHZXRPdXRjb21lEicudG9vbG1lc2guY2FsbGJhY2sudjEuR2V0T3V0Y29tZVJlcXVlc3QaKC50b29sbWVzaC5jYWxsYmFjay52MS5HZXRPdXRjb21lUmVzcG9uc2USUgoFV2F0Y2gSIi50b29sbWVzaC5jYWxsYmFjay52MS5XYXRjaFJlcXVlc3QaIy50b29sbWVzaC5jYWxsYmFjay52MS5XYXRjaFJlc3BvbnNlMAFC0AEKGGNvbS50b29sbWVzaC5jYWxsYmFjay52MUINQ2FsbGJhY2tQcm90b1ABWjN0b29sbWVzaC5kZXYvZ28vZ2VuL3Rvb2xtZXNoL2NhbGxiYWNrL3YxO2NhbGxiYWNrdjGiAgNUQ1iqAhRUb29sbWVzaC5DYWxsYmFjay5WMcoCFFRvb2xtZXNoXENhbGxiYWNrXFYx4gIgVG9vbG1lc2hcQ2FsbGJhY2tcVjFcR1BCTWV0YWRhdGHqAhZUb29sbWVzaDo6Q2FsbGJhY2s6OlYxYgZwcm90bzM", [file_google_protobuf_struct, file_toolmesh_common_v1_common, file_toolmesh_events_v1_events]);
+  fileDesc("CiN0b29sbWVzaC9jYWxsYmFjay92MS9jYWxsYmFjay5wcm90bxIUdG9vbG1lc2guY2FsbGJhY2sudjEitwEKDVJlcG9ydFJlcXVlc3QSDwoHY2FsbF9pZBgBIAEoCRIuCgZzdGF0dXMYAiABKA4yHi50b29sbWVzaC5jb21tb24udjEuQ2FsbFN0YXR1cxInCgZvdXRwdXQYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiwKBWVycm9yGAQgASgLMh0udG9vbG1lc2guY29tbW9uLnYxLkNhbGxFcnJvchIOCgZyZWFzb24YBSABKAkiVQoOUmVwb3J0UmVzcG9uc2USMAoFZXZlbnQYASABKAsyIS50b29sbWVzaC5ldmVudHMudjEuQ2FsbGJhY2tFdmVudBIRCglkdXBsaWNhdGUYAiABKAgiJAoRR2V0T3V0Y29tZVJlcXVlc3QSDwoHY2FsbF9pZBgBIAEoCSJGChJHZXRPdXRjb21lUmVzcG9uc2USMAoFZXZlbnQYASABKAsyIS50b29sbWVzaC5ldmVudHMudjEuQ2FsbGJhY2tFdmVudCJvCgxXYXRjaFJlcXVlc3QSDwoHY2FsbF9pZBgBIAEoCRIQCghhZ2VudF9pZBgCIAEoCRIMCgR0b29sGAMgASgJEi4KBnN0YXR1cxgEIAEoDjIeLnRvb2xtZXNoLmNvbW1vbi52MS5DYWxsU3RhdHVzIkEKDVdhdGNoUmVzcG9uc2USMAoFZXZlbnQYASABKAsyIS50b29sbWVzaC5ldmVudHMudjEuQ2FsbGJhY2tFdmVudCLHAQoPR2V0VXNhZ2VSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSDAoEdG9vbBgDIAEoCRIuCgpzdGFydF9ob3VyGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghlbmRfaG91chgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJcGFnZV9zaXplGAYgASgNEhIKCnBhZ2VfdG9rZW4YByABKAkiVwoQR2V0VXNhZ2VSZXNwb25zZRIqCgV1c2FnZRgBIAMoCzIbLnRvb2xtZXNoLmNhbGxiYWNrLnYxLlVzYWdlEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSLOAQoFVXNhZ2USKAoEaG91chgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEAoIYWdlbnRfaWQYAiABKAkSDwoHdXNlcl9pZBgDIAEoCRIMCgR0b29sGAQgASgJEg0KBWNhbGxzGAUgASgEEg4KBmVycm9ycxgGIAEoBBIQCghmYWlsdXJlcxgHIAEoBBITCgtpbnRlcnJ1cHRlZBgIIAEoBBIPCgdyZWZ1c2VkGAkgASgEEhMKC2R1cmF0aW9uX21zGAogASgEIlMKC1N0b3JlZFVzYWdlEioKBXVzYWdlGAEgASgLMhsudG9vbG1lc2guY2FsbGJhY2sudjEuVXNhZ2USGAoQYXBwbGllZF9zZXF1ZW5jZRgCIAEoBDL2AgoPQ2FsbGJhY2tTZXJ2aWNlElMKBlJlcG9ydBIjLnRvb2xtZXNoLmNhbGxiYWNrLnYxLlJlcG9ydFJlcXVlc3QaJC50b29sbWVzaC5jYWxsYmFjay52MS5SZXBvcnRSZXNwb25zZRJfCgpHZXRPdXRjb21lEicudG9vbG1lc2guY2FsbGJhY2sudjEuR2V0T3V0Y29tZVJlcXVlc3QaKC50b29sbWVzaC5jYWxsYmFjay52MS5HZXRPdXRjb21lUmVzcG9uc2USUgoFV2F0Y2gSIi50b29sbWVzaC5jYWxsYmFjay52MS5XYXRjaFJlcXVlc3QaIy50b29sbWVzaC5jYWxsYmFjay52MS5XYXRjaFJlc3BvbnNlMAESWQoIR2V0VXNhZ2USJS50b29sbWVzaC5jYWxsYmFjay52MS5HZXRVc2FnZVJlcXVlc3QaJi50b29sbWVzaC5jYWxsYmFjay52MS5HZXRVc2FnZVJlc3BvbnNlQtABChhjb20udG9vbG1lc2guY2FsbGJhY2sudjFCDUNhbGxiYWNrUHJvdG9QAVozdG9vbG1lc2guZGV2L2dvL2dlbi90b29sbWVzaC9jYWxsYmFjay92MTtjYWxsYmFja3YxogIDVENYqgIUVG9vbG1lc2guQ2FsbGJhY2suVjHKAhRUb29sbWVzaFxDYWxsYmFja1xWMeICIFRvb2xtZXNoXENhbGxiYWNrXFYxXEdQQk1ldGFkYXRh6gIWVG9vbG1lc2g6OkNhbGxiYWNrOjpWMWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_toolmesh_common_v1_common, file_toolmesh_events_v1_events]);
 
 /**
  * @generated from message toolmesh.callback.v1.ReportRequest
@@ -166,6 +167,181 @@ export const WatchResponseSchema: GenMessage<WatchResponse> = /*@__PURE__*/
   messageDesc(file_toolmesh_callback_v1_callback, 5);
 
 /**
+ * @generated from message toolmesh.callback.v1.GetUsageRequest
+ */
+export type GetUsageRequest = Message<"toolmesh.callback.v1.GetUsageRequest"> & {
+  /**
+   * Filters; empty matches every value. A caller that is neither admin nor auditor gets its own
+   * agent's usage whatever agent_id says (another agent's is PERMISSION_DENIED).
+   *
+   * @generated from field: string agent_id = 1;
+   */
+  agentId: string;
+
+  /**
+   * @generated from field: string user_id = 2;
+   */
+  userId: string;
+
+  /**
+   * @generated from field: string tool = 3;
+   */
+  tool: string;
+
+  /**
+   * The first hour included (rounded down to the hour); unset: the oldest kept.
+   *
+   * @generated from field: google.protobuf.Timestamp start_hour = 4;
+   */
+  startHour?: Timestamp | undefined;
+
+  /**
+   * The first hour not included; unset: no end.
+   *
+   * @generated from field: google.protobuf.Timestamp end_hour = 5;
+   */
+  endHour?: Timestamp | undefined;
+
+  /**
+   * At most 1000; 0 means 100.
+   *
+   * @generated from field: uint32 page_size = 6;
+   */
+  pageSize: number;
+
+  /**
+   * @generated from field: string page_token = 7;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message toolmesh.callback.v1.GetUsageRequest.
+ * Use `create(GetUsageRequestSchema)` to create a new message.
+ */
+export const GetUsageRequestSchema: GenMessage<GetUsageRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_callback_v1_callback, 6);
+
+/**
+ * @generated from message toolmesh.callback.v1.GetUsageResponse
+ */
+export type GetUsageResponse = Message<"toolmesh.callback.v1.GetUsageResponse"> & {
+  /**
+   * @generated from field: repeated toolmesh.callback.v1.Usage usage = 1;
+   */
+  usage: Usage[];
+
+  /**
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message toolmesh.callback.v1.GetUsageResponse.
+ * Use `create(GetUsageResponseSchema)` to create a new message.
+ */
+export const GetUsageResponseSchema: GenMessage<GetUsageResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_callback_v1_callback, 7);
+
+/**
+ * Usage is one hour of one agent's calls of one tool on behalf of one user (empty: none), counted
+ * from the final outcomes the Callback service broadcast, each call once, in the hour it ended.
+ *
+ * @generated from message toolmesh.callback.v1.Usage
+ */
+export type Usage = Message<"toolmesh.callback.v1.Usage"> & {
+  /**
+   * @generated from field: google.protobuf.Timestamp hour = 1;
+   */
+  hour?: Timestamp | undefined;
+
+  /**
+   * @generated from field: string agent_id = 2;
+   */
+  agentId: string;
+
+  /**
+   * @generated from field: string user_id = 3;
+   */
+  userId: string;
+
+  /**
+   * @generated from field: string tool = 4;
+   */
+  tool: string;
+
+  /**
+   * Every call that ended (succeeded, failed, was interrupted, or was held and refused).
+   *
+   * @generated from field: uint64 calls = 5;
+   */
+  calls: bigint;
+
+  /**
+   * Calls that did not succeed: failures + interrupted + refused.
+   *
+   * @generated from field: uint64 errors = 6;
+   */
+  errors: bigint;
+
+  /**
+   * @generated from field: uint64 failures = 7;
+   */
+  failures: bigint;
+
+  /**
+   * @generated from field: uint64 interrupted = 8;
+   */
+  interrupted: bigint;
+
+  /**
+   * @generated from field: uint64 refused = 9;
+   */
+  refused: bigint;
+
+  /**
+   * Execution time of those calls, summed (their duration_ms).
+   *
+   * @generated from field: uint64 duration_ms = 10;
+   */
+  durationMs: bigint;
+};
+
+/**
+ * Describes the message toolmesh.callback.v1.Usage.
+ * Use `create(UsageSchema)` to create a new message.
+ */
+export const UsageSchema: GenMessage<Usage> = /*@__PURE__*/
+  messageDesc(file_toolmesh_callback_v1_callback, 8);
+
+/**
+ * StoredUsage is the value of a key of the Callback service's bucket `toolmesh-usage`: one hour's
+ * aggregate and the last sequence of the sent-mark stream it absorbed, so a replay after a
+ * restart adds nothing twice. Never returned by an RPC.
+ *
+ * @generated from message toolmesh.callback.v1.StoredUsage
+ */
+export type StoredUsage = Message<"toolmesh.callback.v1.StoredUsage"> & {
+  /**
+   * @generated from field: toolmesh.callback.v1.Usage usage = 1;
+   */
+  usage?: Usage | undefined;
+
+  /**
+   * @generated from field: uint64 applied_sequence = 2;
+   */
+  appliedSequence: bigint;
+};
+
+/**
+ * Describes the message toolmesh.callback.v1.StoredUsage.
+ * Use `create(StoredUsageSchema)` to create a new message.
+ */
+export const StoredUsageSchema: GenMessage<StoredUsage> = /*@__PURE__*/
+  messageDesc(file_toolmesh_callback_v1_callback, 9);
+
+/**
  * CallbackService normalises outcomes and lets agents wait for them over gRPC. Every RPC needs
  * a bearer token.
  *
@@ -207,6 +383,19 @@ export const CallbackService: GenService<{
     methodKind: "server_streaming";
     input: typeof WatchRequestSchema;
     output: typeof WatchResponseSchema;
+  },
+  /**
+   * GetUsage returns hourly usage (calls, errors, execution time) per agent, user and tool,
+   * oldest hour first. Admins and auditors see every agent; anyone else only their own agent's.
+   * Fails with INVALID_ARGUMENT (end_hour not after start_hour, bad page token or size,
+   * oversized filter), UNAUTHENTICATED, PERMISSION_DENIED (another agent's usage).
+   *
+   * @generated from rpc toolmesh.callback.v1.CallbackService.GetUsage
+   */
+  getUsage: {
+    methodKind: "unary";
+    input: typeof GetUsageRequestSchema;
+    output: typeof GetUsageResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_toolmesh_callback_v1_callback, 0);

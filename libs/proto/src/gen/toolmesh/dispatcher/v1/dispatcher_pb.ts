@@ -16,7 +16,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file toolmesh/dispatcher/v1/dispatcher.proto.
  */
 export const file_toolmesh_dispatcher_v1_dispatcher: GenFile = /*@__PURE__*/
-  fileDesc("Cid0b29sbWVzaC9kaXNwYXRjaGVyL3YxL2Rpc3BhdGNoZXIucHJvdG8SFnRvb2xtZXNoLmRpc3BhdGNoZXIudjEikQEKD0Rpc3BhdGNoUmVxdWVzdBIMCgR0b29sGAEgASgJEioKCWFyZ3VtZW50cxgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSMAoHY29udGV4dBgDIAEoCzIfLnRvb2xtZXNoLmNvbW1vbi52MS5DYWxsQ29udGV4dBISCgp0aW1lb3V0X21zGAQgASgNIosCChBEaXNwYXRjaFJlc3BvbnNlEg8KB2NhbGxfaWQYASABKAkSEAoIdHJhY2VfaWQYAiABKAkSLgoGc3RhdHVzGAMgASgOMh4udG9vbG1lc2guY29tbW9uLnYxLkNhbGxTdGF0dXMSJwoGb3V0cHV0GAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIsCgVlcnJvchgFIAEoCzIdLnRvb2xtZXNoLmNvbW1vbi52MS5DYWxsRXJyb3ISEwoLZHVyYXRpb25fbXMYBiABKA0SEAoIYXR0ZW1wdHMYByABKA0SEAoIcmVwbGF5ZWQYCCABKAgSFAoMcmVmdXNhbF9jb2RlGAkgASgJImAKFERpc3BhdGNoQmF0Y2hSZXF1ZXN0EjYKBWNhbGxzGAEgAygLMicudG9vbG1lc2guZGlzcGF0Y2hlci52MS5EaXNwYXRjaFJlcXVlc3QSEAoIdHJhY2VfaWQYAiABKAkiZAoVRGlzcGF0Y2hCYXRjaFJlc3BvbnNlEjkKB3Jlc3VsdHMYASADKAsyKC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkRpc3BhdGNoUmVzcG9uc2USEAoIdHJhY2VfaWQYAiABKAkiMAoNQ2FuY2VsUmVxdWVzdBIPCgdjYWxsX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCSIQCg5DYW5jZWxSZXNwb25zZSKeAgoNUnVudGltZVN0YXR1cxIMCgR0b29sGAEgASgJEjMKBXN0YXRlGAIgASgOMiQudG9vbG1lc2guZGlzcGF0Y2hlci52MS5SdW50aW1lU3RhdGUSCwoDcGlkGAMgASgNEgwKBHBvcnQYBCABKA0SEAoIcmVzdGFydHMYBSABKA0SEgoKbGFzdF9lcnJvchgGIAEoCRIRCglpbl9mbGlnaHQYByABKA0SLgoKc3RhcnRlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMAoMbGFzdF91c2VkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIUCgxjb250YWluZXJfaWQYCiABKAkiJwoXR2V0UnVudGltZVN0YXR1c1JlcXVlc3QSDAoEdG9vbBgBIAEoCSJTChhHZXRSdW50aW1lU3RhdHVzUmVzcG9uc2USNwoIcnVudGltZXMYASADKAsyJS50b29sbWVzaC5kaXNwYXRjaGVyLnYxLlJ1bnRpbWVTdGF0dXMiIAoQU3RhcnRUb29sUmVxdWVzdBIMCgR0b29sGAEgASgJIkoKEVN0YXJ0VG9vbFJlc3BvbnNlEjUKBnN0YXR1cxgBIAEoCzIlLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuUnVudGltZVN0YXR1cyIfCg9TdG9wVG9vbFJlcXVlc3QSDAoEdG9vbBgBIAEoCSJJChBTdG9wVG9vbFJlc3BvbnNlEjUKBnN0YXR1cxgBIAEoCzIlLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuUnVudGltZVN0YXR1cyKkAQoYRGlzcGF0Y2hUb29sQ2FsbHNSZXF1ZXN0EigKB21lc3NhZ2UYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EjgKB2RpYWxlY3QYAiABKA4yJy50b29sbWVzaC5kaXNwYXRjaGVyLnYxLlRvb2xDYWxsRGlhbGVjdBIQCgh0cmFjZV9pZBgDIAEoCRISCgp0aW1lb3V0X21zGAQgASgNIs0BChlEaXNwYXRjaFRvb2xDYWxsc1Jlc3BvbnNlEjgKB2RpYWxlY3QYASABKA4yJy50b29sbWVzaC5kaXNwYXRjaGVyLnYxLlRvb2xDYWxsRGlhbGVjdBIpCghtZXNzYWdlcxgCIAMoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSOQoHcmVzdWx0cxgDIAMoCzIoLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuRGlzcGF0Y2hSZXNwb25zZRIQCgh0cmFjZV9pZBgEIAEoCSKFAQoWSW1wb3J0TWNwU2VydmVyUmVxdWVzdBIOCgZwcmVmaXgYASABKAkSMQoHcnVudGltZRgCIAEoCzIgLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLk1jcFJ1bnRpbWUSFwoPcmVxdWlyZWRfc2NvcGVzGAMgAygJEg8KB2RyeV9ydW4YBCABKAgiagoPSW1wb3J0ZWRNY3BUb29sEgwKBHRvb2wYASABKAkSEAoIbWNwX25hbWUYAiABKAkSNwoGY2hhbmdlGAMgASgOMicudG9vbG1lc2guZGlzcGF0Y2hlci52MS5NY3BJbXBvcnRDaGFuZ2UifgoXSW1wb3J0TWNwU2VydmVyUmVzcG9uc2USNgoFdG9vbHMYASADKAsyJy50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkltcG9ydGVkTWNwVG9vbBITCgtzZXJ2ZXJfbmFtZRgCIAEoCRIWCg5zZXJ2ZXJfdmVyc2lvbhgDIAEoCSq0AQoMUnVudGltZVN0YXRlEh0KGVJVTlRJTUVfU1RBVEVfVU5TUEVDSUZJRUQQABIZChVSVU5USU1FX1NUQVRFX1NUT1BQRUQQARIaChZSVU5USU1FX1NUQVRFX1NUQVJUSU5HEAISGQoVUlVOVElNRV9TVEFURV9SVU5OSU5HEAMSGQoVUlVOVElNRV9TVEFURV9CQUNLT0ZGEAQSGAoUUlVOVElNRV9TVEFURV9GQUlMRUQQBSqgAQoPVG9vbENhbGxEaWFsZWN0EiEKHVRPT0xfQ0FMTF9ESUFMRUNUX1VOU1BFQ0lGSUVEEAASIQodVE9PTF9DQUxMX0RJQUxFQ1RfT1BFTkFJX0NIQVQQARImCiJUT09MX0NBTExfRElBTEVDVF9PUEVOQUlfUkVTUE9OU0VTEAISHwobVE9PTF9DQUxMX0RJQUxFQ1RfQU5USFJPUElDEAMqsAEKD01jcEltcG9ydENoYW5nZRIhCh1NQ1BfSU1QT1JUX0NIQU5HRV9VTlNQRUNJRklFRBAAEhsKF01DUF9JTVBPUlRfQ0hBTkdFX0FEREVEEAESHQoZTUNQX0lNUE9SVF9DSEFOR0VfQ0hBTkdFRBACEh8KG01DUF9JTVBPUlRfQ0hBTkdFX1VOQ0hBTkdFRBADEh0KGU1DUF9JTVBPUlRfQ0hBTkdFX1JFTU9WRUQQBDLfBgoRRGlzcGF0Y2hlclNlcnZpY2USXQoIRGlzcGF0Y2gSJy50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkRpc3BhdGNoUmVxdWVzdBooLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuRGlzcGF0Y2hSZXNwb25zZRJsCg1EaXNwYXRjaEJhdGNoEiwudG9vbG1lc2guZGlzcGF0Y2hlci52MS5EaXNwYXRjaEJhdGNoUmVxdWVzdBotLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuRGlzcGF0Y2hCYXRjaFJlc3BvbnNlElcKBkNhbmNlbBIlLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuQ2FuY2VsUmVxdWVzdBomLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuQ2FuY2VsUmVzcG9uc2USdQoQR2V0UnVudGltZVN0YXR1cxIvLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuR2V0UnVudGltZVN0YXR1c1JlcXVlc3QaMC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkdldFJ1bnRpbWVTdGF0dXNSZXNwb25zZRJgCglTdGFydFRvb2wSKC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLlN0YXJ0VG9vbFJlcXVlc3QaKS50b29sbWVzaC5kaXNwYXRjaGVyLnYxLlN0YXJ0VG9vbFJlc3BvbnNlEl0KCFN0b3BUb29sEicudG9vbG1lc2guZGlzcGF0Y2hlci52MS5TdG9wVG9vbFJlcXVlc3QaKC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLlN0b3BUb29sUmVzcG9uc2USeAoRRGlzcGF0Y2hUb29sQ2FsbHMSMC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkRpc3BhdGNoVG9vbENhbGxzUmVxdWVzdBoxLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuRGlzcGF0Y2hUb29sQ2FsbHNSZXNwb25zZRJyCg9JbXBvcnRNY3BTZXJ2ZXISLi50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkltcG9ydE1jcFNlcnZlclJlcXVlc3QaLy50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkltcG9ydE1jcFNlcnZlclJlc3BvbnNlQuABChpjb20udG9vbG1lc2guZGlzcGF0Y2hlci52MUIPRGlzcGF0Y2hlclByb3RvUAFaN3Rvb2xtZXNoLmRldi9nby9nZW4vdG9vbG1lc2gvZGlzcGF0Y2hlci92MTtkaXNwYXRjaGVydjGiAgNURFiqAhZUb29sbWVzaC5EaXNwYXRjaGVyLlYxygIWVG9vbG1lc2hcRGlzcGF0Y2hlclxWMeICIlRvb2xtZXNoXERpc3BhdGNoZXJcVjFcR1BCTWV0YWRhdGHqAhhUb29sbWVzaDo6RGlzcGF0Y2hlcjo6VjFiBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_toolmesh_common_v1_common, file_toolmesh_registry_v1_registry]);
+  fileDesc("Cid0b29sbWVzaC9kaXNwYXRjaGVyL3YxL2Rpc3BhdGNoZXIucHJvdG8SFnRvb2xtZXNoLmRpc3BhdGNoZXIudjEikQEKD0Rpc3BhdGNoUmVxdWVzdBIMCgR0b29sGAEgASgJEioKCWFyZ3VtZW50cxgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSMAoHY29udGV4dBgDIAEoCzIfLnRvb2xtZXNoLmNvbW1vbi52MS5DYWxsQ29udGV4dBISCgp0aW1lb3V0X21zGAQgASgNIsQCChBEaXNwYXRjaFJlc3BvbnNlEg8KB2NhbGxfaWQYASABKAkSEAoIdHJhY2VfaWQYAiABKAkSLgoGc3RhdHVzGAMgASgOMh4udG9vbG1lc2guY29tbW9uLnYxLkNhbGxTdGF0dXMSJwoGb3V0cHV0GAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIsCgVlcnJvchgFIAEoCzIdLnRvb2xtZXNoLmNvbW1vbi52MS5DYWxsRXJyb3ISEwoLZHVyYXRpb25fbXMYBiABKA0SEAoIYXR0ZW1wdHMYByABKA0SEAoIcmVwbGF5ZWQYCCABKAgSFAoMcmVmdXNhbF9jb2RlGAkgASgJEjcKE2FwcHJvdmFsX2V4cGlyZXNfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wImAKFERpc3BhdGNoQmF0Y2hSZXF1ZXN0EjYKBWNhbGxzGAEgAygLMicudG9vbG1lc2guZGlzcGF0Y2hlci52MS5EaXNwYXRjaFJlcXVlc3QSEAoIdHJhY2VfaWQYAiABKAkiZAoVRGlzcGF0Y2hCYXRjaFJlc3BvbnNlEjkKB3Jlc3VsdHMYASADKAsyKC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkRpc3BhdGNoUmVzcG9uc2USEAoIdHJhY2VfaWQYAiABKAkiMAoNQ2FuY2VsUmVxdWVzdBIPCgdjYWxsX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCSIQCg5DYW5jZWxSZXNwb25zZSKeAgoNUnVudGltZVN0YXR1cxIMCgR0b29sGAEgASgJEjMKBXN0YXRlGAIgASgOMiQudG9vbG1lc2guZGlzcGF0Y2hlci52MS5SdW50aW1lU3RhdGUSCwoDcGlkGAMgASgNEgwKBHBvcnQYBCABKA0SEAoIcmVzdGFydHMYBSABKA0SEgoKbGFzdF9lcnJvchgGIAEoCRIRCglpbl9mbGlnaHQYByABKA0SLgoKc3RhcnRlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMAoMbGFzdF91c2VkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIUCgxjb250YWluZXJfaWQYCiABKAkiJwoXR2V0UnVudGltZVN0YXR1c1JlcXVlc3QSDAoEdG9vbBgBIAEoCSJTChhHZXRSdW50aW1lU3RhdHVzUmVzcG9uc2USNwoIcnVudGltZXMYASADKAsyJS50b29sbWVzaC5kaXNwYXRjaGVyLnYxLlJ1bnRpbWVTdGF0dXMiIAoQU3RhcnRUb29sUmVxdWVzdBIMCgR0b29sGAEgASgJIkoKEVN0YXJ0VG9vbFJlc3BvbnNlEjUKBnN0YXR1cxgBIAEoCzIlLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuUnVudGltZVN0YXR1cyIfCg9TdG9wVG9vbFJlcXVlc3QSDAoEdG9vbBgBIAEoCSJJChBTdG9wVG9vbFJlc3BvbnNlEjUKBnN0YXR1cxgBIAEoCzIlLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuUnVudGltZVN0YXR1cyKkAQoYRGlzcGF0Y2hUb29sQ2FsbHNSZXF1ZXN0EigKB21lc3NhZ2UYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EjgKB2RpYWxlY3QYAiABKA4yJy50b29sbWVzaC5kaXNwYXRjaGVyLnYxLlRvb2xDYWxsRGlhbGVjdBIQCgh0cmFjZV9pZBgDIAEoCRISCgp0aW1lb3V0X21zGAQgASgNIs0BChlEaXNwYXRjaFRvb2xDYWxsc1Jlc3BvbnNlEjgKB2RpYWxlY3QYASABKA4yJy50b29sbWVzaC5kaXNwYXRjaGVyLnYxLlRvb2xDYWxsRGlhbGVjdBIpCghtZXNzYWdlcxgCIAMoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSOQoHcmVzdWx0cxgDIAMoCzIoLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuRGlzcGF0Y2hSZXNwb25zZRIQCgh0cmFjZV9pZBgEIAEoCSKFAQoWSW1wb3J0TWNwU2VydmVyUmVxdWVzdBIOCgZwcmVmaXgYASABKAkSMQoHcnVudGltZRgCIAEoCzIgLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLk1jcFJ1bnRpbWUSFwoPcmVxdWlyZWRfc2NvcGVzGAMgAygJEg8KB2RyeV9ydW4YBCABKAgiagoPSW1wb3J0ZWRNY3BUb29sEgwKBHRvb2wYASABKAkSEAoIbWNwX25hbWUYAiABKAkSNwoGY2hhbmdlGAMgASgOMicudG9vbG1lc2guZGlzcGF0Y2hlci52MS5NY3BJbXBvcnRDaGFuZ2UifgoXSW1wb3J0TWNwU2VydmVyUmVzcG9uc2USNgoFdG9vbHMYASADKAsyJy50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkltcG9ydGVkTWNwVG9vbBITCgtzZXJ2ZXJfbmFtZRgCIAEoCRIWCg5zZXJ2ZXJfdmVyc2lvbhgDIAEoCSKjAwoIQXBwcm92YWwSDwoHY2FsbF9pZBgBIAEoCRIQCgh0cmFjZV9pZBgCIAEoCRIMCgR0b29sGAMgASgJEhAKCGFnZW50X2lkGAQgASgJEg8KB3VzZXJfaWQYBSABKAkSKgoJYXJndW1lbnRzGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIwCgxyZXF1ZXN0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjQKBXN0YXRlGAkgASgOMiUudG9vbG1lc2guZGlzcGF0Y2hlci52MS5BcHByb3ZhbFN0YXRlEhIKCmRlY2lkZWRfYnkYCiABKAkSLgoKZGVjaWRlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDgoGcmVhc29uGAwgASgJEhYKDmFwcHJvdmVyX3JvbGVzGA0gAygJEhMKC3JlcXVpcmVkX2J5GA4gAygJIuIBCghIZWxkQ2FsbBIyCghhcHByb3ZhbBgBIAEoCzIgLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuQXBwcm92YWwSKgoJYXJndW1lbnRzGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIRCglwYXJlbnRfaWQYAyABKAkSDQoFcm9sZXMYBCADKAkSDgoGa2V5X2lkGAUgASgJEhIKCnRpbWVvdXRfbXMYBiABKA0SFwoPZGVmaW5pdGlvbl9oYXNoGAcgASgJEhcKD2lkZW1wb3RlbmN5X2tleRgIIAEoCSJdChRMaXN0QXBwcm92YWxzUmVxdWVzdBIMCgR0b29sGAEgASgJEhAKCGFnZW50X2lkGAIgASgJEhEKCXBhZ2Vfc2l6ZRgDIAEoDRISCgpwYWdlX3Rva2VuGAQgASgJImUKFUxpc3RBcHByb3ZhbHNSZXNwb25zZRIzCglhcHByb3ZhbHMYASADKAsyIC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkFwcHJvdmFsEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJ0ChVEZWNpZGVBcHByb3ZhbFJlcXVlc3QSDwoHY2FsbF9pZBgBIAEoCRI6CghkZWNpc2lvbhgCIAEoDjIoLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuQXBwcm92YWxEZWNpc2lvbhIOCgZyZWFzb24YAyABKAkihgEKFkRlY2lkZUFwcHJvdmFsUmVzcG9uc2USMgoIYXBwcm92YWwYASABKAsyIC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkFwcHJvdmFsEjgKBnJlc3VsdBgCIAEoCzIoLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuRGlzcGF0Y2hSZXNwb25zZSq0AQoMUnVudGltZVN0YXRlEh0KGVJVTlRJTUVfU1RBVEVfVU5TUEVDSUZJRUQQABIZChVSVU5USU1FX1NUQVRFX1NUT1BQRUQQARIaChZSVU5USU1FX1NUQVRFX1NUQVJUSU5HEAISGQoVUlVOVElNRV9TVEFURV9SVU5OSU5HEAMSGQoVUlVOVElNRV9TVEFURV9CQUNLT0ZGEAQSGAoUUlVOVElNRV9TVEFURV9GQUlMRUQQBSqgAQoPVG9vbENhbGxEaWFsZWN0EiEKHVRPT0xfQ0FMTF9ESUFMRUNUX1VOU1BFQ0lGSUVEEAASIQodVE9PTF9DQUxMX0RJQUxFQ1RfT1BFTkFJX0NIQVQQARImCiJUT09MX0NBTExfRElBTEVDVF9PUEVOQUlfUkVTUE9OU0VTEAISHwobVE9PTF9DQUxMX0RJQUxFQ1RfQU5USFJPUElDEAMqsAEKD01jcEltcG9ydENoYW5nZRIhCh1NQ1BfSU1QT1JUX0NIQU5HRV9VTlNQRUNJRklFRBAAEhsKF01DUF9JTVBPUlRfQ0hBTkdFX0FEREVEEAESHQoZTUNQX0lNUE9SVF9DSEFOR0VfQ0hBTkdFRBACEh8KG01DUF9JTVBPUlRfQ0hBTkdFX1VOQ0hBTkdFRBADEh0KGU1DUF9JTVBPUlRfQ0hBTkdFX1JFTU9WRUQQBCqfAQoNQXBwcm92YWxTdGF0ZRIeChpBUFBST1ZBTF9TVEFURV9VTlNQRUNJRklFRBAAEhoKFkFQUFJPVkFMX1NUQVRFX1BFTkRJTkcQARIbChdBUFBST1ZBTF9TVEFURV9BUFBST1ZFRBACEhkKFUFQUFJPVkFMX1NUQVRFX0RFTklFRBADEhoKFkFQUFJPVkFMX1NUQVRFX0VYUElSRUQQBCpwChBBcHByb3ZhbERlY2lzaW9uEiEKHUFQUFJPVkFMX0RFQ0lTSU9OX1VOU1BFQ0lGSUVEEAASHQoZQVBQUk9WQUxfREVDSVNJT05fQVBQUk9WRRABEhoKFkFQUFJPVkFMX0RFQ0lTSU9OX0RFTlkQAjK+CAoRRGlzcGF0Y2hlclNlcnZpY2USXQoIRGlzcGF0Y2gSJy50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkRpc3BhdGNoUmVxdWVzdBooLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuRGlzcGF0Y2hSZXNwb25zZRJsCg1EaXNwYXRjaEJhdGNoEiwudG9vbG1lc2guZGlzcGF0Y2hlci52MS5EaXNwYXRjaEJhdGNoUmVxdWVzdBotLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuRGlzcGF0Y2hCYXRjaFJlc3BvbnNlElcKBkNhbmNlbBIlLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuQ2FuY2VsUmVxdWVzdBomLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuQ2FuY2VsUmVzcG9uc2USdQoQR2V0UnVudGltZVN0YXR1cxIvLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuR2V0UnVudGltZVN0YXR1c1JlcXVlc3QaMC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkdldFJ1bnRpbWVTdGF0dXNSZXNwb25zZRJgCglTdGFydFRvb2wSKC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLlN0YXJ0VG9vbFJlcXVlc3QaKS50b29sbWVzaC5kaXNwYXRjaGVyLnYxLlN0YXJ0VG9vbFJlc3BvbnNlEl0KCFN0b3BUb29sEicudG9vbG1lc2guZGlzcGF0Y2hlci52MS5TdG9wVG9vbFJlcXVlc3QaKC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLlN0b3BUb29sUmVzcG9uc2USeAoRRGlzcGF0Y2hUb29sQ2FsbHMSMC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkRpc3BhdGNoVG9vbENhbGxzUmVxdWVzdBoxLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuRGlzcGF0Y2hUb29sQ2FsbHNSZXNwb25zZRJyCg9JbXBvcnRNY3BTZXJ2ZXISLi50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkltcG9ydE1jcFNlcnZlclJlcXVlc3QaLy50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkltcG9ydE1jcFNlcnZlclJlc3BvbnNlEmwKDUxpc3RBcHByb3ZhbHMSLC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkxpc3RBcHByb3ZhbHNSZXF1ZXN0Gi0udG9vbG1lc2guZGlzcGF0Y2hlci52MS5MaXN0QXBwcm92YWxzUmVzcG9uc2USbwoORGVjaWRlQXBwcm92YWwSLS50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkRlY2lkZUFwcHJvdmFsUmVxdWVzdBouLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuRGVjaWRlQXBwcm92YWxSZXNwb25zZULgAQoaY29tLnRvb2xtZXNoLmRpc3BhdGNoZXIudjFCD0Rpc3BhdGNoZXJQcm90b1ABWjd0b29sbWVzaC5kZXYvZ28vZ2VuL3Rvb2xtZXNoL2Rpc3BhdGNoZXIvdjE7ZGlzcGF0Y2hlcnYxogIDVERYqgIWVG9vbG1lc2guRGlzcGF0Y2hlci5WMcoCFlRvb2xtZXNoXERpc3BhdGNoZXJcVjHiAiJUb29sbWVzaFxEaXNwYXRjaGVyXFYxXEdQQk1ldGFkYXRh6gIYVG9vbG1lc2g6OkRpc3BhdGNoZXI6OlYxYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_toolmesh_common_v1_common, file_toolmesh_registry_v1_registry]);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.DispatchRequest
@@ -108,6 +108,14 @@ export type DispatchResponse = Message<"toolmesh.dispatcher.v1.DispatchResponse"
    * @generated from field: string refusal_code = 9;
    */
   refusalCode: string;
+
+  /**
+   * Set when the call is held for approval (status PENDING, error code `awaiting_approval`):
+   * when the hold ends REFUSED `approval_expired` unless an approver decides first.
+   *
+   * @generated from field: google.protobuf.Timestamp approval_expires_at = 10;
+   */
+  approvalExpiresAt?: Timestamp | undefined;
 };
 
 /**
@@ -547,6 +555,282 @@ export const ImportMcpServerResponseSchema: GenMessage<ImportMcpServerResponse> 
   messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 17);
 
 /**
+ * Approval is a call held for approval as approvers see it (arguments redacted).
+ *
+ * @generated from message toolmesh.dispatcher.v1.Approval
+ */
+export type Approval = Message<"toolmesh.dispatcher.v1.Approval"> & {
+  /**
+   * @generated from field: string call_id = 1;
+   */
+  callId: string;
+
+  /**
+   * @generated from field: string trace_id = 2;
+   */
+  traceId: string;
+
+  /**
+   * @generated from field: string tool = 3;
+   */
+  tool: string;
+
+  /**
+   * Who made the call.
+   *
+   * @generated from field: string agent_id = 4;
+   */
+  agentId: string;
+
+  /**
+   * @generated from field: string user_id = 5;
+   */
+  userId: string;
+
+  /**
+   * The arguments, redacted as in the audit log.
+   *
+   * @generated from field: google.protobuf.Struct arguments = 6;
+   */
+  arguments?: JsonObject | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp requested_at = 7;
+   */
+  requestedAt?: Timestamp | undefined;
+
+  /**
+   * When the hold ends REFUSED `approval_expired` unless decided first.
+   *
+   * @generated from field: google.protobuf.Timestamp expires_at = 8;
+   */
+  expiresAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: toolmesh.dispatcher.v1.ApprovalState state = 9;
+   */
+  state: ApprovalState;
+
+  /**
+   * Agent id of the approver, once decided.
+   *
+   * @generated from field: string decided_by = 10;
+   */
+  decidedBy: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp decided_at = 11;
+   */
+  decidedAt?: Timestamp | undefined;
+
+  /**
+   * The approver's reason.
+   *
+   * @generated from field: string reason = 12;
+   */
+  reason: string;
+
+  /**
+   * Roles that may decide it besides `admin`.
+   *
+   * @generated from field: repeated string approver_roles = 13;
+   */
+  approverRoles: string[];
+
+  /**
+   * Why approval is needed: `tool` (the tool requires it) and/or `grant:<id>` (a grant does).
+   *
+   * @generated from field: repeated string required_by = 14;
+   */
+  requiredBy: string[];
+};
+
+/**
+ * Describes the message toolmesh.dispatcher.v1.Approval.
+ * Use `create(ApprovalSchema)` to create a new message.
+ */
+export const ApprovalSchema: GenMessage<Approval> = /*@__PURE__*/
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 18);
+
+/**
+ * HeldCall is the value of `calls.<call_id>` in the Dispatcher's bucket `toolmesh-approvals`:
+ * everything needed to run the call once approved, by any Dispatcher. Never returned by an RPC.
+ *
+ * @generated from message toolmesh.dispatcher.v1.HeldCall
+ */
+export type HeldCall = Message<"toolmesh.dispatcher.v1.HeldCall"> & {
+  /**
+   * @generated from field: toolmesh.dispatcher.v1.Approval approval = 1;
+   */
+  approval?: Approval | undefined;
+
+  /**
+   * The validated arguments as the backend will receive them (not redacted).
+   *
+   * @generated from field: google.protobuf.Struct arguments = 2;
+   */
+  arguments?: JsonObject | undefined;
+
+  /**
+   * @generated from field: string parent_id = 3;
+   */
+  parentId: string;
+
+  /**
+   * The caller's roles and key id, for the permission check at approval.
+   *
+   * @generated from field: repeated string roles = 4;
+   */
+  roles: string[];
+
+  /**
+   * @generated from field: string key_id = 5;
+   */
+  keyId: string;
+
+  /**
+   * The deadline the request asked for (0: the tool's own).
+   *
+   * @generated from field: uint32 timeout_ms = 6;
+   */
+  timeoutMs: number;
+
+  /**
+   * The tool's definition when the call was held; an approved call whose tool changed since is
+   * refused (`tool_changed`).
+   *
+   * @generated from field: string definition_hash = 7;
+   */
+  definitionHash: string;
+
+  /**
+   * @generated from field: string idempotency_key = 8;
+   */
+  idempotencyKey: string;
+};
+
+/**
+ * Describes the message toolmesh.dispatcher.v1.HeldCall.
+ * Use `create(HeldCallSchema)` to create a new message.
+ */
+export const HeldCallSchema: GenMessage<HeldCall> = /*@__PURE__*/
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 19);
+
+/**
+ * @generated from message toolmesh.dispatcher.v1.ListApprovalsRequest
+ */
+export type ListApprovalsRequest = Message<"toolmesh.dispatcher.v1.ListApprovalsRequest"> & {
+  /**
+   * Only held calls of this tool / agent; empty for all.
+   *
+   * @generated from field: string tool = 1;
+   */
+  tool: string;
+
+  /**
+   * @generated from field: string agent_id = 2;
+   */
+  agentId: string;
+
+  /**
+   * At most 1000; 0 means 100.
+   *
+   * @generated from field: uint32 page_size = 3;
+   */
+  pageSize: number;
+
+  /**
+   * @generated from field: string page_token = 4;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message toolmesh.dispatcher.v1.ListApprovalsRequest.
+ * Use `create(ListApprovalsRequestSchema)` to create a new message.
+ */
+export const ListApprovalsRequestSchema: GenMessage<ListApprovalsRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 20);
+
+/**
+ * @generated from message toolmesh.dispatcher.v1.ListApprovalsResponse
+ */
+export type ListApprovalsResponse = Message<"toolmesh.dispatcher.v1.ListApprovalsResponse"> & {
+  /**
+   * @generated from field: repeated toolmesh.dispatcher.v1.Approval approvals = 1;
+   */
+  approvals: Approval[];
+
+  /**
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message toolmesh.dispatcher.v1.ListApprovalsResponse.
+ * Use `create(ListApprovalsResponseSchema)` to create a new message.
+ */
+export const ListApprovalsResponseSchema: GenMessage<ListApprovalsResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 21);
+
+/**
+ * @generated from message toolmesh.dispatcher.v1.DecideApprovalRequest
+ */
+export type DecideApprovalRequest = Message<"toolmesh.dispatcher.v1.DecideApprovalRequest"> & {
+  /**
+   * @generated from field: string call_id = 1;
+   */
+  callId: string;
+
+  /**
+   * @generated from field: toolmesh.dispatcher.v1.ApprovalDecision decision = 2;
+   */
+  decision: ApprovalDecision;
+
+  /**
+   * Why; recorded in the audit log and, for a denial, told to the caller. At most 512 characters.
+   *
+   * @generated from field: string reason = 3;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message toolmesh.dispatcher.v1.DecideApprovalRequest.
+ * Use `create(DecideApprovalRequestSchema)` to create a new message.
+ */
+export const DecideApprovalRequestSchema: GenMessage<DecideApprovalRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 22);
+
+/**
+ * @generated from message toolmesh.dispatcher.v1.DecideApprovalResponse
+ */
+export type DecideApprovalResponse = Message<"toolmesh.dispatcher.v1.DecideApprovalResponse"> & {
+  /**
+   * The held call as decided.
+   *
+   * @generated from field: toolmesh.dispatcher.v1.Approval approval = 1;
+   */
+  approval?: Approval | undefined;
+
+  /**
+   * The call's result: for an approval, how the call ended once it ran (or REFUSED when the
+   * re-check failed); for a denial, REFUSED `approval_denied`.
+   *
+   * @generated from field: toolmesh.dispatcher.v1.DispatchResponse result = 2;
+   */
+  result?: DispatchResponse | undefined;
+};
+
+/**
+ * Describes the message toolmesh.dispatcher.v1.DecideApprovalResponse.
+ * Use `create(DecideApprovalResponseSchema)` to create a new message.
+ */
+export const DecideApprovalResponseSchema: GenMessage<DecideApprovalResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 23);
+
+/**
  * RuntimeState is the life-cycle state of a tool's backend.
  *
  * @generated from enum toolmesh.dispatcher.v1.RuntimeState
@@ -680,6 +964,80 @@ export const McpImportChangeSchema: GenEnum<McpImportChange> = /*@__PURE__*/
   enumDesc(file_toolmesh_dispatcher_v1_dispatcher, 2);
 
 /**
+ * ApprovalState is where a held call stands.
+ *
+ * @generated from enum toolmesh.dispatcher.v1.ApprovalState
+ */
+export enum ApprovalState {
+  /**
+   * @generated from enum value: APPROVAL_STATE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Waiting for an approver.
+   *
+   * @generated from enum value: APPROVAL_STATE_PENDING = 1;
+   */
+  PENDING = 1,
+
+  /**
+   * Approved; the call runs (or ran).
+   *
+   * @generated from enum value: APPROVAL_STATE_APPROVED = 2;
+   */
+  APPROVED = 2,
+
+  /**
+   * Denied by an approver; the call ends REFUSED `approval_denied`.
+   *
+   * @generated from enum value: APPROVAL_STATE_DENIED = 3;
+   */
+  DENIED = 3,
+
+  /**
+   * No approver decided in time; the call ends REFUSED `approval_expired`.
+   *
+   * @generated from enum value: APPROVAL_STATE_EXPIRED = 4;
+   */
+  EXPIRED = 4,
+}
+
+/**
+ * Describes the enum toolmesh.dispatcher.v1.ApprovalState.
+ */
+export const ApprovalStateSchema: GenEnum<ApprovalState> = /*@__PURE__*/
+  enumDesc(file_toolmesh_dispatcher_v1_dispatcher, 3);
+
+/**
+ * ApprovalDecision is an approver's answer.
+ *
+ * @generated from enum toolmesh.dispatcher.v1.ApprovalDecision
+ */
+export enum ApprovalDecision {
+  /**
+   * @generated from enum value: APPROVAL_DECISION_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * @generated from enum value: APPROVAL_DECISION_APPROVE = 1;
+   */
+  APPROVE = 1,
+
+  /**
+   * @generated from enum value: APPROVAL_DECISION_DENY = 2;
+   */
+  DENY = 2,
+}
+
+/**
+ * Describes the enum toolmesh.dispatcher.v1.ApprovalDecision.
+ */
+export const ApprovalDecisionSchema: GenEnum<ApprovalDecision> = /*@__PURE__*/
+  enumDesc(file_toolmesh_dispatcher_v1_dispatcher, 4);
+
+/**
  * DispatcherService runs tool calls through the whole chain. Every RPC needs a bearer token.
  *
  * @generated from service toolmesh.dispatcher.v1.DispatcherService
@@ -785,6 +1143,36 @@ export const DispatcherService: GenService<{
     methodKind: "unary";
     input: typeof ImportMcpServerRequestSchema;
     output: typeof ImportMcpServerResponseSchema;
+  },
+  /**
+   * ListApprovals lists the calls held for approval that the caller may decide, oldest first
+   * (an agent without an approver role sees its own held calls). Arguments are redacted as in
+   * the audit log. Fails with UNAUTHENTICATED, INVALID_ARGUMENT (bad page token or page size,
+   * oversized filter).
+   *
+   * @generated from rpc toolmesh.dispatcher.v1.DispatcherService.ListApprovals
+   */
+  listApprovals: {
+    methodKind: "unary";
+    input: typeof ListApprovalsRequestSchema;
+    output: typeof ListApprovalsResponseSchema;
+  },
+  /**
+   * DecideApproval approves or denies a held call. Approved, the call is checked again (tool
+   * unchanged, grants still allow it) and runs through the rest of the chain; the response
+   * carries its result. Denied, it ends REFUSED (`approval_denied`) with the reason. Fails with
+   * UNAUTHENTICATED, INVALID_ARGUMENT (no call_id or decision, oversized reason), NOT_FOUND (no
+   * held call with that id: never held, already closed, or expired and swept),
+   * PERMISSION_DENIED (not an approver of the tool, or the caller's own call),
+   * FAILED_PRECONDITION (already decided, or expired), UNAVAILABLE (the decision could not be
+   * recorded).
+   *
+   * @generated from rpc toolmesh.dispatcher.v1.DispatcherService.DecideApproval
+   */
+  decideApproval: {
+    methodKind: "unary";
+    input: typeof DecideApprovalRequestSchema;
+    output: typeof DecideApprovalResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_toolmesh_dispatcher_v1_dispatcher, 0);

@@ -1,0 +1,55 @@
+import { type HeldCall, ToolStatus } from "@toolmesh/proto";
+import type { CheckDeps, CheckedCall } from "../call-checks.js";
+import { SchemaCompileError } from "../tool-catalog.js";
+import type { UnrunReason } from "./approval-records.js";
+import { heldPrincipal } from "./hold.js";
+
+/** Why an approved call may not run after all. */
+export interface Unrunnable {
+  reason: UnrunReason;
+  message: string;
+}
+
+/**
+ * The checks an approved call passes again before it runs, since time passed while it waited:
+ * the tool still exists, is enabled and has the definition the approver saw, and the grants
+ * still allow the caller (a grant revoked meanwhile refuses it). Rate limits counted the call
+ * when it was held and are not asked again.
+ */
+export function recheckHeld(deps: CheckDeps, held: HeldCall): CheckedCall | Unrunnable {
+  const tool = held.approval?.tool ?? "";
+  const callId = held.approval?.callId ?? "";
+  const found = deps.catalog.get(tool);
+  if (!found?.spec || found.spec.status === ToolStatus.DISABLED)
+    return {
+      reason: "tool_unavailable",
+      message: `tool "${tool}" was removed or disabled while call ${callId} waited for approval; it did not run`,
+    };
+  if (found.definitionHash !== held.definitionHash)
+    return {
+      reason: "tool_changed",
+      message: `tool "${tool}" changed while call ${callId} waited for approval (the approver saw another definition); it did not run. Call again to have the new definition approved`,
+    };
+  const decision = deps.policy.decide(heldPrincipal(held), deps.catalog.policyView(found));
+  if (!decision.allowed)
+    return {
+      reason: "permission_revoked",
+      message: `the grants no longer allow call ${callId} (${decision.reason}); it did not run`,
+    };
+  let validators: CheckedCall["validators"];
+  try {
+    validators = deps.catalog.validatorsOf(found);
+  } catch (error) {
+    if (!(error instanceof SchemaCompileError)) throw error;
+    return {
+      reason: "tool_unavailable",
+      message: `tool "${tool}" has a schema that does not compile; call ${callId} did not run`,
+    };
+  }
+  return {
+    tool: found as CheckedCall["tool"],
+    args: held.arguments ?? {},
+    validators,
+    approvalBy: [],
+  };
+}
