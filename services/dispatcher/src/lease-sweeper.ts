@@ -97,7 +97,7 @@ export class LeaseSweeper {
       if (!alive || overdue) {
         // Released leases wait a moment for their Dispatcher's next purge (or, behind a long
         // call, a while): one whose outcome exists is done, and costs no claim.
-        if (await this.hasOutcome(lease.callId)) {
+        if (await this.deps.outcomes.hasOutcome(lease.callId)) {
           await jsm.streams.deleteMessage(LEASE_STREAM, m.seq, false).catch(() => {});
         } else if (await this.close(lease, m.seq, alive ? "records_lost" : "dispatcher_lost")) {
           closed++;
