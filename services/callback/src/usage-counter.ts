@@ -9,6 +9,12 @@ import { callHour, type UsageStore, usageKey } from "./usage-store.js";
 
 /** Sent marks handled per write of each hour's aggregate. */
 const MAX_BATCH = 1000;
+/**
+ * How long marks gather before they are counted. Usage is hourly, so a second's delay costs
+ * nothing, while counting each mark as it came cost two KV writes (the aggregate and the
+ * checkpoint, each an fsync) per call.
+ */
+const FLUSH_MS = 1000;
 
 const usageMetrics = () => ({
   calls: counter(
@@ -34,6 +40,10 @@ export class UsageCounter {
   private stopped = false;
   private messages: ConsumerMessages | undefined;
   private readonly metrics = usageMetrics();
+  private batch: JsMsg[] = [];
+  /** The absorb in progress, if any: batches are counted one after the other, in stream order. */
+  private absorbing: Promise<void> = Promise.resolve();
+  private timer: NodeJS.Timeout | undefined;
 
   constructor(private readonly deps: { js: JetStreamClient; usage: UsageStore; log: Logger }) {}
 
@@ -46,22 +56,33 @@ export class UsageCounter {
     });
     const messages = await consumer.consume({ max_messages: MAX_BATCH });
     this.messages = messages;
+    this.timer = setInterval(() => void this.flush(), FLUSH_MS);
+    this.timer.unref();
     void (async () => {
-      let batch: JsMsg[] = [];
       try {
         for await (const msg of messages) {
-          batch.push(msg);
-          // Write when caught up or the batch is full: one write per hour and key per batch.
-          if (msg.info.pending === 0 || batch.length >= MAX_BATCH) {
-            await this.absorb(batch);
-            batch = [];
-          }
+          this.batch.push(msg);
+          // A full batch waits for its write: the consumer slows down instead of piling up.
+          if (this.batch.length >= MAX_BATCH) await this.flush();
         }
       } catch (error) {
         if (!this.stopped)
           this.deps.log.error({ err: error }, "stopped counting usage; restart to resume");
       }
     })();
+  }
+
+  /** Counts the marks gathered so far, after any batch before them. */
+  private flush(): Promise<void> {
+    if (this.batch.length === 0) return this.absorbing;
+    const batch = this.batch;
+    this.batch = [];
+    this.absorbing = this.absorbing
+      .then(() => this.absorb(batch))
+      .catch((error: unknown) => {
+        if (!this.stopped) this.deps.log.error({ err: error }, "could not count usage");
+      });
+    return this.absorbing;
   }
 
   private async absorb(batch: JsMsg[]): Promise<void> {
@@ -116,7 +137,11 @@ export class UsageCounter {
   }
 
   async stop(): Promise<void> {
+    clearInterval(this.timer);
     this.stopped = true;
     await this.messages?.close();
+    // What was read is counted before the process goes, if NATS takes it at once; otherwise the
+    // checkpoint stays behind it and the next start counts it.
+    await this.flush();
   }
 }
