@@ -2,7 +2,7 @@ import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { Child } from "./child.js";
 import { atLeast, natsServerBinary, natsServerVersion } from "./nats-binary.js";
-import { type NatsServerUser, writeNatsConfig } from "./nats-config.js";
+import { type NatsClusterConfig, type NatsServerUser, writeNatsConfig } from "./nats-config.js";
 import { StackError } from "./stack-error.js";
 
 /** How to run one nats-server with JetStream. */
@@ -28,6 +28,12 @@ export interface NatsServerOptions {
   maxFileStore?: number;
   /** The users and their permissions; none means no authorization. */
   users?: NatsServerUser[];
+  /** The server's name (a cluster node's must be unique); nats-server makes one up when unset. */
+  serverName?: string;
+  /** The HTTP monitoring port on loopback (/healthz, /jsz); none when unset. */
+  monitorPort?: number;
+  /** Set for a node of a cluster: its route port and its peers. */
+  cluster?: NatsClusterConfig;
   /** The user a client without credentials is taken for (test servers only). */
   noAuthUser?: string;
   /** Where its output is appended; undefined keeps it only in memory. */
@@ -95,6 +101,16 @@ export class NatsServer {
     return this.port;
   }
 
+  /** The server's name, as JetStream names its peers and leaders. */
+  get serverName(): string | undefined {
+    return this.options.serverName;
+  }
+
+  /** http://127.0.0.1:<monitor port>, when it has one. */
+  get monitorUrl(): string | undefined {
+    return this.options.monitorPort ? `http://127.0.0.1:${this.options.monitorPort}` : undefined;
+  }
+
   /** The running process, for a supervisor that wants its exit. */
   get current(): Child | undefined {
     return this.child;
@@ -123,6 +139,9 @@ export class NatsServer {
       maxFileStore: options.maxFileStore ?? 1024 ** 4,
       users: options.users ?? [],
       noAuthUser: options.noAuthUser,
+      serverName: options.serverName,
+      monitorPort: options.monitorPort,
+      cluster: options.cluster,
     });
     const child = new Child("nats-server", this.bin, ["-c", this.configFile], {
       cwd: options.cwd,

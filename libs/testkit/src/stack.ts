@@ -7,6 +7,7 @@ import { type Client, createClient, type Transport } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { loadConfig, syncInterval } from "@toolmesh/config";
 import {
+  freePort,
   type RunningStack,
   readTokenFile,
   type ServiceProcess,
@@ -27,7 +28,6 @@ import {
 import { connect, type NatsConnection } from "nats";
 import { mintJwt } from "./jwt.js";
 import type { TestNats } from "./nats-server.js";
-import { freePort } from "./ports.js";
 import { repoRoot } from "./repo-root.js";
 
 /** The processes a test stack runs unless told otherwise: the call chain. */
