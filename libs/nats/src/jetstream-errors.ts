@@ -15,6 +15,8 @@ export const JetStreamApiCodes = {
   StoreFailed: 10077,
   /** The server has no room left for JetStream (disk or memory limit). */
   InsufficientResources: 10047,
+  /** "JetStream system temporarily unavailable": a cluster between leaders (an election). */
+  ClusterNotAvailable: 10008,
 } as const;
 
 /** The JetStream `err_code` an error carries, or undefined for any other error. */

@@ -151,7 +151,11 @@ export class CallRecord {
     );
   }
 
-  /** Publishes the audit record on toolmesh.audit.<agent>.<tool>. */
+  /**
+   * Publishes the audit record on toolmesh.audit.<agent>.<tool> and returns its ack. `msgId`
+   * makes a record that may be written twice (a call's one TOOL_CALL record, by its Dispatcher
+   * and by a sweeper) stored once.
+   */
   audit(
     fields: Pick<
       AuditRecord,
@@ -159,7 +163,8 @@ export class CallRecord {
     > & {
       arguments: JsonObject | undefined;
     },
-  ): void {
+    msgId?: string,
+  ): Promise<unknown> {
     const c = this.call;
     const id = randomUUID();
     const record = create(AuditRecordSchema, {
@@ -181,22 +186,23 @@ export class CallRecord {
       attempts: fields.attempts,
       source: SOURCE,
     });
-    this.track(
-      this.publisher.publish(
-        subjects.audit("dispatcher", c.principal.agentId, c.tool),
-        AuditRecordSchema,
-        record,
-        {
-          msgId: id,
-        },
-      ),
+    const ack = this.publisher.publish(
+      subjects.audit("dispatcher", c.principal.agentId, c.tool),
+      AuditRecordSchema,
+      record,
+      { msgId: msgId ?? id },
     );
+    this.track(ack);
+    return ack;
   }
 
-  /** Publishes the outcome on toolmesh.outcome.<call_id>, deduplicated by call_id. */
-  outcome(outcome: Omit<Outcome, "$typeName" | "source">): void {
+  /**
+   * Publishes the outcome on toolmesh.outcome.<call_id>, deduplicated by call_id; with `after`,
+   * only once that ack came (and not at all if it failed).
+   */
+  outcome(outcome: Omit<Outcome, "$typeName" | "source">, after?: Promise<unknown>): void {
     const value = create(OutcomeSchema, { ...outcome, source: SOURCE });
-    this.track(
+    const publish = () =>
       this.publisher.publish(
         subjects.outcome("dispatcher", this.call.callId),
         OutcomeSchema,
@@ -204,8 +210,8 @@ export class CallRecord {
         {
           msgId: this.call.callId,
         },
-      ),
-    );
+      );
+    this.track(after ? after.then(publish) : publish());
   }
 
   /** The records of a call refused before its tool ran: TOOL_REFUSED and its audit record. */
@@ -241,32 +247,42 @@ export class CallRecord {
       ...(end.error ? { error_code: end.error.code } : {}),
       ...(end.reason ? { reason: end.reason } : {}),
     });
-    this.audit({
-      action: AuditAction.TOOL_CALL,
-      status: end.status,
-      errorCode: end.error?.code ?? "",
-      errorMessage: end.error?.message ?? "",
-      reason: end.reason,
-      durationMs,
-      attempts: run.attempts,
-      arguments: run.args,
-    });
-    this.outcome({
-      callId: c.callId,
-      traceId: c.traceId,
-      parentId: c.parentId,
-      tool: c.tool,
-      agentId: c.principal.agentId,
-      userId: c.principal.userId,
-      status: end.status,
-      output: end.output,
-      error: end.error,
-      reason: end.reason,
-      durationMs,
-      attempts: run.attempts,
-      startedAt: timestampFromMs(run.startedMs),
-      finishedAt: timestampFromMs(run.finishedMs),
-    });
+    const audited = this.audit(
+      {
+        action: AuditAction.TOOL_CALL,
+        status: end.status,
+        errorCode: end.error?.code ?? "",
+        errorMessage: end.error?.message ?? "",
+        reason: end.reason,
+        durationMs,
+        attempts: run.attempts,
+        arguments: run.args,
+      },
+      `audit-${c.callId}`,
+    );
+    // The outcome follows the audit record's ack: on a cluster the two streams can fail apart,
+    // and an outcome without its record would tell the sweeper the call is closed when the
+    // audit log lacks it. With no outcome the sweeper closes the call from its lease, and its
+    // record with the same message id is stored once.
+    this.outcome(
+      {
+        callId: c.callId,
+        traceId: c.traceId,
+        parentId: c.parentId,
+        tool: c.tool,
+        agentId: c.principal.agentId,
+        userId: c.principal.userId,
+        status: end.status,
+        output: end.output,
+        error: end.error,
+        reason: end.reason,
+        durationMs,
+        attempts: run.attempts,
+        startedAt: timestampFromMs(run.startedMs),
+        finishedAt: timestampFromMs(run.finishedMs),
+      },
+      audited,
+    );
   }
 
   /** Resolves once every record published so far is acked; rejects if any publish failed. */
