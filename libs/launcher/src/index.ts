@@ -19,7 +19,7 @@ export {
 } from "./nats-config.js";
 export { NatsServer, type NatsServerOptions, type NatsSupervision } from "./nats-server.js";
 export { freePort } from "./ports.js";
-export { REPLICA_PORT_STEP, replicaName } from "./replicas.js";
+export { REPLICA_PORT_STEP, type Replicas, replicaName, replicasOf } from "./replicas.js";
 export { ServiceProcess, type ServiceProcessOptions } from "./service-process.js";
 export { availableServices, type ServiceSpec, serviceEntry, stackServices } from "./services.js";
 export {

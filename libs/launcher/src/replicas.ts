@@ -7,8 +7,12 @@ export const REPLICA_PORT_STEP = 10;
 /** The services that run once whatever the replica count: the console only proxies to the others. */
 const SINGLE: ReadonlySet<string> = new Set(["console"]);
 
+/** Processes of every service, or of each named one (the rest run once). */
+export type Replicas = number | Record<string, number>;
+
 /** How many processes of this service the stack runs. */
-export function replicasOf(spec: ServiceSpec, replicas: number): number {
+export function replicasOf(spec: ServiceSpec, replicas: Replicas): number {
+  if (typeof replicas !== "number") return replicas[spec.name] ?? 1;
   return SINGLE.has(spec.name) ? 1 : replicas;
 }
 

@@ -5,7 +5,7 @@ import { type LocalBus, startLocalBus } from "./bus.js";
 import { seedFile } from "./bus-credentials.js";
 import type { NatsCluster } from "./nats-cluster.js";
 import type { NatsServer } from "./nats-server.js";
-import { replicaEnv, replicaName, replicasOf } from "./replicas.js";
+import { type Replicas, replicaEnv, replicaName, replicasOf } from "./replicas.js";
 import { ServiceProcess } from "./service-process.js";
 import { availableServices, type ServiceSpec } from "./services.js";
 import { StackError } from "./stack-error.js";
@@ -30,10 +30,10 @@ export interface StackOptions {
    */
   clusterNodes?: number;
   /**
-   * Processes of each service but the console (2 with a cluster, else 1): replica n is named
-   * <service>-n and listens on its service's port + 10·(n − 1).
+   * Processes of each service but the console (2 with a cluster, else 1), or of each named
+   * service: replica n is named <service>-n and listens on its service's port + 10·(n − 1).
    */
-  replicas?: number;
+  replicas?: Replicas;
   /** Where state lives: NATS store, tokens, memory files, logs, stack.json. */
   dataDir: string;
   /** Extra environment for every service (ports, secrets, log level). */
@@ -137,11 +137,13 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
     const specs = selectServices(root, options.services);
     const clusterNodes = bus?.cluster ? bus.nodes.length : 1;
     const replicas = options.replicas ?? (clusterNodes > 1 ? 2 : 1);
+    const dispatchers = replicasOf({ name: "dispatcher" }, replicas);
     const shared: NodeJS.ProcessEnv = {
       ...(clusterNodes > 1
         ? { TOOLMESH_JETSTREAM_REPLICAS: String(Math.min(3, clusterNodes)) }
         : {}),
-      ...(replicas > 1 ? { TOOLMESH_DISPATCHER_REPLICAS: String(replicas) } : {}),
+      // Each Dispatcher enforces its share of every rate limit.
+      ...(dispatchers > 1 ? { TOOLMESH_DISPATCHER_REPLICAS: String(dispatchers) } : {}),
     };
     // Replica 1 of every service first, then the others: a replica's start finds its bucket made.
     const waves: ServiceProcess[][] = [];

@@ -8,8 +8,10 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import { loadConfig, syncInterval } from "@toolmesh/config";
 import {
   freePort,
+  type Replicas,
   type RunningStack,
   readTokenFile,
+  replicasOf,
   type ServiceProcess,
   startStack as startLauncherStack,
   tokenFiles,
@@ -45,8 +47,11 @@ export interface TestStackOptions {
   jwtSecret?: string;
   /** Nodes of a local JetStream cluster (3); one nats-server when undefined. */
   cluster?: number;
-  /** Processes of each service (replica n is named <service>-n); 2 with a cluster, else 1. */
-  replicas?: number;
+  /**
+   * Processes of each service, or of each named one (replica n is named <service>-n); 2 of each
+   * with a cluster, else 1.
+   */
+  replicas?: Replicas;
 }
 
 /** A whole toolmesh stack for a test: a nats-server and real service processes. */
@@ -150,7 +155,7 @@ export async function startStack(options: TestStackOptions = {}): Promise<TestSt
         },
         // The grpc-js port is the first Dispatcher's; the others serve everything on their main port.
         ...Object.fromEntries(
-          Array.from({ length: replicas - 1 }, (_, i) => [
+          Array.from({ length: replicasOf({ name: "dispatcher" }, replicas) - 1 }, (_, i) => [
             `dispatcher-${i + 2}`,
             { TOOLMESH_DISPATCHER_GRPC_PORT: "-1", ...options.serviceEnv?.[`dispatcher-${i + 2}`] },
           ]),
