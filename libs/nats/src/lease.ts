@@ -27,7 +27,8 @@ export interface Lease {
  * and the others try again as often. A holder that dies stops renewing, the key expires on the
  * server (no clocks compared across machines), and a standby takes over within TTL plus one try.
  * A holder that cannot renew for a whole TTL (NATS unreachable) or finds the key taken stops its
- * work before another can have started, as far as its own clock tells.
+ * work before another can have started, as far as its own clock tells. Renewal goes on while the
+ * work starts, however long that takes.
  */
 export async function holdLease(options: {
   nc: NatsConnection;
@@ -52,15 +53,16 @@ export async function holdLease(options: {
   let revision = 0;
   /** When the last successful write was sent: the lease is ours until then + TTL at the latest. */
   let renewedAt = 0;
-  let stopWork: (() => Promise<void>) | undefined;
+  let owned = false;
   let stopped = false;
+  /** The work, once started: resolves with what stops it. */
+  let running: Promise<(() => Promise<void>) | undefined> | undefined;
   let wake: () => void = () => {};
 
-  const held = () => stopWork !== undefined && Date.now() - renewedAt < ttlMs;
+  const held = () => owned && !stopped && Date.now() - renewedAt < ttlMs;
   const handle = {
     get held() {
-      // While work() starts, stopWork is not set yet; the renewal alone says whether it is ours.
-      return Date.now() - renewedAt < ttlMs && !stopped;
+      return held();
     },
   };
 
@@ -79,30 +81,45 @@ export async function holdLease(options: {
     return true;
   };
 
-  const release = async (why: string) => {
-    const stop = stopWork;
-    stopWork = undefined;
-    if (!stop) return;
-    log.warn({ lease: service, instance }, `lease lost (${why}); stopping its work`);
-    await stop().catch((error: unknown) =>
+  const stopWork = async (why: string | undefined) => {
+    const work = running;
+    running = undefined;
+    if (!work) return;
+    if (why) log.warn({ lease: service, instance }, `lease lost (${why}); stopping its work`);
+    const stop = await work;
+    await stop?.().catch((error: unknown) =>
       log.error({ err: error }, "stopping leased work failed"),
     );
   };
 
+  const startWork = () => {
+    log.info({ lease: service, instance }, "lease taken; this process is the active one");
+    running = options.work(handle).catch((error: unknown) => {
+      // Not started: give the lease back to the loop, which starts the work again while it holds.
+      log.warn({ err: error, lease: service }, "leased work did not start; trying again");
+      running = undefined;
+      return undefined;
+    });
+    return running;
+  };
+
   const tick = async () => {
-    if (stopWork === undefined) {
-      if (!(await acquire())) return;
-      log.info({ lease: service, instance }, "lease taken; this process is the active one");
-      stopWork = await options.work(handle);
+    if (!owned) {
+      owned = await acquire();
+      if (owned && !running) void startWork();
       return;
     }
     const sentAt = Date.now();
     try {
       revision = await compareAndSet(() => kv.update(service, instance, revision));
       renewedAt = sentAt;
+      // Work that failed to start is started again while the lease is ours.
+      if (!running) void startWork();
     } catch (error) {
-      if (error instanceof KvConflictError) await release("another process holds it");
-      else if (!held()) await release(`not renewed for ${ttlMs} ms: ${String(error)}`);
+      if (error instanceof KvConflictError) {
+        owned = false;
+        await stopWork("another process holds it");
+      }
     }
   };
 
@@ -110,8 +127,6 @@ export async function holdLease(options: {
     tick().catch((error: unknown) => {
       log.debug({ err: error, lease: service }, "lease attempt failed; trying again");
     });
-  // The first attempt before returning: a lone replica is active (its work started) once this
-  // resolves, as a process without a lease would be.
   await attempt();
   const loop = (async () => {
     while (!stopped) {
@@ -123,10 +138,17 @@ export async function holdLease(options: {
         };
       });
       if (stopped) break;
+      // Renewal does not wait for the work to start: a slow start must not cost the lease.
       await attempt();
-      if (stopWork !== undefined && !held()) await release(`not renewed for ${ttlMs} ms`);
+      if (owned && Date.now() - renewedAt >= ttlMs) {
+        owned = false;
+        await stopWork(`not renewed for ${ttlMs} ms`);
+      }
     }
   })();
+  // A lone replica is active (its work started) once this resolves, as a process without a
+  // lease would be.
+  if (running) await running;
 
   return {
     get held() {
@@ -136,11 +158,10 @@ export async function holdLease(options: {
       stopped = true;
       wake();
       await loop;
-      const wasHolder = stopWork !== undefined;
-      const stop = stopWork;
-      stopWork = undefined;
-      await stop?.();
-      if (wasHolder) {
+      const wasOwner = owned;
+      owned = false;
+      await stopWork(undefined);
+      if (wasOwner) {
         // Deleting only our own revision: a standby may take over now instead of after the TTL.
         await compareAndSet(() => kv.delete(service, { previousSeq: revision })).catch(
           () => undefined,

@@ -92,7 +92,9 @@ def channel_target(address: Addresses) -> tuple[str, list[tuple[str, Any]]]:
         target = "ipv6:" + ",".join(f"[{ip}]:{port}" for ip, port in ips)
     else:
         raise ValueError(f"the addresses {parts} mix IPv4 and IPv6; give all of one kind")
-    return target, [("grpc.lb_policy_name", "round_robin")]
+    # The default :authority would be the whole list, commas included, which HTTP/2 servers
+    # refuse; the first address stands for the service.
+    return target, [("grpc.lb_policy_name", "round_robin"), ("grpc.default_authority", parts[0])]
 
 
 def service_address(address: Addresses, service: str, given: Addresses | None) -> Addresses:
