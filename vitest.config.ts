@@ -10,6 +10,7 @@ export default defineConfig({
       "**/*.docker.test.ts",
       "**/*.browser.test.ts",
       "test/cluster.test.ts",
+      "test/cluster-partition.test.ts",
     ],
     testTimeout: 60_000,
     hookTimeout: 60_000,

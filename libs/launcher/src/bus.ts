@@ -3,7 +3,7 @@ import { isBusUser, natsPermissions, processUsers } from "@toolmesh/nats";
 import { busDir, ensureBusCredentials, ensureRoutePassword } from "./bus-credentials.js";
 import { NatsCluster } from "./nats-cluster.js";
 import type { NatsServerUser } from "./nats-config.js";
-import { NatsServer } from "./nats-server.js";
+import { type NatsPlacement, NatsServer } from "./nats-server.js";
 import type { UnexpectedExit } from "./stack.js";
 
 /** How the launcher runs the bus: one nats-server, or a cluster of them. */
@@ -16,6 +16,8 @@ export interface LocalBusOptions {
   natsMaxFileStore?: number | undefined;
   /** Nodes of a JetStream cluster; 1 (or undefined) runs a single nats-server. */
   clusterNodes?: number | undefined;
+  /** Where each cluster node runs (tests put one in a network namespace of its own). */
+  natsPlacements?: (NatsPlacement | undefined)[] | undefined;
   startTimeoutMs: number;
   say: (line: string) => void;
   report: (exit: UnexpectedExit) => void;
@@ -83,6 +85,7 @@ export async function startLocalBus(options: LocalBusOptions): Promise<LocalBus>
       configDir: busDir(dataDir),
       logDir,
       routePassword: ensureRoutePassword(dataDir),
+      ...(options.natsPlacements ? { placements: options.natsPlacements } : {}),
     });
     try {
       await cluster.start();

@@ -17,7 +17,12 @@ export {
   renderNatsConfig,
   writeNatsConfig,
 } from "./nats-config.js";
-export { NatsServer, type NatsServerOptions, type NatsSupervision } from "./nats-server.js";
+export {
+  type NatsPlacement,
+  NatsServer,
+  type NatsServerOptions,
+  type NatsSupervision,
+} from "./nats-server.js";
 export { freePort } from "./ports.js";
 export { REPLICA_PORT_STEP, type Replicas, replicaName, replicasOf } from "./replicas.js";
 export { ServiceProcess, type ServiceProcessOptions } from "./service-process.js";

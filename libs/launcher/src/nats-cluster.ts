@@ -1,6 +1,6 @@
 import path from "node:path";
 import type { NatsServerUser } from "./nats-config.js";
-import { NatsServer, type NatsSupervision } from "./nats-server.js";
+import { type NatsPlacement, NatsServer, type NatsSupervision } from "./nats-server.js";
 import { freePort } from "./ports.js";
 import { StackError } from "./stack-error.js";
 
@@ -29,6 +29,8 @@ export interface NatsClusterOptions {
   cwd: string;
   startTimeoutMs: number;
   warn?: (line: string) => void;
+  /** Where each node runs (by index); loopback for a node without one. */
+  placements?: (NatsPlacement | undefined)[];
 }
 
 /** What a node's /jsz says about the JetStream meta group. */
@@ -61,7 +63,8 @@ export class NatsCluster {
       : Array.from({ length: count }, () => -1);
     const routePorts = await ports(6222);
     const monitorPorts = await ports(8222);
-    const routes = routePorts.map((port) => `127.0.0.1:${port}`);
+    const hostOf = (i: number) => options.placements?.[i]?.host ?? "127.0.0.1";
+    const routes = routePorts.map((port, i) => `${hostOf(i)}:${port}`);
     const nodes = Array.from({ length: count }, (_, i) => {
       const n = i + 1;
       return new NatsServer({
@@ -86,6 +89,7 @@ export class NatsCluster {
         cwd: options.cwd,
         startTimeoutMs: options.startTimeoutMs,
         ...(options.warn ? { warn: options.warn } : {}),
+        ...(options.placements?.[i] ? { placement: options.placements[i] } : {}),
       });
     });
     return new NatsCluster(nodes, options.startTimeoutMs);

@@ -4,7 +4,7 @@ import { isBusUser } from "@toolmesh/nats";
 import { type LocalBus, startLocalBus } from "./bus.js";
 import { seedFile } from "./bus-credentials.js";
 import type { NatsCluster } from "./nats-cluster.js";
-import type { NatsServer } from "./nats-server.js";
+import type { NatsPlacement, NatsServer } from "./nats-server.js";
 import { type Replicas, replicaEnv, replicaName, replicasOf } from "./replicas.js";
 import { ServiceProcess } from "./service-process.js";
 import { availableServices, type ServiceSpec } from "./services.js";
@@ -29,6 +29,8 @@ export interface StackOptions {
    * With a cluster every stream and bucket gets 3 replicas (TOOLMESH_JETSTREAM_REPLICAS).
    */
   clusterNodes?: number;
+  /** Where each cluster node runs; loopback when unset (a test's partition moves one). */
+  natsPlacements?: (NatsPlacement | undefined)[];
   /**
    * Processes of each service but the console (2 with a cluster, else 1), or of each named
    * service: replica n is named <service>-n and listens on its service's port + 10·(n − 1).
@@ -123,6 +125,7 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
         natsSyncInterval: options.natsSyncInterval,
         natsMaxFileStore: options.natsMaxFileStore,
         clusterNodes: options.clusterNodes,
+        natsPlacements: options.natsPlacements,
         startTimeoutMs: options.startTimeoutMs,
         say,
         report: reportExit,

@@ -88,6 +88,7 @@ export async function runService<C extends ServiceConfig>(spec: ServiceSpec<C>):
     user: spec.name,
     credentials: config.natsCredentials,
     log,
+    pingIntervalMs: config.natsPingIntervalMs,
   });
   const jsm = await nc.jetstreamManager();
   const streams = streamDefinitions({

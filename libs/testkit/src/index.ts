@@ -11,6 +11,7 @@ export { failure } from "./failure.js";
 export { TEST_JS_OPTIONS } from "./jetstream.js";
 export { mintJwt, type TestClaims } from "./jwt.js";
 export { natsAt, startNats, type TestNats } from "./nats-server.js";
+export { type IsolatedHost, isolatedHost } from "./netns.js";
 export { type OperatorStack, startOperatorStack } from "./operator-stack.js";
 export { repoRoot, type ServiceProcess, startService } from "./service-process.js";
 export { chainServices, startStack, type TestStack, type TestStackOptions } from "./stack.js";

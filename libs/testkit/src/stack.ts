@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import type { DescService } from "@bufbuild/protobuf";
@@ -8,6 +8,7 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import { loadConfig, syncInterval } from "@toolmesh/config";
 import {
   freePort,
+  type NatsPlacement,
   type Replicas,
   type RunningStack,
   readTokenFile,
@@ -47,6 +48,8 @@ export interface TestStackOptions {
   jwtSecret?: string;
   /** Nodes of a local JetStream cluster (3); one nats-server when undefined. */
   cluster?: number;
+  /** Where each cluster node runs; loopback when unset (a partition test moves one). */
+  natsPlacements?: (NatsPlacement | undefined)[];
   /**
    * Processes of each service, or of each named one (replica n is named <service>-n); 2 of each
    * with a cluster, else 1.
@@ -138,6 +141,7 @@ export async function startStack(options: TestStackOptions = {}): Promise<TestSt
     const replicas = options.replicas ?? (options.cluster ? 2 : 1);
     running = await startLauncherStack({
       ...(options.cluster ? { clusterNodes: options.cluster } : {}),
+      ...(options.natsPlacements ? { natsPlacements: options.natsPlacements } : {}),
       replicas,
       root: repoRoot,
       natsPort: -1,
@@ -301,8 +305,16 @@ export async function startStack(options: TestStackOptions = {}): Promise<TestSt
  * service would otherwise meet only as a timeout.
  */
 async function refusedServices(dataDir: string): Promise<string[]> {
-  const log = await readFile(path.join(dataDir, "logs", "nats-server.log"), "utf8").catch(() => "");
-  return log
+  const logs = path.join(dataDir, "logs");
+  // nats-server.log, or a cluster's nats-server-<n>.log.
+  const files = (await readdir(logs).catch(() => [] as string[])).filter((f) =>
+    /^nats-server(-\d+)?\.log$/.test(f),
+  );
+  const texts = await Promise.all(
+    files.map((f) => readFile(path.join(logs, f), "utf8").catch(() => "")),
+  );
+  return texts
+    .join("\n")
     .split("\n")
     .filter((line) => line.includes("Violation") && line.includes(":toolmesh-"));
 }
