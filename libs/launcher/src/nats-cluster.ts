@@ -10,8 +10,8 @@ export interface NatsClusterOptions {
   nodes: number;
   bin?: string;
   /**
-   * The first node's client port; node n listens on it + n − 1 (4222, 4223, 4224), and routes and
-   * monitoring on 6222 + n − 1 and 8222 + n − 1. -1: every port is a free one.
+   * The first node's client port; node n listens on it + n − 1 (4222, 4223, 4224), routes on that
+   * + 2000 (6222 …) and monitoring on that + 4000 (8222 …). -1: every port is a free one.
    */
   clientPort: number;
   /** Node n keeps its store in <storeDir>/node-n. */
@@ -61,8 +61,8 @@ export class NatsCluster {
     const clientPorts = fixed
       ? await ports(options.clientPort)
       : Array.from({ length: count }, () => -1);
-    const routePorts = await ports(6222);
-    const monitorPorts = await ports(8222);
+    const routePorts = await ports(options.clientPort + 2000);
+    const monitorPorts = await ports(options.clientPort + 4000);
     const hostOf = (i: number) => options.placements?.[i]?.host ?? "127.0.0.1";
     const routes = routePorts.map((port, i) => `${hostOf(i)}:${port}`);
     const nodes = Array.from({ length: count }, (_, i) => {
