@@ -272,6 +272,11 @@ export const commonConfig = {
   jetstreamReplicas: int("TOOLMESH_JETSTREAM_REPLICAS", 1, { min: 1, max: 5 }),
   /** How long the event streams (trace, audit input, outcome, callback, changes) keep messages. */
   streamMaxAgeDays: int("TOOLMESH_STREAM_MAX_AGE_DAYS", 30, { min: 1, max: 3650 }),
+  /**
+   * How often a process pings its nats-server; two unanswered pings mark the connection stale and
+   * it moves to another node, so a node that hangs or is cut off is left within a few seconds.
+   */
+  natsPingIntervalMs: int("TOOLMESH_NATS_PING_INTERVAL_MS", 2000, { min: 250, max: 120_000 }),
   natsCredentials,
   ...busLimitsConfig,
 };

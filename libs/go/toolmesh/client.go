@@ -94,6 +94,9 @@ func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]strin
 func (bearer) RequireTransportSecurity() bool { return false }
 
 // New connects to the Dispatcher at address (host:port) with a bearer token (JWT or API key).
+// Several replicas are given as one comma-separated address ("10.0.0.1:7100,10.0.0.2:7100"), as
+// may be the addresses of WithRegistry and the others: RPCs go round robin to the replicas that
+// are up, and one retried after UNAVAILABLE goes to the next.
 func New(address, token string, opts ...Option) (*Client, error) {
 	if token == "" {
 		return nil, errors.New("toolmesh: a bearer token is needed (a JWT or an API key secret)")
@@ -102,8 +105,12 @@ func New(address, token string, opts ...Option) (*Client, error) {
 	for _, opt := range opts {
 		opt(o)
 	}
+	// Several Dispatchers: "host1:7100,host2:7110". The other services default to the first's host.
 	host := address
-	if h, _, err := net.SplitHostPort(address); err == nil {
+	if first := splitAddresses(address); len(first) > 0 {
+		host = first[0]
+	}
+	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
 	addr := func(given string, port int) string {
@@ -124,7 +131,8 @@ func New(address, token string, opts ...Option) (*Client, error) {
 		if cc, ok := conns[a]; ok {
 			return cc, nil
 		}
-		cc, err := grpc.NewClient(a, dial...)
+		target, balanced := dialTarget(a)
+		cc, err := grpc.NewClient(target, append(append([]grpc.DialOption{}, dial...), balanced...)...)
 		if err != nil {
 			return nil, fmt.Errorf("toolmesh: cannot connect to %s: %w", a, err)
 		}

@@ -10,8 +10,10 @@ import { StackError } from "./stack-error.js";
 
 /** How to run one toolmesh process. */
 export interface ServiceProcessOptions {
-  /** Folder under services/. */
+  /** The process's name: its service's, or a replica's (dispatcher-2). */
   name: string;
+  /** Folder under services/; the name when unset. */
+  service?: string;
   /** The repository root. */
   root: string;
   /** Its whole environment. */
@@ -50,6 +52,11 @@ export class ServiceProcess {
     return this.options.name;
   }
 
+  /** The service it runs (the folder under services/). */
+  get service(): string {
+    return this.options.service ?? this.options.name;
+  }
+
   /** The port it listens on; 0 for a process without one. */
   get port(): number {
     return this.boundPort;
@@ -81,11 +88,11 @@ export class ServiceProcess {
     const { options } = this;
     const env = { ...options.env };
     if (options.portEnv && this.boundPort) env[options.portEnv] = String(this.boundPort);
-    const entry = path.join(options.root, "services", options.name, "src", "main.ts");
+    const entry = path.join(options.root, "services", this.service, "src", "main.ts");
     const child = new Child(
       options.name,
       process.execPath,
-      serviceArgs(options.root, options.name, entry),
+      serviceArgs(options.root, this.service, entry),
       {
         cwd: options.root,
         env,

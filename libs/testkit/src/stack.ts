@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import type { DescService } from "@bufbuild/protobuf";
@@ -7,8 +7,12 @@ import { type Client, createClient, type Transport } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { loadConfig, syncInterval } from "@toolmesh/config";
 import {
+  freePort,
+  type NatsPlacement,
+  type Replicas,
   type RunningStack,
   readTokenFile,
+  replicasOf,
   type ServiceProcess,
   startStack as startLauncherStack,
   tokenFiles,
@@ -25,9 +29,9 @@ import {
   ResourceKind,
 } from "@toolmesh/proto";
 import { connect, type NatsConnection } from "nats";
+import { type TestCluster, testCluster } from "./cluster.js";
 import { mintJwt } from "./jwt.js";
 import type { TestNats } from "./nats-server.js";
-import { freePort } from "./ports.js";
 import { repoRoot } from "./repo-root.js";
 
 /** The processes a test stack runs unless told otherwise: the call chain. */
@@ -42,11 +46,25 @@ export interface TestStackOptions {
   serviceEnv?: Record<string, Record<string, string>>;
   /** The HS256 secret services verify JWTs with; random when undefined. */
   jwtSecret?: string;
+  /** Nodes of a local JetStream cluster (3); one nats-server when undefined. */
+  cluster?: number;
+  /** Where each cluster node runs; loopback when unset (a partition test moves one). */
+  natsPlacements?: (NatsPlacement | undefined)[];
+  /**
+   * Processes of each service, or of each named one (replica n is named <service>-n); 2 of each
+   * with a cluster, else 1.
+   */
+  replicas?: Replicas;
 }
 
 /** A whole toolmesh stack for a test: a nats-server and real service processes. */
 export interface TestStack {
+  /** The nats-server (with a cluster: its first node). */
   nats: TestNats;
+  /** The cluster's nodes, when the stack runs one. */
+  cluster?: TestCluster;
+  /** Every NATS URL, comma-separated (what services take as NATS_URL). */
+  natsUrl: string;
   /** A connection of the test's own as the bus's `admin` (every permission), closed by stop(). */
   nc: NatsConnection;
   /**
@@ -62,6 +80,8 @@ export interface TestStack {
   serviceToken: string;
   /** The port of the dispatcher's grpc-js listener. */
   dispatcherGrpcPort: number;
+  /** Every process the stack runs, by name: dispatcher, dispatcher-2 … */
+  processes: string[];
   /** A running service, by name; throws for one the stack does not run. */
   service(name: string): ServiceProcess;
   /** Shorthands for service("…"). */
@@ -118,7 +138,11 @@ export async function startStack(options: TestStackOptions = {}): Promise<TestSt
     }
   };
   try {
+    const replicas = options.replicas ?? (options.cluster ? 2 : 1);
     running = await startLauncherStack({
+      ...(options.cluster ? { clusterNodes: options.cluster } : {}),
+      ...(options.natsPlacements ? { natsPlacements: options.natsPlacements } : {}),
+      replicas,
       root: repoRoot,
       natsPort: -1,
       // As npm start reads it: fsync before every ack unless the environment says otherwise.
@@ -133,6 +157,13 @@ export async function startStack(options: TestStackOptions = {}): Promise<TestSt
           TOOLMESH_DISPATCHER_GRPC_PORT: String(dispatcherGrpcPort),
           ...options.serviceEnv?.dispatcher,
         },
+        // The grpc-js port is the first Dispatcher's; the others serve everything on their main port.
+        ...Object.fromEntries(
+          Array.from({ length: replicasOf({ name: "dispatcher" }, replicas) - 1 }, (_, i) => [
+            `dispatcher-${i + 2}`,
+            { TOOLMESH_DISPATCHER_GRPC_PORT: "-1", ...options.serviceEnv?.[`dispatcher-${i + 2}`] },
+          ]),
+        ),
       },
       services: names,
       freePorts: true,
@@ -140,8 +171,9 @@ export async function startStack(options: TestStackOptions = {}): Promise<TestSt
       say: () => {},
     });
     const launched = running;
-    const nats = launched.nats;
+    const nats = launched.nats ?? launched.cluster?.nodes[0];
     if (!nats) throw new Error("the test stack always starts its own nats-server");
+    const processes = [...launched.services.keys()];
     const credentialFile = (user: string) => {
       const file = launched.busCredentials[user];
       if (!file) {
@@ -152,7 +184,7 @@ export async function startStack(options: TestStackOptions = {}): Promise<TestSt
       return file;
     };
     nc = await connect({
-      servers: launched.natsUrl,
+      servers: launched.natsUrl.split(","),
       // Rides through a NATS restart as the services do: a request made while it reconnects
       // would otherwise wait out nats.js's 2 s reconnect delay and time out.
       maxReconnectAttempts: -1,
@@ -166,7 +198,7 @@ export async function startStack(options: TestStackOptions = {}): Promise<TestSt
     const service = (name: string) => {
       const found = launched.services.get(name);
       if (!found)
-        throw new Error(`this test stack does not run ${name}; it runs ${names.join(", ")}`);
+        throw new Error(`this test stack does not run ${name}; it runs ${processes.join(", ")}`);
       return found;
     };
     // One transport per service and contract: a restarted service keeps its port.
@@ -182,8 +214,11 @@ export async function startStack(options: TestStackOptions = {}): Promise<TestSt
     };
     const as = (token: string) => ({ headers: { authorization: `Bearer ${token}` } });
     return {
+      ...(launched.cluster ? { cluster: testCluster(launched.cluster) } : {}),
+      natsUrl: launched.natsUrl,
+      processes,
       nats: {
-        url: launched.natsUrl,
+        url: nats.url,
         port: nats.clientPort,
         storeDir: path.join(dataDir, "nats"),
         get pid() {
@@ -250,7 +285,7 @@ export async function startStack(options: TestStackOptions = {}): Promise<TestSt
       as,
       async logText(...only) {
         const texts = await Promise.all(
-          (only.length > 0 ? only : names).map((name) =>
+          (only.length > 0 ? only : processes).map((name) =>
             readFile(path.join(dataDir, "logs", `${name}.log`), "utf8"),
           ),
         );
@@ -270,8 +305,16 @@ export async function startStack(options: TestStackOptions = {}): Promise<TestSt
  * service would otherwise meet only as a timeout.
  */
 async function refusedServices(dataDir: string): Promise<string[]> {
-  const log = await readFile(path.join(dataDir, "logs", "nats-server.log"), "utf8").catch(() => "");
-  return log
+  const logs = path.join(dataDir, "logs");
+  // nats-server.log, or a cluster's nats-server-<n>.log.
+  const files = (await readdir(logs).catch(() => [] as string[])).filter((f) =>
+    /^nats-server(-\d+)?\.log$/.test(f),
+  );
+  const texts = await Promise.all(
+    files.map((f) => readFile(path.join(logs, f), "utf8").catch(() => "")),
+  );
+  return texts
+    .join("\n")
     .split("\n")
     .filter((line) => line.includes("Violation") && line.includes(":toolmesh-"));
 }
