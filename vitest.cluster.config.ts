@@ -6,6 +6,8 @@ import { defineConfig } from "vitest/config";
 // set their load.
 export default defineConfig({
   test: {
+    // Builds dist/ when stale, so service processes run compiled JavaScript.
+    globalSetup: ["test/global-setup.ts"],
     include: ["test/cluster.test.ts", "test/cluster-partition.test.ts"],
     testTimeout: 900_000,
     hookTimeout: 240_000,
