@@ -10,6 +10,7 @@ export { LineWatcher } from "./lines.js";
 export { natsServerBinary, natsServerVersion } from "./nats-binary.js";
 export { type NatsConfig, type NatsServerUser, renderNatsConfig } from "./nats-config.js";
 export { NatsServer, type NatsServerOptions, type NatsSupervision } from "./nats-server.js";
+export { processCpuMs, processRssMb } from "./proc-stats.js";
 export { ServiceProcess, type ServiceProcessOptions } from "./service-process.js";
 export { availableServices, type ServiceSpec, serviceEntry, stackServices } from "./services.js";
 export {

@@ -1,4 +1,4 @@
-export { LineWatcher } from "@toolmesh/launcher";
+export { LineWatcher, processCpuMs, processRssMb } from "@toolmesh/launcher";
 export {
   type DecisionCase,
   decisionTable,
