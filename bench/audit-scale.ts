@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { readFileSync, statSync } from "node:fs";
+import { statSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import os, { tmpdir } from "node:os";
 import path from "node:path";
@@ -20,7 +20,8 @@ import { mintJwt, type ServiceProcess, startNats, startService } from "@toolmesh
 import { connect, headers as natsHeaders } from "nats";
 import { AUDIT_LOG_STREAM } from "../services/audit/src/audit-log.js";
 import { PipelinedPublisher } from "../services/audit/src/pipelined-publisher.js";
-import { resultsFile, writeResultsFile } from "./results-file.js";
+import { cpuMs, rssMb } from "./proc.js";
+import { resultsFile, runLine, writeResultsFile } from "./results-file.js";
 
 // npm run bench:audit: the Audit service at scale. Publishes N audit records (and two trace
 // events per call) straight into the input streams, lets Audit chain them (the chaining rate),
@@ -35,19 +36,6 @@ const WINDOW_MS = 6 * 60 * 60 * 1000;
 const JWT_SECRET = randomBytes(32).toString("hex");
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
-
-/** Resident set size of a process in MB (Linux /proc). */
-function rssMb(pid: number): number {
-  const status = readFileSync(`/proc/${pid}/status`, "utf8");
-  return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
-}
-
-/** utime + stime of a process in ms (Linux /proc). */
-function cpuMs(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-}
 
 function percentile(values: number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);
@@ -252,12 +240,7 @@ try {
   say(table);
   const section = `## Audit at scale
 
-${new Date().toISOString()} · ${os.cpus().length} cores (${os.cpus()[0]?.model.trim()}) · node ${process.version} · load average ${os
-    .loadavg()
-    .map((l) => l.toFixed(1))
-    .join(
-      " ",
-    )} at the end (the machine is shared) · \`BENCH_AUDIT_RECORDS=${N} npm run bench:audit\`
+${runLine(`BENCH_AUDIT_RECORDS=${N} npm run bench:audit`)}
 
 ${N} audit records (${AGENTS} agents × ${TOOLS} tools over 30 days) and ${2 * N} trace events published straight into the input streams in ${publishS.toFixed(0)} s; Audit started on the full input stream and chained it, was stopped (SIGTERM) and started again on that history.
 

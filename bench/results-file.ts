@@ -1,4 +1,5 @@
 import { readFile, writeFile } from "node:fs/promises";
+import os from "node:os";
 import path from "node:path";
 import { repoRoot } from "@toolmesh/testkit";
 
@@ -18,12 +19,24 @@ function sections(text: string): Map<string, string> {
 
 /**
  * Writes the results file with `own` (a header and the sections this benchmark owns) in place of
- * its earlier version, keeping every section another benchmark wrote.
+ * its earlier version, keeping every section another benchmark wrote where it was; a section new
+ * to the file goes at its end.
  */
 export async function writeResultsFile(own: string): Promise<void> {
   const current = await readFile(resultsFile, "utf8").catch(() => "");
-  const mine = sections(own);
-  const kept = [...sections(current)].filter(([heading]) => !mine.has(heading));
-  const text = [...mine.values(), ...kept.map(([, body]) => body)].join("\n\n");
+  const merged = sections(current);
+  for (const [heading, body] of sections(own))
+    if (body !== "" || heading !== "") merged.set(heading, body);
+  const text = [...merged.values()].filter((body) => body !== "").join("\n\n");
   await writeFile(resultsFile, `${text}\n`);
+}
+
+/** The line under a section's heading: when, on what, how loaded, and the command that ran. */
+export function runLine(command: string): string {
+  const cpus = os.cpus();
+  const load = os
+    .loadavg()
+    .map((l) => l.toFixed(1))
+    .join(" ");
+  return `${new Date().toISOString()} · ${cpus.length} cores (${cpus[0]?.model.trim()}) · node ${process.version} · load average ${load} at the end (the machine is shared) · \`${command}\``;
 }

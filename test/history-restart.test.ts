@@ -3,13 +3,14 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { CallStatus } from "@toolmesh/proto";
 import { defineTool, type ServedTools, serveTools } from "@toolmesh/sdk";
-import { chainServices, eventually, startStack, type TestStack } from "@toolmesh/testkit";
+import { chainServices, eventually, type TestStack } from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { IndexStart } from "../services/audit/src/index-follower.js";
 import { readAgentMemory } from "../services/memory-writer/src/layout.js";
 import { ackBacklogs, backlogsDone } from "./history/backlogs.js";
 import { historyAgent, writeCallHistory } from "./history/call-history.js";
 import { type HistoryRead, readHistoryOnce } from "./history/read-history.js";
+import { bestStart, type StartFigures, timedStart } from "./history/start-figures.js";
 
 const CALLS = 50_000;
 const TOOL = "history.count";
@@ -19,52 +20,12 @@ const SERVICES = [...chainServices, "audit", "callback", "memory-writer"];
 // fresh start and the restart compared run with the same setting.
 const SYNC_INTERVAL = "1s";
 
-/** Per process (nats-server and each service): spawn to SERVING (ready, for memory-writer). */
-interface StartFigures {
-  stackMs: number;
-  /** Wall ms from spawn to SERVING. */
-  readyMs: Record<string, number>;
-  /** CPU ms used by then. */
-  cpuMs: Record<string, number>;
-}
-
-/** Starts the stack on a data directory and reads how each process started. */
-async function timedStart(dataDir: string, jwtSecret?: string) {
-  const began = performance.now();
-  const stack = await startStack({
-    services: SERVICES,
-    dataDir,
+/** Starts the stack on the test's data directory, the history written with fsync relaxed. */
+const start = (dataDir: string, jwtSecret?: string) =>
+  timedStart(dataDir, SERVICES, {
     natsSyncInterval: SYNC_INTERVAL,
     ...(jwtSecret ? { jwtSecret } : {}),
   });
-  const stackMs = performance.now() - began;
-  const processes = SERVICES.map((name) => [name, stack.service(name)] as const);
-  const figures: StartFigures = {
-    stackMs,
-    readyMs: Object.fromEntries([
-      ["nats-server", stack.nats.readyMs],
-      ...processes.map(([name, p]) => [name, p.readyMs]),
-    ]),
-    cpuMs: Object.fromEntries(processes.map(([name, p]) => [name, p.readyCpuMs])),
-  };
-  return { stack, figures };
-}
-
-/** The best of several starts, figure by figure: a loaded machine only ever adds time. */
-function best(samples: StartFigures[]): StartFigures {
-  const min = (pick: (f: StartFigures) => Record<string, number>) =>
-    Object.fromEntries(
-      Object.keys(pick(samples[0] as StartFigures)).map((k) => [
-        k,
-        Math.min(...samples.map((f) => pick(f)[k] ?? Number.POSITIVE_INFINITY)),
-      ]),
-    );
-  return {
-    stackMs: Math.min(...samples.map((f) => f.stackMs)),
-    readyMs: min((f) => f.readyMs),
-    cpuMs: min((f) => f.cpuMs),
-  };
-}
 
 // "Day 30 like day 1": a stack with 50,000 calls of one agent behind it restarts like a fresh
 // one, and each consumer resumes after its history instead of reading it. Most of the history is
@@ -100,14 +61,14 @@ describe(`a stack restarted after ${CALLS} calls`, () => {
     dataDir = await mkdtemp(path.join(tmpdir(), "toolmesh-history-"));
     // Fresh: the first start on an empty data directory, and a restart of it still empty.
     const freshSamples: StartFigures[] = [];
-    let started = await timedStart(dataDir);
+    let started = await start(dataDir);
     const jwtSecret = started.stack.jwtSecret;
     freshSamples.push(started.figures);
     await started.stack.stop();
-    started = await timedStart(dataDir, jwtSecret);
+    started = await start(dataDir, jwtSecret);
     freshSamples.push(started.figures);
     stack = started.stack;
-    fresh = best(freshSamples);
+    fresh = bestStart(freshSamples);
     served = await serveTools(
       [
         defineTool({
@@ -138,11 +99,11 @@ describe(`a stack restarted after ${CALLS} calls`, () => {
     const restartSamples: StartFigures[] = [];
     for (let i = 0; i < 2; i++) {
       await stack?.stop();
-      started = await timedStart(dataDir, jwtSecret);
+      started = await start(dataDir, jwtSecret);
       stack = started.stack;
       restartSamples.push(started.figures);
     }
-    restarted = best(restartSamples);
+    restarted = bestStart(restartSamples);
   }, 240_000);
 
   afterAll(async () => {
