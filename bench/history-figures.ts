@@ -45,7 +45,8 @@ export interface SizeFigures {
 
 /** Everything the history section reports of one stack. */
 export interface StackFigures extends SizeFigures {
-  /** The best of the measured starts. */
+  /** The first restart after the stack ran (what an operator's restart is), and the best one. */
+  firstStart: StartFigures;
   start: StartFigures;
   starts: number;
   runs: RunFigures[];

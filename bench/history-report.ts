@@ -21,15 +21,25 @@ const ms = (v: number) => `${Math.round(v)} ms`;
 /** The rows of one shape's table: figure, fresh, with history, ratio, target. */
 function shapeRows({ fresh, history }: ShapeResult, calls: number): string[][] {
   const rows: string[][] = [];
-  const added = history.start.stackMs - fresh.start.stackMs;
-  rows.push([
-    "whole stack: start to every service SERVING",
-    ms(fresh.start.stackMs),
-    ms(history.start.stackMs),
-    ratio(history.start.stackMs, fresh.start.stackMs),
-    `< fresh + 4 s (+${(added / 1000).toFixed(2)} s): ${verdict(added < 4000)}`,
-  ]);
-  for (const name of ["nats-server", ...HISTORY_SERVICES]) {
+  for (const [label, pick] of [
+    ["first restart", (f: StackFigures) => f.firstStart],
+    [`best of ${history.starts} restarts`, (f: StackFigures) => f.start],
+  ] as const) {
+    const f = pick(fresh);
+    const h = pick(history);
+    const added = h.stackMs - f.stackMs;
+    rows.push([
+      `whole stack, ${label}: start to every service SERVING`,
+      ms(f.stackMs),
+      ms(h.stackMs),
+      ratio(h.stackMs, f.stackMs),
+      `< fresh + 4 s (${added >= 0 ? "+" : ""}${(added / 1000).toFixed(2)} s): ${verdict(added < 4000)}`,
+    ]);
+    const fn = f.readyMs["nats-server"] ?? 0;
+    const hn = h.readyMs["nats-server"] ?? 0;
+    rows.push([`nats-server, ${label}: spawn to ready`, ms(fn), ms(hn), ratio(hn, fn), ""]);
+  }
+  for (const name of HISTORY_SERVICES) {
     const f = fresh.start.readyMs[name] ?? 0;
     const h = history.start.readyMs[name] ?? 0;
     const cpu = (s: StackFigures) =>
@@ -154,7 +164,7 @@ export function historySection(run: {
 
 ${runLine(`BENCH_HISTORY_CALLS=${calls} npm run bench:history`)}
 
-Each shape: a fresh stack (a new data directory, started once to set it up: the no-op tool and a grant) and a stack grown to ${calls} calls — ${calls - run.throughDispatcher} written straight into the streams, the callback bucket and the memory files by the services' own record mappings (test/history), the consumers' backlogs acked, then ${run.throughDispatcher} through the Dispatcher — are restarted in turn ${run.starts} times each (the best start is reported: load from the other sessions on this machine only adds time), and the last starts stay up side by side: RSS 2 s after, the store, then ${run.runSeconds} s closed-loop runs of the no-op tool through each Dispatcher's grpc-js port at concurrency 1 and 64, the two stacks taking turns in slices, the calls spread over the shape's agents; CPU per call counts each process until every consumer has acked the slice's calls. The history is grown with nats-server at \`sync_interval: ${run.growSync}\` (fsync always, about 5,000 writes/s here, would take hours); the restarts and runs are with \`sync_interval: always\`. Both stacks run with ${env || "the default limits"}(the trace stream's default 1 GiB holds about 800,000 calls).
+Each shape: a fresh stack (a new data directory, started once to set it up: the no-op tool and a grant) and a stack grown to ${calls} calls — ${calls - run.throughDispatcher} written straight into the streams, the callback bucket and the memory files by the services' own record mappings (test/history), the consumers' backlogs acked, then ${run.throughDispatcher} through the Dispatcher — are restarted in turn ${run.starts} times each — the first restart is the one an operator meets after the stack ran (nats-server may rebuild stream state then); the best shows the start without the machine's other load, and the last starts stay up side by side: RSS 2 s after, the store, then ${run.runSeconds} s closed-loop runs of the no-op tool through each Dispatcher's grpc-js port at concurrency 1 and 64, the two stacks taking turns in slices, the calls spread over the shape's agents; CPU per call counts each process until every consumer has acked the slice's calls. The history is grown with nats-server at \`sync_interval: ${run.growSync}\` (fsync always, about 5,000 writes/s here, would take hours); the restarts and runs are with \`sync_interval: always\`. Both stacks run with ${env || "the default limits"}(the trace stream's default 1 GiB holds about 800,000 calls).
 
 ${tables.join("\n\n")}
 ${last ? `\nBytes a call in the stack with history (${last.agents} agents), and what 30 days at 100 calls/s would need:\n\n${bytesPerCall(last.history, calls)}\n` : ""}`;

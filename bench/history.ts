@@ -139,6 +139,7 @@ async function measureShape(agents: number): Promise<ShapeResult> {
     const figures = measured.map(
       (m, k): StackFigures => ({
         ...(sizes[k] as SizeFigures),
+        firstStart: (samples[k] as StartFigures[])[0] as StartFigures,
         start: bestStart(samples[k] as StartFigures[]),
         starts: STARTS,
         runs: runs[k] ?? [],
