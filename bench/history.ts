@@ -69,6 +69,8 @@ async function newStack(sync: string) {
     TOOLMESH_REGISTRY_URL: stack.registry.url,
     TOOLMESH_TOOL_TOKEN: stack.adminToken,
   });
+  // Also when a step fails: the backend outlives the stacks it serves.
+  process.once("exit", () => backend.child.kill());
   await stack.grantAll("*");
   return { stack, grown: { dataDir, jwtSecret: stack.jwtSecret, backend } };
 }
