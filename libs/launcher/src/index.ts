@@ -25,6 +25,7 @@ export {
   type NatsSupervision,
 } from "./nats-server.js";
 export { freePort } from "./ports.js";
+export { processCpuMs, processRssMb } from "./proc-stats.js";
 export { REPLICA_PORT_STEP, type Replicas, replicaName, replicasOf } from "./replicas.js";
 export { ServiceProcess, type ServiceProcessOptions } from "./service-process.js";
 export { availableServices, type ServiceSpec, serviceEntry, stackServices } from "./services.js";

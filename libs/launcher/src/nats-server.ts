@@ -3,6 +3,7 @@ import path from "node:path";
 import { Child } from "./child.js";
 import { atLeast, natsServerBinary, natsServerVersion } from "./nats-binary.js";
 import { type NatsClusterConfig, type NatsServerUser, writeNatsConfig } from "./nats-config.js";
+import { processCpuMs } from "./proc-stats.js";
 import { StackError } from "./stack-error.js";
 
 /** How to run one nats-server with JetStream. */
@@ -89,6 +90,8 @@ export class NatsServer {
   private stopped = false;
   private readonly bin: string;
   private syncInterval: string | undefined;
+  private lastReadyMs = 0;
+  private lastReadyCpuMs = 0;
 
   constructor(private readonly options: NatsServerOptions) {
     this.port = options.port;
@@ -125,6 +128,16 @@ export class NatsServer {
   /** http://<host>:<monitor port>, when it has one. */
   get monitorUrl(): string | undefined {
     return this.options.monitorPort ? `http://${this.host}:${this.options.monitorPort}` : undefined;
+  }
+
+  /** Milliseconds from spawning the last start's process until it was ready for clients. */
+  get readyMs(): number {
+    return this.lastReadyMs;
+  }
+
+  /** CPU time the last start's process had used when it was ready (Linux; 0 elsewhere). */
+  get readyCpuMs(): number {
+    return this.lastReadyCpuMs;
   }
 
   /** The running process, for a supervisor that wants its exit. */
@@ -165,6 +178,7 @@ export class NatsServer {
       "-c",
       this.configFile,
     ];
+    const spawnedAt = performance.now();
     const child = new Child("nats-server", command as string, args, {
       cwd: options.cwd,
       env: process.env,
@@ -194,6 +208,8 @@ export class NatsServer {
         ),
         died,
       ]);
+      this.lastReadyMs = performance.now() - spawnedAt;
+      this.lastReadyCpuMs = processCpuMs(child.process.pid ?? 0);
     } catch (error) {
       await child.stop();
       if (this.child === child) this.child = undefined;

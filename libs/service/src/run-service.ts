@@ -1,6 +1,12 @@
 import type { Interceptor } from "@connectrpc/connect";
 import { type AuthConfig, type RequestAuthenticator, startServiceAuth } from "@toolmesh/auth";
-import { type CommonConfig, loadConfig, loadOrExit, type Reader } from "@toolmesh/config";
+import {
+  type CommonConfig,
+  loadConfig,
+  loadOrExit,
+  type Reader,
+  streamMaxAgeMs,
+} from "@toolmesh/config";
 import { createLogger, type Logger } from "@toolmesh/log";
 import {
   applyBucketLimits,
@@ -93,7 +99,7 @@ export async function runService<C extends ServiceConfig>(spec: ServiceSpec<C>):
   const jsm = await nc.jetstreamManager();
   const streams = streamDefinitions({
     replicas: config.jetstreamReplicas,
-    maxAgeMs: config.streamMaxAgeDays * 24 * 60 * 60 * 1000,
+    maxAgeMs: streamMaxAgeMs(config),
     maxBytes: config.streamMaxBytes,
   });
   await prepareStreams({

@@ -1,4 +1,4 @@
-export { freePort, LineWatcher } from "@toolmesh/launcher";
+export { freePort, LineWatcher, processCpuMs, processRssMb } from "@toolmesh/launcher";
 export {
   type DecisionCase,
   decisionTable,

@@ -55,6 +55,15 @@ export interface TestStackOptions {
    * with a cluster, else 1.
    */
   replicas?: Replicas;
+  /**
+   * A data directory of the caller's, kept by stop(): starting a stack again on it is a restart
+   * with its history (NATS store, tokens, memory, the audit index). A temp one when undefined.
+   */
+  dataDir?: string;
+  /** JetStream's fsync interval; TOOLMESH_NATS_SYNC_INTERVAL (as npm start reads it) when undefined. */
+  natsSyncInterval?: string;
+  /** How long each process may take to become ready (60 s by default). */
+  startTimeoutMs?: number;
 }
 
 /** A whole toolmesh stack for a test: a nats-server and real service processes. */
@@ -110,7 +119,7 @@ export interface TestStack {
    * started, restarts included: their log files under <dataDir>/logs.
    */
   logText(...names: string[]): Promise<string>;
-  /** Stops every process and deletes the data directory, even after a failed start. */
+  /** Stops every process and deletes the data directory (unless the caller gave it), even after a failed start. */
   stop(): Promise<void>;
 }
 
@@ -120,7 +129,7 @@ export interface TestStack {
  * scripts/stack.ts --json).
  */
 export async function startStack(options: TestStackOptions = {}): Promise<TestStack> {
-  const dataDir = await mkdtemp(path.join(tmpdir(), "toolmesh-stack-"));
+  const dataDir = options.dataDir ?? (await mkdtemp(path.join(tmpdir(), "toolmesh-stack-")));
   const jwtSecret = options.jwtSecret ?? randomBytes(32).toString("hex");
   const names = options.services ?? chainServices;
   const dispatcherGrpcPort = names.includes("dispatcher") ? await freePort() : 0;
@@ -130,7 +139,7 @@ export async function startStack(options: TestStackOptions = {}): Promise<TestSt
     await nc?.close().catch(() => {});
     await running?.stop();
     const refused = await refusedServices(dataDir);
-    await rm(dataDir, { recursive: true, force: true });
+    if (!options.dataDir) await rm(dataDir, { recursive: true, force: true });
     if (refused.length > 0) {
       throw new Error(
         `nats-server refused a toolmesh process something it needed; give it in libs/nats/src/bus-access.ts:\n${refused.join("\n")}`,
@@ -146,9 +155,9 @@ export async function startStack(options: TestStackOptions = {}): Promise<TestSt
       root: repoRoot,
       natsPort: -1,
       // As npm start reads it: fsync before every ack unless the environment says otherwise.
-      natsSyncInterval: loadConfig({
-        value: syncInterval("TOOLMESH_NATS_SYNC_INTERVAL", "always"),
-      }).value,
+      natsSyncInterval:
+        options.natsSyncInterval ??
+        loadConfig({ value: syncInterval("TOOLMESH_NATS_SYNC_INTERVAL", "always") }).value,
       dataDir,
       env: { LOG_LEVEL: "info", ...options.env, TOOLMESH_JWT_SECRET: jwtSecret },
       serviceEnv: {
@@ -167,7 +176,7 @@ export async function startStack(options: TestStackOptions = {}): Promise<TestSt
       },
       services: names,
       freePorts: true,
-      startTimeoutMs: 60_000,
+      startTimeoutMs: options.startTimeoutMs ?? 60_000,
       say: () => {},
     });
     const launched = running;
@@ -223,6 +232,12 @@ export async function startStack(options: TestStackOptions = {}): Promise<TestSt
         storeDir: path.join(dataDir, "nats"),
         get pid() {
           return nats.current?.process.pid ?? 0;
+        },
+        get readyMs() {
+          return nats.readyMs;
+        },
+        get readyCpuMs() {
+          return nats.readyCpuMs;
         },
         stop: () => nats.stop(),
         kill: () => nats.kill(),

@@ -1,4 +1,4 @@
-import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import type { Logger } from "@toolmesh/log";
 import { JetStreamApiCodes, jetStreamErrorCode, TYPE_HEADER } from "@toolmesh/nats";
 import { type AuditRecord, AuditRecordSchema } from "@toolmesh/proto";
@@ -14,7 +14,7 @@ import {
   headers as natsHeaders,
 } from "nats";
 import { AUDIT_LOG_STREAM, auditLogSubject } from "./audit-log.js";
-import { recordHash } from "./hash-chain.js";
+import { type ChainHead, chainedAfter } from "./hash-chain.js";
 import { PipelinedPublisher, type StoredAck } from "./pipelined-publisher.js";
 import { recordToChain } from "./record-mapping.js";
 
@@ -27,11 +27,6 @@ const MAX_BATCH = 256;
 /** Unacked source messages the consumer hands out; also lets a second instance get its share. */
 const MAX_ACK_PENDING = 512;
 const MAX_ATTEMPTS = 20;
-
-interface Head {
-  sequence: bigint;
-  hash: string;
-}
 
 /** A record appended to the log stream: what it was, where, and its stored bytes. */
 export interface StoredRecord {
@@ -49,7 +44,7 @@ export interface StoredRecord {
  * index already holds are skipped, so a redelivery is stored once.
  */
 export class AuditRecorder {
-  private head: Head = { sequence: 0n, hash: "" };
+  private head: ChainHead = { sequence: 0n, hash: "" };
   private headStale = true;
   private messages: ConsumerMessages | undefined;
   private readonly queue: JsMsg[] = [];
@@ -165,13 +160,7 @@ export class AuditRecorder {
     if (!publisher) throw new Error("the recorder is not started");
     let tip = this.head;
     const sent = records.map((record, i) => {
-      const stored = create(AuditRecordSchema, {
-        ...record,
-        sequence: tip.sequence + 1n,
-        prevHash: tip.hash,
-        hash: "",
-      });
-      stored.hash = recordHash(stored);
+      const stored = chainedAfter(record, tip);
       const data = toBinary(AuditRecordSchema, stored);
       const previous = records[i - 1];
       const headers = natsHeaders();
