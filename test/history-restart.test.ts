@@ -172,10 +172,11 @@ describe(`a stack restarted after ${CALLS} calls`, () => {
 
   it("memory-writer appends after the history without writing any of it again", async () => {
     const s = stack as TestStack;
-    const ready = await s
+    // The active replica opens the files once it holds the writers' lease, and says what it found.
+    const opened = await s
       .service("memory-writer")
-      .stdout.waitFor((l) => l.includes('"msg":"ready"'), 1000, "the ready line");
-    expect(JSON.parse(ready)).toMatchObject({ agents: 1, repaired: 0 });
+      .stdout.waitFor((l) => l.includes('"msg":"memory files opened"'), 30_000, "the files opened");
+    expect(JSON.parse(opened)).toMatchObject({ agents: 1, repaired: 0 });
     const jsm = await s.nc.jetstreamManager();
     await backlogsDone(jsm, 30_000);
     const before = await memoryIds();
