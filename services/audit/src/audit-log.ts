@@ -1,10 +1,16 @@
 import { subjectToken } from "@toolmesh/nats";
 import { DiscardPolicy, nanos, RetentionPolicy, StorageType, type StreamConfig } from "nats";
 
-/** The stream the Audit service owns: chained records, one subject per agent and tool. */
+/** The stream the Audit service owns: chained records, in blocks. */
 export const AUDIT_LOG_STREAM = "TOOLMESH_AUDIT_LOG";
 
-/** Where a stored record lives. */
+/** Where blocks are appended; a block holds records of any agent and tool. */
+export const AUDIT_BLOCK_SUBJECT = "toolmesh.auditlog.block";
+
+/**
+ * Where a record was stored when each log message held one (before blocks); such messages stay
+ * in the log and are read as blocks of one.
+ */
 export function auditLogSubject(agentId: string, tool: string): string {
   return `toolmesh.auditlog.${subjectToken(agentId)}.${subjectToken(tool)}`;
 }

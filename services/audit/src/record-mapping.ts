@@ -23,8 +23,10 @@ export function recordToChain(msg: JsMsg, redact: (value: unknown) => unknown): 
 
 /** One row of the query index: the columns QueryRecords filters on, and the stored bytes. */
 export interface IndexRow {
-  /** The log stream's sequence: the row key and the page position. */
+  /** The record's chain sequence: the row key and the page position. */
   seq: number;
+  /** The log stream sequence of the message (block) that holds it: what retention drops. */
+  blockSeq: number;
   timeMs: number;
   agentId: string;
   userId: string;
@@ -39,15 +41,16 @@ export interface IndexRow {
   data: Uint8Array;
 }
 
-/** The index row of a chained record stored at `seq` in the log stream. */
+/** The index row of a chained record stored in the log message at `blockSeq`. */
 export function indexRow(
   record: AuditRecord,
-  seq: number,
+  blockSeq: number,
   data: Uint8Array,
   storedNanos: number,
 ): IndexRow {
   return {
-    seq,
+    seq: Number(record.sequence),
+    blockSeq,
     timeMs: record.time ? timestampMs(record.time) : Math.floor(storedNanos / 1e6),
     agentId: record.agentId,
     userId: record.userId,
