@@ -1,5 +1,12 @@
 import { subjectToken } from "@toolmesh/nats";
-import { DiscardPolicy, nanos, RetentionPolicy, StorageType, type StreamConfig } from "nats";
+import {
+  DiscardPolicy,
+  nanos,
+  RetentionPolicy,
+  StorageType,
+  type StreamConfig,
+  type StreamState,
+} from "nats";
 
 /** The stream the Audit service owns: chained records, in blocks. */
 export const AUDIT_LOG_STREAM = "TOOLMESH_AUDIT_LOG";
@@ -38,4 +45,20 @@ export function auditLogStream(settings: {
     deny_delete: true,
     deny_purge: true,
   };
+}
+
+/**
+ * How many log messages a reader of the whole log asks for at a time: about `bytes` of them, by
+ * the stream's average message size, between 16 and `most`. A log of one-record messages is read
+ * thousands at a time; one of blocks (up to max_payload each) a few dozen, so that reading it
+ * does not buffer hundreds of megabytes.
+ */
+export function logReadBatch(
+  state: Pick<StreamState, "bytes" | "messages">,
+  most: number,
+  bytes = 8 * 1024 * 1024,
+): number {
+  const average = state.messages > 0 ? state.bytes / state.messages : 0;
+  if (average <= 0) return most;
+  return Math.max(16, Math.min(most, Math.floor(bytes / average)));
 }

@@ -1,5 +1,5 @@
 import { DeliverPolicy, type JetStreamClient, type JetStreamManager } from "nats";
-import { AUDIT_LOG_STREAM } from "./audit-log.js";
+import { AUDIT_LOG_STREAM, logReadBatch } from "./audit-log.js";
 import { type ChainBreak, ChainChecker } from "./hash-chain.js";
 import { readLogMessage } from "./log-block.js";
 
@@ -27,7 +27,7 @@ export async function verifyChain(
     deliver_policy: DeliverPolicy.StartSequence,
     opt_start_seq: start,
   });
-  const messages = await consumer.consume({ max_messages: 1000 });
+  const messages = await consumer.consume({ max_messages: logReadBatch(state, 1000) });
   let skipping = fromSequence > 0n;
   try {
     for await (const msg of messages) {

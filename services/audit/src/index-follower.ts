@@ -10,7 +10,7 @@ import {
   type MsgHdrs,
   type StreamInfo,
 } from "nats";
-import { AUDIT_LOG_STREAM } from "./audit-log.js";
+import { AUDIT_LOG_STREAM, logReadBatch } from "./audit-log.js";
 import { lastRecord, recordBytes } from "./log-block.js";
 import { type Checkpoint, IndexUnusableError, RecordIndex } from "./record-index.js";
 import { type IndexRow, indexRow } from "./record-mapping.js";
@@ -107,7 +107,7 @@ export class IndexFollower {
     this.indexedSeq = fromSeq - 1;
     const targetSeq = info.state.last_seq;
     let readAtStart = 0;
-    await this.follow(fromSeq, (msg, records) => {
+    await this.follow(fromSeq, logReadBatch(info.state, 4000), (msg, records) => {
       if (msg.seq <= targetSeq) readAtStart += records;
     });
     await this.waitFor(targetSeq);
@@ -156,13 +156,14 @@ export class IndexFollower {
   /** Reads the stream from `fromSeq` on, indefinitely, writing rows in batches. */
   private async follow(
     fromSeq: number,
+    batch: number,
     onMessage: (msg: JsMsg, records: number) => void,
   ): Promise<void> {
     const consumer = await this.deps.js.consumers.get(AUDIT_LOG_STREAM, {
       deliver_policy: DeliverPolicy.StartSequence,
       opt_start_seq: fromSeq,
     });
-    const messages = await consumer.consume({ max_messages: 4000 });
+    const messages = await consumer.consume({ max_messages: batch });
     this.messages = messages;
     void (async () => {
       try {
@@ -268,7 +269,7 @@ export class IndexFollower {
 /** True when a block read back holds exactly the records this instance appended in it. */
 function sameRecords(known: IndexRow[], slices: Uint8Array[]): boolean {
   if (known.length !== slices.length) return false;
-  return known.every((row, i) => Buffer.from(row.data).equals(slices[i] as Uint8Array));
+  return known.every((row, i) => Buffer.compare(row.data, slices[i] as Uint8Array) === 0);
 }
 
 /** The chain hash of a log message's last record, or "" when it does not decode. */
