@@ -1,15 +1,17 @@
 import { createHash } from "node:crypto";
 import { fromBinary } from "@bufbuild/protobuf";
-import { BinaryReader, BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
+import { BinaryReader, WireType } from "@bufbuild/protobuf/wire";
 import { TYPE_HEADER } from "@toolmesh/nats";
 import { AuditLogBlockSchema, type AuditRecord, AuditRecordSchema } from "@toolmesh/proto";
 import type { MsgHdrs } from "nats";
+import { pooledBytes } from "./record-encoding.js";
 
 /** The type header of a log message that is a block; any other is one record. */
 export const BLOCK_TYPE = AuditLogBlockSchema.typeName;
 
-/** `AuditLogBlock.records`: field 1, length-delimited. */
+/** `AuditLogBlock.records`: field 1, length-delimited, and its tag. */
 const RECORDS_FIELD = 1;
+const RECORDS_TAG = (RECORDS_FIELD << 3) | WireType.LengthDelimited;
 
 /** Raised when a log message is neither a block nor a record. */
 export class LogMessageError extends Error {
@@ -32,9 +34,21 @@ export function blockEntrySize(recordBytes: number): number {
  * bytes as toBinary(AuditLogBlockSchema, ...) of the decoded records.
  */
 export function encodeBlock(records: readonly Uint8Array[]): Uint8Array {
-  const writer = new BinaryWriter();
-  for (const data of records) writer.tag(RECORDS_FIELD, WireType.LengthDelimited).bytes(data);
-  return writer.finish();
+  const out = pooledBytes(records.reduce((n, data) => n + blockEntrySize(data.length), 0));
+  let at = 0;
+  for (const data of records) {
+    out[at++] = RECORDS_TAG;
+    for (let length = data.length; ; length = Math.floor(length / 128)) {
+      if (length < 0x80) {
+        out[at++] = length;
+        break;
+      }
+      out[at++] = (length % 128) | 0x80;
+    }
+    out.set(data, at);
+    at += data.length;
+  }
+  return out;
 }
 
 /**
