@@ -47,6 +47,9 @@ export function auditLogStream(settings: {
   };
 }
 
+/** The size assumed of a log message while the log is empty: a block of a full batch. */
+const EMPTY_LOG_MESSAGE_BYTES = 256 * 1024;
+
 /**
  * How many log messages a reader of the whole log asks for at a time: about `bytes` of them, by
  * the stream's average message size, between 16 and `most`. A log of one-record messages is read
@@ -58,7 +61,6 @@ export function logReadBatch(
   most: number,
   bytes = 8 * 1024 * 1024,
 ): number {
-  const average = state.messages > 0 ? state.bytes / state.messages : 0;
-  if (average <= 0) return most;
-  return Math.max(16, Math.min(most, Math.floor(bytes / average)));
+  const average = state.messages > 0 ? state.bytes / state.messages : EMPTY_LOG_MESSAGE_BYTES;
+  return Math.max(16, Math.min(most, Math.floor(bytes / Math.max(average, 1))));
 }

@@ -3,6 +3,7 @@ import { TYPE_HEADER } from "@toolmesh/nats";
 import { AuditLogBlockSchema, AuditRecordSchema } from "@toolmesh/proto";
 import { headers as natsHeaders } from "nats";
 import { describe, expect, it } from "vitest";
+import { logReadBatch } from "../src/audit-log.js";
 import {
   BLOCK_TYPE,
   blockEntrySize,
@@ -61,5 +62,12 @@ describe("audit log blocks", () => {
     expect(blockMsgId(["a", "b"])).not.toBe(blockMsgId(["b", "a"]));
     expect(blockMsgId(["a\nb"])).not.toBe(blockMsgId(["a", "b"]));
     expect(blockMsgId(["ab"])).not.toBe(blockMsgId(["a", "b"]));
+  });
+
+  it("reads a log about 8 MiB at a time: one-record messages by the thousand, blocks by the dozen", () => {
+    expect(logReadBatch({ messages: 1_000_000, bytes: 300_000_000 }, 4000)).toBe(4000);
+    expect(logReadBatch({ messages: 2000, bytes: 2000 * 230_000 }, 4000)).toBe(36);
+    expect(logReadBatch({ messages: 10, bytes: 10 * 1_000_000 }, 4000)).toBe(16);
+    expect(logReadBatch({ messages: 0, bytes: 0 }, 4000)).toBe(32);
   });
 });
