@@ -5,9 +5,15 @@ export default defineConfig({
     // Builds dist/ when stale, so service processes run compiled JavaScript.
     globalSetup: ["test/global-setup.ts"],
     include: ["libs/*/test/**/*.test.ts", "services/*/test/**/*.test.ts", "test/**/*.test.ts"],
-    // Tests that need a Docker Engine or a browser run apart: npm run test:docker
-    // (vitest.docker.config.ts) and npm run test:browser (vitest.browser.config.ts).
-    exclude: ["**/node_modules/**", "**/*.docker.test.ts", "**/*.browser.test.ts"],
+    // Tests that need a Docker Engine, a browser or the machine to themselves run apart:
+    // npm run test:docker, npm run test:browser and npm run test:cluster (vitest.*.config.ts).
+    exclude: [
+      "**/node_modules/**",
+      "**/*.docker.test.ts",
+      "**/*.browser.test.ts",
+      "test/cluster.test.ts",
+      "test/cluster-partition.test.ts",
+    ],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     // Integration tests start real processes; two cores do not run many at once well.

@@ -22,7 +22,7 @@ import { AUDIT_LOG_STREAM } from "../services/audit/src/audit-log.js";
 import { readChainEnds } from "../services/audit/src/log-ends.js";
 import { PipelinedPublisher } from "../services/audit/src/pipelined-publisher.js";
 import { cpuMs, rssMb } from "./proc.js";
-import { resultsFile, writeResultsFile } from "./results-file.js";
+import { resultsFile, runLine, writeResultsFile } from "./results-file.js";
 
 // npm run bench:audit: the Audit service at scale. Publishes N audit records (and two trace
 // events per call) straight into the input streams, lets Audit chain them (the chaining rate),
@@ -249,12 +249,7 @@ try {
   say(table);
   const section = `## Audit at scale
 
-${new Date().toISOString()} · ${os.cpus().length} cores (${os.cpus()[0]?.model.trim()}) · node ${process.version} · load average ${os
-    .loadavg()
-    .map((l) => l.toFixed(1))
-    .join(
-      " ",
-    )} at the end (the machine is shared) · \`BENCH_AUDIT_RECORDS=${N} npm run bench:audit\`
+${runLine(`BENCH_AUDIT_RECORDS=${N} npm run bench:audit`)}
 
 ${N} audit records (${AGENTS} agents × ${TOOLS} tools over 30 days) and ${2 * N} trace events published straight into the input streams in ${publishS.toFixed(0)} s; Audit started on the full input stream and chained it, was stopped (SIGTERM) and started again on that history.
 

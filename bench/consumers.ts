@@ -8,6 +8,7 @@ import { ensureStream, publishEvent, streamDefinitions, subjects } from "@toolme
 import { CallbackEventSchema, CallStatus, type Outcome, OutcomeSchema } from "@toolmesh/proto";
 import { type ServiceProcess, startNats, startService } from "@toolmesh/testkit";
 import { connect, type JetStreamClient, type JetStreamManager, type PubAck } from "nats";
+import { measureJetStreamFloor } from "./jetstream-floor.js";
 import { cpuMs } from "./proc.js";
 import { writeResultsFile } from "./results-file.js";
 
@@ -21,6 +22,8 @@ const only = process.env.BENCH_ONLY ?? "";
 const profileDir = process.env.BENCH_PROFILE_DIR;
 const statuses = [CallStatus.SUCCESS, CallStatus.FAILURE, CallStatus.INTERRUPTED];
 let natsServer = 0;
+/** JetStream writes Callback makes per outcome: the call key, trace event, broadcast and sent mark. */
+const CALLBACK_WRITES = 4;
 let bucketBytesPerCall = 0;
 
 function outcome(i: number): Outcome {
@@ -154,6 +157,8 @@ async function main(): Promise<void> {
     }
     const figures: Figure[] = [];
     const outcomes = Array.from({ length: total }, (_, i) => outcome(i));
+    // What one acked write costs on this nats-server: Callback makes four per outcome.
+    const floor = await measureJetStreamFloor(nc, nats.pid, 5);
 
     if (only === "" || only === "callback") {
       const first = (await jsm.streams.info("TOOLMESH_OUTCOME")).state.last_seq + 1;
@@ -254,6 +259,8 @@ async function main(): Promise<void> {
       "| consumer | records | seconds | records/s | target | consumer CPU ms/record | nats-server CPU ms/record |",
       "|---|---|---|---|---|---|---|",
       ...rows,
+      "",
+      `The JetStream floor on this nats-server (\`sync_interval: always\`, an fsync before every ack): ${floor.writesPerSecond.toFixed(0)} acked writes/s over four streams, ${floor.natsCpuUsPerWrite.toFixed(0)} µs of nats-server CPU each. Callback writes ${CALLBACK_WRITES} times per outcome (the call's key, its trace event, the broadcast, the sent mark that usage counts), so it cannot broadcast more than about ${(floor.writesPerSecond / CALLBACK_WRITES).toFixed(0)} outcomes/s here, nor spend less than ${((CALLBACK_WRITES * floor.natsCpuUsPerWrite) / 1000).toFixed(3)} ms of nats-server CPU on one; memory-writer writes nothing to JetStream (its fsyncs are of its own files, grouped per agent).`,
       "",
       ...(bucketBytesPerCall
         ? [

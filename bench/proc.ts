@@ -1,26 +1,7 @@
-import { readFileSync } from "node:fs";
+// The benches' /proc readings are the launcher's, under their short names.
+import { processRssMb } from "@toolmesh/testkit";
 
-/** utime + stime of a process in ms (Linux /proc; 0 elsewhere). */
-export function cpuMs(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
-  } catch {
-    return 0;
-  }
-}
-
-/** Resident memory of a process in MB (Linux /proc; 0 elsewhere). */
-export function rssMb(pid: number): number {
-  try {
-    const status = readFileSync(`/proc/${pid}/status`, "utf8");
-    const kb = /^VmRSS:\s+(\d+)\s+kB/m.exec(status)?.[1];
-    return kb ? Number(kb) / 1024 : 0;
-  } catch {
-    return 0;
-  }
-}
+export { processCpuMs as cpuMs, processRssMb as rssMb } from "@toolmesh/testkit";
 
 /** The largest RSS each process reached while it ran, sampled every `everyMs`. */
 export class PeakRss {
@@ -37,7 +18,7 @@ export class PeakRss {
 
   private sample(): void {
     for (const [role, pid] of this.pids()) {
-      const mb = rssMb(pid);
+      const mb = processRssMb(pid);
       if (mb > (this.peaks.get(role) ?? 0)) this.peaks.set(role, mb);
     }
   }

@@ -2,7 +2,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { CallStatus, Effect, PrincipalKind, ResourceKind, ToolStatus } from "@toolmesh/proto";
 import { startStack } from "@toolmesh/testkit";
 import { rssMb } from "./proc.js";
-import { benchStamp, writeResultsFile } from "./results-file.js";
+import { runLine, writeResultsFile } from "./results-file.js";
 
 // npm run bench:registry: the Registry with BENCH_REGISTRY_TOOLS tools (10,000): how long they take
 // to register, ListTools keyword search p50/p99 over them, and what the Dispatcher's snapshot of
@@ -117,7 +117,7 @@ try {
   const text = [
     "## Registry at scale",
     "",
-    benchStamp("npm run bench:registry"),
+    runLine("npm run bench:registry"),
     "",
     "| figure | measured |",
     "|---|---|",

@@ -19,7 +19,8 @@ function sections(text: string): Map<string, string> {
 
 /**
  * Writes the results file with `own` (a header and the sections this benchmark owns) in place of
- * its earlier version, keeping every section another benchmark wrote.
+ * its earlier version, keeping every section another benchmark wrote where it was; a section new
+ * to the file goes at its end.
  */
 export async function writeResultsFile(own: string): Promise<void> {
   const current = sections(await readFile(resultsFile, "utf8").catch(() => ""));
@@ -32,11 +33,12 @@ export async function writeResultsFile(own: string): Promise<void> {
   await writeFile(resultsFile, `${text}\n`);
 }
 
-/** The line under a section's heading: when, on what, how loaded, and the command that wrote it. */
-export function benchStamp(command: string): string {
+/** The line under a section's heading: when, on what, how loaded, and the command that ran. */
+export function runLine(command: string): string {
+  const cpus = os.cpus();
   const load = os
     .loadavg()
     .map((l) => l.toFixed(1))
     .join(" ");
-  return `${new Date().toISOString()} · ${os.cpus().length} cores (${os.cpus()[0]?.model ?? "?"}) · node ${process.version} · load average ${load} at the end · \`${command}\``;
+  return `${new Date().toISOString()} · ${cpus.length} cores (${cpus[0]?.model.trim()}) · node ${process.version} · load average ${load} at the end (the machine is shared) · \`${command}\``;
 }

@@ -1,4 +1,3 @@
-import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import path from "node:path";
 import { create, toBinary } from "@bufbuild/protobuf";
@@ -6,11 +5,6 @@ import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
 import {
-  CallStatus,
-  DispatcherService,
-  type DispatchRequest,
-  DispatchRequestSchema,
-  type DispatchResponse,
   Effect,
   type InvokeRequest,
   InvokeRequestSchema,
@@ -20,7 +14,9 @@ import {
   ToolBackendService,
 } from "@toolmesh/proto";
 import { grpcServiceDefinition } from "@toolmesh/sdk";
-import { chainServices, LineWatcher, repoRoot, startStack } from "@toolmesh/testkit";
+import { chainServices, repoRoot, startStack } from "@toolmesh/testkit";
+import { noopDispatch, spawnScript, unaryCall } from "./chain-client.js";
+import { type Call, closedLoop } from "./closed-loop.js";
 import { measureJetStreamFloor } from "./jetstream-floor.js";
 import { cpuMs, PeakRss } from "./proc.js";
 import { type Cell, writeResults } from "./results.js";
@@ -51,29 +47,9 @@ function cpuSnapshot(): Map<string, number> {
   return out;
 }
 
-type Call = () => Promise<void>;
-
 async function measure(name: string, concurrency: number, call: Call): Promise<Cell> {
-  const run = async (durationMs: number, record: boolean, workers = concurrency) => {
-    const latencies: number[] = [];
-    let errors = 0;
-    const end = performance.now() + durationMs;
-    const worker = async () => {
-      while (performance.now() < end) {
-        const start = performance.now();
-        try {
-          await call();
-          if (record) latencies.push(performance.now() - start);
-        } catch (error) {
-          errors++;
-          if (errors === 1) process.stderr.write(`${name}: ${String(error)}\n`);
-        }
-      }
-    };
-    const started = performance.now();
-    await Promise.all(Array.from({ length: workers }, worker));
-    return { latencies, errors, elapsed: (performance.now() - started) / 1000 };
-  };
+  const run = (durationMs: number, record: boolean, workers = concurrency) =>
+    closedLoop(`${name} c${workers}`, call, durationMs, workers, record);
   if (!warmedPaths.has(name)) {
     warmedPaths.add(name);
     await run(jitWarmupSeconds * 1000, false, Math.max(...concurrencies));
@@ -106,43 +82,6 @@ async function measure(name: string, concurrency: number, call: Call): Promise<C
     `${name} c${concurrency}: ${cell.rps.toFixed(0)} rps, p50 ${cell.p50.toFixed(3)} ms, p99 ${cell.p99.toFixed(3)} ms${errors ? `, ${errors} errors` : ""}\n`,
   );
   return cell;
-}
-
-function unaryCall<Req, Res>(
-  client: grpc.Client,
-  method: grpc.MethodDefinition<Req, Res>,
-  metadata: grpc.Metadata,
-) {
-  return (req: Req) =>
-    new Promise<Res>((resolve, reject) =>
-      client.makeUnaryRequest(
-        method.path,
-        method.requestSerialize,
-        method.responseDeserialize,
-        req,
-        metadata,
-        (error, value) => (error ? reject(error) : resolve(value as Res)),
-      ),
-    );
-}
-
-async function spawnScript(
-  file: string,
-  env: Record<string, string>,
-): Promise<{ child: ChildProcess; port: number }> {
-  const child = spawn(process.execPath, ["--import", "tsx", path.join(repoRoot, file)], {
-    cwd: repoRoot,
-    env: { ...process.env, ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  const out = new LineWatcher(child.stdout as NonNullable<typeof child.stdout>);
-  const err = new LineWatcher(child.stderr as NonNullable<typeof child.stderr>);
-  const line = await out
-    .waitFor((l) => l.includes('"listening'), 30_000, `${file} to listen`)
-    .catch((error) => {
-      throw new Error(`${String(error)}\n${err.tail()}`);
-    });
-  return { child, port: (JSON.parse(line) as { port: number }).port };
 }
 
 const PROXY = "baseline: grpc-js pass-through proxy";
@@ -192,6 +131,7 @@ async function main(): Promise<void> {
   const metadata = new grpc.Metadata();
   metadata.set("authorization", `Bearer ${agentToken}`);
 
+  const echoMetadata = new grpc.Metadata();
   const echoClient = new grpc.Client(`127.0.0.1:${echo.port}`, grpc.credentials.createInsecure());
   const echoCall = unaryCall<Buffer, Buffer>(
     echoClient,
@@ -204,24 +144,11 @@ async function main(): Promise<void> {
       responseSerialize: (v) => v,
       responseDeserialize: (v) => v,
     },
-    new grpc.Metadata(),
+    () => echoMetadata,
   );
   const payload = Buffer.from(randomBytes(32));
 
-  const dispatchMethod = grpcServiceDefinition(DispatcherService).dispatch as grpc.MethodDefinition<
-    DispatchRequest,
-    DispatchResponse
-  >;
-  const request = create(DispatchRequestSchema, { tool: "bench.noop", arguments: { n: 1 } });
-  const chainCall = (port: number) => {
-    const client = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
-    const dispatch = unaryCall(client, dispatchMethod, metadata);
-    return async () => {
-      const res = await dispatch(request);
-      if (res.status !== CallStatus.SUCCESS)
-        throw new Error(`status ${CallStatus[res.status]}: ${res.error?.message}`);
-    };
-  };
+  const chainCall = (port: number) => noopDispatch(port, () => metadata);
   // Wait until the dispatcher's snapshots hold the tool and the grant.
   const probe = chainCall(fastPort);
   for (let i = 0; ; i++) {
@@ -284,7 +211,7 @@ async function main(): Promise<void> {
       responseSerialize: (v) => v,
       responseDeserialize: (v) => v,
     },
-    new grpc.Metadata(),
+    () => echoMetadata,
   );
   const invokeBytes = Buffer.from(toBinary(InvokeRequestSchema, invokeRequest));
   const proxyCall: Call = () => proxyInvoke(invokeBytes).then(() => {});
@@ -323,15 +250,14 @@ async function main(): Promise<void> {
     only === "chain" || sustained.seconds <= 0
       ? []
       : await lagAfter(await stack.nc.jetstreamManager(), async () => {
-          const end = performance.now() + sustained.seconds * 1000;
-          await Promise.all(
-            Array.from({ length: sustained.concurrency }, async () => {
-              while (performance.now() < end) {
-                await chainMain().catch(() => {});
-                sustained.calls++;
-              }
-            }),
+          const run = await closedLoop(
+            "sustained chain",
+            chainMain,
+            sustained.seconds * 1000,
+            sustained.concurrency,
+            false,
           );
+          sustained.calls = run.calls;
         });
   for (const row of lag)
     process.stderr.write(

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { stackServices } from "@toolmesh/launcher";
 import { freePort, LineWatcher, repoRoot } from "@toolmesh/testkit";
-import { benchStamp, writeResultsFile } from "./results-file.js";
+import { runLine, writeResultsFile } from "./results-file.js";
 
 // npm run bench:start: how long `npm start` takes from spawn until it says every service is
 // SERVING, on an empty data directory and again on the one the first start left (tokens, the NATS
@@ -67,7 +67,7 @@ const verdict = (s: number) => (s < TARGET_S ? "met" : "MISSED");
 const text = [
   "## Start-up",
   "",
-  benchStamp("npm run bench:start"),
+  runLine("npm run bench:start"),
   "",
   `\`npm start\` (nats-server and every service, each waited for until SERVING) from spawn to "all services are SERVING", ${RUNS} runs each; median and every run.`,
   "",

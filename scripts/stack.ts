@@ -6,16 +6,23 @@ import { availableServices } from "@toolmesh/launcher";
 import { repoRoot, startStack } from "@toolmesh/testkit";
 
 if (!process.argv.includes("--json")) {
-  process.stderr.write("usage: node --import tsx scripts/stack.ts --json [--services a,b,…]\n");
+  process.stderr.write(
+    "usage: node --import tsx scripts/stack.ts --json [--services a,b,…] [--dispatchers n]\n",
+  );
   process.exit(2);
 }
 const only = process.argv[process.argv.indexOf("--services") + 1];
+// --dispatchers 2: a second Dispatcher (dispatcher-2), for clients that balance and fail over.
+const dispatchers = process.argv.includes("--dispatchers")
+  ? Number(process.argv[process.argv.indexOf("--dispatchers") + 1])
+  : 1;
 const services = process.argv.includes("--services")
   ? (only ?? "").split(",").filter(Boolean)
   : availableServices(repoRoot).map((s) => s.name);
 
 const stack = await startStack({
   services,
+  replicas: { dispatcher: dispatchers },
   ...(process.env.TOOLMESH_JWT_SECRET ? { jwtSecret: process.env.TOOLMESH_JWT_SECRET } : {}),
 });
 let stopping = false;
@@ -38,7 +45,7 @@ process.stdout.write(
     natsAgentNkeyFile: stack.natsCredentialFile("agent"),
     dataDir: stack.dataDir,
     services: Object.fromEntries(
-      services.map((name) => {
+      stack.processes.map((name) => {
         const s = stack.service(name);
         return [name, { url: s.url, port: s.port, pid: s.pid }];
       }),

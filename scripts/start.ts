@@ -20,6 +20,10 @@ const config = loadOrExit(() =>
     natsPort: int("TOOLMESH_NATS_PORT", 4222, { min: -1, max: 65535 }),
     natsSyncInterval: syncInterval("TOOLMESH_NATS_SYNC_INTERVAL", "always"),
     natsMaxFileStore: bytes("TOOLMESH_NATS_MAX_FILE_STORE", 1024 ** 4, { min: 1024 ** 3 }),
+    // 3: a three-node JetStream cluster on loopback and two replicas of every service.
+    clusterNodes: int("TOOLMESH_CLUSTER", 1, { min: 1, max: 5 }),
+    // 0: two of each service with a cluster, else one.
+    serviceReplicas: int("TOOLMESH_SERVICE_REPLICAS", 0, { min: 0, max: 5 }),
     dataDir: str("TOOLMESH_DATA_DIR", path.join(root, ".toolmesh")),
     startTimeoutMs: int("TOOLMESH_START_TIMEOUT_MS", 60_000, { min: 1000, max: 600_000 }),
   }),
@@ -50,9 +54,11 @@ const stop = async (code: number) => {
 process.on("SIGINT", () => void stop(0));
 process.on("SIGTERM", () => void stop(0));
 try {
+  const { serviceReplicas, ...settings } = config;
   stack = await startStack({
     root,
-    ...config,
+    ...settings,
+    ...(serviceReplicas > 0 ? { replicas: serviceReplicas } : {}),
     dataDir: path.resolve(config.dataDir),
     env: {},
     say,

@@ -32,3 +32,5 @@ echo "== Python client and tool SDK (pytest, real stack)"
 libs/python/run-tests.sh
 echo "== Go client (go test, real stack)"
 libs/go/run-tests.sh
+echo "== three-node cluster under faults (npm run test:cluster; CLUSTER_CALLS, 5000 by default)"
+npm run -s test:cluster

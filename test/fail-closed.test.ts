@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { CallStatus } from "@toolmesh/proto";
+import { CallStatus, Health, HealthCheckResponse_ServingStatus as Status } from "@toolmesh/proto";
 import { defineTool, type ServedTools, serveTools } from "@toolmesh/sdk";
 import { chainServices, eventually, startStack, type TestStack } from "@toolmesh/testkit";
 import { DiscardPolicy } from "nats";
@@ -77,6 +77,7 @@ describe("fail closed", () => {
     stack
       .dispatcherClient()
       .dispatch({ tool, arguments: args as never, context: { callId } }, agent);
+  const health = () => stack.client(Health, "dispatcher");
   const codeOf = (call: Promise<unknown>) =>
     call.then(
       () => "ok" as const,
@@ -143,9 +144,16 @@ describe("fail closed", () => {
       }, 20_000);
       expect(await codeOf(dispatch("fault.read", {}))).toBe(Code.Unavailable);
       expect(writes.length).toBe(before);
+      // Its health says so, so a load balancer sends calls to a replica that can record them.
+      await eventually(async () => {
+        expect((await health().check({ service: "" })).status).toBe(Status.NOT_SERVING);
+      }, 20_000);
     } finally {
       await stack.nats.start();
     }
+    await eventually(async () => {
+      expect((await health().check({ service: "" })).status).toBe(Status.SERVING);
+    }, 30_000);
     const res = await eventually(
       () => dispatch("fault.write", {}),
       30_000,

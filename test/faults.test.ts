@@ -1,11 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { subjects } from "@toolmesh/nats";
 import { CallStatus } from "@toolmesh/proto";
-import { defineTool, type ServedTools, serveTools } from "@toolmesh/sdk";
+import type { ServedTools } from "@toolmesh/sdk";
 import { chainServices, eventually, startStack, type TestStack } from "@toolmesh/testkit";
 import { consumerOpts, type JsMsg } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readAgentMemory } from "../services/memory-writer/src/layout.js";
+import { serveRecordingTool } from "./recording-tool.js";
 
 const CALLS = Number(process.env.FAULTS_CALLS ?? 2000);
 const AGENTS = ["fault-a", "fault-b", "fault-c", "fault-d"];
@@ -43,21 +44,7 @@ describe("kill -9 of every process during calls", () => {
       },
     });
     for (const agent of AGENTS) await stack.grantAll(agent);
-    served = await serveTools(
-      [
-        defineTool({
-          name: "faults.write",
-          description: "Writes its number somewhere.",
-          sideEffects: true,
-          inputSchema: { type: "object", properties: { n: { type: "integer" } } },
-          handler: (args: { n?: number }, ctx) => {
-            ran.add(ctx.callId);
-            return { n: args.n ?? 0 };
-          },
-        }),
-      ],
-      { registry: { url: stack.registry.url, token: stack.adminToken } },
-    );
+    served = await serveRecordingTool(stack, "faults.write", ran);
   }, 120_000);
 
   afterAll(async () => {

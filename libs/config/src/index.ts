@@ -272,12 +272,28 @@ export const commonConfig = {
   jetstreamReplicas: int("TOOLMESH_JETSTREAM_REPLICAS", 1, { min: 1, max: 5 }),
   /** How long the event streams (trace, audit input, outcome, callback, changes) keep messages. */
   streamMaxAgeDays: int("TOOLMESH_STREAM_MAX_AGE_DAYS", 30, { min: 1, max: 3650 }),
+  /**
+   * How often a process pings its nats-server; two unanswered pings mark the connection stale and
+   * it moves to another node, so a node that hangs or is cut off is left within a few seconds.
+   */
+  natsPingIntervalMs: int("TOOLMESH_NATS_PING_INTERVAL_MS", 2000, { min: 250, max: 120_000 }),
+  /** The same in seconds, for short-lived stacks and tests; overrides the days when set. */
+  streamMaxAgeSeconds: int("TOOLMESH_STREAM_MAX_AGE_SECONDS", 0, { min: 0, max: 3650 * 86_400 }),
   natsCredentials,
   ...busLimitsConfig,
 };
 
 /** The settings every process has, as read. */
 export type CommonConfig = ConfigOf<typeof commonConfig>;
+
+/** How long the event streams keep messages, in ms: the seconds when set, else the days. */
+export function streamMaxAgeMs(
+  config: Pick<CommonConfig, "streamMaxAgeDays" | "streamMaxAgeSeconds">,
+): number {
+  return config.streamMaxAgeSeconds > 0
+    ? config.streamMaxAgeSeconds * 1000
+    : config.streamMaxAgeDays * 24 * 60 * 60 * 1000;
+}
 
 /** The typed settings a spec of readers produces. */
 export type ConfigOf<Spec> = {

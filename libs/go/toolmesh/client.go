@@ -21,7 +21,6 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	callbackv1 "toolmesh.dev/go/gen/toolmesh/callback/v1"
-	commonv1 "toolmesh.dev/go/gen/toolmesh/common/v1"
 	dispatcherv1 "toolmesh.dev/go/gen/toolmesh/dispatcher/v1"
 	permissionv1 "toolmesh.dev/go/gen/toolmesh/permission/v1"
 	registryv1 "toolmesh.dev/go/gen/toolmesh/registry/v1"
@@ -94,6 +93,9 @@ func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]strin
 func (bearer) RequireTransportSecurity() bool { return false }
 
 // New connects to the Dispatcher at address (host:port) with a bearer token (JWT or API key).
+// Several replicas are given as one comma-separated address ("10.0.0.1:7100,10.0.0.2:7100"), as
+// may be the addresses of WithRegistry and the others: RPCs go round robin to the replicas that
+// are up, and one retried after UNAVAILABLE goes to the next.
 func New(address, token string, opts ...Option) (*Client, error) {
 	if token == "" {
 		return nil, errors.New("toolmesh: a bearer token is needed (a JWT or an API key secret)")
@@ -102,8 +104,12 @@ func New(address, token string, opts ...Option) (*Client, error) {
 	for _, opt := range opts {
 		opt(o)
 	}
+	// Several Dispatchers: "host1:7100,host2:7110". The other services default to the first's host.
 	host := address
-	if h, _, err := net.SplitHostPort(address); err == nil {
+	if first := splitAddresses(address); len(first) > 0 {
+		host = first[0]
+	}
+	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
 	addr := func(given string, port int) string {
@@ -124,7 +130,8 @@ func New(address, token string, opts ...Option) (*Client, error) {
 		if cc, ok := conns[a]; ok {
 			return cc, nil
 		}
-		cc, err := grpc.NewClient(a, dial...)
+		target, balanced := dialTarget(a)
+		cc, err := grpc.NewClient(target, append(append([]grpc.DialOption{}, dial...), balanced...)...)
 		if err != nil {
 			return nil, fmt.Errorf("toolmesh: cannot connect to %s: %w", a, err)
 		}
@@ -195,58 +202,6 @@ func (c *Client) streamInterceptor() grpc.StreamClientInterceptor {
 		s, err := streamer(ctx, desc, cc, method, callOpts...)
 		return s, FromError(err)
 	}
-}
-
-// CallOption adjusts one Dispatch.
-type CallOption func(*dispatcherv1.DispatchRequest)
-
-// WithTraceID joins the call to a trace (32 lowercase hex characters).
-func WithTraceID(id string) CallOption {
-	return func(r *dispatcherv1.DispatchRequest) { ensureContext(r).TraceId = id }
-}
-
-// WithParentID names the call that caused this one.
-func WithParentID(id string) CallOption {
-	return func(r *dispatcherv1.DispatchRequest) { ensureContext(r).ParentId = id }
-}
-
-// WithIdempotencyKey makes a repeated call return the first outcome.
-func WithIdempotencyKey(key string) CallOption {
-	return func(r *dispatcherv1.DispatchRequest) { ensureContext(r).IdempotencyKey = key }
-}
-
-// WithTimeout caps the tool's run; the RPC deadline gets a little more.
-func WithTimeout(d time.Duration) CallOption {
-	return func(r *dispatcherv1.DispatchRequest) { r.TimeoutMs = uint32(d.Milliseconds()) }
-}
-
-func ensureContext(r *dispatcherv1.DispatchRequest) *commonv1.CallContext {
-	if r.Context == nil {
-		r.Context = &commonv1.CallContext{}
-	}
-	return r.Context
-}
-
-func dispatchRequest(tool string, args map[string]any, opts []CallOption) (*dispatcherv1.DispatchRequest, error) {
-	if tool == "" {
-		return nil, errors.New("toolmesh: tool must name a registered tool, for example data.query")
-	}
-	s, err := structpb.NewStruct(args)
-	if err != nil {
-		return nil, fmt.Errorf("toolmesh: arguments of %s are not JSON values: %w", tool, err)
-	}
-	r := &dispatcherv1.DispatchRequest{Tool: tool, Arguments: s}
-	for _, opt := range opts {
-		opt(r)
-	}
-	return r, nil
-}
-
-func (c *Client) withCallDeadline(ctx context.Context, timeoutMs uint32) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); ok || timeoutMs == 0 {
-		return ctx, func() {}
-	}
-	return context.WithTimeout(ctx, time.Duration(timeoutMs)*time.Millisecond+dispatchGrace)
 }
 
 // Dispatch runs one tool call. Tool failures come back as a Result with status FAILURE or

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { nkeys } from "nats";
@@ -44,4 +45,28 @@ export function ensureBusCredentials(dataDir: string, users: readonly string[]):
     chmodSync(file, 0o600);
     return { user, seedFile: file, publicKey: nkeys.fromSeed(seed).getPublicKey() };
   });
+}
+
+/**
+ * The password a cluster's nodes authenticate their routes with, created at first start (mode
+ * 0600) and kept, so a restarted node rejoins and no other process on the network can.
+ */
+export function ensureRoutePassword(dataDir: string): string {
+  const dir = busDir(dataDir);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const file = path.join(dir, "route.password");
+  try {
+    return readFileSync(file, "utf8").trim();
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+  }
+  const password = randomBytes(24).toString("hex");
+  try {
+    writeFileSync(file, `${password}\n`, { mode: 0o600, flag: "wx" });
+  } catch (error) {
+    // Another launcher (or bus-init) on the same data directory wrote it first: use theirs.
+    if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+    return readFileSync(file, "utf8").trim();
+  }
+  return password;
 }

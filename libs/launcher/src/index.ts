@@ -3,14 +3,30 @@ export {
   type BusCredential,
   busDir,
   ensureBusCredentials,
+  ensureRoutePassword,
   seedFile,
 } from "./bus-credentials.js";
 export { Child } from "./child.js";
 export { type DiskThresholds, defaultDiskThresholds, diskSpaceWarning } from "./disk-space.js";
 export { LineWatcher } from "./lines.js";
 export { natsServerBinary, natsServerVersion } from "./nats-binary.js";
-export { type NatsConfig, type NatsServerUser, renderNatsConfig } from "./nats-config.js";
-export { NatsServer, type NatsServerOptions, type NatsSupervision } from "./nats-server.js";
+export { NatsCluster, type NatsClusterOptions } from "./nats-cluster.js";
+export {
+  type NatsClusterConfig,
+  type NatsConfig,
+  type NatsServerUser,
+  renderNatsConfig,
+  writeNatsConfig,
+} from "./nats-config.js";
+export {
+  type NatsPlacement,
+  NatsServer,
+  type NatsServerOptions,
+  type NatsSupervision,
+} from "./nats-server.js";
+export { freePort } from "./ports.js";
+export { processCpuMs, processRssMb } from "./proc-stats.js";
+export { REPLICA_PORT_STEP, type Replicas, replicaName, replicasOf } from "./replicas.js";
 export { ServiceProcess, type ServiceProcessOptions } from "./service-process.js";
 export { availableServices, type ServiceSpec, serviceEntry, stackServices } from "./services.js";
 export {

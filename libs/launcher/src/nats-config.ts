@@ -6,9 +6,28 @@ export type NatsServerUser =
   | { name: string; nkey: string; permissions?: NatsPermissions }
   | { name: string; password: string; permissions?: NatsPermissions };
 
+/** A node's place in a cluster: routes to its peers on loopback (or a private network). */
+export interface NatsClusterConfig {
+  /** The cluster's name, the same on every node. */
+  name: string;
+  /** The port this node takes routes on. */
+  port: number;
+  /** Every node's route address (host:port), this one's included (nats-server skips itself). */
+  routes: string[];
+  /** The credential routes authenticate with, so no other process can join the cluster. */
+  user: string;
+  password: string;
+}
+
 /** What goes into the nats-server config file. */
 export interface NatsConfig {
   host: string;
+  /** The server's name, unique in a cluster (JetStream's peers and the meta leader are named by it). */
+  serverName?: string | undefined;
+  /** The HTTP monitoring port (/healthz, /jsz), on the same host; undefined: none. */
+  monitorPort?: number | undefined;
+  /** Set for a node of a cluster. */
+  cluster?: NatsClusterConfig | undefined;
   /** -1: any free port. */
   port: number;
   storeDir: string;
@@ -32,12 +51,28 @@ export function renderNatsConfig(config: NatsConfig): string {
     "# Written by the toolmesh launcher at every start of nats-server; edits are overwritten.",
     `host: ${q(config.host)}`,
     `port: ${config.port}`,
+    ...(config.serverName ? [`server_name: ${q(config.serverName)}`] : []),
+    ...(config.monitorPort !== undefined
+      ? [`http: ${q(`${config.host}:${config.monitorPort}`)}`]
+      : []),
     "jetstream {",
     `  store_dir: ${q(config.storeDir)}`,
     ...(config.syncInterval ? [`  sync_interval: ${q(config.syncInterval)}`] : []),
     ...(config.maxFileStore ? [`  max_file_store: ${config.maxFileStore}`] : []),
     "}",
   ];
+  if (config.cluster) {
+    const { cluster } = config;
+    const auth = `${encodeURIComponent(cluster.user)}:${encodeURIComponent(cluster.password)}`;
+    lines.push(
+      "cluster {",
+      `  name: ${q(cluster.name)}`,
+      `  listen: ${q(`${config.host}:${cluster.port}`)}`,
+      `  authorization: ${q({ user: cluster.user, password: cluster.password })}`,
+      `  routes: ${q(cluster.routes.map((r) => `nats-route://${auth}@${r}`))}`,
+      "}",
+    );
+  }
   if (config.users.length > 0) {
     lines.push("authorization {", "  users: [");
     for (const user of config.users) {

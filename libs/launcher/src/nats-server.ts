@@ -2,7 +2,8 @@ import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { Child } from "./child.js";
 import { atLeast, natsServerBinary, natsServerVersion } from "./nats-binary.js";
-import { type NatsServerUser, writeNatsConfig } from "./nats-config.js";
+import { type NatsClusterConfig, type NatsServerUser, writeNatsConfig } from "./nats-config.js";
+import { processCpuMs } from "./proc-stats.js";
 import { StackError } from "./stack-error.js";
 
 /** How to run one nats-server with JetStream. */
@@ -28,6 +29,14 @@ export interface NatsServerOptions {
   maxFileStore?: number;
   /** The users and their permissions; none means no authorization. */
   users?: NatsServerUser[];
+  /** The server's name (a cluster node's must be unique); nats-server makes one up when unset. */
+  serverName?: string;
+  /** The HTTP monitoring port on loopback (/healthz, /jsz); none when unset. */
+  monitorPort?: number;
+  /** Set for a node of a cluster: its route port and its peers. */
+  cluster?: NatsClusterConfig;
+  /** Where it runs: the address it listens on (127.0.0.1) and a command it runs under. */
+  placement?: NatsPlacement;
   /** The user a client without credentials is taken for (test servers only). */
   noAuthUser?: string;
   /** Where its output is appended; undefined keeps it only in memory. */
@@ -38,6 +47,15 @@ export interface NatsServerOptions {
   startTimeoutMs: number;
   /** Told about a setting the server cannot honour (an old nats-server without sync_interval). */
   warn?: (line: string) => void;
+}
+
+/**
+ * Where a nats-server runs: the address it listens on, and a command prefix it runs under, such as
+ * `ip netns exec <ns>` for a node in a network namespace of its own (a test's partition).
+ */
+export interface NatsPlacement {
+  host: string;
+  wrap?: string[];
 }
 
 /** What a supervisor does when nats-server dies on its own. */
@@ -72,6 +90,8 @@ export class NatsServer {
   private stopped = false;
   private readonly bin: string;
   private syncInterval: string | undefined;
+  private lastReadyMs = 0;
+  private lastReadyCpuMs = 0;
 
   constructor(private readonly options: NatsServerOptions) {
     this.port = options.port;
@@ -86,13 +106,38 @@ export class NatsServer {
     }
   }
 
-  /** nats://127.0.0.1:<port>, known once the first start succeeded. */
+  /** The address it listens on. */
+  get host(): string {
+    return this.options.placement?.host ?? "127.0.0.1";
+  }
+
+  /** nats://<host>:<port>, known once the first start succeeded. */
   get url(): string {
-    return `nats://127.0.0.1:${this.port}`;
+    return `nats://${this.host}:${this.port}`;
   }
 
   get clientPort(): number {
     return this.port;
+  }
+
+  /** The server's name, as JetStream names its peers and leaders. */
+  get serverName(): string | undefined {
+    return this.options.serverName;
+  }
+
+  /** http://<host>:<monitor port>, when it has one. */
+  get monitorUrl(): string | undefined {
+    return this.options.monitorPort ? `http://${this.host}:${this.options.monitorPort}` : undefined;
+  }
+
+  /** Milliseconds from spawning the last start's process until it was ready for clients. */
+  get readyMs(): number {
+    return this.lastReadyMs;
+  }
+
+  /** CPU time the last start's process had used when it was ready (Linux; 0 elsewhere). */
+  get readyCpuMs(): number {
+    return this.lastReadyCpuMs;
   }
 
   /** The running process, for a supervisor that wants its exit. */
@@ -116,15 +161,25 @@ export class NatsServer {
     mkdirSync(options.storeDir, { recursive: true });
     mkdirSync(path.dirname(this.configFile), { recursive: true });
     writeNatsConfig(this.configFile, {
-      host: "127.0.0.1",
+      host: this.host,
       port: this.port,
       storeDir: options.storeDir,
       syncInterval: this.syncInterval,
       maxFileStore: options.maxFileStore ?? 1024 ** 4,
       users: options.users ?? [],
       noAuthUser: options.noAuthUser,
+      serverName: options.serverName,
+      monitorPort: options.monitorPort,
+      cluster: options.cluster,
     });
-    const child = new Child("nats-server", this.bin, ["-c", this.configFile], {
+    const [command, ...args] = [
+      ...(options.placement?.wrap ?? []),
+      this.bin,
+      "-c",
+      this.configFile,
+    ];
+    const spawnedAt = performance.now();
+    const child = new Child("nats-server", command as string, args, {
       cwd: options.cwd,
       env: process.env,
       logPath: options.logPath,
@@ -153,6 +208,8 @@ export class NatsServer {
         ),
         died,
       ]);
+      this.lastReadyMs = performance.now() - spawnedAt;
+      this.lastReadyCpuMs = processCpuMs(child.process.pid ?? 0);
     } catch (error) {
       await child.stop();
       if (this.child === child) this.child = undefined;

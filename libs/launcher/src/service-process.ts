@@ -6,12 +6,15 @@ import { Health, HealthCheckResponse_ServingStatus } from "@toolmesh/proto";
 import { serviceArgs } from "./bundles.js";
 import { Child } from "./child.js";
 import type { LineWatcher } from "./lines.js";
+import { processCpuMs } from "./proc-stats.js";
 import { StackError } from "./stack-error.js";
 
 /** How to run one toolmesh process. */
 export interface ServiceProcessOptions {
-  /** Folder under services/. */
+  /** The process's name: its service's, or a replica's (dispatcher-2). */
   name: string;
+  /** Folder under services/; the name when unset. */
+  service?: string;
   /** The repository root. */
   root: string;
   /** Its whole environment. */
@@ -36,6 +39,8 @@ export class ServiceProcess {
   private current: Child | undefined;
   private boundPort = 0;
   private readonly expected = new WeakSet<Child>();
+  private lastReadyMs = 0;
+  private lastReadyCpuMs = 0;
 
   constructor(
     private readonly options: ServiceProcessOptions,
@@ -48,6 +53,11 @@ export class ServiceProcess {
 
   get name(): string {
     return this.options.name;
+  }
+
+  /** The service it runs (the folder under services/). */
+  get service(): string {
+    return this.options.service ?? this.options.name;
   }
 
   /** The port it listens on; 0 for a process without one. */
@@ -68,6 +78,16 @@ export class ServiceProcess {
     return this.current?.process.pid ?? 0;
   }
 
+  /** Milliseconds from spawning the last start's process until it was ready (and SERVING). */
+  get readyMs(): number {
+    return this.lastReadyMs;
+  }
+
+  /** CPU time the last start's process had used when it was ready (Linux; 0 elsewhere). */
+  get readyCpuMs(): number {
+    return this.lastReadyCpuMs;
+  }
+
   get stdout(): LineWatcher {
     return this.running().stdout;
   }
@@ -81,11 +101,12 @@ export class ServiceProcess {
     const { options } = this;
     const env = { ...options.env };
     if (options.portEnv && this.boundPort) env[options.portEnv] = String(this.boundPort);
-    const entry = path.join(options.root, "services", options.name, "src", "main.ts");
+    const entry = path.join(options.root, "services", this.service, "src", "main.ts");
+    const spawnedAt = performance.now();
     const child = new Child(
       options.name,
       process.execPath,
-      serviceArgs(options.root, options.name, entry),
+      serviceArgs(options.root, this.service, entry),
       {
         cwd: options.root,
         env,
@@ -117,6 +138,8 @@ export class ServiceProcess {
       if (this.boundPort && options.waitServing !== false) {
         await Promise.race([waitServing(this.url, options.startTimeoutMs), died]);
       }
+      this.lastReadyMs = performance.now() - spawnedAt;
+      this.lastReadyCpuMs = processCpuMs(child.process.pid ?? 0);
     } catch (error) {
       this.expected.add(child);
       await child.stop();

@@ -1,5 +1,6 @@
 import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import type { NatsServer } from "./nats-server.js";
 import type { RunningEndpoint } from "./stack.js";
 
 /**
@@ -7,9 +8,15 @@ import type { RunningEndpoint } from "./stack.js";
  * paths of the token files, never a secret itself.
  */
 export interface StackFile {
+  /** What a service takes as NATS_URL: one URL, or every cluster node's, comma-separated. */
   natsUrl: string;
+  /** The local nats-servers (one, or each node of a cluster); empty for an outside NATS. */
+  natsNodes: { name: string; url: string; monitorUrl?: string; pid: number }[];
   dataDir: string;
+  /** Every process by name: dispatcher, dispatcher-2 … */
   services: Record<string, { url?: string; pid: number }>;
+  /** Every address of each service (all its replicas), for clients that balance between them. */
+  addresses: Record<string, string[]>;
   tokenFiles: { admin: string; service: string };
   /** The nkey seed file of each bus user (agent: the read-only callback subscriber); empty for an outside NATS. */
   natsCredentials: Record<string, string>;
@@ -26,20 +33,36 @@ export function tokenFiles(dataDir: string): StackFile["tokenFiles"] {
 }
 
 /** Writes stack.json atomically (a reader never sees half a file) and returns what it wrote. */
-export function writeStackFile(
-  dataDir: string,
-  natsUrl: string,
-  endpoints: RunningEndpoint[],
-  natsCredentials: Record<string, string>,
-): StackFile {
+export function writeStackFile(stack: {
+  dataDir: string;
+  natsUrl: string;
+  natsNodes: NatsServer[];
+  endpoints: RunningEndpoint[];
+  /** Which service each process runs. */
+  services: { process: string; service: string }[];
+  natsCredentials: Record<string, string>;
+}): StackFile {
+  const { dataDir, endpoints } = stack;
+  const addresses: Record<string, string[]> = {};
+  for (const { process, service } of stack.services) {
+    const url = endpoints.find((e) => e.name === process)?.url;
+    if (url) addresses[service] = [...(addresses[service] ?? []), url];
+  }
   const file: StackFile = {
-    natsUrl,
+    natsUrl: stack.natsUrl,
+    natsNodes: stack.natsNodes.map((node, i) => ({
+      name: node.serverName ?? `nats-server-${i + 1}`,
+      url: node.url,
+      ...(node.monitorUrl ? { monitorUrl: node.monitorUrl } : {}),
+      pid: node.current?.process.pid ?? 0,
+    })),
     dataDir,
     services: Object.fromEntries(
       endpoints.map((e) => [e.name, { ...(e.url ? { url: e.url } : {}), pid: e.pid }]),
     ),
+    addresses,
     tokenFiles: tokenFiles(dataDir),
-    natsCredentials,
+    natsCredentials: stack.natsCredentials,
     logDir: path.join(dataDir, "logs"),
     startedAt: new Date().toISOString(),
   };

@@ -1,10 +1,12 @@
 import { existsSync, mkdirSync } from "node:fs";
 import path from "node:path";
-import { isBusUser, natsPermissions, processUsers } from "@toolmesh/nats";
+import { isBusUser } from "@toolmesh/nats";
 import { ensureBundles } from "./bundles.js";
-import { busDir, ensureBusCredentials, seedFile } from "./bus-credentials.js";
-import type { NatsServerUser } from "./nats-config.js";
-import { NatsServer } from "./nats-server.js";
+import { type LocalBus, startLocalBus } from "./bus.js";
+import { seedFile } from "./bus-credentials.js";
+import type { NatsCluster } from "./nats-cluster.js";
+import type { NatsPlacement, NatsServer } from "./nats-server.js";
+import { type Replicas, replicaEnv, replicaName, replicasOf } from "./replicas.js";
 import { ServiceProcess } from "./service-process.js";
 import { availableServices, type ServiceSpec } from "./services.js";
 import { StackError } from "./stack-error.js";
@@ -23,11 +25,23 @@ export interface StackOptions {
   natsSyncInterval?: string;
   /** JetStream's file store limit for the local nats-server (bytes; 1 TiB by default). */
   natsMaxFileStore?: number;
+  /**
+   * Nodes of a local JetStream cluster (TOOLMESH_CLUSTER); 1 or undefined runs one nats-server.
+   * With a cluster every stream and bucket gets 3 replicas (TOOLMESH_JETSTREAM_REPLICAS).
+   */
+  clusterNodes?: number;
+  /** Where each cluster node runs; loopback when unset (a test's partition moves one). */
+  natsPlacements?: (NatsPlacement | undefined)[];
+  /**
+   * Processes of each service but the console (2 with a cluster, else 1), or of each named
+   * service: replica n is named <service>-n and listens on its service's port + 10·(n − 1).
+   */
+  replicas?: Replicas;
   /** Where state lives: NATS store, tokens, memory files, logs, stack.json. */
   dataDir: string;
   /** Extra environment for every service (ports, secrets, log level). */
   env: NodeJS.ProcessEnv;
-  /** Extra environment for one service, by name. */
+  /** Extra environment for one service, by name; a replica's name (dispatcher-2) adds to it. */
   serviceEnv?: Record<string, NodeJS.ProcessEnv>;
   /** Only these services (in stack order); every one that exists when undefined. */
   services?: string[];
@@ -56,8 +70,10 @@ export interface UnexpectedExit {
 
 export interface RunningStack {
   natsUrl: string;
-  /** The local nats-server, when the stack started one. */
+  /** The local nats-server, when the stack started one node. */
   nats?: NatsServer;
+  /** The local JetStream cluster, when the stack started one. */
+  cluster?: NatsCluster;
   /**
    * The nkey seed file of each bus user, when the stack started its own nats-server: one per
    * process, `agent` (read-only callback subscriber) and `admin` (everything; for operators).
@@ -96,86 +112,98 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
   const firstExit = new Promise<UnexpectedExit>((resolve) => {
     reportExit = resolve;
   });
-  let nats: NatsServer | undefined;
+  let bus: LocalBus | undefined;
   const services = new Map<string, ServiceProcess>();
   const stopAll = async () => {
-    nats?.unsupervise();
+    bus?.unsupervise();
     for (const service of [...services.values()].reverse()) await service.stop();
-    await nats?.stop();
+    await bus?.stop();
   };
 
   try {
     let natsUrl = options.natsUrl;
-    const busCredentials: Record<string, string> = {};
+    let busCredentials: Record<string, string> = {};
     if (!natsUrl) {
-      const storeDir = path.join(dataDir, "nats");
-      const credentials = ensureBusCredentials(dataDir, [...processUsers, "agent", "admin"]);
-      for (const c of credentials) busCredentials[c.user] = c.seedFile;
-      nats = new NatsServer({
-        ...(options.natsBin ? { bin: options.natsBin } : {}),
-        port: options.natsPort,
-        storeDir,
-        configFile: path.join(busDir(dataDir), "nats-server.conf"),
-        syncInterval: options.natsSyncInterval ?? "always",
-        ...(options.natsMaxFileStore ? { maxFileStore: options.natsMaxFileStore } : {}),
-        users: credentials.map(
-          (c): NatsServerUser => ({
-            name: c.user,
-            nkey: c.publicKey,
-            // admin is the operators' key (nats CLI); every other user gets the table's permissions.
-            ...(isBusUser(c.user) ? { permissions: natsPermissions(c.user) } : {}),
-          }),
-        ),
-        cwd: root,
-        logPath: path.join(logDir, "nats-server.log"),
+      bus = await startLocalBus({
+        root,
+        dataDir,
+        natsBin: options.natsBin,
+        natsPort: options.natsPort,
+        natsSyncInterval: options.natsSyncInterval,
+        natsMaxFileStore: options.natsMaxFileStore,
+        clusterNodes: options.clusterNodes,
+        natsPlacements: options.natsPlacements,
         startTimeoutMs: options.startTimeoutMs,
-        warn: (line) => say(`WARNING: ${line}`),
+        say,
+        report: reportExit,
       });
-      await nats.start();
-      natsUrl = nats.url;
-      superviseNats(nats, say, reportExit);
-      say(
-        `nats-server with JetStream at ${natsUrl} (store ${storeDir}, sync ${options.natsSyncInterval ?? "always"}, credentials in ${busDir(dataDir)})`,
-      );
+      natsUrl = bus.url;
+      busCredentials = bus.credentials;
     } else {
       say(`using NATS at ${natsUrl}`);
     }
+    const nats = bus?.server;
 
     const specs = selectServices(root, options.services);
+    const clusterNodes = bus?.cluster ? bus.nodes.length : 1;
+    const replicas = options.replicas ?? (clusterNodes > 1 ? 2 : 1);
+    const dispatchers = replicasOf({ name: "dispatcher" }, replicas);
+    const shared: NodeJS.ProcessEnv = {
+      ...(clusterNodes > 1
+        ? { TOOLMESH_JETSTREAM_REPLICAS: String(Math.min(3, clusterNodes)) }
+        : {}),
+      // Each Dispatcher enforces its share of every rate limit.
+      ...(dispatchers > 1 ? { TOOLMESH_DISPATCHER_REPLICAS: String(dispatchers) } : {}),
+    };
+    // Replica 1 of every service first, then the others: a replica's start finds its bucket made.
+    const waves: ServiceProcess[][] = [];
     for (const spec of specs) {
-      const env: NodeJS.ProcessEnv = {
-        ...process.env,
-        ...options.env,
-        ...(options.freePorts && spec.portEnv ? { [spec.portEnv]: "0" } : {}),
-        ...options.serviceEnv?.[spec.name],
-        NATS_URL: natsUrl,
-        TOOLMESH_DATA_DIR: dataDir,
-        // Its own credential, and no other way to authenticate that could be inherited.
-        ...(nats && isBusUser(spec.name)
-          ? {
-              TOOLMESH_NATS_NKEY_FILE: seedFile(dataDir, spec.name),
-              TOOLMESH_NATS_CREDS: "",
-              TOOLMESH_NATS_USER: "",
-              TOOLMESH_NATS_PASSWORD: "",
-            }
-          : {}),
-      };
-      const service = new ServiceProcess(
-        {
-          name: spec.name,
-          root,
-          env,
-          portEnv: spec.portEnv,
-          logPath: path.join(logDir, `${spec.name}.log`),
-          startTimeoutMs: options.startTimeoutMs,
-        },
-        (exit, lastLines) => reportExit({ name: spec.name, ...exit, lastLines }),
-      );
-      services.set(spec.name, service);
+      for (let replica = 1; replica <= replicasOf(spec, replicas); replica++) {
+        const name = replicaName(spec.name, replica);
+        const base: NodeJS.ProcessEnv = {
+          ...process.env,
+          ...shared,
+          ...options.env,
+          ...(options.freePorts && spec.portEnv ? { [spec.portEnv]: "0" } : {}),
+          ...options.serviceEnv?.[spec.name],
+        };
+        const env: NodeJS.ProcessEnv = {
+          ...base,
+          ...replicaEnv(spec, replica, base, dataDir),
+          ...(replica > 1 ? options.serviceEnv?.[name] : {}),
+          NATS_URL: natsUrl,
+          TOOLMESH_DATA_DIR: dataDir,
+          // Its own credential, and no other way to authenticate that could be inherited.
+          ...(bus && isBusUser(spec.name)
+            ? {
+                TOOLMESH_NATS_NKEY_FILE: seedFile(dataDir, spec.name),
+                TOOLMESH_NATS_CREDS: "",
+                TOOLMESH_NATS_USER: "",
+                TOOLMESH_NATS_PASSWORD: "",
+              }
+            : {}),
+        };
+        const service = new ServiceProcess(
+          {
+            name,
+            service: spec.name,
+            root,
+            env,
+            portEnv: spec.portEnv,
+            logPath: path.join(logDir, `${name}.log`),
+            startTimeoutMs: options.startTimeoutMs,
+          },
+          (exit, lastLines) => reportExit({ name, ...exit, lastLines }),
+        );
+        services.set(name, service);
+        waves[replica - 1] = [...(waves[replica - 1] ?? []), service];
+      }
     }
-    const [first, ...rest] = [...services.values()];
-    if (first?.name === "permission") await first.start();
-    await Promise.all((first?.name === "permission" ? rest : [first, ...rest]).map(startOne));
+    for (const wave of waves) {
+      const [first, ...rest] = wave;
+      if (first?.name === "permission") await first.start();
+      await Promise.all((first?.name === "permission" ? rest : wave).map((s) => s.start()));
+    }
 
     const endpoints: RunningEndpoint[] = [...services.values()].map((s) => ({
       name: s.name,
@@ -185,11 +213,19 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
     for (const e of endpoints) {
       say(`${e.name.padEnd(14)} ${e.url ?? "(subscriber, no port)"}  pid ${e.pid}`);
     }
-    const stackFile = writeStackFile(dataDir, natsUrl, endpoints, busCredentials);
+    const stackFile = writeStackFile({
+      dataDir,
+      natsUrl,
+      natsNodes: bus?.nodes ?? [],
+      endpoints,
+      services: [...services.values()].map((s) => ({ process: s.name, service: s.service })),
+      natsCredentials: busCredentials,
+    });
     const adminToken = readTokenFile(tokenFiles(dataDir).admin);
     return {
       natsUrl,
       ...(nats ? { nats } : {}),
+      ...(bus?.cluster ? { cluster: bus.cluster } : {}),
       busCredentials,
       endpoints,
       services,
@@ -203,10 +239,6 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
     await stopAll();
     throw error;
   }
-
-  async function startOne(service: ServiceProcess | undefined): Promise<void> {
-    await service?.start();
-  }
 }
 
 function selectServices(root: string, names: string[] | undefined): ServiceSpec[] {
@@ -219,25 +251,4 @@ function selectServices(root: string, names: string[] | undefined): ServiceSpec[
     );
   }
   return available.filter((s) => names.includes(s.name));
-}
-
-/**
- * Restarts a nats-server that dies on its own (services reconnect and ride through); only when it
- * cannot be brought back is it reported as the stack's unexpected exit. A stop() or kill()
- * through NatsServer is deliberate and restarts nothing.
- */
-function superviseNats(
-  nats: NatsServer,
-  say: (line: string) => void,
-  report: (exit: UnexpectedExit) => void,
-): void {
-  nats.supervise({
-    restarting: (attempt, delayMs, died) =>
-      say(
-        `nats-server exited (${died.split("\n")[0]}); restarting it in ${delayMs} ms (attempt ${attempt})`,
-      ),
-    restarted: () => say(`nats-server is back at ${nats.url} with the same store`),
-    gaveUp: (reason) =>
-      report({ name: "nats-server", code: null, signal: null, lastLines: reason }),
-  });
 }

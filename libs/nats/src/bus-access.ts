@@ -33,6 +33,8 @@ export const bucketNames = {
   approvals: "toolmesh-approvals",
   /** Hourly usage aggregates per agent, user and tool. */
   usage: "toolmesh-usage",
+  /** One key per service whose work runs in one replica at a time (lease.ts). */
+  leases: "toolmesh-leases",
 } as const;
 
 type Stream = keyof typeof streamNames;
@@ -54,6 +56,8 @@ export interface BusAccess {
   ownsBuckets: Bucket[];
   /** Buckets it keeps a read-only snapshot of. */
   readsBuckets: Bucket[];
+  /** Its work runs in one replica at a time: it writes its own key of the leases bucket only. */
+  holdsLease?: boolean;
   /** Plain (non-JetStream) subscriptions besides its own inbox. */
   subscribes: string[];
 }
@@ -103,6 +107,8 @@ export const busAccess = {
     ownsBuckets: [],
     readsBuckets: ["permission"],
     subscribes: [],
+    // One chain writer at a time; a standby replica serves queries and takes over.
+    holdsLease: true,
   },
   registry: {
     publishes: ["toolmesh.audit.registry.>", "toolmesh.registry.changed.>"],
@@ -128,6 +134,8 @@ export const busAccess = {
     ownsBuckets: [],
     readsBuckets: [],
     subscribes: [],
+    // One writer of the memory files at a time; a standby takes over.
+    holdsLease: true,
   },
   "knowhub-sync": {
     publishes: [],
@@ -248,6 +256,11 @@ export function natsPermissions(user: BusUser): NatsPermissions {
     const name = bucketNames[key];
     publish.add(`$KV.${name}.>`);
     for (const s of writeStream(`KV_${name}`)) publish.add(s);
+  }
+  if (access.holdsLease) {
+    const stream = `KV_${bucketNames.leases}`;
+    publish.add(`$KV.${bucketNames.leases}.${user}`);
+    for (const s of [...writeStream(stream), ...readStream(stream, [])]) publish.add(s);
   }
   for (const key of [...access.ownsBuckets, ...access.readsBuckets]) {
     for (const s of readStream(`KV_${bucketNames[key]}`, [])) publish.add(s);

@@ -74,6 +74,8 @@ export async function connectNats(options: {
   user: string;
   credentials?: BusCredentials;
   log: Logger;
+  /** Ping interval; two pings unanswered and it reconnects, to another node of a cluster. */
+  pingIntervalMs?: number;
 }): Promise<NatsConnection> {
   const { url, user, log } = options;
   const prefix = inboxPrefix(user);
@@ -84,7 +86,8 @@ export async function connectNats(options: {
     waitOnFirstConnect: true,
     maxReconnectAttempts: -1,
     reconnectTimeWait: 250,
-    pingInterval: 10_000,
+    pingInterval: options.pingIntervalMs ?? 10_000,
+    maxPingOut: 2,
     noAsyncTraces: true,
     ...credentialOptions(options.credentials),
   });

@@ -43,12 +43,15 @@ export {
 } from "./events.js";
 export { FollowedBucket, followRegistryTools, type SnapshotView } from "./followed-bucket.js";
 export {
+  betweenLeaders,
   compareAndSet,
   JetStreamApiCodes,
   jetStreamErrorCode,
   KvConflictError,
+  retryBetweenLeaders,
 } from "./jetstream-errors.js";
 export { kvKeyToken } from "./kv.js";
+export { holdLease, LEASE_TTL_MS, type Lease, type LeasedWork } from "./lease.js";
 export { MemorySnapshot } from "./memory-snapshot.js";
 export { ReconnectingKvSnapshot } from "./reconnecting-snapshot.js";
 export { KvSnapshot, type SnapshotChange } from "./snapshot.js";

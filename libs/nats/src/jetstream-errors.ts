@@ -17,6 +17,8 @@ export const JetStreamApiCodes = {
   StoreFailed: 10077,
   /** The server has no room left for JetStream (disk or memory limit). */
   InsufficientResources: 10047,
+  /** "JetStream system temporarily unavailable": a cluster between leaders (an election). */
+  ClusterNotAvailable: 10008,
 } as const;
 
 /** The JetStream `err_code` an error carries, or undefined for any other error. */
@@ -43,5 +45,30 @@ export async function compareAndSet<T>(write: () => Promise<T>): Promise<T> {
       throw new KvConflictError((error as Error).message, { cause: error });
     }
     throw error;
+  }
+}
+
+/** True for a refusal that stored nothing because no stream leader answered (an election). */
+export function betweenLeaders(error: unknown): boolean {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  // nats.js's "no responders" (503): no server holds the stream's leadership this moment.
+  return code === "503" || jetStreamErrorCode(error) === JetStreamApiCodes.ClusterNotAvailable;
+}
+
+/**
+ * Runs a JetStream write again while it is refused between stream leaders, backing off from
+ * 100 ms to 1 s, within `budgetMs`: a leader election on a cluster takes a few seconds, and a
+ * write that stored nothing may be sent again. Any other error, or the budget spent, is thrown.
+ */
+export async function retryBetweenLeaders<T>(write: () => Promise<T>, budgetMs = 4000): Promise<T> {
+  const deadline = Date.now() + budgetMs;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await write();
+    } catch (error) {
+      const delayMs = Math.min(100 * 2 ** attempt, 1000);
+      if (!betweenLeaders(error) || Date.now() + delayMs > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, delayMs));
+    }
   }
 }

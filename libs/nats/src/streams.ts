@@ -93,6 +93,8 @@ export interface StreamBytes {
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 const MiB = 1024 * 1024;
+/** How long a repeated Nats-Msg-Id is recognised (the Dispatcher's outcomes, Callback's broadcasts). */
+const DUPLICATE_WINDOW_MS = 2 * 60 * 1000;
 
 /** The limits a stream gets when nothing is configured (libs/config has the same defaults). */
 export const defaultStreamSettings: StreamSettings = {
@@ -133,7 +135,10 @@ export function streamDefinitions(settings: StreamSettings = defaultStreamSettin
     num_replicas: settings.replicas,
     max_age: nanos(maxAgeMs),
     max_bytes: maxBytes,
-    duplicate_window: nanos(2 * 60 * 1000),
+    // nats-server refuses a duplicate window longer than the stream keeps messages.
+    duplicate_window: nanos(
+      maxAgeMs > 0 ? Math.min(DUPLICATE_WINDOW_MS, maxAgeMs) : DUPLICATE_WINDOW_MS,
+    ),
   });
   const { maxBytes } = settings;
   return {

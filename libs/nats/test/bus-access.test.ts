@@ -35,6 +35,9 @@ describe("the bus's permission table", () => {
     expect(publishers("$KV.toolmesh-registry.tools.x")).toEqual(["registry"]);
     expect(publishers("$KV.toolmesh-permission.grants.x")).toEqual(["permission"]);
     expect(publishers("toolmesh.auditlog.a.tool")).toEqual(["audit"]);
+    // A lease is written by its own service alone, so no other can take it or renew it.
+    expect(publishers("$KV.toolmesh-leases.audit")).toEqual(["audit"]);
+    expect(publishers("$KV.toolmesh-leases.memory-writer")).toEqual(["memory-writer"]);
   });
 
   it("lets nobody answer on an inbox, delete or purge a stream, or ack another's durable", () => {

@@ -13,6 +13,7 @@ import hmac
 import json
 import os
 import queue
+import signal
 import subprocess
 import threading
 import time
@@ -83,6 +84,7 @@ class Stack:
     nats_agent_nkey_file: str
     data_dir: Path
     ports: dict[str, int] = field(default_factory=dict)
+    pids: dict[str, int] = field(default_factory=dict)
     admin_token: str = ""
     _proc: subprocess.Popen | None = None
     _output: _Lines | None = None
@@ -107,6 +109,10 @@ class Stack:
                 out[name] = self.address(name)
         return out
 
+    def kill(self, process: str) -> None:
+        """SIGKILL to one process of the stack (dispatcher-2 …), as a crash would; not restarted."""
+        os.kill(self.pids[process], signal.SIGKILL)
+
     def logs(self, service: str) -> str:
         log = self.data_dir / "logs" / f"{service}.log"
         text = log.read_text(errors="replace") if log.exists() else ""
@@ -129,7 +135,8 @@ class Stack:
 def start_stack() -> Stack:
     """Starts the shared test stack and returns its addresses and tokens."""
     proc = subprocess.Popen(
-        ["node", "--import", "tsx", str(REPO / "scripts" / "stack.ts"), "--json"],
+        # A second Dispatcher, dispatcher-2, for the client's failover.
+        ["node", "--import", "tsx", str(REPO / "scripts" / "stack.ts"), "--json", "--dispatchers", "2"],
         cwd=REPO,
         env={**os.environ, "TOOLMESH_JWT_SECRET": JWT_SECRET},
         stdin=subprocess.PIPE,
@@ -148,6 +155,7 @@ def start_stack() -> Stack:
         nats_agent_nkey_file=info["natsAgentNkeyFile"],
         data_dir=Path(info["dataDir"]),
         ports={name: s["port"] for name, s in info["services"].items() if s["port"]},
+        pids={name: s["pid"] for name, s in info["services"].items()},
         admin_token=info["adminToken"],
         _proc=proc,
         _output=err,

@@ -380,3 +380,22 @@ def test_a_deferred_tool_reports_its_outcome_with_its_own_credential(
     finally:
         release.set()
         server.stop()
+
+
+def test_calls_fail_over_between_two_dispatchers(stack: Stack, agent_token: str, dispatch_ready):
+    """Two Dispatchers behind no load balancer: calls spread over both and, once one is killed,
+    every call still succeeds on the other."""
+    both = f"{stack.address('dispatcher')},{stack.address('dispatcher-2')}"
+    with toolmesh.Toolmesh(both, agent_token, default_timeout=15, **stack.client_kwargs()) as client:
+        # Round robin reaches both; each must know the tools and grants before the count starts.
+        eventually(
+            lambda: [client.dispatch("py.echo", {"text": "warm"}) for _ in range(4)],
+            lambda results: all(r.ok for r in results),
+            timeout=15,
+            what="both Dispatchers to run py.echo",
+        )
+        for _ in range(6):
+            assert client.dispatch("py.echo", {"text": "both"}).output["text"] == "both"
+        stack.kill("dispatcher-2")
+        for _ in range(20):
+            assert client.dispatch("py.echo", {"text": "one"}).output["text"] == "one"

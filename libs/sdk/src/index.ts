@@ -1,4 +1,9 @@
 export { grpcServiceDefinition } from "@toolmesh/server";
+export {
+  type BalancedTransportOptions,
+  createBalancedTransport,
+  neverSent,
+} from "./balanced-transport.js";
 export { Deferred, type ReportOptions } from "./deferred.js";
 export {
   defineTool,

@@ -1,6 +1,12 @@
 import type { Interceptor } from "@connectrpc/connect";
 import { type AuthConfig, type RequestAuthenticator, startServiceAuth } from "@toolmesh/auth";
-import { type CommonConfig, loadConfig, loadOrExit, type Reader } from "@toolmesh/config";
+import {
+  type CommonConfig,
+  loadConfig,
+  loadOrExit,
+  type Reader,
+  streamMaxAgeMs,
+} from "@toolmesh/config";
 import { createLogger, type Logger } from "@toolmesh/log";
 import {
   applyBucketLimits,
@@ -12,6 +18,7 @@ import {
 import { type ListeningServer, onShutdown, type ToolmeshServer } from "@toolmesh/server";
 import { collectProcessMetrics, watchConsumerLag } from "@toolmesh/telemetry";
 import type { JetStreamClient, JetStreamManager, NatsConnection } from "nats";
+import { followBusHealth } from "./bus-health.js";
 
 /** The settings runService reads itself. */
 type ServiceConfig = CommonConfig & { port?: number };
@@ -87,11 +94,12 @@ export async function runService<C extends ServiceConfig>(spec: ServiceSpec<C>):
     user: spec.name,
     credentials: config.natsCredentials,
     log,
+    pingIntervalMs: config.natsPingIntervalMs,
   });
   const jsm = await nc.jetstreamManager();
   const streams = streamDefinitions({
     replicas: config.jetstreamReplicas,
-    maxAgeMs: config.streamMaxAgeDays * 24 * 60 * 60 * 1000,
+    maxAgeMs: streamMaxAgeMs(config),
     maxBytes: config.streamMaxBytes,
   });
   await prepareStreams({
@@ -131,14 +139,17 @@ export async function runService<C extends ServiceConfig>(spec: ServiceSpec<C>):
   });
   await applyBucketLimits({ jsm, user: spec.name, maxBytes: config.bucketMaxBytes, log });
   let listening: ListeningServer | undefined;
+  let draining = false;
   if (running.server) {
     listening = await running.server.listen(config.port ?? 0, config.host);
+    followBusHealth(nc, running.server.health, log, () => draining);
     await running.listening?.();
   } else {
     // No RPC port: the launcher and tests wait for this line.
     log.info(running.ready ?? {}, "ready");
   }
   onShutdown(log, async () => {
+    draining = true;
     await Promise.all([listening?.close(), running.draining?.()]);
     await running.stop();
     for (const stop of stops) stop();

@@ -1,4 +1,4 @@
-export { LineWatcher } from "@toolmesh/launcher";
+export { freePort, LineWatcher, processCpuMs, processRssMb } from "@toolmesh/launcher";
 export {
   type DecisionCase,
   decisionTable,
@@ -11,8 +11,8 @@ export { failure } from "./failure.js";
 export { TEST_JS_OPTIONS } from "./jetstream.js";
 export { mintJwt, type TestClaims } from "./jwt.js";
 export { natsAt, startNats, type TestNats } from "./nats-server.js";
+export { type IsolatedHost, isolatedHost } from "./netns.js";
 export { type OperatorStack, startOperatorStack } from "./operator-stack.js";
-export { freePort } from "./ports.js";
 export { repoRoot, type ServiceProcess, startService } from "./service-process.js";
 export { chainServices, startStack, type TestStack, type TestStackOptions } from "./stack.js";
 export { tableGrant, tableGrantSpec } from "./table-grants.js";

@@ -13,6 +13,10 @@ export interface TestNats {
   readonly storeDir: string;
   /** The running nats-server's process id (0 while it is down). */
   readonly pid: number;
+  /** Milliseconds from spawning it (at its last start) until it accepted clients. */
+  readonly readyMs: number;
+  /** CPU ms it had used by then. */
+  readonly readyCpuMs: number;
   /** Stops the server (SIGTERM) and keeps the store, so start() brings the data back. */
   stop(): Promise<void>;
   /** SIGKILL, as a crash would; the store stays. */
@@ -76,6 +80,12 @@ export async function natsAt(
     storeDir,
     get pid() {
       return server.current?.process.pid ?? 0;
+    },
+    get readyMs() {
+      return server.readyMs;
+    },
+    get readyCpuMs() {
+      return server.readyCpuMs;
     },
     stop: () => server.stop(),
     kill: () => server.kill(),

@@ -1,5 +1,4 @@
-import { availableServices } from "@toolmesh/launcher";
-import { freePort } from "./ports.js";
+import { availableServices, freePort } from "@toolmesh/launcher";
 import { repoRoot } from "./service-process.js";
 import { startStack, type TestStack } from "./stack.js";
 

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import type { DescService } from "@bufbuild/protobuf";
@@ -7,8 +7,12 @@ import { type Client, createClient, type Transport } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { loadConfig, syncInterval } from "@toolmesh/config";
 import {
+  freePort,
+  type NatsPlacement,
+  type Replicas,
   type RunningStack,
   readTokenFile,
+  replicasOf,
   type ServiceProcess,
   startStack as startLauncherStack,
   tokenFiles,
@@ -25,9 +29,9 @@ import {
   ResourceKind,
 } from "@toolmesh/proto";
 import { connect, type NatsConnection } from "nats";
+import { type TestCluster, testCluster } from "./cluster.js";
 import { mintJwt } from "./jwt.js";
 import type { TestNats } from "./nats-server.js";
-import { freePort } from "./ports.js";
 import { repoRoot } from "./repo-root.js";
 
 /** The processes a test stack runs unless told otherwise: the call chain. */
@@ -42,11 +46,34 @@ export interface TestStackOptions {
   serviceEnv?: Record<string, Record<string, string>>;
   /** The HS256 secret services verify JWTs with; random when undefined. */
   jwtSecret?: string;
+  /** Nodes of a local JetStream cluster (3); one nats-server when undefined. */
+  cluster?: number;
+  /** Where each cluster node runs; loopback when unset (a partition test moves one). */
+  natsPlacements?: (NatsPlacement | undefined)[];
+  /**
+   * Processes of each service, or of each named one (replica n is named <service>-n); 2 of each
+   * with a cluster, else 1.
+   */
+  replicas?: Replicas;
+  /**
+   * A data directory of the caller's, kept by stop(): starting a stack again on it is a restart
+   * with its history (NATS store, tokens, memory, the audit index). A temp one when undefined.
+   */
+  dataDir?: string;
+  /** JetStream's fsync interval; TOOLMESH_NATS_SYNC_INTERVAL (as npm start reads it) when undefined. */
+  natsSyncInterval?: string;
+  /** How long each process may take to become ready (60 s by default). */
+  startTimeoutMs?: number;
 }
 
 /** A whole toolmesh stack for a test: a nats-server and real service processes. */
 export interface TestStack {
+  /** The nats-server (with a cluster: its first node). */
   nats: TestNats;
+  /** The cluster's nodes, when the stack runs one. */
+  cluster?: TestCluster;
+  /** Every NATS URL, comma-separated (what services take as NATS_URL). */
+  natsUrl: string;
   /** A connection of the test's own as the bus's `admin` (every permission), closed by stop(). */
   nc: NatsConnection;
   /**
@@ -62,6 +89,8 @@ export interface TestStack {
   serviceToken: string;
   /** The port of the dispatcher's grpc-js listener. */
   dispatcherGrpcPort: number;
+  /** Every process the stack runs, by name: dispatcher, dispatcher-2 … */
+  processes: string[];
   /** A running service, by name; throws for one the stack does not run. */
   service(name: string): ServiceProcess;
   /** Shorthands for service("…"). */
@@ -90,7 +119,7 @@ export interface TestStack {
    * started, restarts included: their log files under <dataDir>/logs.
    */
   logText(...names: string[]): Promise<string>;
-  /** Stops every process and deletes the data directory, even after a failed start. */
+  /** Stops every process and deletes the data directory (unless the caller gave it), even after a failed start. */
   stop(): Promise<void>;
 }
 
@@ -100,7 +129,7 @@ export interface TestStack {
  * scripts/stack.ts --json).
  */
 export async function startStack(options: TestStackOptions = {}): Promise<TestStack> {
-  const dataDir = await mkdtemp(path.join(tmpdir(), "toolmesh-stack-"));
+  const dataDir = options.dataDir ?? (await mkdtemp(path.join(tmpdir(), "toolmesh-stack-")));
   const jwtSecret = options.jwtSecret ?? randomBytes(32).toString("hex");
   const names = options.services ?? chainServices;
   const dispatcherGrpcPort = names.includes("dispatcher") ? await freePort() : 0;
@@ -110,7 +139,7 @@ export async function startStack(options: TestStackOptions = {}): Promise<TestSt
     await nc?.close().catch(() => {});
     await running?.stop();
     const refused = await refusedServices(dataDir);
-    await rm(dataDir, { recursive: true, force: true });
+    if (!options.dataDir) await rm(dataDir, { recursive: true, force: true });
     if (refused.length > 0) {
       throw new Error(
         `nats-server refused a toolmesh process something it needed; give it in libs/nats/src/bus-access.ts:\n${refused.join("\n")}`,
@@ -118,13 +147,17 @@ export async function startStack(options: TestStackOptions = {}): Promise<TestSt
     }
   };
   try {
+    const replicas = options.replicas ?? (options.cluster ? 2 : 1);
     running = await startLauncherStack({
+      ...(options.cluster ? { clusterNodes: options.cluster } : {}),
+      ...(options.natsPlacements ? { natsPlacements: options.natsPlacements } : {}),
+      replicas,
       root: repoRoot,
       natsPort: -1,
       // As npm start reads it: fsync before every ack unless the environment says otherwise.
-      natsSyncInterval: loadConfig({
-        value: syncInterval("TOOLMESH_NATS_SYNC_INTERVAL", "always"),
-      }).value,
+      natsSyncInterval:
+        options.natsSyncInterval ??
+        loadConfig({ value: syncInterval("TOOLMESH_NATS_SYNC_INTERVAL", "always") }).value,
       dataDir,
       env: { LOG_LEVEL: "info", ...options.env, TOOLMESH_JWT_SECRET: jwtSecret },
       serviceEnv: {
@@ -133,15 +166,23 @@ export async function startStack(options: TestStackOptions = {}): Promise<TestSt
           TOOLMESH_DISPATCHER_GRPC_PORT: String(dispatcherGrpcPort),
           ...options.serviceEnv?.dispatcher,
         },
+        // The grpc-js port is the first Dispatcher's; the others serve everything on their main port.
+        ...Object.fromEntries(
+          Array.from({ length: replicasOf({ name: "dispatcher" }, replicas) - 1 }, (_, i) => [
+            `dispatcher-${i + 2}`,
+            { TOOLMESH_DISPATCHER_GRPC_PORT: "-1", ...options.serviceEnv?.[`dispatcher-${i + 2}`] },
+          ]),
+        ),
       },
       services: names,
       freePorts: true,
-      startTimeoutMs: 60_000,
+      startTimeoutMs: options.startTimeoutMs ?? 60_000,
       say: () => {},
     });
     const launched = running;
-    const nats = launched.nats;
+    const nats = launched.nats ?? launched.cluster?.nodes[0];
     if (!nats) throw new Error("the test stack always starts its own nats-server");
+    const processes = [...launched.services.keys()];
     const credentialFile = (user: string) => {
       const file = launched.busCredentials[user];
       if (!file) {
@@ -152,7 +193,7 @@ export async function startStack(options: TestStackOptions = {}): Promise<TestSt
       return file;
     };
     nc = await connect({
-      servers: launched.natsUrl,
+      servers: launched.natsUrl.split(","),
       // Rides through a NATS restart as the services do: a request made while it reconnects
       // would otherwise wait out nats.js's 2 s reconnect delay and time out.
       maxReconnectAttempts: -1,
@@ -166,7 +207,7 @@ export async function startStack(options: TestStackOptions = {}): Promise<TestSt
     const service = (name: string) => {
       const found = launched.services.get(name);
       if (!found)
-        throw new Error(`this test stack does not run ${name}; it runs ${names.join(", ")}`);
+        throw new Error(`this test stack does not run ${name}; it runs ${processes.join(", ")}`);
       return found;
     };
     // One transport per service and contract: a restarted service keeps its port.
@@ -182,12 +223,21 @@ export async function startStack(options: TestStackOptions = {}): Promise<TestSt
     };
     const as = (token: string) => ({ headers: { authorization: `Bearer ${token}` } });
     return {
+      ...(launched.cluster ? { cluster: testCluster(launched.cluster) } : {}),
+      natsUrl: launched.natsUrl,
+      processes,
       nats: {
-        url: launched.natsUrl,
+        url: nats.url,
         port: nats.clientPort,
         storeDir: path.join(dataDir, "nats"),
         get pid() {
           return nats.current?.process.pid ?? 0;
+        },
+        get readyMs() {
+          return nats.readyMs;
+        },
+        get readyCpuMs() {
+          return nats.readyCpuMs;
         },
         stop: () => nats.stop(),
         kill: () => nats.kill(),
@@ -250,7 +300,7 @@ export async function startStack(options: TestStackOptions = {}): Promise<TestSt
       as,
       async logText(...only) {
         const texts = await Promise.all(
-          (only.length > 0 ? only : names).map((name) =>
+          (only.length > 0 ? only : processes).map((name) =>
             readFile(path.join(dataDir, "logs", `${name}.log`), "utf8"),
           ),
         );
@@ -270,8 +320,16 @@ export async function startStack(options: TestStackOptions = {}): Promise<TestSt
  * service would otherwise meet only as a timeout.
  */
 async function refusedServices(dataDir: string): Promise<string[]> {
-  const log = await readFile(path.join(dataDir, "logs", "nats-server.log"), "utf8").catch(() => "");
-  return log
+  const logs = path.join(dataDir, "logs");
+  // nats-server.log, or a cluster's nats-server-<n>.log.
+  const files = (await readdir(logs).catch(() => [] as string[])).filter((f) =>
+    /^nats-server(-\d+)?\.log$/.test(f),
+  );
+  const texts = await Promise.all(
+    files.map((f) => readFile(path.join(logs, f), "utf8").catch(() => "")),
+  );
+  return texts
+    .join("\n")
     .split("\n")
     .filter((line) => line.includes("Violation") && line.includes(":toolmesh-"));
 }

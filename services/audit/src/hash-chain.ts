@@ -13,6 +13,24 @@ export function recordHash(record: AuditRecord): string {
   return createHash("sha256").update(canonicalJson(json)).digest("hex");
 }
 
+/** The end of a chain: where the next record goes. */
+export interface ChainHead {
+  sequence: bigint;
+  hash: string;
+}
+
+/** The record as stored after `head`: the next sequence, pointing at the head, hashed. */
+export function chainedAfter(record: AuditRecord, head: ChainHead): AuditRecord {
+  const stored = create(AuditRecordSchema, {
+    ...record,
+    sequence: head.sequence + 1n,
+    prevHash: head.hash,
+    hash: "",
+  });
+  stored.hash = recordHash(stored);
+  return stored;
+}
+
 /** The first break in a run of records, or undefined when every link holds. */
 export interface ChainBreak {
   /** altered: its own hash fails; missing: records before it are absent; repointed: wrong link. */

@@ -1,6 +1,7 @@
+import { randomUUID } from "node:crypto";
 import path from "node:path";
 import { createSecretRedactor } from "@toolmesh/log";
-import { ensureStream } from "@toolmesh/nats";
+import { ensureStream, holdLease } from "@toolmesh/nats";
 import { runService } from "@toolmesh/service";
 import { auditLogStream } from "./audit-log.js";
 import { verifyChain } from "./chain-verifier.js";
@@ -37,16 +38,29 @@ await runService({
       intervalMs: config.retentionCheckMs,
     });
     await retention.start();
-    const recorder = new AuditRecorder({
+    // Every replica serves queries from its own index; one at a time chains records (the
+    // expected-sequence rule would keep two from forking the chain, the lease keeps them from
+    // racing for every append), and a standby takes over within seconds when it goes.
+    const chainWriter = await holdLease({
       nc,
-      js,
-      jsm,
-      isStored: (id, callId) => records.has(id, callId),
-      redact: createSecretRedactor(config.redactKeys),
+      service: "audit",
+      instance: randomUUID(),
+      replicas: config.jetstreamReplicas,
       log,
-      onStored: ({ record, seq, data }) => follower.expect(record, seq, data),
+      async work() {
+        const recorder = new AuditRecorder({
+          nc,
+          js,
+          jsm,
+          isStored: (id, callId) => records.has(id, callId),
+          redact: createSecretRedactor(config.redactKeys),
+          log,
+          onStored: ({ record, seq, data }) => follower.expect(record, seq, data),
+        });
+        await recorder.start();
+        return () => recorder.stop();
+      },
     });
-    await recorder.start();
     log.info({ ...retention.status, max_age_days: config.maxAgeDays }, "audit log ready");
     const server = createAuditServer({
       records,
@@ -58,7 +72,7 @@ await runService({
       server,
       async stop() {
         retention.stop();
-        await recorder.stop();
+        await chainWriter.stop();
         await follower.stop();
       },
     };

@@ -330,32 +330,50 @@ describe("audit service", () => {
     expect(res.events.map((e) => e.id)).toEqual(["e1", "e2", "e3", "e4", "e5", "e6", "e7"]);
   });
 
-  it("two instances share the stream without forking the chain, and a NATS restart loses nothing", async () => {
-    const second = await startService("audit", env());
-    try {
+  it("one instance chains while another stands by and takes over when it is killed; a NATS restart loses nothing", async () => {
+    const second = await startService("audit", {
+      ...env(),
+      TOOLMESH_AUDIT_INDEX_PATH: path.join(dataDir, "second-index.sqlite"),
+    });
+    const storedBy = (p: ServiceProcess) =>
+      p.stdout.lines.filter((l) => l.includes('"audit record stored"')).length;
+    const publishRecords = async (from: number, to: number) => {
       const js = nc.jetstream(TEST_JS_OPTIONS);
-      const more: Promise<unknown>[] = [];
-      for (let i = TOTAL; i < TOTAL + 1000; i++) {
+      const sent: Promise<unknown>[] = [];
+      for (let i = from; i < to; i++) {
         const r = record(i, traceId);
-        more.push(
+        sent.push(
           publishEvent(js, subjects.audit("dispatcher", r.agentId, r.tool), AuditRecordSchema, r, {
             msgId: r.id,
           }),
         );
       }
-      await Promise.all(more);
+      await Promise.all(sent);
+    };
+    try {
+      await publishRecords(TOTAL, TOTAL + 500);
+      expect(await waitForCount(TOTAL + 500)).toBe(TOTAL + 500);
+      // The first holds the lease: the second serves queries but appends nothing.
+      expect(storedBy(second)).toBe(0);
+      const first = audit as ServiceProcess;
+      killedLogs.push(first.lastLines(200));
+      await first.kill();
+      const killedAt = Date.now();
+      client = createClient(AuditService, createGrpcTransport({ baseUrl: second.url }));
+      await publishRecords(TOTAL + 500, TOTAL + 1000);
       expect(await waitForCount(TOTAL + 1000)).toBe(TOTAL + 1000);
-      // Both instances stored some: the chain was contended, yet it verifies.
-      const storedBy = (p: ServiceProcess) =>
-        p.stdout.lines.filter((l) => l.includes('"audit record stored"')).length;
+      // The lease expired on the server and the standby took over within seconds.
+      expect(Date.now() - killedAt).toBeLessThan(20_000);
       expect(storedBy(second)).toBeGreaterThan(0);
       expect(await client.verifyChain({}, auditor)).toMatchObject({
         ok: true,
         recordsChecked: BigInt(TOTAL + 1000),
       });
     } finally {
+      // A clean stop gives the lease up at once.
       await second.stop();
     }
+    await start();
     await nats.stop();
     await nats.start();
     // nats.js's own ack timeout: a publish lost in the reconnect fails soon and is tried again.

@@ -22,8 +22,10 @@ import {
 } from "@toolmesh/testkit";
 import { connect, type JetStreamClient, type NatsConnection, headers as natsHeaders } from "nats";
 import { auditLogSubject } from "../src/audit-log.js";
-import { recordHash } from "../src/hash-chain.js";
+import { type ChainHead, chainedAfter } from "../src/hash-chain.js";
 import type { IndexStart } from "../src/index-follower.js";
+
+export type { ChainHead };
 
 /** A nats-server with the streams Audit reads, a client on it and a data directory. */
 export interface AuditBus {
@@ -92,12 +94,6 @@ export async function bearer(
   return { headers: { authorization: `Bearer ${await mintJwt(secret, { sub, roles })}` } };
 }
 
-/** The end of a chain: where the next record goes. */
-export interface ChainHead {
-  sequence: bigint;
-  hash: string;
-}
-
 export const AGENTS = 5;
 export const TOOLS = ["data.query", "files.read"] as const;
 
@@ -135,10 +131,7 @@ export async function appendHistory(
   let tip = head;
   const window: Promise<unknown>[] = [];
   for (let i = from; i < to; i++) {
-    const record = historyRecord(i, t0);
-    record.sequence = tip.sequence + 1n;
-    record.prevHash = tip.hash;
-    record.hash = recordHash(record);
+    const record = chainedAfter(historyRecord(i, t0), tip);
     const h = natsHeaders();
     h.set(TYPE_HEADER, AuditRecordSchema.typeName);
     window.push(

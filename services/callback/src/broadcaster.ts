@@ -13,6 +13,7 @@ import {
   CallStatus,
   type Outcome,
   OutcomeSchema,
+  type TraceEvent,
   TraceEventSchema,
 } from "@toolmesh/proto";
 import type { JetStreamClient, JetStreamManager } from "nats";
@@ -137,25 +138,7 @@ export class OutcomeBroadcaster {
 
   private async publish(event: CallbackEvent, encoded: Uint8Array): Promise<void> {
     const { js } = this.deps;
-    const trace = create(TraceEventSchema, {
-      id: `callback-${event.callId}`,
-      traceId: event.traceId,
-      callId: event.callId,
-      parentId: event.parentId,
-      kind: callbackKind(event.status),
-      tool: event.tool,
-      agentId: event.agentId,
-      userId: event.userId,
-      ...(event.time ? { time: event.time } : {}),
-      payload: {
-        status: statusWord(event.status),
-        duration_ms: event.durationMs,
-        attempts: event.attempts,
-        ...(event.error ? { error_code: event.error.code } : {}),
-        ...(event.reason ? { reason: event.reason } : {}),
-      },
-      source: "callback",
-    });
+    const trace = callbackTraceEvent(event);
     await Promise.all([
       publishEvent(js, subjects.trace("callback", event.traceId), TraceEventSchema, trace, {
         msgId: trace.id,
@@ -173,4 +156,27 @@ export class OutcomeBroadcaster {
   async stop(): Promise<void> {
     await this.consumer?.stop();
   }
+}
+
+/** The CALLBACK_* trace event that announces a normalised outcome in its call's trace. */
+export function callbackTraceEvent(event: CallbackEvent): TraceEvent {
+  return create(TraceEventSchema, {
+    id: `callback-${event.callId}`,
+    traceId: event.traceId,
+    callId: event.callId,
+    parentId: event.parentId,
+    kind: callbackKind(event.status),
+    tool: event.tool,
+    agentId: event.agentId,
+    userId: event.userId,
+    ...(event.time ? { time: event.time } : {}),
+    payload: {
+      status: statusWord(event.status),
+      duration_ms: event.durationMs,
+      attempts: event.attempts,
+      ...(event.error ? { error_code: event.error.code } : {}),
+      ...(event.reason ? { reason: event.reason } : {}),
+    },
+    source: "callback",
+  });
 }

@@ -11,8 +11,8 @@ export const CALLBACK_BUCKET = "toolmesh-callback";
  * `sent.<call_id>` → empty once the final event was broadcast. Both expire with the bucket's
  * max age (the configured TTL), so no per-call key stays forever.
  */
-const callKey = (callId: string) => `calls.${kvKeyToken(callId)}`;
-const sentKey = (callId: string) => `sent.${kvKeyToken(callId)}`;
+export const callKey = (callId: string) => `calls.${kvKeyToken(callId)}`;
+export const sentKey = (callId: string) => `sent.${kvKeyToken(callId)}`;
 
 /** The subject every write of a call's key is published on; Watch listens there. */
 export const callSubject = (callId: string) => `$KV.${CALLBACK_BUCKET}.${callKey(callId)}`;

@@ -66,7 +66,7 @@ export async function claimCallId(
   } catch (error) {
     throw new Refusal(
       new ConnectError(
-        "the dispatcher cannot record who owns this call id right now; retry shortly",
+        "the dispatcher cannot record who owns this call id right now, so the tool did not run; retry shortly",
         Code.Unavailable,
         undefined,
         undefined,

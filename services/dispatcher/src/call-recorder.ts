@@ -156,7 +156,11 @@ export class CallRecord {
     return this.redact(value) as JsonObject;
   }
 
-  /** Publishes the audit record on toolmesh.audit.<agent>.<tool>. */
+  /**
+   * Publishes the audit record on toolmesh.audit.<agent>.<tool> and returns its ack. `msgId`
+   * makes a record that may be written twice (a call's one TOOL_CALL record, by its Dispatcher
+   * and by a sweeper) stored once.
+   */
   audit(
     fields: Pick<
       AuditRecord,
@@ -165,7 +169,8 @@ export class CallRecord {
       arguments: JsonObject | undefined;
       decidedBy?: string;
     },
-  ): void {
+    msgId?: string,
+  ): Promise<unknown> {
     const c = this.call;
     const id = randomUUID();
     const record = create(AuditRecordSchema, {
@@ -188,22 +193,21 @@ export class CallRecord {
       source: SOURCE,
       decidedBy: fields.decidedBy ?? "",
     });
-    this.track(
-      this.publisher.publish(
-        subjects.audit("dispatcher", c.principal.agentId, c.tool),
-        AuditRecordSchema,
-        record,
-        {
-          msgId: id,
-        },
-      ),
+    const ack = this.publisher.publish(
+      subjects.audit("dispatcher", c.principal.agentId, c.tool),
+      AuditRecordSchema,
+      record,
+      { msgId: msgId ?? id },
     );
+    this.track(ack);
+    return ack;
   }
 
   /**
    * Publishes the outcome on toolmesh.outcome.<call_id> with the call's ids and caller,
    * deduplicated by call_id; a call held for approval publishes its PENDING outcome under another
-   * message id, so its final one (with the call id) is not taken for a duplicate.
+   * message id, so its final one (with the call id) is not taken for a duplicate. With `after`,
+   * it is published only once that ack came (and not at all if it failed).
    */
   outcome(
     result: Omit<
@@ -211,6 +215,7 @@ export class CallRecord {
       "$typeName" | "source" | "callId" | "traceId" | "parentId" | "tool" | "agentId" | "userId"
     >,
     msgId = this.call.callId,
+    after?: Promise<unknown>,
   ): void {
     const c = this.call;
     const value = create(OutcomeSchema, {
@@ -223,11 +228,11 @@ export class CallRecord {
       userId: c.principal.userId,
       source: SOURCE,
     });
-    this.track(
+    const publish = () =>
       this.publisher.publish(subjects.outcome("dispatcher", c.callId), OutcomeSchema, value, {
         msgId,
-      }),
-    );
+      });
+    this.track(after ? after.then(publish) : publish());
   }
 
   /** The records of a call refused before its tool ran: TOOL_REFUSED and its audit record. */
@@ -254,6 +259,7 @@ export class CallRecord {
     end: CallEnd,
     run: { args: JsonObject; attempts: number; startedMs: number; finishedMs: number },
   ): void {
+    const c = this.call;
     const durationMs = run.finishedMs - run.startedMs;
     this.trace(TraceEventKind.TOOL_RESULT, {
       status: CallStatus[end.status],
@@ -262,26 +268,37 @@ export class CallRecord {
       ...(end.error ? { error_code: end.error.code } : {}),
       ...(end.reason ? { reason: end.reason } : {}),
     });
-    this.audit({
-      action: AuditAction.TOOL_CALL,
-      status: end.status,
-      errorCode: end.error?.code ?? "",
-      errorMessage: end.error?.message ?? "",
-      reason: end.reason,
-      durationMs,
-      attempts: run.attempts,
-      arguments: run.args,
-    });
-    this.outcome({
-      status: end.status,
-      output: end.output,
-      error: end.error,
-      reason: end.reason,
-      durationMs,
-      attempts: run.attempts,
-      startedAt: timestampFromMs(run.startedMs),
-      finishedAt: timestampFromMs(run.finishedMs),
-    });
+    const audited = this.audit(
+      {
+        action: AuditAction.TOOL_CALL,
+        status: end.status,
+        errorCode: end.error?.code ?? "",
+        errorMessage: end.error?.message ?? "",
+        reason: end.reason,
+        durationMs,
+        attempts: run.attempts,
+        arguments: run.args,
+      },
+      `audit-${c.callId}`,
+    );
+    // The outcome follows the audit record's ack: on a cluster the two streams can fail apart,
+    // and an outcome without its record would tell the sweeper the call is closed when the
+    // audit log lacks it. With no outcome the sweeper closes the call from its lease, and its
+    // record with the same message id is stored once.
+    this.outcome(
+      {
+        status: end.status,
+        output: end.output,
+        error: end.error,
+        reason: end.reason,
+        durationMs,
+        attempts: run.attempts,
+        startedAt: timestampFromMs(run.startedMs),
+        finishedAt: timestampFromMs(run.finishedMs),
+      },
+      c.callId,
+      audited,
+    );
   }
 
   /** Resolves once every record published so far is acked; rejects if any publish failed. */

@@ -54,8 +54,14 @@ const FULL_CODES: ReadonlySet<number> = new Set([
 interface Pending {
   resolve(sequence: number): void;
   reject(error: Error): void;
+  /** When it was first sent: the ack timeout counts from here, resends included. */
   sentAt: number;
+  message: { subject: string; data: Uint8Array; headers: MsgHdrs };
+  resends: number;
 }
+
+/** JetStream refusals that mean "no stream leader right now" (an election): sent again shortly. */
+const BETWEEN_LEADERS: ReadonlySet<number> = new Set([JetStreamApiCodes.ClusterNotAvailable]);
 
 /**
  * JetStream publishing for the hot path: plain publishes with a reply subject under one inbox
@@ -137,13 +143,42 @@ export class JetStreamPublisher implements EventPublisher {
     const data = toBinary(schema, value);
     this.capacity?.consume(subject, data.length + subject.length + 128);
     return new Promise<number>((resolve, reject) => {
-      this.pending.set(seq, { resolve, reject, sentAt: Date.now() });
-      this.outbox.push({ subject, data, reply: `${this.inbox}.${seq}`, headers: h, seq });
-      if (!this.flushScheduled) {
-        this.flushScheduled = true;
-        setImmediate(this.flush);
-      }
+      this.pending.set(seq, {
+        resolve,
+        reject,
+        sentAt: Date.now(),
+        message: { subject, data, headers: h },
+        resends: 0,
+      });
+      this.send(seq, subject, data, h);
     });
+  }
+
+  private send(seq: number, subject: string, data: Uint8Array, headers: MsgHdrs): void {
+    this.outbox.push({ subject, data, reply: `${this.inbox}.${seq}`, headers, seq });
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(this.flush);
+    }
+  }
+
+  /**
+   * Sends a message again after a refusal that stored nothing (no stream leader answered, or the
+   * cluster is between leaders), backing off from 100 ms, while its ack timeout allows: a leader
+   * election takes a few seconds, and a call should wait that out rather than be refused. True
+   * when it was queued again.
+   */
+  private resend(seq: number, waiter: Pending): boolean {
+    const delayMs = Math.min(100 * 2 ** waiter.resends, 1000);
+    if (!this.writable || Date.now() + delayMs - waiter.sentAt >= this.timeoutMs) return false;
+    waiter.resends++;
+    this.pending.set(seq, waiter);
+    setTimeout(() => {
+      if (this.pending.get(seq) !== waiter) return;
+      const { subject, data, headers } = waiter.message;
+      this.send(seq, subject, data, headers);
+    }, delayMs).unref();
+    return true;
   }
 
   /**
@@ -175,6 +210,8 @@ export class JetStreamPublisher implements EventPublisher {
     if (!waiter) return;
     this.pending.delete(seq);
     const status = msg.headers?.code ?? 0;
+    // 503 "no responders": no stream leader took the message, so nothing was stored.
+    if (status === 503 && this.resend(seq, waiter)) return;
     if (status >= 400) {
       waiter.reject(
         new PublishError("refused", `JetStream answered ${status}: no stream takes this subject`),
@@ -190,6 +227,7 @@ export class JetStreamPublisher implements EventPublisher {
         waiter.resolve(ack.seq ?? 0);
         return;
       }
+      if (BETWEEN_LEADERS.has(ack.error.err_code ?? 0) && this.resend(seq, waiter)) return;
       const full = FULL_CODES.has(ack.error.err_code ?? 0);
       if (full) this.capacity?.refused(`JetStream refused a record: ${ack.error.description}`);
       waiter.reject(
@@ -206,7 +244,8 @@ export class JetStreamPublisher implements EventPublisher {
   private sweep(): void {
     const limit = Date.now() - this.timeoutMs;
     for (const [seq, waiter] of this.pending) {
-      if (waiter.sentAt > limit) break; // insertion order is send order
+      // Not break: a message sent again after a refusal sits behind younger ones.
+      if (waiter.sentAt > limit) continue;
       this.pending.delete(seq);
       waiter.reject(
         new PublishError("timeout", `JetStream did not ack within ${this.timeoutMs} ms`),

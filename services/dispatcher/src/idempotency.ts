@@ -1,5 +1,11 @@
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
-import { bucketNames, compareAndSet, KvConflictError, kvKeyToken } from "@toolmesh/nats";
+import {
+  bucketNames,
+  compareAndSet,
+  KvConflictError,
+  kvKeyToken,
+  retryBetweenLeaders,
+} from "@toolmesh/nats";
 import { type DispatchResponse, DispatchResponseSchema } from "@toolmesh/proto";
 import type { KV, NatsConnection } from "nats";
 
@@ -93,12 +99,14 @@ export class KvCallIdOwners implements CallIdOwners {
   async claim(callId: string, agentId: string): Promise<boolean> {
     const key = ownerKey(callId);
     try {
-      await compareAndSet(() => this.kv.create(key, this.encoder.encode(agentId)));
+      await retryBetweenLeaders(() =>
+        compareAndSet(() => this.kv.create(key, this.encoder.encode(agentId))),
+      );
       return true;
     } catch (error) {
       if (!(error instanceof KvConflictError)) throw error;
     }
-    const entry = await this.kv.get(key);
+    const entry = await retryBetweenLeaders(() => this.kv.get(key));
     return entry?.operation === "PUT" && this.decoder.decode(entry.value) === agentId;
   }
 }

@@ -9,18 +9,24 @@ export interface Line {
   end: number;
 }
 
-const CHUNK = 64 * 1024;
+/**
+ * Reads start small and double: the last few lines (a torn-tail check) fit in the first read,
+ * and a start-up that checks a thousand agents' files allocates 4 KiB for each, not 64.
+ */
+const FIRST_CHUNK = 4 * 1024;
+const MAX_CHUNK = 64 * 1024;
 const NEWLINE = 0x0a;
 
 /**
- * The complete lines of a file, last first, reading backwards in 64 KiB chunks from `size`, so a
- * caller that stops early has read only the tail. Bytes after the last newline (a torn write)
- * are not a line.
+ * The complete lines of a file, last first, reading backwards from `size` in chunks of 4 KiB
+ * growing to 64 KiB, so a caller that stops early has read only the tail. Bytes after the last
+ * newline (a torn write) are not a line.
  */
 export async function* linesBackward(file: FileHandle, size: number): AsyncGenerator<Line> {
   // buf holds bytes [pos, pos + buf.length) of the file, never more than the line in hand.
   let buf = Buffer.alloc(0);
   let pos = size;
+  let chunkSize = FIRST_CHUNK;
   const newlineBefore = async (before: number): Promise<number> => {
     for (;;) {
       if (before > pos) {
@@ -28,7 +34,8 @@ export async function* linesBackward(file: FileHandle, size: number): AsyncGener
         if (i >= 0) return pos + i;
       }
       if (pos === 0) return -1;
-      const from = Math.max(0, pos - CHUNK);
+      const from = Math.max(0, pos - chunkSize);
+      chunkSize = Math.min(MAX_CHUNK, chunkSize * 2);
       const chunk = Buffer.alloc(pos - from);
       await readFully(file, chunk, from);
       buf = Buffer.concat([chunk, buf]);

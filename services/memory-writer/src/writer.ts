@@ -33,6 +33,11 @@ export function memoryActionOf(
   return { agentId: event.agentId, callId: event.callId, text };
 }
 
+/** Raised for a batch that arrives after the lease lapsed: it is left for the holder. */
+export class LeaseLapsedError extends Error {
+  override name = "LeaseLapsedError";
+}
+
 /** Writes every callback event into its agent's memory, acking only once it is on disk. */
 export class MemoryWriter {
   private consumer: BatchConsumer | undefined;
@@ -44,6 +49,8 @@ export class MemoryWriter {
       store: MemoryStore;
       redact: (value: unknown) => unknown;
       log: Logger;
+      /** False when this process may no longer write (its lease lapsed); the batch is redelivered. */
+      active?: () => boolean;
     },
   ) {}
 
@@ -60,7 +67,12 @@ export class MemoryWriter {
       maxAckPending: MEMORY_MAX_ACK_PENDING,
       // Calls of different agents are independent and one agent's are written in rounds, so
       // the whole batch is handed to the store at once.
-      handleBatch: (batch) => Promise.allSettled(batch.map((d) => this.write(d))),
+      handleBatch: async (batch) => {
+        if (this.deps.active && !this.deps.active()) {
+          throw new LeaseLapsedError("this memory-writer's lease lapsed; another may be writing");
+        }
+        return Promise.allSettled(batch.map((d) => this.write(d)));
+      },
       logFields: (event) => ({ call_id: event.callId, trace_id: event.traceId }),
     });
   }

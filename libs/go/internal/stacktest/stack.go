@@ -31,6 +31,7 @@ type Stack struct {
 	NatsURL    string
 	DataDir    string
 	Ports      map[string]int
+	Pids       map[string]int
 	AdminToken string
 	harness    *exec.Cmd
 	harnessIn  io.WriteCloser
@@ -68,21 +69,23 @@ type stackInfo struct {
 	DataDir  string `json:"dataDir"`
 	Services map[string]struct {
 		Port int `json:"port"`
+		Pid  int `json:"pid"`
 	} `json:"services"`
 	AdminToken string `json:"adminToken"`
 }
 
-// Start starts the shared test stack (nats-server and every service).
+// Start starts the shared test stack (nats-server and every service, with a second Dispatcher,
+// dispatcher-2, for the clients' failover).
 func Start() (*Stack, error) {
 	root := RepoRoot()
-	cmd := exec.Command("node", "--import", "tsx", filepath.Join(root, "scripts", "stack.ts"), "--json")
+	cmd := exec.Command("node", "--import", "tsx", filepath.Join(root, "scripts", "stack.ts"), "--json", "--dispatchers", "2")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "TOOLMESH_JWT_SECRET="+JWTSecret)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
 	}
-	s := &Stack{Ports: map[string]int{}, logs: map[string]*Lines{}, harness: cmd, harnessIn: stdin}
+	s := &Stack{Ports: map[string]int{}, Pids: map[string]int{}, logs: map[string]*Lines{}, harness: cmd, harnessIn: stdin}
 	out, err := s.spawn(cmd, "stack")
 	if err != nil {
 		return nil, err
@@ -102,8 +105,19 @@ func Start() (*Stack, error) {
 		if svc.Port != 0 {
 			s.Ports[name] = svc.Port
 		}
+		s.Pids[name] = svc.Pid
 	}
 	return s, nil
+}
+
+// Kill sends SIGKILL to one process of the stack (dispatcher-2 …), as a crash would; it is not
+// restarted.
+func (s *Stack) Kill(name string) error {
+	pid, ok := s.Pids[name]
+	if !ok || pid == 0 {
+		return fmt.Errorf("the stack runs no process named %s", name)
+	}
+	return syscall.Kill(pid, syscall.SIGKILL)
 }
 
 // Spawn starts a helper process that belongs to the stack (stopped with it) and returns its

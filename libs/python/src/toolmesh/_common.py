@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ipaddress
 import random
-from collections.abc import Iterable, Mapping
+import socket
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Union
 
@@ -53,11 +55,54 @@ class RetryPolicy:
         return base * (0.5 + random.random() / 2)
 
 
-def service_address(address: str, service: str, given: str | None) -> str:
-    """The explicit address, or the dispatcher's host with the service's default port."""
+Addresses = Union[str, Sequence[str]]
+
+
+def address_list(address: Addresses) -> list[str]:
+    """The replicas' host:port addresses: a list, or one string with commas between them."""
+    parts = address.split(",") if isinstance(address, str) else list(address)
+    found = [p.strip() for p in parts if p.strip()]
+    if not found:
+        raise ValueError("an address is needed: host:port, or several separated by commas")
+    return found
+
+
+def channel_target(address: Addresses) -> tuple[str, list[tuple[str, Any]]]:
+    """The gRPC target and channel options for one address or several replicas.
+
+    Several become one channel over all of them with gRPC's round_robin policy: each RPC goes to
+    the next READY connection and one that is down is skipped until it is back. Host names are
+    resolved once, here, because the target lists addresses.
+    """
+    parts = address_list(address)
+    if len(parts) == 1:
+        return parts[0], []
+    ips = []
+    for part in parts:
+        host, _, port = part.rpartition(":")
+        host = host.strip("[]")
+        try:
+            ip = ipaddress.ip_address(host)
+        except ValueError:
+            ip = ipaddress.ip_address(socket.getaddrinfo(host, int(port), proto=socket.IPPROTO_TCP)[0][4][0])
+        ips.append((ip, port))
+    if all(ip.version == 4 for ip, _ in ips):
+        target = "ipv4:" + ",".join(f"{ip}:{port}" for ip, port in ips)
+    elif all(ip.version == 6 for ip, _ in ips):
+        target = "ipv6:" + ",".join(f"[{ip}]:{port}" for ip, port in ips)
+    else:
+        raise ValueError(f"the addresses {parts} mix IPv4 and IPv6; give all of one kind")
+    # The default :authority would be the whole list, commas included, which HTTP/2 servers
+    # refuse; the first address stands for the service.
+    return target, [("grpc.lb_policy_name", "round_robin"), ("grpc.default_authority", parts[0])]
+
+
+def service_address(address: Addresses, service: str, given: Addresses | None) -> Addresses:
+    """The explicit address(es), or the first dispatcher's host with the service's default port."""
     if given:
         return given
-    host = address.rsplit(":", 1)[0] if ":" in address and not address.endswith("]") else address
+    first = address_list(address)[0]
+    host = first.rsplit(":", 1)[0] if ":" in first and not first.endswith("]") else first
     return f"{host}:{DEFAULT_PORTS[service]}"
 
 

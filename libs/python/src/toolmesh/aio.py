@@ -19,6 +19,9 @@ from toolmesh._common import (
     dispatch_request,
     export_request,
     list_tools_request,
+    Addresses,
+    address_list,
+    channel_target,
     service_address,
 )
 from toolmesh.callback.v1 import callback_pb2, callback_pb2_grpc
@@ -37,12 +40,12 @@ class AsyncToolmesh:
 
     def __init__(
         self,
-        address: str,
+        address: Addresses,
         token: str,
         *,
-        registry: str | None = None,
-        permission: str | None = None,
-        callback: str | None = None,
+        registry: Addresses | None = None,
+        permission: Addresses | None = None,
+        callback: Addresses | None = None,
         default_timeout: float = 30.0,
         retry: RetryPolicy = RetryPolicy(),
         channel_options: list[tuple[str, Any]] | None = None,
@@ -52,10 +55,12 @@ class AsyncToolmesh:
         self.retry = retry
         self._channels: dict[str, grpc.aio.Channel] = {}
 
-        def channel(addr: str) -> grpc.aio.Channel:
-            if addr not in self._channels:
-                self._channels[addr] = grpc.aio.insecure_channel(addr, options=channel_options or [])
-            return self._channels[addr]
+        def channel(addr: Addresses) -> grpc.aio.Channel:
+            key = ",".join(address_list(addr))
+            if key not in self._channels:
+                target, balanced = channel_target(key)
+                self._channels[key] = grpc.aio.insecure_channel(target, options=[*(channel_options or []), *balanced])
+            return self._channels[key]
 
         self.dispatcher = dispatcher_pb2_grpc.DispatcherServiceStub(channel(address))
         self.registry = registry_pb2_grpc.RegistryServiceStub(channel(service_address(address, "registry", registry)))

@@ -17,6 +17,9 @@ from toolmesh._common import (
     dispatch_request,
     export_request,
     list_tools_request,
+    Addresses,
+    address_list,
+    channel_target,
     service_address,
 )
 from toolmesh.callback.v1 import callback_pb2, callback_pb2_grpc
@@ -34,8 +37,10 @@ FINAL = {"SUCCESS", "FAILURE", "INTERRUPTED"}
 class Toolmesh:
     """Calls tools through the toolmesh Dispatcher.
 
-    `address` is the Dispatcher's host:port; the Registry, Permission and Callback services
-    default to the same host on their default ports (7101, 7102, 7104). Every RPC carries
+    `address` is the Dispatcher's host:port, or several replicas' (a list, or one string with
+    commas): calls then go round robin to those that are up, and one retried after UNAVAILABLE
+    goes to the next. The Registry, Permission and Callback services default to the (first)
+    Dispatcher's host on their default ports (7101, 7102, 7104). Every RPC carries
     the bearer token and a deadline (`default_timeout` seconds unless a call says otherwise),
     and is retried only on UNAVAILABLE (bounded by `retry`, with backoff). Errors are
     ToolmeshError subclasses with details. UNAVAILABLE from the Dispatcher means the call did not
@@ -45,12 +50,12 @@ class Toolmesh:
 
     def __init__(
         self,
-        address: str,
+        address: Addresses,
         token: str,
         *,
-        registry: str | None = None,
-        permission: str | None = None,
-        callback: str | None = None,
+        registry: Addresses | None = None,
+        permission: Addresses | None = None,
+        callback: Addresses | None = None,
         default_timeout: float = 30.0,
         retry: RetryPolicy = RetryPolicy(),
         channel_options: list[tuple[str, Any]] | None = None,
@@ -60,10 +65,12 @@ class Toolmesh:
         self.retry = retry
         self._channels: dict[str, grpc.Channel] = {}
 
-        def channel(addr: str) -> grpc.Channel:
-            if addr not in self._channels:
-                self._channels[addr] = grpc.insecure_channel(addr, options=channel_options or [])
-            return self._channels[addr]
+        def channel(addr: Addresses) -> grpc.Channel:
+            key = ",".join(address_list(addr))
+            if key not in self._channels:
+                target, balanced = channel_target(key)
+                self._channels[key] = grpc.insecure_channel(target, options=[*(channel_options or []), *balanced])
+            return self._channels[key]
 
         self.dispatcher = dispatcher_pb2_grpc.DispatcherServiceStub(channel(address))
         self.registry = registry_pb2_grpc.RegistryServiceStub(

@@ -1,0 +1,57 @@
+import type { JetStreamClient, JetStreamManager } from "nats";
+import { AUDIT_CONSUMER } from "../../services/audit/src/recorder.js";
+import { CALLBACK_CONSUMER } from "../../services/callback/src/broadcaster.js";
+import { MEMORY_CONSUMER } from "../../services/memory-writer/src/writer.js";
+
+/** The durable consumers of the call records, by stream. */
+export const callConsumers = [
+  { stream: "TOOLMESH_AUDIT", durable: AUDIT_CONSUMER },
+  { stream: "TOOLMESH_OUTCOME", durable: CALLBACK_CONSUMER },
+  { stream: "TOOLMESH_CALLBACK", durable: MEMORY_CONSUMER },
+] as const;
+
+/**
+ * Acks everything in the call consumers' streams, as the consumers would have once they handled
+ * it: after writeCallHistory, so that the services start on a history they are done with. The
+ * durables must exist (the services ran once); run it while they are stopped.
+ */
+export async function ackBacklogs(js: JetStreamClient, jsm: JetStreamManager): Promise<void> {
+  for (const { stream, durable } of callConsumers) {
+    const last = (await jsm.streams.info(stream)).state.last_seq;
+    if ((await ackFloor(jsm, stream, durable)) >= last) continue;
+    const consumer = await js.consumers.get(stream, durable);
+    const messages = await consumer.consume({ max_messages: 1000 });
+    for await (const msg of messages) {
+      msg.ack();
+      if (msg.seq >= last) break;
+    }
+    await waitForAckFloor(jsm, stream, durable, last);
+  }
+}
+
+/** Resolves once every call consumer has acked its whole stream (after calls through the stack). */
+export async function backlogsDone(jsm: JetStreamManager, timeoutMs = 600_000): Promise<void> {
+  for (const { stream, durable } of callConsumers) {
+    const last = (await jsm.streams.info(stream)).state.last_seq;
+    await waitForAckFloor(jsm, stream, durable, last, timeoutMs);
+  }
+}
+
+async function ackFloor(jsm: JetStreamManager, stream: string, durable: string): Promise<number> {
+  return (await jsm.consumers.info(stream, durable)).ack_floor.stream_seq;
+}
+
+async function waitForAckFloor(
+  jsm: JetStreamManager,
+  stream: string,
+  durable: string,
+  seq: number,
+  timeoutMs = 120_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while ((await ackFloor(jsm, stream, durable)) < seq) {
+    if (Date.now() > deadline)
+      throw new Error(`${durable} did not ack ${stream} up to ${seq} within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}

@@ -1,0 +1,234 @@
+import { randomBytes, randomUUID } from "node:crypto";
+import {
+  create,
+  type DescMessage,
+  fromBinary,
+  type MessageShape,
+  toBinary,
+} from "@bufbuild/protobuf";
+import { loadConfig } from "@toolmesh/config";
+import { createSecretRedactor } from "@toolmesh/log";
+import { subjects, TYPE_HEADER } from "@toolmesh/nats";
+import {
+  type AuditRecord,
+  AuditRecordSchema,
+  CallbackEventSchema,
+  CallStatus,
+  type Outcome,
+  OutcomeSchema,
+  PrincipalSchema,
+  TraceEventSchema,
+} from "@toolmesh/proto";
+import { type JetStreamManager, type NatsConnection, headers as natsHeaders } from "nats";
+import { AUDIT_LOG_STREAM, auditLogSubject } from "../../services/audit/src/audit-log.js";
+import { type ChainHead, chainedAfter } from "../../services/audit/src/hash-chain.js";
+import { PipelinedPublisher } from "../../services/audit/src/pipelined-publisher.js";
+import { callbackTraceEvent } from "../../services/callback/src/broadcaster.js";
+import { CALLBACK_BUCKET, callKey, sentKey } from "../../services/callback/src/call-store.js";
+import { normalise, statusWord } from "../../services/callback/src/normalise.js";
+import type { LeaseLedger } from "../../services/dispatcher/src/call-leases.js";
+import { CallRecorder } from "../../services/dispatcher/src/call-recorder.js";
+import {
+  type EventPublisher,
+  JetStreamPublisher,
+} from "../../services/dispatcher/src/event-publisher.js";
+import { memoryWriterConfig } from "../../services/memory-writer/src/config.js";
+import { memoryActionOf } from "../../services/memory-writer/src/writer.js";
+import { MemoryFiles } from "./memory-files.js";
+
+/** What a history holds: how many calls, by how many agents, of which tool. */
+export interface HistoryShape {
+  calls: number;
+  agents: number;
+  tool: string;
+}
+
+/** The agent of call `i` in a history of `agents` agents. */
+export const historyAgent = (i: number, agents: number) =>
+  agents === 1 ? "history-agent" : `history-agent-${i % agents}`;
+
+/** Calls whose records are in flight at once: enough to keep nats-server busy, bounded memory. */
+const BATCH = 500;
+/** No ack within this long means nats-server is stuck, not slow. */
+const ACK_TIMEOUT_MS = 120_000;
+
+/**
+ * Writes the records of `calls` finished calls straight into the streams, the callback bucket and
+ * the memory directory, as a stack that ran them would have left them: the Dispatcher's own
+ * CallRecorder makes each call's TOOL_EXECUTE, TOOL_RESULT, audit record and outcome; from those,
+ * the consumers' own mappings make what Audit (the chained log record), Callback (the
+ * CALLBACK_* trace event, the broadcast, the calls.<id> and sent.<id> keys) and memory-writer
+ * (the two memory lines) write. Run it with the services stopped and then ackBacklogs(), so the
+ * consumers resume after the history instead of working it off. The Audit index catches up at
+ * the next start of Audit (it reads what follows its checkpoint).
+ */
+export async function writeCallHistory(
+  nc: NatsConnection,
+  dataDir: string,
+  shape: HistoryShape,
+  progress?: (written: number) => void,
+): Promise<void> {
+  const jsm = await nc.jetstreamManager();
+  const memoryConfig = loadConfig(memoryWriterConfig, {});
+  const memory = new MemoryFiles(dataDir, memoryConfig.maxFileBytes);
+  const memoryRedact = createSecretRedactor(memoryConfig.redactKeys);
+  const auditRedact = createSecretRedactor([]);
+  const raw = new PipelinedPublisher(nc, ACK_TIMEOUT_MS);
+  const derived: Promise<unknown>[] = [];
+  let head = await auditLogHead(jsm);
+  const proto = <Desc extends DescMessage>(
+    subject: string,
+    schema: Desc,
+    data: Uint8Array,
+    msgId?: string,
+  ) => {
+    const h = natsHeaders();
+    h.set(TYPE_HEADER, schema.typeName);
+    if (msgId) h.set("Nats-Msg-Id", msgId);
+    derived.push(raw.publish(subject, data, h));
+  };
+  const consumers = {
+    audit(record: AuditRecord) {
+      const input = create(AuditRecordSchema, {
+        ...record,
+        arguments: auditRedact(record.arguments) as AuditRecord["arguments"],
+      });
+      const stored = chainedAfter(input, head);
+      head = { sequence: stored.sequence, hash: stored.hash };
+      proto(
+        auditLogSubject(stored.agentId, stored.tool),
+        AuditRecordSchema,
+        toBinary(AuditRecordSchema, stored),
+        stored.id,
+      );
+    },
+    outcome(outcome: Outcome) {
+      const event = normalise(outcome);
+      const encoded = toBinary(CallbackEventSchema, event);
+      const trace = callbackTraceEvent(event);
+      proto(
+        subjects.trace("callback", event.traceId),
+        TraceEventSchema,
+        toBinary(TraceEventSchema, trace),
+        trace.id,
+      );
+      proto(
+        subjects.callback(statusWord(event.status), event.tool),
+        CallbackEventSchema,
+        encoded,
+        event.callId,
+      );
+      derived.push(
+        raw.publish(`$KV.${CALLBACK_BUCKET}.${callKey(event.callId)}`, encoded, natsHeaders()),
+      );
+      derived.push(
+        raw.publish(
+          `$KV.${CALLBACK_BUCKET}.${sentKey(event.callId)}`,
+          new Uint8Array(),
+          natsHeaders(),
+        ),
+      );
+      const action = memoryActionOf(event, memoryRedact);
+      memory.append(action.agentId, action.text);
+    },
+  };
+  const dispatcher = new JetStreamPublisher(nc, ACK_TIMEOUT_MS);
+  const recorder = new CallRecorder(new ObservedPublisher(dispatcher, consumers), [], noLeases);
+  try {
+    for (let from = 0; from < shape.calls; from += BATCH) {
+      const flushed: Promise<void>[] = [];
+      for (let i = from; i < Math.min(shape.calls, from + BATCH); i++) {
+        flushed.push(recordCall(recorder, i, shape));
+      }
+      await Promise.all(flushed);
+      await Promise.all(derived.splice(0));
+      await memory.flushFull();
+      progress?.(Math.min(shape.calls, from + BATCH));
+    }
+    await memory.flushAll();
+  } finally {
+    dispatcher.close();
+    raw.close();
+  }
+}
+
+/** One finished call through the Dispatcher's recorder: what its chain would have published. */
+function recordCall(recorder: CallRecorder, i: number, shape: HistoryShape): Promise<void> {
+  const record = recorder.begin({
+    traceId: randomBytes(16).toString("hex"),
+    callId: randomUUID(),
+    parentId: "",
+    tool: shape.tool,
+    principal: create(PrincipalSchema, {
+      agentId: historyAgent(i, shape.agents),
+      roles: ["agent"],
+    }),
+  });
+  const startedMs = Date.now();
+  const args = { n: i };
+  void record.start({
+    args,
+    timeoutMs: 30_000,
+    runtime: "grpc",
+    startedMs,
+    deadlineMs: startedMs + 30_000,
+  });
+  record.finished(
+    { status: CallStatus.SUCCESS, output: { n: i }, reason: "" },
+    { args, attempts: 1, startedMs, finishedMs: startedMs + 1 },
+  );
+  return record.flush();
+}
+
+/** Leases are opened and deleted within a call; a finished history holds none. */
+const noLeases: LeaseLedger = {
+  instance: "history",
+  open: () => Promise.resolve(0),
+  release: () => {},
+};
+
+/** The Dispatcher's publisher, with the consumers told of each audit record and outcome. */
+class ObservedPublisher implements EventPublisher {
+  constructor(
+    private readonly inner: EventPublisher,
+    private readonly consumers: {
+      audit(record: AuditRecord): void;
+      outcome(outcome: Outcome): void;
+    },
+  ) {}
+
+  get writable() {
+    return this.inner.writable;
+  }
+
+  get maxPayload() {
+    return this.inner.maxPayload;
+  }
+
+  get full() {
+    return this.inner.full;
+  }
+
+  publish<Desc extends DescMessage>(
+    subject: string,
+    schema: Desc,
+    value: MessageShape<Desc>,
+    options?: { msgId?: string },
+  ): Promise<number> {
+    const stored = this.inner.publish(subject, schema, value, options);
+    if (schema.typeName === AuditRecordSchema.typeName) this.consumers.audit(value as AuditRecord);
+    if (schema.typeName === OutcomeSchema.typeName) this.consumers.outcome(value as Outcome);
+    return stored;
+  }
+}
+
+/** The last record of the audit log, which the next one must point at. */
+async function auditLogHead(jsm: JetStreamManager): Promise<ChainHead> {
+  const { state } = await jsm.streams.info(AUDIT_LOG_STREAM);
+  if (state.messages === 0) return { sequence: BigInt(state.last_seq), hash: "" };
+  const last = await jsm.streams.getMessage(AUDIT_LOG_STREAM, { seq: state.last_seq });
+  return {
+    sequence: BigInt(state.last_seq),
+    hash: fromBinary(AuditRecordSchema, last.data).hash,
+  };
+}
