@@ -1,11 +1,5 @@
 import { randomBytes, randomUUID } from "node:crypto";
-import {
-  create,
-  type DescMessage,
-  fromBinary,
-  type MessageShape,
-  toBinary,
-} from "@bufbuild/protobuf";
+import { create, type DescMessage, type MessageShape, toBinary } from "@bufbuild/protobuf";
 import { loadConfig } from "@toolmesh/config";
 import { createSecretRedactor } from "@toolmesh/log";
 import { subjects, TYPE_HEADER } from "@toolmesh/nats";
@@ -22,6 +16,7 @@ import {
 import { type JetStreamManager, type NatsConnection, headers as natsHeaders } from "nats";
 import { AUDIT_LOG_STREAM, auditLogSubject } from "../../services/audit/src/audit-log.js";
 import { type ChainHead, chainedAfter } from "../../services/audit/src/hash-chain.js";
+import { lastRecord } from "../../services/audit/src/log-block.js";
 import { PipelinedPublisher } from "../../services/audit/src/pipelined-publisher.js";
 import { callbackTraceEvent } from "../../services/callback/src/broadcaster.js";
 import { CALLBACK_BUCKET, callKey, sentKey } from "../../services/callback/src/call-store.js";
@@ -226,9 +221,8 @@ class ObservedPublisher implements EventPublisher {
 async function auditLogHead(jsm: JetStreamManager): Promise<ChainHead> {
   const { state } = await jsm.streams.info(AUDIT_LOG_STREAM);
   if (state.messages === 0) return { sequence: BigInt(state.last_seq), hash: "" };
-  const last = await jsm.streams.getMessage(AUDIT_LOG_STREAM, { seq: state.last_seq });
-  return {
-    sequence: BigInt(state.last_seq),
-    hash: fromBinary(AuditRecordSchema, last.data).hash,
-  };
+  // A log message may be a block of records (whose sequences are not the stream's).
+  const message = await jsm.streams.getMessage(AUDIT_LOG_STREAM, { seq: state.last_seq });
+  const last = lastRecord(message.header, message.data);
+  return { sequence: last?.sequence ?? BigInt(state.last_seq), hash: last?.hash ?? "" };
 }

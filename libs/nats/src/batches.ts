@@ -147,7 +147,7 @@ export async function consumeBatches<Desc extends DescMessage>(
  * Creates a durable consumer, or brings an existing one to these limits (the server refuses to
  * create one that exists with other settings).
  */
-async function ensureConsumer(
+export async function ensureConsumer(
   jsm: JetStreamManager,
   stream: string,
   config: Partial<ConsumerConfig> & { durable_name: string },

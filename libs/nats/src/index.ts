@@ -4,6 +4,7 @@ export {
   type BatchConsumerOptions,
   consumeBatches,
   type Delivered,
+  ensureConsumer,
 } from "./batches.js";
 export { type BucketLoad, loadWhenCreated } from "./bucket-wait.js";
 export {

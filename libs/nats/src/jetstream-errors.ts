@@ -11,6 +11,8 @@ export const JetStreamApiCodes = {
   /** A stream with that name exists already (with another configuration). */
   StreamNameInUse: 10058,
   ConsumerNotFound: 10014,
+  /** A stream has no message at that sequence (never stored, or dropped by its limits). */
+  NoMessageFound: 10037,
   /** The store refused the message: the stream is full (discard new) or the message too large. */
   StoreFailed: 10077,
   /** The server has no room left for JetStream (disk or memory limit). */

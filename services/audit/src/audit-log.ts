@@ -1,10 +1,23 @@
 import { subjectToken } from "@toolmesh/nats";
-import { DiscardPolicy, nanos, RetentionPolicy, StorageType, type StreamConfig } from "nats";
+import {
+  DiscardPolicy,
+  nanos,
+  RetentionPolicy,
+  StorageType,
+  type StreamConfig,
+  type StreamState,
+} from "nats";
 
-/** The stream the Audit service owns: chained records, one subject per agent and tool. */
+/** The stream the Audit service owns: chained records, in blocks. */
 export const AUDIT_LOG_STREAM = "TOOLMESH_AUDIT_LOG";
 
-/** Where a stored record lives. */
+/** Where blocks are appended; a block holds records of any agent and tool. */
+export const AUDIT_BLOCK_SUBJECT = "toolmesh.auditlog.block";
+
+/**
+ * Where a record was stored when each log message held one (before blocks); such messages stay
+ * in the log and are read as blocks of one.
+ */
 export function auditLogSubject(agentId: string, tool: string): string {
   return `toolmesh.auditlog.${subjectToken(agentId)}.${subjectToken(tool)}`;
 }
@@ -32,4 +45,22 @@ export function auditLogStream(settings: {
     deny_delete: true,
     deny_purge: true,
   };
+}
+
+/** The size assumed of a log message while the log is empty: a block of a full batch. */
+const EMPTY_LOG_MESSAGE_BYTES = 256 * 1024;
+
+/**
+ * How many log messages a reader of the whole log asks for at a time: about `bytes` of them, by
+ * the stream's average message size, between 16 and `most`. A log of one-record messages is read
+ * thousands at a time; one of blocks (up to max_payload each) a few dozen, so that reading it
+ * does not buffer hundreds of megabytes.
+ */
+export function logReadBatch(
+  state: Pick<StreamState, "bytes" | "messages">,
+  most: number,
+  bytes = 8 * 1024 * 1024,
+): number {
+  const average = state.messages > 0 ? state.bytes / state.messages : EMPTY_LOG_MESSAGE_BYTES;
+  return Math.max(16, Math.min(most, Math.floor(bytes / Math.max(average, 1))));
 }

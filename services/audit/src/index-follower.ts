@@ -7,9 +7,11 @@ import {
   type JetStreamClient,
   type JetStreamManager,
   type JsMsg,
+  type MsgHdrs,
   type StreamInfo,
 } from "nats";
-import { AUDIT_LOG_STREAM } from "./audit-log.js";
+import { AUDIT_LOG_STREAM, logReadBatch } from "./audit-log.js";
+import { lastRecord, recordBytes } from "./log-block.js";
 import { type Checkpoint, IndexUnusableError, RecordIndex } from "./record-index.js";
 import { type IndexRow, indexRow } from "./record-mapping.js";
 
@@ -19,11 +21,11 @@ export interface IndexStart {
   rebuilt: boolean;
   /** Why it was rebuilt (missing, unreadable, another stream, behind the stream ...). */
   reason: string;
-  /** The first stream sequence read at start. */
+  /** The first log stream sequence (message) read at start. */
   fromSeq: number;
   /** The stream's last sequence when the service started. */
   targetSeq: number;
-  /** Log stream messages read before the index had caught up: only those after the checkpoint. */
+  /** Records read before the index had caught up: only those after the checkpoint. */
   readAtStart: number;
   /** Milliseconds from opening the index until it had caught up. */
   catchUpMs: number;
@@ -36,7 +38,7 @@ export interface IndexStart {
 const MAX_ROWS_PER_TRANSACTION = 5000;
 const FLUSH_DELAY_MS = 100;
 /** Rows of records this instance appended, kept until the follower reads them back. */
-const MAX_EXPECTED = 4096;
+const MAX_EXPECTED = 8192;
 
 /**
  * Keeps the SQLite query index in step with the log stream. At start it opens the index and reads
@@ -54,7 +56,9 @@ export class IndexFollower {
     hash: "",
   };
   private flushTimer: NodeJS.Timeout | undefined;
-  private readonly expected = new Map<number, IndexRow>();
+  /** Rows of records this instance appended, by the stream sequence of their block. */
+  private readonly expected = new Map<number, IndexRow[]>();
+  private expectedRows = 0;
   private stopped = false;
   private indexedSeq = 0;
   private started: IndexStart | undefined;
@@ -103,8 +107,8 @@ export class IndexFollower {
     this.indexedSeq = fromSeq - 1;
     const targetSeq = info.state.last_seq;
     let readAtStart = 0;
-    await this.follow(fromSeq, (msg) => {
-      if (msg.seq <= targetSeq) readAtStart++;
+    await this.follow(fromSeq, logReadBatch(info.state, 4000), (msg, records) => {
+      if (msg.seq <= targetSeq) readAtStart += records;
     });
     await this.waitFor(targetSeq);
     this.started = {
@@ -129,7 +133,7 @@ export class IndexFollower {
     } catch (error) {
       if (!(error instanceof IndexUnusableError)) throw error;
       log.warn({ err: error, file }, "audit index unusable; rebuilding it from the log stream");
-      return { index: await RecordIndex.recreate(file), rebuildReason: "unreadable" };
+      return { index: await RecordIndex.recreate(file), rebuildReason: error.reason };
     }
     return { index, rebuildReason: await this.staleness(index.checkpoint(), info) };
   }
@@ -143,26 +147,27 @@ export class IndexFollower {
     if (cp.lastSeq + 1 < state.first_seq) return "behind the stream's first sequence";
     if (cp.lastSeq >= Math.max(state.first_seq, 1)) {
       const stored = await this.deps.jsm.streams.getMessage(AUDIT_LOG_STREAM, { seq: cp.lastSeq });
-      const hash = safeHash(stored.data);
+      const hash = safeHash(stored.header, stored.data);
       if (hash !== cp.lastHash) return "checkpoint does not match the stream";
     }
     return undefined;
   }
 
   /** Reads the stream from `fromSeq` on, indefinitely, writing rows in batches. */
-  private async follow(fromSeq: number, onMessage: (msg: JsMsg) => void): Promise<void> {
+  private async follow(
+    fromSeq: number,
+    batch: number,
+    onMessage: (msg: JsMsg, records: number) => void,
+  ): Promise<void> {
     const consumer = await this.deps.js.consumers.get(AUDIT_LOG_STREAM, {
       deliver_policy: DeliverPolicy.StartSequence,
       opt_start_seq: fromSeq,
     });
-    const messages = await consumer.consume({ max_messages: 4000 });
+    const messages = await consumer.consume({ max_messages: batch });
     this.messages = messages;
     void (async () => {
       try {
-        for await (const msg of messages) {
-          onMessage(msg);
-          this.take(msg);
-        }
+        for await (const msg of messages) onMessage(msg, this.take(msg));
       } catch (error) {
         this.deps.log.error({ err: error }, "stopped following the audit log; restart to resume");
       }
@@ -170,32 +175,56 @@ export class IndexFollower {
   }
 
   /**
-   * The row of a record this instance just appended, so reading it back from the stream costs a
-   * byte comparison instead of a decode.
+   * The row of a record this instance just appended in the block at `seq`, so reading it back
+   * from the stream costs a byte comparison instead of a decode.
    */
   expect(record: AuditRecord, seq: number, data: Uint8Array): void {
-    if (this.expected.size >= MAX_EXPECTED) this.expected.clear();
-    this.expected.set(seq, indexRow(record, seq, data, 0));
+    if (this.expectedRows >= MAX_EXPECTED) {
+      this.expected.clear();
+      this.expectedRows = 0;
+    }
+    const rows = this.expected.get(seq);
+    const row = indexRow(record, seq, data, 0);
+    if (rows) rows.push(row);
+    else this.expected.set(seq, [row]);
+    this.expectedRows++;
   }
 
-  private take(msg: JsMsg): void {
+  /** Adds the rows of one log message to the pending transaction; returns how many records. */
+  private take(msg: JsMsg): number {
     const known = this.expected.get(msg.seq);
-    if (known) this.expected.delete(msg.seq);
-    if (known && Buffer.from(known.data).equals(msg.data)) {
-      this.pending.rows.push({ ...known, data: msg.data });
-      this.pending.hash = known.hash;
-    } else {
+    if (known) {
+      this.expected.delete(msg.seq);
+      this.expectedRows -= known.length;
+    }
+    let slices: Uint8Array[] = [];
+    try {
+      slices = recordBytes(msg.headers, msg.data);
+    } catch (error) {
+      this.deps.log.error({ err: error, seq: msg.seq }, "undecodable message in the audit log");
+    }
+    const rows = known && sameRecords(known, slices) ? known : this.decodeRows(msg, slices);
+    for (const row of rows) this.pending.rows.push(row);
+    const last = rows.at(-1);
+    if (last) this.pending.hash = last.hash;
+    this.pending.seq = msg.seq;
+    if (this.pending.rows.length >= MAX_ROWS_PER_TRANSACTION) this.flush();
+    else if (!this.flushTimer) this.flushTimer = setTimeout(() => this.flush(), FLUSH_DELAY_MS);
+    return rows.length;
+  }
+
+  /** The rows of records read from the stream, each decoded; one that does not decode is left out. */
+  private decodeRows(msg: JsMsg, slices: Uint8Array[]): IndexRow[] {
+    const rows: IndexRow[] = [];
+    for (const data of slices) {
       try {
-        const record = fromBinary(AuditRecordSchema, msg.data);
-        this.pending.rows.push(indexRow(record, msg.seq, msg.data, msg.info.timestampNanos));
-        this.pending.hash = record.hash;
+        const record = fromBinary(AuditRecordSchema, data);
+        rows.push(indexRow(record, msg.seq, data, msg.info.timestampNanos));
       } catch (error) {
         this.deps.log.error({ err: error, seq: msg.seq }, "undecodable record in the audit log");
       }
     }
-    this.pending.seq = msg.seq;
-    if (this.pending.rows.length >= MAX_ROWS_PER_TRANSACTION) this.flush();
-    else if (!this.flushTimer) this.flushTimer = setTimeout(() => this.flush(), FLUSH_DELAY_MS);
+    return rows;
   }
 
   private flush(): void {
@@ -237,10 +266,16 @@ export class IndexFollower {
   }
 }
 
-/** The chain hash of a stored record, or "" when it does not decode. */
-function safeHash(data: Uint8Array): string {
+/** True when a block read back holds exactly the records this instance appended in it. */
+function sameRecords(known: IndexRow[], slices: Uint8Array[]): boolean {
+  if (known.length !== slices.length) return false;
+  return known.every((row, i) => Buffer.compare(row.data, slices[i] as Uint8Array) === 0);
+}
+
+/** The chain hash of a log message's last record, or "" when it does not decode. */
+function safeHash(headers: MsgHdrs | undefined, data: Uint8Array): string {
   try {
-    return fromBinary(AuditRecordSchema, data).hash;
+    return lastRecord(headers, data)?.hash ?? "";
   } catch {
     return "";
   }

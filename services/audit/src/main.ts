@@ -64,7 +64,7 @@ await runService({
     log.info({ ...retention.status, max_age_days: config.maxAgeDays }, "audit log ready");
     const server = createAuditServer({
       records,
-      verifyChain: (from) => verifyChain(js, jsm, from),
+      verifyChain: (from) => verifyChain(js, jsm, from, (s) => records.blockAtOrBefore(s)),
       traces: new TraceReader(js, jsm),
       ...(await authenticatedRpc()),
     });

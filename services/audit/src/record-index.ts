@@ -19,19 +19,24 @@ export type RecordFilter = Pick<
 export interface Checkpoint {
   /** The log stream's `created` time: another stream under the same name is another log. */
   streamCreated: string;
-  /** The last log stream sequence indexed; 0 before the first. */
+  /** The last log stream sequence (message) indexed; 0 before the first. */
   lastSeq: number;
-  /** That record's chain hash, compared with the stream at start. */
+  /** The chain hash of that message's last record, compared with the stream at start. */
   lastHash: string;
 }
 
-/** Bumped when the tables change; an index of another version is rebuilt. */
-const SCHEMA_VERSION = "1";
+/**
+ * Bumped when the tables change; an index of another version is rebuilt. 2: rows keyed by the
+ * record's chain sequence, with the stream sequence of its block (1 keyed them by the stream
+ * sequence, when each log message held one record).
+ */
+const SCHEMA_VERSION = "2";
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS records (
   seq INTEGER PRIMARY KEY,
+  block_seq INTEGER NOT NULL,
   time_ms INTEGER NOT NULL,
   agent_id TEXT NOT NULL,
   user_id TEXT NOT NULL,
@@ -50,6 +55,7 @@ CREATE INDEX IF NOT EXISTS records_user ON records (user_id, seq);
 CREATE INDEX IF NOT EXISTS records_trace ON records (trace_key);
 CREATE INDEX IF NOT EXISTS records_call ON records (call_key);
 CREATE INDEX IF NOT EXISTS records_time ON records (time_ms);
+CREATE INDEX IF NOT EXISTS records_block ON records (block_seq);
 `;
 
 /**
@@ -72,6 +78,14 @@ export function idKey(id: string): number {
 /** Raised when the index file cannot be used (not a database, another schema version). */
 export class IndexUnusableError extends Error {
   override name = "IndexUnusableError";
+  constructor(
+    message: string,
+    /** The rebuild reason it gives: "unreadable" or "another schema version". */
+    readonly reason: "unreadable" | "another schema version",
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
 }
 
 /**
@@ -85,21 +99,34 @@ export class RecordIndex {
   private readonly lastSeq: StatementSync;
   private readonly setMeta: StatementSync;
   private readonly hasId: StatementSync;
+  private readonly blockAt: StatementSync;
   private closed = false;
 
   private constructor(
     private readonly db: DatabaseSync,
     readonly file: string,
   ) {
+    // A row read again (a re-read after a restart, two instances on one file) is the same row and
+    // is ignored. A chain sequence that a later block holds again replaces the row: a chain
+    // restarted after retention emptied the log reuses sequences whose rows are not pruned yet.
     this.insert = db.prepare(
-      `INSERT OR IGNORE INTO records (seq, time_ms, agent_id, user_id, tool, status,
+      `INSERT INTO records (seq, block_seq, time_ms, agent_id, user_id, tool, status,
         trace_id, call_id, record_id, trace_key, call_key, data)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT (seq) DO UPDATE SET block_seq = excluded.block_seq, time_ms = excluded.time_ms,
+          agent_id = excluded.agent_id, user_id = excluded.user_id, tool = excluded.tool,
+          status = excluded.status, trace_id = excluded.trace_id, call_id = excluded.call_id,
+          record_id = excluded.record_id, trace_key = excluded.trace_key,
+          call_key = excluded.call_key, data = excluded.data
+        WHERE excluded.block_seq > records.block_seq`,
     );
     this.lastSeq = db.prepare("SELECT value FROM meta WHERE key = 'last_seq'");
     this.setMeta = db.prepare("UPDATE meta SET value = ? WHERE key = ?");
     this.hasId = db.prepare(
       "SELECT 1 FROM records WHERE call_key = ? AND call_id = ? AND record_id = ? LIMIT 1",
+    );
+    this.blockAt = db.prepare(
+      "SELECT block_seq FROM records WHERE seq <= ? ORDER BY seq DESC LIMIT 1",
     );
   }
 
@@ -121,7 +148,10 @@ export class RecordIndex {
         ? db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get()?.value
         : undefined;
       if (version !== undefined && version !== SCHEMA_VERSION) {
-        throw new IndexUnusableError(`index schema version ${version}, expected ${SCHEMA_VERSION}`);
+        throw new IndexUnusableError(
+          `index schema version ${version}, expected ${SCHEMA_VERSION}`,
+          "another schema version",
+        );
       }
       db.exec(SCHEMA);
       if (version === undefined) initMeta(db, "");
@@ -129,9 +159,11 @@ export class RecordIndex {
     } catch (error) {
       db?.close();
       if (error instanceof IndexUnusableError) throw error;
-      throw new IndexUnusableError(`cannot open the audit index ${file}: ${String(error)}`, {
-        cause: error,
-      });
+      throw new IndexUnusableError(
+        `cannot open the audit index ${file}: ${String(error)}`,
+        "unreadable",
+        { cause: error },
+      );
     }
   }
 
@@ -168,7 +200,7 @@ export class RecordIndex {
 
   /**
    * Adds rows (in stream order) and moves the checkpoint to `lastSeq` (the last message read,
-   * with or without a row) in one transaction.
+   * with or without rows) and `lastHash` (its last record's) in one transaction.
    */
   add(rows: IndexRow[], lastSeq: number, lastHash: string): void {
     this.db.exec("BEGIN IMMEDIATE");
@@ -176,6 +208,7 @@ export class RecordIndex {
       for (const r of rows) {
         this.insert.run(
           r.seq,
+          r.blockSeq,
           r.timeMs,
           r.agentId,
           r.userId,
@@ -201,14 +234,26 @@ export class RecordIndex {
     }
   }
 
-  /** Drops rows the stream no longer keeps (below its first sequence); at most `limit` a call. */
+  /**
+   * Drops rows of the messages the stream no longer keeps (below its first stream sequence); at
+   * most `limit` a call.
+   */
   pruneBelow(firstSeq: number, limit = 10_000): number {
     const result = this.db
       .prepare(
-        "DELETE FROM records WHERE seq IN (SELECT seq FROM records WHERE seq < ? ORDER BY seq LIMIT ?)",
+        "DELETE FROM records WHERE seq IN (SELECT seq FROM records WHERE block_seq < ? ORDER BY block_seq LIMIT ?)",
       )
       .run(firstSeq, limit);
     return Number(result.changes);
+  }
+
+  /**
+   * The stream sequence of the message holding the record at `sequence`, or of the nearest
+   * indexed record before it; undefined when the index holds none at or before it.
+   */
+  blockAtOrBefore(sequence: bigint): number | undefined {
+    const row = this.blockAt.get(sequence);
+    return row ? Number(row.block_seq) : undefined;
   }
 
   /** True when a record with this source id (of this call) is indexed. */

@@ -1,7 +1,5 @@
-import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import type { Logger } from "@toolmesh/log";
-import { JetStreamApiCodes, jetStreamErrorCode, TYPE_HEADER } from "@toolmesh/nats";
-import { type AuditRecord, AuditRecordSchema } from "@toolmesh/proto";
+import { ensureConsumer } from "@toolmesh/nats";
 import {
   AckPolicy,
   type ConsumerMessages,
@@ -11,47 +9,61 @@ import {
   type JsMsg,
   type NatsConnection,
   nanos,
-  headers as natsHeaders,
 } from "nats";
-import { AUDIT_LOG_STREAM, auditLogSubject } from "./audit-log.js";
-import { type ChainHead, chainedAfter } from "./hash-chain.js";
-import { PipelinedPublisher, type StoredAck } from "./pipelined-publisher.js";
-import { recordToChain } from "./record-mapping.js";
+import { BlockAppender, type Flight, type StoredRecord } from "./block-appender.js";
+import { PipelinedPublisher } from "./pipelined-publisher.js";
+import { type ReceivedRecord, recordToChain } from "./record-mapping.js";
+
+export type { StoredRecord } from "./block-appender.js";
 
 /** The durable consumer on TOOLMESH_AUDIT; a restarted service resumes where it stopped. */
 export const AUDIT_CONSUMER = "audit";
 
 const SOURCE_STREAM = "TOOLMESH_AUDIT";
-/** Records chained per round trip at most: appended back to back, acked together. */
-const MAX_BATCH = 256;
-/** Unacked source messages the consumer hands out; also lets a second instance get its share. */
-const MAX_ACK_PENDING = 512;
+/** Records chained per batch at most: appended as one block (or a few), acked together. */
+const MAX_BATCH = 512;
+/**
+ * Batches in flight at once: the next is chained and published while the acks of the ones
+ * before it (each an fsync on nats-server) are on their way.
+ */
+const PIPELINE_DEPTH = 3;
+/** Unacked source messages the consumer hands out: enough for the batches in flight and one more. */
+const MAX_ACK_PENDING = MAX_BATCH * (PIPELINE_DEPTH + 1);
 const MAX_ATTEMPTS = 20;
+/**
+ * Source ids of records this instance stored lately, so a source message redelivered before the
+ * index has read its record back (an ack lost, or ack_wait passed while its block was appended)
+ * is not stored twice: a block's message id covers the whole block, not each record.
+ */
+const MAX_RECENT = 16_384;
+/** Room left in a message for its headers when a block is sized to NATS max_payload. */
+const HEADER_ROOM = 4096;
 
-/** A record appended to the log stream: what it was, where, and its stored bytes. */
-export interface StoredRecord {
-  record: AuditRecord;
-  seq: number;
-  data: Uint8Array;
-}
+/** A record to chain and the source message to ack once it is stored. */
+type Pending = ReceivedRecord & { msg: JsMsg };
+
+/** A flight of records, with their source messages. */
+type Batch = { flight: Flight; pending: Pending[] };
 
 /**
  * Takes records from the audit stream, redacts their arguments, chains them and appends them to
- * the log stream, many per round trip: a batch is published back to back, each append expecting
- * the stream's last sequence and the previous record's id, so an append that lost a race to
- * another writer fails (and every one after it), and no instance can fork the chain. Failed
- * appends are chained again on the new head. The source id is the message id, and records the
- * index already holds are skipped, so a redelivery is stored once.
+ * the log stream in blocks (AuditLogBlock), so a batch costs one stored write, not one per record,
+ * and several batches are in flight at once (BlockAppender keeps them from forking the chain). A
+ * record whose append lost a race is chained again on the new head, with every one sent after it.
+ * A block's message id is derived from its records' source ids, and records the index (or this
+ * instance, lately) already stored are skipped, so a redelivery is stored once.
  */
 export class AuditRecorder {
-  private head: ChainHead = { sequence: 0n, hash: "" };
-  private headStale = true;
   private messages: ConsumerMessages | undefined;
   private readonly queue: JsMsg[] = [];
   private wake: (() => void) | undefined;
   private loop: Promise<void> | undefined;
   private stopped = false;
   private publisher: PipelinedPublisher | undefined;
+  private appender: BlockAppender | undefined;
+  /** Source ids stored lately, and those in flight now. */
+  private readonly recent = new Set<string>();
+  private readonly inFlight = new Set<string>();
 
   constructor(
     private readonly deps: {
@@ -68,10 +80,18 @@ export class AuditRecorder {
   ) {}
 
   async start(): Promise<void> {
-    const { nc, js, jsm } = this.deps;
+    const { nc, js, jsm, log } = this.deps;
     this.publisher = new PipelinedPublisher(nc);
-    await this.refreshHead();
-    await jsm.consumers.add(SOURCE_STREAM, {
+    this.appender = new BlockAppender({
+      jsm,
+      publisher: this.publisher,
+      log,
+      maxBlockBytes: Math.max((nc.info?.max_payload ?? 1024 * 1024) - HEADER_ROOM, 1024),
+      onStored: (stored) => this.stored(stored),
+    });
+    await this.appender.refreshHead();
+    // An existing consumer (from an earlier version) is brought to these limits.
+    await ensureConsumer(jsm, SOURCE_STREAM, {
       durable_name: AUDIT_CONSUMER,
       ack_policy: AckPolicy.Explicit,
       deliver_policy: DeliverPolicy.All,
@@ -94,7 +114,12 @@ export class AuditRecorder {
   }
 
   private async chainLoop(): Promise<void> {
+    const flying: Batch[] = [];
     for (;;) {
+      if (flying.length >= PIPELINE_DEPTH || (this.queue.length === 0 && flying.length > 0)) {
+        await this.landOldest(flying);
+        continue;
+      }
       if (this.queue.length === 0) {
         if (this.stopped) return;
         await new Promise<void>((resolve) => {
@@ -105,141 +130,132 @@ export class AuditRecorder {
         await new Promise((resolve) => setImmediate(resolve));
         continue;
       }
-      const batch = this.queue.splice(0, MAX_BATCH);
+      const pending = this.admit(this.queue.splice(0, MAX_BATCH));
+      if (pending.length === 0) continue;
+      const appender = this.appender as BlockAppender;
       try {
-        await this.chainBatch(batch);
+        if (appender.stale && flying.length === 0) await appender.refreshHead();
+        flying.push({ flight: appender.send(pending), pending });
       } catch (error) {
-        this.deps.log.warn({ err: error }, "cannot append audit records now; will retry");
-        for (const msg of batch) msg.nak(1000);
-        this.headStale = true;
-        await new Promise((resolve) => setTimeout(resolve, 1000));
+        await this.giveBack(pending, error);
       }
     }
   }
 
-  /** Chains and appends one batch; acks each message once its record is stored. */
-  private async chainBatch(batch: JsMsg[]): Promise<void> {
+  /** The records of a batch that are new: decoded, and not stored or in flight already. */
+  private admit(batch: JsMsg[]): Pending[] {
     const { isStored, redact, log } = this.deps;
-    let todo: { msg: JsMsg; record: AuditRecord }[] = [];
-    const ids = new Set<string>();
+    const pending: Pending[] = [];
     for (const msg of batch) {
-      let record: AuditRecord;
+      let received: ReceivedRecord;
       try {
-        record = recordToChain(msg, redact);
+        received = recordToChain(msg, redact);
       } catch (error) {
         log.error({ err: error, subject: msg.subject, seq: msg.seq }, "undecodable audit record");
         msg.term();
         continue;
       }
-      if (ids.has(record.id) || isStored(record.id, record.callId)) {
+      const { id, callId } = received.record;
+      if (this.inFlight.has(id)) {
+        // Redelivered while its first delivery is in flight: that one acks it.
+        continue;
+      }
+      if (this.recent.has(id) || isStored(id, callId)) {
         msg.ack();
         continue;
       }
-      ids.add(record.id);
-      todo.push({ msg, record });
+      this.inFlight.add(id);
+      pending.push({ msg, ...received });
     }
-    for (let attempt = 1; todo.length > 0; attempt++) {
-      if (this.headStale) await this.refreshHead();
-      const done = await this.appendAll(todo.map((t) => t.record));
-      for (const t of todo.slice(0, done)) t.msg.ack();
-      todo = todo.slice(done);
-      if (todo.length === 0) return;
-      if (attempt === MAX_ATTEMPTS)
-        throw new Error("the audit log head kept moving; giving up for now");
-      this.headStale = true;
-    }
+    return pending;
   }
 
   /**
-   * Publishes the records back to back after the current head and returns how many, from the
-   * first, are now stored (by this call, or before as duplicates); the rest must be chained
-   * again on a fresh head.
+   * Lands the oldest batch in flight and acks what it stored. When an append failed, every batch
+   * sent after it was chained on it: they are landed too, and what is left of them all is chained
+   * again on a fresh head, in order.
    */
-  private async appendAll(records: AuditRecord[]): Promise<number> {
-    const publisher = this.publisher;
-    if (!publisher) throw new Error("the recorder is not started");
-    let tip = this.head;
-    const sent = records.map((record, i) => {
-      const stored = chainedAfter(record, tip);
-      const data = toBinary(AuditRecordSchema, stored);
-      const previous = records[i - 1];
-      const headers = natsHeaders();
-      headers.set(TYPE_HEADER, AuditRecordSchema.typeName);
-      headers.set("Nats-Msg-Id", record.id);
-      headers.set("Nats-Expected-Last-Sequence", String(tip.sequence));
-      // After a lost race the stream's last record is another writer's, even at the sequence
-      // this append expects: the id check makes the append fail instead of forking the chain.
-      if (previous) headers.set("Nats-Expected-Last-Msg-Id", previous.id);
-      const ack = publisher.publish(auditLogSubject(record.agentId, record.tool), data, headers);
-      tip = { sequence: stored.sequence, hash: stored.hash };
-      return { stored, data, ack };
-    });
-    const settled = await Promise.allSettled(sent.map((s) => s.ack));
-    let done = 0;
-    let failure: unknown;
-    for (const [i, result] of settled.entries()) {
-      const { stored, data } = sent[i] as (typeof sent)[number];
-      if (result.status === "rejected") {
-        failure = result.reason;
-        break;
-      }
-      const ack: StoredAck = result.value;
-      if (ack.duplicate) {
-        // Stored before, by this or another instance; if exactly at the head, it is the head.
-        if (BigInt(ack.seq) === this.head.sequence + 1n) await this.adoptHead(ack.seq, stored.hash);
-      } else {
-        this.head = { sequence: BigInt(ack.seq), hash: stored.hash };
-        this.deps.onStored?.({ record: stored, seq: ack.seq, data });
-        if (this.deps.log.isLevelEnabled("debug")) {
-          this.deps.log.debug(
-            { call_id: stored.callId, trace_id: stored.traceId, sequence: ack.seq },
-            "audit record stored",
-          );
-        }
-      }
-      done++;
-    }
-    if (failure !== undefined && !isLostRace(failure)) throw failure;
-    return done;
-  }
-
-  /** Takes a record another writer stored at the head's next sequence as the new head. */
-  private async adoptHead(seq: number, ourHash: string): Promise<void> {
-    const stored = await this.deps.jsm.streams.getMessage(AUDIT_LOG_STREAM, { seq });
-    const hash = fromBinary(AuditRecordSchema, stored.data).hash;
-    if (hash !== ourHash) {
-      // Only instances redacting differently can chain one source record two ways.
-      this.deps.log.error(
-        { sequence: seq },
-        "another Audit instance stored this record with different content; check that every instance has the same TOOLMESH_AUDIT_REDACT_KEYS",
-      );
-    }
-    this.head = { sequence: BigInt(seq), hash };
-  }
-
-  /** Reads the last stored record, which the next one must point at. */
-  private async refreshHead(): Promise<void> {
-    const info = await this.deps.jsm.streams.info(AUDIT_LOG_STREAM);
-    const last = info.state.last_seq;
-    this.headStale = false;
-    if (last === 0 || info.state.messages === 0) {
-      this.head = { sequence: BigInt(last), hash: "" };
-      return;
+  private async landOldest(flying: Batch[]): Promise<void> {
+    const appender = this.appender as BlockAppender;
+    const oldest = flying.shift();
+    if (!oldest) return;
+    const landing = await appender.land(oldest.flight);
+    const left = this.acked(oldest.pending, landing.stored);
+    let error = landing.error;
+    if (left.length === 0 && error === undefined) return;
+    for (const { flight, pending } of flying.splice(0)) {
+      const landing = await appender.land(flight);
+      left.push(...this.acked(pending, landing.stored));
+      error ??= landing.error;
     }
     try {
-      const stored = await this.deps.jsm.streams.getMessage(AUDIT_LOG_STREAM, { seq: last });
-      const record = fromBinary(AuditRecordSchema, stored.data);
-      this.head = { sequence: BigInt(last), hash: record.hash };
-    } catch (error) {
-      this.deps.log.warn(
-        { err: error, seq: last },
-        "last audit record unreadable; chaining from an empty hash",
+      if (error !== undefined) throw error;
+      await this.appendUntilStored(left);
+    } catch (failure) {
+      await this.giveBack(
+        left.filter((p) => this.inFlight.has(p.record.id)),
+        failure,
       );
-      this.head = { sequence: BigInt(last), hash: "" };
     }
   }
 
-  /** Stops taking records and waits for the batch in hand. */
+  /** Appends records one flight at a time until all are stored; throws if the head keeps moving. */
+  private async appendUntilStored(todo: Pending[]): Promise<void> {
+    const appender = this.appender as BlockAppender;
+    for (let attempt = 1; todo.length > 0; attempt++) {
+      if (attempt > MAX_ATTEMPTS)
+        throw new Error("the audit log head kept moving; giving up for now");
+      await appender.refreshHead();
+      const landing = await appender.land(appender.send(todo));
+      todo = this.acked(todo, landing.stored);
+      if (landing.error !== undefined) throw landing.error;
+    }
+  }
+
+  /** Acks the source messages of stored records; returns the others, in order. */
+  private acked(pending: Pending[], stored: boolean[]): Pending[] {
+    const left: Pending[] = [];
+    for (const [i, p] of pending.entries()) {
+      if (!stored[i]) {
+        left.push(p);
+        continue;
+      }
+      p.msg.ack();
+      this.inFlight.delete(p.record.id);
+    }
+    return left;
+  }
+
+  /** Hands records back to the stream for a later try, after a pause. */
+  private async giveBack(pending: Pending[], error: unknown): Promise<void> {
+    this.deps.log.warn({ err: error }, "cannot append audit records now; will retry");
+    for (const p of pending) {
+      p.msg.nak(1000);
+      this.inFlight.delete(p.record.id);
+    }
+    (this.appender as BlockAppender).stale = true;
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  }
+
+  private stored(stored: StoredRecord): void {
+    const { record, seq } = stored;
+    this.recent.add(record.id);
+    if (this.recent.size > MAX_RECENT) {
+      for (const id of this.recent) {
+        this.recent.delete(id);
+        if (this.recent.size <= MAX_RECENT / 2) break;
+      }
+    }
+    this.deps.onStored?.(stored);
+    if (this.deps.log.isLevelEnabled("debug")) {
+      this.deps.log.debug(
+        { call_id: record.callId, trace_id: record.traceId, sequence: record.sequence, seq },
+        "audit record stored",
+      );
+    }
+  }
+
+  /** Stops taking records and waits for the batches in hand. */
   async stop(): Promise<void> {
     this.stopped = true;
     await this.messages?.close();
@@ -247,10 +263,4 @@ export class AuditRecorder {
     await this.loop;
     this.publisher?.close();
   }
-}
-
-/** True for an append refused because the head moved (sequence or previous id). */
-function isLostRace(error: unknown): boolean {
-  const code = jetStreamErrorCode(error);
-  return code === JetStreamApiCodes.WrongLastSequence || code === JetStreamApiCodes.WrongLastMsgId;
 }

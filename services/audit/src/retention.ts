@@ -1,6 +1,7 @@
 import type { Logger } from "@toolmesh/log";
 import type { JetStreamManager } from "nats";
 import { AUDIT_LOG_STREAM } from "./audit-log.js";
+import { type ChainEnds, readChainEnds } from "./log-ends.js";
 
 /**
  * How full the audit log is: gauges a metrics endpoint can export as they are (logged meanwhile
@@ -17,9 +18,14 @@ export interface AuditLogUsage {
   warnRatio: number;
   /** True from warnRatio on: raise the limit or archive before records are dropped. */
   nearByteLimit: boolean;
+  /** Records kept. */
   records: number;
+  /** The chain sequence of the oldest kept record; 0 when the log is empty. */
   firstSeq: number;
+  /** The chain sequence of the newest record; 0 when the log is empty. */
   lastSeq: number;
+  /** Log stream messages (blocks of records) kept. */
+  messages: number;
   /** When the oldest kept record was stored (ISO), "" when the log is empty. */
   oldestStored: string;
   /** Records dropped because the byte limit was reached, since this process started. */
@@ -30,6 +36,7 @@ export interface AuditLogUsage {
 const WARN_REPEAT_MS = 60 * 60 * 1000;
 /** A stream this full has reached its byte limit: what it dropped was dropped for bytes. */
 const AT_LIMIT = 0.9;
+const NANOS_PER_MS = 1_000_000;
 
 /**
  * Watches the log stream's retention: warns when it nears its byte limit (long before the limit
@@ -77,21 +84,36 @@ export class RetentionWatch {
 
   private async run(): Promise<void> {
     const { jsm, log, maxBytes, warnPercent } = this.deps;
-    let state: Awaited<ReturnType<JetStreamManager["streams"]["info"]>>["state"];
+    let info: Awaited<ReturnType<JetStreamManager["streams"]["info"]>>;
+    let ends: ChainEnds;
     try {
-      ({ state } = await jsm.streams.info(AUDIT_LOG_STREAM));
+      info = await jsm.streams.info(AUDIT_LOG_STREAM);
+      ends = await readChainEnds(jsm, info.state);
     } catch (error) {
       log.warn({ err: error }, "cannot read the audit log's usage; retrying at the next check");
       return;
     }
+    const { state } = info;
     const previous = this.usage;
     const usedRatio = maxBytes > 0 ? state.bytes / maxBytes : 0;
     const warnRatio = warnPercent / 100;
-    if (previous && state.first_seq > previous.firstSeq && usedRatio >= AT_LIMIT) {
-      const dropped = state.first_seq - previous.firstSeq;
+    const firstSeq = Number(ends.first?.sequence ?? 0n);
+    if (
+      previous &&
+      previous.firstSeq > 0 &&
+      firstSeq > previous.firstSeq &&
+      droppedForBytes(previous, usedRatio, info.config.max_age / NANOS_PER_MS)
+    ) {
+      const dropped = firstSeq - previous.firstSeq;
       this.droppedByBytes += dropped;
       log.error(
-        { dropped, first_seq: state.first_seq, bytes: state.bytes, max_bytes: maxBytes },
+        {
+          dropped,
+          dropped_by_bytes: this.droppedByBytes,
+          first_sequence: firstSeq,
+          bytes: state.bytes,
+          max_bytes: maxBytes,
+        },
         "audit records dropped: the audit log reached TOOLMESH_AUDIT_MAX_BYTES; the chain now verifies from the oldest kept record",
       );
     }
@@ -101,9 +123,10 @@ export class RetentionWatch {
       usedRatio,
       warnRatio,
       nearByteLimit: maxBytes > 0 && usedRatio >= warnRatio,
-      records: state.messages,
-      firstSeq: state.first_seq,
-      lastSeq: state.last_seq,
+      records: ends.records,
+      firstSeq,
+      lastSeq: Number(ends.last?.sequence ?? 0n),
+      messages: state.messages,
       oldestStored: state.messages > 0 ? state.first_ts : "",
       droppedByBytes: this.droppedByBytes,
     };
@@ -131,4 +154,14 @@ export class RetentionWatch {
   stop(): void {
     clearInterval(this.timer);
   }
+}
+
+/**
+ * Whether the records dropped since the `previous` check went for bytes rather than age: the
+ * stream is at its byte limit, or it has no age limit, or the oldest record then kept was not old
+ * enough to expire. The last holds when one block appended freed more than a tenth of the limit.
+ */
+function droppedForBytes(previous: AuditLogUsage, usedRatio: number, maxAgeMs: number): boolean {
+  if (usedRatio >= AT_LIMIT || maxAgeMs <= 0) return true;
+  return Date.parse(previous.oldestStored) + maxAgeMs > Date.now();
 }

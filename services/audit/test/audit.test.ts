@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { create, fromBinary } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { type Client, Code, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
@@ -27,6 +27,7 @@ import {
 import { connect, type NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AUDIT_LOG_STREAM } from "../src/audit-log.js";
+import { readLogMessage } from "../src/log-block.js";
 
 const JWT_SECRET = randomBytes(32).toString("hex");
 const SECRET = `s3cr3t-${randomUUID()}`;
@@ -180,19 +181,25 @@ describe("audit service", () => {
     const verify = await client.verifyChain({}, auditor);
     expect(verify).toMatchObject({ ok: true, recordsChecked: BigInt(TOTAL) });
 
-    // The stream itself: exactly TOTAL messages and never the secret.
+    // The stream itself: exactly TOTAL records, each once, in fewer messages (blocks), chain
+    // sequences 1 to TOTAL in order, and never the secret.
     const jsm = await nc.jetstreamManager();
     const info = await jsm.streams.info(AUDIT_LOG_STREAM);
-    expect(info.state.messages).toBe(TOTAL);
+    expect(info.state.messages).toBeLessThan(TOTAL);
     const consumer = await js.consumers.get(AUDIT_LOG_STREAM);
-    const stored = new Set<string>();
-    const batch = await consumer.fetch({ max_messages: TOTAL, expires: 5000 });
+    const stored: AuditRecord[] = [];
+    let messages = 0;
+    const batch = await consumer.fetch({ max_messages: info.state.messages, expires: 5000 });
     for await (const msg of batch) {
       expect(Buffer.from(msg.data).includes(SECRET)).toBe(false);
-      stored.add(fromBinary(AuditRecordSchema, msg.data).id);
-      if (stored.size === TOTAL) break;
+      stored.push(...readLogMessage(msg.headers, msg.data).map((r) => r.record));
+      if (++messages === info.state.messages) break;
     }
-    expect(stored.size).toBe(TOTAL);
+    expect(stored).toHaveLength(TOTAL);
+    expect(new Set(stored.map((r) => r.id)).size).toBe(TOTAL);
+    expect(stored.map((r) => r.sequence)).toEqual(
+      Array.from({ length: TOTAL }, (_, i) => BigInt(i + 1)),
+    );
     const logs = [
       ...killedLogs,
       ...(audit as ServiceProcess).stdout.lines,
@@ -401,6 +408,7 @@ describe("audit service", () => {
       prevHash: last.hash,
       hash: "ff",
     });
+    // A one-record message as the Audit service wrote them before blocks.
     const ack = await publishEvent(
       js,
       "toolmesh.auditlog.agent-0.data%2Equery",
@@ -409,13 +417,21 @@ describe("audit service", () => {
     );
     await waitForCount(TOTAL + 1002);
     const after = await client.verifyChain({}, auditor);
-    expect(before.ok).toBe(true);
+    expect(before).toMatchObject({ ok: true, recordsChecked: BigInt(TOTAL + 1001) });
     expect(after).toMatchObject({
       ok: false,
       firstBreakSequence: BigInt(TOTAL + 1002),
       actualHash: "ff",
     });
     expect(after.reason).toContain("altered");
-    expect(ack.seq).toBe(TOTAL + 1002);
+    // It landed right after the head: the log's newest message, holding only the forged record.
+    const jsm = await nc.jetstreamManager();
+    expect((await jsm.streams.info(AUDIT_LOG_STREAM)).state.last_seq).toBe(ack.seq);
+    const newest = await jsm.streams.getMessage(AUDIT_LOG_STREAM, { seq: ack.seq });
+    const held = readLogMessage(newest.header, newest.data).map(({ record: r }) => [
+      r.id,
+      r.sequence,
+    ]);
+    expect(held).toEqual([[forged.id, BigInt(TOTAL + 1002)]]);
   });
 });

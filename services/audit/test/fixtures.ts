@@ -3,12 +3,27 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import { type Client, createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
 import { ensureStream, streamDefinitions, TYPE_HEADER } from "@toolmesh/nats";
-import { AuditAction, type AuditRecord, AuditRecordSchema, CallStatus } from "@toolmesh/proto";
-import { mintJwt, startNats, type TestNats } from "@toolmesh/testkit";
+import {
+  AuditAction,
+  type AuditRecord,
+  AuditRecordSchema,
+  AuditService,
+  CallStatus,
+} from "@toolmesh/proto";
+import {
+  mintJwt,
+  type ServiceProcess,
+  startNats,
+  startService,
+  type TestNats,
+} from "@toolmesh/testkit";
 import { connect, type JetStreamClient, type NatsConnection, headers as natsHeaders } from "nats";
 import { auditLogSubject } from "../src/audit-log.js";
 import { type ChainHead, chainedAfter } from "../src/hash-chain.js";
+import type { IndexStart } from "../src/index-follower.js";
 
 export type { ChainHead };
 
@@ -40,6 +55,34 @@ export async function startAuditBus(): Promise<AuditBus> {
       await rm(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/** An Audit service on the bus, a client of it, and what its index did at start. */
+export interface StartedAudit {
+  audit: ServiceProcess;
+  client: Client<typeof AuditService>;
+  opened: IndexStart;
+}
+
+/** Starts Audit on the bus's data directory and reads its "audit index" line. */
+export async function startAudit(bus: AuditBus, jwtSecret: string): Promise<StartedAudit> {
+  const audit = await startService(
+    "audit",
+    {
+      NATS_URL: bus.nats.url,
+      TOOLMESH_DATA_DIR: bus.dataDir,
+      TOOLMESH_AUDIT_PORT: "0",
+      TOOLMESH_JWT_SECRET: jwtSecret,
+    },
+    { timeoutMs: 120_000 },
+  );
+  const client = createClient(AuditService, createGrpcTransport({ baseUrl: audit.url }));
+  const line = await audit.stdout.waitFor(
+    (l) => /"msg":"audit index (opened|rebuilt)"/.test(l),
+    1000,
+    "the audit index line",
+  );
+  return { audit, client, opened: JSON.parse(line) as IndexStart };
 }
 
 /** Call options with a JWT for `sub` with these roles, signed with the HS256 secret. */

@@ -2,11 +2,10 @@ import { randomBytes } from "node:crypto";
 import { rm, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import { type Client, createClient } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
+import type { Client } from "@connectrpc/connect";
 import { ensureStream } from "@toolmesh/nats";
-import { AuditService } from "@toolmesh/proto";
-import { type ServiceProcess, startService } from "@toolmesh/testkit";
+import type { AuditService } from "@toolmesh/proto";
+import type { ServiceProcess } from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { auditLogStream } from "../src/audit-log.js";
 import type { IndexStart } from "../src/index-follower.js";
@@ -16,6 +15,7 @@ import {
   appendHistory,
   bearer,
   type ChainHead,
+  startAudit,
   startAuditBus,
   TOOLS,
 } from "./fixtures.js";
@@ -48,23 +48,10 @@ describe("audit index across restarts", () => {
 
   /** Starts Audit and returns what its index did at start, from its log line. */
   const start = async (): Promise<IndexStart> => {
-    audit = await startService(
-      "audit",
-      {
-        NATS_URL: bus.nats.url,
-        TOOLMESH_DATA_DIR: bus.dataDir,
-        TOOLMESH_AUDIT_PORT: "0",
-        TOOLMESH_JWT_SECRET: JWT_SECRET,
-      },
-      { timeoutMs: 120_000 },
-    );
-    client = createClient(AuditService, createGrpcTransport({ baseUrl: audit.url }));
-    const line = await audit.stdout.waitFor(
-      (l) => /"msg":"audit index (opened|rebuilt)"/.test(l),
-      1000,
-      "the audit index line",
-    );
-    return JSON.parse(line) as IndexStart;
+    const started = await startAudit(bus, JWT_SECRET);
+    audit = started.audit;
+    client = started.client;
+    return started.opened;
   };
   const stop = async () => {
     expect(await audit?.stop()).toBe(0);

@@ -7,6 +7,7 @@ import { eventually, type ServiceProcess, startService, TEST_JS_OPTIONS } from "
 import type { NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AUDIT_LOG_STREAM } from "../src/audit-log.js";
+import { readChainEnds } from "../src/log-ends.js";
 import { type AuditBus, bearer, historyRecord, startAuditBus } from "./fixtures.js";
 
 const JWT_SECRET = randomBytes(32).toString("hex");
@@ -96,25 +97,46 @@ describe("audit log retention", () => {
     await waitForStored(jsm, TOTAL);
     expect(JSON.parse(await dropped)).toMatchObject({ level: "error", max_bytes: MAX_BYTES });
     const { state } = await jsm.streams.info(AUDIT_LOG_STREAM);
-    expect(state.first_seq).toBeGreaterThan(1);
+    // Stream sequences count messages (blocks); the chain's sequences count records.
+    const ends = await readChainEnds(jsm, state);
+    const first = Number(ends.first?.sequence);
+    expect(first).toBeGreaterThan(1);
+    expect(Number(ends.last?.sequence)).toBe(TOTAL);
     expect(state.bytes).toBeLessThanOrEqual(MAX_BYTES);
     // Trimmed records are not a break: the chain verifies from the oldest kept record.
     const verify = await client.verifyChain({}, auditor);
     expect(verify).toMatchObject({ ok: true });
-    expect(Number(verify.recordsChecked)).toBe(state.last_seq - state.first_seq + 1);
+    expect(Number(verify.recordsChecked)).toBe(TOTAL - first + 1);
+    // Every record dropped is counted, in records, once the next check has seen the last drop.
+    await eventually(
+      async () => {
+        const reports = audit.stdout.lines.filter((l) => l.includes('"audit records dropped'));
+        const latest = JSON.parse(reports.at(-1) ?? "{}") as { dropped_by_bytes?: number };
+        console.log(
+          "DBG",
+          reports.length,
+          reports.slice(0, 3),
+          reports.slice(-3),
+          audit.stdout.lines.filter((l) => !l.includes("dropped")).slice(-8),
+        );
+        expect(latest.dropped_by_bytes).toBe(first - 1);
+      },
+      30_000,
+      "every dropped record reported",
+    );
     // Queries answer only what the log keeps, once the index has dropped the trimmed rows.
     const kept = await eventually(
       async () => {
         const all = await allRecords();
-        expect(all.at(-1)?.sequence).toBe(BigInt(state.first_seq));
+        expect(all.at(-1)?.sequence).toBe(BigInt(first));
         // The newest rows may still be on their way into the index.
-        expect(all).toHaveLength(state.last_seq - state.first_seq + 1);
+        expect(all).toHaveLength(TOTAL - first + 1);
         return all;
       },
       30_000,
       "trimmed records gone from the index and the newest ones in it",
     );
-    expect(kept).toHaveLength(state.last_seq - state.first_seq + 1);
+    expect(kept).toHaveLength(TOTAL - first + 1);
     expect(kept[0]?.sequence).toBe(BigInt(TOTAL));
   });
 
@@ -137,7 +159,8 @@ async function waitForStored(
   await eventually(
     async () => {
       const { state } = await jsm.streams.info(AUDIT_LOG_STREAM);
-      expect(state.last_seq).toBeGreaterThanOrEqual(count);
+      const { last } = await readChainEnds(jsm, state);
+      expect(Number(last?.sequence ?? 0)).toBeGreaterThanOrEqual(count);
     },
     30_000,
     `${count} records chained`,

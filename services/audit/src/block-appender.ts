@@ -1,0 +1,195 @@
+import type { Logger } from "@toolmesh/log";
+import { JetStreamApiCodes, jetStreamErrorCode, TYPE_HEADER } from "@toolmesh/nats";
+import type { AuditRecord } from "@toolmesh/proto";
+import { type JetStreamManager, headers as natsHeaders } from "nats";
+import { AUDIT_BLOCK_SUBJECT, AUDIT_LOG_STREAM } from "./audit-log.js";
+import { recordHash } from "./hash-chain.js";
+import { BLOCK_TYPE, blockMsgId, encodeBlock, lastRecord, planBlocks } from "./log-block.js";
+import type { PipelinedPublisher, StoredAck } from "./pipelined-publisher.js";
+import { chainedRecordBytes } from "./record-encoding.js";
+import type { ReceivedRecord } from "./record-mapping.js";
+
+/**
+ * A record appended to the log stream: what it was, the stream sequence of its block, and its
+ * own encoded bytes (as they stand in the block).
+ */
+export interface StoredRecord {
+  record: AuditRecord;
+  seq: number;
+  data: Uint8Array;
+}
+
+/** The end of the chain: the stream message it ends with and that message's last record. */
+interface ChainEnd {
+  streamSeq: number;
+  sequence: bigint;
+  hash: string;
+  /** The message id of that message when this appender sent it, for the next append to expect. */
+  msgId?: string;
+}
+
+/** A block published and not yet acknowledged: which records it holds and its message id. */
+interface SentBlock {
+  first: number;
+  count: number;
+  msgId: string;
+  ack: Promise<StoredAck>;
+}
+
+/** Records chained and published as blocks, whose acks are still to come. */
+export interface Flight {
+  records: readonly ReceivedRecord[];
+  encoded: Uint8Array[];
+  blocks: SentBlock[];
+}
+
+/** Which records of a flight are stored (by this appender, or before), and any failure. */
+export interface Landing {
+  stored: boolean[];
+  /** An append failed for another reason than a lost race (timeout, refusal); undefined if none. */
+  error?: unknown;
+}
+
+/**
+ * Chains records and appends them to the log stream as blocks, many in flight at once. Each
+ * block expects the stream's last sequence and, after a block of its own, that block's message
+ * id, so an append that lost a race to another writer fails (and every one sent after it) and no
+ * writer can fork the chain. `head` is the last block known stored; `tip` the last one sent.
+ */
+export class BlockAppender {
+  private head: ChainEnd = { streamSeq: 0, sequence: 0n, hash: "" };
+  private tip: ChainEnd = this.head;
+  /** True when the head must be read from the stream before the next append. */
+  stale = true;
+
+  constructor(
+    private readonly deps: {
+      jsm: JetStreamManager;
+      publisher: PipelinedPublisher;
+      log: Logger;
+      maxBlockBytes: number;
+      /** Told of each record stored by this appender, in chain order. */
+      onStored: (stored: StoredRecord) => void;
+    },
+  ) {}
+
+  /**
+   * Chains the records after the tip and publishes them as blocks, back to back; the records are
+   * the caller's own copies: chaining them again after a lost race overwrites their chain fields.
+   */
+  send(records: readonly ReceivedRecord[]): Flight {
+    let tip = this.tip;
+    const encoded = records.map(({ record, body }) => {
+      record.sequence = tip.sequence + 1n;
+      record.prevHash = tip.hash;
+      record.hash = "";
+      record.hash = recordHash(record);
+      tip = { ...tip, sequence: record.sequence, hash: record.hash };
+      return chainedRecordBytes(body, record);
+    });
+    const blocks: SentBlock[] = [];
+    let first = 0;
+    let streamSeq = this.tip.streamSeq;
+    let previousId = this.tip.msgId;
+    const sizes = encoded.map((data) => data.length);
+    for (const count of planBlocks(sizes, this.deps.maxBlockBytes)) {
+      const msgId = blockMsgId(records.slice(first, first + count).map((r) => r.record.id));
+      const headers = natsHeaders();
+      headers.set(TYPE_HEADER, BLOCK_TYPE);
+      headers.set("Nats-Msg-Id", msgId);
+      headers.set("Nats-Expected-Last-Sequence", String(streamSeq));
+      // After a lost race the stream's last message is another writer's, even at the sequence
+      // this append expects: the id check makes the append fail instead of forking the chain.
+      if (previousId) headers.set("Nats-Expected-Last-Msg-Id", previousId);
+      const data = encodeBlock(encoded.slice(first, first + count));
+      const ack = this.deps.publisher.publish(AUDIT_BLOCK_SUBJECT, data, headers);
+      // Settled by land(); this keeps an unlanded failure from being reported as unhandled.
+      ack.catch(() => {});
+      blocks.push({ first, count, msgId, ack });
+      first += count;
+      streamSeq++;
+      previousId = msgId;
+    }
+    this.tip = { streamSeq, sequence: tip.sequence, hash: tip.hash, msgId: previousId };
+    return { records, encoded, blocks };
+  }
+
+  /**
+   * Waits for a flight's acks, in order, and moves the head past each stored block. After a
+   * failure, every flight sent later was chained on it: the caller lands them too, then marks the
+   * appender stale and chains what is left again.
+   */
+  async land(flight: Flight): Promise<Landing> {
+    const settled = await Promise.allSettled(flight.blocks.map((b) => b.ack));
+    const stored = flight.records.map(() => false);
+    let error: unknown;
+    let lost = false;
+    for (const [i, result] of settled.entries()) {
+      const block = flight.blocks[i] as SentBlock;
+      const range = { from: block.first, to: block.first + block.count };
+      if (result.status === "rejected") {
+        lost = true;
+        if (!isLostRace(result.reason)) error ??= result.reason;
+        continue;
+      }
+      const ack = result.value;
+      const last = flight.records[range.to - 1]?.record as AuditRecord;
+      if (ack.duplicate) {
+        // Stored before, by this or another writer; if exactly at the head, it is the head.
+        if (ack.seq === this.head.streamSeq + 1) await this.adoptHead(ack.seq, last.hash);
+      } else {
+        this.head = { streamSeq: ack.seq, sequence: last.sequence, hash: last.hash };
+        for (let r = range.from; r < range.to; r++) {
+          const record = flight.records[r]?.record as AuditRecord;
+          this.deps.onStored({ record, seq: ack.seq, data: flight.encoded[r] as Uint8Array });
+        }
+      }
+      stored.fill(true, range.from, range.to);
+    }
+    if (lost) this.stale = true;
+    return { stored, error };
+  }
+
+  /** Reads the last stored record, which the next one must point at. */
+  async refreshHead(): Promise<void> {
+    const info = await this.deps.jsm.streams.info(AUDIT_LOG_STREAM);
+    const last = info.state.last_seq;
+    this.stale = false;
+    // A log that retention emptied keeps no record to continue from: a new chain starts after
+    // the last stream sequence, which is no larger than the last record's sequence.
+    this.head = { streamSeq: last, sequence: BigInt(last), hash: "" };
+    this.tip = this.head;
+    if (last === 0 || info.state.messages === 0) return;
+    try {
+      const stored = await this.deps.jsm.streams.getMessage(AUDIT_LOG_STREAM, { seq: last });
+      const record = lastRecord(stored.header, stored.data);
+      if (record) this.head = { streamSeq: last, sequence: record.sequence, hash: record.hash };
+    } catch (error) {
+      this.deps.log.warn(
+        { err: error, seq: last },
+        "last audit log message unreadable; chaining from an empty hash",
+      );
+    }
+    this.tip = this.head;
+  }
+
+  /** Takes a block another writer stored at the head's next stream sequence as the new head. */
+  private async adoptHead(seq: number, ourHash: string): Promise<void> {
+    const stored = await this.deps.jsm.streams.getMessage(AUDIT_LOG_STREAM, { seq });
+    const last = lastRecord(stored.header, stored.data);
+    if (last?.hash !== ourHash) {
+      // Only instances redacting differently can chain one source record two ways.
+      this.deps.log.error(
+        { seq },
+        "another Audit instance stored these records with different content; check that every instance has the same TOOLMESH_AUDIT_REDACT_KEYS",
+      );
+    }
+    this.head = { streamSeq: seq, sequence: last?.sequence ?? 0n, hash: last?.hash ?? "" };
+  }
+}
+
+/** True for an append refused because the head moved (sequence or previous id). */
+function isLostRace(error: unknown): boolean {
+  const code = jetStreamErrorCode(error);
+  return code === JetStreamApiCodes.WrongLastSequence || code === JetStreamApiCodes.WrongLastMsgId;
+}
