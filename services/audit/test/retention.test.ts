@@ -112,13 +112,6 @@ describe("audit log retention", () => {
       async () => {
         const reports = audit.stdout.lines.filter((l) => l.includes('"audit records dropped'));
         const latest = JSON.parse(reports.at(-1) ?? "{}") as { dropped_by_bytes?: number };
-        console.log(
-          "DBG",
-          reports.length,
-          reports.slice(0, 3),
-          reports.slice(-3),
-          audit.stdout.lines.filter((l) => !l.includes("dropped")).slice(-8),
-        );
         expect(latest.dropped_by_bytes).toBe(first - 1);
       },
       30_000,
