@@ -331,10 +331,6 @@ describe("audit service", () => {
   });
 
   it("one instance chains while another stands by and takes over when it is killed; a NATS restart loses nothing", async () => {
-    const second = await startService("audit", {
-      ...env(),
-      TOOLMESH_AUDIT_INDEX_PATH: path.join(dataDir, "second-index.sqlite"),
-    });
     const storedBy = (p: ServiceProcess) =>
       p.stdout.lines.filter((l) => l.includes('"audit record stored"')).length;
     const publishRecords = async (from: number, to: number) => {
@@ -350,8 +346,16 @@ describe("audit service", () => {
       }
       await Promise.all(sent);
     };
+    // A record chained while the first instance runs alone shows it holds the lease: after the
+    // SIGKILL above it waited for the killed process's lease to expire.
+    await publishRecords(TOTAL, TOTAL + 1);
+    expect(await waitForCount(TOTAL + 1)).toBe(TOTAL + 1);
+    const second = await startService("audit", {
+      ...env(),
+      TOOLMESH_AUDIT_INDEX_PATH: path.join(dataDir, "second-index.sqlite"),
+    });
     try {
-      await publishRecords(TOTAL, TOTAL + 500);
+      await publishRecords(TOTAL + 1, TOTAL + 500);
       expect(await waitForCount(TOTAL + 500)).toBe(TOTAL + 500);
       // The first holds the lease: the second serves queries but appends nothing.
       expect(storedBy(second)).toBe(0);
