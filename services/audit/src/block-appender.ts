@@ -50,17 +50,33 @@ export interface Landing {
   error?: unknown;
 }
 
+/** A block not published because one before it in its flight failed. */
+class BlockNotSent extends Error {
+  constructor() {
+    super("not sent: an earlier block of its flight was not stored");
+  }
+}
+
 /**
- * Chains records and appends them to the log stream as blocks, many in flight at once. Each
- * block expects the stream's last sequence and, after a block of its own, that block's message
- * id, so an append that lost a race to another writer fails (and every one sent after it) and no
- * writer can fork the chain. `head` is the last block known stored; `tip` the last one sent.
+ * Chains records and appends them to the log stream as blocks. Each block expects the stream's
+ * last sequence, so an append that lost a race to another writer fails and no writer can fork
+ * the chain. `head` is the last block known stored; `tip` the last one sent.
+ *
+ * On a stream of one replica many blocks are in flight at once, and a block after one of this
+ * appender's own also expects that block's message id: otherwise, after a lost race, it could
+ * land on the other writer's message at the very sequence it expects. On a replicated stream a
+ * block is sent only once the one before it is stored, and expects the sequence alone: the
+ * server checks an expected message id on every replica against a value a replica that caught
+ * up from its peers does not hold (nats-server 2.15 does not set it on catch-up), and that
+ * replica then stops applying the stream until it is reset.
  */
 export class BlockAppender {
   private head: ChainEnd = { streamSeq: 0, sequence: 0n, hash: "" };
   private tip: ChainEnd = this.head;
   /** True when the head must be read from the stream before the next append. */
   stale = true;
+  /** True while the log stream has one replica: blocks are then sent without waiting. */
+  pipelined = true;
 
   constructor(
     private readonly deps: {
@@ -91,6 +107,7 @@ export class BlockAppender {
     let first = 0;
     let streamSeq = this.tip.streamSeq;
     let previousId = this.tip.msgId;
+    let previous: Promise<unknown> = Promise.resolve();
     const sizes = encoded.map((data) => data.length);
     for (const count of planBlocks(sizes, this.deps.maxBlockBytes)) {
       const msgId = blockMsgId(records.slice(first, first + count).map((r) => r.record.id));
@@ -100,9 +117,13 @@ export class BlockAppender {
       headers.set("Nats-Expected-Last-Sequence", String(streamSeq));
       // After a lost race the stream's last message is another writer's, even at the sequence
       // this append expects: the id check makes the append fail instead of forking the chain.
-      if (previousId) headers.set("Nats-Expected-Last-Msg-Id", previousId);
+      if (previousId && this.pipelined) headers.set("Nats-Expected-Last-Msg-Id", previousId);
       const data = encodeBlock(encoded.slice(first, first + count));
-      const ack = this.deps.publisher.publish(AUDIT_BLOCK_SUBJECT, data, headers);
+      const publish = () => this.deps.publisher.publish(AUDIT_BLOCK_SUBJECT, data, headers);
+      const ack = this.pipelined
+        ? publish()
+        : previous.then(publish, () => Promise.reject(new BlockNotSent()));
+      previous = ack;
       // Settled by land(); this keeps an unlanded failure from being reported as unhandled.
       ack.catch(() => {});
       blocks.push({ first, count, msgId, ack });
@@ -155,6 +176,7 @@ export class BlockAppender {
     const info = await this.deps.jsm.streams.info(AUDIT_LOG_STREAM);
     const last = info.state.last_seq;
     this.stale = false;
+    this.pipelined = (info.config.num_replicas ?? 1) <= 1;
     // A log that retention emptied keeps no record to continue from: a new chain starts after
     // the last stream sequence, which is no larger than the last record's sequence.
     this.head = { streamSeq: last, sequence: BigInt(last), hash: "" };
@@ -190,6 +212,7 @@ export class BlockAppender {
 
 /** True for an append refused because the head moved (sequence or previous id). */
 function isLostRace(error: unknown): boolean {
+  if (error instanceof BlockNotSent) return true;
   const code = jetStreamErrorCode(error);
   return code === JetStreamApiCodes.WrongLastSequence || code === JetStreamApiCodes.WrongLastMsgId;
 }

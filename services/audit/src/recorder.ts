@@ -23,8 +23,9 @@ const SOURCE_STREAM = "TOOLMESH_AUDIT";
 /** Records chained per batch at most: appended as one block (or a few), acked together. */
 const MAX_BATCH = 512;
 /**
- * Batches in flight at once: the next is chained and published while the acks of the ones
- * before it (each an fsync on nats-server) are on their way.
+ * Batches in flight at once on a log of one replica: the next is chained and published while the
+ * acks of the ones before it (each an fsync on nats-server) are on their way. On a replicated log
+ * one is (see BlockAppender).
  */
 const PIPELINE_DEPTH = 3;
 /** Unacked source messages the consumer hands out: enough for the batches in flight and one more. */
@@ -48,7 +49,7 @@ type Batch = { flight: Flight; pending: Pending[] };
 /**
  * Takes records from the audit stream, redacts their arguments, chains them and appends them to
  * the log stream in blocks (AuditLogBlock), so a batch costs one stored write, not one per record,
- * and several batches are in flight at once (BlockAppender keeps them from forking the chain). A
+ * and on a log of one replica several batches are in flight at once (BlockAppender keeps them from forking the chain). A
  * record whose append lost a race is chained again on the new head, with every one sent after it.
  * A block's message id is derived from its records' source ids, and records the index (or this
  * instance, lately) already stored are skipped, so a redelivery is stored once.
@@ -116,7 +117,8 @@ export class AuditRecorder {
   private async chainLoop(): Promise<void> {
     const flying: Batch[] = [];
     for (;;) {
-      if (flying.length >= PIPELINE_DEPTH || (this.queue.length === 0 && flying.length > 0)) {
+      const depth = this.appender?.pipelined ? PIPELINE_DEPTH : 1;
+      if (flying.length >= depth || (this.queue.length === 0 && flying.length > 0)) {
         await this.landOldest(flying);
         continue;
       }
