@@ -3,9 +3,11 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { type Client, Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import {
+  CallbackService,
+  CallStatus,
   DispatcherService,
   Effect,
   PermissionService,
@@ -14,7 +16,7 @@ import {
   ResourceKind,
   ToolStatus,
 } from "@toolmesh/proto";
-import { type OperatorStack, repoRoot, startOperatorStack } from "@toolmesh/testkit";
+import { eventually, type OperatorStack, repoRoot, startOperatorStack } from "@toolmesh/testkit";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -22,7 +24,8 @@ const CHROMIUM = process.env.CHROMIUM_BIN ?? "/usr/bin/chromium";
 const artifacts = path.join(repoRoot, "test-artifacts", "console");
 
 // The console in a real browser (Debian's chromium driven by playwright-core) against the whole
-// stack: sign in, make a call, open its trace waterfall, revoke a key. Screenshots are kept.
+// stack: sign in, make a call, open its trace waterfall, decide held calls, revoke a key.
+// Screenshots are kept.
 describe("web console in chromium", () => {
   let op: OperatorStack;
   let backend: http.Server;
@@ -32,7 +35,11 @@ describe("web console in chromium", () => {
   let consoleUrl: string;
   let agentSecret: string;
   let agentKeyId: string;
+  let dispatcher: Client<typeof DispatcherService>;
+  let callback: Client<typeof CallbackService>;
+  let permission: Client<typeof PermissionService>;
   const admin = () => ({ headers: { authorization: `Bearer ${op.adminToken}` } });
+  const agent = () => ({ headers: { authorization: `Bearer ${agentSecret}` } });
 
   const shot = (name: string) =>
     page.screenshot({ path: path.join(artifacts, `${name}.png`), fullPage: true });
@@ -53,44 +60,59 @@ describe("web console in chromium", () => {
       RegistryService,
       createGrpcTransport({ baseUrl: endpoint("registry") }),
     );
-    const permission = createClient(
+    permission = createClient(
       PermissionService,
       createGrpcTransport({ baseUrl: endpoint("permission") }),
     );
-    await registry.registerTool(
-      {
-        tool: {
-          name: "web.hello",
-          version: "1.0.0",
-          description: "Says hello.",
-          inputSchema: { type: "object", properties: { name: { type: "string" } } },
-          status: ToolStatus.ACTIVE,
-          runtime: {
-            kind: {
-              case: "remote",
-              value: { url: `http://127.0.0.1:${(backend.address() as AddressInfo).port}/` },
-            },
-          },
-        },
-      },
-      admin(),
+    dispatcher = createClient(
+      DispatcherService,
+      createGrpcTransport({ baseUrl: endpoint("dispatcher") }),
     );
-    for (const [kind, id] of [
-      [PrincipalKind.ROLE, "admin"],
-      [PrincipalKind.AGENT, "web-bot"],
+    callback = createClient(
+      CallbackService,
+      createGrpcTransport({ baseUrl: endpoint("callback") }),
+    );
+    // web.approve is web.hello held for an approver's decision on every call.
+    for (const [name, requiresApproval] of [
+      ["web.hello", false],
+      ["web.approve", true],
     ] as const) {
-      await permission.grant(
+      await registry.registerTool(
         {
-          grant: {
-            principal: { kind, id },
-            resource: { kind: ResourceKind.TOOL, pattern: "web.hello" },
-            scopes: ["*"],
-            effect: Effect.ALLOW,
-            enabled: true,
+          tool: {
+            name,
+            version: "1.0.0",
+            description: "Says hello.",
+            inputSchema: { type: "object", properties: { name: { type: "string" } } },
+            status: ToolStatus.ACTIVE,
+            runtime: {
+              kind: {
+                case: "remote",
+                value: { url: `http://127.0.0.1:${(backend.address() as AddressInfo).port}/` },
+              },
+            },
+            requiresApproval,
           },
         },
         admin(),
       );
+      for (const [kind, id] of [
+        [PrincipalKind.ROLE, "admin"],
+        [PrincipalKind.AGENT, "web-bot"],
+      ] as const) {
+        await permission.grant(
+          {
+            grant: {
+              principal: { kind, id },
+              resource: { kind: ResourceKind.TOOL, pattern: name },
+              scopes: ["*"],
+              effect: Effect.ALLOW,
+              enabled: true,
+            },
+          },
+          admin(),
+        );
+      }
     }
     const key = await permission.createApiKey(
       { agentId: "web-bot", name: "browser test", roles: ["agent"] },
@@ -158,13 +180,9 @@ describe("web console in chromium", () => {
   it("shows an agent's call live and opens its trace waterfall", async () => {
     await page.click("nav >> text=Live calls");
     await page.waitForSelector("h2 >> text=watching");
-    const dispatcher = createClient(
-      DispatcherService,
-      createGrpcTransport({ baseUrl: `http://127.0.0.1:${op.env.TOOLMESH_DISPATCHER_PORT}` }),
-    );
     const res = await dispatcher.dispatch(
       { tool: "web.hello", arguments: { name: "agent" } },
-      { headers: { authorization: `Bearer ${agentSecret}` } },
+      agent(),
     );
     const row = page.locator(`tr[data-call="${res.callId}"]`);
     await row.waitFor({ timeout: 15_000 });
@@ -183,6 +201,91 @@ describe("web console in chromium", () => {
     await shot("4-trace-waterfall");
   });
 
+  /** The call's outcome once it is final (Callback's GetOutcome, asked until it is). */
+  const finalOutcome = (callId: string) =>
+    eventually(async () => {
+      const event = (await callback.getOutcome({ callId }, admin())).event;
+      if (!event || event.status === CallStatus.PENDING)
+        throw new Error(`call ${callId} is still ${event ? "PENDING" : "unknown"}`);
+      return event;
+    }, 15_000);
+
+  it("lists an agent's held calls; the admin approves one, which runs, and denies another", async () => {
+    await page.click("nav >> text=Approvals");
+    await page.waitForSelector("h2 >> text=held");
+    // The page is open before the calls are held: it finds them by itself.
+    const [approved, denied] = await Promise.all(
+      ["approve me", "deny me"].map((name) =>
+        dispatcher.dispatch({ tool: "web.approve", arguments: { name } }, agent()),
+      ),
+    );
+    for (const res of [approved, denied])
+      expect([res.status, res.error?.code]).toEqual([CallStatus.PENDING, "awaiting_approval"]);
+    const held = (callId: string) => page.locator(`table.approvals tr[data-call="${callId}"]`);
+    await held(denied.callId).waitFor({ timeout: 15_000 });
+    const row = await held(approved.callId).textContent();
+    for (const text of ["web.approve", "web-bot", '"name":"approve me"', "the tool requires"])
+      expect(row).toContain(text);
+    await shot("7-approvals");
+
+    await held(approved.callId).locator("button >> text=Approve").click();
+    await held(approved.callId).waitFor({ state: "detached" });
+    const decided = page.locator(`table.decided tr[data-call="${approved.callId}"]`);
+    await decided.locator(".status.success").waitFor();
+    const success = await finalOutcome(approved.callId);
+    expect([success.status, success.output]).toEqual([CallStatus.SUCCESS, { greeting: "hello" }]);
+
+    await held(denied.callId).locator('input[name="reason"]').fill("not this one");
+    await held(denied.callId).locator("button >> text=Deny").click();
+    await held(denied.callId).waitFor({ state: "detached" });
+    await page.locator(`table.decided tr[data-call="${denied.callId}"] .status.refused`).waitFor();
+    const refusal = await finalOutcome(denied.callId);
+    expect([refusal.status, refusal.reason]).toEqual([CallStatus.REFUSED, "approval_denied"]);
+    expect(refusal.error?.message).toContain("not this one");
+    await shot("8-approvals-decided");
+
+    await decided.locator("a").click();
+    await page.waitForSelector('.waterfall li[data-kind="CALLBACK_SUCCESS"]', { timeout: 15_000 });
+    expect(await page.textContent("h2")).toContain(approved.traceId);
+  });
+
+  it("shows the server's refusal when the admin would decide its own agent's call", async () => {
+    const own = await dispatcher.dispatch({ tool: "web.approve" }, admin());
+    expect(own.status).toBe(CallStatus.PENDING);
+    await page.click("nav >> text=Approvals");
+    const row = page.locator(`table.approvals tr[data-call="${own.callId}"]`);
+    await row.locator("button >> text=Approve").click();
+    await page.waitForSelector("section > .error");
+    expect(await page.textContent("section > .error")).toBe(
+      `PERMISSION_DENIED: call "${own.callId}" was made by agent "admin", which you are; another approver must decide it`,
+    );
+    await row.waitFor();
+    await shot("9-approvals-own-call");
+  });
+
+  it("shows an auditor no held call to decide", async () => {
+    const key = await permission.createApiKey(
+      { agentId: "web-auditor", name: "browser test", roles: ["auditor"] },
+      admin(),
+    );
+    const auditor = await context.newPage();
+    try {
+      await auditor.goto(consoleUrl);
+      await auditor.fill('input[name="token"]', key.secret);
+      await auditor.click('button[type="submit"]');
+      await auditor.click("nav >> text=Approvals");
+      await auditor.waitForSelector("text=No held calls for you");
+      expect(await auditor.locator("table.approvals tbody tr").count()).toBe(0);
+      expect(await auditor.textContent("h2")).toContain("0 held");
+      await auditor.screenshot({
+        path: path.join(artifacts, "10-approvals-auditor.png"),
+        fullPage: true,
+      });
+    } finally {
+      await auditor.close();
+    }
+  });
+
   it("revokes an agent's key; the key stops working", async () => {
     await page.click("nav >> text=Keys & grants");
     const row = page.locator(`tr[data-key="${agentKeyId}"]`);
@@ -190,18 +293,11 @@ describe("web console in chromium", () => {
     await row.locator("button >> text=Revoke").click();
     await page.waitForSelector(`tr[data-key="${agentKeyId}"] td.state >> text=revoked`);
     await shot("5-key-revoked");
-    const dispatcher = createClient(
-      DispatcherService,
-      createGrpcTransport({ baseUrl: `http://127.0.0.1:${op.env.TOOLMESH_DISPATCHER_PORT}` }),
-    );
     const deadline = Date.now() + 10_000;
     let code: Code | undefined;
     while (Date.now() < deadline) {
       try {
-        await dispatcher.dispatch(
-          { tool: "web.hello" },
-          { headers: { authorization: `Bearer ${agentSecret}` } },
-        );
+        await dispatcher.dispatch({ tool: "web.hello" }, agent());
       } catch (error) {
         code = ConnectError.from(error).code;
         if (code === Code.Unauthenticated) break;

@@ -1,6 +1,7 @@
 import type { DescService } from "@bufbuild/protobuf";
 import { type Client, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
+import { type CallbackEvent, CallbackService, CallStatus } from "@toolmesh/proto";
 
 /** The console's origin forwards each service's RPCs, so one transport reaches them all. */
 const transport = createConnectTransport({ baseUrl: window.location.origin });
@@ -34,6 +35,30 @@ export function auth(signal?: AbortSignal) {
     headers: { authorization: `Bearer ${session.token ?? ""}` },
     ...(signal ? { signal } : {}),
   };
+}
+
+/** The final statuses: CallbackService.Watch needs a filter, so one stream per status. */
+const FINAL = [CallStatus.SUCCESS, CallStatus.FAILURE, CallStatus.INTERRUPTED, CallStatus.REFUSED];
+
+/**
+ * Follows every final outcome the session may see (CallbackService.Watch) until `signal` aborts;
+ * a stream that fails reports its error, described, to `onError`.
+ */
+export function watchOutcomes(
+  signal: AbortSignal,
+  onEvent: (event: CallbackEvent) => void,
+  onError: (message: string) => void,
+): void {
+  for (const status of FINAL) {
+    (async () => {
+      try {
+        for await (const res of client(CallbackService).watch({ status }, auth(signal)))
+          if (res.event) onEvent(res.event);
+      } catch (error) {
+        if (!signal.aborted) onError(describeError(error));
+      }
+    })();
+  }
 }
 
 /** What a failed RPC tells a person: its code and message. */

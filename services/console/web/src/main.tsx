@@ -3,6 +3,7 @@ import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { auth, client, describeError, session } from "./api.js";
 import { AccessPage } from "./pages/access.js";
+import { ApprovalsPage } from "./pages/approvals.js";
 import { AuditPage } from "./pages/audit.js";
 import { HealthPage } from "./pages/health.js";
 import { LivePage } from "./pages/live.js";
@@ -12,6 +13,7 @@ import "./style.css";
 
 const PAGES: [string, string][] = [
   ["live", "Live calls"],
+  ["approvals", "Approvals"],
   ["tools", "Tools & groups"],
   ["access", "Keys & grants"],
   ["audit", "Audit"],
@@ -92,6 +94,7 @@ function App() {
       </nav>
       <main>
         {page === "live" && <LivePage />}
+        {page === "approvals" && <ApprovalsPage />}
         {page === "tools" && <ToolsPage />}
         {page === "access" && <AccessPage />}
         {page === "audit" && <AuditPage />}

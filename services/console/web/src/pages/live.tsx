@@ -1,13 +1,10 @@
-import { type CallbackEvent, CallbackService, CallStatus } from "@toolmesh/proto";
+import { type CallbackEvent, CallStatus } from "@toolmesh/proto";
 import { useEffect, useState } from "preact/hooks";
-import { auth, client, describeError, when } from "../api.js";
+import { watchOutcomes, when } from "../api.js";
 import { Head } from "../widgets.js";
 
 /** Most outcomes kept on the page; older ones drop off. */
 const KEEP = 200;
-
-/** The outcomes a live page follows: Watch needs a filter, so one stream per final status. */
-const FINAL = [CallStatus.SUCCESS, CallStatus.FAILURE, CallStatus.INTERRUPTED, CallStatus.REFUSED];
 
 /** Call outcomes as they happen (CallbackService.Watch), newest first. */
 export function LivePage() {
@@ -16,19 +13,11 @@ export function LivePage() {
   useEffect(() => {
     const abort = new AbortController();
     setState("watching");
-    for (const status of FINAL) {
-      (async () => {
-        try {
-          const stream = client(CallbackService).watch({ status }, auth(abort.signal));
-          for await (const res of stream) {
-            const event = res.event;
-            if (event) setEvents((list) => [event, ...list].slice(0, KEEP));
-          }
-        } catch (error) {
-          if (!abort.signal.aborted) setState(describeError(error));
-        }
-      })();
-    }
+    watchOutcomes(
+      abort.signal,
+      (event) => setEvents((list) => [event, ...list].slice(0, KEEP)),
+      setState,
+    );
     return () => abort.abort();
   }, []);
   return (
