@@ -24,19 +24,24 @@ export interface Repair {
  * stay in one file.
  */
 export class AgentFile {
+  /** The last calls in the file when it was opened, once read (see recovered()). */
+  private recoveredIds: ReadonlySet<string> | undefined;
+
   private constructor(
     readonly dir: string,
     private handle: FileHandle,
     private day: string,
     private part: number,
     private size: number,
-    /** The last calls in the file when it was opened (a previous process may not have acked them). */
-    readonly recovered: ReadonlySet<string>,
+    /** The file as it was opened: its name, its size then, and the file before it. */
+    private readonly opened: { name: string; size: number; older?: string },
+    private readonly options: AgentFileOptions,
   ) {}
 
   /**
    * Opens the newest file of an agent directory (creating the directory and a first file if
-   * needed), cuts a torn tail back to the last complete call, and reads the ids of its last calls.
+   * needed) and cuts a torn tail back to the last complete call. The ids of its last calls are
+   * read by recovered(), when asked.
    */
   static async open(
     dir: string,
@@ -48,35 +53,55 @@ export class AgentFile {
     if (newest === undefined) {
       await mkdir(dir, { recursive: true });
       const day = dayOf(now);
-      const handle = await open(path.join(dir, memoryFileName(day, 0)), "a+");
-      return { file: new AgentFile(dir, handle, day, 0, 0, new Set()) };
+      const name = memoryFileName(day, 0);
+      const handle = await open(path.join(dir, name), "a+");
+      const file = new AgentFile(dir, handle, day, 0, 0, { name, size: 0 }, options);
+      file.recoveredIds = new Set();
+      return { file };
     }
     const parsed = parseMemoryFileName(newest) as { day: string; part: number };
     const filePath = path.join(dir, newest);
     const handle = await open(filePath, "a+");
     try {
       const { size, repair } = await cutTornTail(handle, filePath);
-      const ids = await lastCallIds(handle, size, options.recoveryCalls);
-      const older = names.at(-2);
-      if (ids.length < options.recoveryCalls && older !== undefined) {
-        // Just rotated: the calls before the rotation are at the end of the previous file.
-        const more = await options.temporary(async () => {
-          const previous = await open(path.join(dir, older), "r");
-          try {
-            const olderSize = (await previous.stat()).size;
-            return await lastCallIds(previous, olderSize, options.recoveryCalls - ids.length);
-          } finally {
-            await previous.close();
-          }
-        });
-        ids.push(...more);
-      }
-      const file = new AgentFile(dir, handle, parsed.day, parsed.part, size, new Set(ids));
+      const opened = { name: newest, size, ...(names.length > 1 ? { older: names.at(-2) } : {}) };
+      const file = new AgentFile(dir, handle, parsed.day, parsed.part, size, opened, options);
       return repair ? { file, repair } : { file };
     } catch (error) {
       await handle.close();
       throw error;
     }
+  }
+
+  /**
+   * The ids of the last calls in the file when it was opened (a previous process may not have
+   * acked them), read from its tail the first time they are asked for.
+   */
+  async recovered(): Promise<ReadonlySet<string>> {
+    this.recoveredIds ??= new Set(await this.readOpenedTail());
+    return this.recoveredIds;
+  }
+
+  /** The recovered ids if they were read already. */
+  get recoveredIfRead(): ReadonlySet<string> | undefined {
+    return this.recoveredIds;
+  }
+
+  private async readOpenedTail(): Promise<string[]> {
+    const { recoveryCalls, temporary } = this.options;
+    const { name, size, older } = this.opened;
+    const ids =
+      memoryFileName(this.day, this.part) === name
+        ? await lastCallIds(this.handle, size, recoveryCalls)
+        : await temporary(() => readTail(path.join(this.dir, name), size, recoveryCalls));
+    if (ids.length < recoveryCalls && older !== undefined) {
+      // Just rotated: the calls before the rotation are at the end of the previous file.
+      const olderPath = path.join(this.dir, older);
+      ids.push(
+        ...(await temporary(() => readTail(olderPath, undefined, recoveryCalls - ids.length))),
+      );
+    }
+    return ids;
   }
 
   /** Cuts a torn tail off the newest file of an agent directory, as at open; what it cut. */
@@ -162,6 +187,20 @@ export class AgentFile {
 
   async close(): Promise<void> {
     await this.handle.close();
+  }
+}
+
+/** The ids of the last `count` calls of a file, from its first `size` bytes (all when undefined). */
+async function readTail(
+  filePath: string,
+  size: number | undefined,
+  count: number,
+): Promise<string[]> {
+  const handle = await open(filePath, "r");
+  try {
+    return await lastCallIds(handle, size ?? (await handle.stat()).size, count);
+  } finally {
+    await handle.close();
   }
 }
 

@@ -77,9 +77,11 @@ export class MemoryWriter {
     });
   }
 
-  private write({ value }: Delivered<typeof CallbackEventSchema>): Promise<WriteResult> {
+  private write({ value, msg }: Delivered<typeof CallbackEventSchema>): Promise<WriteResult> {
     const action = memoryActionOf(value, this.deps.redact);
-    return this.deps.store.write(action.agentId, action.callId, action.text);
+    return this.deps.store.write(action.agentId, action.callId, action.text, {
+      redelivered: msg.redelivered,
+    });
   }
 
   async stop(): Promise<void> {
