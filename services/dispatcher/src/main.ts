@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { streamMaxAgeMs } from "@toolmesh/config";
 import { runService } from "@toolmesh/service";
 import { startTracing } from "@toolmesh/telemetry";
 import { ApprovalSweeper } from "./approvals/approval-sweeper.js";
@@ -55,7 +56,7 @@ await runService({
       log,
     );
     const leases = new JetStreamLeases(instance, publisher, jsm, log);
-    const outcomes = new StreamOutcomeLookup(jsm);
+    const outcomes = new StreamOutcomeLookup(jsm, js, streamMaxAgeMs(config));
     // A held call outlives its hold by a day in the bucket, so a sweep finds it expired even
     // after every Dispatcher was down for hours.
     const heldCalls = await KvHeldCalls.open(nc, jsm, {

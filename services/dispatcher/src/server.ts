@@ -18,7 +18,7 @@ import { createDispatcherHandlers } from "./handlers.js";
 import { createHttpRoutes } from "./http-routes.js";
 import type { CallIdOwners, IdempotencyStore } from "./idempotency.js";
 import { McpEndpoint } from "./mcp/mcp-endpoint.js";
-import { NoOutcomes, type OutcomeLookup } from "./outcome-lookup.js";
+import { NoOutcomes, type OutcomeLookup, type OutcomeReader } from "./outcome-lookup.js";
 import type { CallLimiter } from "./rate-limits.js";
 import { RunningCalls } from "./running-calls.js";
 import { DockerRuntime } from "./runtimes/docker-runtime.js";
@@ -68,8 +68,8 @@ export interface DispatcherDeps {
   idempotency: IdempotencyStore;
   /** Calls held for approval (a KvHeldCalls); in memory when omitted (in-process tests). */
   heldCalls?: HeldCallStore;
-  /** Whether a call's outcome is recorded (a StreamOutcomeLookup); none when omitted. */
-  outcomes?: OutcomeLookup;
+  /** Calls' outcomes: whether one is recorded, and what it is (a StreamOutcomeLookup); none when omitted. */
+  outcomes?: OutcomeLookup & OutcomeReader;
   /** Who owns each call id (a KvCallIdOwners). */
   callIds: CallIdOwners;
   /** Verifies every RPC's bearer token (the interceptors) and the grpc-js port's. */
@@ -132,6 +132,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   );
   const recorder = new CallRecorder(deps.publisher, settings.redactKeys, deps.leases);
   const heldCalls = deps.heldCalls ?? new MemoryHeldCalls();
+  const outcomes = deps.outcomes ?? new NoOutcomes();
   const chain = new DispatchChain({
     catalog,
     policy: deps.policy,
@@ -159,12 +160,17 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     chain,
     checks,
     recorder,
-    outcomes: deps.outcomes ?? new NoOutcomes(),
+    outcomes,
     approverRoles: settings.approverRoles,
     log,
   });
   const mcp = new McpEndpoint(
-    { ...checks, chain, version: "0.1.0" },
+    {
+      ...checks,
+      chain,
+      version: "0.1.0",
+      tasks: { outcomes, held: heldCalls, resultWaitMs: settings.maxTimeoutMs },
+    },
     {
       authenticate: deps.auth.authenticateRequest,
       allowedOrigins: [...localhostAllowedOrigins(), ...settings.mcpAllowedOrigins],

@@ -38,7 +38,11 @@ export class McpEndpoint {
       (ctx) => {
         const principal = ctx.authInfo?.extra?.principal as Principal | undefined;
         if (!principal) throw new Error("an MCP request reached the server unauthenticated");
-        return createMcpToolServer(deps, { principal });
+        return createMcpToolServer(deps, {
+          principal,
+          era: ctx.era,
+          signal: ctx.requestInfo?.signal ?? new AbortController().signal,
+        });
       },
       {
         legacy: "stateless",

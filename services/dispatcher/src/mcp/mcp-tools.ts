@@ -13,6 +13,14 @@ import { AWAITING_APPROVAL } from "../approvals/approval-records.js";
 import { type CheckDeps, usableTools } from "../call-checks.js";
 import type { DispatchChain } from "../dispatch-chain.js";
 import type { ToolCatalog } from "../tool-catalog.js";
+import {
+  createdTask,
+  type McpTaskDeps,
+  needsApproval,
+  serveTasks,
+  TASKS_CAPABILITY,
+  TaskingServer,
+} from "./mcp-tasks.js";
 
 /** Tools per tools/list page. */
 export const MCP_PAGE_SIZE = 100;
@@ -21,11 +29,20 @@ export interface McpToolsDeps extends CheckDeps {
   chain: DispatchChain;
   catalog: ToolCatalog;
   version: string;
+  /** Held calls as tasks, for 2025-11-25 clients. */
+  tasks: McpTaskDeps;
 }
 
-/** What a tools/call handler needs of its HTTP request. */
+/** What a handler needs of its HTTP request. */
 export interface McpCaller {
   principal: Principal;
+  /**
+   * The request's protocol era. Tasks are offered to `legacy` (2025-11-25) requests only: the
+   * 2026-07-28 revision moved them to an extension with another wire shape.
+   */
+  era: "legacy" | "modern";
+  /** Aborts when the HTTP request ends; bounds how long tasks/result waits. */
+  signal: AbortSignal;
 }
 
 /**
@@ -34,10 +51,14 @@ export interface McpCaller {
  * protocol eras are stateless here), so nothing of one caller reaches another.
  */
 export function createMcpToolServer(deps: McpToolsDeps, caller: McpCaller): Server {
-  const server = new Server(
+  const tasks = caller.era === "legacy";
+  const server = new (tasks ? TaskingServer : Server)(
     { name: "toolmesh", version: deps.version },
     {
-      capabilities: { tools: { listChanged: true } },
+      capabilities: {
+        tools: { listChanged: true },
+        ...(tasks ? { tasks: TASKS_CAPABILITY } : {}),
+      },
       instructions:
         "toolmesh tools: each call is authenticated, validated against the tool's schema, permission-checked and recorded.",
     },
@@ -54,7 +75,11 @@ export function createMcpToolServer(deps: McpToolsDeps, caller: McpCaller): Serv
     const page = names.slice(start, start + MCP_PAGE_SIZE);
     const tools = page.flatMap((name) => {
       const tool = deps.catalog.get(name);
-      return tool?.spec ? [mcpToolOf(tool)] : [];
+      if (!tool?.spec) return [];
+      // A call that waits for an approver may run as a task; any other runs at once.
+      return tasks && needsApproval(deps, caller.principal, tool)
+        ? [{ ...mcpToolOf(tool), execution: { taskSupport: "optional" } }]
+        : [mcpToolOf(tool)];
     });
     const last = page[page.length - 1];
     return {
@@ -64,6 +89,7 @@ export function createMcpToolServer(deps: McpToolsDeps, caller: McpCaller): Serv
   });
   server.setRequestHandler("tools/call", async (request, ctx) => {
     const { name, arguments: args } = request.params;
+    if (tasks && request.params.task !== undefined) return callAsTask(deps, caller, request.params);
     const progressToken = request.params._meta?.progressToken;
     let response: DispatchResponse;
     try {
@@ -105,12 +131,49 @@ export function createMcpToolServer(deps: McpToolsDeps, caller: McpCaller): Serv
         throw new ProtocolError(ProtocolErrorCode.InvalidParams, refusal.rawMessage);
       return errorResult(refusal.rawMessage) as never;
     }
-    return callResult(
-      deps.catalog.get(name) ?? deps.catalog.get(deps.catalog.resolve(name)),
-      response,
-    ) as never;
+    return callResult(toolNamed(deps, name), response) as never;
   });
+  if (tasks)
+    serveTasks(server, deps.tasks, caller, (tool, response) =>
+      callResult(toolNamed(deps, tool), response),
+    );
   return server;
+}
+
+/**
+ * A task-augmented tools/call: the call is dispatched as any other, and answered with its task.
+ * Only a call that waits for an approver may be a task (the spec's -32601 for any other tool); a
+ * call refused before it was held creates no task and is a JSON-RPC error.
+ */
+async function callAsTask(
+  deps: McpToolsDeps,
+  caller: McpCaller,
+  params: { name: string; arguments?: Record<string, unknown> | undefined },
+): Promise<never> {
+  const tool = toolNamed(deps, params.name);
+  if (tool?.spec && !needsApproval(deps, caller.principal, tool))
+    throw new ProtocolError(
+      ProtocolErrorCode.MethodNotFound,
+      `tool "${params.name}" runs at once, so it cannot be called as a task: only tools that wait for an approver have execution.taskSupport in tools/list; call it without "task"`,
+    );
+  let response: DispatchResponse;
+  try {
+    response = await deps.chain.dispatch(
+      create(DispatchRequestSchema, {
+        tool: params.name,
+        arguments: (params.arguments ?? {}) as JsonObject,
+      }),
+      caller.principal,
+      { signal: caller.signal },
+    );
+  } catch (error) {
+    throw new ProtocolError(ProtocolErrorCode.InvalidParams, ConnectError.from(error).rawMessage);
+  }
+  return (await createdTask(deps.tasks, response)) as never;
+}
+
+function toolNamed(deps: McpToolsDeps, name: string): Tool | undefined {
+  return deps.catalog.get(name) ?? deps.catalog.get(deps.catalog.resolve(name));
 }
 
 /** A registry tool as MCP lists it, with annotations derived from the registry's fields. */
