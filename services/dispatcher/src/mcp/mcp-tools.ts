@@ -215,8 +215,10 @@ export function callResult(tool: Tool | undefined, response: DispatchResponse): 
       };
     }
     case CallStatus.PENDING:
-      // A call held for approval is not an error: the model learns to wait, and for which call
-      // (text only: structuredContent would have to match the tool's output schema).
+      // A call held for approval is not an error: the model learns to wait, and for which call.
+      // It is text only, since structuredContent would have to match the tool's output schema;
+      // for a tool that has one, the spec wants structured content in every result that is not
+      // an error (and SDK clients refuse one without), so there it is marked isError.
       return {
         content: [
           {
@@ -227,6 +229,7 @@ export function callResult(tool: Tool | undefined, response: DispatchResponse): 
                 : `accepted: the tool finishes the call later (call_id ${response.callId}); its outcome is broadcast as a callback`,
           },
         ],
+        ...(hasOutputSchema(tool) ? { isError: true } : {}),
       };
     default:
       return errorResult(
