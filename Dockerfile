@@ -8,7 +8,9 @@ COPY . .
 # --ignore-scripts also skips the download of the pinned `node` devDependency (and its bin link):
 # the image's own Node 24 runs the build.
 RUN npm ci --ignore-scripts --no-audit --no-fund
-RUN npm run typecheck && npm run build
+# The console's web app is built too and served from dist/web by dist/console.mjs.
+RUN npm run typecheck && npm run build && npm run build:console \
+  && cp -r services/console/dist/web dist/web
 
 FROM node:24-bookworm-slim
 WORKDIR /app
