@@ -313,3 +313,4 @@ export function loadOrExit<T>(load: () => T): T {
   }
 }
 export { SERVICE_PORTS, type ServiceName, serviceUrls } from "./endpoints.js";
+export { freePort, portIsFree } from "./ports.js";

@@ -1,3 +1,4 @@
+export { freePort } from "@toolmesh/config";
 export { bundlesFresh, ensureBundles, serviceArgs } from "./bundles.js";
 export {
   type BusCredential,
@@ -24,7 +25,6 @@ export {
   type NatsServerOptions,
   type NatsSupervision,
 } from "./nats-server.js";
-export { freePort } from "./ports.js";
 export { processCpuMs, processRssMb } from "./proc-stats.js";
 export { REPLICA_PORT_STEP, type Replicas, replicaName, replicasOf } from "./replicas.js";
 export { ServiceProcess, type ServiceProcessOptions } from "./service-process.js";

@@ -1,7 +1,7 @@
 import path from "node:path";
+import { freePort } from "@toolmesh/config";
 import type { NatsServerUser } from "./nats-config.js";
 import { type NatsPlacement, NatsServer, type NatsSupervision } from "./nats-server.js";
-import { freePort } from "./ports.js";
 import { StackError } from "./stack-error.js";
 
 /** How to run a JetStream cluster of local nats-servers. */

@@ -1,14 +1,10 @@
 import { randomBytes } from "node:crypto";
+import { freePort, portIsFree } from "@toolmesh/config";
 import type { Logger } from "@toolmesh/log";
 import type { DockerRuntime as DockerRuntimeSpec } from "@toolmesh/proto";
 import type Docker from "dockerode";
 import { hideSecrets, resolveSecrets } from "./docker-secrets.js";
-import {
-  freePort,
-  type LaunchedBackend,
-  portIsFree,
-  ToolStartError,
-} from "./supervised-backend.js";
+import { type LaunchedBackend, ToolStartError } from "./supervised-backend.js";
 
 /** How docker tools are run when their spec leaves a value at zero, from the configuration. */
 export interface DockerSettings {

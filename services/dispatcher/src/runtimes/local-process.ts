@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { freePort } from "@toolmesh/config";
 import type { LocalRuntime as LocalRuntimeSpec } from "@toolmesh/proto";
-import { freePort, type LaunchedBackend, ToolStartError } from "./supervised-backend.js";
+import { type LaunchedBackend, ToolStartError } from "./supervised-backend.js";
 
 /** How long a local tool gets to exit after SIGTERM before it is killed. */
 const STOP_GRACE_MS = 2000;

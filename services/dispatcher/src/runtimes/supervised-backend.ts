@@ -1,4 +1,3 @@
-import net from "node:net";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import * as grpc from "@grpc/grpc-js";
@@ -304,31 +303,5 @@ function grpcHealthy(port: number): Promise<boolean> {
         else resolve(response?.status === HealthCheckResponse_ServingStatus.SERVING);
       },
     );
-  });
-}
-
-/** A port on 127.0.0.1 that was free a moment ago. */
-export function freePort(): Promise<number> {
-  return listenOnce(0);
-}
-
-/** Whether nothing listens on 127.0.0.1:port right now. */
-export async function portIsFree(port: number): Promise<boolean> {
-  try {
-    await listenOnce(port);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-function listenOnce(port: number): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once("error", reject);
-    server.listen(port, "127.0.0.1", () => {
-      const { port: bound } = server.address() as net.AddressInfo;
-      server.close(() => resolve(bound));
-    });
   });
 }
