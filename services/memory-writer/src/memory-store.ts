@@ -28,8 +28,8 @@ export type WriteResult = "written" | "duplicate";
 interface Queued {
   callId: string;
   text: string;
-  /** Delivered before (JetStream's count): it may be in the file from an earlier process. */
-  redelivered: boolean;
+  /** Redelivered, or published long ago: it may be in the file from an earlier process. */
+  mayBeWritten: boolean;
   resolve(result: WriteResult): void;
   reject(error: unknown): void;
 }
@@ -37,17 +37,14 @@ interface Queued {
 /**
  * Agents' memory files (layout in layout.ts). Calls of one agent that arrive together are
  * appended in one write and one fdatasync (group commit), and each resolves only once on disk.
- * A call already written — by this process, recently, or found at the tail of the agent's file
- * when this process first opened it (or reopened it for a redelivered event) — is not written
- * again. Nothing here grows with the history: start-up
+ * A call already written — by this process, recently, or, for an event that may have been
+ * written before, found at the tail of the agent's file as it was opened — is not written again. Nothing here grows with the history: start-up
  * reads the tail of each agent's newest file, memory holds a window of recent call ids and at
  * most maxOpenFiles open files.
  */
 export class MemoryStore {
   private readonly files: OpenFiles<string, AgentFile>;
   private readonly recent: RecentCalls;
-  /** Agents whose file this process has opened (and checked its tail) before; bounded. */
-  private readonly opened: RecentCalls;
   private readonly queues = new Map<string, Queued[]>();
   private readonly inFlight = new Map<string, Promise<WriteResult>>();
   private readonly now: () => Date;
@@ -60,7 +57,6 @@ export class MemoryStore {
   ) {
     this.files = new OpenFiles(settings.maxOpenFiles);
     this.recent = new RecentCalls(settings.recentCalls);
-    this.opened = new RecentCalls(settings.recentCalls);
     this.now = settings.now ?? (() => new Date());
   }
 
@@ -101,14 +97,14 @@ export class MemoryStore {
     agentId: string,
     callId: string,
     text: string,
-    options: { redelivered?: boolean } = {},
+    options: { mayBeWritten?: boolean } = {},
   ): Promise<WriteResult> {
     if (this.recent.has(callId)) return Promise.resolve("duplicate");
     const running = this.inFlight.get(callId);
     if (running) return running.then(() => "duplicate");
     const done = new Promise<WriteResult>((resolve, reject) => {
       const queue = this.queues.get(agentId);
-      const item = { callId, text, redelivered: options.redelivered ?? false, resolve, reject };
+      const item = { callId, text, mayBeWritten: options.mayBeWritten ?? false, resolve, reject };
       if (queue) {
         queue.push(item);
       } else {
@@ -145,11 +141,11 @@ export class MemoryStore {
   }
 
   private async writeRound(file: AgentFile, round: Queued[]): Promise<void> {
-    // A file reopened after it was closed to make room holds, past what `recent` covers, only
-    // calls an earlier process wrote: checked at its first open here, and again for redeliveries.
+    // Past what `recent` covers, the file holds only calls an earlier process wrote; an event
+    // can be one of those only if it may have been written before (see MemoryWriter).
     const recovered =
       file.recoveredIfRead ??
-      (round.some((i) => i.redelivered) ? await file.recovered() : undefined);
+      (round.some((i) => i.mayBeWritten) ? await file.recovered() : undefined);
     const fresh: Queued[] = [];
     for (const item of round) {
       if (recovered?.has(item.callId) || this.recent.has(item.callId)) {
@@ -185,17 +181,6 @@ export class MemoryStore {
         { ...repair, agent_id: agentId },
         "cut a torn write off the end of a memory file",
       );
-    }
-    // The first open in this process reads the tail: an event published twice (not only
-    // redelivered) is recognised there too. A reopen skips it unless a redelivery asks.
-    if (!this.opened.has(agentId)) {
-      try {
-        await file.recovered();
-      } catch (error) {
-        await file.close();
-        throw error;
-      }
-      this.opened.add(agentId);
     }
     return file;
   }

@@ -1,7 +1,8 @@
+import { timestampMs } from "@bufbuild/protobuf/wkt";
 import type { Logger } from "@toolmesh/log";
 import { type BatchConsumer, consumeBatches, type Delivered } from "@toolmesh/nats";
 import { type CallbackEvent, CallbackEventSchema } from "@toolmesh/proto";
-import type { JetStreamClient, JetStreamManager } from "nats";
+import { type JetStreamClient, type JetStreamManager, millis } from "nats";
 import { entriesOf } from "./entries.js";
 import type { MemoryStore, WriteResult } from "./memory-store.js";
 
@@ -33,6 +34,9 @@ export function memoryActionOf(
   return { agentId: event.agentId, callId: event.callId, text };
 }
 
+/** Used when the callback stream's duplicate window cannot be read. */
+const DEFAULT_DUPLICATE_WINDOW_MS = 2 * 60 * 1000;
+
 /** Raised for a batch that arrives after the lease lapsed: it is left for the holder. */
 export class LeaseLapsedError extends Error {
   override name = "LeaseLapsedError";
@@ -41,6 +45,8 @@ export class LeaseLapsedError extends Error {
 /** Writes every callback event into its agent's memory, acking only once it is on disk. */
 export class MemoryWriter {
   private consumer: BatchConsumer | undefined;
+  /** Events newer than this cannot have been published before (see mayBeWritten). */
+  private freshMs = DEFAULT_DUPLICATE_WINDOW_MS / 2;
 
   constructor(
     private readonly deps: {
@@ -56,6 +62,8 @@ export class MemoryWriter {
 
   async start(): Promise<void> {
     const { js, jsm, log } = this.deps;
+    const window = (await jsm.streams.info(CALLBACK_STREAM)).config.duplicate_window;
+    if (window) this.freshMs = millis(window) / 2;
     this.consumer = await consumeBatches({
       js,
       jsm,
@@ -80,8 +88,20 @@ export class MemoryWriter {
   private write({ value, msg }: Delivered<typeof CallbackEventSchema>): Promise<WriteResult> {
     const action = memoryActionOf(value, this.deps.redact);
     return this.deps.store.write(action.agentId, action.callId, action.text, {
-      redelivered: msg.redelivered,
+      mayBeWritten: this.mayBeWritten(value, msg.redelivered),
     });
+  }
+
+  /**
+   * Whether an event may be in its agent's file already, written by an earlier process: only
+   * then is the file's tail read back. A redelivery may be (written, then not acked). A second
+   * publication of a call's event is dropped by the stream within its duplicate window, so one
+   * delivered for the first time is new unless its call ended longer ago than that; half the
+   * window is allowed for clocks that disagree.
+   */
+  private mayBeWritten(event: CallbackEvent, redelivered: boolean): boolean {
+    if (redelivered || !event.time) return true;
+    return Date.now() - timestampMs(event.time) > this.freshMs;
   }
 
   async stop(): Promise<void> {

@@ -137,8 +137,12 @@ describe("memory writer bounds", () => {
     expect(ready).toBeLessThan(20_000);
     expect((await stat(file)).size).toBe(size - '{"id":"old-100000","par'.length);
 
-    // The last call of the file comes again (a redelivery after a crash), then a new one.
-    await publish(callEvent(`old-${calls - 1}`, "busy-agent"));
+    // The last call of the file comes again, published long after it ended (past the stream's
+    // duplicate window, as a Callback down for minutes mid-broadcast would), then a new one.
+    await publish({
+      ...callEvent(`old-${calls - 1}`, "busy-agent"),
+      time: timestampFromMs(Date.now() - 10 * 60 * 1000),
+    });
     await publish(callEvent("new-1", "busy-agent"));
     await drained();
     const text = await readAgentMemory(dataDir, "busy-agent");
