@@ -4,7 +4,14 @@ import type { AuditRecord } from "@toolmesh/proto";
 import { type JetStreamManager, headers as natsHeaders } from "nats";
 import { AUDIT_BLOCK_SUBJECT, AUDIT_LOG_STREAM } from "./audit-log.js";
 import { recordHash } from "./hash-chain.js";
-import { BLOCK_TYPE, blockMsgId, encodeBlock, lastRecord, planBlocks } from "./log-block.js";
+import {
+  BLOCK_TYPE,
+  blockMsgId,
+  encodeBlock,
+  lastRecord,
+  planBlocks,
+  readLogMessage,
+} from "./log-block.js";
 import type { PipelinedPublisher, StoredAck } from "./pipelined-publisher.js";
 import { chainedRecordBytes } from "./record-encoding.js";
 import type { ReceivedRecord } from "./record-mapping.js";
@@ -50,6 +57,9 @@ export interface Landing {
   error?: unknown;
 }
 
+/** Log messages read back past the head, at most, when it is read again (see refreshHead). */
+const READ_BACK_MAX = 64;
+
 /** A block not published because one before it in its flight failed. */
 class BlockNotSent extends Error {
   constructor() {
@@ -86,6 +96,8 @@ export class BlockAppender {
       maxBlockBytes: number;
       /** Told of each record stored by this appender, in chain order. */
       onStored: (stored: StoredRecord) => void;
+      /** Told of the source ids in log messages found past the head when it is read again. */
+      onFound?: (recordIds: string[]) => void;
     },
   ) {}
 
@@ -173,8 +185,14 @@ export class BlockAppender {
 
   /** Reads the last stored record, which the next one must point at. */
   async refreshHead(): Promise<void> {
+    const known = this.head.streamSeq;
     const info = await this.deps.jsm.streams.info(AUDIT_LOG_STREAM);
     const last = info.state.last_seq;
+    // A block whose append got no answer (a timeout, a lost connection) may be stored all the
+    // same, and its records come back to be chained again before the index has read it: the
+    // messages past the last head this appender knew say which are stored.
+    if (known > 0 && last > known)
+      await this.readBack(Math.max(known + 1, last - READ_BACK_MAX + 1), last);
     this.stale = false;
     this.pipelined = (info.config.num_replicas ?? 1) <= 1;
     // A log that retention emptied keeps no record to continue from: a new chain starts after
@@ -193,6 +211,18 @@ export class BlockAppender {
       );
     }
     this.tip = this.head;
+  }
+
+  private async readBack(from: number, to: number): Promise<void> {
+    for (let seq = from; seq <= to; seq++) {
+      try {
+        const stored = await this.deps.jsm.streams.getMessage(AUDIT_LOG_STREAM, { seq });
+        this.deps.onFound?.(readLogMessage(stored.header, stored.data).map((r) => r.record.id));
+      } catch (error) {
+        // Gone (retention) or unreadable: the index answers for its records.
+        this.deps.log.debug({ err: error, seq }, "audit log message not read back");
+      }
+    }
   }
 
   /** Takes a block another writer stored at the head's next stream sequence as the new head. */

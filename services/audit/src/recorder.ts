@@ -89,6 +89,9 @@ export class AuditRecorder {
       log,
       maxBlockBytes: Math.max((nc.info?.max_payload ?? 1024 * 1024) - HEADER_ROOM, 1024),
       onStored: (stored) => this.stored(stored),
+      onFound: (ids) => {
+        for (const id of ids) this.remember(id);
+      },
     });
     await this.appender.refreshHead();
     // An existing consumer (from an earlier version) is brought to these limits.
@@ -132,11 +135,21 @@ export class AuditRecorder {
         await new Promise((resolve) => setImmediate(resolve));
         continue;
       }
+      const appender = this.appender as BlockAppender;
+      if (appender.stale && flying.length === 0) {
+        // Before admitting: reading the head again also reads back what an unanswered append
+        // stored, so its records, handed back, are not chained a second time.
+        try {
+          await appender.refreshHead();
+        } catch (error) {
+          this.deps.log.warn({ err: error }, "cannot read the audit log's head; will retry");
+          await new Promise((resolve) => setTimeout(resolve, 1000));
+          continue;
+        }
+      }
       const pending = this.admit(this.queue.splice(0, MAX_BATCH));
       if (pending.length === 0) continue;
-      const appender = this.appender as BlockAppender;
       try {
-        if (appender.stale && flying.length === 0) await appender.refreshHead();
         flying.push({ flight: appender.send(pending), pending });
       } catch (error) {
         await this.giveBack(pending, error);
@@ -208,10 +221,20 @@ export class AuditRecorder {
       if (attempt > MAX_ATTEMPTS)
         throw new Error("the audit log head kept moving; giving up for now");
       await appender.refreshHead();
+      todo = this.notFound(todo);
+      if (todo.length === 0) return;
       const landing = await appender.land(appender.send(todo));
       todo = this.acked(todo, landing.stored);
       if (landing.error !== undefined) throw landing.error;
     }
+  }
+
+  /** Acks the records found in the log since (read back with the head); returns the others. */
+  private notFound(todo: Pending[]): Pending[] {
+    return this.acked(
+      todo,
+      todo.map((p) => this.recent.has(p.record.id)),
+    );
   }
 
   /** Acks the source messages of stored records; returns the others, in order. */
@@ -239,15 +262,19 @@ export class AuditRecorder {
     await new Promise((resolve) => setTimeout(resolve, 1000));
   }
 
-  private stored(stored: StoredRecord): void {
-    const { record, seq } = stored;
-    this.recent.add(record.id);
+  private remember(id: string): void {
+    this.recent.add(id);
     if (this.recent.size > MAX_RECENT) {
-      for (const id of this.recent) {
-        this.recent.delete(id);
+      for (const old of this.recent) {
+        this.recent.delete(old);
         if (this.recent.size <= MAX_RECENT / 2) break;
       }
     }
+  }
+
+  private stored(stored: StoredRecord): void {
+    const { record, seq } = stored;
+    this.remember(record.id);
     this.deps.onStored?.(stored);
     if (this.deps.log.isLevelEnabled("debug")) {
       this.deps.log.debug(

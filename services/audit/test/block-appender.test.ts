@@ -1,0 +1,71 @@
+import { toBinary } from "@bufbuild/protobuf";
+import { createLogger } from "@toolmesh/log";
+import { ensureStream } from "@toolmesh/nats";
+import { AuditRecordSchema } from "@toolmesh/proto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { AUDIT_LOG_STREAM, auditLogStream } from "../src/audit-log.js";
+import { BlockAppender } from "../src/block-appender.js";
+import { PipelinedPublisher, PublishTimeoutError } from "../src/pipelined-publisher.js";
+import type { ReceivedRecord } from "../src/record-mapping.js";
+import { type AuditBus, historyRecord, startAuditBus } from "./fixtures.js";
+
+const log = createLogger("block-appender-test", "silent");
+
+function received(i: number): ReceivedRecord {
+  const record = historyRecord(i, Date.now());
+  return { record, body: toBinary(AuditRecordSchema, record) };
+}
+
+describe("a block appender whose append got no answer", () => {
+  let bus: AuditBus;
+  beforeAll(async () => {
+    bus = await startAuditBus();
+    await ensureStream(
+      await bus.nc.jetstreamManager(),
+      auditLogStream({ replicas: 1, maxAgeMs: 0, maxBytes: 0 }),
+    );
+  });
+  afterAll(async () => {
+    await bus?.destroy();
+  });
+
+  it("finds the records that append stored when it reads the head again", async () => {
+    const jsm = await bus.nc.jetstreamManager();
+    const real = new PipelinedPublisher(bus.nc);
+    // The second publish reaches JetStream and is stored, but its answer never comes back
+    // (as when the ack is lost to a partition or a timeout).
+    let publishes = 0;
+    const publisher = {
+      publish: (...args: Parameters<PipelinedPublisher["publish"]>) => {
+        const ack = real.publish(...args);
+        if (++publishes !== 2) return ack;
+        return ack.then(() => Promise.reject(new PublishTimeoutError("no ack within 10000 ms")));
+      },
+    } as PipelinedPublisher;
+    const found: string[] = [];
+    const appender = new BlockAppender({
+      jsm,
+      publisher,
+      log,
+      maxBlockBytes: 512 * 1024,
+      onStored: () => {},
+      onFound: (ids) => found.push(...ids),
+    });
+    await appender.refreshHead();
+
+    const first = await appender.land(appender.send([received(1), received(2)]));
+    expect(first).toEqual({ stored: [true, true] });
+    const unanswered = await appender.land(appender.send([received(3), received(4)]));
+    expect(unanswered.stored).toEqual([false, false]);
+    expect(unanswered.error).toBeInstanceOf(PublishTimeoutError);
+    expect((await jsm.streams.info(AUDIT_LOG_STREAM)).state.messages).toBe(2);
+
+    appender.stale = true;
+    await appender.refreshHead();
+    expect(found).toEqual(["hist-3", "hist-4"]);
+    // Reading it again finds nothing new: the head is now past that block.
+    found.length = 0;
+    await appender.refreshHead();
+    expect(found).toEqual([]);
+  });
+});
