@@ -220,6 +220,10 @@ describe("MCP tasks for held calls", () => {
       message: expect.stringContaining('call it without "task"'),
     });
     await expect(client.experimental.tasks.getTask("tm-no-such-call")).rejects.toThrow(notFound);
+    // Hostile ids: wildcards match no one's call, an oversized id is not looked up at all.
+    for (const hostile of ["*", ">", "tm-a.>", "x".repeat(100_000)]) {
+      await expect(client.experimental.tasks.getTask(hostile)).rejects.toThrow(notFound);
+    }
 
     // 2026-07-28 moved tasks to an extension /mcp does not offer: its clients get the text.
     const modern = new McpClient(
