@@ -1,8 +1,9 @@
 import { readFileSync } from "node:fs";
 import net from "node:net";
 
-/** Ports handed out by this process, not handed out again. */
+/** Ports handed out by this process lately, not handed out again. */
 const handedOut = new Set<number>();
+const MAX_REMEMBERED = 4096;
 /** The lowest port chosen from; below it are the well-known ports toolmesh itself uses. */
 const LOWEST = 20_000;
 
@@ -51,6 +52,13 @@ export async function freePort(): Promise<number> {
     for (let attempt = 0; attempt < 100; attempt++) {
       const port = range.low + Math.floor(Math.random() * (range.high - range.low + 1));
       if (handedOut.has(port)) continue;
+      // A long-lived process (a Dispatcher starting tools for months) forgets the oldest half.
+      if (handedOut.size >= MAX_REMEMBERED) {
+        for (const old of handedOut) {
+          handedOut.delete(old);
+          if (handedOut.size < MAX_REMEMBERED / 2) break;
+        }
+      }
       // Reserved before the check, so concurrent callers never both get it.
       handedOut.add(port);
       if ((await bindable(port)) !== undefined) return port;
