@@ -20,6 +20,8 @@ function newestSourceMs(root: string): number {
   return newest;
 }
 
+/** Per root, the newest source's mtime; per bundle file, whether it is newer. */
+const newestSource = new Map<string, number>();
 const freshness = new Map<string, boolean>();
 
 /**
@@ -27,17 +29,20 @@ const freshness = new Map<string, boolean>();
  * Looked up once per process: a test run or a stack does not edit its own sources.
  */
 export function bundlesFresh(root: string, names: readonly string[]): boolean {
-  const key = `${root}\u0000${names.join(",")}`;
-  const known = freshness.get(key);
-  if (known !== undefined) return known;
-  let oldest = Number.POSITIVE_INFINITY;
-  for (const name of names) {
+  return names.every((name) => {
     const file = bundlePath(root, name);
-    oldest = existsSync(file) ? Math.min(oldest, statSync(file).mtimeMs) : 0;
-  }
-  const fresh = oldest > 0 && oldest >= newestSourceMs(root);
-  freshness.set(key, fresh);
-  return fresh;
+    let fresh = freshness.get(file);
+    if (fresh === undefined) {
+      let newest = newestSource.get(root);
+      if (newest === undefined) {
+        newest = newestSourceMs(root);
+        newestSource.set(root, newest);
+      }
+      fresh = existsSync(file) && statSync(file).mtimeMs >= newest;
+      freshness.set(file, fresh);
+    }
+    return fresh;
+  });
 }
 
 export function bundlePath(root: string, name: string): string {
@@ -66,6 +71,7 @@ export function ensureBundles(
     },
   );
   freshness.clear();
+  newestSource.clear();
   if (built.status !== 0) {
     say("WARNING: npm run build failed; running the TypeScript sources instead");
     return false;

@@ -1,5 +1,5 @@
 export { freePort } from "@toolmesh/config";
-export { bundlesFresh, ensureBundles, serviceArgs } from "./bundles.js";
+export { ensureBundles, serviceArgs } from "./bundles.js";
 export {
   type BusCredential,
   busDir,
@@ -26,7 +26,7 @@ export {
   type NatsSupervision,
 } from "./nats-server.js";
 export { processCpuMs, processRssMb } from "./proc-stats.js";
-export { REPLICA_PORT_STEP, type Replicas, replicaName, replicasOf } from "./replicas.js";
+export { type Replicas, replicaName, replicasOf } from "./replicas.js";
 export { ServiceProcess, type ServiceProcessOptions } from "./service-process.js";
 export { availableServices, type ServiceSpec, serviceEntry, stackServices } from "./services.js";
 export {

@@ -105,13 +105,6 @@ export class NatsCluster {
     return this.urls.join(",");
   }
 
-  /** The node with this server name. */
-  node(name: string): NatsServer {
-    const found = this.nodes.find((n) => n.serverName === name);
-    if (!found) throw new StackError(`no cluster node named ${name}`);
-    return found;
-  }
-
   /** Starts every node together (each needs its peers for a meta leader) and waits until ready. */
   async start(): Promise<void> {
     await Promise.all(this.nodes.map((node) => node.start()));

@@ -51,7 +51,7 @@ export {
   retryBetweenLeaders,
 } from "./jetstream-errors.js";
 export { kvKeyToken } from "./kv.js";
-export { holdLease, LEASE_TTL_MS, type Lease, type LeasedWork } from "./lease.js";
+export { holdLease, type Lease, type LeasedWork } from "./lease.js";
 export { MemorySnapshot } from "./memory-snapshot.js";
 export { ReconnectingKvSnapshot } from "./reconnecting-snapshot.js";
 export { KvSnapshot, type SnapshotChange } from "./snapshot.js";

@@ -39,10 +39,10 @@ export async function holdLease(options: {
   replicas: number;
   work: LeasedWork;
   log: Logger;
-  ttlMs?: number;
 }): Promise<Lease> {
   const { nc, service, instance, log } = options;
-  const ttlMs = options.ttlMs ?? LEASE_TTL_MS;
+  // One TTL for every service: the bucket is shared, and its first creator sets it.
+  const ttlMs = LEASE_TTL_MS;
   const everyMs = Math.max(100, Math.floor(ttlMs / 3));
   const kv: KV = await nc.jetstream().views.kv(bucketNames.leases, {
     history: 1,

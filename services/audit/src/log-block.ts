@@ -4,7 +4,7 @@ import { BinaryReader, WireType } from "@bufbuild/protobuf/wire";
 import { TYPE_HEADER } from "@toolmesh/nats";
 import { AuditLogBlockSchema, type AuditRecord, AuditRecordSchema } from "@toolmesh/proto";
 import type { MsgHdrs } from "nats";
-import { pooledBytes } from "./record-encoding.js";
+import { pooledBytes, varint } from "./record-encoding.js";
 
 /** The type header of a log message that is a block; any other is one record. */
 export const BLOCK_TYPE = AuditLogBlockSchema.typeName;
@@ -26,7 +26,7 @@ export interface LoggedRecord {
 
 /** The bytes a block of these encoded records takes: each is a tag, a length and the record. */
 export function blockEntrySize(recordBytes: number): number {
-  return 1 + varintSize(recordBytes) + recordBytes;
+  return 1 + varint(recordBytes).length + recordBytes;
 }
 
 /**
@@ -38,13 +38,9 @@ export function encodeBlock(records: readonly Uint8Array[]): Uint8Array {
   let at = 0;
   for (const data of records) {
     out[at++] = RECORDS_TAG;
-    for (let length = data.length; ; length = Math.floor(length / 128)) {
-      if (length < 0x80) {
-        out[at++] = length;
-        break;
-      }
-      out[at++] = (length % 128) | 0x80;
-    }
+    const length = varint(data.length);
+    out.set(length, at);
+    at += length.length;
     out.set(data, at);
     at += data.length;
   }
@@ -114,15 +110,6 @@ export function firstRecord(
 ): AuditRecord | undefined {
   const first = recordBytes(headers, data)[0];
   return first ? fromBinary(AuditRecordSchema, first) : undefined;
-}
-
-function varintSize(n: number): number {
-  let size = 1;
-  while (n >= 0x80) {
-    n = Math.floor(n / 128);
-    size++;
-  }
-  return size;
 }
 
 /**

@@ -110,7 +110,8 @@ function varint64(value: bigint): number[] {
 }
 
 /** The base-128 varint of a non-negative safe integer. */
-function varint(value: number): number[] {
+/** A protobuf varint (base 128, least significant group first). */
+export function varint(value: number): number[] {
   const out: number[] = [];
   let rest = value;
   while (rest >= 0x80) {

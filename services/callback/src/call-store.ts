@@ -69,8 +69,13 @@ export class CallStore {
    * PENDING call, a Report, or an outcome seen before).
    */
   async create(callId: string, encoded: Uint8Array): Promise<boolean> {
+    return this.createKey(callKey(callId), encoded);
+  }
+
+  /** Writes a key that must not exist yet; false when it does (the first write wins). */
+  private async createKey(key: string, value: Uint8Array): Promise<boolean> {
     try {
-      await compareAndSet(() => this.kv.create(callKey(callId), encoded));
+      await compareAndSet(() => this.kv.create(key, value));
       return true;
     } catch (error) {
       if (error instanceof KvConflictError) return false;
@@ -105,13 +110,7 @@ export class CallStore {
       output: undefined,
       error: event.error ? create(CallErrorSchema, { code: event.error.code }) : undefined,
     });
-    try {
-      await compareAndSet(() =>
-        this.kv.create(sentKey(event.callId), toBinary(CallbackEventSchema, sample)),
-      );
-    } catch (error) {
-      if (!(error instanceof KvConflictError)) throw error;
-    }
+    await this.createKey(sentKey(event.callId), toBinary(CallbackEventSchema, sample));
   }
 }
 

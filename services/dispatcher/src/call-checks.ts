@@ -101,6 +101,8 @@ export function approvalRequirements(
   spec: { requiresApproval: boolean },
   decision: Decision,
 ): string[] {
+  // Almost every call: nothing to allocate.
+  if (!spec.requiresApproval && !decision.requiresApproval) return [];
   return [
     ...(spec.requiresApproval ? ["tool"] : []),
     ...(decision.requiresApproval ? decision.matchedGrantIds.map((id) => `grant:${id}`) : []),

@@ -1,3 +1,4 @@
+import { timestampMs } from "@bufbuild/protobuf/wkt";
 import type { Logger } from "@toolmesh/log";
 import { subjects } from "@toolmesh/nats";
 import { type CallLease, CallLeaseSchema } from "@toolmesh/proto";
@@ -88,7 +89,7 @@ export class JetStreamLeases implements LeaseLedger {
       },
       () => {
         // The lease may be stored though its ack never came: keep the purge below it.
-        const deadline = lease.deadline ? Number(lease.deadline.seconds) * 1000 : Date.now();
+        const deadline = lease.deadline ? timestampMs(lease.deadline) : Date.now();
         this.holds.set(floor, deadline + this.settings.holdAfterDeadlineMs);
       },
     );

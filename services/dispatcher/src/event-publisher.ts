@@ -172,7 +172,6 @@ export class JetStreamPublisher implements EventPublisher {
     const delayMs = Math.min(100 * 2 ** waiter.resends, 1000);
     if (!this.writable || Date.now() + delayMs - waiter.sentAt >= this.timeoutMs) return false;
     waiter.resends++;
-    this.pending.set(seq, waiter);
     setTimeout(() => {
       if (this.pending.get(seq) !== waiter) return;
       const { subject, data, headers } = waiter.message;
@@ -208,11 +207,12 @@ export class JetStreamPublisher implements EventPublisher {
     const seq = Number(msg.subject.slice(this.inbox.length + 1));
     const waiter = this.pending.get(seq);
     if (!waiter) return;
-    this.pending.delete(seq);
     const status = msg.headers?.code ?? 0;
-    // 503 "no responders": no stream leader took the message, so nothing was stored.
+    // 503 "no responders": no stream leader took the message, so nothing was stored. A message
+    // sent again keeps its place in `pending`, which stays in the order of first sends.
     if (status === 503 && this.resend(seq, waiter)) return;
     if (status >= 400) {
+      this.pending.delete(seq);
       waiter.reject(
         new PublishError("refused", `JetStream answered ${status}: no stream takes this subject`),
       );
@@ -224,10 +224,12 @@ export class JetStreamPublisher implements EventPublisher {
         error?: { description?: string; err_code?: number };
       };
       if (!ack.error) {
+        this.pending.delete(seq);
         waiter.resolve(ack.seq ?? 0);
         return;
       }
       if (BETWEEN_LEADERS.has(ack.error.err_code ?? 0) && this.resend(seq, waiter)) return;
+      this.pending.delete(seq);
       const full = FULL_CODES.has(ack.error.err_code ?? 0);
       if (full) this.capacity?.refused(`JetStream refused a record: ${ack.error.description}`);
       waiter.reject(
@@ -237,6 +239,7 @@ export class JetStreamPublisher implements EventPublisher {
         ),
       );
     } catch {
+      this.pending.delete(seq);
       waiter.reject(new PublishError("refused", "JetStream sent an ack that is not JSON"));
     }
   }
@@ -244,8 +247,8 @@ export class JetStreamPublisher implements EventPublisher {
   private sweep(): void {
     const limit = Date.now() - this.timeoutMs;
     for (const [seq, waiter] of this.pending) {
-      // Not break: a message sent again after a refusal sits behind younger ones.
-      if (waiter.sentAt > limit) continue;
+      // In the order of first sends: the rest are younger.
+      if (waiter.sentAt > limit) break;
       this.pending.delete(seq);
       waiter.reject(
         new PublishError("timeout", `JetStream did not ack within ${this.timeoutMs} ms`),

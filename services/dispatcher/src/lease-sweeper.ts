@@ -43,8 +43,9 @@ export type SweepReason = "dispatcher_lost" | "records_lost";
  * Every call with a start record ends with an outcome. Each Dispatcher sweeps the leases now and
  * then: a lease whose Dispatcher stopped heartbeating, or that is past its deadline and grace, is
  * closed as INTERRUPTED with the same records as any other call — TOOL_RESULT, the audit record
- * and the outcome, which Callback broadcasts and memory-writer keeps. The stream holds only the
- * leases of running calls, so a sweep costs what is running, never what ran.
+ * and the outcome, which Callback broadcasts and memory-writer keeps. The stream holds the leases
+ * of running calls and of calls ended since the last bulk purge (a fraction of a second, or held
+ * behind a long call up to a bound), so a sweep costs what is running, never what ran.
  */
 export class LeaseSweeper {
   private timer: NodeJS.Timeout | undefined;

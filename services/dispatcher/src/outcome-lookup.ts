@@ -1,11 +1,8 @@
 import { fromBinary } from "@bufbuild/protobuf";
-import { jetStreamErrorCode, streamNames, subjects } from "@toolmesh/nats";
+import { JetStreamApiCodes, jetStreamErrorCode, streamNames, subjects } from "@toolmesh/nats";
 import { CallStatus, type Outcome, OutcomeSchema } from "@toolmesh/proto";
 import { DeliverPolicy, type JetStreamClient, type JetStreamManager, type MsgRequest } from "nats";
 import { AWAITING_APPROVAL } from "./approvals/approval-records.js";
-
-/** JetStream's "no message found" for a direct get of a subject with no message. */
-const NO_MESSAGE_FOUND = 10037;
 
 /** Whether the Dispatcher has recorded a call's outcome (the sweepers' question). */
 export interface OutcomeLookup {
@@ -98,7 +95,7 @@ export class StreamOutcomeLookup implements OutcomeLookup, OutcomeReader {
       const stored = await this.jsm.streams.getMessage(streamNames.outcome, query);
       return fromBinary(OutcomeSchema, stored.data);
     } catch (error) {
-      if (jetStreamErrorCode(error) === NO_MESSAGE_FOUND) return undefined;
+      if (jetStreamErrorCode(error) === JetStreamApiCodes.NoMessageFound) return undefined;
       throw error;
     }
   }

@@ -82,8 +82,7 @@ export class KvHeldCalls implements HeldCallStore {
     const keys: string[] = [];
     for await (const key of await this.kv.keys("calls.>")) keys.push(key);
     const found: StoredHeldCall[] = [];
-    for (const key of keys) {
-      const entry = await this.kv.get(key);
+    for (const entry of await Promise.all(keys.map((key) => this.kv.get(key)))) {
       if (entry?.operation !== "PUT" || entry.value.length === 0) continue;
       found.push({ held: fromBinary(HeldCallSchema, entry.value), revision: entry.revision });
     }
