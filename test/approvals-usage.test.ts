@@ -1,10 +1,12 @@
-import { create } from "@bufbuild/protobuf";
+import { create, toBinary } from "@bufbuild/protobuf";
+import { timestampNow } from "@bufbuild/protobuf/wkt";
 import { Code } from "@connectrpc/connect";
 import { bucketNames } from "@toolmesh/nats";
 import {
   ApprovalDecision,
   AuditAction,
   type CallbackEvent,
+  CallbackEventSchema,
   CallStatus,
   type DispatchResponse,
   ToolSpecSchema,
@@ -261,7 +263,7 @@ describe("approvals and usage", () => {
     );
   });
 
-  it("counts nothing twice when Callback re-reads every sent mark after a restart", async () => {
+  it("counts nothing twice when Callback re-reads every broadcast mark after a restart", async () => {
     const before = total(await meterUsage(1));
     // Forget how far the counter read, so the restarted service reads every mark again.
     const kv = await stack.nc.jetstream().views.kv(bucketNames.usage);
@@ -271,5 +273,26 @@ describe("approvals and usage", () => {
     await stack.dispatcherClient().dispatch({ tool: "meter.sentinel" }, as("meter"));
     const after = total(await meterUsage(2));
     expect(after).toEqual({ ...before, calls: before.calls + 1n });
+  }, 60_000);
+
+  it("counts the separate sent marks that earlier versions wrote, so an upgrade loses no call", async () => {
+    const before = total(await meterUsage(2));
+    const kv = await stack.nc.jetstream().views.kv(bucketNames.callback);
+    const sample = create(CallbackEventSchema, {
+      callId: "before-upgrade",
+      agentId: "meter",
+      tool: "meter.work",
+      status: CallStatus.FAILURE,
+      error: { code: "backend_error" },
+      time: timestampNow(),
+    });
+    await kv.put("sent.before-upgrade", toBinary(CallbackEventSchema, sample));
+    await stack.dispatcherClient().dispatch({ tool: "meter.sentinel" }, as("meter"));
+    const after = total(await meterUsage(3));
+    expect(after).toEqual({
+      calls: before.calls + 1n,
+      errors: before.errors + 1n,
+      failures: before.failures + 1n,
+    });
   }, 60_000);
 });

@@ -19,7 +19,7 @@ import { type ChainHead, chainedAfter } from "../../services/audit/src/hash-chai
 import { lastRecord } from "../../services/audit/src/log-block.js";
 import { PipelinedPublisher } from "../../services/audit/src/pipelined-publisher.js";
 import { callbackTraceEvent } from "../../services/callback/src/broadcaster.js";
-import { CALLBACK_BUCKET, callKey, sentKey } from "../../services/callback/src/call-store.js";
+import { CALLBACK_BUCKET, callKey, encodeCall } from "../../services/callback/src/call-store.js";
 import { normalise, statusWord } from "../../services/callback/src/normalise.js";
 import type { LeaseLedger } from "../../services/dispatcher/src/call-leases.js";
 import { CallRecorder } from "../../services/dispatcher/src/call-recorder.js";
@@ -52,7 +52,7 @@ const ACK_TIMEOUT_MS = 120_000;
  * the memory directory, as a stack that ran them would have left them: the Dispatcher's own
  * CallRecorder makes each call's TOOL_EXECUTE, TOOL_RESULT, audit record and outcome; from those,
  * the consumers' own mappings make what Audit (the chained log record), Callback (the
- * CALLBACK_* trace event, the broadcast, the calls.<id> and sent.<id> keys) and memory-writer
+ * CALLBACK_* trace event, the broadcast, the calls.<id> key, marked broadcast) and memory-writer
  * (the two memory lines) write. Run it with the services stopped and then ackBacklogs(), so the
  * consumers resume after the history instead of working it off. The Audit index catches up at
  * the next start of Audit (it reads what follows its checkpoint).
@@ -113,13 +113,11 @@ export async function writeCallHistory(
         encoded,
         event.callId,
       );
-      derived.push(
-        raw.publish(`$KV.${CALLBACK_BUCKET}.${callKey(event.callId)}`, encoded, natsHeaders()),
-      );
+      // The call's key as the broadcaster leaves it: the final event, marked broadcast.
       derived.push(
         raw.publish(
-          `$KV.${CALLBACK_BUCKET}.${sentKey(event.callId)}`,
-          new Uint8Array(),
+          `$KV.${CALLBACK_BUCKET}.${callKey(event.callId)}`,
+          encodeCall(encoded, true),
           natsHeaders(),
         ),
       );

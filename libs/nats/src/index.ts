@@ -67,4 +67,6 @@ export {
   subjects,
   subjectToken,
   subjectTokenDecode,
+  TRACE_SHARDS,
+  traceShard,
 } from "./streams.js";

@@ -19,10 +19,15 @@ export type RecordSource = "dispatcher" | "callback" | "registry" | "permission"
  * take every source with `*`.
  */
 export const subjects = {
+  /**
+   * A trace event, filed under its trace's shard (traceShard), not its id: nats-server holds
+   * every distinct subject of a stream in memory for as long as the stream keeps a message on
+   * it, so a subject per trace made its memory grow with history.
+   */
   trace: (source: RecordSource, traceId: string) =>
-    `toolmesh.trace.${source}.${subjectToken(traceId)}`,
-  /** Every event of one trace, whoever published it (a filter, not a publish subject). */
-  traceEvents: (traceId: string) => `toolmesh.trace.*.${subjectToken(traceId)}`,
+    `toolmesh.trace.${source}.${traceShard(traceId)}`,
+  /** The events of one trace's shard, whoever published them (a filter, not a publish subject). */
+  traceEvents: (traceId: string) => `toolmesh.trace.*.${traceShard(traceId)}`,
   audit: (source: RecordSource, agentId: string, tool: string) =>
     `toolmesh.audit.${source}.${subjectToken(agentId)}.${subjectToken(tool)}`,
   outcome: (source: RecordSource, callId: string) =>
@@ -39,6 +44,17 @@ export const subjects = {
   permissionChanged: (kind: string, id: string) =>
     `toolmesh.permission.changed.${subjectToken(kind)}.${subjectToken(id)}`,
 } as const;
+
+/** How many shards trace events are filed under, per publisher. */
+export const TRACE_SHARDS = 256;
+
+/** A trace id's shard: two hex digits of its FNV-1a hash. */
+export function traceShard(traceId: string): string {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < traceId.length; i++)
+    hash = Math.imul(hash ^ traceId.charCodeAt(i), 0x01000193);
+  return ((hash >>> 0) % TRACE_SHARDS).toString(16).padStart(2, "0");
+}
 
 /**
  * Escapes user data for use as one subject token: a dot, wildcard or space in a name must not

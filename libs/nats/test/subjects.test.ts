@@ -1,5 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { kvKeyToken, subjects, subjectToken, subjectTokenDecode } from "../src/index.js";
+import {
+  kvKeyToken,
+  subjects,
+  subjectToken,
+  subjectTokenDecode,
+  TRACE_SHARDS,
+  traceShard,
+} from "../src/index.js";
 
 describe("subject tokens", () => {
   it("keeps plain names readable", () => {
@@ -12,7 +19,16 @@ describe("subject tokens", () => {
       expect(token).toMatch(/^[A-Za-z0-9_%-]+$/);
       expect(subjectTokenDecode(token)).toBe(hostile);
     }
-    expect(subjects.trace("dispatcher", "a.b")).toBe("toolmesh.trace.dispatcher.a%2Eb");
+  });
+
+  it("files trace events under a bounded set of shards, hostile ids included", () => {
+    const shards = new Set<string>();
+    for (let i = 0; i < 20_000; i++)
+      shards.add(subjects.trace("dispatcher", `${i.toString(16)}.>*`));
+    expect(shards.size).toBe(TRACE_SHARDS);
+    for (const s of shards) expect(s).toMatch(/^toolmesh\.trace\.dispatcher\.[0-9a-f]{2}$/);
+    const id = "4bf92f3577b34da6a3ce929d0e0e4736";
+    expect(subjects.traceEvents(id)).toBe(`toolmesh.trace.*.${traceShard(id)}`);
   });
 
   it("gives the empty string a token of its own", () => {

@@ -10,7 +10,7 @@ import { IndexFollower } from "./index-follower.js";
 import { AuditRecorder } from "./recorder.js";
 import { RetentionWatch } from "./retention.js";
 import { createAuditServer } from "./server.js";
-import { TraceReader } from "./trace-reader.js";
+import { indexedSpan, TraceReader } from "./trace-reader.js";
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -65,7 +65,7 @@ await runService({
     const server = createAuditServer({
       records,
       verifyChain: (from) => verifyChain(js, jsm, from, (s) => records.blockAtOrBefore(s)),
-      traces: new TraceReader(js, jsm),
+      traces: new TraceReader(js, jsm, { span: (id) => indexedSpan(records, id) }),
       ...(await authenticatedRpc()),
     });
     return {

@@ -100,6 +100,8 @@ export class RecordIndex {
   private readonly setMeta: StatementSync;
   private readonly hasId: StatementSync;
   private readonly blockAt: StatementSync;
+  private readonly traceFirst: StatementSync;
+  private readonly traceLast: StatementSync;
   private closed = false;
 
   private constructor(
@@ -127,6 +129,12 @@ export class RecordIndex {
     );
     this.blockAt = db.prepare(
       "SELECT block_seq FROM records WHERE seq <= ? ORDER BY seq DESC LIMIT 1",
+    );
+    this.traceFirst = db.prepare(
+      "SELECT data FROM records WHERE trace_key = ? AND trace_id = ? ORDER BY seq LIMIT ?",
+    );
+    this.traceLast = db.prepare(
+      "SELECT max(time_ms) AS time_ms FROM records WHERE trace_key = ? AND trace_id = ?",
     );
   }
 
@@ -307,6 +315,18 @@ export class RecordIndex {
       .slice(0, limit)
       .map((r) => ({ seq: Number(r.seq), data: r.data as Uint8Array }));
     return { rows, more: found.length > limit };
+  }
+
+  /**
+   * What GetTrace needs to find a trace's events: its oldest records (the earliest-starting call
+   * is among them) and the time of its newest, or undefined when none is indexed.
+   */
+  traceRecords(traceId: string, oldest = 64): { oldest: Uint8Array[]; lastMs: number } | undefined {
+    const key = idKey(traceId);
+    const last = this.traceLast.get(key, traceId);
+    if (!last || last.time_ms === null) return undefined;
+    const rows = this.traceFirst.all(key, traceId, oldest);
+    return { oldest: rows.map((r) => r.data as Uint8Array), lastMs: Number(last.time_ms) };
   }
 
   /** Rows indexed (a count over the table; for logs and tests, not the hot path). */

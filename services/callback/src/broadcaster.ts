@@ -103,26 +103,25 @@ export class OutcomeBroadcaster {
     const { log, calls } = this.deps;
     let final = event;
     let encoded = toBinary(CallbackEventSchema, event);
-    // The common case, a call seen for the first time, costs one KV write here.
-    if (!(await calls.create(event.callId, encoded))) {
-      const [stored, sent] = await Promise.all([
-        calls.get(event.callId),
-        calls.wasBroadcast(event.callId),
-      ]);
-      if (sent) return;
+    // The common case, a call seen for the first time, costs one KV write here and the mark.
+    let revision = await calls.create(event.callId, encoded);
+    if (revision === undefined) {
+      const stored = await calls.get(event.callId);
+      if (stored?.broadcast) return;
       if (stored && isFinal(stored.event.status)) {
         // The first final result stored wins: a Report may have settled the call already.
         final = stored.event;
         encoded = toBinary(CallbackEventSchema, final);
+        revision = stored.revision;
       } else if (stored) {
         // PENDING until now; a Report racing this write makes it fail and the outcome retry.
-        await calls.update(event, stored.revision);
+        revision = await calls.update(event, stored.revision);
       } else {
-        await calls.put(event);
+        revision = await calls.put(event);
       }
     }
     await this.publish(final, encoded);
-    await calls.markBroadcast(final);
+    await calls.markBroadcast(final, revision);
     if (log.isLevelEnabled("debug")) {
       log.debug(
         {

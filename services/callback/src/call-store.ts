@@ -1,30 +1,64 @@
-import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import { compareAndSet, KvConflictError, kvKeyToken, openBucket } from "@toolmesh/nats";
-import { type CallbackEvent, CallbackEventSchema, CallErrorSchema } from "@toolmesh/proto";
+import { type CallbackEvent, CallbackEventSchema } from "@toolmesh/proto";
 import type { JetStreamClient, JetStreamManager, KV } from "nats";
 
 /** The KV bucket the Callback service owns. */
 export const CALLBACK_BUCKET = "toolmesh-callback";
 
 /**
- * Key layout: `calls.<call_id>` → CallbackEvent (PENDING until the final outcome),
- * `sent.<call_id>` → empty once the final event was broadcast. Both expire with the bucket's
- * max age (the configured TTL), so no per-call key stays forever.
+ * Key layout: `calls.<call_id>` → CallbackEvent (PENDING until the final outcome), written once
+ * more, marked, when the final event was broadcast. One key a call: nats-server holds every
+ * distinct subject of a stream in memory, so a second key per call (the `sent.<call_id>` marks of
+ * earlier versions) doubled what history cost it. Keys expire with the bucket's max age (the
+ * configured TTL), so no per-call key stays forever.
  */
 export const callKey = (callId: string) => `calls.${kvKeyToken(callId)}`;
-export const sentKey = (callId: string) => `sent.${kvKeyToken(callId)}`;
 
 /** The subject every write of a call's key is published on; Watch listens there. */
 export const callSubject = (callId: string) => `$KV.${CALLBACK_BUCKET}.${callKey(callId)}`;
 /** Every call key's subject. */
 export const CALL_SUBJECTS = `$KV.${CALLBACK_BUCKET}.calls.>`;
-/** Every sent mark's subject: one message per finished call, read in order to count usage. */
-export const SENT_SUBJECTS = `$KV.${CALLBACK_BUCKET}.sent.>`;
+/** The sent marks of earlier versions: one empty or sample key per broadcast call. */
+export const LEGACY_SENT_SUBJECTS = `$KV.${CALLBACK_BUCKET}.sent.>`;
+
+/**
+ * The first byte of a call's value once its final event was broadcast. An encoded CallbackEvent
+ * never starts with it (field number 0 does not exist in Protobuf), so values written before
+ * marks existed read as they are.
+ */
+const BROADCAST_MARK = 0;
+
+/** A call's stored value, marked as broadcast or not. */
+export function encodeCall(event: Uint8Array, broadcast: boolean): Uint8Array {
+  if (!broadcast) return event;
+  const marked = new Uint8Array(event.length + 1);
+  marked[0] = BROADCAST_MARK;
+  marked.set(event, 1);
+  return marked;
+}
+
+/** Decodes a call key's value as published on its subject; undefined for deletes. */
+export function callOfValue(
+  data: Uint8Array,
+): { event: CallbackEvent; broadcast: boolean } | undefined {
+  if (data.length === 0) return undefined;
+  const broadcast = data[0] === BROADCAST_MARK;
+  const event = fromBinary(CallbackEventSchema, broadcast ? data.subarray(1) : data);
+  return { event, broadcast };
+}
+
+/** True when a call key's value carries the broadcast mark (without decoding it). */
+export function isBroadcastMark(data: Uint8Array): boolean {
+  return data.length > 0 && data[0] === BROADCAST_MARK;
+}
 
 /** A stored call and the revision an update must expect. */
 export interface StoredCall {
   event: CallbackEvent;
   revision: number;
+  /** The final event was broadcast (and its usage counted from this write). */
+  broadcast: boolean;
 }
 
 /** How long calls are kept and how much space they may take. */
@@ -55,67 +89,67 @@ export class CallStore {
 
   async get(callId: string): Promise<StoredCall | undefined> {
     const entry = await this.kv.get(callKey(callId));
-    if (entry?.operation !== "PUT" || entry.value.length === 0) return undefined;
-    return { event: fromBinary(CallbackEventSchema, entry.value), revision: entry.revision };
+    if (entry?.operation !== "PUT") return undefined;
+    const call = callOfValue(entry.value);
+    return call && { ...call, revision: entry.revision };
   }
 
   /** Stores a PENDING call unless the call is already known; false when it was (a final outcome wins). */
   async createPending(event: CallbackEvent): Promise<boolean> {
-    return this.create(event.callId, toBinary(CallbackEventSchema, event));
+    return (await this.create(event.callId, toBinary(CallbackEventSchema, event))) !== undefined;
   }
 
   /**
-   * Stores an encoded event as a call's first value; false when the call is known already (a
-   * PENDING call, a Report, or an outcome seen before).
+   * Stores an encoded event as a call's first value and returns its revision; undefined when the
+   * call is known already (a PENDING call, a Report, or an outcome seen before).
    */
-  async create(callId: string, encoded: Uint8Array): Promise<boolean> {
-    return this.createKey(callKey(callId), encoded);
-  }
-
-  /** Writes a key that must not exist yet; false when it does (the first write wins). */
-  private async createKey(key: string, value: Uint8Array): Promise<boolean> {
+  async create(callId: string, encoded: Uint8Array): Promise<number | undefined> {
     try {
-      await compareAndSet(() => this.kv.create(key, value));
-      return true;
+      return await compareAndSet(() => this.kv.create(callKey(callId), encoded));
     } catch (error) {
-      if (error instanceof KvConflictError) return false;
+      if (error instanceof KvConflictError) return undefined;
       throw error;
     }
   }
 
-  async put(event: CallbackEvent): Promise<void> {
-    await this.kv.put(callKey(event.callId), toBinary(CallbackEventSchema, event));
-  }
-
-  /** Replaces a call only if nobody wrote it since `revision`; KvConflictError otherwise. */
-  async update(event: CallbackEvent, revision: number): Promise<void> {
-    await compareAndSet(() =>
-      this.kv.update(callKey(event.callId), toBinary(CallbackEventSchema, event), revision),
-    );
-  }
-
-  async wasBroadcast(callId: string): Promise<boolean> {
-    const entry = await this.kv.get(sentKey(callId));
-    return entry !== null && entry.operation === "PUT";
+  /** Writes a call whatever it held; returns the new revision. */
+  async put(event: CallbackEvent): Promise<number> {
+    return this.kv.put(callKey(event.callId), toBinary(CallbackEventSchema, event));
   }
 
   /**
-   * Marks a call broadcast, once: the first mark wins, so every call has exactly one sent mark.
-   * The mark carries the call's usage sample (its final event without output or error text),
-   * from which the usage counter counts each call once.
+   * Replaces a call only if nobody wrote it since `revision`; KvConflictError otherwise. Returns
+   * the new revision.
    */
-  async markBroadcast(event: CallbackEvent): Promise<void> {
-    const sample = create(CallbackEventSchema, {
-      ...event,
-      output: undefined,
-      error: event.error ? create(CallErrorSchema, { code: event.error.code }) : undefined,
-    });
-    await this.createKey(sentKey(event.callId), toBinary(CallbackEventSchema, sample));
+  async update(event: CallbackEvent, revision: number, broadcast = false): Promise<number> {
+    const value = encodeCall(toBinary(CallbackEventSchema, event), broadcast);
+    return compareAndSet(() => this.kv.update(callKey(event.callId), value, revision));
+  }
+
+  /**
+   * Marks a call broadcast, once: the final event is written again with the mark, expecting the
+   * revision the broadcaster wrote or read. Every broadcast call gets exactly one marked write,
+   * from which the usage counter counts it: a replica that lost the race finds the mark there.
+   */
+  async markBroadcast(event: CallbackEvent, revision: number): Promise<void> {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      try {
+        await this.update(event, revision, true);
+        return;
+      } catch (error) {
+        if (!(error instanceof KvConflictError)) throw error;
+      }
+      const stored = await this.get(event.callId);
+      if (!stored || stored.broadcast) return;
+      // What is stored is what the call keeps; the mark goes on it.
+      event = stored.event;
+      revision = stored.revision;
+    }
+    throw new Error(`call "${event.callId}" changed too often to be marked broadcast`);
   }
 }
 
-/** Decodes a call key's value as published on its subject; undefined for deletes. */
+/** The event of a call key's value as published on its subject; undefined for deletes. */
 export function eventOfValue(data: Uint8Array): CallbackEvent | undefined {
-  if (data.length === 0) return undefined;
-  return fromBinary(CallbackEventSchema, data);
+  return callOfValue(data)?.event;
 }

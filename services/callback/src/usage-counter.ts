@@ -3,9 +3,17 @@ import type { Logger } from "@toolmesh/log";
 import { type CallbackEvent, CallbackEventSchema } from "@toolmesh/proto";
 import { counter } from "@toolmesh/telemetry";
 import { type ConsumerMessages, DeliverPolicy, type JetStreamClient, type JsMsg } from "nats";
-import { CALLBACK_BUCKET, SENT_SUBJECTS } from "./call-store.js";
+import {
+  CALL_SUBJECTS,
+  CALLBACK_BUCKET,
+  callOfValue,
+  isBroadcastMark,
+  LEGACY_SENT_SUBJECTS,
+} from "./call-store.js";
 import { statusWord } from "./normalise.js";
 import { callHour, type UsageStore, usageKey } from "./usage-store.js";
+
+const CALL_PREFIX = CALL_SUBJECTS.slice(0, -1);
 
 /** Sent marks handled per write of each hour's aggregate. */
 const MAX_BATCH = 1000;
@@ -30,8 +38,9 @@ const usageMetrics = () => ({
 });
 
 /**
- * Counts usage from the sent marks: every finished call has exactly one (the broadcaster creates
- * it once), carrying the call's agent, user, tool, status and duration. The counter reads them
+ * Counts usage from the broadcast marks: every finished call's key is written marked exactly once
+ * (call-store.ts), carrying the call's agent, user, tool, status and duration; the separate sent
+ * keys of earlier versions count the same way, so an upgrade loses no call. The counter reads them
  * in stream order with an ordered consumer from the last checkpoint, and each hour's aggregate
  * remembers the last sequence it absorbed, so a redelivered outcome, a restart or a second
  * Callback replica never counts a call twice. Metrics count what this replica added.
@@ -50,7 +59,7 @@ export class UsageCounter {
   async start(): Promise<void> {
     const from = (await this.deps.usage.checkpoint()) + 1;
     const consumer = await this.deps.js.consumers.get(`KV_${CALLBACK_BUCKET}`, {
-      filterSubjects: SENT_SUBJECTS,
+      filterSubjects: [CALL_SUBJECTS, LEGACY_SENT_SUBJECTS],
       deliver_policy: DeliverPolicy.StartSequence,
       opt_start_seq: from,
     });
@@ -91,9 +100,14 @@ export class UsageCounter {
       const op = msg.headers?.get("KV-Operation");
       // Marks of calls finished before marks carried a sample are empty: nothing to count.
       if (op === "DEL" || op === "PURGE" || msg.data.length === 0) continue;
+      const legacy = !msg.subject.startsWith(CALL_PREFIX);
+      // A call's unmarked writes (PENDING, the final event before its broadcast) are not counted.
+      if (!legacy && !isBroadcastMark(msg.data)) continue;
       let event: CallbackEvent;
       try {
-        event = fromBinary(CallbackEventSchema, msg.data);
+        event = legacy
+          ? fromBinary(CallbackEventSchema, msg.data)
+          : (callOfValue(msg.data)?.event as CallbackEvent);
       } catch (error) {
         this.deps.log.error({ err: error, seq: msg.seq }, "undecodable sent mark; not counted");
         continue;

@@ -15,7 +15,7 @@ import {
 import { SignJWT } from "jose";
 import { connect, type JetStreamManager, type NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CALLBACK_BUCKET } from "../src/call-store.js";
+import { CALLBACK_BUCKET, isBroadcastMark } from "../src/call-store.js";
 
 const JWT_SECRET = randomBytes(32).toString("hex");
 const MAX_WATCHES = 5;
@@ -197,11 +197,13 @@ describe("callback watches and retention", () => {
     );
     expect(got.event?.status).toBe(CallStatus.SUCCESS);
     const kv = await nc.jetstream(TEST_JS_OPTIONS).views.kv(CALLBACK_BUCKET, { bindOnly: true });
-    // The sent mark follows the stored outcome (each an fsynced write), so it may come a moment later.
-    await until(
-      async () => ((await kv.get("sent.short-lived"))?.operation === "PUT" ? true : undefined),
-      "the sent mark",
-    );
+    // The broadcast mark follows the stored outcome (each an fsynced write), so it may come a
+    // moment later; it is the call's one key, written again.
+    await until(async () => {
+      const entry = await kv.get("calls.short-lived");
+      return entry && isBroadcastMark(entry.value) ? true : undefined;
+    }, "the broadcast mark");
+    expect(await kv.get("sent.short-lived")).toBeNull();
 
     const error = await until(
       () =>
@@ -216,12 +218,11 @@ describe("callback watches and retention", () => {
     expect((error as ConnectError).rawMessage).toContain(
       `finished more than ${TTL_SECONDS} seconds ago`,
     );
-    // Both per-call keys are gone from the bucket, not just hidden.
+    // The call's key is gone from the bucket, not just hidden.
     await until(
-      async () => ((await kv.get("sent.short-lived")) === null ? true : undefined),
-      "the sent mark to expire",
+      async () => ((await kv.get("calls.short-lived")) === null ? true : undefined),
+      "the call's key to expire",
     );
-    expect(await kv.get("calls.short-lived")).toBeNull();
     const bucket = await jsm.streams.info(`KV_${CALLBACK_BUCKET}`);
     expect(bucket.config.max_age).toBe(TTL_SECONDS * 1e9);
     expect(bucket.config.max_bytes).toBeGreaterThan(0);
