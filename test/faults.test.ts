@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
-import { subjects } from "@toolmesh/nats";
-import { CallStatus } from "@toolmesh/proto";
+import { fromBinary } from "@bufbuild/protobuf";
+import { readWindow, subjects } from "@toolmesh/nats";
+import { CallStatus, OutcomeSchema } from "@toolmesh/proto";
 import type { ServedTools } from "@toolmesh/sdk";
 import { chainServices, eventually, startStack, type TestStack } from "@toolmesh/testkit";
 import { consumerOpts, type JsMsg } from "nats";
@@ -169,17 +170,28 @@ describe("kill -9 of every process during calls", () => {
   /** What the bus holds of calls that lack a record, so a failure says where the chain stopped. */
   async function explain(ids: string[]): Promise<string> {
     const jsm = await stack.nc.jetstreamManager();
-    const has = async (stream: string, subject: string) =>
-      jsm.streams.getMessage(stream, { last_by_subj: subject }).then(
-        () => true,
-        () => false,
-      );
+    // Outcomes are filed under a shard of their call id: the call's is among the shard's.
+    const hasOutcome = async (callId: string) => {
+      let found = false;
+      await readWindow({
+        js: stack.nc.jetstream(),
+        jsm,
+        stream: "TOOLMESH_OUTCOME",
+        filterSubjects: [subjects.outcome("dispatcher", callId)],
+        fromMs: 0,
+        visit: (msg) => {
+          found = fromBinary(OutcomeSchema, msg.data).callId === callId;
+          return found;
+        },
+      });
+      return found;
+    };
     const lines = await Promise.all(
       ids.slice(0, 5).map(async (id) => {
         const facts = {
           acked: acked.has(id),
           ran: ran.has(id),
-          outcome: await has("TOOLMESH_OUTCOME", subjects.outcome("dispatcher", id)),
+          outcome: await hasOutcome(id),
           lease: (await jsm.streams.info("TOOLMESH_INFLIGHT")).state.messages,
         };
         return `${id} ${JSON.stringify(facts)}`;

@@ -67,6 +67,5 @@ export {
   subjects,
   subjectToken,
   subjectTokenDecode,
-  TRACE_SHARDS,
-  traceShard,
 } from "./streams.js";
+export { ID_SHARDS, idShard, readWindow, type WindowRead } from "./window-read.js";

@@ -9,6 +9,7 @@ import {
 } from "nats";
 import { type BusAccess, busAccess, isBusUser, streamNames } from "./bus-access.js";
 import { JetStreamApiCodes, jetStreamErrorCode } from "./jetstream-errors.js";
+import { idShard } from "./window-read.js";
 
 /** The processes that publish call records, each under its own subject token (bus-access.ts). */
 export type RecordSource = "dispatcher" | "callback" | "registry" | "permission";
@@ -19,19 +20,15 @@ export type RecordSource = "dispatcher" | "callback" | "registry" | "permission"
  * take every source with `*`.
  */
 export const subjects = {
-  /**
-   * A trace event, filed under its trace's shard (traceShard), not its id: nats-server holds
-   * every distinct subject of a stream in memory for as long as the stream keeps a message on
-   * it, so a subject per trace made its memory grow with history.
-   */
-  trace: (source: RecordSource, traceId: string) =>
-    `toolmesh.trace.${source}.${traceShard(traceId)}`,
+  /** A trace event, filed under its trace id's shard (window-read.ts says why), not the id. */
+  trace: (source: RecordSource, traceId: string) => `toolmesh.trace.${source}.${idShard(traceId)}`,
   /** The events of one trace's shard, whoever published them (a filter, not a publish subject). */
-  traceEvents: (traceId: string) => `toolmesh.trace.*.${traceShard(traceId)}`,
+  traceEvents: (traceId: string) => `toolmesh.trace.*.${idShard(traceId)}`,
   audit: (source: RecordSource, agentId: string, tool: string) =>
     `toolmesh.audit.${source}.${subjectToken(agentId)}.${subjectToken(tool)}`,
+  /** A call's outcome, filed under its call id's shard, not the id. */
   outcome: (source: RecordSource, callId: string) =>
-    `toolmesh.outcome.${source}.${subjectToken(callId)}`,
+    `toolmesh.outcome.${source}.${idShard(callId)}`,
   /** A running call's lease; only Dispatchers write (and delete) them. */
   inflight: (instance: string, callId: string) =>
     `toolmesh.inflight.${subjectToken(instance)}.${subjectToken(callId)}`,
@@ -44,17 +41,6 @@ export const subjects = {
   permissionChanged: (kind: string, id: string) =>
     `toolmesh.permission.changed.${subjectToken(kind)}.${subjectToken(id)}`,
 } as const;
-
-/** How many shards trace events are filed under, per publisher. */
-export const TRACE_SHARDS = 256;
-
-/** A trace id's shard: two hex digits of its FNV-1a hash. */
-export function traceShard(traceId: string): string {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < traceId.length; i++)
-    hash = Math.imul(hash ^ traceId.charCodeAt(i), 0x01000193);
-  return ((hash >>> 0) % TRACE_SHARDS).toString(16).padStart(2, "0");
-}
 
 /**
  * Escapes user data for use as one subject token: a dot, wildcard or space in a name must not

@@ -1,14 +1,13 @@
-import { randomUUID } from "node:crypto";
 import { fromBinary } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
-import { streamNames, subjects } from "@toolmesh/nats";
+import { readWindow, streamNames, subjects } from "@toolmesh/nats";
 import {
   type AuditRecord,
   AuditRecordSchema,
   type TraceEvent,
   TraceEventSchema,
 } from "@toolmesh/proto";
-import { AckPolicy, DeliverPolicy, type JetStreamClient, type JetStreamManager, nanos } from "nats";
+import type { JetStreamClient, JetStreamManager } from "nats";
 import type { RecordIndex } from "./record-index.js";
 
 /** When a trace's calls ran, as its audit records tell. */
@@ -75,46 +74,20 @@ export class TraceReader {
   async events(traceId: string): Promise<TraceEvent[]> {
     const now = Date.now();
     const span = this.options.span(traceId);
-    const fromMs = span ? span.startMs - this.leadMs : now - this.recentMs;
-    const untilMs = span ? span.endMs + this.tailMs : now;
-    const name = `trace-${randomUUID()}`;
-    const stream = streamNames.trace;
-    const info = await this.jsm.consumers.add(stream, {
-      name,
-      filter_subject: subjects.traceEvents(traceId),
-      deliver_policy: DeliverPolicy.StartTime,
-      opt_start_time: new Date(Math.max(0, fromMs)).toISOString(),
-      ack_policy: AckPolicy.None,
-      mem_storage: true,
-      num_replicas: 1,
-      inactive_threshold: nanos(30_000),
+    const events: TraceEvent[] = [];
+    await readWindow({
+      js: this.js,
+      jsm: this.jsm,
+      stream: streamNames.trace,
+      filterSubjects: [subjects.traceEvents(traceId)],
+      fromMs: span ? span.startMs - this.leadMs : now - this.recentMs,
+      untilMs: span ? span.endMs + this.tailMs : undefined,
+      visit: (msg) => {
+        const event = fromBinary(TraceEventSchema, msg.data);
+        if (event.traceId === traceId) events.push(event);
+        return events.length >= this.maxEvents;
+      },
     });
-    try {
-      // The shard's events from the start time that existed when the consumer was made: the end
-      // of the read, so it never waits for events that will not come.
-      let remaining = info.num_pending;
-      const consumer = await this.js.consumers.get(stream, name);
-      const events: TraceEvent[] = [];
-      while (remaining > 0 && events.length < this.maxEvents) {
-        const batch = await consumer.fetch({
-          max_messages: Math.min(remaining, 512),
-          expires: 5000,
-        });
-        let received = 0;
-        let past = false;
-        for await (const msg of batch) {
-          received++;
-          remaining--;
-          if (msg.info.timestampNanos / 1e6 > untilMs) past = true;
-          const event = fromBinary(TraceEventSchema, msg.data);
-          if (event.traceId === traceId) events.push(event);
-          if (past || remaining === 0 || events.length >= this.maxEvents) break;
-        }
-        if (received === 0 || past) break;
-      }
-      return events;
-    } finally {
-      await this.jsm.consumers.delete(stream, name).catch(() => {});
-    }
+    return events;
   }
 }

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
-import { publishEvent, subjects, traceShard } from "@toolmesh/nats";
+import { idShard, publishEvent, subjects } from "@toolmesh/nats";
 import { TraceEventKind, TraceEventSchema } from "@toolmesh/proto";
 import { TEST_JS_OPTIONS } from "@toolmesh/testkit";
 import type { JetStreamManager } from "nats";
@@ -14,7 +14,7 @@ const newTraceId = () => randomBytes(16).toString("hex");
 function shardMate(traceId: string): string {
   for (;;) {
     const id = newTraceId();
-    if (id !== traceId && traceShard(id) === traceShard(traceId)) return id;
+    if (id !== traceId && idShard(id) === idShard(traceId)) return id;
   }
 }
 

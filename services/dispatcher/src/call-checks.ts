@@ -1,4 +1,4 @@
-import { randomUUID } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import type { JsonObject } from "@bufbuild/protobuf";
 import {
   Code,
@@ -118,9 +118,26 @@ export const MAX_ID_LENGTH = nameLimits.callId;
  */
 export const GENERATED_CALL_ID_PREFIX = "tm-";
 
-/** A fresh call id, reserved for this call by its prefix. */
-export function newCallId(): string {
-  return `${GENERATED_CALL_ID_PREFIX}${randomUUID()}`;
+/**
+ * A fresh call id, reserved for this call by its prefix: a UUID version 7, whose first 48 bits
+ * are the time it was made (RFC 9562), so the call's outcomes can be found in their shard of the
+ * outcome stream from that time on (callTimeOf).
+ */
+export function newCallId(now = Date.now()): string {
+  const bytes = randomBytes(16);
+  bytes.writeUIntBE(now, 0, 6);
+  bytes[6] = 0x70 | ((bytes[6] as number) & 0x0f);
+  bytes[8] = 0x80 | ((bytes[8] as number) & 0x3f);
+  const hex = bytes.toString("hex");
+  return `${GENERATED_CALL_ID_PREFIX}${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+const GENERATED_V7 = /^tm-([0-9a-f]{8})-([0-9a-f]{4})-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+/** When the Dispatcher made a call id (ms since epoch); undefined for an id a caller chose. */
+export function callTimeOf(callId: string): number | undefined {
+  const m = GENERATED_V7.exec(callId);
+  return m ? Number.parseInt(`${m[1]}${m[2]}`, 16) : undefined;
 }
 
 /** What the checks read: the registry snapshot, the grants and the calls running here. */

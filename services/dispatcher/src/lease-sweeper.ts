@@ -9,7 +9,7 @@ import {
   CallStatus,
   PrincipalSchema,
 } from "@toolmesh/proto";
-import type { JetStreamClient, JetStreamManager, KV } from "nats";
+import type { JetStreamClient, JetStreamManager, JsMsg, KV } from "nats";
 import { LEASE_STREAM } from "./call-leases.js";
 import type { CallRecorder } from "./call-recorder.js";
 import type { OutcomeLookup } from "./outcome-lookup.js";
@@ -98,9 +98,16 @@ export class LeaseSweeper {
       if (!alive || overdue) {
         // Released leases wait a moment for their Dispatcher's next purge (or, behind a long
         // call, a while): one whose outcome exists is done, and costs no claim.
-        if (await this.deps.outcomes.hasOutcome(lease.callId)) {
+        if (await this.deps.outcomes.hasOutcome(lease.callId, startedMsOf(lease, m))) {
           await jsm.streams.deleteMessage(LEASE_STREAM, m.seq, false).catch(() => {});
-        } else if (await this.close(lease, m.seq, alive ? "records_lost" : "dispatcher_lost")) {
+        } else if (
+          await this.close(
+            lease,
+            m.seq,
+            startedMsOf(lease, m),
+            alive ? "records_lost" : "dispatcher_lost",
+          )
+        ) {
           closed++;
         }
       }
@@ -110,11 +117,16 @@ export class LeaseSweeper {
   }
 
   /** Closes one call, unless another sweeper has it or its outcome exists after all. */
-  private async close(lease: CallLease, sequence: number, reason: SweepReason): Promise<boolean> {
+  private async close(
+    lease: CallLease,
+    sequence: number,
+    startedMs: number,
+    reason: SweepReason,
+  ): Promise<boolean> {
     const claim = `sweeps.${subjectToken(lease.callId)}`;
     if (!(await this.claim(claim))) return false;
     try {
-      return await this.closeClaimed(lease, sequence, reason);
+      return await this.closeClaimed(lease, sequence, startedMs, reason);
     } catch (error) {
       // Let the next sweep, ours or another Dispatcher's, try again at once rather than after the
       // claim goes stale.
@@ -154,10 +166,11 @@ export class LeaseSweeper {
   private async closeClaimed(
     lease: CallLease,
     sequence: number,
+    startedMs: number,
     reason: SweepReason,
   ): Promise<boolean> {
     const { jsm, log } = this.deps;
-    if (await this.deps.outcomes.hasOutcome(lease.callId)) {
+    if (await this.deps.outcomes.hasOutcome(lease.callId, startedMs)) {
       await jsm.streams.deleteMessage(LEASE_STREAM, sequence, false).catch(() => {});
       return false;
     }
@@ -172,7 +185,6 @@ export class LeaseSweeper {
         roles: lease.roles,
       }),
     });
-    const startedMs = lease.startedAt ? timestampMs(lease.startedAt) : Date.now();
     const finishedMs = Math.max(startedMs, Date.now());
     record.finished(
       {
@@ -201,4 +213,10 @@ export class LeaseSweeper {
     );
     return true;
   }
+}
+
+/** When a leased call started: its lease says so, and was stored as the call began. */
+function startedMsOf(lease: CallLease, stored: JsMsg): number {
+  const storedMs = stored.info.timestampNanos / 1e6;
+  return lease.startedAt ? Math.min(timestampMs(lease.startedAt), storedMs) : storedMs;
 }

@@ -1,17 +1,19 @@
 import { fromBinary } from "@bufbuild/protobuf";
-import { JetStreamApiCodes, jetStreamErrorCode, streamNames, subjects } from "@toolmesh/nats";
+import { readWindow, streamNames, subjects } from "@toolmesh/nats";
 import { CallStatus, type Outcome, OutcomeSchema } from "@toolmesh/proto";
-import { DeliverPolicy, type JetStreamClient, type JetStreamManager, type MsgRequest } from "nats";
+import { DeliverPolicy, type JetStreamClient, type JetStreamManager } from "nats";
 import { AWAITING_APPROVAL } from "./approvals/approval-records.js";
+import { callTimeOf } from "./call-checks.js";
 
 /** Whether the Dispatcher has recorded a call's outcome (the sweepers' question). */
 export interface OutcomeLookup {
   /**
    * True once the Dispatcher published the call's outcome: its result, or PENDING from an
    * asynchronous tool. The PENDING outcome of a call held for approval does not count: the
-   * call has not run yet.
+   * call has not run yet. `sinceMs` is when the call started (or was held): its outcomes are
+   * looked for from then on.
    */
-  hasOutcome(callId: string): Promise<boolean>;
+  hasOutcome(callId: string, sinceMs: number): Promise<boolean>;
 }
 
 /** What the outcome stream holds of one call. */
@@ -26,7 +28,10 @@ export interface CallOutcomes {
 export interface OutcomeReader {
   /** How long the stream keeps an outcome, in ms; 0 when it keeps them without an age limit. */
   readonly retentionMs: number;
-  /** The call's outcomes, or undefined when none was published (or retention dropped them). */
+  /**
+   * The outcomes of a call whose id the Dispatcher made, or undefined when none was published
+   * (or retention dropped them, or a caller chose the id).
+   */
   read(callId: string): Promise<CallOutcomes | undefined>;
   /** Resolves once the call's latest outcome is not PENDING, or when `signal` aborts. */
   waitForEnd(callId: string, signal: AbortSignal): Promise<void>;
@@ -37,66 +42,94 @@ export function hasEnded(outcomes: CallOutcomes): boolean {
   return outcomes.last.status !== CallStatus.PENDING;
 }
 
-/** Reads the outcomes the Dispatcher (and Report) published for a call from TOOLMESH_OUTCOME. */
+const isHeld = (o: Outcome) => o.status === CallStatus.PENDING && o.reason === AWAITING_APPROVAL;
+
+/**
+ * Reads the outcomes the Dispatcher (and Report) published for a call from TOOLMESH_OUTCOME.
+ * Outcomes are filed under a shard of their call id, so a call's are read from its shard over the
+ * stretch since the call started: the read costs what that stretch holds (about one in 256 of its
+ * outcomes), never what the stream's history holds.
+ */
 export class StreamOutcomeLookup implements OutcomeLookup, OutcomeReader {
   constructor(
     private readonly jsm: JetStreamManager,
     private readonly js: JetStreamClient,
     /** TOOLMESH_STREAM_MAX_AGE_*: how long TOOLMESH_OUTCOME keeps a call's outcomes. */
     readonly retentionMs: number,
+    /** How far before its start a call's outcomes are looked for: clocks of hosts differ. */
+    private readonly leadMs = 10_000,
   ) {}
 
-  async hasOutcome(callId: string): Promise<boolean> {
-    const outcome = await this.get({ last_by_subj: subjects.outcome("dispatcher", callId) });
-    return (
-      outcome !== undefined &&
-      !(outcome.status === CallStatus.PENDING && outcome.reason === AWAITING_APPROVAL)
-    );
+  async hasOutcome(callId: string, sinceMs: number): Promise<boolean> {
+    let found = false;
+    await readWindow({
+      js: this.js,
+      jsm: this.jsm,
+      stream: streamNames.outcome,
+      filterSubjects: [subjects.outcome("dispatcher", callId)],
+      fromMs: sinceMs - this.leadMs,
+      visit: (msg) => {
+        const outcome = fromBinary(OutcomeSchema, msg.data);
+        found = outcome.callId === callId && !isHeld(outcome);
+        return found;
+      },
+    });
+    return found;
   }
 
   async read(callId: string): Promise<CallOutcomes | undefined> {
-    const subject = subjects.outcome("dispatcher", callId);
-    const [first, last, reported] = await Promise.all([
-      // STREAM.MSG.GET takes next_by_subj (nats-server 2.9+); nats.js types only seq and last.
-      this.get({ seq: 0, next_by_subj: subject } as unknown as MsgRequest),
-      this.get({ last_by_subj: subject }),
-      this.get({ last_by_subj: subjects.outcome("callback", callId) }),
-    ]);
+    const sinceMs = callTimeOf(callId);
+    if (sinceMs === undefined) return undefined;
+    const fromDispatcher = subjects.outcome("dispatcher", callId);
+    let first: Outcome | undefined;
+    let last: Outcome | undefined;
+    let reported: Outcome | undefined;
+    await readWindow({
+      js: this.js,
+      jsm: this.jsm,
+      stream: streamNames.outcome,
+      filterSubjects: [fromDispatcher, subjects.outcome("callback", callId)],
+      fromMs: sinceMs - this.leadMs,
+      visit: (msg) => {
+        const outcome = fromBinary(OutcomeSchema, msg.data);
+        if (outcome.callId !== callId) return false;
+        if (msg.subject === fromDispatcher) {
+          first ??= outcome;
+          last = outcome;
+        } else {
+          reported = outcome;
+        }
+        return false;
+      },
+    });
     if (!first || !last) return undefined;
     return { first, last: reported ?? last };
   }
 
   async waitForEnd(callId: string, signal: AbortSignal): Promise<void> {
-    if (signal.aborted) return;
-    // An ordered consumer delivers the latest outcome of each subject, then each new one as it is
-    // published: the wait is woken by the outcome itself, never by polling.
+    const sinceMs = callTimeOf(callId);
+    if (signal.aborted || sinceMs === undefined) return;
+    // An ordered consumer delivers the shard's outcomes from the call's start, then each new one
+    // as it is published: the wait is woken by the outcome itself, never by polling.
     const consumer = await this.js.consumers.get(streamNames.outcome, {
       filterSubjects: [
         subjects.outcome("dispatcher", callId),
         subjects.outcome("callback", callId),
       ],
-      deliver_policy: DeliverPolicy.LastPerSubject,
+      deliver_policy: DeliverPolicy.StartTime,
+      opt_start_time: new Date(sinceMs - this.leadMs).toISOString(),
     });
-    const messages = await consumer.consume({ max_messages: 8 });
+    const messages = await consumer.consume({ max_messages: 256 });
     const stop = () => void messages.close();
     signal.addEventListener("abort", stop, { once: true });
     try {
       for await (const msg of messages) {
-        if (fromBinary(OutcomeSchema, msg.data).status !== CallStatus.PENDING) return;
+        const outcome = fromBinary(OutcomeSchema, msg.data);
+        if (outcome.callId === callId && outcome.status !== CallStatus.PENDING) return;
       }
     } finally {
       signal.removeEventListener("abort", stop);
       await messages.close();
-    }
-  }
-
-  private async get(query: MsgRequest): Promise<Outcome | undefined> {
-    try {
-      const stored = await this.jsm.streams.getMessage(streamNames.outcome, query);
-      return fromBinary(OutcomeSchema, stored.data);
-    } catch (error) {
-      if (jetStreamErrorCode(error) === JetStreamApiCodes.NoMessageFound) return undefined;
-      throw error;
     }
   }
 }

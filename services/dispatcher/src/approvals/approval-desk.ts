@@ -217,7 +217,10 @@ export class ApprovalDesk {
       if (error instanceof ConnectError && error.code === Code.FailedPrecondition) return false;
       throw error;
     }
-    if (await this.deps.outcomes.hasOutcome(a.callId)) {
+    // The held call's outcomes come after it was held. Every hold has the time (hold.ts); one
+    // without would be looked for over the whole shard.
+    const heldMs = a.requestedAt ? timestampMs(a.requestedAt) : 0;
+    if (await this.deps.outcomes.hasOutcome(a.callId, heldMs)) {
       await this.deps.store.delete(a.callId);
       return false;
     }

@@ -302,7 +302,8 @@ func (x *BackendEvent) GetTime() *timestamppb.Timestamp {
 	return nil
 }
 
-// TraceEvent is one step of a chain, published on `toolmesh.trace.<trace_id>`.
+// TraceEvent is one step of a chain, published on `toolmesh.trace.<source>.<shard>`, the
+// shard being two hex digits of a hash of its trace id.
 type TraceEvent struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Unique id of the event.

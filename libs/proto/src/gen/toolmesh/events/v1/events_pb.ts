@@ -53,7 +53,8 @@ export const BackendEventSchema: GenMessage<BackendEvent> = /*@__PURE__*/
   messageDesc(file_toolmesh_events_v1_events, 0);
 
 /**
- * TraceEvent is one step of a chain, published on `toolmesh.trace.<trace_id>`.
+ * TraceEvent is one step of a chain, published on `toolmesh.trace.<source>.<shard>`, the
+ * shard being two hex digits of a hash of its trace id.
  *
  * @generated from message toolmesh.events.v1.TraceEvent
  */
