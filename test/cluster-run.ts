@@ -198,7 +198,11 @@ export async function verifyRecords(run: ClusterRun, label: string): Promise<voi
   const auditor = stack.as(await stack.agentToken("cluster-auditor", { roles: ["auditor"] }));
   const audited = await everyOne("audit record", () => auditStatuses(stack, auditor));
   // No call id appears twice in the log.
-  for (const [id, records] of audited) expect(records.length, `audit records of ${id}`).toBe(1);
+  for (const [id, records] of audited)
+    expect(
+      records.length,
+      `audit records of ${id} (${records.map((s) => CallStatus[s]).join(", ")})`,
+    ).toBe(1);
   expect((await stack.auditClient().verifyChain({}, auditor)).ok).toBe(true);
 
   // The calls refused during the faults were refused before their tool ran.

@@ -1,4 +1,4 @@
-import { randomBytes, randomUUID } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { create, type DescMessage, type MessageShape, toBinary } from "@bufbuild/protobuf";
 import { loadConfig } from "@toolmesh/config";
 import { createSecretRedactor } from "@toolmesh/log";
@@ -21,6 +21,7 @@ import { PipelinedPublisher } from "../../services/audit/src/pipelined-publisher
 import { callbackTraceEvent } from "../../services/callback/src/broadcaster.js";
 import { CALLBACK_BUCKET, callKey, encodeCall } from "../../services/callback/src/call-store.js";
 import { normalise, statusWord } from "../../services/callback/src/normalise.js";
+import { newCallId } from "../../services/dispatcher/src/call-checks.js";
 import type { LeaseLedger } from "../../services/dispatcher/src/call-leases.js";
 import { CallRecorder } from "../../services/dispatcher/src/call-recorder.js";
 import {
@@ -149,7 +150,8 @@ export async function writeCallHistory(
 function recordCall(recorder: CallRecorder, i: number, shape: HistoryShape): Promise<void> {
   const record = recorder.begin({
     traceId: randomBytes(16).toString("hex"),
-    callId: randomUUID(),
+    // The ids the Dispatcher makes (a UUIDv7 each), as a real history holds.
+    callId: newCallId(),
     parentId: "",
     tool: shape.tool,
     principal: create(PrincipalSchema, {

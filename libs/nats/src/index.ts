@@ -68,4 +68,10 @@ export {
   subjectToken,
   subjectTokenDecode,
 } from "./streams.js";
-export { ID_SHARDS, idShard, readWindow, type WindowRead } from "./window-read.js";
+export {
+  ID_SHARDS,
+  idShard,
+  readWindow,
+  type WindowRead,
+  WindowReadError,
+} from "./window-read.js";

@@ -39,6 +39,11 @@ export interface WindowRead {
   batch?: number;
 }
 
+/** A window read that could not bring every message it counted (retry it). */
+export class WindowReadError extends Error {
+  override name = "WindowReadError";
+}
+
 /**
  * Reads the messages of a stretch of time on a few subjects: the way to find one trace's or
  * one call's records in a shard. nats-server finds the start by time and filters by subject, and
@@ -84,7 +89,14 @@ export async function readWindow(read: WindowRead): Promise<number> {
           break;
         }
       }
-      if (done || received === 0) break;
+      if (done) break;
+      // The consumer counted these messages when it was made; a fetch that brings none of them
+      // (a leader change, a lost connection) is a read that failed, never the end of the window:
+      // a caller that took it for one would miss a record it asked about.
+      if (received === 0)
+        throw new WindowReadError(
+          `reading ${stream} stopped with ${remaining} of ${info.num_pending} messages unread; retry`,
+        );
     }
     return visited;
   } finally {

@@ -2,7 +2,8 @@ import { create, fromBinary } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { Role, requireRole } from "@toolmesh/auth";
-import { invalidField, notFound } from "@toolmesh/errors";
+import { Code, ConnectError, invalidField, notFound } from "@toolmesh/errors";
+import { WindowReadError } from "@toolmesh/nats";
 import {
   AuditRecordSchema,
   type AuditService,
@@ -83,7 +84,14 @@ export function createAuditHandlers(deps: AuditReaders): ServiceImpl<typeof Audi
           `expected a W3C trace id (32 lowercase hex characters); got ${JSON.stringify(req.traceId.slice(0, 64))}`,
         );
       }
-      const events = await traces.events(req.traceId);
+      const events = await traces.events(req.traceId).catch((error: unknown) => {
+        if (error instanceof WindowReadError)
+          throw new ConnectError(
+            `the trace could not be read whole: ${error.message}`,
+            Code.Unavailable,
+          );
+        throw error;
+      });
       if (events.length === 0) {
         throw notFound("trace", req.traceId, "no events were recorded for it, or they expired");
       }
