@@ -1,6 +1,8 @@
+import { bucketNames } from "@toolmesh/nats";
 import type { JetStreamClient, JetStreamManager } from "nats";
 import { AUDIT_CONSUMER } from "../../services/audit/src/recorder.js";
 import { CALLBACK_CONSUMER } from "../../services/callback/src/broadcaster.js";
+import { CALLBACK_BUCKET } from "../../services/callback/src/call-store.js";
 import { MEMORY_CONSUMER } from "../../services/memory-writer/src/writer.js";
 
 /** The durable consumers of the call records, by stream. */
@@ -29,11 +31,30 @@ export async function ackBacklogs(js: JetStreamClient, jsm: JetStreamManager): P
   }
 }
 
-/** Resolves once every call consumer has acked its whole stream (after calls through the stack). */
+/**
+ * Resolves once every call consumer has acked its whole stream (after calls through the stack),
+ * and Callback's usage counter has counted every call in its bucket: a stack that served its
+ * history counted each call as it ended, so one grown straight into the streams must too before
+ * it stands for that stack.
+ */
 export async function backlogsDone(jsm: JetStreamManager, timeoutMs = 600_000): Promise<void> {
   for (const { stream, durable } of callConsumers) {
     const last = (await jsm.streams.info(stream)).state.last_seq;
     await waitForAckFloor(jsm, stream, durable, last, timeoutMs);
+  }
+  const last = (await jsm.streams.info(`KV_${CALLBACK_BUCKET}`)).state.last_seq;
+  const deadline = Date.now() + timeoutMs;
+  const usage = `KV_${bucketNames.usage}`;
+  const counted = async () => {
+    const entry = await jsm.streams
+      .getMessage(usage, { last_by_subj: `$KV.${bucketNames.usage}.checkpoint` })
+      .catch(() => undefined);
+    return entry ? Number(new TextDecoder().decode(entry.data)) || 0 : 0;
+  };
+  while ((await counted()) < last) {
+    if (Date.now() > deadline)
+      throw new Error(`the usage counter did not count up to ${last} within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
 
