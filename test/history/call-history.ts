@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { create, type DescMessage, type MessageShape, toBinary } from "@bufbuild/protobuf";
 import { loadConfig } from "@toolmesh/config";
 import { createSecretRedactor } from "@toolmesh/log";
+import { newCallId } from "@toolmesh/names";
 import { subjects, TYPE_HEADER } from "@toolmesh/nats";
 import {
   type AuditRecord,
@@ -21,7 +22,6 @@ import { PipelinedPublisher } from "../../services/audit/src/pipelined-publisher
 import { callbackTraceEvent } from "../../services/callback/src/broadcaster.js";
 import { CALLBACK_BUCKET, callKey, encodeCall } from "../../services/callback/src/call-store.js";
 import { normalise, statusWord } from "../../services/callback/src/normalise.js";
-import { newCallId } from "../../services/dispatcher/src/call-checks.js";
 import type { LeaseLedger } from "../../services/dispatcher/src/call-leases.js";
 import { CallRecorder } from "../../services/dispatcher/src/call-recorder.js";
 import {

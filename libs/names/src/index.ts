@@ -155,3 +155,4 @@ export function withDigest(exported: string, name: string): string {
   const digest = createHash("sha256").update(name).digest("hex").slice(0, 8);
   return `${exported.slice(0, 55)}_${digest}`;
 }
+export { callTimeOf, GENERATED_CALL_ID_PREFIX, generatedCallTime, newCallId } from "./call-ids.js";

@@ -1,4 +1,3 @@
-import { randomBytes } from "node:crypto";
 import type { JsonObject } from "@bufbuild/protobuf";
 import {
   Code,
@@ -8,7 +7,14 @@ import {
   toolNotFound,
   validationFailed,
 } from "@toolmesh/errors";
-import { checkCallerId, checkLength, clipped, isTraceId, nameLimits } from "@toolmesh/names";
+import {
+  checkCallerId,
+  checkLength,
+  clipped,
+  GENERATED_CALL_ID_PREFIX,
+  isTraceId,
+  nameLimits,
+} from "@toolmesh/names";
 import {
   type Decision,
   type DispatchRequest,
@@ -112,33 +118,7 @@ export function approvalRequirements(
 /** Call ids longer than this are refused and their refusal filed under a fresh one. */
 export const MAX_ID_LENGTH = nameLimits.callId;
 
-/**
- * The prefix of the call ids the Dispatcher makes. No caller may send one, so such an id is
- * owned by its call from the start and needs no ownership claim in NATS.
- */
-export const GENERATED_CALL_ID_PREFIX = "tm-";
-
-/**
- * A fresh call id, reserved for this call by its prefix: a UUID version 7, whose first 48 bits
- * are the time it was made (RFC 9562), so the call's outcomes can be found in their shard of the
- * outcome stream from that time on (callTimeOf).
- */
-export function newCallId(now = Date.now()): string {
-  const bytes = randomBytes(16);
-  bytes.writeUIntBE(now, 0, 6);
-  bytes[6] = 0x70 | ((bytes[6] as number) & 0x0f);
-  bytes[8] = 0x80 | ((bytes[8] as number) & 0x3f);
-  const hex = bytes.toString("hex");
-  return `${GENERATED_CALL_ID_PREFIX}${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
-}
-
-const GENERATED_V7 = /^tm-([0-9a-f]{8})-([0-9a-f]{4})-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
-
-/** When the Dispatcher made a call id (ms since epoch); undefined for an id a caller chose. */
-export function callTimeOf(callId: string): number | undefined {
-  const m = GENERATED_V7.exec(callId);
-  return m ? Number.parseInt(`${m[1]}${m[2]}`, 16) : undefined;
-}
+export { GENERATED_CALL_ID_PREFIX, newCallId } from "@toolmesh/names";
 
 /** What the checks read: the registry snapshot, the grants and the calls running here. */
 export interface CheckDeps {

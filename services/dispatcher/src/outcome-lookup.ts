@@ -1,9 +1,9 @@
 import { fromBinary } from "@bufbuild/protobuf";
+import { callTimeOf } from "@toolmesh/names";
 import { readWindow, streamNames, subjects } from "@toolmesh/nats";
 import { CallStatus, type Outcome, OutcomeSchema } from "@toolmesh/proto";
 import { DeliverPolicy, type JetStreamClient, type JetStreamManager } from "nats";
 import { AWAITING_APPROVAL } from "./approvals/approval-records.js";
-import { callTimeOf } from "./call-checks.js";
 
 /** Whether the Dispatcher has recorded a call's outcome (the sweepers' question). */
 export interface OutcomeLookup {

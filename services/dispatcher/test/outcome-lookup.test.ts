@@ -1,24 +1,12 @@
 import { create } from "@bufbuild/protobuf";
+import { newCallId } from "@toolmesh/names";
 import { ensureStream, idShard, publishEvent, streamDefinitions, subjects } from "@toolmesh/nats";
 import { CallStatus, OutcomeSchema } from "@toolmesh/proto";
 import { startNats, TEST_JS_OPTIONS, type TestNats } from "@toolmesh/testkit";
 import { connect, type NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AWAITING_APPROVAL } from "../src/approvals/approval-records.js";
-import { callTimeOf, newCallId } from "../src/call-checks.js";
 import { StreamOutcomeLookup } from "../src/outcome-lookup.js";
-
-describe("call ids the Dispatcher makes", () => {
-  it("carry the time they were made, and only they do", () => {
-    const at = Date.UTC(2026, 10, 26, 2, 30, 0, 123);
-    const id = newCallId(at);
-    expect(id).toMatch(/^tm-[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
-    expect(callTimeOf(id)).toBe(at);
-    expect(newCallId(at)).not.toBe(id);
-    for (const chosen of ["my-call", "tm-1234", "tm-4b9e1c2a-1f2b-4c3d-8e9f-0a1b2c3d4e5f", ""])
-      expect(callTimeOf(chosen)).toBeUndefined();
-  });
-});
 
 describe("a call's outcomes, read from its shard", () => {
   let nats: TestNats;

@@ -1,0 +1,42 @@
+import { randomBytes } from "node:crypto";
+
+/**
+ * The prefix of the call ids the Dispatcher makes. No caller may send one, so such an id is
+ * owned by its call from the start and needs no ownership claim in NATS.
+ */
+export const GENERATED_CALL_ID_PREFIX = "tm-";
+
+/**
+ * A fresh call id, reserved for its call by the prefix: a UUID version 7, whose first 48 bits are
+ * the time it was made (RFC 9562). The time lets a call's outcomes be found in their shard of the
+ * outcome stream from then on, and lets Audit's index key calls in the order they came.
+ */
+export function newCallId(now = Date.now()): string {
+  const bytes = randomBytes(16);
+  bytes.writeUIntBE(now, 0, 6);
+  bytes[6] = 0x70 | ((bytes[6] as number) & 0x0f);
+  bytes[8] = 0x80 | ((bytes[8] as number) & 0x3f);
+  const hex = bytes.toString("hex");
+  return `${GENERATED_CALL_ID_PREFIX}${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+const GENERATED_V7 =
+  /^tm-([0-9a-f]{8})-([0-9a-f]{4})-7([0-9a-f]{3})-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+/**
+ * When the Dispatcher made a call id (ms since epoch) and the 12 random bits after the time;
+ * undefined for an id a caller chose (or one made before ids carried their time).
+ */
+export function generatedCallTime(callId: string): { ms: number; random12: number } | undefined {
+  const m = GENERATED_V7.exec(callId);
+  if (!m) return undefined;
+  return {
+    ms: Number.parseInt(`${m[1]}${m[2]}`, 16),
+    random12: Number.parseInt(m[3] as string, 16),
+  };
+}
+
+/** When the Dispatcher made a call id (ms since epoch); undefined for an id a caller chose. */
+export function callTimeOf(callId: string): number | undefined {
+  return generatedCallTime(callId)?.ms;
+}

@@ -1,0 +1,77 @@
+import { randomUUID } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { newCallId } from "@toolmesh/names";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { idKey, RecordIndex } from "../src/record-index.js";
+import type { IndexRow } from "../src/record-mapping.js";
+
+const row = (seq: number, callId: string, recordId: string = randomUUID()): IndexRow => ({
+  seq,
+  blockSeq: seq,
+  timeMs: Date.now(),
+  agentId: "agent-1",
+  userId: "",
+  tool: "data.query",
+  status: 1,
+  traceId: "4bf92f3577b34da6a3ce929d0e0e4736",
+  callId,
+  recordId,
+  hash: `h${seq}`,
+  data: new Uint8Array([seq]),
+});
+
+describe("keys of the audit index", () => {
+  let dir: string;
+  let index: RecordIndex;
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), "toolmesh-keys-"));
+    index = await RecordIndex.open(path.join(dir, "index.sqlite"));
+  });
+  afterAll(async () => {
+    index?.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it("keys the Dispatcher's call ids in the order they were made, within 53 bits", () => {
+    const t = Date.UTC(2026, 10, 26);
+    const keys = [0, 1, 2, 60_000, 86_400_000].map((d) => idKey(newCallId(t + d)));
+    expect([...keys].sort((a, b) => a - b)).toEqual(keys);
+    for (const k of keys) expect(Number.isSafeInteger(k) && k >= 0).toBe(true);
+    // Ids a caller chose, and random ids, are hashed as before.
+    expect(idKey("my-call")).toBe(idKey("my-call"));
+    expect(Number.isSafeInteger(idKey(randomUUID()))).toBe(true);
+  });
+
+  it("finds records by call id whichever way the id is keyed, and tells same-key ids apart", () => {
+    const made = newCallId();
+    const sibling = `${made.slice(0, 18)}${made.slice(18).replace(/[0-9a-f]$/, (c: string) => (c === "0" ? "1" : "0"))}`;
+    expect(idKey(sibling)).toBe(idKey(made));
+    const chosen = `chosen-${randomUUID()}`;
+    index.add([row(1, made, "r1"), row(2, chosen, "r2"), row(3, sibling, "r3")], 3, "h3");
+    expect(index.has("r1", made)).toBe(true);
+    expect(index.has("r3", made)).toBe(false);
+    expect(index.has("r2", chosen)).toBe(true);
+    const query = (callId: string) =>
+      index
+        .query(
+          {
+            agentId: "",
+            userId: "",
+            tool: "",
+            status: 0,
+            traceId: "",
+            callId,
+            startMs: undefined,
+            endMs: undefined,
+          },
+          0,
+          10,
+        )
+        .rows.map((r) => r.seq);
+    expect(query(made)).toEqual([1]);
+    expect(query(sibling)).toEqual([3]);
+    expect(query(chosen)).toEqual([2]);
+  });
+});
