@@ -14,6 +14,7 @@ import {
   GENERATED_CALL_ID_PREFIX,
   isTraceId,
   nameLimits,
+  newCallId,
 } from "@toolmesh/names";
 import {
   type Decision,
