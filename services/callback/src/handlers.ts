@@ -187,7 +187,7 @@ export function createCallbackHandlers(deps: {
         throw notFound(
           "call",
           req.callId,
-          `no outcome is stored for it: it was never made, has not been accepted yet, or finished more than ${retentionWords(calls.retention.ttlMs)} ago (outcomes expire after TOOLMESH_CALLBACK_TTL_DAYS)`,
+          `no outcome is stored for it: it was never made, has not been accepted yet, or finished more than ${retentionWords(calls.retention.ttlMs)} ago (outcomes expire after TOOLMESH_CALLBACK_TTL_DAYS, or sooner once the bucket holds TOOLMESH_CALLBACK_MAX_BYTES; the audit log keeps the call's records)`,
         );
       }
       checkOwner(p, stored.event, ctx);
