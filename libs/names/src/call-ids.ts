@@ -40,3 +40,21 @@ export function generatedCallTime(callId: string): { ms: number; random12: numbe
 export function callTimeOf(callId: string): number | undefined {
   return generatedCallTime(callId)?.ms;
 }
+
+/**
+ * A fresh W3C trace id for a call that brought none: the time in ms (12 hex digits, as in a
+ * UUIDv7), then 80 random bits. Trace ids that callers bring are taken as they are; ours sort by
+ * time, so Audit's trace index fills its last pages in order (libs/names traceKey).
+ */
+export function newTraceId(now = Date.now()): string {
+  return `${now.toString(16).padStart(12, "0").slice(-12)}${randomBytes(10).toString("hex")}`;
+}
+
+/**
+ * The 52-bit key a trace id is indexed by: its first 13 hex digits. Random ids give random keys,
+ * as a hash would; the Dispatcher's (newTraceId) give keys in the order of their time. Undefined
+ * for a string that is not a trace id.
+ */
+export function traceKey(traceId: string): number | undefined {
+  return /^[0-9a-f]{32}$/.test(traceId) ? Number.parseInt(traceId.slice(0, 13), 16) : undefined;
+}

@@ -155,4 +155,11 @@ export function withDigest(exported: string, name: string): string {
   const digest = createHash("sha256").update(name).digest("hex").slice(0, 8);
   return `${exported.slice(0, 55)}_${digest}`;
 }
-export { callTimeOf, GENERATED_CALL_ID_PREFIX, generatedCallTime, newCallId } from "./call-ids.js";
+export {
+  callTimeOf,
+  GENERATED_CALL_ID_PREFIX,
+  generatedCallTime,
+  newCallId,
+  newTraceId,
+  traceKey,
+} from "./call-ids.js";

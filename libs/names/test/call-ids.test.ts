@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { callTimeOf, generatedCallTime, newCallId } from "../src/index.js";
+import { callTimeOf, generatedCallTime, newCallId, newTraceId, traceKey } from "../src/index.js";
 
 describe("call ids the Dispatcher makes", () => {
   it("carry the time they were made, and only they do", () => {
@@ -16,5 +16,18 @@ describe("call ids the Dispatcher makes", () => {
   it("sort by time as text, so later calls have later ids", () => {
     const ids = [0, 1, 1000, 86_400_000].map((d) => newCallId(Date.UTC(2026, 0, 1) + d));
     expect([...ids].sort()).toEqual(ids);
+  });
+
+  it("makes W3C trace ids that begin with their time, and keys any trace id by its first 52 bits", () => {
+    const times = [0, 1, 1000, 86_400_000].map((d) => Date.UTC(2026, 0, 1) + d);
+    const ids = times.map((t) => newTraceId(t));
+    for (const id of ids) expect(id).toMatch(/^[0-9a-f]{32}$/);
+    expect(ids.map((id) => Number.parseInt(id.slice(0, 12), 16))).toEqual(times);
+    const keys = ids.map((id) => traceKey(id) as number);
+    expect([...keys].sort((a, b) => a - b)).toEqual(keys);
+    for (const k of keys) expect(Number.isSafeInteger(k)).toBe(true);
+    expect(traceKey("4bf92f3577b34da6a3ce929d0e0e4736")).toBe(0x4bf92f3577b34);
+    expect(traceKey("not-a-trace")).toBeUndefined();
+    expect(newTraceId()).not.toBe(newTraceId());
   });
 });

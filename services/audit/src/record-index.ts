@@ -1,7 +1,7 @@
 import { mkdirSync, rmSync } from "node:fs";
 import path from "node:path";
 import type { DatabaseSync, SQLInputValue, StatementSync } from "node:sqlite";
-import { generatedCallTime } from "@toolmesh/names";
+import { generatedCallTime, traceKey } from "@toolmesh/names";
 import type { IndexRow } from "./record-mapping.js";
 import { loadSqlite } from "./sqlite.js";
 
@@ -29,9 +29,10 @@ export interface Checkpoint {
 /**
  * Bumped when the tables change; an index of another version is rebuilt. 2: rows keyed by the
  * record's chain sequence, with the stream sequence of its block (1 keyed them by the stream
- * sequence, when each log message held one record).
+ * sequence, when each log message held one record). 3: trace ids keyed by their first 13 hex
+ * digits (traceIndexKey), not a hash.
  */
-const SCHEMA_VERSION = "2";
+const SCHEMA_VERSION = "3";
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -63,8 +64,8 @@ CREATE INDEX IF NOT EXISTS records_block ON records (block_seq);
 const KEY_EPOCH_MS = Date.UTC(2024, 0, 1);
 
 /**
- * Random ids (trace, call, record) are indexed by a 53-bit hash, not as text: an index of random
- * keys dirties a page per insert wherever the key falls, and small keys mean fewer, cached pages.
+ * Ids (call, record) are indexed by a 53-bit hash, not as text: an index of random keys dirties a
+ * page per insert wherever the key falls, and small keys mean fewer, cached pages.
  * A call id the Dispatcher made carries its time (libs/names call-ids.ts), and is keyed by it, so
  * those keys arrive in order and fill the index's last pages instead of dirtying one each.
  * A record without a call id is keyed by its own id, so one index answers both call_id queries
@@ -82,6 +83,14 @@ export function idKey(id: string): number {
     h2 = Math.imul(h2 ^ c, 0x5bd1e995);
   }
   return (h1 >>> 0) + (h2 & 0x1fffff) * 0x100000000;
+}
+
+/**
+ * A trace id's key: its first 52 bits (libs/names traceKey), so the Dispatcher's trace ids, which
+ * begin with their time, arrive in order; anything else is hashed like any id.
+ */
+export function traceIndexKey(traceId: string): number {
+  return traceKey(traceId) ?? idKey(traceId);
 }
 
 /** Raised when the index file cannot be used (not a database, another schema version). */
@@ -238,7 +247,7 @@ export class RecordIndex {
           r.traceId,
           r.callId,
           r.recordId,
-          idKey(r.traceId),
+          traceIndexKey(r.traceId),
           idKey(r.callId || r.recordId),
           r.data,
         );
@@ -303,7 +312,7 @@ export class RecordIndex {
     if (filter.tool) add("tool = ?", filter.tool);
     if (filter.status) add("status = ?", filter.status);
     if (filter.traceId) {
-      add("trace_key = ?", idKey(filter.traceId));
+      add("trace_key = ?", traceIndexKey(filter.traceId));
       add("trace_id = ?", filter.traceId);
     }
     if (filter.callId) {
@@ -331,7 +340,7 @@ export class RecordIndex {
    * is among them) and the time of its newest, or undefined when none is indexed.
    */
   traceRecords(traceId: string, oldest = 64): { oldest: Uint8Array[]; lastMs: number } | undefined {
-    const key = idKey(traceId);
+    const key = traceIndexKey(traceId);
     const last = this.traceLast.get(key, traceId);
     if (!last || last.time_ms === null) return undefined;
     const rows = this.traceFirst.all(key, traceId, oldest);

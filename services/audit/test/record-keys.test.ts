@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { newCallId } from "@toolmesh/names";
+import { newCallId, newTraceId } from "@toolmesh/names";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { idKey, RecordIndex } from "../src/record-index.js";
 import type { IndexRow } from "../src/record-mapping.js";
@@ -71,6 +71,8 @@ describe("keys of the audit index", () => {
         )
         .rows.map((r) => r.seq);
     expect(query(made)).toEqual([1]);
+    expect(index.traceRecords("4bf92f3577b34da6a3ce929d0e0e4736")?.oldest).toHaveLength(3);
+    expect(index.traceRecords(newTraceId())).toBeUndefined();
     expect(query(sibling)).toEqual([3]);
     expect(query(chosen)).toEqual([2]);
   });

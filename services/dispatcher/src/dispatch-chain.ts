@@ -1,7 +1,7 @@
-import { randomUUID } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import { ConnectError, codeName } from "@toolmesh/errors";
 import type { Logger } from "@toolmesh/log";
+import { newTraceId } from "@toolmesh/names";
 import {
   type BackendEvent,
   CallErrorSchema,
@@ -282,7 +282,5 @@ function replayed(response: DispatchResponse): DispatchResponse {
   return create(DispatchResponseSchema, { ...response, replayed: true });
 }
 
-/** A random W3C trace id. */
-export function newTraceId(): string {
-  return randomUUID().replaceAll("-", "");
-}
+/** A W3C trace id for a call that brought none (libs/names: time first, then random). */
+export { newTraceId };
