@@ -190,9 +190,11 @@ export class BlockAppender {
     const last = info.state.last_seq;
     // A block whose append got no answer (a timeout, a lost connection) may be stored all the
     // same, and its records come back to be chained again before the index has read it: the
-    // messages past the last head this appender knew say which are stored.
-    if (known > 0 && last > known)
-      await this.readBack(Math.max(known + 1, last - READ_BACK_MAX + 1), last);
+    // messages past the last head this appender knew say which are stored. An appender that
+    // knows no head yet (a writer taking over from one that died) reads the last messages: the
+    // records its predecessor stored but had not acked come back to it, and its own index may
+    // not have read them yet.
+    if (last > known) await this.readBack(Math.max(known + 1, last - READ_BACK_MAX + 1), last);
     this.stale = false;
     this.pipelined = (info.config.num_replicas ?? 1) <= 1;
     // A log that retention emptied keeps no record to continue from: a new chain starts after

@@ -68,4 +68,21 @@ describe("a block appender whose append got no answer", () => {
     await appender.refreshHead();
     expect(found).toEqual([]);
   });
+
+  it("reads the last messages back when it takes over with no head of its own", async () => {
+    const jsm = await bus.nc.jetstreamManager();
+    // The log holds the two blocks the test above stored: a writer that took over from the one
+    // that stored them has no head yet, and its index may not have read them.
+    const found: string[] = [];
+    const successor = new BlockAppender({
+      jsm,
+      publisher: new PipelinedPublisher(bus.nc),
+      log,
+      maxBlockBytes: 512 * 1024,
+      onStored: () => {},
+      onFound: (ids) => found.push(...ids),
+    });
+    await successor.refreshHead();
+    expect(found).toEqual(["hist-1", "hist-2", "hist-3", "hist-4"]);
+  });
 });
