@@ -1,6 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import { invalidField } from "@toolmesh/errors";
-import { isTraceId } from "@toolmesh/names";
+import { isTraceId, newTraceId } from "@toolmesh/names";
 import {
   type DispatchBatchRequest,
   type DispatchBatchResponse,
@@ -8,7 +8,7 @@ import {
   type DispatchResponse,
   type Principal,
 } from "@toolmesh/proto";
-import { type DispatchChain, type DispatchOptions, newTraceId } from "./dispatch-chain.js";
+import type { DispatchChain, DispatchOptions } from "./dispatch-chain.js";
 import type { ToolCatalog } from "./tool-catalog.js";
 
 /** Most calls one DispatchBatch may carry. */

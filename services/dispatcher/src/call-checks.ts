@@ -119,8 +119,6 @@ export function approvalRequirements(
 /** Call ids longer than this are refused and their refusal filed under a fresh one. */
 export const MAX_ID_LENGTH = nameLimits.callId;
 
-export { GENERATED_CALL_ID_PREFIX, newCallId } from "@toolmesh/names";
-
 /** What the checks read: the registry snapshot, the grants and the calls running here. */
 export interface CheckDeps {
   catalog: ToolCatalog;

@@ -1,7 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { ConnectError, codeName } from "@toolmesh/errors";
 import type { Logger } from "@toolmesh/log";
-import { newTraceId } from "@toolmesh/names";
+import { newCallId, newTraceId } from "@toolmesh/names";
 import {
   type BackendEvent,
   CallErrorSchema,
@@ -19,7 +19,6 @@ import {
   type CheckedCall,
   checkCall,
   claimCallId,
-  newCallId,
   type PermissionGate,
   Refusal,
   recordIdentity,
@@ -281,6 +280,3 @@ export class DispatchChain {
 function replayed(response: DispatchResponse): DispatchResponse {
   return create(DispatchResponseSchema, { ...response, replayed: true });
 }
-
-/** A W3C trace id for a call that brought none (libs/names: time first, then random). */
-export { newTraceId };
