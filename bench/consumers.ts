@@ -22,7 +22,7 @@ const only = process.env.BENCH_ONLY ?? "";
 const profileDir = process.env.BENCH_PROFILE_DIR;
 const statuses = [CallStatus.SUCCESS, CallStatus.FAILURE, CallStatus.INTERRUPTED];
 let natsServer = 0;
-/** JetStream writes Callback makes per outcome: the call key, trace event, broadcast and sent mark. */
+/** JetStream writes Callback makes per outcome: the call key, trace event, broadcast and its marked rewrite. */
 const CALLBACK_WRITES = 4;
 let bucketBytesPerCall = 0;
 
@@ -260,11 +260,11 @@ async function main(): Promise<void> {
       "|---|---|---|---|---|---|---|",
       ...rows,
       "",
-      `The JetStream floor on this nats-server (\`sync_interval: always\`, an fsync before every ack): ${floor.writesPerSecond.toFixed(0)} acked writes/s over four streams, ${floor.natsCpuUsPerWrite.toFixed(0)} µs of nats-server CPU each. Callback writes ${CALLBACK_WRITES} times per outcome (the call's key, its trace event, the broadcast, the sent mark that usage counts), so it cannot broadcast more than about ${(floor.writesPerSecond / CALLBACK_WRITES).toFixed(0)} outcomes/s here, nor spend less than ${((CALLBACK_WRITES * floor.natsCpuUsPerWrite) / 1000).toFixed(3)} ms of nats-server CPU on one; memory-writer writes nothing to JetStream (its fsyncs are of its own files, grouped per agent).`,
+      `The JetStream floor on this nats-server (\`sync_interval: always\`, an fsync before every ack): ${floor.writesPerSecond.toFixed(0)} acked writes/s over four streams, ${floor.natsCpuUsPerWrite.toFixed(0)} µs of nats-server CPU each. Callback writes ${CALLBACK_WRITES} times per outcome (the call's key, its trace event, the broadcast, the key written again marked for usage to count), so it cannot broadcast more than about ${(floor.writesPerSecond / CALLBACK_WRITES).toFixed(0)} outcomes/s here, nor spend less than ${((CALLBACK_WRITES * floor.natsCpuUsPerWrite) / 1000).toFixed(3)} ms of nats-server CPU on one; memory-writer writes nothing to JetStream (its fsyncs are of its own files, grouped per agent).`,
       "",
       ...(bucketBytesPerCall
         ? [
-            `Callback bucket: ${Math.round(bucketBytesPerCall)} bytes per call (calls.<id> and sent.<id>).`,
+            `Callback bucket: ${Math.round(bucketBytesPerCall)} bytes per call (calls.<id>, while it lives).`,
             "",
           ]
         : []),

@@ -137,7 +137,7 @@ export async function writeResults(cells: Cell[], run: RunSettings): Promise<voi
 
 /** JetStream writes the Dispatcher makes per call: lease, TOOL_EXECUTE, TOOL_RESULT, audit record, outcome. */
 const DISPATCHER_WRITES = 5;
-/** Writes the consumers add per call: the audit log append; Callback's call key, trace event, broadcast and sent mark. */
+/** Writes the consumers add per call: the audit log append; Callback's call key, trace event, broadcast and marked rewrite. */
 const CONSUMER_WRITES = 5;
 
 function floorSection(run: RunSettings, chain64: Cell | undefined): string[] {

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { create, type DescMessage, type MessageShape, toBinary } from "@bufbuild/protobuf";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { loadConfig } from "@toolmesh/config";
 import { createSecretRedactor } from "@toolmesh/log";
 import { newCallId } from "@toolmesh/names";
@@ -12,7 +13,10 @@ import {
   type Outcome,
   OutcomeSchema,
   PrincipalSchema,
+  StoredUsageSchema,
   TraceEventSchema,
+  type Usage,
+  UsageSchema,
 } from "@toolmesh/proto";
 import { type JetStreamManager, type NatsConnection, headers as natsHeaders } from "nats";
 import { AUDIT_LOG_STREAM, auditLogSubject } from "../../services/audit/src/audit-log.js";
@@ -21,7 +25,14 @@ import { lastRecord } from "../../services/audit/src/log-block.js";
 import { PipelinedPublisher } from "../../services/audit/src/pipelined-publisher.js";
 import { callbackTraceEvent } from "../../services/callback/src/broadcaster.js";
 import { CALLBACK_BUCKET, callKey, encodeCall } from "../../services/callback/src/call-store.js";
+import { callbackConfig } from "../../services/callback/src/config.js";
 import { normalise, statusWord } from "../../services/callback/src/normalise.js";
+import {
+  addCall,
+  callHour,
+  USAGE_BUCKET,
+  usageKey,
+} from "../../services/callback/src/usage-store.js";
 import type { LeaseLedger } from "../../services/dispatcher/src/call-leases.js";
 import { CallRecorder } from "../../services/dispatcher/src/call-recorder.js";
 import {
@@ -39,6 +50,13 @@ export interface HistoryShape {
   tool: string;
 }
 
+/**
+ * The calls whose keys a long-running stack still holds in the callback bucket: those of the last
+ * live window (TOOLMESH_CALLBACK_LIVE_SECONDS, 1 h) at 100 calls/s. The keys of older calls have
+ * expired, as they would have in a stack that took that long to serve its history.
+ */
+export const LIVE_CALLS = 100 * 3600;
+
 /** The agent of call `i` in a history of `agents` agents. */
 export const historyAgent = (i: number, agents: number) =>
   agents === 1 ? "history-agent" : `history-agent-${i % agents}`;
@@ -53,8 +71,9 @@ const ACK_TIMEOUT_MS = 120_000;
  * the memory directory, as a stack that ran them would have left them: the Dispatcher's own
  * CallRecorder makes each call's TOOL_EXECUTE, TOOL_RESULT, audit record and outcome; from those,
  * the consumers' own mappings make what Audit (the chained log record), Callback (the
- * CALLBACK_* trace event, the broadcast, the calls.<id> key, marked broadcast) and memory-writer
- * (the two memory lines) write. Run it with the services stopped and then ackBacklogs(), so the
+ * CALLBACK_* trace event, the broadcast, and for the last LIVE_CALLS calls the calls.<id> key,
+ * marked broadcast; the usage of the older ones, whose keys would have expired, straight into
+ * their hourly aggregates) and memory-writer (the two memory lines) write. Run it with the services stopped and then ackBacklogs(), so the
  * consumers resume after the history instead of working it off. The Audit index catches up at
  * the next start of Audit (it reads what follows its checkpoint).
  */
@@ -72,6 +91,10 @@ export async function writeCallHistory(
   const raw = new PipelinedPublisher(nc, ACK_TIMEOUT_MS);
   const derived: Promise<unknown>[] = [];
   let head = await auditLogHead(jsm);
+  const liveTtl = `${loadConfig(callbackConfig, {}).callLiveSeconds}s`;
+  const expired = Math.max(0, shape.calls - LIVE_CALLS);
+  let outcomes = 0;
+  const usage = new Map<string, Usage>();
   const proto = <Desc extends DescMessage>(
     subject: string,
     schema: Desc,
@@ -114,14 +137,33 @@ export async function writeCallHistory(
         encoded,
         event.callId,
       );
-      // The call's key as the broadcaster leaves it: the final event, marked broadcast.
-      derived.push(
-        raw.publish(
-          `$KV.${CALLBACK_BUCKET}.${callKey(event.callId)}`,
-          encodeCall(encoded, true),
-          natsHeaders(),
-        ),
-      );
+      if (outcomes++ < expired) {
+        // Counted as the usage counter did while its key lived; the key has expired since.
+        const key = usageKey(callHour(event), event.agentId, event.userId, event.tool);
+        let hour = usage.get(key);
+        if (!hour) {
+          hour = create(UsageSchema, {
+            hour: timestampFromMs(callHour(event)),
+            agentId: event.agentId,
+            userId: event.userId,
+            tool: event.tool,
+          });
+          usage.set(key, hour);
+        }
+        addCall(hour, event);
+      } else {
+        // The call's key as the broadcaster leaves it: the final event, marked broadcast, with
+        // the live window as its TTL.
+        const h = natsHeaders();
+        h.set("Nats-TTL", liveTtl);
+        derived.push(
+          raw.publish(
+            `$KV.${CALLBACK_BUCKET}.${callKey(event.callId)}`,
+            encodeCall(encoded, true),
+            h,
+          ),
+        );
+      }
       const action = memoryActionOf(event, memoryRedact);
       memory.append(action.agentId, action.text);
     },
@@ -140,6 +182,10 @@ export async function writeCallHistory(
       progress?.(Math.min(shape.calls, from + BATCH));
     }
     await memory.flushAll();
+    for (const [key, hour] of usage) {
+      const value = toBinary(StoredUsageSchema, create(StoredUsageSchema, { usage: hour }));
+      await raw.publish(`$KV.${USAGE_BUCKET}.${key}`, value, natsHeaders());
+    }
   } finally {
     dispatcher.close();
     raw.close();

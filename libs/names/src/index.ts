@@ -159,6 +159,7 @@ export {
   callTimeOf,
   GENERATED_CALL_ID_PREFIX,
   generatedCallTime,
+  idKey,
   newCallId,
   newTraceId,
   traceKey,

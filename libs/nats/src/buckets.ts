@@ -93,6 +93,11 @@ export interface BucketRetention {
   ttlMs: number;
   /** A byte limit past which the oldest keys go first; unset leaves the bucket's own. */
   maxBytes?: number;
+  /**
+   * Writes may carry their own TTL (a `Nats-TTL` header, nats-server 2.11+), shorter than the
+   * bucket's: once set on a bucket, nats-server does not allow it to be turned off.
+   */
+  messageTtl?: boolean;
 }
 
 /**
@@ -116,6 +121,8 @@ export async function openBucket(
     limits.max_bytes = retention.maxBytes;
     limits.discard = DiscardPolicy.Old;
   }
+  // nats.js 2.29 does not know the field; nats-server 2.11+ does.
+  if (retention.messageTtl) (limits as Record<string, unknown>).allow_msg_ttl = true;
   await ensureStream(jsm, limits);
   return kv;
 }

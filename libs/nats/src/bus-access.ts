@@ -90,9 +90,10 @@ export const busAccess = {
       "toolmesh.outcome.callback.>",
     ],
     writesStreams: ["callback", "trace", "outcome"],
-    readsStreams: ["outcome"],
+    // Its outcome history reads the broadcasts back (headers only), in order, into its index.
+    readsStreams: ["outcome", "callback"],
     durables: { outcome: "callback" },
-    // Usage is counted from the sent marks of its own bucket, read in order (an ordered consumer).
+    // Usage is counted from the broadcast marks of its own bucket, read in order (an ordered consumer).
     ownsBuckets: ["callback", "usage"],
     // Report checks which tools a service-role caller serves.
     readsBuckets: ["permission", "registry"],

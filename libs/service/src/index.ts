@@ -5,3 +5,4 @@ export {
   type ServiceContext,
   type ServiceSpec,
 } from "./run-service.js";
+export { loadSqlite } from "./sqlite.js";

@@ -1,3 +1,6 @@
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { ServiceProcess } from "@toolmesh/launcher";
 import { testCredentialFile } from "./nats-server.js";
 import { repoRoot } from "./repo-root.js";
@@ -10,6 +13,8 @@ export { repoRoot };
  * 0 picks a free one) and resolves once its log says "listening" (or "ready", for a subscriber).
  * It does not wait for SERVING: a test may start a service before what it depends on exists.
  * Against a server from startNats it connects with its own nkey, as under `npm start`.
+ * Without a TOOLMESH_DATA_DIR it gets a fresh one (its restarts keep it), so the files a service
+ * keeps per process (Audit's index, Callback's outcome history) are never another test's.
  */
 export async function startService(
   name: string,
@@ -23,6 +28,9 @@ export async function startService(
     env: {
       ...process.env,
       LOG_LEVEL: "info",
+      ...(env.TOOLMESH_DATA_DIR
+        ? {}
+        : { TOOLMESH_DATA_DIR: mkdtempSync(path.join(tmpdir(), `toolmesh-${name}-`)) }),
       ...(credential ? { TOOLMESH_NATS_NKEY_FILE: credential } : {}),
       ...env,
     },

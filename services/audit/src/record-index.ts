@@ -1,9 +1,9 @@
 import { mkdirSync, rmSync } from "node:fs";
 import path from "node:path";
 import type { DatabaseSync, SQLInputValue, StatementSync } from "node:sqlite";
-import { generatedCallTime, traceKey } from "@toolmesh/names";
+import { idKey, traceKey } from "@toolmesh/names";
+import { loadSqlite } from "@toolmesh/service";
 import type { IndexRow } from "./record-mapping.js";
-import { loadSqlite } from "./sqlite.js";
 
 /** What QueryRecords filters on; empty fields (and status 0) match everything. */
 export type RecordFilter = Pick<
@@ -59,31 +59,6 @@ CREATE INDEX IF NOT EXISTS records_call ON records (call_key);
 CREATE INDEX IF NOT EXISTS records_time ON records (time_ms);
 CREATE INDEX IF NOT EXISTS records_block ON records (block_seq);
 `;
-
-/** Keys of timed call ids count ms from here: 2^41 ms reach 2093 within 53 bits. */
-const KEY_EPOCH_MS = Date.UTC(2024, 0, 1);
-
-/**
- * Ids (call, record) are indexed by a 53-bit hash, not as text: an index of random keys dirties a
- * page per insert wherever the key falls, and small keys mean fewer, cached pages.
- * A call id the Dispatcher made carries its time (libs/names call-ids.ts), and is keyed by it, so
- * those keys arrive in order and fill the index's last pages instead of dirtying one each.
- * A record without a call id is keyed by its own id, so one index answers both call_id queries
- * and the recorder's "already stored?" check; every match is confirmed on the text column.
- */
-export function idKey(id: string): number {
-  const timed = generatedCallTime(id);
-  if (timed && timed.ms >= KEY_EPOCH_MS && timed.ms - KEY_EPOCH_MS < 2 ** 41)
-    return (timed.ms - KEY_EPOCH_MS) * 4096 + timed.random12;
-  let h1 = 0x811c9dc5;
-  let h2 = 0x01000193;
-  for (let i = 0; i < id.length; i++) {
-    const c = id.charCodeAt(i);
-    h1 = Math.imul(h1 ^ c, 0x01000193);
-    h2 = Math.imul(h2 ^ c, 0x5bd1e995);
-  }
-  return (h1 >>> 0) + (h2 & 0x1fffff) * 0x100000000;
-}
 
 /**
  * A trace id's key: its first 52 bits (libs/names traceKey), so the Dispatcher's trace ids, which

@@ -5,6 +5,7 @@ import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import type { Client } from "@connectrpc/connect";
 import { ensureStream, publishEvent, subjects, TYPE_HEADER } from "@toolmesh/nats";
 import { type AuditRecord, AuditRecordSchema, type AuditService } from "@toolmesh/proto";
+import { loadSqlite } from "@toolmesh/service";
 import { eventually, type ServiceProcess, TEST_JS_OPTIONS } from "@toolmesh/testkit";
 import { headers as natsHeaders } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -13,7 +14,6 @@ import { recordHash } from "../src/hash-chain.js";
 import type { IndexStart } from "../src/index-follower.js";
 import { BLOCK_TYPE, encodeBlock, isBlock, recordBytes } from "../src/log-block.js";
 import { readChainEnds } from "../src/log-ends.js";
-import { loadSqlite } from "../src/sqlite.js";
 import {
   type AuditBus,
   appendHistory,

@@ -2,9 +2,9 @@ import { randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { newCallId, newTraceId } from "@toolmesh/names";
+import { idKey, newCallId, newTraceId } from "@toolmesh/names";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { idKey, RecordIndex } from "../src/record-index.js";
+import { RecordIndex } from "../src/record-index.js";
 import type { IndexRow } from "../src/record-mapping.js";
 
 const row = (seq: number, callId: string, recordId: string = randomUUID()): IndexRow => ({

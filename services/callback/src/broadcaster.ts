@@ -19,6 +19,7 @@ import {
 import type { JetStreamClient, JetStreamManager } from "nats";
 import type { CallStore } from "./call-store.js";
 import { awaitsApproval, callbackKind, isFinal, normalise, statusWord } from "./normalise.js";
+import type { OutcomeHistory } from "./outcome-history.js";
 
 /** The durable consumer on TOOLMESH_OUTCOME; a restarted service catches up from here. */
 export const CALLBACK_CONSUMER = "callback";
@@ -42,10 +43,11 @@ export function callbackActionOf(outcome: Outcome): CallbackAction {
 /**
  * Turns each outcome into one callback event: a CALLBACK_* trace event and a broadcast with
  * Nats-Msg-Id = call_id. The outcome is acked only after the call is stored, both publishes are
- * acked and the call is marked sent, so a crash at any point means a redelivery, never a loss;
- * the `sent` mark and the message ids make the redelivery broadcast nothing twice. Outcomes of
- * different calls are independent, so a whole batch is handled at once: its KV writes and
- * publishes leave together and their acks come back together.
+ * acked and the call is marked broadcast, so a crash at any point means a redelivery, never a
+ * loss; the mark, the outcome history (once the key has gone) and the message ids make the
+ * redelivery broadcast nothing twice. Outcomes of different calls are independent, so a whole
+ * batch is handled at once: its KV writes and publishes leave together and their acks come back
+ * together.
  */
 export class OutcomeBroadcaster {
   private consumer: BatchConsumer | undefined;
@@ -55,6 +57,8 @@ export class OutcomeBroadcaster {
       js: JetStreamClient;
       jsm: JetStreamManager;
       calls: CallStore;
+      /** Calls broadcast before their key left the bucket. */
+      history: OutcomeHistory;
       log: Logger;
     },
   ) {}
@@ -101,6 +105,8 @@ export class OutcomeBroadcaster {
 
   private async broadcast(event: CallbackEvent): Promise<void> {
     const { log, calls } = this.deps;
+    // A second final outcome of a call broadcast before its key's live window: already done.
+    if ((await this.deps.history.find(event.callId)).found) return;
     let final = event;
     let encoded = toBinary(CallbackEventSchema, event);
     // The common case, a call seen for the first time, costs one KV write here and the mark.

@@ -1,17 +1,18 @@
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import { compareAndSet, KvConflictError, kvKeyToken, openBucket } from "@toolmesh/nats";
 import { type CallbackEvent, CallbackEventSchema } from "@toolmesh/proto";
-import type { JetStreamClient, JetStreamManager, KV } from "nats";
+import { type JetStreamClient, type JetStreamManager, type KV, headers as natsHeaders } from "nats";
 
 /** The KV bucket the Callback service owns. */
 export const CALLBACK_BUCKET = "toolmesh-callback";
 
 /**
  * Key layout: `calls.<call_id>` → CallbackEvent (PENDING until the final outcome), written once
- * more, marked, when the final event was broadcast. One key a call: nats-server holds every
- * distinct subject of a stream in memory, so a second key per call (the `sent.<call_id>` marks of
- * earlier versions) doubled what history cost it. Keys expire with the bucket's max age (the
- * configured TTL), so no per-call key stays forever.
+ * more, marked, when the final event was broadcast. The bucket holds the calls that are live:
+ * nats-server keeps every distinct subject of a stream in memory, so a key per call kept for days
+ * made its memory grow with history. A PENDING key lives the bucket's max age (the TTL); the
+ * marked write carries a `Nats-TTL` of the live window, after which the key is gone and the call
+ * is found in the outcome history (outcome-history.ts) instead.
  */
 export const callKey = (callId: string) => `calls.${kvKeyToken(callId)}`;
 
@@ -66,6 +67,8 @@ export interface CallRetention {
   replicas: number;
   /** Every key expires this long after its last write. */
   ttlMs: number;
+  /** A finished call's key expires this long after its broadcast (TOOLMESH_CALLBACK_LIVE_SECONDS). */
+  liveMs: number;
   /** The bucket's size limit; the oldest keys go first when it is reached. */
   maxBytes: number;
 }
@@ -73,6 +76,7 @@ export interface CallRetention {
 /** The calls the Callback service knows: their latest normalised outcome. */
 export class CallStore {
   private constructor(
+    private readonly js: JetStreamClient,
     private readonly kv: KV,
     readonly retention: CallRetention,
   ) {}
@@ -83,8 +87,8 @@ export class CallStore {
     jsm: JetStreamManager,
     retention: CallRetention,
   ): Promise<CallStore> {
-    const kv = await openBucket(js, jsm, CALLBACK_BUCKET, retention);
-    return new CallStore(kv, retention);
+    const kv = await openBucket(js, jsm, CALLBACK_BUCKET, { ...retention, messageTtl: true });
+    return new CallStore(js, kv, retention);
   }
 
   async get(callId: string): Promise<StoredCall | undefined> {
@@ -121,8 +125,8 @@ export class CallStore {
    * Replaces a call only if nobody wrote it since `revision`; KvConflictError otherwise. Returns
    * the new revision.
    */
-  async update(event: CallbackEvent, revision: number, broadcast = false): Promise<number> {
-    const value = encodeCall(toBinary(CallbackEventSchema, event), broadcast);
+  async update(event: CallbackEvent, revision: number): Promise<number> {
+    const value = toBinary(CallbackEventSchema, event);
     return compareAndSet(() => this.kv.update(callKey(event.callId), value, revision));
   }
 
@@ -132,9 +136,17 @@ export class CallStore {
    * from which the usage counter counts it: a replica that lost the race finds the mark there.
    */
   async markBroadcast(event: CallbackEvent, revision: number): Promise<void> {
+    const ttl = natsHeaders();
+    ttl.set("Nats-TTL", `${Math.max(1, Math.round(this.retention.liveMs / 1000))}s`);
     for (let attempt = 0; attempt < 5; attempt++) {
       try {
-        await this.update(event, revision, true);
+        const value = encodeCall(toBinary(CallbackEventSchema, event), true);
+        await compareAndSet(() =>
+          this.js.publish(callSubject(event.callId), value, {
+            headers: ttl,
+            expect: { lastSubjectSequence: revision },
+          }),
+        );
         return;
       } catch (error) {
         if (!(error instanceof KvConflictError)) throw error;

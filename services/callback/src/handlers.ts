@@ -26,8 +26,10 @@ import {
   WatchResponseSchema,
 } from "@toolmesh/proto";
 import type { JetStreamClient } from "nats";
+import { findCall } from "./call-lookup.js";
 import type { CallStore } from "./call-store.js";
 import { awaitsApproval, isFinal, sameResult, statusWord } from "./normalise.js";
+import type { OutcomeHistory } from "./outcome-history.js";
 import { getUsage } from "./usage-query.js";
 import type { UsageStore } from "./usage-store.js";
 import type { Watches } from "./watches.js";
@@ -75,6 +77,8 @@ function checkReporter(
 /** The CallbackService RPCs over the call store and NATS. */
 export function createCallbackHandlers(deps: {
   calls: CallStore;
+  /** Finished calls whose key has left the bucket. */
+  history: OutcomeHistory;
   watches: Watches;
   /** The Registry's tools, for the reporters of a tool (a followed snapshot). */
   tools: SnapshotView<typeof ToolSchema>;
@@ -83,7 +87,7 @@ export function createCallbackHandlers(deps: {
   js: JetStreamClient;
   log: Logger;
 }): ServiceImpl<typeof CallbackService> {
-  const { calls, watches, js, log } = deps;
+  const { calls, history, watches, js, log } = deps;
 
   const reported = (req: ReportRequest, pending: CallbackEvent): CallbackEvent => {
     const now = timestampNow();
@@ -136,15 +140,22 @@ export function createCallbackHandlers(deps: {
         throw invalidField("error.code", "is required for a FAILURE report, such as backend_error");
       }
       for (let attempt = 0; attempt < 5; attempt++) {
-        const stored = await calls.get(req.callId);
-        if (!stored) {
+        const found = await findCall(calls, history, req.callId);
+        if (!found) {
           throw notFound(
             "call",
             req.callId,
             "only calls accepted as PENDING by an asynchronous tool can be reported",
           );
         }
-        checkReporter(caller, stored.event, deps.tools);
+        checkReporter(caller, found.event, deps.tools);
+        if (!found.live) {
+          // Finished and broadcast long ago: only the same result again is answered.
+          if (!sameResult(found.event, reported(req, found.event)))
+            throw finishedAlready(req.callId, found.event);
+          return create(ReportResponseSchema, { event: found.event, duplicate: true });
+        }
+        const stored = found.live;
         if (awaitsApproval(stored.event))
           throw new ConnectError(
             `call "${req.callId}" is held for approval and has not run; only its approval decides it (DispatcherService.DecideApproval)`,
@@ -152,12 +163,7 @@ export function createCallbackHandlers(deps: {
           );
         const event = reported(req, stored.event);
         if (isFinal(stored.event.status)) {
-          if (!sameResult(stored.event, event)) {
-            throw new ConnectError(
-              `call "${req.callId}" already finished with ${CallStatus[stored.event.status]}; a report cannot change a finished call`,
-              Code.FailedPrecondition,
-            );
-          }
+          if (!sameResult(stored.event, event)) throw finishedAlready(req.callId, stored.event);
           // The first report may have been stored but not yet handed on; doing it again is safe.
           await publishOutcome(stored.event);
           return create(ReportResponseSchema, { event: stored.event, duplicate: true });
@@ -182,16 +188,16 @@ export function createCallbackHandlers(deps: {
       const p = principalOf(ctx);
       if (req.callId === "") throw invalidField("call_id", "is required");
       checkLength("call_id", "callId", req.callId);
-      const stored = await calls.get(req.callId);
-      if (!stored) {
+      const found = await findCall(calls, history, req.callId);
+      if (!found) {
         throw notFound(
           "call",
           req.callId,
-          `no outcome is stored for it: it was never made, has not been accepted yet, or finished more than ${retentionWords(calls.retention.ttlMs)} ago (outcomes expire after TOOLMESH_CALLBACK_TTL_DAYS, or sooner once the bucket holds TOOLMESH_CALLBACK_MAX_BYTES; the audit log keeps the call's records)`,
+          `no outcome is stored for it: it was never made, has not been accepted yet, or finished more than ${retentionWords(calls.retention.ttlMs)} ago (outcomes expire after TOOLMESH_CALLBACK_TTL_DAYS, or sooner once the callback stream leaves them: TOOLMESH_STREAM_MAX_AGE_DAYS, TOOLMESH_CALLBACK_STREAM_MAX_BYTES; the audit log keeps the call's records)`,
         );
       }
-      checkOwner(p, stored.event, ctx);
-      return create(GetOutcomeResponseSchema, { event: stored.event });
+      checkOwner(p, found.event, ctx);
+      return create(GetOutcomeResponseSchema, { event: found.event });
     },
 
     getUsage(req, ctx) {
@@ -227,6 +233,14 @@ export function createCallbackHandlers(deps: {
         yield create(WatchResponseSchema, { event });
     },
   };
+}
+
+/** FAILED_PRECONDITION for a report that would change a finished call. */
+function finishedAlready(callId: string, event: CallbackEvent): ConnectError {
+  return new ConnectError(
+    `call "${callId}" already finished with ${CallStatus[event.status]}; a report cannot change a finished call`,
+    Code.FailedPrecondition,
+  );
 }
 
 /** A retention in words: "7 days", "90 seconds". */

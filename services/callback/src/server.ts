@@ -6,12 +6,14 @@ import { createToolmeshServer, type ToolmeshServer } from "@toolmesh/server";
 import type { JetStreamClient } from "nats";
 import type { CallStore } from "./call-store.js";
 import { createCallbackHandlers } from "./handlers.js";
+import type { OutcomeHistory } from "./outcome-history.js";
 import type { UsageStore } from "./usage-store.js";
 import type { Watches } from "./watches.js";
 
 /** The Callback server over its dependencies; a test can listen on port 0. */
 export function createCallbackServer(deps: {
   calls: CallStore;
+  history: OutcomeHistory;
   watches: Watches;
   tools: SnapshotView<typeof ToolSchema>;
   usage: UsageStore;

@@ -2,7 +2,13 @@ import { fromBinary } from "@bufbuild/protobuf";
 import type { Logger } from "@toolmesh/log";
 import { type CallbackEvent, CallbackEventSchema } from "@toolmesh/proto";
 import { counter } from "@toolmesh/telemetry";
-import { type ConsumerMessages, DeliverPolicy, type JetStreamClient, type JsMsg } from "nats";
+import {
+  type ConsumerMessages,
+  DeliverPolicy,
+  type JetStreamClient,
+  type JetStreamManager,
+  type JsMsg,
+} from "nats";
 import {
   CALL_SUBJECTS,
   CALLBACK_BUCKET,
@@ -23,6 +29,8 @@ const MAX_BATCH = 1000;
  * checkpoint, each an fsync) per call.
  */
 const FLUSH_MS = 1000;
+/** How long a stopping counter waits for the marks written before it stopped. */
+const DRAIN_MS = 2000;
 
 const usageMetrics = () => ({
   calls: counter(
@@ -44,6 +52,10 @@ const usageMetrics = () => ({
  * in stream order with an ordered consumer from the last checkpoint, and each hour's aggregate
  * remembers the last sequence it absorbed, so a redelivered outcome, a restart or a second
  * Callback replica never counts a call twice. Metrics count what this replica added.
+ * A marked key lives TOOLMESH_CALLBACK_LIVE_SECONDS: every running replica counts it within a
+ * second, and a stopping one first reads what was written before it stopped. Only marks written
+ * in the last moment before every replica crashed, and not restarted within the live window, can
+ * expire uncounted (docs/services.md).
  */
 export class UsageCounter {
   private stopped = false;
@@ -53,8 +65,18 @@ export class UsageCounter {
   /** The absorb in progress, if any: batches are counted one after the other, in stream order. */
   private absorbing: Promise<void> = Promise.resolve();
   private timer: NodeJS.Timeout | undefined;
+  /** The last sequence the consumer delivered, and who waits for one. */
+  private seen = 0;
+  private seenWaiter: { seq: number; resolve: () => void } | undefined;
 
-  constructor(private readonly deps: { js: JetStreamClient; usage: UsageStore; log: Logger }) {}
+  constructor(
+    private readonly deps: {
+      js: JetStreamClient;
+      jsm: JetStreamManager;
+      usage: UsageStore;
+      log: Logger;
+    },
+  ) {}
 
   async start(): Promise<void> {
     const from = (await this.deps.usage.checkpoint()) + 1;
@@ -71,6 +93,8 @@ export class UsageCounter {
       try {
         for await (const msg of messages) {
           this.batch.push(msg);
+          this.seen = msg.seq;
+          if (this.seenWaiter && msg.seq >= this.seenWaiter.seq) this.seenWaiter.resolve();
           // A full batch waits for its write: the consumer slows down instead of piling up.
           if (this.batch.length >= MAX_BATCH) await this.flush();
         }
@@ -150,8 +174,29 @@ export class UsageCounter {
     });
   }
 
+  /**
+   * Waits (a bounded time) until the consumer has delivered what the bucket held when the service
+   * began to stop: a finished call's marked key lives only the live window, so a mark left for the
+   * next start could expire before it is counted if that start came later than the window.
+   */
+  private async drain(): Promise<void> {
+    const last = await this.deps.jsm.streams
+      .info(`KV_${CALLBACK_BUCKET}`)
+      .then((info) => info.state.last_seq)
+      .catch(() => 0);
+    if (this.seen >= last || !this.messages) return;
+    let timer: NodeJS.Timeout | undefined;
+    await new Promise<void>((resolve) => {
+      this.seenWaiter = { seq: last, resolve };
+      timer = setTimeout(resolve, DRAIN_MS);
+    });
+    clearTimeout(timer);
+    this.seenWaiter = undefined;
+  }
+
   async stop(): Promise<void> {
     clearInterval(this.timer);
+    await this.drain();
     this.stopped = true;
     await this.messages?.close();
     // What was read is counted before the process goes, if NATS takes it at once; otherwise the

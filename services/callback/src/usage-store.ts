@@ -51,7 +51,7 @@ export interface UsageFilter {
 }
 
 /** One finished call, as it adds to its hour. */
-function addCall(usage: Usage, event: CallbackEvent): void {
+export function addCall(usage: Usage, event: CallbackEvent): void {
   usage.calls += 1n;
   if (event.status === CallStatus.FAILURE) usage.failures += 1n;
   if (event.status === CallStatus.INTERRUPTED) usage.interrupted += 1n;

@@ -4,8 +4,10 @@ import type { Logger } from "@toolmesh/log";
 import { decodeEvent } from "@toolmesh/nats";
 import { type CallbackEvent, CallbackEventSchema } from "@toolmesh/proto";
 import type { Msg, NatsConnection } from "nats";
+import { findCall } from "./call-lookup.js";
 import { CALL_SUBJECTS, type CallStore, callSubject, eventOfValue } from "./call-store.js";
 import { isFinal } from "./normalise.js";
+import type { OutcomeHistory } from "./outcome-history.js";
 import { SharedSubscription, type WatchLimits, WatchQueue } from "./watch-hub.js";
 
 /** Events a watch may fall behind by before it is closed. */
@@ -37,6 +39,7 @@ export class Watches {
   constructor(
     nc: NatsConnection,
     private readonly store: CallStore,
+    private readonly history: OutcomeHistory,
     private readonly limits: WatchLimits,
     log: Logger,
   ) {
@@ -87,7 +90,7 @@ export class Watches {
     try {
       // Listen first, then read: a change between the two is seen by one or the other.
       await this.calls.add(queue, subject);
-      const stored = await this.store.get(callId);
+      const stored = await findCall(this.store, this.history, callId);
       if (stored) {
         check(stored.event);
         if (isFinal(stored.event.status)) {
