@@ -2,6 +2,7 @@ import { readdir, stat } from "node:fs/promises";
 import path from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import type { TestStack } from "@toolmesh/testkit";
+import { CALLBACK_BUCKET } from "../services/callback/src/call-store.js";
 import { backlogsDone } from "../test/history/backlogs.js";
 import { historyAgent } from "../test/history/call-history.js";
 import { perCallStreams } from "../test/history/read-history.js";
@@ -41,6 +42,10 @@ export interface SizeFigures {
   subjects: number;
   memoryBytes: number;
   auditIndexBytes: number;
+  /** Callback's outcome history (SQLite). */
+  callbackHistoryBytes: number;
+  /** Keys in the callback bucket: the live calls. */
+  liveKeys: number;
 }
 
 /** Everything the history section reports of one stack. */
@@ -101,10 +106,12 @@ export async function sizeFigures({ stack, dataDir }: Measured): Promise<SizeFig
   const jsm = await stack.nc.jetstreamManager();
   const streamBytes: Record<string, number> = {};
   let subjects = 0;
+  let liveKeys = 0;
   for (const name of perCallStreams) {
     const { state } = await jsm.streams.info(name);
     streamBytes[name] = state.bytes;
     subjects += state.num_subjects ?? 0;
+    if (name === `KV_${CALLBACK_BUCKET}`) liveKeys = state.num_subjects ?? 0;
   }
   return {
     rssMb: rss,
@@ -113,6 +120,8 @@ export async function sizeFigures({ stack, dataDir }: Measured): Promise<SizeFig
     subjects,
     memoryBytes: await diskBytes(path.join(dataDir, "memory")),
     auditIndexBytes: await diskBytes(path.join(dataDir, "audit")),
+    callbackHistoryBytes: await diskBytes(path.join(dataDir, "callback")),
+    liveKeys,
   };
 }
 

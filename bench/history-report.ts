@@ -1,3 +1,4 @@
+import { CALLBACK_BUCKET } from "../services/callback/src/call-store.js";
 import { LIVE_CALLS } from "../test/history/call-history.js";
 import { HISTORY_SERVICES, type StackFigures } from "./history-figures.js";
 import { runLine } from "./results-file.js";
@@ -116,23 +117,35 @@ function shapeRows({ fresh, history }: ShapeResult, calls: number): string[][] {
   return rows;
 }
 
-/** Where the history's bytes are, per call, and what 30 days at 100 calls/s would take. */
+/**
+ * Where the history's bytes are, per call, and what 30 days at 100 calls/s would take. The
+ * callback bucket holds only the live calls: its bytes are per live key, and what it takes is
+ * those of LIVE_CALLS keys at any age of the stack.
+ */
 function bytesPerCall(history: StackFigures, calls: number): string {
-  const parts = Object.entries(history.streamBytes).map(
-    ([name, bytes]) => [name, bytes / calls] as const,
-  );
-  parts.push(["memory files", history.memoryBytes / calls]);
-  parts.push(["Audit's SQLite index", history.auditIndexBytes / calls]);
-  const total = parts.reduce((sum, [, b]) => sum + b, 0);
-  const lines = parts.map(
-    ([name, b]) =>
-      `| ${name} | ${b.toFixed(0)} | ${((b * MONTH_AT_100_PER_S) / 1024 ** 3).toFixed(0)} GiB |`,
-  );
+  const gib = (bytes: number) => `${(bytes / 1024 ** 3).toFixed(bytes < 1024 ** 3 ? 2 : 0)} GiB`;
+  const rows: { name: string; perCall: number; month: number }[] = [];
+  const add = (name: string, bytes: number) =>
+    rows.push({ name, perCall: bytes / calls, month: (bytes / calls) * MONTH_AT_100_PER_S });
+  for (const [name, bytes] of Object.entries(history.streamBytes)) {
+    if (name === `KV_${CALLBACK_BUCKET}`) {
+      const perKey = bytes / Math.max(1, history.liveKeys);
+      rows.push({
+        name: `${name} (${history.liveKeys} live keys; per key)`,
+        perCall: perKey,
+        month: perKey * LIVE_CALLS,
+      });
+    } else add(name, bytes);
+  }
+  add("memory files", history.memoryBytes);
+  add("Audit's SQLite index", history.auditIndexBytes);
+  add("Callback's outcome history (SQLite)", history.callbackHistoryBytes);
+  const month = rows.reduce((sum, r) => sum + r.month, 0);
   return [
     "| where | bytes a call | 30 days at 100 calls/s |",
     "|---|---:|---:|",
-    ...lines,
-    `| total | ${total.toFixed(0)} | ${((total * MONTH_AT_100_PER_S) / 1024 ** 3).toFixed(0)} GiB |`,
+    ...rows.map((r) => `| ${r.name} | ${r.perCall.toFixed(0)} | ${gib(r.month)} |`),
+    `| total |  | ${gib(month)} |`,
   ].join("\n");
 }
 
@@ -165,7 +178,7 @@ export function historySection(run: {
 
 ${runLine(`BENCH_HISTORY_CALLS=${calls} npm run bench:history`)}
 
-Each shape: a fresh stack (a new data directory, started once to set it up: the no-op tool and a grant) and a stack grown to ${calls} calls — ${calls - run.throughDispatcher} written straight into the streams, the callback bucket and the memory files by the services' own record mappings (test/history) — of them only the last ${LIVE_CALLS.toLocaleString("en")} calls' keys in the callback bucket, those a stack at 100 calls/s still holds in its live window (\`TOOLMESH_CALLBACK_LIVE_SECONDS\`, 1 h; older calls' keys have expired and are found in Callback's outcome history, their usage in its hourly aggregates) — the consumers' backlogs acked, then ${run.throughDispatcher} through the Dispatcher — are restarted in turn ${run.starts} times each — the first restart is the one an operator meets after the stack ran (nats-server may rebuild stream state then); the best shows the start without the machine's other load, and the last starts stay up side by side: RSS 2 s after, the store, then ${run.runSeconds} s closed-loop runs of the no-op tool through each Dispatcher's grpc-js port at concurrency 1 and 64, the two stacks taking turns in slices, the calls spread over the shape's agents; CPU per call counts each process until every consumer has acked the slice's calls. The history is grown with nats-server at \`sync_interval: ${run.growSync}\` (fsync always, about 5,000 writes/s here, would take hours); the restarts and runs are with \`sync_interval: always\`. Both stacks run with ${env || "the default limits"}(the trace stream's default 1 GiB holds about 800,000 calls).
+Each shape: a fresh stack (a new data directory, started once to set it up: the no-op tool and a grant) and a stack grown to ${calls} calls — ${calls - run.throughDispatcher} written straight into the streams, the callback bucket and the memory files by the services' own record mappings (test/history) — of them the last ${Math.min(LIVE_CALLS, calls - run.throughDispatcher).toLocaleString("en")} calls' keys in the callback bucket, those a stack at 100 calls/s still holds in its live window (\`TOOLMESH_CALLBACK_LIVE_SECONDS\`, 1 h; older calls' keys have expired and are found in Callback's outcome history, their usage in its hourly aggregates) — the consumers' backlogs acked, then ${run.throughDispatcher} through the Dispatcher — are restarted in turn ${run.starts} times each — the first restart is the one an operator meets after the stack ran (nats-server may rebuild stream state then); the best shows the start without the machine's other load, and the last starts stay up side by side: RSS 2 s after, the store, then ${run.runSeconds} s closed-loop runs of the no-op tool through each Dispatcher's grpc-js port at concurrency 1 and 64, the two stacks taking turns in slices, the calls spread over the shape's agents; CPU per call counts each process until every consumer has acked the slice's calls. The history is grown with nats-server at \`sync_interval: ${run.growSync}\` (fsync always, about 5,000 writes/s here, would take hours); the restarts and runs are with \`sync_interval: always\`. Both stacks run with ${env || "the default limits"}(the trace stream's default 1 GiB holds about 800,000 calls).
 
 ${tables.join("\n\n")}
 ${last ? `\nBytes a call in the stack with history (${last.agents} agents), and what 30 days at 100 calls/s would need:\n\n${bytesPerCall(last.history, calls)}\n` : ""}`;
