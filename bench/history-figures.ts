@@ -152,7 +152,7 @@ export async function interleavedRuns(
   // JIT warm-up at the highest concurrency, as npm run bench does.
   for (const p of prepared) {
     await closedLoop("warm-up", p.call, 2000, Math.max(...concurrencies), false);
-    await backlogsDone(p.jsm);
+    await backlogsDone(p.jsm, undefined, p.m.dataDir);
   }
   const out: RunFigures[][] = stacks.map(() => []);
   for (const concurrency of concurrencies) {
@@ -173,7 +173,7 @@ export async function interleavedRuns(
           concurrency,
           false,
         );
-        await backlogsDone(p.jsm);
+        await backlogsDone(p.jsm, undefined, p.m.dataDir);
         for (const [name, pid] of p.watched) {
           const used = cpuMs(pid) - (before.get(name) ?? 0);
           total.cpu.set(name, (total.cpu.get(name) ?? 0) + used);

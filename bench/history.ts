@@ -99,7 +99,7 @@ async function growHistory(agents: number): Promise<Grown> {
   const { stack: again } = await start(grown, GROW_SYNC);
   const call = noopDispatch(again.dispatcherGrpcPort, await agentMetadata(again, agents));
   await dispatchCalls(call, THROUGH_DISPATCHER, 64);
-  await backlogsDone(await again.nc.jetstreamManager());
+  await backlogsDone(await again.nc.jetstreamManager(), undefined, grown.dataDir);
   await again.stop();
   say(
     `  ${THROUGH_DISPATCHER} calls through the Dispatcher; ${N} calls grown in ${((performance.now() - began) / 1000).toFixed(0)} s`,

@@ -11,7 +11,7 @@ import {
   str,
   syncInterval,
 } from "@toolmesh/config";
-import { diskSpaceWarning, StackError, startStack } from "@toolmesh/launcher";
+import { diskSpaceWarning, natsMemoryLimit, StackError, startStack } from "@toolmesh/launcher";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const config = loadOrExit(() =>
@@ -20,6 +20,7 @@ const config = loadOrExit(() =>
     natsPort: int("TOOLMESH_NATS_PORT", 4222, { min: -1, max: 65535 }),
     natsSyncInterval: syncInterval("TOOLMESH_NATS_SYNC_INTERVAL", "always"),
     natsMaxFileStore: bytes("TOOLMESH_NATS_MAX_FILE_STORE", 1024 ** 4, { min: 1024 ** 3 }),
+    natsMemoryLimit: natsMemoryLimit(),
     // 3: a three-node JetStream cluster on loopback and two replicas of every service.
     clusterNodes: int("TOOLMESH_CLUSTER", 1, { min: 1, max: 5 }),
     // 0: two of each service with a cluster, else one.

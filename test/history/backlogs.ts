@@ -1,4 +1,6 @@
-import { bucketNames } from "@toolmesh/nats";
+import path from "node:path";
+import { bucketNames, streamNames } from "@toolmesh/nats";
+import { loadSqlite } from "@toolmesh/service";
 import type { JetStreamClient, JetStreamManager } from "nats";
 import { AUDIT_CONSUMER } from "../../services/audit/src/recorder.js";
 import { CALLBACK_CONSUMER } from "../../services/callback/src/broadcaster.js";
@@ -35,9 +37,14 @@ export async function ackBacklogs(js: JetStreamClient, jsm: JetStreamManager): P
  * Resolves once every call consumer has acked its whole stream (after calls through the stack),
  * and Callback's usage counter has counted every call in its bucket: a stack that served its
  * history counted each call as it ended, so one grown straight into the streams must too before
- * it stands for that stack.
+ * it stands for that stack. Given the stack's data directory, also once Callback's outcome
+ * history has read the whole broadcast stream.
  */
-export async function backlogsDone(jsm: JetStreamManager, timeoutMs = 600_000): Promise<void> {
+export async function backlogsDone(
+  jsm: JetStreamManager,
+  timeoutMs = 600_000,
+  dataDir?: string,
+): Promise<void> {
   for (const { stream, durable } of callConsumers) {
     const last = (await jsm.streams.info(stream)).state.last_seq;
     await waitForAckFloor(jsm, stream, durable, last, timeoutMs);
@@ -54,6 +61,30 @@ export async function backlogsDone(jsm: JetStreamManager, timeoutMs = 600_000): 
   while ((await counted()) < last) {
     if (Date.now() > deadline)
       throw new Error(`the usage counter did not count up to ${last} within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  if (dataDir) await historyRead(jsm, dataDir, deadline);
+}
+
+/** Resolves once Callback's outcome history has indexed the broadcast stream to its end. */
+async function historyRead(jsm: JetStreamManager, dataDir: string, deadline: number) {
+  const last = (await jsm.streams.info(streamNames.callback)).state.last_seq;
+  const { DatabaseSync } = await loadSqlite();
+  const file = path.join(dataDir, "callback", "outcomes.sqlite");
+  const indexed = () => {
+    const db = new DatabaseSync(file, { readOnly: true });
+    try {
+      const row = db.prepare("SELECT value FROM meta WHERE key = 'last_seq'").get() as
+        | { value: string }
+        | undefined;
+      return Number(row?.value ?? 0);
+    } finally {
+      db.close();
+    }
+  };
+  while (indexed() < last) {
+    if (Date.now() > deadline)
+      throw new Error(`Callback's outcome history did not read up to ${last} in time`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }

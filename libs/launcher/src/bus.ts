@@ -14,6 +14,8 @@ export interface LocalBusOptions {
   natsPort: number;
   natsSyncInterval?: string | undefined;
   natsMaxFileStore?: number | undefined;
+  /** GOMEMLIMIT of every nats-server (bytes; 0: none); DEFAULT_NATS_MEMORY_LIMIT when unset. */
+  natsMemoryLimit?: number | undefined;
   /** Nodes of a JetStream cluster; 1 (or undefined) runs a single nats-server. */
   clusterNodes?: number | undefined;
   /** Where each cluster node runs (tests put one in a network namespace of its own). */
@@ -59,6 +61,7 @@ export async function startLocalBus(options: LocalBusOptions): Promise<LocalBus>
     ...(options.natsBin ? { bin: options.natsBin } : {}),
     syncInterval: options.natsSyncInterval ?? "always",
     ...(options.natsMaxFileStore ? { maxFileStore: options.natsMaxFileStore } : {}),
+    ...(options.natsMemoryLimit !== undefined ? { memoryLimit: options.natsMemoryLimit } : {}),
     users,
     cwd: options.root,
     startTimeoutMs: options.startTimeoutMs,

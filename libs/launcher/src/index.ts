@@ -20,10 +20,12 @@ export {
   writeNatsConfig,
 } from "./nats-config.js";
 export {
+  DEFAULT_NATS_MEMORY_LIMIT,
   type NatsPlacement,
   NatsServer,
   type NatsServerOptions,
   type NatsSupervision,
+  natsMemoryLimit,
 } from "./nats-server.js";
 export { processCpuMs, processRssMb } from "./proc-stats.js";
 export { type Replicas, replicaName, replicasOf } from "./replicas.js";

@@ -22,6 +22,8 @@ export interface NatsClusterOptions {
   logDir?: string;
   syncInterval?: string;
   maxFileStore?: number;
+  /** Each node's GOMEMLIMIT (NatsServerOptions.memoryLimit). */
+  memoryLimit?: number;
   users: NatsServerUser[];
   noAuthUser?: string;
   /** The password routes authenticate with (the same on every node). */
@@ -75,6 +77,7 @@ export class NatsCluster {
         ...(options.logDir ? { logPath: path.join(options.logDir, `nats-server-${n}.log`) } : {}),
         ...(options.syncInterval ? { syncInterval: options.syncInterval } : {}),
         ...(options.maxFileStore ? { maxFileStore: options.maxFileStore } : {}),
+        ...(options.memoryLimit !== undefined ? { memoryLimit: options.memoryLimit } : {}),
         users: options.users,
         ...(options.noAuthUser ? { noAuthUser: options.noAuthUser } : {}),
         serverName: `toolmesh-${n}`,

@@ -1,5 +1,6 @@
 import { mkdirSync } from "node:fs";
 import path from "node:path";
+import { bytes } from "@toolmesh/config";
 import { Child } from "./child.js";
 import { atLeast, natsServerBinary, natsServerVersion } from "./nats-binary.js";
 import { type NatsClusterConfig, type NatsServerUser, writeNatsConfig } from "./nats-config.js";
@@ -27,6 +28,13 @@ export interface NatsServerOptions {
    * own default (75% of the disk's free space at start), decide. A full disk refuses writes.
    */
   maxFileStore?: number;
+  /**
+   * A soft limit on the Go runtime's memory (GOMEMLIMIT, bytes; 0: none): its garbage collector
+   * works harder as the heap nears it and gives memory back to the OS, instead of letting the
+   * heap grow to twice what is live. DEFAULT_NATS_MEMORY_LIMIT when unset. What is live stays
+   * live: size it above 100 MB plus 0.24 KB for every live callback key (docs/operations.md).
+   */
+  memoryLimit?: number;
   /** The users and their permissions; none means no authorization. */
   users?: NatsServerUser[];
   /** The server's name (a cluster node's must be unique); nats-server makes one up when unset. */
@@ -181,7 +189,7 @@ export class NatsServer {
     const spawnedAt = performance.now();
     const child = new Child("nats-server", command as string, args, {
       cwd: options.cwd,
-      env: process.env,
+      env: natsEnv(options.memoryLimit ?? DEFAULT_NATS_MEMORY_LIMIT),
       logPath: options.logPath,
     });
     this.child = child;
@@ -291,4 +299,19 @@ export class NatsServer {
     if (this.restartTimer) clearTimeout(this.restartTimer);
     this.restartTimer = undefined;
   }
+}
+
+/** nats-server's memory limit when none is configured (TOOLMESH_NATS_MEMORY_LIMIT). */
+export const DEFAULT_NATS_MEMORY_LIMIT = 256 * 1024 * 1024;
+
+/** TOOLMESH_NATS_MEMORY_LIMIT: nats-server's GOMEMLIMIT (`256MiB`; 0: none). */
+export const natsMemoryLimit = () =>
+  bytes("TOOLMESH_NATS_MEMORY_LIMIT", DEFAULT_NATS_MEMORY_LIMIT, { max: 1024 ** 4 });
+
+/** nats-server's environment: the launcher's, with GOMEMLIMIT set from the limit (0: none). */
+function natsEnv(memoryLimit: number): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  if (memoryLimit > 0) env.GOMEMLIMIT = String(memoryLimit);
+  else delete env.GOMEMLIMIT;
+  return env;
 }

@@ -25,6 +25,8 @@ export interface StackOptions {
   natsSyncInterval?: string;
   /** JetStream's file store limit for the local nats-server (bytes; 1 TiB by default). */
   natsMaxFileStore?: number;
+  /** GOMEMLIMIT of the local nats-server (bytes; 0: none); 256 MiB by default. */
+  natsMemoryLimit?: number;
   /**
    * Nodes of a local JetStream cluster (TOOLMESH_CLUSTER); 1 or undefined runs one nats-server.
    * With a cluster every stream and bucket gets 3 replicas (TOOLMESH_JETSTREAM_REPLICAS).
@@ -131,6 +133,7 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
         natsPort: options.natsPort,
         natsSyncInterval: options.natsSyncInterval,
         natsMaxFileStore: options.natsMaxFileStore,
+        natsMemoryLimit: options.natsMemoryLimit,
         clusterNodes: options.clusterNodes,
         natsPlacements: options.natsPlacements,
         startTimeoutMs: options.startTimeoutMs,

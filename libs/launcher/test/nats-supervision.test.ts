@@ -1,3 +1,5 @@
+import { readFile } from "node:fs/promises";
+import { DEFAULT_NATS_MEMORY_LIMIT } from "@toolmesh/launcher";
 import { streamNames } from "@toolmesh/nats";
 import { AuditAction, CallStatus } from "@toolmesh/proto";
 import { defineTool, type ServedTools, serveTools, toolSpec } from "@toolmesh/sdk";
@@ -87,4 +89,10 @@ describe("a nats-server killed under the launcher", () => {
     const log = await stack.logText("dispatcher");
     expect(log).toContain("reconnected to NATS");
   }, 90_000);
+
+  it("runs every nats-server it starts with the soft memory limit (GOMEMLIMIT)", async () => {
+    // The restarted one above too: its environment is read from the process itself.
+    const environ = await readFile(`/proc/${stack.nats.pid}/environ`, "utf8");
+    expect(environ.split("\0")).toContain(`GOMEMLIMIT=${DEFAULT_NATS_MEMORY_LIMIT}`);
+  });
 });

@@ -9,6 +9,7 @@ import { loadConfig, syncInterval } from "@toolmesh/config";
 import {
   freePort,
   type NatsPlacement,
+  natsMemoryLimit,
   type Replicas,
   type RunningStack,
   readTokenFile,
@@ -158,6 +159,7 @@ export async function startStack(options: TestStackOptions = {}): Promise<TestSt
       natsSyncInterval:
         options.natsSyncInterval ??
         loadConfig({ value: syncInterval("TOOLMESH_NATS_SYNC_INTERVAL", "always") }).value,
+      natsMemoryLimit: loadConfig({ value: natsMemoryLimit() }).value,
       dataDir,
       env: { LOG_LEVEL: "info", ...options.env, TOOLMESH_JWT_SECRET: jwtSecret },
       serviceEnv: {
