@@ -174,10 +174,9 @@ describe("kill -9 of every process during calls", () => {
     const hasOutcome = async (callId: string) => {
       let found = false;
       await readWindow({
-        js: stack.nc.jetstream(),
-        jsm,
+        nc: stack.nc,
         stream: "TOOLMESH_OUTCOME",
-        filterSubjects: [subjects.outcome("dispatcher", callId)],
+        subject: subjects.outcome("dispatcher", callId),
         fromMs: 0,
         visit: (msg) => {
           found = fromBinary(OutcomeSchema, msg.data).callId === callId;

@@ -72,6 +72,7 @@ export {
   ID_SHARDS,
   idShard,
   readWindow,
+  type WindowMsg,
   type WindowRead,
   WindowReadError,
 } from "./window-read.js";

@@ -29,6 +29,8 @@ export const subjects = {
   /** A call's outcome, filed under its call id's shard, not the id. */
   outcome: (source: RecordSource, callId: string) =>
     `toolmesh.outcome.${source}.${idShard(callId)}`,
+  /** Every source's outcomes in a call id's shard. */
+  outcomes: (callId: string) => `toolmesh.outcome.*.${idShard(callId)}`,
   /** A running call's lease; only Dispatchers write (and delete) them. */
   inflight: (instance: string, callId: string) =>
     `toolmesh.inflight.${subjectToken(instance)}.${subjectToken(callId)}`,
@@ -127,6 +129,8 @@ export function streamDefinitions(settings: StreamSettings = defaultStreamSettin
     maxBytes: number,
     discard: DiscardPolicy,
     maxAgeMs = settings.maxAgeMs,
+    // Read by time and shard with batched direct gets (window-read.ts), not consumers.
+    allowDirect = false,
   ): Partial<StreamConfig> => ({
     name,
     subjects: subjectsOf,
@@ -141,6 +145,7 @@ export function streamDefinitions(settings: StreamSettings = defaultStreamSettin
     duplicate_window: nanos(
       maxAgeMs > 0 ? Math.min(DUPLICATE_WINDOW_MS, maxAgeMs) : DUPLICATE_WINDOW_MS,
     ),
+    ...(allowDirect ? { allow_direct: true } : {}),
   });
   const { maxBytes } = settings;
   return {
@@ -150,6 +155,8 @@ export function streamDefinitions(settings: StreamSettings = defaultStreamSettin
       "Trace events of every call chain",
       maxBytes.trace,
       DiscardPolicy.New,
+      settings.maxAgeMs,
+      true,
     ),
     audit: base(
       streamNames.audit,
@@ -164,6 +171,8 @@ export function streamDefinitions(settings: StreamSettings = defaultStreamSettin
       "Call outcomes from the Dispatcher and Report",
       maxBytes.outcome,
       DiscardPolicy.New,
+      settings.maxAgeMs,
+      true,
     ),
     callback: base(
       streamNames.callback,

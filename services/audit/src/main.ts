@@ -65,7 +65,7 @@ await runService({
     const server = createAuditServer({
       records,
       verifyChain: (from) => verifyChain(js, jsm, from, (s) => records.blockAtOrBefore(s)),
-      traces: new TraceReader(js, jsm, { span: (id) => indexedSpan(records, id) }),
+      traces: new TraceReader(nc, { span: (id) => indexedSpan(records, id) }),
       ...(await authenticatedRpc()),
     });
     return {

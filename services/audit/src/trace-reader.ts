@@ -7,7 +7,7 @@ import {
   type TraceEvent,
   TraceEventSchema,
 } from "@toolmesh/proto";
-import type { JetStreamClient, JetStreamManager } from "nats";
+import type { NatsConnection } from "nats";
 import type { RecordIndex } from "./record-index.js";
 
 /** When a trace's calls ran, as its audit records tell. */
@@ -60,8 +60,7 @@ export class TraceReader {
   private readonly maxEvents: number;
 
   constructor(
-    private readonly js: JetStreamClient,
-    private readonly jsm: JetStreamManager,
+    private readonly nc: NatsConnection,
     private readonly options: TraceReaderOptions,
   ) {
     this.leadMs = options.leadMs ?? 10_000;
@@ -76,10 +75,9 @@ export class TraceReader {
     const span = this.options.span(traceId);
     const events: TraceEvent[] = [];
     await readWindow({
-      js: this.js,
-      jsm: this.jsm,
+      nc: this.nc,
       stream: streamNames.trace,
-      filterSubjects: [subjects.traceEvents(traceId)],
+      subject: subjects.traceEvents(traceId),
       fromMs: span ? span.startMs - this.leadMs : now - this.recentMs,
       untilMs: span ? span.endMs + this.tailMs : undefined,
       visit: (msg) => {

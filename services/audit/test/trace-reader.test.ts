@@ -53,8 +53,8 @@ describe("reading a trace from its shard", () => {
     await bus?.destroy();
   });
 
-  const reader = (options: ConstructorParameters<typeof TraceReader>[2]) =>
-    new TraceReader(bus.nc.jetstream(TEST_JS_OPTIONS), jsm, options);
+  const reader = (options: ConstructorParameters<typeof TraceReader>[1]) =>
+    new TraceReader(bus.nc, options);
 
   it("keeps the trace's own events, in order, from the span the index gives", async () => {
     const events = await reader({

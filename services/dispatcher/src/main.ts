@@ -56,7 +56,7 @@ await runService({
       log,
     );
     const leases = new JetStreamLeases(instance, publisher, jsm, log);
-    const outcomes = new StreamOutcomeLookup(jsm, js, streamMaxAgeMs(config));
+    const outcomes = new StreamOutcomeLookup(nc, js, streamMaxAgeMs(config));
     // A held call outlives its hold by a day in the bucket, so a sweep finds it expired even
     // after every Dispatcher was down for hours.
     const heldCalls = await KvHeldCalls.open(nc, jsm, {

@@ -2,7 +2,7 @@ import { fromBinary } from "@bufbuild/protobuf";
 import { callTimeOf } from "@toolmesh/names";
 import { readWindow, streamNames, subjects } from "@toolmesh/nats";
 import { CallStatus, type Outcome, OutcomeSchema } from "@toolmesh/proto";
-import { DeliverPolicy, type JetStreamClient, type JetStreamManager } from "nats";
+import { DeliverPolicy, type JetStreamClient, type NatsConnection } from "nats";
 import { AWAITING_APPROVAL } from "./approvals/approval-records.js";
 
 /** Whether the Dispatcher has recorded a call's outcome (the sweepers' question). */
@@ -52,7 +52,7 @@ const isHeld = (o: Outcome) => o.status === CallStatus.PENDING && o.reason === A
  */
 export class StreamOutcomeLookup implements OutcomeLookup, OutcomeReader {
   constructor(
-    private readonly jsm: JetStreamManager,
+    private readonly nc: NatsConnection,
     private readonly js: JetStreamClient,
     /** TOOLMESH_STREAM_MAX_AGE_*: how long TOOLMESH_OUTCOME keeps a call's outcomes. */
     readonly retentionMs: number,
@@ -63,10 +63,9 @@ export class StreamOutcomeLookup implements OutcomeLookup, OutcomeReader {
   async hasOutcome(callId: string, sinceMs: number): Promise<boolean> {
     let found = false;
     await readWindow({
-      js: this.js,
-      jsm: this.jsm,
+      nc: this.nc,
       stream: streamNames.outcome,
-      filterSubjects: [subjects.outcome("dispatcher", callId)],
+      subject: subjects.outcome("dispatcher", callId),
       fromMs: sinceMs - this.leadMs,
       visit: (msg) => {
         const outcome = fromBinary(OutcomeSchema, msg.data);
@@ -85,10 +84,9 @@ export class StreamOutcomeLookup implements OutcomeLookup, OutcomeReader {
     let last: Outcome | undefined;
     let reported: Outcome | undefined;
     await readWindow({
-      js: this.js,
-      jsm: this.jsm,
+      nc: this.nc,
       stream: streamNames.outcome,
-      filterSubjects: [fromDispatcher, subjects.outcome("callback", callId)],
+      subject: subjects.outcomes(callId),
       fromMs: sinceMs - this.leadMs,
       visit: (msg) => {
         const outcome = fromBinary(OutcomeSchema, msg.data);

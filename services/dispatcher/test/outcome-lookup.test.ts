@@ -39,7 +39,7 @@ describe("a call's outcomes, read from its shard", () => {
     nc = await connect({ servers: nats.url });
     const jsm = await nc.jetstreamManager();
     await ensureStream(jsm, streamDefinitions().outcome);
-    lookup = new StreamOutcomeLookup(jsm, nc.jetstream(TEST_JS_OPTIONS), 0);
+    lookup = new StreamOutcomeLookup(nc, nc.jetstream(TEST_JS_OPTIONS), 0);
   });
   afterAll(async () => {
     await nc?.close();
@@ -69,12 +69,7 @@ describe("a call's outcomes, read from its shard", () => {
     const callId = newCallId();
     await publish("dispatcher", callId, CallStatus.SUCCESS);
     expect(await lookup.hasOutcome(callId, Date.now() + 60_000)).toBe(false);
-    const later = new StreamOutcomeLookup(
-      await nc.jetstreamManager(),
-      nc.jetstream(TEST_JS_OPTIONS),
-      0,
-      -60_000,
-    );
+    const later = new StreamOutcomeLookup(nc, nc.jetstream(TEST_JS_OPTIONS), 0, -60_000);
     expect(await later.read(callId)).toBeUndefined();
     await publish("dispatcher", "chosen-by-caller", CallStatus.SUCCESS);
     expect(await lookup.read("chosen-by-caller")).toBeUndefined();
