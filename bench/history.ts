@@ -28,7 +28,7 @@ const N = Number(process.env.BENCH_HISTORY_CALLS ?? 1_000_000);
 const THROUGH_DISPATCHER = Math.min(N, Number(process.env.BENCH_HISTORY_DISPATCHED ?? 10_000));
 const SHAPES = (process.env.BENCH_HISTORY_AGENTS ?? "1,1000").split(",").map(Number);
 const GROW_SYNC = process.env.BENCH_HISTORY_GROW_SYNC ?? "10s";
-const RUN_SECONDS = Number(process.env.BENCH_HISTORY_RUN_SECONDS ?? 15);
+const RUN_SECONDS = Number(process.env.BENCH_HISTORY_RUN_SECONDS ?? 30);
 /** Restarts of each stack; the best is reported, as load from others only ever adds time. */
 const STARTS = Number(process.env.BENCH_HISTORY_STARTS ?? 3);
 /** Slices each run is cut into, the two stacks taking turns. */
