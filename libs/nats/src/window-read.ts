@@ -92,9 +92,12 @@ function directBatch(
   const inbox = newInbox(nc);
   const messages: WindowMsg[] = [];
   return new Promise((resolve, reject) => {
-    const fail = (why: string) => {
+    const finish = () => {
       sub.unsubscribe();
       clearTimeout(timer);
+    };
+    const fail = (why: string) => {
+      finish();
       reject(new WindowReadError(`reading ${stream} (${read.subject}) ${why}; retry`));
     };
     const sub = nc.subscribe(inbox, {
@@ -111,8 +114,7 @@ function directBatch(
           });
           return;
         }
-        sub.unsubscribe();
-        clearTimeout(timer);
+        finish();
         // 204: the end of this batch, with how many matching messages follow it; 404: none (more).
         if (code === 204) {
           const pending = Number(headers?.get("Nats-Num-Pending") || 0);

@@ -3,11 +3,11 @@ import type { CallbackEvent } from "@toolmesh/proto";
 import type { CallStore, StoredCall } from "./call-store.js";
 import type { OutcomeHistory } from "./outcome-history.js";
 
-/** Where a call was found: live in the bucket, finished in the outcome history, or nowhere. */
-export type FoundCall =
-  | { live: StoredCall; event: CallbackEvent }
-  | { live: undefined; event: CallbackEvent }
-  | undefined;
+/**
+ * A call found by id: its event, and its key while it is live in the bucket (undefined when the
+ * event came from the outcome history); undefined when it is in neither.
+ */
+export type FoundCall = { live: StoredCall | undefined; event: CallbackEvent } | undefined;
 
 /**
  * A call by id: its key in the bucket while it is live, else its broadcast event in the outcome
