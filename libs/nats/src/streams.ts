@@ -8,7 +8,7 @@ import {
   type StreamConfig,
 } from "nats";
 import { type BusAccess, busAccess, isBusUser, streamNames } from "./bus-access.js";
-import { JetStreamApiCodes, jetStreamErrorCode } from "./jetstream-errors.js";
+import { JetStreamApiCodes, jetStreamErrorCode, retryBetweenLeaders } from "./jetstream-errors.js";
 import { idShard } from "./window-read.js";
 
 /** The processes that publish call records, each under its own subject token (bus-access.ts). */
@@ -220,7 +220,8 @@ export async function prepareStreams(options: {
   const access = isBusUser(user) ? (busAccess[user] as BusAccess) : undefined;
   for (const key of options.streams) {
     if (!access || (access.writesStreams as string[]).includes(key)) {
-      await ensureStream(jsm, definitions[key]);
+      // A cluster that has just started may not have elected the stream's leader yet.
+      await retryBetweenLeaders(() => ensureStream(jsm, definitions[key]), 15_000);
       continue;
     }
     if (!(access.readsStreams as string[]).includes(key)) {
