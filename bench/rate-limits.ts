@@ -2,7 +2,7 @@ import { create, type MessageShape } from "@bufbuild/protobuf";
 import { buckets, type SnapshotView } from "@toolmesh/nats";
 import { rateLimitId } from "@toolmesh/policy";
 import { RateLimitSchema, RateLimitSubject } from "@toolmesh/proto";
-import { CallLimiter } from "../services/dispatcher/src/rate-limits.js";
+import { CallLimiter } from "../services/dispatcher/src/catalog/rate-limits.js";
 
 // npm run bench:limits: what a rate limit costs a call in the Dispatcher. The limiter's
 // counters are local (no NATS write), so its cost is the CPU of admit(): measured here with

@@ -16,7 +16,7 @@ import {
   CallSpans,
   dispatcherMetrics,
   statusLabel,
-} from "../services/dispatcher/src/call-telemetry.js";
+} from "../services/dispatcher/src/chain/telemetry.js";
 
 const calls = Number(process.env.BENCH_TELEMETRY_CALLS ?? 100_000);
 const chainSeconds = process.env.BENCH_SECONDS ?? "5";

@@ -33,12 +33,12 @@ import {
   USAGE_BUCKET,
   usageKey,
 } from "../../services/callback/src/usage-store.js";
-import type { LeaseLedger } from "../../services/dispatcher/src/call-leases.js";
-import { CallRecorder } from "../../services/dispatcher/src/call-recorder.js";
+import type { LeaseLedger } from "../../services/dispatcher/src/records/call-leases.js";
+import { CallRecorder } from "../../services/dispatcher/src/records/call-recorder.js";
 import {
   type EventPublisher,
   JetStreamPublisher,
-} from "../../services/dispatcher/src/event-publisher.js";
+} from "../../services/dispatcher/src/records/event-publisher.js";
 import { memoryWriterConfig } from "../../services/memory-writer/src/config.js";
 import { memoryActionOf } from "../../services/memory-writer/src/writer.js";
 import { MemoryFiles } from "./memory-files.js";

@@ -3,6 +3,7 @@ export { grpcServiceDefinition, toGrpcServiceError } from "./grpc-js.js";
 export { createHealthService, HealthState } from "./health.js";
 export { onShutdown } from "./lifecycle.js";
 export { type PageTokens, pageTokens } from "./page-token.js";
+export { readBody } from "./read-body.js";
 export { REFLECTION_SERVICES } from "./reflection.js";
 export {
   createToolmeshServer,

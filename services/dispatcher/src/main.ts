@@ -3,20 +3,20 @@ import { streamMaxAgeMs } from "@toolmesh/config";
 import { runService } from "@toolmesh/service";
 import { startTracing } from "@toolmesh/telemetry";
 import { ApprovalSweeper } from "./approvals/approval-sweeper.js";
-import { KvHeldCalls } from "./approvals/held-calls.js";
-import { JetStreamLeases } from "./call-leases.js";
-import { CallRecorder } from "./call-recorder.js";
+import { CallLimiter } from "./catalog/rate-limits.js";
+import { followSnapshots } from "./catalog/snapshots.js";
 import { dispatcherConfig } from "./config.js";
-import { JetStreamPublisher } from "./event-publisher.js";
-import type { GrpcPort } from "./grpc-port.js";
-import { Heartbeat } from "./heartbeat.js";
-import { KvCallIdOwners, KvIdempotencyStore } from "./idempotency.js";
-import { LeaseSweeper } from "./lease-sweeper.js";
-import { StreamOutcomeLookup } from "./outcome-lookup.js";
-import { CallLimiter } from "./rate-limits.js";
+import { JetStreamLeases } from "./records/call-leases.js";
+import { CallRecorder } from "./records/call-recorder.js";
+import { JetStreamPublisher } from "./records/event-publisher.js";
+import { Heartbeat } from "./records/heartbeat.js";
+import { KvHeldCalls } from "./records/held-calls.js";
+import { KvCallIdOwners, KvIdempotencyStore } from "./records/idempotency.js";
+import { LeaseSweeper } from "./records/lease-sweeper.js";
+import { StreamOutcomeLookup } from "./records/outcome-lookup.js";
+import { StoreCapacity } from "./records/store-capacity.js";
 import { createDispatcher } from "./server.js";
-import { followSnapshots } from "./snapshots.js";
-import { StoreCapacity } from "./store-capacity.js";
+import type { GrpcPort } from "./transports/grpc-port.js";
 
 await runService({
   name: "dispatcher",

@@ -13,8 +13,8 @@ import {
 } from "@toolmesh/proto";
 import { failure } from "@toolmesh/testkit";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { callResult } from "../src/mcp/mcp-tools.js";
-import { resultText } from "../src/tool-calls/result-text.js";
+import { callResult } from "../src/transports/mcp/mcp-tools.js";
+import { resultText } from "../src/transports/tool-calls/result-text.js";
 import { as, type MemoryDispatcher, startMemoryDispatcher } from "./memory-dispatcher.js";
 
 // Human approval in-process: the Dispatcher's real server on port 0 with in-memory snapshots,

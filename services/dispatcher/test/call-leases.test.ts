@@ -6,8 +6,8 @@ import { CallLeaseSchema } from "@toolmesh/proto";
 import { startNats, type TestNats } from "@toolmesh/testkit";
 import { connect, type JetStreamManager, type NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { JetStreamLeases, LEASE_STREAM } from "../src/call-leases.js";
-import { type EventPublisher, JetStreamPublisher } from "../src/event-publisher.js";
+import { JetStreamLeases, LEASE_STREAM } from "../src/records/call-leases.js";
+import { type EventPublisher, JetStreamPublisher } from "../src/records/event-publisher.js";
 
 const log = createLogger("call-leases-test", "silent");
 

@@ -19,16 +19,17 @@ import {
   TraceEventSchema,
 } from "@toolmesh/proto";
 import { beforeEach, describe, expect, it } from "vitest";
-import { MemoryLeases } from "../src/call-leases.js";
-import { CallRecorder } from "../src/call-recorder.js";
-import { DispatchChain, type PermissionGate } from "../src/dispatch-chain.js";
-import { PublishError } from "../src/event-publisher.js";
-import { MemoryCallIdOwners, MemoryIdempotencyStore } from "../src/idempotency.js";
-import { MemoryEventPublisher } from "../src/memory-publisher.js";
-import { RunningCalls } from "../src/running-calls.js";
+import type { PermissionGate } from "../src/catalog/permission-gate.js";
+import { MemoryToolSource, ToolCatalog } from "../src/catalog/tool-catalog.js";
+import { DispatchChain } from "../src/chain/dispatch-chain.js";
+import { RunningCalls } from "../src/chain/running-calls.js";
+import { MemoryLeases } from "../src/records/call-leases.js";
+import { CallRecorder } from "../src/records/call-recorder.js";
+import { PublishError } from "../src/records/event-publisher.js";
+import { MemoryCallIdOwners, MemoryIdempotencyStore } from "../src/records/idempotency.js";
+import { MemoryEventPublisher } from "../src/records/memory-publisher.js";
 import { failure } from "../src/runtimes/grpc-runtime.js";
 import type { Attempt, AttemptResult, ToolRuntime } from "../src/runtimes/runtime.js";
-import { MemoryToolSource, ToolCatalog } from "../src/tool-catalog.js";
 
 // The chain with in-memory dependencies: a map of tools, grants in an array, a publisher that
 // keeps what it is given, and a runtime the test scripts.

@@ -27,13 +27,13 @@ import {
 import { type ServedTools, serveTools, toolSpec } from "@toolmesh/sdk";
 import type { ListeningServer } from "@toolmesh/server";
 import { Collector, mintJwt } from "@toolmesh/testkit";
-import { MemoryLeases } from "../src/call-leases.js";
+import { MemoryToolSource } from "../src/catalog/tool-catalog.js";
 import { type DispatcherConfig, dispatcherConfig } from "../src/config.js";
-import type { GrpcPort } from "../src/grpc-port.js";
-import { MemoryCallIdOwners, MemoryIdempotencyStore } from "../src/idempotency.js";
-import { MemoryEventPublisher } from "../src/memory-publisher.js";
+import { MemoryLeases } from "../src/records/call-leases.js";
+import { MemoryCallIdOwners, MemoryIdempotencyStore } from "../src/records/idempotency.js";
+import { MemoryEventPublisher } from "../src/records/memory-publisher.js";
 import { createDispatcher, type Dispatcher } from "../src/server.js";
-import { MemoryToolSource } from "../src/tool-catalog.js";
+import type { GrpcPort } from "../src/transports/grpc-port.js";
 import { type BackendLog, backendTools } from "./backend-tools.js";
 
 /** A Dispatcher listening on port 0 in this process, over in-memory snapshots and records. */

@@ -5,8 +5,8 @@ import { CallStatus, OutcomeSchema } from "@toolmesh/proto";
 import { startNats, TEST_JS_OPTIONS, type TestNats } from "@toolmesh/testkit";
 import { connect, type NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AWAITING_APPROVAL } from "../src/approvals/approval-records.js";
-import { StreamOutcomeLookup } from "../src/outcome-lookup.js";
+import { AWAITING_APPROVAL } from "../src/records/approval-records.js";
+import { StreamOutcomeLookup } from "../src/records/outcome-lookup.js";
 
 describe("a call's outcomes, read from its shard", () => {
   let nats: TestNats;

@@ -3,7 +3,7 @@ import { buckets, type SnapshotChange, type SnapshotView } from "@toolmesh/nats"
 import { rateLimitId } from "@toolmesh/policy";
 import { RateLimitSchema, type RateLimitSpecSchema, RateLimitSubject } from "@toolmesh/proto";
 import { describe, expect, it } from "vitest";
-import { CallLimiter } from "../src/rate-limits.js";
+import { CallLimiter } from "../src/catalog/rate-limits.js";
 
 type Limit = MessageShape<typeof RateLimitSchema>;
 

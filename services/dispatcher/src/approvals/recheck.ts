@@ -1,8 +1,8 @@
 import { type HeldCall, ToolStatus } from "@toolmesh/proto";
-import type { CheckDeps, CheckedCall } from "../call-checks.js";
-import { SchemaCompileError } from "../tool-catalog.js";
-import type { UnrunReason } from "./approval-records.js";
-import { heldPrincipal } from "./hold.js";
+import { SchemaCompileError } from "../catalog/tool-catalog.js";
+import { heldPrincipal } from "../chain/hold.js";
+import type { CheckDeps, CheckedCall } from "../chain/types.js";
+import type { UnrunReason } from "../records/approval-records.js";
 
 /** Why an approved call may not run after all. */
 export interface Unrunnable {

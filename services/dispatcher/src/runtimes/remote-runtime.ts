@@ -1,5 +1,5 @@
 import type { JsonObject } from "@bufbuild/protobuf";
-import { readBody } from "../facade/web-bridge.js";
+import { readBody } from "@toolmesh/server";
 import { failure } from "./grpc-runtime.js";
 import type { Attempt, AttemptResult, ToolRuntime } from "./runtime.js";
 

@@ -14,7 +14,7 @@ import {
   RuntimeStatusSchema,
 } from "@toolmesh/proto";
 import { grpcServiceDefinition } from "@toolmesh/server";
-import { localToolRestarts } from "../call-telemetry.js";
+import { localToolRestarts } from "./runtime-metrics.js";
 
 /** Counts a backend process (local tool or container) restarting after it exited on its own. */
 const restartsCounter = localToolRestarts();

@@ -1,0 +1,168 @@
+import { create } from "@bufbuild/protobuf";
+import {
+  type DispatchResponse,
+  DispatchResponseSchema,
+  InvokeRequestSchema,
+  RuntimeKind,
+} from "@toolmesh/proto";
+import type { ToolRuntime } from "../runtimes/runtime.js";
+import { effectiveTimeout, runAttempts } from "./attempts.js";
+import { traceBackendEvent } from "./backend-events.js";
+import { classify } from "./outcome.js";
+import { limitOutput } from "./record-limits.js";
+import { unrecorded } from "./recording-gate.js";
+import { CallRefused } from "./refusal.js";
+import type { InterruptReason } from "./running-calls.js";
+import { type dispatcherMetrics, statusLabel } from "./telemetry.js";
+import type { ChainDeps, Execution } from "./types.js";
+
+/**
+ * Runs a checked call: start record (acked first for a tool with side effects), the backend
+ * with a deadline and retries, then TOOL_RESULT, the audit record and the outcome, acked before
+ * the reply.
+ */
+export async function executeCall(
+  deps: ChainDeps,
+  metrics: ReturnType<typeof dispatcherMetrics>,
+  call: Execution,
+): Promise<DispatchResponse> {
+  const { checked, principal, record, started, options, spans } = call;
+  const { tool, args } = checked;
+  const spec = tool.spec;
+  const { settings, running } = deps;
+  const { callId, traceId, parentId } = record.call;
+  const timeoutMs = effectiveTimeout(
+    settings,
+    spec.timeoutMs,
+    call.requestTimeoutMs,
+    options.rpcTimeoutMs,
+  );
+  const deadline = started + timeoutMs;
+
+  const controller = new AbortController();
+  const interrupt = (reason: InterruptReason) => {
+    if (!controller.signal.aborted) controller.abort(reason);
+  };
+  const timer = setTimeout(() => interrupt("timeout"), timeoutMs);
+  const onCallerGone = () => interrupt("cancelled");
+  options.signal?.addEventListener("abort", onCallerGone, { once: true });
+  running.add(callId, { agentId: principal.agentId, tool: spec.name, interrupt });
+  const cleanup = () => {
+    clearTimeout(timer);
+    options.signal?.removeEventListener("abort", onCallerGone);
+    running.delete(callId);
+  };
+
+  spans.step("execute");
+  const startAcked = record.start({
+    args,
+    timeoutMs,
+    runtime: spec.runtime?.kind.case ?? RuntimeKind[RuntimeKind.UNSPECIFIED],
+    startedMs: started,
+    deadlineMs: deadline,
+  });
+  if (spec.sideEffects) {
+    // A tool that changes the world runs only once its start record is acked.
+    try {
+      await startAcked;
+    } catch (error) {
+      cleanup();
+      throw new CallRefused(unrecorded(error, "start", spec.name), callId, traceId);
+    }
+    call.approved?.onStarted();
+  } else {
+    // A read-only tool runs alongside its start record; flush() below still waits for it.
+    startAcked.then(() => call.approved?.onStarted()).catch(() => {});
+  }
+  const request = create(InvokeRequestSchema, {
+    tool: spec.name,
+    arguments: args,
+    context: { traceId, parentId, callId },
+    principal: {
+      agentId: principal.agentId,
+      userId: principal.userId,
+      roles: principal.roles,
+      keyId: principal.keyId,
+    },
+  });
+  let ran: Awaited<ReturnType<typeof runAttempts>> = { result: undefined, attempts: 0 };
+  try {
+    if (!controller.signal.aborted) {
+      ran = await runAttempts({
+        tool,
+        runtime: runtimeOf(deps.runtimes, spec.runtime?.kind.case),
+        request,
+        deadline,
+        signal: controller.signal,
+        record,
+        onEvent: (event) => {
+          traceBackendEvent(record, event);
+          options.onEvent?.(event);
+        },
+        spans,
+      });
+    }
+  } finally {
+    cleanup();
+  }
+
+  const finished = Date.now();
+  if (ran.attempts > 1) metrics.retries.inc({ tool: spec.name }, ran.attempts - 1);
+  spans.step("record");
+  const end = limitOutput(
+    spec.name,
+    classify({
+      tool: spec.name,
+      interrupted: controller.signal.aborted
+        ? (String(controller.signal.reason) as InterruptReason)
+        : undefined,
+      result: ran.result,
+      output: checked.validators.output,
+      timeoutMs,
+    }),
+    deps.recorder.maxPayload,
+  );
+  record.finished(end, {
+    args,
+    attempts: ran.attempts,
+    startedMs: started,
+    finishedMs: finished,
+  });
+  const response = create(DispatchResponseSchema, {
+    callId,
+    traceId,
+    status: end.status,
+    output: end.output,
+    error: end.error,
+    durationMs: finished - started,
+    attempts: ran.attempts,
+  });
+  // The output goes back only once every record of the call is acked.
+  try {
+    await record.flush();
+  } catch (error) {
+    throw unrecorded(error, "outcome", spec.name);
+  }
+  record.release();
+  if (call.idempotencyKey) {
+    await deps.idempotency.put(principal.agentId, call.idempotencyKey, response);
+  }
+  const status = statusLabel(end.status);
+  metrics.calls.inc({ tool: spec.name, status });
+  metrics.duration.observe({ tool: spec.name, status }, (Date.now() - started) / 1000);
+  spans.end(end.status);
+  return response;
+}
+
+function runtimeOf(
+  runtimes: ChainDeps["runtimes"],
+  kind: string | undefined,
+): ToolRuntime | undefined {
+  return kind === "grpc" ||
+    kind === "local" ||
+    kind === "remote" ||
+    kind === "docker" ||
+    kind === "mcp"
+    ? runtimes[kind]
+    : undefined;
+}

@@ -1,0 +1,133 @@
+import { create } from "@bufbuild/protobuf";
+import type { ServiceImpl } from "@connectrpc/connect";
+import { hasRole, principalOf, Role, requireRole } from "@toolmesh/auth";
+import { Code, ConnectError, invalidField, notFound } from "@toolmesh/errors";
+import { checkLength } from "@toolmesh/names";
+import {
+  type DispatcherService,
+  GetRuntimeStatusResponseSchema,
+  StartToolResponseSchema,
+  StopToolResponseSchema,
+} from "@toolmesh/proto";
+import type { ApprovalDesk } from "../approvals/approval-desk.js";
+import type { ToolCatalog } from "../catalog/tool-catalog.js";
+import { usableTools } from "../catalog/visible-tools.js";
+import type { DispatchChain } from "../chain/dispatch-chain.js";
+import type { RunningCalls } from "../chain/running-calls.js";
+import type { CheckDeps } from "../chain/types.js";
+import type { DockerRuntime } from "../runtimes/docker-runtime.js";
+import type { LocalRuntime } from "../runtimes/local-runtime.js";
+import { ToolStartError } from "../runtimes/supervised-backend.js";
+import { AUTH_STARTED } from "./auth-timing.js";
+import { runBatch } from "./batch.js";
+import { cancelCall } from "./cancel.js";
+import { type ImportDeps, importMcpServer } from "./mcp/import-server.js";
+import { dispatchToolCalls } from "./tool-calls/dispatch-tool-calls.js";
+
+export interface HandlerDeps {
+  chain: DispatchChain;
+  catalog: ToolCatalog;
+  running: RunningCalls;
+  local: LocalRuntime;
+  docker: DockerRuntime;
+  /** What ImportMcpServer and the agents' view of running state need. */
+  checks: CheckDeps;
+  /** ListApprovals and DecideApproval. */
+  approvals: ApprovalDesk;
+  imports: ImportDeps;
+}
+
+/** DispatcherService over Connect/gRPC/gRPC-Web; the chain itself lives in DispatchChain. */
+export function createDispatcherHandlers(deps: HandlerDeps): ServiceImpl<typeof DispatcherService> {
+  const { chain, catalog, running, local, docker } = deps;
+
+  /** A tool whose backend the Dispatcher runs itself (a process or a container), and its runtime. */
+  const supervised = (name: string) => {
+    if (name === "") throw invalidField("tool", "name the local or docker tool");
+    checkLength("tool", "toolName", name);
+    const tool = catalog.get(name);
+    if (!tool?.spec) throw notFound("tool", name);
+    const runtime = [local, docker].find((r) => r.runs(tool));
+    if (!runtime) {
+      throw new ConnectError(
+        `tool "${name}" has a ${tool.spec.runtime?.kind.case ?? "missing"} runtime; only local and docker tools have a process or container to start or stop`,
+        Code.FailedPrecondition,
+      );
+    }
+    return { tool, runtime };
+  };
+
+  return {
+    dispatch(req, ctx) {
+      return chain.dispatch(req, principalOf(ctx), {
+        rpcTimeoutMs: ctx.timeoutMs(),
+        signal: ctx.signal,
+        traceparent: ctx.requestHeader.get("traceparent") ?? undefined,
+        authStartedMs: ctx.values.get(AUTH_STARTED),
+      });
+    },
+    dispatchBatch(req, ctx) {
+      return runBatch(chain, catalog, req, principalOf(ctx), {
+        rpcTimeoutMs: ctx.timeoutMs(),
+        signal: ctx.signal,
+        traceparent: ctx.requestHeader.get("traceparent") ?? undefined,
+        authStartedMs: ctx.values.get(AUTH_STARTED),
+      });
+    },
+    cancel(req, ctx) {
+      return cancelCall(running, req.callId, principalOf(ctx));
+    },
+    getRuntimeStatus(req, ctx) {
+      // Admins see every local and docker tool; an agent sees those it may call.
+      const caller = principalOf(ctx);
+      const admin = hasRole(caller, Role.Admin);
+      const callable = admin ? undefined : new Set(usableTools(deps.checks, caller));
+      if (req.tool !== "" && callable && !callable.has(req.tool)) throw notFound("tool", req.tool);
+      const runtimes =
+        req.tool === ""
+          ? [...local.statuses(), ...docker.statuses()]
+          : supervised(req.tool).runtime.statuses(req.tool);
+      return create(GetRuntimeStatusResponseSchema, {
+        runtimes: callable ? runtimes.filter((r) => callable.has(r.tool)) : runtimes,
+      });
+    },
+    dispatchToolCalls(req, ctx) {
+      return dispatchToolCalls(chain, catalog, req, principalOf(ctx), {
+        rpcTimeoutMs: ctx.timeoutMs(),
+        signal: ctx.signal,
+        traceparent: ctx.requestHeader.get("traceparent") ?? undefined,
+        authStartedMs: ctx.values.get(AUTH_STARTED),
+      });
+    },
+    importMcpServer(req, ctx) {
+      requireRole(ctx, Role.Admin);
+      return importMcpServer(deps.imports, req, ctx.requestHeader.get("authorization") ?? "");
+    },
+    async startTool(req, ctx) {
+      requireRole(ctx, Role.Admin);
+      const { tool, runtime } = supervised(req.tool);
+      try {
+        return create(StartToolResponseSchema, { status: await runtime.start(tool) });
+      } catch (error) {
+        if (error instanceof ToolStartError) {
+          throw new ConnectError(
+            `tool "${req.tool}" did not become healthy: ${error.message}`,
+            Code.Unavailable,
+          );
+        }
+        throw error;
+      }
+    },
+    listApprovals(req, ctx) {
+      return deps.approvals.list(principalOf(ctx), req);
+    },
+    decideApproval(req, ctx) {
+      return deps.approvals.decide(principalOf(ctx), req);
+    },
+    async stopTool(req, ctx) {
+      requireRole(ctx, Role.Admin);
+      const { runtime } = supervised(req.tool);
+      return create(StopToolResponseSchema, { status: await runtime.stop(req.tool) });
+    },
+  };
+}
