@@ -15,6 +15,8 @@ echo "== buf lint"
 npx buf lint
 echo "== biome"
 npx biome check .
+echo "== layers (dependency-cruiser: no loops, services apart, the Dispatcher's layers)"
+npx tsx scripts/lint-layers.ts
 echo "== tsc"
 npx tsc --noEmit -p .
 npx tsc --noEmit -p services/console/web

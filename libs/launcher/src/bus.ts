@@ -4,7 +4,7 @@ import { busDir, ensureBusCredentials, ensureRoutePassword } from "./bus-credent
 import { NatsCluster } from "./nats-cluster.js";
 import type { NatsServerUser } from "./nats-config.js";
 import { type NatsPlacement, NatsServer } from "./nats-server.js";
-import type { UnexpectedExit } from "./stack.js";
+import type { UnexpectedExit } from "./stack-events.js";
 
 /** How the launcher runs the bus: one nats-server, or a cluster of them. */
 export interface LocalBusOptions {

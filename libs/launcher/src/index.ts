@@ -31,12 +31,7 @@ export { processCpuMs, processRssMb } from "./proc-stats.js";
 export { type Replicas, replicaName, replicasOf } from "./replicas.js";
 export { ServiceProcess, type ServiceProcessOptions } from "./service-process.js";
 export { availableServices, type ServiceSpec, serviceEntry, stackServices } from "./services.js";
-export {
-  type RunningEndpoint,
-  type RunningStack,
-  type StackOptions,
-  startStack,
-  type UnexpectedExit,
-} from "./stack.js";
+export { type RunningStack, type StackOptions, startStack } from "./stack.js";
 export { StackError } from "./stack-error.js";
+export type { RunningEndpoint, UnexpectedExit } from "./stack-events.js";
 export { readTokenFile, type StackFile, tokenFiles } from "./stack-file.js";

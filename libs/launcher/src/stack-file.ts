@@ -1,7 +1,7 @@
 import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { NatsServer } from "./nats-server.js";
-import type { RunningEndpoint } from "./stack.js";
+import type { RunningEndpoint } from "./stack-events.js";
 
 /**
  * <data dir>/stack.json: how scripts and tools find a running stack. It holds addresses and the

@@ -10,6 +10,7 @@ import { type Replicas, replicaEnv, replicaName, replicasOf } from "./replicas.j
 import { ServiceProcess } from "./service-process.js";
 import { availableServices, type ServiceSpec } from "./services.js";
 import { StackError } from "./stack-error.js";
+import type { RunningEndpoint, UnexpectedExit } from "./stack-events.js";
 import { readTokenFile, type StackFile, tokenFiles, writeStackFile } from "./stack-file.js";
 
 export interface StackOptions {
@@ -53,21 +54,6 @@ export interface StackOptions {
   startTimeoutMs: number;
   /** Called for progress lines meant for a person. */
   say: (line: string) => void;
-}
-
-export interface RunningEndpoint {
-  name: string;
-  /** http://host:port, or undefined for a process without a port. */
-  url?: string;
-  pid: number;
-}
-
-/** How a process of the stack ended when nobody asked it to. */
-export interface UnexpectedExit {
-  name: string;
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  lastLines: string;
 }
 
 export interface RunningStack {

@@ -1,45 +1,14 @@
-import { createHash } from "node:crypto";
 import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
 import addFormatsModule from "ajv-formats";
 import { linearRegExpEngine } from "./linear-regexp.js";
+
+export { canonicalJson, type JsonValue, schemaHash } from "./canonical.js";
 
 // ajv-formats ships CommonJS; under NodeNext its default import is the module object.
 type AddFormats = (ajv: Ajv2020) => Ajv2020;
 const addFormats: AddFormats =
   (addFormatsModule as unknown as { default?: AddFormats }).default ??
   (addFormatsModule as unknown as AddFormats);
-
-/** A JSON value as a schema holds it. */
-export type JsonValue =
-  | null
-  | boolean
-  | number
-  | string
-  | JsonValue[]
-  | { [key: string]: JsonValue };
-
-/** JSON with object keys sorted at every level and no whitespace: one text per value. */
-export function canonicalJson(value: unknown): string {
-  if (value === null || typeof value !== "object") return JSON.stringify(value ?? null);
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
-  const entries = Object.keys(value as Record<string, unknown>)
-    .filter((key) => (value as Record<string, unknown>)[key] !== undefined)
-    .sort()
-    .map(
-      (key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`,
-    );
-  return `{${entries.join(",")}}`;
-}
-
-/**
- * SHA-256 (hex) of the canonical JSON of `{"input": <input schema>, "output": <output schema or null>}`:
- * the Tool.schema_hash the Registry stores and the key of compiled-validator caches.
- */
-export function schemaHash(input: unknown, output?: unknown): string {
-  return createHash("sha256")
-    .update(canonicalJson({ input: input ?? null, output: output ?? null }))
-    .digest("hex");
-}
 
 /** Raised when a schema does not compile; the message is ajv's. */
 export class SchemaCompileError extends Error {

@@ -8,7 +8,7 @@ import {
   ToolDefinitionSchema,
   type ToolSpec,
 } from "@toolmesh/proto";
-import { canonicalJson, schemaHash } from "./index.js";
+import { canonicalJson, schemaHash } from "./canonical.js";
 
 /** How many definitions a tool keeps (Tool.history): enough to name what changed under a pin. */
 export const TOOL_HISTORY_LIMIT = 16;

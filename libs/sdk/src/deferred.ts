@@ -2,7 +2,7 @@ import { create, type JsonObject } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { CallbackService, CallErrorSchema, CallStatus } from "@toolmesh/proto";
-import { ToolError } from "./define-tool.js";
+import { ToolError } from "./tool-error.js";
 
 /**
  * What a handler returns to finish later: the call answers PENDING at once, and the work's result

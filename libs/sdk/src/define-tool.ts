@@ -28,19 +28,6 @@ export interface ToolContext {
   defer(work: () => Promise<JsonObject>): Deferred;
 }
 
-/** A tool failure with a stable code the caller sees in CallError.code. */
-export class ToolError extends Error {
-  override name = "ToolError";
-  constructor(
-    readonly code: string,
-    message: string,
-    readonly details?: JsonObject,
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
-  }
-}
-
 /** A tool as the SDK serves and registers it. */
 export interface ToolDefinition<Args = JsonObject> {
   /** Registry name: dotted lowercase, such as `data.query`. */

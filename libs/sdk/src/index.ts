@@ -10,7 +10,6 @@ export {
   isJsonObject,
   type ToolContext,
   type ToolDefinition,
-  ToolError,
 } from "./define-tool.js";
 export {
   registerTools,
@@ -20,3 +19,4 @@ export {
   toolSpec,
 } from "./serve-tools.js";
 export { runToolCalls } from "./tool-calls.js";
+export { ToolError } from "./tool-error.js";

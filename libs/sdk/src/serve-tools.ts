@@ -23,7 +23,8 @@ import {
 } from "@toolmesh/proto";
 import { grpcServiceDefinition } from "@toolmesh/server";
 import { Deferred, Reporter, type ReportOptions } from "./deferred.js";
-import { type ToolContext, type ToolDefinition, ToolError } from "./define-tool.js";
+import type { ToolContext, ToolDefinition } from "./define-tool.js";
+import { ToolError } from "./tool-error.js";
 
 export interface ServeToolsOptions {
   /** Port to listen on; 0 picks a free one. Defaults to TOOLMESH_TOOL_PORT, else 0. */

@@ -9,13 +9,8 @@ import {
 } from "@toolmesh/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildQuery, dataQueryTool, openOrdersDatabase } from "../src/examples/index.js";
-import {
-  defineTool,
-  grpcServiceDefinition,
-  type ServedTools,
-  serveTools,
-  ToolError,
-} from "../src/index.js";
+import { defineTool, grpcServiceDefinition, type ServedTools, serveTools } from "../src/index.js";
+import { ToolError } from "../src/tool-error.js";
 
 const invoke = grpcServiceDefinition(ToolBackendService).invoke as grpc.MethodDefinition<
   InvokeRequest,

@@ -1,4 +1,4 @@
-import type { DecisionCase } from "./decision-table.js";
+import type { DecisionCase } from "./decision-case.js";
 
 /** Cases on who decides: deny over allow, principals and roles, an agent acting for a user. */
 export const authorityCases: DecisionCase[] = [

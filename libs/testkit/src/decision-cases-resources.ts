@@ -1,4 +1,4 @@
-import type { DecisionCase } from "./decision-table.js";
+import type { DecisionCase } from "./decision-case.js";
 
 const HOUR = 60 * 60 * 1000;
 

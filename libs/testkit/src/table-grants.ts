@@ -9,7 +9,7 @@ import {
   PrincipalKind,
   ResourceKind,
 } from "@toolmesh/proto";
-import type { TableGrant } from "./decision-table.js";
+import type { TableGrant } from "./decision-case.js";
 
 const principalKinds: Record<string, PrincipalKind> = {
   agent: PrincipalKind.AGENT,

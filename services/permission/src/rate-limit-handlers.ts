@@ -3,6 +3,7 @@ import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import { Role, requireRole } from "@toolmesh/auth";
 import { notFound } from "@toolmesh/errors";
+import type { Logger } from "@toolmesh/log";
 import { buckets } from "@toolmesh/nats";
 import {
   ChangeType,
@@ -16,13 +17,14 @@ import {
   RateLimitSubject,
 } from "@toolmesh/proto";
 import { pageTokens } from "@toolmesh/server";
-import type { PermissionDeps } from "./handlers.js";
+import type { PermissionEvents } from "./events.js";
 import {
   checkRateLimitId,
   limitIdOf,
   rateLimitBounds,
   validateRateLimitSpec,
 } from "./rate-limits.js";
+import type { PermissionStore } from "./store.js";
 
 type RateLimitRpcs = Pick<
   ServiceImpl<typeof PermissionService>,
@@ -47,8 +49,17 @@ export function describeRateLimit(spec: RateLimitSpec): string {
   return `${parts.join(" and ")} for ${subject} "${spec.target}"`;
 }
 
+/** What the rate-limit RPCs need of the Permission service's dependencies. */
+export interface RateLimitDeps {
+  store: PermissionStore;
+  events: PermissionEvents;
+  log: Logger;
+  /** The clock; tests may pin it. */
+  now?: () => number;
+}
+
 /** PutRateLimit, DeleteRateLimit and ListRateLimits: admin only, like grants. */
-export function createRateLimitHandlers(deps: PermissionDeps): RateLimitRpcs {
+export function createRateLimitHandlers(deps: RateLimitDeps): RateLimitRpcs {
   const { store, events } = deps;
   const now = deps.now ?? Date.now;
   const admin = (ctx: HandlerContext) => requireRole(ctx, Role.Admin);

@@ -1,6 +1,7 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import initSqlJs, { type Database, type SqlValue } from "sql.js";
-import { defineTool, type ToolDefinition, ToolError } from "../define-tool.js";
+import { defineTool, type ToolDefinition } from "../define-tool.js";
+import { ToolError } from "../tool-error.js";
 
 /** Columns of the seeded `orders` table; the only names that ever reach SQL text. */
 const columns = ["id", "customer", "region", "status", "amount", "created_at"] as const;
