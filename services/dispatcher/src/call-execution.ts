@@ -6,12 +6,13 @@ import {
   InvokeRequestSchema,
   type Principal,
   RuntimeKind,
+  statusName,
 } from "@toolmesh/proto";
 import { effectiveTimeout, runAttempts } from "./attempts.js";
 import { traceBackendEvent } from "./backend-events.js";
 import type { CheckedCall } from "./call-checks.js";
 import type { CallRecord } from "./call-recorder.js";
-import { type CallSpans, type dispatcherMetrics, statusLabel } from "./call-telemetry.js";
+import type { CallSpans, dispatcherMetrics } from "./call-telemetry.js";
 import type { ChainDeps, DispatchOptions } from "./dispatch-chain.js";
 import { classify } from "./outcome.js";
 import { limitOutput } from "./record-limits.js";
@@ -179,7 +180,7 @@ export async function executeCall(
   if (call.idempotencyKey) {
     await deps.idempotency.put(principal.agentId, call.idempotencyKey, response);
   }
-  const status = statusLabel(end.status);
+  const status = statusName(end.status);
   metrics.calls.inc({ tool: spec.name, status });
   metrics.duration.observe({ tool: spec.name, status }, (Date.now() - started) / 1000);
   spans.end(end.status);

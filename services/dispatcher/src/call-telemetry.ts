@@ -1,5 +1,5 @@
 import { createContextKey, type Interceptor } from "@connectrpc/connect";
-import { CallStatus } from "@toolmesh/proto";
+import { CallStatus, statusName } from "@toolmesh/proto";
 import {
   counter,
   endWithError,
@@ -116,11 +116,6 @@ export interface CallTraceContext {
   authStartedMs?: number | undefined;
 }
 
-/** The status names spans and metrics use: SUCCESS, FAILURE, INTERRUPTED, REFUSED … */
-export function statusLabel(status: CallStatus): string {
-  return CallStatus[status] ?? String(status);
-}
-
 /**
  * The spans of one call: a root `toolmesh.dispatch` span with one child per chain step (auth,
  * resolve, validate, authorise, execute with an `attempt` child per attempt, record). Steps
@@ -189,9 +184,9 @@ export class CallSpans {
   end(status: CallStatus): void {
     this.current?.end();
     this.current = undefined;
-    this.root.setAttribute("toolmesh.status", statusLabel(status));
+    this.root.setAttribute("toolmesh.status", statusName(status));
     if (status !== CallStatus.SUCCESS && status !== CallStatus.REFUSED)
-      this.root.setStatus({ code: SpanStatusCode.ERROR, message: statusLabel(status) });
+      this.root.setStatus({ code: SpanStatusCode.ERROR, message: statusName(status) });
     this.root.end();
   }
 }

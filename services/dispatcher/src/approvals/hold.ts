@@ -5,6 +5,7 @@ import { KvConflictError } from "@toolmesh/nats";
 import {
   ApprovalSchema,
   ApprovalState,
+  AWAITING_APPROVAL,
   CallErrorSchema,
   CallStatus,
   type DispatchResponse,
@@ -18,7 +19,7 @@ import { counter } from "@toolmesh/telemetry";
 import type { CheckedCall } from "../call-checks.js";
 import type { CallRecord } from "../call-recorder.js";
 import { unrecorded } from "../recording-gate.js";
-import { AWAITING_APPROVAL, awaitingMessage, recordHeld } from "./approval-records.js";
+import { awaitingMessage, recordHeld } from "./approval-records.js";
 import type { HeldCallStore } from "./held-calls.js";
 
 /** How calls are held: how long they wait, and which roles may decide every one. */

@@ -16,6 +16,7 @@ import {
 import {
   type Approval,
   ApprovalState,
+  awaitsApproval,
   CallStatus,
   type DispatchResponse,
   DispatchResponseSchema,
@@ -23,7 +24,6 @@ import {
   type Principal,
   type Tool,
 } from "@toolmesh/proto";
-import { AWAITING_APPROVAL } from "../approvals/approval-records.js";
 import type { HeldCallStore } from "../approvals/held-calls.js";
 import { approvalRequirements, type CheckDeps, MAX_ID_LENGTH } from "../call-checks.js";
 import { type CallOutcomes, hasEnded, type OutcomeReader } from "../outcome-lookup.js";
@@ -80,7 +80,7 @@ export async function createdTask(
   response: DispatchResponse,
 ): Promise<CreateTaskResult> {
   const found = await deps.outcomes.read(response.callId);
-  const held = response.error?.code === AWAITING_APPROVAL;
+  const held = awaitsApproval(response);
   const approval = held ? (await deps.held.get(response.callId))?.held.approval : undefined;
   const now = new Date().toISOString();
   const task: Task = found
@@ -140,7 +140,9 @@ export async function getTask(
   taskId: string,
 ): Promise<GetTaskResult> {
   const found = await ownCall(deps, principal, taskId);
-  const approval = isHeld(found.last) ? (await deps.held.get(taskId))?.held.approval : undefined;
+  const approval = awaitsApproval(found.last)
+    ? (await deps.held.get(taskId))?.held.approval
+    : undefined;
   return taskOf(found, approval, deps.outcomes.retentionMs);
 }
 
@@ -204,10 +206,6 @@ async function ownCall(
   return found;
 }
 
-function isHeld(outcome: Outcome): boolean {
-  return outcome.status === CallStatus.PENDING && outcome.reason === AWAITING_APPROVAL;
-}
-
 /**
  * A call's outcomes as a task: PENDING is `working` (a third party approves, not the requestor,
  * so never `input_required`); SUCCESS `completed`; every other end `failed`, as the spec has a
@@ -244,7 +242,7 @@ function statusText(last: Outcome, approval: Approval | undefined): string {
   if (last.status === CallStatus.SUCCESS) return "completed; tasks/result has the tool's result";
   if (last.status !== CallStatus.PENDING)
     return `${last.error?.code || "failed"}: ${last.error?.message ?? "the call failed"}`;
-  if (!isHeld(last))
+  if (!awaitsApproval(last))
     return "the tool accepted the call and reports its outcome later; tasks/result waits for it";
   if (!approval || approval.state === ApprovalState.PENDING)
     return approval

@@ -2,6 +2,7 @@ import { create, type JsonObject } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { ProtocolError, ProtocolErrorCode, Server } from "@modelcontextprotocol/server";
 import {
+  awaitsApproval,
   type BackendEvent,
   CallStatus,
   DispatchRequestSchema,
@@ -9,7 +10,6 @@ import {
   type Principal,
   type Tool,
 } from "@toolmesh/proto";
-import { AWAITING_APPROVAL } from "../approvals/approval-records.js";
 import { type CheckDeps, usableTools } from "../call-checks.js";
 import type { DispatchChain } from "../dispatch-chain.js";
 import type { ToolCatalog } from "../tool-catalog.js";
@@ -223,10 +223,9 @@ export function callResult(tool: Tool | undefined, response: DispatchResponse): 
         content: [
           {
             type: "text",
-            text:
-              response.error?.code === AWAITING_APPROVAL
-                ? `awaiting approval (call_id ${response.callId}): ${response.error.message}`
-                : `accepted: the tool finishes the call later (call_id ${response.callId}); its outcome is broadcast as a callback`,
+            text: awaitsApproval(response)
+              ? `awaiting approval (call_id ${response.callId}): ${response.error?.message ?? ""}`
+              : `accepted: the tool finishes the call later (call_id ${response.callId}); its outcome is broadcast as a callback`,
           },
         ],
         ...(hasOutputSchema(tool) ? { isError: true } : {}),
