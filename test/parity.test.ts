@@ -9,9 +9,12 @@ import {
   CallStatus,
   DispatcherService,
   type DispatchResponse,
+  isFinal,
   PermissionDenialSchema,
   RegistryService,
   SchemaFormat,
+  statusName,
+  statusWord,
   ToolNotFoundSchema,
   ValidationFailureSchema,
 } from "@toolmesh/proto";
@@ -64,7 +67,28 @@ const secret = "parity-vectors-jwt-secret-at-least-32-bytes";
 const mint = (sub: string, roles: string[]) => mintJwt(secret, { sub, roles });
 
 const codeName = (code: Code) => Code[code].replace(/([a-z])([A-Z])/g, "$1_$2").toUpperCase();
-const statusName = (status: CallStatus) => CallStatus[status];
+
+const outcomeWords = JSON.parse(
+  readFileSync(path.join(repoRoot, "test/vectors/outcome-words.json"), "utf8"),
+) as { statuses: { status: keyof typeof CallStatus; word: string; final: boolean }[] };
+
+// The Python and Go clients check their own copies of these against the same file.
+describe("outcome words (shared vectors)", () => {
+  it("names every status of the contract", () => {
+    const named = outcomeWords.statuses.map((s) => CallStatus[s.status]).sort();
+    const contract = Object.values(CallStatus).filter((v) => typeof v === "number");
+    expect(named).toEqual(contract.sort());
+  });
+
+  for (const s of outcomeWords.statuses) {
+    it(`${s.status} is ${s.final ? "final" : "not final"} and spelt ${s.word}`, () => {
+      const status = CallStatus[s.status];
+      expect(isFinal(status)).toBe(s.final);
+      expect(statusName(status)).toBe(s.status);
+      expect(statusWord(status)).toBe(s.word);
+    });
+  }
+});
 
 describe("parity vectors (TypeScript client)", () => {
   let stack: TestStack;

@@ -207,6 +207,37 @@ func TestSubjectTokensMatchTheTypeScriptVectors(t *testing.T) {
 	}
 }
 
+func TestOutcomeWordsMatchTheTypeScriptVectors(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(stacktest.RepoRoot(), "test/vectors/outcome-words.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file struct {
+		Statuses []struct {
+			Status, Word string
+			Final        bool
+		} `json:"statuses"`
+	}
+	if err := json.Unmarshal(raw, &file); err != nil {
+		t.Fatal(err)
+	}
+	if len(file.Statuses) != len(commonv1.CallStatus_name) {
+		t.Fatalf("the vectors name %d statuses, the contract has %d", len(file.Statuses), len(commonv1.CallStatus_name))
+	}
+	for _, s := range file.Statuses {
+		value, ok := commonv1.CallStatus_value["CALL_STATUS_"+s.Status]
+		if !ok || toolmesh.StatusName(commonv1.CallStatus(value)) != s.Status {
+			t.Errorf("status %s is not in the contract", s.Status)
+		}
+		if got := toolmesh.IsFinal(s.Status); got != s.Final {
+			t.Errorf("IsFinal(%q) = %v, want %v", s.Status, got, s.Final)
+		}
+		if got := toolmesh.CallbackSubject(s.Status, "*"); got != "toolmesh.callback."+s.Word+".*" {
+			t.Errorf("CallbackSubject(%q) = %q, want the word %s", s.Status, got, s.Word)
+		}
+	}
+}
+
 func itoa(n int) string {
 	b, _ := json.Marshal(n)
 	return string(b)
