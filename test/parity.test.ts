@@ -21,7 +21,6 @@ import {
 import {
   chainServices,
   LineWatcher,
-  mintJwt,
   repoRoot,
   startStack,
   type TestStack,
@@ -63,9 +62,6 @@ const vectors = JSON.parse(
   readFileSync(path.join(repoRoot, "test/vectors/cases.json"), "utf8"),
 ) as { agent: { sub: string; roles: string[] }; cases: Case[] };
 
-const secret = "parity-vectors-jwt-secret-at-least-32-bytes";
-const mint = (sub: string, roles: string[]) => mintJwt(secret, { sub, roles });
-
 const codeName = (code: Code) => Code[code].replace(/([a-z])([A-Z])/g, "$1_$2").toUpperCase();
 
 const outcomeWords = JSON.parse(
@@ -97,9 +93,9 @@ describe("parity vectors (TypeScript client)", () => {
   const addr: Record<string, string> = {};
 
   beforeAll(async () => {
-    stack = await startStack({ jwtSecret: secret });
+    stack = await startStack();
     for (const name of chainServices) addr[name] = stack.service(name).url;
-    agentToken = await mint(vectors.agent.sub, vectors.agent.roles);
+    agentToken = await stack.agentToken(vectors.agent.sub, { roles: vectors.agent.roles });
     const child = spawn(
       process.execPath,
       ["--import", "tsx", path.join(repoRoot, "test/vectors/setup.ts")],
@@ -110,7 +106,7 @@ describe("parity vectors (TypeScript client)", () => {
           TOOLMESH_REGISTRY_URL: addr.registry,
           TOOLMESH_PERMISSION_URL: addr.permission,
           TOOLMESH_DISPATCHER_URL: addr.dispatcher,
-          TOOLMESH_ADMIN_TOKEN: await mint("admin-parity", ["admin"]),
+          TOOLMESH_ADMIN_TOKEN: stack.adminToken,
           TOOLMESH_VECTOR_AGENT_TOKEN: agentToken,
         },
         stdio: ["ignore", "pipe", "pipe"],
