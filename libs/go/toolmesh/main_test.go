@@ -37,7 +37,13 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "cannot read test/vectors/cases.json:", err)
 		return 1
 	}
-	stack, err = stacktest.Start(map[string]stacktest.Claims{"vectors": vectors.Agent}, 1)
+	stack, err = stacktest.Start(map[string]stacktest.Claims{
+		"vectors": vectors.Agent,
+		// An agent whose only grant needs approval, and an approver (TOOLMESH_APPROVER_ROLES
+		// defaults to approver): see approvals_test.go.
+		"payer":    {Sub: "go-payer", Roles: []string{"agent"}},
+		"approver": {Sub: "go-approver", Roles: []string{"agent", "approver"}},
+	}, 1)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "cannot start the stack:", err)
 		return 1
@@ -70,4 +76,21 @@ func startVectorBackend() error {
 		return fmt.Errorf("test/vectors/setup.ts did not get ready:\n%s", stack.Logs("vectors"))
 	}
 	return nil
+}
+
+// eventually calls probe until it returns nil, failing the test with the last error once timeout
+// has passed: grants and tools reach the Dispatcher through NATS watches, within about a second.
+func eventually(t *testing.T, timeout time.Duration, what string, probe func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := probe()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s; last: %v", timeout, what, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

@@ -19,6 +19,8 @@ PRINCIPALS = {
     "agent": {"sub": "agent-py", "roles": ["agent"], "onBehalfOf": "user-py"},
     # The parity vectors' agent, as test/vectors/cases.json names it.
     "vectors": json.loads((REPO / "test/vectors/cases.json").read_text())["agent"],
+    # Decides held calls (TOOLMESH_APPROVER_ROLES defaults to approver).
+    "approver": {"sub": "approver-py", "roles": ["agent", "approver"]},
 }
 
 
