@@ -37,7 +37,8 @@ module.exports = {
     },
     {
       name: "tests-keep-to-their-package",
-      comment: "tests never import another package's test folder (shared test tools live in libs/testkit)",
+      comment:
+        "tests never import another package's test folder (shared test tools live in libs/testkit)",
       severity: "error",
       from: { path: "^(services|libs)/([^/]+)/" },
       to: { path: "^(services|libs)/([^/]+)/test/", pathNot: "^$1/$2/test/" },

@@ -9,14 +9,10 @@ import { readFile, writeFile } from "node:fs/promises";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
-import { CallStatus } from "@toolmesh/proto";
+import { CallStatus, statusName } from "@toolmesh/proto";
 import { startTracing } from "@toolmesh/telemetry";
 import { repoRoot } from "@toolmesh/testkit";
-import {
-  CallSpans,
-  dispatcherMetrics,
-  statusLabel,
-} from "../services/dispatcher/src/chain/telemetry.js";
+import { CallSpans, dispatcherMetrics } from "../services/dispatcher/src/chain/telemetry.js";
 
 const calls = Number(process.env.BENCH_TELEMETRY_CALLS ?? 100_000);
 const chainSeconds = process.env.BENCH_SECONDS ?? "5";
@@ -75,7 +71,7 @@ function oneCall(
     spans.step("record");
     spans.end(CallStatus.SUCCESS);
   }
-  const status = statusLabel(CallStatus.SUCCESS);
+  const status = statusName(CallStatus.SUCCESS);
   metrics.calls.inc({ tool: "bench.noop", status });
   metrics.duration.observe({ tool: "bench.noop", status }, 0.002);
 }

@@ -1,30 +1,51 @@
 // A test stack for tests in any language: `node --import tsx scripts/stack.ts --json` starts
-// nats-server and every service on free ports and a temp data dir, prints one JSON line (addresses,
-// tokens and the JWT secret — test credentials only), and stops everything when its stdin closes
-// or it gets SIGTERM/SIGINT. Python and Go tests start their stack through this.
-import { availableServices } from "@toolmesh/launcher";
-import { repoRoot, startStack } from "@toolmesh/testkit";
+// nats-server and every service on free ports and a temp data dir, prints one JSON line (addresses
+// and test tokens), and stops everything when its stdin closes or it gets SIGTERM/SIGINT. Python
+// and Go tests start their stack through this, so their ports, JWT secret and tokens are chosen
+// here, the way every TypeScript test's are (@toolmesh/testkit), never by copies of their own.
+import { parseArgs } from "node:util";
+import { availableServices, freePort } from "@toolmesh/launcher";
+import { mintJwt, repoRoot, startStack, type TestClaims } from "@toolmesh/testkit";
 
-if (!process.argv.includes("--json")) {
-  process.stderr.write(
-    "usage: node --import tsx scripts/stack.ts --json [--services a,b,…] [--dispatchers n]\n",
-  );
+const usage =
+  "usage: node --import tsx scripts/stack.ts --json [--services a,b,…] [--dispatchers n]\n" +
+  '  [--tokens \'{"name": {"sub": "agent-1", "roles": ["agent"], "onBehalfOf": "user-1"}}\']\n' +
+  "  [--free-ports n]\n";
+
+const fail = (message: string): never => {
+  process.stderr.write(`scripts/stack.ts: ${message}\n${usage}`);
   process.exit(2);
-}
-const only = process.argv[process.argv.indexOf("--services") + 1];
-// --dispatchers 2: a second Dispatcher (dispatcher-2), for clients that balance and fail over.
-const dispatchers = process.argv.includes("--dispatchers")
-  ? Number(process.argv[process.argv.indexOf("--dispatchers") + 1])
-  : 1;
-const services = process.argv.includes("--services")
-  ? (only ?? "").split(",").filter(Boolean)
+};
+
+const options = {
+  json: { type: "boolean" },
+  services: { type: "string" },
+  // A second Dispatcher (dispatcher-2) and more, for clients that balance and fail over.
+  dispatchers: { type: "string", default: "1" },
+  // JWTs to mint with the stack's (random) secret, by a name the test picks.
+  tokens: { type: "string", default: "{}" },
+  // Ports with nothing listening, chosen like the services' own (for "nobody answers" tests).
+  "free-ports": { type: "string", default: "0" },
+} as const;
+const { values } = (() => {
+  try {
+    return parseArgs({ options });
+  } catch (error) {
+    return fail((error as Error).message);
+  }
+})();
+if (!values.json) fail("--json is required");
+const dispatchers = Number(values.dispatchers);
+const freePortCount = Number(values["free-ports"]);
+if (!Number.isInteger(dispatchers) || dispatchers < 1) fail("--dispatchers must be 1 or more");
+if (!Number.isInteger(freePortCount) || freePortCount < 0 || freePortCount > 16)
+  fail("--free-ports must be a whole number from 0 to 16");
+const principals = tokenClaims(values.tokens);
+const services = values.services
+  ? values.services.split(",").filter(Boolean)
   : availableServices(repoRoot).map((s) => s.name);
 
-const stack = await startStack({
-  services,
-  replicas: { dispatcher: dispatchers },
-  ...(process.env.TOOLMESH_JWT_SECRET ? { jwtSecret: process.env.TOOLMESH_JWT_SECRET } : {}),
-});
+const stack = await startStack({ services, replicas: { dispatcher: dispatchers } });
 let stopping = false;
 const stop = async () => {
   if (stopping) return;
@@ -37,6 +58,12 @@ process.on("SIGINT", () => void stop());
 process.stdin.on("end", () => void stop());
 process.stdin.on("close", () => void stop());
 process.stdin.resume();
+
+const tokens: Record<string, string> = {};
+for (const [name, claims] of Object.entries(principals))
+  tokens[name] = await mintJwt(stack.jwtSecret, claims);
+const freePorts: number[] = [];
+for (let i = 0; i < freePortCount; i++) freePorts.push(await freePort());
 
 process.stdout.write(
   `${JSON.stringify({
@@ -53,6 +80,35 @@ process.stdout.write(
     dispatcherGrpcPort: stack.dispatcherGrpcPort,
     adminToken: stack.adminToken,
     serviceToken: stack.serviceToken,
-    jwtSecret: stack.jwtSecret,
+    tokens,
+    freePorts,
   })}\n`,
 );
+
+/** The --tokens JSON: a name for each principal and its claims; a usage error otherwise. */
+function tokenClaims(text: string): Record<string, TestClaims> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (error) {
+    return fail(`--tokens is not JSON: ${(error as Error).message}`);
+  }
+  if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed))
+    return fail("--tokens must be a JSON object of names to claims");
+  const claims: Record<string, TestClaims> = {};
+  for (const [name, value] of Object.entries(parsed)) {
+    const { sub, roles, onBehalfOf } = (value ?? {}) as Record<string, unknown>;
+    const rolesOk =
+      roles === undefined || (Array.isArray(roles) && roles.every((r) => typeof r === "string"));
+    if (typeof sub !== "string" || sub === "" || !rolesOk)
+      fail(`--tokens.${name} needs "sub" (a string) and, optionally, "roles" (strings)`);
+    if (onBehalfOf !== undefined && typeof onBehalfOf !== "string")
+      fail(`--tokens.${name}.onBehalfOf must be a string`);
+    claims[name] = {
+      sub: sub as string,
+      ...(roles ? { roles: roles as string[] } : {}),
+      ...(onBehalfOf ? { onBehalfOf: onBehalfOf as string } : {}),
+    };
+  }
+  return claims;
+}

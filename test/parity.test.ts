@@ -9,16 +9,18 @@ import {
   CallStatus,
   DispatcherService,
   type DispatchResponse,
+  isFinal,
   PermissionDenialSchema,
   RegistryService,
   SchemaFormat,
+  statusName,
+  statusWord,
   ToolNotFoundSchema,
   ValidationFailureSchema,
 } from "@toolmesh/proto";
 import {
   chainServices,
   LineWatcher,
-  mintJwt,
   repoRoot,
   startStack,
   type TestStack,
@@ -60,11 +62,29 @@ const vectors = JSON.parse(
   readFileSync(path.join(repoRoot, "test/vectors/cases.json"), "utf8"),
 ) as { agent: { sub: string; roles: string[] }; cases: Case[] };
 
-const secret = "parity-vectors-jwt-secret-at-least-32-bytes";
-const mint = (sub: string, roles: string[]) => mintJwt(secret, { sub, roles });
-
 const codeName = (code: Code) => Code[code].replace(/([a-z])([A-Z])/g, "$1_$2").toUpperCase();
-const statusName = (status: CallStatus) => CallStatus[status];
+
+const outcomeWords = JSON.parse(
+  readFileSync(path.join(repoRoot, "test/vectors/outcome-words.json"), "utf8"),
+) as { statuses: { status: keyof typeof CallStatus; word: string; final: boolean }[] };
+
+// The Python and Go clients check their own copies of these against the same file.
+describe("outcome words (shared vectors)", () => {
+  it("names every status of the contract", () => {
+    const named = outcomeWords.statuses.map((s) => CallStatus[s.status]).sort();
+    const contract = Object.values(CallStatus).filter((v) => typeof v === "number");
+    expect(named).toEqual(contract.sort());
+  });
+
+  for (const s of outcomeWords.statuses) {
+    it(`${s.status} is ${s.final ? "final" : "not final"} and spelt ${s.word}`, () => {
+      const status = CallStatus[s.status];
+      expect(isFinal(status)).toBe(s.final);
+      expect(statusName(status)).toBe(s.status);
+      expect(statusWord(status)).toBe(s.word);
+    });
+  }
+});
 
 describe("parity vectors (TypeScript client)", () => {
   let stack: TestStack;
@@ -73,9 +93,9 @@ describe("parity vectors (TypeScript client)", () => {
   const addr: Record<string, string> = {};
 
   beforeAll(async () => {
-    stack = await startStack({ jwtSecret: secret });
+    stack = await startStack();
     for (const name of chainServices) addr[name] = stack.service(name).url;
-    agentToken = await mint(vectors.agent.sub, vectors.agent.roles);
+    agentToken = await stack.agentToken(vectors.agent.sub, { roles: vectors.agent.roles });
     const child = spawn(
       process.execPath,
       ["--import", "tsx", path.join(repoRoot, "test/vectors/setup.ts")],
@@ -86,7 +106,7 @@ describe("parity vectors (TypeScript client)", () => {
           TOOLMESH_REGISTRY_URL: addr.registry,
           TOOLMESH_PERMISSION_URL: addr.permission,
           TOOLMESH_DISPATCHER_URL: addr.dispatcher,
-          TOOLMESH_ADMIN_TOKEN: await mint("admin-parity", ["admin"]),
+          TOOLMESH_ADMIN_TOKEN: stack.adminToken,
           TOOLMESH_VECTOR_AGENT_TOKEN: agentToken,
         },
         stdio: ["ignore", "pipe", "pipe"],

@@ -14,6 +14,7 @@ import {
   OutcomeSchema,
   PrincipalSchema,
   StoredUsageSchema,
+  statusWord,
   TraceEventSchema,
   type Usage,
   UsageSchema,
@@ -26,7 +27,7 @@ import { PipelinedPublisher } from "../../services/audit/src/pipelined-publisher
 import { callbackTraceEvent } from "../../services/callback/src/broadcaster.js";
 import { CALLBACK_BUCKET, callKey, encodeCall } from "../../services/callback/src/call-store.js";
 import { callbackConfig } from "../../services/callback/src/config.js";
-import { normalise, statusWord } from "../../services/callback/src/normalise.js";
+import { normalise } from "../../services/callback/src/normalise.js";
 import {
   addCall,
   callHour,

@@ -269,6 +269,18 @@ describe("toolmesh CLI", () => {
     };
     const approved = await hold(7);
     const denied = await hold(8);
+    // Unfiltered, tail follows REFUSED too: a denied held call is a final outcome.
+    const tail = spawn(process.execPath, [bin, "tail"], {
+      env: { ...process.env, ...op.env, TOOLMESH_TOKEN: op.adminToken, NO_COLOR: "1" },
+      cwd: dir,
+    });
+    children.push(tail);
+    const tailOut = new LineWatcher(tail.stdout);
+    await new LineWatcher(tail.stderr).waitFor(
+      (l) => l.includes("watching outcomes"),
+      20_000,
+      "tail",
+    );
     const ls = await ok(["approvals", "ls", "--tool", "cli.pay"]);
     expect(ls.stdout).toContain(approved);
     expect(ls.stdout).toContain(denied);
@@ -278,6 +290,8 @@ describe("toolmesh CLI", () => {
     const deny = await ok(["approvals", "deny", denied, "--reason", "not today"]);
     expect(deny.stderr).toContain(`denied ${denied}: REFUSED cli.pay`);
     expect(deny.stderr).toContain("approval_denied: call");
+    const tailed = await tailOut.waitFor((l) => l.includes(denied), 15_000, "the denial in tail");
+    expect(tailed).toMatch(/REFUSED\s+cli\.pay\s+agent cli-bot.*approval_denied$/);
     const again = await cli(["approvals", "deny", approved]);
     expect(again.code).toBe(1);
     expect(again.stderr).toContain("NOT_FOUND");

@@ -281,8 +281,9 @@ func (c *Client) Cancel(ctx context.Context, callID, reason string) error {
 	return err
 }
 
-// WaitOutcome waits (Callback Watch) for the final outcome of a call, for example a PENDING one.
-// Bound it with the context's deadline; without one the client's default timeout applies.
+// WaitOutcome waits (Callback Watch) for the final outcome of a call, for example a PENDING one:
+// SUCCESS, FAILURE, INTERRUPTED, or REFUSED for a call held for approval that was denied or ended
+// unrun (Reason approval_denied, approval_expired …). Bound it with the context's deadline; without one the client's default timeout applies.
 func (c *Client) WaitOutcome(ctx context.Context, callID string) (*Outcome, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -304,7 +305,7 @@ func (c *Client) WaitOutcome(ctx context.Context, callID string) (*Outcome, erro
 			return nil, FromError(err)
 		}
 		o := OutcomeOf(res.GetEvent())
-		if o.Status == "SUCCESS" || o.Status == "FAILURE" || o.Status == "INTERRUPTED" {
+		if o.Final() {
 			return o, nil
 		}
 	}

@@ -39,7 +39,6 @@ func client(t *testing.T, token string) *toolmesh.Client {
 }
 
 func TestDispatchReturnsTheToolOutput(t *testing.T) {
-	needVectors(t)
 	res, err := client(t, agentToken).Dispatch(context.Background(), "vec.echo", map[string]any{"text": "go", "times": 2},
 		toolmesh.WithTraceID("0af7651916cd43dd8448eb211c80319c"))
 	if err != nil {
@@ -51,7 +50,6 @@ func TestDispatchReturnsTheToolOutput(t *testing.T) {
 }
 
 func TestToolFailureIsAResult(t *testing.T) {
-	needVectors(t)
 	res, err := client(t, agentToken).Dispatch(context.Background(), "vec.fail", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +60,6 @@ func TestToolFailureIsAResult(t *testing.T) {
 }
 
 func TestRefusalsCarryTheirDetails(t *testing.T) {
-	needVectors(t)
 	ctx := context.Background()
 	c := client(t, agentToken)
 
@@ -104,7 +101,6 @@ func TestRefusalsCarryTheirDetails(t *testing.T) {
 }
 
 func TestTimeoutIsInterrupted(t *testing.T) {
-	needVectors(t)
 	res, err := client(t, agentToken).Dispatch(context.Background(), "vec.slow", map[string]any{"ms": 5000},
 		toolmesh.WithTimeout(300*time.Millisecond))
 	if err != nil {
@@ -116,7 +112,6 @@ func TestTimeoutIsInterrupted(t *testing.T) {
 }
 
 func TestBatchKeepsOrderAndRefusals(t *testing.T) {
-	needVectors(t)
 	results, err := client(t, agentToken).Batch(context.Background(), []toolmesh.Call{
 		{Tool: "vec.echo", Arguments: map[string]any{"text": "a"}},
 		{Tool: "vec.secret"},
@@ -132,7 +127,6 @@ func TestBatchKeepsOrderAndRefusals(t *testing.T) {
 }
 
 func TestWaitOutcome(t *testing.T) {
-	needVectors(t, "callback")
 	c := client(t, agentToken)
 	res, err := c.Dispatch(context.Background(), "vec.echo", map[string]any{"text": "watch"})
 	if err != nil {
@@ -150,7 +144,6 @@ func TestWaitOutcome(t *testing.T) {
 }
 
 func TestCancelOfAnUnknownCallIsNotFound(t *testing.T) {
-	needVectors(t)
 	err := client(t, agentToken).Cancel(context.Background(), "no-such-call", "test")
 	if status.Code(err) != codes.NotFound {
 		t.Fatalf("want NOT_FOUND, got %v", err)
@@ -158,7 +151,7 @@ func TestCancelOfAnUnknownCallIsNotFound(t *testing.T) {
 }
 
 func TestRetriesStopOnTheBound(t *testing.T) {
-	port, _ := stacktest.FreePort()
+	port := stack.FreePorts[0] // nothing listens there
 	attempts := 0
 	count := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 		attempts++
@@ -207,13 +200,43 @@ func TestSubjectTokensMatchTheTypeScriptVectors(t *testing.T) {
 	}
 }
 
+func TestOutcomeWordsMatchTheTypeScriptVectors(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(stacktest.RepoRoot(), "test/vectors/outcome-words.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file struct {
+		Statuses []struct {
+			Status, Word string
+			Final        bool
+		} `json:"statuses"`
+	}
+	if err := json.Unmarshal(raw, &file); err != nil {
+		t.Fatal(err)
+	}
+	if len(file.Statuses) != len(commonv1.CallStatus_name) {
+		t.Fatalf("the vectors name %d statuses, the contract has %d", len(file.Statuses), len(commonv1.CallStatus_name))
+	}
+	for _, s := range file.Statuses {
+		value, ok := commonv1.CallStatus_value["CALL_STATUS_"+s.Status]
+		if !ok || toolmesh.StatusName(commonv1.CallStatus(value)) != s.Status {
+			t.Errorf("status %s is not in the contract", s.Status)
+		}
+		if got := toolmesh.IsFinal(s.Status); got != s.Final {
+			t.Errorf("IsFinal(%q) = %v, want %v", s.Status, got, s.Final)
+		}
+		if got := toolmesh.CallbackSubject(s.Status, "*"); got != "toolmesh.callback."+s.Word+".*" {
+			t.Errorf("CallbackSubject(%q) = %q, want the word %s", s.Status, got, s.Word)
+		}
+	}
+}
+
 func itoa(n int) string {
 	b, _ := json.Marshal(n)
 	return string(b)
 }
 
 func TestExampleAgentCallsATool(t *testing.T) {
-	needVectors(t)
 	bin := filepath.Join(t.TempDir(), "agent")
 	build := exec.Command("go", "build", "-o", bin, "./examples/agent")
 	build.Dir = filepath.Join(stacktest.RepoRoot(), "libs/go")

@@ -11,10 +11,6 @@ import (
 // Two Dispatchers behind no load balancer: the client spreads calls over both and, once one is
 // killed, every call still succeeds on the other.
 func TestCallsFailOverBetweenTwoDispatchers(t *testing.T) {
-	needVectors(t)
-	if missing := stack.Missing("dispatcher-2"); missing != "" {
-		t.Fatalf("the test stack runs no %s", missing)
-	}
 	both := stack.Address("dispatcher") + "," + stack.Address("dispatcher-2")
 	c, err := toolmesh.New(both, agentToken,
 		toolmesh.WithRegistry(stack.Address("registry")),

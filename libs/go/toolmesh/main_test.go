@@ -13,18 +13,14 @@ import (
 	"toolmesh.dev/go/internal/stacktest"
 )
 
-// stack is the real stack every test here runs against; vectorsReady is "" when the parity
-// backend (test/vectors/setup.ts) is serving, else why it is not.
+// stack is the real stack every test here runs against, with the parity backend
+// (test/vectors/setup.ts) serving the vec.* tools; agentToken is the vectors' agent.
 var (
-	stack        *stacktest.Stack
-	vectorsReady string
-	agentToken   string
-	vectors      struct {
-		Agent struct {
-			Sub   string   `json:"sub"`
-			Roles []string `json:"roles"`
-		} `json:"agent"`
-		Cases []vectorCase `json:"cases"`
+	stack      *stacktest.Stack
+	agentToken string
+	vectors    struct {
+		Agent stacktest.Claims `json:"agent"`
+		Cases []vectorCase     `json:"cases"`
 	}
 )
 
@@ -41,16 +37,20 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "cannot read test/vectors/cases.json:", err)
 		return 1
 	}
-	stack, err = stacktest.Start()
+	stack, err = stacktest.Start(map[string]stacktest.Claims{
+		"vectors": vectors.Agent,
+		// An agent whose only grant needs approval, and an approver (TOOLMESH_APPROVER_ROLES
+		// defaults to approver): see approvals_test.go.
+		"payer":    {Sub: "go-payer", Roles: []string{"agent"}},
+		"approver": {Sub: "go-approver", Roles: []string{"agent", "approver"}},
+	}, 1)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "cannot start the stack:", err)
 		return 1
 	}
 	defer stack.Stop()
-	agentToken = stacktest.MintJWT(vectors.Agent.Sub, vectors.Agent.Roles)
-	if missing := stack.Missing("permission", "registry", "dispatcher"); missing != "" {
-		vectorsReady = fmt.Sprintf("services/%s/src/main.ts does not exist yet", missing)
-	} else if err := startVectorBackend(); err != nil {
+	agentToken = stack.Token("vectors")
+	if err := startVectorBackend(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -78,12 +78,19 @@ func startVectorBackend() error {
 	return nil
 }
 
-func needVectors(t *testing.T, services ...string) {
+// eventually calls probe until it returns nil, failing the test with the last error once timeout
+// has passed: grants and tools reach the Dispatcher through NATS watches, within about a second.
+func eventually(t *testing.T, timeout time.Duration, what string, probe func() error) {
 	t.Helper()
-	if vectorsReady != "" {
-		t.Skip(vectorsReady)
-	}
-	if missing := stack.Missing(services...); missing != "" {
-		t.Skipf("services/%s/src/main.ts does not exist yet", missing)
+	deadline := time.Now().Add(timeout)
+	for {
+		err := probe()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s; last: %v", timeout, what, err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

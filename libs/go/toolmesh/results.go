@@ -43,6 +43,17 @@ type Outcome struct {
 	Event                                  *eventsv1.CallbackEvent
 }
 
+// finalStatuses are the statuses of a call that has ended (test/vectors/outcome-words.json).
+var finalStatuses = map[string]bool{"SUCCESS": true, "FAILURE": true, "INTERRUPTED": true, "REFUSED": true}
+
+// IsFinal is true for the status of a call that has ended: SUCCESS, FAILURE, INTERRUPTED, or
+// REFUSED (a call held for approval and then denied or ended unrun). PENDING, held or accepted by
+// an asynchronous tool, is not final.
+func IsFinal(status string) bool { return finalStatuses[status] }
+
+// Final is true once the outcome's call has ended; see IsFinal.
+func (o *Outcome) Final() bool { return IsFinal(o.Status) }
+
 // StatusName is `SUCCESS` for CALL_STATUS_SUCCESS and so on.
 func StatusName(s commonv1.CallStatus) string {
 	return strings.TrimPrefix(s.String(), "CALL_STATUS_")

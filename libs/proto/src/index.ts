@@ -11,3 +11,5 @@ export * from "./gen/toolmesh/registry/v1/registry_pb.js";
 export * from "./health/google/rpc/error_details_pb.js";
 export * from "./health/grpc/health/v1/health_pb.js";
 export * from "./health/grpc/reflection/v1/reflection_pb.js";
+// Hand-written: what the contract's CallStatus values mean (final, held, their words).
+export * from "./outcome-words.js";

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -9,42 +10,44 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from stack import Stack, mint_jwt, start_stack  # noqa: E402
+from stack import REPO, Stack, start_stack  # noqa: E402
 
 import toolmesh  # noqa: E402
+
+#: The principals the tests act as; the stack mints a token for each (Stack.token(name)).
+PRINCIPALS = {
+    "agent": {"sub": "agent-py", "roles": ["agent"], "onBehalfOf": "user-py"},
+    # The parity vectors' agent, as test/vectors/cases.json names it.
+    "vectors": json.loads((REPO / "test/vectors/cases.json").read_text())["agent"],
+    # Decides held calls (TOOLMESH_APPROVER_ROLES defaults to approver).
+    "approver": {"sub": "approver-py", "roles": ["agent", "approver"]},
+}
 
 
 @pytest.fixture(scope="session")
 def stack():
-    running = start_stack()
+    running = start_stack(PRINCIPALS)
     try:
         yield running
     finally:
         running.stop()
 
 
-def _dispatcher_address(stack: Stack) -> str:
-    # Without a dispatcher, clients still reach the registry and permission services; a
-    # dispatch test calls stack.require("dispatcher") first and skips.
-    return f"127.0.0.1:{stack.ports['dispatcher']}" if stack.has("dispatcher") else "127.0.0.1:9"
-
-
 @pytest.fixture(scope="session")
 def admin(stack: Stack):
-    with toolmesh.Toolmesh(_dispatcher_address(stack), stack.admin_token, **stack.client_kwargs()) as client:
+    with toolmesh.Toolmesh(stack.address("dispatcher"), stack.admin_token, **stack.client_kwargs()) as client:
         yield client
 
 
 @pytest.fixture(scope="session")
-def agent_token() -> str:
-    return mint_jwt("agent-py", ["agent"], on_behalf_of="user-py")
+def agent_token(stack: Stack) -> str:
+    return stack.token("agent")
 
 
 @pytest.fixture(scope="session")
 def agent(stack: Stack, agent_token: str):
-    with toolmesh.Toolmesh(
-        _dispatcher_address(stack), agent_token, default_timeout=15, **stack.client_kwargs()
-    ) as client:
+    address = stack.address("dispatcher")
+    with toolmesh.Toolmesh(address, agent_token, default_timeout=15, **stack.client_kwargs()) as client:
         yield client
 
 
@@ -54,7 +57,7 @@ def make_client(stack: Stack):
     made: list[toolmesh.Toolmesh] = []
 
     def make(token: str, **kwargs) -> toolmesh.Toolmesh:
-        client = toolmesh.Toolmesh(_dispatcher_address(stack), token, **{**stack.client_kwargs(), **kwargs})
+        client = toolmesh.Toolmesh(stack.address("dispatcher"), token, **{**stack.client_kwargs(), **kwargs})
         made.append(client)
         return client
 

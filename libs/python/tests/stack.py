@@ -2,14 +2,12 @@
 
 `node --import tsx scripts/stack.ts --json` (the shared TypeScript harness, @toolmesh/testkit)
 starts nats-server and every service on free ports with a temp data dir and prints one JSON line:
-addresses, tokens and the JWT secret. It stops everything when its stdin closes.
+addresses, and tokens minted with the stack's own random JWT secret for the principals a test
+names. It stops everything when its stdin closes.
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
 import json
 import os
 import queue
@@ -20,26 +18,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pytest
-
 REPO = Path(__file__).resolve().parents[3]
-JWT_SECRET = "python-tests-jwt-secret-at-least-32-bytes-long!"
-
-
-def mint_jwt(sub: str, roles: list[str], on_behalf_of: str = "", ttl: int = 3600) -> str:
-    """An HS256 JWT as the services verify it (iss/aud toolmesh, claim roles, on_behalf_of)."""
-
-    def b64(data: bytes) -> str:
-        return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-    now = int(time.time())
-    claims = {"iss": "toolmesh", "aud": "toolmesh", "sub": sub, "roles": roles, "iat": now, "exp": now + ttl}
-    if on_behalf_of:
-        claims["on_behalf_of"] = on_behalf_of
-    head = b64(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
-    body = b64(json.dumps(claims).encode())
-    sig = hmac.new(JWT_SECRET.encode(), f"{head}.{body}".encode(), hashlib.sha256).digest()
-    return f"{head}.{body}.{b64(sig)}"
 
 
 class _Lines:
@@ -86,28 +65,24 @@ class Stack:
     ports: dict[str, int] = field(default_factory=dict)
     pids: dict[str, int] = field(default_factory=dict)
     admin_token: str = ""
+    tokens: dict[str, str] = field(default_factory=dict)
     _proc: subprocess.Popen | None = None
     _output: _Lines | None = None
 
-    def has(self, service: str) -> bool:
-        return service in self.ports
-
     def address(self, service: str) -> str:
         if service not in self.ports:
-            pytest.skip(f"services/{service}/src/main.ts does not exist yet, so this test cannot run")
+            raise KeyError(f"the test stack runs no {service}; it runs {', '.join(sorted(self.ports))}")
         return f"127.0.0.1:{self.ports[service]}"
 
-    def require(self, *services: str) -> None:
-        for name in services:
-            self.address(name)
+    def token(self, name: str) -> str:
+        """The JWT the stack minted for a principal named in start_stack(principals)."""
+        if name not in self.tokens:
+            raise KeyError(f"no token named {name}; start_stack minted {', '.join(sorted(self.tokens))}")
+        return self.tokens[name]
 
     def client_kwargs(self) -> dict[str, str]:
-        """Addresses for toolmesh.Toolmesh(...) of every running service."""
-        out = {}
-        for name in ("registry", "permission", "callback"):
-            if name in self.ports:
-                out[name] = self.address(name)
-        return out
+        """Addresses of the Registry, Permission and Callback services for toolmesh.Toolmesh(...)."""
+        return {name: self.address(name) for name in ("registry", "permission", "callback")}
 
     def kill(self, process: str) -> None:
         """SIGKILL to one process of the stack (dispatcher-2 …), as a crash would; not restarted."""
@@ -132,13 +107,14 @@ class Stack:
             proc.wait(timeout=10)
 
 
-def start_stack() -> Stack:
-    """Starts the shared test stack and returns its addresses and tokens."""
+def start_stack(principals: dict[str, dict]) -> Stack:
+    """Starts the shared test stack and returns its addresses, and a token for each principal
+    (name → {"sub", "roles", "onBehalfOf"}) minted with the stack's own secret."""
     proc = subprocess.Popen(
         # A second Dispatcher, dispatcher-2, for the client's failover.
-        ["node", "--import", "tsx", str(REPO / "scripts" / "stack.ts"), "--json", "--dispatchers", "2"],
+        ["node", "--import", "tsx", str(REPO / "scripts" / "stack.ts"), "--json", "--dispatchers", "2"]
+        + ["--tokens", json.dumps(principals)],
         cwd=REPO,
-        env={**os.environ, "TOOLMESH_JWT_SECRET": JWT_SECRET},
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -157,6 +133,7 @@ def start_stack() -> Stack:
         ports={name: s["port"] for name, s in info["services"].items() if s["port"]},
         pids={name: s["pid"] for name, s in info["services"].items()},
         admin_token=info["adminToken"],
+        tokens=info["tokens"],
         _proc=proc,
         _output=err,
     )

@@ -17,7 +17,6 @@ EXAMPLES = REPO / "libs/python/examples"
 
 @pytest.fixture(scope="module")
 def greet_tool(stack: Stack):
-    stack.require("registry", "permission", "dispatcher")
     env = {**os.environ, "TOOLMESH_REGISTRY": stack.address("registry"), "TOOLMESH_TOKEN": stack.admin_token}
     proc = subprocess.Popen([sys.executable, str(EXAMPLES / "tool.py")], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out, err = _Lines(proc.stdout), _Lines(proc.stderr)

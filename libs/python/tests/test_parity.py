@@ -8,7 +8,7 @@ import os
 import subprocess
 
 import pytest
-from stack import REPO, Stack, _Lines, mint_jwt
+from stack import REPO, Stack, _Lines
 
 import toolmesh
 
@@ -18,8 +18,7 @@ CASES = json.loads((REPO / "test/vectors/cases.json").read_text())
 @pytest.fixture(scope="module")
 def vector_stack(stack: Stack):
     """The stack with test/vectors/setup.ts serving and granting the vec.* tools."""
-    stack.require("dispatcher", "registry", "permission")
-    agent_token = mint_jwt(CASES["agent"]["sub"], CASES["agent"]["roles"])
+    agent_token = stack.token("vectors")
     env = {
         **os.environ,
         "TOOLMESH_REGISTRY_URL": f"http://{stack.address('registry')}",

@@ -7,6 +7,7 @@ import json
 import subprocess
 import threading
 
+import nats
 import pytest
 import sample_tools
 from helpers import eventually, grant
@@ -21,9 +22,8 @@ from toolmesh.registry.v1 import registry_pb2
 def py_tools(stack: Stack, admin: toolmesh.Toolmesh):
     """The sample Python tools, served and registered, with grants for agent-py / user-py."""
     server = toolmesh.serve_tools(sample_tools.ALL, registry=(stack.address("registry"), stack.admin_token))
-    if stack.has("permission"):
-        for kind, who in (("agent", "agent-py"), ("user", "user-py")):
-            grant(admin, kind, who, "py.**", ["read:data"])
+    for kind, who in (("agent", "agent-py"), ("user", "user-py")):
+        grant(admin, kind, who, "py.**", ["read:data"])
     try:
         yield server
     finally:
@@ -33,7 +33,6 @@ def py_tools(stack: Stack, admin: toolmesh.Toolmesh):
 @pytest.fixture(scope="session")
 def dispatch_ready(stack: Stack, py_tools, agent: toolmesh.Toolmesh):
     """Waits until the Dispatcher's snapshots know the tools and the grants."""
-    stack.require("dispatcher", "permission")
     eventually(
         lambda: agent.dispatch("py.echo", {"text": "warm"}),
         lambda r: r.ok,
@@ -89,7 +88,6 @@ def test_an_agent_may_not_register(make_client, agent_token: str):
 
 
 def test_grant_makes_the_tools_visible_to_the_agent(stack: Stack, agent: toolmesh.Toolmesh, py_tools):
-    stack.require("permission")
     names = eventually(
         lambda: {t.name for t in agent.list_tools()},
         lambda seen: {"py.echo", "py.slow", "py.fail"} <= seen,
@@ -195,7 +193,7 @@ def test_batch_keeps_order_and_reports_refusals(agent: toolmesh.Toolmesh, dispat
 
 
 def test_ts_agent_dispatches_to_the_python_tool(stack: Stack, agent_token: str, dispatch_ready):
-    line = _ts_agent("dispatch", f"127.0.0.1:{stack.ports['dispatcher']}", "py.echo", {"text": "ts"}, agent_token)
+    line = _ts_agent("dispatch", stack.address("dispatcher"), "py.echo", {"text": "ts"}, agent_token)
     assert line["response"]["status"] == "CALL_STATUS_SUCCESS", line
     assert line["response"]["output"]["text"] == "ts"
 
@@ -203,7 +201,7 @@ def test_ts_agent_dispatches_to_the_python_tool(stack: Stack, agent_token: str, 
 def test_async_client_dispatches(stack: Stack, agent_token: str, dispatch_ready):
     async def run():
         async with toolmesh.AsyncToolmesh(
-            f"127.0.0.1:{stack.ports['dispatcher']}", agent_token, **stack.client_kwargs()
+            stack.address("dispatcher"), agent_token, **stack.client_kwargs()
         ) as client:
             ok, bad = await asyncio.gather(
                 client.dispatch("py.echo", {"text": "async"}),
@@ -218,8 +216,6 @@ def test_async_client_dispatches(stack: Stack, agent_token: str, dispatch_ready)
 
 
 def test_async_client_covers_every_operation(stack: Stack, agent_token: str, dispatch_ready):
-    stack.require("callback")
-
     async def run():
         async with toolmesh.AsyncToolmesh(stack.address("dispatcher"), agent_token, **stack.client_kwargs()) as client:
             batch = await client.batch([("py.echo", {"text": "x"}), ("py.secret", {})])
@@ -238,9 +234,6 @@ def test_async_client_covers_every_operation(stack: Stack, agent_token: str, dis
 
 
 def test_callback_event_arrives_over_nats(stack: Stack, agent: toolmesh.Toolmesh, dispatch_ready):
-    stack.require("callback")
-    nats = pytest.importorskip("nats")
-
     async def run():
         nc = await nats.connect(stack.nats_url, nkeys_seed=stack.nats_agent_nkey_file)
         try:
@@ -261,8 +254,6 @@ def test_callback_event_arrives_over_nats(stack: Stack, agent: toolmesh.Toolmesh
 def test_a_durable_subscription_gets_events_published_while_away(
     stack: Stack, agent: toolmesh.Toolmesh, dispatch_ready
 ):
-    stack.require("callback")
-    nats = pytest.importorskip("nats")
     options = {"status": "failure", "tool": "py.fail", "durable": "py-tests-durable"}
 
     async def first_visit():
@@ -292,7 +283,6 @@ def test_a_durable_subscription_gets_events_published_while_away(
 
 
 def test_wait_outcome_returns_the_final_outcome(stack: Stack, agent: toolmesh.Toolmesh, dispatch_ready):
-    stack.require("callback")
     result = agent.dispatch("py.echo", {"text": "watch"})
     outcome = agent.wait_outcome(result.call_id, timeout=10)
     assert outcome.call_id == result.call_id and outcome.status == "SUCCESS"
@@ -335,7 +325,6 @@ def test_run_tool_calls_answers_an_anthropic_reply_in_its_dialect(agent: toolmes
 def test_a_deferred_tool_reports_its_outcome_with_its_own_credential(
     stack: Stack, admin: toolmesh.Toolmesh, agent: toolmesh.Toolmesh, dispatch_ready
 ):
-    stack.require("callback")
     key = admin.invoke(
         admin.permission.CreateApiKey,
         permission_pb2.CreateApiKeyRequest(agent_id="py-render-backend", roles=["tool-backend"], name="render tool"),

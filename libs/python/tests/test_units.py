@@ -14,6 +14,7 @@ import toolmesh
 from toolmesh.callbacks import subject_token_decode
 from toolmesh.common.v1 import common_pb2
 from toolmesh.errors import decode_details, error_from_status
+from toolmesh.results import is_final, status_name
 
 VECTORS = Path(__file__).resolve().parents[3] / "test" / "vectors"
 
@@ -35,6 +36,16 @@ def test_subject_tokens_match_the_typescript_vectors():
     for case in cases:
         assert toolmesh.subject_token(case["value"]) == case["token"], case
         assert subject_token_decode(case["token"]) == case["value"]
+
+
+def test_outcome_words_match_the_typescript_vectors():
+    statuses = json.loads((VECTORS / "outcome-words.json").read_text())["statuses"]
+    assert {s["status"] for s in statuses} == {status_name(v) for v in common_pb2.CallStatus.values()}
+    for case in statuses:
+        status = case["status"]
+        assert is_final(status) is case["final"], case
+        assert status_name(common_pb2.CallStatus.Value(f"CALL_STATUS_{status}")) == status
+        assert toolmesh.callback_subject(status) == f"toolmesh.callback.{case['word']}.*"
 
 
 def test_callback_subject_escapes_the_tool_and_keeps_wildcards():

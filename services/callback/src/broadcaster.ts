@@ -8,17 +8,20 @@ import {
   subjects,
 } from "@toolmesh/nats";
 import {
+  awaitsApproval,
   type CallbackEvent,
   CallbackEventSchema,
   CallStatus,
+  isFinal,
   type Outcome,
   OutcomeSchema,
+  statusWord,
   type TraceEvent,
   TraceEventSchema,
 } from "@toolmesh/proto";
 import type { JetStreamClient, JetStreamManager } from "nats";
 import type { CallStore } from "./call-store.js";
-import { awaitsApproval, callbackKind, isFinal, normalise, statusWord } from "./normalise.js";
+import { callbackKind, normalise } from "./normalise.js";
 import type { OutcomeHistory } from "./outcome-history.js";
 
 /** The durable consumer on TOOLMESH_OUTCOME; a restarted service catches up from here. */

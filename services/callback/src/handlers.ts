@@ -14,21 +14,25 @@ import {
   subjectToken,
 } from "@toolmesh/nats";
 import {
+  awaitsApproval,
   type CallbackEvent,
   CallbackEventSchema,
   type CallbackService,
   CallStatus,
   GetOutcomeResponseSchema,
+  isFinal,
   OutcomeSchema,
   type ReportRequest,
   ReportResponseSchema,
+  statusName,
+  statusWord,
   type ToolSchema,
   WatchResponseSchema,
 } from "@toolmesh/proto";
 import type { JetStreamClient } from "nats";
 import { findCall } from "./call-lookup.js";
 import type { CallStore } from "./call-store.js";
-import { awaitsApproval, isFinal, sameResult, statusWord } from "./normalise.js";
+import { sameResult } from "./normalise.js";
 import type { OutcomeHistory } from "./outcome-history.js";
 import { getUsage } from "./usage-query.js";
 import type { UsageStore } from "./usage-store.js";
@@ -238,7 +242,7 @@ export function createCallbackHandlers(deps: {
 /** FAILED_PRECONDITION for a report that would change a finished call. */
 function finishedAlready(callId: string, event: CallbackEvent): ConnectError {
   return new ConnectError(
-    `call "${callId}" already finished with ${CallStatus[event.status]}; a report cannot change a finished call`,
+    `call "${callId}" already finished with ${statusName(event.status)}; a report cannot change a finished call`,
     Code.FailedPrecondition,
   );
 }

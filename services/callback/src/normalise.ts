@@ -10,34 +10,6 @@ import {
 } from "@toolmesh/proto";
 import { canonicalJson } from "@toolmesh/schema";
 
-/**
- * The statuses a finished call can have. REFUSED reaches Callback only for a call that was held
- * for approval (PENDING first) and then denied or expired; other refusals leave no outcome.
- */
-export const finalStatuses: ReadonlySet<CallStatus> = new Set([
-  CallStatus.SUCCESS,
-  CallStatus.FAILURE,
-  CallStatus.INTERRUPTED,
-  CallStatus.REFUSED,
-]);
-
-/** The reason of a PENDING outcome of a call held for approval (the Dispatcher's word). */
-export const AWAITING_APPROVAL = "awaiting_approval";
-
-/** True for the PENDING event of a call still waiting for an approver. */
-export function awaitsApproval(event: CallbackEvent): boolean {
-  return event.status === CallStatus.PENDING && event.reason === AWAITING_APPROVAL;
-}
-
-export function isFinal(status: CallStatus): boolean {
-  return finalStatuses.has(status);
-}
-
-/** The word used in callback subjects: `success`, `failure`, `interrupted`. */
-export function statusWord(status: CallStatus): string {
-  return (CallStatus[status] ?? "unspecified").toLowerCase();
-}
-
 /** The trace event kind announcing a normalised outcome. */
 export function callbackKind(status: CallStatus): TraceEventKind {
   if (status === CallStatus.SUCCESS) return TraceEventKind.CALLBACK_SUCCESS;

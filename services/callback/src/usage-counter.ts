@@ -1,6 +1,6 @@
 import { fromBinary } from "@bufbuild/protobuf";
 import type { Logger } from "@toolmesh/log";
-import { type CallbackEvent, CallbackEventSchema } from "@toolmesh/proto";
+import { type CallbackEvent, CallbackEventSchema, statusWord } from "@toolmesh/proto";
 import { counter } from "@toolmesh/telemetry";
 import {
   type ConsumerMessages,
@@ -16,7 +16,6 @@ import {
   isBroadcastMark,
   LEGACY_SENT_SUBJECTS,
 } from "./call-store.js";
-import { statusWord } from "./normalise.js";
 import { callHour, type UsageStore, usageKey } from "./usage-store.js";
 
 const CALL_PREFIX = CALL_SUBJECTS.slice(0, -1);

@@ -2,11 +2,10 @@ import type { HandlerContext } from "@connectrpc/connect";
 import type { Principal } from "@toolmesh/auth";
 import type { Logger } from "@toolmesh/log";
 import { decodeEvent } from "@toolmesh/nats";
-import { type CallbackEvent, CallbackEventSchema } from "@toolmesh/proto";
+import { type CallbackEvent, CallbackEventSchema, isFinal } from "@toolmesh/proto";
 import type { Msg, NatsConnection } from "nats";
 import { findCall } from "./call-lookup.js";
 import { CALL_SUBJECTS, type CallStore, callSubject, eventOfValue } from "./call-store.js";
-import { isFinal } from "./normalise.js";
 import type { OutcomeHistory } from "./outcome-history.js";
 import { SharedSubscription, type WatchLimits, WatchQueue } from "./watch-hub.js";
 

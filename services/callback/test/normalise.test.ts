@@ -1,15 +1,16 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import { CallbackEventSchema, CallStatus, OutcomeSchema, TraceEventKind } from "@toolmesh/proto";
-import { describe, expect, it } from "vitest";
 import {
   awaitsApproval,
-  callbackKind,
+  CallbackEventSchema,
+  CallStatus,
   isFinal,
-  normalise,
-  sameResult,
+  OutcomeSchema,
   statusWord,
-} from "../src/normalise.js";
+  TraceEventKind,
+} from "@toolmesh/proto";
+import { describe, expect, it } from "vitest";
+import { callbackKind, normalise, sameResult } from "../src/normalise.js";
 
 const base = {
   callId: "c1",

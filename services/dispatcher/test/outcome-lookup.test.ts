@@ -1,11 +1,10 @@
 import { create } from "@bufbuild/protobuf";
 import { newCallId } from "@toolmesh/names";
 import { ensureStream, idShard, publishEvent, streamDefinitions, subjects } from "@toolmesh/nats";
-import { CallStatus, OutcomeSchema } from "@toolmesh/proto";
+import { AWAITING_APPROVAL, CallStatus, OutcomeSchema } from "@toolmesh/proto";
 import { startNats, TEST_JS_OPTIONS, type TestNats } from "@toolmesh/testkit";
 import { connect, type NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AWAITING_APPROVAL } from "../src/records/approval-records.js";
 import { StreamOutcomeLookup } from "../src/records/outcome-lookup.js";
 
 describe("a call's outcomes, read from its shard", () => {

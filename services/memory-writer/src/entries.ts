@@ -1,5 +1,5 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import { type CallbackEvent, CallStatus } from "@toolmesh/proto";
+import { type CallbackEvent, statusWord } from "@toolmesh/proto";
 
 /** One line of an agent's memory file. */
 export interface MemoryEntry {
@@ -22,7 +22,7 @@ export function entriesOf(
   redact: (value: unknown) => unknown,
 ): [MemoryEntry, MemoryEntry] {
   const timestamp = (event.time ? timestampDate(event.time) : new Date()).toISOString();
-  const status = (CallStatus[event.status] ?? "UNSPECIFIED").toLowerCase();
+  const status = statusWord(event.status);
   return [
     {
       id: event.callId,

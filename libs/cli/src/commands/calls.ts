@@ -9,6 +9,8 @@ import {
   DispatchBatchResponseSchema,
   DispatcherService,
   DispatchResponseSchema,
+  finalStatuses,
+  statusWord,
   TraceEventKind,
   TraceEventSchema,
 } from "@toolmesh/proto";
@@ -169,7 +171,7 @@ export const trace: Leaf = {
 /** `toolmesh tail`: call outcomes as they happen. */
 export const tail: Leaf = {
   summary: "follow call outcomes live (Ctrl-C stops)",
-  usage: "tail [--agent ID] [--tool NAME] [--status success|failure|interrupted] [--count N]",
+  usage: `tail [--agent ID] [--tool NAME] [--status ${finalStatuses.map(statusWord).join("|")}] [--count N]`,
   details: ["--count N exits after N outcomes; --json prints one JSON object a line."],
   options: {
     agent: { type: "string" },
@@ -191,9 +193,7 @@ export const tail: Leaf = {
     };
     // Watch needs a filter; with none, follow each final status and merge the streams.
     const unfiltered = filter.agentId === "" && filter.tool === "" && filter.status === 0;
-    const statuses = unfiltered
-      ? [CallStatus.SUCCESS, CallStatus.FAILURE, CallStatus.INTERRUPTED]
-      : [filter.status];
+    const statuses = unfiltered ? finalStatuses : [filter.status];
     const stream = merge(
       statuses.map((status) =>
         ctx

@@ -1,18 +1,15 @@
 // Package stacktest starts a real toolmesh stack for Go tests the way every toolmesh test starts
 // one: `node --import tsx scripts/stack.ts --json` (the shared TypeScript harness) runs
 // nats-server and every service on free ports with a temp data dir and prints one JSON line with
-// the addresses and tokens; closing its stdin stops them all.
+// the addresses, the tokens it minted with the stack's own JWT secret and ports with nothing
+// listening; closing its stdin stops them all.
 package stacktest
 
 import (
 	"bufio"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,9 +20,6 @@ import (
 	"time"
 )
 
-// JWTSecret is the HS256 secret the services of a test stack verify tokens with.
-const JWTSecret = "go-tests-jwt-secret-at-least-32-bytes-long!!"
-
 // Stack is a running test stack.
 type Stack struct {
 	NatsURL    string
@@ -33,10 +27,14 @@ type Stack struct {
 	Ports      map[string]int
 	Pids       map[string]int
 	AdminToken string
-	harness    *exec.Cmd
-	harnessIn  io.WriteCloser
-	procs      []*exec.Cmd
-	logs       map[string]*Lines
+	// Tokens are JWTs for the principals Start was given, by their names.
+	Tokens map[string]string
+	// FreePorts are ports with nothing listening, chosen the way the services' ports are.
+	FreePorts []int
+	harness   *exec.Cmd
+	harnessIn io.WriteCloser
+	procs     []*exec.Cmd
+	logs      map[string]*Lines
 }
 
 // RepoRoot is the repository root, found from this file.
@@ -45,22 +43,30 @@ func RepoRoot() string {
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "../../../.."))
 }
 
-// Address is 127.0.0.1:port of a service, or "" when it is not running.
+// Address is 127.0.0.1:port of a service; a service the stack does not run is a mistake in the
+// test, so it panics naming the ones it runs.
 func (s *Stack) Address(service string) string {
-	if p, ok := s.Ports[service]; ok {
-		return fmt.Sprintf("127.0.0.1:%d", p)
+	p, ok := s.Ports[service]
+	if !ok {
+		panic(fmt.Sprintf("the test stack runs no %s; it runs %v", service, s.Ports))
 	}
-	return ""
+	return fmt.Sprintf("127.0.0.1:%d", p)
 }
 
-// Missing names the first of the services that is not running, or "".
-func (s *Stack) Missing(services ...string) string {
-	for _, name := range services {
-		if _, ok := s.Ports[name]; !ok {
-			return name
-		}
+// Token is the JWT minted for the principal Start named name; it panics for a name it was not given.
+func (s *Stack) Token(name string) string {
+	t, ok := s.Tokens[name]
+	if !ok {
+		panic(fmt.Sprintf("no token named %s; the stack minted one for each principal given to Start", name))
 	}
-	return ""
+	return t
+}
+
+// Claims are a principal's JWT claims, as scripts/stack.ts --tokens takes them.
+type Claims struct {
+	Sub        string   `json:"sub"`
+	Roles      []string `json:"roles,omitempty"`
+	OnBehalfOf string   `json:"onBehalfOf,omitempty"`
 }
 
 // stackInfo is the JSON line scripts/stack.ts prints.
@@ -71,16 +77,23 @@ type stackInfo struct {
 		Port int `json:"port"`
 		Pid  int `json:"pid"`
 	} `json:"services"`
-	AdminToken string `json:"adminToken"`
+	AdminToken string            `json:"adminToken"`
+	Tokens     map[string]string `json:"tokens"`
+	FreePorts  []int             `json:"freePorts"`
 }
 
 // Start starts the shared test stack (nats-server and every service, with a second Dispatcher,
-// dispatcher-2, for the clients' failover).
-func Start() (*Stack, error) {
+// dispatcher-2, for the clients' failover), with a token for each principal, by name, and
+// freePorts ports with nothing listening.
+func Start(principals map[string]Claims, freePorts int) (*Stack, error) {
 	root := RepoRoot()
-	cmd := exec.Command("node", "--import", "tsx", filepath.Join(root, "scripts", "stack.ts"), "--json", "--dispatchers", "2")
+	tokens, err := json.Marshal(principals)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command("node", "--import", "tsx", filepath.Join(root, "scripts", "stack.ts"), "--json", "--dispatchers", "2",
+		"--tokens", string(tokens), "--free-ports", fmt.Sprint(freePorts))
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "TOOLMESH_JWT_SECRET="+JWTSecret)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -101,6 +114,7 @@ func Start() (*Stack, error) {
 		return nil, fmt.Errorf("scripts/stack.ts printed %q: %w", line, err)
 	}
 	s.NatsURL, s.DataDir, s.AdminToken = info.NatsURL, info.DataDir, info.AdminToken
+	s.Tokens, s.FreePorts = info.Tokens, info.FreePorts
 	for name, svc := range info.Services {
 		if svc.Port != 0 {
 			s.Ports[name] = svc.Port
@@ -186,28 +200,6 @@ func (s *Stack) Stop() {
 			<-done
 		}
 	}
-}
-
-// FreePort is a TCP port that was free a moment ago.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// MintJWT is an HS256 JWT as the services verify it (iss and aud toolmesh, claim roles).
-func MintJWT(sub string, roles []string) string {
-	enc := base64.RawURLEncoding
-	now := time.Now().Unix()
-	head, _ := json.Marshal(map[string]string{"alg": "HS256", "typ": "JWT"})
-	body, _ := json.Marshal(map[string]any{"iss": "toolmesh", "aud": "toolmesh", "sub": sub, "roles": roles, "iat": now, "exp": now + 3600})
-	signing := enc.EncodeToString(head) + "." + enc.EncodeToString(body)
-	mac := hmac.New(sha256.New, []byte(JWTSecret))
-	mac.Write([]byte(signing))
-	return signing + "." + enc.EncodeToString(mac.Sum(nil))
 }
 
 // Lines keeps a process's output lines and lets a caller wait for one.

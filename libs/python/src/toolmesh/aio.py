@@ -32,8 +32,6 @@ from toolmesh.registry.v1 import registry_pb2_grpc
 from toolmesh.results import CallResult, Outcome, ToolInfo
 from toolmesh.structs import from_struct
 
-FINAL = {"SUCCESS", "FAILURE", "INTERRUPTED"}
-
 
 class AsyncToolmesh:
     """The asyncio flavour of toolmesh.Toolmesh: the same operations, awaited."""
@@ -138,7 +136,11 @@ class AsyncToolmesh:
         await self.invoke(self.dispatcher.Cancel, dispatcher_pb2.CancelRequest(call_id=call_id, reason=reason))
 
     async def wait_outcome(self, call_id: str, *, timeout: float | None = None) -> Outcome:
-        """Waits (Callback Watch) for the final outcome of a call, for example a PENDING one."""
+        """Waits (Callback Watch) for the final outcome of a call, for example a PENDING one.
+
+        Final is SUCCESS, FAILURE, INTERRUPTED, or REFUSED for a call held for approval that was
+        denied or ended unrun (`reason` approval_denied, approval_expired …).
+        """
         request = callback_pb2.WatchRequest(call_id=call_id)
         deadline = time.monotonic() + (timeout or self.default_timeout)
         attempt = 0
@@ -150,7 +152,7 @@ class AsyncToolmesh:
             try:
                 async for response in stream:
                     outcome = Outcome.of(response.event)
-                    if outcome.status in FINAL:
+                    if outcome.final:
                         stream.cancel()
                         return outcome
             except grpc.RpcError as error:

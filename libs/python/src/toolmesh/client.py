@@ -31,7 +31,6 @@ from toolmesh.results import CallResult, Outcome, ToolInfo
 from toolmesh.structs import from_struct, to_struct
 
 T = TypeVar("T")
-FINAL = {"SUCCESS", "FAILURE", "INTERRUPTED"}
 
 
 class Toolmesh:
@@ -162,7 +161,11 @@ class Toolmesh:
         self.invoke(self.dispatcher.Cancel, dispatcher_pb2.CancelRequest(call_id=call_id, reason=reason))
 
     def wait_outcome(self, call_id: str, *, timeout: float | None = None) -> Outcome:
-        """Waits (Callback Watch) for the final outcome of a call, for example a PENDING one."""
+        """Waits (Callback Watch) for the final outcome of a call, for example a PENDING one.
+
+        Final is SUCCESS, FAILURE, INTERRUPTED, or REFUSED for a call held for approval that was
+        denied or ended unrun (`reason` approval_denied, approval_expired …).
+        """
         request = callback_pb2.WatchRequest(call_id=call_id)
         deadline = time.monotonic() + (timeout or self.default_timeout)
         attempt = 0
@@ -174,7 +177,7 @@ class Toolmesh:
             try:
                 for response in stream:
                     outcome = Outcome.of(response.event)
-                    if outcome.status in FINAL:
+                    if outcome.final:
                         stream.cancel()
                         return outcome
             except grpc.RpcError as error:

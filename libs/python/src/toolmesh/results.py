@@ -12,9 +12,20 @@ from toolmesh.registry.v1 import registry_pb2
 from toolmesh.structs import from_struct
 
 
+# The statuses of a call that has ended (test/vectors/outcome-words.json): REFUSED is a call held
+# for approval and then denied or ended unrun; PENDING (held, or accepted by an asynchronous tool)
+# is not final.
+FINAL_STATUSES = frozenset({"SUCCESS", "FAILURE", "INTERRUPTED", "REFUSED"})
+
+
 def status_name(status: int) -> str:
     """`SUCCESS` for CALL_STATUS_SUCCESS and so on."""
     return common_pb2.CallStatus.Name(status).removeprefix("CALL_STATUS_")
+
+
+def is_final(status: str) -> bool:
+    """True for the status of a call that has ended: SUCCESS, FAILURE, INTERRUPTED or REFUSED."""
+    return status in FINAL_STATUSES
 
 
 @dataclass(frozen=True)
@@ -85,6 +96,11 @@ class Outcome:
     @property
     def ok(self) -> bool:
         return self.status == "SUCCESS"
+
+    @property
+    def final(self) -> bool:
+        """True once the call has ended (REFUSED too: a held call that was denied); PENDING is not."""
+        return is_final(self.status)
 
     @staticmethod
     def of(event: events_pb2.CallbackEvent) -> Outcome:

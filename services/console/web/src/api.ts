@@ -1,7 +1,7 @@
 import type { DescService } from "@bufbuild/protobuf";
 import { type Client, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
-import { type CallbackEvent, CallbackService, CallStatus } from "@toolmesh/proto";
+import { type CallbackEvent, CallbackService, finalStatuses } from "@toolmesh/proto";
 
 /** The console's origin forwards each service's RPCs, so one transport reaches them all. */
 const transport = createConnectTransport({ baseUrl: window.location.origin });
@@ -37,9 +37,6 @@ export function auth(signal?: AbortSignal) {
   };
 }
 
-/** The final statuses: CallbackService.Watch needs a filter, so one stream per status. */
-const FINAL = [CallStatus.SUCCESS, CallStatus.FAILURE, CallStatus.INTERRUPTED, CallStatus.REFUSED];
-
 /**
  * Follows every final outcome the session may see (CallbackService.Watch) until `signal` aborts;
  * a stream that fails reports its error, described, to `onError`.
@@ -49,7 +46,8 @@ export function watchOutcomes(
   onEvent: (event: CallbackEvent) => void,
   onError: (message: string) => void,
 ): void {
-  for (const status of FINAL) {
+  // CallbackService.Watch needs a filter, so one stream per final status.
+  for (const status of finalStatuses) {
     (async () => {
       try {
         for await (const res of client(CallbackService).watch({ status }, auth(signal)))

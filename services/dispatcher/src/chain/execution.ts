@@ -4,6 +4,7 @@ import {
   DispatchResponseSchema,
   InvokeRequestSchema,
   RuntimeKind,
+  statusName,
 } from "@toolmesh/proto";
 import type { ToolRuntime } from "../runtimes/runtime.js";
 import { effectiveTimeout, runAttempts } from "./attempts.js";
@@ -13,7 +14,7 @@ import { limitOutput } from "./record-limits.js";
 import { unrecorded } from "./recording-gate.js";
 import { CallRefused } from "./refusal.js";
 import type { InterruptReason } from "./running-calls.js";
-import { type dispatcherMetrics, statusLabel } from "./telemetry.js";
+import type { dispatcherMetrics } from "./telemetry.js";
 import type { ChainDeps, Execution } from "./types.js";
 
 /**
@@ -147,7 +148,7 @@ export async function executeCall(
   if (call.idempotencyKey) {
     await deps.idempotency.put(principal.agentId, call.idempotencyKey, response);
   }
-  const status = statusLabel(end.status);
+  const status = statusName(end.status);
   metrics.calls.inc({ tool: spec.name, status });
   metrics.duration.observe({ tool: spec.name, status }, (Date.now() - started) / 1000);
   spans.end(end.status);

@@ -5,6 +5,7 @@ import { KvConflictError } from "@toolmesh/nats";
 import {
   ApprovalSchema,
   ApprovalState,
+  AWAITING_APPROVAL,
   CallErrorSchema,
   CallStatus,
   type DispatchResponse,
@@ -15,7 +16,7 @@ import {
   PrincipalSchema,
 } from "@toolmesh/proto";
 import { counter } from "@toolmesh/telemetry";
-import { AWAITING_APPROVAL, awaitingMessage, recordHeld } from "../records/approval-records.js";
+import { awaitingMessage, recordHeld } from "../records/approval-records.js";
 import type { CallRecord } from "../records/call-recorder.js";
 import type { HeldCallStore } from "../records/held-calls.js";
 import { unrecorded } from "./recording-gate.js";

@@ -1,4 +1,4 @@
-import { CallStatus } from "@toolmesh/proto";
+import { CallStatus, statusName } from "@toolmesh/proto";
 import {
   counter,
   endWithError,
@@ -41,11 +41,6 @@ export interface CallTraceContext {
   traceparent?: string | undefined;
   /** Epoch ms authentication of the RPC began (the root span starts there). */
   authStartedMs?: number | undefined;
-}
-
-/** The status names spans and metrics use: SUCCESS, FAILURE, INTERRUPTED, REFUSED … */
-export function statusLabel(status: CallStatus): string {
-  return CallStatus[status] ?? String(status);
 }
 
 /**
@@ -116,9 +111,9 @@ export class CallSpans {
   end(status: CallStatus): void {
     this.current?.end();
     this.current = undefined;
-    this.root.setAttribute("toolmesh.status", statusLabel(status));
+    this.root.setAttribute("toolmesh.status", statusName(status));
     if (status !== CallStatus.SUCCESS && status !== CallStatus.REFUSED)
-      this.root.setStatus({ code: SpanStatusCode.ERROR, message: statusLabel(status) });
+      this.root.setStatus({ code: SpanStatusCode.ERROR, message: statusName(status) });
     this.root.end();
   }
 }

@@ -4,14 +4,12 @@ import {
   type Approval,
   ApprovalState,
   AuditAction,
+  AWAITING_APPROVAL,
   CallErrorSchema,
   CallStatus,
   TraceEventKind,
 } from "@toolmesh/proto";
 import type { CallRecord } from "./call-recorder.js";
-
-/** The reason (and error code) of a PENDING outcome of a call held for approval. */
-export const AWAITING_APPROVAL = "awaiting_approval";
 
 /** Why a held call ended without running: the reason and error code of its REFUSED outcome. */
 export type UnrunReason =

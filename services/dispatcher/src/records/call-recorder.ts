@@ -12,6 +12,7 @@ import {
   type Outcome,
   OutcomeSchema,
   type Principal,
+  statusName,
   TraceEventKind,
   TraceEventSchema,
 } from "@toolmesh/proto";
@@ -262,7 +263,7 @@ export class CallRecord {
     const c = this.call;
     const durationMs = run.finishedMs - run.startedMs;
     this.trace(TraceEventKind.TOOL_RESULT, {
-      status: CallStatus[end.status],
+      status: statusName(end.status),
       duration_ms: durationMs,
       attempts: run.attempts,
       ...(end.error ? { error_code: end.error.code } : {}),

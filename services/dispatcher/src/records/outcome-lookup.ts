@@ -1,9 +1,8 @@
 import { fromBinary } from "@bufbuild/protobuf";
 import { callTimeOf } from "@toolmesh/names";
 import { readWindow, streamNames, subjects } from "@toolmesh/nats";
-import { CallStatus, type Outcome, OutcomeSchema } from "@toolmesh/proto";
+import { awaitsApproval, CallStatus, type Outcome, OutcomeSchema } from "@toolmesh/proto";
 import { DeliverPolicy, type JetStreamClient, type NatsConnection } from "nats";
-import { AWAITING_APPROVAL } from "./approval-records.js";
 
 /** Whether the Dispatcher has recorded a call's outcome (the sweepers' question). */
 export interface OutcomeLookup {
@@ -42,8 +41,6 @@ export function hasEnded(outcomes: CallOutcomes): boolean {
   return outcomes.last.status !== CallStatus.PENDING;
 }
 
-const isHeld = (o: Outcome) => o.status === CallStatus.PENDING && o.reason === AWAITING_APPROVAL;
-
 /**
  * Reads the outcomes the Dispatcher (and Report) published for a call from TOOLMESH_OUTCOME.
  * Outcomes are filed under a shard of their call id, so a call's are read from its shard over the
@@ -69,7 +66,7 @@ export class StreamOutcomeLookup implements OutcomeLookup, OutcomeReader {
       fromMs: sinceMs - this.leadMs,
       visit: (msg) => {
         const outcome = fromBinary(OutcomeSchema, msg.data);
-        found = outcome.callId === callId && !isHeld(outcome);
+        found = outcome.callId === callId && !awaitsApproval(outcome);
         return found;
       },
     });

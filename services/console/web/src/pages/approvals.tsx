@@ -5,6 +5,8 @@ import {
   CallStatus,
   type DecideApprovalResponse,
   DispatcherService,
+  statusName,
+  statusWord,
 } from "@toolmesh/proto";
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import { auth, client, describeError, watchOutcomes, when } from "../api.js";
@@ -169,7 +171,7 @@ export function ApprovalsPage() {
             />
             <tbody>
               {decided.map(({ approval, result }) => {
-                const status = CallStatus[result?.status ?? CallStatus.UNSPECIFIED] ?? "";
+                const status = result?.status ?? CallStatus.UNSPECIFIED;
                 return (
                   <tr key={approval?.callId} data-call={approval?.callId}>
                     <td>{when(approval?.decidedAt)}</td>
@@ -180,7 +182,7 @@ export function ApprovalsPage() {
                       {approval?.reason && <small class="muted"> ({approval.reason})</small>}
                     </td>
                     <td>
-                      <span class={`status ${status.toLowerCase()}`}>{status}</span>
+                      <span class={`status ${statusWord(status)}`}>{statusName(status)}</span>
                     </td>
                     <td>{result?.error ? `${result.error.code}: ${result.error.message}` : ""}</td>
                     <td>

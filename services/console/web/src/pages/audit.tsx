@@ -1,7 +1,8 @@
 import {
   type AuditRecord,
   AuditService,
-  CallStatus,
+  statusName,
+  statusWord,
   type VerifyChainResponse,
 } from "@toolmesh/proto";
 import { useEffect, useState } from "preact/hooks";
@@ -52,7 +53,6 @@ export function AuditPage() {
         <Head columns={["seq", "time", "tool", "agent", "status", "ms", "error", "trace"]} />
         <tbody>
           {records.map((r) => {
-            const status = CallStatus[r.status] ?? "";
             return (
               <tr key={r.id}>
                 <td>{String(r.sequence)}</td>
@@ -60,7 +60,7 @@ export function AuditPage() {
                 <td>{r.tool}</td>
                 <td>{r.agentId}</td>
                 <td>
-                  <span class={`status ${status.toLowerCase()}`}>{status}</span>
+                  <span class={`status ${statusWord(r.status)}`}>{statusName(r.status)}</span>
                 </td>
                 <td>{r.durationMs}</td>
                 <td>{r.errorCode}</td>

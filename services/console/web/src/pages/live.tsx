@@ -1,4 +1,4 @@
-import { type CallbackEvent, CallStatus } from "@toolmesh/proto";
+import { type CallbackEvent, statusName, statusWord } from "@toolmesh/proto";
 import { useEffect, useState } from "preact/hooks";
 import { watchOutcomes, when } from "../api.js";
 import { Head } from "../widgets.js";
@@ -29,12 +29,11 @@ export function LivePage() {
         <Head columns={["time", "status", "tool", "agent", "ms", "trace"]} />
         <tbody>
           {events.map((e) => {
-            const status = CallStatus[e.status] ?? String(e.status);
             return (
               <tr key={e.callId} data-call={e.callId}>
                 <td>{when(e.time)}</td>
                 <td>
-                  <span class={`status ${status.toLowerCase()}`}>{status}</span>
+                  <span class={`status ${statusWord(e.status)}`}>{statusName(e.status)}</span>
                 </td>
                 <td>{e.tool}</td>
                 <td>{e.agentId}</td>

@@ -1,12 +1,13 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import {
-  CallStatus,
   DispatcherService,
   type DispatchResponse,
   type Group,
   RegistryService,
   RuntimeState,
   type RuntimeStatus,
+  statusName,
+  statusWord,
   type Tool,
   ToolStatus,
 } from "@toolmesh/proto";
@@ -144,10 +145,8 @@ function CallForm({ tool }: { tool: string }) {
       {error && <pre class="error">{error}</pre>}
       {result && (
         <div class="result">
-          <span class={`status ${(CallStatus[result.status] ?? "").toLowerCase()}`}>
-            {CallStatus[result.status]}
-          </span>{" "}
-          in {result.durationMs} ms · <a href={`#/trace/${result.traceId}`}>open its trace</a>
+          <span class={`status ${statusWord(result.status)}`}>{statusName(result.status)}</span> in{" "}
+          {result.durationMs} ms · <a href={`#/trace/${result.traceId}`}>open its trace</a>
           <pre>{JSON.stringify(result.error ?? result.output ?? {}, null, 2)}</pre>
         </div>
       )}

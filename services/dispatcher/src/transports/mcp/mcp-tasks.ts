@@ -17,6 +17,7 @@ import { nameLimits } from "@toolmesh/names";
 import {
   type Approval,
   ApprovalState,
+  awaitsApproval,
   CallStatus,
   type DispatchResponse,
   DispatchResponseSchema,
@@ -26,7 +27,6 @@ import {
 } from "@toolmesh/proto";
 import { approvalRequirements } from "../../chain/checks.js";
 import type { CheckDeps } from "../../chain/types.js";
-import { AWAITING_APPROVAL } from "../../records/approval-records.js";
 import type { HeldCallStore } from "../../records/held-calls.js";
 import { type CallOutcomes, hasEnded, type OutcomeReader } from "../../records/outcome-lookup.js";
 
@@ -82,7 +82,7 @@ export async function createdTask(
   response: DispatchResponse,
 ): Promise<CreateTaskResult> {
   const found = await deps.outcomes.read(response.callId);
-  const held = response.error?.code === AWAITING_APPROVAL;
+  const held = awaitsApproval(response);
   const approval = held ? (await deps.held.get(response.callId))?.held.approval : undefined;
   const now = new Date().toISOString();
   const task: Task = found
@@ -142,7 +142,9 @@ export async function getTask(
   taskId: string,
 ): Promise<GetTaskResult> {
   const found = await ownCall(deps, principal, taskId);
-  const approval = isHeld(found.last) ? (await deps.held.get(taskId))?.held.approval : undefined;
+  const approval = awaitsApproval(found.last)
+    ? (await deps.held.get(taskId))?.held.approval
+    : undefined;
   return taskOf(found, approval, deps.outcomes.retentionMs);
 }
 
@@ -208,10 +210,6 @@ async function ownCall(
   return found;
 }
 
-function isHeld(outcome: Outcome): boolean {
-  return outcome.status === CallStatus.PENDING && outcome.reason === AWAITING_APPROVAL;
-}
-
 /**
  * A call's outcomes as a task: PENDING is `working` (a third party approves, not the requestor,
  * so never `input_required`); SUCCESS `completed`; every other end `failed`, as the spec has a
@@ -248,7 +246,7 @@ function statusText(last: Outcome, approval: Approval | undefined): string {
   if (last.status === CallStatus.SUCCESS) return "completed; tasks/result has the tool's result";
   if (last.status !== CallStatus.PENDING)
     return `${last.error?.code || "failed"}: ${last.error?.message ?? "the call failed"}`;
-  if (!isHeld(last))
+  if (!awaitsApproval(last))
     return "the tool accepted the call and reports its outcome later; tasks/result waits for it";
   if (!approval || approval.state === ApprovalState.PENDING)
     return approval

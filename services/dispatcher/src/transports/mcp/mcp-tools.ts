@@ -2,6 +2,7 @@ import { create, type JsonObject } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { ProtocolError, ProtocolErrorCode, Server } from "@modelcontextprotocol/server";
 import {
+  awaitsApproval,
   type BackendEvent,
   CallStatus,
   DispatchRequestSchema,
@@ -13,7 +14,6 @@ import type { ToolCatalog } from "../../catalog/tool-catalog.js";
 import { usableTools } from "../../catalog/visible-tools.js";
 import type { DispatchChain } from "../../chain/dispatch-chain.js";
 import type { CheckDeps } from "../../chain/types.js";
-import { AWAITING_APPROVAL } from "../../records/approval-records.js";
 import {
   createdTask,
   type McpTaskDeps,
@@ -224,10 +224,9 @@ export function callResult(tool: Tool | undefined, response: DispatchResponse): 
         content: [
           {
             type: "text",
-            text:
-              response.error?.code === AWAITING_APPROVAL
-                ? `awaiting approval (call_id ${response.callId}): ${response.error.message}`
-                : `accepted: the tool finishes the call later (call_id ${response.callId}); its outcome is broadcast as a callback`,
+            text: awaitsApproval(response)
+              ? `awaiting approval (call_id ${response.callId}): ${response.error?.message ?? ""}`
+              : `accepted: the tool finishes the call later (call_id ${response.callId}); its outcome is broadcast as a callback`,
           },
         ],
         ...(hasOutputSchema(tool) ? { isError: true } : {}),

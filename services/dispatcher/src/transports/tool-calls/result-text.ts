@@ -1,5 +1,4 @@
-import { CallStatus, type DispatchResponse } from "@toolmesh/proto";
-import { AWAITING_APPROVAL } from "../../records/approval-records.js";
+import { awaitsApproval, CallStatus, type DispatchResponse, statusWord } from "@toolmesh/proto";
 
 /**
  * A call's result as the text a model reads: the output's JSON on success; otherwise what went
@@ -11,12 +10,12 @@ export function resultText(result: DispatchResponse | undefined): string {
     case CallStatus.SUCCESS:
       return JSON.stringify(result.output ?? {});
     case CallStatus.PENDING:
-      if (result.error?.code === AWAITING_APPROVAL)
-        return `awaiting approval (call_id ${result.callId}): ${result.error.message}`;
+      if (awaitsApproval(result))
+        return `awaiting approval (call_id ${result.callId}): ${result.error?.message ?? ""}`;
       return `the tool accepted the call and finishes it later (call_id ${result.callId}); its outcome arrives as a callback`;
     case CallStatus.REFUSED:
       return `error (${result.refusalCode || "refused"}): ${result.error?.message ?? "the call was refused"}`;
     default:
-      return `error (${result.error?.code || CallStatus[result.status].toLowerCase()}): ${result.error?.message ?? "the tool failed"}`;
+      return `error (${result.error?.code || statusWord(result.status)}): ${result.error?.message ?? "the tool failed"}`;
   }
 }
