@@ -18,7 +18,12 @@ import type { RecordFilter, RecordIndex } from "./record-index.js";
 import type { TraceReader } from "./trace-reader.js";
 
 /** Record sequences are the page position of QueryRecords (newest first). */
-const recordPages = pageTokens({ defaultSize: 100, maxSize: 1000, position: /^[1-9]\d{0,19}$/ });
+const recordPages = pageTokens({
+  defaultSize: 100,
+  maxSize: 1000,
+  position: /^[1-9]\d{0,19}$/,
+  maxPositionLength: 20,
+});
 const TRACE_ID = /^[0-9a-f]{32}$/;
 
 /** What the AuditService RPCs read: the query index, the chain and the trace stream. */

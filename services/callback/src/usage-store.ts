@@ -1,5 +1,6 @@
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { timestampFromMs, timestampMs } from "@bufbuild/protobuf/wkt";
+import { nameLimits } from "@toolmesh/names";
 import {
   bucketNames,
   compareAndSet,
@@ -39,6 +40,16 @@ export function hourToken(hourMs: number): string {
 export function usageKey(hourMs: number, agentId: string, userId: string, tool: string): string {
   return `hours.${hourToken(hourMs)}.${kvKeyToken(agentId)}.${kvKeyToken(userId)}.${kvKeyToken(tool)}`;
 }
+
+/** A usage key's shape. */
+export const USAGE_KEY = /^hours\.\d{10}(\.[A-Za-z0-9_=-]+){3}$/;
+
+/**
+ * The longest usage key: ids are printable ASCII within their limits (libs/names), and a key
+ * token escapes a character to at most 3 (`=2E`).
+ */
+export const MAX_USAGE_KEY_LENGTH =
+  "hours.".length + 10 + 3 + 3 * (2 * nameLimits.principalId + nameLimits.toolName);
 
 /** What a usage query matches; empty strings match every value. */
 export interface UsageFilter {

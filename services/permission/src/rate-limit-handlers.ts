@@ -33,6 +33,7 @@ const pages = pageTokens({
   defaultSize: 100,
   maxSize: 1000,
   position: new RegExp(`^[a-z]+\\.[A-Za-z0-9_=-]{1,${rateLimitBounds.maxIdLength}}$`),
+  maxPositionLength: rateLimitBounds.maxIdLength,
 });
 
 /** One sentence for the audit record. */

@@ -3,7 +3,7 @@ import { timestampNow } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { Role, requireRole } from "@toolmesh/auth";
 import { alreadyExists, Code, ConnectError, invalidField } from "@toolmesh/errors";
-import { checkLength, checkToolName } from "@toolmesh/names";
+import { checkLength, checkToolName, nameLimits } from "@toolmesh/names";
 import { KvConflictError } from "@toolmesh/nats";
 import {
   ChangeType,
@@ -29,6 +29,7 @@ export const toolPages = pageTokens({
   defaultSize: 50,
   maxSize: 500,
   position: /^[a-z0-9_.-]{1,64}$/,
+  maxPositionLength: nameLimits.toolName,
 });
 
 /** RegisterTool, UpdateTool, DeregisterTool, GetTool and ListTools. */

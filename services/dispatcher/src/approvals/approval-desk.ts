@@ -29,11 +29,10 @@ import type { DispatchChain } from "../dispatch-chain.js";
 import type { OutcomeLookup } from "../outcome-lookup.js";
 import { recordDecision, recordUnrun, type UnrunReason } from "./approval-records.js";
 import {
+  approvalPages,
   approvalPosition,
   comparePositions,
   decisionRefusal,
-  decodeApprovalToken,
-  encodeApprovalToken,
   notAnApprover,
   seesApproval,
 } from "./approvers.js";
@@ -43,7 +42,6 @@ import { recheckHeld } from "./recheck.js";
 
 /** The longest reason an approver may give. */
 const MAX_REASON = 512;
-const MAX_PAGE = 1000;
 
 export interface ApprovalDeskDeps {
   store: HeldCallStore;
@@ -70,11 +68,11 @@ export class ApprovalDesk {
 
   /** ListApprovals: the pending holds the caller may decide (or made), oldest first. */
   async list(p: Principal, req: ListApprovalsRequest): Promise<ListApprovalsResponse> {
-    if (req.pageSize > MAX_PAGE)
-      throw invalidField("page_size", `is ${req.pageSize}; at most ${MAX_PAGE}`);
+    const size = approvalPages.pageSize(req.pageSize);
     if (req.tool) checkLength("tool", "toolName", req.tool);
     if (req.agentId) checkLength("agent_id", "principalId", req.agentId);
-    const after = req.pageToken ? decodeApprovalToken(req.pageToken) : undefined;
+    const fingerprint = approvalPages.fingerprint([req.tool, req.agentId]);
+    const after = approvalPages.decode(req.pageToken, fingerprint);
     const now = Date.now();
     const visible = (await this.deps.store.list())
       .map((s) => s.held.approval)
@@ -86,15 +84,16 @@ export class ApprovalDesk {
           (req.agentId === "" || a.agentId === req.agentId),
       )
       .filter((a) => seesApproval(p, a, this.deps.approverRoles))
-      .filter((a) => !after || comparePositions(approvalPosition(a), after) > 0)
+      .filter((a) => approvalPosition(a) > after)
       .sort((a, b) => comparePositions(approvalPosition(a), approvalPosition(b)));
-    const size = req.pageSize || 100;
     const page = visible.slice(0, size);
     const last = page.at(-1);
     return create(ListApprovalsResponseSchema, {
       approvals: page,
       nextPageToken:
-        visible.length > size && last ? encodeApprovalToken(approvalPosition(last)) : "",
+        visible.length > size && last
+          ? approvalPages.encode(approvalPosition(last), fingerprint)
+          : "",
     });
   }
 
