@@ -50,7 +50,12 @@ export {
   KvConflictError,
   retryBetweenLeaders,
 } from "./jetstream-errors.js";
-export { kvKeyToken } from "./kv.js";
+export {
+  kvKeyToken,
+  UpdateConflictError,
+  type UpdateRetry,
+  updateWithRetry,
+} from "./kv.js";
 export { holdLease, type Lease, type LeasedWork } from "./lease.js";
 export { MemorySnapshot } from "./memory-snapshot.js";
 export { ReconnectingKvSnapshot } from "./reconnecting-snapshot.js";
