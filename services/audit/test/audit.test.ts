@@ -276,7 +276,12 @@ describe("audit service", () => {
       code: Code.InvalidArgument,
       rawMessage: expect.stringContaining("trace_id: expected a W3C trace id"),
     });
+    // The all-zero id is not a trace id (W3C): the same rule the Dispatcher applies.
     await expect(client.getTrace({ traceId: "0".repeat(32) }, auditor)).rejects.toMatchObject({
+      code: Code.InvalidArgument,
+      rawMessage: expect.stringContaining("trace_id: expected a W3C trace id"),
+    });
+    await expect(client.getTrace({ traceId: "f".repeat(32) }, auditor)).rejects.toMatchObject({
       code: Code.NotFound,
     });
   });
