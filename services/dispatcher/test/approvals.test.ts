@@ -1,5 +1,5 @@
 import { clone, create } from "@bufbuild/protobuf";
-import { Code } from "@connectrpc/connect";
+import { Code } from "@toolmesh/errors";
 import { buckets } from "@toolmesh/nats";
 import {
   ApprovalDecision,

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import {
   API_KEY_HASH_ALGORITHM,
   hasRole,
@@ -10,7 +10,7 @@ import {
   Role,
   requireRole,
 } from "@toolmesh/auth";
-import { invalidField, notFound } from "@toolmesh/errors";
+import { Code, ConnectError, invalidField, notFound } from "@toolmesh/errors";
 import type { Logger } from "@toolmesh/log";
 import { checkPrincipalId, nameLimits } from "@toolmesh/names";
 import { buckets, type SnapshotView } from "@toolmesh/nats";

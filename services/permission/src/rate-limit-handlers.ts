@@ -1,8 +1,8 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { Role, requireRole } from "@toolmesh/auth";
-import { notFound } from "@toolmesh/errors";
+import { Code, ConnectError, notFound } from "@toolmesh/errors";
 import { buckets } from "@toolmesh/nats";
 import {
   ChangeType,
