@@ -3,7 +3,7 @@ import { timestampMs, timestampNow } from "@bufbuild/protobuf/wkt";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { hasRole, type Principal, principalOf, Role, requireRole } from "@toolmesh/auth";
 import { Code, ConnectError, invalidField, notFound } from "@toolmesh/errors";
-import type { Logger } from "@toolmesh/log";
+import { callFields, type Logger } from "@toolmesh/log";
 import { checkLength } from "@toolmesh/names";
 import {
   buckets,
@@ -171,7 +171,7 @@ export function createCallbackHandlers(deps: {
         await calls.update(event, stored.revision);
         await publishOutcome(event);
         log.info(
-          { call_id: event.callId, trace_id: event.traceId, status: statusWord(event.status) },
+          { ...callFields(event), status: statusWord(event.status) },
           "asynchronous call reported",
         );
         return create(ReportResponseSchema, { event, duplicate: false });

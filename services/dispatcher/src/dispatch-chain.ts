@@ -1,6 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import { ConnectError, codeName } from "@toolmesh/errors";
-import type { Logger } from "@toolmesh/log";
+import { callFields, type Logger } from "@toolmesh/log";
 import { newCallId, newTraceId } from "@toolmesh/names";
 import {
   type BackendEvent,
@@ -264,7 +264,7 @@ export class DispatchChain {
     if (call.idempotencyKey)
       await this.deps.idempotency.put(principal.agentId, call.idempotencyKey, response);
     this.deps.log.info(
-      { call_id: response.callId, trace_id: response.traceId, tool: record.call.tool },
+      { ...callFields(response), tool: record.call.tool },
       "call held for approval",
     );
     spans.end(CallStatus.PENDING);

@@ -1,6 +1,6 @@
 import { create, fromBinary, type JsonObject } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
-import type { Logger } from "@toolmesh/log";
+import { callFields, type Logger } from "@toolmesh/log";
 import { compareAndSet, subjectToken, updateWithRetry } from "@toolmesh/nats";
 import {
   CallErrorSchema,
@@ -200,7 +200,7 @@ export class LeaseSweeper {
     await record.flush();
     await jsm.streams.deleteMessage(LEASE_STREAM, sequence, false).catch(() => {});
     log.warn(
-      { call_id: lease.callId, trace_id: lease.traceId, instance: lease.instance, reason },
+      { ...callFields(lease), instance: lease.instance, reason },
       "closed a call whose outcome was never recorded",
     );
     return true;

@@ -1,7 +1,7 @@
 import { clone, create } from "@bufbuild/protobuf";
 import { timestampDate, timestampFromMs, timestampMs } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, codeName, invalidField, notFound } from "@toolmesh/errors";
-import type { Logger } from "@toolmesh/log";
+import { callFields, type Logger } from "@toolmesh/log";
 import { checkLength } from "@toolmesh/names";
 import { KvConflictError } from "@toolmesh/nats";
 import {
@@ -138,7 +138,7 @@ export class ApprovalDesk {
     });
     const decidedApproval = decided.approval as Approval;
     this.deps.log.info(
-      { call_id: req.callId, trace_id: approval.traceId, decided_by: p.agentId, approve },
+      { ...callFields(approval), decided_by: p.agentId, approve },
       approve ? "held call approved" : "held call denied",
     );
     const result = approve
@@ -188,10 +188,7 @@ export class ApprovalDesk {
       throw error;
     }
     const a = expired.approval as Approval;
-    this.deps.log.info(
-      { call_id: a.callId, trace_id: a.traceId, tool: a.tool },
-      "held call expired",
-    );
+    this.deps.log.info({ ...callFields(a), tool: a.tool }, "held call expired");
     await this.closeUnrun(expired, {
       reason: "approval_expired",
       message: `no approver decided on call ${a.callId} to tool "${a.tool}" before ${a.expiresAt ? timestampDate(a.expiresAt).toISOString() : "its expiry"}; it did not run. Call again if it is still needed`,
@@ -251,10 +248,7 @@ export class ApprovalDesk {
         false,
       );
     }
-    this.deps.log.warn(
-      { call_id: a.callId, trace_id: a.traceId },
-      "closed a decided held call left unfinished",
-    );
+    this.deps.log.warn(callFields(a), "closed a decided held call left unfinished");
     return true;
   }
 
@@ -288,7 +282,7 @@ export class ApprovalDesk {
     const release = () => {
       this.deps.store.delete(a.callId).catch((error: unknown) => {
         this.deps.log.warn(
-          { err: error, call_id: a.callId },
+          { err: error, ...callFields(a) },
           "could not delete a started held call; the sweep will",
         );
       });
