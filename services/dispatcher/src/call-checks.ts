@@ -13,7 +13,6 @@ import {
   clipped,
   GENERATED_CALL_ID_PREFIX,
   isTraceId,
-  nameLimits,
   newCallId,
 } from "@toolmesh/names";
 import {
@@ -115,9 +114,6 @@ export function approvalRequirements(
     ...(decision.requiresApproval ? decision.matchedGrantIds.map((id) => `grant:${id}`) : []),
   ];
 }
-
-/** Call ids longer than this are refused and their refusal filed under a fresh one. */
-export const MAX_ID_LENGTH = nameLimits.callId;
 
 /** What the checks read: the registry snapshot, the grants and the calls running here. */
 export interface CheckDeps {

@@ -13,6 +13,7 @@ import {
   type StandardSchemaV1,
   type Task,
 } from "@modelcontextprotocol/server";
+import { clipped, withinLimit } from "@toolmesh/names";
 import {
   type Approval,
   ApprovalState,
@@ -25,7 +26,7 @@ import {
 } from "@toolmesh/proto";
 import { AWAITING_APPROVAL } from "../approvals/approval-records.js";
 import type { HeldCallStore } from "../approvals/held-calls.js";
-import { approvalRequirements, type CheckDeps, MAX_ID_LENGTH } from "../call-checks.js";
+import { approvalRequirements, type CheckDeps } from "../call-checks.js";
 import { type CallOutcomes, hasEnded, type OutcomeReader } from "../outcome-lookup.js";
 
 /**
@@ -191,7 +192,7 @@ async function ownCall(
   taskId: string,
 ): Promise<CallOutcomes> {
   const found =
-    taskId !== "" && taskId.length <= MAX_ID_LENGTH ? await deps.outcomes.read(taskId) : undefined;
+    taskId !== "" && withinLimit("callId", taskId) ? await deps.outcomes.read(taskId) : undefined;
   if (
     !found ||
     found.first.agentId !== principal.agentId ||
@@ -199,7 +200,7 @@ async function ownCall(
   )
     throw new ProtocolError(
       ProtocolErrorCode.InvalidParams,
-      `task not found: ${JSON.stringify(taskId.slice(0, MAX_ID_LENGTH))} is not a task of yours (the taskId of a CreateTaskResult from tools/call), or its records have expired`,
+      `task not found: ${JSON.stringify(clipped("callId", taskId))} is not a task of yours (the taskId of a CreateTaskResult from tools/call), or its records have expired`,
     );
   return found;
 }
