@@ -33,7 +33,6 @@ export {
   credentialOptions,
   newInbox,
 } from "./connect.js";
-export { consumeDurable, type DurableConsumer, type DurableConsumerOptions } from "./durable.js";
 export {
   decodeEvent,
   EventTypeError,
