@@ -1,4 +1,4 @@
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code, ConnectError } from "@toolmesh/errors";
 import { CallStatus, Effect, PrincipalKind, ResourceKind, ToolStatus } from "@toolmesh/proto";
 import { startStack } from "@toolmesh/testkit";
 import { rssMb } from "./proc.js";

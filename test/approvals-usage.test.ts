@@ -1,6 +1,6 @@
 import { create, toBinary } from "@bufbuild/protobuf";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
-import { Code } from "@connectrpc/connect";
+import { Code } from "@toolmesh/errors";
 import { bucketNames } from "@toolmesh/nats";
 import {
   ApprovalDecision,

@@ -1,4 +1,4 @@
-import type { Code } from "@connectrpc/connect";
+import type { Code } from "@toolmesh/errors";
 
 /** One call of the cluster test's load: when it started and how it ended. */
 export interface CallResult {

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
-import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createClient } from "@connectrpc/connect";
+import { Code, ConnectError } from "@toolmesh/errors";
 import type { NatsPlacement } from "@toolmesh/launcher";
 import { CallStatus, DispatcherService } from "@toolmesh/proto";
 import { createBalancedTransport, neverSent, type ServedTools } from "@toolmesh/sdk";

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code, ConnectError } from "@toolmesh/errors";
 import { CallStatus, Health, HealthCheckResponse_ServingStatus as Status } from "@toolmesh/proto";
 import { defineTool, type ServedTools, serveTools } from "@toolmesh/sdk";
 import { chainServices, eventually, startStack, type TestStack } from "@toolmesh/testkit";

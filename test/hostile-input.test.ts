@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { clone, create, fromBinary } from "@bufbuild/protobuf";
-import { type Client, Code } from "@connectrpc/connect";
+import type { Client } from "@connectrpc/connect";
+import { Code } from "@toolmesh/errors";
 import {
   AuditRecordSchema,
   type CallbackService,

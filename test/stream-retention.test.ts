@@ -1,4 +1,4 @@
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code, ConnectError } from "@toolmesh/errors";
 import { CallStatus } from "@toolmesh/proto";
 import { defineTool, type ServedTools, serveTools } from "@toolmesh/sdk";
 import { chainServices, eventually, startStack, type TestStack } from "@toolmesh/testkit";

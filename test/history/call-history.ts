@@ -20,7 +20,7 @@ import {
   UsageSchema,
 } from "@toolmesh/proto";
 import { type JetStreamManager, type NatsConnection, headers as natsHeaders } from "nats";
-import { AUDIT_LOG_STREAM, auditLogSubject } from "../../services/audit/src/audit-log.js";
+import { AUDIT_LOG_STREAM } from "../../services/audit/src/audit-log.js";
 import { type ChainHead, chainedAfter } from "../../services/audit/src/hash-chain.js";
 import { lastRecord } from "../../services/audit/src/log-block.js";
 import { PipelinedPublisher } from "../../services/audit/src/pipelined-publisher.js";
@@ -116,7 +116,7 @@ export async function writeCallHistory(
       const stored = chainedAfter(input, head);
       head = { sequence: stored.sequence, hash: stored.hash };
       proto(
-        auditLogSubject(stored.agentId, stored.tool),
+        subjects.auditLogRecord(stored.agentId, stored.tool),
         AuditRecordSchema,
         toBinary(AuditRecordSchema, stored),
         stored.id,

@@ -3,9 +3,11 @@
 // parity runner (TypeScript, Python, Go) starts this against its stack, so all three call the
 // same backend. Env: TOOLMESH_REGISTRY_URL, TOOLMESH_PERMISSION_URL, TOOLMESH_DISPATCHER_URL,
 // TOOLMESH_ADMIN_TOKEN, TOOLMESH_VECTOR_AGENT_TOKEN. Stops on SIGTERM.
+
 import { readFileSync } from "node:fs";
-import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
+import { Code, ConnectError } from "@toolmesh/errors";
 import {
   CallStatus,
   DispatcherService,

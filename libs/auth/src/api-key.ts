@@ -1,6 +1,6 @@
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code, ConnectError } from "@toolmesh/errors";
 import { buckets } from "@toolmesh/nats";
 import type { ApiKeyRecord } from "@toolmesh/proto";
 import { type Principal, principal } from "./principal.js";

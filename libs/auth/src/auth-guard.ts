@@ -1,6 +1,5 @@
 import { createHash } from "node:crypto";
-import type { ConnectError } from "@connectrpc/connect";
-import { retryLater } from "@toolmesh/errors";
+import { type ConnectError, retryLater } from "@toolmesh/errors";
 import type { Logger } from "@toolmesh/log";
 import { clipped } from "@toolmesh/names";
 import { parseApiKeyToken } from "./api-key.js";

@@ -1,4 +1,5 @@
-import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+import type { Interceptor } from "@connectrpc/connect";
+import { Code, ConnectError } from "@toolmesh/errors";
 import { peerAddressKey } from "@toolmesh/server";
 import type { AuthGuard } from "./auth-guard.js";
 import type { Principal } from "./principal.js";

@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code, ConnectError } from "@toolmesh/errors";
 import { checkPrincipalId } from "@toolmesh/names";
 import {
   createLocalJWKSet,

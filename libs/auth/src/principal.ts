@@ -1,5 +1,6 @@
 import { create } from "@bufbuild/protobuf";
-import { Code, ConnectError, createContextKey, type HandlerContext } from "@connectrpc/connect";
+import { createContextKey, type HandlerContext } from "@connectrpc/connect";
+import { Code, ConnectError } from "@toolmesh/errors";
 import { type Principal, PrincipalSchema } from "@toolmesh/proto";
 
 export type { Principal } from "@toolmesh/proto";

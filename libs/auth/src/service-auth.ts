@@ -1,4 +1,5 @@
-import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+import type { Interceptor } from "@connectrpc/connect";
+import { Code, ConnectError } from "@toolmesh/errors";
 import type { Logger } from "@toolmesh/log";
 import { buckets, loadWhenCreated, ReconnectingKvSnapshot } from "@toolmesh/nats";
 import { ApiKeyRecordSchema } from "@toolmesh/proto";

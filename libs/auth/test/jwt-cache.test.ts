@@ -1,4 +1,4 @@
-import { Code } from "@connectrpc/connect";
+import { Code } from "@toolmesh/errors";
 import { mintJwt } from "@toolmesh/testkit";
 import { describe, expect, it } from "vitest";
 import { createJwtVerifier } from "../src/index.js";

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { Writable } from "node:stream";
 import { create, toBinary } from "@bufbuild/protobuf";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code, ConnectError } from "@toolmesh/errors";
 import { createLogger } from "@toolmesh/log";
 import { buckets } from "@toolmesh/nats";
 import { ApiKeyRecordSchema } from "@toolmesh/proto";

@@ -1,6 +1,5 @@
 import { parseArgs } from "node:util";
-import { ConnectError } from "@connectrpc/connect";
-import { codeName } from "@toolmesh/errors";
+import { ConnectError, codeName } from "@toolmesh/errors";
 import type { Command, Group, Leaf } from "./command.js";
 import { batch, call, tail, trace } from "./commands/calls.js";
 import { approvals, usage } from "./commands/governance.js";

@@ -1,7 +1,8 @@
 import type { ChildProcess } from "node:child_process";
 import path from "node:path";
-import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
+import { Code, ConnectError } from "@toolmesh/errors";
 import { Health, HealthCheckResponse_ServingStatus } from "@toolmesh/proto";
 import { serviceArgs } from "./bundles.js";
 import { Child } from "./child.js";

@@ -37,12 +37,12 @@ export function createLogger(
   return root;
 }
 
-/** A child logger bound to one call, so each line carries its trace_id and call_id. */
-export function callLogger(
-  log: Logger,
-  ids: { trace_id?: string; call_id?: string; tool?: string },
-): Logger {
-  return log.child(ids);
+/** The fields a log line about one call carries: its call_id and trace_id. */
+export function callFields(call: { callId: string; traceId: string }): {
+  call_id: string;
+  trace_id: string;
+} {
+  return { call_id: call.callId, trace_id: call.traceId };
 }
 
 export {

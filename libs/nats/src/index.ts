@@ -33,7 +33,6 @@ export {
   credentialOptions,
   newInbox,
 } from "./connect.js";
-export { consumeDurable, type DurableConsumer, type DurableConsumerOptions } from "./durable.js";
 export {
   decodeEvent,
   EventTypeError,
@@ -50,7 +49,12 @@ export {
   KvConflictError,
   retryBetweenLeaders,
 } from "./jetstream-errors.js";
-export { kvKeyToken } from "./kv.js";
+export {
+  kvKeyToken,
+  UpdateConflictError,
+  type UpdateRetry,
+  updateWithRetry,
+} from "./kv.js";
 export { holdLease, type Lease, type LeasedWork } from "./lease.js";
 export { MemorySnapshot } from "./memory-snapshot.js";
 export { ReconnectingKvSnapshot } from "./reconnecting-snapshot.js";

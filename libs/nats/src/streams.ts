@@ -38,6 +38,18 @@ export const subjects = {
   inflightOf: (instance: string) => `toolmesh.inflight.${subjectToken(instance)}.*`,
   callback: (status: string, tool: string) =>
     `toolmesh.callback.${subjectToken(status)}.${subjectToken(tool)}`,
+  /** Every broadcast callback event (a filter, and the callback stream's subjects). */
+  callbacks: "toolmesh.callback.>",
+  /** Where Audit appends a block of chained records, of any agent and tool. */
+  auditLogBlock: "toolmesh.auditlog.block",
+  /**
+   * Where a chained record was stored when each log message held one (before blocks); such
+   * messages stay in the log and are read as blocks of one.
+   */
+  auditLogRecord: (agentId: string, tool: string) =>
+    `toolmesh.auditlog.${subjectToken(agentId)}.${subjectToken(tool)}`,
+  /** Every message of the audit log (its stream's subjects). */
+  auditLog: "toolmesh.auditlog.>",
   registryChanged: (kind: string, name: string) =>
     `toolmesh.registry.changed.${subjectToken(kind)}.${subjectToken(name)}`,
   permissionChanged: (kind: string, id: string) =>
@@ -176,7 +188,7 @@ export function streamDefinitions(settings: StreamSettings = defaultStreamSettin
     ),
     callback: base(
       streamNames.callback,
-      ["toolmesh.callback.>"],
+      [subjects.callbacks],
       "Normalised callback events",
       maxBytes.callback,
       DiscardPolicy.New,

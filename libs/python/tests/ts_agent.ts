@@ -2,8 +2,9 @@
 // <tool> <json-args> [token]`. mode `backend` calls ToolBackendService.Invoke directly (as the
 // Dispatcher does); mode `dispatch` calls DispatcherService.Dispatch with the token. Prints one
 // JSON line with what came back, or {"error": {code, message}}.
+import { ConnectError } from "@toolmesh/errors";
 import { toJson } from "@bufbuild/protobuf";
-import { ConnectError, createClient } from "@connectrpc/connect";
+import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import {
   DispatcherService,

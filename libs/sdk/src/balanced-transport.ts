@@ -1,6 +1,7 @@
 import type { DescMessage, DescMethodStreaming, DescMethodUnary } from "@bufbuild/protobuf";
-import { Code, ConnectError, type Transport } from "@connectrpc/connect";
+import type { Transport } from "@connectrpc/connect";
 import { createGrpcTransport, type GrpcTransportOptions } from "@connectrpc/connect-node";
+import { Code, ConnectError } from "@toolmesh/errors";
 
 /** How a balanced transport spreads calls and treats an address it could not reach. */
 export interface BalancedTransportOptions extends Omit<GrpcTransportOptions, "baseUrl"> {

@@ -1,6 +1,7 @@
 import { create, type JsonObject } from "@bufbuild/protobuf";
-import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
+import { Code, ConnectError } from "@toolmesh/errors";
 import { CallbackService, CallErrorSchema, CallStatus } from "@toolmesh/proto";
 import { ToolError } from "./tool-error.js";
 

@@ -1,8 +1,9 @@
 import { create, type JsonObject } from "@bufbuild/protobuf";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
+import { Code, ConnectError } from "@toolmesh/errors";
 import {
   BackendEventSchema,
   CallErrorSchema,

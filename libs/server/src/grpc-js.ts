@@ -8,8 +8,8 @@ import {
   toBinary,
 } from "@bufbuild/protobuf";
 import { BinaryWriter } from "@bufbuild/protobuf/wire";
-import type { ConnectError } from "@connectrpc/connect";
 import { Metadata, type ServiceDefinition, type ServiceError, type status } from "@grpc/grpc-js";
+import type { ConnectError } from "@toolmesh/errors";
 
 /**
  * A @grpc/grpc-js service definition for a protobuf-es service, so the hot path can use grpc-js

@@ -1,5 +1,6 @@
 import { create } from "@bufbuild/protobuf";
-import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import type { ServiceImpl } from "@connectrpc/connect";
+import { Code, ConnectError } from "@toolmesh/errors";
 import {
   type Health,
   type HealthCheckResponse_ServingStatus,

@@ -13,18 +13,30 @@ export interface PageTokens {
   decode(token: string, fingerprint: string): string;
 }
 
-/** Longest token accepted before any decoding. */
-const MAX_TOKEN_LENGTH = 512;
+/** Characters of a fingerprint. */
+const FINGERPRINT_LENGTH = 16;
+/** `{"p":"","f":""}`: what a token's JSON holds besides its position and fingerprint. */
+const JSON_OVERHEAD = 15;
 
 /**
- * Page tokens for a list RPC. `position` checks the decoded position (an id, a name, a
- * sequence), so a forged token cannot smuggle anything else into a query.
+ * Page tokens for a list RPC. `position` checks the decoded position (an id, a name, a sequence,
+ * a key), so a forged token cannot smuggle anything else into a query. Positions are printable
+ * ASCII of at most `maxPositionLength` characters, which bounds the token before anything
+ * decodes it.
  */
 export function pageTokens(options: {
   defaultSize: number;
   maxSize: number;
   position: RegExp;
+  maxPositionLength: number;
 }): PageTokens {
+  const maxPosition = options.maxPositionLength;
+  // JSON escapes at most `"` and `\` of printable ASCII, doubling them; base64 adds a third.
+  const maxTokenLength = Math.ceil(
+    ((JSON_OVERHEAD + FINGERPRINT_LENGTH + 2 * maxPosition) * 4) / 3,
+  );
+  const fits = (position: string) =>
+    position.length <= maxPosition && options.position.test(position);
   const malformed = () =>
     invalidField(
       "page_token",
@@ -38,21 +50,27 @@ export function pageTokens(options: {
       return requested;
     },
     fingerprint(filters) {
-      return createHash("sha256").update(JSON.stringify(filters)).digest("base64url").slice(0, 16);
+      return createHash("sha256")
+        .update(JSON.stringify(filters))
+        .digest("base64url")
+        .slice(0, FINGERPRINT_LENGTH);
     },
     encode(position, fingerprint) {
+      // A token decode would refuse is a bug of the RPC, not something to hand a caller.
+      if (!fits(position))
+        throw new Error(`page position ${JSON.stringify(position)} out of shape`);
       return Buffer.from(JSON.stringify({ p: position, f: fingerprint })).toString("base64url");
     },
     decode(token, fingerprint) {
       if (token === "") return "";
-      if (token.length > MAX_TOKEN_LENGTH || !/^[A-Za-z0-9_-]+$/.test(token)) throw malformed();
+      if (token.length > maxTokenLength || !/^[A-Za-z0-9_-]+$/.test(token)) throw malformed();
       let value: { p?: unknown; f?: unknown } | undefined;
       try {
         value = JSON.parse(Buffer.from(token, "base64url").toString("utf8"));
       } catch {
         throw malformed();
       }
-      if (typeof value?.p !== "string" || !options.position.test(value.p)) throw malformed();
+      if (typeof value?.p !== "string" || !fits(value.p)) throw malformed();
       if (value.f !== fingerprint)
         throw invalidField(
           "page_token",

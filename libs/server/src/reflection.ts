@@ -9,7 +9,8 @@ import {
   toBinary,
 } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
-import { Code, type ConnectRouter, type ServiceImpl } from "@connectrpc/connect";
+import type { ConnectRouter, ServiceImpl } from "@connectrpc/connect";
+import { Code } from "@toolmesh/errors";
 import {
   file_grpc_reflection_v1_reflection,
   ServerReflection,

@@ -1,7 +1,8 @@
 import { create } from "@bufbuild/protobuf";
-import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { authInterceptor, principal, principalOf } from "@toolmesh/auth";
+import { Code, ConnectError } from "@toolmesh/errors";
 import { createLogger } from "@toolmesh/log";
 import {
   GetToolResponseSchema,

@@ -5,4 +5,4 @@ export {
   type ServiceContext,
   type ServiceSpec,
 } from "./run-service.js";
-export { loadSqlite } from "./sqlite.js";
+export { type IndexRebuild, loadSqlite, type OpenedIndex, openIndex } from "./sqlite.js";

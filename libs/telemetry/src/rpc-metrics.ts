@@ -1,5 +1,5 @@
-import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
-import { codeName } from "@toolmesh/errors";
+import type { Interceptor } from "@connectrpc/connect";
+import { Code, ConnectError, codeName } from "@toolmesh/errors";
 import { counter, histogram } from "./metrics.js";
 
 /**

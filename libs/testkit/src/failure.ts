@@ -1,4 +1,4 @@
-import { ConnectError } from "@connectrpc/connect";
+import { ConnectError } from "@toolmesh/errors";
 
 /** The error a call failed with, as a ConnectError; throws when the call succeeded. */
 export async function failure(call: Promise<unknown>): Promise<ConnectError> {

@@ -1,4 +1,4 @@
-import { subjectToken } from "@toolmesh/nats";
+import { subjects } from "@toolmesh/nats";
 import {
   DiscardPolicy,
   nanos,
@@ -11,17 +11,6 @@ import {
 /** The stream the Audit service owns: chained records, in blocks. */
 export const AUDIT_LOG_STREAM = "TOOLMESH_AUDIT_LOG";
 
-/** Where blocks are appended; a block holds records of any agent and tool. */
-export const AUDIT_BLOCK_SUBJECT = "toolmesh.auditlog.block";
-
-/**
- * Where a record was stored when each log message held one (before blocks); such messages stay
- * in the log and are read as blocks of one.
- */
-export function auditLogSubject(agentId: string, tool: string): string {
-  return `toolmesh.auditlog.${subjectToken(agentId)}.${subjectToken(tool)}`;
-}
-
 /**
  * The log stream's definition. maxAgeMs 0 keeps records until deleted; maxBytes 0 sets no byte
  * limit. Reaching a limit drops the oldest records (the chain then verifies from the oldest kept).
@@ -33,7 +22,7 @@ export function auditLogStream(settings: {
 }): Partial<StreamConfig> {
   return {
     name: AUDIT_LOG_STREAM,
-    subjects: ["toolmesh.auditlog.>"],
+    subjects: [subjects.auditLog],
     description: "The hash-chained access log written by the Audit service",
     retention: RetentionPolicy.Limits,
     storage: StorageType.File,

@@ -1,8 +1,8 @@
 import type { Logger } from "@toolmesh/log";
-import { JetStreamApiCodes, jetStreamErrorCode, TYPE_HEADER } from "@toolmesh/nats";
+import { JetStreamApiCodes, jetStreamErrorCode, subjects, TYPE_HEADER } from "@toolmesh/nats";
 import type { AuditRecord } from "@toolmesh/proto";
 import { type JetStreamManager, headers as natsHeaders } from "nats";
-import { AUDIT_BLOCK_SUBJECT, AUDIT_LOG_STREAM } from "./audit-log.js";
+import { AUDIT_LOG_STREAM } from "./audit-log.js";
 import { recordHash } from "./hash-chain.js";
 import {
   BLOCK_TYPE,
@@ -131,7 +131,7 @@ export class BlockAppender {
       // this append expects: the id check makes the append fail instead of forking the chain.
       if (previousId && this.pipelined) headers.set("Nats-Expected-Last-Msg-Id", previousId);
       const data = encodeBlock(encoded.slice(first, first + count));
-      const publish = () => this.deps.publisher.publish(AUDIT_BLOCK_SUBJECT, data, headers);
+      const publish = () => this.deps.publisher.publish(subjects.auditLogBlock, data, headers);
       const ack = this.pipelined
         ? publish()
         : previous.then(publish, () => Promise.reject(new BlockNotSent()));

@@ -3,6 +3,7 @@ import { timestampMs } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { Role, requireRole } from "@toolmesh/auth";
 import { Code, ConnectError, invalidField, notFound } from "@toolmesh/errors";
+import { isTraceId } from "@toolmesh/names";
 import { WindowReadError } from "@toolmesh/nats";
 import {
   AuditRecordSchema,
@@ -18,8 +19,12 @@ import type { RecordFilter, RecordIndex } from "./record-index.js";
 import type { TraceReader } from "./trace-reader.js";
 
 /** Record sequences are the page position of QueryRecords (newest first). */
-const recordPages = pageTokens({ defaultSize: 100, maxSize: 1000, position: /^[1-9]\d{0,19}$/ });
-const TRACE_ID = /^[0-9a-f]{32}$/;
+const recordPages = pageTokens({
+  defaultSize: 100,
+  maxSize: 1000,
+  position: /^[1-9]\d{0,19}$/,
+  maxPositionLength: 20,
+});
 
 /** What the AuditService RPCs read: the query index, the chain and the trace stream. */
 export interface AuditReaders {
@@ -78,10 +83,10 @@ export function createAuditHandlers(deps: AuditReaders): ServiceImpl<typeof Audi
 
     async getTrace(req, ctx) {
       requireRole(ctx, Role.Admin, Role.Auditor);
-      if (!TRACE_ID.test(req.traceId)) {
+      if (!isTraceId(req.traceId)) {
         throw invalidField(
           "trace_id",
-          `expected a W3C trace id (32 lowercase hex characters); got ${JSON.stringify(req.traceId.slice(0, 64))}`,
+          `expected a W3C trace id (32 lowercase hex characters, not all zero); got ${JSON.stringify(req.traceId.slice(0, 64))}`,
         );
       }
       const events = await traces.events(req.traceId).catch((error: unknown) => {

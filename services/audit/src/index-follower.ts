@@ -12,7 +12,7 @@ import {
 } from "nats";
 import { AUDIT_LOG_STREAM, logReadBatch } from "./audit-log.js";
 import { lastRecord, recordBytes } from "./log-block.js";
-import { type Checkpoint, IndexUnusableError, RecordIndex } from "./record-index.js";
+import { type Checkpoint, RecordIndex } from "./record-index.js";
 import { type IndexRow, indexRow } from "./record-mapping.js";
 
 /** What opening the index at start did; logged, and read by tests and the status gauges. */
@@ -127,15 +127,8 @@ export class IndexFollower {
     info: StreamInfo,
   ): Promise<{ index: RecordIndex; rebuildReason: string | undefined }> {
     const { file, log } = this.deps;
-    let index: RecordIndex;
-    try {
-      index = await RecordIndex.open(file);
-    } catch (error) {
-      if (!(error instanceof IndexUnusableError)) throw error;
-      log.warn({ err: error, file }, "audit index unusable; rebuilding it from the log stream");
-      return { index: await RecordIndex.recreate(file), rebuildReason: error.reason };
-    }
-    return { index, rebuildReason: await this.staleness(index.checkpoint(), info) };
+    const { index, rebuilt } = await RecordIndex.open(file, log);
+    return { index, rebuildReason: rebuilt ?? (await this.staleness(index.checkpoint(), info)) };
   }
 
   /** Why a checkpoint cannot be continued on this stream, or undefined when it can. */

@@ -1,8 +1,7 @@
-import { mkdirSync, rmSync } from "node:fs";
-import path from "node:path";
 import type { DatabaseSync, SQLInputValue, StatementSync } from "node:sqlite";
+import type { Logger } from "@toolmesh/log";
 import { idKey, traceKey } from "@toolmesh/names";
-import { loadSqlite } from "@toolmesh/service";
+import { type IndexRebuild, openIndex } from "@toolmesh/service";
 import type { IndexRow } from "./record-mapping.js";
 
 /** What QueryRecords filters on; empty fields (and status 0) match everything. */
@@ -32,10 +31,9 @@ export interface Checkpoint {
  * sequence, when each log message held one record). 3: trace ids keyed by their first 13 hex
  * digits (traceIndexKey), not a hash.
  */
-const SCHEMA_VERSION = "3";
+const SCHEMA_VERSION = 3;
 
 const SCHEMA = `
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS records (
   seq INTEGER PRIMARY KEY,
   block_seq INTEGER NOT NULL,
@@ -66,19 +64,6 @@ CREATE INDEX IF NOT EXISTS records_block ON records (block_seq);
  */
 export function traceIndexKey(traceId: string): number {
   return traceKey(traceId) ?? idKey(traceId);
-}
-
-/** Raised when the index file cannot be used (not a database, another schema version). */
-export class IndexUnusableError extends Error {
-  override name = "IndexUnusableError";
-  constructor(
-    message: string,
-    /** The rebuild reason it gives: "unreadable" or "another schema version". */
-    readonly reason: "unreadable" | "another schema version",
-    options?: ErrorOptions,
-  ) {
-    super(message, options);
-  }
 }
 
 /**
@@ -132,50 +117,28 @@ export class RecordIndex {
   }
 
   /**
-   * Opens (or creates) the index at `file`. Throws IndexUnusableError when the file is not a
-   * usable index; `recreate` then starts it afresh.
+   * Opens (or creates) the index at `file`; a file that is not a usable index (not a database,
+   * another schema version) is started afresh, and `rebuilt` says why.
    */
-  static async open(file: string): Promise<RecordIndex> {
-    const { DatabaseSync } = await loadSqlite();
-    mkdirSync(path.dirname(file), { recursive: true });
-    let db: DatabaseSync | undefined;
-    try {
-      db = new DatabaseSync(file);
-      // WAL lets queries read while the follower writes; NORMAL sync may lose the last
-      // transactions on power loss, which the checkpoint makes a re-read, never a wrong row.
+  static async open(
+    file: string,
+    log: Logger,
+  ): Promise<{ index: RecordIndex; rebuilt: IndexRebuild | undefined }> {
+    const { db, fresh, rebuilt } = await openIndex({
+      file,
+      version: SCHEMA_VERSION,
+      schema: SCHEMA,
       // The random-key indexes dirty a page per insert wherever the key falls, so the WAL is
       // copied back only every 16,384 pages (64 MB), not SQLite's 1,000: a page written many
       // times in between is copied once. At 1,000,000 rows that took an insert from about 50 µs
       // to 35 µs (20 µs on an empty index); the cache size made no difference.
-      db.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 10000;
-        PRAGMA cache_size = -32000; PRAGMA temp_store = MEMORY; PRAGMA wal_autocheckpoint = 16384;`);
-      const version = tableExists(db, "meta")
-        ? db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get()?.value
-        : undefined;
-      if (version !== undefined && version !== SCHEMA_VERSION) {
-        throw new IndexUnusableError(
-          `index schema version ${version}, expected ${SCHEMA_VERSION}`,
-          "another schema version",
-        );
-      }
-      db.exec(SCHEMA);
-      if (version === undefined) initMeta(db, "");
-      return new RecordIndex(db, file);
-    } catch (error) {
-      db?.close();
-      if (error instanceof IndexUnusableError) throw error;
-      throw new IndexUnusableError(
-        `cannot open the audit index ${file}: ${String(error)}`,
-        "unreadable",
-        { cause: error },
-      );
-    }
-  }
-
-  /** Deletes the file (and its WAL) and opens an empty index in its place. */
-  static async recreate(file: string): Promise<RecordIndex> {
-    for (const suffix of ["", "-wal", "-shm", "-journal"]) rmSync(file + suffix, { force: true });
-    return RecordIndex.open(file);
+      pragmas: `PRAGMA busy_timeout = 10000; PRAGMA cache_size = -32000;
+        PRAGMA temp_store = MEMORY; PRAGMA wal_autocheckpoint = 16384;`,
+      name: "audit index",
+      log,
+    });
+    if (fresh) initMeta(db, "");
+    return { index: new RecordIndex(db, file), rebuilt };
   }
 
   /** Where reading the log stream continues from. */
@@ -334,16 +297,8 @@ export class RecordIndex {
   }
 }
 
-function tableExists(db: DatabaseSync, name: string): boolean {
-  return (
-    db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name) !==
-    undefined
-  );
-}
-
 function initMeta(db: DatabaseSync, streamCreated: string): void {
   const put = db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)");
-  put.run("schema_version", SCHEMA_VERSION);
   put.run("stream_created", streamCreated);
   put.run("last_seq", "0");
   put.run("last_hash", "");

@@ -1,4 +1,4 @@
-import type { Logger } from "@toolmesh/log";
+import { callFields, type Logger } from "@toolmesh/log";
 import { ensureConsumer } from "@toolmesh/nats";
 import {
   AckPolicy,
@@ -278,7 +278,7 @@ export class AuditRecorder {
     this.deps.onStored?.(stored);
     if (this.deps.log.isLevelEnabled("debug")) {
       this.deps.log.debug(
-        { call_id: record.callId, trace_id: record.traceId, sequence: record.sequence, seq },
+        { ...callFields(record), sequence: record.sequence, seq },
         "audit record stored",
       );
     }

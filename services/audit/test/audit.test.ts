@@ -4,8 +4,9 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import { type Client, Code, createClient } from "@connectrpc/connect";
+import { type Client, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
+import { Code } from "@toolmesh/errors";
 import { ensureStream, publishEvent, streamDefinitions, subjects } from "@toolmesh/nats";
 import {
   AuditAction,
@@ -276,7 +277,12 @@ describe("audit service", () => {
       code: Code.InvalidArgument,
       rawMessage: expect.stringContaining("trace_id: expected a W3C trace id"),
     });
+    // The all-zero id is not a trace id (W3C): the same rule the Dispatcher applies.
     await expect(client.getTrace({ traceId: "0".repeat(32) }, auditor)).rejects.toMatchObject({
+      code: Code.InvalidArgument,
+      rawMessage: expect.stringContaining("trace_id: expected a W3C trace id"),
+    });
+    await expect(client.getTrace({ traceId: "f".repeat(32) }, auditor)).rejects.toMatchObject({
       code: Code.NotFound,
     });
   });

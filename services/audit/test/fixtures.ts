@@ -5,7 +5,7 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { type Client, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { ensureStream, streamDefinitions, TYPE_HEADER } from "@toolmesh/nats";
+import { ensureStream, streamDefinitions, subjects, TYPE_HEADER } from "@toolmesh/nats";
 import {
   AuditAction,
   type AuditRecord,
@@ -21,7 +21,6 @@ import {
   type TestNats,
 } from "@toolmesh/testkit";
 import { connect, type JetStreamClient, type NatsConnection, headers as natsHeaders } from "nats";
-import { auditLogSubject } from "../src/audit-log.js";
 import { type ChainHead, chainedAfter } from "../src/hash-chain.js";
 import type { IndexStart } from "../src/index-follower.js";
 
@@ -136,7 +135,7 @@ export async function appendHistory(
     h.set(TYPE_HEADER, AuditRecordSchema.typeName);
     window.push(
       js.publish(
-        auditLogSubject(record.agentId, record.tool),
+        subjects.auditLogRecord(record.agentId, record.tool),
         toBinary(AuditRecordSchema, record),
         // A loaded machine with fsync on every write may take seconds for a window of 1,000.
         { headers: h, msgID: record.id, timeout: 120_000 },

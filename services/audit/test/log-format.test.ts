@@ -9,7 +9,7 @@ import { loadSqlite } from "@toolmesh/service";
 import { eventually, type ServiceProcess, TEST_JS_OPTIONS } from "@toolmesh/testkit";
 import { headers as natsHeaders } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AUDIT_BLOCK_SUBJECT, AUDIT_LOG_STREAM, auditLogStream } from "../src/audit-log.js";
+import { AUDIT_LOG_STREAM, auditLogStream } from "../src/audit-log.js";
 import { recordHash } from "../src/hash-chain.js";
 import type { IndexStart } from "../src/index-follower.js";
 import { BLOCK_TYPE, encodeBlock, isBlock, recordBytes } from "../src/log-block.js";
@@ -207,7 +207,7 @@ describe("audit log of one-record messages and blocks", () => {
     await bus.nc
       .jetstream(TEST_JS_OPTIONS)
       .publish(
-        AUDIT_BLOCK_SUBJECT,
+        subjects.auditLogBlock,
         encodeBlock(forged.map((r) => toBinary(AuditRecordSchema, r))),
         {
           headers: h,

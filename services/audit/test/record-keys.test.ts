@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { createLogger } from "@toolmesh/log";
 import { idKey, newCallId, newTraceId } from "@toolmesh/names";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RecordIndex } from "../src/record-index.js";
@@ -27,7 +28,10 @@ describe("keys of the audit index", () => {
   let index: RecordIndex;
   beforeAll(async () => {
     dir = await mkdtemp(path.join(tmpdir(), "toolmesh-keys-"));
-    index = await RecordIndex.open(path.join(dir, "index.sqlite"));
+    ({ index } = await RecordIndex.open(
+      path.join(dir, "index.sqlite"),
+      createLogger("audit-test", "silent"),
+    ));
   });
   afterAll(async () => {
     index?.close();

@@ -1,5 +1,5 @@
 import { create, toBinary } from "@bufbuild/protobuf";
-import type { Logger } from "@toolmesh/log";
+import { callFields, type Logger } from "@toolmesh/log";
 import {
   type BatchConsumer,
   consumeBatches,
@@ -79,11 +79,7 @@ export class OutcomeBroadcaster {
       maxAckPending: MAX_ACK_PENDING,
       handleBatch: (batch) =>
         Promise.allSettled(batch.map((d) => this.act(callbackActionOf(d.value)))),
-      logFields: (outcome: Outcome) => ({
-        call_id: outcome.callId,
-        trace_id: outcome.traceId,
-        tool: outcome.tool,
-      }),
+      logFields: (outcome: Outcome) => ({ ...callFields(outcome), tool: outcome.tool }),
     });
   }
 
@@ -97,10 +93,7 @@ export class OutcomeBroadcaster {
       if (stored && awaitsApproval(stored.event) && !awaitsApproval(event))
         await this.deps.calls.update(event, stored.revision);
     } else if (action.kind === "ignore") {
-      this.deps.log.warn(
-        { call_id: event.callId, trace_id: event.traceId, status: event.status },
-        `${action.why}; dropped`,
-      );
+      this.deps.log.warn({ ...callFields(event), status: event.status }, `${action.why}; dropped`);
     } else {
       await this.broadcast(event);
     }
@@ -134,8 +127,7 @@ export class OutcomeBroadcaster {
     if (log.isLevelEnabled("debug")) {
       log.debug(
         {
-          call_id: final.callId,
-          trace_id: final.traceId,
+          ...callFields(final),
           tool: final.tool,
           status: statusWord(final.status),
         },

@@ -1,5 +1,11 @@
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
-import { compareAndSet, KvConflictError, kvKeyToken, openBucket } from "@toolmesh/nats";
+import {
+  compareAndSet,
+  KvConflictError,
+  kvKeyToken,
+  openBucket,
+  updateWithRetry,
+} from "@toolmesh/nats";
 import { type CallbackEvent, CallbackEventSchema } from "@toolmesh/proto";
 import { type JetStreamClient, type JetStreamManager, type KV, headers as natsHeaders } from "nats";
 
@@ -138,26 +144,22 @@ export class CallStore {
   async markBroadcast(event: CallbackEvent, revision: number): Promise<void> {
     const ttl = natsHeaders();
     ttl.set("Nats-TTL", `${Math.max(1, Math.round(this.retention.liveMs / 1000))}s`);
-    for (let attempt = 0; attempt < 5; attempt++) {
-      try {
-        const value = encodeCall(toBinary(CallbackEventSchema, event), true);
-        await compareAndSet(() =>
-          this.js.publish(callSubject(event.callId), value, {
-            headers: ttl,
-            expect: { lastSubjectSequence: revision },
-          }),
-        );
-        return;
-      } catch (error) {
-        if (!(error instanceof KvConflictError)) throw error;
+    await updateWithRetry(`call "${event.callId}" (its broadcast mark)`, async (attempt) => {
+      if (attempt > 1) {
+        const stored = await this.get(event.callId);
+        if (!stored || stored.broadcast) return;
+        // What is stored is what the call keeps; the mark goes on it.
+        event = stored.event;
+        revision = stored.revision;
       }
-      const stored = await this.get(event.callId);
-      if (!stored || stored.broadcast) return;
-      // What is stored is what the call keeps; the mark goes on it.
-      event = stored.event;
-      revision = stored.revision;
-    }
-    throw new Error(`call "${event.callId}" changed too often to be marked broadcast`);
+      const value = encodeCall(toBinary(CallbackEventSchema, event), true);
+      await compareAndSet(() =>
+        this.js.publish(callSubject(event.callId), value, {
+          headers: ttl,
+          expect: { lastSubjectSequence: revision },
+        }),
+      );
+    });
   }
 }
 

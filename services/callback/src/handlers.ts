@@ -3,15 +3,15 @@ import { timestampMs, timestampNow } from "@bufbuild/protobuf/wkt";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { hasRole, type Principal, principalOf, Role, requireRole } from "@toolmesh/auth";
 import { Code, ConnectError, invalidField, notFound } from "@toolmesh/errors";
-import type { Logger } from "@toolmesh/log";
+import { callFields, type Logger } from "@toolmesh/log";
 import { checkLength } from "@toolmesh/names";
 import {
   buckets,
-  KvConflictError,
   publishEvent,
   type SnapshotView,
   subjects,
   subjectToken,
+  updateWithRetry,
 } from "@toolmesh/nats";
 import {
   awaitsApproval,
@@ -143,7 +143,7 @@ export function createCallbackHandlers(deps: {
       if (req.status === CallStatus.FAILURE && !req.error?.code) {
         throw invalidField("error.code", "is required for a FAILURE report, such as backend_error");
       }
-      for (let attempt = 0; attempt < 5; attempt++) {
+      return updateWithRetry(`call "${req.callId}"`, async () => {
         const found = await findCall(calls, history, req.callId);
         if (!found) {
           throw notFound(
@@ -172,20 +172,14 @@ export function createCallbackHandlers(deps: {
           await publishOutcome(stored.event);
           return create(ReportResponseSchema, { event: stored.event, duplicate: true });
         }
-        try {
-          await calls.update(event, stored.revision);
-        } catch (error) {
-          if (error instanceof KvConflictError) continue;
-          throw error;
-        }
+        await calls.update(event, stored.revision);
         await publishOutcome(event);
         log.info(
-          { call_id: event.callId, trace_id: event.traceId, status: statusWord(event.status) },
+          { ...callFields(event), status: statusWord(event.status) },
           "asynchronous call reported",
         );
         return create(ReportResponseSchema, { event, duplicate: false });
-      }
-      throw new ConnectError(`call "${req.callId}" is changing too often; retry`, Code.Aborted);
+      });
     },
 
     async getOutcome(req, ctx) {

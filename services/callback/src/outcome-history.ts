@@ -1,12 +1,10 @@
-import { mkdirSync, rmSync } from "node:fs";
-import path from "node:path";
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { fromBinary } from "@bufbuild/protobuf";
 import type { Logger } from "@toolmesh/log";
 import { idKey } from "@toolmesh/names";
 import { streamNames } from "@toolmesh/nats";
 import { type CallbackEvent, CallbackEventSchema } from "@toolmesh/proto";
-import { loadSqlite } from "@toolmesh/service";
+import { openIndex } from "@toolmesh/service";
 import {
   type ConsumerMessages,
   DeliverPolicy,
@@ -19,10 +17,12 @@ import {
 /** The broadcast stream: every final event, published with Nats-Msg-Id = call id. */
 export const BROADCAST_STREAM = streamNames.callback;
 
-/** Bumped when the tables change; a file of another version is rebuilt from the stream. */
-const SCHEMA_VERSION = "1";
+/**
+ * Bumped when the tables change; a file of another version is rebuilt from the stream. 1 kept
+ * it under the meta key `version` (before libs/service's openIndex): such a file is rebuilt once.
+ */
+const SCHEMA_VERSION = 1;
 const SCHEMA = `
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS outcomes (
   seq INTEGER PRIMARY KEY,
   call_key INTEGER NOT NULL,
@@ -78,7 +78,13 @@ export class OutcomeHistory {
   /** Opens the file (rebuilding it when it cannot be continued) and starts following the stream. */
   static async open(deps: OutcomeHistoryDeps): Promise<OutcomeHistory> {
     const info = await deps.jsm.streams.info(BROADCAST_STREAM);
-    const db = await openFile(deps.file, deps.log);
+    const { db } = await openIndex({
+      file: deps.file,
+      version: SCHEMA_VERSION,
+      schema: SCHEMA,
+      name: "outcome history",
+      log: deps.log,
+    });
     const meta = (key: string) =>
       (db.prepare("SELECT value FROM meta WHERE key = ?").get(key) as { value: string } | undefined)
         ?.value ?? "";
@@ -92,9 +98,10 @@ export class OutcomeHistory {
           ? "ahead of the stream"
           : undefined;
     if (reason) {
-      db.exec("DELETE FROM outcomes; DELETE FROM meta;");
+      db.exec(
+        "DELETE FROM outcomes; DELETE FROM meta WHERE key IN ('stream_created', 'last_seq');",
+      );
       db.prepare("INSERT INTO meta (key, value) VALUES ('stream_created', ?)").run(info.created);
-      db.prepare("INSERT INTO meta (key, value) VALUES ('version', ?)").run(SCHEMA_VERSION);
     }
     const history = new OutcomeHistory(db, deps, info.state.last_seq);
     const from = Math.max(reason ? 0 : lastSeq + 1, info.state.first_seq, 1);
@@ -229,32 +236,4 @@ export interface OutcomeHistoryDeps {
   file: string;
   /** How long a finished call's outcome can be read (TOOLMESH_CALLBACK_TTL_DAYS). */
   ttlMs: number;
-}
-
-/** Opens the file with the current schema; a file it cannot use is replaced by an empty one. */
-async function openFile(file: string, log: Logger): Promise<DatabaseSync> {
-  const { DatabaseSync } = await loadSqlite();
-  mkdirSync(path.dirname(file), { recursive: true });
-  const attempt = () => {
-    const db = new DatabaseSync(file);
-    try {
-      db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;");
-      db.exec(SCHEMA);
-      const version = db.prepare("SELECT value FROM meta WHERE key = 'version'").get() as
-        | { value: string }
-        | undefined;
-      if (version && version.value !== SCHEMA_VERSION) throw new Error("another schema version");
-      return db;
-    } catch (error) {
-      db.close();
-      throw error;
-    }
-  };
-  try {
-    return attempt();
-  } catch (error) {
-    log.warn({ err: error, file }, "outcome history unusable; rebuilding it from the stream");
-    for (const suffix of ["", "-wal", "-shm"]) rmSync(`${file}${suffix}`, { force: true });
-    return attempt();
-  }
 }

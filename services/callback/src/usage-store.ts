@@ -1,11 +1,12 @@
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { timestampFromMs, timestampMs } from "@bufbuild/protobuf/wkt";
+import { nameLimits } from "@toolmesh/names";
 import {
   bucketNames,
   compareAndSet,
-  KvConflictError,
   kvKeyToken,
   openBucket,
+  updateWithRetry,
 } from "@toolmesh/nats";
 import {
   type CallbackEvent,
@@ -39,6 +40,16 @@ export function hourToken(hourMs: number): string {
 export function usageKey(hourMs: number, agentId: string, userId: string, tool: string): string {
   return `hours.${hourToken(hourMs)}.${kvKeyToken(agentId)}.${kvKeyToken(userId)}.${kvKeyToken(tool)}`;
 }
+
+/** A usage key's shape. */
+export const USAGE_KEY = /^hours\.\d{10}(\.[A-Za-z0-9_=-]+){3}$/;
+
+/**
+ * The longest usage key: ids are printable ASCII within their limits (libs/names), and a key
+ * token escapes a character to at most 3 (`=2E`).
+ */
+export const MAX_USAGE_KEY_LENGTH =
+  "hours.".length + 10 + 3 + 3 * (2 * nameLimits.principalId + nameLimits.toolName);
 
 /** What a usage query matches; empty strings match every value. */
 export interface UsageFilter {
@@ -91,7 +102,8 @@ export class UsageStore {
   ): Promise<CallbackEvent[]> {
     const first = calls[0]?.event;
     if (!first) return [];
-    for (;;) {
+    // Another replica may write the key meanwhile: read it again and add what it has not.
+    return updateWithRetry(`usage key "${key}"`, async () => {
       const entry = await this.kv.get(key);
       const stored: StoredUsage | undefined =
         entry?.operation === "PUT" && entry.value.length > 0
@@ -116,15 +128,10 @@ export class UsageStore {
           appliedSequence: BigInt(fresh[fresh.length - 1]?.sequence ?? applied),
         }),
       );
-      try {
-        if (entry && stored) await compareAndSet(() => this.kv.update(key, value, entry.revision));
-        else await compareAndSet(() => this.kv.create(key, value));
-        return fresh.map((c) => c.event);
-      } catch (error) {
-        // Another replica wrote the key meanwhile: read it again and add what it has not.
-        if (!(error instanceof KvConflictError)) throw error;
-      }
-    }
+      if (entry && stored) await compareAndSet(() => this.kv.update(key, value, entry.revision));
+      else await compareAndSet(() => this.kv.create(key, value));
+      return fresh.map((c) => c.event);
+    });
   }
 
   /** The last sent-mark sequence read, or 0. */
@@ -135,21 +142,14 @@ export class UsageStore {
 
   /** Moves the checkpoint forward (never back: a slower replica must not rewind it). */
   async saveCheckpoint(sequence: number): Promise<void> {
-    for (let attempt = 0; attempt < 5; attempt++) {
+    await updateWithRetry("the usage checkpoint", async () => {
       const entry = await this.kv.get(CHECKPOINT_KEY);
       const current = entry?.operation === "PUT" ? Number(entry.string()) || 0 : 0;
       if (current >= sequence) return;
-      try {
-        if (entry)
-          await compareAndSet(() =>
-            this.kv.update(CHECKPOINT_KEY, String(sequence), entry.revision),
-          );
-        else await compareAndSet(() => this.kv.create(CHECKPOINT_KEY, String(sequence)));
-        return;
-      } catch (error) {
-        if (!(error instanceof KvConflictError)) throw error;
-      }
-    }
+      if (entry)
+        await compareAndSet(() => this.kv.update(CHECKPOINT_KEY, String(sequence), entry.revision));
+      else await compareAndSet(() => this.kv.create(CHECKPOINT_KEY, String(sequence)));
+    });
   }
 
   /** The keys matching a filter, in hour order (then agent, user, tool). */

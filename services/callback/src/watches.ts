@@ -1,7 +1,7 @@
 import type { HandlerContext } from "@connectrpc/connect";
 import type { Principal } from "@toolmesh/auth";
 import type { Logger } from "@toolmesh/log";
-import { decodeEvent } from "@toolmesh/nats";
+import { decodeEvent, subjects } from "@toolmesh/nats";
 import { type CallbackEvent, CallbackEventSchema, isFinal } from "@toolmesh/proto";
 import type { Msg, NatsConnection } from "nats";
 import { findCall } from "./call-lookup.js";
@@ -50,7 +50,7 @@ export class Watches {
     );
     this.broadcasts = new SharedSubscription(
       nc,
-      "toolmesh.callback.>",
+      subjects.callbacks,
       (msg) => decodeEvent(CallbackEventSchema, msg),
       log,
     );

@@ -1,8 +1,9 @@
 import { randomBytes } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import { type Client, Code, ConnectError, createClient } from "@connectrpc/connect";
+import { type Client, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
+import { Code, ConnectError } from "@toolmesh/errors";
 import { ensureStream, publishEvent, streamDefinitions, subjects } from "@toolmesh/nats";
 import { CallbackService, CallStatus, type Outcome, OutcomeSchema } from "@toolmesh/proto";
 import {

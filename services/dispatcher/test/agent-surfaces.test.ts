@@ -1,7 +1,7 @@
-import { Code } from "@connectrpc/connect";
 import { Client as McpClient, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { Client as LegacyMcpClient } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport as LegacyTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { Code } from "@toolmesh/errors";
 import { decodeEvent } from "@toolmesh/nats";
 import {
   AuditAction,

@@ -1,5 +1,5 @@
 import { clone, create } from "@bufbuild/protobuf";
-import { Code } from "@connectrpc/connect";
+import { Code } from "@toolmesh/errors";
 import { buckets } from "@toolmesh/nats";
 import {
   ApprovalDecision,
@@ -89,6 +89,41 @@ describe("approvals (in-process)", () => {
     expect(other.approvals).toEqual([]);
     const bad = await failure(d.client.listApprovals({ pageToken: "nope" }, as(approver)));
     expect(bad.code).toBe(Code.InvalidArgument);
+  });
+
+  it("pages held calls oldest first; a token fits only the filters it was issued for", async () => {
+    const held = [await hold("page-1"), await hold("page-2"), await hold("page-3")];
+    const ids = new Set(held.map((h) => h.callId));
+    const seen: string[] = [];
+    let pageToken = "";
+    let firstToken = "";
+    do {
+      const page = await d.client.listApprovals(
+        { tool: "test.counter", pageSize: 1, pageToken },
+        as(approver),
+      );
+      expect(page.approvals.length).toBeLessThanOrEqual(1);
+      seen.push(...page.approvals.map((a) => a.callId));
+      pageToken = page.nextPageToken;
+      firstToken ||= pageToken;
+    } while (pageToken);
+    expect(seen.filter((id) => ids.has(id))).toEqual(held.map((h) => h.callId));
+    expect(new Set(seen).size).toBe(seen.length);
+
+    const otherFilters = await failure(
+      d.client.listApprovals({ agentId: "agent-1", pageToken: firstToken }, as(approver)),
+    );
+    expect(otherFilters.code).toBe(Code.InvalidArgument);
+    expect(otherFilters.rawMessage).toContain("page_token: was issued for different filters");
+    for (const pageToken of [
+      "A".repeat(100_000),
+      "not a token!",
+      Buffer.from("[1,2]").toString("base64url"),
+    ]) {
+      const bad = await failure(d.client.listApprovals({ pageToken }, as(approver)));
+      expect(bad.code).toBe(Code.InvalidArgument);
+      expect(bad.rawMessage).toContain("page_token: malformed page token");
+    }
   });
 
   it("lets no one but an approver decide, and never the caller itself", async () => {

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
-import { Code } from "@connectrpc/connect";
+import { Code } from "@toolmesh/errors";
 import {
   CallStatus,
   DockerRuntimeSchema,

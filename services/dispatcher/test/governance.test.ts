@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { clone, create, fromBinary, type MessageInitShape } from "@bufbuild/protobuf";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code, ConnectError } from "@toolmesh/errors";
 import {
   AuditRecordSchema,
   Effect,

@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import path from "node:path";
-import { Code } from "@connectrpc/connect";
+import { Code } from "@toolmesh/errors";
 import { decodeEvent } from "@toolmesh/nats";
 import {
   AuditAction,

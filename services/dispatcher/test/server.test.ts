@@ -1,6 +1,7 @@
 import { create } from "@bufbuild/protobuf";
-import { Code, createClient } from "@connectrpc/connect";
+import { createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
+import { Code } from "@toolmesh/errors";
 import { buckets, subjects } from "@toolmesh/nats";
 import {
   AuditAction,

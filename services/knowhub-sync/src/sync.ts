@@ -1,4 +1,5 @@
-import { type Client, Code, ConnectError } from "@connectrpc/connect";
+import type { Client } from "@connectrpc/connect";
+import { Code, ConnectError } from "@toolmesh/errors";
 import type { Logger } from "@toolmesh/log";
 import { buckets, type SnapshotView } from "@toolmesh/nats";
 import type { RegistryService, Tool, ToolSchema } from "@toolmesh/proto";

@@ -1,5 +1,5 @@
 import { timestampMs } from "@bufbuild/protobuf/wkt";
-import type { Logger } from "@toolmesh/log";
+import { callFields, type Logger } from "@toolmesh/log";
 import { type BatchConsumer, consumeBatches, type Delivered } from "@toolmesh/nats";
 import { type CallbackEvent, CallbackEventSchema } from "@toolmesh/proto";
 import { type JetStreamClient, type JetStreamManager, millis } from "nats";
@@ -81,7 +81,7 @@ export class MemoryWriter {
         }
         return Promise.allSettled(batch.map((d) => this.write(d)));
       },
-      logFields: (event) => ({ call_id: event.callId, trace_id: event.traceId }),
+      logFields: callFields,
     });
   }
 

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import {
   API_KEY_HASH_ALGORITHM,
   hasRole,
@@ -10,9 +10,9 @@ import {
   Role,
   requireRole,
 } from "@toolmesh/auth";
-import { invalidField, notFound } from "@toolmesh/errors";
+import { Code, ConnectError, invalidField, notFound } from "@toolmesh/errors";
 import type { Logger } from "@toolmesh/log";
-import { checkPrincipalId } from "@toolmesh/names";
+import { checkPrincipalId, nameLimits } from "@toolmesh/names";
 import { buckets, type SnapshotView } from "@toolmesh/nats";
 import { compileGrant, coversTool, PolicyNotReadyError, type PolicyTool } from "@toolmesh/policy";
 import {
@@ -68,7 +68,12 @@ function describeGrant(g: Grant): string {
 }
 
 /** Grant and key ids are the page position of ListGrants and ListApiKeys. */
-const pages = pageTokens({ defaultSize: 100, maxSize: 1000, position: issuedIdPosition });
+const pages = pageTokens({
+  defaultSize: 100,
+  maxSize: 1000,
+  position: issuedIdPosition,
+  maxPositionLength: nameLimits.issuedId,
+});
 
 /** The tool as the decision sees it, from the registry snapshot; NOT_FOUND when unknown. */
 function policyTool(tools: SnapshotView<typeof ToolSchema>, name: string): PolicyTool {

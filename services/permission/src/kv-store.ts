@@ -6,6 +6,7 @@ import {
   KvConflictError,
   ReconnectingKvSnapshot,
   type SnapshotChange,
+  updateWithRetry,
 } from "@toolmesh/nats";
 import { PolicySnapshot } from "@toolmesh/policy";
 import {
@@ -92,18 +93,16 @@ export class KvPermissionStore implements PermissionStore {
   /** Deletes a grant; false when there is none with the id. */
   async deleteGrant(id: string): Promise<boolean> {
     const key = buckets.permission.grantKey(id);
-    for (;;) {
+    // Revoked or changed meanwhile: read it again.
+    const deleted = await updateWithRetry(`grant "${id}"`, async () => {
       const entry = await this.kv.get(key);
       if (entry?.operation !== "PUT") return false;
-      try {
-        await compareAndSet(() => this.kv.delete(key, { previousSeq: entry.revision }));
-      } catch (error) {
-        if (error instanceof KvConflictError) continue; // revoked or changed meanwhile
-        throw error;
-      }
-      await this.settle(this.policy.grants, () => this.policy.grants.get(key) === undefined);
+      await compareAndSet(() => this.kv.delete(key, { previousSeq: entry.revision }));
       return true;
-    }
+    });
+    if (deleted)
+      await this.settle(this.policy.grants, () => this.policy.grants.get(key) === undefined);
+    return deleted;
   }
 
   async updateGrant(
@@ -112,26 +111,22 @@ export class KvPermissionStore implements PermissionStore {
     next: (current: Grant) => Grant,
   ): Promise<Grant | { missing: true } | { currentRevision: bigint }> {
     const key = buckets.permission.grantKey(id);
-    for (;;) {
+    // Written meanwhile: compare again.
+    const result = await updateWithRetry(`grant "${id}"`, async () => {
       const entry = await this.kv.get(key);
-      if (entry?.operation !== "PUT") return { missing: true };
+      if (entry?.operation !== "PUT") return { missing: true as const };
       const current = fromBinary(GrantSchema, entry.value);
       if (current.revision !== expected) return { currentRevision: current.revision };
       const grant = next(current);
-      try {
-        await compareAndSet(() =>
-          this.kv.update(key, toBinary(GrantSchema, grant), entry.revision),
-        );
-      } catch (error) {
-        if (error instanceof KvConflictError) continue; // written meanwhile: compare again
-        throw error;
-      }
-      await this.settle(
-        this.policy.grants,
-        () => this.policy.grants.get(key)?.revision === grant.revision,
-      );
+      await compareAndSet(() => this.kv.update(key, toBinary(GrantSchema, grant), entry.revision));
       return grant;
-    }
+    });
+    if ("missing" in result || "currentRevision" in result) return result;
+    await this.settle(
+      this.policy.grants,
+      () => this.policy.grants.get(key)?.revision === result.revision,
+    );
+    return result;
   }
 
   async putRateLimit(limit: RateLimit): Promise<void> {
@@ -163,24 +158,20 @@ export class KvPermissionStore implements PermissionStore {
   /** Marks a key revoked; undefined when there is none with the id. */
   async revokeKey(id: string): Promise<ApiKey | undefined> {
     const key = buckets.permission.apiKeyKey(id);
-    for (;;) {
+    // Changed under us: read it again.
+    const revoked = await updateWithRetry(`API key "${id}"`, async () => {
       const entry = await this.kv.get(key);
       if (entry?.operation !== "PUT") return undefined;
       const record = fromBinary(ApiKeyRecordSchema, entry.value);
-      if (!record.apiKey) return undefined;
-      if (record.apiKey.revoked) return record.apiKey;
+      if (!record.apiKey || record.apiKey.revoked) return record.apiKey;
       record.apiKey.revoked = true;
-      try {
-        await compareAndSet(() =>
-          this.kv.update(key, toBinary(ApiKeyRecordSchema, record), entry.revision),
-        );
-      } catch (error) {
-        if (error instanceof KvConflictError) continue; // changed under us; read it again
-        throw error;
-      }
-      await this.settle(this.keys, () => this.keys.get(key)?.apiKey?.revoked === true);
+      await compareAndSet(() =>
+        this.kv.update(key, toBinary(ApiKeyRecordSchema, record), entry.revision),
+      );
       return record.apiKey;
-    }
+    });
+    if (revoked) await this.settle(this.keys, () => this.keys.get(key)?.apiKey?.revoked === true);
+    return revoked;
   }
 
   /** Creates the bootstrap marker; false when another replica (or an earlier start) did. */

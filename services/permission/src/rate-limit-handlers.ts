@@ -1,8 +1,8 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { Role, requireRole } from "@toolmesh/auth";
-import { notFound } from "@toolmesh/errors";
+import { Code, ConnectError, notFound } from "@toolmesh/errors";
 import type { Logger } from "@toolmesh/log";
 import { buckets } from "@toolmesh/nats";
 import {
@@ -35,6 +35,7 @@ const pages = pageTokens({
   defaultSize: 100,
   maxSize: 1000,
   position: new RegExp(`^[a-z]+\\.[A-Za-z0-9_=-]{1,${rateLimitBounds.maxIdLength}}$`),
+  maxPositionLength: rateLimitBounds.maxIdLength,
 });
 
 /** One sentence for the audit record. */

@@ -1,5 +1,5 @@
 import { create, fromBinary } from "@bufbuild/protobuf";
-import { Code } from "@connectrpc/connect";
+import { Code } from "@toolmesh/errors";
 import { subjects } from "@toolmesh/nats";
 import {
   AuditAction,

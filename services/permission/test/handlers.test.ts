@@ -1,12 +1,7 @@
 import { create, type MessageInitShape, toJsonString } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import {
-  type Client,
-  Code,
-  type ConnectError,
-  createClient,
-  createRouterTransport,
-} from "@connectrpc/connect";
+import { type Client, createClient, createRouterTransport } from "@connectrpc/connect";
+import { Code, type ConnectError } from "@toolmesh/errors";
 import {
   ApiKeyRecordSchema,
   BadFieldSchema,

@@ -2,8 +2,8 @@ import { stat } from "node:fs/promises";
 import path from "node:path";
 import { create, fromBinary, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError } from "@connectrpc/connect";
 import { API_KEY_HASH_ALGORITHM, mintApiKey } from "@toolmesh/auth";
+import { Code, ConnectError } from "@toolmesh/errors";
 import { buckets, subjects } from "@toolmesh/nats";
 import {
   ApiKeyRecordSchema,

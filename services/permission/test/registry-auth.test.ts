@@ -1,4 +1,4 @@
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code, ConnectError } from "@toolmesh/errors";
 import { Effect, PrincipalKind, ResourceKind } from "@toolmesh/proto";
 import { failure, mintJwt } from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

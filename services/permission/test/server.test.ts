@@ -1,5 +1,6 @@
-import { Code, createClient } from "@connectrpc/connect";
+import { createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
+import { Code } from "@toolmesh/errors";
 import {
   Effect,
   Health,

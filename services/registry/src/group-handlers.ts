@@ -2,7 +2,7 @@ import { timestampNow } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { Role, requireRole } from "@toolmesh/auth";
 import { Code, ConnectError, invalidField } from "@toolmesh/errors";
-import { checkLength, checkToolName } from "@toolmesh/names";
+import { checkLength, checkToolName, nameLimits } from "@toolmesh/names";
 import { KvConflictError } from "@toolmesh/nats";
 import { ChangeType, type Group, type RegistryService } from "@toolmesh/proto";
 import { pageTokens } from "@toolmesh/server";
@@ -16,7 +16,12 @@ type GroupRpcs = Pick<
 >;
 
 /** Group names are the page position of ListGroups. */
-const groupPages = pageTokens({ defaultSize: 50, maxSize: 500, position: /^[a-z0-9_.-]{1,64}$/ });
+const groupPages = pageTokens({
+  defaultSize: 50,
+  maxSize: 500,
+  position: /^[a-z0-9_.-]{1,64}$/,
+  maxPositionLength: nameLimits.groupName,
+});
 
 /** PutGroup, GetGroup, ListGroups and DeleteGroup; a tool's `groups` follows every change. */
 export function createGroupHandlers(view: RegistryView): GroupRpcs {

@@ -3,8 +3,8 @@ import { timestampNow } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { Role, requireRole } from "@toolmesh/auth";
 import { alreadyExists, Code, ConnectError, invalidField } from "@toolmesh/errors";
-import { checkLength, checkToolName } from "@toolmesh/names";
-import { KvConflictError } from "@toolmesh/nats";
+import { checkLength, checkToolName, nameLimits } from "@toolmesh/names";
+import { KvConflictError, updateWithRetry } from "@toolmesh/nats";
 import {
   ChangeType,
   type RegistryService,
@@ -16,7 +16,7 @@ import {
 import { recordDefinition } from "@toolmesh/schema";
 import { pageTokens } from "@toolmesh/server";
 import { compare, type RegistryView, runtimeKindOf } from "./registry-view.js";
-import { CAS_ATTEMPTS, groupsListing, updateGroupWithRetry } from "./tool-groups.js";
+import { groupsListing, updateGroupWithRetry } from "./tool-groups.js";
 import { checkSlugs, checkToolSpec } from "./validation.js";
 
 type ToolRpcs = Pick<
@@ -29,6 +29,7 @@ export const toolPages = pageTokens({
   defaultSize: 50,
   maxSize: 500,
   position: /^[a-z0-9_.-]{1,64}$/,
+  maxPositionLength: nameLimits.toolName,
 });
 
 /** RegisterTool, UpdateTool, DeregisterTool, GetTool and ListTools. */
@@ -162,25 +163,15 @@ export function createToolHandlers(view: RegistryView): ToolRpcs {
         groupRevisions.set(group.name, revision);
         removedFromGroups.push(group.name);
       }
-      for (let attempt = 1; ; attempt++) {
+      const deleted = await updateWithRetry(`tool "${req.name}"`, async () => {
         const current = await store.readTool(req.name);
-        if (!current) {
-          if (removedFromGroups.length > 0) break;
-          throw view.toolNotFound(req.name);
-        }
-        try {
-          const revision = await store.deleteTool(req.name, current.revision);
-          await view.announce(ChangeType.DELETE, "tool", req.name, revision, by, "deregister tool");
-          break;
-        } catch (error) {
-          if (!(error instanceof KvConflictError)) throw error;
-          if (attempt >= CAS_ATTEMPTS)
-            throw new ConnectError(
-              `tool "${req.name}" kept changing while it was deregistered; retry`,
-              Code.Aborted,
-            );
-        }
-      }
+        if (!current) return undefined;
+        return store.deleteTool(req.name, current.revision);
+      });
+      if (deleted === undefined && removedFromGroups.length === 0)
+        throw view.toolNotFound(req.name);
+      if (deleted !== undefined)
+        await view.announce(ChangeType.DELETE, "tool", req.name, deleted, by, "deregister tool");
       for (const group of removedFromGroups) {
         const revision = groupRevisions.get(group) ?? 0;
         await view.announce(

@@ -16,12 +16,6 @@ export const denyAll: ToolVisibility = {
   ready: () => true,
 };
 
-/** Agents see every tool; for tests and single-user set-ups only. */
-export const allowAll: ToolVisibility = {
-  canUse: () => true,
-  ready: () => true,
-};
-
 /** What policyVisibility needs of a PolicySnapshot (@toolmesh/policy). */
 export interface PolicyDecider {
   readonly isReady: boolean;

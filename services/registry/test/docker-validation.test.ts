@@ -1,5 +1,5 @@
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code, ConnectError } from "@toolmesh/errors";
 import { ToolSpecSchema } from "@toolmesh/proto";
 import { ValidatorCache } from "@toolmesh/schema";
 import { describe, expect, it } from "vitest";

@@ -1,6 +1,7 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import { Code, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
+import { createClient, createRouterTransport } from "@connectrpc/connect";
 import { authInterceptor, principal } from "@toolmesh/auth";
+import { Code, ConnectError } from "@toolmesh/errors";
 import { createLogger } from "@toolmesh/log";
 import {
   ChangeType,

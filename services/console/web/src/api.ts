@@ -1,6 +1,7 @@
 import type { DescService } from "@bufbuild/protobuf";
-import { type Client, ConnectError, createClient } from "@connectrpc/connect";
+import { type Client, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
+import { ConnectError } from "@toolmesh/errors";
 import { type CallbackEvent, CallbackService, finalStatuses } from "@toolmesh/proto";
 
 /** The console's origin forwards each service's RPCs, so one transport reaches them all. */

@@ -1,6 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampDate, timestampMs } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, codeName, invalidField, notFound } from "@toolmesh/errors";
+import { callFields } from "@toolmesh/log";
 import { checkLength } from "@toolmesh/names";
 import {
   type Approval,
@@ -74,7 +75,7 @@ export async function decideApproval(
   });
   const decidedApproval = decided.approval as Approval;
   deps.log.info(
-    { call_id: req.callId, trace_id: approval.traceId, decided_by: p.agentId, approve },
+    { ...callFields(approval), decided_by: p.agentId, approve },
     approve ? "held call approved" : "held call denied",
   );
   const result = approve
@@ -116,7 +117,7 @@ async function runApproved(deps: ApprovalDeps, held: HeldCall): Promise<Dispatch
   const release = () => {
     deps.store.delete(a.callId).catch((error: unknown) => {
       deps.log.warn(
-        { err: error, call_id: a.callId },
+        { err: error, ...callFields(a) },
         "could not delete a started held call; the sweep will",
       );
     });

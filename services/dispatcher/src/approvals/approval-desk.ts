@@ -10,8 +10,6 @@ import { listApprovals } from "./approval-list.js";
 import { sweepHeldCalls } from "./approval-sweep.js";
 import type { ApprovalDeps } from "./held-transitions.js";
 
-export type { ApprovalDeps as ApprovalDeskDeps } from "./held-transitions.js";
-
 /**
  * Held calls from the approvers' side: listing them (approval-list), approving or denying them
  * (approval-decide), and closing those nobody decided in time (approval-sweep). Every change of

@@ -1,5 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampDate, timestampMs } from "@bufbuild/protobuf/wkt";
+import { callFields } from "@toolmesh/log";
 import {
   type Approval,
   ApprovalState,
@@ -58,7 +59,7 @@ async function expire(deps: ApprovalDeps, stored: StoredHeldCall): Promise<boole
     throw error;
   }
   const a = expired.approval as Approval;
-  deps.log.info({ call_id: a.callId, trace_id: a.traceId, tool: a.tool }, "held call expired");
+  deps.log.info({ ...callFields(a), tool: a.tool }, "held call expired");
   await closeUnrun(deps, expired, {
     reason: "approval_expired",
     message: `no approver decided on call ${a.callId} to tool "${a.tool}" before ${a.expiresAt ? timestampDate(a.expiresAt).toISOString() : "its expiry"}; it did not run. Call again if it is still needed`,
@@ -119,9 +120,6 @@ async function closeStale(deps: ApprovalDeps, stored: StoredHeldCall): Promise<b
       false,
     );
   }
-  deps.log.warn(
-    { call_id: a.callId, trace_id: a.traceId },
-    "closed a decided held call left unfinished",
-  );
+  deps.log.warn(callFields(a), "closed a decided held call left unfinished");
   return true;
 }

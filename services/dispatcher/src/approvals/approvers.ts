@@ -1,7 +1,9 @@
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { hasRole, Role } from "@toolmesh/auth";
-import { Code, ConnectError, invalidField } from "@toolmesh/errors";
+import { Code, ConnectError } from "@toolmesh/errors";
+import { nameLimits } from "@toolmesh/names";
 import type { Approval, Principal } from "@toolmesh/proto";
+import { pageTokens } from "@toolmesh/server";
 
 /** The roles that may decide a held call besides `admin`: the configured ones and the tool's. */
 export function deciderRoles(approval: Approval, approverRoles: readonly string[]): string[] {
@@ -36,40 +38,29 @@ export function seesApproval(
   );
 }
 
-/** The position of a held call in ListApprovals' order: oldest first, then by call id. */
-export function approvalPosition(approval: Approval): [number, string] {
-  return [approval.requestedAt ? timestampMs(approval.requestedAt) : 0, approval.callId];
-}
+/** Digits of a position's time: milliseconds since 1970 fit 16 digits for 300,000 years. */
+const TIME_DIGITS = 16;
 
-/** A page token: the position of the last approval of the page. */
-export function encodeApprovalToken(position: [number, string]): string {
-  return Buffer.from(JSON.stringify(position), "utf8").toString("base64url");
-}
+/** ListApprovals' pages: a position is a held call's place in the order (approvalPosition). */
+export const approvalPages = pageTokens({
+  defaultSize: 100,
+  maxSize: 1000,
+  position: new RegExp(`^\\d{${TIME_DIGITS}}:[\\x21-\\x7e]{1,${nameLimits.callId}}$`),
+  maxPositionLength: TIME_DIGITS + 1 + nameLimits.callId,
+});
 
-/** Reads a page token back; INVALID_ARGUMENT for anything ListApprovals did not hand out. */
-export function decodeApprovalToken(token: string): [number, string] {
-  try {
-    const value: unknown = JSON.parse(Buffer.from(token, "base64url").toString("utf8"));
-    if (
-      Array.isArray(value) &&
-      value.length === 2 &&
-      Number.isSafeInteger(value[0]) &&
-      typeof value[1] === "string" &&
-      encodeApprovalToken([value[0], value[1]]) === token
-    )
-      return [value[0], value[1]];
-  } catch {
-    // Falls through to the error below.
-  }
-  throw invalidField(
-    "page_token",
-    "is not a token ListApprovals returned; omit it for the first page",
-  );
+/**
+ * The position of a held call in ListApprovals' order, oldest first, then by call id: its time,
+ * zero-padded so that positions sort as strings, and its call id.
+ */
+export function approvalPosition(approval: Approval): string {
+  const ms = approval.requestedAt ? timestampMs(approval.requestedAt) : 0;
+  return `${String(ms).padStart(TIME_DIGITS, "0")}:${approval.callId}`;
 }
 
 /** Orders two positions. */
-export function comparePositions(a: [number, string], b: [number, string]): number {
-  return a[0] - b[0] || (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0);
+export function comparePositions(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 /** PERMISSION_DENIED with what the caller lacks. */

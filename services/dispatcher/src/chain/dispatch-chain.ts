@@ -1,5 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import { ConnectError, codeName } from "@toolmesh/errors";
+import { callFields } from "@toolmesh/log";
 import { newCallId, newTraceId } from "@toolmesh/names";
 import {
   CallErrorSchema,
@@ -204,7 +205,7 @@ export class DispatchChain {
     if (call.idempotencyKey)
       await this.deps.idempotency.put(principal.agentId, call.idempotencyKey, response);
     this.deps.log.info(
-      { call_id: response.callId, trace_id: response.traceId, tool: record.call.tool },
+      { ...callFields(response), tool: record.call.tool },
       "call held for approval",
     );
     spans.end(CallStatus.PENDING);

@@ -1,5 +1,5 @@
 import { Code, ConnectError, codeName } from "@toolmesh/errors";
-import type { Logger } from "@toolmesh/log";
+import { callFields, type Logger } from "@toolmesh/log";
 import type { DispatchRequest } from "@toolmesh/proto";
 import type { CallRecord, CallRecorder } from "../records/call-recorder.js";
 import { PublishError } from "../records/event-publisher.js";
@@ -72,7 +72,7 @@ export async function recordRefusal(
     await record.flush();
   } catch (flushError) {
     deps.log.error(
-      { err: flushError, call_id: record.call.callId, trace_id: record.call.traceId },
+      { err: flushError, ...callFields(record.call) },
       "could not record a refused call",
     );
   }

@@ -1,7 +1,7 @@
 import { create, fromBinary, type JsonObject } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
-import type { Logger } from "@toolmesh/log";
-import { JetStreamApiCodes, jetStreamErrorCode, subjectToken } from "@toolmesh/nats";
+import { callFields, type Logger } from "@toolmesh/log";
+import { compareAndSet, subjectToken, updateWithRetry } from "@toolmesh/nats";
 import {
   CallErrorSchema,
   type CallLease,
@@ -141,26 +141,18 @@ export class LeaseSweeper {
    */
   private async claim(key: string): Promise<boolean> {
     const { kv, settings } = this.deps;
-    const value = String(Date.now());
-    try {
-      await kv.create(key, value);
-      return true;
-    } catch (error) {
-      if (jetStreamErrorCode(error) !== JetStreamApiCodes.WrongLastSequence) throw error;
-    }
-    const held = await kv.get(key);
-    if (!held) return false;
-    const since = Number(held.string());
     const staleAfter = Math.max(10_000, settings.lostAfterMs * 2);
-    if (held.operation === "PUT" && Number.isFinite(since) && Date.now() - since < staleAfter)
-      return false;
-    try {
-      await kv.update(key, value, held.revision);
+    // A write lost to another sweeper reads the claim again, and finds it taken.
+    return updateWithRetry(`sweep claim "${key}"`, async () => {
+      const held = await kv.get(key);
+      const since = Number(held?.string());
+      if (held?.operation === "PUT" && Number.isFinite(since) && Date.now() - since < staleAfter)
+        return false;
+      const value = String(Date.now());
+      if (held) await compareAndSet(() => kv.update(key, value, held.revision));
+      else await compareAndSet(() => kv.create(key, value));
       return true;
-    } catch (error) {
-      if (jetStreamErrorCode(error) === JetStreamApiCodes.WrongLastSequence) return false;
-      throw error;
-    }
+    });
   }
 
   private async closeClaimed(
@@ -208,7 +200,7 @@ export class LeaseSweeper {
     await record.flush();
     await jsm.streams.deleteMessage(LEASE_STREAM, sequence, false).catch(() => {});
     log.warn(
-      { call_id: lease.callId, trace_id: lease.traceId, instance: lease.instance, reason },
+      { ...callFields(lease), instance: lease.instance, reason },
       "closed a call whose outcome was never recorded",
     );
     return true;

@@ -1,6 +1,6 @@
-import { ConnectError } from "@connectrpc/connect";
 import * as grpc from "@grpc/grpc-js";
 import type { RequestAuthenticator } from "@toolmesh/auth";
+import { ConnectError } from "@toolmesh/errors";
 import type { Logger } from "@toolmesh/log";
 import {
   type CancelRequest,

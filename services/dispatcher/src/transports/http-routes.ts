@@ -1,7 +1,7 @@
 import type http from "node:http";
 import type http2 from "node:http2";
-import { Code, ConnectError } from "@connectrpc/connect";
 import type { RequestAuthenticator } from "@toolmesh/auth";
+import { Code, ConnectError } from "@toolmesh/errors";
 import type { Logger } from "@toolmesh/log";
 import { authenticateRequest, errorResponse, json } from "./facade/http-errors.js";
 import { type FacadeDeps, listTools, runTool } from "./facade/routes.js";

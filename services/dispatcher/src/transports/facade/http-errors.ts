@@ -1,7 +1,7 @@
 import { createRegistry } from "@bufbuild/protobuf";
-import { Code, ConnectError } from "@connectrpc/connect";
 import { codeToHttpStatus, errorToJson } from "@connectrpc/connect/protocol-connect";
 import type { RequestAuthenticator } from "@toolmesh/auth";
+import { Code, ConnectError } from "@toolmesh/errors";
 import {
   PermissionDenialSchema,
   type Principal,

@@ -1,6 +1,6 @@
 import { clone, create, type JsonObject, toJson } from "@bufbuild/protobuf";
-import { Code, ConnectError, type Client as RpcClient } from "@connectrpc/connect";
-import { invalidField } from "@toolmesh/errors";
+import type { Client as RpcClient } from "@connectrpc/connect";
+import { Code, ConnectError, invalidField } from "@toolmesh/errors";
 import { checkScope, checkToolName, nameLimits, withDigest } from "@toolmesh/names";
 import {
   type ImportedMcpTool,

@@ -13,7 +13,7 @@ import {
   type StandardSchemaV1,
   type Task,
 } from "@modelcontextprotocol/server";
-import { nameLimits } from "@toolmesh/names";
+import { clipped, withinLimit } from "@toolmesh/names";
 import {
   type Approval,
   ApprovalState,
@@ -195,9 +195,7 @@ async function ownCall(
   taskId: string,
 ): Promise<CallOutcomes> {
   const found =
-    taskId !== "" && taskId.length <= nameLimits.callId
-      ? await deps.outcomes.read(taskId)
-      : undefined;
+    taskId !== "" && withinLimit("callId", taskId) ? await deps.outcomes.read(taskId) : undefined;
   if (
     !found ||
     found.first.agentId !== principal.agentId ||
@@ -205,7 +203,7 @@ async function ownCall(
   )
     throw new ProtocolError(
       ProtocolErrorCode.InvalidParams,
-      `task not found: ${JSON.stringify(taskId.slice(0, nameLimits.callId))} is not a task of yours (the taskId of a CreateTaskResult from tools/call), or its records have expired`,
+      `task not found: ${JSON.stringify(clipped("callId", taskId))} is not a task of yours (the taskId of a CreateTaskResult from tools/call), or its records have expired`,
     );
   return found;
 }

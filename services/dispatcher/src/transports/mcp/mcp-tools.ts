@@ -1,6 +1,6 @@
 import { create, type JsonObject } from "@bufbuild/protobuf";
-import { Code, ConnectError } from "@connectrpc/connect";
 import { ProtocolError, ProtocolErrorCode, Server } from "@modelcontextprotocol/server";
+import { Code, ConnectError } from "@toolmesh/errors";
 import {
   awaitsApproval,
   type BackendEvent,
