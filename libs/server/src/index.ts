@@ -1,5 +1,12 @@
 export type { HttpHandler } from "./fallback.js";
 export { grpcServiceDefinition, toGrpcServiceError } from "./grpc-js.js";
+export {
+  type UnaryCall,
+  type UnaryHandlers,
+  type UnaryRoute,
+  type UnaryRoutes,
+  unaryRoutes,
+} from "./grpc-unary.js";
 export { createHealthService, HealthState } from "./health.js";
 export { onShutdown } from "./lifecycle.js";
 export { type PageTokens, pageTokens } from "./page-token.js";

@@ -9,10 +9,12 @@ import {
   type Interceptor,
 } from "@connectrpc/connect";
 import { type ConnectNodeAdapterOptions, connectNodeAdapter } from "@connectrpc/connect-node";
+import type { Code } from "@toolmesh/errors";
 import type { Logger } from "@toolmesh/log";
 import { Health, HealthCheckResponse_ServingStatus } from "@toolmesh/proto";
-import { rpcMetricsInterceptor } from "@toolmesh/telemetry";
+import { rpcMetricsInterceptor, rpcObserver } from "@toolmesh/telemetry";
 import { fallbackHandler } from "./fallback.js";
+import { fastRoute, serveUnary, type UnaryRoutes } from "./grpc-unary.js";
 import { createHealthService, HealthState } from "./health.js";
 import { addReflection } from "./reflection.js";
 
@@ -40,6 +42,12 @@ export interface ServerOptions {
    * and unknown gRPC methods; 404 without it.
    */
   fallback?: ConnectNodeAdapterOptions["fallback"];
+  /**
+   * Unary methods served on a fast path for plain binary gRPC over HTTP/2 (grpc-unary.ts); every
+   * other request, these methods over Connect or gRPC-Web included, goes through connect-node.
+   * Their handlers authenticate the call themselves: the interceptors do not run for them.
+   */
+  fastUnary?: UnaryRoutes;
 }
 
 export interface ToolmeshServer {
@@ -64,7 +72,7 @@ export interface ListeningServer {
 export function createToolmeshServer(options: ServerOptions): ToolmeshServer {
   const health = new HealthState(options.services.map((s) => s.typeName));
   const shutdown = new AbortController();
-  const handler = connectNodeAdapter({
+  const connectHandler = connectNodeAdapter({
     readMaxBytes: options.readMaxBytes,
     shutdownSignal: shutdown.signal,
     // Metrics outermost, so they count the calls authentication refuses too.
@@ -83,6 +91,23 @@ export function createToolmeshServer(options: ServerOptions): ToolmeshServer {
       options.routes(router, { shutdownSignal: shutdown.signal });
     },
   });
+
+  const observe = rpcObserver();
+  const fast = {
+    readMaxBytes: options.readMaxBytes,
+    observe: (
+      route: { service: string; method: string },
+      code: Code | undefined,
+      seconds: number,
+    ) => observe(route.service, route.method, code, seconds),
+    log: options.log,
+  };
+  const handler: typeof connectHandler = (req, res) => {
+    const route = fastRoute(options.fastUnary, req);
+    if (route)
+      serveUnary(route, req as http2.Http2ServerRequest, res as http2.Http2ServerResponse, fast);
+    else connectHandler(req, res);
+  };
 
   return {
     health,

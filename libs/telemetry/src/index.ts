@@ -9,7 +9,7 @@ export {
   metricsRegistry,
   renderMetrics,
 } from "./metrics.js";
-export { rpcMetricsInterceptor } from "./rpc-metrics.js";
+export { type RpcObserver, rpcMetricsInterceptor, rpcObserver } from "./rpc-metrics.js";
 export {
   endWithError,
   parseTraceparent,

@@ -3,16 +3,24 @@ import { Code, ConnectError, codeName } from "@toolmesh/errors";
 import { counter, histogram } from "./metrics.js";
 
 /**
- * Counts every RPC a server answers by service, method and gRPC code, times unary ones, and
- * counts authentication failures. It must run outside the auth interceptor to see those.
+ * Records how one RPC ended: counted by service, method and gRPC code (undefined: OK), timed when
+ * `seconds` is given (unary), and an UNAUTHENTICATED one counted as an authentication failure.
  */
-export function rpcMetricsInterceptor(): Interceptor {
+export type RpcObserver = (
+  service: string,
+  method: string,
+  code: Code | undefined,
+  seconds?: number,
+) => void;
+
+/** The observer behind the RPC metrics, for a server path that bypasses the interceptors. */
+export function rpcObserver(): RpcObserver {
   const handled = counter(
     "toolmesh_rpc_server_handled_total",
     "RPCs answered, by service, method and gRPC code",
     ["service", "method", "code"],
   );
-  const seconds = histogram(
+  const timed = histogram(
     "toolmesh_rpc_server_handling_seconds",
     "Time to answer a unary RPC, in seconds",
     ["service", "method"],
@@ -22,19 +30,34 @@ export function rpcMetricsInterceptor(): Interceptor {
     "RPCs refused because their credential was missing, malformed or not valid",
     ["service"],
   );
+  return (service, method, code, seconds) => {
+    handled.inc({ service, method, code: code === undefined ? "OK" : codeName(code) });
+    if (code === undefined && seconds !== undefined) timed.observe({ service, method }, seconds);
+    if (code === Code.Unauthenticated) authFailures.inc({ service });
+  };
+}
+
+/**
+ * Counts every RPC a server answers by service, method and gRPC code, times unary ones, and
+ * counts authentication failures. It must run outside the auth interceptor to see those.
+ */
+export function rpcMetricsInterceptor(): Interceptor {
+  const observe = rpcObserver();
   return (next) => async (req) => {
     const service = req.service.typeName;
     const method = req.method.name;
     const started = performance.now();
     try {
       const res = await next(req);
-      handled.inc({ service, method, code: "OK" });
-      if (!res.stream) seconds.observe({ service, method }, (performance.now() - started) / 1000);
+      observe(
+        service,
+        method,
+        undefined,
+        res.stream ? undefined : (performance.now() - started) / 1000,
+      );
       return res;
     } catch (error) {
-      const code = ConnectError.from(error).code;
-      handled.inc({ service, method, code: codeName(code) });
-      if (code === Code.Unauthenticated) authFailures.inc({ service });
+      observe(service, method, ConnectError.from(error).code);
       throw error;
     }
   };

@@ -24,6 +24,7 @@ import { LocalRuntime } from "./runtimes/local-runtime.js";
 import { McpRuntime } from "./runtimes/mcp-runtime.js";
 import { RemoteRuntime } from "./runtimes/remote-runtime.js";
 import { authTimingInterceptor } from "./transports/auth-timing.js";
+import { fastCallRoutes } from "./transports/call-rpcs.js";
 import { createDispatcherHandlers } from "./transports/grpc-handlers.js";
 import { type GrpcPort, listenGrpcPort } from "./transports/grpc-port.js";
 import { createHttpRoutes } from "./transports/http-routes.js";
@@ -187,6 +188,14 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     log,
     readMaxBytes: settings.maxMessageBytes,
     interceptors: [authTimingInterceptor, ...deps.auth.interceptors],
+    // Binary gRPC calls of the call RPCs skip connect-node: on the default port they cost what
+    // they cost on the grpc-js port (docs/benchmark.md).
+    fastUnary: fastCallRoutes({
+      chain,
+      catalog,
+      running,
+      authenticateRequest: deps.auth.authenticateRequest,
+    }),
     fallback: createHttpRoutes({
       facade: { ...checks, chain, local, registry, maxBodyBytes: settings.maxMessageBytes, log },
       mcp,

@@ -1,5 +1,5 @@
 import { create } from "@bufbuild/protobuf";
-import type { ServiceImpl } from "@connectrpc/connect";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { hasRole, principalOf, Role, requireRole } from "@toolmesh/auth";
 import { Code, ConnectError, invalidField, notFound } from "@toolmesh/errors";
 import { checkLength } from "@toolmesh/names";
@@ -14,15 +14,13 @@ import type { ToolCatalog } from "../catalog/tool-catalog.js";
 import { usableTools } from "../catalog/visible-tools.js";
 import type { DispatchChain } from "../chain/dispatch-chain.js";
 import type { RunningCalls } from "../chain/running-calls.js";
-import type { CheckDeps } from "../chain/types.js";
+import type { CheckDeps, DispatchOptions } from "../chain/types.js";
 import type { DockerRuntime } from "../runtimes/docker-runtime.js";
 import type { LocalRuntime } from "../runtimes/local-runtime.js";
 import { ToolStartError } from "../runtimes/supervised-backend.js";
 import { AUTH_STARTED } from "./auth-timing.js";
-import { runBatch } from "./batch.js";
-import { cancelCall } from "./cancel.js";
+import { callRpcs } from "./call-rpcs.js";
 import { type ImportDeps, importMcpServer } from "./mcp/import-server.js";
-import { dispatchToolCalls } from "./tool-calls/dispatch-tool-calls.js";
 
 export interface HandlerDeps {
   chain: DispatchChain;
@@ -39,7 +37,8 @@ export interface HandlerDeps {
 
 /** DispatcherService over Connect/gRPC/gRPC-Web; the chain itself lives in DispatchChain. */
 export function createDispatcherHandlers(deps: HandlerDeps): ServiceImpl<typeof DispatcherService> {
-  const { chain, catalog, running, local, docker } = deps;
+  const { catalog, local, docker } = deps;
+  const rpcs = callRpcs(deps);
 
   /** A tool whose backend the Dispatcher runs itself (a process or a container), and its runtime. */
   const supervised = (name: string) => {
@@ -58,25 +57,9 @@ export function createDispatcherHandlers(deps: HandlerDeps): ServiceImpl<typeof 
   };
 
   return {
-    dispatch(req, ctx) {
-      return chain.dispatch(req, principalOf(ctx), {
-        rpcTimeoutMs: ctx.timeoutMs(),
-        signal: ctx.signal,
-        traceparent: ctx.requestHeader.get("traceparent") ?? undefined,
-        authStartedMs: ctx.values.get(AUTH_STARTED),
-      });
-    },
-    dispatchBatch(req, ctx) {
-      return runBatch(chain, catalog, req, principalOf(ctx), {
-        rpcTimeoutMs: ctx.timeoutMs(),
-        signal: ctx.signal,
-        traceparent: ctx.requestHeader.get("traceparent") ?? undefined,
-        authStartedMs: ctx.values.get(AUTH_STARTED),
-      });
-    },
-    cancel(req, ctx) {
-      return cancelCall(running, req.callId, principalOf(ctx));
-    },
+    dispatch: (req, ctx) => rpcs.dispatch(req, principalOf(ctx), callOptions(ctx)),
+    dispatchBatch: (req, ctx) => rpcs.dispatchBatch(req, principalOf(ctx), callOptions(ctx)),
+    cancel: (req, ctx) => rpcs.cancel(req, principalOf(ctx), callOptions(ctx)),
     getRuntimeStatus(req, ctx) {
       // Admins see every local and docker tool; an agent sees those it may call.
       const caller = principalOf(ctx);
@@ -91,14 +74,8 @@ export function createDispatcherHandlers(deps: HandlerDeps): ServiceImpl<typeof 
         runtimes: callable ? runtimes.filter((r) => callable.has(r.tool)) : runtimes,
       });
     },
-    dispatchToolCalls(req, ctx) {
-      return dispatchToolCalls(chain, catalog, req, principalOf(ctx), {
-        rpcTimeoutMs: ctx.timeoutMs(),
-        signal: ctx.signal,
-        traceparent: ctx.requestHeader.get("traceparent") ?? undefined,
-        authStartedMs: ctx.values.get(AUTH_STARTED),
-      });
-    },
+    dispatchToolCalls: (req, ctx) =>
+      rpcs.dispatchToolCalls(req, principalOf(ctx), callOptions(ctx)),
     importMcpServer(req, ctx) {
       requireRole(ctx, Role.Admin);
       return importMcpServer(deps.imports, req, ctx.requestHeader.get("authorization") ?? "");
@@ -129,5 +106,15 @@ export function createDispatcherHandlers(deps: HandlerDeps): ServiceImpl<typeof 
       const { runtime } = supervised(req.tool);
       return create(StopToolResponseSchema, { status: await runtime.stop(req.tool) });
     },
+  };
+}
+
+/** The per-call options a Connect handler context gives the chain. */
+function callOptions(ctx: HandlerContext): DispatchOptions {
+  return {
+    rpcTimeoutMs: ctx.timeoutMs(),
+    signal: ctx.signal,
+    traceparent: ctx.requestHeader.get("traceparent") ?? undefined,
+    authStartedMs: ctx.values.get(AUTH_STARTED),
   };
 }

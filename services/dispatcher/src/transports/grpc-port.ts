@@ -15,9 +15,7 @@ import type { ToolCatalog } from "../catalog/tool-catalog.js";
 import type { DispatchChain } from "../chain/dispatch-chain.js";
 import type { RunningCalls } from "../chain/running-calls.js";
 import type { DispatchOptions } from "../chain/types.js";
-import { runBatch } from "./batch.js";
-import { cancelCall } from "./cancel.js";
-import { dispatchToolCalls } from "./tool-calls/dispatch-tool-calls.js";
+import { callRpcs } from "./call-rpcs.js";
 
 export interface GrpcPortDeps {
   chain: DispatchChain;
@@ -94,19 +92,12 @@ export async function listenGrpcPort(
       code: grpc.status.UNIMPLEMENTED,
       details: "use the Dispatcher's main port for this RPC",
     });
+  const rpcs = callRpcs(deps);
   server.addService(grpcServiceDefinition(DispatcherService), {
-    dispatch: unary<DispatchRequest, unknown>((req, principal, options) =>
-      deps.chain.dispatch(req, principal, options),
-    ),
-    dispatchBatch: unary<DispatchBatchRequest, unknown>((req, principal, options) =>
-      runBatch(deps.chain, deps.catalog, req, principal, options),
-    ),
-    cancel: unary<CancelRequest, unknown>((req, principal) =>
-      cancelCall(deps.running, req.callId, principal),
-    ),
-    dispatchToolCalls: unary<DispatchToolCallsRequest, unknown>((req, principal, options) =>
-      dispatchToolCalls(deps.chain, deps.catalog, req, principal, options),
-    ),
+    dispatch: unary<DispatchRequest, unknown>(rpcs.dispatch),
+    dispatchBatch: unary<DispatchBatchRequest, unknown>(rpcs.dispatchBatch),
+    cancel: unary<CancelRequest, unknown>(rpcs.cancel),
+    dispatchToolCalls: unary<DispatchToolCallsRequest, unknown>(rpcs.dispatchToolCalls),
     getRuntimeStatus: unimplemented,
     importMcpServer: unimplemented,
     startTool: unimplemented,
