@@ -7,12 +7,10 @@ import { type Client, createClient, type Transport } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { loadConfig, syncInterval } from "@toolmesh/config";
 import {
-  DEFAULT_RESTART_POLICY,
   freePort,
   type NatsPlacement,
   natsMemoryLimit,
   type Replicas,
-  type RestartPolicy,
   type RunningStack,
   readTokenFile,
   replicasOf,
@@ -69,8 +67,6 @@ export interface TestStackOptions {
   natsSyncInterval?: string;
   /** How long each process may take to become ready (60 s by default). */
   startTimeoutMs?: number;
-  /** How the launcher restarts a process that exits on its own (npm start's defaults otherwise). */
-  restartPolicy?: Partial<RestartPolicy>;
 }
 
 /** A whole toolmesh stack for a test: a nats-server and real service processes. */
@@ -194,7 +190,6 @@ export async function startStack(options: TestStackOptions = {}): Promise<TestSt
       services: names,
       freePorts: true,
       startTimeoutMs: options.startTimeoutMs ?? 60_000,
-      restartPolicy: { ...DEFAULT_RESTART_POLICY, ...options.restartPolicy },
       metrics: { host: "127.0.0.1", port: 0 },
       say: (line) => launcherLines.push(line),
     });
