@@ -13,6 +13,7 @@ export default defineConfig({
       "**/*.browser.test.ts",
       "test/cluster.test.ts",
       "test/cluster-partition.test.ts",
+      "test/cluster-supervision.test.ts",
     ],
     testTimeout: 60_000,
     hookTimeout: 60_000,

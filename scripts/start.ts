@@ -11,7 +11,14 @@ import {
   str,
   syncInterval,
 } from "@toolmesh/config";
-import { diskSpaceWarning, natsMemoryLimit, StackError, startStack } from "@toolmesh/launcher";
+import {
+  DEFAULT_RESTART_POLICY,
+  diskSpaceWarning,
+  natsMemoryLimit,
+  restartPolicyConfig,
+  StackError,
+  startStack,
+} from "@toolmesh/launcher";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const config = loadOrExit(() =>
@@ -27,6 +34,11 @@ const config = loadOrExit(() =>
     serviceReplicas: int("TOOLMESH_SERVICE_REPLICAS", 0, { min: 0, max: 5 }),
     dataDir: str("TOOLMESH_DATA_DIR", path.join(root, ".toolmesh")),
     startTimeoutMs: int("TOOLMESH_START_TIMEOUT_MS", 60_000, { min: 1000, max: 600_000 }),
+    // A process that exits more often than this within the window stops the stack.
+    ...restartPolicyConfig,
+    // The launcher's own /metrics (restarts of each process); -1: none, 0: a free port.
+    metricsPort: int("TOOLMESH_LAUNCHER_METRICS_PORT", 7106, { min: -1, max: 65535 }),
+    host: str("TOOLMESH_HOST", "127.0.0.1"),
   }),
 );
 const say = (line: string) => process.stdout.write(`toolmesh: ${line}\n`);
@@ -55,11 +67,17 @@ const stop = async (code: number) => {
 process.on("SIGINT", () => void stop(0));
 process.on("SIGTERM", () => void stop(0));
 try {
-  const { serviceReplicas, ...settings } = config;
+  const { serviceReplicas, restartLimit, restartWindowMs, metricsPort, host, ...settings } = config;
   stack = await startStack({
     root,
     ...settings,
     ...(serviceReplicas > 0 ? { replicas: serviceReplicas } : {}),
+    restartPolicy: {
+      ...DEFAULT_RESTART_POLICY,
+      maxRestarts: restartLimit,
+      windowMs: restartWindowMs,
+    },
+    ...(metricsPort >= 0 ? { metrics: { host, port: metricsPort } } : {}),
     dataDir: path.resolve(config.dataDir),
     env: {},
     say,
@@ -91,10 +109,11 @@ if (stack.busCredentials.agent) {
 }
 say(`logs in ${path.join(config.dataDir, "logs")}; press Ctrl-C to stop`);
 
-const died = await stack.firstExit;
+// Every process that exits on its own is restarted; only one that keeps crashing stops the stack.
+const failure = await stack.failed;
 if (!stopping) {
   process.stderr.write(
-    `toolmesh: ${died.name} exited (code ${died.code}${died.signal ? `, signal ${died.signal}` : ""}); last lines:\n${died.lastLines}\n`,
+    `toolmesh: ${failure.message}; stopping the stack. Its last lines (all in ${path.join(config.dataDir, "logs", `${failure.name}.log`)}):\n${failure.lastLines}\n`,
   );
   await stop(1);
 }

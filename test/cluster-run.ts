@@ -6,7 +6,7 @@ import { CallStatus, DispatcherService } from "@toolmesh/proto";
 import { createBalancedTransport, neverSent, type ServedTools } from "@toolmesh/sdk";
 import { chainServices, eventually, startStack, type TestStack } from "@toolmesh/testkit";
 import { consumerOpts, type JsMsg } from "nats";
-import { expect } from "vitest";
+import { afterAll, beforeAll, expect } from "vitest";
 import { readAgentMemory } from "../services/memory-writer/src/layout.js";
 import {
   type CallResult,
@@ -63,6 +63,25 @@ export async function startClusterRun(
     );
   }
   return { stack, served, ran, results: [], windows: [] };
+}
+
+/**
+ * Starts a cluster run before the tests of the describe block that calls this and stops it after
+ * them, even when they fail; the function returned hands the run to a test.
+ */
+export function clusterRunPerBlock(): () => ClusterRun {
+  let run: ClusterRun | undefined;
+  beforeAll(async () => {
+    run = await startClusterRun();
+  }, 240_000);
+  afterAll(async () => {
+    await run?.served.close();
+    await run?.stack.stop();
+  });
+  return () => {
+    if (!run) throw new Error("the cluster run did not start");
+    return run;
+  };
 }
 
 /** What strikes faults while the calls run. */

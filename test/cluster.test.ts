@@ -1,6 +1,6 @@
 import { eventually } from "@toolmesh/testkit";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type ClusterRun, runCalls, startClusterRun, verifyRecords } from "./cluster-run.js";
+import { describe, expect, it } from "vitest";
+import { clusterRunPerBlock, runCalls, verifyRecords } from "./cluster-run.js";
 
 const CALLS = Number(process.env.CLUSTER_CALLS ?? 5000);
 const CONCURRENCY = 32;
@@ -13,18 +13,10 @@ const SERVICES = ["dispatcher", "registry", "permission", "audit", "callback", "
 // killed, each service loses a replica and a node is paused. After recovery every acked call has
 // exactly one audit record, callback event and memory entry, and no refused call ran its tool.
 describe("a three-node cluster under faults", () => {
-  let run: ClusterRun;
-
-  beforeAll(async () => {
-    run = await startClusterRun();
-  }, 240_000);
-
-  afterAll(async () => {
-    await run?.served.close();
-    await run?.stack.stop();
-  });
+  const clusterRun = clusterRunPerBlock();
 
   it(`${CALLS} calls at concurrency ${CONCURRENCY} through node, leader, replica and pause faults`, async () => {
+    const run = clusterRun();
     const { stack } = run;
     const cluster = stack.cluster;
     if (!cluster) throw new Error("the stack runs no cluster");
@@ -77,11 +69,12 @@ describe("a three-node cluster under faults", () => {
   /** The replica of a service to kill: the lease holder for Audit and memory-writer. */
   async function replicaToKill(service: string): Promise<string> {
     if (service !== "audit" && service !== "memory-writer") return service;
-    const kv = await run.stack.nc.jetstream().views.kv("toolmesh-leases");
+    const { stack } = clusterRun();
+    const kv = await stack.nc.jetstream().views.kv("toolmesh-leases");
     // Each process names its instance in the log line where it takes the lease.
     const instance = (await kv.get(service))?.string() ?? "";
     for (const name of [service, `${service}-2`]) {
-      if (instance && (await run.stack.logText(name)).includes(instance)) return name;
+      if (instance && (await stack.logText(name)).includes(instance)) return name;
     }
     return service;
   }

@@ -27,6 +27,8 @@ interface FileConfig {
 /** Everything a command needs: where the services are, the credential, and how to print. */
 export class CliContext {
   readonly urls: Record<ServiceName, string>;
+  /** The data directory of the stack `npm start` runs here (stack.json, admin.token). */
+  readonly dataDir: string;
   private readonly token: string | undefined;
   private readonly clients = new Map<string, unknown>();
 
@@ -48,12 +50,13 @@ export class CliContext {
         urls[name] = fromFile.replace(/\/+$/, "");
     }
     this.urls = urls;
+    this.dataDir = env.TOOLMESH_DATA_DIR?.trim() || ".toolmesh";
     this.token =
       options.token ??
       (env.TOOLMESH_TOKEN?.trim() || undefined) ??
       file.token ??
       readToken(file.token_file) ??
-      readToken(path.join(env.TOOLMESH_DATA_DIR ?? ".toolmesh", "admin.token"));
+      readToken(path.join(this.dataDir, "admin.token"));
   }
 
   /** A client of one service over gRPC (HTTP/2), made once. */

@@ -4,7 +4,7 @@ import { busDir, ensureBusCredentials, ensureRoutePassword } from "./bus-credent
 import { NatsCluster } from "./nats-cluster.js";
 import type { NatsServerUser } from "./nats-config.js";
 import { type NatsPlacement, NatsServer } from "./nats-server.js";
-import type { UnexpectedExit } from "./stack-events.js";
+import type { Supervisor } from "./supervisor.js";
 
 /** How the launcher runs the bus: one nats-server, or a cluster of them. */
 export interface LocalBusOptions {
@@ -22,7 +22,8 @@ export interface LocalBusOptions {
   natsPlacements?: (NatsPlacement | undefined)[] | undefined;
   startTimeoutMs: number;
   say: (line: string) => void;
-  report: (exit: UnexpectedExit) => void;
+  /** The supervisor of one nats-server, named nats-server (or nats-server-<n> in a cluster). */
+  supervisor: (name: string, node: NatsServer) => Supervisor;
 }
 
 /** A local bus the launcher started. */
@@ -42,8 +43,8 @@ export interface LocalBus {
 }
 
 /**
- * Starts the local bus with the bus's credentials and permission table, and restarts any
- * nats-server that dies on its own (services reconnect and ride through).
+ * Starts the local bus with the bus's credentials and permission table, and has any nats-server
+ * that dies on its own restarted by its supervisor (services reconnect and ride through).
  */
 export async function startLocalBus(options: LocalBusOptions): Promise<LocalBus> {
   const { dataDir, say } = options;
@@ -69,15 +70,6 @@ export async function startLocalBus(options: LocalBusOptions): Promise<LocalBus>
   };
   const logDir = path.join(dataDir, "logs");
   const sync = options.natsSyncInterval ?? "always";
-  const supervision = (node: NatsServer, label: string) => ({
-    restarting: (attempt: number, delayMs: number, died: string) =>
-      say(
-        `${label} exited (${died.split("\n")[0]}); restarting it in ${delayMs} ms (attempt ${attempt})`,
-      ),
-    restarted: () => say(`${label} is back at ${node.url} with the same store`),
-    gaveUp: (reason: string) =>
-      options.report({ name: label, code: null, signal: null, lastLines: reason }),
-  });
 
   if ((options.clusterNodes ?? 1) > 1) {
     const cluster = await NatsCluster.create({
@@ -96,7 +88,7 @@ export async function startLocalBus(options: LocalBusOptions): Promise<LocalBus>
       await cluster.stop();
       throw error;
     }
-    cluster.supervise((node) => supervision(node, `nats-server ${node.serverName}`));
+    cluster.supervise((node, n) => options.supervisor(`nats-server-${n}`, node));
     say(
       `NATS JetStream cluster of ${cluster.nodes.length} at ${cluster.url} (stores under ${path.join(dataDir, "nats")}, sync ${sync}, credentials in ${busDir(dataDir)})`,
     );
@@ -119,7 +111,7 @@ export async function startLocalBus(options: LocalBusOptions): Promise<LocalBus>
     logPath: path.join(logDir, "nats-server.log"),
   });
   await server.start();
-  server.supervise(supervision(server, "nats-server"));
+  server.supervise(options.supervisor("nats-server", server));
   say(
     `nats-server with JetStream at ${server.url} (store ${storeDir}, sync ${sync}, credentials in ${busDir(dataDir)})`,
   );

@@ -41,8 +41,11 @@ export class Child {
     return this.process.exitCode === null && this.process.signalCode === null;
   }
 
-  /** The last lines of both streams, for a report on why it died. */
-  lastLines(count = 15): string {
+  /**
+   * The last lines of both streams, for a report on why it died: enough for the whole of an
+   * uncaught error's stack, whose first line says what went wrong.
+   */
+  lastLines(count = 40): string {
     return [...this.stdout.lines, ...this.stderr.lines].slice(-count).join("\n");
   }
 

@@ -9,6 +9,7 @@ export {
 } from "./bus-credentials.js";
 export { Child } from "./child.js";
 export { type DiskThresholds, defaultDiskThresholds, diskSpaceWarning } from "./disk-space.js";
+export { LauncherMetrics, type MetricsListener, serveLauncherMetrics } from "./launcher-metrics.js";
 export { LineWatcher } from "./lines.js";
 export { natsServerBinary, natsServerVersion } from "./nats-binary.js";
 export { NatsCluster, type NatsClusterOptions } from "./nats-cluster.js";
@@ -24,14 +25,38 @@ export {
   type NatsPlacement,
   NatsServer,
   type NatsServerOptions,
-  type NatsSupervision,
   natsMemoryLimit,
 } from "./nats-server.js";
 export { processCpuMs, processRssMb } from "./proc-stats.js";
 export { type Replicas, replicaName, replicasOf } from "./replicas.js";
+export {
+  DEFAULT_RESTART_POLICY,
+  type RestartPolicy,
+  RestartWindow,
+  restartDelayMs,
+  restartPolicyConfig,
+} from "./restart-policy.js";
 export { ServiceProcess, type ServiceProcessOptions } from "./service-process.js";
 export { availableServices, type ServiceSpec, serviceEntry, stackServices } from "./services.js";
-export { type RunningStack, type StackOptions, startStack } from "./stack.js";
+export {
+  type RunningStack,
+  type StackOptions,
+  startStack,
+} from "./stack.js";
 export { StackError } from "./stack-error.js";
-export type { RunningEndpoint, UnexpectedExit } from "./stack-events.js";
-export { readTokenFile, type StackFile, tokenFiles } from "./stack-file.js";
+export {
+  type RunningEndpoint,
+  readStackFile,
+  readTokenFile,
+  type StackFile,
+  tokenFiles,
+} from "./stack-file.js";
+export type { ProcessState, StackFailure } from "./stack-supervision.js";
+export {
+  type CrashLoopEvent,
+  describeExit,
+  type ProcessEnd,
+  type RestartingEvent,
+  type SupervisionEvents,
+  Supervisor,
+} from "./supervisor.js";

@@ -1,8 +1,9 @@
 import path from "node:path";
 import { freePort } from "@toolmesh/config";
 import type { NatsServerUser } from "./nats-config.js";
-import { type NatsPlacement, NatsServer, type NatsSupervision } from "./nats-server.js";
+import { type NatsPlacement, NatsServer } from "./nats-server.js";
 import { StackError } from "./stack-error.js";
+import type { Supervisor } from "./supervisor.js";
 
 /** How to run a JetStream cluster of local nats-servers. */
 export interface NatsClusterOptions {
@@ -152,8 +153,8 @@ export class NatsCluster {
   }
 
   /** Restarts any node that dies on its own, as NatsServer.supervise does for one. */
-  supervise(supervision: (node: NatsServer) => NatsSupervision): void {
-    for (const node of this.nodes) node.supervise(supervision(node));
+  supervise(supervisor: (node: NatsServer, n: number) => Supervisor): void {
+    for (const [i, node] of this.nodes.entries()) node.supervise(supervisor(node, i + 1));
   }
 
   unsupervise(): void {

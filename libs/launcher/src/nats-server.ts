@@ -6,6 +6,7 @@ import { atLeast, natsServerBinary, natsServerVersion } from "./nats-binary.js";
 import { type NatsClusterConfig, type NatsServerUser, writeNatsConfig } from "./nats-config.js";
 import { processCpuMs } from "./proc-stats.js";
 import { StackError } from "./stack-error.js";
+import { describeExit, type Supervisor } from "./supervisor.js";
 
 /** How to run one nats-server with JetStream. */
 export interface NatsServerOptions {
@@ -66,20 +67,6 @@ export interface NatsPlacement {
   wrap?: string[];
 }
 
-/** What a supervisor does when nats-server dies on its own. */
-export interface NatsSupervision {
-  /** Told before each restart: the attempt (1, 2 …), the delay and how it died. */
-  restarting?(attempt: number, delayMs: number, died: string): void;
-  /** Told once it is back. */
-  restarted?(): void;
-  /** Told when `maxAttempts` restarts in a row failed; the server stays down. */
-  gaveUp(reason: string): void;
-  /** Restarts in a row that may fail before giving up (default 10). */
-  maxAttempts?: number;
-  /** The longest wait between two attempts (default 5 s); the first waits 250 ms. */
-  maxDelayMs?: number;
-}
-
 /** The first version with jetstream.sync_interval. */
 const SYNC_INTERVAL_SINCE: [number, number, number] = [2, 10, 0];
 
@@ -91,9 +78,7 @@ const SYNC_INTERVAL_SINCE: [number, number, number] = [2, 10, 0];
 export class NatsServer {
   private child: Child | undefined;
   private port: number;
-  private supervision: NatsSupervision | undefined;
-  private restartTimer: NodeJS.Timeout | undefined;
-  private failedRestarts = 0;
+  private supervisor: Supervisor | undefined;
   /** Set by stop() and kill(): an exit then is wanted, and a pending restart is dropped. */
   private stopped = false;
   private readonly bin: string;
@@ -161,6 +146,7 @@ export class NatsServer {
   /** Starts nats-server and resolves once it accepts clients. */
   start(): Promise<void> {
     this.stopped = false;
+    this.supervisor?.cancel();
     return this.launch();
   }
 
@@ -193,9 +179,11 @@ export class NatsServer {
       logPath: options.logPath,
     });
     this.child = child;
-    const died = child.exited.then(({ code, signal }) => {
+    const died = child.exited.then((exit) => {
+      const how = `${describeExit(exit)} before it was ready`;
       throw new StackError(
-        `nats-server exited (code ${code}${signal ? `, signal ${signal}` : ""}) before it was ready; is nats-server installed? run npm run setup, or set NATS_URL\n${child.lastLines()}`,
+        `nats-server exited (${how}); is nats-server installed? run npm run setup, or set NATS_URL`,
+        { lastLines: child.lastLines(), died: how },
       );
     });
     try {
@@ -222,60 +210,34 @@ export class NatsServer {
       await child.stop();
       if (this.child === child) this.child = undefined;
       if (error instanceof StackError) throw error;
-      throw new StackError(`nats-server did not become ready: ${(error as Error).message}`);
+      // A line waiter's message ends with the lines it saw; its first line is the reason.
+      const reason = (error as Error).message.split("\n", 1)[0];
+      throw new StackError(`nats-server did not become ready: ${reason}`, {
+        lastLines: child.lastLines(),
+        died: `stopped, not ready: ${reason}`,
+      });
     }
     void child.exited.then((exit) => {
-      if (this.child !== child || this.stopped || !this.supervision) return;
+      if (this.child !== child || this.stopped || !this.supervisor) return;
       this.child = undefined;
-      this.scheduleRestart(
-        `code ${exit.code}${exit.signal ? `, signal ${exit.signal}` : ""}\n${child.lastLines()}`,
+      this.supervisor.exited({ died: describeExit(exit), lastLines: child.lastLines() }, () =>
+        this.launch(),
       );
     });
   }
 
   /**
    * Restarts nats-server whenever it exits without stop() or kill() asking it to, with the same
-   * port, store and config, after a backoff that doubles from 250 ms up to maxDelayMs.
+   * port, store and config, as the supervisor's policy allows.
    */
-  supervise(supervision: NatsSupervision): void {
-    this.supervision = supervision;
+  supervise(supervisor: Supervisor): void {
+    this.supervisor = supervisor;
   }
 
   /** Stops restarting: a stack shutting down (Ctrl-C reaches nats-server too) must not revive it. */
   unsupervise(): void {
-    this.supervision = undefined;
-    if (this.restartTimer) clearTimeout(this.restartTimer);
-    this.restartTimer = undefined;
-  }
-
-  private scheduleRestart(died: string): void {
-    const supervision = this.supervision;
-    if (!supervision) return;
-    const maxAttempts = supervision.maxAttempts ?? 10;
-    if (this.failedRestarts >= maxAttempts) {
-      supervision.gaveUp(
-        `nats-server could not be restarted ${maxAttempts} times in a row: ${died}`,
-      );
-      return;
-    }
-    const attempt = this.failedRestarts + 1;
-    const delayMs = Math.min(250 * 2 ** this.failedRestarts, supervision.maxDelayMs ?? 5000);
-    supervision.restarting?.(attempt, delayMs, died);
-    this.restartTimer = setTimeout(() => {
-      this.restartTimer = undefined;
-      if (this.stopped) return;
-      this.launch().then(
-        () => {
-          this.failedRestarts = 0;
-          supervision.restarted?.();
-        },
-        (error: unknown) => {
-          if (this.stopped) return;
-          this.failedRestarts++;
-          this.scheduleRestart(error instanceof Error ? error.message : String(error));
-        },
-      );
-    }, delayMs);
+    this.supervisor?.cancel();
+    this.supervisor = undefined;
   }
 
   /** SIGTERM and wait; the store stays, so start() brings the data back. No restart follows. */
@@ -296,8 +258,7 @@ export class NatsServer {
 
   private halt(): void {
     this.stopped = true;
-    if (this.restartTimer) clearTimeout(this.restartTimer);
-    this.restartTimer = undefined;
+    this.supervisor?.cancel();
   }
 }
 

@@ -9,6 +9,7 @@ import { Child } from "./child.js";
 import type { LineWatcher } from "./lines.js";
 import { processCpuMs } from "./proc-stats.js";
 import { StackError } from "./stack-error.js";
+import { describeExit, type Supervisor } from "./supervisor.js";
 
 /** How to run one toolmesh process. */
 export interface ServiceProcessOptions {
@@ -34,7 +35,8 @@ export interface ServiceProcessOptions {
 /**
  * One toolmesh service as its own Node process. start() resolves once its JSON log says
  * "listening" (or "ready", for a subscriber) and its health reports SERVING; the port it got is
- * kept, so restart() brings it back at the same address.
+ * kept, so restart() — and a supervisor's restart after a crash — brings it back at the same
+ * address.
  */
 export class ServiceProcess {
   private current: Child | undefined;
@@ -42,15 +44,9 @@ export class ServiceProcess {
   private readonly expected = new WeakSet<Child>();
   private lastReadyMs = 0;
   private lastReadyCpuMs = 0;
+  private supervisor: Supervisor | undefined;
 
-  constructor(
-    private readonly options: ServiceProcessOptions,
-    /** Called when the process exits without being asked to (a crash, a kill from outside). */
-    private readonly onUnexpectedExit?: (
-      exit: { code: number | null; signal: NodeJS.Signals | null },
-      lastLines: string,
-    ) => void,
-  ) {}
+  constructor(private readonly options: ServiceProcessOptions) {}
 
   get name(): string {
     return this.options.name;
@@ -97,8 +93,27 @@ export class ServiceProcess {
     return this.running().stderr;
   }
 
+  /**
+   * Restarts the process whenever it exits without stop() or kill() asking it to (a crash, a kill
+   * from outside), as the supervisor's policy allows.
+   */
+  supervise(supervisor: Supervisor): void {
+    this.supervisor = supervisor;
+  }
+
+  /** Stops restarting it; a restart pending or under way is dropped. */
+  unsupervise(): void {
+    this.supervisor?.cancel();
+    this.supervisor = undefined;
+  }
+
   /** Starts the process and waits until it is ready (and SERVING, when it has a port). */
-  async start(): Promise<void> {
+  start(): Promise<void> {
+    this.supervisor?.cancel();
+    return this.launch();
+  }
+
+  private async launch(): Promise<void> {
     const { options } = this;
     const env = { ...options.env };
     if (options.portEnv && this.boundPort) env[options.portEnv] = String(this.boundPort);
@@ -115,13 +130,12 @@ export class ServiceProcess {
       },
     );
     this.current = child;
-    void child.exited.then((exit) => {
-      if (!this.expected.has(child)) this.onUnexpectedExit?.(exit, child.lastLines());
-    });
-    const died = child.exited.then(({ code, signal }) => {
-      throw new StackError(
-        `${options.name} exited (code ${code}${signal ? `, signal ${signal}` : ""}) before it was ready\n${child.lastLines()}`,
-      );
+    const died = child.exited.then((exit) => {
+      const how = `${describeExit(exit)} before it was ready`;
+      throw new StackError(`${options.name} exited (${how})`, {
+        lastLines: child.lastLines(),
+        died: how,
+      });
     });
     try {
       const line = await Promise.race([
@@ -144,13 +158,26 @@ export class ServiceProcess {
     } catch (error) {
       this.expected.add(child);
       await child.stop();
-      if (error instanceof StackError) throw error;
-      throw new StackError(`${options.name} did not become ready: ${(error as Error).message}`);
+      if (error instanceof StackError && error.lastLines) throw error;
+      // A line waiter's message ends with the lines it saw; its first line is the reason.
+      const reason =
+        error instanceof StackError ? error.reason : (error as Error).message.split("\n", 1)[0];
+      throw new StackError(`${options.name} did not become ready: ${reason}`, {
+        lastLines: child.lastLines(),
+        died: `stopped, not ready: ${reason}`,
+      });
     }
+    void child.exited.then((exit) => {
+      if (this.expected.has(child) || this.current !== child) return;
+      this.supervisor?.exited({ died: describeExit(exit), lastLines: child.lastLines() }, () =>
+        this.launch(),
+      );
+    });
   }
 
   /** SIGTERM (SIGKILL after a grace period) and wait; resolves with the exit code. */
   async stop(): Promise<number | null> {
+    this.supervisor?.cancel();
     const child = this.current;
     if (!child) return null;
     this.expected.add(child);
@@ -159,6 +186,7 @@ export class ServiceProcess {
 
   /** SIGKILL and wait, as a crash would. */
   async kill(): Promise<void> {
+    this.supervisor?.cancel();
     const child = this.current;
     if (!child) return;
     this.expected.add(child);
@@ -172,7 +200,7 @@ export class ServiceProcess {
   }
 
   /** The last lines of its output, for a report on why it died. */
-  lastLines(count = 15): string {
+  lastLines(count = 40): string {
     return this.current?.lastLines(count) ?? "";
   }
 

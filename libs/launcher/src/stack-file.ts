@@ -1,7 +1,15 @@
 import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { NatsServer } from "./nats-server.js";
-import type { RunningEndpoint } from "./stack-events.js";
+import type { ProcessState } from "./stack-supervision.js";
+
+/** A process of the stack and where it listens, as stack.json lists it. */
+export interface RunningEndpoint {
+  name: string;
+  /** http://host:port, or undefined for a process without a port. */
+  url?: string;
+  pid: number;
+}
 
 /**
  * <data dir>/stack.json: how scripts and tools find a running stack. It holds addresses and the
@@ -21,7 +29,25 @@ export interface StackFile {
   /** The nkey seed file of each bus user (agent: the read-only callback subscriber); empty for an outside NATS. */
   natsCredentials: Record<string, string>;
   logDir: string;
+  /**
+   * Every process the launcher supervises (services and its nats-servers), by name: its pid now
+   * and how often it was restarted, for `toolmesh status`.
+   */
+  processes: Record<string, ProcessState>;
+  /** Where the launcher serves its metrics (restarts of each process), when it does. */
+  launcherMetricsUrl?: string;
+  /** When the stack started; a rewrite after a restart keeps it. */
   startedAt: string;
+}
+
+/** Reads a stack.json; undefined when there is none (no stack was started with this data dir). */
+export function readStackFile(dataDir: string): StackFile | undefined {
+  try {
+    return JSON.parse(readFileSync(path.join(dataDir, "stack.json"), "utf8")) as StackFile;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw error;
+  }
 }
 
 /** Where the permission service's bootstrap writes the tokens. */
@@ -41,6 +67,9 @@ export function writeStackFile(stack: {
   /** Which service each process runs. */
   services: { process: string; service: string }[];
   natsCredentials: Record<string, string>;
+  processes: Record<string, ProcessState>;
+  launcherMetricsUrl?: string;
+  startedAt: string;
 }): StackFile {
   const { dataDir, endpoints } = stack;
   const addresses: Record<string, string[]> = {};
@@ -64,7 +93,9 @@ export function writeStackFile(stack: {
     tokenFiles: tokenFiles(dataDir),
     natsCredentials: stack.natsCredentials,
     logDir: path.join(dataDir, "logs"),
-    startedAt: new Date().toISOString(),
+    processes: stack.processes,
+    ...(stack.launcherMetricsUrl ? { launcherMetricsUrl: stack.launcherMetricsUrl } : {}),
+    startedAt: stack.startedAt,
   };
   const target = path.join(dataDir, "stack.json");
   writeFileSync(`${target}.tmp`, `${JSON.stringify(file, null, 2)}\n`, { mode: 0o644 });

@@ -4,14 +4,22 @@ import { isBusUser } from "@toolmesh/nats";
 import { ensureBundles } from "./bundles.js";
 import { type LocalBus, startLocalBus } from "./bus.js";
 import { seedFile } from "./bus-credentials.js";
+import { LauncherMetrics, type MetricsListener, serveLauncherMetrics } from "./launcher-metrics.js";
 import type { NatsCluster } from "./nats-cluster.js";
 import type { NatsPlacement, NatsServer } from "./nats-server.js";
 import { type Replicas, replicaEnv, replicaName, replicasOf } from "./replicas.js";
+import { DEFAULT_RESTART_POLICY, type RestartPolicy } from "./restart-policy.js";
 import { ServiceProcess } from "./service-process.js";
 import { availableServices, type ServiceSpec } from "./services.js";
 import { StackError } from "./stack-error.js";
-import type { RunningEndpoint, UnexpectedExit } from "./stack-events.js";
-import { readTokenFile, type StackFile, tokenFiles, writeStackFile } from "./stack-file.js";
+import {
+  type RunningEndpoint,
+  readTokenFile,
+  type StackFile,
+  tokenFiles,
+  writeStackFile,
+} from "./stack-file.js";
+import { type StackFailure, StackSupervision } from "./stack-supervision.js";
 
 export interface StackOptions {
   /** The repository root. */
@@ -52,6 +60,10 @@ export interface StackOptions {
   freePorts?: boolean;
   /** Give up when a process is not healthy after this long. */
   startTimeoutMs: number;
+  /** When a process that exits on its own is restarted, and when the stack gives up on it. */
+  restartPolicy?: RestartPolicy;
+  /** Where the launcher serves its /metrics: a port (0: a free one) on a host (127.0.0.1); none when unset. */
+  metrics?: { host: string; port: number };
   /** Called for progress lines meant for a person. */
   say: (line: string) => void;
 }
@@ -74,16 +86,22 @@ export interface RunningStack {
   adminToken?: string;
   /** True when this start created the admin token (the data directory was new). */
   adminTokenCreated: boolean;
-  /** What was written to <dataDir>/stack.json. */
-  stackFile: StackFile;
-  /** Resolves with the first process that exits without being asked to. */
-  firstExit: Promise<UnexpectedExit>;
+  /** What was last written to <dataDir>/stack.json (again after each restart). */
+  readonly stackFile: StackFile;
+  /** The launcher's Prometheus endpoint (restarts of each process), when it serves one. */
+  metricsUrl?: string;
+  /**
+   * Resolves when the stack has to stop: a process kept crashing (it exited more often than the
+   * restart policy allows within its window). Every other exit is restarted.
+   */
+  failed: Promise<StackFailure>;
   stop(): Promise<void>;
 }
 
 /**
  * Starts NATS (unless given) and the services, and waits until all are healthy. Permission goes
- * first, because its bootstrap writes the tokens the others read; the rest start together.
+ * first, because its bootstrap writes the tokens the others read; the rest start together. From
+ * then on each process that exits on its own is restarted by its supervisor.
  */
 export async function startStack(options: StackOptions): Promise<RunningStack> {
   const { root, dataDir, say } = options;
@@ -96,16 +114,26 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
     selectServices(root, options.services).map((s) => s.name),
     say,
   );
-  let reportExit: (exit: UnexpectedExit) => void = () => {};
-  const firstExit = new Promise<UnexpectedExit>((resolve) => {
-    reportExit = resolve;
-  });
   let bus: LocalBus | undefined;
+  let metricsListener: MetricsListener | undefined;
   const services = new Map<string, ServiceProcess>();
+  // Written once every process is up; each restart writes it again.
+  let rewrite: (() => void) | undefined;
+  const metrics = new LauncherMetrics();
+  const supervision = new StackSupervision({
+    policy: options.restartPolicy ?? DEFAULT_RESTART_POLICY,
+    metrics,
+    say,
+    changed: () => rewrite?.(),
+  });
   const stopAll = async () => {
+    rewrite = undefined;
+    // No restart may begin once stopping has (Ctrl-C reaches every child at once).
+    for (const service of services.values()) service.unsupervise();
     bus?.unsupervise();
     for (const service of [...services.values()].reverse()) await service.stop();
     await bus?.stop();
+    await metricsListener?.close();
   };
 
   try {
@@ -124,7 +152,11 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
         natsPlacements: options.natsPlacements,
         startTimeoutMs: options.startTimeoutMs,
         say,
-        report: reportExit,
+        supervisor: (name, node) =>
+          supervision.supervisor(name, {
+            pid: () => node.current?.process.pid ?? 0,
+            where: () => ` at ${node.url} (pid ${node.current?.process.pid}) with the same store`,
+          }),
       });
       natsUrl = bus.url;
       busCredentials = bus.credentials;
@@ -172,17 +204,20 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
               }
             : {}),
         };
-        const service = new ServiceProcess(
-          {
-            name,
-            service: spec.name,
-            root,
-            env,
-            portEnv: spec.portEnv,
-            logPath: path.join(logDir, `${name}.log`),
-            startTimeoutMs: options.startTimeoutMs,
-          },
-          (exit, lastLines) => reportExit({ name, ...exit, lastLines }),
+        const service = new ServiceProcess({
+          name,
+          service: spec.name,
+          root,
+          env,
+          portEnv: spec.portEnv,
+          logPath: path.join(logDir, `${name}.log`),
+          startTimeoutMs: options.startTimeoutMs,
+        });
+        service.supervise(
+          supervision.supervisor(name, {
+            pid: () => service.pid,
+            where: () => `${service.url ? ` at ${service.url}` : ""} (pid ${service.pid})`,
+          }),
         );
         services.set(name, service);
         waves[replica - 1] = [...(waves[replica - 1] ?? []), service];
@@ -194,22 +229,35 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
       await Promise.all((first?.name === "permission" ? rest : wave).map((s) => s.start()));
     }
 
-    const endpoints: RunningEndpoint[] = [...services.values()].map((s) => ({
-      name: s.name,
-      pid: s.pid,
-      ...(s.url ? { url: s.url } : {}),
-    }));
+    const endpoints = endpointsOf(services);
     for (const e of endpoints) {
       say(`${e.name.padEnd(14)} ${e.url ?? "(subscriber, no port)"}  pid ${e.pid}`);
     }
-    const stackFile = writeStackFile({
-      dataDir,
-      natsUrl,
-      natsNodes: bus?.nodes ?? [],
-      endpoints,
-      services: [...services.values()].map((s) => ({ process: s.name, service: s.service })),
-      natsCredentials: busCredentials,
-    });
+    if (options.metrics) {
+      metricsListener = await serveLauncherMetrics(
+        metrics,
+        options.metrics.host,
+        options.metrics.port,
+      );
+      say(`the launcher's metrics (restarts of each process) at ${metricsListener.url}`);
+    }
+    const startedAt = new Date().toISOString();
+    const write = () =>
+      writeStackFile({
+        dataDir,
+        natsUrl,
+        natsNodes: bus?.nodes ?? [],
+        endpoints: endpointsOf(services),
+        services: [...services.values()].map((s) => ({ process: s.name, service: s.service })),
+        natsCredentials: busCredentials,
+        processes: supervision.processes(),
+        ...(metricsListener ? { launcherMetricsUrl: metricsListener.url } : {}),
+        startedAt,
+      });
+    let stackFile = write();
+    rewrite = () => {
+      stackFile = write();
+    };
     const adminToken = readTokenFile(tokenFiles(dataDir).admin);
     return {
       natsUrl,
@@ -220,14 +268,26 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
       services,
       ...(adminToken ? { adminToken } : {}),
       adminTokenCreated: !hadAdminToken && adminToken !== undefined,
-      stackFile,
-      firstExit,
+      get stackFile() {
+        return stackFile;
+      },
+      ...(metricsListener ? { metricsUrl: metricsListener.url } : {}),
+      failed: supervision.failed,
       stop: stopAll,
     };
   } catch (error) {
     await stopAll();
     throw error;
   }
+}
+
+/** Each process's address and pid now (a restarted one has a new pid). */
+function endpointsOf(services: Map<string, ServiceProcess>): RunningEndpoint[] {
+  return [...services.values()].map((s) => ({
+    name: s.name,
+    pid: s.pid,
+    ...(s.url ? { url: s.url } : {}),
+  }));
 }
 
 function selectServices(root: string, names: string[] | undefined): ServiceSpec[] {

@@ -60,6 +60,18 @@ describe("a nats-server killed under the launcher", () => {
       "the launcher restarts nats-server",
     );
     expect(restarted).not.toBe(killed);
+    // Counted where `toolmesh status` reads it, once it is back.
+    await eventually(
+      async () =>
+        expect(stack.stackFile().processes["nats-server"]).toEqual({
+          pid: restarted,
+          restarts: 1,
+          lastRestartAt: expect.any(String),
+          lastExit: "signal SIGKILL",
+        }),
+      20_000,
+      "stack.json to count the restart",
+    );
 
     // The services reconnect on their own: a call may fail while the Dispatcher reconnects,
     // never for long.

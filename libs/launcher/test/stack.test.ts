@@ -4,7 +4,7 @@ import path from "node:path";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { Health, HealthCheckResponse_ServingStatus, RegistryService } from "@toolmesh/proto";
-import { repoRoot } from "@toolmesh/testkit";
+import { eventually, repoRoot } from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   availableServices,
@@ -38,6 +38,7 @@ describe("launcher", () => {
       dataDir,
       env: freePorts,
       startTimeoutMs: 60_000,
+      metrics: { host: "127.0.0.1", port: 0 },
       say: (line) => said.push(line),
     });
   }, 120_000);
@@ -92,12 +93,48 @@ describe("launcher", () => {
     expect(stack.adminTokenCreated).toBe(true);
   });
 
-  it("reports a service that dies, with its exit code", async () => {
-    const audit = stack.endpoints.find((e) => e.name === "audit");
-    process.kill(audit?.pid as number, "SIGKILL");
-    const died = await stack.firstExit;
-    expect(died).toMatchObject({ name: "audit", code: null, signal: "SIGKILL" });
-    expect(died.lastLines).toContain("listening");
+  it("restarts a service that dies at its address, says so, and counts it", async () => {
+    const audit = stack.services.get("audit");
+    if (!audit) throw new Error("the stack runs no audit");
+    const { pid: killed, url } = audit;
+    process.kill(killed, "SIGKILL");
+    const back = await eventually(
+      async () => {
+        const state = stack.stackFile.processes.audit;
+        if (!state?.pid || state.pid === killed) throw new Error("audit is not back yet");
+        return state;
+      },
+      30_000,
+      "the launcher restarts audit",
+    );
+    expect(back).toMatchObject({ pid: audit.pid, restarts: 1, lastExit: "signal SIGKILL" });
+    expect(audit.url).toBe(url);
+    const health = createClient(Health, createGrpcTransport({ baseUrl: url }));
+    expect((await health.check({ service: "" })).status).toBe(
+      HealthCheckResponse_ServingStatus.SERVING,
+    );
+
+    // One line naming the process, how it died, the attempt and the delay; then its last lines.
+    const line = said.findIndex((l) => l.startsWith("audit exited"));
+    expect(said[line]).toMatch(
+      /^audit exited \(signal SIGKILL\); restarting it in \d+ ms \(restart 1 of at most 5 within 60 s\); its last lines:$/,
+    );
+    expect(said.slice(line + 1, line + 9).some((l) => l.includes('"msg":"listening'))).toBe(true);
+    expect(said).toContainEqual(
+      expect.stringMatching(/^audit is back at http:.* after it exited$/),
+    );
+
+    // stack.json (what `toolmesh status` reads) and the launcher's metrics count it.
+    const written = JSON.parse(await readFile(path.join(dataDir, "stack.json"), "utf8"));
+    expect(written.processes.audit).toEqual(back);
+    expect(written.processes["nats-server"]).toMatchObject({ restarts: 0 });
+    expect(written.services.audit).toEqual({ url, pid: audit.pid });
+    const metrics = await (await fetch(stack.metricsUrl as string)).text();
+    expect(metrics).toContain('toolmesh_launcher_restarts_total{process="audit"} 1');
+    expect(metrics).toContain('toolmesh_launcher_restarts_total{process="dispatcher"} 0');
+    expect(metrics).toMatch(
+      /toolmesh_launcher_last_restart_timestamp_seconds\{process="audit"\} \d+/,
+    );
   });
 });
 

@@ -15,6 +15,8 @@ import {
   readTokenFile,
   replicasOf,
   type ServiceProcess,
+  type StackFailure,
+  type StackFile,
   startStack as startLauncherStack,
   tokenFiles,
 } from "@toolmesh/launcher";
@@ -100,6 +102,14 @@ export interface TestStack {
   readonly dispatcher: ServiceProcess;
   /** Stops a service and starts it again on the same port. */
   restart(name: string): Promise<void>;
+  /** The launcher's metrics endpoint (http://127.0.0.1:<port>/metrics): restarts of each process. */
+  launcherMetricsUrl: string;
+  /** What the launcher last wrote to <dataDir>/stack.json (again after each restart). */
+  stackFile(): StackFile;
+  /** Resolves when a process keeps crashing (more restarts within the window than the policy allows). */
+  failed: Promise<StackFailure>;
+  /** What the launcher said (npm start prints it): each restart, and each process back. */
+  launcherLines: string[];
   /** Kept for the tests that restart the dispatcher with a new process. */
   restartDispatcher(): Promise<void>;
   /** A client of a service over gRPC (a fresh transport on each call). */
@@ -136,6 +146,7 @@ export async function startStack(options: TestStackOptions = {}): Promise<TestSt
   const dispatcherGrpcPort = names.includes("dispatcher") ? await freePort() : 0;
   let running: RunningStack | undefined;
   let nc: NatsConnection | undefined;
+  const launcherLines: string[] = [];
   const stop = async () => {
     await nc?.close().catch(() => {});
     await running?.stop();
@@ -179,7 +190,8 @@ export async function startStack(options: TestStackOptions = {}): Promise<TestSt
       services: names,
       freePorts: true,
       startTimeoutMs: options.startTimeoutMs ?? 60_000,
-      say: () => {},
+      metrics: { host: "127.0.0.1", port: 0 },
+      say: (line) => launcherLines.push(line),
     });
     const launched = running;
     const nats = launched.nats ?? launched.cluster?.nodes[0];
@@ -264,6 +276,10 @@ export async function startStack(options: TestStackOptions = {}): Promise<TestSt
         return service("dispatcher");
       },
       restart: (name) => service(name).restart(),
+      launcherMetricsUrl: launched.metricsUrl ?? "",
+      stackFile: () => launched.stackFile,
+      failed: launched.failed,
+      launcherLines,
       restartDispatcher: () => service("dispatcher").restart(),
       client,
       get registryClient() {

@@ -1,6 +1,8 @@
+import path from "node:path";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import type { ServiceName } from "@toolmesh/config";
+import { readStackFile } from "@toolmesh/launcher/stack-file";
 import {
   AuditAction,
   type AuditRecord,
@@ -147,11 +149,37 @@ async function health(ctx: CliContext, name: ServiceName) {
   }
 }
 
+/**
+ * The processes `npm start` supervises, from its stack.json: pid and restarts of each, or a note
+ * saying why there is no such list here.
+ */
+function supervisedProcesses(ctx: CliContext) {
+  const file = path.join(ctx.dataDir, "stack.json");
+  let stack: ReturnType<typeof readStackFile>;
+  try {
+    stack = readStackFile(ctx.dataDir);
+  } catch (error) {
+    return { file, processes: [], note: `cannot read ${file}: ${(error as Error).message}` };
+  }
+  if (!stack?.processes) {
+    return {
+      file,
+      processes: [],
+      note: `no restarts to show: ${file} was not written by npm start (set TOOLMESH_DATA_DIR to its data directory)`,
+    };
+  }
+  const processes = Object.entries(stack.processes).map(([name, p]) => ({ process: name, ...p }));
+  return { file, processes, note: "" };
+}
+
 /** `toolmesh status`. */
 export const status: Leaf = {
-  summary: "every service's health and the runtime state of local tools",
+  summary: "every service's health, the restarts of each process, and local tools",
   usage: "status",
-  details: ["Exit code 1 when a service is not SERVING."],
+  details: [
+    "Exit code 1 when a service is not SERVING.",
+    "Restarts are read from stack.json in TOOLMESH_DATA_DIR (.toolmesh), which npm start keeps current.",
+  ],
   async run(ctx) {
     const services = await Promise.all(
       (Object.keys(ctx.urls) as ServiceName[]).map((name) => health(ctx, name)),
@@ -177,8 +205,15 @@ export const status: Leaf = {
       runtimeNote = `local tools unknown: ${(error as Error).message}`;
     }
     const healthy = services.every((s) => s.status === "SERVING");
+    const supervised = supervisedProcesses(ctx);
     ctx.out.result(
-      { services, localTools: runtimes, ...(runtimeNote ? { localToolsError: runtimeNote } : {}) },
+      {
+        services,
+        processes: supervised.processes,
+        ...(supervised.note ? { processesError: supervised.note } : {}),
+        localTools: runtimes,
+        ...(runtimeNote ? { localToolsError: runtimeNote } : {}),
+      },
       () => {
         ctx.out.table(
           ["SERVICE", "URL", "STATUS", "MS"],
@@ -189,6 +224,19 @@ export const status: Leaf = {
             s.ms >= 0 ? String(s.ms) : "-",
           ]),
         );
+        ctx.out.line();
+        if (supervised.note) ctx.out.note(supervised.note);
+        else
+          ctx.out.table(
+            ["PROCESS", "PID", "RESTARTS", "LAST RESTART", "LAST EXIT"],
+            supervised.processes.map((p) => [
+              p.process,
+              p.pid ? String(p.pid) : ctx.out.paint("red", "down"),
+              ctx.out.paint(p.restarts > 0 ? "yellow" : "green", String(p.restarts)),
+              p.lastRestartAt?.replace(/\.\d{3}Z$/, "Z") ?? "-",
+              p.lastExit ?? "-",
+            ]),
+          );
         ctx.out.line();
         if (runtimeNote) ctx.out.note(runtimeNote);
         else
