@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { streamMaxAgeMs } from "@toolmesh/config";
+import { JetStreamPublisher } from "@toolmesh/nats";
 import { runService } from "@toolmesh/service";
 import { startTracing } from "@toolmesh/telemetry";
 import { ApprovalSweeper } from "./approvals/approval-sweeper.js";
@@ -7,7 +8,6 @@ import { KvHeldCalls } from "./approvals/held-calls.js";
 import { JetStreamLeases } from "./call-leases.js";
 import { CallRecorder } from "./call-recorder.js";
 import { dispatcherConfig } from "./config.js";
-import { JetStreamPublisher } from "./event-publisher.js";
 import type { GrpcPort } from "./grpc-port.js";
 import { Heartbeat } from "./heartbeat.js";
 import { KvCallIdOwners, KvIdempotencyStore } from "./idempotency.js";
@@ -44,7 +44,12 @@ await runService({
     );
     await capacity.check();
     capacity.start(2000);
-    const publisher = new JetStreamPublisher(nc, 5000, capacity);
+    // A call waits for its records' acks: one that cannot have them now is answered at once.
+    const publisher = new JetStreamPublisher(nc, {
+      ackTimeoutMs: 5000,
+      whenDisconnected: "fail",
+      capacity,
+    });
     const instance = config.instanceId ?? randomUUID();
     const heartbeat = await Heartbeat.start(
       nc,

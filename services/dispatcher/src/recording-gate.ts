@@ -1,9 +1,9 @@
 import { Code, ConnectError, codeName } from "@toolmesh/errors";
 import type { Logger } from "@toolmesh/log";
+import { PublishError } from "@toolmesh/nats";
 import type { DispatchRequest } from "@toolmesh/proto";
 import { type CheckedCall, Refusal } from "./call-checks.js";
 import type { CallRecord, CallRecorder } from "./call-recorder.js";
-import { PublishError } from "./event-publisher.js";
 import { argumentsTooLarge, recordBudget, structBytes } from "./record-limits.js";
 
 /**

@@ -2,6 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { principal } from "@toolmesh/auth";
 import { Code, ConnectError } from "@toolmesh/errors";
 import { createLogger } from "@toolmesh/log";
+import { PublishError } from "@toolmesh/nats";
 import { decide } from "@toolmesh/policy";
 import {
   AuditRecordSchema,
@@ -22,7 +23,6 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { MemoryLeases } from "../src/call-leases.js";
 import { CallRecorder } from "../src/call-recorder.js";
 import { DispatchChain, type PermissionGate } from "../src/dispatch-chain.js";
-import { PublishError } from "../src/event-publisher.js";
 import { MemoryCallIdOwners, MemoryIdempotencyStore } from "../src/idempotency.js";
 import { MemoryEventPublisher } from "../src/memory-publisher.js";
 import { RunningCalls } from "../src/running-calls.js";
