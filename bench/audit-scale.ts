@@ -7,7 +7,13 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { ensureStream, streamDefinitions, subjects, TYPE_HEADER } from "@toolmesh/nats";
+import {
+  ensureStream,
+  JetStreamPublisher,
+  streamDefinitions,
+  subjects,
+  TYPE_HEADER,
+} from "@toolmesh/nats";
 import {
   AuditAction,
   AuditRecordSchema,
@@ -20,7 +26,6 @@ import { mintJwt, type ServiceProcess, startNats, startService } from "@toolmesh
 import { connect, headers as natsHeaders } from "nats";
 import { AUDIT_LOG_STREAM } from "../services/audit/src/audit-log.js";
 import { readChainEnds } from "../services/audit/src/log-ends.js";
-import { PipelinedPublisher } from "../services/audit/src/pipelined-publisher.js";
 import { cpuMs, rssMb } from "./proc.js";
 import { resultsFile, runLine, writeResultsFile } from "./results-file.js";
 
@@ -64,7 +69,7 @@ try {
   const timeOf = (i: number) => (traced(i) ? Date.now() : t0 + Math.floor((i * SPAN_MS) / N));
 
   say(`audit-scale: ${N} records, ${os.cpus().length} cores, load ${os.loadavg()[0]?.toFixed(1)}`);
-  const publisher = new PipelinedPublisher(nc, 60_000);
+  const publisher = new JetStreamPublisher(nc, { ackTimeoutMs: 60_000 });
   const window: Promise<unknown>[] = [];
   const published = performance.now();
   for (let i = 0; i < N; i++) {

@@ -4,7 +4,7 @@ import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { loadConfig } from "@toolmesh/config";
 import { createSecretRedactor } from "@toolmesh/log";
 import { newCallId } from "@toolmesh/names";
-import { subjects, TYPE_HEADER } from "@toolmesh/nats";
+import { JetStreamPublisher, type StoredAck, subjects, TYPE_HEADER } from "@toolmesh/nats";
 import {
   type AuditRecord,
   AuditRecordSchema,
@@ -23,7 +23,6 @@ import { type JetStreamManager, type NatsConnection, headers as natsHeaders } fr
 import { AUDIT_LOG_STREAM } from "../../services/audit/src/audit-log.js";
 import { type ChainHead, chainedAfter } from "../../services/audit/src/hash-chain.js";
 import { lastRecord } from "../../services/audit/src/log-block.js";
-import { PipelinedPublisher } from "../../services/audit/src/pipelined-publisher.js";
 import { callbackTraceEvent } from "../../services/callback/src/broadcaster.js";
 import { CALLBACK_BUCKET, callKey, encodeCall } from "../../services/callback/src/call-store.js";
 import { callbackConfig } from "../../services/callback/src/config.js";
@@ -36,10 +35,7 @@ import {
 } from "../../services/callback/src/usage-store.js";
 import type { LeaseLedger } from "../../services/dispatcher/src/records/call-leases.js";
 import { CallRecorder } from "../../services/dispatcher/src/records/call-recorder.js";
-import {
-  type EventPublisher,
-  JetStreamPublisher,
-} from "../../services/dispatcher/src/records/event-publisher.js";
+import type { EventPublisher } from "../../services/dispatcher/src/records/event-publisher.js";
 import { memoryWriterConfig } from "../../services/memory-writer/src/config.js";
 import { memoryActionOf } from "../../services/memory-writer/src/writer.js";
 import { MemoryFiles } from "./memory-files.js";
@@ -89,7 +85,7 @@ export async function writeCallHistory(
   const memory = new MemoryFiles(dataDir, memoryConfig.maxFileBytes);
   const memoryRedact = createSecretRedactor(memoryConfig.redactKeys);
   const auditRedact = createSecretRedactor([]);
-  const raw = new PipelinedPublisher(nc, ACK_TIMEOUT_MS);
+  const publisher = new JetStreamPublisher(nc, { ackTimeoutMs: ACK_TIMEOUT_MS });
   const derived: Promise<unknown>[] = [];
   let head = await auditLogHead(jsm);
   const liveTtl = `${loadConfig(callbackConfig, {}).callLiveSeconds}s`;
@@ -105,7 +101,7 @@ export async function writeCallHistory(
     const h = natsHeaders();
     h.set(TYPE_HEADER, schema.typeName);
     if (msgId) h.set("Nats-Msg-Id", msgId);
-    derived.push(raw.publish(subject, data, h));
+    derived.push(publisher.publish(subject, data, h));
   };
   const consumers = {
     audit(record: AuditRecord) {
@@ -158,7 +154,7 @@ export async function writeCallHistory(
         const h = natsHeaders();
         h.set("Nats-TTL", liveTtl);
         derived.push(
-          raw.publish(
+          publisher.publish(
             `$KV.${CALLBACK_BUCKET}.${callKey(event.callId)}`,
             encodeCall(encoded, true),
             h,
@@ -169,8 +165,7 @@ export async function writeCallHistory(
       memory.append(action.agentId, action.text);
     },
   };
-  const dispatcher = new JetStreamPublisher(nc, ACK_TIMEOUT_MS);
-  const recorder = new CallRecorder(new ObservedPublisher(dispatcher, consumers), [], noLeases);
+  const recorder = new CallRecorder(new ObservedPublisher(publisher, consumers), [], noLeases);
   try {
     for (let from = 0; from < shape.calls; from += BATCH) {
       const flushed: Promise<void>[] = [];
@@ -185,11 +180,10 @@ export async function writeCallHistory(
     await memory.flushAll();
     for (const [key, hour] of usage) {
       const value = toBinary(StoredUsageSchema, create(StoredUsageSchema, { usage: hour }));
-      await raw.publish(`$KV.${USAGE_BUCKET}.${key}`, value, natsHeaders());
+      await publisher.publish(`$KV.${USAGE_BUCKET}.${key}`, value, natsHeaders());
     }
   } finally {
-    dispatcher.close();
-    raw.close();
+    publisher.close();
   }
 }
 
@@ -251,13 +245,13 @@ class ObservedPublisher implements EventPublisher {
     return this.inner.full;
   }
 
-  publish<Desc extends DescMessage>(
+  publishMessage<Desc extends DescMessage>(
     subject: string,
     schema: Desc,
     value: MessageShape<Desc>,
     options?: { msgId?: string },
-  ): Promise<number> {
-    const stored = this.inner.publish(subject, schema, value, options);
+  ): Promise<StoredAck> {
+    const stored = this.inner.publishMessage(subject, schema, value, options);
     if (schema.typeName === AuditRecordSchema.typeName) this.consumers.audit(value as AuditRecord);
     if (schema.typeName === OutcomeSchema.typeName) this.consumers.outcome(value as Outcome);
     return stored;

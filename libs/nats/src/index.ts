@@ -57,6 +57,15 @@ export {
 } from "./kv.js";
 export { holdLease, type Lease, type LeasedWork } from "./lease.js";
 export { MemorySnapshot } from "./memory-snapshot.js";
+export {
+  JetStreamPublisher,
+  type PublishApiError,
+  type PublishCapacity,
+  PublishError,
+  type PublisherOptions,
+  type PublishFailure,
+  type StoredAck,
+} from "./publisher.js";
 export { ReconnectingKvSnapshot } from "./reconnecting-snapshot.js";
 export { KvSnapshot, type SnapshotChange } from "./snapshot.js";
 export {

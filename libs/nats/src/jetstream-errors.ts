@@ -55,19 +55,41 @@ export function betweenLeaders(error: unknown): boolean {
   return code === "503" || jetStreamErrorCode(error) === JetStreamApiCodes.ClusterNotAvailable;
 }
 
+/** How long a write refused between stream leaders is tried again, by default. */
+export const BETWEEN_LEADERS_BUDGET_MS = 4000;
+
 /**
- * Runs a JetStream write again while it is refused between stream leaders, backing off from
- * 100 ms to 1 s, within `budgetMs`: a leader election on a cluster takes a few seconds, and a
- * write that stored nothing may be sent again. Any other error, or the budget spent, is thrown.
+ * How long to wait before sending again a write refused between stream leaders, backing off from
+ * 100 ms to 1 s (`attempt` counts from 0), or undefined once that wait would end past `budgetMs`
+ * from `startedAt`: a leader election on a cluster takes a few seconds, and a write that stored
+ * nothing may be sent again. The one backoff of retryBetweenLeaders and JetStreamPublisher.
  */
-export async function retryBetweenLeaders<T>(write: () => Promise<T>, budgetMs = 4000): Promise<T> {
-  const deadline = Date.now() + budgetMs;
+export function betweenLeadersDelay(
+  attempt: number,
+  startedAt: number,
+  budgetMs = BETWEEN_LEADERS_BUDGET_MS,
+): number | undefined {
+  const delayMs = Math.min(100 * 2 ** attempt, 1000);
+  return Date.now() + delayMs - startedAt > budgetMs ? undefined : delayMs;
+}
+
+/**
+ * Runs a JetStream write again while it is refused between stream leaders (see
+ * betweenLeadersDelay), within `budgetMs`. Any other error, or the budget spent, is thrown.
+ */
+export async function retryBetweenLeaders<T>(
+  write: () => Promise<T>,
+  budgetMs = BETWEEN_LEADERS_BUDGET_MS,
+): Promise<T> {
+  const startedAt = Date.now();
   for (let attempt = 0; ; attempt++) {
     try {
       return await write();
     } catch (error) {
-      const delayMs = Math.min(100 * 2 ** attempt, 1000);
-      if (!betweenLeaders(error) || Date.now() + delayMs > deadline) throw error;
+      const delayMs = betweenLeaders(error)
+        ? betweenLeadersDelay(attempt, startedAt, budgetMs)
+        : undefined;
+      if (delayMs === undefined) throw error;
       await new Promise((resolve) => setTimeout(resolve, delayMs));
     }
   }

@@ -1,5 +1,12 @@
 import type { Logger } from "@toolmesh/log";
-import { JetStreamApiCodes, jetStreamErrorCode, subjects, TYPE_HEADER } from "@toolmesh/nats";
+import {
+  JetStreamApiCodes,
+  type JetStreamPublisher,
+  jetStreamErrorCode,
+  type StoredAck,
+  subjects,
+  TYPE_HEADER,
+} from "@toolmesh/nats";
 import type { AuditRecord } from "@toolmesh/proto";
 import { type JetStreamManager, headers as natsHeaders } from "nats";
 import { AUDIT_LOG_STREAM } from "./audit-log.js";
@@ -12,7 +19,6 @@ import {
   planBlocks,
   readLogMessage,
 } from "./log-block.js";
-import type { PipelinedPublisher, StoredAck } from "./pipelined-publisher.js";
 import { chainedRecordBytes } from "./record-encoding.js";
 import type { ReceivedRecord } from "./record-mapping.js";
 
@@ -91,7 +97,7 @@ export class BlockAppender {
   constructor(
     private readonly deps: {
       jsm: JetStreamManager;
-      publisher: PipelinedPublisher;
+      publisher: Pick<JetStreamPublisher, "publish">;
       log: Logger;
       maxBlockBytes: number;
       /** Told of each record stored by this appender, in chain order. */

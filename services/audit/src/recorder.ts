@@ -1,5 +1,5 @@
 import { callFields, type Logger } from "@toolmesh/log";
-import { ensureConsumer } from "@toolmesh/nats";
+import { ensureConsumer, JetStreamPublisher } from "@toolmesh/nats";
 import {
   AckPolicy,
   type ConsumerMessages,
@@ -11,7 +11,6 @@ import {
   nanos,
 } from "nats";
 import { BlockAppender, type Flight, type StoredRecord } from "./block-appender.js";
-import { PipelinedPublisher } from "./pipelined-publisher.js";
 import { type ReceivedRecord, recordToChain } from "./record-mapping.js";
 
 export type { StoredRecord } from "./block-appender.js";
@@ -60,7 +59,7 @@ export class AuditRecorder {
   private wake: (() => void) | undefined;
   private loop: Promise<void> | undefined;
   private stopped = false;
-  private publisher: PipelinedPublisher | undefined;
+  private publisher: JetStreamPublisher | undefined;
   private appender: BlockAppender | undefined;
   /** Source ids stored lately, and those in flight now. */
   private readonly recent = new Set<string>();
@@ -82,7 +81,9 @@ export class AuditRecorder {
 
   async start(): Promise<void> {
     const { nc, js, jsm, log } = this.deps;
-    this.publisher = new PipelinedPublisher(nc);
+    // A block sent before a lost connection may be acked once it is back: its ack is awaited
+    // (an append that gets none is read back with the head, see BlockAppender).
+    this.publisher = new JetStreamPublisher(nc, { ackTimeoutMs: 10_000, whenDisconnected: "wait" });
     this.appender = new BlockAppender({
       jsm,
       publisher: this.publisher,

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { streamMaxAgeMs } from "@toolmesh/config";
+import { JetStreamPublisher } from "@toolmesh/nats";
 import { runService } from "@toolmesh/service";
 import { startTracing } from "@toolmesh/telemetry";
 import { ApprovalSweeper } from "./approvals/approval-sweeper.js";
@@ -8,7 +9,6 @@ import { followSnapshots } from "./catalog/snapshots.js";
 import { dispatcherConfig } from "./config.js";
 import { JetStreamLeases } from "./records/call-leases.js";
 import { CallRecorder } from "./records/call-recorder.js";
-import { JetStreamPublisher } from "./records/event-publisher.js";
 import { Heartbeat } from "./records/heartbeat.js";
 import { KvHeldCalls } from "./records/held-calls.js";
 import { KvCallIdOwners, KvIdempotencyStore } from "./records/idempotency.js";
@@ -44,7 +44,12 @@ await runService({
     );
     await capacity.check();
     capacity.start(2000);
-    const publisher = new JetStreamPublisher(nc, 5000, capacity);
+    // A call waits for its records' acks: one that cannot have them now is answered at once.
+    const publisher = new JetStreamPublisher(nc, {
+      ackTimeoutMs: 5000,
+      whenDisconnected: "fail",
+      capacity,
+    });
     const instance = config.instanceId ?? randomUUID();
     const heartbeat = await Heartbeat.start(
       nc,

@@ -1,13 +1,13 @@
 import { create, type MessageShape } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { createLogger } from "@toolmesh/log";
-import { ensureStream, streamDefinitions, subjects } from "@toolmesh/nats";
+import { ensureStream, JetStreamPublisher, streamDefinitions, subjects } from "@toolmesh/nats";
 import { CallLeaseSchema } from "@toolmesh/proto";
 import { startNats, type TestNats } from "@toolmesh/testkit";
 import { connect, type JetStreamManager, type NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { JetStreamLeases, LEASE_STREAM } from "../src/records/call-leases.js";
-import { type EventPublisher, JetStreamPublisher } from "../src/records/event-publisher.js";
+import type { EventPublisher } from "../src/records/event-publisher.js";
 
 const log = createLogger("call-leases-test", "silent");
 
@@ -25,7 +25,7 @@ describe("call leases in JetStream", () => {
     nc = await connect({ servers: nats.url });
     jsm = await nc.jetstreamManager();
     await ensureStream(jsm, streamDefinitions().inflight);
-    publisher = new JetStreamPublisher(nc, 5000);
+    publisher = new JetStreamPublisher(nc, { ackTimeoutMs: 5000, whenDisconnected: "fail" });
   });
 
   afterAll(async () => {
@@ -102,8 +102,8 @@ describe("call leases in JetStream", () => {
       get full() {
         return publisher.full;
       },
-      publish(subject, schema, value, options) {
-        const acked = publisher.publish(
+      publishMessage(subject, schema, value, options) {
+        const acked = publisher.publishMessage(
           subject,
           schema,
           value as MessageShape<typeof schema>,

@@ -2,6 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { principal } from "@toolmesh/auth";
 import { Code, ConnectError } from "@toolmesh/errors";
 import { createLogger } from "@toolmesh/log";
+import { PublishError } from "@toolmesh/nats";
 import { decide } from "@toolmesh/policy";
 import {
   AuditRecordSchema,
@@ -25,7 +26,6 @@ import { DispatchChain } from "../src/chain/dispatch-chain.js";
 import { RunningCalls } from "../src/chain/running-calls.js";
 import { MemoryLeases } from "../src/records/call-leases.js";
 import { CallRecorder } from "../src/records/call-recorder.js";
-import { PublishError } from "../src/records/event-publisher.js";
 import { MemoryCallIdOwners, MemoryIdempotencyStore } from "../src/records/idempotency.js";
 import { MemoryEventPublisher } from "../src/records/memory-publisher.js";
 import { failure } from "../src/runtimes/grpc-runtime.js";

@@ -1,8 +1,8 @@
 import { Code, ConnectError, codeName } from "@toolmesh/errors";
 import { callFields, type Logger } from "@toolmesh/log";
+import { PublishError } from "@toolmesh/nats";
 import type { DispatchRequest } from "@toolmesh/proto";
 import type { CallRecord, CallRecorder } from "../records/call-recorder.js";
-import { PublishError } from "../records/event-publisher.js";
 import { argumentsTooLarge, recordBudget, structBytes } from "./record-limits.js";
 import { Refusal } from "./refusal.js";
 import type { CheckedCall } from "./types.js";

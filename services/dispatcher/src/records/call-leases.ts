@@ -76,24 +76,22 @@ export class JetStreamLeases implements LeaseLedger {
   open(lease: CallLease): Promise<number> {
     // Whatever sequence this lease gets, it is above every lease acked so far.
     const floor = this.maxAcked + 1;
-    const acked = this.publisher.publish(
-      subjects.inflight(this.instance, lease.callId),
-      CallLeaseSchema,
-      lease,
-    );
-    // Registered before the chain's own continuation runs, so release() always finds it.
-    acked.then(
-      (sequence) => {
-        this.running.add(sequence);
-        if (sequence > this.maxAcked) this.maxAcked = sequence;
-      },
-      () => {
-        // The lease may be stored though its ack never came: keep the purge below it.
-        const deadline = lease.deadline ? timestampMs(lease.deadline) : Date.now();
-        this.holds.set(floor, deadline + this.settings.holdAfterDeadlineMs);
-      },
-    );
-    return acked;
+    // Registered before the returned promise settles, so release() always finds it.
+    return this.publisher
+      .publishMessage(subjects.inflight(this.instance, lease.callId), CallLeaseSchema, lease)
+      .then(
+        ({ seq }) => {
+          this.running.add(seq);
+          if (seq > this.maxAcked) this.maxAcked = seq;
+          return seq;
+        },
+        (error: unknown) => {
+          // The lease may be stored though its ack never came: keep the purge below it.
+          const deadline = lease.deadline ? timestampMs(lease.deadline) : Date.now();
+          this.holds.set(floor, deadline + this.settings.holdAfterDeadlineMs);
+          throw error;
+        },
+      );
   }
 
   release(sequence: number): void {

@@ -148,7 +148,11 @@ export class CallRecord {
       source: SOURCE,
     });
     this.track(
-      this.publisher.publish(subjects.trace("dispatcher", c.traceId), TraceEventSchema, event),
+      this.publisher.publishMessage(
+        subjects.trace("dispatcher", c.traceId),
+        TraceEventSchema,
+        event,
+      ),
     );
   }
 
@@ -194,7 +198,7 @@ export class CallRecord {
       source: SOURCE,
       decidedBy: fields.decidedBy ?? "",
     });
-    const ack = this.publisher.publish(
+    const ack = this.publisher.publishMessage(
       subjects.audit("dispatcher", c.principal.agentId, c.tool),
       AuditRecordSchema,
       record,
@@ -230,9 +234,14 @@ export class CallRecord {
       source: SOURCE,
     });
     const publish = () =>
-      this.publisher.publish(subjects.outcome("dispatcher", c.callId), OutcomeSchema, value, {
-        msgId,
-      });
+      this.publisher.publishMessage(
+        subjects.outcome("dispatcher", c.callId),
+        OutcomeSchema,
+        value,
+        {
+          msgId,
+        },
+      );
     this.track(after ? after.then(publish) : publish());
   }
 

@@ -1,5 +1,6 @@
 import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
-import type { EventPublisher, PublishError } from "./event-publisher.js";
+import type { PublishError, StoredAck } from "@toolmesh/nats";
+import type { EventPublisher } from "./event-publisher.js";
 
 /** One record as it was handed to the publisher. */
 export interface PublishedRecord {
@@ -23,15 +24,15 @@ export class MemoryEventPublisher implements EventPublisher {
   /** When set, every publish fails with it (the bus is down or full). */
   failure: PublishError | undefined;
 
-  async publish<Desc extends DescMessage>(
+  async publishMessage<Desc extends DescMessage>(
     subject: string,
     schema: Desc,
     value: MessageShape<Desc>,
     options: { msgId?: string } = {},
-  ): Promise<number> {
+  ): Promise<StoredAck> {
     if (this.failure) throw this.failure;
     this.published.push({ subject, type: schema.typeName, value, msgId: options.msgId });
-    return this.published.length;
+    return { seq: this.published.length, duplicate: false };
   }
 
   /** The records of one message type, in publish order. */
