@@ -219,11 +219,8 @@ const limit = (name: string, fallback: number) =>
  */
 export const busLimitsConfig = {
   streamMaxBytes: (env: NodeJS.ProcessEnv) => ({
-    trace: limit("TOOLMESH_TRACE_MAX_BYTES", 1024 * MiB)(env),
-    audit: limit("TOOLMESH_AUDIT_STREAM_MAX_BYTES", 1024 * MiB)(env),
-    outcome: limit("TOOLMESH_OUTCOME_MAX_BYTES", 512 * MiB)(env),
+    records: limit("TOOLMESH_RECORDS_MAX_BYTES", 1024 * MiB)(env),
     callback: limit("TOOLMESH_CALLBACK_STREAM_MAX_BYTES", 512 * MiB)(env),
-    inflight: limit("TOOLMESH_INFLIGHT_MAX_BYTES", 64 * MiB)(env),
     changes: limit("TOOLMESH_CHANGES_MAX_BYTES", 128 * MiB)(env),
   }),
   bucketMaxBytes: (env: NodeJS.ProcessEnv) => ({
@@ -234,6 +231,26 @@ export const busLimitsConfig = {
     dispatchers: limit("TOOLMESH_DISPATCHERS_BUCKET_MAX_BYTES", 16 * MiB)(env),
     approvals: limit("TOOLMESH_APPROVALS_BUCKET_MAX_BYTES", 64 * MiB)(env),
   }),
+};
+
+/**
+ * How calls whose Dispatcher vanished are found and closed: the Dispatcher beats at a third of
+ * TOOLMESH_DISPATCHER_LOST_AFTER_MS, and Audit's sweeper closes a call whose start record has no
+ * end record once it is past its deadline and the grace, reading the same two settings.
+ */
+export const callSweepConfig = {
+  /** How often calls left open (and held calls past their expiry) are looked for. */
+  sweepIntervalMs: int("TOOLMESH_SWEEP_INTERVAL_MS", 5000, { min: 100, max: 600_000 }),
+  /** A Dispatcher whose heartbeat is this old has vanished; its open calls are closed. */
+  dispatcherLostAfterMs: int("TOOLMESH_DISPATCHER_LOST_AFTER_MS", 15_000, {
+    min: 300,
+    max: 600_000,
+  }),
+  /**
+   * How long past its deadline a call may still be writing its end record (a live Dispatcher
+   * sends a batch again for TOOLMESH_RECORD_RETRY_MS); after it, the call is closed.
+   */
+  leaseGraceMs: int("TOOLMESH_LEASE_GRACE_MS", 45_000, { min: 100, max: 3_600_000 }),
 };
 
 /** Reads every variable of a spec and reports all bad ones at once. */

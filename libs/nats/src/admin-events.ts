@@ -24,7 +24,7 @@ export interface AdminAudit {
 
 /**
  * Announces an admin change: a change event on TOOLMESH_CHANGES (for watchers and caches) and an
- * ADMIN audit record on TOOLMESH_AUDIT. The write itself is already stored in its bucket, the
+ * ADMIN audit record on the record stream (TOOLMESH_RECORDS), which Audit chains. The write itself is already stored in its bucket, the
  * source of truth every cache watches, so a failed publish is logged rather than turned into a
  * failed RPC that a client would retry into a second write.
  */
@@ -46,7 +46,7 @@ export class AdminEvents {
     await Promise.all([
       this.send(change.subject, change.schema, change.value(time), `${id}-change`),
       this.send(
-        subjects.audit(this.source, audit.by.agentId, audit.tool ?? ""),
+        subjects.records(this.source),
         AuditRecordSchema,
         adminRecord(id, time, audit, this.source),
         id,

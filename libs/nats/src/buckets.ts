@@ -46,6 +46,14 @@ export const buckets = {
     name: bucketNames.dispatchers,
     instanceKey: (id: string) => `instances.${id}`,
     instancePrefix: "instances.>",
+    /** A heartbeat's value: the epoch ms of the beat. */
+    beat: (ms: number) => String(ms),
+    /** The epoch ms a heartbeat value holds, or undefined for none (or not a beat). */
+    beatTime: (entry: { operation: string; string(): string } | null): number | undefined => {
+      if (entry?.operation !== "PUT") return undefined;
+      const at = Number(entry.string());
+      return Number.isFinite(at) ? at : undefined;
+    },
   },
 } as const;
 

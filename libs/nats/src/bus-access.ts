@@ -9,12 +9,12 @@
 
 /** The streams of the bus, by JetStream name. */
 export const streamNames = {
-  trace: "TOOLMESH_TRACE",
-  audit: "TOOLMESH_AUDIT",
-  outcome: "TOOLMESH_OUTCOME",
+  /** Record batches until Audit chains them (work queue). */
+  records: "TOOLMESH_RECORDS",
+  /** The broadcast feed of outcomes. */
   callback: "TOOLMESH_CALLBACK",
-  inflight: "TOOLMESH_INFLIGHT",
   changes: "TOOLMESH_CHANGES",
+  /** The hash-chained audit log: the store of record. */
   auditLog: "TOOLMESH_AUDIT_LOG",
 } as const;
 
@@ -28,7 +28,6 @@ export const bucketNames = {
   callIds: "toolmesh-call-ids",
   /** Dispatcher heartbeats and sweep claims. */
   dispatchers: "toolmesh-dispatchers",
-  callback: "toolmesh-callback",
   /** Calls held for approval, until decided or expired. */
   approvals: "toolmesh-approvals",
   /** Hourly usage aggregates per agent, user and tool. */
@@ -60,6 +59,11 @@ export interface BusAccess {
   holdsLease?: boolean;
   /** Plain (non-JetStream) subscriptions besides its own inbox. */
   subscribes: string[];
+  /**
+   * Subjects it answers requests on: it subscribes to them and may reply to each request it
+   * receives (nats-server's allow_responses), and to nothing else of another user's inbox.
+   */
+  answers?: string[];
 }
 
 /**
@@ -68,60 +72,60 @@ export interface BusAccess {
  */
 export const busAccess = {
   dispatcher: {
-    publishes: [
-      "toolmesh.trace.dispatcher.>",
-      "toolmesh.audit.dispatcher.>",
-      "toolmesh.outcome.dispatcher.>",
-      "toolmesh.inflight.>",
-    ],
-    writesStreams: ["trace", "audit", "outcome", "inflight"],
-    // The lease sweeper reads the leases and looks up whether a call's outcome exists.
-    readsStreams: ["inflight", "outcome"],
-    deletesFrom: ["inflight"],
+    // Its calls' start and end records, in batches; everything else is derived from them.
+    // It asks Audit for a call's records (MCP tasks, the approval sweep): toolmesh.audit.calls.
+    publishes: ["toolmesh.records.dispatcher", "toolmesh.audit.calls"],
+    writesStreams: ["records"],
+    readsStreams: [],
     ownsBuckets: ["dispatcher", "callIds", "dispatchers", "approvals"],
     readsBuckets: ["registry", "permission"],
-    subscribes: [],
+    // MCP tasks wait for a call's broadcast outcome.
+    subscribes: ["toolmesh.callback.>"],
   },
   callback: {
     publishes: [
       "toolmesh.callback.>",
-      "toolmesh.trace.callback.>",
-      // Report hands an asynchronous tool's result to the outcome stream.
-      "toolmesh.outcome.callback.>",
+      // Report writes an asynchronous tool's result as a record of its call.
+      "toolmesh.records.callback",
+      // GetOutcome, Watch and Report ask Audit for a call's records.
+      "toolmesh.audit.calls",
     ],
-    writesStreams: ["callback", "trace", "outcome"],
-    // Its outcome history reads the broadcasts back (headers only), in order, into its index.
-    readsStreams: ["outcome", "callback"],
-    durables: { outcome: "callback" },
-    // Usage is counted from the broadcast marks of its own bucket, read in order (an ordered consumer).
-    ownsBuckets: ["callback", "usage"],
+    writesStreams: ["callback", "records"],
+    // Outcomes, broadcasts and usage are derived from the audit log, read in order.
+    readsStreams: ["auditLog"],
+    durables: { auditLog: "callback" },
+    ownsBuckets: ["usage"],
     // Report checks which tools a service-role caller serves.
     readsBuckets: ["permission", "registry"],
     // Watch streams live broadcasts to its callers.
     subscribes: ["toolmesh.callback.>"],
   },
   audit: {
-    publishes: ["toolmesh.auditlog.>"],
-    writesStreams: ["auditLog"],
-    readsStreams: ["audit", "trace", "auditLog"],
-    durables: { audit: "audit" },
+    // Its sweeper closes a call left open with an end record, written like any other.
+    publishes: ["toolmesh.auditlog.>", "toolmesh.records.audit"],
+    writesStreams: ["auditLog", "records"],
+    readsStreams: ["records", "auditLog"],
+    durables: { records: "audit" },
     ownsBuckets: [],
-    readsBuckets: ["permission"],
+    // The sweeper asks whether the Dispatcher that started a call is still alive.
+    readsBuckets: ["permission", "dispatchers"],
     subscribes: [],
+    // The Dispatcher's and Callback's lookups of a call's records.
+    answers: ["toolmesh.audit.calls"],
     // One chain writer at a time; a standby replica serves queries and takes over.
     holdsLease: true,
   },
   registry: {
-    publishes: ["toolmesh.audit.registry.>", "toolmesh.registry.changed.>"],
-    writesStreams: ["audit", "changes"],
+    publishes: ["toolmesh.records.registry", "toolmesh.registry.changed.>"],
+    writesStreams: ["records", "changes"],
     readsStreams: [],
     ownsBuckets: ["registry"],
     readsBuckets: ["permission"],
     subscribes: [],
   },
   permission: {
-    publishes: ["toolmesh.audit.permission.>", "toolmesh.permission.changed.>"],
-    writesStreams: ["audit", "changes"],
+    publishes: ["toolmesh.records.permission", "toolmesh.permission.changed.>"],
+    writesStreams: ["records", "changes"],
     readsStreams: [],
     ownsBuckets: ["permission"],
     readsBuckets: ["registry"],
@@ -130,8 +134,8 @@ export const busAccess = {
   "memory-writer": {
     publishes: [],
     writesStreams: [],
-    readsStreams: ["callback"],
-    durables: { callback: "memory-writer" },
+    readsStreams: ["auditLog"],
+    durables: { auditLog: "memory-writer" },
     ownsBuckets: [],
     readsBuckets: [],
     subscribes: [],
@@ -176,6 +180,8 @@ export function inboxPrefix(user: string): string {
 export interface NatsPermissions {
   publish: { allow: string[]; deny?: string[] };
   subscribe: { allow: string[]; deny?: string[] };
+  /** May reply once to each request it receives, whatever its publish permissions say. */
+  allow_responses?: boolean;
 }
 
 const API = "$JS.API";
@@ -269,6 +275,7 @@ export function natsPermissions(user: BusUser): NatsPermissions {
   const subscribe = [
     `${inboxPrefix(user)}.>`,
     ...access.subscribes,
+    ...(access.answers ?? []),
     // An owner may follow its own bucket's writes as they happen (Callback's watches do).
     ...access.ownsBuckets.map((key) => `$KV.${bucketNames[key]}.>`),
   ];
@@ -278,5 +285,6 @@ export function natsPermissions(user: BusUser): NatsPermissions {
   return {
     publish: { allow: [...publish], ...(deny.size > 0 ? { deny: [...deny] } : {}) },
     subscribe: { allow: subscribe, ...(subscribeDeny.length > 0 ? { deny: subscribeDeny } : {}) },
+    ...(access.answers?.length ? { allow_responses: true } : {}),
   };
 }

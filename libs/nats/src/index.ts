@@ -67,6 +67,14 @@ export {
   type StoredAck,
 } from "./publisher.js";
 export { ReconnectingKvSnapshot } from "./reconnecting-snapshot.js";
+export {
+  type BatchAck,
+  type BatchPublisher,
+  RecordWriteError,
+  type RecordWriteFailure,
+  RecordWriter,
+  type RecordWriterOptions,
+} from "./record-writer.js";
 export { KvSnapshot, type SnapshotChange } from "./snapshot.js";
 export {
   defaultStreamSettings,

@@ -9,10 +9,9 @@ import {
 } from "nats";
 import { type BusAccess, busAccess, isBusUser, streamNames } from "./bus-access.js";
 import { JetStreamApiCodes, jetStreamErrorCode, retryBetweenLeaders } from "./jetstream-errors.js";
-import { idShard } from "./window-read.js";
 
 /** The processes that publish call records, each under its own subject token (bus-access.ts). */
-export type RecordSource = "dispatcher" | "callback" | "registry" | "permission";
+export type RecordSource = "dispatcher" | "callback" | "registry" | "permission" | "audit";
 
 /**
  * Subjects, in one place, so publishers and subscribers cannot drift apart. Records carry their
@@ -20,24 +19,20 @@ export type RecordSource = "dispatcher" | "callback" | "registry" | "permission"
  * take every source with `*`.
  */
 export const subjects = {
-  /** A trace event, filed under its trace id's shard (window-read.ts says why), not the id. */
-  trace: (source: RecordSource, traceId: string) => `toolmesh.trace.${source}.${idShard(traceId)}`,
-  /** The events of one trace's shard, whoever published them (a filter, not a publish subject). */
-  traceEvents: (traceId: string) => `toolmesh.trace.*.${idShard(traceId)}`,
-  audit: (source: RecordSource, agentId: string, tool: string) =>
-    `toolmesh.audit.${source}.${subjectToken(agentId)}.${subjectToken(tool)}`,
-  /** A call's outcome, filed under its call id's shard, not the id. */
-  outcome: (source: RecordSource, callId: string) =>
-    `toolmesh.outcome.${source}.${idShard(callId)}`,
-  /** Every source's outcomes in a call id's shard. */
-  outcomes: (callId: string) => `toolmesh.outcome.*.${idShard(callId)}`,
-  /** A running call's lease; only Dispatchers write (and delete) them. */
-  inflight: (instance: string, callId: string) =>
-    `toolmesh.inflight.${subjectToken(instance)}.${subjectToken(callId)}`,
-  /** Every lease of one Dispatcher instance (a filter, not a publish subject). */
-  inflightOf: (instance: string) => `toolmesh.inflight.${subjectToken(instance)}.*`,
+  /**
+   * Where a source writes its record batches (RecordBatch): the Dispatcher its calls' start and
+   * end records, Callback an asynchronous tool's report, Registry and Permission their admin
+   * records.
+   */
+  records: (source: RecordSource) => `toolmesh.records.${source}`,
+  /** Every record batch (the record stream's subjects). */
+  allRecords: "toolmesh.records.>",
+  /** Where the Dispatcher and Callback ask Audit for a call's records (request and reply). */
+  callLookup: "toolmesh.audit.calls",
   callback: (status: string, tool: string) =>
     `toolmesh.callback.${subjectToken(status)}.${subjectToken(tool)}`,
+  /** Every broadcast of one tool's calls, whatever their status (a filter). */
+  callbacksOf: (tool: string) => `toolmesh.callback.*.${subjectToken(tool)}`,
   /** Every broadcast callback event (a filter, and the callback stream's subjects). */
   callbacks: "toolmesh.callback.>",
   /** Where Audit appends a block of chained records, of any agent and tool. */
@@ -89,127 +84,87 @@ export function subjectTokenDecode(token: string): string {
 /** Settings shared by every stream definition. */
 export interface StreamSettings {
   replicas: number;
-  /** How long records are kept; 0 keeps them until a byte limit is reached. */
+  /** How long the callback feed keeps broadcasts; 0 keeps them until its byte limit. */
   maxAgeMs: number;
-  /** How long a call lease may outlive a lost delete (longer than the longest call). */
-  maxLeaseAgeMs?: number;
   /** The most bytes each stream keeps (docs/configuration.md, retention and limits). */
   maxBytes: StreamBytes;
 }
 
-/** Byte limits of the event streams, by stream. */
+/** Byte limits of the streams, by stream. */
 export interface StreamBytes {
-  trace: number;
-  audit: number;
-  outcome: number;
+  records: number;
   callback: number;
-  inflight: number;
   changes: number;
 }
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 const MiB = 1024 * 1024;
-/** How long a repeated Nats-Msg-Id is recognised (the Dispatcher's outcomes, Callback's broadcasts). */
+/** How long a repeated Nats-Msg-Id is recognised (a record batch sent again, a broadcast). */
 const DUPLICATE_WINDOW_MS = 2 * 60 * 1000;
 
 /** The limits a stream gets when nothing is configured (libs/config has the same defaults). */
 export const defaultStreamSettings: StreamSettings = {
   replicas: 1,
-  maxAgeMs: 30 * DAY_MS,
+  maxAgeMs: 7 * DAY_MS,
   maxBytes: {
-    trace: 1024 * MiB,
-    audit: 1024 * MiB,
-    outcome: 512 * MiB,
+    records: 1024 * MiB,
     callback: 512 * MiB,
-    inflight: 64 * MiB,
     changes: 128 * MiB,
   },
 };
 
 /**
- * Every stream toolmesh uses; each writer ensures the ones it publishes to exist. A stream of
- * call records refuses new messages when full (discard new) rather than drop accepted ones: the
- * publisher then sees the refusal and the Dispatcher can refuse the call it cannot record. Only
- * the change stream, whose events are notifications of state kept in the buckets, drops its
- * oldest.
+ * Every stream toolmesh writes; each writer ensures the ones it publishes to exist.
+ *
+ * The record stream holds work, not history: a batch stays until Audit's chain writer took it
+ * into the log (work-queue retention), so its size is Audit's lag, and when full it refuses new
+ * batches (discard new) — the Dispatcher then refuses the calls it cannot record, naming what is
+ * behind. The hash-chained audit log (Audit's own stream, audit-log.ts) is the store of record;
+ * everything else is derived from it. The callback feed and the change stream are notifications
+ * of state kept elsewhere, so they drop their oldest.
  */
 export function streamDefinitions(settings: StreamSettings = defaultStreamSettings) {
-  const base = (
-    name: string,
-    subjectsOf: string[],
-    description: string,
-    maxBytes: number,
-    discard: DiscardPolicy,
-    maxAgeMs = settings.maxAgeMs,
-    // Read by time and shard with batched direct gets (window-read.ts), not consumers.
-    allowDirect = false,
-  ): Partial<StreamConfig> => ({
-    name,
-    subjects: subjectsOf,
-    description,
-    retention: RetentionPolicy.Limits,
-    storage: StorageType.File,
-    discard,
-    num_replicas: settings.replicas,
-    max_age: nanos(maxAgeMs),
-    max_bytes: maxBytes,
-    // nats-server refuses a duplicate window longer than the stream keeps messages.
-    duplicate_window: nanos(
-      maxAgeMs > 0 ? Math.min(DUPLICATE_WINDOW_MS, maxAgeMs) : DUPLICATE_WINDOW_MS,
-    ),
-    ...(allowDirect ? { allow_direct: true } : {}),
-  });
   const { maxBytes } = settings;
+  const duplicateWindow = (maxAgeMs: number) =>
+    nanos(maxAgeMs > 0 ? Math.min(DUPLICATE_WINDOW_MS, maxAgeMs) : DUPLICATE_WINDOW_MS);
   return {
-    trace: base(
-      streamNames.trace,
-      ["toolmesh.trace.>"],
-      "Trace events of every call chain",
-      maxBytes.trace,
-      DiscardPolicy.New,
-      settings.maxAgeMs,
-      true,
-    ),
-    audit: base(
-      streamNames.audit,
-      ["toolmesh.audit.>"],
-      "Audit records as published, before chaining",
-      maxBytes.audit,
-      DiscardPolicy.New,
-    ),
-    outcome: base(
-      streamNames.outcome,
-      ["toolmesh.outcome.>"],
-      "Call outcomes from the Dispatcher and Report",
-      maxBytes.outcome,
-      DiscardPolicy.New,
-      settings.maxAgeMs,
-      true,
-    ),
-    callback: base(
-      streamNames.callback,
-      [subjects.callbacks],
-      "Normalised callback events",
-      maxBytes.callback,
-      DiscardPolicy.New,
-    ),
-    // Leases are deleted when their call ends; the age limit only bounds what a lost delete leaves.
-    inflight: base(
-      streamNames.inflight,
-      ["toolmesh.inflight.>"],
-      "Leases of calls that are running",
-      maxBytes.inflight,
-      DiscardPolicy.New,
-      settings.maxLeaseAgeMs ?? 2 * 60 * 60 * 1000,
-    ),
-    changes: base(
-      streamNames.changes,
-      ["toolmesh.registry.changed.>", "toolmesh.permission.changed.>"],
-      "Registry and permission change events",
-      maxBytes.changes,
-      DiscardPolicy.Old,
-    ),
-  } as const;
+    records: {
+      name: streamNames.records,
+      subjects: [subjects.allRecords],
+      description: "Record batches of calls and admin changes, until Audit chains them",
+      retention: RetentionPolicy.Workqueue,
+      storage: StorageType.File,
+      discard: DiscardPolicy.New,
+      num_replicas: settings.replicas,
+      max_age: 0,
+      max_bytes: maxBytes.records,
+      duplicate_window: nanos(DUPLICATE_WINDOW_MS),
+    },
+    callback: {
+      name: streamNames.callback,
+      subjects: [subjects.callbacks],
+      description: "Broadcast outcomes of calls, for subscribers to replay (a feed, not a record)",
+      retention: RetentionPolicy.Limits,
+      storage: StorageType.File,
+      discard: DiscardPolicy.Old,
+      num_replicas: settings.replicas,
+      max_age: nanos(settings.maxAgeMs),
+      max_bytes: maxBytes.callback,
+      duplicate_window: duplicateWindow(settings.maxAgeMs),
+    },
+    changes: {
+      name: streamNames.changes,
+      subjects: ["toolmesh.registry.changed.>", "toolmesh.permission.changed.>"],
+      description: "Registry and permission change events",
+      retention: RetentionPolicy.Limits,
+      storage: StorageType.File,
+      discard: DiscardPolicy.Old,
+      num_replicas: settings.replicas,
+      max_age: nanos(settings.maxAgeMs),
+      max_bytes: maxBytes.changes,
+      duplicate_window: duplicateWindow(settings.maxAgeMs),
+    },
+  } as const satisfies Record<string, Partial<StreamConfig>>;
 }
 
 /** The streams runService knows by name. */

@@ -8,9 +8,10 @@ import {
   TYPE_HEADER,
 } from "@toolmesh/nats";
 import type { AuditRecord } from "@toolmesh/proto";
+import { recordKey } from "@toolmesh/records";
 import { type JetStreamManager, headers as natsHeaders } from "nats";
 import { AUDIT_LOG_STREAM } from "./audit-log.js";
-import { recordHash } from "./hash-chain.js";
+import { recordHashV2 } from "./hash-chain.js";
 import {
   BLOCK_TYPE,
   blockMsgId,
@@ -116,8 +117,7 @@ export class BlockAppender {
     const encoded = records.map(({ record, body }) => {
       record.sequence = tip.sequence + 1n;
       record.prevHash = tip.hash;
-      record.hash = "";
-      record.hash = recordHash(record);
+      record.hash = recordHashV2(record.sequence, record.prevHash, body);
       tip = { ...tip, sequence: record.sequence, hash: record.hash };
       return chainedRecordBytes(body, record);
     });
@@ -128,7 +128,7 @@ export class BlockAppender {
     let previous: Promise<unknown> = Promise.resolve();
     const sizes = encoded.map((data) => data.length);
     for (const count of planBlocks(sizes, this.deps.maxBlockBytes)) {
-      const msgId = blockMsgId(records.slice(first, first + count).map((r) => r.record.id));
+      const msgId = blockMsgId(records.slice(first, first + count).map((r) => recordKey(r.record)));
       const headers = natsHeaders();
       headers.set(TYPE_HEADER, BLOCK_TYPE);
       headers.set("Nats-Msg-Id", msgId);
@@ -225,7 +225,9 @@ export class BlockAppender {
     for (let seq = from; seq <= to; seq++) {
       try {
         const stored = await this.deps.jsm.streams.getMessage(AUDIT_LOG_STREAM, { seq });
-        this.deps.onFound?.(readLogMessage(stored.header, stored.data).map((r) => r.record.id));
+        this.deps.onFound?.(
+          readLogMessage(stored.header, stored.data).map((r) => recordKey(r.record)),
+        );
       } catch (error) {
         // Gone (retention) or unreadable: the index answers for its records.
         this.deps.log.debug({ err: error, seq }, "audit log message not read back");

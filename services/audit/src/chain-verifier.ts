@@ -31,11 +31,11 @@ export async function verifyChain(
   let skipping = fromSequence > 0n;
   try {
     for await (const msg of messages) {
-      for (const [i, { record }] of readLogMessage(msg.headers, msg.data).entries()) {
+      for (const [i, { record, data }] of readLogMessage(msg.headers, msg.data).entries()) {
         // Only records before the first one asked for are skipped; every one after it counts.
         if (skipping && record.sequence < fromSequence) continue;
         skipping = false;
-        const found = checker.check(record);
+        const found = checker.check(record, data);
         // A gap before the first record of the oldest kept message is retention's doing.
         const trimmed = found?.kind === "missing" && i === 0 && (await trimmedBelow(jsm, msg.seq));
         if (found && !trimmed) return { checked: checker.checked, break: found };

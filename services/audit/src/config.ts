@@ -1,5 +1,13 @@
 import { authConfig } from "@toolmesh/auth";
-import { type ConfigOf, commonConfig, int, list, optionalStr, port } from "@toolmesh/config";
+import {
+  type ConfigOf,
+  callSweepConfig,
+  commonConfig,
+  int,
+  list,
+  optionalStr,
+  port,
+} from "@toolmesh/config";
 
 const GIB = 1024 * 1024 * 1024;
 
@@ -7,6 +15,7 @@ const GIB = 1024 * 1024 * 1024;
 export const auditConfig = {
   ...commonConfig,
   ...authConfig,
+  ...callSweepConfig,
   port: port("TOOLMESH_AUDIT_PORT", 7103),
   /** How long the chained log keeps records; 0 keeps them until deleted. */
   maxAgeDays: int("TOOLMESH_AUDIT_MAX_AGE_DAYS", 365, { min: 0, max: 36500 }),

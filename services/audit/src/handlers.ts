@@ -1,22 +1,22 @@
 import { create, fromBinary } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
-import { Role, requireRole } from "@toolmesh/auth";
-import { Code, ConnectError, invalidField, notFound } from "@toolmesh/errors";
-import { isTraceId } from "@toolmesh/names";
-import { WindowReadError } from "@toolmesh/nats";
+import { hasRole, principalOf, Role, requireRole } from "@toolmesh/auth";
+import { invalidField, notFound } from "@toolmesh/errors";
+import { checkLength, isTraceId } from "@toolmesh/names";
 import {
   AuditRecordSchema,
   type AuditService,
   CallStatus,
+  GetCallResponseSchema,
   GetTraceResponseSchema,
   QueryRecordsResponseSchema,
   VerifyChainResponseSchema,
 } from "@toolmesh/proto";
 import { pageTokens } from "@toolmesh/server";
+import type { CallReaders } from "./call-readers.js";
 import type { ChainBreak } from "./hash-chain.js";
 import type { RecordFilter, RecordIndex } from "./record-index.js";
-import type { TraceReader } from "./trace-reader.js";
 
 /** Record sequences are the page position of QueryRecords (newest first). */
 const recordPages = pageTokens({
@@ -26,17 +26,17 @@ const recordPages = pageTokens({
   maxPositionLength: 20,
 });
 
-/** What the AuditService RPCs read: the query index, the chain and the trace stream. */
+/** What the AuditService RPCs read: the query index, the chain and the views of calls. */
 export interface AuditReaders {
   records: RecordIndex;
   /** Verifies the chain from a sequence (0n: from the oldest kept record). */
   verifyChain(fromSequence: bigint): Promise<{ checked: number; break?: ChainBreak }>;
-  traces: TraceReader;
+  calls: CallReaders;
 }
 
 /** The AuditService RPCs over the query index, the log stream and the trace stream. */
 export function createAuditHandlers(deps: AuditReaders): ServiceImpl<typeof AuditService> {
-  const { records: index, traces } = deps;
+  const { records: index, calls } = deps;
   return {
     queryRecords(req, ctx) {
       requireRole(ctx, Role.Admin, Role.Auditor);
@@ -81,7 +81,7 @@ export function createAuditHandlers(deps: AuditReaders): ServiceImpl<typeof Audi
       });
     },
 
-    async getTrace(req, ctx) {
+    getTrace(req, ctx) {
       requireRole(ctx, Role.Admin, Role.Auditor);
       if (!isTraceId(req.traceId)) {
         throw invalidField(
@@ -89,18 +89,27 @@ export function createAuditHandlers(deps: AuditReaders): ServiceImpl<typeof Audi
           `expected a W3C trace id (32 lowercase hex characters, not all zero); got ${JSON.stringify(req.traceId.slice(0, 64))}`,
         );
       }
-      const events = await traces.events(req.traceId).catch((error: unknown) => {
-        if (error instanceof WindowReadError)
-          throw new ConnectError(
-            `the trace could not be read whole: ${error.message}`,
-            Code.Unavailable,
-          );
-        throw error;
-      });
+      const events = calls.traceEvents(req.traceId);
       if (events.length === 0) {
         throw notFound("trace", req.traceId, "no events were recorded for it, or they expired");
       }
       return create(GetTraceResponseSchema, { traceId: req.traceId, events });
+    },
+
+    async getCall(req, ctx) {
+      const caller = principalOf(ctx);
+      if (req.callId === "") throw invalidField("call_id", "name the call whose records you want");
+      checkLength("call_id", "callId", req.callId);
+      const records = await calls.callRecords(req.callId, req.wait);
+      // Another agent's call answers as an unknown one does: a call id reveals nothing.
+      const own = hasRole(caller, Role.Admin, Role.Auditor, Role.Service);
+      if (records.length === 0 || (!own && records[0]?.agentId !== caller.agentId))
+        throw notFound(
+          "call",
+          req.callId,
+          "no record of it is kept: it was never made, is another agent's, or its records have expired",
+        );
+      return create(GetCallResponseSchema, { records });
     },
 
     async verifyChain(req, ctx) {

@@ -1,17 +1,12 @@
 import { createHash } from "node:crypto";
 import { fromBinary } from "@bufbuild/protobuf";
-import { BinaryReader, WireType } from "@bufbuild/protobuf/wire";
 import { TYPE_HEADER } from "@toolmesh/nats";
 import { AuditLogBlockSchema, type AuditRecord, AuditRecordSchema } from "@toolmesh/proto";
+import { batchEntrySize, encodeRecords, recordSlices } from "@toolmesh/records";
 import type { MsgHdrs } from "nats";
-import { pooledBytes, varint } from "./record-encoding.js";
 
 /** The type header of a log message that is a block; any other is one record. */
 export const BLOCK_TYPE = AuditLogBlockSchema.typeName;
-
-/** `AuditLogBlock.records`: field 1, length-delimited, and its tag. */
-const RECORDS_FIELD = 1;
-const RECORDS_TAG = (RECORDS_FIELD << 3) | WireType.LengthDelimited;
 
 /** Raised when a log message is neither a block nor a record. */
 export class LogMessageError extends Error {
@@ -25,27 +20,14 @@ export interface LoggedRecord {
 }
 
 /** The bytes a block of these encoded records takes: each is a tag, a length and the record. */
-export function blockEntrySize(recordBytes: number): number {
-  return 1 + varint(recordBytes).length + recordBytes;
-}
+export const blockEntrySize = batchEntrySize;
 
 /**
  * Encodes an AuditLogBlock from records already encoded, without encoding them again: the same
- * bytes as toBinary(AuditLogBlockSchema, ...) of the decoded records.
+ * bytes as a RecordBatch of them (libs/records), so records move from a batch into the log as
+ * they came.
  */
-export function encodeBlock(records: readonly Uint8Array[]): Uint8Array {
-  const out = pooledBytes(records.reduce((n, data) => n + blockEntrySize(data.length), 0));
-  let at = 0;
-  for (const data of records) {
-    out[at++] = RECORDS_TAG;
-    const length = varint(data.length);
-    out.set(length, at);
-    at += length.length;
-    out.set(data, at);
-    at += data.length;
-  }
-  return out;
-}
+export const encodeBlock = encodeRecords;
 
 /**
  * The Nats-Msg-Id of a block: derived from its records' source ids, so that appending the same
@@ -70,19 +52,11 @@ export function isBlock(headers: MsgHdrs | undefined): boolean {
  */
 export function recordBytes(headers: MsgHdrs | undefined, data: Uint8Array): Uint8Array[] {
   if (!isBlock(headers)) return [data];
-  const reader = new BinaryReader(data);
-  const out: Uint8Array[] = [];
   try {
-    while (reader.pos < reader.len) {
-      const [field, wireType] = reader.tag();
-      if (field === RECORDS_FIELD && wireType === WireType.LengthDelimited)
-        out.push(reader.bytes());
-      else reader.skip(wireType, field);
-    }
+    return recordSlices(data);
   } catch (error) {
     throw new LogMessageError(`malformed audit log block: ${String(error)}`, { cause: error });
   }
-  return out;
 }
 
 /** Every record of a log message, decoded, with its bytes; throws when one does not decode. */

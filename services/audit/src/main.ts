@@ -1,23 +1,24 @@
 import { randomUUID } from "node:crypto";
 import path from "node:path";
 import { createSecretRedactor } from "@toolmesh/log";
-import { ensureStream, holdLease } from "@toolmesh/nats";
+import { buckets, ensureStream, holdLease, JetStreamPublisher } from "@toolmesh/nats";
 import { runService } from "@toolmesh/service";
 import { auditLogStream } from "./audit-log.js";
+import { CallReaders } from "./call-readers.js";
 import { verifyChain } from "./chain-verifier.js";
 import { auditConfig } from "./config.js";
 import { IndexFollower } from "./index-follower.js";
+import { OpenCallSweeper } from "./open-call-sweeper.js";
 import { AuditRecorder } from "./recorder.js";
 import { RetentionWatch } from "./retention.js";
 import { createAuditServer } from "./server.js";
-import { indexedSpan, TraceReader } from "./trace-reader.js";
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 await runService({
   name: "audit",
   config: auditConfig,
-  streams: ["audit", "trace"],
+  streams: ["records"],
   async start({ config, log, nc, js, jsm, authenticatedRpc }) {
     const maxAgeMs = config.maxAgeDays * DAY_MS;
     await ensureStream(
@@ -41,6 +42,7 @@ await runService({
     // Every replica serves queries from its own index; one at a time chains records (the
     // expected-sequence rule would keep two from forking the chain, the lease keeps them from
     // racing for every append), and a standby takes over within seconds when it goes.
+    const publisher = new JetStreamPublisher(nc, { ackTimeoutMs: 10_000 });
     const chainWriter = await holdLease({
       nc,
       service: "audit",
@@ -58,21 +60,40 @@ await runService({
           onStored: ({ record, seq, data }) => follower.expect(record, seq, data),
         });
         await recorder.start();
-        return () => recorder.stop();
+        // Calls left open are closed by the writer of the chain, one sweeper at a time.
+        const sweeper = new OpenCallSweeper({
+          index: records,
+          heartbeats: await js.views.kv(buckets.dispatchers.name, {
+            replicas: config.jetstreamReplicas,
+          }),
+          publisher,
+          settings: { ...config, intervalMs: config.sweepIntervalMs },
+          log,
+        });
+        sweeper.start();
+        return async () => {
+          await sweeper.stop();
+          await recorder.stop();
+        };
       },
     });
     log.info({ ...retention.status, max_age_days: config.maxAgeDays }, "audit log ready");
+    const calls = new CallReaders({ index: records, progress: follower, jsm, log });
+    // Every replica answers the Dispatcher's and Callback's lookups of a call from its index.
+    const lookups = calls.answerLookups(nc);
     const server = createAuditServer({
       records,
       verifyChain: (from) => verifyChain(js, jsm, from, (s) => records.blockAtOrBefore(s)),
-      traces: new TraceReader(nc, { span: (id) => indexedSpan(records, id) }),
+      calls,
       ...(await authenticatedRpc()),
     });
     return {
       server,
       async stop() {
+        await lookups.drain();
         retention.stop();
         await chainWriter.stop();
+        publisher.close();
         await follower.stop();
       },
     };

@@ -1,6 +1,7 @@
 import { create, toBinary } from "@bufbuild/protobuf";
 import { BinaryReader } from "@bufbuild/protobuf/wire";
 import { type AuditRecord, AuditRecordSchema } from "@toolmesh/proto";
+import { pooledBytes, varint } from "@toolmesh/records";
 
 /** AuditRecord field numbers the recorder sets or rewrites. */
 const ARGUMENTS = 10;
@@ -12,8 +13,17 @@ const SEQUENCE_TAG = [0x90, 0x01];
 const PREV_HASH_TAG = [0x9a, 0x01];
 const HASH_TAG = [0xa2, 0x01];
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
-const CHAIN_FIELDS = new Set([SEQUENCE, PREV_HASH, HASH]);
-const CHAIN_AND_ARGUMENTS = new Set([ARGUMENTS, SEQUENCE, PREV_HASH, HASH]);
+/** `chain_version`: Audit sets it; a publisher's own is cut out. */
+const CHAIN_VERSION = 30;
+const CHAIN_FIELDS = new Set([SEQUENCE, PREV_HASH, HASH, CHAIN_VERSION]);
+const CHAIN_AND_ARGUMENTS = new Set([ARGUMENTS, SEQUENCE, PREV_HASH, HASH, CHAIN_VERSION]);
+/** The fields a version-2 hash leaves out: the chain fields written after it. */
+const HASHED_OUT = new Set([SEQUENCE, PREV_HASH, HASH]);
+
+/** A stored record's bytes without sequence, prev_hash and hash: what its v2 hash covers. */
+export function withoutChainFields(data: Uint8Array): Uint8Array {
+  return withoutFields(data, HASHED_OUT);
+}
 
 /** What the recorder changed in a record it received, so its bytes must say it too. */
 export interface RecordChanges {
@@ -87,15 +97,6 @@ export function chainedRecordBytes(body: Uint8Array, record: AuditRecord): Uint8
   return new Uint8Array(out.buffer, out.byteOffset, out.length);
 }
 
-/**
- * A byte array for the caller to fill completely, from Node's buffer pool: allocating a typed
- * array of a few hundred bytes on its own costs about a microsecond in V8, a pooled one a tenth.
- */
-export function pooledBytes(size: number): Uint8Array {
-  const buffer = Buffer.allocUnsafe(size);
-  return new Uint8Array(buffer.buffer, buffer.byteOffset, size);
-}
-
 /** The base-128 varint of an unsigned 64-bit value. */
 function varint64(value: bigint): number[] {
   if (value >= 0n && value <= MAX_SAFE) return varint(Number(value));
@@ -106,19 +107,6 @@ function varint64(value: bigint): number[] {
     rest >>= 7n;
   }
   out.push(Number(rest));
-  return out;
-}
-
-/** The base-128 varint of a non-negative safe integer. */
-/** A protobuf varint (base 128, least significant group first). */
-export function varint(value: number): number[] {
-  const out: number[] = [];
-  let rest = value;
-  while (rest >= 0x80) {
-    out.push((rest % 0x80) | 0x80);
-    rest = Math.floor(rest / 0x80);
-  }
-  out.push(rest);
   return out;
 }
 

@@ -1,8 +1,13 @@
 import type { DatabaseSync, SQLInputValue, StatementSync } from "node:sqlite";
 import type { Logger } from "@toolmesh/log";
 import { idKey, traceKey } from "@toolmesh/names";
+import { AuditAction } from "@toolmesh/proto";
+import { recordKey } from "@toolmesh/records";
 import { type IndexRebuild, openIndex } from "@toolmesh/service";
 import type { IndexRow } from "./record-mapping.js";
+
+/** The store-once key of a call's end record, whose presence means the call is not open. */
+const endKey = (callId: string) => recordKey({ id: "", callId, action: AuditAction.TOOL_CALL });
 
 /** What QueryRecords filters on; empty fields (and status 0) match everything. */
 export type RecordFilter = Pick<
@@ -29,9 +34,10 @@ export interface Checkpoint {
  * Bumped when the tables change; an index of another version is rebuilt. 2: rows keyed by the
  * record's chain sequence, with the stream sequence of its block (1 keyed them by the stream
  * sequence, when each log message held one record). 3: trace ids keyed by their first 13 hex
- * digits (traceIndexKey), not a hash.
+ * digits (traceIndexKey), not a hash. 4: the open calls (a start record without its end), for
+ * the sweeper; a call's records keyed by their store-once key (libs/records recordKey).
  */
-const SCHEMA_VERSION = 3;
+const SCHEMA_VERSION = 4;
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS records (
@@ -56,6 +62,12 @@ CREATE INDEX IF NOT EXISTS records_trace ON records (trace_key);
 CREATE INDEX IF NOT EXISTS records_call ON records (call_key);
 CREATE INDEX IF NOT EXISTS records_time ON records (time_ms);
 CREATE INDEX IF NOT EXISTS records_block ON records (block_seq);
+CREATE TABLE IF NOT EXISTS open_calls (
+  call_id TEXT PRIMARY KEY,
+  instance TEXT NOT NULL,
+  deadline_ms INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS open_calls_deadline ON open_calls (deadline_ms);
 `;
 
 /**
@@ -80,6 +92,11 @@ export class RecordIndex {
   private readonly blockAt: StatementSync;
   private readonly traceFirst: StatementSync;
   private readonly traceLast: StatementSync;
+  private readonly traceAll: StatementSync;
+  private readonly callAll: StatementSync;
+  private readonly opened: StatementSync;
+  private readonly closedCall: StatementSync;
+  private readonly openPast: StatementSync;
   private closed = false;
 
   private constructor(
@@ -113,6 +130,23 @@ export class RecordIndex {
     );
     this.traceLast = db.prepare(
       "SELECT max(time_ms) AS time_ms FROM records WHERE trace_key = ? AND trace_id = ?",
+    );
+    this.traceAll = db.prepare(
+      "SELECT data FROM records WHERE trace_key = ? AND trace_id = ? ORDER BY seq LIMIT ?",
+    );
+    this.callAll = db.prepare(
+      "SELECT data FROM records WHERE call_key = ? AND call_id = ? ORDER BY seq",
+    );
+    // A start whose end is already indexed (a batch sent again after its end) opens nothing.
+    this.opened = db.prepare(
+      `INSERT INTO open_calls (call_id, instance, deadline_ms)
+        SELECT ?, ?, ? WHERE NOT EXISTS (
+          SELECT 1 FROM records WHERE call_key = ? AND call_id = ? AND record_id = ?)
+        ON CONFLICT (call_id) DO NOTHING`,
+    );
+    this.closedCall = db.prepare("DELETE FROM open_calls WHERE call_id = ?");
+    this.openPast = db.prepare(
+      "SELECT call_id, instance, deadline_ms FROM open_calls WHERE deadline_ms < ? ORDER BY deadline_ms LIMIT ?",
     );
   }
 
@@ -157,6 +191,7 @@ export class RecordIndex {
     this.db.exec("BEGIN IMMEDIATE");
     try {
       this.db.exec("DROP TABLE records");
+      this.db.exec("DROP TABLE open_calls");
       this.db.exec(SCHEMA);
       initMeta(this.db, streamCreated);
       this.db.exec("COMMIT");
@@ -189,6 +224,19 @@ export class RecordIndex {
           idKey(r.callId || r.recordId),
           r.data,
         );
+        if (r.opens) {
+          const key = idKey(r.callId);
+          this.opened.run(
+            r.callId,
+            r.opens.instance,
+            r.opens.deadlineMs,
+            key,
+            r.callId,
+            endKey(r.callId),
+          );
+        } else if (r.closes) {
+          this.closedCall.run(r.callId);
+        }
       }
       // Two instances may share one file; the checkpoint only moves forward.
       if (Number(this.lastSeq.get()?.value ?? 0) < lastSeq) {
@@ -283,6 +331,30 @@ export class RecordIndex {
     if (!last || last.time_ms === null) return undefined;
     const rows = this.traceFirst.all(key, traceId, oldest);
     return { oldest: rows.map((r) => r.data as Uint8Array), lastMs: Number(last.time_ms) };
+  }
+
+  /** Every stored record of a trace, in chain order, at most `limit`. */
+  recordsOfTrace(traceId: string, limit: number): Uint8Array[] {
+    return this.traceAll
+      .all(traceIndexKey(traceId), traceId, limit)
+      .map((r) => r.data as Uint8Array);
+  }
+
+  /** Every stored record of a call, in chain order. */
+  recordsOfCall(callId: string): Uint8Array[] {
+    return this.callAll.all(idKey(callId), callId).map((r) => r.data as Uint8Array);
+  }
+
+  /** Calls started and not ended whose deadline is before `beforeMs`, oldest deadline first. */
+  openCallsPast(
+    beforeMs: number,
+    limit: number,
+  ): { callId: string; instance: string; deadlineMs: number }[] {
+    return this.openPast.all(beforeMs, limit).map((r) => ({
+      callId: String(r.call_id),
+      instance: String(r.instance),
+      deadlineMs: Number(r.deadline_ms),
+    }));
   }
 
   /** Rows indexed (a count over the table; for logs and tests, not the hot path). */

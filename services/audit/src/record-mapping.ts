@@ -1,8 +1,11 @@
 import type { JsonObject } from "@bufbuild/protobuf";
+import { fromBinary } from "@bufbuild/protobuf";
 import { timestampFromMs, timestampMs } from "@bufbuild/protobuf/wkt";
-import { decodeEvent } from "@toolmesh/nats";
-import { type AuditRecord, AuditRecordSchema } from "@toolmesh/proto";
+import { TYPE_HEADER } from "@toolmesh/nats";
+import { AuditAction, type AuditRecord, AuditRecordSchema } from "@toolmesh/proto";
+import { ofCall, recordKey, recordSlices } from "@toolmesh/records";
 import type { JsMsg } from "nats";
+import { CHAIN_VERSION, withChainVersion } from "./hash-chain.js";
 import { type RecordChanges, recordBody, sameJson } from "./record-encoding.js";
 
 /** A record to chain, and its encoding without the chain fields. */
@@ -12,25 +15,43 @@ export interface ReceivedRecord {
 }
 
 /**
- * The record to chain from one message of the audit input stream: decoded, given an id and a
- * time when the publisher left them out, arguments redacted. The only place that knows what
- * publishers send, so a change in what the Dispatcher publishes per call is adapted here.
- * Throws when the message is not an audit record.
+ * The records to chain from one message of the record stream: a RecordBatch (or one
+ * AuditRecord, as messages were before batches), each decoded, given a time when its publisher
+ * left it out, its arguments redacted. The only place that knows what publishers send, so a
+ * change in what a publisher writes per call is adapted here. Throws when the message is neither.
  */
-export function recordToChain(msg: JsMsg, redact: (value: unknown) => unknown): ReceivedRecord {
-  const record = decodeEvent(AuditRecordSchema, msg);
-  const changes: RecordChanges = { id: !record.id, time: !record.time, arguments: false };
-  record.id ||= `audit-seq-${msg.seq}`;
+export function recordsToChain(msg: JsMsg, redact: (value: unknown) => unknown): ReceivedRecord[] {
+  const storedMs = Math.floor(msg.info.timestampNanos / 1e6);
+  const single = msg.headers?.get(TYPE_HEADER) === AuditRecordSchema.typeName;
+  const slices = single ? [msg.data] : recordSlices(msg.data);
+  return slices.map((data) => recordToChain(data, redact, storedMs, msg.seq));
+}
+
+/** One record to chain from its bytes as its publisher sent them. */
+function recordToChain(
+  data: Uint8Array,
+  redact: (value: unknown) => unknown,
+  storedMs: number,
+  streamSeq: number,
+): ReceivedRecord {
+  const record = fromBinary(AuditRecordSchema, data);
+  const changes: RecordChanges = { id: false, time: !record.time, arguments: false };
+  // A legacy record without an id keeps one of its own (records of a call are keyed by it).
+  if (!record.id && !ofCall(record)) {
+    record.id = `audit-seq-${streamSeq}`;
+    changes.id = true;
+  }
   if (record.arguments) {
     const redacted = redact(record.arguments) as JsonObject;
     changes.arguments = !sameJson(record.arguments, redacted);
     record.arguments = redacted;
   }
-  record.time ??= timestampFromMs(Math.floor(msg.info.timestampNanos / 1e6));
+  record.time ??= timestampFromMs(storedMs);
   record.sequence = 0n;
   record.prevHash = "";
   record.hash = "";
-  return { record, body: recordBody(msg.data, record, changes) };
+  record.chainVersion = CHAIN_VERSION;
+  return { record, body: withChainVersion(recordBody(data, record, changes)) };
 }
 
 /** One row of the query index: the columns QueryRecords filters on, and the stored bytes. */
@@ -49,6 +70,9 @@ export interface IndexRow {
   recordId: string;
   /** Its chain hash: the index checkpoint keeps the last one. */
   hash: string;
+  /** A start record opens its call until its end record closes it (the sweeper's view). */
+  opens?: { instance: string; deadlineMs: number };
+  closes?: boolean;
   /** The record as stored in the log stream, returned by queries without re-encoding. */
   data: Uint8Array;
 }
@@ -70,8 +94,17 @@ export function indexRow(
     status: record.status,
     traceId: record.traceId,
     callId: record.callId,
-    recordId: record.id,
+    recordId: recordKey(record),
     hash: record.hash,
     data,
+    ...(record.action === AuditAction.TOOL_START
+      ? {
+          opens: {
+            instance: record.instance,
+            deadlineMs: record.deadline ? timestampMs(record.deadline) : 0,
+          },
+        }
+      : {}),
+    ...(record.action === AuditAction.TOOL_CALL ? { closes: true } : {}),
   };
 }

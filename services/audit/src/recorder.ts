@@ -1,5 +1,6 @@
 import { callFields, type Logger } from "@toolmesh/log";
-import { ensureConsumer, JetStreamPublisher } from "@toolmesh/nats";
+import { ensureConsumer, JetStreamPublisher, streamNames } from "@toolmesh/nats";
+import { recordKey } from "@toolmesh/records";
 import {
   AckPolicy,
   type ConsumerMessages,
@@ -11,14 +12,14 @@ import {
   nanos,
 } from "nats";
 import { BlockAppender, type Flight, type StoredRecord } from "./block-appender.js";
-import { type ReceivedRecord, recordToChain } from "./record-mapping.js";
+import { type ReceivedRecord, recordsToChain } from "./record-mapping.js";
 
 export type { StoredRecord } from "./block-appender.js";
 
-/** The durable consumer on TOOLMESH_AUDIT; a restarted service resumes where it stopped. */
+/** The durable consumer on TOOLMESH_RECORDS; a restarted service resumes where it stopped. */
 export const AUDIT_CONSUMER = "audit";
 
-const SOURCE_STREAM = "TOOLMESH_AUDIT";
+const SOURCE_STREAM = streamNames.records;
 /** Records chained per batch at most: appended as one block (or a few), acked together. */
 const MAX_BATCH = 512;
 /**
@@ -27,8 +28,14 @@ const MAX_BATCH = 512;
  * one is (see BlockAppender).
  */
 const PIPELINE_DEPTH = 3;
-/** Unacked source messages the consumer hands out: enough for the batches in flight and one more. */
-const MAX_ACK_PENDING = MAX_BATCH * (PIPELINE_DEPTH + 1);
+/**
+ * Unacked source messages the consumer hands out. Each is a batch of records (up to NATS
+ * max_payload), so the count is small and the bytes are bounded too.
+ */
+const MAX_ACK_PENDING = 256;
+/** What one pull asks for at most: messages, and bytes in them. */
+const PULL_MESSAGES = 128;
+const PULL_BYTES = 16 * 1024 * 1024;
 const MAX_ATTEMPTS = 20;
 /**
  * Source ids of records this instance stored lately, so a source message redelivered before the
@@ -39,8 +46,17 @@ const MAX_RECENT = 16_384;
 /** Room left in a message for its headers when a block is sized to NATS max_payload. */
 const HEADER_ROOM = 4096;
 
-/** A record to chain and the source message to ack once it is stored. */
-type Pending = ReceivedRecord & { msg: JsMsg };
+/** A source message (a batch of records): acked once every record of it is stored. */
+interface Source {
+  msg: JsMsg;
+  /** Its records not yet stored (or skipped as stored before). */
+  left: number;
+  /** Set once it was handed back for redelivery: nothing more is done with it. */
+  released: boolean;
+}
+
+/** A record to chain, its store-once key, and the source message it came in. */
+type Pending = ReceivedRecord & { key: string; source: Source };
 
 /** A flight of records, with their source messages. */
 type Batch = { flight: Flight; pending: Pending[] };
@@ -105,7 +121,7 @@ export class AuditRecorder {
       max_ack_pending: MAX_ACK_PENDING,
     });
     const consumer = await js.consumers.get(SOURCE_STREAM, AUDIT_CONSUMER);
-    const messages = await consumer.consume({ max_messages: MAX_ACK_PENDING / 2 });
+    const messages = await consumer.consume({ max_messages: PULL_MESSAGES, max_bytes: PULL_BYTES });
     this.messages = messages;
     void (async () => {
       for await (const msg of messages) {
@@ -148,7 +164,7 @@ export class AuditRecorder {
           continue;
         }
       }
-      const pending = this.admit(this.queue.splice(0, MAX_BATCH));
+      const pending = this.admitUpTo(MAX_BATCH);
       if (pending.length === 0) continue;
       try {
         flying.push({ flight: appender.send(pending), pending });
@@ -158,30 +174,44 @@ export class AuditRecorder {
     }
   }
 
-  /** The records of a batch that are new: decoded, and not stored or in flight already. */
+  /** Admits queued source messages until about `most` records are pending (at least one message). */
+  private admitUpTo(most: number): Pending[] {
+    const pending: Pending[] = [];
+    while (this.queue.length > 0 && pending.length < most) {
+      pending.push(...this.admit(this.queue.splice(0, 1)));
+    }
+    return pending;
+  }
+
+  /**
+   * The records of a run of source messages that are new: each message is a batch of records
+   * (one record for a message of the stream written before batches), decoded, redacted, and kept
+   * only when it is not stored or in flight already. A message whose records are all stored is
+   * acked at once.
+   */
   private admit(batch: JsMsg[]): Pending[] {
     const { isStored, redact, log } = this.deps;
     const pending: Pending[] = [];
     for (const msg of batch) {
-      let received: ReceivedRecord;
+      let received: ReceivedRecord[];
       try {
-        received = recordToChain(msg, redact);
+        received = recordsToChain(msg, redact);
       } catch (error) {
-        log.error({ err: error, subject: msg.subject, seq: msg.seq }, "undecodable audit record");
+        log.error({ err: error, subject: msg.subject, seq: msg.seq }, "undecodable record batch");
         msg.term();
         continue;
       }
-      const { id, callId } = received.record;
-      if (this.inFlight.has(id)) {
-        // Redelivered while its first delivery is in flight: that one acks it.
-        continue;
+      const source: Source = { msg, left: 0, released: false };
+      for (const r of received) {
+        const key = recordKey(r.record);
+        // Redelivered while its first delivery is in flight (that one acks it), or stored.
+        if (this.inFlight.has(key) || this.recent.has(key) || isStored(key, r.record.callId))
+          continue;
+        this.inFlight.add(key);
+        source.left++;
+        pending.push({ ...r, key, source });
       }
-      if (this.recent.has(id) || isStored(id, callId)) {
-        msg.ack();
-        continue;
-      }
-      this.inFlight.add(id);
-      pending.push({ msg, ...received });
+      if (source.left === 0) msg.ack();
     }
     return pending;
   }
@@ -209,7 +239,7 @@ export class AuditRecorder {
       await this.appendUntilStored(left);
     } catch (failure) {
       await this.giveBack(
-        left.filter((p) => this.inFlight.has(p.record.id)),
+        left.filter((p) => this.inFlight.has(p.key)),
         failure,
       );
     }
@@ -234,11 +264,11 @@ export class AuditRecorder {
   private notFound(todo: Pending[]): Pending[] {
     return this.acked(
       todo,
-      todo.map((p) => this.recent.has(p.record.id)),
+      todo.map((p) => this.recent.has(p.key)),
     );
   }
 
-  /** Acks the source messages of stored records; returns the others, in order. */
+  /** Counts stored records off their source messages, acking each one done; returns the others. */
   private acked(pending: Pending[], stored: boolean[]): Pending[] {
     const left: Pending[] = [];
     for (const [i, p] of pending.entries()) {
@@ -246,18 +276,24 @@ export class AuditRecorder {
         left.push(p);
         continue;
       }
-      p.msg.ack();
-      this.inFlight.delete(p.record.id);
+      this.inFlight.delete(p.key);
+      const source = p.source;
+      if (--source.left === 0 && !source.released) source.msg.ack();
     }
     return left;
   }
 
-  /** Hands records back to the stream for a later try, after a pause. */
+  /**
+   * Hands records back to the stream for a later try, after a pause: their source messages are
+   * redelivered whole, and the records of them already stored are skipped then.
+   */
   private async giveBack(pending: Pending[], error: unknown): Promise<void> {
     this.deps.log.warn({ err: error }, "cannot append audit records now; will retry");
     for (const p of pending) {
-      p.msg.nak(1000);
-      this.inFlight.delete(p.record.id);
+      this.inFlight.delete(p.key);
+      if (p.source.released) continue;
+      p.source.released = true;
+      p.source.msg.nak(1000);
     }
     (this.appender as BlockAppender).stale = true;
     await new Promise((resolve) => setTimeout(resolve, 1000));
@@ -275,7 +311,7 @@ export class AuditRecorder {
 
   private stored(stored: StoredRecord): void {
     const { record, seq } = stored;
-    this.remember(record.id);
+    this.remember(recordKey(record));
     this.deps.onStored?.(stored);
     if (this.deps.log.isLevelEnabled("debug")) {
       this.deps.log.debug(

@@ -1,6 +1,7 @@
 import { authConfig } from "@toolmesh/auth";
 import {
   type ConfigOf,
+  callSweepConfig,
   commonConfig,
   int,
   list,
@@ -14,6 +15,7 @@ import {
 export const dispatcherConfig = {
   ...commonConfig,
   ...authConfig,
+  ...callSweepConfig,
   port: port("TOOLMESH_DISPATCHER_PORT", 7100),
   /** A second port serving DispatcherService over @grpc/grpc-js only (the fast path); -1 disables. */
   grpcPort: int("TOOLMESH_DISPATCHER_GRPC_PORT", -1, { min: -1, max: 65535 }),
@@ -34,15 +36,19 @@ export const dispatcherConfig = {
   localIdleTimeoutMs: int("TOOLMESH_LOCAL_IDLE_TIMEOUT_MS", 5 * 60 * 1000, { min: 100 }),
   localMaxConcurrency: int("TOOLMESH_LOCAL_MAX_CONCURRENCY", 8, { min: 1, max: 10_000 }),
   localStartTimeoutMs: int("TOOLMESH_LOCAL_START_TIMEOUT_MS", 15_000, { min: 100 }),
-  /** This process's name in call leases and heartbeats; a fresh one each start when unset. */
+  /** This process's name in start records and heartbeats; a fresh one each start when unset. */
   instanceId: optionalStr("TOOLMESH_INSTANCE_ID"),
-  /** How often this Dispatcher looks for calls whose outcome was never recorded. */
-  sweepIntervalMs: int("TOOLMESH_SWEEP_INTERVAL_MS", 5000, { min: 100, max: 600_000 }),
-  /** A Dispatcher whose heartbeat is this old has vanished; its running calls are closed. */
-  dispatcherLostAfterMs: int("TOOLMESH_DISPATCHER_LOST_AFTER_MS", 15_000, {
-    min: 300,
-    max: 600_000,
-  }),
+  /**
+   * Record batches sent and not yet acked at once: records written meanwhile wait and share the
+   * next batch (and its fsync). 1 makes every call wait for the batch before it; more lets a
+   * quiet machine's calls go out at once.
+   */
+  recordBatchesInFlight: int("TOOLMESH_RECORD_BATCHES_IN_FLIGHT", 2, { min: 1, max: 64 }),
+  /**
+   * How long a record batch whose ack was lost (a nats-server restart) is sent again before its
+   * calls are answered UNAVAILABLE with their outcome unknown; shorter than the lease grace.
+   */
+  recordRetryMs: int("TOOLMESH_RECORD_RETRY_MS", 30_000, { min: 1000, max: 600_000 }),
   /**
    * Room a discard-new record stream must keep for the records of calls already running; below
    * it new calls are refused. 0: four times the bus's max_payload.
@@ -56,8 +62,6 @@ export const dispatcherConfig = {
    * with its own counters (docs/security.md), so a call costs no NATS write.
    */
   dispatcherReplicas: int("TOOLMESH_DISPATCHER_REPLICAS", 1, { min: 1, max: 1000 }),
-  /** How long past its deadline a live Dispatcher's call may still be writing its records. */
-  leaseGraceMs: int("TOOLMESH_LEASE_GRACE_MS", 30_000, { min: 100, max: 3_600_000 }),
   /** The Registry, which ImportMcpServer writes imported tools to (with the admin's credential). */
   registryUrl: url("TOOLMESH_REGISTRY_URL", "http://127.0.0.1:7101", ["http:", "https:"]),
   /** Close an idle MCP server connection (stop a stdio server) after this long. */

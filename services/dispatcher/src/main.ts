@@ -1,5 +1,4 @@
 import { randomUUID } from "node:crypto";
-import { streamMaxAgeMs } from "@toolmesh/config";
 import { JetStreamPublisher } from "@toolmesh/nats";
 import { runService } from "@toolmesh/service";
 import { startTracing } from "@toolmesh/telemetry";
@@ -7,13 +6,11 @@ import { ApprovalSweeper } from "./approvals/approval-sweeper.js";
 import { CallLimiter } from "./catalog/rate-limits.js";
 import { followSnapshots } from "./catalog/snapshots.js";
 import { dispatcherConfig } from "./config.js";
-import { JetStreamLeases } from "./records/call-leases.js";
-import { CallRecorder } from "./records/call-recorder.js";
 import { Heartbeat } from "./records/heartbeat.js";
 import { KvHeldCalls } from "./records/held-calls.js";
 import { KvCallIdOwners, KvIdempotencyStore } from "./records/idempotency.js";
-import { LeaseSweeper } from "./records/lease-sweeper.js";
-import { StreamOutcomeLookup } from "./records/outcome-lookup.js";
+import { AuditOutcomes } from "./records/outcome-lookup.js";
+import { JetStreamRecords } from "./records/record-sink.js";
 import { StoreCapacity } from "./records/store-capacity.js";
 import { createDispatcher } from "./server.js";
 import type { GrpcPort } from "./transports/grpc-port.js";
@@ -21,13 +18,12 @@ import type { GrpcPort } from "./transports/grpc-port.js";
 await runService({
   name: "dispatcher",
   config: dispatcherConfig,
-  streams: ["trace", "audit", "outcome", "inflight"],
-  async start({ config, log, nc, js, jsm, streams, authenticatedRpc }) {
+  streams: ["records"],
+  async start({ config, log, nc, jsm, streams, authenticatedRpc }) {
     const idempotency = await KvIdempotencyStore.open(nc, {
       windowMs: config.idempotencyWindowMs,
       replicas: config.jetstreamReplicas,
     });
-    // Call ids stay owned as long as the Callback service keeps their outcomes.
     const callIds = await KvCallIdOwners.open(nc, {
       ttlMs: config.callTtlDays * 24 * 60 * 60 * 1000,
       replicas: config.jetstreamReplicas,
@@ -35,19 +31,22 @@ await runService({
     const snapshots = followSnapshots(nc, log);
     const capacity = new StoreCapacity(
       jsm,
-      [streams.inflight, streams.trace, streams.audit, streams.outcome].map((s) => ({
-        name: s.name ?? "",
-        prefixes: (s.subjects ?? []).map((subject) => subject.replace(/>$/, "")),
-      })),
+      [
+        {
+          name: streams.records.name,
+          prefixes: streams.records.subjects.map((subject) => subject.replace(/>$/, "")),
+        },
+      ],
       config.recordStoreMarginBytes || 4 * (nc.info?.max_payload ?? 1024 * 1024),
       log,
     );
     await capacity.check();
     capacity.start(2000);
-    // A call waits for its records' acks: one that cannot have them now is answered at once.
+    // Batches wait for their acks; a lost connection lets them wait too (they are sent again
+    // under the same message id until JetStream answers), so a call's answer is the truth.
     const publisher = new JetStreamPublisher(nc, {
       ackTimeoutMs: 5000,
-      whenDisconnected: "fail",
+      whenDisconnected: "wait",
       capacity,
     });
     const instance = config.instanceId ?? randomUUID();
@@ -60,8 +59,15 @@ await runService({
       },
       log,
     );
-    const leases = new JetStreamLeases(instance, publisher, jsm, log);
-    const outcomes = new StreamOutcomeLookup(nc, js, streamMaxAgeMs(config));
+    const records = new JetStreamRecords(
+      publisher,
+      instance,
+      { maxInFlight: config.recordBatchesInFlight, retryForMs: config.recordRetryMs },
+      capacity,
+      (attempt, error) =>
+        log.warn({ err: error, attempt }, "a record batch was not acked; sending it again"),
+    );
+    const outcomes = new AuditOutcomes(nc, 0);
     // A held call outlives its hold by a day in the bucket, so a sweep finds it expired even
     // after every Dispatcher was down for hours.
     const heldCalls = await KvHeldCalls.open(nc, jsm, {
@@ -69,29 +75,14 @@ await runService({
       marginMs: 24 * 60 * 60 * 1000,
       replicas: config.jetstreamReplicas,
     });
-    const sweeper = new LeaseSweeper({
-      js,
-      jsm,
-      kv: heartbeat.kv,
-      lastBeat: (id) => heartbeat.lastBeat(id),
-      recorder: new CallRecorder(publisher, config.redactKeys, leases),
-      outcomes,
-      settings: {
-        intervalMs: config.sweepIntervalMs,
-        lostAfterMs: config.dispatcherLostAfterMs,
-        graceMs: config.leaseGraceMs,
-      },
-      log,
-    });
-    sweeper.start();
     const tracing = startTracing("dispatcher");
     if (tracing.enabled) log.info("exporting spans over OTLP (OTEL_EXPORTER_OTLP_* is set)");
     const dispatcher = createDispatcher({
       tools: snapshots.tools,
       policy: snapshots.policy,
       limits: new CallLimiter(snapshots.limits, config.dispatcherReplicas),
-      publisher,
-      leases,
+      records,
+      instance,
       idempotency,
       heldCalls,
       outcomes,
@@ -128,10 +119,9 @@ await runService({
         await grpcPort?.close();
       },
       async stop() {
-        await sweeper.stop();
         await approvalSweeper.stop();
         await dispatcher.close();
-        await leases.close();
+        records.close();
         await heartbeat.stop();
         capacity.stop();
         publisher.close();

@@ -12,9 +12,7 @@ import type { CallLimiter } from "./catalog/rate-limits.js";
 import { ToolCatalog, type ToolSource } from "./catalog/tool-catalog.js";
 import { DispatchChain } from "./chain/dispatch-chain.js";
 import { RunningCalls } from "./chain/running-calls.js";
-import type { LeaseLedger } from "./records/call-leases.js";
-import { CallRecorder } from "./records/call-recorder.js";
-import type { EventPublisher } from "./records/event-publisher.js";
+import { CallRecorder, type RecordSink } from "./records/call-recorder.js";
 import { type HeldCallStore, MemoryHeldCalls } from "./records/held-calls.js";
 import type { CallIdOwners, IdempotencyStore } from "./records/idempotency.js";
 import { NoOutcomes, type OutcomeLookup, type OutcomeReader } from "./records/outcome-lookup.js";
@@ -63,10 +61,10 @@ export interface DispatcherDeps {
   policy: PermissionGate;
   /** The rate limits Permission keeps, followed from its bucket (a CallLimiter). */
   limits?: CallLimiter;
-  /** Publishes trace events, audit records and outcomes (a JetStreamPublisher). */
-  publisher: EventPublisher;
-  /** Where calls' start records (leases) live until their outcome is recorded. */
-  leases: LeaseLedger;
+  /** Where the calls' records go (JetStreamRecords: batches on the record stream). */
+  records: RecordSink;
+  /** This process's instance id, named in each call's start record for the sweeper. */
+  instance: string;
   idempotency: IdempotencyStore;
   /** Calls held for approval (a KvHeldCalls); in memory when omitted (in-process tests). */
   heldCalls?: HeldCallStore;
@@ -132,7 +130,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     },
     log,
   );
-  const recorder = new CallRecorder(deps.publisher, settings.redactKeys, deps.leases);
+  const recorder = new CallRecorder(deps.records, settings.redactKeys, deps.instance);
   const heldCalls = deps.heldCalls ?? new MemoryHeldCalls();
   const outcomes = deps.outcomes ?? new NoOutcomes();
   const chain = new DispatchChain({

@@ -9,7 +9,7 @@ import { createPermissionServer } from "./server.js";
 await runService({
   name: "permission",
   config: permissionConfig,
-  streams: ["changes", "audit"],
+  streams: ["changes", "records"],
   async start({ config, log, nc, js, authenticatedRpc }) {
     const store = await KvPermissionStore.open(nc, config.jetstreamReplicas, log);
     const events = new NatsPermissionEvents(js, log);

@@ -9,7 +9,7 @@ import { policyVisibility } from "./visibility.js";
 await runService({
   name: "registry",
   config: registryConfig,
-  streams: ["changes", "audit"],
+  streams: ["changes", "records"],
   async start({ config, log, nc, js, authenticatedRpc }) {
     const store = await KvRegistryStore.open({ nc, replicas: config.jetstreamReplicas, log });
     // Until the Permission service creates its bucket there are no grants: agents see no tools.

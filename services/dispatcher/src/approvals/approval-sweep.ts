@@ -84,10 +84,7 @@ async function closeStale(deps: ApprovalDeps, stored: StoredHeldCall): Promise<b
     if (lostTransition(error)) return false;
     throw error;
   }
-  // The held call's outcomes come after it was held. Every hold has the time (hold.ts); one
-  // without would be looked for over the whole shard.
-  const heldMs = a.requestedAt ? timestampMs(a.requestedAt) : 0;
-  if (await deps.outcomes.hasOutcome(a.callId, heldMs)) {
+  if (await deps.outcomes.hasOutcome(a.callId)) {
     await deps.store.delete(a.callId);
     return false;
   }

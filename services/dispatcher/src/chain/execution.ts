@@ -72,7 +72,7 @@ export async function executeCall(
     }
     call.approved?.onStarted();
   } else {
-    // A read-only tool runs alongside its start record; flush() below still waits for it.
+    // A read-only tool runs alongside its start record; its end record waits for it below.
     startAcked.then(() => call.approved?.onStarted()).catch(() => {});
   }
   const request = create(InvokeRequestSchema, {
@@ -123,12 +123,16 @@ export async function executeCall(
     }),
     deps.recorder.maxPayload,
   );
-  record.finished(end, {
-    args,
-    attempts: ran.attempts,
-    startedMs: started,
-    finishedMs: finished,
-  });
+  // The end record follows the start record's ack, so a call's records never tell two stories:
+  // an end without its start is never stored, and one whose start failed is never written.
+  const endStored = startAcked.then(() =>
+    record.finished(end, {
+      args,
+      attempts: ran.attempts,
+      startedMs: started,
+      finishedMs: finished,
+    }),
+  );
   const response = create(DispatchResponseSchema, {
     callId,
     traceId,
@@ -138,13 +142,12 @@ export async function executeCall(
     durationMs: finished - started,
     attempts: ran.attempts,
   });
-  // The output goes back only once every record of the call is acked.
+  // The output goes back only once the call's end record is stored.
   try {
-    await record.flush();
+    await endStored;
   } catch (error) {
     throw unrecorded(error, "outcome", spec.name);
   }
-  record.release();
   if (call.idempotencyKey) {
     await deps.idempotency.put(principal.agentId, call.idempotencyKey, response);
   }

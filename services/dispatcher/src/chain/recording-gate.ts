@@ -1,6 +1,6 @@
 import { Code, ConnectError, codeName } from "@toolmesh/errors";
 import { callFields, type Logger } from "@toolmesh/log";
-import { PublishError } from "@toolmesh/nats";
+import { RecordWriteError } from "@toolmesh/nats";
 import type { DispatchRequest } from "@toolmesh/proto";
 import type { CallRecord, CallRecorder } from "../records/call-recorder.js";
 import { argumentsTooLarge, recordBudget, structBytes } from "./record-limits.js";
@@ -36,18 +36,32 @@ export function checkRecordable(recorder: CallRecorder, checked: CheckedCall): v
 }
 
 /**
- * The error for a call whose records could not be written: RESOURCE_EXHAUSTED when the store is
- * full, UNAVAILABLE otherwise. At the start the tool did not run; at the end its output is
- * withheld (the sweeper closes the call from its lease).
+ * The error for a call whose records could not be written. At the start the tool did not run:
+ * RESOURCE_EXHAUSTED when the record stream is full, UNAVAILABLE otherwise. At the end the tool
+ * ran and its output is withheld: when the stream refused the end record nothing was stored,
+ * and the call will be closed by the sweeper as INTERRUPTED; when the answer never came it may
+ * be stored after all, so the caller is told to read the call's outcome rather than guess it.
  */
 export function unrecorded(error: unknown, stage: "start" | "outcome", tool: string): ConnectError {
-  const why = error instanceof PublishError ? error.message : String(error);
-  const full = error instanceof PublishError && error.failure === "full";
-  const message =
-    stage === "start"
-      ? `toolmesh could not record the start of this call to tool "${tool}" (${why}), so the tool did not run. ${full ? "The record store is full; an operator must make room." : "Retry in a few seconds."}`
-      : `tool "${tool}" ran, but its records could not be written (${why}); its output is withheld and the call will be closed as INTERRUPTED. ${full ? "The record store is full; an operator must make room." : "Retry in a few seconds."}`;
-  return new ConnectError(message, full ? Code.ResourceExhausted : Code.Unavailable);
+  const why = error instanceof Error ? error.message : String(error);
+  const failure = error instanceof RecordWriteError ? error.failure : "unknown";
+  const full = failure === "full";
+  const retry = full
+    ? "The record stream is full (its consumers are behind); an operator must see to them."
+    : "Retry in a few seconds.";
+  if (stage === "start")
+    return new ConnectError(
+      `toolmesh could not record the start of this call to tool "${tool}" (${why}), so the tool did not run. ${retry}`,
+      full ? Code.ResourceExhausted : Code.Unavailable,
+    );
+  const end =
+    failure === "unknown"
+      ? "whether its end record was stored is not known yet: GetOutcome tells the recorded outcome once it is, and if none is, the call is closed as INTERRUPTED (dispatcher_lost)"
+      : "its end record was not stored: the call will be closed as INTERRUPTED (dispatcher_lost)";
+  return new ConnectError(
+    `tool "${tool}" ran, but ${end}; its output is withheld. ${retry}`,
+    full ? Code.ResourceExhausted : Code.Unavailable,
+  );
 }
 
 /** Records a refusal and waits for its acks; a failed record is logged, the refusal stands. */

@@ -1,11 +1,11 @@
 import { create, type JsonObject } from "@bufbuild/protobuf";
-import { timestampDate, timestampFromMs, timestampMs } from "@bufbuild/protobuf/wkt";
+import { timestampDate, timestampFromMs, timestampMs, timestampNow } from "@bufbuild/protobuf/wkt";
 import {
   type Approval,
   ApprovalState,
   AuditAction,
   AWAITING_APPROVAL,
-  CallErrorSchema,
+  BackendEventSchema,
   CallStatus,
   TraceEventKind,
 } from "@toolmesh/proto";
@@ -27,41 +27,32 @@ export function awaitingMessage(approval: Approval): string {
 }
 
 /**
- * The records of a held call: the APPROVAL_REQUESTED trace event and audit record, and the
- * PENDING outcome that Callback keeps (so GetOutcome shows the call waiting). The outcome's
- * message id is not the call id, which the call's final outcome needs.
+ * The record of a held call, APPROVAL_REQUESTED: its arguments, who must decide and until when,
+ * and the PENDING outcome it states (so GetOutcome and Watch show the call waiting).
  */
 export function recordHeld(record: CallRecord, approval: Approval, args: JsonObject): void {
   const requestedMs = approval.requestedAt ? timestampMs(approval.requestedAt) : Date.now();
-  record.trace(TraceEventKind.APPROVAL_REQUESTED, {
-    expires_at: approval.expiresAt ? timestampDate(approval.expiresAt).toISOString() : "",
-    approver_roles: approval.approverRoles,
-    required_by: approval.requiredBy,
-  });
-  record.audit({
+  void record.write({
     action: AuditAction.APPROVAL_REQUESTED,
+    time: timestampFromMs(requestedMs),
     status: CallStatus.PENDING,
-    errorCode: "",
-    errorMessage: "",
+    errorCode: AWAITING_APPROVAL,
+    errorMessage: awaitingMessage(approval),
     reason: `held for approval (required by ${approval.requiredBy.join(", ")})`,
-    durationMs: 0,
-    attempts: 0,
-    arguments: args,
-  });
-  record.outcome(
-    {
-      status: CallStatus.PENDING,
-      error: create(CallErrorSchema, {
-        code: AWAITING_APPROVAL,
-        message: awaitingMessage(approval),
+    arguments: record.redacted(args),
+    ...(approval.expiresAt ? { deadline: approval.expiresAt } : {}),
+    events: [
+      create(BackendEventSchema, {
+        kind: TraceEventKind.APPROVAL_REQUESTED,
+        payload: {
+          expires_at: approval.expiresAt ? timestampDate(approval.expiresAt).toISOString() : "",
+          approver_roles: approval.approverRoles,
+          required_by: approval.requiredBy,
+        },
+        time: timestampFromMs(requestedMs),
       }),
-      reason: AWAITING_APPROVAL,
-      durationMs: 0,
-      attempts: 0,
-      startedAt: timestampFromMs(requestedMs),
-    },
-    `${record.call.callId}:held`,
-  );
+    ],
+  });
 }
 
 const decisionWord: Partial<Record<ApprovalState, string>> = {
@@ -70,48 +61,47 @@ const decisionWord: Partial<Record<ApprovalState, string>> = {
   [ApprovalState.EXPIRED]: "expired",
 };
 
-/** The APPROVAL_DECIDED trace event and audit record: approved, denied, or expired, and by whom. */
+/** The APPROVAL_DECIDED record: approved, denied, or expired, and by whom. */
 export function recordDecision(record: CallRecord, approval: Approval, args: JsonObject): void {
   const decision = decisionWord[approval.state] ?? "unknown";
-  record.trace(TraceEventKind.APPROVAL_DECIDED, {
-    decision,
-    decided_by: approval.decidedBy,
-    reason: approval.reason,
-  });
   const approved = approval.state === ApprovalState.APPROVED;
-  record.audit({
+  void record.write({
     action: AuditAction.APPROVAL_DECIDED,
     status: approved ? CallStatus.PENDING : CallStatus.REFUSED,
     errorCode: approved ? "" : `approval_${decision}`,
-    errorMessage: "",
     reason:
       approval.state === ApprovalState.EXPIRED
         ? "no approver decided before the approval expired"
         : `${decision} by ${approval.decidedBy}${approval.reason ? `: ${approval.reason}` : ""}`,
-    durationMs: 0,
-    attempts: 0,
-    arguments: args,
+    arguments: record.redacted(args),
     decidedBy: approval.decidedBy,
+    events: [
+      create(BackendEventSchema, {
+        kind: TraceEventKind.APPROVAL_DECIDED,
+        payload: { decision, decided_by: approval.decidedBy, reason: approval.reason },
+        time: timestampNow(),
+      }),
+    ],
   });
 }
 
 /**
- * The REFUSED outcome of a held call that ends without running (denied, expired, or refused by
- * the checks it passes again once approved). Its duration is 0: the tool never executed.
+ * The end record of a held call that ends without running (denied, expired, or refused by the
+ * checks it passes again once approved): a TOOL_CALL with status REFUSED and no attempts.
  */
 export function recordUnrun(
   record: CallRecord,
   approval: Approval,
   end: { reason: UnrunReason; message: string },
 ): void {
-  const now = Date.now();
-  record.outcome({
+  void record.write({
+    action: AuditAction.TOOL_CALL,
     status: CallStatus.REFUSED,
-    error: create(CallErrorSchema, { code: end.reason, message: end.message }),
+    errorCode: end.reason,
+    errorMessage: end.message,
     reason: end.reason,
     durationMs: 0,
     attempts: 0,
-    startedAt: approval.requestedAt ?? timestampFromMs(now),
-    finishedAt: timestampFromMs(now),
+    startedAt: approval.requestedAt ?? timestampNow(),
   });
 }

@@ -1,24 +1,17 @@
-import { randomUUID } from "node:crypto";
-import { create, type JsonObject } from "@bufbuild/protobuf";
+import { create, type JsonObject, toBinary } from "@bufbuild/protobuf";
 import { timestampFromMs, timestampNow } from "@bufbuild/protobuf/wkt";
 import { createSecretRedactor } from "@toolmesh/log";
-import { subjects } from "@toolmesh/nats";
 import {
   AuditAction,
   type AuditRecord,
   AuditRecordSchema,
-  CallLeaseSchema,
+  type BackendEvent,
+  BackendEventSchema,
   CallStatus,
-  type Outcome,
-  OutcomeSchema,
   type Principal,
-  statusName,
-  TraceEventKind,
-  TraceEventSchema,
+  type TraceEventKind,
 } from "@toolmesh/proto";
 import type { CallEnd } from "./call-end.js";
-import type { LeaseLedger } from "./call-leases.js";
-import type { EventPublisher } from "./event-publisher.js";
 
 const SOURCE = "dispatcher";
 
@@ -32,59 +25,83 @@ export interface CallIdentity {
 }
 
 /**
- * Publishes the start record (lease and TOOL_EXECUTE), trace events, audit record and outcome of
- * calls to JetStream. Publishes are pipelined: each call fires them as they happen and awaits
- * every ack once, before replying.
+ * Where the Dispatcher's records go: the record stream, through a group-committing writer (a
+ * RecordWriter in production, memory in tests). `write` resolves once the record is stored.
+ */
+export interface RecordSink {
+  write(record: Uint8Array): Promise<void>;
+  /** False while NATS is unreachable: nothing could be recorded, so nothing may run. */
+  readonly writable: boolean;
+  /** Why the record stream has no room now (its consumers are behind), or undefined. */
+  readonly full: string | undefined;
+  /** The largest message the bus carries; a record must fit in it. */
+  readonly maxPayload: number;
+}
+
+/** The fields a record of a call sets; the call's ids and caller come from the call. */
+export type CallRecordFields = Partial<
+  Omit<
+    AuditRecord,
+    "$typeName" | "callId" | "traceId" | "parentId" | "tool" | "agentId" | "userId" | "roles"
+  >
+> & { action: AuditAction };
+
+/**
+ * Writes the records of calls: a call is written once, as a start record (before a tool with
+ * side effects runs) and an end record (before its answer), plus a refusal or the records of a
+ * held call. Everything else — the audit chain, the trace, the outcome and its broadcast, usage,
+ * memory — is derived from them by the services that own those views.
  */
 export class CallRecorder {
   private readonly redact: (value: unknown) => unknown;
 
   constructor(
-    private readonly publisher: EventPublisher,
+    private readonly sink: RecordSink,
     /** Key patterns redacted on top of the defaults of @toolmesh/log. */
     secretKeyPatterns: readonly string[],
-    private readonly leases: LeaseLedger,
+    /** This process's instance id, named in each start record for the sweeper. */
+    readonly instance: string,
   ) {
     this.redact = createSecretRedactor(secretKeyPatterns);
   }
 
   begin(call: CallIdentity): CallRecord {
-    return new CallRecord(this.publisher, this.leases, call, this.redact);
+    return new CallRecord(this.sink, this.instance, call, this.redact);
   }
 
   /** The largest message the bus carries; records must fit in it. */
   get maxPayload(): number {
-    return this.publisher.maxPayload;
+    return this.sink.maxPayload;
   }
 
   /** False while NATS is unreachable: nothing could be recorded, so nothing may run. */
   get writable(): boolean {
-    return this.publisher.writable;
+    return this.sink.writable;
   }
 
   /** Why the record store has no room now, or undefined. */
   get full(): string | undefined {
-    return this.publisher.full;
+    return this.sink.full;
   }
 }
 
-/** The records of one call; flush() resolves once JetStream acked every one of them. */
+/** The records of one call; flush() resolves once every one written so far is stored. */
 export class CallRecord {
-  private sequence = 0;
-  private readonly pending: Promise<unknown>[] = [];
-  private leaseSequence: Promise<number> | undefined;
+  private readonly pending: Promise<void>[] = [];
+  /** The tool's own events and attempts, carried by the end record. */
+  private readonly events: BackendEvent[] = [];
 
   constructor(
-    private readonly publisher: EventPublisher,
-    private readonly leases: LeaseLedger,
+    private readonly sink: RecordSink,
+    private readonly instance: string,
     readonly call: CallIdentity,
     private readonly redact: (value: unknown) => unknown,
   ) {}
 
   /**
-   * The start record: the call's lease (which a sweeper closes if this process vanishes) and
-   * its TOOL_EXECUTE event. Resolves once JetStream acked both; the chain waits for that before
-   * a tool with side effects runs.
+   * The start record: the call's arguments, deadline and this Dispatcher instance, which a
+   * sweeper closes the call from if this process vanishes. Resolves once stored; the chain waits
+   * for that before a tool with side effects runs.
    */
   start(run: {
     args: JsonObject;
@@ -93,66 +110,30 @@ export class CallRecord {
     startedMs: number;
     deadlineMs: number;
   }): Promise<void> {
-    const c = this.call;
-    const lease = this.leases.open(
-      create(CallLeaseSchema, {
-        instance: this.leases.instance,
-        callId: c.callId,
-        traceId: c.traceId,
-        parentId: c.parentId,
-        tool: c.tool,
-        agentId: c.principal.agentId,
-        userId: c.principal.userId,
-        roles: c.principal.roles,
-        arguments: this.redact(run.args) as JsonObject,
-        startedAt: timestampFromMs(run.startedMs),
-        deadline: timestampFromMs(run.deadlineMs),
-      }),
-    );
-    this.leaseSequence = lease;
-    this.track(lease);
-    const before = this.pending.length;
-    this.trace(TraceEventKind.TOOL_EXECUTE, { timeout_ms: run.timeoutMs, runtime: run.runtime });
-    return Promise.all([lease, ...this.pending.slice(before)]).then(() => {});
+    return this.write({
+      action: AuditAction.TOOL_START,
+      time: timestampFromMs(run.startedMs),
+      arguments: this.redacted(run.args),
+      instance: this.instance,
+      deadline: timestampFromMs(run.deadlineMs),
+      timeoutMs: run.timeoutMs,
+      runtime: run.runtime,
+    });
   }
 
-  /** Deletes the lease once every record of the call is acked (call after flush()). */
-  release(): void {
-    void this.leaseSequence?.then(
-      (sequence) => this.leases.release(sequence),
-      () => {},
-    );
-  }
-
-  /** Publishes one trace event on toolmesh.trace.<trace_id>. */
+  /** One of the tool's own events (or an attempt), kept for the end record; secrets redacted. */
   trace(
     kind: TraceEventKind,
     payload: JsonObject,
     options: { customKind?: string; timeMs?: number } = {},
   ): void {
-    const id = randomUUID();
-    const c = this.call;
-    const event = create(TraceEventSchema, {
-      id,
-      traceId: c.traceId,
-      callId: c.callId,
-      parentId: c.parentId,
-      kind,
-      customKind: options.customKind ?? "",
-      tool: c.tool,
-      agentId: c.principal.agentId,
-      userId: c.principal.userId,
-      time: options.timeMs ? timestampFromMs(options.timeMs) : timestampNow(),
-      sequence: ++this.sequence,
-      payload: this.redact(payload) as JsonObject,
-      source: SOURCE,
-    });
-    this.track(
-      this.publisher.publishMessage(
-        subjects.trace("dispatcher", c.traceId),
-        TraceEventSchema,
-        event,
-      ),
+    this.events.push(
+      create(BackendEventSchema, {
+        kind,
+        customKind: options.customKind ?? "",
+        payload: this.redacted(payload),
+        time: options.timeMs ? timestampFromMs(options.timeMs) : timestampNow(),
+      }),
     );
   }
 
@@ -161,164 +142,75 @@ export class CallRecord {
     return this.redact(value) as JsonObject;
   }
 
-  /**
-   * Publishes the audit record on toolmesh.audit.<agent>.<tool> and returns its ack. `msgId`
-   * makes a record that may be written twice (a call's one TOOL_CALL record, by its Dispatcher
-   * and by a sweeper) stored once.
-   */
-  audit(
-    fields: Pick<
-      AuditRecord,
-      "action" | "status" | "errorCode" | "errorMessage" | "reason" | "durationMs" | "attempts"
-    > & {
-      arguments: JsonObject | undefined;
-      decidedBy?: string;
-    },
-    msgId?: string,
-  ): Promise<unknown> {
-    const c = this.call;
-    const id = randomUUID();
-    const record = create(AuditRecordSchema, {
-      id,
-      time: timestampNow(),
-      action: fields.action,
-      tool: c.tool,
-      agentId: c.principal.agentId,
-      userId: c.principal.userId,
-      roles: c.principal.roles,
-      callId: c.callId,
-      traceId: c.traceId,
-      arguments: fields.arguments ? (this.redact(fields.arguments) as JsonObject) : {},
-      status: fields.status,
-      errorCode: fields.errorCode,
-      errorMessage: fields.errorMessage,
-      reason: fields.reason,
-      durationMs: fields.durationMs,
-      attempts: fields.attempts,
-      source: SOURCE,
-      decidedBy: fields.decidedBy ?? "",
-    });
-    const ack = this.publisher.publishMessage(
-      subjects.audit("dispatcher", c.principal.agentId, c.tool),
-      AuditRecordSchema,
-      record,
-      { msgId: msgId ?? id },
-    );
-    this.track(ack);
-    return ack;
-  }
-
-  /**
-   * Publishes the outcome on toolmesh.outcome.<call_id> with the call's ids and caller,
-   * deduplicated by call_id; a call held for approval publishes its PENDING outcome under another
-   * message id, so its final one (with the call id) is not taken for a duplicate. With `after`,
-   * it is published only once that ack came (and not at all if it failed).
-   */
-  outcome(
-    result: Omit<
-      Outcome,
-      "$typeName" | "source" | "callId" | "traceId" | "parentId" | "tool" | "agentId" | "userId"
-    >,
-    msgId = this.call.callId,
-    after?: Promise<unknown>,
-  ): void {
-    const c = this.call;
-    const value = create(OutcomeSchema, {
-      ...result,
-      callId: c.callId,
-      traceId: c.traceId,
-      parentId: c.parentId,
-      tool: c.tool,
-      agentId: c.principal.agentId,
-      userId: c.principal.userId,
-      source: SOURCE,
-    });
-    const publish = () =>
-      this.publisher.publishMessage(
-        subjects.outcome("dispatcher", c.callId),
-        OutcomeSchema,
-        value,
-        {
-          msgId,
-        },
-      );
-    this.track(after ? after.then(publish) : publish());
-  }
-
-  /** The records of a call refused before its tool ran: TOOL_REFUSED and its audit record. */
+  /** The record of a call refused before its tool ran. */
   refused(
     refusal: { code: string; message: string; reason: string },
     args: JsonObject | undefined,
     durationMs: number,
   ): void {
-    this.trace(TraceEventKind.TOOL_REFUSED, { code: refusal.code, reason: refusal.reason });
-    this.audit({
+    void this.write({
       action: AuditAction.TOOL_REFUSED,
       status: CallStatus.REFUSED,
       errorCode: refusal.code,
       errorMessage: refusal.message,
       reason: refusal.reason,
       durationMs,
-      attempts: 0,
-      arguments: args,
+      arguments: args ? this.redacted(args) : undefined,
     });
   }
 
-  /** The records of a call that ran: TOOL_RESULT, the TOOL_CALL audit record and the outcome. */
+  /**
+   * The end record of a call that ran: its status, output or error, attempts and the tool's own
+   * events — the one fact every view of the call (audit, trace, outcome, broadcast) reads.
+   */
   finished(
     end: CallEnd,
     run: { args: JsonObject; attempts: number; startedMs: number; finishedMs: number },
-  ): void {
-    const c = this.call;
-    const durationMs = run.finishedMs - run.startedMs;
-    this.trace(TraceEventKind.TOOL_RESULT, {
-      status: statusName(end.status),
-      duration_ms: durationMs,
+  ): Promise<void> {
+    return this.write({
+      action: AuditAction.TOOL_CALL,
+      time: timestampFromMs(run.finishedMs),
+      startedAt: timestampFromMs(run.startedMs),
+      status: end.status,
+      output: end.output,
+      errorCode: end.error?.code ?? "",
+      errorMessage: end.error?.message ?? "",
+      errorDetails: end.error?.details,
+      reason: end.reason,
+      durationMs: run.finishedMs - run.startedMs,
       attempts: run.attempts,
-      ...(end.error ? { error_code: end.error.code } : {}),
-      ...(end.reason ? { reason: end.reason } : {}),
+      events: this.events.splice(0),
     });
-    const audited = this.audit(
-      {
-        action: AuditAction.TOOL_CALL,
-        status: end.status,
-        errorCode: end.error?.code ?? "",
-        errorMessage: end.error?.message ?? "",
-        reason: end.reason,
-        durationMs,
-        attempts: run.attempts,
-        arguments: run.args,
-      },
-      `audit-${c.callId}`,
-    );
-    // The outcome follows the audit record's ack: on a cluster the two streams can fail apart,
-    // and an outcome without its record would tell the sweeper the call is closed when the
-    // audit log lacks it. With no outcome the sweeper closes the call from its lease, and its
-    // record with the same message id is stored once.
-    this.outcome(
-      {
-        status: end.status,
-        output: end.output,
-        error: end.error,
-        reason: end.reason,
-        durationMs,
-        attempts: run.attempts,
-        startedAt: timestampFromMs(run.startedMs),
-        finishedAt: timestampFromMs(run.finishedMs),
-      },
-      c.callId,
-      audited,
-    );
   }
 
-  /** Resolves once every record published so far is acked; rejects if any publish failed. */
+  /** Writes a record of this call (an approval's, a held call's end); resolves once stored. */
+  write(fields: CallRecordFields): Promise<void> {
+    const c = this.call;
+    const record = create(AuditRecordSchema, {
+      time: timestampNow(),
+      source: SOURCE,
+      ...fields,
+      tool: c.tool,
+      agentId: c.principal.agentId,
+      userId: c.principal.userId,
+      roles: c.principal.roles,
+      callId: c.callId,
+      traceId: c.traceId,
+      parentId: c.parentId,
+    });
+    const stored = this.sink.write(toBinary(AuditRecordSchema, record));
+    this.track(stored);
+    return stored;
+  }
+
+  /** Resolves once every record written so far is stored; rejects if any write failed. */
   async flush(): Promise<void> {
     await Promise.all(this.pending);
   }
 
-  private track(ack: Promise<unknown>): void {
+  private track(stored: Promise<void>): void {
     // Rejections are reported by flush(); this keeps an early one from being "unhandled".
-    ack.catch(() => {});
-    this.pending.push(ack);
+    stored.catch(() => {});
+    this.pending.push(stored);
   }
 }

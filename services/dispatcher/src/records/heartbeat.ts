@@ -9,7 +9,7 @@ export interface HeartbeatSettings {
 }
 
 /**
- * This Dispatcher instance's heartbeat in the dispatchers bucket, which every Dispatcher reads to
+ * This Dispatcher instance's heartbeat in the dispatchers bucket, which Audit's sweeper reads to
  * tell a live instance from a vanished one. Keys expire with the bucket's age limit, so the
  * bucket holds only instances seen lately, never a history.
  */
@@ -50,15 +50,10 @@ export class Heartbeat {
   }
 
   private async beat(): Promise<void> {
-    await this.kv.put(buckets.dispatchers.instanceKey(this.instance), String(Date.now()));
-  }
-
-  /** The epoch ms of an instance's last beat, or undefined when it has none (any more). */
-  async lastBeat(instance: string): Promise<number | undefined> {
-    const entry = await this.kv.get(buckets.dispatchers.instanceKey(instance));
-    if (entry?.operation !== "PUT") return undefined;
-    const at = Number(entry.string());
-    return Number.isFinite(at) ? at : undefined;
+    await this.kv.put(
+      buckets.dispatchers.instanceKey(this.instance),
+      buckets.dispatchers.beat(Date.now()),
+    );
   }
 
   /** Stops beating and removes the key: a clean stop has recorded all of its calls. */

@@ -21,7 +21,7 @@ import {
   CallStatus,
   type DispatchResponse,
   DispatchResponseSchema,
-  type Outcome,
+  type CallbackEvent,
   type Principal,
   type Tool,
 } from "@toolmesh/proto";
@@ -163,6 +163,7 @@ export async function taskResult(
   if (!hasEnded(found)) {
     await deps.outcomes.waitForEnd(
       taskId,
+      found.first.tool,
       AbortSignal.any([signal, AbortSignal.timeout(deps.resultWaitMs)]),
     );
     found = await ownCall(deps, principal, taskId);
@@ -215,13 +216,9 @@ async function ownCall(
  */
 function taskOf(found: CallOutcomes, approval: Approval | undefined, retentionMs: number): Task {
   const { first, last } = found;
-  const createdMs = msOf(first.startedAt) ?? Date.now();
+  const createdMs = found.createdMs;
   const holdMs = approval?.expiresAt ? timestampMs(approval.expiresAt) - createdMs : 0;
-  const updatedMs = Math.max(
-    createdMs,
-    msOf(last.finishedAt) ?? msOf(last.startedAt) ?? createdMs,
-    msOf(approval?.decidedAt) ?? 0,
-  );
+  const updatedMs = Math.max(createdMs, found.updatedMs, msOf(approval?.decidedAt) ?? 0);
   return {
     taskId: first.callId,
     status:
@@ -240,7 +237,7 @@ function taskOf(found: CallOutcomes, approval: Approval | undefined, retentionMs
   };
 }
 
-function statusText(last: Outcome, approval: Approval | undefined): string {
+function statusText(last: CallbackEvent, approval: Approval | undefined): string {
   if (last.status === CallStatus.SUCCESS) return "completed; tasks/result has the tool's result";
   if (last.status !== CallStatus.PENDING)
     return `${last.error?.code || "failed"}: ${last.error?.message ?? "the call failed"}`;

@@ -422,6 +422,103 @@ func (x *VerifyChainResponse) GetReason() string {
 	return ""
 }
 
+type GetCallRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	CallId string                 `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	// Wait for records still on their way to the log (see GetCall).
+	Wait          bool `protobuf:"varint,2,opt,name=wait,proto3" json:"wait,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetCallRequest) Reset() {
+	*x = GetCallRequest{}
+	mi := &file_toolmesh_audit_v1_audit_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetCallRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetCallRequest) ProtoMessage() {}
+
+func (x *GetCallRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_audit_v1_audit_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetCallRequest.ProtoReflect.Descriptor instead.
+func (*GetCallRequest) Descriptor() ([]byte, []int) {
+	return file_toolmesh_audit_v1_audit_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *GetCallRequest) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
+}
+
+func (x *GetCallRequest) GetWait() bool {
+	if x != nil {
+		return x.Wait
+	}
+	return false
+}
+
+type GetCallResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Records       []*v11.AuditRecord     `protobuf:"bytes,1,rep,name=records,proto3" json:"records,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetCallResponse) Reset() {
+	*x = GetCallResponse{}
+	mi := &file_toolmesh_audit_v1_audit_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetCallResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetCallResponse) ProtoMessage() {}
+
+func (x *GetCallResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_audit_v1_audit_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetCallResponse.ProtoReflect.Descriptor instead.
+func (*GetCallResponse) Descriptor() ([]byte, []int) {
+	return file_toolmesh_audit_v1_audit_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *GetCallResponse) GetRecords() []*v11.AuditRecord {
+	if x != nil {
+		return x.Records
+	}
+	return nil
+}
+
 var File_toolmesh_audit_v1_audit_proto protoreflect.FileDescriptor
 
 const file_toolmesh_audit_v1_audit_proto_rawDesc = "" +
@@ -458,11 +555,17 @@ const file_toolmesh_audit_v1_audit_proto_rawDesc = "" +
 	"\rexpected_hash\x18\x04 \x01(\tR\fexpectedHash\x12\x1f\n" +
 	"\vactual_hash\x18\x05 \x01(\tR\n" +
 	"actualHash\x12\x16\n" +
-	"\x06reason\x18\x06 \x01(\tR\x06reason2\xa2\x02\n" +
+	"\x06reason\x18\x06 \x01(\tR\x06reason\"=\n" +
+	"\x0eGetCallRequest\x12\x17\n" +
+	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x12\n" +
+	"\x04wait\x18\x02 \x01(\bR\x04wait\"L\n" +
+	"\x0fGetCallResponse\x129\n" +
+	"\arecords\x18\x01 \x03(\v2\x1f.toolmesh.events.v1.AuditRecordR\arecords2\xf4\x02\n" +
 	"\fAuditService\x12_\n" +
 	"\fQueryRecords\x12&.toolmesh.audit.v1.QueryRecordsRequest\x1a'.toolmesh.audit.v1.QueryRecordsResponse\x12S\n" +
 	"\bGetTrace\x12\".toolmesh.audit.v1.GetTraceRequest\x1a#.toolmesh.audit.v1.GetTraceResponse\x12\\\n" +
-	"\vVerifyChain\x12%.toolmesh.audit.v1.VerifyChainRequest\x1a&.toolmesh.audit.v1.VerifyChainResponseB\xb8\x01\n" +
+	"\vVerifyChain\x12%.toolmesh.audit.v1.VerifyChainRequest\x1a&.toolmesh.audit.v1.VerifyChainResponse\x12P\n" +
+	"\aGetCall\x12!.toolmesh.audit.v1.GetCallRequest\x1a\".toolmesh.audit.v1.GetCallResponseB\xb8\x01\n" +
 	"\x15com.toolmesh.audit.v1B\n" +
 	"AuditProtoP\x01Z-toolmesh.dev/go/gen/toolmesh/audit/v1;auditv1\xa2\x02\x03TAX\xaa\x02\x11Toolmesh.Audit.V1\xca\x02\x11Toolmesh\\Audit\\V1\xe2\x02\x1dToolmesh\\Audit\\V1\\GPBMetadata\xea\x02\x13Toolmesh::Audit::V1b\x06proto3"
 
@@ -478,7 +581,7 @@ func file_toolmesh_audit_v1_audit_proto_rawDescGZIP() []byte {
 	return file_toolmesh_audit_v1_audit_proto_rawDescData
 }
 
-var file_toolmesh_audit_v1_audit_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_toolmesh_audit_v1_audit_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_toolmesh_audit_v1_audit_proto_goTypes = []any{
 	(*QueryRecordsRequest)(nil),   // 0: toolmesh.audit.v1.QueryRecordsRequest
 	(*QueryRecordsResponse)(nil),  // 1: toolmesh.audit.v1.QueryRecordsResponse
@@ -486,28 +589,33 @@ var file_toolmesh_audit_v1_audit_proto_goTypes = []any{
 	(*GetTraceResponse)(nil),      // 3: toolmesh.audit.v1.GetTraceResponse
 	(*VerifyChainRequest)(nil),    // 4: toolmesh.audit.v1.VerifyChainRequest
 	(*VerifyChainResponse)(nil),   // 5: toolmesh.audit.v1.VerifyChainResponse
-	(v1.CallStatus)(0),            // 6: toolmesh.common.v1.CallStatus
-	(*timestamppb.Timestamp)(nil), // 7: google.protobuf.Timestamp
-	(*v11.AuditRecord)(nil),       // 8: toolmesh.events.v1.AuditRecord
-	(*v11.TraceEvent)(nil),        // 9: toolmesh.events.v1.TraceEvent
+	(*GetCallRequest)(nil),        // 6: toolmesh.audit.v1.GetCallRequest
+	(*GetCallResponse)(nil),       // 7: toolmesh.audit.v1.GetCallResponse
+	(v1.CallStatus)(0),            // 8: toolmesh.common.v1.CallStatus
+	(*timestamppb.Timestamp)(nil), // 9: google.protobuf.Timestamp
+	(*v11.AuditRecord)(nil),       // 10: toolmesh.events.v1.AuditRecord
+	(*v11.TraceEvent)(nil),        // 11: toolmesh.events.v1.TraceEvent
 }
 var file_toolmesh_audit_v1_audit_proto_depIdxs = []int32{
-	6, // 0: toolmesh.audit.v1.QueryRecordsRequest.status:type_name -> toolmesh.common.v1.CallStatus
-	7, // 1: toolmesh.audit.v1.QueryRecordsRequest.start_time:type_name -> google.protobuf.Timestamp
-	7, // 2: toolmesh.audit.v1.QueryRecordsRequest.end_time:type_name -> google.protobuf.Timestamp
-	8, // 3: toolmesh.audit.v1.QueryRecordsResponse.records:type_name -> toolmesh.events.v1.AuditRecord
-	9, // 4: toolmesh.audit.v1.GetTraceResponse.events:type_name -> toolmesh.events.v1.TraceEvent
-	0, // 5: toolmesh.audit.v1.AuditService.QueryRecords:input_type -> toolmesh.audit.v1.QueryRecordsRequest
-	2, // 6: toolmesh.audit.v1.AuditService.GetTrace:input_type -> toolmesh.audit.v1.GetTraceRequest
-	4, // 7: toolmesh.audit.v1.AuditService.VerifyChain:input_type -> toolmesh.audit.v1.VerifyChainRequest
-	1, // 8: toolmesh.audit.v1.AuditService.QueryRecords:output_type -> toolmesh.audit.v1.QueryRecordsResponse
-	3, // 9: toolmesh.audit.v1.AuditService.GetTrace:output_type -> toolmesh.audit.v1.GetTraceResponse
-	5, // 10: toolmesh.audit.v1.AuditService.VerifyChain:output_type -> toolmesh.audit.v1.VerifyChainResponse
-	8, // [8:11] is the sub-list for method output_type
-	5, // [5:8] is the sub-list for method input_type
-	5, // [5:5] is the sub-list for extension type_name
-	5, // [5:5] is the sub-list for extension extendee
-	0, // [0:5] is the sub-list for field type_name
+	8,  // 0: toolmesh.audit.v1.QueryRecordsRequest.status:type_name -> toolmesh.common.v1.CallStatus
+	9,  // 1: toolmesh.audit.v1.QueryRecordsRequest.start_time:type_name -> google.protobuf.Timestamp
+	9,  // 2: toolmesh.audit.v1.QueryRecordsRequest.end_time:type_name -> google.protobuf.Timestamp
+	10, // 3: toolmesh.audit.v1.QueryRecordsResponse.records:type_name -> toolmesh.events.v1.AuditRecord
+	11, // 4: toolmesh.audit.v1.GetTraceResponse.events:type_name -> toolmesh.events.v1.TraceEvent
+	10, // 5: toolmesh.audit.v1.GetCallResponse.records:type_name -> toolmesh.events.v1.AuditRecord
+	0,  // 6: toolmesh.audit.v1.AuditService.QueryRecords:input_type -> toolmesh.audit.v1.QueryRecordsRequest
+	2,  // 7: toolmesh.audit.v1.AuditService.GetTrace:input_type -> toolmesh.audit.v1.GetTraceRequest
+	4,  // 8: toolmesh.audit.v1.AuditService.VerifyChain:input_type -> toolmesh.audit.v1.VerifyChainRequest
+	6,  // 9: toolmesh.audit.v1.AuditService.GetCall:input_type -> toolmesh.audit.v1.GetCallRequest
+	1,  // 10: toolmesh.audit.v1.AuditService.QueryRecords:output_type -> toolmesh.audit.v1.QueryRecordsResponse
+	3,  // 11: toolmesh.audit.v1.AuditService.GetTrace:output_type -> toolmesh.audit.v1.GetTraceResponse
+	5,  // 12: toolmesh.audit.v1.AuditService.VerifyChain:output_type -> toolmesh.audit.v1.VerifyChainResponse
+	7,  // 13: toolmesh.audit.v1.AuditService.GetCall:output_type -> toolmesh.audit.v1.GetCallResponse
+	10, // [10:14] is the sub-list for method output_type
+	6,  // [6:10] is the sub-list for method input_type
+	6,  // [6:6] is the sub-list for extension type_name
+	6,  // [6:6] is the sub-list for extension extendee
+	0,  // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_toolmesh_audit_v1_audit_proto_init() }
@@ -521,7 +629,7 @@ func file_toolmesh_audit_v1_audit_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolmesh_audit_v1_audit_proto_rawDesc), len(file_toolmesh_audit_v1_audit_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   6,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

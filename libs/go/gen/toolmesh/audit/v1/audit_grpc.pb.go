@@ -22,6 +22,7 @@ const (
 	AuditService_QueryRecords_FullMethodName = "/toolmesh.audit.v1.AuditService/QueryRecords"
 	AuditService_GetTrace_FullMethodName     = "/toolmesh.audit.v1.AuditService/GetTrace"
 	AuditService_VerifyChain_FullMethodName  = "/toolmesh.audit.v1.AuditService/VerifyChain"
+	AuditService_GetCall_FullMethodName      = "/toolmesh.audit.v1.AuditService/GetCall"
 )
 
 // AuditServiceClient is the client API for AuditService service.
@@ -40,6 +41,15 @@ type AuditServiceClient interface {
 	// VerifyChain checks the hash chain and reports the first break. Fails with UNAUTHENTICATED,
 	// PERMISSION_DENIED.
 	VerifyChain(ctx context.Context, in *VerifyChainRequest, opts ...grpc.CallOption) (*VerifyChainResponse, error)
+	// GetCall returns the records of one call in chain order (its start and end records, an
+	// asynchronous tool's report, approval records, a refusal), from the log or its archive for as
+	// long as they are kept. Callers other than admin, auditor and service see only their own
+	// agent's calls. With `wait` set, a call none of whose records are indexed yet is looked for
+	// again once everything the record stream held at the request's arrival is chained and
+	// indexed (at most a few seconds), so a reader who was just answered finds the call. Fails
+	// with INVALID_ARGUMENT (empty or oversized call id), NOT_FOUND, UNAUTHENTICATED,
+	// PERMISSION_DENIED, UNAVAILABLE (the index is still being rebuilt).
+	GetCall(ctx context.Context, in *GetCallRequest, opts ...grpc.CallOption) (*GetCallResponse, error)
 }
 
 type auditServiceClient struct {
@@ -80,6 +90,16 @@ func (c *auditServiceClient) VerifyChain(ctx context.Context, in *VerifyChainReq
 	return out, nil
 }
 
+func (c *auditServiceClient) GetCall(ctx context.Context, in *GetCallRequest, opts ...grpc.CallOption) (*GetCallResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetCallResponse)
+	err := c.cc.Invoke(ctx, AuditService_GetCall_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AuditServiceServer is the server API for AuditService service.
 // All implementations must embed UnimplementedAuditServiceServer
 // for forward compatibility.
@@ -96,6 +116,15 @@ type AuditServiceServer interface {
 	// VerifyChain checks the hash chain and reports the first break. Fails with UNAUTHENTICATED,
 	// PERMISSION_DENIED.
 	VerifyChain(context.Context, *VerifyChainRequest) (*VerifyChainResponse, error)
+	// GetCall returns the records of one call in chain order (its start and end records, an
+	// asynchronous tool's report, approval records, a refusal), from the log or its archive for as
+	// long as they are kept. Callers other than admin, auditor and service see only their own
+	// agent's calls. With `wait` set, a call none of whose records are indexed yet is looked for
+	// again once everything the record stream held at the request's arrival is chained and
+	// indexed (at most a few seconds), so a reader who was just answered finds the call. Fails
+	// with INVALID_ARGUMENT (empty or oversized call id), NOT_FOUND, UNAUTHENTICATED,
+	// PERMISSION_DENIED, UNAVAILABLE (the index is still being rebuilt).
+	GetCall(context.Context, *GetCallRequest) (*GetCallResponse, error)
 	mustEmbedUnimplementedAuditServiceServer()
 }
 
@@ -114,6 +143,9 @@ func (UnimplementedAuditServiceServer) GetTrace(context.Context, *GetTraceReques
 }
 func (UnimplementedAuditServiceServer) VerifyChain(context.Context, *VerifyChainRequest) (*VerifyChainResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method VerifyChain not implemented")
+}
+func (UnimplementedAuditServiceServer) GetCall(context.Context, *GetCallRequest) (*GetCallResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetCall not implemented")
 }
 func (UnimplementedAuditServiceServer) mustEmbedUnimplementedAuditServiceServer() {}
 func (UnimplementedAuditServiceServer) testEmbeddedByValue()                      {}
@@ -190,6 +222,24 @@ func _AuditService_VerifyChain_Handler(srv interface{}, ctx context.Context, dec
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AuditService_GetCall_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetCallRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AuditServiceServer).GetCall(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AuditService_GetCall_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AuditServiceServer).GetCall(ctx, req.(*GetCallRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AuditService_ServiceDesc is the grpc.ServiceDesc for AuditService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -208,6 +258,10 @@ var AuditService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "VerifyChain",
 			Handler:    _AuditService_VerifyChain_Handler,
+		},
+		{
+			MethodName: "GetCall",
+			Handler:    _AuditService_GetCall_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

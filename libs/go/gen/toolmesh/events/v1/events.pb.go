@@ -133,6 +133,12 @@ const (
 	AuditAction_AUDIT_ACTION_APPROVAL_REQUESTED AuditAction = 4
 	// A held call was approved, denied or expired; `decided_by` says who (empty when expired).
 	AuditAction_AUDIT_ACTION_APPROVAL_DECIDED AuditAction = 5
+	// A call's start record: written before a tool with side effects runs (alongside a read-only
+	// one), with its arguments, deadline and the Dispatcher instance that runs it. Its end record
+	// is the call's TOOL_CALL (or the sweeper's INTERRUPTED `dispatcher_lost`).
+	AuditAction_AUDIT_ACTION_TOOL_START AuditAction = 6
+	// The final outcome an asynchronous tool reported for a call its TOOL_CALL left PENDING.
+	AuditAction_AUDIT_ACTION_TOOL_REPORTED AuditAction = 7
 )
 
 // Enum value maps for AuditAction.
@@ -144,6 +150,8 @@ var (
 		3: "AUDIT_ACTION_ADMIN",
 		4: "AUDIT_ACTION_APPROVAL_REQUESTED",
 		5: "AUDIT_ACTION_APPROVAL_DECIDED",
+		6: "AUDIT_ACTION_TOOL_START",
+		7: "AUDIT_ACTION_TOOL_REPORTED",
 	}
 	AuditAction_value = map[string]int32{
 		"AUDIT_ACTION_UNSPECIFIED":        0,
@@ -152,6 +160,8 @@ var (
 		"AUDIT_ACTION_ADMIN":              3,
 		"AUDIT_ACTION_APPROVAL_REQUESTED": 4,
 		"AUDIT_ACTION_APPROVAL_DECIDED":   5,
+		"AUDIT_ACTION_TOOL_START":         6,
+		"AUDIT_ACTION_TOOL_REPORTED":      7,
 	}
 )
 
@@ -611,7 +621,31 @@ type AuditRecord struct {
 	// SHA-256 hex of this record with hash empty; set by the Audit service.
 	Hash string `protobuf:"bytes,20,opt,name=hash,proto3" json:"hash,omitempty"`
 	// APPROVAL_DECIDED: the agent id of the approver who decided.
-	DecidedBy     string `protobuf:"bytes,21,opt,name=decided_by,json=decidedBy,proto3" json:"decided_by,omitempty"`
+	DecidedBy string `protobuf:"bytes,21,opt,name=decided_by,json=decidedBy,proto3" json:"decided_by,omitempty"`
+	// The parent call of a nested call.
+	ParentId string `protobuf:"bytes,22,opt,name=parent_id,json=parentId,proto3" json:"parent_id,omitempty"`
+	// TOOL_CALL and TOOL_REPORTED of a SUCCESS: the tool's output, as the caller received it.
+	Output *structpb.Struct `protobuf:"bytes,23,opt,name=output,proto3" json:"output,omitempty"`
+	// TOOL_CALL: the tool's own trace events during the call (DATA_QUERY, DATA_RESULT, CUSTOM) and
+	// its attempts (TOOL_ATTEMPT), in order, each with its time.
+	Events []*BackendEvent `protobuf:"bytes,24,rep,name=events,proto3" json:"events,omitempty"`
+	// TOOL_START: the Dispatcher instance running the call; its sweeper question is whether that
+	// instance is still alive.
+	Instance string `protobuf:"bytes,25,opt,name=instance,proto3" json:"instance,omitempty"`
+	// TOOL_START: when the call must be over, retries included.
+	Deadline *timestamppb.Timestamp `protobuf:"bytes,26,opt,name=deadline,proto3" json:"deadline,omitempty"`
+	// TOOL_START: the call's timeout.
+	TimeoutMs uint32 `protobuf:"varint,27,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	// TOOL_START: the tool's runtime kind (`grpc`, `local`, `remote`, `docker`, `mcp`).
+	Runtime string `protobuf:"bytes,28,opt,name=runtime,proto3" json:"runtime,omitempty"`
+	// TOOL_CALL: when the call arrived (its `time` is when it ended).
+	StartedAt *timestamppb.Timestamp `protobuf:"bytes,29,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
+	// How `hash` is computed: 0 or 1, SHA-256 hex of the canonical Protobuf JSON of the record with
+	// `hash` empty; 2, SHA-256 hex of `prev_hash` followed by the record's binary encoding without
+	// fields 18 to 20 (cheaper, and as strict). Set by the Audit service.
+	ChainVersion uint32 `protobuf:"varint,30,opt,name=chain_version,json=chainVersion,proto3" json:"chain_version,omitempty"`
+	// TOOL_CALL and TOOL_REPORTED: the details of the outcome's error (CallError.details).
+	ErrorDetails  *structpb.Struct `protobuf:"bytes,31,opt,name=error_details,json=errorDetails,proto3" json:"error_details,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -793,6 +827,123 @@ func (x *AuditRecord) GetDecidedBy() string {
 	return ""
 }
 
+func (x *AuditRecord) GetParentId() string {
+	if x != nil {
+		return x.ParentId
+	}
+	return ""
+}
+
+func (x *AuditRecord) GetOutput() *structpb.Struct {
+	if x != nil {
+		return x.Output
+	}
+	return nil
+}
+
+func (x *AuditRecord) GetEvents() []*BackendEvent {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+func (x *AuditRecord) GetInstance() string {
+	if x != nil {
+		return x.Instance
+	}
+	return ""
+}
+
+func (x *AuditRecord) GetDeadline() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Deadline
+	}
+	return nil
+}
+
+func (x *AuditRecord) GetTimeoutMs() uint32 {
+	if x != nil {
+		return x.TimeoutMs
+	}
+	return 0
+}
+
+func (x *AuditRecord) GetRuntime() string {
+	if x != nil {
+		return x.Runtime
+	}
+	return ""
+}
+
+func (x *AuditRecord) GetStartedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartedAt
+	}
+	return nil
+}
+
+func (x *AuditRecord) GetChainVersion() uint32 {
+	if x != nil {
+		return x.ChainVersion
+	}
+	return 0
+}
+
+func (x *AuditRecord) GetErrorDetails() *structpb.Struct {
+	if x != nil {
+		return x.ErrorDetails
+	}
+	return nil
+}
+
+// RecordBatch is one message of the record stream (`TOOLMESH_RECORDS`): records of concurrent
+// calls written together, so they share one stored (fsynced) write. Records are unchained; the
+// Audit service chains them into the log in the order it takes them.
+type RecordBatch struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Records       []*AuditRecord         `protobuf:"bytes,1,rep,name=records,proto3" json:"records,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordBatch) Reset() {
+	*x = RecordBatch{}
+	mi := &file_toolmesh_events_v1_events_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordBatch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordBatch) ProtoMessage() {}
+
+func (x *RecordBatch) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_events_v1_events_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordBatch.ProtoReflect.Descriptor instead.
+func (*RecordBatch) Descriptor() ([]byte, []int) {
+	return file_toolmesh_events_v1_events_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *RecordBatch) GetRecords() []*AuditRecord {
+	if x != nil {
+		return x.Records
+	}
+	return nil
+}
+
 // Outcome is the Dispatcher's result of a call, published on `toolmesh.outcome.<call_id>`.
 type Outcome struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
@@ -821,7 +972,7 @@ type Outcome struct {
 
 func (x *Outcome) Reset() {
 	*x = Outcome{}
-	mi := &file_toolmesh_events_v1_events_proto_msgTypes[4]
+	mi := &file_toolmesh_events_v1_events_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -833,7 +984,7 @@ func (x *Outcome) String() string {
 func (*Outcome) ProtoMessage() {}
 
 func (x *Outcome) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_events_v1_events_proto_msgTypes[4]
+	mi := &file_toolmesh_events_v1_events_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -846,7 +997,7 @@ func (x *Outcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Outcome.ProtoReflect.Descriptor instead.
 func (*Outcome) Descriptor() ([]byte, []int) {
-	return file_toolmesh_events_v1_events_proto_rawDescGZIP(), []int{4}
+	return file_toolmesh_events_v1_events_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Outcome) GetCallId() string {
@@ -982,7 +1133,7 @@ type CallbackEvent struct {
 
 func (x *CallbackEvent) Reset() {
 	*x = CallbackEvent{}
-	mi := &file_toolmesh_events_v1_events_proto_msgTypes[5]
+	mi := &file_toolmesh_events_v1_events_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -994,7 +1145,7 @@ func (x *CallbackEvent) String() string {
 func (*CallbackEvent) ProtoMessage() {}
 
 func (x *CallbackEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_events_v1_events_proto_msgTypes[5]
+	mi := &file_toolmesh_events_v1_events_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1007,7 +1158,7 @@ func (x *CallbackEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallbackEvent.ProtoReflect.Descriptor instead.
 func (*CallbackEvent) Descriptor() ([]byte, []int) {
-	return file_toolmesh_events_v1_events_proto_rawDescGZIP(), []int{5}
+	return file_toolmesh_events_v1_events_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *CallbackEvent) GetCallId() string {
@@ -1117,7 +1268,7 @@ type RegistryChanged struct {
 
 func (x *RegistryChanged) Reset() {
 	*x = RegistryChanged{}
-	mi := &file_toolmesh_events_v1_events_proto_msgTypes[6]
+	mi := &file_toolmesh_events_v1_events_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1129,7 +1280,7 @@ func (x *RegistryChanged) String() string {
 func (*RegistryChanged) ProtoMessage() {}
 
 func (x *RegistryChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_events_v1_events_proto_msgTypes[6]
+	mi := &file_toolmesh_events_v1_events_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1142,7 +1293,7 @@ func (x *RegistryChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegistryChanged.ProtoReflect.Descriptor instead.
 func (*RegistryChanged) Descriptor() ([]byte, []int) {
-	return file_toolmesh_events_v1_events_proto_rawDescGZIP(), []int{6}
+	return file_toolmesh_events_v1_events_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RegistryChanged) GetType() ChangeType {
@@ -1202,7 +1353,7 @@ type PermissionChanged struct {
 
 func (x *PermissionChanged) Reset() {
 	*x = PermissionChanged{}
-	mi := &file_toolmesh_events_v1_events_proto_msgTypes[7]
+	mi := &file_toolmesh_events_v1_events_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1214,7 +1365,7 @@ func (x *PermissionChanged) String() string {
 func (*PermissionChanged) ProtoMessage() {}
 
 func (x *PermissionChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_events_v1_events_proto_msgTypes[7]
+	mi := &file_toolmesh_events_v1_events_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1227,7 +1378,7 @@ func (x *PermissionChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionChanged.ProtoReflect.Descriptor instead.
 func (*PermissionChanged) Descriptor() ([]byte, []int) {
-	return file_toolmesh_events_v1_events_proto_rawDescGZIP(), []int{7}
+	return file_toolmesh_events_v1_events_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *PermissionChanged) GetType() ChangeType {
@@ -1306,7 +1457,7 @@ const file_toolmesh_events_v1_events_proto_rawDesc = "" +
 	"\n" +
 	"started_at\x18\n" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x126\n" +
-	"\bdeadline\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\"\xa4\x05\n" +
+	"\bdeadline\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\"\xd7\b\n" +
 	"\vAuditRecord\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12.\n" +
 	"\x04time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x127\n" +
@@ -1332,7 +1483,21 @@ const file_toolmesh_events_v1_events_proto_rawDesc = "" +
 	"\tprev_hash\x18\x13 \x01(\tR\bprevHash\x12\x12\n" +
 	"\x04hash\x18\x14 \x01(\tR\x04hash\x12\x1d\n" +
 	"\n" +
-	"decided_by\x18\x15 \x01(\tR\tdecidedBy\"\xa5\x04\n" +
+	"decided_by\x18\x15 \x01(\tR\tdecidedBy\x12\x1b\n" +
+	"\tparent_id\x18\x16 \x01(\tR\bparentId\x12/\n" +
+	"\x06output\x18\x17 \x01(\v2\x17.google.protobuf.StructR\x06output\x128\n" +
+	"\x06events\x18\x18 \x03(\v2 .toolmesh.events.v1.BackendEventR\x06events\x12\x1a\n" +
+	"\binstance\x18\x19 \x01(\tR\binstance\x126\n" +
+	"\bdeadline\x18\x1a \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x12\x1d\n" +
+	"\n" +
+	"timeout_ms\x18\x1b \x01(\rR\ttimeoutMs\x12\x18\n" +
+	"\aruntime\x18\x1c \x01(\tR\aruntime\x129\n" +
+	"\n" +
+	"started_at\x18\x1d \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12#\n" +
+	"\rchain_version\x18\x1e \x01(\rR\fchainVersion\x12<\n" +
+	"\rerror_details\x18\x1f \x01(\v2\x17.google.protobuf.StructR\ferrorDetails\"H\n" +
+	"\vRecordBatch\x129\n" +
+	"\arecords\x18\x01 \x03(\v2\x1f.toolmesh.events.v1.AuditRecordR\arecords\"\xa5\x04\n" +
 	"\aOutcome\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x19\n" +
 	"\btrace_id\x18\x02 \x01(\tR\atraceId\x12\x1b\n" +
@@ -1399,14 +1564,16 @@ const file_toolmesh_events_v1_events_proto_rawDesc = "" +
 	"\x12'\n" +
 	"#TRACE_EVENT_KIND_APPROVAL_REQUESTED\x10\v\x12%\n" +
 	"!TRACE_EVENT_KIND_APPROVAL_DECIDED\x10\f\x12%\n" +
-	"!TRACE_EVENT_KIND_CALLBACK_REFUSED\x10\r*\xc6\x01\n" +
+	"!TRACE_EVENT_KIND_CALLBACK_REFUSED\x10\r*\x83\x02\n" +
 	"\vAuditAction\x12\x1c\n" +
 	"\x18AUDIT_ACTION_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16AUDIT_ACTION_TOOL_CALL\x10\x01\x12\x1d\n" +
 	"\x19AUDIT_ACTION_TOOL_REFUSED\x10\x02\x12\x16\n" +
 	"\x12AUDIT_ACTION_ADMIN\x10\x03\x12#\n" +
 	"\x1fAUDIT_ACTION_APPROVAL_REQUESTED\x10\x04\x12!\n" +
-	"\x1dAUDIT_ACTION_APPROVAL_DECIDED\x10\x05*V\n" +
+	"\x1dAUDIT_ACTION_APPROVAL_DECIDED\x10\x05\x12\x1b\n" +
+	"\x17AUDIT_ACTION_TOOL_START\x10\x06\x12\x1e\n" +
+	"\x1aAUDIT_ACTION_TOOL_REPORTED\x10\a*V\n" +
 	"\n" +
 	"ChangeType\x12\x1b\n" +
 	"\x17CHANGE_TYPE_UNSPECIFIED\x10\x00\x12\x13\n" +
@@ -1427,7 +1594,7 @@ func file_toolmesh_events_v1_events_proto_rawDescGZIP() []byte {
 }
 
 var file_toolmesh_events_v1_events_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_toolmesh_events_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_toolmesh_events_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_toolmesh_events_v1_events_proto_goTypes = []any{
 	(TraceEventKind)(0),           // 0: toolmesh.events.v1.TraceEventKind
 	(AuditAction)(0),              // 1: toolmesh.events.v1.AuditAction
@@ -1436,47 +1603,54 @@ var file_toolmesh_events_v1_events_proto_goTypes = []any{
 	(*TraceEvent)(nil),            // 4: toolmesh.events.v1.TraceEvent
 	(*CallLease)(nil),             // 5: toolmesh.events.v1.CallLease
 	(*AuditRecord)(nil),           // 6: toolmesh.events.v1.AuditRecord
-	(*Outcome)(nil),               // 7: toolmesh.events.v1.Outcome
-	(*CallbackEvent)(nil),         // 8: toolmesh.events.v1.CallbackEvent
-	(*RegistryChanged)(nil),       // 9: toolmesh.events.v1.RegistryChanged
-	(*PermissionChanged)(nil),     // 10: toolmesh.events.v1.PermissionChanged
-	(*structpb.Struct)(nil),       // 11: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil), // 12: google.protobuf.Timestamp
-	(v1.CallStatus)(0),            // 13: toolmesh.common.v1.CallStatus
-	(*v1.CallError)(nil),          // 14: toolmesh.common.v1.CallError
+	(*RecordBatch)(nil),           // 7: toolmesh.events.v1.RecordBatch
+	(*Outcome)(nil),               // 8: toolmesh.events.v1.Outcome
+	(*CallbackEvent)(nil),         // 9: toolmesh.events.v1.CallbackEvent
+	(*RegistryChanged)(nil),       // 10: toolmesh.events.v1.RegistryChanged
+	(*PermissionChanged)(nil),     // 11: toolmesh.events.v1.PermissionChanged
+	(*structpb.Struct)(nil),       // 12: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil), // 13: google.protobuf.Timestamp
+	(v1.CallStatus)(0),            // 14: toolmesh.common.v1.CallStatus
+	(*v1.CallError)(nil),          // 15: toolmesh.common.v1.CallError
 }
 var file_toolmesh_events_v1_events_proto_depIdxs = []int32{
 	0,  // 0: toolmesh.events.v1.BackendEvent.kind:type_name -> toolmesh.events.v1.TraceEventKind
-	11, // 1: toolmesh.events.v1.BackendEvent.payload:type_name -> google.protobuf.Struct
-	12, // 2: toolmesh.events.v1.BackendEvent.time:type_name -> google.protobuf.Timestamp
+	12, // 1: toolmesh.events.v1.BackendEvent.payload:type_name -> google.protobuf.Struct
+	13, // 2: toolmesh.events.v1.BackendEvent.time:type_name -> google.protobuf.Timestamp
 	0,  // 3: toolmesh.events.v1.TraceEvent.kind:type_name -> toolmesh.events.v1.TraceEventKind
-	12, // 4: toolmesh.events.v1.TraceEvent.time:type_name -> google.protobuf.Timestamp
-	11, // 5: toolmesh.events.v1.TraceEvent.payload:type_name -> google.protobuf.Struct
-	11, // 6: toolmesh.events.v1.CallLease.arguments:type_name -> google.protobuf.Struct
-	12, // 7: toolmesh.events.v1.CallLease.started_at:type_name -> google.protobuf.Timestamp
-	12, // 8: toolmesh.events.v1.CallLease.deadline:type_name -> google.protobuf.Timestamp
-	12, // 9: toolmesh.events.v1.AuditRecord.time:type_name -> google.protobuf.Timestamp
+	13, // 4: toolmesh.events.v1.TraceEvent.time:type_name -> google.protobuf.Timestamp
+	12, // 5: toolmesh.events.v1.TraceEvent.payload:type_name -> google.protobuf.Struct
+	12, // 6: toolmesh.events.v1.CallLease.arguments:type_name -> google.protobuf.Struct
+	13, // 7: toolmesh.events.v1.CallLease.started_at:type_name -> google.protobuf.Timestamp
+	13, // 8: toolmesh.events.v1.CallLease.deadline:type_name -> google.protobuf.Timestamp
+	13, // 9: toolmesh.events.v1.AuditRecord.time:type_name -> google.protobuf.Timestamp
 	1,  // 10: toolmesh.events.v1.AuditRecord.action:type_name -> toolmesh.events.v1.AuditAction
-	11, // 11: toolmesh.events.v1.AuditRecord.arguments:type_name -> google.protobuf.Struct
-	13, // 12: toolmesh.events.v1.AuditRecord.status:type_name -> toolmesh.common.v1.CallStatus
-	13, // 13: toolmesh.events.v1.Outcome.status:type_name -> toolmesh.common.v1.CallStatus
-	11, // 14: toolmesh.events.v1.Outcome.output:type_name -> google.protobuf.Struct
-	14, // 15: toolmesh.events.v1.Outcome.error:type_name -> toolmesh.common.v1.CallError
-	12, // 16: toolmesh.events.v1.Outcome.started_at:type_name -> google.protobuf.Timestamp
-	12, // 17: toolmesh.events.v1.Outcome.finished_at:type_name -> google.protobuf.Timestamp
-	13, // 18: toolmesh.events.v1.CallbackEvent.status:type_name -> toolmesh.common.v1.CallStatus
-	11, // 19: toolmesh.events.v1.CallbackEvent.output:type_name -> google.protobuf.Struct
-	14, // 20: toolmesh.events.v1.CallbackEvent.error:type_name -> toolmesh.common.v1.CallError
-	12, // 21: toolmesh.events.v1.CallbackEvent.time:type_name -> google.protobuf.Timestamp
-	2,  // 22: toolmesh.events.v1.RegistryChanged.type:type_name -> toolmesh.events.v1.ChangeType
-	12, // 23: toolmesh.events.v1.RegistryChanged.time:type_name -> google.protobuf.Timestamp
-	2,  // 24: toolmesh.events.v1.PermissionChanged.type:type_name -> toolmesh.events.v1.ChangeType
-	12, // 25: toolmesh.events.v1.PermissionChanged.time:type_name -> google.protobuf.Timestamp
-	26, // [26:26] is the sub-list for method output_type
-	26, // [26:26] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	12, // 11: toolmesh.events.v1.AuditRecord.arguments:type_name -> google.protobuf.Struct
+	14, // 12: toolmesh.events.v1.AuditRecord.status:type_name -> toolmesh.common.v1.CallStatus
+	12, // 13: toolmesh.events.v1.AuditRecord.output:type_name -> google.protobuf.Struct
+	3,  // 14: toolmesh.events.v1.AuditRecord.events:type_name -> toolmesh.events.v1.BackendEvent
+	13, // 15: toolmesh.events.v1.AuditRecord.deadline:type_name -> google.protobuf.Timestamp
+	13, // 16: toolmesh.events.v1.AuditRecord.started_at:type_name -> google.protobuf.Timestamp
+	12, // 17: toolmesh.events.v1.AuditRecord.error_details:type_name -> google.protobuf.Struct
+	6,  // 18: toolmesh.events.v1.RecordBatch.records:type_name -> toolmesh.events.v1.AuditRecord
+	14, // 19: toolmesh.events.v1.Outcome.status:type_name -> toolmesh.common.v1.CallStatus
+	12, // 20: toolmesh.events.v1.Outcome.output:type_name -> google.protobuf.Struct
+	15, // 21: toolmesh.events.v1.Outcome.error:type_name -> toolmesh.common.v1.CallError
+	13, // 22: toolmesh.events.v1.Outcome.started_at:type_name -> google.protobuf.Timestamp
+	13, // 23: toolmesh.events.v1.Outcome.finished_at:type_name -> google.protobuf.Timestamp
+	14, // 24: toolmesh.events.v1.CallbackEvent.status:type_name -> toolmesh.common.v1.CallStatus
+	12, // 25: toolmesh.events.v1.CallbackEvent.output:type_name -> google.protobuf.Struct
+	15, // 26: toolmesh.events.v1.CallbackEvent.error:type_name -> toolmesh.common.v1.CallError
+	13, // 27: toolmesh.events.v1.CallbackEvent.time:type_name -> google.protobuf.Timestamp
+	2,  // 28: toolmesh.events.v1.RegistryChanged.type:type_name -> toolmesh.events.v1.ChangeType
+	13, // 29: toolmesh.events.v1.RegistryChanged.time:type_name -> google.protobuf.Timestamp
+	2,  // 30: toolmesh.events.v1.PermissionChanged.type:type_name -> toolmesh.events.v1.ChangeType
+	13, // 31: toolmesh.events.v1.PermissionChanged.time:type_name -> google.protobuf.Timestamp
+	32, // [32:32] is the sub-list for method output_type
+	32, // [32:32] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_toolmesh_events_v1_events_proto_init() }
@@ -1490,7 +1664,7 @@ func file_toolmesh_events_v1_events_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolmesh_events_v1_events_proto_rawDesc), len(file_toolmesh_events_v1_events_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   8,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -78,3 +78,17 @@ class VerifyChainResponse(_message.Message):
     actual_hash: str
     reason: str
     def __init__(self, ok: bool = ..., records_checked: _Optional[int] = ..., first_break_sequence: _Optional[int] = ..., expected_hash: _Optional[str] = ..., actual_hash: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class GetCallRequest(_message.Message):
+    __slots__ = ("call_id", "wait")
+    CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    WAIT_FIELD_NUMBER: _ClassVar[int]
+    call_id: str
+    wait: bool
+    def __init__(self, call_id: _Optional[str] = ..., wait: bool = ...) -> None: ...
+
+class GetCallResponse(_message.Message):
+    __slots__ = ("records",)
+    RECORDS_FIELD_NUMBER: _ClassVar[int]
+    records: _containers.RepeatedCompositeFieldContainer[_events_pb2.AuditRecord]
+    def __init__(self, records: _Optional[_Iterable[_Union[_events_pb2.AuditRecord, _Mapping]]] = ...) -> None: ...

@@ -51,6 +51,11 @@ class AuditServiceStub(object):
                 request_serializer=toolmesh_dot_audit_dot_v1_dot_audit__pb2.VerifyChainRequest.SerializeToString,
                 response_deserializer=toolmesh_dot_audit_dot_v1_dot_audit__pb2.VerifyChainResponse.FromString,
                 _registered_method=True)
+        self.GetCall = channel.unary_unary(
+                '/toolmesh.audit.v1.AuditService/GetCall',
+                request_serializer=toolmesh_dot_audit_dot_v1_dot_audit__pb2.GetCallRequest.SerializeToString,
+                response_deserializer=toolmesh_dot_audit_dot_v1_dot_audit__pb2.GetCallResponse.FromString,
+                _registered_method=True)
 
 
 class AuditServiceServicer(object):
@@ -82,6 +87,20 @@ class AuditServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetCall(self, request, context):
+        """GetCall returns the records of one call in chain order (its start and end records, an
+        asynchronous tool's report, approval records, a refusal), from the log or its archive for as
+        long as they are kept. Callers other than admin, auditor and service see only their own
+        agent's calls. With `wait` set, a call none of whose records are indexed yet is looked for
+        again once everything the record stream held at the request's arrival is chained and
+        indexed (at most a few seconds), so a reader who was just answered finds the call. Fails
+        with INVALID_ARGUMENT (empty or oversized call id), NOT_FOUND, UNAUTHENTICATED,
+        PERMISSION_DENIED, UNAVAILABLE (the index is still being rebuilt).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AuditServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -99,6 +118,11 @@ def add_AuditServiceServicer_to_server(servicer, server):
                     servicer.VerifyChain,
                     request_deserializer=toolmesh_dot_audit_dot_v1_dot_audit__pb2.VerifyChainRequest.FromString,
                     response_serializer=toolmesh_dot_audit_dot_v1_dot_audit__pb2.VerifyChainResponse.SerializeToString,
+            ),
+            'GetCall': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetCall,
+                    request_deserializer=toolmesh_dot_audit_dot_v1_dot_audit__pb2.GetCallRequest.FromString,
+                    response_serializer=toolmesh_dot_audit_dot_v1_dot_audit__pb2.GetCallResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -184,6 +208,33 @@ class AuditService(object):
             '/toolmesh.audit.v1.AuditService/VerifyChain',
             toolmesh_dot_audit_dot_v1_dot_audit__pb2.VerifyChainRequest.SerializeToString,
             toolmesh_dot_audit_dot_v1_dot_audit__pb2.VerifyChainResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetCall(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/toolmesh.audit.v1.AuditService/GetCall',
+            toolmesh_dot_audit_dot_v1_dot_audit__pb2.GetCallRequest.SerializeToString,
+            toolmesh_dot_audit_dot_v1_dot_audit__pb2.GetCallResponse.FromString,
             options,
             channel_credentials,
             insecure,

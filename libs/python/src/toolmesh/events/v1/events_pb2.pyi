@@ -37,6 +37,8 @@ class AuditAction(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     AUDIT_ACTION_ADMIN: _ClassVar[AuditAction]
     AUDIT_ACTION_APPROVAL_REQUESTED: _ClassVar[AuditAction]
     AUDIT_ACTION_APPROVAL_DECIDED: _ClassVar[AuditAction]
+    AUDIT_ACTION_TOOL_START: _ClassVar[AuditAction]
+    AUDIT_ACTION_TOOL_REPORTED: _ClassVar[AuditAction]
 
 class ChangeType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -63,6 +65,8 @@ AUDIT_ACTION_TOOL_REFUSED: AuditAction
 AUDIT_ACTION_ADMIN: AuditAction
 AUDIT_ACTION_APPROVAL_REQUESTED: AuditAction
 AUDIT_ACTION_APPROVAL_DECIDED: AuditAction
+AUDIT_ACTION_TOOL_START: AuditAction
+AUDIT_ACTION_TOOL_REPORTED: AuditAction
 CHANGE_TYPE_UNSPECIFIED: ChangeType
 CHANGE_TYPE_PUT: ChangeType
 CHANGE_TYPE_DELETE: ChangeType
@@ -136,7 +140,7 @@ class CallLease(_message.Message):
     def __init__(self, instance: _Optional[str] = ..., call_id: _Optional[str] = ..., trace_id: _Optional[str] = ..., parent_id: _Optional[str] = ..., tool: _Optional[str] = ..., agent_id: _Optional[str] = ..., user_id: _Optional[str] = ..., roles: _Optional[_Iterable[str]] = ..., arguments: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., deadline: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class AuditRecord(_message.Message):
-    __slots__ = ("id", "time", "action", "tool", "agent_id", "user_id", "roles", "call_id", "trace_id", "arguments", "status", "error_code", "error_message", "reason", "duration_ms", "attempts", "source", "sequence", "prev_hash", "hash", "decided_by")
+    __slots__ = ("id", "time", "action", "tool", "agent_id", "user_id", "roles", "call_id", "trace_id", "arguments", "status", "error_code", "error_message", "reason", "duration_ms", "attempts", "source", "sequence", "prev_hash", "hash", "decided_by", "parent_id", "output", "events", "instance", "deadline", "timeout_ms", "runtime", "started_at", "chain_version", "error_details")
     ID_FIELD_NUMBER: _ClassVar[int]
     TIME_FIELD_NUMBER: _ClassVar[int]
     ACTION_FIELD_NUMBER: _ClassVar[int]
@@ -158,6 +162,16 @@ class AuditRecord(_message.Message):
     PREV_HASH_FIELD_NUMBER: _ClassVar[int]
     HASH_FIELD_NUMBER: _ClassVar[int]
     DECIDED_BY_FIELD_NUMBER: _ClassVar[int]
+    PARENT_ID_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_FIELD_NUMBER: _ClassVar[int]
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    INSTANCE_FIELD_NUMBER: _ClassVar[int]
+    DEADLINE_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    RUNTIME_FIELD_NUMBER: _ClassVar[int]
+    STARTED_AT_FIELD_NUMBER: _ClassVar[int]
+    CHAIN_VERSION_FIELD_NUMBER: _ClassVar[int]
+    ERROR_DETAILS_FIELD_NUMBER: _ClassVar[int]
     id: str
     time: _timestamp_pb2.Timestamp
     action: AuditAction
@@ -179,7 +193,23 @@ class AuditRecord(_message.Message):
     prev_hash: str
     hash: str
     decided_by: str
-    def __init__(self, id: _Optional[str] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., action: _Optional[_Union[AuditAction, str]] = ..., tool: _Optional[str] = ..., agent_id: _Optional[str] = ..., user_id: _Optional[str] = ..., roles: _Optional[_Iterable[str]] = ..., call_id: _Optional[str] = ..., trace_id: _Optional[str] = ..., arguments: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., status: _Optional[_Union[_common_pb2.CallStatus, str]] = ..., error_code: _Optional[str] = ..., error_message: _Optional[str] = ..., reason: _Optional[str] = ..., duration_ms: _Optional[int] = ..., attempts: _Optional[int] = ..., source: _Optional[str] = ..., sequence: _Optional[int] = ..., prev_hash: _Optional[str] = ..., hash: _Optional[str] = ..., decided_by: _Optional[str] = ...) -> None: ...
+    parent_id: str
+    output: _struct_pb2.Struct
+    events: _containers.RepeatedCompositeFieldContainer[BackendEvent]
+    instance: str
+    deadline: _timestamp_pb2.Timestamp
+    timeout_ms: int
+    runtime: str
+    started_at: _timestamp_pb2.Timestamp
+    chain_version: int
+    error_details: _struct_pb2.Struct
+    def __init__(self, id: _Optional[str] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., action: _Optional[_Union[AuditAction, str]] = ..., tool: _Optional[str] = ..., agent_id: _Optional[str] = ..., user_id: _Optional[str] = ..., roles: _Optional[_Iterable[str]] = ..., call_id: _Optional[str] = ..., trace_id: _Optional[str] = ..., arguments: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., status: _Optional[_Union[_common_pb2.CallStatus, str]] = ..., error_code: _Optional[str] = ..., error_message: _Optional[str] = ..., reason: _Optional[str] = ..., duration_ms: _Optional[int] = ..., attempts: _Optional[int] = ..., source: _Optional[str] = ..., sequence: _Optional[int] = ..., prev_hash: _Optional[str] = ..., hash: _Optional[str] = ..., decided_by: _Optional[str] = ..., parent_id: _Optional[str] = ..., output: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., events: _Optional[_Iterable[_Union[BackendEvent, _Mapping]]] = ..., instance: _Optional[str] = ..., deadline: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., timeout_ms: _Optional[int] = ..., runtime: _Optional[str] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., chain_version: _Optional[int] = ..., error_details: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+
+class RecordBatch(_message.Message):
+    __slots__ = ("records",)
+    RECORDS_FIELD_NUMBER: _ClassVar[int]
+    records: _containers.RepeatedCompositeFieldContainer[AuditRecord]
+    def __init__(self, records: _Optional[_Iterable[_Union[AuditRecord, _Mapping]]] = ...) -> None: ...
 
 class Outcome(_message.Message):
     __slots__ = ("call_id", "trace_id", "parent_id", "tool", "agent_id", "user_id", "status", "output", "error", "reason", "duration_ms", "attempts", "started_at", "finished_at", "source")

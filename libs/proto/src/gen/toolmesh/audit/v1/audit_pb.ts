@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file toolmesh/audit/v1/audit.proto.
  */
 export const file_toolmesh_audit_v1_audit: GenFile = /*@__PURE__*/
-  fileDesc("Ch10b29sbWVzaC9hdWRpdC92MS9hdWRpdC5wcm90bxIRdG9vbG1lc2guYXVkaXQudjEingIKE1F1ZXJ5UmVjb3Jkc1JlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRIMCgR0b29sGAMgASgJEi4KBnN0YXR1cxgEIAEoDjIeLnRvb2xtZXNoLmNvbW1vbi52MS5DYWxsU3RhdHVzEhAKCHRyYWNlX2lkGAUgASgJEg8KB2NhbGxfaWQYBiABKAkSLgoKc3RhcnRfdGltZRgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoIZW5kX3RpbWUYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCXBhZ2Vfc2l6ZRgJIAEoDRISCgpwYWdlX3Rva2VuGAogASgJImEKFFF1ZXJ5UmVjb3Jkc1Jlc3BvbnNlEjAKB3JlY29yZHMYASADKAsyHy50b29sbWVzaC5ldmVudHMudjEuQXVkaXRSZWNvcmQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIiMKD0dldFRyYWNlUmVxdWVzdBIQCgh0cmFjZV9pZBgBIAEoCSJUChBHZXRUcmFjZVJlc3BvbnNlEhAKCHRyYWNlX2lkGAEgASgJEi4KBmV2ZW50cxgCIAMoCzIeLnRvb2xtZXNoLmV2ZW50cy52MS5UcmFjZUV2ZW50IisKElZlcmlmeUNoYWluUmVxdWVzdBIVCg1mcm9tX3NlcXVlbmNlGAEgASgEIpQBChNWZXJpZnlDaGFpblJlc3BvbnNlEgoKAm9rGAEgASgIEhcKD3JlY29yZHNfY2hlY2tlZBgCIAEoBBIcChRmaXJzdF9icmVha19zZXF1ZW5jZRgDIAEoBBIVCg1leHBlY3RlZF9oYXNoGAQgASgJEhMKC2FjdHVhbF9oYXNoGAUgASgJEg4KBnJlYXNvbhgGIAEoCTKiAgoMQXVkaXRTZXJ2aWNlEl8KDFF1ZXJ5UmVjb3JkcxImLnRvb2xtZXNoLmF1ZGl0LnYxLlF1ZXJ5UmVjb3Jkc1JlcXVlc3QaJy50b29sbWVzaC5hdWRpdC52MS5RdWVyeVJlY29yZHNSZXNwb25zZRJTCghHZXRUcmFjZRIiLnRvb2xtZXNoLmF1ZGl0LnYxLkdldFRyYWNlUmVxdWVzdBojLnRvb2xtZXNoLmF1ZGl0LnYxLkdldFRyYWNlUmVzcG9uc2USXAoLVmVyaWZ5Q2hhaW4SJS50b29sbWVzaC5hdWRpdC52MS5WZXJpZnlDaGFpblJlcXVlc3QaJi50b29sbWVzaC5hdWRpdC52MS5WZXJpZnlDaGFpblJlc3BvbnNlQrgBChVjb20udG9vbG1lc2guYXVkaXQudjFCCkF1ZGl0UHJvdG9QAVotdG9vbG1lc2guZGV2L2dvL2dlbi90b29sbWVzaC9hdWRpdC92MTthdWRpdHYxogIDVEFYqgIRVG9vbG1lc2guQXVkaXQuVjHKAhFUb29sbWVzaFxBdWRpdFxWMeICHVRvb2xtZXNoXEF1ZGl0XFYxXEdQQk1ldGFkYXRh6gITVG9vbG1lc2g6OkF1ZGl0OjpWMWIGcHJvdG8z", [file_google_protobuf_timestamp, file_toolmesh_common_v1_common, file_toolmesh_events_v1_events]);
+  fileDesc("Ch10b29sbWVzaC9hdWRpdC92MS9hdWRpdC5wcm90bxIRdG9vbG1lc2guYXVkaXQudjEingIKE1F1ZXJ5UmVjb3Jkc1JlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRIMCgR0b29sGAMgASgJEi4KBnN0YXR1cxgEIAEoDjIeLnRvb2xtZXNoLmNvbW1vbi52MS5DYWxsU3RhdHVzEhAKCHRyYWNlX2lkGAUgASgJEg8KB2NhbGxfaWQYBiABKAkSLgoKc3RhcnRfdGltZRgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoIZW5kX3RpbWUYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCXBhZ2Vfc2l6ZRgJIAEoDRISCgpwYWdlX3Rva2VuGAogASgJImEKFFF1ZXJ5UmVjb3Jkc1Jlc3BvbnNlEjAKB3JlY29yZHMYASADKAsyHy50b29sbWVzaC5ldmVudHMudjEuQXVkaXRSZWNvcmQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIiMKD0dldFRyYWNlUmVxdWVzdBIQCgh0cmFjZV9pZBgBIAEoCSJUChBHZXRUcmFjZVJlc3BvbnNlEhAKCHRyYWNlX2lkGAEgASgJEi4KBmV2ZW50cxgCIAMoCzIeLnRvb2xtZXNoLmV2ZW50cy52MS5UcmFjZUV2ZW50IisKElZlcmlmeUNoYWluUmVxdWVzdBIVCg1mcm9tX3NlcXVlbmNlGAEgASgEIpQBChNWZXJpZnlDaGFpblJlc3BvbnNlEgoKAm9rGAEgASgIEhcKD3JlY29yZHNfY2hlY2tlZBgCIAEoBBIcChRmaXJzdF9icmVha19zZXF1ZW5jZRgDIAEoBBIVCg1leHBlY3RlZF9oYXNoGAQgASgJEhMKC2FjdHVhbF9oYXNoGAUgASgJEg4KBnJlYXNvbhgGIAEoCSIvCg5HZXRDYWxsUmVxdWVzdBIPCgdjYWxsX2lkGAEgASgJEgwKBHdhaXQYAiABKAgiQwoPR2V0Q2FsbFJlc3BvbnNlEjAKB3JlY29yZHMYASADKAsyHy50b29sbWVzaC5ldmVudHMudjEuQXVkaXRSZWNvcmQy9AIKDEF1ZGl0U2VydmljZRJfCgxRdWVyeVJlY29yZHMSJi50b29sbWVzaC5hdWRpdC52MS5RdWVyeVJlY29yZHNSZXF1ZXN0GicudG9vbG1lc2guYXVkaXQudjEuUXVlcnlSZWNvcmRzUmVzcG9uc2USUwoIR2V0VHJhY2USIi50b29sbWVzaC5hdWRpdC52MS5HZXRUcmFjZVJlcXVlc3QaIy50b29sbWVzaC5hdWRpdC52MS5HZXRUcmFjZVJlc3BvbnNlElwKC1ZlcmlmeUNoYWluEiUudG9vbG1lc2guYXVkaXQudjEuVmVyaWZ5Q2hhaW5SZXF1ZXN0GiYudG9vbG1lc2guYXVkaXQudjEuVmVyaWZ5Q2hhaW5SZXNwb25zZRJQCgdHZXRDYWxsEiEudG9vbG1lc2guYXVkaXQudjEuR2V0Q2FsbFJlcXVlc3QaIi50b29sbWVzaC5hdWRpdC52MS5HZXRDYWxsUmVzcG9uc2VCuAEKFWNvbS50b29sbWVzaC5hdWRpdC52MUIKQXVkaXRQcm90b1ABWi10b29sbWVzaC5kZXYvZ28vZ2VuL3Rvb2xtZXNoL2F1ZGl0L3YxO2F1ZGl0djGiAgNUQViqAhFUb29sbWVzaC5BdWRpdC5WMcoCEVRvb2xtZXNoXEF1ZGl0XFYx4gIdVG9vbG1lc2hcQXVkaXRcVjFcR1BCTWV0YWRhdGHqAhNUb29sbWVzaDo6QXVkaXQ6OlYxYgZwcm90bzM", [file_google_protobuf_timestamp, file_toolmesh_common_v1_common, file_toolmesh_events_v1_events]);
 
 /**
  * @generated from message toolmesh.audit.v1.QueryRecordsRequest
@@ -213,6 +213,47 @@ export const VerifyChainResponseSchema: GenMessage<VerifyChainResponse> = /*@__P
   messageDesc(file_toolmesh_audit_v1_audit, 5);
 
 /**
+ * @generated from message toolmesh.audit.v1.GetCallRequest
+ */
+export type GetCallRequest = Message<"toolmesh.audit.v1.GetCallRequest"> & {
+  /**
+   * @generated from field: string call_id = 1;
+   */
+  callId: string;
+
+  /**
+   * Wait for records still on their way to the log (see GetCall).
+   *
+   * @generated from field: bool wait = 2;
+   */
+  wait: boolean;
+};
+
+/**
+ * Describes the message toolmesh.audit.v1.GetCallRequest.
+ * Use `create(GetCallRequestSchema)` to create a new message.
+ */
+export const GetCallRequestSchema: GenMessage<GetCallRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_audit_v1_audit, 6);
+
+/**
+ * @generated from message toolmesh.audit.v1.GetCallResponse
+ */
+export type GetCallResponse = Message<"toolmesh.audit.v1.GetCallResponse"> & {
+  /**
+   * @generated from field: repeated toolmesh.events.v1.AuditRecord records = 1;
+   */
+  records: AuditRecord[];
+};
+
+/**
+ * Describes the message toolmesh.audit.v1.GetCallResponse.
+ * Use `create(GetCallResponseSchema)` to create a new message.
+ */
+export const GetCallResponseSchema: GenMessage<GetCallResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_audit_v1_audit, 7);
+
+/**
  * AuditService keeps the access log and rebuilds call chains. Every RPC needs a bearer token
  * with the `admin` or `auditor` role.
  *
@@ -251,6 +292,23 @@ export const AuditService: GenService<{
     methodKind: "unary";
     input: typeof VerifyChainRequestSchema;
     output: typeof VerifyChainResponseSchema;
+  },
+  /**
+   * GetCall returns the records of one call in chain order (its start and end records, an
+   * asynchronous tool's report, approval records, a refusal), from the log or its archive for as
+   * long as they are kept. Callers other than admin, auditor and service see only their own
+   * agent's calls. With `wait` set, a call none of whose records are indexed yet is looked for
+   * again once everything the record stream held at the request's arrival is chained and
+   * indexed (at most a few seconds), so a reader who was just answered finds the call. Fails
+   * with INVALID_ARGUMENT (empty or oversized call id), NOT_FOUND, UNAUTHENTICATED,
+   * PERMISSION_DENIED, UNAVAILABLE (the index is still being rebuilt).
+   *
+   * @generated from rpc toolmesh.audit.v1.AuditService.GetCall
+   */
+  getCall: {
+    methodKind: "unary";
+    input: typeof GetCallRequestSchema;
+    output: typeof GetCallResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_toolmesh_audit_v1_audit, 0);

@@ -14,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file toolmesh/events/v1/events.proto.
  */
 export const file_toolmesh_events_v1_events: GenFile = /*@__PURE__*/
-  fileDesc("Ch90b29sbWVzaC9ldmVudHMvdjEvZXZlbnRzLnByb3RvEhJ0b29sbWVzaC5ldmVudHMudjEiqQEKDEJhY2tlbmRFdmVudBIwCgRraW5kGAEgASgOMiIudG9vbG1lc2guZXZlbnRzLnYxLlRyYWNlRXZlbnRLaW5kEhMKC2N1c3RvbV9raW5kGAIgASgJEigKB3BheWxvYWQYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EigKBHRpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIrwCCgpUcmFjZUV2ZW50EgoKAmlkGAEgASgJEhAKCHRyYWNlX2lkGAIgASgJEg8KB2NhbGxfaWQYAyABKAkSEQoJcGFyZW50X2lkGAQgASgJEjAKBGtpbmQYBSABKA4yIi50b29sbWVzaC5ldmVudHMudjEuVHJhY2VFdmVudEtpbmQSEwoLY3VzdG9tX2tpbmQYBiABKAkSDAoEdG9vbBgHIAEoCRIQCghhZ2VudF9pZBgIIAEoCRIPCgd1c2VyX2lkGAkgASgJEigKBHRpbWUYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhAKCHNlcXVlbmNlGAsgASgNEigKB3BheWxvYWQYDCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg4KBnNvdXJjZRgNIAEoCSKdAgoJQ2FsbExlYXNlEhAKCGluc3RhbmNlGAEgASgJEg8KB2NhbGxfaWQYAiABKAkSEAoIdHJhY2VfaWQYAyABKAkSEQoJcGFyZW50X2lkGAQgASgJEgwKBHRvb2wYBSABKAkSEAoIYWdlbnRfaWQYBiABKAkSDwoHdXNlcl9pZBgHIAEoCRINCgVyb2xlcxgIIAMoCRIqCglhcmd1bWVudHMYCSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei4KCnN0YXJ0ZWRfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCGRlYWRsaW5lGAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCLsAwoLQXVkaXRSZWNvcmQSCgoCaWQYASABKAkSKAoEdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoGYWN0aW9uGAMgASgOMh8udG9vbG1lc2guZXZlbnRzLnYxLkF1ZGl0QWN0aW9uEgwKBHRvb2wYBCABKAkSEAoIYWdlbnRfaWQYBSABKAkSDwoHdXNlcl9pZBgGIAEoCRINCgVyb2xlcxgHIAMoCRIPCgdjYWxsX2lkGAggASgJEhAKCHRyYWNlX2lkGAkgASgJEioKCWFyZ3VtZW50cxgKIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLgoGc3RhdHVzGAsgASgOMh4udG9vbG1lc2guY29tbW9uLnYxLkNhbGxTdGF0dXMSEgoKZXJyb3JfY29kZRgMIAEoCRIVCg1lcnJvcl9tZXNzYWdlGA0gASgJEg4KBnJlYXNvbhgOIAEoCRITCgtkdXJhdGlvbl9tcxgPIAEoDRIQCghhdHRlbXB0cxgQIAEoDRIOCgZzb3VyY2UYESABKAkSEAoIc2VxdWVuY2UYEiABKAQSEQoJcHJldl9oYXNoGBMgASgJEgwKBGhhc2gYFCABKAkSEgoKZGVjaWRlZF9ieRgVIAEoCSKfAwoHT3V0Y29tZRIPCgdjYWxsX2lkGAEgASgJEhAKCHRyYWNlX2lkGAIgASgJEhEKCXBhcmVudF9pZBgDIAEoCRIMCgR0b29sGAQgASgJEhAKCGFnZW50X2lkGAUgASgJEg8KB3VzZXJfaWQYBiABKAkSLgoGc3RhdHVzGAcgASgOMh4udG9vbG1lc2guY29tbW9uLnYxLkNhbGxTdGF0dXMSJwoGb3V0cHV0GAggASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIsCgVlcnJvchgJIAEoCzIdLnRvb2xtZXNoLmNvbW1vbi52MS5DYWxsRXJyb3ISDgoGcmVhc29uGAogASgJEhMKC2R1cmF0aW9uX21zGAsgASgNEhAKCGF0dGVtcHRzGAwgASgNEi4KCnN0YXJ0ZWRfYXQYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC2ZpbmlzaGVkX2F0GA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZzb3VyY2UYDyABKAki3gIKDUNhbGxiYWNrRXZlbnQSDwoHY2FsbF9pZBgBIAEoCRIQCgh0cmFjZV9pZBgCIAEoCRIRCglwYXJlbnRfaWQYAyABKAkSDAoEdG9vbBgEIAEoCRIQCghhZ2VudF9pZBgFIAEoCRIPCgd1c2VyX2lkGAYgASgJEi4KBnN0YXR1cxgHIAEoDjIeLnRvb2xtZXNoLmNvbW1vbi52MS5DYWxsU3RhdHVzEicKBm91dHB1dBgIIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLAoFZXJyb3IYCSABKAsyHS50b29sbWVzaC5jb21tb24udjEuQ2FsbEVycm9yEg4KBnJlYXNvbhgKIAEoCRITCgtkdXJhdGlvbl9tcxgLIAEoDRIQCghhdHRlbXB0cxgMIAEoDRIoCgR0aW1lGA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKrAQoPUmVnaXN0cnlDaGFuZ2VkEiwKBHR5cGUYASABKA4yHi50b29sbWVzaC5ldmVudHMudjEuQ2hhbmdlVHlwZRIMCgRraW5kGAIgASgJEgwKBG5hbWUYAyABKAkSEAoIcmV2aXNpb24YBCABKAQSEgoKY2hhbmdlZF9ieRgFIAEoCRIoCgR0aW1lGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKZAQoRUGVybWlzc2lvbkNoYW5nZWQSLAoEdHlwZRgBIAEoDjIeLnRvb2xtZXNoLmV2ZW50cy52MS5DaGFuZ2VUeXBlEgwKBGtpbmQYAiABKAkSCgoCaWQYAyABKAkSEgoKY2hhbmdlZF9ieRgEIAEoCRIoCgR0aW1lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCqNBAoOVHJhY2VFdmVudEtpbmQSIAocVFJBQ0VfRVZFTlRfS0lORF9VTlNQRUNJRklFRBAAEiEKHVRSQUNFX0VWRU5UX0tJTkRfVE9PTF9FWEVDVVRFEAESIQodVFJBQ0VfRVZFTlRfS0lORF9UT09MX0FUVEVNUFQQAhIgChxUUkFDRV9FVkVOVF9LSU5EX1RPT0xfUkVTVUxUEAMSHwobVFJBQ0VfRVZFTlRfS0lORF9EQVRBX1FVRVJZEAQSIAocVFJBQ0VfRVZFTlRfS0lORF9EQVRBX1JFU1VMVBAFEiUKIVRSQUNFX0VWRU5UX0tJTkRfQ0FMTEJBQ0tfU1VDQ0VTUxAGEiUKIVRSQUNFX0VWRU5UX0tJTkRfQ0FMTEJBQ0tfRkFJTFVSRRAHEikKJVRSQUNFX0VWRU5UX0tJTkRfQ0FMTEJBQ0tfSU5URVJSVVBURUQQCBIhCh1UUkFDRV9FVkVOVF9LSU5EX1RPT0xfUkVGVVNFRBAJEhsKF1RSQUNFX0VWRU5UX0tJTkRfQ1VTVE9NEAoSJwojVFJBQ0VfRVZFTlRfS0lORF9BUFBST1ZBTF9SRVFVRVNURUQQCxIlCiFUUkFDRV9FVkVOVF9LSU5EX0FQUFJPVkFMX0RFQ0lERUQQDBIlCiFUUkFDRV9FVkVOVF9LSU5EX0NBTExCQUNLX1JFRlVTRUQQDSrGAQoLQXVkaXRBY3Rpb24SHAoYQVVESVRfQUNUSU9OX1VOU1BFQ0lGSUVEEAASGgoWQVVESVRfQUNUSU9OX1RPT0xfQ0FMTBABEh0KGUFVRElUX0FDVElPTl9UT09MX1JFRlVTRUQQAhIWChJBVURJVF9BQ1RJT05fQURNSU4QAxIjCh9BVURJVF9BQ1RJT05fQVBQUk9WQUxfUkVRVUVTVEVEEAQSIQodQVVESVRfQUNUSU9OX0FQUFJPVkFMX0RFQ0lERUQQBSpWCgpDaGFuZ2VUeXBlEhsKF0NIQU5HRV9UWVBFX1VOU1BFQ0lGSUVEEAASEwoPQ0hBTkdFX1RZUEVfUFVUEAESFgoSQ0hBTkdFX1RZUEVfREVMRVRFEAJCwAEKFmNvbS50b29sbWVzaC5ldmVudHMudjFCC0V2ZW50c1Byb3RvUAFaL3Rvb2xtZXNoLmRldi9nby9nZW4vdG9vbG1lc2gvZXZlbnRzL3YxO2V2ZW50c3YxogIDVEVYqgISVG9vbG1lc2guRXZlbnRzLlYxygISVG9vbG1lc2hcRXZlbnRzXFYx4gIeVG9vbG1lc2hcRXZlbnRzXFYxXEdQQk1ldGFkYXRh6gIUVG9vbG1lc2g6OkV2ZW50czo6VjFiBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_toolmesh_common_v1_common]);
+  fileDesc("Ch90b29sbWVzaC9ldmVudHMvdjEvZXZlbnRzLnByb3RvEhJ0b29sbWVzaC5ldmVudHMudjEiqQEKDEJhY2tlbmRFdmVudBIwCgRraW5kGAEgASgOMiIudG9vbG1lc2guZXZlbnRzLnYxLlRyYWNlRXZlbnRLaW5kEhMKC2N1c3RvbV9raW5kGAIgASgJEigKB3BheWxvYWQYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EigKBHRpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIrwCCgpUcmFjZUV2ZW50EgoKAmlkGAEgASgJEhAKCHRyYWNlX2lkGAIgASgJEg8KB2NhbGxfaWQYAyABKAkSEQoJcGFyZW50X2lkGAQgASgJEjAKBGtpbmQYBSABKA4yIi50b29sbWVzaC5ldmVudHMudjEuVHJhY2VFdmVudEtpbmQSEwoLY3VzdG9tX2tpbmQYBiABKAkSDAoEdG9vbBgHIAEoCRIQCghhZ2VudF9pZBgIIAEoCRIPCgd1c2VyX2lkGAkgASgJEigKBHRpbWUYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhAKCHNlcXVlbmNlGAsgASgNEigKB3BheWxvYWQYDCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg4KBnNvdXJjZRgNIAEoCSKdAgoJQ2FsbExlYXNlEhAKCGluc3RhbmNlGAEgASgJEg8KB2NhbGxfaWQYAiABKAkSEAoIdHJhY2VfaWQYAyABKAkSEQoJcGFyZW50X2lkGAQgASgJEgwKBHRvb2wYBSABKAkSEAoIYWdlbnRfaWQYBiABKAkSDwoHdXNlcl9pZBgHIAEoCRINCgVyb2xlcxgIIAMoCRIqCglhcmd1bWVudHMYCSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei4KCnN0YXJ0ZWRfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCGRlYWRsaW5lGAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCK2BgoLQXVkaXRSZWNvcmQSCgoCaWQYASABKAkSKAoEdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoGYWN0aW9uGAMgASgOMh8udG9vbG1lc2guZXZlbnRzLnYxLkF1ZGl0QWN0aW9uEgwKBHRvb2wYBCABKAkSEAoIYWdlbnRfaWQYBSABKAkSDwoHdXNlcl9pZBgGIAEoCRINCgVyb2xlcxgHIAMoCRIPCgdjYWxsX2lkGAggASgJEhAKCHRyYWNlX2lkGAkgASgJEioKCWFyZ3VtZW50cxgKIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLgoGc3RhdHVzGAsgASgOMh4udG9vbG1lc2guY29tbW9uLnYxLkNhbGxTdGF0dXMSEgoKZXJyb3JfY29kZRgMIAEoCRIVCg1lcnJvcl9tZXNzYWdlGA0gASgJEg4KBnJlYXNvbhgOIAEoCRITCgtkdXJhdGlvbl9tcxgPIAEoDRIQCghhdHRlbXB0cxgQIAEoDRIOCgZzb3VyY2UYESABKAkSEAoIc2VxdWVuY2UYEiABKAQSEQoJcHJldl9oYXNoGBMgASgJEgwKBGhhc2gYFCABKAkSEgoKZGVjaWRlZF9ieRgVIAEoCRIRCglwYXJlbnRfaWQYFiABKAkSJwoGb3V0cHV0GBcgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIwCgZldmVudHMYGCADKAsyIC50b29sbWVzaC5ldmVudHMudjEuQmFja2VuZEV2ZW50EhAKCGluc3RhbmNlGBkgASgJEiwKCGRlYWRsaW5lGBogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgp0aW1lb3V0X21zGBsgASgNEg8KB3J1bnRpbWUYHCABKAkSLgoKc3RhcnRlZF9hdBgdIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFQoNY2hhaW5fdmVyc2lvbhgeIAEoDRIuCg1lcnJvcl9kZXRhaWxzGB8gASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCI/CgtSZWNvcmRCYXRjaBIwCgdyZWNvcmRzGAEgAygLMh8udG9vbG1lc2guZXZlbnRzLnYxLkF1ZGl0UmVjb3JkIp8DCgdPdXRjb21lEg8KB2NhbGxfaWQYASABKAkSEAoIdHJhY2VfaWQYAiABKAkSEQoJcGFyZW50X2lkGAMgASgJEgwKBHRvb2wYBCABKAkSEAoIYWdlbnRfaWQYBSABKAkSDwoHdXNlcl9pZBgGIAEoCRIuCgZzdGF0dXMYByABKA4yHi50b29sbWVzaC5jb21tb24udjEuQ2FsbFN0YXR1cxInCgZvdXRwdXQYCCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiwKBWVycm9yGAkgASgLMh0udG9vbG1lc2guY29tbW9uLnYxLkNhbGxFcnJvchIOCgZyZWFzb24YCiABKAkSEwoLZHVyYXRpb25fbXMYCyABKA0SEAoIYXR0ZW1wdHMYDCABKA0SLgoKc3RhcnRlZF9hdBgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLZmluaXNoZWRfYXQYDiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg4KBnNvdXJjZRgPIAEoCSLeAgoNQ2FsbGJhY2tFdmVudBIPCgdjYWxsX2lkGAEgASgJEhAKCHRyYWNlX2lkGAIgASgJEhEKCXBhcmVudF9pZBgDIAEoCRIMCgR0b29sGAQgASgJEhAKCGFnZW50X2lkGAUgASgJEg8KB3VzZXJfaWQYBiABKAkSLgoGc3RhdHVzGAcgASgOMh4udG9vbG1lc2guY29tbW9uLnYxLkNhbGxTdGF0dXMSJwoGb3V0cHV0GAggASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIsCgVlcnJvchgJIAEoCzIdLnRvb2xtZXNoLmNvbW1vbi52MS5DYWxsRXJyb3ISDgoGcmVhc29uGAogASgJEhMKC2R1cmF0aW9uX21zGAsgASgNEhAKCGF0dGVtcHRzGAwgASgNEigKBHRpbWUYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIqsBCg9SZWdpc3RyeUNoYW5nZWQSLAoEdHlwZRgBIAEoDjIeLnRvb2xtZXNoLmV2ZW50cy52MS5DaGFuZ2VUeXBlEgwKBGtpbmQYAiABKAkSDAoEbmFtZRgDIAEoCRIQCghyZXZpc2lvbhgEIAEoBBISCgpjaGFuZ2VkX2J5GAUgASgJEigKBHRpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIpkBChFQZXJtaXNzaW9uQ2hhbmdlZBIsCgR0eXBlGAEgASgOMh4udG9vbG1lc2guZXZlbnRzLnYxLkNoYW5nZVR5cGUSDAoEa2luZBgCIAEoCRIKCgJpZBgDIAEoCRISCgpjaGFuZ2VkX2J5GAQgASgJEigKBHRpbWUYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wKo0ECg5UcmFjZUV2ZW50S2luZBIgChxUUkFDRV9FVkVOVF9LSU5EX1VOU1BFQ0lGSUVEEAASIQodVFJBQ0VfRVZFTlRfS0lORF9UT09MX0VYRUNVVEUQARIhCh1UUkFDRV9FVkVOVF9LSU5EX1RPT0xfQVRURU1QVBACEiAKHFRSQUNFX0VWRU5UX0tJTkRfVE9PTF9SRVNVTFQQAxIfChtUUkFDRV9FVkVOVF9LSU5EX0RBVEFfUVVFUlkQBBIgChxUUkFDRV9FVkVOVF9LSU5EX0RBVEFfUkVTVUxUEAUSJQohVFJBQ0VfRVZFTlRfS0lORF9DQUxMQkFDS19TVUNDRVNTEAYSJQohVFJBQ0VfRVZFTlRfS0lORF9DQUxMQkFDS19GQUlMVVJFEAcSKQolVFJBQ0VfRVZFTlRfS0lORF9DQUxMQkFDS19JTlRFUlJVUFRFRBAIEiEKHVRSQUNFX0VWRU5UX0tJTkRfVE9PTF9SRUZVU0VEEAkSGwoXVFJBQ0VfRVZFTlRfS0lORF9DVVNUT00QChInCiNUUkFDRV9FVkVOVF9LSU5EX0FQUFJPVkFMX1JFUVVFU1RFRBALEiUKIVRSQUNFX0VWRU5UX0tJTkRfQVBQUk9WQUxfREVDSURFRBAMEiUKIVRSQUNFX0VWRU5UX0tJTkRfQ0FMTEJBQ0tfUkVGVVNFRBANKoMCCgtBdWRpdEFjdGlvbhIcChhBVURJVF9BQ1RJT05fVU5TUEVDSUZJRUQQABIaChZBVURJVF9BQ1RJT05fVE9PTF9DQUxMEAESHQoZQVVESVRfQUNUSU9OX1RPT0xfUkVGVVNFRBACEhYKEkFVRElUX0FDVElPTl9BRE1JThADEiMKH0FVRElUX0FDVElPTl9BUFBST1ZBTF9SRVFVRVNURUQQBBIhCh1BVURJVF9BQ1RJT05fQVBQUk9WQUxfREVDSURFRBAFEhsKF0FVRElUX0FDVElPTl9UT09MX1NUQVJUEAYSHgoaQVVESVRfQUNUSU9OX1RPT0xfUkVQT1JURUQQBypWCgpDaGFuZ2VUeXBlEhsKF0NIQU5HRV9UWVBFX1VOU1BFQ0lGSUVEEAASEwoPQ0hBTkdFX1RZUEVfUFVUEAESFgoSQ0hBTkdFX1RZUEVfREVMRVRFEAJCwAEKFmNvbS50b29sbWVzaC5ldmVudHMudjFCC0V2ZW50c1Byb3RvUAFaL3Rvb2xtZXNoLmRldi9nby9nZW4vdG9vbG1lc2gvZXZlbnRzL3YxO2V2ZW50c3YxogIDVEVYqgISVG9vbG1lc2guRXZlbnRzLlYxygISVG9vbG1lc2hcRXZlbnRzXFYx4gIeVG9vbG1lc2hcRXZlbnRzXFYxXEdQQk1ldGFkYXRh6gIUVG9vbG1lc2g6OkV2ZW50czo6VjFiBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_toolmesh_common_v1_common]);
 
 /**
  * BackendEvent is what a tool emits through its context (ctx.trace(kind, payload)).
@@ -345,6 +345,80 @@ export type AuditRecord = Message<"toolmesh.events.v1.AuditRecord"> & {
    * @generated from field: string decided_by = 21;
    */
   decidedBy: string;
+
+  /**
+   * The parent call of a nested call.
+   *
+   * @generated from field: string parent_id = 22;
+   */
+  parentId: string;
+
+  /**
+   * TOOL_CALL and TOOL_REPORTED of a SUCCESS: the tool's output, as the caller received it.
+   *
+   * @generated from field: google.protobuf.Struct output = 23;
+   */
+  output?: JsonObject | undefined;
+
+  /**
+   * TOOL_CALL: the tool's own trace events during the call (DATA_QUERY, DATA_RESULT, CUSTOM) and
+   * its attempts (TOOL_ATTEMPT), in order, each with its time.
+   *
+   * @generated from field: repeated toolmesh.events.v1.BackendEvent events = 24;
+   */
+  events: BackendEvent[];
+
+  /**
+   * TOOL_START: the Dispatcher instance running the call; its sweeper question is whether that
+   * instance is still alive.
+   *
+   * @generated from field: string instance = 25;
+   */
+  instance: string;
+
+  /**
+   * TOOL_START: when the call must be over, retries included.
+   *
+   * @generated from field: google.protobuf.Timestamp deadline = 26;
+   */
+  deadline?: Timestamp | undefined;
+
+  /**
+   * TOOL_START: the call's timeout.
+   *
+   * @generated from field: uint32 timeout_ms = 27;
+   */
+  timeoutMs: number;
+
+  /**
+   * TOOL_START: the tool's runtime kind (`grpc`, `local`, `remote`, `docker`, `mcp`).
+   *
+   * @generated from field: string runtime = 28;
+   */
+  runtime: string;
+
+  /**
+   * TOOL_CALL: when the call arrived (its `time` is when it ended).
+   *
+   * @generated from field: google.protobuf.Timestamp started_at = 29;
+   */
+  startedAt?: Timestamp | undefined;
+
+  /**
+   * How `hash` is computed: 0 or 1, SHA-256 hex of the canonical Protobuf JSON of the record with
+   * `hash` empty; 2, SHA-256 hex of `prev_hash` followed by the record's binary encoding without
+   * fields 18 to 20 (cheaper, and as strict). Set by the Audit service.
+   *
+   * @generated from field: uint32 chain_version = 30;
+   */
+  chainVersion: number;
+
+  /**
+   * TOOL_CALL and TOOL_REPORTED: the details of the outcome's error (CallError.details).
+   *
+   * @generated from field: google.protobuf.Struct error_details = 31;
+   */
+  errorDetails?: JsonObject | undefined;
 };
 
 /**
@@ -353,6 +427,27 @@ export type AuditRecord = Message<"toolmesh.events.v1.AuditRecord"> & {
  */
 export const AuditRecordSchema: GenMessage<AuditRecord> = /*@__PURE__*/
   messageDesc(file_toolmesh_events_v1_events, 3);
+
+/**
+ * RecordBatch is one message of the record stream (`TOOLMESH_RECORDS`): records of concurrent
+ * calls written together, so they share one stored (fsynced) write. Records are unchained; the
+ * Audit service chains them into the log in the order it takes them.
+ *
+ * @generated from message toolmesh.events.v1.RecordBatch
+ */
+export type RecordBatch = Message<"toolmesh.events.v1.RecordBatch"> & {
+  /**
+   * @generated from field: repeated toolmesh.events.v1.AuditRecord records = 1;
+   */
+  records: AuditRecord[];
+};
+
+/**
+ * Describes the message toolmesh.events.v1.RecordBatch.
+ * Use `create(RecordBatchSchema)` to create a new message.
+ */
+export const RecordBatchSchema: GenMessage<RecordBatch> = /*@__PURE__*/
+  messageDesc(file_toolmesh_events_v1_events, 4);
 
 /**
  * Outcome is the Dispatcher's result of a call, published on `toolmesh.outcome.<call_id>`.
@@ -447,7 +542,7 @@ export type Outcome = Message<"toolmesh.events.v1.Outcome"> & {
  * Use `create(OutcomeSchema)` to create a new message.
  */
 export const OutcomeSchema: GenMessage<Outcome> = /*@__PURE__*/
-  messageDesc(file_toolmesh_events_v1_events, 4);
+  messageDesc(file_toolmesh_events_v1_events, 5);
 
 /**
  * CallbackEvent is the normalised outcome broadcast on `toolmesh.callback.<status>.<tool>`
@@ -536,7 +631,7 @@ export type CallbackEvent = Message<"toolmesh.events.v1.CallbackEvent"> & {
  * Use `create(CallbackEventSchema)` to create a new message.
  */
 export const CallbackEventSchema: GenMessage<CallbackEvent> = /*@__PURE__*/
-  messageDesc(file_toolmesh_events_v1_events, 5);
+  messageDesc(file_toolmesh_events_v1_events, 6);
 
 /**
  * RegistryChanged is published on `toolmesh.registry.changed.<kind>.<name>` after a write.
@@ -582,7 +677,7 @@ export type RegistryChanged = Message<"toolmesh.events.v1.RegistryChanged"> & {
  * Use `create(RegistryChangedSchema)` to create a new message.
  */
 export const RegistryChangedSchema: GenMessage<RegistryChanged> = /*@__PURE__*/
-  messageDesc(file_toolmesh_events_v1_events, 6);
+  messageDesc(file_toolmesh_events_v1_events, 7);
 
 /**
  * PermissionChanged is published on `toolmesh.permission.changed.<kind>.<id>` after a write.
@@ -623,7 +718,7 @@ export type PermissionChanged = Message<"toolmesh.events.v1.PermissionChanged"> 
  * Use `create(PermissionChangedSchema)` to create a new message.
  */
 export const PermissionChangedSchema: GenMessage<PermissionChanged> = /*@__PURE__*/
-  messageDesc(file_toolmesh_events_v1_events, 7);
+  messageDesc(file_toolmesh_events_v1_events, 8);
 
 /**
  * TraceEventKind names a step of a call chain.
@@ -775,6 +870,22 @@ export enum AuditAction {
    * @generated from enum value: AUDIT_ACTION_APPROVAL_DECIDED = 5;
    */
   APPROVAL_DECIDED = 5,
+
+  /**
+   * A call's start record: written before a tool with side effects runs (alongside a read-only
+   * one), with its arguments, deadline and the Dispatcher instance that runs it. Its end record
+   * is the call's TOOL_CALL (or the sweeper's INTERRUPTED `dispatcher_lost`).
+   *
+   * @generated from enum value: AUDIT_ACTION_TOOL_START = 6;
+   */
+  TOOL_START = 6,
+
+  /**
+   * The final outcome an asynchronous tool reported for a call its TOOL_CALL left PENDING.
+   *
+   * @generated from enum value: AUDIT_ACTION_TOOL_REPORTED = 7;
+   */
+  TOOL_REPORTED = 7,
 }
 
 /**

@@ -1,0 +1,12 @@
+export {
+  batchEntrySize,
+  encodeRecords,
+  pooledBytes,
+  RecordBatchError,
+  recordSlices,
+  varint,
+} from "./batch.js";
+export { answerCallLookup, lookupCall } from "./call-lookup.js";
+export { callOutcome, outcomeOf } from "./outcome-view.js";
+export { endsCall, ofCall, recordKey } from "./record-keys.js";
+export { traceEvents } from "./trace-view.js";

@@ -1,0 +1,118 @@
+import { create, fromBinary } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@toolmesh/errors";
+import type { Logger } from "@toolmesh/log";
+import { checkLength } from "@toolmesh/names";
+import { streamNames, subjects } from "@toolmesh/nats";
+import {
+  type AuditRecord,
+  AuditRecordSchema,
+  GetCallRequestSchema,
+  GetCallResponseSchema,
+  type TraceEvent,
+} from "@toolmesh/proto";
+import { answerCallLookup, traceEvents } from "@toolmesh/records";
+import type { JetStreamManager, NatsConnection, Subscription } from "nats";
+import { AUDIT_LOG_STREAM } from "./audit-log.js";
+import type { RecordIndex } from "./record-index.js";
+
+/** The most records one trace returns (a trace of a few hundred calls). */
+const MAX_TRACE_RECORDS = 2000;
+
+/** What reading a call waits for: the index reaching a log sequence. */
+export interface IndexProgress {
+  waitFor(seq: number): Promise<void>;
+}
+
+/**
+ * The views of calls Audit serves from its index: a trace's events (GetTrace), a call's records
+ * (GetCall, and the Dispatcher's and Callback's lookups over the bus), derived from the records
+ * themselves (libs/records) — the audit log is the one store of them.
+ */
+export class CallReaders {
+  constructor(
+    private readonly deps: {
+      index: RecordIndex;
+      progress: IndexProgress;
+      jsm: JetStreamManager;
+      log: Logger;
+      /** How long a read waits for records still on their way at most. */
+      settleMs?: number;
+    },
+  ) {}
+
+  /** A trace's events, in chain order; empty when none of its records is kept. */
+  traceEvents(traceId: string): TraceEvent[] {
+    return traceEvents(
+      this.deps.index
+        .recordsOfTrace(traceId, MAX_TRACE_RECORDS)
+        .map((data) => fromBinary(AuditRecordSchema, data)),
+    );
+  }
+
+  /**
+   * A call's records in chain order. With `wait`, a call with none indexed yet is read again once
+   * everything the record stream held when asked is chained and this replica indexed it: a
+   * caller who was just answered finds the call.
+   */
+  async callRecords(callId: string, wait: boolean): Promise<AuditRecord[]> {
+    const read = () =>
+      this.deps.index.recordsOfCall(callId).map((data) => fromBinary(AuditRecordSchema, data));
+    const found = read();
+    if (found.length > 0 || !wait) return found;
+    await this.settled();
+    return read();
+  }
+
+  /** Resolves once what the record stream holds now is in the log and indexed here, or times out. */
+  private async settled(): Promise<void> {
+    const { jsm } = this.deps;
+    const until = Date.now() + (this.deps.settleMs ?? 3000);
+    const target = (await jsm.streams.info(streamNames.records)).state.last_seq;
+    // A work-queue stream drops what its consumer acked: once no message up to `target` is left,
+    // the chain writer stored every one of them in the log.
+    for (let delayMs = 5; Date.now() < until; delayMs = Math.min(delayMs * 2, 100)) {
+      const { state } = await jsm.streams.info(streamNames.records);
+      if (state.messages === 0 || state.first_seq > target) break;
+      await new Promise((resolve) => setTimeout(resolve, delayMs));
+    }
+    const logLast = (await jsm.streams.info(AUDIT_LOG_STREAM)).state.last_seq;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      this.deps.progress.waitFor(logLast),
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, Math.max(0, until - Date.now()));
+      }),
+    ]);
+    clearTimeout(timer);
+  }
+
+  /**
+   * Answers the Dispatcher's and Callback's lookups of a call's records on the bus, in a queue
+   * group with the other Audit replicas; returns the subscription to drain at stop.
+   */
+  answerLookups(nc: NatsConnection): Subscription {
+    return nc.subscribe(subjects.callLookup, {
+      queue: "audit",
+      callback: (error, msg) => {
+        if (error) return;
+        void (async () => {
+          try {
+            const req = fromBinary(GetCallRequestSchema, msg.data);
+            checkLength("call_id", "callId", req.callId);
+            const records = await this.callRecords(req.callId, req.wait);
+            answerCallLookup(msg, create(GetCallResponseSchema, { records }));
+          } catch (error) {
+            if (!(error instanceof ConnectError))
+              this.deps.log.error({ err: error }, "a call lookup failed");
+            answerCallLookup(
+              msg,
+              error instanceof ConnectError
+                ? error
+                : new ConnectError("the call lookup failed; retry", Code.Internal),
+            );
+          }
+        })();
+      },
+    });
+  }
+}
