@@ -5,29 +5,30 @@ import { createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
 import { Code, ConnectError } from "@toolmesh/errors";
-import { decodeEvent } from "@toolmesh/nats";
 import {
   AuditAction,
-  type AuditRecord,
-  AuditRecordSchema,
   CallStatus,
   DispatcherService,
   InvokeRequestSchema,
   InvokeResponseSchema,
   LocalProtocol,
-  type Outcome,
-  OutcomeSchema,
   PermissionDenialSchema,
   RuntimeState,
   ToolNotFoundSchema,
   ToolStatus,
-  type TraceEvent,
   TraceEventKind,
-  TraceEventSchema,
   ValidationFailureSchema,
 } from "@toolmesh/proto";
 import { defineTool, type ServedTools, serveTools, ToolError } from "@toolmesh/sdk";
-import { Collector, eventually, repoRoot, startStack, type TestStack } from "@toolmesh/testkit";
+import {
+  Collector,
+  eventually,
+  type LogWatch,
+  repoRoot,
+  startStack,
+  type TestStack,
+  watchLog,
+} from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dataQueryInputSchema, dataQueryOutputSchema } from "../libs/sdk/src/examples/index.js";
 
@@ -44,9 +45,10 @@ describe("dispatch end to end", () => {
   const counter: string[] = [];
   const slowStarted = new Collector<string>();
   const slowAborted = new Collector<string>();
-  const traces = new Collector<TraceEvent>();
-  const audits = new Collector<AuditRecord>();
-  const outcomes = new Collector<Outcome>();
+  // What the services derive from the audit log, as it is appended.
+  let traces: LogWatch["traces"];
+  let audits: LogWatch["records"];
+  let outcomes: LogWatch["outcomes"];
   const remoteHits = new Map<string, number>();
 
   const dispatcher = () => stack.dispatcherClient();
@@ -60,17 +62,7 @@ describe("dispatch end to end", () => {
     stack = await startStack({
       serviceEnv: { dispatcher: { TOOLMESH_LOCAL_IDLE_TIMEOUT_MS: "60000" } },
     });
-    for (const [subject, collector, schema] of [
-      ["toolmesh.trace.>", traces, TraceEventSchema],
-      ["toolmesh.audit.>", audits, AuditRecordSchema],
-      ["toolmesh.outcome.>", outcomes, OutcomeSchema],
-    ] as const) {
-      const sub = stack.nc.subscribe(subject);
-      void (async () => {
-        for await (const msg of sub)
-          (collector as Collector<unknown>).push(decodeEvent(schema, msg));
-      })();
-    }
+    ({ traces, records: audits, outcomes } = watchLog(stack.nc));
     admin = stack.adminToken;
     agent = await stack.agentToken("agent-1", { onBehalfOf: "" });
     stranger = await stack.agentToken("agent-2");
@@ -287,7 +279,7 @@ describe("dispatch end to end", () => {
     });
   });
 
-  it("publishes the trace, audit record and outcome in order under one trace id", async () => {
+  it("records the call's start and end under one trace id; its trace and outcome derive from them", async () => {
     const traceId = "4bf92f3577b34da6a3ce929d0e0e4736";
     const res = await call(
       "test.echo",
@@ -295,18 +287,20 @@ describe("dispatch end to end", () => {
       { context: { traceId, parentId: "span-1" } },
     );
     expect(res.traceId).toBe(traceId);
-    const events = await traces.waitFor((e) => e.traceId === traceId, 3);
+    const events = await traces.waitFor((e) => e.traceId === traceId, 4);
     expect(events.map((e) => e.kind)).toEqual([
       TraceEventKind.TOOL_EXECUTE,
       TraceEventKind.CUSTOM,
       TraceEventKind.TOOL_RESULT,
+      TraceEventKind.CALLBACK_SUCCESS,
     ]);
-    expect(events.map((e) => e.sequence)).toEqual([1, 2, 3]);
+    expect(events.map((e) => e.sequence)).toEqual([1, 2, 3, 4]);
     expect(events[1]?.customKind).toBe("CACHE_MISS");
     expect(events.every((e) => e.callId === res.callId && e.parentId === "span-1")).toBe(true);
-    const [record] = await audits.waitFor((a) => a.callId === res.callId);
-    expect(record?.action).toBe(AuditAction.TOOL_CALL);
-    expect(record?.arguments).toEqual({ text: "traced", password: "[redacted]" });
+    const [start, end] = await audits.waitFor((a) => a.callId === res.callId, 2);
+    expect(start?.action).toBe(AuditAction.TOOL_START);
+    expect(start?.arguments).toEqual({ text: "traced", password: "[redacted]" });
+    expect(end?.action).toBe(AuditAction.TOOL_CALL);
     const [outcome] = await outcomes.waitFor((o) => o.callId === res.callId);
     expect(outcome?.status).toBe(CallStatus.SUCCESS);
     expect(outcome?.output).toMatchObject({ text: "traced" });
@@ -610,12 +604,13 @@ describe("dispatch end to end", () => {
     expect(
       ((res.output?.rows ?? []) as { region: string }[]).every((r) => r.region === "north"),
     ).toBe(true);
-    const events = await traces.waitFor((e) => e.traceId === traceId, 4);
+    const events = await traces.waitFor((e) => e.traceId === traceId, 5);
     expect(events.map((e) => TraceEventKind[e.kind])).toEqual([
       "TOOL_EXECUTE",
       "DATA_QUERY",
       "DATA_RESULT",
       "TOOL_RESULT",
+      "CALLBACK_SUCCESS",
     ]);
     expect(events[1]?.payload?.sql).toContain("WHERE region = ?");
 

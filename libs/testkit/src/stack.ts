@@ -38,7 +38,7 @@ import type { TestNats } from "./nats-server.js";
 import { repoRoot } from "./repo-root.js";
 
 /** The processes a test stack runs unless told otherwise: the call chain. */
-export const chainServices = ["permission", "registry", "dispatcher"];
+export const chainServices = ["permission", "registry", "dispatcher", "audit"];
 
 export interface TestStackOptions {
   /** Which services to run (stack order is kept); the call chain when undefined. */

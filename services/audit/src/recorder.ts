@@ -33,8 +33,7 @@ const PIPELINE_DEPTH = 3;
  * max_payload), so the count is small and the bytes are bounded too.
  */
 const MAX_ACK_PENDING = 256;
-/** What one pull asks for at most: messages, and bytes in them. */
-const PULL_MESSAGES = 128;
+/** What one pull asks for at most, in bytes of batches. */
 const PULL_BYTES = 16 * 1024 * 1024;
 const MAX_ATTEMPTS = 20;
 /**
@@ -121,7 +120,8 @@ export class AuditRecorder {
       max_ack_pending: MAX_ACK_PENDING,
     });
     const consumer = await js.consumers.get(SOURCE_STREAM, AUDIT_CONSUMER);
-    const messages = await consumer.consume({ max_messages: PULL_MESSAGES, max_bytes: PULL_BYTES });
+    // A batch is at most NATS max_payload: the bytes a pull asks for bound the memory it takes.
+    const messages = await consumer.consume({ max_bytes: PULL_BYTES });
     this.messages = messages;
     void (async () => {
       for await (const msg of messages) {
