@@ -1,5 +1,5 @@
 import { fromBinary } from "@bufbuild/protobuf";
-import { subjects } from "@toolmesh/nats";
+import { streamNames } from "@toolmesh/nats";
 import {
   type AuditRecord,
   AuditRecordSchema,
@@ -7,7 +7,7 @@ import {
   type TraceEvent,
 } from "@toolmesh/proto";
 import { outcomeOf, recordSlices, traceEvents } from "@toolmesh/records";
-import type { NatsConnection } from "nats";
+import type { ConsumerMessages, NatsConnection } from "nats";
 import { Collector } from "./eventually.js";
 
 /** What a test sees of the audit log as blocks are appended: the records and their views. */
@@ -22,18 +22,22 @@ export interface LogWatch {
 }
 
 /**
- * Follows the audit log's appends with a plain subscription (a test's connection may read
- * everything): every view a service derives from the records — the audit records, a trace's
- * events, a call's outcomes — as a collector a test awaits, without a stream of its own.
+ * Follows the audit log with an ordered consumer (what was stored, never an append the stream
+ * refused): every view a service derives from the records — the audit records, a trace's events,
+ * a call's outcomes — as a collector a test awaits.
  */
 export function watchLog(nc: NatsConnection): LogWatch {
   const records = new Collector<AuditRecord>();
   const traces = new Collector<TraceEvent>();
   const outcomes = new Collector<CallbackEvent>();
   const byCall = new Map<string, AuditRecord[]>();
-  const sub = nc.subscribe(subjects.auditLogBlock);
+  let stopped = false;
+  let messages: ConsumerMessages | undefined;
   void (async () => {
-    for await (const msg of sub) {
+    const consumer = await nc.jetstream().consumers.get(streamNames.auditLog);
+    messages = await consumer.consume();
+    if (stopped) await messages.close();
+    for await (const msg of messages) {
       for (const data of recordSlices(msg.data)) {
         const record = fromBinary(AuditRecordSchema, data);
         records.push(record);
@@ -47,5 +51,13 @@ export function watchLog(nc: NatsConnection): LogWatch {
       }
     }
   })();
-  return { records, traces, outcomes, stop: () => sub.unsubscribe() };
+  return {
+    records,
+    traces,
+    outcomes,
+    stop: () => {
+      stopped = true;
+      void messages?.close();
+    },
+  };
 }
