@@ -2,32 +2,30 @@ import { create } from "@bufbuild/protobuf";
 import { principal } from "@toolmesh/auth";
 import { Code, ConnectError } from "@toolmesh/errors";
 import { createLogger } from "@toolmesh/log";
-import { PublishError } from "@toolmesh/nats";
+import { RecordWriteError } from "@toolmesh/nats";
 import { decide } from "@toolmesh/policy";
 import {
-  AuditRecordSchema,
+  AuditAction,
   CallStatus,
   DispatchRequestSchema,
   Effect,
   type Grant,
   GrantSchema,
-  OutcomeSchema,
   PrincipalKind,
   ResourceKind,
   ToolNotFoundSchema,
   ToolSchema,
   TraceEventKind,
-  TraceEventSchema,
 } from "@toolmesh/proto";
+import { traceEvents } from "@toolmesh/records";
 import { beforeEach, describe, expect, it } from "vitest";
 import type { PermissionGate } from "../src/catalog/permission-gate.js";
 import { MemoryToolSource, ToolCatalog } from "../src/catalog/tool-catalog.js";
 import { DispatchChain } from "../src/chain/dispatch-chain.js";
 import { RunningCalls } from "../src/chain/running-calls.js";
-import { MemoryLeases } from "../src/records/call-leases.js";
 import { CallRecorder } from "../src/records/call-recorder.js";
 import { MemoryCallIdOwners, MemoryIdempotencyStore } from "../src/records/idempotency.js";
-import { MemoryEventPublisher } from "../src/records/memory-publisher.js";
+import { MemoryRecords } from "../src/records/record-sink.js";
 import { failure } from "../src/runtimes/grpc-runtime.js";
 import type { Attempt, AttemptResult, ToolRuntime } from "../src/runtimes/runtime.js";
 
@@ -48,8 +46,7 @@ const agent = principal("agent-1", ["agent"]);
 describe("dispatch chain (in memory)", () => {
   let tools: MemoryToolSource;
   let grants: Grant[];
-  let publisher: MemoryEventPublisher;
-  let leases: MemoryLeases;
+  let sink: MemoryRecords;
   let runtime: ScriptedRuntime;
   let chain: DispatchChain;
   let gate: PermissionGate & { isReady: boolean };
@@ -85,13 +82,12 @@ describe("dispatch chain (in memory)", () => {
       isReady: true,
       decide: (subject, tool, now) => decide(subject, tool, grants, now ?? new Date()),
     };
-    publisher = new MemoryEventPublisher();
-    leases = new MemoryLeases();
+    sink = new MemoryRecords();
     runtime = new ScriptedRuntime();
     chain = new DispatchChain({
       catalog: new ToolCatalog(tools),
       policy: gate,
-      recorder: new CallRecorder(publisher, ["password"], leases),
+      recorder: new CallRecorder(sink, ["password"], "instance-1"),
       runtimes: { grpc: runtime, local: runtime, remote: runtime, docker: runtime },
       idempotency: new MemoryIdempotencyStore(),
       callIds: new MemoryCallIdOwners(),
@@ -112,7 +108,7 @@ describe("dispatch chain (in memory)", () => {
       code: Code.Unavailable,
       rawMessage: expect.stringContaining("permission grants"),
     });
-    expect(publisher.of(AuditRecordSchema)[0]?.errorCode).toBe("UNAVAILABLE");
+    expect(sink.records[0]?.errorCode).toBe("UNAVAILABLE");
     expect(runtime.calls).toBe(0);
   });
 
@@ -150,13 +146,14 @@ describe("dispatch chain (in memory)", () => {
     ];
     const res = await dispatch("flaky");
     expect(res).toMatchObject({ status: CallStatus.SUCCESS, attempts: 3, output: { fine: true } });
-    const kinds = publisher.of(TraceEventSchema).map((e) => TraceEventKind[e.kind]);
+    const kinds = traceEvents(sink.records).map((e) => TraceEventKind[e.kind]);
     expect(kinds).toEqual([
       "TOOL_EXECUTE",
       "TOOL_ATTEMPT",
       "TOOL_ATTEMPT",
       "TOOL_ATTEMPT",
       "TOOL_RESULT",
+      "CALLBACK_SUCCESS",
     ]);
   });
 
@@ -190,7 +187,7 @@ describe("dispatch chain (in memory)", () => {
   describe("nothing runs unrecorded", () => {
     it("does not run a tool with side effects whose start record is not acked", async () => {
       addTool("mail.send", { sideEffects: true });
-      publisher.failure = new PublishError("timeout", "JetStream did not ack within 5000 ms");
+      sink.failure = new RecordWriteError("unknown", "no ack for the record batch within 30000 ms");
       const error = await chain
         .dispatch(create(DispatchRequestSchema, { tool: "mail.send" }), agent)
         .then(
@@ -204,10 +201,7 @@ describe("dispatch chain (in memory)", () => {
 
     it("refuses with RESOURCE_EXHAUSTED when the record store is full", async () => {
       addTool("mail.send", { sideEffects: true });
-      publisher.failure = new PublishError(
-        "full",
-        "JetStream refused the message: maximum bytes exceeded",
-      );
+      sink.failure = new RecordWriteError("full", "the record stream is full");
       await expect(dispatch("mail.send")).rejects.toMatchObject({ code: Code.ResourceExhausted });
       expect(runtime.calls).toBe(0);
     });
@@ -215,7 +209,7 @@ describe("dispatch chain (in memory)", () => {
     it("withholds a read-only tool's output when its records cannot be written", async () => {
       addTool("data.read");
       runtime.script = [async () => ({ ok: true, output: { secret: "rows" } })];
-      publisher.failure = new PublishError("timeout", "JetStream did not ack within 5000 ms");
+      sink.failure = new RecordWriteError("unknown", "no ack for the record batch within 30000 ms");
       const error = await dispatch("data.read").then(
         () => undefined,
         (e: unknown) => ConnectError.from(e),
@@ -223,20 +217,20 @@ describe("dispatch chain (in memory)", () => {
       expect(error?.code).toBe(Code.Unavailable);
       expect(error?.rawMessage).toMatch(/its output is withheld/);
       expect(JSON.stringify(error)).not.toContain("rows");
-      // The lease stays, so the sweeper closes the call.
-      expect(leases.held.map((l) => l.tool)).toEqual(["data.read"]);
+      // Its start record never stored, so no end record was written: the call tells one story.
+      expect(sink.records).toEqual([]);
     });
 
     it("refuses every call while NATS is unreachable, before anything runs", async () => {
       addTool("data.read");
-      publisher.writable = false;
+      sink.writable = false;
       await expect(dispatch("data.read")).rejects.toMatchObject({ code: Code.Unavailable });
       expect(runtime.calls).toBe(0);
     });
 
     it("refuses arguments too large for the records, naming the limit", async () => {
       addTool("data.read");
-      publisher.maxPayload = 64 * 1024;
+      sink.maxPayload = 64 * 1024;
       const error = await dispatch("data.read", {
         arguments: { blob: "x".repeat(60 * 1024) },
       }).then(
@@ -247,36 +241,40 @@ describe("dispatch chain (in memory)", () => {
       expect(error?.rawMessage).toMatch(/max_payload of 65536 bytes/);
       expect(runtime.calls).toBe(0);
       // The refusal is recorded, with the arguments' size in place of the arguments.
-      const [audit] = publisher.of(AuditRecordSchema);
+      const [audit] = sink.records;
       expect(audit?.reason).toBe("arguments_too_large");
       expect(audit?.arguments).toEqual({ omitted_bytes: expect.any(Number) });
     });
 
     it("records an output too large for its outcome as FAILURE output_too_large", async () => {
       addTool("data.read");
-      publisher.maxPayload = 64 * 1024;
+      sink.maxPayload = 64 * 1024;
       runtime.script = [async () => ({ ok: true, output: { rows: "y".repeat(70 * 1024) } })];
       const res = await dispatch("data.read");
       expect(res.status).toBe(CallStatus.FAILURE);
       expect(res.error?.code).toBe("output_too_large");
       expect(res.output).toBeUndefined();
-      const [outcome] = publisher.of(OutcomeSchema);
-      expect(outcome?.error?.code).toBe("output_too_large");
-      expect(leases.held).toEqual([]);
+      const end = sink.records.find((r) => r.action === AuditAction.TOOL_CALL);
+      expect(end?.errorCode).toBe("output_too_large");
     });
 
-    it("holds a lease while the call runs and releases it once the outcome is recorded", async () => {
+    it("writes the start record (arguments redacted) before the end record, once each", async () => {
       addTool("data.read");
-      let during: number | undefined;
+      let during: AuditAction[] = [];
       runtime.script = [
         async () => {
-          during = leases.held.length;
+          during = sink.records.map((r) => r.action);
           return { ok: true, output: {} };
         },
       ];
       await dispatch("data.read", { arguments: { password: "hunter2" } });
-      expect(during).toBe(1);
-      expect(leases.held).toEqual([]);
+      expect(during).toEqual([AuditAction.TOOL_START]);
+      expect(sink.records.map((r) => r.action)).toEqual([
+        AuditAction.TOOL_START,
+        AuditAction.TOOL_CALL,
+      ]);
+      expect(sink.records[0]?.arguments).toEqual({ password: "[redacted]" });
+      expect(sink.records[0]?.instance).toBe("instance-1");
     });
   });
 });

@@ -9,29 +9,22 @@ import { buckets, MemorySnapshot } from "@toolmesh/nats";
 import { PolicySnapshot } from "@toolmesh/policy";
 import {
   AuditAction,
-  type AuditRecord,
-  AuditRecordSchema,
   CallStatus,
   DispatcherService,
   Effect,
   GrantSchema,
-  type Outcome,
   PrincipalKind,
   ResourceKind,
   ToolSchema,
   ToolStatus,
-  type TraceEvent,
-  TraceEventKind,
-  TraceEventSchema,
 } from "@toolmesh/proto";
 import { type ServedTools, serveTools, toolSpec } from "@toolmesh/sdk";
 import type { ListeningServer } from "@toolmesh/server";
 import { Collector, mintJwt } from "@toolmesh/testkit";
 import { MemoryToolSource } from "../src/catalog/tool-catalog.js";
 import { type DispatcherConfig, dispatcherConfig } from "../src/config.js";
-import { MemoryLeases } from "../src/records/call-leases.js";
 import { MemoryCallIdOwners, MemoryIdempotencyStore } from "../src/records/idempotency.js";
-import { MemoryEventPublisher } from "../src/records/memory-publisher.js";
+import { MemoryRecords } from "../src/records/record-sink.js";
 import { createDispatcher, type Dispatcher } from "../src/server.js";
 import type { GrpcPort } from "../src/transports/grpc-port.js";
 import { type BackendLog, backendTools } from "./backend-tools.js";
@@ -49,10 +42,8 @@ export interface MemoryDispatcher {
   tools: MemoryToolSource;
   /** The grant snapshot the Dispatcher's PolicySnapshot reads. */
   grants: MemorySnapshot<typeof GrantSchema>;
-  /** Every trace event, audit record and outcome, in publish order. */
-  publisher: MemoryEventPublisher;
-  /** The start records (leases) of the calls running now. */
-  leases: MemoryLeases;
+  /** Every record the Dispatcher wrote, in write order. */
+  records: MemoryRecords;
   backend: BackendLog;
   /** JWTs of agent-1 (granted everything), agent-2 (no grants), an admin, and one signed by another key. */
   tokens: { agent: string; stranger: string; admin: string; forged: string };
@@ -60,7 +51,7 @@ export interface MemoryDispatcher {
   token(agentId: string, roles?: string[]): Promise<string>;
   /** Lets agent-1 call every tool with every scope, as grant g-all. */
   grantAll(): void;
-  /** Every record of one call, in publish order, as "trace KIND", "audit ACTION STATUS", "outcome STATUS". */
+  /** Every record of one call, in write order, as "ACTION STATUS". */
   recordsOf(callId: string): string[];
   stop(): Promise<void>;
 }
@@ -74,8 +65,7 @@ export async function startMemoryDispatcher(): Promise<MemoryDispatcher> {
   const secret = randomBytes(32).toString("hex");
   const tools = new MemoryToolSource();
   const grants = new MemorySnapshot(GrantSchema);
-  const publisher = new MemoryEventPublisher();
-  const leases = new MemoryLeases();
+  const records = new MemoryRecords();
   const backend: BackendLog = {
     started: new Collector(),
     aborted: new Collector(),
@@ -105,8 +95,8 @@ export async function startMemoryDispatcher(): Promise<MemoryDispatcher> {
   const dispatcher = createDispatcher({
     tools,
     policy: new PolicySnapshot(grants),
-    publisher,
-    leases,
+    records,
+    instance: "memory-dispatcher",
     idempotency: new MemoryIdempotencyStore(),
     callIds: new MemoryCallIdOwners(),
     auth: {
@@ -133,8 +123,7 @@ export async function startMemoryDispatcher(): Promise<MemoryDispatcher> {
     client: createClient(DispatcherService, createGrpcTransport({ baseUrl: listening.url })),
     tools,
     grants,
-    publisher,
-    leases,
+    records,
     backend,
     tokens: {
       agent: await mintJwt(secret, { sub: "agent-1" }),
@@ -159,19 +148,9 @@ export async function startMemoryDispatcher(): Promise<MemoryDispatcher> {
       );
     },
     recordsOf(callId) {
-      return publisher.published
-        .filter((p) => (p.value as { callId?: string }).callId === callId)
-        .map((p) => {
-          if (p.type === TraceEventSchema.typeName) {
-            const e = p.value as TraceEvent;
-            return `trace ${TraceEventKind[e.kind]}${e.customKind ? ` ${e.customKind}` : ""}`;
-          }
-          if (p.type === AuditRecordSchema.typeName) {
-            const a = p.value as AuditRecord;
-            return `audit ${AuditAction[a.action]} ${CallStatus[a.status]}`;
-          }
-          return `outcome ${CallStatus[(p.value as Outcome).status]}`;
-        });
+      return records.records
+        .filter((r) => r.callId === callId)
+        .map((r) => `${AuditAction[r.action]} ${CallStatus[r.status]}`);
     },
     async stop() {
       await dispatcher.close();

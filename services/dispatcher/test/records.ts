@@ -1,38 +1,15 @@
-import { decodeEvent } from "@toolmesh/nats";
-import {
-  type AuditRecord,
-  AuditRecordSchema,
-  type Outcome,
-  OutcomeSchema,
-  type TraceEvent,
-  TraceEventSchema,
-} from "@toolmesh/proto";
-import { Collector } from "@toolmesh/testkit";
+import { type LogWatch, watchLog } from "@toolmesh/testkit";
 import type { NatsConnection } from "nats";
 
-/** Every trace event, audit record and outcome the Dispatcher publishes, as a test sees them. */
+/** What a test sees of the calls' records: the audit records, trace events and outcomes. */
 export interface CallRecords {
-  traces: Collector<TraceEvent>;
-  audits: Collector<AuditRecord>;
-  outcomes: Collector<Outcome>;
+  traces: LogWatch["traces"];
+  audits: LogWatch["records"];
+  outcomes: LogWatch["outcomes"];
 }
 
-/** Subscribes to the trace, audit and outcome subjects and collects what arrives. */
+/** Follows the audit log and collects the records and the views derived from them. */
 export function collectRecords(nc: NatsConnection): CallRecords {
-  const records: CallRecords = {
-    traces: new Collector<TraceEvent>(),
-    audits: new Collector<AuditRecord>(),
-    outcomes: new Collector<Outcome>(),
-  };
-  for (const [subject, collector, schema] of [
-    ["toolmesh.trace.>", records.traces, TraceEventSchema],
-    ["toolmesh.audit.>", records.audits, AuditRecordSchema],
-    ["toolmesh.outcome.>", records.outcomes, OutcomeSchema],
-  ] as const) {
-    const sub = nc.subscribe(subject);
-    void (async () => {
-      for await (const msg of sub) (collector as Collector<unknown>).push(decodeEvent(schema, msg));
-    })();
-  }
-  return records;
+  const { traces, records, outcomes } = watchLog(nc);
+  return { traces, audits: records, outcomes };
 }

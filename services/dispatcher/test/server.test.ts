@@ -2,28 +2,27 @@ import { create } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { Code } from "@toolmesh/errors";
-import { buckets, subjects } from "@toolmesh/nats";
+import { buckets } from "@toolmesh/nats";
 import {
   AuditAction,
-  AuditRecordSchema,
   CallStatus,
   DispatcherService,
   Effect,
   GrantSchema,
-  OutcomeSchema,
   PermissionDenialSchema,
   PrincipalKind,
   ResourceKind,
   ToolNotFoundSchema,
-  TraceEventSchema,
+  TraceEventKind,
   ValidationFailureSchema,
 } from "@toolmesh/proto";
+import { callOutcome, traceEvents } from "@toolmesh/records";
 import { failure } from "@toolmesh/testkit";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { as, type MemoryDispatcher, startMemoryDispatcher } from "./memory-dispatcher.js";
 
 // The Dispatcher's real server on port 0 with in-memory registry and grant snapshots, an
-// in-memory record publisher and idempotency store, and a real tool backend (the SDK's
+// in-memory record sink and idempotency store, and a real tool backend (the SDK's
 // serveTools on port 0), reached through real gRPC, Connect JSON and grpc-js transports.
 describe("Dispatcher server on port 0", () => {
   let d: MemoryDispatcher;
@@ -42,13 +41,13 @@ describe("Dispatcher server on port 0", () => {
   beforeEach(() => {
     d.tools.isReady = true;
     d.grants.isReady = true;
-    d.publisher.writable = true;
-    d.publisher.full = undefined;
+    d.records.writable = true;
+    d.records.full = undefined;
     d.grantAll();
   });
 
   it("refuses a call without a valid credential with UNAUTHENTICATED, before anything runs", async () => {
-    const before = d.publisher.published.length;
+    const before = d.records.records.length;
     const missing = await failure(
       d.client.dispatch({ tool: "test.echo", arguments: { text: "x" } }),
     );
@@ -68,10 +67,10 @@ describe("Dispatcher server on port 0", () => {
       createGrpcTransport({ baseUrl: `http://127.0.0.1:${d.fastPort.port}` }),
     );
     expect((await failure(fast.dispatch({ tool: "test.echo" }))).code).toBe(Code.Unauthenticated);
-    expect(d.publisher.published).toHaveLength(before);
+    expect(d.records.records).toHaveLength(before);
   });
 
-  it("runs a call and writes its trace events, audit record and outcome, in order, before answering", async () => {
+  it("runs a call and writes its start and end records before answering", async () => {
     const traceId = "4bf92f3577b34da6a3ce929d0e0e4736";
     const res = await call(
       "test.echo",
@@ -84,34 +83,17 @@ describe("Dispatcher server on port 0", () => {
       attempts: 1,
       traceId,
     });
-    expect(d.recordsOf(res.callId)).toEqual([
-      "trace TOOL_EXECUTE",
-      "trace CUSTOM CACHE_MISS",
-      "trace TOOL_RESULT",
-      "audit TOOL_CALL SUCCESS",
-      "outcome SUCCESS",
+    expect(d.recordsOf(res.callId)).toEqual(["TOOL_START UNSPECIFIED", "TOOL_CALL SUCCESS"]);
+    const mine = d.records.records.filter((r) => r.callId === res.callId);
+    // The trace and the outcome are views of the two records, derived by their readers.
+    expect(traceEvents(mine).map((e) => [TraceEventKind[e.kind], e.sequence, e.parentId])).toEqual([
+      ["TOOL_EXECUTE", 1, "span-1"],
+      ["CUSTOM", 2, "span-1"],
+      ["TOOL_RESULT", 3, "span-1"],
+      ["CALLBACK_SUCCESS", 4, "span-1"],
     ]);
-    const mine = d.publisher.published.filter(
-      (p) => (p.value as { callId?: string }).callId === res.callId,
-    );
-    expect(mine.map((p) => p.subject)).toEqual([
-      subjects.trace("dispatcher", traceId),
-      subjects.trace("dispatcher", traceId),
-      subjects.trace("dispatcher", traceId),
-      subjects.audit("dispatcher", "agent-1", "test.echo"),
-      subjects.outcome("dispatcher", res.callId),
-    ]);
-    const events = d.publisher.of(TraceEventSchema).filter((e) => e.callId === res.callId);
-    expect(events.map((e) => [e.sequence, e.parentId])).toEqual([
-      [1, "span-1"],
-      [2, "span-1"],
-      [3, "span-1"],
-    ]);
-    const audit = d.publisher.of(AuditRecordSchema).find((a) => a.callId === res.callId);
-    expect(audit?.arguments).toEqual({ text: "hello", password: "[redacted]" });
-    const outcome = d.publisher.of(OutcomeSchema).find((o) => o.callId === res.callId);
-    expect(outcome?.output).toEqual({ text: "hello", agent: "agent-1" });
-    expect(mine.at(-1)?.msgId).toBe(res.callId);
+    expect(mine[0]?.arguments).toEqual({ text: "hello", password: "[redacted]" });
+    expect(callOutcome(mine)?.output).toEqual({ text: "hello", agent: "agent-1" });
   });
 
   it("answers the same over Connect JSON and the grpc-js port", async () => {
@@ -157,10 +139,7 @@ describe("Dispatcher server on port 0", () => {
       requested: "test.ecko",
       availableTools: available,
     });
-    const refusal = d.publisher
-      .of(AuditRecordSchema)
-      .filter((a) => a.tool === "test.ecko")
-      .at(-1);
+    const refusal = d.records.records.filter((a) => a.tool === "test.ecko").at(-1);
     expect(refusal).toMatchObject({
       action: AuditAction.TOOL_REFUSED,
       status: CallStatus.REFUSED,
@@ -168,10 +147,7 @@ describe("Dispatcher server on port 0", () => {
       reason: "unknown tool",
       attempts: 0,
     });
-    expect(d.recordsOf(refusal?.callId ?? "")).toEqual([
-      "trace TOOL_REFUSED",
-      "audit TOOL_REFUSED REFUSED",
-    ]);
+    expect(d.recordsOf(refusal?.callId ?? "")).toEqual(["TOOL_REFUSED REFUSED"]);
     // An agent without grants is told that nothing is available, not which tools exist.
     const stranger = await failure(d.client.dispatch({ tool: "test.ecko" }, as(d.tokens.stranger)));
     expect(stranger.rawMessage).toBe('tool "test.ecko" not found; no tools are available to you');
@@ -195,16 +171,13 @@ describe("Dispatcher server on port 0", () => {
       ["/text", "minLength"],
       ["/lines/start", "minimum"],
     ]);
-    const refusal = d.publisher.of(AuditRecordSchema).at(-1);
+    const refusal = d.records.records.at(-1);
     expect(refusal).toMatchObject({
       tool: "test.echo",
       errorCode: "INVALID_ARGUMENT",
       reason: "arguments failed validation",
     });
-    expect(d.recordsOf(refusal?.callId ?? "")).toEqual([
-      "trace TOOL_REFUSED",
-      "audit TOOL_REFUSED REFUSED",
-    ]);
+    expect(d.recordsOf(refusal?.callId ?? "")).toEqual(["TOOL_REFUSED REFUSED"]);
   });
 
   it("refuses a caller without a grant, and one a deny grant names, with PERMISSION_DENIED", async () => {
@@ -220,7 +193,7 @@ describe("Dispatcher server on port 0", () => {
       missingScopes: ["read:test"],
       principal: "agent:agent-2",
     });
-    const audit = d.publisher.of(AuditRecordSchema).at(-1);
+    const audit = d.records.records.at(-1);
     expect(audit).toMatchObject({
       agentId: "agent-2",
       errorCode: "PERMISSION_DENIED",
@@ -255,7 +228,7 @@ describe("Dispatcher server on port 0", () => {
       code: Code.FailedPrecondition,
       rawMessage: 'tool "test.disabled" is disabled; pick another tool',
     });
-    expect(d.publisher.of(AuditRecordSchema).at(-1)).toMatchObject({
+    expect(d.records.records.at(-1)).toMatchObject({
       tool: "test.disabled",
       errorCode: "FAILED_PRECONDITION",
       reason: "tool disabled",
@@ -279,22 +252,21 @@ describe("Dispatcher server on port 0", () => {
 
   it("runs nothing while its records cannot be written: UNAVAILABLE, or RESOURCE_EXHAUSTED when full", async () => {
     d.backend.sideEffects.length = 0;
-    d.publisher.writable = false;
+    d.records.writable = false;
     const down = await failure(call("test.counter", { label: "never" }));
     expect(down).toMatchObject({
       code: Code.Unavailable,
       rawMessage:
         "toolmesh cannot record calls right now (NATS is unreachable), so none may run; the tool did not run. Retry in a few seconds.",
     });
-    d.publisher.writable = true;
-    d.publisher.full = "stream TOOLMESH_AUDIT is at its byte limit";
+    d.records.writable = true;
+    d.records.full = "stream TOOLMESH_RECORDS is at its byte limit";
     const full = await failure(call("test.counter", { label: "never" }));
     expect(full.code).toBe(Code.ResourceExhausted);
     expect(full.rawMessage).toContain(
-      "the record store is full (stream TOOLMESH_AUDIT is at its byte limit)",
+      "the record store is full (stream TOOLMESH_RECORDS is at its byte limit)",
     );
     expect(d.backend.sideEffects).toEqual([]);
-    expect(d.leases.held).toEqual([]);
   });
 
   it("reports a tool's failure and output that violates its schema as FAILURE outcomes, not RPC errors", async () => {
@@ -304,13 +276,10 @@ describe("Dispatcher server on port 0", () => {
       error: { code: "no_rows", message: "the table is empty; load data first" },
       attempts: 1,
     });
-    expect(d.recordsOf(failed.callId)).toEqual([
-      "trace TOOL_EXECUTE",
-      "trace TOOL_RESULT",
-      "audit TOOL_CALL FAILURE",
-      "outcome FAILURE",
-    ]);
-    const audit = d.publisher.of(AuditRecordSchema).find((a) => a.callId === failed.callId);
+    expect(d.recordsOf(failed.callId)).toEqual(["TOOL_START UNSPECIFIED", "TOOL_CALL FAILURE"]);
+    const audit = d.records.records.find(
+      (a) => a.callId === failed.callId && a.action === AuditAction.TOOL_CALL,
+    );
     expect(audit).toMatchObject({
       errorCode: "no_rows",
       errorMessage: "the table is empty; load data first",
@@ -335,13 +304,8 @@ describe("Dispatcher server on port 0", () => {
       },
     });
     await d.backend.aborted.waitFor((id) => id === res.callId);
-    expect(d.recordsOf(res.callId)).toEqual([
-      "trace TOOL_EXECUTE",
-      "trace TOOL_RESULT",
-      "audit TOOL_CALL INTERRUPTED",
-      "outcome INTERRUPTED",
-    ]);
-    expect(d.publisher.of(OutcomeSchema).find((o) => o.callId === res.callId)?.reason).toBe(
+    expect(d.recordsOf(res.callId)).toEqual(["TOOL_START UNSPECIFIED", "TOOL_CALL INTERRUPTED"]);
+    expect(callOutcome(d.records.records.filter((r) => r.callId === res.callId))?.reason).toBe(
       "timeout",
     );
   });
@@ -350,8 +314,8 @@ describe("Dispatcher server on port 0", () => {
     const callId = "cancel-me";
     const running = call("test.slow", { ms: 10_000 }, { context: { callId } });
     await d.backend.started.waitFor((id) => id === callId);
-    // The call's start record (its lease) is held while it runs, released once it is recorded.
-    expect(d.leases.held.map((l) => l.callId)).toEqual([callId]);
+    // The call's start record is written before (a read-only tool: alongside) it runs.
+    expect(d.recordsOf(callId)).toEqual(["TOOL_START UNSPECIFIED"]);
     const twice = await failure(call("test.slow", {}, { context: { callId } }));
     expect(twice).toMatchObject({
       code: Code.AlreadyExists,
@@ -369,10 +333,9 @@ describe("Dispatcher server on port 0", () => {
       error: { code: "cancelled", message: "the call was cancelled" },
     });
     await d.backend.aborted.waitFor((id) => id === callId);
-    expect(d.publisher.of(OutcomeSchema).find((o) => o.callId === callId)?.reason).toBe(
+    expect(callOutcome(d.records.records.filter((r) => r.callId === callId))?.reason).toBe(
       "cancelled",
     );
-    expect(d.leases.held).toEqual([]);
     const gone = await failure(d.client.cancel({ callId }, as(d.tokens.agent)));
     expect(gone).toMatchObject({
       code: Code.NotFound,
@@ -439,11 +402,8 @@ describe("Dispatcher server on port 0", () => {
     expect(callIds.size).toBe(6);
     for (const id of callIds)
       expect(
-        d.publisher
-          .of(AuditRecordSchema)
-          .filter((a) => a.callId === id)
-          .map((a) => a.traceId),
-      ).toEqual([res.traceId]);
+        new Set(d.records.records.filter((a) => a.callId === id).map((a) => a.traceId)),
+      ).toEqual(new Set([res.traceId]));
 
     const traceId = "0af7651916cd43dd8448eb211c80319c";
     const given = await d.client.dispatchBatch(
@@ -454,7 +414,7 @@ describe("Dispatcher server on port 0", () => {
   });
 
   it("refuses a batch that is empty, too long or has a bad trace id, running none of it", async () => {
-    const before = d.publisher.published.length;
+    const before = d.records.records.length;
     const cases: [Parameters<typeof d.client.dispatchBatch>[0], string][] = [
       [{ calls: [] }, "calls: send at least one call"],
       [
@@ -470,7 +430,7 @@ describe("Dispatcher server on port 0", () => {
       const error = await failure(d.client.dispatchBatch(req, as(d.tokens.agent)));
       expect(error).toMatchObject({ code: Code.InvalidArgument, rawMessage: message });
     }
-    expect(d.publisher.published).toHaveLength(before);
+    expect(d.records.records).toHaveLength(before);
   });
 
   it("replays the first answer to a repeated idempotency key without running the tool again", async () => {
