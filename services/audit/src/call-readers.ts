@@ -50,17 +50,15 @@ export class CallReaders {
   }
 
   /**
-   * A call's records in chain order. With `wait`, a call with none indexed yet is read again once
-   * everything the record stream held when asked is chained and this replica indexed it: a
-   * caller who was just answered finds the call.
+   * A call's records in chain order. With `wait`, they are read once everything the record
+   * stream held when asked is chained and this replica indexed it: a caller who was just answered
+   * (a Dispatch, a Report) finds what its answer said.
    */
   async callRecords(callId: string, wait: boolean): Promise<AuditRecord[]> {
-    const read = () =>
-      this.deps.index.recordsOfCall(callId).map((data) => fromBinary(AuditRecordSchema, data));
-    const found = read();
-    if (found.length > 0 || !wait) return found;
-    await this.settled();
-    return read();
+    if (wait) await this.settled();
+    return this.deps.index
+      .recordsOfCall(callId)
+      .map((data) => fromBinary(AuditRecordSchema, data));
   }
 
   /** Resolves once what the record stream holds now is in the log and indexed here, or times out. */

@@ -63,9 +63,8 @@ await runService({
         // Calls left open are closed by the writer of the chain, one sweeper at a time.
         const sweeper = new OpenCallSweeper({
           index: records,
-          heartbeats: await js.views.kv(buckets.dispatchers.name, {
-            replicas: config.jetstreamReplicas,
-          }),
+          // The Dispatchers' bucket, once one created it: bound, never created here.
+          heartbeats: () => js.views.kv(buckets.dispatchers.name, { bindOnly: true }),
           publisher,
           settings: { ...config, intervalMs: config.sweepIntervalMs },
           log,

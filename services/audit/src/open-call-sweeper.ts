@@ -36,11 +36,13 @@ const SWEEP_BATCH = 500;
 export class OpenCallSweeper {
   private timer: NodeJS.Timeout | undefined;
   private sweeping: Promise<number> | undefined;
+  private kv: KV | undefined;
 
   constructor(
     private readonly deps: {
       index: RecordIndex;
-      heartbeats: KV;
+      /** The Dispatchers' heartbeat bucket; rejects while no Dispatcher has created it. */
+      heartbeats: () => Promise<KV>;
       publisher: Pick<JetStreamPublisher, "publish">;
       settings: OpenCallSweepSettings;
       log: Logger;
@@ -73,13 +75,16 @@ export class OpenCallSweeper {
     const { index, settings } = this.deps;
     const now = Date.now();
     const open = index.openCallsPast(now - settings.leaseGraceMs, SWEEP_BATCH);
+    if (open.length === 0) return 0;
+    this.kv ??= await this.deps.heartbeats();
+    const kv = this.kv;
     let closed = 0;
     const alive = new Map<string, boolean>();
     for (const call of open) {
       let live = alive.get(call.instance);
       if (live === undefined) {
         const beat = buckets.dispatchers.beatTime(
-          await this.deps.heartbeats.get(buckets.dispatchers.instanceKey(call.instance)),
+          await kv.get(buckets.dispatchers.instanceKey(call.instance)),
         );
         live = beat !== undefined && now - beat < settings.dispatcherLostAfterMs;
         alive.set(call.instance, live);

@@ -2,18 +2,12 @@ import { Client as McpClient, StreamableHTTPClientTransport } from "@modelcontex
 import { Client as LegacyMcpClient } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport as LegacyTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { Code } from "@toolmesh/errors";
-import { decodeEvent } from "@toolmesh/nats";
 import {
   AuditAction,
   type AuditRecord,
-  AuditRecordSchema,
   CallStatus,
-  type Outcome,
-  OutcomeSchema,
   ToolCallDialect,
-  type TraceEvent,
   TraceEventKind,
-  TraceEventSchema,
 } from "@toolmesh/proto";
 import {
   defineTool,
@@ -24,6 +18,7 @@ import {
 } from "@toolmesh/sdk";
 import { Collector, eventually, freePort, startStack, type TestStack } from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type CallRecords, collectRecords } from "./records.js";
 
 // Every way an agent reaches a tool besides Dispatch — the plain HTTP facade, a model's
 // tool-call reply, MCP in both protocol revisions — against real processes, each leaving the
@@ -32,19 +27,23 @@ describe("agent surfaces", () => {
   let stack: TestStack;
   let served: ServedTools;
   let agent: string;
-  const traces = new Collector<TraceEvent>();
-  const audits = new Collector<AuditRecord>();
-  const outcomes = new Collector<Outcome>();
+  let traces: CallRecords["traces"];
+  let audits: CallRecords["audits"];
+  let outcomes: CallRecords["outcomes"];
   const sideEffects: string[] = [];
   const url = (path: string) => `${stack.dispatcher.url}${path}`;
   const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 
   /** What a call left behind, without the ids and times that differ between two calls. */
   const recordsOf = async (find: (a: AuditRecord) => boolean) => {
-    const [record] = await audits.waitFor(find);
-    if (!record) throw new Error("no audit record");
-    const ran = record.action === AuditAction.TOOL_CALL;
-    const events = await traces.waitFor((e) => e.callId === record.callId, ran ? 2 : 1);
+    const [first] = await audits.waitFor(find);
+    if (!first) throw new Error("no audit record");
+    // A call that ran has a start record (with its arguments) and an end record.
+    const ran = first.action === AuditAction.TOOL_START;
+    const [record = first] = ran
+      ? await audits.waitFor((a) => a.callId === first.callId && a.action === AuditAction.TOOL_CALL)
+      : [first];
+    const events = await traces.waitFor((e) => e.callId === record.callId, ran ? 3 : 1);
     const outcome = ran
       ? (await outcomes.waitFor((o) => o.callId === record.callId))[0]
       : undefined;
@@ -55,7 +54,7 @@ describe("agent surfaces", () => {
         agentId: record.agentId,
         status: record.status,
         errorCode: record.errorCode,
-        arguments: record.arguments,
+        arguments: first.arguments,
         source: record.source,
       },
       trace: events.map((e) => [TraceEventKind[e.kind], e.tool, e.agentId]),
@@ -73,17 +72,7 @@ describe("agent surfaces", () => {
         dispatcher: { TOOLMESH_REGISTRY_URL: `http://127.0.0.1:${registryPort}` },
       },
     });
-    for (const [subject, collector, schema] of [
-      ["toolmesh.trace.>", traces, TraceEventSchema],
-      ["toolmesh.audit.>", audits, AuditRecordSchema],
-      ["toolmesh.outcome.>", outcomes, OutcomeSchema],
-    ] as const) {
-      const sub = stack.nc.subscribe(subject);
-      void (async () => {
-        for await (const msg of sub)
-          (collector as Collector<unknown>).push(decodeEvent(schema, msg));
-      })();
-    }
+    ({ traces, audits, outcomes } = collectRecords(stack.nc));
     agent = await stack.agentToken("surface-agent");
     await stack.grantAll("surface-agent");
     const tools = [

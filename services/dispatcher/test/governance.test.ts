@@ -1,8 +1,7 @@
 import { randomUUID } from "node:crypto";
-import { clone, create, fromBinary, type MessageInitShape } from "@bufbuild/protobuf";
+import { clone, create, type MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@toolmesh/errors";
 import {
-  AuditRecordSchema,
   Effect,
   GrantSpecSchema,
   PrincipalKind,
@@ -14,7 +13,7 @@ import {
   WatchEventType,
 } from "@toolmesh/proto";
 import { defineTool, type ServedTools, serveTools } from "@toolmesh/sdk";
-import { eventually, failure, startStack, type TestStack } from "@toolmesh/testkit";
+import { eventually, failure, startStack, type TestStack, watchLog } from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 // Governance of calls against real processes: pinned definitions, grant updates, rate limits.
@@ -179,7 +178,7 @@ describe("governance", () => {
       burst: 3,
     });
     const audited = new Map<string, string>();
-    const sub = stack.nc.subscribe("toolmesh.audit.>");
+    const log = watchLog(stack.nc);
     const ids = Array.from({ length: 20 }, () => `flood-${randomUUID()}`);
     const [flood, others] = await Promise.all([
       settle(ids.map((id) => dispatch("flooder", "", id))),
@@ -195,12 +194,12 @@ describe("governance", () => {
       const retry = error.findDetails(RetryInfoSchema)[0];
       expect(Number(retry?.retryDelay?.seconds ?? 0n)).toBeGreaterThan(0);
     }
-    for await (const msg of sub) {
-      const record = fromBinary(AuditRecordSchema, msg.data);
-      if (ids.includes(record.callId)) audited.set(record.callId, record.reason);
-      if ([...audited.values()].filter((r) => r.includes("over rate limit")).length === 17) break;
-    }
-    sub.unsubscribe();
+    const refusals = await log.records.waitFor(
+      (r) => ids.includes(r.callId) && r.reason.includes("over rate limit"),
+      17,
+    );
+    for (const record of refusals) audited.set(record.callId, record.reason);
+    log.stop();
     expect(
       [...audited.values()].filter((r) => r === "over rate limit agent.flooder (rate)"),
     ).toHaveLength(17);

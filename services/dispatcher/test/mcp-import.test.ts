@@ -1,27 +1,16 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import path from "node:path";
 import { Code } from "@toolmesh/errors";
-import { decodeEvent } from "@toolmesh/nats";
 import {
   AuditAction,
-  type AuditRecord,
-  AuditRecordSchema,
   CallStatus,
   McpImportChange,
   RuntimeKind,
-  type TraceEvent,
   TraceEventKind,
-  TraceEventSchema,
 } from "@toolmesh/proto";
-import {
-  Collector,
-  freePort,
-  LineWatcher,
-  repoRoot,
-  startStack,
-  type TestStack,
-} from "@toolmesh/testkit";
+import { freePort, LineWatcher, repoRoot, startStack, type TestStack } from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type CallRecords, collectRecords } from "./records.js";
 
 const everything = path.join(
   repoRoot,
@@ -36,8 +25,8 @@ describe("MCP servers as toolmesh tools", () => {
   let mcpUrl: string;
   let admin: string;
   let agent: string;
-  const audits = new Collector<AuditRecord>();
-  const traces = new Collector<TraceEvent>();
+  let audits: CallRecords["audits"];
+  let traces: CallRecords["traces"];
 
   beforeAll(async () => {
     const [port, registryPort] = [await freePort(), await freePort()];
@@ -57,16 +46,7 @@ describe("MCP servers as toolmesh tools", () => {
       stderr.waitFor((l) => l.includes("listening on port"), 20_000, "server-everything"),
     ]);
     mcpUrl = `http://127.0.0.1:${port}/mcp`;
-    for (const [subject, collector, schema] of [
-      ["toolmesh.audit.>", audits, AuditRecordSchema],
-      ["toolmesh.trace.>", traces, TraceEventSchema],
-    ] as const) {
-      const sub = stack.nc.subscribe(subject);
-      void (async () => {
-        for await (const msg of sub)
-          (collector as Collector<unknown>).push(decodeEvent(schema, msg));
-      })();
-    }
+    ({ traces, audits } = collectRecords(stack.nc));
     admin = stack.adminToken;
     agent = await stack.agentToken("mcp-agent");
     await stack.grantAll("mcp-agent");
@@ -110,16 +90,19 @@ describe("MCP servers as toolmesh tools", () => {
       .dispatch({ tool: "everything.echo", arguments: { message: "hi mcp" } }, stack.as(agent));
     expect(res.status).toBe(CallStatus.SUCCESS);
     expect(JSON.stringify(res.output)).toContain("hi mcp");
-    const [record] = await audits.waitFor((a) => a.callId === res.callId);
+    const [record] = await audits.waitFor(
+      (a) => a.callId === res.callId && a.action === AuditAction.TOOL_CALL,
+    );
     expect(record).toMatchObject({
       action: AuditAction.TOOL_CALL,
       tool: "everything.echo",
       agentId: "mcp-agent",
     });
-    const events = await traces.waitFor((e) => e.callId === res.callId, 2);
+    const events = await traces.waitFor((e) => e.callId === res.callId, 3);
     expect(events.map((e) => e.kind)).toEqual([
       TraceEventKind.TOOL_EXECUTE,
       TraceEventKind.TOOL_RESULT,
+      TraceEventKind.CALLBACK_SUCCESS,
     ]);
     const bad = stack
       .dispatcherClient()

@@ -1,59 +1,71 @@
-import { create } from "@bufbuild/protobuf";
+import { create, toBinary } from "@bufbuild/protobuf";
+import { timestampNow } from "@bufbuild/protobuf/wkt";
 import { newCallId } from "@toolmesh/names";
-import { ensureStream, idShard, publishEvent, streamDefinitions, subjects } from "@toolmesh/nats";
-import { AWAITING_APPROVAL, CallStatus, OutcomeSchema } from "@toolmesh/proto";
-import { startNats, TEST_JS_OPTIONS, type TestNats } from "@toolmesh/testkit";
-import { connect, type NatsConnection } from "nats";
+import { subjects, TYPE_HEADER } from "@toolmesh/nats";
+import {
+  AuditAction,
+  AuditRecordSchema,
+  AWAITING_APPROVAL,
+  CallbackEventSchema,
+  CallStatus,
+  RecordBatchSchema,
+  statusWord,
+} from "@toolmesh/proto";
+import { encodeRecords } from "@toolmesh/records";
+import { startStack, type TestStack } from "@toolmesh/testkit";
+import { headers } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { StreamOutcomeLookup } from "../src/records/outcome-lookup.js";
+import { AuditOutcomes } from "../src/records/outcome-lookup.js";
 
-describe("a call's outcomes, read from its shard", () => {
-  let nats: TestNats;
-  let nc: NatsConnection;
-  let lookup: StreamOutcomeLookup;
+// A call's outcomes as its records in the audit log state them, asked of a real Audit over the
+// bus; records are written to the record stream as the Dispatcher writes them.
+describe("a call's outcomes, from its records", () => {
+  let stack: TestStack;
+  let lookup: AuditOutcomes;
 
-  const publish = (
-    source: "dispatcher" | "callback",
+  const write = async (
     callId: string,
+    action: AuditAction,
     status: CallStatus,
-    reason = "",
-  ) =>
-    publishEvent(
-      nc.jetstream(TEST_JS_OPTIONS),
-      subjects.outcome(source, callId),
-      OutcomeSchema,
-      create(OutcomeSchema, { callId, status, reason, agentId: "agent-1" }),
-    );
-
-  /** A call id made now whose shard is `callId`'s. */
-  const shardMate = (callId: string) => {
-    for (;;) {
-      const id = newCallId();
-      if (id !== callId && idShard(id) === idShard(callId)) return id;
-    }
+    extra: { reason?: string; errorCode?: string } = {},
+  ) => {
+    const record = create(AuditRecordSchema, {
+      time: timestampNow(),
+      action,
+      tool: "lookup.tool",
+      agentId: "agent-1",
+      callId,
+      traceId: "4bf92f3577b34da6a3ce929d0e0e4736",
+      status,
+      ...extra,
+    });
+    const h = headers();
+    h.set(TYPE_HEADER, RecordBatchSchema.typeName);
+    await stack.nc
+      .jetstream()
+      .publish(
+        subjects.records("dispatcher"),
+        encodeRecords([toBinary(AuditRecordSchema, record)]),
+        { headers: h },
+      );
   };
 
   beforeAll(async () => {
-    nats = await startNats();
-    nc = await connect({ servers: nats.url });
-    const jsm = await nc.jetstreamManager();
-    await ensureStream(jsm, streamDefinitions().outcome);
-    lookup = new StreamOutcomeLookup(nc, nc.jetstream(TEST_JS_OPTIONS), 0);
+    stack = await startStack({ services: ["permission", "audit"] });
+    lookup = new AuditOutcomes(stack.nc, 0);
   });
-  afterAll(async () => {
-    await nc?.close();
-    await nats?.destroy();
-  });
+  afterAll(() => stack?.stop());
 
-  it("gives the first and the latest outcome, a Report's over the Dispatcher's", async () => {
+  it("gives the first and the latest outcome; a held call has none until it runs", async () => {
     const callId = newCallId();
-    const mate = shardMate(callId);
-    await publish("dispatcher", callId, CallStatus.PENDING, AWAITING_APPROVAL);
-    await publish("dispatcher", mate, CallStatus.SUCCESS);
-    expect(await lookup.hasOutcome(callId, Date.now() - 1000)).toBe(false);
-    await publish("dispatcher", callId, CallStatus.PENDING);
-    expect(await lookup.hasOutcome(callId, Date.now() - 1000)).toBe(true);
-    await publish("callback", callId, CallStatus.FAILURE);
+    await write(callId, AuditAction.APPROVAL_REQUESTED, CallStatus.PENDING, {
+      errorCode: AWAITING_APPROVAL,
+    });
+    expect(await lookup.hasOutcome(callId)).toBe(false);
+    await write(callId, AuditAction.TOOL_START, CallStatus.UNSPECIFIED);
+    await write(callId, AuditAction.TOOL_CALL, CallStatus.PENDING);
+    expect(await lookup.hasOutcome(callId)).toBe(true);
+    await write(callId, AuditAction.TOOL_REPORTED, CallStatus.FAILURE, { errorCode: "broken" });
     const found = await lookup.read(callId);
     expect(found?.first).toMatchObject({
       callId,
@@ -61,33 +73,46 @@ describe("a call's outcomes, read from its shard", () => {
       reason: AWAITING_APPROVAL,
     });
     expect(found?.last).toMatchObject({ callId, status: CallStatus.FAILURE });
-    expect((await lookup.read(mate))?.last.status).toBe(CallStatus.SUCCESS);
+    expect(found?.createdMs).toBeLessThanOrEqual(found?.updatedMs ?? 0);
   });
 
-  it("looks only from the call's start on, and knows no id a caller chose", async () => {
+  it("finds a call just written (the lookup waits for records on their way) and knows no other", async () => {
     const callId = newCallId();
-    await publish("dispatcher", callId, CallStatus.SUCCESS);
-    expect(await lookup.hasOutcome(callId, Date.now() + 60_000)).toBe(false);
-    const later = new StreamOutcomeLookup(nc, nc.jetstream(TEST_JS_OPTIONS), 0, -60_000);
-    expect(await later.read(callId)).toBeUndefined();
-    await publish("dispatcher", "chosen-by-caller", CallStatus.SUCCESS);
-    expect(await lookup.read("chosen-by-caller")).toBeUndefined();
-    expect(await lookup.hasOutcome("chosen-by-caller", Date.now() - 1000)).toBe(true);
+    await write(callId, AuditAction.TOOL_CALL, CallStatus.SUCCESS);
+    expect((await lookup.read(callId))?.last.status).toBe(CallStatus.SUCCESS);
+    expect(await lookup.read(newCallId())).toBeUndefined();
+    expect(await lookup.hasOutcome("chosen-by-caller")).toBe(false);
   });
 
-  it("wakes a waiter when the call ends, not before", async () => {
+  it("wakes a waiter when the call's final outcome is broadcast, not before", async () => {
     const callId = newCallId();
-    await publish("dispatcher", callId, CallStatus.PENDING, AWAITING_APPROVAL);
+    await write(callId, AuditAction.TOOL_CALL, CallStatus.PENDING);
     let ended = false;
-    const waiting = lookup.waitForEnd(callId, AbortSignal.timeout(20_000)).then(() => {
-      ended = true;
-    });
-    await publish("dispatcher", shardMate(callId), CallStatus.SUCCESS);
-    await publish("dispatcher", callId, CallStatus.PENDING);
+    const waiting = lookup
+      .waitForEnd(callId, "lookup.tool", AbortSignal.timeout(20_000))
+      .then(() => {
+        ended = true;
+      });
+    // The call is PENDING: the waiter waits.
     expect(ended).toBe(false);
-    await publish("callback", callId, CallStatus.SUCCESS);
+    await write(callId, AuditAction.TOOL_REPORTED, CallStatus.SUCCESS);
+    // Callback broadcasts a final outcome once it is in the log; here the test plays Callback.
+    const event = create(CallbackEventSchema, {
+      callId,
+      tool: "lookup.tool",
+      status: CallStatus.SUCCESS,
+    });
+    stack.nc.publish(
+      subjects.callback(statusWord(CallStatus.SUCCESS), "lookup.tool"),
+      toBinary(CallbackEventSchema, event),
+    );
     await waiting;
     expect(ended).toBe(true);
-    expect((await lookup.read(callId))?.last.status).toBe(CallStatus.SUCCESS);
+  });
+
+  it("answers an aborted wait at once", async () => {
+    const gone = new AbortController();
+    gone.abort();
+    await lookup.waitForEnd(newCallId(), "lookup.tool", gone.signal);
   });
 });

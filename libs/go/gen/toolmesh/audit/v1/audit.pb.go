@@ -425,7 +425,7 @@ func (x *VerifyChainResponse) GetReason() string {
 type GetCallRequest struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	CallId string                 `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
-	// Wait for records still on their way to the log (see GetCall).
+	// Wait for the records still on their way to the log when asked (see GetCall).
 	Wait          bool `protobuf:"varint,2,opt,name=wait,proto3" json:"wait,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

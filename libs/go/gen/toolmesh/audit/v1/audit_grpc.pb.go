@@ -44,9 +44,9 @@ type AuditServiceClient interface {
 	// GetCall returns the records of one call in chain order (its start and end records, an
 	// asynchronous tool's report, approval records, a refusal), from the log or its archive for as
 	// long as they are kept. Callers other than admin, auditor and service see only their own
-	// agent's calls. With `wait` set, a call none of whose records are indexed yet is looked for
-	// again once everything the record stream held at the request's arrival is chained and
-	// indexed (at most a few seconds), so a reader who was just answered finds the call. Fails
+	// agent's calls. With `wait` set, the records are read once everything the record stream held
+	// at the request's arrival is chained and indexed (at most a few seconds), so a reader who was
+	// just answered finds what the answer said. Fails
 	// with INVALID_ARGUMENT (empty or oversized call id), NOT_FOUND, UNAUTHENTICATED,
 	// PERMISSION_DENIED, UNAVAILABLE (the index is still being rebuilt).
 	GetCall(ctx context.Context, in *GetCallRequest, opts ...grpc.CallOption) (*GetCallResponse, error)
@@ -119,9 +119,9 @@ type AuditServiceServer interface {
 	// GetCall returns the records of one call in chain order (its start and end records, an
 	// asynchronous tool's report, approval records, a refusal), from the log or its archive for as
 	// long as they are kept. Callers other than admin, auditor and service see only their own
-	// agent's calls. With `wait` set, a call none of whose records are indexed yet is looked for
-	// again once everything the record stream held at the request's arrival is chained and
-	// indexed (at most a few seconds), so a reader who was just answered finds the call. Fails
+	// agent's calls. With `wait` set, the records are read once everything the record stream held
+	// at the request's arrival is chained and indexed (at most a few seconds), so a reader who was
+	// just answered finds what the answer said. Fails
 	// with INVALID_ARGUMENT (empty or oversized call id), NOT_FOUND, UNAUTHENTICATED,
 	// PERMISSION_DENIED, UNAVAILABLE (the index is still being rebuilt).
 	GetCall(context.Context, *GetCallRequest) (*GetCallResponse, error)

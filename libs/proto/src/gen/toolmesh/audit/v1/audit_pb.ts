@@ -222,7 +222,7 @@ export type GetCallRequest = Message<"toolmesh.audit.v1.GetCallRequest"> & {
   callId: string;
 
   /**
-   * Wait for records still on their way to the log (see GetCall).
+   * Wait for the records still on their way to the log when asked (see GetCall).
    *
    * @generated from field: bool wait = 2;
    */
@@ -297,9 +297,9 @@ export const AuditService: GenService<{
    * GetCall returns the records of one call in chain order (its start and end records, an
    * asynchronous tool's report, approval records, a refusal), from the log or its archive for as
    * long as they are kept. Callers other than admin, auditor and service see only their own
-   * agent's calls. With `wait` set, a call none of whose records are indexed yet is looked for
-   * again once everything the record stream held at the request's arrival is chained and
-   * indexed (at most a few seconds), so a reader who was just answered finds the call. Fails
+   * agent's calls. With `wait` set, the records are read once everything the record stream held
+   * at the request's arrival is chained and indexed (at most a few seconds), so a reader who was
+   * just answered finds what the answer said. Fails
    * with INVALID_ARGUMENT (empty or oversized call id), NOT_FOUND, UNAUTHENTICATED,
    * PERMISSION_DENIED, UNAVAILABLE (the index is still being rebuilt).
    *
