@@ -89,11 +89,3 @@ export {
   subjectToken,
   subjectTokenDecode,
 } from "./streams.js";
-export {
-  ID_SHARDS,
-  idShard,
-  readWindow,
-  type WindowMsg,
-  type WindowRead,
-  WindowReadError,
-} from "./window-read.js";

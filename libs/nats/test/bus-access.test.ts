@@ -24,14 +24,14 @@ function publishers(subject: string): BusUser[] {
 }
 
 describe("the bus's permission table", () => {
-  it("lets exactly one process publish each kind of call record", () => {
-    expect(publishers(subjects.trace("dispatcher", "t1"))).toEqual(["dispatcher"]);
-    expect(publishers(subjects.audit("dispatcher", "a", "tool"))).toEqual(["dispatcher"]);
-    expect(publishers(subjects.outcome("dispatcher", "c1"))).toEqual(["dispatcher"]);
+  it("lets exactly one process publish each source's records", () => {
+    for (const source of ["dispatcher", "callback", "registry", "permission", "audit"] as const)
+      expect(publishers(subjects.records(source))).toEqual([source]);
     expect(publishers(subjects.callback("success", "tool"))).toEqual(["callback"]);
-    expect(publishers(subjects.trace("callback", "t1"))).toEqual(["callback"]);
-    expect(publishers(subjects.audit("registry", "a", "tool"))).toEqual(["registry"]);
-    expect(publishers(subjects.audit("permission", "a", "tool"))).toEqual(["permission"]);
+    // Only the Dispatcher and Callback ask Audit for a call's records.
+    expect(publishers(subjects.callLookup)).toEqual(["dispatcher", "callback"]);
+    expect(natsPermissions("audit").allow_responses).toBe(true);
+    expect(natsPermissions("dispatcher").allow_responses).toBeUndefined();
     expect(publishers("$KV.toolmesh-registry.tools.x")).toEqual(["registry"]);
     expect(publishers("$KV.toolmesh-permission.grants.x")).toEqual(["permission"]);
     expect(publishers("toolmesh.auditlog.a.tool")).toEqual(["audit"]);
@@ -43,20 +43,21 @@ describe("the bus's permission table", () => {
   it("lets nobody answer on an inbox, delete or purge a stream, or ack another's durable", () => {
     for (const subject of [
       "_INBOX.dispatcher.abc.1",
-      "$JS.API.STREAM.DELETE.TOOLMESH_AUDIT",
+      "$JS.API.STREAM.DELETE.TOOLMESH_RECORDS",
       "$JS.API.STREAM.PURGE.TOOLMESH_AUDIT_LOG",
       "$JS.API.STREAM.MSG.DELETE.TOOLMESH_AUDIT_LOG",
     ]) {
       expect(publishers(subject), subject).toEqual([]);
     }
     // A durable's acks and its deletion belong to its owner alone.
-    expect(publishers("$JS.ACK.TOOLMESH_CALLBACK.memory-writer.1.2.3.4.5")).toEqual([
+    expect(publishers("$JS.ACK.TOOLMESH_AUDIT_LOG.memory-writer.1.2.3.4.5")).toEqual([
       "memory-writer",
     ]);
-    expect(publishers("$JS.API.CONSUMER.DELETE.TOOLMESH_CALLBACK.memory-writer")).toEqual([
+    expect(publishers("$JS.API.CONSUMER.DELETE.TOOLMESH_AUDIT_LOG.memory-writer")).toEqual([
       "memory-writer",
     ]);
-    expect(publishers("$JS.ACK.TOOLMESH_OUTCOME.callback.1.2.3.4.5")).toEqual(["callback"]);
+    expect(publishers("$JS.ACK.TOOLMESH_AUDIT_LOG.callback.1.2.3.4.5")).toEqual(["callback"]);
+    expect(publishers("$JS.ACK.TOOLMESH_RECORDS.audit.1.2.3.4.5")).toEqual(["audit"]);
     expect(publishers("$JS.ACK.TOOLMESH_CALLBACK.agent-own.1.2.3.4.5")).toEqual(["agent"]);
   });
 

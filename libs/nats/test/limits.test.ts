@@ -1,6 +1,6 @@
 import { createLogger } from "@toolmesh/log";
 import { startNats, TEST_JS_OPTIONS, type TestNats } from "@toolmesh/testkit";
-import { connect, DiscardPolicy, type NatsConnection } from "nats";
+import { connect, DiscardPolicy, type NatsConnection, RetentionPolicy } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   applyBucketLimits,
@@ -9,22 +9,24 @@ import {
   ensureStream,
   jetStreamErrorCode,
   streamDefinitions,
+  subjects,
 } from "../src/index.js";
 
 const log = createLogger("limits-test", "silent");
 
 describe("stream definitions", () => {
-  it("give every stream an age and a byte limit; call records are refused when full, never dropped", () => {
+  it("hold records as work (refused when full, never dropped) and drop the oldest of feeds", () => {
     const streams = streamDefinitions(defaultStreamSettings);
-    for (const stream of Object.values(streams)) {
-      expect(stream.max_age).toBeGreaterThan(0);
-      expect(stream.max_bytes).toBeGreaterThan(0);
+    for (const stream of Object.values(streams)) expect(stream.max_bytes).toBeGreaterThan(0);
+    // Record batches stay until Audit takes them: their size is its lag, not age × rate.
+    expect(streams.records.retention).toBe(RetentionPolicy.Workqueue);
+    expect(streams.records.discard).toBe(DiscardPolicy.New);
+    expect(streams.records.max_age).toBe(0);
+    // The broadcast feed and the change events only announce what is kept elsewhere.
+    for (const key of ["callback", "changes"] as const) {
+      expect(streams[key].discard).toBe(DiscardPolicy.Old);
+      expect(streams[key].max_age).toBeGreaterThan(0);
     }
-    for (const key of ["trace", "audit", "outcome", "callback"] as const) {
-      expect(streams[key].discard).toBe(DiscardPolicy.New);
-    }
-    // Change events only announce what the buckets hold: the oldest may go.
-    expect(streams.changes.discard).toBe(DiscardPolicy.Old);
   });
 });
 
@@ -40,20 +42,20 @@ describe("a full stream or bucket", () => {
     await nats?.destroy();
   });
 
-  it("refuses the next audit record with a JetStream error and keeps every accepted one", async () => {
+  it("refuses the next record batch with a JetStream error and keeps every accepted one", async () => {
     const streams = streamDefinitions({
       ...defaultStreamSettings,
-      maxBytes: { ...defaultStreamSettings.maxBytes, audit: 64 * 1024 },
+      maxBytes: { ...defaultStreamSettings.maxBytes, records: 64 * 1024 },
     });
     const jsm = await nc.jetstreamManager();
-    await ensureStream(jsm, streams.audit);
+    await ensureStream(jsm, streams.records);
     const js = nc.jetstream(TEST_JS_OPTIONS);
     const record = new Uint8Array(1024);
     let accepted = 0;
     let refusal: unknown;
     for (let i = 0; i < 200 && refusal === undefined; i++) {
       try {
-        await js.publish("toolmesh.audit.dispatcher.agent.tool", record, { msgID: `r${i}` });
+        await js.publish(subjects.records("dispatcher"), record, { msgID: `r${i}` });
         accepted++;
       } catch (error) {
         refusal = error;
@@ -61,7 +63,7 @@ describe("a full stream or bucket", () => {
     }
     expect(accepted).toBeGreaterThan(10);
     expect(jetStreamErrorCode(refusal)).toBeDefined();
-    const { state } = await jsm.streams.info("TOOLMESH_AUDIT");
+    const { state } = await jsm.streams.info("TOOLMESH_RECORDS");
     expect(state.first_seq).toBe(1);
     expect(state.messages).toBe(accepted);
   });
@@ -72,7 +74,7 @@ describe("a full stream or bucket", () => {
     await applyBucketLimits({
       jsm,
       user: "dispatcher",
-      maxBytes: { registry: 1, permission: 1, dispatcher: 32 * 1024, callback: 1 },
+      maxBytes: { registry: 1, permission: 1, dispatcher: 32 * 1024 },
       log,
     });
     expect((await jsm.streams.info(`KV_${bucketNames.dispatcher}`)).config.max_bytes).toBe(

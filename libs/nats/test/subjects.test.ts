@@ -1,12 +1,5 @@
 import { describe, expect, it } from "vitest";
-import {
-  ID_SHARDS,
-  idShard,
-  kvKeyToken,
-  subjects,
-  subjectToken,
-  subjectTokenDecode,
-} from "../src/index.js";
+import { kvKeyToken, subjects, subjectToken, subjectTokenDecode } from "../src/index.js";
 
 describe("subject tokens", () => {
   it("keeps plain names readable", () => {
@@ -21,19 +14,11 @@ describe("subject tokens", () => {
     }
   });
 
-  it("files trace events and outcomes under a bounded set of shards, hostile ids included", () => {
-    const traces = new Set<string>();
-    const outcomes = new Set<string>();
-    for (let i = 0; i < 20_000; i++) {
-      traces.add(subjects.trace("dispatcher", `${i.toString(16)}.>*`));
-      outcomes.add(subjects.outcome("callback", `call ${i}.*`));
-    }
-    expect(traces.size).toBe(ID_SHARDS);
-    expect(outcomes.size).toBe(ID_SHARDS);
-    for (const s of traces) expect(s).toMatch(/^toolmesh\.trace\.dispatcher\.[0-9a-f]{2}$/);
-    for (const s of outcomes) expect(s).toMatch(/^toolmesh\.outcome\.callback\.[0-9a-f]{2}$/);
-    const id = "4bf92f3577b34da6a3ce929d0e0e4736";
-    expect(subjects.traceEvents(id)).toBe(`toolmesh.trace.*.${idShard(id)}`);
+  it("files record batches under one subject a source, whatever the calls in them", () => {
+    expect(subjects.records("dispatcher")).toBe("toolmesh.records.dispatcher");
+    expect(subjects.allRecords).toBe("toolmesh.records.>");
+    // A tool's broadcasts, whatever their status, escaped like any name.
+    expect(subjects.callbacksOf("data.query")).toBe("toolmesh.callback.*.data%2Equery");
   });
 
   it("gives the empty string a token of its own", () => {
