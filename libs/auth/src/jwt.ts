@@ -43,10 +43,9 @@ export function createJwtVerifier(settings: JwtSettings): JwtVerifier {
     keys.push(createLocalJWKSet(JSON.parse(readFileSync(settings.jwksFile, "utf8"))));
   const cacheMs = settings.cacheMs ?? 0;
   const cache = new Map<string, { principal: Principal; until: number }>();
-  return async (token) => {
-    const now = Date.now();
-    const hit = cacheMs > 0 ? cache.get(token) : undefined;
-    if (hit && hit.until > now) return hit.principal;
+  /** Verifications under way: concurrent calls with one token wait for the same one. */
+  const verifying = new Map<string, Promise<Principal>>();
+  const verify = async (token: string, now: number): Promise<Principal> => {
     let lastError: unknown;
     for (const key of keys) {
       try {
@@ -74,6 +73,18 @@ export function createJwtVerifier(settings: JwtSettings): JwtVerifier {
       `bearer token rejected: ${describe(lastError, settings)}`,
       Code.Unauthenticated,
     );
+  };
+  return (token) => {
+    const now = Date.now();
+    const hit = cacheMs > 0 ? cache.get(token) : undefined;
+    if (hit && hit.until > now) return Promise.resolve(hit.principal);
+    if (cacheMs <= 0) return verify(token, now);
+    let pending = verifying.get(token);
+    if (!pending) {
+      pending = verify(token, now).finally(() => verifying.delete(token));
+      verifying.set(token, pending);
+    }
+    return pending;
   };
 }
 
