@@ -1,17 +1,10 @@
+import { BLOCK_TYPE, lastRecord, readLogMessage, recordHash } from "@toolmesh/archive";
 import type { Logger } from "@toolmesh/log";
 import { JetStreamApiCodes, jetStreamErrorCode, subjects, TYPE_HEADER } from "@toolmesh/nats";
 import type { AuditRecord } from "@toolmesh/proto";
 import { type JetStreamManager, headers as natsHeaders } from "nats";
 import { AUDIT_LOG_STREAM } from "./audit-log.js";
-import { recordHash } from "./hash-chain.js";
-import {
-  BLOCK_TYPE,
-  blockMsgId,
-  encodeBlock,
-  lastRecord,
-  planBlocks,
-  readLogMessage,
-} from "./log-block.js";
+import { blockMsgId, encodeBlock, planBlocks } from "./log-block.js";
 import type { PipelinedPublisher, StoredAck } from "./pipelined-publisher.js";
 import { chainedRecordBytes } from "./record-encoding.js";
 import type { ReceivedRecord } from "./record-mapping.js";

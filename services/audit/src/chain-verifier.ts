@@ -1,7 +1,6 @@
+import { type ChainBreak, ChainChecker, readLogMessage } from "@toolmesh/archive";
 import { DeliverPolicy, type JetStreamClient, type JetStreamManager } from "nats";
 import { AUDIT_LOG_STREAM, logReadBatch } from "./audit-log.js";
-import { type ChainBreak, ChainChecker } from "./hash-chain.js";
-import { readLogMessage } from "./log-block.js";
 
 /**
  * Verifies the chain as the log stream holds it (the source of truth, not the index), from the

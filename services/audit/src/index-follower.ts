@@ -1,4 +1,5 @@
 import { fromBinary } from "@bufbuild/protobuf";
+import { lastRecord, recordBytes } from "@toolmesh/archive";
 import type { Logger } from "@toolmesh/log";
 import { type AuditRecord, AuditRecordSchema } from "@toolmesh/proto";
 import {
@@ -11,7 +12,6 @@ import {
   type StreamInfo,
 } from "nats";
 import { AUDIT_LOG_STREAM, logReadBatch } from "./audit-log.js";
-import { lastRecord, recordBytes } from "./log-block.js";
 import { type Checkpoint, RecordIndex } from "./record-index.js";
 import { type IndexRow, indexRow } from "./record-mapping.js";
 

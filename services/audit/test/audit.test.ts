@@ -6,6 +6,7 @@ import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { type Client, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
+import { readLogMessage } from "@toolmesh/archive";
 import { Code } from "@toolmesh/errors";
 import { ensureStream, publishEvent, streamDefinitions, subjects } from "@toolmesh/nats";
 import {
@@ -28,7 +29,6 @@ import {
 import { connect, type NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AUDIT_LOG_STREAM } from "../src/audit-log.js";
-import { readLogMessage } from "../src/log-block.js";
 
 const JWT_SECRET = randomBytes(32).toString("hex");
 const SECRET = `s3cr3t-${randomUUID()}`;

@@ -5,6 +5,7 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { type Client, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
+import { type ChainHead, chainedAfter } from "@toolmesh/archive";
 import { ensureStream, streamDefinitions, subjects, TYPE_HEADER } from "@toolmesh/nats";
 import {
   AuditAction,
@@ -21,7 +22,6 @@ import {
   type TestNats,
 } from "@toolmesh/testkit";
 import { connect, type JetStreamClient, type NatsConnection, headers as natsHeaders } from "nats";
-import { type ChainHead, chainedAfter } from "../src/hash-chain.js";
 import type { IndexStart } from "../src/index-follower.js";
 
 export type { ChainHead };

@@ -3,6 +3,7 @@ import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import type { Client } from "@connectrpc/connect";
+import { BLOCK_TYPE, isBlock, recordBytes, recordHash } from "@toolmesh/archive";
 import { ensureStream, publishEvent, subjects, TYPE_HEADER } from "@toolmesh/nats";
 import { type AuditRecord, AuditRecordSchema, type AuditService } from "@toolmesh/proto";
 import { loadSqlite } from "@toolmesh/service";
@@ -10,9 +11,8 @@ import { eventually, type ServiceProcess, TEST_JS_OPTIONS } from "@toolmesh/test
 import { headers as natsHeaders } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AUDIT_LOG_STREAM, auditLogStream } from "../src/audit-log.js";
-import { recordHash } from "../src/hash-chain.js";
 import type { IndexStart } from "../src/index-follower.js";
-import { BLOCK_TYPE, encodeBlock, isBlock, recordBytes } from "../src/log-block.js";
+import { encodeBlock } from "../src/log-block.js";
 import { readChainEnds } from "../src/log-ends.js";
 import {
   type AuditBus,
