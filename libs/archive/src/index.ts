@@ -1,4 +1,17 @@
 export {
+  ArchiveReader,
+  listSegments,
+  removeUnsealed,
+  type SegmentFile,
+} from "./archive-dir.js";
+export {
+  type ArchiveBreak,
+  type ArchiveVerdict,
+  type SegmentCheck,
+  verifyArchive,
+} from "./archive-verifier.js";
+export { type Codec, DEFAULT_CODEC } from "./compression.js";
+export {
   type ChainBreak,
   ChainChecker,
   type ChainHead,
@@ -19,3 +32,21 @@ export {
   readLogMessage,
   recordBytes,
 } from "./log-message.js";
+export {
+  type ArchivedBlock,
+  blockHeaders,
+  encodeEntry,
+  type FrameEntry,
+  SegmentError,
+  type SegmentFooter,
+  type SegmentSummary,
+  segmentName,
+  storedSize,
+} from "./segment-format.js";
+export { SegmentReader } from "./segment-reader.js";
+export {
+  DEFAULT_FRAME_BYTES,
+  type SealedSegment,
+  SegmentWriter,
+  type SegmentWriterOptions,
+} from "./segment-writer.js";
