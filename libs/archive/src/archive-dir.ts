@@ -22,12 +22,16 @@ export async function listSegments(dir: string): Promise<SegmentFile[]> {
   return out.sort((a, b) => a.firstStreamSeq - b.firstStreamSeq);
 }
 
-/** The names in a directory; none when it does not exist (no segment sealed yet). */
+/**
+ * The names in a directory; none when it does not exist (no segment sealed yet) or is not a
+ * directory (the archive's writer reports that).
+ */
 async function namesIn(dir: string): Promise<string[]> {
   try {
     return await readdir(dir);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ENOTDIR") return [];
     throw error;
   }
 }

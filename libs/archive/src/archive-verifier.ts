@@ -131,7 +131,7 @@ async function verifySegment(
 ): Promise<{ checked: number; unreadable: boolean }> {
   const damaged = (reason: string) => {
     check.problems.push(reason);
-    broke(afterHead(checker, "damaged", `${file.name}: ${reason}`));
+    broke(afterHead(checker, "damaged", reason));
   };
   let reader: SegmentReader;
   try {

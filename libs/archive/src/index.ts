@@ -37,6 +37,7 @@ export {
   blockHeaders,
   encodeEntry,
   type FrameEntry,
+  natsHeaderBytes,
   SegmentError,
   type SegmentFooter,
   type SegmentSummary,
@@ -49,4 +50,5 @@ export {
   type SealedSegment,
   SegmentWriter,
   type SegmentWriterOptions,
+  syncDirectory,
 } from "./segment-writer.js";

@@ -115,6 +115,23 @@ export function storedSize(block: Pick<ArchivedBlock, "subject" | "headerBytes" 
     : 22 + subject + block.data.length + 8;
 }
 
+/**
+ * The length of a message's headers as nats-server stores them: "NATS/1.0", a "\r\n" and
+ * "Key: value" for each value, and "\r\n\r\n" (the bytes nats.js sends for them). 0 for none.
+ */
+export function natsHeaderBytes(headers: Iterable<[string, string[]]> | undefined): number {
+  if (!headers) return 0;
+  let bytes = "NATS/1.0".length + 4;
+  let any = false;
+  for (const [key, values] of headers) {
+    for (const value of values) {
+      bytes += 4 + Buffer.byteLength(key) + Buffer.byteLength(value);
+      any = true;
+    }
+  }
+  return any ? bytes : 0;
+}
+
 /** The headers of an archived block, as the log message readers take them. */
 export function blockHeaders(block: Pick<ArchivedBlock, "type" | "msgId">): LogHeaders {
   return {

@@ -20,6 +20,7 @@ import {
   bearer,
   type ChainHead,
   historyRecord,
+  queryAll,
   startAudit,
   startAuditBus,
 } from "./fixtures.js";
@@ -82,16 +83,9 @@ describe("audit log of one-record messages and blocks", () => {
       60_000,
       `${count} records chained`,
     );
-  const allRecords = async (extra: { agentId?: string; tool?: string } = {}) => {
-    const out: AuditRecord[] = [];
-    let pageToken = "";
-    do {
-      const res = await client.queryRecords({ pageSize: 97, pageToken, ...extra }, auditor);
-      out.push(...res.records);
-      pageToken = res.nextPageToken;
-    } while (pageToken);
-    return out;
-  };
+  const allRecords = (extra: { agentId?: string; tool?: string } = {}) =>
+    queryAll(client, auditor, extra, 97);
+
   const indexed = (count: number) =>
     eventually(
       async () => {
@@ -105,7 +99,7 @@ describe("audit log of one-record messages and blocks", () => {
   beforeAll(async () => {
     bus = await startAuditBus();
     const m = await jsm();
-    await ensureStream(m, auditLogStream({ replicas: 1, maxAgeMs: 0, maxBytes: 0 }));
+    await ensureStream(m, auditLogStream({ replicas: 1, maxBytes: 0 }));
     const tip = await appendHistory(bus.nc.jetstream(), { sequence: 0n, hash: "" }, 0, OLD, t0);
     // An index an Audit service of schema 1 left, its checkpoint at the stream's head.
     const { DatabaseSync } = await loadSqlite();
