@@ -144,8 +144,7 @@ async function verifySegment(
   let unreadable = false;
   try {
     const { footer } = reader;
-    if (!(await reader.checksumMatches()))
-      damaged("its checksum does not match: the file was changed after it was sealed");
+    const segmentStart = afterHead(checker, "damaged", "");
     if (
       footer.firstStreamSeq !== file.firstStreamSeq ||
       footer.lastStreamSeq !== file.lastStreamSeq
@@ -167,6 +166,8 @@ async function verifySegment(
         damaged(describe(error));
         unreadable = true;
         last = undefined;
+        // Its records are lost to the check; the chain is taken up again after them.
+        checker.forget();
         continue;
       }
       if (blocks.length !== frame.blocks || blocks[0]?.seq !== frame.firstStreamSeq)
@@ -217,6 +218,12 @@ async function verifySegment(
       ["firstPrevHash", footer.firstPrevHash, firstPrevHash],
       ["lastHash", footer.lastHash, lastHash],
     ];
+    // Checked after the frames, so that a damaged frame is placed at the first record it held.
+    if (!(await reader.checksumMatches())) {
+      const reason = "its checksum does not match: the file was changed after it was sealed";
+      check.problems.unshift(reason);
+      broke({ ...segmentStart, reason });
+    }
     if (!unreadable) {
       for (const [field, footerValue, found] of told) {
         if (footerValue !== found)

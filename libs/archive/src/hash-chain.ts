@@ -71,6 +71,11 @@ export class ChainChecker {
     return this.previous;
   }
 
+  /** Trusts the next record for its link: the records before it could not be read. */
+  forget(): void {
+    this.previous = undefined;
+  }
+
   /**
    * The break this record makes, or undefined when the link holds. `data`, the record's bytes as
    * stored, is for hash versions computed over them.

@@ -102,7 +102,12 @@ describe("toolmesh audit verify --archive", () => {
     expect(run.stdout).toContain(
       `missing: stream sequences 41–60, between ${path.basename(flipped)} and ${path.basename(files[3] as string)}`,
     );
-    expect(run.stdout).toMatch(new RegExp(`broken at record 61 in ${path.basename(flipped)}`));
+    // The first broken record is the first of the damaged frame: 3 records a block.
+    const broken = new RegExp(
+      `broken at record (\\d+) in ${path.basename(flipped)}: frame \\d+ \\(blocks (\\d+)–\\d+\\) is damaged`,
+    ).exec(run.stdout);
+    expect(broken, run.stdout).not.toBeNull();
+    expect(Number(broken?.[1])).toBe((Number(broken?.[2]) - 1) * 3 + 1);
   });
 
   it("refuses a directory that does not exist, and --from with --archive", async () => {
