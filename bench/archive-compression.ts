@@ -1,9 +1,17 @@
+import { mkdtemp, rm, stat } from "node:fs/promises";
 import os from "node:os";
+import path from "node:path";
 import zlib from "node:zlib";
-import { type ArchivedBlock, blockHeaders, encodeEntry, recordBytes } from "@toolmesh/archive";
-import { TYPE_HEADER } from "@toolmesh/nats";
+import {
+  type ArchivedBlock,
+  blockHeaders,
+  encodeEntry,
+  recordBytes,
+  SegmentWriter,
+} from "@toolmesh/archive";
 import { defineTool, serveTools, ToolError } from "@toolmesh/sdk";
 import { startStack } from "@toolmesh/testkit";
+import { archivedBlock } from "../services/audit/src/archiver.js";
 
 // npm run bench:archive: which compression the audit archive's segments use. Real calls go
 // through a stack (Dispatcher → Audit), the audit log's blocks are read back, and each codec and
@@ -77,15 +85,7 @@ try {
     records = 0;
     const messages = await consumer.fetch({ max_messages: state.messages, expires: 10_000 });
     for await (const msg of messages) {
-      const block: ArchivedBlock = {
-        seq: msg.seq,
-        timeNanos: BigInt(Math.round(msg.info.timestampNanos)),
-        subject: msg.subject,
-        type: msg.headers?.get(TYPE_HEADER) ?? "",
-        msgId: msg.headers?.get("Nats-Msg-Id") ?? "",
-        headerBytes: 0,
-        data: msg.data,
-      };
+      const block = archivedBlock(msg);
       blocks.push(block);
       records += recordBytes(blockHeaders(block), block.data).length;
       if (msg.info.pending === 0) break;
@@ -142,6 +142,19 @@ try {
     });
   }
   say(`raw segment bytes (block entries): ${whole.length}`);
+  // The segment the archive writes of these blocks, against what they take in the log stream.
+  const dir = await mkdtemp(path.join(os.tmpdir(), "toolmesh-bench-archive-"));
+  try {
+    const writer = await SegmentWriter.open(dir, { stream: "bench", streamCreated: "" });
+    for (const block of blocks) await writer.add(block);
+    const { file, footer } = await writer.seal();
+    const { size } = await stat(file);
+    say(
+      `segment file: ${size} bytes for ${footer.storedBytes} bytes of log (${(footer.storedBytes / size).toFixed(2)}× smaller), ${footer.frames.length} frames`,
+    );
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
   say("| codec | frame | ratio | compress MB/s | decompress MB/s |");
   say("|---|---|---|---|---|");
   for (const frameBytes of [64 * 1024, 256 * 1024, 1024 * 1024]) {
