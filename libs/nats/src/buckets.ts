@@ -47,6 +47,14 @@ export const buckets = {
     instanceKey: (id: string) => `instances.${id}`,
     instancePrefix: "instances.>",
   },
+  /**
+   * Owned by Audit's chain writer: `log.hold` → audit.v1.AuditLogHold, whether appends to the
+   * audit log wait for the archive or a consumer of the log, and which.
+   */
+  audit: {
+    name: bucketNames.audit,
+    logHoldKey: "log.hold",
+  },
 } as const;
 
 /**

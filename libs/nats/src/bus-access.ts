@@ -35,6 +35,8 @@ export const bucketNames = {
   usage: "toolmesh-usage",
   /** One key per service whose work runs in one replica at a time (lease.ts). */
   leases: "toolmesh-leases",
+  /** The Audit service's state others read: what holds its log (`log.hold`). */
+  audit: "toolmesh-audit",
 } as const;
 
 type Stream = keyof typeof streamNames;
@@ -79,7 +81,8 @@ export const busAccess = {
     readsStreams: ["inflight", "outcome"],
     deletesFrom: ["inflight"],
     ownsBuckets: ["dispatcher", "callIds", "dispatchers", "approvals"],
-    readsBuckets: ["registry", "permission"],
+    // The audit bucket says what holds the audit log, for a refusal to name it.
+    readsBuckets: ["registry", "permission", "audit"],
     subscribes: [],
   },
   callback: {
@@ -105,9 +108,10 @@ export const busAccess = {
     writesStreams: ["auditLog"],
     readsStreams: ["audit", "trace", "auditLog"],
     durables: { audit: "audit" },
-    ownsBuckets: [],
+    ownsBuckets: ["audit"],
     readsBuckets: ["permission"],
-    subscribes: [],
+    // A consumer made on the log is noticed at once: the blocks it has not read must stay.
+    subscribes: ["$JS.EVENT.ADVISORY.CONSUMER.CREATED.TOOLMESH_AUDIT_LOG.>"],
     // One chain writer at a time; a standby replica serves queries and takes over.
     holdsLease: true,
   },

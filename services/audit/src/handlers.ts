@@ -1,6 +1,7 @@
 import { create, fromBinary } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
+import type { ChainBreak } from "@toolmesh/archive";
 import { Role, requireRole } from "@toolmesh/auth";
 import { Code, ConnectError, invalidField, notFound } from "@toolmesh/errors";
 import { isTraceId } from "@toolmesh/names";
@@ -14,7 +15,6 @@ import {
   VerifyChainResponseSchema,
 } from "@toolmesh/proto";
 import { pageTokens } from "@toolmesh/server";
-import type { ChainBreak } from "./hash-chain.js";
 import type { RecordFilter, RecordIndex } from "./record-index.js";
 import type { TraceReader } from "./trace-reader.js";
 

@@ -10,7 +10,12 @@ import {
   type NatsConnection,
   nanos,
 } from "nats";
-import { BlockAppender, type Flight, type StoredRecord } from "./block-appender.js";
+import {
+  type AppendRoom,
+  BlockAppender,
+  type Flight,
+  type StoredRecord,
+} from "./block-appender.js";
 import { type ReceivedRecord, recordToChain } from "./record-mapping.js";
 
 export type { StoredRecord } from "./block-appender.js";
@@ -76,6 +81,8 @@ export class AuditRecorder {
       log: Logger;
       /** Told of each record this instance appended. */
       onStored?: (stored: StoredRecord) => void;
+      /** Asked before each append, so none pushes a block out of the log too soon. */
+      room?: AppendRoom;
     },
   ) {}
 
@@ -93,6 +100,7 @@ export class AuditRecorder {
       onFound: (ids) => {
         for (const id of ids) this.remember(id);
       },
+      room: this.deps.room,
     });
     await this.appender.refreshHead();
     // An existing consumer (from an earlier version) is brought to these limits.
@@ -148,9 +156,14 @@ export class AuditRecorder {
           continue;
         }
       }
-      const pending = this.admit(this.queue.splice(0, MAX_BATCH));
+      const pending = this.admit(this.queue.splice(0, appender.batchSize(this.queue, MAX_BATCH)));
       if (pending.length === 0) continue;
       try {
+        // While the log has no room, the records waiting are kept from being redelivered.
+        await appender.waitForRoom(pending, () => {
+          for (const p of pending) p.msg.working();
+          for (const msg of this.queue) msg.working();
+        });
         flying.push({ flight: appender.send(pending), pending });
       } catch (error) {
         await this.giveBack(pending, error);
@@ -224,6 +237,7 @@ export class AuditRecorder {
       await appender.refreshHead();
       todo = this.notFound(todo);
       if (todo.length === 0) return;
+      await appender.waitForRoom(todo);
       const landing = await appender.land(appender.send(todo));
       todo = this.acked(todo, landing.stored);
       if (landing.error !== undefined) throw landing.error;

@@ -28,6 +28,7 @@ import {
 } from "../command.js";
 import { type CliContext, UsageError } from "../context.js";
 import { statusColour } from "../output.js";
+import { verifyArchiveDir } from "./audit-archive.js";
 
 /** `toolmesh audit …`: the access log. */
 export const audit: Group = {
@@ -101,9 +102,24 @@ export const audit: Group = {
     },
     verify: {
       summary: "verify the audit log's hash chain; exit code 1 names the first break",
-      usage: "audit verify [--from SEQUENCE]",
-      options: { from: { type: "string" } },
+      usage: "audit verify [--from SEQUENCE] [--archive DIR]",
+      details: [
+        "Without --archive, asks the Audit service to verify the log and its archive.",
+        "--archive DIR verifies an archive directory offline, with no stack running: each segment's",
+        "checksum and footer, every record's hash and the chain across segments. Exit code 1 names",
+        "a damaged or missing segment and the first broken record.",
+        "Example: toolmesh audit verify --archive .toolmesh/audit/archive",
+      ],
+      options: { from: { type: "string" }, archive: { type: "string" } },
       async run(ctx, _args, flags) {
+        const archive = flag(flags, "archive");
+        if (archive !== undefined) {
+          if (flag(flags, "from") !== undefined)
+            throw new UsageError(
+              "--from and --archive do not go together; --archive checks every segment",
+            );
+          return verifyArchiveDir(ctx, archive);
+        }
         const from = flag(flags, "from") ?? "0";
         if (!/^\d+$/.test(from))
           throw new UsageError(`--from must be a sequence number; got "${from}"`);

@@ -1,0 +1,54 @@
+export {
+  ArchiveReader,
+  listSegments,
+  removeUnsealed,
+  type SegmentFile,
+} from "./archive-dir.js";
+export {
+  type ArchiveBreak,
+  type ArchiveVerdict,
+  type SegmentCheck,
+  verifyArchive,
+} from "./archive-verifier.js";
+export { type Codec, DEFAULT_CODEC } from "./compression.js";
+export {
+  type ChainBreak,
+  ChainChecker,
+  type ChainHead,
+  type CheckedRecord,
+  chainedAfter,
+  recordHash,
+  verifyRecords,
+} from "./hash-chain.js";
+export {
+  BLOCK_RECORDS_TAG,
+  BLOCK_TYPE,
+  firstRecord,
+  isBlock,
+  type LoggedRecord,
+  type LogHeaders,
+  LogMessageError,
+  lastRecord,
+  readLogMessage,
+  recordBytes,
+} from "./log-message.js";
+export {
+  type ArchivedBlock,
+  blockHeaders,
+  encodeEntry,
+  type FrameEntry,
+  natsHeaderBytes,
+  SegmentError,
+  type SegmentFooter,
+  type SegmentSummary,
+  segmentName,
+  storedSize,
+} from "./segment-format.js";
+export { SegmentReader } from "./segment-reader.js";
+export {
+  DEFAULT_FRAME_BYTES,
+  type SealedSegment,
+  SegmentWriter,
+  type SegmentWriterOptions,
+  syncDirectory,
+} from "./segment-writer.js";
