@@ -22,7 +22,7 @@ const SERVICES = [...chainServices, "audit", "callback", "memory-writer"];
 const SYNC_INTERVAL = "1s";
 
 /** Starts the stack on the test's data directory, the history written with fsync relaxed. */
-const start = (dataDir: string, jwtSecret?: string, env: NodeJS.ProcessEnv = {}) =>
+const start = (dataDir: string, jwtSecret?: string, env: Record<string, string> = {}) =>
   timedStart(dataDir, SERVICES, {
     natsSyncInterval: SYNC_INTERVAL,
     ...(jwtSecret ? { jwtSecret } : {}),
