@@ -35,6 +35,10 @@ export const bucketNames = {
   usage: "toolmesh-usage",
   /** One key per service whose work runs in one replica at a time (lease.ts). */
   leases: "toolmesh-leases",
+  /** The ServiceAgent's chat windows and their histories (the tool agent's). */
+  agentSessions: "toolmesh-agent-sessions",
+  /** Task specs and their builds, queued by the tool agent's Router. */
+  agentTasks: "toolmesh-agent-tasks",
 } as const;
 
 type Stream = keyof typeof streamNames;
@@ -145,6 +149,17 @@ export const busAccess = {
     ownsBuckets: [],
     readsBuckets: ["registry"],
     subscribes: [],
+  },
+  "tool-agent": {
+    publishes: [],
+    writesStreams: [],
+    readsStreams: [],
+    ownsBuckets: ["agentSessions", "agentTasks"],
+    // API keys are verified against the permission bucket, as in every service with RPCs.
+    readsBuckets: ["permission"],
+    subscribes: [],
+    // The Router (task queue and CodingAgent) runs in one replica at a time; every replica chats.
+    holdsLease: true,
   },
   agent: {
     publishes: [],
