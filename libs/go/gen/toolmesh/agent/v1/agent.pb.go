@@ -488,8 +488,8 @@ func (x *TaskLogEntry) GetCallStatus() v1.CallStatus {
 	return v1.CallStatus(0)
 }
 
-// Task is a task spec and how its build went. It is the value of `tasks.<id>` in the agent
-// service's bucket `toolmesh-agent-tasks`.
+// Task is a task spec and how its build went. It is the value of `tasks.<id>` in the tool agent's
+// bucket `toolmesh-agent-tasks`, without its log, which is `logs.<id>` (a TaskLog).
 type Task struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// 32 lowercase hex characters.
@@ -656,6 +656,52 @@ func (x *Task) GetRunner() string {
 	return ""
 }
 
+// TaskLog is a task's build log as stored: the value of `logs.<id>` in `toolmesh-agent-tasks`.
+// Never returned by an RPC (GetTask returns it in Task.log).
+type TaskLog struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Entries       []*TaskLogEntry        `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TaskLog) Reset() {
+	*x = TaskLog{}
+	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TaskLog) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TaskLog) ProtoMessage() {}
+
+func (x *TaskLog) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TaskLog.ProtoReflect.Descriptor instead.
+func (*TaskLog) Descriptor() ([]byte, []int) {
+	return file_toolmesh_agent_v1_agent_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *TaskLog) GetEntries() []*TaskLogEntry {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
 type SubmitTaskRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Spec  *TaskSpec              `protobuf:"bytes,1,opt,name=spec,proto3" json:"spec,omitempty"`
@@ -667,7 +713,7 @@ type SubmitTaskRequest struct {
 
 func (x *SubmitTaskRequest) Reset() {
 	*x = SubmitTaskRequest{}
-	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[5]
+	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -679,7 +725,7 @@ func (x *SubmitTaskRequest) String() string {
 func (*SubmitTaskRequest) ProtoMessage() {}
 
 func (x *SubmitTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[5]
+	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -692,7 +738,7 @@ func (x *SubmitTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitTaskRequest.ProtoReflect.Descriptor instead.
 func (*SubmitTaskRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_agent_v1_agent_proto_rawDescGZIP(), []int{5}
+	return file_toolmesh_agent_v1_agent_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *SubmitTaskRequest) GetSpec() *TaskSpec {
@@ -720,7 +766,7 @@ type SubmitTaskResponse struct {
 
 func (x *SubmitTaskResponse) Reset() {
 	*x = SubmitTaskResponse{}
-	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[6]
+	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -732,7 +778,7 @@ func (x *SubmitTaskResponse) String() string {
 func (*SubmitTaskResponse) ProtoMessage() {}
 
 func (x *SubmitTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[6]
+	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -745,7 +791,7 @@ func (x *SubmitTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitTaskResponse.ProtoReflect.Descriptor instead.
 func (*SubmitTaskResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_agent_v1_agent_proto_rawDescGZIP(), []int{6}
+	return file_toolmesh_agent_v1_agent_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *SubmitTaskResponse) GetTask() *Task {
@@ -771,7 +817,7 @@ type GetTaskRequest struct {
 
 func (x *GetTaskRequest) Reset() {
 	*x = GetTaskRequest{}
-	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[7]
+	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -783,7 +829,7 @@ func (x *GetTaskRequest) String() string {
 func (*GetTaskRequest) ProtoMessage() {}
 
 func (x *GetTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[7]
+	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -796,7 +842,7 @@ func (x *GetTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskRequest.ProtoReflect.Descriptor instead.
 func (*GetTaskRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_agent_v1_agent_proto_rawDescGZIP(), []int{7}
+	return file_toolmesh_agent_v1_agent_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *GetTaskRequest) GetId() string {
@@ -815,7 +861,7 @@ type GetTaskResponse struct {
 
 func (x *GetTaskResponse) Reset() {
 	*x = GetTaskResponse{}
-	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[8]
+	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -827,7 +873,7 @@ func (x *GetTaskResponse) String() string {
 func (*GetTaskResponse) ProtoMessage() {}
 
 func (x *GetTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[8]
+	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -840,7 +886,7 @@ func (x *GetTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskResponse.ProtoReflect.Descriptor instead.
 func (*GetTaskResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_agent_v1_agent_proto_rawDescGZIP(), []int{8}
+	return file_toolmesh_agent_v1_agent_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GetTaskResponse) GetTask() *Task {
@@ -863,7 +909,7 @@ type ListTasksRequest struct {
 
 func (x *ListTasksRequest) Reset() {
 	*x = ListTasksRequest{}
-	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[9]
+	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -875,7 +921,7 @@ func (x *ListTasksRequest) String() string {
 func (*ListTasksRequest) ProtoMessage() {}
 
 func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[9]
+	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -888,7 +934,7 @@ func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksRequest.ProtoReflect.Descriptor instead.
 func (*ListTasksRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_agent_v1_agent_proto_rawDescGZIP(), []int{9}
+	return file_toolmesh_agent_v1_agent_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ListTasksRequest) GetStatus() TaskStatus {
@@ -923,7 +969,7 @@ type ListTasksResponse struct {
 
 func (x *ListTasksResponse) Reset() {
 	*x = ListTasksResponse{}
-	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[10]
+	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -935,7 +981,7 @@ func (x *ListTasksResponse) String() string {
 func (*ListTasksResponse) ProtoMessage() {}
 
 func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[10]
+	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -948,7 +994,7 @@ func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksResponse.ProtoReflect.Descriptor instead.
 func (*ListTasksResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_agent_v1_agent_proto_rawDescGZIP(), []int{10}
+	return file_toolmesh_agent_v1_agent_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ListTasksResponse) GetTasks() []*Task {
@@ -973,7 +1019,7 @@ type GetSystemStatusRequest struct {
 
 func (x *GetSystemStatusRequest) Reset() {
 	*x = GetSystemStatusRequest{}
-	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[11]
+	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -985,7 +1031,7 @@ func (x *GetSystemStatusRequest) String() string {
 func (*GetSystemStatusRequest) ProtoMessage() {}
 
 func (x *GetSystemStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[11]
+	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -998,7 +1044,7 @@ func (x *GetSystemStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSystemStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetSystemStatusRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_agent_v1_agent_proto_rawDescGZIP(), []int{11}
+	return file_toolmesh_agent_v1_agent_proto_rawDescGZIP(), []int{12}
 }
 
 // ToolCounts counts the tools the caller may see.
@@ -1014,7 +1060,7 @@ type ToolCounts struct {
 
 func (x *ToolCounts) Reset() {
 	*x = ToolCounts{}
-	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[12]
+	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1026,7 +1072,7 @@ func (x *ToolCounts) String() string {
 func (*ToolCounts) ProtoMessage() {}
 
 func (x *ToolCounts) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[12]
+	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1039,7 +1085,7 @@ func (x *ToolCounts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCounts.ProtoReflect.Descriptor instead.
 func (*ToolCounts) Descriptor() ([]byte, []int) {
-	return file_toolmesh_agent_v1_agent_proto_rawDescGZIP(), []int{12}
+	return file_toolmesh_agent_v1_agent_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ToolCounts) GetTotal() uint32 {
@@ -1086,7 +1132,7 @@ type CodingAgentStatus struct {
 
 func (x *CodingAgentStatus) Reset() {
 	*x = CodingAgentStatus{}
-	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[13]
+	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1098,7 +1144,7 @@ func (x *CodingAgentStatus) String() string {
 func (*CodingAgentStatus) ProtoMessage() {}
 
 func (x *CodingAgentStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[13]
+	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1111,7 +1157,7 @@ func (x *CodingAgentStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CodingAgentStatus.ProtoReflect.Descriptor instead.
 func (*CodingAgentStatus) Descriptor() ([]byte, []int) {
-	return file_toolmesh_agent_v1_agent_proto_rawDescGZIP(), []int{13}
+	return file_toolmesh_agent_v1_agent_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CodingAgentStatus) GetRunningCount() uint32 {
@@ -1167,7 +1213,7 @@ type ChatWindow struct {
 
 func (x *ChatWindow) Reset() {
 	*x = ChatWindow{}
-	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[14]
+	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1179,7 +1225,7 @@ func (x *ChatWindow) String() string {
 func (*ChatWindow) ProtoMessage() {}
 
 func (x *ChatWindow) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[14]
+	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1192,7 +1238,7 @@ func (x *ChatWindow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChatWindow.ProtoReflect.Descriptor instead.
 func (*ChatWindow) Descriptor() ([]byte, []int) {
-	return file_toolmesh_agent_v1_agent_proto_rawDescGZIP(), []int{14}
+	return file_toolmesh_agent_v1_agent_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ChatWindow) GetChatId() string {
@@ -1258,7 +1304,7 @@ type ImStatus struct {
 
 func (x *ImStatus) Reset() {
 	*x = ImStatus{}
-	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[15]
+	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1270,7 +1316,7 @@ func (x *ImStatus) String() string {
 func (*ImStatus) ProtoMessage() {}
 
 func (x *ImStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[15]
+	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1283,7 +1329,7 @@ func (x *ImStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImStatus.ProtoReflect.Descriptor instead.
 func (*ImStatus) Descriptor() ([]byte, []int) {
-	return file_toolmesh_agent_v1_agent_proto_rawDescGZIP(), []int{15}
+	return file_toolmesh_agent_v1_agent_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ImStatus) GetConfigured() bool {
@@ -1351,7 +1397,7 @@ type ModelStatus struct {
 
 func (x *ModelStatus) Reset() {
 	*x = ModelStatus{}
-	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[16]
+	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1363,7 +1409,7 @@ func (x *ModelStatus) String() string {
 func (*ModelStatus) ProtoMessage() {}
 
 func (x *ModelStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[16]
+	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1376,7 +1422,7 @@ func (x *ModelStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelStatus.ProtoReflect.Descriptor instead.
 func (*ModelStatus) Descriptor() ([]byte, []int) {
-	return file_toolmesh_agent_v1_agent_proto_rawDescGZIP(), []int{16}
+	return file_toolmesh_agent_v1_agent_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ModelStatus) GetConfigured() bool {
@@ -1428,7 +1474,7 @@ type GetSystemStatusResponse struct {
 
 func (x *GetSystemStatusResponse) Reset() {
 	*x = GetSystemStatusResponse{}
-	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[17]
+	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1440,7 +1486,7 @@ func (x *GetSystemStatusResponse) String() string {
 func (*GetSystemStatusResponse) ProtoMessage() {}
 
 func (x *GetSystemStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[17]
+	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1453,7 +1499,7 @@ func (x *GetSystemStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSystemStatusResponse.ProtoReflect.Descriptor instead.
 func (*GetSystemStatusResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_agent_v1_agent_proto_rawDescGZIP(), []int{17}
+	return file_toolmesh_agent_v1_agent_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetSystemStatusResponse) GetTools() *ToolCounts {
@@ -1505,7 +1551,7 @@ type ChatHistory struct {
 
 func (x *ChatHistory) Reset() {
 	*x = ChatHistory{}
-	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[18]
+	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1517,7 +1563,7 @@ func (x *ChatHistory) String() string {
 func (*ChatHistory) ProtoMessage() {}
 
 func (x *ChatHistory) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[18]
+	mi := &file_toolmesh_agent_v1_agent_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1530,7 +1576,7 @@ func (x *ChatHistory) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChatHistory.ProtoReflect.Descriptor instead.
 func (*ChatHistory) Descriptor() ([]byte, []int) {
-	return file_toolmesh_agent_v1_agent_proto_rawDescGZIP(), []int{18}
+	return file_toolmesh_agent_v1_agent_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ChatHistory) GetMessages() []string {
@@ -1586,7 +1632,9 @@ const file_toolmesh_agent_v1_agent_proto_rawDesc = "" +
 	"\x05error\x18\f \x01(\v2\x1d.toolmesh.common.v1.CallErrorR\x05error\x12\x14\n" +
 	"\x05steps\x18\r \x01(\rR\x05steps\x12\x16\n" +
 	"\x06tokens\x18\x0e \x01(\x04R\x06tokens\x12\x16\n" +
-	"\x06runner\x18\x0f \x01(\tR\x06runner\"]\n" +
+	"\x06runner\x18\x0f \x01(\tR\x06runner\"D\n" +
+	"\aTaskLog\x129\n" +
+	"\aentries\x18\x01 \x03(\v2\x1f.toolmesh.agent.v1.TaskLogEntryR\aentries\"]\n" +
 	"\x11SubmitTaskRequest\x12/\n" +
 	"\x04spec\x18\x01 \x01(\v2\x1b.toolmesh.agent.v1.TaskSpecR\x04spec\x12\x17\n" +
 	"\achat_id\x18\x02 \x01(\tR\x06chatId\"h\n" +
@@ -1698,7 +1746,7 @@ func file_toolmesh_agent_v1_agent_proto_rawDescGZIP() []byte {
 }
 
 var file_toolmesh_agent_v1_agent_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_toolmesh_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_toolmesh_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_toolmesh_agent_v1_agent_proto_goTypes = []any{
 	(BuildRuntime)(0),               // 0: toolmesh.agent.v1.BuildRuntime
 	(TaskStatus)(0),                 // 1: toolmesh.agent.v1.TaskStatus
@@ -1708,68 +1756,70 @@ var file_toolmesh_agent_v1_agent_proto_goTypes = []any{
 	(*TaskSpec)(nil),                // 5: toolmesh.agent.v1.TaskSpec
 	(*TaskLogEntry)(nil),            // 6: toolmesh.agent.v1.TaskLogEntry
 	(*Task)(nil),                    // 7: toolmesh.agent.v1.Task
-	(*SubmitTaskRequest)(nil),       // 8: toolmesh.agent.v1.SubmitTaskRequest
-	(*SubmitTaskResponse)(nil),      // 9: toolmesh.agent.v1.SubmitTaskResponse
-	(*GetTaskRequest)(nil),          // 10: toolmesh.agent.v1.GetTaskRequest
-	(*GetTaskResponse)(nil),         // 11: toolmesh.agent.v1.GetTaskResponse
-	(*ListTasksRequest)(nil),        // 12: toolmesh.agent.v1.ListTasksRequest
-	(*ListTasksResponse)(nil),       // 13: toolmesh.agent.v1.ListTasksResponse
-	(*GetSystemStatusRequest)(nil),  // 14: toolmesh.agent.v1.GetSystemStatusRequest
-	(*ToolCounts)(nil),              // 15: toolmesh.agent.v1.ToolCounts
-	(*CodingAgentStatus)(nil),       // 16: toolmesh.agent.v1.CodingAgentStatus
-	(*ChatWindow)(nil),              // 17: toolmesh.agent.v1.ChatWindow
-	(*ImStatus)(nil),                // 18: toolmesh.agent.v1.ImStatus
-	(*ModelStatus)(nil),             // 19: toolmesh.agent.v1.ModelStatus
-	(*GetSystemStatusResponse)(nil), // 20: toolmesh.agent.v1.GetSystemStatusResponse
-	(*ChatHistory)(nil),             // 21: toolmesh.agent.v1.ChatHistory
-	(*timestamppb.Timestamp)(nil),   // 22: google.protobuf.Timestamp
-	(v1.CallStatus)(0),              // 23: toolmesh.common.v1.CallStatus
-	(*v1.Principal)(nil),            // 24: toolmesh.common.v1.Principal
-	(*v1.CallError)(nil),            // 25: toolmesh.common.v1.CallError
+	(*TaskLog)(nil),                 // 8: toolmesh.agent.v1.TaskLog
+	(*SubmitTaskRequest)(nil),       // 9: toolmesh.agent.v1.SubmitTaskRequest
+	(*SubmitTaskResponse)(nil),      // 10: toolmesh.agent.v1.SubmitTaskResponse
+	(*GetTaskRequest)(nil),          // 11: toolmesh.agent.v1.GetTaskRequest
+	(*GetTaskResponse)(nil),         // 12: toolmesh.agent.v1.GetTaskResponse
+	(*ListTasksRequest)(nil),        // 13: toolmesh.agent.v1.ListTasksRequest
+	(*ListTasksResponse)(nil),       // 14: toolmesh.agent.v1.ListTasksResponse
+	(*GetSystemStatusRequest)(nil),  // 15: toolmesh.agent.v1.GetSystemStatusRequest
+	(*ToolCounts)(nil),              // 16: toolmesh.agent.v1.ToolCounts
+	(*CodingAgentStatus)(nil),       // 17: toolmesh.agent.v1.CodingAgentStatus
+	(*ChatWindow)(nil),              // 18: toolmesh.agent.v1.ChatWindow
+	(*ImStatus)(nil),                // 19: toolmesh.agent.v1.ImStatus
+	(*ModelStatus)(nil),             // 20: toolmesh.agent.v1.ModelStatus
+	(*GetSystemStatusResponse)(nil), // 21: toolmesh.agent.v1.GetSystemStatusResponse
+	(*ChatHistory)(nil),             // 22: toolmesh.agent.v1.ChatHistory
+	(*timestamppb.Timestamp)(nil),   // 23: google.protobuf.Timestamp
+	(v1.CallStatus)(0),              // 24: toolmesh.common.v1.CallStatus
+	(*v1.Principal)(nil),            // 25: toolmesh.common.v1.Principal
+	(*v1.CallError)(nil),            // 26: toolmesh.common.v1.CallError
 }
 var file_toolmesh_agent_v1_agent_proto_depIdxs = []int32{
 	0,  // 0: toolmesh.agent.v1.TaskSpec.preferred_runtime:type_name -> toolmesh.agent.v1.BuildRuntime
-	22, // 1: toolmesh.agent.v1.TaskLogEntry.time:type_name -> google.protobuf.Timestamp
+	23, // 1: toolmesh.agent.v1.TaskLogEntry.time:type_name -> google.protobuf.Timestamp
 	2,  // 2: toolmesh.agent.v1.TaskLogEntry.kind:type_name -> toolmesh.agent.v1.TaskLogKind
-	23, // 3: toolmesh.agent.v1.TaskLogEntry.call_status:type_name -> toolmesh.common.v1.CallStatus
+	24, // 3: toolmesh.agent.v1.TaskLogEntry.call_status:type_name -> toolmesh.common.v1.CallStatus
 	5,  // 4: toolmesh.agent.v1.Task.spec:type_name -> toolmesh.agent.v1.TaskSpec
 	1,  // 5: toolmesh.agent.v1.Task.status:type_name -> toolmesh.agent.v1.TaskStatus
-	24, // 6: toolmesh.agent.v1.Task.owner:type_name -> toolmesh.common.v1.Principal
-	22, // 7: toolmesh.agent.v1.Task.created_at:type_name -> google.protobuf.Timestamp
-	22, // 8: toolmesh.agent.v1.Task.started_at:type_name -> google.protobuf.Timestamp
-	22, // 9: toolmesh.agent.v1.Task.finished_at:type_name -> google.protobuf.Timestamp
+	25, // 6: toolmesh.agent.v1.Task.owner:type_name -> toolmesh.common.v1.Principal
+	23, // 7: toolmesh.agent.v1.Task.created_at:type_name -> google.protobuf.Timestamp
+	23, // 8: toolmesh.agent.v1.Task.started_at:type_name -> google.protobuf.Timestamp
+	23, // 9: toolmesh.agent.v1.Task.finished_at:type_name -> google.protobuf.Timestamp
 	6,  // 10: toolmesh.agent.v1.Task.log:type_name -> toolmesh.agent.v1.TaskLogEntry
-	25, // 11: toolmesh.agent.v1.Task.error:type_name -> toolmesh.common.v1.CallError
-	5,  // 12: toolmesh.agent.v1.SubmitTaskRequest.spec:type_name -> toolmesh.agent.v1.TaskSpec
-	7,  // 13: toolmesh.agent.v1.SubmitTaskResponse.task:type_name -> toolmesh.agent.v1.Task
-	7,  // 14: toolmesh.agent.v1.GetTaskResponse.task:type_name -> toolmesh.agent.v1.Task
-	1,  // 15: toolmesh.agent.v1.ListTasksRequest.status:type_name -> toolmesh.agent.v1.TaskStatus
-	7,  // 16: toolmesh.agent.v1.ListTasksResponse.tasks:type_name -> toolmesh.agent.v1.Task
-	7,  // 17: toolmesh.agent.v1.CodingAgentStatus.recent_tasks:type_name -> toolmesh.agent.v1.Task
-	24, // 18: toolmesh.agent.v1.ChatWindow.owner:type_name -> toolmesh.common.v1.Principal
-	22, // 19: toolmesh.agent.v1.ChatWindow.opened_at:type_name -> google.protobuf.Timestamp
-	22, // 20: toolmesh.agent.v1.ChatWindow.updated_at:type_name -> google.protobuf.Timestamp
-	22, // 21: toolmesh.agent.v1.ImStatus.connected_since:type_name -> google.protobuf.Timestamp
-	15, // 22: toolmesh.agent.v1.GetSystemStatusResponse.tools:type_name -> toolmesh.agent.v1.ToolCounts
-	16, // 23: toolmesh.agent.v1.GetSystemStatusResponse.coding_agent:type_name -> toolmesh.agent.v1.CodingAgentStatus
-	17, // 24: toolmesh.agent.v1.GetSystemStatusResponse.windows:type_name -> toolmesh.agent.v1.ChatWindow
-	18, // 25: toolmesh.agent.v1.GetSystemStatusResponse.im:type_name -> toolmesh.agent.v1.ImStatus
-	19, // 26: toolmesh.agent.v1.GetSystemStatusResponse.model:type_name -> toolmesh.agent.v1.ModelStatus
-	3,  // 27: toolmesh.agent.v1.AgentService.Chat:input_type -> toolmesh.agent.v1.ChatRequest
-	8,  // 28: toolmesh.agent.v1.AgentService.SubmitTask:input_type -> toolmesh.agent.v1.SubmitTaskRequest
-	10, // 29: toolmesh.agent.v1.AgentService.GetTask:input_type -> toolmesh.agent.v1.GetTaskRequest
-	12, // 30: toolmesh.agent.v1.AgentService.ListTasks:input_type -> toolmesh.agent.v1.ListTasksRequest
-	14, // 31: toolmesh.agent.v1.AgentService.GetSystemStatus:input_type -> toolmesh.agent.v1.GetSystemStatusRequest
-	4,  // 32: toolmesh.agent.v1.AgentService.Chat:output_type -> toolmesh.agent.v1.ChatResponse
-	9,  // 33: toolmesh.agent.v1.AgentService.SubmitTask:output_type -> toolmesh.agent.v1.SubmitTaskResponse
-	11, // 34: toolmesh.agent.v1.AgentService.GetTask:output_type -> toolmesh.agent.v1.GetTaskResponse
-	13, // 35: toolmesh.agent.v1.AgentService.ListTasks:output_type -> toolmesh.agent.v1.ListTasksResponse
-	20, // 36: toolmesh.agent.v1.AgentService.GetSystemStatus:output_type -> toolmesh.agent.v1.GetSystemStatusResponse
-	32, // [32:37] is the sub-list for method output_type
-	27, // [27:32] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	26, // 11: toolmesh.agent.v1.Task.error:type_name -> toolmesh.common.v1.CallError
+	6,  // 12: toolmesh.agent.v1.TaskLog.entries:type_name -> toolmesh.agent.v1.TaskLogEntry
+	5,  // 13: toolmesh.agent.v1.SubmitTaskRequest.spec:type_name -> toolmesh.agent.v1.TaskSpec
+	7,  // 14: toolmesh.agent.v1.SubmitTaskResponse.task:type_name -> toolmesh.agent.v1.Task
+	7,  // 15: toolmesh.agent.v1.GetTaskResponse.task:type_name -> toolmesh.agent.v1.Task
+	1,  // 16: toolmesh.agent.v1.ListTasksRequest.status:type_name -> toolmesh.agent.v1.TaskStatus
+	7,  // 17: toolmesh.agent.v1.ListTasksResponse.tasks:type_name -> toolmesh.agent.v1.Task
+	7,  // 18: toolmesh.agent.v1.CodingAgentStatus.recent_tasks:type_name -> toolmesh.agent.v1.Task
+	25, // 19: toolmesh.agent.v1.ChatWindow.owner:type_name -> toolmesh.common.v1.Principal
+	23, // 20: toolmesh.agent.v1.ChatWindow.opened_at:type_name -> google.protobuf.Timestamp
+	23, // 21: toolmesh.agent.v1.ChatWindow.updated_at:type_name -> google.protobuf.Timestamp
+	23, // 22: toolmesh.agent.v1.ImStatus.connected_since:type_name -> google.protobuf.Timestamp
+	16, // 23: toolmesh.agent.v1.GetSystemStatusResponse.tools:type_name -> toolmesh.agent.v1.ToolCounts
+	17, // 24: toolmesh.agent.v1.GetSystemStatusResponse.coding_agent:type_name -> toolmesh.agent.v1.CodingAgentStatus
+	18, // 25: toolmesh.agent.v1.GetSystemStatusResponse.windows:type_name -> toolmesh.agent.v1.ChatWindow
+	19, // 26: toolmesh.agent.v1.GetSystemStatusResponse.im:type_name -> toolmesh.agent.v1.ImStatus
+	20, // 27: toolmesh.agent.v1.GetSystemStatusResponse.model:type_name -> toolmesh.agent.v1.ModelStatus
+	3,  // 28: toolmesh.agent.v1.AgentService.Chat:input_type -> toolmesh.agent.v1.ChatRequest
+	9,  // 29: toolmesh.agent.v1.AgentService.SubmitTask:input_type -> toolmesh.agent.v1.SubmitTaskRequest
+	11, // 30: toolmesh.agent.v1.AgentService.GetTask:input_type -> toolmesh.agent.v1.GetTaskRequest
+	13, // 31: toolmesh.agent.v1.AgentService.ListTasks:input_type -> toolmesh.agent.v1.ListTasksRequest
+	15, // 32: toolmesh.agent.v1.AgentService.GetSystemStatus:input_type -> toolmesh.agent.v1.GetSystemStatusRequest
+	4,  // 33: toolmesh.agent.v1.AgentService.Chat:output_type -> toolmesh.agent.v1.ChatResponse
+	10, // 34: toolmesh.agent.v1.AgentService.SubmitTask:output_type -> toolmesh.agent.v1.SubmitTaskResponse
+	12, // 35: toolmesh.agent.v1.AgentService.GetTask:output_type -> toolmesh.agent.v1.GetTaskResponse
+	14, // 36: toolmesh.agent.v1.AgentService.ListTasks:output_type -> toolmesh.agent.v1.ListTasksResponse
+	21, // 37: toolmesh.agent.v1.AgentService.GetSystemStatus:output_type -> toolmesh.agent.v1.GetSystemStatusResponse
+	33, // [33:38] is the sub-list for method output_type
+	28, // [28:33] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_toolmesh_agent_v1_agent_proto_init() }
@@ -1783,7 +1833,7 @@ func file_toolmesh_agent_v1_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolmesh_agent_v1_agent_proto_rawDesc), len(file_toolmesh_agent_v1_agent_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   19,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -26,19 +26,19 @@ from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__
 from toolmesh.common.v1 import common_pb2 as toolmesh_dot_common_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dtoolmesh/agent/v1/agent.proto\x12\x11toolmesh.agent.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1ftoolmesh/common/v1/common.proto\"/\n\x0b\x43hatRequest\x12\x0f\n\x07message\x18\x01 \x01(\t\x12\x0f\n\x07\x63hat_id\x18\x02 \x01(\t\"C\n\x0c\x43hatResponse\x12\x10\n\x08response\x18\x01 \x01(\t\x12\x0f\n\x07\x63hat_id\x18\x02 \x01(\t\x12\x10\n\x08task_ids\x18\x03 \x03(\t\"\xaa\x01\n\x08TaskSpec\x12\x13\n\x0b\x64\x65scription\x18\x01 \x01(\t\x12\x11\n\ttool_name\x18\x02 \x01(\t\x12\x0e\n\x06inputs\x18\x03 \x01(\t\x12\x0f\n\x07outputs\x18\x04 \x01(\t\x12\x19\n\x11\x61\x63\x63\x65ptance_checks\x18\x05 \x03(\t\x12:\n\x11preferred_runtime\x18\x06 \x01(\x0e\x32\x1f.toolmesh.agent.v1.BuildRuntime\"\xc8\x01\n\x0cTaskLogEntry\x12(\n\x04time\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x04kind\x18\x02 \x01(\x0e\x32\x1e.toolmesh.agent.v1.TaskLogKind\x12\x0c\n\x04text\x18\x03 \x01(\t\x12\x0c\n\x04tool\x18\x04 \x01(\t\x12\x0f\n\x07\x63\x61ll_id\x18\x05 \x01(\t\x12\x33\n\x0b\x63\x61ll_status\x18\x06 \x01(\x0e\x32\x1e.toolmesh.common.v1.CallStatus\"\xec\x03\n\x04Task\x12\n\n\x02id\x18\x01 \x01(\t\x12)\n\x04spec\x18\x02 \x01(\x0b\x32\x1b.toolmesh.agent.v1.TaskSpec\x12-\n\x06status\x18\x03 \x01(\x0e\x32\x1d.toolmesh.agent.v1.TaskStatus\x12,\n\x05owner\x18\x04 \x01(\x0b\x32\x1d.toolmesh.common.v1.Principal\x12\x0f\n\x07\x63hat_id\x18\x05 \x01(\t\x12\x10\n\x08trace_id\x18\x06 \x01(\t\x12.\n\ncreated_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nstarted_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0b\x66inished_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x03log\x18\n \x03(\x0b\x32\x1f.toolmesh.agent.v1.TaskLogEntry\x12\x11\n\ttool_name\x18\x0b \x01(\t\x12,\n\x05\x65rror\x18\x0c \x01(\x0b\x32\x1d.toolmesh.common.v1.CallError\x12\r\n\x05steps\x18\r \x01(\r\x12\x0e\n\x06tokens\x18\x0e \x01(\x04\x12\x0e\n\x06runner\x18\x0f \x01(\t\"O\n\x11SubmitTaskRequest\x12)\n\x04spec\x18\x01 \x01(\x0b\x32\x1b.toolmesh.agent.v1.TaskSpec\x12\x0f\n\x07\x63hat_id\x18\x02 \x01(\t\"S\n\x12SubmitTaskResponse\x12%\n\x04task\x18\x01 \x01(\x0b\x32\x17.toolmesh.agent.v1.Task\x12\x16\n\x0equeue_position\x18\x02 \x01(\r\"\x1c\n\x0eGetTaskRequest\x12\n\n\x02id\x18\x01 \x01(\t\"8\n\x0fGetTaskResponse\x12%\n\x04task\x18\x01 \x01(\x0b\x32\x17.toolmesh.agent.v1.Task\"h\n\x10ListTasksRequest\x12-\n\x06status\x18\x01 \x01(\x0e\x32\x1d.toolmesh.agent.v1.TaskStatus\x12\x11\n\tpage_size\x18\x02 \x01(\r\x12\x12\n\npage_token\x18\x03 \x01(\t\"T\n\x11ListTasksResponse\x12&\n\x05tasks\x18\x01 \x03(\x0b\x32\x17.toolmesh.agent.v1.Task\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\x18\n\x16GetSystemStatusRequest\"Q\n\nToolCounts\x12\r\n\x05total\x18\x01 \x01(\r\x12\x0e\n\x06\x61\x63tive\x18\x02 \x01(\r\x12\x12\n\ndeprecated\x18\x03 \x01(\r\x12\x10\n\x08\x64isabled\x18\x04 \x01(\r\"\x9e\x01\n\x11\x43odingAgentStatus\x12\x15\n\rrunning_count\x18\x01 \x01(\r\x12\x18\n\x10running_task_ids\x18\x02 \x03(\t\x12\x14\n\x0cqueued_count\x18\x03 \x01(\r\x12-\n\x0crecent_tasks\x18\x04 \x03(\x0b\x32\x17.toolmesh.agent.v1.Task\x12\x13\n\x0b\x63oncurrency\x18\x05 \x01(\r\"\xd4\x01\n\nChatWindow\x12\x0f\n\x07\x63hat_id\x18\x01 \x01(\t\x12,\n\x05owner\x18\x02 \x01(\x0b\x32\x1d.toolmesh.common.v1.Principal\x12\x11\n\tim_window\x18\x03 \x01(\x08\x12-\n\topened_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nupdated_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x15\n\rmessage_count\x18\x06 \x01(\r\"\xac\x01\n\x08ImStatus\x12\x12\n\nconfigured\x18\x01 \x01(\x08\x12\x11\n\tconnected\x18\x02 \x01(\x08\x12\x0b\n\x03url\x18\x03 \x01(\t\x12\x0f\n\x07\x63ontact\x18\x04 \x01(\t\x12\x33\n\x0f\x63onnected_since\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x12\n\nreconnects\x18\x06 \x01(\r\x12\x12\n\nlast_error\x18\x07 \x01(\t\"g\n\x0bModelStatus\x12\x12\n\nconfigured\x18\x01 \x01(\x08\x12\x0b\n\x03url\x18\x02 \x01(\t\x12\r\n\x05model\x18\x03 \x01(\t\x12\x12\n\ncoding_url\x18\x04 \x01(\t\x12\x14\n\x0c\x63oding_model\x18\x05 \x01(\t\"\x8b\x02\n\x17GetSystemStatusResponse\x12,\n\x05tools\x18\x01 \x01(\x0b\x32\x1d.toolmesh.agent.v1.ToolCounts\x12:\n\x0c\x63oding_agent\x18\x02 \x01(\x0b\x32$.toolmesh.agent.v1.CodingAgentStatus\x12.\n\x07windows\x18\x03 \x03(\x0b\x32\x1d.toolmesh.agent.v1.ChatWindow\x12\'\n\x02im\x18\x04 \x01(\x0b\x32\x1b.toolmesh.agent.v1.ImStatus\x12-\n\x05model\x18\x05 \x01(\x0b\x32\x1e.toolmesh.agent.v1.ModelStatus\"\x1f\n\x0b\x43hatHistory\x12\x10\n\x08messages\x18\x01 \x03(\t*]\n\x0c\x42uildRuntime\x12\x1d\n\x19\x42UILD_RUNTIME_UNSPECIFIED\x10\x00\x12\x18\n\x14\x42UILD_RUNTIME_DOCKER\x10\x01\x12\x14\n\x10\x42UILD_RUNTIME_UV\x10\x02*\x8e\x01\n\nTaskStatus\x12\x1b\n\x17TASK_STATUS_UNSPECIFIED\x10\x00\x12\x17\n\x13TASK_STATUS_PENDING\x10\x01\x12\x17\n\x13TASK_STATUS_RUNNING\x10\x02\x12\x19\n\x15TASK_STATUS_SUCCEEDED\x10\x03\x12\x16\n\x12TASK_STATUS_FAILED\x10\x04*w\n\x0bTaskLogKind\x12\x1d\n\x19TASK_LOG_KIND_UNSPECIFIED\x10\x00\x12\x18\n\x14TASK_LOG_KIND_ROUTER\x10\x01\x12\x17\n\x13TASK_LOG_KIND_MODEL\x10\x02\x12\x16\n\x12TASK_LOG_KIND_TOOL\x10\x03\x32\xc6\x03\n\x0c\x41gentService\x12G\n\x04\x43hat\x12\x1e.toolmesh.agent.v1.ChatRequest\x1a\x1f.toolmesh.agent.v1.ChatResponse\x12Y\n\nSubmitTask\x12$.toolmesh.agent.v1.SubmitTaskRequest\x1a%.toolmesh.agent.v1.SubmitTaskResponse\x12P\n\x07GetTask\x12!.toolmesh.agent.v1.GetTaskRequest\x1a\".toolmesh.agent.v1.GetTaskResponse\x12V\n\tListTasks\x12#.toolmesh.agent.v1.ListTasksRequest\x1a$.toolmesh.agent.v1.ListTasksResponse\x12h\n\x0fGetSystemStatus\x12).toolmesh.agent.v1.GetSystemStatusRequest\x1a*.toolmesh.agent.v1.GetSystemStatusResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dtoolmesh/agent/v1/agent.proto\x12\x11toolmesh.agent.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1ftoolmesh/common/v1/common.proto\"/\n\x0b\x43hatRequest\x12\x0f\n\x07message\x18\x01 \x01(\t\x12\x0f\n\x07\x63hat_id\x18\x02 \x01(\t\"C\n\x0c\x43hatResponse\x12\x10\n\x08response\x18\x01 \x01(\t\x12\x0f\n\x07\x63hat_id\x18\x02 \x01(\t\x12\x10\n\x08task_ids\x18\x03 \x03(\t\"\xaa\x01\n\x08TaskSpec\x12\x13\n\x0b\x64\x65scription\x18\x01 \x01(\t\x12\x11\n\ttool_name\x18\x02 \x01(\t\x12\x0e\n\x06inputs\x18\x03 \x01(\t\x12\x0f\n\x07outputs\x18\x04 \x01(\t\x12\x19\n\x11\x61\x63\x63\x65ptance_checks\x18\x05 \x03(\t\x12:\n\x11preferred_runtime\x18\x06 \x01(\x0e\x32\x1f.toolmesh.agent.v1.BuildRuntime\"\xc8\x01\n\x0cTaskLogEntry\x12(\n\x04time\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x04kind\x18\x02 \x01(\x0e\x32\x1e.toolmesh.agent.v1.TaskLogKind\x12\x0c\n\x04text\x18\x03 \x01(\t\x12\x0c\n\x04tool\x18\x04 \x01(\t\x12\x0f\n\x07\x63\x61ll_id\x18\x05 \x01(\t\x12\x33\n\x0b\x63\x61ll_status\x18\x06 \x01(\x0e\x32\x1e.toolmesh.common.v1.CallStatus\"\xec\x03\n\x04Task\x12\n\n\x02id\x18\x01 \x01(\t\x12)\n\x04spec\x18\x02 \x01(\x0b\x32\x1b.toolmesh.agent.v1.TaskSpec\x12-\n\x06status\x18\x03 \x01(\x0e\x32\x1d.toolmesh.agent.v1.TaskStatus\x12,\n\x05owner\x18\x04 \x01(\x0b\x32\x1d.toolmesh.common.v1.Principal\x12\x0f\n\x07\x63hat_id\x18\x05 \x01(\t\x12\x10\n\x08trace_id\x18\x06 \x01(\t\x12.\n\ncreated_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nstarted_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0b\x66inished_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x03log\x18\n \x03(\x0b\x32\x1f.toolmesh.agent.v1.TaskLogEntry\x12\x11\n\ttool_name\x18\x0b \x01(\t\x12,\n\x05\x65rror\x18\x0c \x01(\x0b\x32\x1d.toolmesh.common.v1.CallError\x12\r\n\x05steps\x18\r \x01(\r\x12\x0e\n\x06tokens\x18\x0e \x01(\x04\x12\x0e\n\x06runner\x18\x0f \x01(\t\";\n\x07TaskLog\x12\x30\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x1f.toolmesh.agent.v1.TaskLogEntry\"O\n\x11SubmitTaskRequest\x12)\n\x04spec\x18\x01 \x01(\x0b\x32\x1b.toolmesh.agent.v1.TaskSpec\x12\x0f\n\x07\x63hat_id\x18\x02 \x01(\t\"S\n\x12SubmitTaskResponse\x12%\n\x04task\x18\x01 \x01(\x0b\x32\x17.toolmesh.agent.v1.Task\x12\x16\n\x0equeue_position\x18\x02 \x01(\r\"\x1c\n\x0eGetTaskRequest\x12\n\n\x02id\x18\x01 \x01(\t\"8\n\x0fGetTaskResponse\x12%\n\x04task\x18\x01 \x01(\x0b\x32\x17.toolmesh.agent.v1.Task\"h\n\x10ListTasksRequest\x12-\n\x06status\x18\x01 \x01(\x0e\x32\x1d.toolmesh.agent.v1.TaskStatus\x12\x11\n\tpage_size\x18\x02 \x01(\r\x12\x12\n\npage_token\x18\x03 \x01(\t\"T\n\x11ListTasksResponse\x12&\n\x05tasks\x18\x01 \x03(\x0b\x32\x17.toolmesh.agent.v1.Task\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\x18\n\x16GetSystemStatusRequest\"Q\n\nToolCounts\x12\r\n\x05total\x18\x01 \x01(\r\x12\x0e\n\x06\x61\x63tive\x18\x02 \x01(\r\x12\x12\n\ndeprecated\x18\x03 \x01(\r\x12\x10\n\x08\x64isabled\x18\x04 \x01(\r\"\x9e\x01\n\x11\x43odingAgentStatus\x12\x15\n\rrunning_count\x18\x01 \x01(\r\x12\x18\n\x10running_task_ids\x18\x02 \x03(\t\x12\x14\n\x0cqueued_count\x18\x03 \x01(\r\x12-\n\x0crecent_tasks\x18\x04 \x03(\x0b\x32\x17.toolmesh.agent.v1.Task\x12\x13\n\x0b\x63oncurrency\x18\x05 \x01(\r\"\xd4\x01\n\nChatWindow\x12\x0f\n\x07\x63hat_id\x18\x01 \x01(\t\x12,\n\x05owner\x18\x02 \x01(\x0b\x32\x1d.toolmesh.common.v1.Principal\x12\x11\n\tim_window\x18\x03 \x01(\x08\x12-\n\topened_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nupdated_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x15\n\rmessage_count\x18\x06 \x01(\r\"\xac\x01\n\x08ImStatus\x12\x12\n\nconfigured\x18\x01 \x01(\x08\x12\x11\n\tconnected\x18\x02 \x01(\x08\x12\x0b\n\x03url\x18\x03 \x01(\t\x12\x0f\n\x07\x63ontact\x18\x04 \x01(\t\x12\x33\n\x0f\x63onnected_since\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x12\n\nreconnects\x18\x06 \x01(\r\x12\x12\n\nlast_error\x18\x07 \x01(\t\"g\n\x0bModelStatus\x12\x12\n\nconfigured\x18\x01 \x01(\x08\x12\x0b\n\x03url\x18\x02 \x01(\t\x12\r\n\x05model\x18\x03 \x01(\t\x12\x12\n\ncoding_url\x18\x04 \x01(\t\x12\x14\n\x0c\x63oding_model\x18\x05 \x01(\t\"\x8b\x02\n\x17GetSystemStatusResponse\x12,\n\x05tools\x18\x01 \x01(\x0b\x32\x1d.toolmesh.agent.v1.ToolCounts\x12:\n\x0c\x63oding_agent\x18\x02 \x01(\x0b\x32$.toolmesh.agent.v1.CodingAgentStatus\x12.\n\x07windows\x18\x03 \x03(\x0b\x32\x1d.toolmesh.agent.v1.ChatWindow\x12\'\n\x02im\x18\x04 \x01(\x0b\x32\x1b.toolmesh.agent.v1.ImStatus\x12-\n\x05model\x18\x05 \x01(\x0b\x32\x1e.toolmesh.agent.v1.ModelStatus\"\x1f\n\x0b\x43hatHistory\x12\x10\n\x08messages\x18\x01 \x03(\t*]\n\x0c\x42uildRuntime\x12\x1d\n\x19\x42UILD_RUNTIME_UNSPECIFIED\x10\x00\x12\x18\n\x14\x42UILD_RUNTIME_DOCKER\x10\x01\x12\x14\n\x10\x42UILD_RUNTIME_UV\x10\x02*\x8e\x01\n\nTaskStatus\x12\x1b\n\x17TASK_STATUS_UNSPECIFIED\x10\x00\x12\x17\n\x13TASK_STATUS_PENDING\x10\x01\x12\x17\n\x13TASK_STATUS_RUNNING\x10\x02\x12\x19\n\x15TASK_STATUS_SUCCEEDED\x10\x03\x12\x16\n\x12TASK_STATUS_FAILED\x10\x04*w\n\x0bTaskLogKind\x12\x1d\n\x19TASK_LOG_KIND_UNSPECIFIED\x10\x00\x12\x18\n\x14TASK_LOG_KIND_ROUTER\x10\x01\x12\x17\n\x13TASK_LOG_KIND_MODEL\x10\x02\x12\x16\n\x12TASK_LOG_KIND_TOOL\x10\x03\x32\xc6\x03\n\x0c\x41gentService\x12G\n\x04\x43hat\x12\x1e.toolmesh.agent.v1.ChatRequest\x1a\x1f.toolmesh.agent.v1.ChatResponse\x12Y\n\nSubmitTask\x12$.toolmesh.agent.v1.SubmitTaskRequest\x1a%.toolmesh.agent.v1.SubmitTaskResponse\x12P\n\x07GetTask\x12!.toolmesh.agent.v1.GetTaskRequest\x1a\".toolmesh.agent.v1.GetTaskResponse\x12V\n\tListTasks\x12#.toolmesh.agent.v1.ListTasksRequest\x1a$.toolmesh.agent.v1.ListTasksResponse\x12h\n\x0fGetSystemStatus\x12).toolmesh.agent.v1.GetSystemStatusRequest\x1a*.toolmesh.agent.v1.GetSystemStatusResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'toolmesh.agent.v1.agent_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_BUILDRUNTIME']._serialized_start=2621
-  _globals['_BUILDRUNTIME']._serialized_end=2714
-  _globals['_TASKSTATUS']._serialized_start=2717
-  _globals['_TASKSTATUS']._serialized_end=2859
-  _globals['_TASKLOGKIND']._serialized_start=2861
-  _globals['_TASKLOGKIND']._serialized_end=2980
+  _globals['_BUILDRUNTIME']._serialized_start=2682
+  _globals['_BUILDRUNTIME']._serialized_end=2775
+  _globals['_TASKSTATUS']._serialized_start=2778
+  _globals['_TASKSTATUS']._serialized_end=2920
+  _globals['_TASKLOGKIND']._serialized_start=2922
+  _globals['_TASKLOGKIND']._serialized_end=3041
   _globals['_CHATREQUEST']._serialized_start=118
   _globals['_CHATREQUEST']._serialized_end=165
   _globals['_CHATRESPONSE']._serialized_start=167
@@ -49,34 +49,36 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_TASKLOGENTRY']._serialized_end=610
   _globals['_TASK']._serialized_start=613
   _globals['_TASK']._serialized_end=1105
-  _globals['_SUBMITTASKREQUEST']._serialized_start=1107
-  _globals['_SUBMITTASKREQUEST']._serialized_end=1186
-  _globals['_SUBMITTASKRESPONSE']._serialized_start=1188
-  _globals['_SUBMITTASKRESPONSE']._serialized_end=1271
-  _globals['_GETTASKREQUEST']._serialized_start=1273
-  _globals['_GETTASKREQUEST']._serialized_end=1301
-  _globals['_GETTASKRESPONSE']._serialized_start=1303
-  _globals['_GETTASKRESPONSE']._serialized_end=1359
-  _globals['_LISTTASKSREQUEST']._serialized_start=1361
-  _globals['_LISTTASKSREQUEST']._serialized_end=1465
-  _globals['_LISTTASKSRESPONSE']._serialized_start=1467
-  _globals['_LISTTASKSRESPONSE']._serialized_end=1551
-  _globals['_GETSYSTEMSTATUSREQUEST']._serialized_start=1553
-  _globals['_GETSYSTEMSTATUSREQUEST']._serialized_end=1577
-  _globals['_TOOLCOUNTS']._serialized_start=1579
-  _globals['_TOOLCOUNTS']._serialized_end=1660
-  _globals['_CODINGAGENTSTATUS']._serialized_start=1663
-  _globals['_CODINGAGENTSTATUS']._serialized_end=1821
-  _globals['_CHATWINDOW']._serialized_start=1824
-  _globals['_CHATWINDOW']._serialized_end=2036
-  _globals['_IMSTATUS']._serialized_start=2039
-  _globals['_IMSTATUS']._serialized_end=2211
-  _globals['_MODELSTATUS']._serialized_start=2213
-  _globals['_MODELSTATUS']._serialized_end=2316
-  _globals['_GETSYSTEMSTATUSRESPONSE']._serialized_start=2319
-  _globals['_GETSYSTEMSTATUSRESPONSE']._serialized_end=2586
-  _globals['_CHATHISTORY']._serialized_start=2588
-  _globals['_CHATHISTORY']._serialized_end=2619
-  _globals['_AGENTSERVICE']._serialized_start=2983
-  _globals['_AGENTSERVICE']._serialized_end=3437
+  _globals['_TASKLOG']._serialized_start=1107
+  _globals['_TASKLOG']._serialized_end=1166
+  _globals['_SUBMITTASKREQUEST']._serialized_start=1168
+  _globals['_SUBMITTASKREQUEST']._serialized_end=1247
+  _globals['_SUBMITTASKRESPONSE']._serialized_start=1249
+  _globals['_SUBMITTASKRESPONSE']._serialized_end=1332
+  _globals['_GETTASKREQUEST']._serialized_start=1334
+  _globals['_GETTASKREQUEST']._serialized_end=1362
+  _globals['_GETTASKRESPONSE']._serialized_start=1364
+  _globals['_GETTASKRESPONSE']._serialized_end=1420
+  _globals['_LISTTASKSREQUEST']._serialized_start=1422
+  _globals['_LISTTASKSREQUEST']._serialized_end=1526
+  _globals['_LISTTASKSRESPONSE']._serialized_start=1528
+  _globals['_LISTTASKSRESPONSE']._serialized_end=1612
+  _globals['_GETSYSTEMSTATUSREQUEST']._serialized_start=1614
+  _globals['_GETSYSTEMSTATUSREQUEST']._serialized_end=1638
+  _globals['_TOOLCOUNTS']._serialized_start=1640
+  _globals['_TOOLCOUNTS']._serialized_end=1721
+  _globals['_CODINGAGENTSTATUS']._serialized_start=1724
+  _globals['_CODINGAGENTSTATUS']._serialized_end=1882
+  _globals['_CHATWINDOW']._serialized_start=1885
+  _globals['_CHATWINDOW']._serialized_end=2097
+  _globals['_IMSTATUS']._serialized_start=2100
+  _globals['_IMSTATUS']._serialized_end=2272
+  _globals['_MODELSTATUS']._serialized_start=2274
+  _globals['_MODELSTATUS']._serialized_end=2377
+  _globals['_GETSYSTEMSTATUSRESPONSE']._serialized_start=2380
+  _globals['_GETSYSTEMSTATUSRESPONSE']._serialized_end=2647
+  _globals['_CHATHISTORY']._serialized_start=2649
+  _globals['_CHATHISTORY']._serialized_end=2680
+  _globals['_AGENTSERVICE']._serialized_start=3044
+  _globals['_AGENTSERVICE']._serialized_end=3498
 # @@protoc_insertion_point(module_scope)

@@ -128,6 +128,12 @@ class Task(_message.Message):
     runner: str
     def __init__(self, id: _Optional[str] = ..., spec: _Optional[_Union[TaskSpec, _Mapping]] = ..., status: _Optional[_Union[TaskStatus, str]] = ..., owner: _Optional[_Union[_common_pb2.Principal, _Mapping]] = ..., chat_id: _Optional[str] = ..., trace_id: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finished_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., log: _Optional[_Iterable[_Union[TaskLogEntry, _Mapping]]] = ..., tool_name: _Optional[str] = ..., error: _Optional[_Union[_common_pb2.CallError, _Mapping]] = ..., steps: _Optional[int] = ..., tokens: _Optional[int] = ..., runner: _Optional[str] = ...) -> None: ...
 
+class TaskLog(_message.Message):
+    __slots__ = ("entries",)
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    entries: _containers.RepeatedCompositeFieldContainer[TaskLogEntry]
+    def __init__(self, entries: _Optional[_Iterable[_Union[TaskLogEntry, _Mapping]]] = ...) -> None: ...
+
 class SubmitTaskRequest(_message.Message):
     __slots__ = ("spec", "chat_id")
     SPEC_FIELD_NUMBER: _ClassVar[int]

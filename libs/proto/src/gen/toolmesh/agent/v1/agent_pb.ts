@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file toolmesh/agent/v1/agent.proto.
  */
 export const file_toolmesh_agent_v1_agent: GenFile = /*@__PURE__*/
-  fileDesc("Ch10b29sbWVzaC9hZ2VudC92MS9hZ2VudC5wcm90bxIRdG9vbG1lc2guYWdlbnQudjEiLwoLQ2hhdFJlcXVlc3QSDwoHbWVzc2FnZRgBIAEoCRIPCgdjaGF0X2lkGAIgASgJIkMKDENoYXRSZXNwb25zZRIQCghyZXNwb25zZRgBIAEoCRIPCgdjaGF0X2lkGAIgASgJEhAKCHRhc2tfaWRzGAMgAygJIqoBCghUYXNrU3BlYxITCgtkZXNjcmlwdGlvbhgBIAEoCRIRCgl0b29sX25hbWUYAiABKAkSDgoGaW5wdXRzGAMgASgJEg8KB291dHB1dHMYBCABKAkSGQoRYWNjZXB0YW5jZV9jaGVja3MYBSADKAkSOgoRcHJlZmVycmVkX3J1bnRpbWUYBiABKA4yHy50b29sbWVzaC5hZ2VudC52MS5CdWlsZFJ1bnRpbWUiyAEKDFRhc2tMb2dFbnRyeRIoCgR0aW1lGAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCgRraW5kGAIgASgOMh4udG9vbG1lc2guYWdlbnQudjEuVGFza0xvZ0tpbmQSDAoEdGV4dBgDIAEoCRIMCgR0b29sGAQgASgJEg8KB2NhbGxfaWQYBSABKAkSMwoLY2FsbF9zdGF0dXMYBiABKA4yHi50b29sbWVzaC5jb21tb24udjEuQ2FsbFN0YXR1cyLsAwoEVGFzaxIKCgJpZBgBIAEoCRIpCgRzcGVjGAIgASgLMhsudG9vbG1lc2guYWdlbnQudjEuVGFza1NwZWMSLQoGc3RhdHVzGAMgASgOMh0udG9vbG1lc2guYWdlbnQudjEuVGFza1N0YXR1cxIsCgVvd25lchgEIAEoCzIdLnRvb2xtZXNoLmNvbW1vbi52MS5QcmluY2lwYWwSDwoHY2hhdF9pZBgFIAEoCRIQCgh0cmFjZV9pZBgGIAEoCRIuCgpjcmVhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpzdGFydGVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtmaW5pc2hlZF9hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoDbG9nGAogAygLMh8udG9vbG1lc2guYWdlbnQudjEuVGFza0xvZ0VudHJ5EhEKCXRvb2xfbmFtZRgLIAEoCRIsCgVlcnJvchgMIAEoCzIdLnRvb2xtZXNoLmNvbW1vbi52MS5DYWxsRXJyb3ISDQoFc3RlcHMYDSABKA0SDgoGdG9rZW5zGA4gASgEEg4KBnJ1bm5lchgPIAEoCSJPChFTdWJtaXRUYXNrUmVxdWVzdBIpCgRzcGVjGAEgASgLMhsudG9vbG1lc2guYWdlbnQudjEuVGFza1NwZWMSDwoHY2hhdF9pZBgCIAEoCSJTChJTdWJtaXRUYXNrUmVzcG9uc2USJQoEdGFzaxgBIAEoCzIXLnRvb2xtZXNoLmFnZW50LnYxLlRhc2sSFgoOcXVldWVfcG9zaXRpb24YAiABKA0iHAoOR2V0VGFza1JlcXVlc3QSCgoCaWQYASABKAkiOAoPR2V0VGFza1Jlc3BvbnNlEiUKBHRhc2sYASABKAsyFy50b29sbWVzaC5hZ2VudC52MS5UYXNrImgKEExpc3RUYXNrc1JlcXVlc3QSLQoGc3RhdHVzGAEgASgOMh0udG9vbG1lc2guYWdlbnQudjEuVGFza1N0YXR1cxIRCglwYWdlX3NpemUYAiABKA0SEgoKcGFnZV90b2tlbhgDIAEoCSJUChFMaXN0VGFza3NSZXNwb25zZRImCgV0YXNrcxgBIAMoCzIXLnRvb2xtZXNoLmFnZW50LnYxLlRhc2sSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIhgKFkdldFN5c3RlbVN0YXR1c1JlcXVlc3QiUQoKVG9vbENvdW50cxINCgV0b3RhbBgBIAEoDRIOCgZhY3RpdmUYAiABKA0SEgoKZGVwcmVjYXRlZBgDIAEoDRIQCghkaXNhYmxlZBgEIAEoDSKeAQoRQ29kaW5nQWdlbnRTdGF0dXMSFQoNcnVubmluZ19jb3VudBgBIAEoDRIYChBydW5uaW5nX3Rhc2tfaWRzGAIgAygJEhQKDHF1ZXVlZF9jb3VudBgDIAEoDRItCgxyZWNlbnRfdGFza3MYBCADKAsyFy50b29sbWVzaC5hZ2VudC52MS5UYXNrEhMKC2NvbmN1cnJlbmN5GAUgASgNItQBCgpDaGF0V2luZG93Eg8KB2NoYXRfaWQYASABKAkSLAoFb3duZXIYAiABKAsyHS50b29sbWVzaC5jb21tb24udjEuUHJpbmNpcGFsEhEKCWltX3dpbmRvdxgDIAEoCBItCglvcGVuZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhUKDW1lc3NhZ2VfY291bnQYBiABKA0irAEKCEltU3RhdHVzEhIKCmNvbmZpZ3VyZWQYASABKAgSEQoJY29ubmVjdGVkGAIgASgIEgsKA3VybBgDIAEoCRIPCgdjb250YWN0GAQgASgJEjMKD2Nvbm5lY3RlZF9zaW5jZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKcmVjb25uZWN0cxgGIAEoDRISCgpsYXN0X2Vycm9yGAcgASgJImcKC01vZGVsU3RhdHVzEhIKCmNvbmZpZ3VyZWQYASABKAgSCwoDdXJsGAIgASgJEg0KBW1vZGVsGAMgASgJEhIKCmNvZGluZ191cmwYBCABKAkSFAoMY29kaW5nX21vZGVsGAUgASgJIosCChdHZXRTeXN0ZW1TdGF0dXNSZXNwb25zZRIsCgV0b29scxgBIAEoCzIdLnRvb2xtZXNoLmFnZW50LnYxLlRvb2xDb3VudHMSOgoMY29kaW5nX2FnZW50GAIgASgLMiQudG9vbG1lc2guYWdlbnQudjEuQ29kaW5nQWdlbnRTdGF0dXMSLgoHd2luZG93cxgDIAMoCzIdLnRvb2xtZXNoLmFnZW50LnYxLkNoYXRXaW5kb3cSJwoCaW0YBCABKAsyGy50b29sbWVzaC5hZ2VudC52MS5JbVN0YXR1cxItCgVtb2RlbBgFIAEoCzIeLnRvb2xtZXNoLmFnZW50LnYxLk1vZGVsU3RhdHVzIh8KC0NoYXRIaXN0b3J5EhAKCG1lc3NhZ2VzGAEgAygJKl0KDEJ1aWxkUnVudGltZRIdChlCVUlMRF9SVU5USU1FX1VOU1BFQ0lGSUVEEAASGAoUQlVJTERfUlVOVElNRV9ET0NLRVIQARIUChBCVUlMRF9SVU5USU1FX1VWEAIqjgEKClRhc2tTdGF0dXMSGwoXVEFTS19TVEFUVVNfVU5TUEVDSUZJRUQQABIXChNUQVNLX1NUQVRVU19QRU5ESU5HEAESFwoTVEFTS19TVEFUVVNfUlVOTklORxACEhkKFVRBU0tfU1RBVFVTX1NVQ0NFRURFRBADEhYKElRBU0tfU1RBVFVTX0ZBSUxFRBAEKncKC1Rhc2tMb2dLaW5kEh0KGVRBU0tfTE9HX0tJTkRfVU5TUEVDSUZJRUQQABIYChRUQVNLX0xPR19LSU5EX1JPVVRFUhABEhcKE1RBU0tfTE9HX0tJTkRfTU9ERUwQAhIWChJUQVNLX0xPR19LSU5EX1RPT0wQAzLGAwoMQWdlbnRTZXJ2aWNlEkcKBENoYXQSHi50b29sbWVzaC5hZ2VudC52MS5DaGF0UmVxdWVzdBofLnRvb2xtZXNoLmFnZW50LnYxLkNoYXRSZXNwb25zZRJZCgpTdWJtaXRUYXNrEiQudG9vbG1lc2guYWdlbnQudjEuU3VibWl0VGFza1JlcXVlc3QaJS50b29sbWVzaC5hZ2VudC52MS5TdWJtaXRUYXNrUmVzcG9uc2USUAoHR2V0VGFzaxIhLnRvb2xtZXNoLmFnZW50LnYxLkdldFRhc2tSZXF1ZXN0GiIudG9vbG1lc2guYWdlbnQudjEuR2V0VGFza1Jlc3BvbnNlElYKCUxpc3RUYXNrcxIjLnRvb2xtZXNoLmFnZW50LnYxLkxpc3RUYXNrc1JlcXVlc3QaJC50b29sbWVzaC5hZ2VudC52MS5MaXN0VGFza3NSZXNwb25zZRJoCg9HZXRTeXN0ZW1TdGF0dXMSKS50b29sbWVzaC5hZ2VudC52MS5HZXRTeXN0ZW1TdGF0dXNSZXF1ZXN0GioudG9vbG1lc2guYWdlbnQudjEuR2V0U3lzdGVtU3RhdHVzUmVzcG9uc2VCuAEKFWNvbS50b29sbWVzaC5hZ2VudC52MUIKQWdlbnRQcm90b1ABWi10b29sbWVzaC5kZXYvZ28vZ2VuL3Rvb2xtZXNoL2FnZW50L3YxO2FnZW50djGiAgNUQViqAhFUb29sbWVzaC5BZ2VudC5WMcoCEVRvb2xtZXNoXEFnZW50XFYx4gIdVG9vbG1lc2hcQWdlbnRcVjFcR1BCTWV0YWRhdGHqAhNUb29sbWVzaDo6QWdlbnQ6OlYxYgZwcm90bzM", [file_google_protobuf_timestamp, file_toolmesh_common_v1_common]);
+  fileDesc("Ch10b29sbWVzaC9hZ2VudC92MS9hZ2VudC5wcm90bxIRdG9vbG1lc2guYWdlbnQudjEiLwoLQ2hhdFJlcXVlc3QSDwoHbWVzc2FnZRgBIAEoCRIPCgdjaGF0X2lkGAIgASgJIkMKDENoYXRSZXNwb25zZRIQCghyZXNwb25zZRgBIAEoCRIPCgdjaGF0X2lkGAIgASgJEhAKCHRhc2tfaWRzGAMgAygJIqoBCghUYXNrU3BlYxITCgtkZXNjcmlwdGlvbhgBIAEoCRIRCgl0b29sX25hbWUYAiABKAkSDgoGaW5wdXRzGAMgASgJEg8KB291dHB1dHMYBCABKAkSGQoRYWNjZXB0YW5jZV9jaGVja3MYBSADKAkSOgoRcHJlZmVycmVkX3J1bnRpbWUYBiABKA4yHy50b29sbWVzaC5hZ2VudC52MS5CdWlsZFJ1bnRpbWUiyAEKDFRhc2tMb2dFbnRyeRIoCgR0aW1lGAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCgRraW5kGAIgASgOMh4udG9vbG1lc2guYWdlbnQudjEuVGFza0xvZ0tpbmQSDAoEdGV4dBgDIAEoCRIMCgR0b29sGAQgASgJEg8KB2NhbGxfaWQYBSABKAkSMwoLY2FsbF9zdGF0dXMYBiABKA4yHi50b29sbWVzaC5jb21tb24udjEuQ2FsbFN0YXR1cyLsAwoEVGFzaxIKCgJpZBgBIAEoCRIpCgRzcGVjGAIgASgLMhsudG9vbG1lc2guYWdlbnQudjEuVGFza1NwZWMSLQoGc3RhdHVzGAMgASgOMh0udG9vbG1lc2guYWdlbnQudjEuVGFza1N0YXR1cxIsCgVvd25lchgEIAEoCzIdLnRvb2xtZXNoLmNvbW1vbi52MS5QcmluY2lwYWwSDwoHY2hhdF9pZBgFIAEoCRIQCgh0cmFjZV9pZBgGIAEoCRIuCgpjcmVhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpzdGFydGVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtmaW5pc2hlZF9hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoDbG9nGAogAygLMh8udG9vbG1lc2guYWdlbnQudjEuVGFza0xvZ0VudHJ5EhEKCXRvb2xfbmFtZRgLIAEoCRIsCgVlcnJvchgMIAEoCzIdLnRvb2xtZXNoLmNvbW1vbi52MS5DYWxsRXJyb3ISDQoFc3RlcHMYDSABKA0SDgoGdG9rZW5zGA4gASgEEg4KBnJ1bm5lchgPIAEoCSI7CgdUYXNrTG9nEjAKB2VudHJpZXMYASADKAsyHy50b29sbWVzaC5hZ2VudC52MS5UYXNrTG9nRW50cnkiTwoRU3VibWl0VGFza1JlcXVlc3QSKQoEc3BlYxgBIAEoCzIbLnRvb2xtZXNoLmFnZW50LnYxLlRhc2tTcGVjEg8KB2NoYXRfaWQYAiABKAkiUwoSU3VibWl0VGFza1Jlc3BvbnNlEiUKBHRhc2sYASABKAsyFy50b29sbWVzaC5hZ2VudC52MS5UYXNrEhYKDnF1ZXVlX3Bvc2l0aW9uGAIgASgNIhwKDkdldFRhc2tSZXF1ZXN0EgoKAmlkGAEgASgJIjgKD0dldFRhc2tSZXNwb25zZRIlCgR0YXNrGAEgASgLMhcudG9vbG1lc2guYWdlbnQudjEuVGFzayJoChBMaXN0VGFza3NSZXF1ZXN0Ei0KBnN0YXR1cxgBIAEoDjIdLnRvb2xtZXNoLmFnZW50LnYxLlRhc2tTdGF0dXMSEQoJcGFnZV9zaXplGAIgASgNEhIKCnBhZ2VfdG9rZW4YAyABKAkiVAoRTGlzdFRhc2tzUmVzcG9uc2USJgoFdGFza3MYASADKAsyFy50b29sbWVzaC5hZ2VudC52MS5UYXNrEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIYChZHZXRTeXN0ZW1TdGF0dXNSZXF1ZXN0IlEKClRvb2xDb3VudHMSDQoFdG90YWwYASABKA0SDgoGYWN0aXZlGAIgASgNEhIKCmRlcHJlY2F0ZWQYAyABKA0SEAoIZGlzYWJsZWQYBCABKA0ingEKEUNvZGluZ0FnZW50U3RhdHVzEhUKDXJ1bm5pbmdfY291bnQYASABKA0SGAoQcnVubmluZ190YXNrX2lkcxgCIAMoCRIUCgxxdWV1ZWRfY291bnQYAyABKA0SLQoMcmVjZW50X3Rhc2tzGAQgAygLMhcudG9vbG1lc2guYWdlbnQudjEuVGFzaxITCgtjb25jdXJyZW5jeRgFIAEoDSLUAQoKQ2hhdFdpbmRvdxIPCgdjaGF0X2lkGAEgASgJEiwKBW93bmVyGAIgASgLMh0udG9vbG1lc2guY29tbW9uLnYxLlByaW5jaXBhbBIRCglpbV93aW5kb3cYAyABKAgSLQoJb3BlbmVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIVCg1tZXNzYWdlX2NvdW50GAYgASgNIqwBCghJbVN0YXR1cxISCgpjb25maWd1cmVkGAEgASgIEhEKCWNvbm5lY3RlZBgCIAEoCBILCgN1cmwYAyABKAkSDwoHY29udGFjdBgEIAEoCRIzCg9jb25uZWN0ZWRfc2luY2UYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhIKCnJlY29ubmVjdHMYBiABKA0SEgoKbGFzdF9lcnJvchgHIAEoCSJnCgtNb2RlbFN0YXR1cxISCgpjb25maWd1cmVkGAEgASgIEgsKA3VybBgCIAEoCRINCgVtb2RlbBgDIAEoCRISCgpjb2RpbmdfdXJsGAQgASgJEhQKDGNvZGluZ19tb2RlbBgFIAEoCSKLAgoXR2V0U3lzdGVtU3RhdHVzUmVzcG9uc2USLAoFdG9vbHMYASABKAsyHS50b29sbWVzaC5hZ2VudC52MS5Ub29sQ291bnRzEjoKDGNvZGluZ19hZ2VudBgCIAEoCzIkLnRvb2xtZXNoLmFnZW50LnYxLkNvZGluZ0FnZW50U3RhdHVzEi4KB3dpbmRvd3MYAyADKAsyHS50b29sbWVzaC5hZ2VudC52MS5DaGF0V2luZG93EicKAmltGAQgASgLMhsudG9vbG1lc2guYWdlbnQudjEuSW1TdGF0dXMSLQoFbW9kZWwYBSABKAsyHi50b29sbWVzaC5hZ2VudC52MS5Nb2RlbFN0YXR1cyIfCgtDaGF0SGlzdG9yeRIQCghtZXNzYWdlcxgBIAMoCSpdCgxCdWlsZFJ1bnRpbWUSHQoZQlVJTERfUlVOVElNRV9VTlNQRUNJRklFRBAAEhgKFEJVSUxEX1JVTlRJTUVfRE9DS0VSEAESFAoQQlVJTERfUlVOVElNRV9VVhACKo4BCgpUYXNrU3RhdHVzEhsKF1RBU0tfU1RBVFVTX1VOU1BFQ0lGSUVEEAASFwoTVEFTS19TVEFUVVNfUEVORElORxABEhcKE1RBU0tfU1RBVFVTX1JVTk5JTkcQAhIZChVUQVNLX1NUQVRVU19TVUNDRUVERUQQAxIWChJUQVNLX1NUQVRVU19GQUlMRUQQBCp3CgtUYXNrTG9nS2luZBIdChlUQVNLX0xPR19LSU5EX1VOU1BFQ0lGSUVEEAASGAoUVEFTS19MT0dfS0lORF9ST1VURVIQARIXChNUQVNLX0xPR19LSU5EX01PREVMEAISFgoSVEFTS19MT0dfS0lORF9UT09MEAMyxgMKDEFnZW50U2VydmljZRJHCgRDaGF0Eh4udG9vbG1lc2guYWdlbnQudjEuQ2hhdFJlcXVlc3QaHy50b29sbWVzaC5hZ2VudC52MS5DaGF0UmVzcG9uc2USWQoKU3VibWl0VGFzaxIkLnRvb2xtZXNoLmFnZW50LnYxLlN1Ym1pdFRhc2tSZXF1ZXN0GiUudG9vbG1lc2guYWdlbnQudjEuU3VibWl0VGFza1Jlc3BvbnNlElAKB0dldFRhc2sSIS50b29sbWVzaC5hZ2VudC52MS5HZXRUYXNrUmVxdWVzdBoiLnRvb2xtZXNoLmFnZW50LnYxLkdldFRhc2tSZXNwb25zZRJWCglMaXN0VGFza3MSIy50b29sbWVzaC5hZ2VudC52MS5MaXN0VGFza3NSZXF1ZXN0GiQudG9vbG1lc2guYWdlbnQudjEuTGlzdFRhc2tzUmVzcG9uc2USaAoPR2V0U3lzdGVtU3RhdHVzEikudG9vbG1lc2guYWdlbnQudjEuR2V0U3lzdGVtU3RhdHVzUmVxdWVzdBoqLnRvb2xtZXNoLmFnZW50LnYxLkdldFN5c3RlbVN0YXR1c1Jlc3BvbnNlQrgBChVjb20udG9vbG1lc2guYWdlbnQudjFCCkFnZW50UHJvdG9QAVotdG9vbG1lc2guZGV2L2dvL2dlbi90b29sbWVzaC9hZ2VudC92MTthZ2VudHYxogIDVEFYqgIRVG9vbG1lc2guQWdlbnQuVjHKAhFUb29sbWVzaFxBZ2VudFxWMeICHVRvb2xtZXNoXEFnZW50XFYxXEdQQk1ldGFkYXRh6gITVG9vbG1lc2g6OkFnZW50OjpWMWIGcHJvdG8z", [file_google_protobuf_timestamp, file_toolmesh_common_v1_common]);
 
 /**
  * @generated from message toolmesh.agent.v1.ChatRequest
@@ -181,8 +181,8 @@ export const TaskLogEntrySchema: GenMessage<TaskLogEntry> = /*@__PURE__*/
   messageDesc(file_toolmesh_agent_v1_agent, 3);
 
 /**
- * Task is a task spec and how its build went. It is the value of `tasks.<id>` in the agent
- * service's bucket `toolmesh-agent-tasks`.
+ * Task is a task spec and how its build went. It is the value of `tasks.<id>` in the tool agent's
+ * bucket `toolmesh-agent-tasks`, without its log, which is `logs.<id>` (a TaskLog).
  *
  * @generated from message toolmesh.agent.v1.Task
  */
@@ -290,6 +290,26 @@ export const TaskSchema: GenMessage<Task> = /*@__PURE__*/
   messageDesc(file_toolmesh_agent_v1_agent, 4);
 
 /**
+ * TaskLog is a task's build log as stored: the value of `logs.<id>` in `toolmesh-agent-tasks`.
+ * Never returned by an RPC (GetTask returns it in Task.log).
+ *
+ * @generated from message toolmesh.agent.v1.TaskLog
+ */
+export type TaskLog = Message<"toolmesh.agent.v1.TaskLog"> & {
+  /**
+   * @generated from field: repeated toolmesh.agent.v1.TaskLogEntry entries = 1;
+   */
+  entries: TaskLogEntry[];
+};
+
+/**
+ * Describes the message toolmesh.agent.v1.TaskLog.
+ * Use `create(TaskLogSchema)` to create a new message.
+ */
+export const TaskLogSchema: GenMessage<TaskLog> = /*@__PURE__*/
+  messageDesc(file_toolmesh_agent_v1_agent, 5);
+
+/**
  * @generated from message toolmesh.agent.v1.SubmitTaskRequest
  */
 export type SubmitTaskRequest = Message<"toolmesh.agent.v1.SubmitTaskRequest"> & {
@@ -311,7 +331,7 @@ export type SubmitTaskRequest = Message<"toolmesh.agent.v1.SubmitTaskRequest"> &
  * Use `create(SubmitTaskRequestSchema)` to create a new message.
  */
 export const SubmitTaskRequestSchema: GenMessage<SubmitTaskRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_agent_v1_agent, 5);
+  messageDesc(file_toolmesh_agent_v1_agent, 6);
 
 /**
  * @generated from message toolmesh.agent.v1.SubmitTaskResponse
@@ -335,7 +355,7 @@ export type SubmitTaskResponse = Message<"toolmesh.agent.v1.SubmitTaskResponse">
  * Use `create(SubmitTaskResponseSchema)` to create a new message.
  */
 export const SubmitTaskResponseSchema: GenMessage<SubmitTaskResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_agent_v1_agent, 6);
+  messageDesc(file_toolmesh_agent_v1_agent, 7);
 
 /**
  * @generated from message toolmesh.agent.v1.GetTaskRequest
@@ -352,7 +372,7 @@ export type GetTaskRequest = Message<"toolmesh.agent.v1.GetTaskRequest"> & {
  * Use `create(GetTaskRequestSchema)` to create a new message.
  */
 export const GetTaskRequestSchema: GenMessage<GetTaskRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_agent_v1_agent, 7);
+  messageDesc(file_toolmesh_agent_v1_agent, 8);
 
 /**
  * @generated from message toolmesh.agent.v1.GetTaskResponse
@@ -369,7 +389,7 @@ export type GetTaskResponse = Message<"toolmesh.agent.v1.GetTaskResponse"> & {
  * Use `create(GetTaskResponseSchema)` to create a new message.
  */
 export const GetTaskResponseSchema: GenMessage<GetTaskResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_agent_v1_agent, 8);
+  messageDesc(file_toolmesh_agent_v1_agent, 9);
 
 /**
  * @generated from message toolmesh.agent.v1.ListTasksRequest
@@ -400,7 +420,7 @@ export type ListTasksRequest = Message<"toolmesh.agent.v1.ListTasksRequest"> & {
  * Use `create(ListTasksRequestSchema)` to create a new message.
  */
 export const ListTasksRequestSchema: GenMessage<ListTasksRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_agent_v1_agent, 9);
+  messageDesc(file_toolmesh_agent_v1_agent, 10);
 
 /**
  * @generated from message toolmesh.agent.v1.ListTasksResponse
@@ -424,7 +444,7 @@ export type ListTasksResponse = Message<"toolmesh.agent.v1.ListTasksResponse"> &
  * Use `create(ListTasksResponseSchema)` to create a new message.
  */
 export const ListTasksResponseSchema: GenMessage<ListTasksResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_agent_v1_agent, 10);
+  messageDesc(file_toolmesh_agent_v1_agent, 11);
 
 /**
  * @generated from message toolmesh.agent.v1.GetSystemStatusRequest
@@ -437,7 +457,7 @@ export type GetSystemStatusRequest = Message<"toolmesh.agent.v1.GetSystemStatusR
  * Use `create(GetSystemStatusRequestSchema)` to create a new message.
  */
 export const GetSystemStatusRequestSchema: GenMessage<GetSystemStatusRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_agent_v1_agent, 11);
+  messageDesc(file_toolmesh_agent_v1_agent, 12);
 
 /**
  * ToolCounts counts the tools the caller may see.
@@ -471,7 +491,7 @@ export type ToolCounts = Message<"toolmesh.agent.v1.ToolCounts"> & {
  * Use `create(ToolCountsSchema)` to create a new message.
  */
 export const ToolCountsSchema: GenMessage<ToolCounts> = /*@__PURE__*/
-  messageDesc(file_toolmesh_agent_v1_agent, 12);
+  messageDesc(file_toolmesh_agent_v1_agent, 13);
 
 /**
  * CodingAgentStatus is the Router's queue and the CodingAgent's work.
@@ -514,7 +534,7 @@ export type CodingAgentStatus = Message<"toolmesh.agent.v1.CodingAgentStatus"> &
  * Use `create(CodingAgentStatusSchema)` to create a new message.
  */
 export const CodingAgentStatusSchema: GenMessage<CodingAgentStatus> = /*@__PURE__*/
-  messageDesc(file_toolmesh_agent_v1_agent, 13);
+  messageDesc(file_toolmesh_agent_v1_agent, 14);
 
 /**
  * ChatWindow is one ServiceAgent session.
@@ -564,7 +584,7 @@ export type ChatWindow = Message<"toolmesh.agent.v1.ChatWindow"> & {
  * Use `create(ChatWindowSchema)` to create a new message.
  */
 export const ChatWindowSchema: GenMessage<ChatWindow> = /*@__PURE__*/
-  messageDesc(file_toolmesh_agent_v1_agent, 14);
+  messageDesc(file_toolmesh_agent_v1_agent, 15);
 
 /**
  * ImStatus is the IM client's connection (TOOLMESH_IM_URL).
@@ -623,7 +643,7 @@ export type ImStatus = Message<"toolmesh.agent.v1.ImStatus"> & {
  * Use `create(ImStatusSchema)` to create a new message.
  */
 export const ImStatusSchema: GenMessage<ImStatus> = /*@__PURE__*/
-  messageDesc(file_toolmesh_agent_v1_agent, 15);
+  messageDesc(file_toolmesh_agent_v1_agent, 16);
 
 /**
  * ModelStatus names the models the agents call (never the API key).
@@ -666,7 +686,7 @@ export type ModelStatus = Message<"toolmesh.agent.v1.ModelStatus"> & {
  * Use `create(ModelStatusSchema)` to create a new message.
  */
 export const ModelStatusSchema: GenMessage<ModelStatus> = /*@__PURE__*/
-  messageDesc(file_toolmesh_agent_v1_agent, 16);
+  messageDesc(file_toolmesh_agent_v1_agent, 17);
 
 /**
  * @generated from message toolmesh.agent.v1.GetSystemStatusResponse
@@ -705,7 +725,7 @@ export type GetSystemStatusResponse = Message<"toolmesh.agent.v1.GetSystemStatus
  * Use `create(GetSystemStatusResponseSchema)` to create a new message.
  */
 export const GetSystemStatusResponseSchema: GenMessage<GetSystemStatusResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_agent_v1_agent, 17);
+  messageDesc(file_toolmesh_agent_v1_agent, 18);
 
 /**
  * ChatHistory is a window's conversation as the model sees it: the value of `history.<key>` in the
@@ -729,7 +749,7 @@ export type ChatHistory = Message<"toolmesh.agent.v1.ChatHistory"> & {
  * Use `create(ChatHistorySchema)` to create a new message.
  */
 export const ChatHistorySchema: GenMessage<ChatHistory> = /*@__PURE__*/
-  messageDesc(file_toolmesh_agent_v1_agent, 18);
+  messageDesc(file_toolmesh_agent_v1_agent, 19);
 
 /**
  * BuildRuntime is how the CodingAgent should package a tool.
