@@ -147,10 +147,19 @@ export class Router {
     }
   }
 
-  /** Writes a task's end: SUCCEEDED with its tool, or FAILED with why. */
+  /**
+   * Writes a task's end: SUCCEEDED with its tool, or FAILED with why. The log's last line is
+   * written first, so a task whose status is final has its whole log.
+   */
   private async finish(id: string, result: TaskResult): Promise<void> {
     const { store, log } = this.deps;
     const ok = result.toolName !== undefined;
+    const text = ok
+      ? `succeeded: registered ${result.toolName} (disabled until an operator enables it)`
+      : `failed: ${result.error?.code}: ${result.error?.message}`;
+    await store.append(id, [
+      create(TaskLogEntrySchema, { time: timestampNow(), kind: TaskLogKind.ROUTER, text }),
+    ]);
     const ended = await store.update(id, (t) => {
       if (t.status === TaskStatus.SUCCEEDED || t.status === TaskStatus.FAILED) return undefined;
       t.status = ok ? TaskStatus.SUCCEEDED : TaskStatus.FAILED;
@@ -162,12 +171,6 @@ export class Router {
       else if (result.error) t.error = result.error;
       return t;
     });
-    const text = ok
-      ? `succeeded: registered ${result.toolName} (disabled until an operator enables it)`
-      : `failed: ${result.error?.code}: ${result.error?.message}`;
-    await store.append(id, [
-      create(TaskLogEntrySchema, { time: timestampNow(), kind: TaskLogKind.ROUTER, text }),
-    ]);
     log.info(
       {
         task_id: id,
