@@ -2,6 +2,7 @@ import { parseArgs } from "node:util";
 import { ConnectError } from "@connectrpc/connect";
 import { codeName } from "@toolmesh/errors";
 import type { Command, Group, Leaf } from "./command.js";
+import { tasks } from "./commands/agent.js";
 import { batch, call, tail, trace } from "./commands/calls.js";
 import { approvals, usage } from "./commands/governance.js";
 import { audit, status } from "./commands/operate.js";
@@ -22,6 +23,7 @@ export const commands: Record<string, Command> = {
   tail,
   approvals,
   usage,
+  tasks,
   audit,
   status,
 };

@@ -26,6 +26,7 @@ import {
 } from "../command.js";
 import { type CliContext, UsageError } from "../context.js";
 import { statusColour } from "../output.js";
+import { printSystemStatus, systemStatus, systemStatusJson } from "./agent.js";
 
 /** `toolmesh audit …`: the access log. */
 export const audit: Group = {
@@ -149,13 +150,14 @@ async function health(ctx: CliContext, name: ServiceName) {
 
 /** `toolmesh status`. */
 export const status: Leaf = {
-  summary: "every service's health and the runtime state of local tools",
+  summary: "every service's health, local tools, and the tool agent's tools, tasks, windows and IM",
   usage: "status",
   details: ["Exit code 1 when a service is not SERVING."],
   async run(ctx) {
-    const services = await Promise.all(
-      (Object.keys(ctx.urls) as ServiceName[]).map((name) => health(ctx, name)),
-    );
+    const [services, system] = await Promise.all([
+      Promise.all((Object.keys(ctx.urls) as ServiceName[]).map((name) => health(ctx, name))),
+      systemStatus(ctx),
+    ]);
     let runtimes: ReturnType<typeof jsonOf>[] = [];
     let runtimeRows: string[][] = [];
     let runtimeNote = "";
@@ -178,7 +180,13 @@ export const status: Leaf = {
     }
     const healthy = services.every((s) => s.status === "SERVING");
     ctx.out.result(
-      { services, localTools: runtimes, ...(runtimeNote ? { localToolsError: runtimeNote } : {}) },
+      {
+        services,
+        localTools: runtimes,
+        ...(runtimeNote ? { localToolsError: runtimeNote } : {}),
+        ...(system.status ? { system: systemStatusJson(system.status) } : {}),
+        ...(system.error ? { systemError: system.error } : {}),
+      },
       () => {
         ctx.out.table(
           ["SERVICE", "URL", "STATUS", "MS"],
@@ -196,6 +204,9 @@ export const status: Leaf = {
             ["LOCAL TOOL", "STATE", "PID", "PORT", "RESTARTS", "IN FLIGHT", "LAST ERROR"],
             runtimeRows,
           );
+        ctx.out.line();
+        if (system.status) printSystemStatus(ctx, system.status);
+        else ctx.out.note(system.error ?? "");
       },
     );
     return healthy ? 0 : 1;
