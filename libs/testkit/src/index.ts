@@ -6,6 +6,7 @@ export {
   type TableTool,
   tableTools,
 } from "./decision-table.js";
+export { type Engine, reachEngine } from "./docker-engine.js";
 export { Collector, eventually } from "./eventually.js";
 export { failure } from "./failure.js";
 export {

@@ -66,7 +66,7 @@ export function codingTools(deps: CodingToolDeps): ToolDefinition<never>[] {
   return [
     define(
       "create_docker_env",
-      "Create this task's sandbox: a container (no network, non-root) whose /workspace is the task's workspace. Call it first; calling it again keeps the container.",
+      "Create this task's sandbox: a container (no network, non-root) whose /workspace is the task's workspace. The other tools make it when there is none; calling this again keeps it.",
       { properties: {} },
       async (_args, ctx) => {
         const made = await sandboxes.create(task(ctx));
@@ -196,7 +196,7 @@ export function codingTools(deps: CodingToolDeps): ToolDefinition<never>[] {
     ),
     define<RegisterArgs>(
       "register_tool",
-      "Register the built tool, disabled until an operator enables it. docker: an image of the workspace (at /app) running `command`; uv: the uv project `project` run by `uv run <command…>` on the host. The tool serves POST on http_path (JSON arguments in, a JSON object out) at port $TOOLMESH_TOOL_PORT, or toolmesh's grpc backend contract.",
+      "Register the built tool, disabled until an operator enables it. docker: an image of the workspace (at /app) running `command`; uv: the uv project `project` run by `uv run <command…>` on the host. The tool listens on 127.0.0.1:$TOOLMESH_TOOL_PORT: GET /healthz answers 200 once it is ready, POST on http_path takes the arguments as JSON and answers a JSON object (or it serves toolmesh's grpc backend contract).",
       {
         properties: {
           name: { type: "string", pattern: "^[a-z][a-z0-9_-]*(\\.[a-z0-9_-]+)*$", maxLength: 64 },

@@ -113,25 +113,21 @@ export class Sandboxes {
     return { container: container.id.slice(0, 12), ports: env.ports };
   }
 
-  /** Runs a shell command in the task's container, bounded in time and output. */
+  /** Runs a shell command in the task's container (made if there is none), bounded in time and output. */
   async run(taskId: string, command: string, timeoutMs?: number): Promise<CommandResult> {
-    const env = this.envs.get(taskId);
-    if (!env?.container)
-      throw new SandboxError("no_env", "there is no docker env yet: call create_docker_env first");
-    return this.exec(env.container, ["/bin/sh", "-c", command], {}, timeoutMs);
+    return this.exec(await this.container(taskId), ["/bin/sh", "-c", command], {}, timeoutMs);
   }
 
   /** Writes a file of the workspace (a path relative to it), creating its folders. */
   async writeFile(taskId: string, file: string, content: string, executable: boolean) {
-    const env = this.envs.get(taskId);
-    if (!env?.container)
-      throw new SandboxError("no_env", "there is no docker env yet: call create_docker_env first");
     const target = workspacePath(file);
+    const container = await this.container(taskId);
+    const env = await this.env(taskId);
     const staged = `f-${randomBytes(8).toString("hex")}`;
     await writeFile(path.join(env.dir, "staging", staged), content, { mode: 0o644 });
     try {
       const done = await this.exec(
-        env.container,
+        container,
         [
           "/bin/sh",
           "-c",
@@ -149,13 +145,11 @@ export class Sandboxes {
 
   /** Reads a file of the workspace, up to 64 KiB. */
   async readFile(taskId: string, file: string): Promise<{ content: string; truncated: boolean }> {
-    const env = this.envs.get(taskId);
-    if (!env?.container)
-      throw new SandboxError("no_env", "there is no docker env yet: call create_docker_env first");
+    const target = workspacePath(file);
     const done = await this.exec(
-      env.container,
+      await this.container(taskId),
       ["/bin/sh", "-c", `head -c ${MAX_OUTPUT_BYTES + 1} -- "$TM_PATH"`],
-      { TM_PATH: workspacePath(file) },
+      { TM_PATH: target },
     );
     if (done.exitCode !== 0)
       throw new SandboxError("read_failed", `reading ${file} failed: ${done.stderr.trim()}`);
@@ -236,6 +230,16 @@ export class Sandboxes {
       const taskId = c.Labels[LABEL_TASK] ?? "";
       if (/^[0-9a-f]{32}$/.test(taskId) && !keep(taskId)) await this.destroy(taskId);
     }
+  }
+
+  /** The task's container, made now if it has none. */
+  private async container(taskId: string): Promise<Docker.Container> {
+    const existing = this.envs.get(taskId)?.container;
+    if (existing) return existing;
+    await this.create(taskId);
+    const made = this.envs.get(taskId)?.container;
+    if (!made) throw new SandboxError("no_env", "the sandbox could not be created");
+    return made;
   }
 
   /** The sandbox image, built once (or the configured one). */
