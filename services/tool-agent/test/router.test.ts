@@ -1,0 +1,157 @@
+import { Code, createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { AgentService, TaskStatus } from "@toolmesh/proto";
+import {
+  eventually,
+  failure,
+  type ScriptedModel,
+  startScriptedModel,
+  startStack,
+  type TestStack,
+} from "@toolmesh/testkit";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+/** The message of an error answer of the facade. */
+async function messageOf(res: Response): Promise<string> {
+  return ((await res.json()) as { message: string }).message;
+}
+
+// The Router's queue against real processes: its concurrency, a tool agent that dies mid-build,
+// and a stack without a model, where chat is refused and tasks wait.
+describe("the Router", () => {
+  let stack: TestStack;
+  let model: ScriptedModel;
+  let token: string;
+  const agents = () =>
+    createClient(AgentService, createGrpcTransport({ baseUrl: stack.dispatcher.url }));
+  const submit = async (description: string) =>
+    (await agents().submitTask({ spec: { description } }, stack.as(token))).task?.id ?? "";
+  const statusOf = async (id: string) =>
+    (await agents().getTask({ id }, stack.as(token))).task?.status ?? TaskStatus.UNSPECIFIED;
+
+  beforeAll(async () => {
+    model = await startScriptedModel([
+      { match: "QUICK", turns: [{ text: "I cannot build this.", delayMs: 1500 }] },
+      { match: "STUCK", turns: [{ text: "never", delayMs: 120_000 }] },
+    ]);
+    stack = await startStack({
+      services: ["permission", "registry", "dispatcher", "tool-agent"],
+      serviceEnv: {
+        "tool-agent": {
+          TOOLMESH_MODEL_URL: model.url,
+          TOOLMESH_MODEL_TIMEOUT_MS: "300000",
+          TOOLMESH_CODING_CONCURRENCY: "1",
+        },
+      },
+    });
+    token = await stack.agentToken("dave-bot");
+  }, 120_000);
+  afterAll(async () => {
+    await stack?.stop();
+    await model?.close();
+  });
+
+  it("runs at most TOOLMESH_CODING_CONCURRENCY tasks at once, oldest first; the rest queue", async () => {
+    const ids = [await submit("QUICK one"), await submit("QUICK two"), await submit("QUICK three")];
+    const seen = await eventually(async () => {
+      const s = await agents().getSystemStatus({}, stack.as(token));
+      if (s.codingAgent?.runningCount !== 1) throw new Error("none running yet");
+      return s.codingAgent;
+    });
+    expect(seen.runningTaskIds).toEqual([ids[0]]);
+    expect(seen.queuedCount).toBe(2);
+    for (const id of ids)
+      await eventually(async () => {
+        if ((await statusOf(id)) !== TaskStatus.FAILED) throw new Error("not ended");
+      }, 30_000);
+    // One after another: each started after the one before it ended.
+    const tasks = await Promise.all(
+      ids.map(async (id) => (await agents().getTask({ id }, stack.as(token))).task),
+    );
+    for (let i = 1; i < tasks.length; i++) {
+      const started =
+        Number(tasks[i]?.startedAt?.seconds ?? 0n) * 1000 + (tasks[i]?.startedAt?.nanos ?? 0) / 1e6;
+      const before = tasks[i - 1]?.finishedAt;
+      const finished = Number(before?.seconds ?? 0n) * 1000 + (before?.nanos ?? 0) / 1e6;
+      expect(started).toBeGreaterThanOrEqual(finished - 5);
+    }
+    expect(tasks.map((t) => t?.error?.code)).toEqual(Array(3).fill("no_tool_registered"));
+  });
+
+  it("fails a task whose tool agent died (agent_lost) and runs the queued ones after a restart", async () => {
+    const stuck = await submit("STUCK forever");
+    const queued = await submit("QUICK after the restart");
+    await eventually(async () => {
+      if ((await statusOf(stuck)) !== TaskStatus.RUNNING) throw new Error("not running");
+    });
+    expect(await statusOf(queued)).toBe(TaskStatus.PENDING);
+    await stack.service("tool-agent").kill();
+    await stack.service("tool-agent").start();
+    const lost = await eventually(async () => {
+      const { task } = await agents().getTask({ id: stuck }, stack.as(token));
+      if (task?.status !== TaskStatus.FAILED)
+        throw new Error(`task is ${TaskStatus[task?.status ?? 0]}`);
+      return task;
+    }, 30_000);
+    expect(lost.error?.code).toBe("agent_lost");
+    expect(lost.error?.message).toMatch(
+      /^the tool agent building it \([0-9a-f-]{36}\) stopped before it ended; submit the task again$/,
+    );
+    expect(lost.log.at(-1)?.text).toMatch(/^failed: agent_lost: /);
+    await eventually(async () => {
+      if ((await statusOf(queued)) !== TaskStatus.FAILED) throw new Error("queued task not run");
+    }, 30_000);
+  });
+});
+
+describe("ServiceAgent without a model", () => {
+  let stack: TestStack;
+
+  beforeAll(async () => {
+    stack = await startStack({ services: ["permission", "registry", "dispatcher", "tool-agent"] });
+  }, 120_000);
+  afterAll(async () => {
+    await stack?.stop();
+  });
+
+  it("answers 503 naming TOOLMESH_MODEL_URL; tasks wait; a tool agent that is gone is UNAVAILABLE", async () => {
+    const token = await stack.agentToken("carol-bot");
+    const chat = () =>
+      fetch(`${stack.dispatcher.url}/chat`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        body: JSON.stringify({ message: "hello", chat_id: "c1" }),
+      });
+    const res = await chat();
+    expect(res.status).toBe(503);
+    expect(await messageOf(res)).toMatch(
+      /^no model is configured for the ServiceAgent: set TOOLMESH_MODEL_URL/,
+    );
+    const agents = createClient(
+      AgentService,
+      createGrpcTransport({ baseUrl: stack.dispatcher.url }),
+    );
+    const refused = await failure(agents.chat({ message: "hello", chatId: "c1" }, stack.as(token)));
+    expect(refused.code).toBe(Code.Unavailable);
+
+    const { task } = await agents.submitTask(
+      { spec: { description: "Count words" } },
+      stack.as(token),
+    );
+    const status = await agents.getSystemStatus({}, stack.as(token));
+    expect(status.model?.configured).toBe(false);
+    expect(status.codingAgent?.queuedCount).toBe(1);
+    expect((await agents.getTask({ id: task?.id ?? "" }, stack.as(token))).task?.status).toBe(
+      TaskStatus.PENDING,
+    );
+
+    await stack.service("tool-agent").stop();
+    const gone = await chat();
+    expect(gone.status).toBe(503);
+    expect(await messageOf(gone)).toMatch(
+      /^the tool agent at http:\/\/127\.0\.0\.1:\d+ cannot be reached \(ECONNREFUSED\); is it running\? \(TOOLMESH_TOOL_AGENT_URL\)$/,
+    );
+    // The Dispatcher itself is unaffected.
+    expect((await fetch(`${stack.dispatcher.url}/health`)).status).toBe(200);
+  });
+});
