@@ -11,8 +11,11 @@ export interface ScriptedCall {
 export type ModelTurn = { delayMs?: number } & (
   | { text: string }
   | { toolCalls: ScriptedCall[]; text?: string }
-  /** Repeats the last user message: `you said: <text>`. */
-  | { echo: true }
+  /**
+   * Repeats the last user message: `you said: <text>`, with `count` followed by how many user
+   * messages the conversation holds (` (3 user messages)`), which a client in any language can check.
+   */
+  | { echo: true; count?: boolean }
   /** An HTTP error status with this body. */
   | { status: number; body?: string }
   /** A 200 whose body is not a Chat Completions reply. */
@@ -136,7 +139,11 @@ export async function startScriptedModel(
       return;
     }
     const lastUser = textOf([...messages].reverse().find((m) => m.role === "user")?.content);
-    const content = "echo" in step ? `you said: ${lastUser}` : (step.text ?? null);
+    const users = messages.filter((m) => m.role === "user").length;
+    const content =
+      "echo" in step
+        ? `you said: ${lastUser}${step.count ? ` (${users} user messages)` : ""}`
+        : (step.text ?? null);
     const calls = "toolCalls" in step ? step.toolCalls : [];
     counter++;
     const tokens = script.tokensPerTurn ?? 10;

@@ -177,7 +177,13 @@ export async function startStack(options: TestStackOptions = {}): Promise<TestSt
         ...Object.fromEntries(
           Array.from({ length: replicasOf({ name: "dispatcher" }, replicas) - 1 }, (_, i) => [
             `dispatcher-${i + 2}`,
-            { TOOLMESH_DISPATCHER_GRPC_PORT: "-1", ...serviceEnv?.[`dispatcher-${i + 2}`] },
+            {
+              TOOLMESH_DISPATCHER_GRPC_PORT: "-1",
+              // With the tool agent the first Dispatcher's port is chosen up front; its replicas
+              // take free ones rather than that port + 10.
+              ...(names.includes("tool-agent") ? { TOOLMESH_DISPATCHER_PORT: "0" } : {}),
+              ...serviceEnv?.[`dispatcher-${i + 2}`],
+            },
           ]),
         ),
       },

@@ -12,6 +12,7 @@ import {
   ResourceKind,
   TaskStatus,
 } from "@toolmesh/proto";
+import { chat } from "@toolmesh/sdk";
 import {
   eventually,
   failure,
@@ -175,11 +176,11 @@ describe("ServiceAgent chat", () => {
     expect(sent(6)).toEqual([expect.stringContaining("ServiceAgent"), ...turns(2, 5), "W2 turn 6"]);
   });
 
-  it("answers many windows at once, each its own", async () => {
+  it("answers many windows at once, each its own (the SDK's chat())", async () => {
     model.script({ match: "W3", turns: [{ echo: true, delayMs: 200 }] });
     const answers = await Promise.all(
       [1, 2, 3, 4, 5, 6].map((n) =>
-        agentService().chat({ message: `W3 window ${n}`, chatId: `w3-${n}` }, stack.as(alice)),
+        chat(agentService(), `W3 window ${n}`, { chatId: `w3-${n}`, ...stack.as(alice) }),
       ),
     );
     expect(answers.map((a) => [a.chatId, a.response])).toEqual(
