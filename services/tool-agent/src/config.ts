@@ -82,6 +82,14 @@ export const toolAgentConfig = {
   /** Build-log entries a task keeps (the last ones). */
   taskLogEntries: int("TOOLMESH_TASK_LOG_ENTRIES", 200, { min: 10, max: 5000 }),
 
+  /**
+   * Where the coding tools are served (ToolBackendService) for the Dispatcher to call: bound on
+   * this host and port (0: a free one), registered at the advertised address (host:port by
+   * default; another container's name under compose).
+   */
+  codingToolsHost: str("TOOLMESH_CODING_TOOLS_HOST", "127.0.0.1"),
+  codingToolsPort: port("TOOLMESH_CODING_TOOLS_PORT", 0),
+  codingToolsAdvertise: optionalStr("TOOLMESH_CODING_TOOLS_ADVERTISE"),
   /** The Docker Engine the sandboxes run on. */
   dockerSocket: str("TOOLMESH_DOCKER_SOCKET", "/var/run/docker.sock"),
   /** A local image to build in; unset: one built FROM scratch with TOOLMESH_CODING_BUSYBOX. */

@@ -108,6 +108,11 @@ await runService({
           concurrency: config.codingConcurrency,
           commandTimeoutMs: config.codingCommandTimeoutMs,
           toolsRoot: path.resolve(config.dataDir, "tool-agent", "tools"),
+          serve: {
+            host: config.codingToolsHost,
+            port: config.codingToolsPort,
+            advertise: config.codingToolsAdvertise,
+          },
           uv,
           instance,
           log,

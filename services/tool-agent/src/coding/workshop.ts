@@ -26,6 +26,8 @@ export interface WorkshopDeps {
   commandTimeoutMs: number;
   toolsRoot: string;
   uv: string | undefined;
+  /** Where the coding tools are served and the address they are registered at. */
+  serve: { host: string; port: number; advertise: string | undefined };
   instance: string;
   log: Logger;
 }
@@ -49,7 +51,11 @@ export async function openWorkshop(deps: WorkshopDeps): Promise<() => Promise<vo
     uv: deps.uv,
     commandTimeoutMs: deps.commandTimeoutMs,
   });
-  const served = await serveTools(tools, { host: "127.0.0.1", port: 0 });
+  const served = await serveTools(tools, {
+    host: deps.serve.host,
+    port: deps.serve.port,
+    ...(deps.serve.advertise ? { advertiseAddress: deps.serve.advertise } : {}),
+  });
   const registered = registerWithRetry(tools, served.address, deps);
   await deps.sandboxes
     .removeStray((taskId) => builds.has(taskId))
