@@ -20,7 +20,9 @@ async function messageOf(res: Response): Promise<string> {
 // and a stack without a model, where chat is refused and tasks wait.
 describe("the Router", () => {
   let stack: TestStack;
+  /** The ServiceAgent's model, and the CodingAgent's own (TOOLMESH_CODING_MODEL_URL). */
   let model: ScriptedModel;
+  let coding: ScriptedModel;
   let token: string;
   const agents = () =>
     createClient(AgentService, createGrpcTransport({ baseUrl: stack.dispatcher.url }));
@@ -30,7 +32,8 @@ describe("the Router", () => {
     (await agents().getTask({ id }, stack.as(token))).task?.status ?? TaskStatus.UNSPECIFIED;
 
   beforeAll(async () => {
-    model = await startScriptedModel([
+    model = await startScriptedModel();
+    coding = await startScriptedModel([
       { match: "QUICK", turns: [{ text: "I cannot build this.", delayMs: 1500 }] },
       { match: "STUCK", turns: [{ text: "never", delayMs: 120_000 }] },
     ]);
@@ -39,6 +42,8 @@ describe("the Router", () => {
       serviceEnv: {
         "tool-agent": {
           TOOLMESH_MODEL_URL: model.url,
+          TOOLMESH_CODING_MODEL_URL: coding.url,
+          TOOLMESH_CODING_MODEL: "coder-1",
           TOOLMESH_MODEL_TIMEOUT_MS: "300000",
           TOOLMESH_CODING_CONCURRENCY: "1",
         },
@@ -49,6 +54,7 @@ describe("the Router", () => {
   afterAll(async () => {
     await stack?.stop();
     await model?.close();
+    await coding?.close();
   });
 
   it("runs at most TOOLMESH_CODING_CONCURRENCY tasks at once, oldest first; the rest queue", async () => {
@@ -76,6 +82,13 @@ describe("the Router", () => {
       expect(started).toBeGreaterThanOrEqual(finished - 5);
     }
     expect(tasks.map((t) => t?.error?.code)).toEqual(Array(3).fill("no_tool_registered"));
+    // The CodingAgent asked its own model, by its own name; the ServiceAgent's was not asked.
+    expect(coding.requestsFor("QUICK").map((r) => r.body.model)).toEqual(Array(3).fill("coder-1"));
+    expect(model.requests).toEqual([]);
+    expect((await agents().getSystemStatus({}, stack.as(token))).model).toMatchObject({
+      codingUrl: coding.url,
+      codingModel: "coder-1",
+    });
   });
 
   it("fails a task whose tool agent died (agent_lost) and runs the queued ones after a restart", async () => {

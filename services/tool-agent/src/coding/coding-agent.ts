@@ -44,6 +44,8 @@ export interface CodingAgentDeps {
 }
 
 const LOG_TEXT_CHARS = 2000;
+/** The most of one tool result the model is sent back, so a build's requests stay bounded. */
+const RESULT_CHARS = 16_000;
 
 /**
  * The CodingAgent: builds one task in its sandbox. It talks to its model and runs each reply's
@@ -196,7 +198,15 @@ export class CodingAgent {
       }),
     );
     await this.deps.tasks.append(task.id, entries);
-    return res.messages.map((m) => m as unknown as ChatMessage);
+    return res.messages.map((m) => {
+      const message = m as unknown as ChatMessage;
+      if (message.role !== "tool" || message.content.length <= RESULT_CHARS) return message;
+      const cut = message.content.length - RESULT_CHARS;
+      return {
+        ...message,
+        content: `${message.content.slice(0, RESULT_CHARS)}… (${cut} more characters)`,
+      };
+    });
   }
 
   private async note(task: Task, kind: TaskLogKind, text: string): Promise<void> {
