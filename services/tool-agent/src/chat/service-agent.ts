@@ -109,7 +109,10 @@ export class ServiceAgent {
     const { sessions, settings, log } = this.deps;
     const started = Date.now();
     const owner = { agentId: turn.principal.agentId, userId: turn.principal.userId };
-    const session = await sessions.read(owner, chatId);
+    const session = await sessions.read(owner, chatId).catch((error: unknown) => {
+      log.error({ err: error, chat_id: chatId }, "a window could not be read");
+      throw new ConnectError(`window "${chatId}" could not be read; try again`, Code.Unavailable);
+    });
     const taskIds: string[] = [];
     const toolbox = this.deps.toolbox((id) => taskIds.push(id));
     const caller: Caller = {
@@ -156,7 +159,11 @@ export class ServiceAgent {
           `another message of window "${chatId}" was answered at the same time; send yours again`,
           Code.Aborted,
         );
-      throw error;
+      log.error({ err: error, chat_id: chatId }, "a window could not be stored");
+      throw new ConnectError(
+        `window "${chatId}" could not be stored, so the answer is not kept; send the message again`,
+        Code.Unavailable,
+      );
     }
     log.info(
       {
