@@ -55,7 +55,7 @@ await runService({
     const agent = new ServiceAgent({
       model: models.service,
       sessions,
-      toolbox: (filed) => new AgentToolbox(serviceTools({ registry, tasks: desk, filed }), log),
+      toolbox: new AgentToolbox(serviceTools({ registry, tasks: desk }), log),
       settings: {
         maxMessageChars: config.chatMaxMessageChars,
         historyMessages: config.chatHistoryMessages,

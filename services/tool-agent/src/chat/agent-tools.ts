@@ -12,6 +12,8 @@ export interface Caller {
   /** The caller's Authorization header, so Registry reads see exactly what the caller may see. */
   authorization: string;
   chatId: string;
+  /** Told of each task the turn files, so the answer can name them. */
+  filed(taskId: string): void;
 }
 
 /** One tool the model may call; `run` returns the JSON the model reads. */
@@ -27,7 +29,7 @@ const MAX_RESULT_CHARS = 16_000;
 
 /**
  * A set of tools the model is offered, with their arguments checked against their schemas
- * before they run. A call the model garbled (unknown name, arguments that are not JSON or do not
+ * (compiled once, when the toolbox is made) before they run. A call the model garbled (unknown name, arguments that are not JSON or do not
  * fit) becomes an error result the model reads and can correct on its next turn, never a failed
  * turn; so does a refusal of what the tool asked (NOT_FOUND, PERMISSION_DENIED …).
  */

@@ -3,6 +3,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { invalidField } from "@toolmesh/errors";
 import type { Logger } from "@toolmesh/log";
 import type { Principal } from "@toolmesh/proto";
+import { deadline } from "../deadline.js";
 import { type ChatMessage, type ChatModel, ModelError } from "../model/chat-model.js";
 import type { AgentToolbox, Caller } from "./agent-tools.js";
 import { SERVICE_AGENT_PROMPT } from "./prompts.js";
@@ -58,8 +59,8 @@ export class ServiceAgent {
     private readonly deps: {
       model: ChatModel | undefined;
       sessions: SessionStore;
-      /** Builds the toolbox of one turn; `filed` collects the tasks it submits. */
-      toolbox: (filed: (taskId: string) => void) => AgentToolbox;
+      /** The ServiceAgent's tools. */
+      toolbox: AgentToolbox;
       settings: ChatSettings;
       log: Logger;
     },
@@ -114,14 +115,14 @@ export class ServiceAgent {
       throw new ConnectError(`window "${chatId}" could not be read; try again`, Code.Unavailable);
     });
     const taskIds: string[] = [];
-    const toolbox = this.deps.toolbox((id) => taskIds.push(id));
+    const { toolbox } = this.deps;
     const caller: Caller = {
       principal: turn.principal,
       authorization: turn.authorization,
       chatId,
+      filed: (id) => taskIds.push(id),
     };
-    const deadline = AbortSignal.timeout(settings.timeoutMs);
-    const abort = signal ? AbortSignal.any([deadline, signal]) : deadline;
+    const limit = deadline(settings.timeoutMs, signal);
     const added: ChatMessage[] = [{ role: "user", content: message }];
     let response = "";
     let steps = 0;
@@ -130,7 +131,7 @@ export class ServiceAgent {
         const { message: reply } = await model.complete(
           [{ role: "system", content: SERVICE_AGENT_PROMPT }, ...session.history, ...added],
           toolbox.definitions(),
-          abort,
+          limit.signal,
         );
         added.push(reply);
         const calls = reply.tool_calls ?? [];
@@ -139,12 +140,14 @@ export class ServiceAgent {
           break;
         }
         for (const call of calls) {
-          const content = await toolbox.run(call, caller, abort);
+          const content = await toolbox.run(call, caller, limit.signal);
           added.push({ role: "tool", tool_call_id: call.id, content });
         }
       }
     } catch (error) {
-      throw chatFailure(error, deadline, settings.timeoutMs);
+      throw chatFailure(error, limit.expired, settings.timeoutMs);
+    } finally {
+      limit.clear();
     }
     if (steps === settings.maxSteps) {
       response = `I stopped after ${settings.maxSteps} steps without an answer (TOOLMESH_CHAT_MAX_STEPS); ask again, more narrowly.`;
@@ -180,9 +183,9 @@ export class ServiceAgent {
 }
 
 /** A model or time failure as the chatting agent sees it. */
-function chatFailure(error: unknown, deadline: AbortSignal, timeoutMs: number): ConnectError {
+function chatFailure(error: unknown, expired: boolean, timeoutMs: number): ConnectError {
   if (error instanceof ConnectError) return error;
-  if (deadline.aborted)
+  if (expired)
     return new ConnectError(
       `the answer took longer than ${timeoutMs} ms (TOOLMESH_CHAT_TIMEOUT_MS)`,
       Code.DeadlineExceeded,

@@ -17,8 +17,6 @@ export interface ServiceToolDeps {
   /** The Registry, always asked with the caller's own credential. */
   registry: Client<typeof RegistryService>;
   tasks: TaskDesk;
-  /** Called with each task a turn files, so the chat answer can name them. */
-  filed(taskId: string): void;
 }
 
 const RPC_TIMEOUT_MS = 10_000;
@@ -239,7 +237,7 @@ export function serviceTools(deps: ServiceToolDeps): AgentTool[] {
           spec,
           caller.chatId,
         );
-        deps.filed(task.id);
+        caller.filed(task.id);
         return { task_id: task.id, status: "pending", queue_position: queuePosition };
       },
     },

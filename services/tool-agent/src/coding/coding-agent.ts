@@ -16,6 +16,7 @@ import {
   TaskLogKind,
   ToolCallDialect,
 } from "@toolmesh/proto";
+import { deadline } from "../deadline.js";
 import {
   type AssistantMessage,
   type ChatMessage,
@@ -62,8 +63,8 @@ export class CodingAgent {
     const { deps } = this;
     const { budgets } = deps;
     const build = deps.builds.open(task);
-    const deadline = AbortSignal.timeout(budgets.timeoutMs);
-    const abort = AbortSignal.any([signal, deadline]);
+    const limit = deadline(budgets.timeoutMs, signal);
+    const abort = limit.signal;
     const started = Date.now();
     let steps = 0;
     let tokens = 0;
@@ -87,7 +88,7 @@ export class CodingAgent {
           reply = completion.message;
           tokens += completion.tokens;
         } catch (error) {
-          if (deadline.aborted) return end("time_budget", this.overTime(started));
+          if (limit.expired) return end("time_budget", this.overTime(started));
           if (signal.aborted)
             return end(
               "agent_stopped",
@@ -119,7 +120,7 @@ export class CodingAgent {
           );
         steps += calls.length;
         const results = await this.dispatch(task, reply, abort).catch((error: unknown) => {
-          if (deadline.aborted) return undefined;
+          if (limit.expired) return undefined;
           throw error;
         });
         if (!results) return end("time_budget", this.overTime(started));
@@ -131,13 +132,14 @@ export class CodingAgent {
         });
       }
     } catch (error) {
-      if (deadline.aborted) return end("time_budget", this.overTime(started));
+      if (limit.expired) return end("time_budget", this.overTime(started));
       deps.log.error({ err: error, task_id: task.id, trace_id: task.traceId }, "build failed");
       return end(
         "internal",
         `the build failed inside the tool agent: ${ConnectError.from(error).rawMessage}`,
       );
     } finally {
+      limit.clear();
       deps.builds.close(task);
       await deps.sandboxes
         .destroy(task.id)

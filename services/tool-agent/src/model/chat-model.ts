@@ -1,4 +1,5 @@
 import { readBody } from "@toolmesh/server";
+import { deadline } from "../deadline.js";
 
 /** A function tool as Chat Completions takes it. */
 export interface FunctionTool {
@@ -72,8 +73,7 @@ export class ChatModel {
   ): Promise<Completion> {
     const { settings } = this;
     const endpoint = `${settings.url.replace(/\/+$/, "")}/chat/completions`;
-    const timeout = AbortSignal.timeout(settings.timeoutMs);
-    const abort = signal ? AbortSignal.any([timeout, signal]) : timeout;
+    const limit = deadline(settings.timeoutMs, signal);
     const body = JSON.stringify({
       model: settings.model,
       messages,
@@ -91,11 +91,13 @@ export class ChatModel {
           ...(settings.apiKey ? { authorization: `Bearer ${settings.apiKey}` } : {}),
         },
         body,
-        signal: abort,
+        signal: limit.signal,
       });
       text = await readBody(response.body, settings.maxResponseBytes);
     } catch (error) {
-      throw this.failed(error, timeout, signal);
+      throw this.failed(error, limit.expired, signal);
+    } finally {
+      limit.clear();
     }
     if (text === undefined)
       throw new ModelError(
@@ -110,9 +112,9 @@ export class ChatModel {
     return parseCompletion(text, settings.url);
   }
 
-  private failed(error: unknown, timeout: AbortSignal, signal: AbortSignal | undefined) {
+  private failed(error: unknown, timedOut: boolean, signal: AbortSignal | undefined) {
     const { url, timeoutMs } = this.settings;
-    if (timeout.aborted)
+    if (timedOut)
       return new ModelError(
         "timeout",
         `the model at ${url} did not answer within ${timeoutMs} ms (TOOLMESH_MODEL_TIMEOUT_MS)`,
