@@ -2,8 +2,9 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { toolAgentIdentity } from "@toolmesh/auth";
 import { defineTool, type ToolContext, type ToolDefinition, ToolError } from "@toolmesh/sdk";
 import type { Builds } from "./builds.js";
+import type { CommandResult } from "./container-exec.js";
 import { type RegisterArgs, type RegisterDeps, registerBuiltTool } from "./register-tool.js";
-import { type CommandResult, SandboxError, type Sandboxes } from "./sandbox.js";
+import { SandboxError, type Sandboxes } from "./sandbox.js";
 
 /** The CodingAgent's tools, exactly, by the names the model sees. */
 export const CODING_TOOL_NAMES = [

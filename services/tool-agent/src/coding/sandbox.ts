@@ -2,10 +2,10 @@ import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { chmod, chown, mkdir, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { PassThrough } from "node:stream";
 import { isolatedHostConfig, NOBODY } from "@toolmesh/docker";
 import type { Logger } from "@toolmesh/log";
 import type Docker from "dockerode";
+import { type CommandResult, execIn, MAX_OUTPUT_BYTES } from "./container-exec.js";
 import { ensureSandboxImage } from "./image-build.js";
 
 /** How the sandboxes run (docs/configuration.md, the CodingAgent). */
@@ -25,15 +25,6 @@ export interface SandboxSettings {
   uv: string | undefined;
 }
 
-/** What a command printed and how it ended. */
-export interface CommandResult {
-  exitCode: number;
-  stdout: string;
-  stderr: string;
-  /** True when it ran past its time and was killed. */
-  timedOut: boolean;
-}
-
 /** Raised for what the CodingAgent asked wrongly (the model reads the message). */
 export class SandboxError extends Error {
   override name = "SandboxError";
@@ -46,8 +37,6 @@ export class SandboxError extends Error {
   }
 }
 
-/** Output kept of a command, per stream. */
-const MAX_OUTPUT_BYTES = 64 * 1024;
 /** Labels that mark the containers of the CodingAgent's tasks. */
 const LABEL_TASK = "toolmesh.task";
 
@@ -232,6 +221,22 @@ export class Sandboxes {
     }
   }
 
+  /** Runs argv in a container, bounded by the configured command time (or less). */
+  private exec(
+    container: Docker.Container,
+    argv: string[],
+    vars: Record<string, string>,
+    timeoutMs = this.settings.commandTimeoutMs,
+  ): Promise<CommandResult> {
+    return execIn(
+      this.docker,
+      container,
+      argv,
+      vars,
+      Math.min(timeoutMs, this.settings.commandTimeoutMs),
+    );
+  }
+
   /** The task's container, made now if it has none. */
   private async container(taskId: string): Promise<Docker.Container> {
     const existing = this.envs.get(taskId)?.container;
@@ -288,51 +293,6 @@ export class Sandboxes {
       tmp: "rw,nosuid,nodev,size=64m",
     };
   }
-
-  /** Runs argv in a container as nobody, killed past its time; output bounded per stream. */
-  private async exec(
-    container: Docker.Container,
-    argv: string[],
-    vars: Record<string, string>,
-    timeoutMs = this.settings.commandTimeoutMs,
-  ): Promise<CommandResult> {
-    const limit = Math.min(timeoutMs, this.settings.commandTimeoutMs);
-    const seconds = Math.max(1, Math.ceil(limit / 1000));
-    const exec = await container.exec({
-      // busybox's timeout kills the command inside the container; the host's timer is a backstop.
-      Cmd: ["/bin/timeout", "-s", "KILL", String(seconds), ...argv],
-      AttachStdout: true,
-      AttachStderr: true,
-      User: NOBODY,
-      WorkingDir: "/workspace",
-      Env: Object.entries(vars).map(([k, v]) => `${k}=${v}`),
-    });
-    const stream = await exec.start({ hijack: true, stdin: false });
-    const stdout = new Capped(MAX_OUTPUT_BYTES);
-    const stderr = new Capped(MAX_OUTPUT_BYTES);
-    const out = new PassThrough().on("data", (c: Buffer) => stdout.add(c));
-    const err = new PassThrough().on("data", (c: Buffer) => stderr.add(c));
-    this.docker.modem.demuxStream(stream, out, err);
-    let backstop: NodeJS.Timeout | undefined;
-    await new Promise<void>((resolve) => {
-      stream.on("end", resolve);
-      stream.on("close", resolve);
-      stream.on("error", resolve);
-      backstop = setTimeout(() => {
-        stream.destroy();
-        resolve();
-      }, limit + 5000);
-    });
-    clearTimeout(backstop);
-    const { ExitCode } = await exec.inspect();
-    const exitCode = ExitCode ?? -1;
-    return {
-      exitCode,
-      stdout: stdout.text(),
-      stderr: stderr.text(),
-      timedOut: exitCode === 137 || ExitCode === null,
-    };
-  }
 }
 
 /** A path inside the workspace from a relative one; SandboxError for one that leaves it. */
@@ -349,28 +309,6 @@ export function workspacePath(file: string): string {
       `"${file}" is not inside the workspace; give a relative path such as src/main.py`,
     );
   return normal;
-}
-
-/** Collects output up to a limit, noting how much was dropped. */
-class Capped {
-  private readonly chunks: Buffer[] = [];
-  private kept = 0;
-  private dropped = 0;
-  constructor(private readonly limit: number) {}
-  add(chunk: Buffer): void {
-    const room = this.limit - this.kept;
-    if (room <= 0) {
-      this.dropped += chunk.length;
-      return;
-    }
-    this.chunks.push(chunk.subarray(0, room));
-    this.kept += Math.min(room, chunk.length);
-    this.dropped += Math.max(0, chunk.length - room);
-  }
-  text(): string {
-    const text = Buffer.concat(this.chunks).toString("utf8");
-    return this.dropped > 0 ? `${text}\n… (${this.dropped} more bytes)` : text;
-  }
 }
 
 async function chownToNobody(dir: string): Promise<void> {
