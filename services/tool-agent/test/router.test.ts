@@ -1,6 +1,6 @@
 import { Code, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { AgentService, TaskStatus } from "@toolmesh/proto";
+import { AgentService, type BuildRuntime, TaskStatus } from "@toolmesh/proto";
 import {
   eventually,
   failure,
@@ -121,10 +121,98 @@ describe("ServiceAgent without a model", () => {
   let stack: TestStack;
 
   beforeAll(async () => {
-    stack = await startStack({ services: ["permission", "registry", "dispatcher", "tool-agent"] });
+    stack = await startStack({
+      services: ["permission", "registry", "dispatcher", "tool-agent"],
+      serviceEnv: { "tool-agent": { TOOLMESH_CODING_MAX_QUEUED: "3" } },
+    });
   }, 120_000);
   afterAll(async () => {
     await stack?.stop();
+  });
+
+  it("refuses bad task specs and queries with what to fix, and a principal's fourth queued task", async () => {
+    const token = await stack.agentToken("erin-bot");
+    const agents = createClient(
+      AgentService,
+      createGrpcTransport({ baseUrl: stack.dispatcher.url }),
+    );
+    const refusals: [Promise<unknown>, string][] = [
+      [
+        agents.submitTask({}, stack.as(token)),
+        "spec: is required: at least a description of the tool",
+      ],
+      [
+        agents.submitTask({ spec: { description: "  " } }, stack.as(token)),
+        "spec.description: is required: say what the tool must do",
+      ],
+      [
+        agents.submitTask({ spec: { description: "x".repeat(8001) } }, stack.as(token)),
+        "spec.description: is 8001 characters; at most 8000 allowed",
+      ],
+      [
+        agents.submitTask({ spec: { description: "d", toolName: "Not A Name" } }, stack.as(token)),
+        'spec.tool_name: "Not A Name" is not a valid name: use lowercase letters, digits, _ - and single dots between parts, starting with a letter (for example data.query)',
+      ],
+      [
+        agents.submitTask(
+          { spec: { description: "d", acceptanceChecks: Array(21).fill("ok") } },
+          stack.as(token),
+        ),
+        "spec.acceptance_checks: has 21 checks; at most 20 allowed",
+      ],
+      [
+        agents.submitTask(
+          { spec: { description: "d", preferredRuntime: 9 as BuildRuntime } },
+          stack.as(token),
+        ),
+        "spec.preferred_runtime: 9 is not a BuildRuntime",
+      ],
+      [
+        agents.submitTask({ spec: { description: "d" }, chatId: "no spaces" }, stack.as(token)),
+        "chat_id: must be 1-128 characters of A-Z a-z 0-9 _ . : -",
+      ],
+      [
+        agents.getTask({ id: "42" }, stack.as(token)),
+        "id: is a task id: 32 lowercase hex characters",
+      ],
+      [
+        agents.listTasks({ status: 9 as TaskStatus }, stack.as(token)),
+        "status: 9 is not a TaskStatus",
+      ],
+      [
+        agents.listTasks({ pageSize: 501 }, stack.as(token)),
+        "page_size: is 501; at most 500 allowed",
+      ],
+      [
+        agents.listTasks({ pageToken: "nope" }, stack.as(token)),
+        "page_token: malformed page token; pass the next_page_token of the previous response unchanged, or omit it for the first page",
+      ],
+    ];
+    for (const [call, message] of refusals) {
+      const refused = await failure(call);
+      expect([refused.code, refused.rawMessage]).toEqual([Code.InvalidArgument, message]);
+    }
+    for (const n of [1, 2, 3])
+      await agents.submitTask({ spec: { description: `queued ${n}` } }, stack.as(token));
+    const full = await failure(
+      agents.submitTask({ spec: { description: "one too many" } }, stack.as(token)),
+    );
+    expect([full.code, full.rawMessage]).toEqual([
+      Code.ResourceExhausted,
+      "you have 3 tasks queued, the most TOOLMESH_CODING_MAX_QUEUED allows; wait for one to start or check them with ListTasks",
+    ]);
+    // Pages of the caller's tasks, newest first.
+    const first = await agents.listTasks({ pageSize: 2 }, stack.as(token));
+    const second = await agents.listTasks(
+      { pageSize: 2, pageToken: first.nextPageToken },
+      stack.as(token),
+    );
+    expect([...first.tasks, ...second.tasks].map((t) => t.spec?.description)).toEqual([
+      "queued 3",
+      "queued 2",
+      "queued 1",
+    ]);
+    expect(second.nextPageToken).toBe("");
   });
 
   it("answers 503 naming TOOLMESH_MODEL_URL; tasks wait; a tool agent that is gone is UNAVAILABLE", async () => {
@@ -147,13 +235,15 @@ describe("ServiceAgent without a model", () => {
     const refused = await failure(agents.chat({ message: "hello", chatId: "c1" }, stack.as(token)));
     expect(refused.code).toBe(Code.Unavailable);
 
+    const queued =
+      (await agents.getSystemStatus({}, stack.as(token))).codingAgent?.queuedCount ?? 0;
     const { task } = await agents.submitTask(
       { spec: { description: "Count words" } },
       stack.as(token),
     );
     const status = await agents.getSystemStatus({}, stack.as(token));
     expect(status.model?.configured).toBe(false);
-    expect(status.codingAgent?.queuedCount).toBe(1);
+    expect(status.codingAgent?.queuedCount).toBe(queued + 1);
     expect((await agents.getTask({ id: task?.id ?? "" }, stack.as(token))).task?.status).toBe(
       TaskStatus.PENDING,
     );
