@@ -207,12 +207,29 @@ function chatFailure(error: unknown, expired: boolean, timeoutMs: number): Conne
  * and their results are kept or dropped together.
  */
 export function boundHistory(messages: ChatMessage[], limit: number): ChatMessage[] {
-  if (messages.length <= limit) return messages;
-  let start = messages.length - limit;
-  while (start < messages.length && messages[start]?.role !== "user") start++;
-  if (start === messages.length) {
-    // One turn longer than the limit: keep it from its user message.
-    start = messages.findLastIndex((m) => m.role === "user");
+  const fitted = messages.map(clipContent);
+  let start = Math.max(0, fitted.length - limit);
+  // Whole turns go until the rest fits one KV value.
+  while (start < fitted.length && JSON.stringify(fitted.slice(start)).length > HISTORY_CHARS)
+    start++;
+  while (start < fitted.length && fitted[start]?.role !== "user") start++;
+  if (start === fitted.length) {
+    // One turn longer than the limits: keep it from its user message.
+    start = fitted.findLastIndex((m) => m.role === "user");
   }
-  return messages.slice(Math.max(0, start));
+  return fitted.slice(Math.max(0, start));
+}
+
+/** The most of a window's history kept, in characters of JSON: well under a KV value's limit. */
+const HISTORY_CHARS = 512 * 1024;
+/** The most of one message kept in a window's history. */
+const MESSAGE_CHARS = 16_000;
+
+function clipContent(message: ChatMessage): ChatMessage {
+  if (typeof message.content !== "string" || message.content.length <= MESSAGE_CHARS)
+    return message;
+  return {
+    ...message,
+    content: `${message.content.slice(0, MESSAGE_CHARS)}… (cut)`,
+  } as ChatMessage;
 }

@@ -107,9 +107,15 @@ export class ChatModel {
     if (!response.ok)
       throw new ModelError(
         "http_error",
-        `the model at ${settings.url} answered HTTP ${response.status}: ${oneLine(text, 300)}`,
+        `the model at ${settings.url} answered HTTP ${response.status}: ${oneLine(this.scrub(text), 300)}`,
       );
-    return parseCompletion(text, settings.url);
+    return parseCompletion(this.scrub(text), settings.url);
+  }
+
+  /** A model's text with the API key taken out, in case a server echoes what it was sent. */
+  private scrub(text: string): string {
+    const key = this.settings.apiKey;
+    return key ? text.replaceAll(key, "[api key]") : text;
   }
 
   private failed(error: unknown, timedOut: boolean, signal: AbortSignal | undefined) {
