@@ -37,6 +37,10 @@ export const bucketNames = {
   leases: "toolmesh-leases",
   /** The Audit service's state others read: what holds its log (`log.hold`). */
   audit: "toolmesh-audit",
+  /** The ServiceAgent's chat windows and their histories (the tool agent's). */
+  agentSessions: "toolmesh-agent-sessions",
+  /** Task specs and their builds, queued by the tool agent's Router. */
+  agentTasks: "toolmesh-agent-tasks",
 } as const;
 
 type Stream = keyof typeof streamNames;
@@ -149,6 +153,17 @@ export const busAccess = {
     ownsBuckets: [],
     readsBuckets: ["registry"],
     subscribes: [],
+  },
+  "tool-agent": {
+    publishes: [],
+    writesStreams: [],
+    readsStreams: [],
+    ownsBuckets: ["agentSessions", "agentTasks"],
+    // API keys are verified against the permission bucket, as in every service with RPCs.
+    readsBuckets: ["permission"],
+    subscribes: [],
+    // The Router (task queue and CodingAgent) runs in one replica at a time; every replica chats.
+    holdsLease: true,
   },
   agent: {
     publishes: [],

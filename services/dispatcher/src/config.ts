@@ -6,6 +6,7 @@ import {
   list,
   optionalStr,
   port,
+  serviceUrl,
   str,
   url,
 } from "@toolmesh/config";
@@ -58,6 +59,11 @@ export const dispatcherConfig = {
   dispatcherReplicas: int("TOOLMESH_DISPATCHER_REPLICAS", 1, { min: 1, max: 1000 }),
   /** How long past its deadline a live Dispatcher's call may still be writing its records. */
   leaseGraceMs: int("TOOLMESH_LEASE_GRACE_MS", 30_000, { min: 100, max: 3_600_000 }),
+  /**
+   * The tool agent, to which AgentService calls and `POST /chat` on this port are forwarded with
+   * the caller's own token: TOOLMESH_TOOL_AGENT_URL, else TOOLMESH_HOST and TOOLMESH_TOOL_AGENT_PORT.
+   */
+  toolAgentUrl: serviceUrl("tool-agent"),
   /** The Registry, which ImportMcpServer writes imported tools to (with the admin's credential). */
   registryUrl: url("TOOLMESH_REGISTRY_URL", "http://127.0.0.1:7101", ["http:", "https:"]),
   /** Close an idle MCP server connection (stop a stdio server) after this long. */

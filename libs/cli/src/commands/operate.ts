@@ -28,6 +28,7 @@ import {
 } from "../command.js";
 import { type CliContext, UsageError } from "../context.js";
 import { statusColour } from "../output.js";
+import { printSystemStatus, systemStatus, systemStatusJson } from "./agent.js";
 import { verifyArchiveDir } from "./audit-archive.js";
 
 /** `toolmesh audit …`: the access log. */
@@ -190,16 +191,18 @@ function supervisedProcesses(ctx: CliContext) {
 
 /** `toolmesh status`. */
 export const status: Leaf = {
-  summary: "every service's health, the restarts of each process, and local tools",
+  summary:
+    "every service's health, the restarts of each process, local tools, and the tool agent's tools, tasks, windows and IM",
   usage: "status",
   details: [
     "Exit code 1 when a service is not SERVING.",
     "Restarts are read from stack.json in TOOLMESH_DATA_DIR (.toolmesh), which npm start keeps current.",
   ],
   async run(ctx) {
-    const services = await Promise.all(
-      (Object.keys(ctx.urls) as ServiceName[]).map((name) => health(ctx, name)),
-    );
+    const [services, system] = await Promise.all([
+      Promise.all((Object.keys(ctx.urls) as ServiceName[]).map((name) => health(ctx, name))),
+      systemStatus(ctx),
+    ]);
     let runtimes: ReturnType<typeof jsonOf>[] = [];
     let runtimeRows: string[][] = [];
     let runtimeNote = "";
@@ -229,6 +232,8 @@ export const status: Leaf = {
         ...(supervised.note ? { processesError: supervised.note } : {}),
         localTools: runtimes,
         ...(runtimeNote ? { localToolsError: runtimeNote } : {}),
+        ...(system.status ? { system: systemStatusJson(system.status) } : {}),
+        ...(system.error ? { systemError: system.error } : {}),
       },
       () => {
         ctx.out.table(
@@ -260,6 +265,9 @@ export const status: Leaf = {
             ["LOCAL TOOL", "STATE", "PID", "PORT", "RESTARTS", "IN FLIGHT", "LAST ERROR"],
             runtimeRows,
           );
+        ctx.out.line();
+        if (system.status) printSystemStatus(ctx, system.status);
+        else ctx.out.note(system.error ?? "");
       },
     );
     return healthy ? 0 : 1;
