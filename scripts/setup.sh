@@ -58,6 +58,8 @@ say "Python environment in .venv (grpcio-tools $GRPCIO_TOOLS_VERSION, the toolme
 [ -x "$TOOLMESH_VENV/bin/python" ] || python3 -m venv "$TOOLMESH_VENV"
 "$TOOLMESH_VENV/bin/pip" install -q --disable-pip-version-check "grpcio-tools==$GRPCIO_TOOLS_VERSION"
 "$TOOLMESH_VENV/bin/pip" install -q --disable-pip-version-check -e "libs/python[test]"
+say "uv $UV_VERSION into .venv (the CodingAgent's Python tools)"
+"$TOOLMESH_VENV/bin/pip" install -q --disable-pip-version-check "uv==$UV_VERSION"
 
 say "the console's web app (services/console/dist/web)"
 npx vite build --config services/console/vite.config.ts

@@ -5,12 +5,18 @@
 // here, the way every TypeScript test's are (@toolmesh/testkit), never by copies of their own.
 import { parseArgs } from "node:util";
 import { availableServices, freePort } from "@toolmesh/launcher";
-import { mintJwt, repoRoot, startStack, type TestClaims } from "@toolmesh/testkit";
+import {
+  mintJwt,
+  repoRoot,
+  startScriptedModel,
+  startStack,
+  type TestClaims,
+} from "@toolmesh/testkit";
 
 const usage =
   "usage: node --import tsx scripts/stack.ts --json [--services a,b,…] [--dispatchers n]\n" +
   '  [--tokens \'{"name": {"sub": "agent-1", "roles": ["agent"], "onBehalfOf": "user-1"}}\']\n' +
-  "  [--free-ports n]\n";
+  "  [--free-ports n] [--model-echo]\n";
 
 const fail = (message: string): never => {
   process.stderr.write(`scripts/stack.ts: ${message}\n${usage}`);
@@ -26,6 +32,9 @@ const options = {
   tokens: { type: "string", default: "{}" },
   // Ports with nothing listening, chosen like the services' own (for "nobody answers" tests).
   "free-ports": { type: "string", default: "0" },
+  // A scripted model for the tool agent that answers every message with `you said: <message>
+  // (<n> user messages)`, so a client's chat() can be checked in any language.
+  "model-echo": { type: "boolean", default: false },
 } as const;
 const { values } = (() => {
   try {
@@ -45,12 +54,20 @@ const services = values.services
   ? values.services.split(",").filter(Boolean)
   : availableServices(repoRoot).map((s) => s.name);
 
-const stack = await startStack({ services, replicas: { dispatcher: dispatchers } });
+const model = values["model-echo"]
+  ? await startScriptedModel([{ match: "", turns: [{ echo: true, count: true }] }])
+  : undefined;
+const stack = await startStack({
+  services,
+  replicas: { dispatcher: dispatchers },
+  ...(model ? { serviceEnv: { "tool-agent": { TOOLMESH_MODEL_URL: model.url } } } : {}),
+});
 let stopping = false;
 const stop = async () => {
   if (stopping) return;
   stopping = true;
   await stack.stop();
+  await model?.close();
   process.exit(0);
 };
 process.on("SIGTERM", () => void stop());
@@ -82,6 +99,7 @@ process.stdout.write(
     serviceToken: stack.serviceToken,
     tokens,
     freePorts,
+    modelUrl: model?.url ?? "",
   })}\n`,
 );
 

@@ -37,7 +37,7 @@ const config = loadOrExit(() =>
     // A process that exits more often than this within the window stops the stack.
     ...restartPolicyConfig,
     // The launcher's own /metrics (restarts of each process); -1: none, 0: a free port.
-    metricsPort: int("TOOLMESH_LAUNCHER_METRICS_PORT", 7106, { min: -1, max: 65535 }),
+    metricsPort: int("TOOLMESH_LAUNCHER_METRICS_PORT", 7107, { min: -1, max: 65535 }),
     host: str("TOOLMESH_HOST", "127.0.0.1"),
   }),
 );

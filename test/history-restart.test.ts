@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { listSegments } from "@toolmesh/archive";
 import { CallStatus } from "@toolmesh/proto";
 import { defineTool, type ServedTools, serveTools } from "@toolmesh/sdk";
 import { chainServices, eventually, type TestStack } from "@toolmesh/testkit";
@@ -21,10 +22,11 @@ const SERVICES = [...chainServices, "audit", "callback", "memory-writer"];
 const SYNC_INTERVAL = "1s";
 
 /** Starts the stack on the test's data directory, the history written with fsync relaxed. */
-const start = (dataDir: string, jwtSecret?: string) =>
+const start = (dataDir: string, jwtSecret?: string, env: Record<string, string> = {}) =>
   timedStart(dataDir, SERVICES, {
     natsSyncInterval: SYNC_INTERVAL,
     ...(jwtSecret ? { jwtSecret } : {}),
+    ...(Object.keys(env).length > 0 ? { serviceEnv: { audit: env } } : {}),
   });
 
 // "Day 30 like day 1": a stack with 50,000 calls of one agent behind it restarts like a fresh
@@ -92,9 +94,19 @@ describe(`a stack restarted after ${CALLS} calls`, () => {
     // The stack as it ran: Audit's index took the records in as they came. A new start, on new
     // free ports: a port kept across the long write may have been taken meanwhile.
     await stack.stop();
-    stack = (await start(dataDir, jwtSecret)).stack;
+    // The history was written just now; a stack that ran would have sealed it in the archive as it
+    // aged past a segment's age (1 h). This run seals it now, as time would have.
+    stack = (await start(dataDir, jwtSecret, { TOOLMESH_AUDIT_SEGMENT_MAX_AGE_MS: "1000" })).stack;
+    const logEnd = (await (await stack.nc.jetstreamManager()).streams.info("TOOLMESH_AUDIT_LOG"))
+      .state.last_seq;
     await call(-1);
     await backlogsDone(await stack.nc.jetstreamManager(), 60_000);
+    const archive = path.join(dataDir, "audit", "archive");
+    await eventually(async () => {
+      expect((await listSegments(archive)).at(-1)?.lastStreamSeq ?? 0).toBeGreaterThanOrEqual(
+        logEnd,
+      );
+    }, 120_000);
     await stack.stop();
     stack = undefined;
 

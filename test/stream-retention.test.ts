@@ -11,8 +11,9 @@ const MAX_AGE_SECONDS = 8;
 const CALLS = 5;
 
 // Retention by age: trace events, audit inputs, outcomes and callback events leave their streams
-// after TOOLMESH_STREAM_MAX_AGE_SECONDS, while the hash-chained audit log (its own, longer age)
-// keeps every call and still verifies, and calls go on being recorded after the expiry.
+// after TOOLMESH_STREAM_MAX_AGE_SECONDS, while the hash-chained audit log (no age limit; its
+// archive keeps what leaves it) keeps every call and still verifies, and calls go on being
+// recorded after the expiry.
 describe("event streams expire by age; the audit log keeps the chain", () => {
   let stack: TestStack;
   let served: ServedTools;

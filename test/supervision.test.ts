@@ -19,7 +19,7 @@ import { serveRecordingTool } from "./recording-tool.js";
 // `npm start` supervises every process: kill -9 of each kind under calls on one node, and the
 // launcher starts it again at its address while the rest keep serving; each restart is counted
 // in stack.json (what `toolmesh status` prints) and in the launcher's metrics.
-const SERVICES = [...chainServices, "audit", "callback", "memory-writer"];
+const SERVICES = [...chainServices, "audit", "callback", "memory-writer", "tool-agent"];
 const AGENT = "supervised-agent";
 const TOOL = "supervised.write";
 const CONCURRENCY = 4;
@@ -116,7 +116,14 @@ const auditor = async () =>
   stack.as(await stack.agentToken("supervised-auditor", { roles: ["auditor"] }));
 
 describe("npm start's supervision on one node, under calls", () => {
-  for (const name of ["registry", "permission", "audit", "callback", "memory-writer"]) {
+  for (const name of [
+    "registry",
+    "permission",
+    "audit",
+    "callback",
+    "memory-writer",
+    "tool-agent",
+  ]) {
     it(`restarts a killed ${name} while calls through the Dispatcher keep succeeding`, async () => {
       const { during } = await killAndAwait(name);
       expect(during.length).toBeGreaterThan(0);
@@ -169,8 +176,8 @@ describe("npm start's supervision on one node, under calls", () => {
 
   it("shows every restart in `toolmesh status` and the launcher's metrics", async () => {
     const urls = Object.fromEntries(
-      ["dispatcher", "registry", "permission", "audit", "callback"].map((s) => [
-        `TOOLMESH_${s.toUpperCase()}_URL`,
+      ["dispatcher", "registry", "permission", "audit", "callback", "tool-agent"].map((s) => [
+        `TOOLMESH_${s.toUpperCase().replace("-", "_")}_URL`,
         stack.service(s).url,
       ]),
     );

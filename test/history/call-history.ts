@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { create, type DescMessage, type MessageShape, toBinary } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import { type ChainHead, chainedAfter, lastRecord } from "@toolmesh/archive";
 import { loadConfig } from "@toolmesh/config";
 import { createSecretRedactor } from "@toolmesh/log";
 import { newCallId } from "@toolmesh/names";
@@ -21,8 +22,6 @@ import {
 } from "@toolmesh/proto";
 import { type JetStreamManager, type NatsConnection, headers as natsHeaders } from "nats";
 import { AUDIT_LOG_STREAM } from "../../services/audit/src/audit-log.js";
-import { type ChainHead, chainedAfter } from "../../services/audit/src/hash-chain.js";
-import { lastRecord } from "../../services/audit/src/log-block.js";
 import { callbackTraceEvent } from "../../services/callback/src/broadcaster.js";
 import { CALLBACK_BUCKET, callKey, encodeCall } from "../../services/callback/src/call-store.js";
 import { callbackConfig } from "../../services/callback/src/config.js";

@@ -34,3 +34,4 @@ export {
 } from "./principal.js";
 export { type ServiceAuth, startServiceAuth } from "./service-auth.js";
 export { ADMIN_TOKEN_FILE, SERVICE_TOKEN_FILE, serviceToken } from "./service-token.js";
+export { toolAgentIdentity } from "./tool-agent.js";

@@ -19,6 +19,11 @@ export const Role = {
   ToolBackend: "tool-backend",
   /** May read the audit log. */
   Auditor: "auditor",
+  /**
+   * The tool agent: may register its own tools (`coding.*`, served over grpc) and tools it built,
+   * these only disabled (an operator enables them); nothing else.
+   */
+  ToolAgent: "tool-agent",
 } as const;
 
 /** Where the auth interceptor leaves the caller for handlers. */

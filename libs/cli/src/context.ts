@@ -4,7 +4,7 @@ import path from "node:path";
 import type { DescService } from "@bufbuild/protobuf";
 import { type CallOptions, type Client, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { type ServiceName, serviceUrls } from "@toolmesh/config";
+import { SERVICE_PORTS, type ServiceName, serviceUrls } from "@toolmesh/config";
 import { parse as parseYaml } from "yaml";
 import type { Output } from "./output.js";
 
@@ -22,6 +22,7 @@ interface FileConfig {
   permission?: string;
   audit?: string;
   callback?: string;
+  "tool-agent"?: string;
 }
 
 /** Everything a command needs: where the services are, the credential, and how to print. */
@@ -42,11 +43,8 @@ export class CliContext {
     for (const name of Object.keys(urls) as ServiceName[]) {
       const fromFile = file[name];
       // The environment wins over the file, as the token does.
-      if (
-        fromFile &&
-        !env[`TOOLMESH_${name.toUpperCase()}_URL`] &&
-        !env[`TOOLMESH_${name.toUpperCase()}_PORT`]
-      )
+      const prefix = SERVICE_PORTS[name].env;
+      if (fromFile && !env[`${prefix}_URL`] && !env[`${prefix}_PORT`])
         urls[name] = fromFile.replace(/\/+$/, "");
     }
     this.urls = urls;

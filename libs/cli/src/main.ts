@@ -1,6 +1,7 @@
 import { parseArgs } from "node:util";
 import { ConnectError, codeName } from "@toolmesh/errors";
 import type { Command, Group, Leaf } from "./command.js";
+import { tasks } from "./commands/agent.js";
 import { batch, call, tail, trace } from "./commands/calls.js";
 import { approvals, usage } from "./commands/governance.js";
 import { audit, status } from "./commands/operate.js";
@@ -21,6 +22,7 @@ export const commands: Record<string, Command> = {
   tail,
   approvals,
   usage,
+  tasks,
   audit,
   status,
 };
@@ -38,7 +40,7 @@ const GLOBAL_HELP = [
   "  --token TOKEN    the bearer credential (else TOOLMESH_TOKEN, the config file, .toolmesh/admin.token)",
   "  --config FILE    a YAML file with token: and service URLs (else TOOLMESH_CONFIG, ~/.config/toolmesh/config.yaml)",
   "  -h, --help       help for any command",
-  "Service addresses: TOOLMESH_<SERVICE>_URL, or TOOLMESH_HOST with TOOLMESH_<SERVICE>_PORT (defaults 127.0.0.1:7100-7104).",
+  "Service addresses: TOOLMESH_<SERVICE>_URL, or TOOLMESH_HOST with TOOLMESH_<SERVICE>_PORT (defaults 127.0.0.1:7100-7104, the tool agent 7106).",
   "Exit codes: 0 done, 1 the request failed (or a call did not succeed), 2 a usage mistake.",
 ];
 

@@ -4,6 +4,9 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { promisify } from "node:util";
+import { createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { AgentService } from "@toolmesh/proto";
 import { LineWatcher, type OperatorStack, repoRoot, startOperatorStack } from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -93,7 +96,7 @@ describe("toolmesh CLI", () => {
 
   it("prints help and refuses usage mistakes with exit code 2", async () => {
     const help = await ok(["--help"]);
-    expect(help.stdout).toContain("tools ls|get|register|update|rm");
+    expect(help.stdout).toContain("tools ls|get|register|update|enable|disable|rm");
     const sub = await ok(["keys", "create", "--help"]);
     expect(sub.stdout).toContain("Usage: toolmesh keys create --agent ID");
     const unknown = await cli(["frobnicate"]);
@@ -107,13 +110,22 @@ describe("toolmesh CLI", () => {
     expect(badFlag.stderr).toContain("--colour");
   });
 
-  it("reports every service SERVING", async () => {
+  it("reports every service SERVING and the tool agent's status", async () => {
     const run = await ok(["status", "--json"]);
-    const status = JSON.parse(run.stdout) as { services: { service: string; status: string }[] };
-    expect(status.services.map((s) => s.status)).toEqual(Array(5).fill("SERVING"));
-    expect((await ok(["status"])).stdout).toMatch(
-      /dispatcher\s+http:\/\/127\.0\.0\.1:\d+\s+SERVING/,
-    );
+    const status = JSON.parse(run.stdout) as {
+      services: { service: string; status: string }[];
+      system: { codingAgent: { concurrency: number }; model: { configured?: boolean } };
+    };
+    expect(status.services.map((s) => s.status)).toEqual(Array(6).fill("SERVING"));
+    expect(status.system.codingAgent.concurrency).toBe(1);
+    expect(status.system.model.configured).toBeUndefined();
+    const text = (await ok(["status"])).stdout;
+    expect(text).toMatch(/dispatcher\s+http:\/\/127\.0\.0\.1:\d+\s+SERVING/);
+    expect(text).toMatch(/tool-agent\s+http:\/\/127\.0\.0\.1:\d+\s+SERVING/);
+    expect(text).toMatch(/^tools: \d+ \(\d+ active, 0 deprecated, 0 disabled\)$/m);
+    expect(text).toContain("CodingAgent: 0 running of 1, 0 queued");
+    expect(text).toContain("model: none (set TOOLMESH_MODEL_URL on the tool agent)");
+    expect(text).toContain("IM: off (TOOLMESH_IM_URL unset)");
   });
 
   it("registers, lists, shows and updates a tool from YAML", async () => {
@@ -130,6 +142,13 @@ describe("toolmesh CLI", () => {
     expect((await ok(["tools", "update", "-f", "tool.yaml"])).stdout).toMatch(
       /updated cli\.echo \(revision \d+\)/,
     );
+    // An operator disables and enables it: its status alone changes.
+    expect((await ok(["tools", "disable", "cli.echo"])).stdout).toMatch(
+      /^disabled cli\.echo \(revision \d+\)$/m,
+    );
+    expect((await ok(["tools", "ls"])).stdout).toMatch(/cli\.echo\s+1\.0\.0\s+DISABLED/);
+    expect((await ok(["tools", "enable", "cli.echo"])).stdout).toMatch(/^enabled cli\.echo/m);
+    expect((await ok(["tools", "get", "cli.echo"])).stdout).toContain("status: TOOL_STATUS_ACTIVE");
     const missing = await cli(["tools", "get", "no.such"]);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain("NOT_FOUND");
@@ -233,6 +252,30 @@ describe("toolmesh CLI", () => {
     expect(run.code).toBe(1);
     expect(run.stdout).toMatch(/1\s+cli\.echo\s+SUCCESS/);
     expect(run.stdout).toMatch(/2\s+cli\.echo\s+REFUSED.*INVALID_ARGUMENT/);
+  });
+
+  it("lists the tool agent's tasks and shows one with its build log", async () => {
+    const agents = createClient(
+      AgentService,
+      createGrpcTransport({ baseUrl: op.stack.service("dispatcher").url }),
+    );
+    const { task } = await agents.submitTask(
+      { spec: { description: "Count the words of a text" } },
+      { headers: { authorization: `Bearer ${op.adminToken}` } },
+    );
+    const id = task?.id ?? "";
+    expect((await ok(["tasks", "ls"])).stdout).toMatch(
+      new RegExp(`${id}\\s+PENDING\\s+admin\\s+\\S+\\s+-\\s+Count the words of a text`),
+    );
+    const shown = (await ok(["tasks", "get", id])).stdout;
+    expect(shown).toContain(`task ${id}: PENDING`);
+    expect(shown).toContain(`trace ${task?.traceId}`);
+    expect(shown).toMatch(/ROUTER\s+-\s+queued by admin/);
+    const bad = await cli(["tasks", "ls", "--status", "sleeping"]);
+    expect([bad.code, bad.stderr.trim()]).toEqual([
+      2,
+      'error: unknown status "sleeping"; use one of pending, running, succeeded, failed',
+    ]);
   });
 
   it("queries the audit log and verifies its chain", async () => {

@@ -5,6 +5,7 @@ export const SERVICE_PORTS = {
   permission: { env: "TOOLMESH_PERMISSION", port: 7102 },
   audit: { env: "TOOLMESH_AUDIT", port: 7103 },
   callback: { env: "TOOLMESH_CALLBACK", port: 7104 },
+  "tool-agent": { env: "TOOLMESH_TOOL_AGENT", port: 7106 },
 } as const;
 
 export type ServiceName = keyof typeof SERVICE_PORTS;

@@ -1,3 +1,5 @@
+import { type ServiceName, serviceUrls } from "./endpoints.js";
+
 /** A reader takes one variable from the environment and returns its typed value or throws. */
 export type Reader<T> = (env: NodeJS.ProcessEnv) => T;
 
@@ -106,6 +108,14 @@ export function url(name: string, fallback: string, protocols: readonly string[]
     }
     return text;
   };
+}
+
+/** An optional URL with one of the given protocols: undefined when unset. */
+export function optionalUrl(
+  name: string,
+  protocols: readonly string[],
+): Reader<string | undefined> {
+  return (env) => (raw(env, name) === undefined ? undefined : url(name, "", protocols)(env));
 }
 
 /** A comma-separated list of non-empty words. */
@@ -230,6 +240,8 @@ export const busLimitsConfig = {
     callIds: limit("TOOLMESH_CALL_IDS_BUCKET_MAX_BYTES", 256 * MiB)(env),
     dispatchers: limit("TOOLMESH_DISPATCHERS_BUCKET_MAX_BYTES", 16 * MiB)(env),
     approvals: limit("TOOLMESH_APPROVALS_BUCKET_MAX_BYTES", 64 * MiB)(env),
+    agentSessions: limit("TOOLMESH_AGENT_SESSIONS_BUCKET_MAX_BYTES", 256 * MiB)(env),
+    agentTasks: limit("TOOLMESH_AGENT_TASKS_BUCKET_MAX_BYTES", 256 * MiB)(env),
   }),
 };
 
@@ -330,4 +342,13 @@ export function loadOrExit<T>(load: () => T): T {
   }
 }
 export { SERVICE_PORTS, type ServiceName, serviceUrls } from "./endpoints.js";
+
+/**
+ * Where another service answers, as its clients find it: `TOOLMESH_<SERVICE>_URL`, else
+ * `TOOLMESH_HOST` and `TOOLMESH_<SERVICE>_PORT` (serviceUrls), so one environment configures the
+ * stack and the services that call each other.
+ */
+export function serviceUrl(name: ServiceName): Reader<string> {
+  return (env) => serviceUrls(env)[name];
+}
 export { freePort, portIsFree } from "./ports.js";

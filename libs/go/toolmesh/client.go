@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	agentv1 "toolmesh.dev/go/gen/toolmesh/agent/v1"
 	callbackv1 "toolmesh.dev/go/gen/toolmesh/callback/v1"
 	dispatcherv1 "toolmesh.dev/go/gen/toolmesh/dispatcher/v1"
 	permissionv1 "toolmesh.dev/go/gen/toolmesh/permission/v1"
@@ -43,6 +44,9 @@ const dispatchGrace = 2 * time.Second
 // methods do not cover; they carry the token, default deadline and retries too.
 type Client struct {
 	Dispatcher dispatcherv1.DispatcherServiceClient
+	// Agent is the tool agent's service (chat, tasks, system status) at the Dispatcher's address,
+	// which forwards it.
+	Agent      agentv1.AgentServiceClient
 	Registry   registryv1.RegistryServiceClient
 	Permission permissionv1.PermissionServiceClient
 	Callback   callbackv1.CallbackServiceClient
@@ -156,6 +160,7 @@ func New(address, token string, opts ...Option) (*Client, error) {
 		return nil, err
 	}
 	c.Dispatcher = dispatcherv1.NewDispatcherServiceClient(d)
+	c.Agent = agentv1.NewAgentServiceClient(d)
 	c.Registry = registryv1.NewRegistryServiceClient(r)
 	c.Permission = permissionv1.NewPermissionServiceClient(p)
 	c.Callback = callbackv1.NewCallbackServiceClient(cb)
@@ -171,6 +176,11 @@ func (c *Client) Close() error {
 	return errors.Join(errs...)
 }
 
+// noRetryOption marks an RPC that is sent once: the interceptor never retries it.
+type noRetryOption struct{ grpc.EmptyCallOption }
+
+var noRetry grpc.CallOption = noRetryOption{}
+
 func (c *Client) unaryInterceptor(o *options) grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, callOpts ...grpc.CallOption) error {
 		if _, ok := ctx.Deadline(); !ok {
@@ -178,9 +188,15 @@ func (c *Client) unaryInterceptor(o *options) grpc.UnaryClientInterceptor {
 			ctx, cancel = context.WithTimeout(ctx, c.defaultTimeout)
 			defer cancel()
 		}
+		attempts := o.attempts
+		for _, opt := range callOpts {
+			if _, once := opt.(noRetryOption); once {
+				attempts = 1
+			}
+		}
 		for attempt := 1; ; attempt++ {
 			err := invoker(ctx, method, req, reply, cc, callOpts...)
-			if status.Code(err) != codes.Unavailable || attempt >= o.attempts {
+			if status.Code(err) != codes.Unavailable || attempt >= attempts {
 				return FromError(err)
 			}
 			pause := o.initialBackoff << (attempt - 1)
@@ -218,6 +234,36 @@ func (c *Client) Dispatch(ctx context.Context, tool string, args map[string]any,
 		return nil, err
 	}
 	return resultOf(res), nil
+}
+
+// chatTimeout bounds a Chat without a deadline of its own: the tool agent answers within
+// TOOLMESH_CHAT_TIMEOUT_MS (2 minutes by default).
+const chatTimeout = 130 * time.Second
+
+// ChatReply is the ServiceAgent's answer to one message.
+type ChatReply struct {
+	Response string
+	// ChatID is the window, as given or as opened.
+	ChatID string
+	// TaskIDs are the tasks the message filed (submit_task), in order.
+	TaskIDs []string
+}
+
+// Chat says message to the ServiceAgent in the caller's window chatID (a new one when empty) and
+// returns its answer; the window is the caller's alone and keeps its history. It is sent once,
+// never retried (a lost answer may have been given); UNAVAILABLE names TOOLMESH_MODEL_URL when
+// the tool agent has no model.
+func (c *Client) Chat(ctx context.Context, message, chatID string) (*ChatReply, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, chatTimeout)
+		defer cancel()
+	}
+	res, err := c.Agent.Chat(ctx, &agentv1.ChatRequest{Message: message, ChatId: chatID}, noRetry)
+	if err != nil {
+		return nil, err
+	}
+	return &ChatReply{Response: res.GetResponse(), ChatID: res.GetChatId(), TaskIDs: res.GetTaskIds()}, nil
 }
 
 // RunToolCalls runs the tool calls of a model's reply (OpenAI Chat tool_calls, OpenAI Responses

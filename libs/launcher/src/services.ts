@@ -17,6 +17,7 @@ export const stackServices: ServiceSpec[] = [
   { name: "dispatcher", portEnv: "TOOLMESH_DISPATCHER_PORT", defaultPort: 7100 },
   { name: "audit", portEnv: "TOOLMESH_AUDIT_PORT", defaultPort: 7103 },
   { name: "callback", portEnv: "TOOLMESH_CALLBACK_PORT", defaultPort: 7104 },
+  { name: "tool-agent", portEnv: "TOOLMESH_TOOL_AGENT_PORT", defaultPort: 7106 },
   { name: "memory-writer" },
   { name: "knowhub-sync" },
   { name: "console", portEnv: "TOOLMESH_CONSOLE_PORT", defaultPort: 7105 },

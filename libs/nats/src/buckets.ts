@@ -55,6 +55,14 @@ export const buckets = {
       return Number.isFinite(at) ? at : undefined;
     },
   },
+  /**
+   * Owned by Audit's chain writer: `log.hold` → audit.v1.AuditLogHold, whether appends to the
+   * audit log wait for the archive or a consumer of the log, and which.
+   */
+  audit: {
+    name: bucketNames.audit,
+    logHoldKey: "log.hold",
+  },
 } as const;
 
 /**

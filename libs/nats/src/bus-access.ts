@@ -34,6 +34,12 @@ export const bucketNames = {
   usage: "toolmesh-usage",
   /** One key per service whose work runs in one replica at a time (lease.ts). */
   leases: "toolmesh-leases",
+  /** The Audit service's state others read: what holds its log (`log.hold`). */
+  audit: "toolmesh-audit",
+  /** The ServiceAgent's chat windows and their histories (the tool agent's). */
+  agentSessions: "toolmesh-agent-sessions",
+  /** Task specs and their builds, queued by the tool agent's Router. */
+  agentTasks: "toolmesh-agent-tasks",
 } as const;
 
 type Stream = keyof typeof streamNames;
@@ -78,7 +84,8 @@ export const busAccess = {
     writesStreams: ["records"],
     readsStreams: [],
     ownsBuckets: ["dispatcher", "callIds", "dispatchers", "approvals"],
-    readsBuckets: ["registry", "permission"],
+    // The audit bucket says what holds the audit log, for a refusal to name it.
+    readsBuckets: ["registry", "permission", "audit"],
     // MCP tasks wait for a call's broadcast outcome.
     subscribes: ["toolmesh.callback.>"],
   },
@@ -106,10 +113,11 @@ export const busAccess = {
     writesStreams: ["auditLog", "records"],
     readsStreams: ["records", "auditLog"],
     durables: { records: "audit" },
-    ownsBuckets: [],
+    ownsBuckets: ["audit"],
     // The sweeper asks whether the Dispatcher that started a call is still alive.
     readsBuckets: ["permission", "dispatchers"],
-    subscribes: [],
+    // A consumer made on the log is noticed at once: the blocks it has not read must stay.
+    subscribes: ["$JS.EVENT.ADVISORY.CONSUMER.CREATED.TOOLMESH_AUDIT_LOG.>"],
     // The Dispatcher's and Callback's lookups of a call's records.
     answers: ["toolmesh.audit.calls"],
     // One chain writer at a time; a standby replica serves queries and takes over.
@@ -149,6 +157,17 @@ export const busAccess = {
     ownsBuckets: [],
     readsBuckets: ["registry"],
     subscribes: [],
+  },
+  "tool-agent": {
+    publishes: [],
+    writesStreams: [],
+    readsStreams: [],
+    ownsBuckets: ["agentSessions", "agentTasks"],
+    // API keys are verified against the permission bucket, as in every service with RPCs.
+    readsBuckets: ["permission"],
+    subscribes: [],
+    // The Router (task queue and CodingAgent) runs in one replica at a time; every replica chats.
+    holdsLease: true,
   },
   agent: {
     publishes: [],

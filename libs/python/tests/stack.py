@@ -112,7 +112,8 @@ def start_stack(principals: dict[str, dict]) -> Stack:
     (name → {"sub", "roles", "onBehalfOf"}) minted with the stack's own secret."""
     proc = subprocess.Popen(
         # A second Dispatcher, dispatcher-2, for the client's failover.
-        ["node", "--import", "tsx", str(REPO / "scripts" / "stack.ts"), "--json", "--dispatchers", "2"]
+        # A scripted model for the tool agent, echoing each message (chat()).
+        ["node", "--import", "tsx", str(REPO / "scripts" / "stack.ts"), "--json", "--dispatchers", "2", "--model-echo"]
         + ["--tokens", json.dumps(principals)],
         cwd=REPO,
         stdin=subprocess.PIPE,

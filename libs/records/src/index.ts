@@ -8,5 +8,13 @@ export {
 } from "./batch.js";
 export { answerCallLookup, lookupCall } from "./call-lookup.js";
 export { callOutcome, outcomeOf } from "./outcome-view.js";
+export {
+  CHAIN_VERSION_FIELD,
+  HASH_FIELD,
+  PREV_HASH_FIELD,
+  SEQUENCE_FIELD,
+  withoutChainFields,
+  withoutFields,
+} from "./record-fields.js";
 export { endsCall, ofCall, recordKey } from "./record-keys.js";
 export { traceEvents } from "./trace-view.js";

@@ -86,3 +86,4 @@ export {
   TOOL_HISTORY_LIMIT,
   toolDefinition,
 } from "./tool-definition.js";
+export { toViolations } from "./violations.js";

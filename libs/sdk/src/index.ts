@@ -4,6 +4,7 @@ export {
   createBalancedTransport,
   neverSent,
 } from "./balanced-transport.js";
+export { chat } from "./chat.js";
 export { Deferred, type ReportOptions } from "./deferred.js";
 export {
   defineTool,

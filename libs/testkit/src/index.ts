@@ -6,14 +6,29 @@ export {
   type TableTool,
   tableTools,
 } from "./decision-table.js";
+export { type Engine, reachEngine } from "./docker-engine.js";
 export { Collector, eventually } from "./eventually.js";
 export { failure } from "./failure.js";
+export {
+  type ImContact,
+  type ImFrame,
+  type ImServer,
+  startImServer,
+} from "./im-server.js";
 export { TEST_JS_OPTIONS } from "./jetstream.js";
 export { mintJwt, type TestClaims } from "./jwt.js";
 export { type LogWatch, watchLog } from "./log-watch.js";
 export { natsAt, startNats, type TestNats } from "./nats-server.js";
 export { type IsolatedHost, isolatedHost } from "./netns.js";
 export { type OperatorStack, startOperatorStack } from "./operator-stack.js";
+export {
+  type ModelRequest,
+  type ModelScript,
+  type ModelTurn,
+  type ScriptedCall,
+  type ScriptedModel,
+  startScriptedModel,
+} from "./scripted-model.js";
 export { repoRoot, type ServiceProcess, startService } from "./service-process.js";
 export { chainServices, startStack, type TestStack, type TestStackOptions } from "./stack.js";
 export { tableGrant, tableGrantSpec } from "./table-grants.js";

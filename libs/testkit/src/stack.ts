@@ -32,6 +32,7 @@ import {
   ResourceKind,
 } from "@toolmesh/proto";
 import { connect, type NatsConnection } from "nats";
+import { toolAgentLinks } from "./agent-links.js";
 import { type TestCluster, testCluster } from "./cluster.js";
 import { mintJwt } from "./jwt.js";
 import type { TestNats } from "./nats-server.js";
@@ -144,6 +145,10 @@ export async function startStack(options: TestStackOptions = {}): Promise<TestSt
   const jwtSecret = options.jwtSecret ?? randomBytes(32).toString("hex");
   const names = options.services ?? chainServices;
   const dispatcherGrpcPort = names.includes("dispatcher") ? await freePort() : 0;
+  // The tool agent and the Dispatcher call each other by URL: their ports are chosen up front.
+  const serviceEnv = names.includes("tool-agent")
+    ? await toolAgentLinks(options.serviceEnv)
+    : options.serviceEnv;
   let running: RunningStack | undefined;
   let nc: NatsConnection | undefined;
   const launcherLines: string[] = [];
@@ -174,16 +179,22 @@ export async function startStack(options: TestStackOptions = {}): Promise<TestSt
       dataDir,
       env: { LOG_LEVEL: "info", ...options.env, TOOLMESH_JWT_SECRET: jwtSecret },
       serviceEnv: {
-        ...options.serviceEnv,
+        ...serviceEnv,
         dispatcher: {
           TOOLMESH_DISPATCHER_GRPC_PORT: String(dispatcherGrpcPort),
-          ...options.serviceEnv?.dispatcher,
+          ...serviceEnv?.dispatcher,
         },
         // The grpc-js port is the first Dispatcher's; the others serve everything on their main port.
         ...Object.fromEntries(
           Array.from({ length: replicasOf({ name: "dispatcher" }, replicas) - 1 }, (_, i) => [
             `dispatcher-${i + 2}`,
-            { TOOLMESH_DISPATCHER_GRPC_PORT: "-1", ...options.serviceEnv?.[`dispatcher-${i + 2}`] },
+            {
+              TOOLMESH_DISPATCHER_GRPC_PORT: "-1",
+              // With the tool agent the first Dispatcher's port is chosen up front; its replicas
+              // take free ones rather than that port + 10.
+              ...(names.includes("tool-agent") ? { TOOLMESH_DISPATCHER_PORT: "0" } : {}),
+              ...serviceEnv?.[`dispatcher-${i + 2}`],
+            },
           ]),
         ),
       },

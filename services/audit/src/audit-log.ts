@@ -12,12 +12,13 @@ import {
 export const AUDIT_LOG_STREAM = "TOOLMESH_AUDIT_LOG";
 
 /**
- * The log stream's definition. maxAgeMs 0 keeps records until deleted; maxBytes 0 sets no byte
- * limit. Reaching a limit drops the oldest records (the chain then verifies from the oldest kept).
+ * The log stream's definition: the hot window of the audit log. It has no age limit; past
+ * `maxBytes` (0: none) the oldest blocks leave it, and the chain writer appends only while the
+ * blocks that would leave are archived and read by every durable consumer (log-room.ts), so none
+ * is lost. Nobody may delete or purge a message: the log is the store of record.
  */
 export function auditLogStream(settings: {
   replicas: number;
-  maxAgeMs: number;
   maxBytes: number;
 }): Partial<StreamConfig> {
   return {
@@ -28,12 +29,22 @@ export function auditLogStream(settings: {
     storage: StorageType.File,
     discard: DiscardPolicy.Old,
     num_replicas: settings.replicas,
-    max_age: nanos(settings.maxAgeMs),
+    max_age: 0,
     max_bytes: settings.maxBytes > 0 ? settings.maxBytes : -1,
     duplicate_window: nanos(2 * 60 * 1000),
     deny_delete: true,
     deny_purge: true,
   };
+}
+
+/**
+ * The oldest stream sequence the log stream holds, or the next one it will hold when it is
+ * empty: every block below it has left the log (and is in the archive, if anywhere).
+ */
+export function logFirstSeq(
+  state: Pick<StreamState, "first_seq" | "last_seq" | "messages">,
+): number {
+  return state.messages > 0 ? state.first_seq : state.last_seq + 1;
 }
 
 /** The size assumed of a log message while the log is empty: a block of a full batch. */

@@ -1,3 +1,11 @@
+import {
+  BLOCK_TYPE,
+  lastRecord,
+  natsHeaderBytes,
+  readLogMessage,
+  recordHashV2,
+  storedSize,
+} from "@toolmesh/archive";
 import type { Logger } from "@toolmesh/log";
 import {
   JetStreamApiCodes,
@@ -11,15 +19,8 @@ import type { AuditRecord } from "@toolmesh/proto";
 import { recordKey } from "@toolmesh/records";
 import { type JetStreamManager, headers as natsHeaders } from "nats";
 import { AUDIT_LOG_STREAM } from "./audit-log.js";
-import { recordHashV2 } from "./hash-chain.js";
-import {
-  BLOCK_TYPE,
-  blockMsgId,
-  encodeBlock,
-  lastRecord,
-  planBlocks,
-  readLogMessage,
-} from "./log-block.js";
+import { blockMsgId, encodeBlock, planBlocks } from "./log-block.js";
+import type { LogRoom } from "./log-room.js";
 import { chainedRecordBytes } from "./record-encoding.js";
 import type { ReceivedRecord } from "./record-mapping.js";
 
@@ -48,7 +49,20 @@ interface SentBlock {
   count: number;
   msgId: string;
   ack: Promise<StoredAck>;
+  /** What it takes in the log (nats-server's accounting). */
+  bytes: number;
 }
+
+/** Where appends ask for room in the log first (log-room.ts), so none pushes out a block too soon. */
+export type AppendRoom = Pick<
+  LogRoom,
+  "whenRoom" | "sent" | "landed" | "maxBlockBytes" | "maxBatchBytes"
+>;
+
+/** A bound on what a record chained from `body` takes in a block: body, chain fields, tag. */
+const CHAINED_RECORD_OVERHEAD = 160;
+/** A bound on what a block takes in the log besides its records: subject, headers, framing. */
+const BLOCK_OVERHEAD = 512;
 
 /** Records chained and published as blocks, whose acks are still to come. */
 export interface Flight {
@@ -105,8 +119,42 @@ export class BlockAppender {
       onStored: (stored: StoredRecord) => void;
       /** Told of the source ids in log messages found past the head when it is read again. */
       onFound?: (recordIds: string[]) => void;
+      room?: AppendRoom;
     },
   ) {}
+
+  /**
+   * Waits until appending these records drops no block of the log that must stay (not archived,
+   * or not read by a durable consumer of the log). Call before send(); `keepAlive` runs every
+   * two seconds while it waits.
+   */
+  async waitForRoom(records: readonly ReceivedRecord[], keepAlive?: () => void): Promise<void> {
+    const room = this.deps.room;
+    if (!room) return;
+    const bytes = records.reduce((n, r) => n + r.body.length + CHAINED_RECORD_OVERHEAD, 0);
+    const blocks = Math.ceil(bytes / this.maxBlockBytes()) + 1;
+    await room.whenRoom(bytes + blocks * BLOCK_OVERHEAD, keepAlive);
+  }
+
+  /**
+   * How many of the first `waiting` source messages (by their size) to chain as one
+   * flight, at most `most`: a flight must fit well within a small log's byte limit.
+   */
+  batchSize(waiting: readonly { data: Uint8Array }[], most: number): number {
+    const limit = this.deps.room?.maxBatchBytes ?? Infinity;
+    let bytes = 0;
+    let count = 0;
+    for (const { data } of waiting) {
+      bytes += data.length + CHAINED_RECORD_OVERHEAD;
+      if (count >= most || (count > 0 && bytes > limit)) break;
+      count++;
+    }
+    return count;
+  }
+
+  private maxBlockBytes(): number {
+    return Math.min(this.deps.maxBlockBytes, this.deps.room?.maxBlockBytes ?? Infinity);
+  }
 
   /**
    * Chains the records after the tip and publishes them as blocks, back to back; the records are
@@ -127,7 +175,7 @@ export class BlockAppender {
     let previousId = this.tip.msgId;
     let previous: Promise<unknown> = Promise.resolve();
     const sizes = encoded.map((data) => data.length);
-    for (const count of planBlocks(sizes, this.deps.maxBlockBytes)) {
+    for (const count of planBlocks(sizes, this.maxBlockBytes())) {
       const msgId = blockMsgId(records.slice(first, first + count).map((r) => recordKey(r.record)));
       const headers = natsHeaders();
       headers.set(TYPE_HEADER, BLOCK_TYPE);
@@ -137,6 +185,12 @@ export class BlockAppender {
       // this append expects: the id check makes the append fail instead of forking the chain.
       if (previousId && this.pipelined) headers.set("Nats-Expected-Last-Msg-Id", previousId);
       const data = encodeBlock(encoded.slice(first, first + count));
+      const bytes = storedSize({
+        subject: subjects.auditLogBlock,
+        headerBytes: natsHeaderBytes(headers),
+        data,
+      });
+      this.deps.room?.sent(bytes);
       const publish = () => this.deps.publisher.publish(subjects.auditLogBlock, data, headers);
       const ack = this.pipelined
         ? publish()
@@ -144,7 +198,7 @@ export class BlockAppender {
       previous = ack;
       // Settled by land(); this keeps an unlanded failure from being reported as unhandled.
       ack.catch(() => {});
-      blocks.push({ first, count, msgId, ack });
+      blocks.push({ first, count, msgId, ack, bytes });
       first += count;
       streamSeq++;
       previousId = msgId;
@@ -160,6 +214,7 @@ export class BlockAppender {
    */
   async land(flight: Flight): Promise<Landing> {
     const settled = await Promise.allSettled(flight.blocks.map((b) => b.ack));
+    for (const block of flight.blocks) this.deps.room?.landed(block.bytes);
     const stored = flight.records.map(() => false);
     let error: unknown;
     let lost = false;

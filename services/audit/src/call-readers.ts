@@ -56,9 +56,7 @@ export class CallReaders {
    */
   async callRecords(callId: string, wait: boolean): Promise<AuditRecord[]> {
     if (wait) await this.settled();
-    return this.deps.index
-      .recordsOfCall(callId)
-      .map((data) => fromBinary(AuditRecordSchema, data));
+    return this.deps.index.recordsOfCall(callId).map((data) => fromBinary(AuditRecordSchema, data));
   }
 
   /** Resolves once what the record stream holds now is in the log and indexed here, or times out. */

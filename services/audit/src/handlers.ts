@@ -1,6 +1,7 @@
 import { create, fromBinary } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
+import type { ChainBreak } from "@toolmesh/archive";
 import { hasRole, principalOf, Role, requireRole } from "@toolmesh/auth";
 import { invalidField, notFound } from "@toolmesh/errors";
 import { checkLength, isTraceId } from "@toolmesh/names";
@@ -15,7 +16,6 @@ import {
 } from "@toolmesh/proto";
 import { pageTokens } from "@toolmesh/server";
 import type { CallReaders } from "./call-readers.js";
-import type { ChainBreak } from "./hash-chain.js";
 import type { RecordFilter, RecordIndex } from "./record-index.js";
 
 /** Record sequences are the page position of QueryRecords (newest first). */

@@ -1,4 +1,5 @@
 import { fromBinary } from "@bufbuild/protobuf";
+import { type LogHeaders, lastRecord, recordBytes } from "@toolmesh/archive";
 import type { Logger } from "@toolmesh/log";
 import { type AuditRecord, AuditRecordSchema } from "@toolmesh/proto";
 import {
@@ -6,12 +7,10 @@ import {
   DeliverPolicy,
   type JetStreamClient,
   type JetStreamManager,
-  type JsMsg,
-  type MsgHdrs,
   type StreamInfo,
 } from "nats";
-import { AUDIT_LOG_STREAM, logReadBatch } from "./audit-log.js";
-import { lastRecord, recordBytes } from "./log-block.js";
+import { AUDIT_LOG_STREAM, logFirstSeq, logReadBatch } from "./audit-log.js";
+import { fromConsumer, type LogBlock, type LogReader } from "./log-reader.js";
 import { type Checkpoint, RecordIndex } from "./record-index.js";
 import { type IndexRow, indexRow } from "./record-mapping.js";
 
@@ -61,6 +60,8 @@ export class IndexFollower {
   private expectedRows = 0;
   private stopped = false;
   private indexedSeq = 0;
+  /** The stream sequence the next block read should have. */
+  private expectedSeq = 0;
   private started: IndexStart | undefined;
   private readonly seqWaiters = new Set<{ seq: number; resolve: () => void }>();
 
@@ -70,6 +71,8 @@ export class IndexFollower {
       jsm: JetStreamManager;
       log: Logger;
       file: string;
+      /** Reads blocks that have left the log from the archive. */
+      reader: LogReader;
     },
   ) {}
 
@@ -93,10 +96,11 @@ export class IndexFollower {
   async start(): Promise<IndexStart> {
     const began = performance.now();
     const info = await this.deps.jsm.streams.info(AUDIT_LOG_STREAM);
-    const { index, rebuildReason } = await this.open(info);
+    // The oldest block readable: the archive's first, below the log's when it has left the log.
+    const first = Math.max(await this.deps.reader.floor(), 1);
+    const { index, rebuildReason } = await this.open(info, first);
     this.index = index;
     const checkpoint = index.checkpoint();
-    const first = Math.max(info.state.first_seq, 1);
     let fromSeq = checkpoint.lastSeq + 1;
     if (rebuildReason) {
       index.reset(info.created);
@@ -107,9 +111,19 @@ export class IndexFollower {
     this.indexedSeq = fromSeq - 1;
     const targetSeq = info.state.last_seq;
     let readAtStart = 0;
-    await this.follow(fromSeq, logReadBatch(info.state, 4000), (msg, records) => {
-      if (msg.seq <= targetSeq) readAtStart += records;
-    });
+    // What has left the log is read from the archive first, then the log is followed.
+    const logFirst = logFirstSeq(info.state);
+    for await (const block of this.deps.reader.archived(fromSeq, logFirst - 1)) {
+      readAtStart += this.take(block);
+      this.expectedSeq = block.seq + 1;
+    }
+    await this.follow(
+      Math.max(fromSeq, logFirst),
+      logReadBatch(info.state, 4000),
+      (seq, records) => {
+        if (seq <= targetSeq) readAtStart += records;
+      },
+    );
     await this.waitFor(targetSeq);
     this.started = {
       rebuilt: rebuildReason !== undefined,
@@ -125,32 +139,46 @@ export class IndexFollower {
   /** Opens the file and decides whether its checkpoint can be continued. */
   private async open(
     info: StreamInfo,
+    first: number,
   ): Promise<{ index: RecordIndex; rebuildReason: string | undefined }> {
     const { file, log } = this.deps;
     const { index, rebuilt } = await RecordIndex.open(file, log);
-    return { index, rebuildReason: rebuilt ?? (await this.staleness(index.checkpoint(), info)) };
+    return {
+      index,
+      rebuildReason: rebuilt ?? (await this.staleness(index.checkpoint(), info, first)),
+    };
   }
 
-  /** Why a checkpoint cannot be continued on this stream, or undefined when it can. */
-  private async staleness(cp: Checkpoint, info: StreamInfo): Promise<string | undefined> {
+  /**
+   * Why a checkpoint cannot be continued on this log, or undefined when it can; `first` is the
+   * oldest block readable (archive or log).
+   */
+  private async staleness(
+    cp: Checkpoint,
+    info: StreamInfo,
+    first: number,
+  ): Promise<string | undefined> {
     const { state } = info;
     if (cp.streamCreated === "") return "missing";
     if (cp.streamCreated !== info.created) return "another stream";
     if (cp.lastSeq > state.last_seq) return "ahead of the stream";
-    if (cp.lastSeq + 1 < state.first_seq) return "behind the stream's first sequence";
-    if (cp.lastSeq >= Math.max(state.first_seq, 1)) {
-      const stored = await this.deps.jsm.streams.getMessage(AUDIT_LOG_STREAM, { seq: cp.lastSeq });
-      const hash = safeHash(stored.header, stored.data);
-      if (hash !== cp.lastHash) return "checkpoint does not match the stream";
+    if (cp.lastSeq + 1 < first) return "behind the log's oldest kept block";
+    if (cp.lastSeq >= first) {
+      const stored = await this.deps.reader.block(cp.lastSeq);
+      const hash = stored ? safeHash(stored.headers, stored.data) : "";
+      if (hash !== cp.lastHash) return "checkpoint does not match the log";
     }
     return undefined;
   }
 
-  /** Reads the stream from `fromSeq` on, indefinitely, writing rows in batches. */
+  /**
+   * Reads the stream from `fromSeq` on, indefinitely, writing rows in batches. A block that left
+   * the log before the consumer reached it is read from the archive.
+   */
   private async follow(
     fromSeq: number,
     batch: number,
-    onMessage: (msg: JsMsg, records: number) => void,
+    onMessage: (seq: number, records: number) => void,
   ): Promise<void> {
     const consumer = await this.deps.js.consumers.get(AUDIT_LOG_STREAM, {
       deliver_policy: DeliverPolicy.StartSequence,
@@ -158,9 +186,17 @@ export class IndexFollower {
     });
     const messages = await consumer.consume({ max_messages: batch });
     this.messages = messages;
+    this.expectedSeq = fromSeq;
     void (async () => {
       try {
-        for await (const msg of messages) onMessage(msg, this.take(msg));
+        for await (const msg of messages) {
+          if (msg.seq > this.expectedSeq) {
+            for await (const block of this.deps.reader.archived(this.expectedSeq, msg.seq - 1))
+              onMessage(block.seq, this.take(block));
+          }
+          onMessage(msg.seq, this.take(fromConsumer(msg)));
+          this.expectedSeq = msg.seq + 1;
+        }
       } catch (error) {
         this.deps.log.error({ err: error }, "stopped following the audit log; restart to resume");
       }
@@ -184,7 +220,7 @@ export class IndexFollower {
   }
 
   /** Adds the rows of one log message to the pending transaction; returns how many records. */
-  private take(msg: JsMsg): number {
+  private take(msg: LogBlock): number {
     const known = this.expected.get(msg.seq);
     if (known) {
       this.expected.delete(msg.seq);
@@ -196,7 +232,8 @@ export class IndexFollower {
     } catch (error) {
       this.deps.log.error({ err: error, seq: msg.seq }, "undecodable message in the audit log");
     }
-    const rows = known && sameRecords(known, slices) ? known : this.decodeRows(msg, slices);
+    const rows =
+      known && sameRecords(known, slices) ? known : this.decodeRows(msg.seq, msg.timeNanos, slices);
     for (const row of rows) this.pending.rows.push(row);
     const last = rows.at(-1);
     if (last) this.pending.hash = last.hash;
@@ -207,14 +244,14 @@ export class IndexFollower {
   }
 
   /** The rows of records read from the stream, each decoded; one that does not decode is left out. */
-  private decodeRows(msg: JsMsg, slices: Uint8Array[]): IndexRow[] {
+  private decodeRows(seq: number, storedNanos: number, slices: Uint8Array[]): IndexRow[] {
     const rows: IndexRow[] = [];
     for (const data of slices) {
       try {
         const record = fromBinary(AuditRecordSchema, data);
-        rows.push(indexRow(record, msg.seq, data, msg.info.timestampNanos));
+        rows.push(indexRow(record, seq, data, storedNanos));
       } catch (error) {
-        this.deps.log.error({ err: error, seq: msg.seq }, "undecodable record in the audit log");
+        this.deps.log.error({ err: error, seq }, "undecodable record in the audit log");
       }
     }
     return rows;
@@ -266,7 +303,7 @@ function sameRecords(known: IndexRow[], slices: Uint8Array[]): boolean {
 }
 
 /** The chain hash of a log message's last record, or "" when it does not decode. */
-function safeHash(headers: MsgHdrs | undefined, data: Uint8Array): string {
+function safeHash(headers: LogHeaders | undefined, data: Uint8Array): string {
   try {
     return lastRecord(headers, data)?.hash ?? "";
   } catch {

@@ -1,23 +1,5 @@
 import { createHash } from "node:crypto";
-import { fromBinary } from "@bufbuild/protobuf";
-import { TYPE_HEADER } from "@toolmesh/nats";
-import { AuditLogBlockSchema, type AuditRecord, AuditRecordSchema } from "@toolmesh/proto";
-import { batchEntrySize, encodeRecords, recordSlices } from "@toolmesh/records";
-import type { MsgHdrs } from "nats";
-
-/** The type header of a log message that is a block; any other is one record. */
-export const BLOCK_TYPE = AuditLogBlockSchema.typeName;
-
-/** Raised when a log message is neither a block nor a record. */
-export class LogMessageError extends Error {
-  override name = "LogMessageError";
-}
-
-/** One record of a log message, with its own encoded bytes (a slice of the message). */
-export interface LoggedRecord {
-  record: AuditRecord;
-  data: Uint8Array;
-}
+import { batchEntrySize, encodeRecords } from "@toolmesh/records";
 
 /** The bytes a block of these encoded records takes: each is a tag, a length and the record. */
 export const blockEntrySize = batchEntrySize;
@@ -38,52 +20,6 @@ export function blockMsgId(recordIds: readonly string[]): string {
   const hash = createHash("sha256");
   for (const id of recordIds) hash.update(id).update("\n");
   return `audit-block-${recordIds.length}-${hash.digest("base64url")}`;
-}
-
-/** True when a log message with this type header is a block (else it holds one record). */
-export function isBlock(headers: MsgHdrs | undefined): boolean {
-  return headers?.get(TYPE_HEADER) === BLOCK_TYPE;
-}
-
-/**
- * The encoded records of a log message, in order, without decoding them: slices of a block, or
- * the message itself when it holds one record (the messages written before blocks, or any
- * message whose type header does not name a block).
- */
-export function recordBytes(headers: MsgHdrs | undefined, data: Uint8Array): Uint8Array[] {
-  if (!isBlock(headers)) return [data];
-  try {
-    return recordSlices(data);
-  } catch (error) {
-    throw new LogMessageError(`malformed audit log block: ${String(error)}`, { cause: error });
-  }
-}
-
-/** Every record of a log message, decoded, with its bytes; throws when one does not decode. */
-export function readLogMessage(headers: MsgHdrs | undefined, data: Uint8Array): LoggedRecord[] {
-  return recordBytes(headers, data).map((bytes) => ({
-    record: fromBinary(AuditRecordSchema, bytes),
-    data: bytes,
-  }));
-}
-
-/** The last record of a log message, or undefined when it holds none. */
-export function lastRecord(
-  headers: MsgHdrs | undefined,
-  data: Uint8Array,
-): AuditRecord | undefined {
-  const all = recordBytes(headers, data);
-  const last = all.at(-1);
-  return last ? fromBinary(AuditRecordSchema, last) : undefined;
-}
-
-/** The first record of a log message, or undefined when it holds none. */
-export function firstRecord(
-  headers: MsgHdrs | undefined,
-  data: Uint8Array,
-): AuditRecord | undefined {
-  const first = recordBytes(headers, data)[0];
-  return first ? fromBinary(AuditRecordSchema, first) : undefined;
 }
 
 /**

@@ -1,8 +1,8 @@
+import { firstRecord, lastRecord } from "@toolmesh/archive";
 import { JetStreamApiCodes, jetStreamErrorCode } from "@toolmesh/nats";
 import type { AuditRecord } from "@toolmesh/proto";
 import type { JetStreamManager, StreamState } from "nats";
 import { AUDIT_LOG_STREAM } from "./audit-log.js";
-import { firstRecord, lastRecord } from "./log-block.js";
 
 /** The oldest and newest records the log stream keeps; undefined when it keeps none. */
 export interface ChainEnds {

@@ -1,47 +1,50 @@
 import { randomUUID } from "node:crypto";
 import path from "node:path";
+import { ArchiveReader } from "@toolmesh/archive";
 import { createSecretRedactor } from "@toolmesh/log";
 import { buckets, ensureStream, holdLease, JetStreamPublisher } from "@toolmesh/nats";
 import { runService } from "@toolmesh/service";
+import { startArchiving } from "./archiving.js";
 import { auditLogStream } from "./audit-log.js";
 import { CallReaders } from "./call-readers.js";
 import { verifyChain } from "./chain-verifier.js";
-import { auditConfig } from "./config.js";
+import { archiveSettings, auditConfig } from "./config.js";
 import { IndexFollower } from "./index-follower.js";
+import { LogReader } from "./log-reader.js";
 import { OpenCallSweeper } from "./open-call-sweeper.js";
 import { AuditRecorder } from "./recorder.js";
 import { RetentionWatch } from "./retention.js";
 import { createAuditServer } from "./server.js";
-
-const DAY_MS = 24 * 60 * 60 * 1000;
 
 await runService({
   name: "audit",
   config: auditConfig,
   streams: ["records"],
   async start({ config, log, nc, js, jsm, authenticatedRpc }) {
-    const maxAgeMs = config.maxAgeDays * DAY_MS;
     await ensureStream(
       jsm,
-      auditLogStream({ replicas: config.jetstreamReplicas, maxAgeMs, maxBytes: config.maxBytes }),
+      auditLogStream({ replicas: config.jetstreamReplicas, maxBytes: config.maxBytes }),
     );
+    const archive = archiveSettings(config);
+    // The log and, below its hot window, the archive: what every reader of records reads.
+    const reader = new LogReader({ js, jsm, archive: new ArchiveReader(archive.dir) });
     const file = config.indexPath ?? path.join(config.dataDir, "audit", "index.sqlite");
-    const follower = new IndexFollower({ js, jsm, log, file });
+    const follower = new IndexFollower({ js, jsm, log, file, reader });
     const opened = await follower.start();
     log.info({ ...opened, file }, opened.rebuilt ? "audit index rebuilt" : "audit index opened");
     const records = follower.records;
     const retention = new RetentionWatch({
       jsm,
       log,
+      archive: reader.archive,
+      floor: () => reader.floor(),
       pruneBelow: (seq) => records.pruneBelow(seq),
-      maxBytes: config.maxBytes,
-      warnPercent: config.bytesWarnPercent,
       intervalMs: config.retentionCheckMs,
     });
     await retention.start();
-    // Every replica serves queries from its own index; one at a time chains records (the
-    // expected-sequence rule would keep two from forking the chain, the lease keeps them from
-    // racing for every append), and a standby takes over within seconds when it goes.
+    // Every replica serves queries from its own index; one at a time chains records and archives
+    // them (the expected-sequence rule would keep two from forking the chain, the lease keeps them
+    // from racing for every append), and a standby takes over within seconds when it goes.
     const publisher = new JetStreamPublisher(nc, { ackTimeoutMs: 10_000 });
     const chainWriter = await holdLease({
       nc,
@@ -50,6 +53,18 @@ await runService({
       replicas: config.jetstreamReplicas,
       log,
       async work() {
+        const archiving = await startArchiving({
+          nc,
+          js,
+          jsm,
+          log,
+          replicas: config.jetstreamReplicas,
+          archive: {
+            ...archive,
+            onSealed: () => void retention.check(),
+            onDeleted: () => void retention.check(),
+          },
+        });
         const recorder = new AuditRecorder({
           nc,
           js,
@@ -58,6 +73,7 @@ await runService({
           redact: createSecretRedactor(config.redactKeys),
           log,
           onStored: ({ record, seq, data }) => follower.expect(record, seq, data),
+          room: archiving.room,
         });
         await recorder.start();
         // Calls left open are closed by the writer of the chain, one sweeper at a time.
@@ -71,18 +87,27 @@ await runService({
         });
         sweeper.start();
         return async () => {
+          archiving.stopRoom();
           await sweeper.stop();
           await recorder.stop();
+          await archiving.stop();
         };
       },
     });
-    log.info({ ...retention.status, max_age_days: config.maxAgeDays }, "audit log ready");
+    log.info(
+      {
+        ...retention.status,
+        archive_dir: archive.dir,
+        archive_max_age_days: config.archiveMaxAgeDays,
+      },
+      "audit log ready",
+    );
     const calls = new CallReaders({ index: records, progress: follower, jsm, log });
     // Every replica answers the Dispatcher's and Callback's lookups of a call from its index.
     const lookups = calls.answerLookups(nc);
     const server = createAuditServer({
       records,
-      verifyChain: (from) => verifyChain(js, jsm, from, (s) => records.blockAtOrBefore(s)),
+      verifyChain: (from) => verifyChain(reader, from, (s) => records.blockAtOrBefore(s)),
       calls,
       ...(await authenticatedRpc()),
     });
@@ -94,6 +119,7 @@ await runService({
         await chainWriter.stop();
         publisher.close();
         await follower.stop();
+        await reader.archive.close();
       },
     };
   },

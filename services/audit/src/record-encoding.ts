@@ -1,29 +1,25 @@
 import { create, toBinary } from "@bufbuild/protobuf";
-import { BinaryReader } from "@bufbuild/protobuf/wire";
 import { type AuditRecord, AuditRecordSchema } from "@toolmesh/proto";
-import { pooledBytes, varint } from "@toolmesh/records";
+import {
+  CHAIN_VERSION_FIELD,
+  HASH_FIELD,
+  PREV_HASH_FIELD,
+  pooledBytes,
+  SEQUENCE_FIELD,
+  varint,
+  withoutFields,
+} from "@toolmesh/records";
 
-/** AuditRecord field numbers the recorder sets or rewrites. */
+/** AuditRecord's arguments: cut out of the sent bytes when redaction changed them. */
 const ARGUMENTS = 10;
-const SEQUENCE = 18;
-const PREV_HASH = 19;
-const HASH = 20;
-/** Their tags (field number << 3 | wire type) as varints: 18 varint, 19 and 20 length-delimited. */
+/** The chain fields' tags (field number << 3 | wire type) as varints: 18 varint, 19 and 20 length-delimited. */
 const SEQUENCE_TAG = [0x90, 0x01];
 const PREV_HASH_TAG = [0x9a, 0x01];
 const HASH_TAG = [0xa2, 0x01];
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
-/** `chain_version`: Audit sets it; a publisher's own is cut out. */
-const CHAIN_VERSION = 30;
-const CHAIN_FIELDS = new Set([SEQUENCE, PREV_HASH, HASH, CHAIN_VERSION]);
-const CHAIN_AND_ARGUMENTS = new Set([ARGUMENTS, SEQUENCE, PREV_HASH, HASH, CHAIN_VERSION]);
-/** The fields a version-2 hash leaves out: the chain fields written after it. */
-const HASHED_OUT = new Set([SEQUENCE, PREV_HASH, HASH]);
-
-/** A stored record's bytes without sequence, prev_hash and hash: what its v2 hash covers. */
-export function withoutChainFields(data: Uint8Array): Uint8Array {
-  return withoutFields(data, HASHED_OUT);
-}
+/** The chain fields, chain_version included: Audit sets them; a publisher's own are cut out. */
+const CHAIN_FIELDS = new Set([SEQUENCE_FIELD, PREV_HASH_FIELD, HASH_FIELD, CHAIN_VERSION_FIELD]);
+const CHAIN_AND_ARGUMENTS = new Set([ARGUMENTS, ...CHAIN_FIELDS]);
 
 /** What the recorder changed in a record it received, so its bytes must say it too. */
 export interface RecordChanges {
@@ -107,32 +103,6 @@ function varint64(value: bigint): number[] {
     rest >>= 7n;
   }
   out.push(Number(rest));
-  return out;
-}
-
-/** The encoded message without any occurrence of these fields; the same array when it has none. */
-function withoutFields(data: Uint8Array, drop: ReadonlySet<number>): Uint8Array {
-  const reader = new BinaryReader(data);
-  const kept: [number, number][] = [];
-  let start = 0;
-  let cut = false;
-  while (reader.pos < reader.len) {
-    const at = reader.pos;
-    const [field, wireType] = reader.tag();
-    reader.skip(wireType, field);
-    if (!drop.has(field)) continue;
-    if (at > start) kept.push([start, at]);
-    start = reader.pos;
-    cut = true;
-  }
-  if (!cut) return data;
-  if (start < data.length) kept.push([start, data.length]);
-  const out = pooledBytes(kept.reduce((n, [from, to]) => n + to - from, 0));
-  let offset = 0;
-  for (const [from, to] of kept) {
-    out.set(data.subarray(from, to), offset);
-    offset += to - from;
-  }
   return out;
 }
 

@@ -1,11 +1,11 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { fromBinary } from "@bufbuild/protobuf";
 import { timestampFromMs, timestampMs } from "@bufbuild/protobuf/wkt";
+import { CHAIN_VERSION, withChainVersion } from "@toolmesh/archive";
 import { TYPE_HEADER } from "@toolmesh/nats";
 import { AuditAction, type AuditRecord, AuditRecordSchema } from "@toolmesh/proto";
 import { ofCall, recordKey, recordSlices } from "@toolmesh/records";
 import type { JsMsg } from "nats";
-import { CHAIN_VERSION, withChainVersion } from "./hash-chain.js";
 import { type RecordChanges, recordBody, sameJson } from "./record-encoding.js";
 
 /** A record to chain, and its encoding without the chain fields. */

@@ -11,7 +11,12 @@ import {
   type NatsConnection,
   nanos,
 } from "nats";
-import { BlockAppender, type Flight, type StoredRecord } from "./block-appender.js";
+import {
+  type AppendRoom,
+  BlockAppender,
+  type Flight,
+  type StoredRecord,
+} from "./block-appender.js";
 import { type ReceivedRecord, recordsToChain } from "./record-mapping.js";
 
 export type { StoredRecord } from "./block-appender.js";
@@ -91,6 +96,8 @@ export class AuditRecorder {
       log: Logger;
       /** Told of each record this instance appended. */
       onStored?: (stored: StoredRecord) => void;
+      /** Asked before each append, so none pushes a block out of the log too soon. */
+      room?: AppendRoom;
     },
   ) {}
 
@@ -108,6 +115,7 @@ export class AuditRecorder {
       onFound: (ids) => {
         for (const id of ids) this.remember(id);
       },
+      room: this.deps.room,
     });
     await this.appender.refreshHead();
     // An existing consumer (from an earlier version) is brought to these limits.
@@ -164,9 +172,14 @@ export class AuditRecorder {
           continue;
         }
       }
-      const pending = this.admitUpTo(MAX_BATCH);
+      const pending = this.admitUpTo(MAX_BATCH, appender.batchSize(this.queue, MAX_BATCH));
       if (pending.length === 0) continue;
       try {
+        // While the log has no room, the records waiting are kept from being redelivered.
+        await appender.waitForRoom(pending, () => {
+          for (const source of new Set(pending.map((p) => p.source))) source.msg.working();
+          for (const msg of this.queue) msg.working();
+        });
         flying.push({ flight: appender.send(pending), pending });
       } catch (error) {
         await this.giveBack(pending, error);
@@ -174,10 +187,17 @@ export class AuditRecorder {
     }
   }
 
-  /** Admits queued source messages until about `most` records are pending (at least one message). */
-  private admitUpTo(most: number): Pending[] {
+  /**
+   * Admits queued source messages until about `most` records are pending or `messages` are taken
+   * (the most whose bytes fit a flight of a small log), at least one message.
+   */
+  private admitUpTo(most: number, messages: number): Pending[] {
     const pending: Pending[] = [];
-    while (this.queue.length > 0 && pending.length < most) {
+    for (
+      let taken = 0;
+      this.queue.length > 0 && pending.length < most && taken < messages;
+      taken++
+    ) {
       pending.push(...this.admit(this.queue.splice(0, 1)));
     }
     return pending;
@@ -254,6 +274,7 @@ export class AuditRecorder {
       await appender.refreshHead();
       todo = this.notFound(todo);
       if (todo.length === 0) return;
+      await appender.waitForRoom(todo);
       const landing = await appender.land(appender.send(todo));
       todo = this.acked(todo, landing.stored);
       if (landing.error !== undefined) throw landing.error;

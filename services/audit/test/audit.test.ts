@@ -6,6 +6,7 @@ import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { type Client, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
+import { readLogMessage } from "@toolmesh/archive";
 import { Code } from "@toolmesh/errors";
 import { ensureStream, publishEvent, streamDefinitions, subjects } from "@toolmesh/nats";
 import {
@@ -28,7 +29,7 @@ import {
 import { connect, type NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AUDIT_LOG_STREAM } from "../src/audit-log.js";
-import { readLogMessage } from "../src/log-block.js";
+import { queryAll } from "./fixtures.js";
 
 const JWT_SECRET = randomBytes(32).toString("hex");
 const SECRET = `s3cr3t-${randomUUID()}`;
@@ -97,16 +98,8 @@ describe("audit service", () => {
     client = createClient(AuditService, createGrpcTransport({ baseUrl: audit.url }));
   };
   /** Pages through every record matching the query, newest first. */
-  const allRecords = async (pageSize: number, extra: { traceId?: string } = {}) => {
-    const out: AuditRecord[] = [];
-    let pageToken = "";
-    do {
-      const res = await client.queryRecords({ pageSize, pageToken, ...extra }, auditor);
-      out.push(...res.records);
-      pageToken = res.nextPageToken;
-    } while (pageToken);
-    return out;
-  };
+  const allRecords = (pageSize: number, extra: { traceId?: string } = {}) =>
+    queryAll(client, auditor, extra, pageSize);
   const waitForCount = async (count: number, timeoutMs = 40_000) => {
     const deadline = Date.now() + timeoutMs;
     for (;;) {

@@ -21,7 +21,7 @@ describe("a block appender whose append got no answer", () => {
     bus = await startAuditBus();
     await ensureStream(
       await bus.nc.jetstreamManager(),
-      auditLogStream({ replicas: 1, maxAgeMs: 0, maxBytes: 0 }),
+      auditLogStream({ replicas: 1, maxBytes: 0 }),
     );
   });
   afterAll(async () => {

@@ -5,7 +5,14 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { type Client, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { ensureStream, streamDefinitions, subjects, TYPE_HEADER } from "@toolmesh/nats";
+import { type ChainHead, chainedAfter } from "@toolmesh/archive";
+import {
+  ensureStream,
+  publishEvent,
+  streamDefinitions,
+  subjects,
+  TYPE_HEADER,
+} from "@toolmesh/nats";
 import {
   AuditAction,
   type AuditRecord,
@@ -18,11 +25,19 @@ import {
   type ServiceProcess,
   startNats,
   startService,
+  TEST_JS_OPTIONS,
   type TestNats,
 } from "@toolmesh/testkit";
-import { connect, type JetStreamClient, type NatsConnection, headers as natsHeaders } from "nats";
-import { type ChainHead, chainedAfter } from "../src/hash-chain.js";
+import {
+  connect,
+  type JetStreamClient,
+  type JetStreamManager,
+  type NatsConnection,
+  headers as natsHeaders,
+} from "nats";
+import { AUDIT_LOG_STREAM } from "../src/audit-log.js";
 import type { IndexStart } from "../src/index-follower.js";
+import { readChainEnds } from "../src/log-ends.js";
 
 export type { ChainHead };
 
@@ -63,8 +78,12 @@ export interface StartedAudit {
   opened: IndexStart;
 }
 
-/** Starts Audit on the bus's data directory and reads its "audit index" line. */
-export async function startAudit(bus: AuditBus, jwtSecret: string): Promise<StartedAudit> {
+/** Starts Audit on the bus's data directory (and `env`) and reads its "audit index" line. */
+export async function startAudit(
+  bus: AuditBus,
+  jwtSecret: string,
+  env: Record<string, string> = {},
+): Promise<StartedAudit> {
   const audit = await startService(
     "audit",
     {
@@ -72,6 +91,7 @@ export async function startAudit(bus: AuditBus, jwtSecret: string): Promise<Star
       TOOLMESH_DATA_DIR: bus.dataDir,
       TOOLMESH_AUDIT_PORT: "0",
       TOOLMESH_JWT_SECRET: jwtSecret,
+      ...env,
     },
     { timeoutMs: 120_000 },
   );
@@ -146,4 +166,53 @@ export async function appendHistory(
   }
   await Promise.all(window);
   return tip;
+}
+
+/**
+ * Publishes records `from` to `to` (exclusive) of a test history, stamped from `t0`, into the
+ * audit input stream as the Dispatcher does, `window` at a time.
+ */
+export async function publishHistory(
+  nc: NatsConnection,
+  from: number,
+  to: number,
+  t0 = Date.now(),
+  window = 100,
+): Promise<void> {
+  const js = nc.jetstream(TEST_JS_OPTIONS);
+  for (let start = from; start < to; start += window) {
+    const sent: Promise<unknown>[] = [];
+    for (let i = start; i < Math.min(start + window, to); i++) {
+      const r = historyRecord(i, t0);
+      sent.push(
+        publishEvent(js, subjects.audit("dispatcher", r.agentId, r.tool), AuditRecordSchema, r, {
+          msgId: r.id,
+        }),
+      );
+    }
+    await Promise.all(sent);
+  }
+}
+
+/** Every record QueryRecords returns for `filter`, page after page, newest first. */
+export async function queryAll(
+  client: Client<typeof AuditService>,
+  auth: { headers: { authorization: string } },
+  filter: { agentId?: string; tool?: string; traceId?: string } = {},
+  pageSize = 1000,
+): Promise<AuditRecord[]> {
+  const out: AuditRecord[] = [];
+  let pageToken = "";
+  do {
+    const res = await client.queryRecords({ pageSize, pageToken, ...filter }, auth);
+    out.push(...res.records);
+    pageToken = res.nextPageToken;
+  } while (pageToken);
+  return out;
+}
+
+/** The chain sequence of the newest record in the log stream; 0 while it is empty. */
+export async function lastChained(jsm: JetStreamManager): Promise<number> {
+  const { state } = await jsm.streams.info(AUDIT_LOG_STREAM);
+  return Number((await readChainEnds(jsm, state)).last?.sequence ?? 0);
 }

@@ -84,7 +84,7 @@ describe("audit index across restarts", () => {
   beforeAll(async () => {
     bus = await startAuditBus();
     const jsm = await bus.nc.jetstreamManager();
-    await ensureStream(jsm, auditLogStream({ replicas: 1, maxAgeMs: 0, maxBytes: 0 }));
+    await ensureStream(jsm, auditLogStream({ replicas: 1, maxBytes: 0 }));
     head = await appendHistory(bus.nc.jetstream(), head, 0, HISTORY, t0);
     auditor = await bearer(JWT_SECRET, "reviewer", ["auditor"]);
   }, 240_000);

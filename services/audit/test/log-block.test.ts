@@ -1,19 +1,11 @@
 import { create, toBinary } from "@bufbuild/protobuf";
+import { BLOCK_TYPE, LogMessageError, readLogMessage, recordBytes } from "@toolmesh/archive";
 import { TYPE_HEADER } from "@toolmesh/nats";
 import { AuditLogBlockSchema, AuditRecordSchema } from "@toolmesh/proto";
 import { headers as natsHeaders } from "nats";
 import { describe, expect, it } from "vitest";
 import { logReadBatch } from "../src/audit-log.js";
-import {
-  BLOCK_TYPE,
-  blockEntrySize,
-  blockMsgId,
-  encodeBlock,
-  LogMessageError,
-  planBlocks,
-  readLogMessage,
-  recordBytes,
-} from "../src/log-block.js";
+import { blockEntrySize, blockMsgId, encodeBlock, planBlocks } from "../src/log-block.js";
 import { historyRecord } from "./fixtures.js";
 
 const typed = (type: string) => {

@@ -3,6 +3,7 @@ import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import type { Client } from "@connectrpc/connect";
+import { BLOCK_TYPE, isBlock, recordBytes, recordHash } from "@toolmesh/archive";
 import { ensureStream, publishEvent, subjects, TYPE_HEADER } from "@toolmesh/nats";
 import { type AuditRecord, AuditRecordSchema, type AuditService } from "@toolmesh/proto";
 import { loadSqlite } from "@toolmesh/service";
@@ -10,9 +11,8 @@ import { eventually, type ServiceProcess, TEST_JS_OPTIONS } from "@toolmesh/test
 import { headers as natsHeaders } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AUDIT_LOG_STREAM, auditLogStream } from "../src/audit-log.js";
-import { recordHash } from "../src/hash-chain.js";
 import type { IndexStart } from "../src/index-follower.js";
-import { BLOCK_TYPE, encodeBlock, isBlock, recordBytes } from "../src/log-block.js";
+import { encodeBlock } from "../src/log-block.js";
 import { readChainEnds } from "../src/log-ends.js";
 import {
   type AuditBus,
@@ -20,6 +20,7 @@ import {
   bearer,
   type ChainHead,
   historyRecord,
+  queryAll,
   startAudit,
   startAuditBus,
 } from "./fixtures.js";
@@ -82,16 +83,9 @@ describe("audit log of one-record messages and blocks", () => {
       60_000,
       `${count} records chained`,
     );
-  const allRecords = async (extra: { agentId?: string; tool?: string } = {}) => {
-    const out: AuditRecord[] = [];
-    let pageToken = "";
-    do {
-      const res = await client.queryRecords({ pageSize: 97, pageToken, ...extra }, auditor);
-      out.push(...res.records);
-      pageToken = res.nextPageToken;
-    } while (pageToken);
-    return out;
-  };
+  const allRecords = (extra: { agentId?: string; tool?: string } = {}) =>
+    queryAll(client, auditor, extra, 97);
+
   const indexed = (count: number) =>
     eventually(
       async () => {
@@ -105,7 +99,7 @@ describe("audit log of one-record messages and blocks", () => {
   beforeAll(async () => {
     bus = await startAuditBus();
     const m = await jsm();
-    await ensureStream(m, auditLogStream({ replicas: 1, maxAgeMs: 0, maxBytes: 0 }));
+    await ensureStream(m, auditLogStream({ replicas: 1, maxBytes: 0 }));
     const tip = await appendHistory(bus.nc.jetstream(), { sequence: 0n, hash: "" }, 0, OLD, t0);
     // An index an Audit service of schema 1 left, its checkpoint at the stream's head.
     const { DatabaseSync } = await loadSqlite();

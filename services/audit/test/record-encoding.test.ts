@@ -1,10 +1,10 @@
 import { create, equals, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
+import { recordHash } from "@toolmesh/archive";
 import { createSecretRedactor } from "@toolmesh/log";
 import { type AuditRecord, AuditRecordSchema } from "@toolmesh/proto";
 import type { JsMsg } from "nats";
 import { describe, expect, it } from "vitest";
-import { recordHash } from "../src/hash-chain.js";
 import { chainedRecordBytes, sameJson } from "../src/record-encoding.js";
 import { recordToChain } from "../src/record-mapping.js";
 import { historyRecord } from "./fixtures.js";

@@ -10,6 +10,7 @@ const ROUTES: Record<string, ServiceName> = {
   "/toolmesh.dispatcher.v1.DispatcherService/": "dispatcher",
   "/toolmesh.audit.v1.AuditService/": "audit",
   "/toolmesh.callback.v1.CallbackService/": "callback",
+  "/toolmesh.agent.v1.AgentService/": "tool-agent",
 };
 
 /** Request headers the Connect protocol needs; nothing else (no cookies) goes upstream. */

@@ -7,6 +7,7 @@ import { type Client, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { Code, ConnectError } from "@toolmesh/errors";
 import {
+  AgentService,
   CallbackService,
   CallStatus,
   DispatcherService,
@@ -308,11 +309,61 @@ describe("web console in chromium", () => {
     expect(code).toBe(Code.Unauthenticated);
   });
 
+  it("shows the tool agent's status and enables a tool it built", async () => {
+    const agents = createClient(
+      AgentService,
+      createGrpcTransport({ baseUrl: op.stack.service("dispatcher").url }),
+    );
+    const { task } = await agents.submitTask(
+      { spec: { description: "Say hello in Dutch", toolName: "web.dutch" } },
+      admin(),
+    );
+    // As the tool agent registers what it built: disabled, labelled with its task.
+    await createClient(
+      RegistryService,
+      createGrpcTransport({ baseUrl: op.stack.service("registry").url }),
+    ).registerTool(
+      {
+        tool: {
+          name: "web.dutch",
+          description: "Says hello in Dutch.",
+          inputSchema: { type: "object" },
+          status: ToolStatus.DISABLED,
+          labels: { "toolmesh.task": task?.id ?? "" },
+          runtime: { kind: { case: "remote", value: { url: "http://127.0.0.1:9/" } } },
+        },
+      },
+      admin(),
+    );
+    await page.click("nav >> text=Tool agent");
+    await page.waitForSelector(`table.tasks >> text=Say hello in Dutch`);
+    expect(await page.textContent("dl.facts")).toContain("none (TOOLMESH_MODEL_URL is unset)");
+    expect(await page.textContent("dl.facts")).toMatch(/0 running of 1, 1 queued/);
+    expect(await page.textContent("dd.im")).toBe("off");
+    await page.click(`table.tasks button >> text=${task?.id.slice(0, 12)}`);
+    await page.waitForSelector(".detail pre >> text=queued by admin");
+    await shot("11-tool-agent");
+
+    await page.click("nav >> text=Tools & groups");
+    await page.click("button.link >> text=web.dutch");
+    expect(await page.textContent(".status-switch")).toContain(
+      `Built by the tool agent (task ${task?.id})`,
+    );
+    await page.click(".status-switch button >> text=Enable");
+    await page.waitForSelector(".status-switch button >> text=Disable");
+    const { tool } = await createClient(
+      RegistryService,
+      createGrpcTransport({ baseUrl: op.stack.service("registry").url }),
+    ).getTool({ name: "web.dutch" }, admin());
+    expect(tool?.spec?.status).toBe(ToolStatus.ACTIVE);
+    await shot("12-tool-enabled");
+  });
+
   it("shows every service SERVING and the audit chain intact", async () => {
     await page.click("nav >> text=Health");
     await page.waitForSelector("td >> text=callback");
     expect(await page.$$eval("table .status", (cells) => cells.map((c) => c.textContent))).toEqual(
-      Array(5).fill("SERVING"),
+      Array(6).fill("SERVING"),
     );
     await page.click("nav >> text=Audit");
     await page.waitForSelector("h2 .ok");

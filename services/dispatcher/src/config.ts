@@ -7,6 +7,7 @@ import {
   list,
   optionalStr,
   port,
+  serviceUrl,
   str,
   url,
 } from "@toolmesh/config";
@@ -62,6 +63,11 @@ export const dispatcherConfig = {
    * with its own counters (docs/security.md), so a call costs no NATS write.
    */
   dispatcherReplicas: int("TOOLMESH_DISPATCHER_REPLICAS", 1, { min: 1, max: 1000 }),
+  /**
+   * The tool agent, to which AgentService calls and `POST /chat` on this port are forwarded with
+   * the caller's own token: TOOLMESH_TOOL_AGENT_URL, else TOOLMESH_HOST and TOOLMESH_TOOL_AGENT_PORT.
+   */
+  toolAgentUrl: serviceUrl("tool-agent"),
   /** The Registry, which ImportMcpServer writes imported tools to (with the admin's credential). */
   registryUrl: url("TOOLMESH_REGISTRY_URL", "http://127.0.0.1:7101", ["http:", "https:"]),
   /** Close an idle MCP server connection (stop a stdio server) after this long. */

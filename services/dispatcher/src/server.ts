@@ -3,7 +3,7 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import { localhostAllowedOrigins } from "@modelcontextprotocol/server";
 import type { RequestAuthenticator } from "@toolmesh/auth";
 import type { Logger } from "@toolmesh/log";
-import { DispatcherService, RegistryService } from "@toolmesh/proto";
+import { AgentService, DispatcherService, RegistryService } from "@toolmesh/proto";
 import { createToolmeshServer, type ToolmeshServer } from "@toolmesh/server";
 import type { Tracing } from "@toolmesh/telemetry";
 import { ApprovalDesk } from "./approvals/approval-desk.js";
@@ -21,6 +21,7 @@ import { GrpcRuntime } from "./runtimes/grpc-runtime.js";
 import { LocalRuntime } from "./runtimes/local-runtime.js";
 import { McpRuntime } from "./runtimes/mcp-runtime.js";
 import { RemoteRuntime } from "./runtimes/remote-runtime.js";
+import { forwardAgentService, type ToolAgentLink } from "./transports/agent/agent-forward.js";
 import { authTimingInterceptor } from "./transports/auth-timing.js";
 import { fastCallRoutes } from "./transports/call-rpcs.js";
 import { createDispatcherHandlers } from "./transports/grpc-handlers.js";
@@ -39,6 +40,7 @@ export interface DispatcherSettings {
   localMaxConcurrency: number;
   localStartTimeoutMs: number;
   registryUrl: string;
+  toolAgentUrl: string;
   mcpIdleTimeoutMs: number;
   mcpAllowedOrigins: string[];
   mcpAuthorizationServers: string[];
@@ -155,6 +157,10 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     createGrpcTransport({ baseUrl: settings.registryUrl }),
   );
   const checks = { catalog, policy: deps.policy, running };
+  const toolAgent: ToolAgentLink = {
+    url: settings.toolAgentUrl,
+    client: createClient(AgentService, createGrpcTransport({ baseUrl: settings.toolAgentUrl })),
+  };
   const approvals = new ApprovalDesk({
     store: heldCalls,
     chain,
@@ -196,12 +202,15 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     }),
     fallback: createHttpRoutes({
       facade: { ...checks, chain, local, registry, maxBodyBytes: settings.maxMessageBytes, log },
+      toolAgent,
       mcp,
       authenticate: deps.auth.authenticateRequest,
       serving: () => serving && catalog.isReady && deps.policy.isReady,
       log,
     }),
     routes(router) {
+      // One address for agents: the tool agent's RPCs too, forwarded with the caller's token.
+      router.service(AgentService, forwardAgentService(toolAgent));
       router.service(
         DispatcherService,
         createDispatcherHandlers({

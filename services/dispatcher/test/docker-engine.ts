@@ -3,28 +3,9 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
-import Docker from "dockerode";
+import type Docker from "dockerode";
 
 const run = promisify(execFile);
-
-/** The Docker Engine the tests use, or why there is none. */
-export type Engine = { ok: true; docker: Docker; socket: string } | { ok: false; reason: string };
-
-/** Pings the Docker Engine at the Dispatcher's socket (TOOLMESH_DOCKER_SOCKET or the default). */
-export async function reachEngine(): Promise<Engine> {
-  const socket = process.env.TOOLMESH_DOCKER_SOCKET || "/var/run/docker.sock";
-  const docker = new Docker({ socketPath: socket, timeout: 5000 });
-  try {
-    await docker.ping();
-    return { ok: true, docker, socket };
-  } catch (error) {
-    const e = error as { code?: string; message?: string };
-    return {
-      ok: false,
-      reason: `no Docker Engine at ${socket} (${e.code ?? e.message}); start dockerd (see .ci/run) to run them`,
-    };
-  }
-}
 
 /**
  * Builds the test tool (services/dispatcher/test/docker-tool, Go, static) and an image of it

@@ -104,12 +104,14 @@ export async function startMemoryDispatcher(): Promise<MemoryDispatcher> {
       authenticateRequest: (header) => verify(bearerToken(header)),
     },
     // The documented defaults, as main.ts reads them, with shorter timeouts; only
-    // ImportMcpServer calls the Registry and no test here does, so nothing listens there.
+    // ImportMcpServer calls the Registry and only chat the tool agent, and no test here does, so
+    // nothing listens there.
     settings: loadConfig<DispatcherConfig>(dispatcherConfig, {
       TOOLMESH_DEFAULT_TIMEOUT_MS: "5000",
       TOOLMESH_MAX_TIMEOUT_MS: "10000",
       TOOLMESH_MAX_BACKEND_RESPONSE_BYTES: String(1024 * 1024),
       TOOLMESH_REGISTRY_URL: "http://127.0.0.1:9",
+      TOOLMESH_TOOL_AGENT_URL: "http://127.0.0.1:9",
     }),
     log: createLogger("dispatcher-test", "silent"),
   });

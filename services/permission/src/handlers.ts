@@ -57,7 +57,7 @@ export interface PermissionDeps {
 }
 
 /** A grant id that sorts by creation time: 12 hex digits of milliseconds, then 8 random. */
-function newGrantId(nowMs: number): string {
+export function newGrantId(nowMs: number): string {
   return nowMs.toString(16).padStart(12, "0") + randomBytes(4).toString("hex");
 }
 

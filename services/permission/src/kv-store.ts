@@ -19,13 +19,18 @@ import {
   RateLimitSchema,
 } from "@toolmesh/proto";
 import type { KV, NatsConnection } from "nats";
-import type { PermissionStore } from "./store.js";
+import type { BootstrapStep, PermissionStore } from "./store.js";
 
 /** How long a write waits for its own watch to show it, so a read right after sees the write. */
 const READ_YOUR_WRITE_MS = 2000;
 
 /** Marks that the admin and service keys were bootstrapped; created atomically by one replica. */
 export const BOOTSTRAP_KEY = "meta.admin_bootstrapped";
+
+/** The marker key of a bootstrap step. */
+function bootstrapKey(step: BootstrapStep): string {
+  return step === "admin" ? BOOTSTRAP_KEY : `meta.${step}_bootstrapped`;
+}
 
 /**
  * The `toolmesh-permission` bucket: grants and API keys, written here and read from watched
@@ -175,9 +180,9 @@ export class KvPermissionStore implements PermissionStore {
   }
 
   /** Creates the bootstrap marker; false when another replica (or an earlier start) did. */
-  async claimBootstrap(): Promise<boolean> {
+  async claimBootstrap(step: BootstrapStep): Promise<boolean> {
     try {
-      await compareAndSet(() => this.kv.create(BOOTSTRAP_KEY, new Uint8Array()));
+      await compareAndSet(() => this.kv.create(bootstrapKey(step), new Uint8Array()));
       return true;
     } catch (error) {
       if (error instanceof KvConflictError) return false;

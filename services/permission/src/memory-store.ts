@@ -10,7 +10,7 @@ import {
   type RateLimit,
   RateLimitSchema,
 } from "@toolmesh/proto";
-import type { PermissionStore } from "./store.js";
+import type { BootstrapStep, PermissionStore } from "./store.js";
 
 /**
  * Grants and API keys in memory, with the KV store's semantics (keys as in the bucket, writes
@@ -21,7 +21,7 @@ export class MemoryPermissionStore implements PermissionStore {
   readonly policy = new PolicySnapshot(this.grants);
   readonly keys = new MemorySnapshot(ApiKeyRecordSchema);
   readonly rateLimits = new MemorySnapshot(RateLimitSchema);
-  private bootstrapped = false;
+  private readonly bootstrapped = new Set<BootstrapStep>();
 
   getGrant(id: string): Grant | undefined {
     return this.grants.get(buckets.permission.grantKey(id));
@@ -81,9 +81,9 @@ export class MemoryPermissionStore implements PermissionStore {
     return record.apiKey;
   }
 
-  async claimBootstrap(): Promise<boolean> {
-    if (this.bootstrapped) return false;
-    this.bootstrapped = true;
+  async claimBootstrap(step: BootstrapStep): Promise<boolean> {
+    if (this.bootstrapped.has(step)) return false;
+    this.bootstrapped.add(step);
     return true;
   }
 

@@ -45,7 +45,13 @@ export interface PermissionStore {
   createKey(record: ApiKeyRecord): Promise<void>;
   /** Marks a key revoked (again is a no-op); undefined when there is none with the id. */
   revokeKey(id: string): Promise<ApiKey | undefined>;
-  /** Claims the one-time bootstrap of the admin and service keys; false when already claimed. */
-  claimBootstrap(): Promise<boolean>;
+  /**
+   * Claims a one-time bootstrap step (`admin`: the admin and service keys; `tool_agent`: the tool
+   * agent's keys and grant); false when already claimed.
+   */
+  claimBootstrap(step: BootstrapStep): Promise<boolean>;
   stop(): void;
 }
+
+/** The bootstrap steps, each done once per bucket (a marker key `meta.<step>_bootstrapped`). */
+export type BootstrapStep = "admin" | "tool_agent";

@@ -2,7 +2,7 @@ import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { Writable } from "node:stream";
-import { createApiKeyVerifier } from "@toolmesh/auth";
+import { createApiKeyVerifier, toolAgentIdentity } from "@toolmesh/auth";
 import { createLogger } from "@toolmesh/log";
 import { ChangeType } from "@toolmesh/proto";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -51,7 +51,8 @@ describe("bootstrapKeys (in memory)", () => {
       ["admin", ["admin"]],
       ["toolmesh-service", ["service", "knowhub"]],
     ]);
-    expect(events.changes.map((c) => [c.by.agentId, c.change.type, c.change.reason])).toEqual([
+    const announced = events.changes.slice(0, 2);
+    expect(announced.map((c) => [c.by.agentId, c.change.type, c.change.reason])).toEqual([
       [
         "toolmesh-bootstrap",
         ChangeType.PUT,
@@ -71,13 +72,35 @@ describe("bootstrapKeys (in memory)", () => {
     }
   });
 
+  it("gives the tool agent its key and the CodingAgent a key with one grant: the coding tools", async () => {
+    await bootstrapKeys({ store, events, dataDir, log });
+    const verify = createApiKeyVerifier(store.keys);
+    const read = async (name: string) => {
+      const file = path.join(dataDir, name);
+      expect((await stat(file)).mode & 0o777).toBe(0o600);
+      return verify((await readFile(file, "utf8")).trim());
+    };
+    const toolAgent = await read(toolAgentIdentity.tokenFile);
+    const coding = await read(toolAgentIdentity.codingTokenFile);
+    expect([toolAgent.agentId, toolAgent.roles]).toEqual(["toolmesh-tool-agent", ["tool-agent"]]);
+    expect([coding.agentId, coding.roles]).toEqual(["toolmesh-coding-agent", ["agent"]]);
+    const decide = (name: string, scopes: string[]) =>
+      store.policy.decide(coding, { name, requiredScopes: scopes, groups: [] }).allowed;
+    expect(decide("coding.write_file", ["build:tools"])).toBe(true);
+    expect(decide("data.query", [])).toBe(false);
+    expect(decide("coding.write_file", ["write:data"])).toBe(false);
+    expect(events.changes.at(-1)?.change.reason).toMatch(
+      /^bootstrapped grant [0-9a-f]+: allow agent "toolmesh-coding-agent" scope build:tools on coding\.\*$/,
+    );
+  });
+
   it("does nothing on a later start: same files, no new keys, no events", async () => {
     await bootstrapKeys({ store, events, dataDir, log });
     const admin = await readFile(path.join(dataDir, "admin.token"), "utf8");
     await bootstrapKeys({ store, events, dataDir, log });
     expect(await readFile(path.join(dataDir, "admin.token"), "utf8")).toBe(admin);
-    expect(store.keys.size).toBe(2);
-    expect(events.changes).toHaveLength(2);
+    expect(store.keys.size).toBe(4);
+    expect(events.changes).toHaveLength(5);
     expect(lines.at(-1)).toContain("admin key already bootstrapped");
   });
 });

@@ -16,6 +16,7 @@ import {
 import { recordDefinition } from "@toolmesh/schema";
 import { pageTokens } from "@toolmesh/server";
 import { compare, type RegistryView, runtimeKindOf } from "./registry-view.js";
+import { checkToolAgentWrite } from "./tool-agent-writes.js";
 import { groupsListing, updateGroupWithRetry } from "./tool-groups.js";
 import { checkSlugs, checkToolSpec } from "./validation.js";
 
@@ -37,9 +38,10 @@ export function createToolHandlers(view: RegistryView): ToolRpcs {
   const { store, validators } = view.deps;
   return {
     async registerTool(req, ctx) {
-      const by = requireRole(ctx, Role.Admin);
+      const by = requireRole(ctx, Role.Admin, Role.ToolAgent);
       view.ensureReady();
       const checked = checkToolSpec(req.tool, validators);
+      checkToolAgentWrite(by, checked.spec, "register");
       const name = checked.spec.name;
       if (checked.spec.version === "") {
         // A name registered before keeps counting, so a re-registered tool gets a new version.
@@ -72,10 +74,12 @@ export function createToolHandlers(view: RegistryView): ToolRpcs {
     },
 
     async updateTool(req, ctx) {
-      // Admins only: a tool's runtime is a command the Dispatcher runs. Slugs have SetToolSlugs.
-      const by = requireRole(ctx, Role.Admin);
+      // Admins (and the tool agent, its own grpc tools): a tool's runtime is a command the
+      // Dispatcher runs. Slugs have SetToolSlugs.
+      const by = requireRole(ctx, Role.Admin, Role.ToolAgent);
       view.ensureReady();
       const checked = checkToolSpec(req.tool, validators);
+      checkToolAgentWrite(by, checked.spec, "update");
       const name = checked.spec.name;
       const current = await store.readTool(name);
       if (!current) throw view.toolNotFound(name);

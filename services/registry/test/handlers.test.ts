@@ -39,6 +39,7 @@ const tokens: Record<string, ReturnType<typeof principal>> = {
   admin: principal("ops", ["admin"]),
   service: principal("dispatcher", ["service"]),
   agent: principal("agent-7", ["agent"], "user-1"),
+  toolAgent: principal("toolmesh-tool-agent", ["tool-agent"]),
 };
 const auth = (token: keyof typeof tokens) => ({ headers: { authorization: `Bearer ${token}` } });
 const admin = auth("admin");
@@ -813,7 +814,7 @@ describe("auth and visibility", () => {
     const denied = await failure(client.registerTool({ tool: spec("data.query") }, agent));
     expect(denied.code).toBe(Code.PermissionDenied);
     expect(denied.rawMessage).toBe(
-      "RegisterTool needs the role admin; your token has the roles agent",
+      "RegisterTool needs the role admin or tool-agent; your token has the roles agent",
     );
     for (const call of [
       client.updateTool({ tool: spec("data.query") }, agent),
@@ -830,6 +831,49 @@ describe("auth and visibility", () => {
     );
     expect(watch.code).toBe(Code.PermissionDenied);
     expect((await failure(client.listTools({}))).code).toBe(Code.Unauthenticated);
+  });
+
+  it("the tool agent writes its own grpc tools and registers the tools it built only disabled", async () => {
+    const { client, store } = setup();
+    const toolAgent = auth("toolAgent");
+    const local = { kind: { case: "local", value: { command: "sh" } } };
+    await client.registerTool({ tool: spec("coding.write_file") }, toolAgent);
+    await client.updateTool(
+      { tool: spec("coding.write_file", { description: "moved" }) },
+      toolAgent,
+    );
+    const built = await client.registerTool(
+      { tool: spec("text.shout", { status: ToolStatus.DISABLED, runtime: local }) },
+      toolAgent,
+    );
+    expect(built.tool?.spec?.status).toBe(ToolStatus.DISABLED);
+    expect(built.tool?.updatedBy).toBe("toolmesh-tool-agent");
+    const refusals = [
+      [
+        client.registerTool({ tool: spec("text.loud") }, toolAgent),
+        'a tool the tool agent builds is registered with status TOOL_STATUS_DISABLED, for an operator to enable; "text.loud" asked for ACTIVE',
+      ],
+      [
+        client.updateTool({ tool: spec("text.shout") }, toolAgent),
+        'the tool agent may update only its own tools (coding.*); an admin changes "text.shout"',
+      ],
+      [
+        client.registerTool({ tool: spec("coding.run", { runtime: local }) }, toolAgent),
+        'the tool agent\'s own tools (coding.*) must have a grpc runtime; "coding.run" has local',
+      ],
+      [client.deregisterTool({ name: "text.shout" }, toolAgent), undefined],
+      [client.putGroup({ group: { name: "g" } }, toolAgent), undefined],
+    ] as const;
+    for (const [call, message] of refusals) {
+      const refused = await failure(call);
+      expect(refused.code).toBe(Code.PermissionDenied);
+      if (message) expect(refused.rawMessage).toBe(message);
+    }
+    expect(store.tool("text.loud")).toBeUndefined();
+    expect(store.tool("text.shout")?.spec?.status).toBe(ToolStatus.DISABLED);
+    // An operator enables it.
+    await client.updateTool({ tool: spec("text.shout", { runtime: local }) }, admin);
+    expect(store.tool("text.shout")?.spec?.status).toBe(ToolStatus.ACTIVE);
   });
 
   it("an agent sees nothing under deny-all, and NOT_FOUND for tools that exist", async () => {

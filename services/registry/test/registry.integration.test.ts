@@ -126,7 +126,7 @@ describe("registry service process", () => {
       const denied = await failure(c.registerTool({ tool: spec(`${kind}.agent`) }, as("agent")));
       expect(denied.code).toBe(Code.PermissionDenied);
       expect(denied.rawMessage).toBe(
-        "RegisterTool needs the role admin; your token has the roles agent",
+        "RegisterTool needs the role admin or tool-agent; your token has the roles agent",
       );
     });
   }

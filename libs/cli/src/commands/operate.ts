@@ -28,6 +28,8 @@ import {
 } from "../command.js";
 import { type CliContext, UsageError } from "../context.js";
 import { statusColour } from "../output.js";
+import { printSystemStatus, systemStatus, systemStatusJson } from "./agent.js";
+import { verifyArchiveDir } from "./audit-archive.js";
 
 /** `toolmesh audit …`: the access log. */
 export const audit: Group = {
@@ -101,9 +103,24 @@ export const audit: Group = {
     },
     verify: {
       summary: "verify the audit log's hash chain; exit code 1 names the first break",
-      usage: "audit verify [--from SEQUENCE]",
-      options: { from: { type: "string" } },
+      usage: "audit verify [--from SEQUENCE] [--archive DIR]",
+      details: [
+        "Without --archive, asks the Audit service to verify the log and its archive.",
+        "--archive DIR verifies an archive directory offline, with no stack running: each segment's",
+        "checksum and footer, every record's hash and the chain across segments. Exit code 1 names",
+        "a damaged or missing segment and the first broken record.",
+        "Example: toolmesh audit verify --archive .toolmesh/audit/archive",
+      ],
+      options: { from: { type: "string" }, archive: { type: "string" } },
       async run(ctx, _args, flags) {
+        const archive = flag(flags, "archive");
+        if (archive !== undefined) {
+          if (flag(flags, "from") !== undefined)
+            throw new UsageError(
+              "--from and --archive do not go together; --archive checks every segment",
+            );
+          return verifyArchiveDir(ctx, archive);
+        }
         const from = flag(flags, "from") ?? "0";
         if (!/^\d+$/.test(from))
           throw new UsageError(`--from must be a sequence number; got "${from}"`);
@@ -174,16 +191,18 @@ function supervisedProcesses(ctx: CliContext) {
 
 /** `toolmesh status`. */
 export const status: Leaf = {
-  summary: "every service's health, the restarts of each process, and local tools",
+  summary:
+    "every service's health, the restarts of each process, local tools, and the tool agent's tools, tasks, windows and IM",
   usage: "status",
   details: [
     "Exit code 1 when a service is not SERVING.",
     "Restarts are read from stack.json in TOOLMESH_DATA_DIR (.toolmesh), which npm start keeps current.",
   ],
   async run(ctx) {
-    const services = await Promise.all(
-      (Object.keys(ctx.urls) as ServiceName[]).map((name) => health(ctx, name)),
-    );
+    const [services, system] = await Promise.all([
+      Promise.all((Object.keys(ctx.urls) as ServiceName[]).map((name) => health(ctx, name))),
+      systemStatus(ctx),
+    ]);
     let runtimes: ReturnType<typeof jsonOf>[] = [];
     let runtimeRows: string[][] = [];
     let runtimeNote = "";
@@ -213,6 +232,8 @@ export const status: Leaf = {
         ...(supervised.note ? { processesError: supervised.note } : {}),
         localTools: runtimes,
         ...(runtimeNote ? { localToolsError: runtimeNote } : {}),
+        ...(system.status ? { system: systemStatusJson(system.status) } : {}),
+        ...(system.error ? { systemError: system.error } : {}),
       },
       () => {
         ctx.out.table(
@@ -244,6 +265,9 @@ export const status: Leaf = {
             ["LOCAL TOOL", "STATE", "PID", "PORT", "RESTARTS", "IN FLIGHT", "LAST ERROR"],
             runtimeRows,
           );
+        ctx.out.line();
+        if (system.status) printSystemStatus(ctx, system.status);
+        else ctx.out.note(system.error ?? "");
       },
     );
     return healthy ? 0 : 1;

@@ -1,3 +1,4 @@
+import { clone } from "@bufbuild/protobuf";
 import {
   DeleteGroupResponseSchema,
   GroupSchema,
@@ -14,6 +15,7 @@ import {
   flag,
   type Group,
   jsonOf,
+  type Leaf,
   messageFrom,
   readDocument,
   when,
@@ -40,9 +42,40 @@ function enumValue<E extends Record<string, string | number>>(
   return value;
 }
 
+/**
+ * `tools enable` and `tools disable`: a tool's status and nothing else, compare-and-set on the
+ * revision read, so a concurrent change is never overwritten. Enabling is how an operator lets
+ * agents call a tool the tool agent built (it is registered disabled).
+ */
+function statusChange(verb: "enable" | "disable", status: ToolStatus): Leaf {
+  return {
+    summary:
+      verb === "enable"
+        ? "let agents call a tool (status active): a tool the tool agent built starts disabled"
+        : "stop agents calling a tool (status disabled); its definition and history stay",
+    usage: `tools ${verb} <name>`,
+    args: [1, 1],
+    async run(ctx, [name]) {
+      const { tool } = await registry(ctx).getTool({ name }, ctx.auth());
+      if (!tool?.spec) throw new UsageError(`the Registry returned no spec for ${name}`);
+      const spec = clone(ToolSpecSchema, tool.spec);
+      spec.status = status;
+      const res = await registry(ctx).updateTool(
+        { tool: spec, expectedRevision: tool.revision },
+        ctx.auth(),
+      );
+      const json = res.tool ? jsonOf(ToolSchema, res.tool) : {};
+      ctx.out.result(json, () =>
+        ctx.out.line(`${verb}d ${name} (revision ${res.tool?.revision ?? 0})`),
+      );
+      return 0;
+    },
+  };
+}
+
 /** `toolmesh tools …`: the Registry's tools. */
 export const tools: Group = {
-  summary: "list, show, register, update and remove tools",
+  summary: "list, show, register, update, enable, disable and remove tools",
   sub: {
     ls: {
       summary: "list tools",
@@ -141,6 +174,8 @@ export const tools: Group = {
         return 0;
       },
     },
+    enable: statusChange("enable", ToolStatus.ACTIVE),
+    disable: statusChange("disable", ToolStatus.DISABLED),
     rm: {
       summary: "deregister a tool",
       usage: "tools rm <name>",

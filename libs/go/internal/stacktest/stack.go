@@ -91,7 +91,7 @@ func Start(principals map[string]Claims, freePorts int) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command("node", "--import", "tsx", filepath.Join(root, "scripts", "stack.ts"), "--json", "--dispatchers", "2",
+	cmd := exec.Command("node", "--import", "tsx", filepath.Join(root, "scripts", "stack.ts"), "--json", "--dispatchers", "2", "--model-echo",
 		"--tokens", string(tokens), "--free-ports", fmt.Sprint(freePorts))
 	cmd.Dir = root
 	stdin, err := cmd.StdinPipe()

@@ -24,7 +24,7 @@ from toolmesh.errors import (
     Unauthenticated,
     Unavailable,
 )
-from toolmesh.results import CallError, CallResult, Outcome, ToolInfo
+from toolmesh.results import CallError, CallResult, ChatReply, Outcome, ToolInfo
 from toolmesh.structs import from_struct, to_struct
 from toolmesh.tools import (
     Deferred,
@@ -48,6 +48,7 @@ __all__ = [
     "CallError",
     "CallResult",
     "Cancelled",
+    "ChatReply",
     "DeadlineExceeded",
     "FailedPrecondition",
     "InternalError",

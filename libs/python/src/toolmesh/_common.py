@@ -19,6 +19,8 @@ DEFAULT_PORTS = {"dispatcher": 7100, "registry": 7101, "permission": 7102, "audi
 #: Extra time the RPC deadline gets over a call's own timeout, so that the Dispatcher can
 #: answer INTERRUPTED instead of the client giving up with DEADLINE_EXCEEDED.
 DISPATCH_GRACE_S = 2.0
+#: How long chat() waits by default: the tool agent answers within TOOLMESH_CHAT_TIMEOUT_MS (2 min).
+CHAT_TIMEOUT_S = 130.0
 
 SCHEMA_FORMATS = {
     "openai": registry_pb2.SCHEMA_FORMAT_OPENAI,

@@ -11,6 +11,7 @@ import grpc
 import grpc.aio
 
 from toolmesh._common import (
+    CHAT_TIMEOUT_S,
     DISPATCH_GRACE_S,
     CallLike,
     RetryPolicy,
@@ -24,12 +25,13 @@ from toolmesh._common import (
     channel_target,
     service_address,
 )
+from toolmesh.agent.v1 import agent_pb2, agent_pb2_grpc
 from toolmesh.callback.v1 import callback_pb2, callback_pb2_grpc
 from toolmesh.dispatcher.v1 import dispatcher_pb2, dispatcher_pb2_grpc
 from toolmesh.errors import DeadlineExceeded, from_rpc_error
 from toolmesh.permission.v1 import permission_pb2_grpc
 from toolmesh.registry.v1 import registry_pb2_grpc
-from toolmesh.results import CallResult, Outcome, ToolInfo
+from toolmesh.results import CallResult, ChatReply, Outcome, ToolInfo
 from toolmesh.structs import from_struct
 
 
@@ -61,6 +63,8 @@ class AsyncToolmesh:
             return self._channels[key]
 
         self.dispatcher = dispatcher_pb2_grpc.DispatcherServiceStub(channel(address))
+        # The tool agent's RPCs, at the Dispatcher's address, which forwards them.
+        self.agent = agent_pb2_grpc.AgentServiceStub(channel(address))
         self.registry = registry_pb2_grpc.RegistryServiceStub(channel(service_address(address, "registry", registry)))
         self.permission = permission_pb2_grpc.PermissionServiceStub(
             channel(service_address(address, "permission", permission))
@@ -130,6 +134,18 @@ class AsyncToolmesh:
         rpc_timeout = timeout or (calls_timeout + DISPATCH_GRACE_S if calls_timeout else None)
         response = await self.invoke(self.dispatcher.DispatchBatch, request, rpc_timeout)
         return [CallResult.of(r) for r in response.results]
+
+    async def chat(self, message: str, *, chat_id: str = "", timeout: float | None = None) -> ChatReply:
+        """Says `message` to the ServiceAgent in your window `chat_id` (a new one when empty) and
+        returns its answer; as Toolmesh.chat, sent once and never retried."""
+        request = agent_pb2.ChatRequest(message=message, chat_id=chat_id)
+        try:
+            response = await self.agent.Chat(
+                request, timeout=timeout or CHAT_TIMEOUT_S, metadata=self._metadata
+            )
+        except grpc.RpcError as error:
+            raise from_rpc_error(error) from None
+        return ChatReply.of(response)
 
     async def cancel(self, call_id: str, reason: str = "") -> None:
         """Interrupts a running call of yours; NotFound when it is not running."""

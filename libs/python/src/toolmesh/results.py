@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolmesh.agent.v1 import agent_pb2
 from toolmesh.common.v1 import common_pb2
 from toolmesh.dispatcher.v1 import dispatcher_pb2
 from toolmesh.events.v1 import events_pb2
@@ -152,3 +153,18 @@ class ToolInfo:
             groups=list(tool.groups),
             raw=tool,
         )
+
+
+@dataclass(frozen=True)
+class ChatReply:
+    """The ServiceAgent's answer to one chat message."""
+
+    response: str
+    #: The window, as given or as opened.
+    chat_id: str
+    #: Tasks the message filed (submit_task), in order.
+    task_ids: list[str] = field(default_factory=list)
+
+    @staticmethod
+    def of(message: agent_pb2.ChatResponse) -> ChatReply:
+        return ChatReply(message.response, message.chat_id, list(message.task_ids))

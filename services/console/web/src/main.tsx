@@ -3,6 +3,7 @@ import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { auth, client, describeError, session } from "./api.js";
 import { AccessPage } from "./pages/access.js";
+import { AgentPage } from "./pages/agent.js";
 import { ApprovalsPage } from "./pages/approvals.js";
 import { AuditPage } from "./pages/audit.js";
 import { HealthPage } from "./pages/health.js";
@@ -17,6 +18,7 @@ const PAGES: [string, string][] = [
   ["tools", "Tools & groups"],
   ["access", "Keys & grants"],
   ["audit", "Audit"],
+  ["agent", "Tool agent"],
   ["health", "Health"],
 ];
 
@@ -98,6 +100,7 @@ function App() {
         {page === "tools" && <ToolsPage />}
         {page === "access" && <AccessPage />}
         {page === "audit" && <AuditPage />}
+        {page === "agent" && <AgentPage />}
         {page === "health" && <HealthPage />}
         {page === "trace" && <TracePage traceId={arg} />}
       </main>

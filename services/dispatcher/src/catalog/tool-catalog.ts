@@ -1,9 +1,8 @@
-import { create, type JsonObject } from "@bufbuild/protobuf";
+import type { JsonObject } from "@bufbuild/protobuf";
 import { buckets } from "@toolmesh/nats";
 import type { PolicyTool } from "@toolmesh/policy";
-import { type FieldViolation, FieldViolationSchema, type Tool } from "@toolmesh/proto";
+import type { Tool } from "@toolmesh/proto";
 import { SchemaCompileError, type ValidateFunction, ValidatorCache } from "@toolmesh/schema";
-import type { ErrorObject } from "ajv";
 import { ToolNames } from "./tool-names.js";
 
 /** Reads tools by name; the KvSnapshot of the registry bucket in production, a Map in tests. */
@@ -85,37 +84,6 @@ export class ToolCatalog {
 }
 
 export { SchemaCompileError };
-
-/** ajv errors as FieldViolations: a JSON pointer, a sentence, the keyword and its params. */
-export function toViolations(errors: ErrorObject[] | null | undefined): FieldViolation[] {
-  return (errors ?? []).map((e) => {
-    let path = e.instancePath;
-    let message = e.message ?? "is invalid";
-    if (e.keyword === "required") {
-      const missing = (e.params as { missingProperty?: string }).missingProperty ?? "";
-      path = `${path}/${missing}`;
-      message = "is required";
-    } else if (e.keyword === "additionalProperties") {
-      const extra = (e.params as { additionalProperty?: string }).additionalProperty ?? "";
-      path = `${path}/${extra}`;
-      message = "is not allowed (no such property)";
-    } else if (e.keyword === "enum") {
-      const allowed = (e.params as { allowedValues?: unknown[] }).allowedValues ?? [];
-      message = `must be one of ${allowed.map((v) => JSON.stringify(v)).join(", ")}`;
-    }
-    return create(FieldViolationSchema, {
-      path,
-      message,
-      keyword: e.keyword,
-      params: toJsonObject(e.params),
-      schemaPath: e.schemaPath,
-    });
-  });
-}
-
-function toJsonObject(value: unknown): JsonObject {
-  return JSON.parse(JSON.stringify(value ?? {})) as JsonObject;
-}
 
 /** A map-backed ToolSource, for tests and tools defined in code. */
 export class MemoryToolSource implements ToolSource {

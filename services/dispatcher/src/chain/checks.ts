@@ -9,7 +9,8 @@ import {
 } from "@toolmesh/errors";
 import { checkCallerId, checkLength, GENERATED_CALL_ID_PREFIX, isTraceId } from "@toolmesh/names";
 import { type Decision, type DispatchRequest, type Principal, ToolStatus } from "@toolmesh/proto";
-import { SchemaCompileError, type ToolValidators, toViolations } from "../catalog/tool-catalog.js";
+import { toViolations } from "@toolmesh/schema";
+import { SchemaCompileError, type ToolValidators } from "../catalog/tool-catalog.js";
 import { usableTools } from "../catalog/visible-tools.js";
 import { checkLimits } from "./limits.js";
 import { checkPin } from "./pins.js";

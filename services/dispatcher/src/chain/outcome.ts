@@ -1,6 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { CallErrorSchema, CallStatus } from "@toolmesh/proto";
-import { type ToolValidators, toViolations } from "../catalog/tool-catalog.js";
+import { toViolations } from "@toolmesh/schema";
+import type { ToolValidators } from "../catalog/tool-catalog.js";
 import type { CallEnd } from "../records/call-end.js";
 import type { AttemptResult } from "../runtimes/runtime.js";
 import type { InterruptReason } from "./running-calls.js";

@@ -2,8 +2,8 @@ import { fromBinary } from "@bufbuild/protobuf";
 import {
   type JetStreamPublisher,
   PublishError,
+  type RecordWriteError,
   RecordWriter,
-  RecordWriteError,
   subjects,
 } from "@toolmesh/nats";
 import { type AuditRecord, AuditRecordSchema, RecordBatchSchema } from "@toolmesh/proto";
@@ -98,4 +98,3 @@ export class MemoryRecords implements RecordSink {
     this.records.push(fromBinary(AuditRecordSchema, record));
   }
 }
-

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { freePort, portIsFree } from "@toolmesh/config";
+import { isolatedHostConfig, NOBODY } from "@toolmesh/docker";
 import type { Logger } from "@toolmesh/log";
 import type { DockerRuntime as DockerRuntimeSpec } from "@toolmesh/proto";
 import type Docker from "dockerode";
@@ -18,8 +19,6 @@ export interface DockerSettings {
   startTimeoutMs: number;
 }
 
-/** The user a container runs as when its spec names none: nobody. */
-export const DEFAULT_USER = "65534:65534";
 /** Labels that mark a container as one the Dispatcher runs. */
 export const LABEL_TOOL = "toolmesh.tool";
 export const LABEL_OWNER = "toolmesh.owner";
@@ -65,26 +64,21 @@ export async function launchContainer(
       ...(spec.command.length > 0
         ? { Entrypoint: spec.command.slice(0, 1), Cmd: spec.command.slice(1) }
         : {}),
-      User: spec.user || DEFAULT_USER,
+      User: spec.user || NOBODY,
       Env: Object.entries(env).map(([key, value]) => `${key}=${value}`),
       Labels: { [LABEL_TOOL]: tool, [LABEL_OWNER]: owner },
       HostConfig: {
-        NetworkMode: "host",
-        ReadonlyRootfs: true,
-        SecurityOpt: ["no-new-privileges"],
-        CapDrop: ["ALL"],
-        IpcMode: "private",
-        Memory: memory,
-        MemorySwap: memory,
-        NanoCpus: (spec.resources?.cpuMillis || settings.cpuMillis) * 1_000_000,
-        PidsLimit: spec.resources?.pids || settings.pids,
-        Mounts: spec.mounts.map((m) => ({
-          Type: "bind" as const,
-          Source: m.hostPath,
-          Target: m.containerPath,
-          ReadOnly: !m.writable,
-        })),
-        Tmpfs: { "/tmp": "rw,noexec,nosuid,nodev,size=16m" },
+        ...isolatedHostConfig({
+          network: "host",
+          memoryBytes: memory,
+          cpuMillis: spec.resources?.cpuMillis || settings.cpuMillis,
+          pids: spec.resources?.pids || settings.pids,
+          mounts: spec.mounts.map((m) => ({
+            source: m.hostPath,
+            target: m.containerPath,
+            writable: m.writable,
+          })),
+        }),
         RestartPolicy: { Name: "no" },
         LogConfig: { Type: "json-file", Config: { "max-size": "1m", "max-file": "1" } },
       },

@@ -3,6 +3,8 @@ import type http2 from "node:http2";
 import type { RequestAuthenticator } from "@toolmesh/auth";
 import { Code, ConnectError } from "@toolmesh/errors";
 import type { Logger } from "@toolmesh/log";
+import type { ToolAgentLink } from "./agent/agent-forward.js";
+import { chat } from "./facade/chat.js";
 import { authenticateRequest, errorResponse, json } from "./facade/http-errors.js";
 import { type FacadeDeps, listTools, runTool } from "./facade/routes.js";
 import { sendWebResponse, toWebRequest } from "./facade/web-bridge.js";
@@ -15,6 +17,8 @@ type NodeResponse = {
 
 export interface HttpRoutesDeps {
   facade: FacadeDeps;
+  /** Where `POST /chat` goes. */
+  toolAgent: ToolAgentLink;
   mcp: McpEndpoint;
   authenticate: RequestAuthenticator;
   /** Whether the Dispatcher serves (the health route reports it). */
@@ -24,7 +28,8 @@ export interface HttpRoutesDeps {
 
 /**
  * The plain HTTP routes on the Dispatcher's port, beside the RPCs: `/mcp`, the facade
- * (`GET /health`, `GET /tools`, `POST /run_tool`) and the protected-resource metadata. Each one
+ * (`GET /health`, `GET /tools`, `POST /run_tool`, `POST /chat`) and the protected-resource
+ * metadata. Each one
  * authenticates like the RPCs (health and metadata excepted) and runs calls through the chain.
  */
 export function createHttpRoutes(deps: HttpRoutesDeps) {
@@ -41,7 +46,7 @@ export function createHttpRoutes(deps: HttpRoutesDeps) {
       const serving = deps.serving();
       return json(serving ? 200 : 503, { status: serving ? "SERVING" : "NOT_SERVING" });
     }
-    if (pathname === "/tools" || pathname === "/run_tool") {
+    if (pathname === "/tools" || pathname === "/run_tool" || pathname === "/chat") {
       const wanted = pathname === "/tools" ? "GET" : "POST";
       if (method !== wanted)
         return json(
@@ -51,6 +56,8 @@ export function createHttpRoutes(deps: HttpRoutesDeps) {
         );
       try {
         const principal = await authenticateRequest(deps.authenticate, request, peer);
+        if (pathname === "/chat")
+          return await chat(deps.toolAgent, request, deps.facade.maxBodyBytes);
         return pathname === "/tools"
           ? await listTools(deps.facade, principal, request.headers.get("authorization") ?? "")
           : await runTool(deps.facade, principal, request);
@@ -62,7 +69,7 @@ export function createHttpRoutes(deps: HttpRoutesDeps) {
     }
     return errorResponse(
       new ConnectError(
-        `no route ${method} ${pathname}: the Dispatcher serves its RPCs, /mcp, GET /health, GET /tools and POST /run_tool`,
+        `no route ${method} ${pathname}: the Dispatcher serves its RPCs, /mcp, GET /health, GET /tools, POST /run_tool and POST /chat`,
         Code.NotFound,
       ),
     );

@@ -64,6 +64,10 @@ export function ToolsPage() {
         <div class="detail">
           <h3>{tool.spec.name}</h3>
           <p>{tool.spec.description}</p>
+          <StatusSwitch
+            tool={tool}
+            onChanged={(t) => setTools(tools.map((x) => (x.spec?.name === t.spec?.name ? t : x)))}
+          />
           <div class="columns">
             <div>
               <h4>input schema</h4>
@@ -107,6 +111,45 @@ export function ToolsPage() {
         </tbody>
       </table>
     </section>
+  );
+}
+
+/**
+ * Enables or disables a tool (its status alone, compare-and-set on its revision): how an
+ * operator lets agents call a tool the tool agent built, which it registers disabled.
+ */
+function StatusSwitch({ tool, onChanged }: { tool: Tool; onChanged: (tool: Tool) => void }) {
+  const [error, setError] = useState("");
+  const spec = tool.spec;
+  if (!spec) return null;
+  const disabled = spec.status === ToolStatus.DISABLED;
+  const flip = async () => {
+    setError("");
+    try {
+      const res = await client(RegistryService).updateTool(
+        {
+          tool: { ...spec, status: disabled ? ToolStatus.ACTIVE : ToolStatus.DISABLED },
+          expectedRevision: tool.revision,
+        },
+        auth(),
+      );
+      if (res.tool) onChanged(res.tool);
+    } catch (e) {
+      setError(describeError(e));
+    }
+  };
+  return (
+    <p class="status-switch">
+      {disabled
+        ? spec.labels["toolmesh.task"]
+          ? `Built by the tool agent (task ${spec.labels["toolmesh.task"]}); disabled until enabled here. `
+          : "Disabled: agents cannot call it. "
+        : ""}
+      <button type="button" onClick={() => void flip()}>
+        {disabled ? "Enable" : "Disable"}
+      </button>
+      {error && <span class="error"> {error}</span>}
+    </p>
   );
 }
 

@@ -18,10 +18,10 @@ import {
   type Approval,
   ApprovalState,
   awaitsApproval,
+  type CallbackEvent,
   CallStatus,
   type DispatchResponse,
   DispatchResponseSchema,
-  type CallbackEvent,
   type Principal,
   type Tool,
 } from "@toolmesh/proto";

@@ -9,6 +9,7 @@ package auditv1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
 	v1 "toolmesh.dev/go/gen/toolmesh/events/v1"
@@ -21,6 +22,58 @@ const (
 	// Verify that runtime/protoimpl is sufficiently up-to-date.
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
+
+// AuditLogHolder names what keeps the oldest block the audit log may not drop yet.
+type AuditLogHolder int32
+
+const (
+	AuditLogHolder_AUDIT_LOG_HOLDER_UNSPECIFIED AuditLogHolder = 0
+	// The block is not in a sealed archive segment yet.
+	AuditLogHolder_AUDIT_LOG_HOLDER_ARCHIVE AuditLogHolder = 1
+	// A durable consumer of the log has not acknowledged the block yet.
+	AuditLogHolder_AUDIT_LOG_HOLDER_CONSUMER AuditLogHolder = 2
+)
+
+// Enum value maps for AuditLogHolder.
+var (
+	AuditLogHolder_name = map[int32]string{
+		0: "AUDIT_LOG_HOLDER_UNSPECIFIED",
+		1: "AUDIT_LOG_HOLDER_ARCHIVE",
+		2: "AUDIT_LOG_HOLDER_CONSUMER",
+	}
+	AuditLogHolder_value = map[string]int32{
+		"AUDIT_LOG_HOLDER_UNSPECIFIED": 0,
+		"AUDIT_LOG_HOLDER_ARCHIVE":     1,
+		"AUDIT_LOG_HOLDER_CONSUMER":    2,
+	}
+)
+
+func (x AuditLogHolder) Enum() *AuditLogHolder {
+	p := new(AuditLogHolder)
+	*p = x
+	return p
+}
+
+func (x AuditLogHolder) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (AuditLogHolder) Descriptor() protoreflect.EnumDescriptor {
+	return file_toolmesh_audit_v1_audit_log_proto_enumTypes[0].Descriptor()
+}
+
+func (AuditLogHolder) Type() protoreflect.EnumType {
+	return &file_toolmesh_audit_v1_audit_log_proto_enumTypes[0]
+}
+
+func (x AuditLogHolder) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use AuditLogHolder.Descriptor instead.
+func (AuditLogHolder) EnumDescriptor() ([]byte, []int) {
+	return file_toolmesh_audit_v1_audit_log_proto_rawDescGZIP(), []int{0}
+}
 
 // AuditLogBlock is one message of the Audit service's log stream (`TOOLMESH_AUDIT_LOG`), published
 // with the header `Toolmesh-Type: toolmesh.audit.v1.AuditLogBlock`: chained records appended
@@ -73,13 +126,160 @@ func (x *AuditLogBlock) GetRecords() []*v1.AuditRecord {
 	return nil
 }
 
+// AuditLogHold says whether the Audit service waits to append to its log, and why: the value of
+// the key `log.hold` in the bucket `toolmesh-audit`, written by the chain writer when it changes
+// (and every minute while held). The log's hot window drops its oldest blocks at its byte limit,
+// so the chain writer appends only while the blocks that would leave are archived and read by
+// every durable consumer of the log; otherwise it waits, records back up in the audit input
+// stream, and whoever refuses calls for lack of room can name the holder.
+type AuditLogHold struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// True while appends wait for room.
+	Held bool `protobuf:"varint,1,opt,name=held,proto3" json:"held,omitempty"`
+	// What keeps the oldest block that must stay (unspecified when not held).
+	Holder AuditLogHolder `protobuf:"varint,2,opt,name=holder,proto3,enum=toolmesh.audit.v1.AuditLogHolder" json:"holder,omitempty"`
+	// The durable consumer's name, when it holds the log.
+	Consumer string `protobuf:"bytes,3,opt,name=consumer,proto3" json:"consumer,omitempty"`
+	// The stream sequence of the oldest block that must stay.
+	KeepFromSeq uint64 `protobuf:"varint,4,opt,name=keep_from_seq,json=keepFromSeq,proto3" json:"keep_from_seq,omitempty"`
+	// When appends began to wait; unset when not held.
+	Since *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=since,proto3" json:"since,omitempty"`
+	// For an operator: what holds the log and what to do about it.
+	Reason string `protobuf:"bytes,6,opt,name=reason,proto3" json:"reason,omitempty"`
+	// The bytes the log holds and its byte limit (0: none).
+	LogBytes uint64 `protobuf:"varint,7,opt,name=log_bytes,json=logBytes,proto3" json:"log_bytes,omitempty"`
+	MaxBytes uint64 `protobuf:"varint,8,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`
+	// The last stream sequence in a sealed archive segment; 0 before the first.
+	ArchivedSeq uint64 `protobuf:"varint,9,opt,name=archived_seq,json=archivedSeq,proto3" json:"archived_seq,omitempty"`
+	// When this value was written.
+	Updated       *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=updated,proto3" json:"updated,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuditLogHold) Reset() {
+	*x = AuditLogHold{}
+	mi := &file_toolmesh_audit_v1_audit_log_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuditLogHold) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuditLogHold) ProtoMessage() {}
+
+func (x *AuditLogHold) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_audit_v1_audit_log_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuditLogHold.ProtoReflect.Descriptor instead.
+func (*AuditLogHold) Descriptor() ([]byte, []int) {
+	return file_toolmesh_audit_v1_audit_log_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *AuditLogHold) GetHeld() bool {
+	if x != nil {
+		return x.Held
+	}
+	return false
+}
+
+func (x *AuditLogHold) GetHolder() AuditLogHolder {
+	if x != nil {
+		return x.Holder
+	}
+	return AuditLogHolder_AUDIT_LOG_HOLDER_UNSPECIFIED
+}
+
+func (x *AuditLogHold) GetConsumer() string {
+	if x != nil {
+		return x.Consumer
+	}
+	return ""
+}
+
+func (x *AuditLogHold) GetKeepFromSeq() uint64 {
+	if x != nil {
+		return x.KeepFromSeq
+	}
+	return 0
+}
+
+func (x *AuditLogHold) GetSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Since
+	}
+	return nil
+}
+
+func (x *AuditLogHold) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *AuditLogHold) GetLogBytes() uint64 {
+	if x != nil {
+		return x.LogBytes
+	}
+	return 0
+}
+
+func (x *AuditLogHold) GetMaxBytes() uint64 {
+	if x != nil {
+		return x.MaxBytes
+	}
+	return 0
+}
+
+func (x *AuditLogHold) GetArchivedSeq() uint64 {
+	if x != nil {
+		return x.ArchivedSeq
+	}
+	return 0
+}
+
+func (x *AuditLogHold) GetUpdated() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Updated
+	}
+	return nil
+}
+
 var File_toolmesh_audit_v1_audit_log_proto protoreflect.FileDescriptor
 
 const file_toolmesh_audit_v1_audit_log_proto_rawDesc = "" +
 	"\n" +
-	"!toolmesh/audit/v1/audit_log.proto\x12\x11toolmesh.audit.v1\x1a\x1ftoolmesh/events/v1/events.proto\"J\n" +
+	"!toolmesh/audit/v1/audit_log.proto\x12\x11toolmesh.audit.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1ftoolmesh/events/v1/events.proto\"J\n" +
 	"\rAuditLogBlock\x129\n" +
-	"\arecords\x18\x01 \x03(\v2\x1f.toolmesh.events.v1.AuditRecordR\arecordsB\xbb\x01\n" +
+	"\arecords\x18\x01 \x03(\v2\x1f.toolmesh.events.v1.AuditRecordR\arecords\"\xfa\x02\n" +
+	"\fAuditLogHold\x12\x12\n" +
+	"\x04held\x18\x01 \x01(\bR\x04held\x129\n" +
+	"\x06holder\x18\x02 \x01(\x0e2!.toolmesh.audit.v1.AuditLogHolderR\x06holder\x12\x1a\n" +
+	"\bconsumer\x18\x03 \x01(\tR\bconsumer\x12\"\n" +
+	"\rkeep_from_seq\x18\x04 \x01(\x04R\vkeepFromSeq\x120\n" +
+	"\x05since\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\x12\x16\n" +
+	"\x06reason\x18\x06 \x01(\tR\x06reason\x12\x1b\n" +
+	"\tlog_bytes\x18\a \x01(\x04R\blogBytes\x12\x1b\n" +
+	"\tmax_bytes\x18\b \x01(\x04R\bmaxBytes\x12!\n" +
+	"\farchived_seq\x18\t \x01(\x04R\varchivedSeq\x124\n" +
+	"\aupdated\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\aupdated*o\n" +
+	"\x0eAuditLogHolder\x12 \n" +
+	"\x1cAUDIT_LOG_HOLDER_UNSPECIFIED\x10\x00\x12\x1c\n" +
+	"\x18AUDIT_LOG_HOLDER_ARCHIVE\x10\x01\x12\x1d\n" +
+	"\x19AUDIT_LOG_HOLDER_CONSUMER\x10\x02B\xbb\x01\n" +
 	"\x15com.toolmesh.audit.v1B\rAuditLogProtoP\x01Z-toolmesh.dev/go/gen/toolmesh/audit/v1;auditv1\xa2\x02\x03TAX\xaa\x02\x11Toolmesh.Audit.V1\xca\x02\x11Toolmesh\\Audit\\V1\xe2\x02\x1dToolmesh\\Audit\\V1\\GPBMetadata\xea\x02\x13Toolmesh::Audit::V1b\x06proto3"
 
 var (
@@ -94,18 +294,25 @@ func file_toolmesh_audit_v1_audit_log_proto_rawDescGZIP() []byte {
 	return file_toolmesh_audit_v1_audit_log_proto_rawDescData
 }
 
-var file_toolmesh_audit_v1_audit_log_proto_msgTypes = make([]protoimpl.MessageInfo, 1)
+var file_toolmesh_audit_v1_audit_log_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_toolmesh_audit_v1_audit_log_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
 var file_toolmesh_audit_v1_audit_log_proto_goTypes = []any{
-	(*AuditLogBlock)(nil),  // 0: toolmesh.audit.v1.AuditLogBlock
-	(*v1.AuditRecord)(nil), // 1: toolmesh.events.v1.AuditRecord
+	(AuditLogHolder)(0),           // 0: toolmesh.audit.v1.AuditLogHolder
+	(*AuditLogBlock)(nil),         // 1: toolmesh.audit.v1.AuditLogBlock
+	(*AuditLogHold)(nil),          // 2: toolmesh.audit.v1.AuditLogHold
+	(*v1.AuditRecord)(nil),        // 3: toolmesh.events.v1.AuditRecord
+	(*timestamppb.Timestamp)(nil), // 4: google.protobuf.Timestamp
 }
 var file_toolmesh_audit_v1_audit_log_proto_depIdxs = []int32{
-	1, // 0: toolmesh.audit.v1.AuditLogBlock.records:type_name -> toolmesh.events.v1.AuditRecord
-	1, // [1:1] is the sub-list for method output_type
-	1, // [1:1] is the sub-list for method input_type
-	1, // [1:1] is the sub-list for extension type_name
-	1, // [1:1] is the sub-list for extension extendee
-	0, // [0:1] is the sub-list for field type_name
+	3, // 0: toolmesh.audit.v1.AuditLogBlock.records:type_name -> toolmesh.events.v1.AuditRecord
+	0, // 1: toolmesh.audit.v1.AuditLogHold.holder:type_name -> toolmesh.audit.v1.AuditLogHolder
+	4, // 2: toolmesh.audit.v1.AuditLogHold.since:type_name -> google.protobuf.Timestamp
+	4, // 3: toolmesh.audit.v1.AuditLogHold.updated:type_name -> google.protobuf.Timestamp
+	4, // [4:4] is the sub-list for method output_type
+	4, // [4:4] is the sub-list for method input_type
+	4, // [4:4] is the sub-list for extension type_name
+	4, // [4:4] is the sub-list for extension extendee
+	0, // [0:4] is the sub-list for field type_name
 }
 
 func init() { file_toolmesh_audit_v1_audit_log_proto_init() }
@@ -118,13 +325,14 @@ func file_toolmesh_audit_v1_audit_log_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolmesh_audit_v1_audit_log_proto_rawDesc), len(file_toolmesh_audit_v1_audit_log_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   1,
+			NumEnums:      1,
+			NumMessages:   2,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
 		GoTypes:           file_toolmesh_audit_v1_audit_log_proto_goTypes,
 		DependencyIndexes: file_toolmesh_audit_v1_audit_log_proto_depIdxs,
+		EnumInfos:         file_toolmesh_audit_v1_audit_log_proto_enumTypes,
 		MessageInfos:      file_toolmesh_audit_v1_audit_log_proto_msgTypes,
 	}.Build()
 	File_toolmesh_audit_v1_audit_log_proto = out.File

@@ -22,16 +22,21 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 from toolmesh.events.v1 import events_pb2 as toolmesh_dot_events_dot_v1_dot_events__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!toolmesh/audit/v1/audit_log.proto\x12\x11toolmesh.audit.v1\x1a\x1ftoolmesh/events/v1/events.proto\"A\n\rAuditLogBlock\x12\x30\n\x07records\x18\x01 \x03(\x0b\x32\x1f.toolmesh.events.v1.AuditRecordb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!toolmesh/audit/v1/audit_log.proto\x12\x11toolmesh.audit.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1ftoolmesh/events/v1/events.proto\"A\n\rAuditLogBlock\x12\x30\n\x07records\x18\x01 \x03(\x0b\x32\x1f.toolmesh.events.v1.AuditRecord\"\x9c\x02\n\x0c\x41uditLogHold\x12\x0c\n\x04held\x18\x01 \x01(\x08\x12\x31\n\x06holder\x18\x02 \x01(\x0e\x32!.toolmesh.audit.v1.AuditLogHolder\x12\x10\n\x08\x63onsumer\x18\x03 \x01(\t\x12\x15\n\rkeep_from_seq\x18\x04 \x01(\x04\x12)\n\x05since\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0e\n\x06reason\x18\x06 \x01(\t\x12\x11\n\tlog_bytes\x18\x07 \x01(\x04\x12\x11\n\tmax_bytes\x18\x08 \x01(\x04\x12\x14\n\x0c\x61rchived_seq\x18\t \x01(\x04\x12+\n\x07updated\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp*o\n\x0e\x41uditLogHolder\x12 \n\x1c\x41UDIT_LOG_HOLDER_UNSPECIFIED\x10\x00\x12\x1c\n\x18\x41UDIT_LOG_HOLDER_ARCHIVE\x10\x01\x12\x1d\n\x19\x41UDIT_LOG_HOLDER_CONSUMER\x10\x02\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'toolmesh.audit.v1.audit_log_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_AUDITLOGBLOCK']._serialized_start=89
-  _globals['_AUDITLOGBLOCK']._serialized_end=154
+  _globals['_AUDITLOGHOLDER']._serialized_start=476
+  _globals['_AUDITLOGHOLDER']._serialized_end=587
+  _globals['_AUDITLOGBLOCK']._serialized_start=122
+  _globals['_AUDITLOGBLOCK']._serialized_end=187
+  _globals['_AUDITLOGHOLD']._serialized_start=190
+  _globals['_AUDITLOGHOLD']._serialized_end=474
 # @@protoc_insertion_point(module_scope)

@@ -2,8 +2,10 @@
 // @generated from file toolmesh/audit/v1/audit_log.proto (package toolmesh.audit.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
+import type { Timestamp } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { AuditRecord } from "../../events/v1/events_pb.js";
 import { file_toolmesh_events_v1_events } from "../../events/v1/events_pb.js";
 import type { Message } from "@bufbuild/protobuf";
@@ -12,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file toolmesh/audit/v1/audit_log.proto.
  */
 export const file_toolmesh_audit_v1_audit_log: GenFile = /*@__PURE__*/
-  fileDesc("CiF0b29sbWVzaC9hdWRpdC92MS9hdWRpdF9sb2cucHJvdG8SEXRvb2xtZXNoLmF1ZGl0LnYxIkEKDUF1ZGl0TG9nQmxvY2sSMAoHcmVjb3JkcxgBIAMoCzIfLnRvb2xtZXNoLmV2ZW50cy52MS5BdWRpdFJlY29yZEK7AQoVY29tLnRvb2xtZXNoLmF1ZGl0LnYxQg1BdWRpdExvZ1Byb3RvUAFaLXRvb2xtZXNoLmRldi9nby9nZW4vdG9vbG1lc2gvYXVkaXQvdjE7YXVkaXR2MaICA1RBWKoCEVRvb2xtZXNoLkF1ZGl0LlYxygIRVG9vbG1lc2hcQXVkaXRcVjHiAh1Ub29sbWVzaFxBdWRpdFxWMVxHUEJNZXRhZGF0YeoCE1Rvb2xtZXNoOjpBdWRpdDo6VjFiBnByb3RvMw", [file_toolmesh_events_v1_events]);
+  fileDesc("CiF0b29sbWVzaC9hdWRpdC92MS9hdWRpdF9sb2cucHJvdG8SEXRvb2xtZXNoLmF1ZGl0LnYxIkEKDUF1ZGl0TG9nQmxvY2sSMAoHcmVjb3JkcxgBIAMoCzIfLnRvb2xtZXNoLmV2ZW50cy52MS5BdWRpdFJlY29yZCKcAgoMQXVkaXRMb2dIb2xkEgwKBGhlbGQYASABKAgSMQoGaG9sZGVyGAIgASgOMiEudG9vbG1lc2guYXVkaXQudjEuQXVkaXRMb2dIb2xkZXISEAoIY29uc3VtZXIYAyABKAkSFQoNa2VlcF9mcm9tX3NlcRgEIAEoBBIpCgVzaW5jZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDgoGcmVhc29uGAYgASgJEhEKCWxvZ19ieXRlcxgHIAEoBBIRCgltYXhfYnl0ZXMYCCABKAQSFAoMYXJjaGl2ZWRfc2VxGAkgASgEEisKB3VwZGF0ZWQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wKm8KDkF1ZGl0TG9nSG9sZGVyEiAKHEFVRElUX0xPR19IT0xERVJfVU5TUEVDSUZJRUQQABIcChhBVURJVF9MT0dfSE9MREVSX0FSQ0hJVkUQARIdChlBVURJVF9MT0dfSE9MREVSX0NPTlNVTUVSEAJCuwEKFWNvbS50b29sbWVzaC5hdWRpdC52MUINQXVkaXRMb2dQcm90b1ABWi10b29sbWVzaC5kZXYvZ28vZ2VuL3Rvb2xtZXNoL2F1ZGl0L3YxO2F1ZGl0djGiAgNUQViqAhFUb29sbWVzaC5BdWRpdC5WMcoCEVRvb2xtZXNoXEF1ZGl0XFYx4gIdVG9vbG1lc2hcQXVkaXRcVjFcR1BCTWV0YWRhdGHqAhNUb29sbWVzaDo6QXVkaXQ6OlYxYgZwcm90bzM", [file_google_protobuf_timestamp, file_toolmesh_events_v1_events]);
 
 /**
  * AuditLogBlock is one message of the Audit service's log stream (`TOOLMESH_AUDIT_LOG`), published
@@ -39,4 +41,123 @@ export type AuditLogBlock = Message<"toolmesh.audit.v1.AuditLogBlock"> & {
  */
 export const AuditLogBlockSchema: GenMessage<AuditLogBlock> = /*@__PURE__*/
   messageDesc(file_toolmesh_audit_v1_audit_log, 0);
+
+/**
+ * AuditLogHold says whether the Audit service waits to append to its log, and why: the value of
+ * the key `log.hold` in the bucket `toolmesh-audit`, written by the chain writer when it changes
+ * (and every minute while held). The log's hot window drops its oldest blocks at its byte limit,
+ * so the chain writer appends only while the blocks that would leave are archived and read by
+ * every durable consumer of the log; otherwise it waits, records back up in the audit input
+ * stream, and whoever refuses calls for lack of room can name the holder.
+ *
+ * @generated from message toolmesh.audit.v1.AuditLogHold
+ */
+export type AuditLogHold = Message<"toolmesh.audit.v1.AuditLogHold"> & {
+  /**
+   * True while appends wait for room.
+   *
+   * @generated from field: bool held = 1;
+   */
+  held: boolean;
+
+  /**
+   * What keeps the oldest block that must stay (unspecified when not held).
+   *
+   * @generated from field: toolmesh.audit.v1.AuditLogHolder holder = 2;
+   */
+  holder: AuditLogHolder;
+
+  /**
+   * The durable consumer's name, when it holds the log.
+   *
+   * @generated from field: string consumer = 3;
+   */
+  consumer: string;
+
+  /**
+   * The stream sequence of the oldest block that must stay.
+   *
+   * @generated from field: uint64 keep_from_seq = 4;
+   */
+  keepFromSeq: bigint;
+
+  /**
+   * When appends began to wait; unset when not held.
+   *
+   * @generated from field: google.protobuf.Timestamp since = 5;
+   */
+  since?: Timestamp | undefined;
+
+  /**
+   * For an operator: what holds the log and what to do about it.
+   *
+   * @generated from field: string reason = 6;
+   */
+  reason: string;
+
+  /**
+   * The bytes the log holds and its byte limit (0: none).
+   *
+   * @generated from field: uint64 log_bytes = 7;
+   */
+  logBytes: bigint;
+
+  /**
+   * @generated from field: uint64 max_bytes = 8;
+   */
+  maxBytes: bigint;
+
+  /**
+   * The last stream sequence in a sealed archive segment; 0 before the first.
+   *
+   * @generated from field: uint64 archived_seq = 9;
+   */
+  archivedSeq: bigint;
+
+  /**
+   * When this value was written.
+   *
+   * @generated from field: google.protobuf.Timestamp updated = 10;
+   */
+  updated?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message toolmesh.audit.v1.AuditLogHold.
+ * Use `create(AuditLogHoldSchema)` to create a new message.
+ */
+export const AuditLogHoldSchema: GenMessage<AuditLogHold> = /*@__PURE__*/
+  messageDesc(file_toolmesh_audit_v1_audit_log, 1);
+
+/**
+ * AuditLogHolder names what keeps the oldest block the audit log may not drop yet.
+ *
+ * @generated from enum toolmesh.audit.v1.AuditLogHolder
+ */
+export enum AuditLogHolder {
+  /**
+   * @generated from enum value: AUDIT_LOG_HOLDER_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The block is not in a sealed archive segment yet.
+   *
+   * @generated from enum value: AUDIT_LOG_HOLDER_ARCHIVE = 1;
+   */
+  ARCHIVE = 1,
+
+  /**
+   * A durable consumer of the log has not acknowledged the block yet.
+   *
+   * @generated from enum value: AUDIT_LOG_HOLDER_CONSUMER = 2;
+   */
+  CONSUMER = 2,
+}
+
+/**
+ * Describes the enum toolmesh.audit.v1.AuditLogHolder.
+ */
+export const AuditLogHolderSchema: GenEnum<AuditLogHolder> = /*@__PURE__*/
+  enumDesc(file_toolmesh_audit_v1_audit_log, 0);
 

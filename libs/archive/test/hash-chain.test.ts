@@ -2,7 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { type AuditRecord, AuditRecordSchema } from "@toolmesh/proto";
 import { canonicalJson } from "@toolmesh/schema";
 import { describe, expect, it } from "vitest";
-import { findChainBreak, recordHash } from "../src/hash-chain.js";
+import { recordHash, verifyRecords } from "../src/hash-chain.js";
 
 function chain(count: number): AuditRecord[] {
   const out: AuditRecord[] = [];
@@ -36,21 +36,21 @@ describe("hash chain", () => {
   });
 
   it("verifies an intact chain, and one that starts after expired records", () => {
-    expect(findChainBreak(chain(5))).toEqual({ checked: 5 });
-    expect(findChainBreak(chain(5).slice(2))).toEqual({ checked: 3 });
+    expect(verifyRecords(chain(5))).toEqual({ checked: 5 });
+    expect(verifyRecords(chain(5).slice(2))).toEqual({ checked: 3 });
   });
 
   it("reports an altered, a removed and a re-pointed record", () => {
     const altered = chain(5);
     (altered[2] as AuditRecord).agentId = "someone-else";
-    expect(findChainBreak(altered).break).toMatchObject({
+    expect(verifyRecords(altered).break).toMatchObject({
       sequence: 3n,
       reason: expect.stringContaining("altered"),
     });
 
     const removed = chain(5);
     removed.splice(2, 1);
-    expect(findChainBreak(removed).break).toMatchObject({
+    expect(verifyRecords(removed).break).toMatchObject({
       sequence: 4n,
       reason: "records 3 to 3 are missing",
     });
@@ -59,7 +59,7 @@ describe("hash chain", () => {
     const r = repointed[3] as AuditRecord;
     r.prevHash = "0".repeat(64);
     r.hash = recordHash(r);
-    expect(findChainBreak(repointed).break).toMatchObject({
+    expect(verifyRecords(repointed).break).toMatchObject({
       sequence: 4n,
       expectedHash: (repointed[2] as AuditRecord).hash,
       actualHash: "0".repeat(64),

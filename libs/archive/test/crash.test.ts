@@ -1,0 +1,56 @@
+import { spawn } from "node:child_process";
+import { mkdtemp, readdir, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, describe, expect, it } from "vitest";
+import { listSegments, removeUnsealed } from "../src/archive-dir.js";
+import { verifyArchive } from "../src/archive-verifier.js";
+
+const writerScript = path.join(path.dirname(fileURLToPath(import.meta.url)), "write-segments.ts");
+
+/** Starts the writer, lets it run `ms` after its first line, and kills it with SIGKILL. */
+async function writeAndKill(dir: string, ms: number): Promise<void> {
+  const child = spawn(process.execPath, ["--import", "tsx", writerScript, dir], {
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  await new Promise<void>((resolve, reject) => {
+    child.stdout.once("data", () => resolve());
+    child.once("exit", (code) => reject(new Error(`the writer exited early (${code})`)));
+  });
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  await new Promise((resolve) => setTimeout(resolve, ms));
+  child.kill("SIGKILL");
+  await exited;
+}
+
+describe("a writer killed at any moment", () => {
+  const dirs: string[] = [];
+  afterAll(async () => {
+    await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
+  });
+
+  it("leaves whole segments or none: every sealed one verifies, the cut one is only a temp file", async () => {
+    let sealed = 0;
+    let unsealed = 0;
+    for (const ms of [150, 420, 730, 1100, 1500]) {
+      const dir = await mkdtemp(path.join(tmpdir(), "toolmesh-archive-crash-"));
+      dirs.push(dir);
+      await writeAndKill(dir, ms);
+      const segments = await listSegments(dir);
+      sealed += segments.length;
+      if (segments.length > 0) {
+        const verdict = await verifyArchive(dir);
+        expect(verdict.segments.flatMap((s) => s.problems)).toEqual([]);
+        expect(verdict.ok).toBe(true);
+      }
+      const removed = await removeUnsealed(dir);
+      expect(removed.length).toBeLessThanOrEqual(1);
+      unsealed += removed.length;
+      expect((await readdir(dir)).sort()).toEqual(segments.map((s) => s.name).sort());
+    }
+    // The kills landed both between segments and inside one.
+    expect(sealed).toBeGreaterThan(0);
+    expect(unsealed).toBeGreaterThan(0);
+  });
+});

@@ -1,0 +1,1 @@
+export { type Isolation, isolatedHostConfig, NOBODY } from "./isolation.js";
