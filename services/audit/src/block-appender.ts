@@ -56,7 +56,7 @@ interface SentBlock {
 /** Where appends ask for room in the log first (log-room.ts), so none pushes out a block too soon. */
 export type AppendRoom = Pick<
   LogRoom,
-  "whenRoom" | "sent" | "landed" | "maxBlockBytes" | "maxBatchBytes"
+  "whenRoom" | "mayAppend" | "sent" | "landed" | "maxBlockBytes" | "maxBatchBytes"
 >;
 
 /** A bound on what a record chained from `body` takes in a block: body, chain fields, tag. */
@@ -129,27 +129,24 @@ export class BlockAppender {
    * two seconds while it waits.
    */
   async waitForRoom(records: readonly ReceivedRecord[], keepAlive?: () => void): Promise<void> {
-    const room = this.deps.room;
-    if (!room) return;
-    const bytes = records.reduce((n, r) => n + r.body.length + CHAINED_RECORD_OVERHEAD, 0);
-    const blocks = Math.ceil(bytes / this.maxBlockBytes()) + 1;
-    await room.whenRoom(bytes + blocks * BLOCK_OVERHEAD, keepAlive);
+    await this.deps.room?.whenRoom(this.flightBytes(records), keepAlive);
   }
 
-  /**
-   * How many of the first `waiting` source messages (by their size) to chain as one
-   * flight, at most `most`: a flight must fit well within a small log's byte limit.
-   */
-  batchSize(waiting: readonly { data: Uint8Array }[], most: number): number {
-    const limit = this.deps.room?.maxBatchBytes ?? Infinity;
-    let bytes = 0;
-    let count = 0;
-    for (const { data } of waiting) {
-      bytes += data.length + CHAINED_RECORD_OVERHEAD;
-      if (count >= most || (count > 0 && bytes > limit)) break;
-      count++;
-    }
-    return count;
+  /** What a flight of these records takes in the log at most: bodies, chain fields, framing. */
+  flightBytes(records: readonly ReceivedRecord[]): number {
+    const bytes = records.reduce((n, r) => n + r.body.length + CHAINED_RECORD_OVERHEAD, 0);
+    const blocks = Math.ceil(bytes / this.maxBlockBytes()) + 1;
+    return bytes + blocks * BLOCK_OVERHEAD;
+  }
+
+  /** The most a flight should take: a small log must keep room beside it. */
+  get maxFlightBytes(): number {
+    return this.deps.room?.maxBatchBytes ?? Infinity;
+  }
+
+  /** True when a flight of these records may be sent now without waiting for room. */
+  hasRoomFor(records: readonly ReceivedRecord[]): boolean {
+    return this.deps.room?.mayAppend(this.flightBytes(records)) ?? true;
   }
 
   private maxBlockBytes(): number {

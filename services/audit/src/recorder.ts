@@ -172,9 +172,15 @@ export class AuditRecorder {
           continue;
         }
       }
-      const pending = this.admitUpTo(MAX_BATCH, appender.batchSize(this.queue, MAX_BATCH));
+      const pending = this.admitUpTo(MAX_BATCH, appender);
       if (pending.length === 0) continue;
       try {
+        // The flights in flight count against the log's room until they land, and only this
+        // loop lands them: waiting for room with them still up would wait for ever.
+        if (flying.length > 0 && !appender.hasRoomFor(pending)) {
+          while (flying.length > 0) await this.landOldest(flying);
+          if (appender.stale) await appender.refreshHead();
+        }
         // While the log has no room, the records waiting are kept from being redelivered.
         await appender.waitForRoom(pending, () => {
           for (const source of new Set(pending.map((p) => p.source))) source.msg.working();
@@ -188,16 +194,14 @@ export class AuditRecorder {
   }
 
   /**
-   * Admits queued source messages until about `most` records are pending or `messages` are taken
-   * (the most whose bytes fit a flight of a small log), at least one message.
+   * Admits queued source messages until about `most` records are pending or they would take
+   * more than a flight may (a quarter of a small log): at least one message.
    */
-  private admitUpTo(most: number, messages: number): Pending[] {
+  private admitUpTo(most: number, appender: BlockAppender): Pending[] {
     const pending: Pending[] = [];
-    for (
-      let taken = 0;
-      this.queue.length > 0 && pending.length < most && taken < messages;
-      taken++
-    ) {
+    const limit = appender.maxFlightBytes;
+    while (this.queue.length > 0 && pending.length < most) {
+      if (pending.length > 0 && appender.flightBytes(pending) >= limit) break;
       pending.push(...this.admit(this.queue.splice(0, 1)));
     }
     return pending;

@@ -2,29 +2,31 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { create } from "@bufbuild/protobuf";
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { type Client, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { readLogMessage } from "@toolmesh/archive";
 import { Code } from "@toolmesh/errors";
-import { ensureStream, publishEvent, streamDefinitions, subjects } from "@toolmesh/nats";
+import { ensureStream, publishEvent, streamDefinitions } from "@toolmesh/nats";
 import {
   AuditAction,
   type AuditRecord,
   AuditRecordSchema,
   AuditService,
+  BackendEventSchema,
   CallStatus,
   TraceEventKind,
-  TraceEventSchema,
 } from "@toolmesh/proto";
 import {
+  eventually,
   mintJwt,
   type ServiceProcess,
   startNats,
   startService,
   TEST_JS_OPTIONS,
   type TestNats,
+  writeRecords,
 } from "@toolmesh/testkit";
 import { connect, type NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -34,23 +36,11 @@ import { queryAll } from "./fixtures.js";
 const JWT_SECRET = randomBytes(32).toString("hex");
 const SECRET = `s3cr3t-${randomUUID()}`;
 const TOTAL = 2000;
+/** The records of the GetTrace test, of other traces: in the chain, not in `traceId`'s count. */
+const TRACE_RECORDS = 5;
 
 function token(sub: string, roles: string[]): Promise<string> {
   return mintJwt(JWT_SECRET, { sub, roles });
-}
-
-/** Publishes once the client has reconnected to a restarted server. */
-async function eventuallyPublish(publish: () => Promise<unknown>): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    try {
-      await publish();
-      return;
-    } catch (error) {
-      if (Date.now() > deadline) throw error;
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  }
 }
 
 function record(i: number, traceId: string): AuditRecord {
@@ -100,17 +90,32 @@ describe("audit service", () => {
   /** Pages through every record matching the query, newest first. */
   const allRecords = (pageSize: number, extra: { traceId?: string } = {}) =>
     queryAll(client, auditor, extra, pageSize);
-  const waitForCount = async (count: number, timeoutMs = 40_000) => {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const res = await client.queryRecords({ pageSize: 1000, traceId }, auditor);
-      const n = res.nextPageToken
-        ? 1000 + (await allRecords(1000, { traceId })).length - 1000
-        : res.records.length;
-      if (n >= count) return n;
-      if (Date.now() > deadline) throw new Error(`only ${n} of ${count} records stored`);
-      await new Promise((r) => setTimeout(r, 100));
+  const waitForCount = (count: number, timeoutMs = 40_000) =>
+    eventually(
+      async () => {
+        const res = await client.queryRecords({ pageSize: 1000, traceId }, auditor);
+        const n = res.nextPageToken
+          ? (await allRecords(1000, { traceId })).length
+          : res.records.length;
+        if (n < count) throw new Error(`only ${n} of ${count} records stored`);
+        return n;
+      },
+      timeoutMs,
+      `${count} records stored`,
+    );
+  /**
+   * Writes records `from` to `to` (exclusive) to the record stream as the Dispatcher does, in
+   * batches of 50: each batch one stored write, every record chained once by Audit.
+   */
+  const writeRange = async (from: number, to: number, timeoutMs?: number) => {
+    const batches: Promise<unknown>[] = [];
+    for (let start = from; start < to; start += 50) {
+      const batch = Array.from({ length: Math.min(50, to - start) }, (_, k) =>
+        record(start + k, traceId),
+      );
+      batches.push(writeRecords(nc, batch, timeoutMs ? { timeoutMs } : {}));
     }
+    await Promise.all(batches);
   };
 
   beforeAll(async () => {
@@ -119,8 +124,7 @@ describe("audit service", () => {
     nc = await connect({ servers: nats.url });
     const jsm = await nc.jetstreamManager();
     const streams = streamDefinitions();
-    await ensureStream(jsm, streams.audit);
-    await ensureStream(jsm, streams.trace);
+    await ensureStream(jsm, streams.records);
     auditor = { headers: { authorization: `Bearer ${await token("reviewer", ["auditor"])}` } };
     await start();
   });
@@ -134,26 +138,14 @@ describe("audit service", () => {
 
   it(`stores ${TOTAL} records exactly once across a SIGKILL, chained and redacted`, async () => {
     const js = nc.jetstream(TEST_JS_OPTIONS);
-    const publishAll = (from: number, to: number) => {
-      const pending: Promise<unknown>[] = [];
-      for (let i = from; i < to; i++) {
-        const r = record(i, traceId);
-        pending.push(
-          publishEvent(js, subjects.audit("dispatcher", r.agentId, r.tool), AuditRecordSchema, r, {
-            msgId: r.id,
-          }),
-        );
-      }
-      return Promise.all(pending);
-    };
-    await publishAll(0, TOTAL);
+    await writeRange(0, TOTAL);
     // Kill it mid-stream, once some but not all records are stored.
     await waitForCount(200);
     const running = audit as ServiceProcess;
     await running.kill();
     killedLogs.push(...running.stdout.lines, ...running.stderr.lines);
-    // The same records again, as a publisher retrying after a crash would.
-    await publishAll(0, 100);
+    // The same records again, in other batches: each is still chained once.
+    await writeRange(0, 100);
     await start();
     expect(await waitForCount(TOTAL)).toBe(TOTAL);
 
@@ -291,60 +283,73 @@ describe("audit service", () => {
     expect((await client.verifyChain({}, admin)).ok).toBe(true);
   });
 
-  it("GetTrace returns every event of a trace in publication order, across calls", async () => {
-    const js = nc.jetstream(TEST_JS_OPTIONS);
+  it("GetTrace derives every event of a trace from its calls' records, in chain order", async () => {
     const id = randomBytes(16).toString("hex");
-    const kinds = [
+    const base = { traceId: id, tool: "data.query", agentId: "agent-1", source: "dispatcher" };
+    const call = (callId: string, fields: MessageInitShape<typeof AuditRecordSchema>) =>
+      create(AuditRecordSchema, { ...base, callId, time: timestampFromMs(Date.now()), ...fields });
+    const written = [
+      call("call-a", { action: AuditAction.TOOL_START, timeoutMs: 5000, runtime: "grpc" }),
+      call("call-b", { action: AuditAction.TOOL_START, timeoutMs: 5000, runtime: "grpc" }),
+      // Another trace in between must not leak in.
+      create(AuditRecordSchema, {
+        ...base,
+        traceId: randomBytes(16).toString("hex"),
+        callId: "call-x",
+        action: AuditAction.TOOL_START,
+      }),
+      call("call-a", {
+        action: AuditAction.TOOL_CALL,
+        status: CallStatus.SUCCESS,
+        output: {},
+        attempts: 1,
+        events: [
+          create(BackendEventSchema, { kind: TraceEventKind.DATA_QUERY, payload: { sql: "x" } }),
+        ],
+      }),
+      call("call-b", {
+        action: AuditAction.TOOL_CALL,
+        status: CallStatus.FAILURE,
+        errorCode: "backend_error",
+        attempts: 1,
+      }),
+    ];
+    expect(written).toHaveLength(TRACE_RECORDS);
+    await writeRecords(nc, written);
+    const res = await eventually(
+      () => client.getTrace({ traceId: id }, auditor),
+      20_000,
+      "the trace's records indexed",
+    );
+    expect(res.events.map((e) => [e.callId, e.kind])).toEqual([
       ["call-a", TraceEventKind.TOOL_EXECUTE],
+      ["call-b", TraceEventKind.TOOL_EXECUTE],
       ["call-a", TraceEventKind.DATA_QUERY],
       ["call-a", TraceEventKind.TOOL_RESULT],
-      ["call-b", TraceEventKind.TOOL_EXECUTE],
       ["call-a", TraceEventKind.CALLBACK_SUCCESS],
       ["call-b", TraceEventKind.TOOL_RESULT],
       ["call-b", TraceEventKind.CALLBACK_FAILURE],
-    ] as const;
-    let n = 0;
-    for (const [callId, kind] of kinds) {
-      n++;
-      await publishEvent(
-        js,
-        // Callback publishes the CALLBACK_* events under its own source token.
-        subjects.trace(
-          String(TraceEventKind[kind]).startsWith("CALLBACK") ? "callback" : "dispatcher",
-          id,
-        ),
-        TraceEventSchema,
-        create(TraceEventSchema, { id: `e${n}`, traceId: id, callId, kind }),
-      );
-      // Another trace in between must not leak in.
-      await publishEvent(
-        js,
-        subjects.trace("callback", randomBytes(16).toString("hex")),
-        TraceEventSchema,
-        create(TraceEventSchema, { id: `x${n}` }),
-      );
-    }
-    const res = await client.getTrace({ traceId: id }, auditor);
-    expect(res.events.map((e) => [e.callId, e.kind])).toEqual(kinds.map(([c, k]) => [c, k]));
-    expect(res.events.map((e) => e.id)).toEqual(["e1", "e2", "e3", "e4", "e5", "e6", "e7"]);
+    ]);
+    // Each event is numbered within its call, and its id names the record it came from.
+    const [start, end] = [AuditAction.TOOL_START, AuditAction.TOOL_CALL];
+    expect(res.events.map((e) => e.id)).toEqual([
+      `call-a/${start}/1`,
+      `call-b/${start}/1`,
+      `call-a/${end}/2`,
+      `call-a/${end}/3`,
+      `call-a/${end}/4`,
+      `call-b/${end}/2`,
+      `call-b/${end}/3`,
+    ]);
+    expect(res.events.find((e) => e.kind === TraceEventKind.CALLBACK_SUCCESS)?.source).toBe(
+      "callback",
+    );
   });
 
   it("one instance chains while another stands by and takes over when it is killed; a NATS restart loses nothing", async () => {
     const storedBy = (p: ServiceProcess) =>
       p.stdout.lines.filter((l) => l.includes('"audit record stored"')).length;
-    const publishRecords = async (from: number, to: number) => {
-      const js = nc.jetstream(TEST_JS_OPTIONS);
-      const sent: Promise<unknown>[] = [];
-      for (let i = from; i < to; i++) {
-        const r = record(i, traceId);
-        sent.push(
-          publishEvent(js, subjects.audit("dispatcher", r.agentId, r.tool), AuditRecordSchema, r, {
-            msgId: r.id,
-          }),
-        );
-      }
-      await Promise.all(sent);
-    };
+    const publishRecords = (from: number, to: number) => writeRange(from, to);
     // A record chained while the first instance runs alone shows it holds the lease: after the
     // SIGKILL above it waited for the killed process's lease to expire.
     await publishRecords(TOTAL, TOTAL + 1);
@@ -370,7 +375,7 @@ describe("audit service", () => {
       expect(storedBy(second)).toBeGreaterThan(0);
       expect(await client.verifyChain({}, auditor)).toMatchObject({
         ok: true,
-        recordsChecked: BigInt(TOTAL + 1000),
+        recordsChecked: BigInt(TOTAL + 1000 + TRACE_RECORDS),
       });
     } finally {
       // A clean stop gives the lease up at once.
@@ -379,19 +384,11 @@ describe("audit service", () => {
     await start();
     await nats.stop();
     await nats.start();
-    // nats.js's own ack timeout: a publish lost in the reconnect fails soon and is tried again.
-    const js = nc.jetstream();
-    const late = record(TOTAL + 1000, traceId);
-    await eventuallyPublish(() =>
-      publishEvent(
-        js,
-        subjects.audit("dispatcher", late.agentId, late.tool),
-        AuditRecordSchema,
-        late,
-        {
-          msgId: late.id,
-        },
-      ),
+    // A short ack timeout: a write lost in the reconnect fails soon and is tried again.
+    await eventually(
+      () => writeRecords(nc, [record(TOTAL + 1000, traceId)], { timeoutMs: 2000 }),
+      20_000,
+      "a record written once the client reconnected",
     );
     expect(await waitForCount(TOTAL + 1001)).toBe(TOTAL + 1001);
     await audit?.stop();
@@ -420,10 +417,13 @@ describe("audit service", () => {
     );
     await waitForCount(TOTAL + 1002);
     const after = await client.verifyChain({}, auditor);
-    expect(before).toMatchObject({ ok: true, recordsChecked: BigInt(TOTAL + 1001) });
+    expect(before).toMatchObject({
+      ok: true,
+      recordsChecked: BigInt(TOTAL + 1001 + TRACE_RECORDS),
+    });
     expect(after).toMatchObject({
       ok: false,
-      firstBreakSequence: BigInt(TOTAL + 1002),
+      firstBreakSequence: BigInt(TOTAL + 1002 + TRACE_RECORDS),
       actualHash: "ff",
     });
     expect(after.reason).toContain("altered");
@@ -435,6 +435,6 @@ describe("audit service", () => {
       r.id,
       r.sequence,
     ]);
-    expect(held).toEqual([[forged.id, BigInt(TOTAL + 1002)]]);
+    expect(held).toEqual([[forged.id, BigInt(TOTAL + 1002 + TRACE_RECORDS)]]);
   });
 });

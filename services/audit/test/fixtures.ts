@@ -6,13 +6,7 @@ import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { type Client, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { type ChainHead, chainedAfter } from "@toolmesh/archive";
-import {
-  ensureStream,
-  publishEvent,
-  streamDefinitions,
-  subjects,
-  TYPE_HEADER,
-} from "@toolmesh/nats";
+import { ensureStream, streamDefinitions, subjects, TYPE_HEADER } from "@toolmesh/nats";
 import {
   AuditAction,
   type AuditRecord,
@@ -25,8 +19,8 @@ import {
   type ServiceProcess,
   startNats,
   startService,
-  TEST_JS_OPTIONS,
   type TestNats,
+  writeRecords,
 } from "@toolmesh/testkit";
 import {
   connect,
@@ -50,15 +44,14 @@ export interface AuditBus {
   destroy(): Promise<void>;
 }
 
-/** Starts a nats-server with the audit input and trace streams, and makes a data directory. */
+/** Starts a nats-server with the record stream Audit chains from, and makes a data directory. */
 export async function startAuditBus(): Promise<AuditBus> {
   const dataDir = await mkdtemp(path.join(tmpdir(), "toolmesh-audit-"));
   const nats = await startNats();
   const nc = await connect({ servers: nats.url });
   const jsm = await nc.jetstreamManager();
   const streams = streamDefinitions();
-  await ensureStream(jsm, streams.audit);
-  await ensureStream(jsm, streams.trace);
+  await ensureStream(jsm, streams.records);
   return {
     nats,
     nc,
@@ -169,8 +162,8 @@ export async function appendHistory(
 }
 
 /**
- * Publishes records `from` to `to` (exclusive) of a test history, stamped from `t0`, into the
- * audit input stream as the Dispatcher does, `window` at a time.
+ * Writes records `from` to `to` (exclusive) of a test history, stamped from `t0`, to the record
+ * stream as the Dispatcher does: batches of `window` records, each one stored write.
  */
 export async function publishHistory(
   nc: NatsConnection,
@@ -179,18 +172,10 @@ export async function publishHistory(
   t0 = Date.now(),
   window = 100,
 ): Promise<void> {
-  const js = nc.jetstream(TEST_JS_OPTIONS);
   for (let start = from; start < to; start += window) {
-    const sent: Promise<unknown>[] = [];
-    for (let i = start; i < Math.min(start + window, to); i++) {
-      const r = historyRecord(i, t0);
-      sent.push(
-        publishEvent(js, subjects.audit("dispatcher", r.agentId, r.tool), AuditRecordSchema, r, {
-          msgId: r.id,
-        }),
-      );
-    }
-    await Promise.all(sent);
+    const batch: AuditRecord[] = [];
+    for (let i = start; i < Math.min(start + window, to); i++) batch.push(historyRecord(i, t0));
+    await writeRecords(nc, batch, { msgId: `hist-${start}-${batch.length}` });
   }
 }
 

@@ -1,10 +1,10 @@
 import { randomBytes } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import path from "node:path";
-import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import type { Client } from "@connectrpc/connect";
-import { BLOCK_TYPE, isBlock, recordBytes, recordHash } from "@toolmesh/archive";
-import { ensureStream, publishEvent, subjects, TYPE_HEADER } from "@toolmesh/nats";
+import { BLOCK_TYPE, chainedAfter, isBlock, recordBytes } from "@toolmesh/archive";
+import { ensureStream, subjects, TYPE_HEADER } from "@toolmesh/nats";
 import { type AuditRecord, AuditRecordSchema, type AuditService } from "@toolmesh/proto";
 import { loadSqlite } from "@toolmesh/service";
 import { eventually, type ServiceProcess, TEST_JS_OPTIONS } from "@toolmesh/testkit";
@@ -20,6 +20,7 @@ import {
   bearer,
   type ChainHead,
   historyRecord,
+  publishHistory,
   queryAll,
   startAudit,
   startAuditBus,
@@ -63,20 +64,8 @@ describe("audit log of one-record messages and blocks", () => {
     const { last } = await readChainEnds(m, (await m.streams.info(AUDIT_LOG_STREAM)).state);
     return { sequence: last?.sequence ?? 0n, hash: last?.hash ?? "" };
   };
-  /** Publishes records into the audit input stream at once, as the Dispatcher does. */
-  const publish = async (from: number, to: number) => {
-    const js = bus.nc.jetstream(TEST_JS_OPTIONS);
-    const sent: Promise<unknown>[] = [];
-    for (let i = from; i < to; i++) {
-      const r = historyRecord(i, t0);
-      sent.push(
-        publishEvent(js, subjects.audit("dispatcher", r.agentId, r.tool), AuditRecordSchema, r, {
-          msgId: r.id,
-        }),
-      );
-    }
-    await Promise.all(sent);
-  };
+  /** Writes records to the record stream at once, as the Dispatcher does. */
+  const publish = (from: number, to: number) => publishHistory(bus.nc, from, to, t0, 50);
   const chained = (count: number) =>
     eventually(
       async () => expect((await head()).sequence).toBe(BigInt(count)),
@@ -186,12 +175,7 @@ describe("audit log of one-record messages and blocks", () => {
     // A block chained on the head whose second record's content was changed after hashing.
     let tip = await head();
     const forged = [TOTAL, TOTAL + 1].map((i) => {
-      const r = create(AuditRecordSchema, {
-        ...historyRecord(i, t0),
-        sequence: tip.sequence + 1n,
-        prevHash: tip.hash,
-      });
-      r.hash = recordHash(r);
+      const r = chainedAfter(historyRecord(i, t0), tip);
       tip = { sequence: r.sequence, hash: r.hash };
       return r;
     });

@@ -1,24 +1,26 @@
 import { create, equals, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
-import { recordHash } from "@toolmesh/archive";
+import { expectedHash, recordHashV2 } from "@toolmesh/archive";
 import { createSecretRedactor } from "@toolmesh/log";
-import { type AuditRecord, AuditRecordSchema } from "@toolmesh/proto";
+import { TYPE_HEADER } from "@toolmesh/nats";
+import { type AuditRecord, AuditRecordSchema, RecordBatchSchema } from "@toolmesh/proto";
+import { encodeRecords } from "@toolmesh/records";
 import type { JsMsg } from "nats";
 import { describe, expect, it } from "vitest";
 import { chainedRecordBytes, sameJson } from "../src/record-encoding.js";
-import { recordToChain } from "../src/record-mapping.js";
+import { recordsToChain } from "../src/record-mapping.js";
 import { historyRecord } from "./fixtures.js";
 
 const SECRET = "hunter2-very-secret";
 const STORED_AT_MS = 1_700_000_123_456;
 const redact = createSecretRedactor([]);
 
-/** A message of the audit input stream holding these bytes, as the consumer hands it over. */
-function inputMessage(data: Uint8Array): JsMsg {
+/** A message of the record stream: a batch of these records, as the consumer hands it over. */
+function inputMessage(records: Uint8Array[]): JsMsg {
   return {
-    data,
-    subject: "toolmesh.audit.dispatcher.agent.tool",
-    headers: undefined,
+    data: encodeRecords(records),
+    subject: "toolmesh.records.dispatcher",
+    headers: { get: (name: string) => (name === TYPE_HEADER ? RecordBatchSchema.typeName : "") },
     seq: 7,
     info: { timestampNanos: STORED_AT_MS * 1e6 },
   } as unknown as JsMsg;
@@ -26,10 +28,11 @@ function inputMessage(data: Uint8Array): JsMsg {
 
 /** Chains what the recorder received the way it does, and returns the stored bytes. */
 function chain(sent: Uint8Array): { record: AuditRecord; stored: Uint8Array } {
-  const { record, body } = recordToChain(inputMessage(sent), redact);
+  const [received] = recordsToChain(inputMessage([sent]), redact);
+  const { record, body } = received as { record: AuditRecord; body: Uint8Array };
   record.sequence = 42n;
   record.prevHash = "ab".repeat(32);
-  record.hash = recordHash(record);
+  record.hash = recordHashV2(record.sequence, record.prevHash, body);
   return { record, stored: chainedRecordBytes(body, record) };
 }
 
@@ -83,7 +86,7 @@ describe("stored record bytes", () => {
     const decoded = fromBinary(AuditRecordSchema, stored);
     expect(equals(AuditRecordSchema, decoded, record)).toBe(true);
     expect(toBinary(AuditRecordSchema, decoded)).toEqual(toBinary(AuditRecordSchema, record));
-    expect(recordHash(decoded)).toBe(record.hash);
+    expect(expectedHash(decoded, stored)).toBe(record.hash);
     expect(Buffer.from(stored).includes(SECRET)).toBe(false);
   });
 
