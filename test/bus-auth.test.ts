@@ -19,10 +19,11 @@ import {
   TraceEventKind,
   TraceEventSchema,
 } from "@toolmesh/proto";
-import { defineTool, type ServedTools, serveTools, toolSpec } from "@toolmesh/sdk";
+import { type ServedTools, serveTools, toolSpec } from "@toolmesh/sdk";
 import {
   Collector,
   chainServices,
+  echoTool,
   eventually,
   startStack,
   type TestStack,
@@ -33,15 +34,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 // The bus is authenticated: every process has its own nkey and only the permissions of
 // libs/nats/src/bus-access.ts. Forgeries here come from real credentials of other processes and
 // of agents, and nats-server itself must refuse them, before any service sees them.
-const echo = defineTool({
-  name: "bus.echo",
-  description: "Echoes its text.",
-  inputSchema: { type: "object", properties: { text: { type: "string" } }, required: ["text"] },
-  requiredScopes: [],
-  idempotent: true,
-  sideEffects: false,
-  handler: (args: { text: string }) => ({ text: args.text }),
-});
+const echo = echoTool("bus.echo", { idempotent: true });
 
 let stack: TestStack;
 let backend: ServedTools;
@@ -118,9 +111,9 @@ beforeAll(async () => {
   stack = await startStack({
     services: [...chainServices, "audit", "callback", "memory-writer"],
   });
-  backend = await serveTools([echo as never], { port: 0 });
+  backend = await serveTools([echo], { port: 0 });
   await stack.registryClient.registerTool(
-    { tool: toolSpec(echo as never, backend.address) },
+    { tool: toolSpec(echo, backend.address) },
     stack.as(stack.adminToken),
   );
   await stack.grantAll("bus-agent");

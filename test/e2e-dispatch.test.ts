@@ -5,29 +5,34 @@ import { createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
 import { Code, ConnectError } from "@toolmesh/errors";
-import { decodeEvent } from "@toolmesh/nats";
 import {
   AuditAction,
   type AuditRecord,
-  AuditRecordSchema,
   CallStatus,
   DispatcherService,
   InvokeRequestSchema,
   InvokeResponseSchema,
   LocalProtocol,
   type Outcome,
-  OutcomeSchema,
   PermissionDenialSchema,
   RuntimeState,
   ToolNotFoundSchema,
   ToolStatus,
   type TraceEvent,
   TraceEventKind,
-  TraceEventSchema,
   ValidationFailureSchema,
 } from "@toolmesh/proto";
-import { defineTool, type ServedTools, serveTools, ToolError } from "@toolmesh/sdk";
-import { Collector, eventually, repoRoot, startStack, type TestStack } from "@toolmesh/testkit";
+import { type ServedTools, serveTools } from "@toolmesh/sdk";
+import {
+  type Collector,
+  chainTestTools,
+  collectRecords,
+  eventually,
+  repoRoot,
+  startStack,
+  type TestStack,
+  toolLog,
+} from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dataQueryInputSchema, dataQueryOutputSchema } from "../libs/sdk/src/examples/index.js";
 
@@ -41,12 +46,10 @@ describe("dispatch end to end", () => {
   let agent: string;
   let stranger: string;
   let admin: string;
-  const counter: string[] = [];
-  const slowStarted = new Collector<string>();
-  const slowAborted = new Collector<string>();
-  const traces = new Collector<TraceEvent>();
-  const audits = new Collector<AuditRecord>();
-  const outcomes = new Collector<Outcome>();
+  const log = toolLog();
+  let traces: Collector<TraceEvent>;
+  let audits: Collector<AuditRecord>;
+  let outcomes: Collector<Outcome>;
   const remoteHits = new Map<string, number>();
 
   const dispatcher = () => stack.dispatcherClient();
@@ -60,100 +63,15 @@ describe("dispatch end to end", () => {
     stack = await startStack({
       serviceEnv: { dispatcher: { TOOLMESH_LOCAL_IDLE_TIMEOUT_MS: "60000" } },
     });
-    for (const [subject, collector, schema] of [
-      ["toolmesh.trace.>", traces, TraceEventSchema],
-      ["toolmesh.audit.>", audits, AuditRecordSchema],
-      ["toolmesh.outcome.>", outcomes, OutcomeSchema],
-    ] as const) {
-      const sub = stack.nc.subscribe(subject);
-      void (async () => {
-        for await (const msg of sub)
-          (collector as Collector<unknown>).push(decodeEvent(schema, msg));
-      })();
-    }
+    ({ traces, audits, outcomes } = collectRecords(stack.nc));
     admin = stack.adminToken;
     agent = await stack.agentToken("agent-1", { onBehalfOf: "" });
     stranger = await stack.agentToken("agent-2");
     await stack.grantAll("agent-1");
 
-    served = await serveTools(
-      [
-        defineTool({
-          name: "test.echo",
-          description: "Echoes its text.",
-          inputSchema: {
-            type: "object",
-            additionalProperties: false,
-            required: ["text"],
-            properties: {
-              text: { type: "string", minLength: 1 },
-              password: { type: "string" },
-              lines: {
-                type: "object",
-                properties: {
-                  start: { type: "integer", minimum: 1 },
-                  end: { type: "integer", minimum: 1 },
-                },
-              },
-            },
-          },
-          outputSchema: {
-            type: "object",
-            required: ["text"],
-            properties: { text: { type: "string" } },
-          },
-          requiredScopes: ["read:test"],
-          handler: (args: { text: string }, ctx) => {
-            ctx.trace("CACHE_MISS", { key: args.text });
-            return { text: args.text, agent: ctx.principal.agentId };
-          },
-        }),
-        defineTool({
-          name: "test.slow",
-          description: "Waits ms milliseconds.",
-          inputSchema: { type: "object", properties: { ms: { type: "integer" } } },
-          handler: (args: { ms?: number }, ctx) =>
-            new Promise((resolve) => {
-              slowStarted.push(ctx.callId);
-              const timer = setTimeout(() => resolve({ waited: args.ms ?? 0 }), args.ms ?? 0);
-              ctx.signal.addEventListener("abort", () => {
-                clearTimeout(timer);
-                slowAborted.push(ctx.callId);
-              });
-            }),
-        }),
-        defineTool({
-          name: "test.counter",
-          description: "Appends a label to a list; a side effect.",
-          sideEffects: true,
-          inputSchema: {
-            type: "object",
-            properties: { label: { type: "string" }, ms: { type: "integer" } },
-          },
-          handler: async (args: { label?: string; ms?: number }) => {
-            if (args.ms) await new Promise((resolve) => setTimeout(resolve, args.ms));
-            counter.push(args.label ?? "");
-            return { count: counter.length };
-          },
-        }),
-        defineTool({
-          name: "test.badoutput",
-          description: "Returns output its schema forbids.",
-          inputSchema: { type: "object" },
-          outputSchema: { type: "object", required: ["n"], properties: { n: { type: "integer" } } },
-          handler: () => ({ n: "not a number" }),
-        }),
-        defineTool({
-          name: "test.fails",
-          description: "Always fails with a code.",
-          inputSchema: { type: "object" },
-          handler: () => {
-            throw new ToolError("no_rows", "the table is empty; load data first");
-          },
-        }),
-      ],
-      { registry: { url: stack.registry.url, token: admin } },
-    );
+    served = await serveTools(chainTestTools(log), {
+      registry: { url: stack.registry.url, token: admin },
+    });
 
     rawBackend = await startRawBackend();
     remote = await startRemote(remoteHits);
@@ -425,7 +343,7 @@ describe("dispatch end to end", () => {
     const res = await call("test.slow", { ms: 5000 }, { timeoutMs: 200 });
     expect(res.status).toBe(CallStatus.INTERRUPTED);
     expect(res.error?.code).toBe("timeout");
-    await slowAborted.waitFor((id) => id === res.callId);
+    await log.aborted.waitFor((id) => id === res.callId);
     const [outcome] = await outcomes.waitFor((o) => o.callId === res.callId);
     expect(outcome?.reason).toBe("timeout");
   });
@@ -433,7 +351,7 @@ describe("dispatch end to end", () => {
   it("Cancel interrupts a running call; another agent may not cancel it", async () => {
     const callId = `cancel-${Date.now()}`;
     const running = call("test.slow", { ms: 10_000 }, { context: { callId } });
-    await slowStarted.waitFor((id) => id === callId);
+    await log.started.waitFor((id) => id === callId);
     await expect(call("test.slow", {}, { context: { callId } })).rejects.toMatchObject({
       code: Code.AlreadyExists,
       rawMessage: expect.stringContaining("already running"),
@@ -487,7 +405,7 @@ describe("dispatch end to end", () => {
     expect(second.replayed).toBe(true);
     expect(second.callId).toBe(first.callId);
     expect(second.output).toEqual(first.output);
-    expect(counter.filter((l) => l === "once")).toHaveLength(1);
+    expect(log.sideEffects.filter((l) => l === "once end")).toHaveLength(1);
   });
 
   it("runs a batch: results in order, refusals as results, side effects one at a time in order", async () => {
@@ -516,7 +434,12 @@ describe("dispatch end to end", () => {
     expect(res.results[5]?.refusalCode).toBe("INVALID_ARGUMENT");
     expect(res.results[5]?.error?.message).toContain("/text");
     expect(new Set(res.results.map((r) => r.traceId))).toEqual(new Set([res.traceId]));
-    expect(counter.filter((l) => l.startsWith("b"))).toEqual(["b1", "b2"]);
+    expect(log.sideEffects.filter((l) => l.startsWith("b"))).toEqual([
+      "b1 start",
+      "b1 end",
+      "b2 start",
+      "b2 end",
+    ]);
     await expect(dispatcher().dispatchBatch({ calls: [] }, stack.as(agent))).rejects.toMatchObject({
       code: Code.InvalidArgument,
     });
@@ -583,7 +506,7 @@ describe("dispatch end to end", () => {
       "the restarted dispatcher to answer",
     );
     expect(again).toMatchObject({ replayed: true, callId: first.callId });
-    expect(counter.filter((l) => l === "durable")).toHaveLength(1);
+    expect(log.sideEffects.filter((l) => l === "durable end")).toHaveLength(1);
   });
 
   it("starts a local tool on demand, reports it, and restarts it after kill -9", async () => {

@@ -1,28 +1,20 @@
 import { Code, ConnectError } from "@toolmesh/errors";
 import { CallStatus } from "@toolmesh/proto";
-import { defineTool, type ServedTools, serveTools, toolSpec } from "@toolmesh/sdk";
-import { startStack, type TestStack } from "@toolmesh/testkit";
+import { type ServedTools, serveTools, toolSpec } from "@toolmesh/sdk";
+import { echoTool, startStack, type TestStack } from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 // The Dispatcher decides from snapshots fed by KV watches. After a NATS restart they must still
 // follow changes, or the Dispatcher would answer from a frozen copy: a tool registered afterwards
 // would stay NOT_FOUND forever, and a new grant would never apply.
-const echo = defineTool({
-  name: "restart.echo",
-  description: "Echoes its text.",
-  inputSchema: { type: "object", properties: { text: { type: "string" } }, required: ["text"] },
-  requiredScopes: [],
-  idempotent: true,
-  sideEffects: false,
-  handler: (args: { text: string }) => ({ text: args.text }),
-});
+const echo = echoTool("restart.echo", { idempotent: true });
 
 let stack: TestStack;
 let backend: ServedTools;
 
 beforeAll(async () => {
   stack = await startStack();
-  backend = await serveTools([echo as never], { port: 0 });
+  backend = await serveTools([echo], { port: 0 });
   await stack.grantAll("agent-r");
 }, 120_000);
 afterAll(async () => {
@@ -51,11 +43,7 @@ describe("after a NATS restart", () => {
     const admin = stack.as(stack.adminToken);
     // The registry reconnects on its own; until then writes are UNAVAILABLE or INTERNAL.
     await until(
-      () =>
-        stack.registryClient.registerTool(
-          { tool: toolSpec(echo as never, backend.address) },
-          admin,
-        ),
+      () => stack.registryClient.registerTool({ tool: toolSpec(echo, backend.address) }, admin),
       [Code.Unavailable, Code.Internal, Code.DeadlineExceeded],
       15_000,
     );

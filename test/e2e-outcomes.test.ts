@@ -15,6 +15,7 @@ import {
   chainServices,
   eventually,
   mintJwt,
+  numberTool,
   type ServiceProcess,
   startStack,
   type TestStack,
@@ -78,12 +79,7 @@ describe("outcomes end to end", () => {
             return { answer: args.q.toUpperCase() };
           },
         }),
-        defineTool({
-          name: "e2e.count",
-          description: "Returns its number.",
-          inputSchema: { type: "object", properties: { n: { type: "integer" } } },
-          handler: (args: { n?: number }) => ({ n: args.n ?? 0 }),
-        }),
+        numberTool("e2e.count"),
       ],
       { registry: { url: stack.registry.url, token: stack.adminToken } },
     );

@@ -11,8 +11,8 @@ import {
   type Tool,
   type ToolSpec,
 } from "@toolmesh/proto";
-import { defineTool, type ServedTools, serveTools } from "@toolmesh/sdk";
-import { chainServices, eventually, startStack, type TestStack } from "@toolmesh/testkit";
+import { type ServedTools, serveTools } from "@toolmesh/sdk";
+import { chainServices, echoTool, eventually, startStack, type TestStack } from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 // Two replicas of Registry, Permission and Callback against one NATS: each takes writes and
@@ -29,17 +29,9 @@ describe("two replicas of each service", () => {
       replicas: { registry: 2, permission: 2, callback: 2 },
     });
     admin = stack.as(stack.adminToken);
-    served = await serveTools(
-      [
-        defineTool({
-          name: "replicas.echo",
-          description: "Echoes its text.",
-          inputSchema: { type: "object", properties: { text: { type: "string" } } },
-          handler: (args: { text?: string }) => ({ text: args.text ?? "" }),
-        }),
-      ],
-      { registry: { url: stack.registry.url, token: stack.adminToken } },
-    );
+    served = await serveTools([echoTool("replicas.echo")], {
+      registry: { url: stack.registry.url, token: stack.adminToken },
+    });
   }, 120_000);
 
   afterAll(async () => {

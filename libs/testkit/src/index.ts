@@ -1,4 +1,5 @@
 export { freePort, LineWatcher, processCpuMs, processRssMb } from "@toolmesh/launcher";
+export { type CallRecords, collectRecords } from "./call-records.js";
 export {
   type DecisionCase,
   decisionTable,
@@ -16,3 +17,18 @@ export { type OperatorStack, startOperatorStack } from "./operator-stack.js";
 export { repoRoot, type ServiceProcess, startService } from "./service-process.js";
 export { chainServices, startStack, type TestStack, type TestStackOptions } from "./stack.js";
 export { tableGrant, tableGrantSpec } from "./table-grants.js";
+export {
+  badOutputTool,
+  chainTestTools,
+  counterTool,
+  echoTool,
+  failingTool,
+  meetTool,
+  numberTool,
+  slowTool,
+  strictTextSchema,
+  type ToolLog,
+  type ToolOverrides,
+  toolLog,
+  tracedEchoTool,
+} from "./test-tools.js";

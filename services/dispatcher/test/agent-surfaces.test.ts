@@ -2,18 +2,14 @@ import { Client as McpClient, StreamableHTTPClientTransport } from "@modelcontex
 import { Client as LegacyMcpClient } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport as LegacyTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { Code } from "@toolmesh/errors";
-import { decodeEvent } from "@toolmesh/nats";
 import {
   AuditAction,
   type AuditRecord,
-  AuditRecordSchema,
   CallStatus,
   type Outcome,
-  OutcomeSchema,
   ToolCallDialect,
   type TraceEvent,
   TraceEventKind,
-  TraceEventSchema,
 } from "@toolmesh/proto";
 import {
   defineTool,
@@ -22,7 +18,16 @@ import {
   type ServedTools,
   serveTools,
 } from "@toolmesh/sdk";
-import { Collector, eventually, freePort, startStack, type TestStack } from "@toolmesh/testkit";
+import {
+  Collector,
+  collectRecords,
+  echoTool,
+  eventually,
+  freePort,
+  startStack,
+  strictTextSchema,
+  type TestStack,
+} from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 // Every way an agent reaches a tool besides Dispatch — the plain HTTP facade, a model's
@@ -32,9 +37,9 @@ describe("agent surfaces", () => {
   let stack: TestStack;
   let served: ServedTools;
   let agent: string;
-  const traces = new Collector<TraceEvent>();
-  const audits = new Collector<AuditRecord>();
-  const outcomes = new Collector<Outcome>();
+  let traces: Collector<TraceEvent>;
+  let audits: Collector<AuditRecord>;
+  let outcomes: Collector<Outcome>;
   const sideEffects: string[] = [];
   const url = (path: string) => `${stack.dispatcher.url}${path}`;
   const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
@@ -73,35 +78,14 @@ describe("agent surfaces", () => {
         dispatcher: { TOOLMESH_REGISTRY_URL: `http://127.0.0.1:${registryPort}` },
       },
     });
-    for (const [subject, collector, schema] of [
-      ["toolmesh.trace.>", traces, TraceEventSchema],
-      ["toolmesh.audit.>", audits, AuditRecordSchema],
-      ["toolmesh.outcome.>", outcomes, OutcomeSchema],
-    ] as const) {
-      const sub = stack.nc.subscribe(subject);
-      void (async () => {
-        for await (const msg of sub)
-          (collector as Collector<unknown>).push(decodeEvent(schema, msg));
-      })();
-    }
+    ({ traces, audits, outcomes } = collectRecords(stack.nc));
     agent = await stack.agentToken("surface-agent");
     await stack.grantAll("surface-agent");
     const tools = [
-      defineTool({
-        name: "data.echo",
-        description: "Echoes its text.",
+      echoTool("data.echo", {
         idempotent: true,
-        inputSchema: {
-          type: "object",
-          additionalProperties: false,
-          required: ["text"],
-          properties: {
-            text: { type: "string", minLength: 1 },
-            limit: { type: "integer", minimum: 1 },
-          },
-        },
+        inputSchema: strictTextSchema({ limit: { type: "integer", minimum: 1 } }),
         outputSchema: { type: "object", properties: { text: { type: "string" } } },
-        handler: (args: { text: string }) => ({ text: args.text }),
       }),
       defineTool({
         name: "mail.send",

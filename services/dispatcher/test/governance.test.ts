@@ -13,8 +13,8 @@ import {
   ToolSpecSchema,
   WatchEventType,
 } from "@toolmesh/proto";
-import { defineTool, type ServedTools, serveTools } from "@toolmesh/sdk";
-import { eventually, failure, startStack, type TestStack } from "@toolmesh/testkit";
+import { type ServedTools, serveTools } from "@toolmesh/sdk";
+import { echoTool, eventually, failure, startStack, type TestStack } from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 // Governance of calls against real processes: pinned definitions, grant updates, rate limits.
@@ -29,17 +29,9 @@ describe("governance", () => {
       tokens[agent] = await stack.agentToken(agent);
       if (agent !== "granted") await stack.grantAll(agent);
     }
-    served = await serveTools(
-      [
-        defineTool({
-          name: "gov.echo",
-          description: "Echoes its text.",
-          inputSchema: { type: "object", properties: { text: { type: "string" } } },
-          handler: (args: { text?: string }) => ({ text: args.text ?? "" }),
-        }),
-      ],
-      { registry: { url: stack.registry.url, token: stack.adminToken } },
-    );
+    served = await serveTools([echoTool("gov.echo")], {
+      registry: { url: stack.registry.url, token: stack.adminToken },
+    });
     // The Dispatcher follows the buckets asynchronously; the suite starts once it serves a call.
     await eventually(() => dispatch("bystander"));
   }, 120_000);

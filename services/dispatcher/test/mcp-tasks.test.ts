@@ -6,7 +6,7 @@ import { CallToolResultSchema, CreateTaskResultSchema } from "@modelcontextproto
 import { streamNames, subjects } from "@toolmesh/nats";
 import { ApprovalDecision, ApprovalState, ToolSpecSchema } from "@toolmesh/proto";
 import { defineTool, type ServedTools, serveTools, toolSpec } from "@toolmesh/sdk";
-import { eventually, startStack, type TestStack } from "@toolmesh/testkit";
+import { echoTool, eventually, startStack, type TestStack } from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 /** How long a call waits for its approver in this stack. */
@@ -69,12 +69,7 @@ describe("MCP tasks for held calls", () => {
           return { paid: args.invoice };
         },
       }),
-      defineTool({
-        name: "data.echo",
-        description: "Echoes its text.",
-        inputSchema: { type: "object", properties: { text: { type: "string" } } },
-        handler: (args: { text: string }) => ({ text: args.text }),
-      }),
+      echoTool("data.echo"),
     ];
     served = await serveTools(tools, { port: 0 });
     for (const tool of tools) {

@@ -26,7 +26,7 @@ import {
 } from "@toolmesh/proto";
 import { type ServedTools, serveTools, toolSpec } from "@toolmesh/sdk";
 import type { ListeningServer } from "@toolmesh/server";
-import { Collector, mintJwt } from "@toolmesh/testkit";
+import { chainTestTools, mintJwt, type ToolLog, toolLog } from "@toolmesh/testkit";
 import { MemoryToolSource } from "../src/catalog/tool-catalog.js";
 import { type DispatcherConfig, dispatcherConfig } from "../src/config.js";
 import { MemoryLeases } from "../src/records/call-leases.js";
@@ -34,7 +34,6 @@ import { MemoryCallIdOwners, MemoryIdempotencyStore } from "../src/records/idemp
 import { MemoryEventPublisher } from "../src/records/memory-publisher.js";
 import { createDispatcher, type Dispatcher } from "../src/server.js";
 import type { GrpcPort } from "../src/transports/grpc-port.js";
-import { type BackendLog, backendTools } from "./backend-tools.js";
 
 /** A Dispatcher listening on port 0 in this process, over in-memory snapshots and records. */
 export interface MemoryDispatcher {
@@ -53,7 +52,7 @@ export interface MemoryDispatcher {
   publisher: MemoryEventPublisher;
   /** The start records (leases) of the calls running now. */
   leases: MemoryLeases;
-  backend: BackendLog;
+  backend: ToolLog;
   /** JWTs of agent-1 (granted everything), agent-2 (no grants), an admin, and one signed by another key. */
   tokens: { agent: string; stranger: string; admin: string; forged: string };
   /** A JWT for any agent and roles, signed with the Dispatcher's key. */
@@ -76,14 +75,9 @@ export async function startMemoryDispatcher(): Promise<MemoryDispatcher> {
   const grants = new MemorySnapshot(GrantSchema);
   const publisher = new MemoryEventPublisher();
   const leases = new MemoryLeases();
-  const backend: BackendLog = {
-    started: new Collector(),
-    aborted: new Collector(),
-    sideEffects: [],
-    meeting: [],
-  };
-  const served: ServedTools = await serveTools(backendTools(backend), { port: 0 });
-  for (const def of backendTools(backend))
+  const backend = toolLog();
+  const served: ServedTools = await serveTools(chainTestTools(backend), { port: 0 });
+  for (const def of chainTestTools(backend))
     tools.put(create(ToolSchema, { spec: toolSpec(def, served.address), schemaHash: def.name }));
   tools.put(
     create(ToolSchema, {
