@@ -1,8 +1,12 @@
-/** Retries an assertion until it passes (state that another process applies asynchronously). */
+/**
+ * Retries an assertion until it passes (state that another process applies asynchronously),
+ * every `intervalMs`.
+ */
 export async function eventually<T>(
   check: () => Promise<T>,
   timeoutMs = 10_000,
   what = "condition",
+  intervalMs = 50,
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
@@ -12,7 +16,7 @@ export async function eventually<T>(
     } catch (error) {
       last = error;
     }
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
   throw new Error(`${what} did not hold within ${timeoutMs} ms: ${String(last)}`);
 }

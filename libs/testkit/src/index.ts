@@ -9,14 +9,26 @@ export {
 } from "./decision-table.js";
 export { Collector, eventually } from "./eventually.js";
 export { failure } from "./failure.js";
-export { TEST_JS_OPTIONS } from "./jetstream.js";
+export { consumerDrained, TEST_JS_OPTIONS } from "./jetstream.js";
 export { mintJwt, type TestClaims } from "./jwt.js";
 export { natsAt, startNats, type TestNats } from "./nats-server.js";
 export { type IsolatedHost, isolatedHost } from "./netns.js";
+export {
+  type OneService,
+  type OneServiceOptions,
+  startOneService,
+} from "./one-service.js";
 export { type OperatorStack, startOperatorStack } from "./operator-stack.js";
-export { repoRoot, type ServiceProcess, startService } from "./service-process.js";
+export { portEnvOf, repoRoot, type ServiceProcess, startService } from "./service-process.js";
 export { chainServices, startStack, type TestStack, type TestStackOptions } from "./stack.js";
 export { tableGrant, tableGrantSpec } from "./table-grants.js";
+export {
+  type StreamKey,
+  startTestBus,
+  type TestBus,
+  type TestBusOptions,
+} from "./test-bus.js";
+export { as, type BearerOptions, type TestSigner, testSigner } from "./test-signer.js";
 export {
   badOutputTool,
   chainTestTools,
