@@ -11,11 +11,11 @@ import {
   type Tool,
   ToolSchema,
 } from "@toolmesh/proto";
-import { failure } from "@toolmesh/testkit";
+import { as, failure } from "@toolmesh/testkit";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { callResult } from "../src/transports/mcp/mcp-tools.js";
 import { resultText } from "../src/transports/tool-calls/result-text.js";
-import { as, type MemoryDispatcher, startMemoryDispatcher } from "./memory-dispatcher.js";
+import { type MemoryDispatcher, startMemoryDispatcher } from "./memory-dispatcher.js";
 
 // Human approval in-process: the Dispatcher's real server on port 0 with in-memory snapshots,
 // records and held calls, and a real tool backend. test/approvals.test.ts runs the same against

@@ -1,8 +1,7 @@
-import { randomBytes } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import { type Client, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { authInterceptor, bearerToken, createJwtVerifier } from "@toolmesh/auth";
+import { authInterceptor, bearerToken } from "@toolmesh/auth";
 import { loadConfig } from "@toolmesh/config";
 import { createLogger } from "@toolmesh/log";
 import { buckets, MemorySnapshot } from "@toolmesh/nats";
@@ -26,7 +25,7 @@ import {
 } from "@toolmesh/proto";
 import { type ServedTools, serveTools, toolSpec } from "@toolmesh/sdk";
 import type { ListeningServer } from "@toolmesh/server";
-import { chainTestTools, mintJwt, type ToolLog, toolLog } from "@toolmesh/testkit";
+import { chainTestTools, type ToolLog, testSigner, toolLog } from "@toolmesh/testkit";
 import { MemoryToolSource } from "../src/catalog/tool-catalog.js";
 import { type DispatcherConfig, dispatcherConfig } from "../src/config.js";
 import { MemoryLeases } from "../src/records/call-leases.js";
@@ -70,7 +69,7 @@ export interface MemoryDispatcher {
  * tool backend (the SDK's serveTools on port 0); no NATS.
  */
 export async function startMemoryDispatcher(): Promise<MemoryDispatcher> {
-  const secret = randomBytes(32).toString("hex");
+  const signer = testSigner();
   const tools = new MemoryToolSource();
   const grants = new MemorySnapshot(GrantSchema);
   const publisher = new MemoryEventPublisher();
@@ -89,13 +88,7 @@ export async function startMemoryDispatcher(): Promise<MemoryDispatcher> {
       },
     }),
   );
-  const verify = createJwtVerifier({
-    secret,
-    issuer: "toolmesh",
-    audience: "toolmesh",
-    userClaim: "on_behalf_of",
-    rolesClaim: "roles",
-  });
+  const verify = signer.verifier();
   const dispatcher = createDispatcher({
     tools,
     policy: new PolicySnapshot(grants),
@@ -131,12 +124,12 @@ export async function startMemoryDispatcher(): Promise<MemoryDispatcher> {
     leases,
     backend,
     tokens: {
-      agent: await mintJwt(secret, { sub: "agent-1" }),
-      stranger: await mintJwt(secret, { sub: "agent-2" }),
-      admin: await mintJwt(secret, { sub: "ops", roles: ["admin"] }),
-      forged: await mintJwt("x".repeat(32), { sub: "agent-1", roles: ["admin"] }),
+      agent: await signer.token("agent-1"),
+      stranger: await signer.token("agent-2"),
+      admin: await signer.token("ops", ["admin"]),
+      forged: await testSigner("x".repeat(32)).token("agent-1", ["admin"]),
     },
-    token: (agentId, roles) => mintJwt(secret, { sub: agentId, ...(roles ? { roles } : {}) }),
+    token: (agentId, roles) => signer.token(agentId, roles),
     grantAll() {
       grants.put(
         buckets.permission.grantKey("g-all"),
@@ -174,9 +167,4 @@ export async function startMemoryDispatcher(): Promise<MemoryDispatcher> {
       await served.close();
     },
   };
-}
-
-/** Call options carrying a bearer token. */
-export function as(token: string): { headers: { authorization: string } } {
-  return { headers: { authorization: `Bearer ${token}` } };
 }

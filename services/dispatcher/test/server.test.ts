@@ -18,9 +18,9 @@ import {
   TraceEventSchema,
   ValidationFailureSchema,
 } from "@toolmesh/proto";
-import { failure } from "@toolmesh/testkit";
+import { as, failure } from "@toolmesh/testkit";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { as, type MemoryDispatcher, startMemoryDispatcher } from "./memory-dispatcher.js";
+import { type MemoryDispatcher, startMemoryDispatcher } from "./memory-dispatcher.js";
 
 // The Dispatcher's real server on port 0 with in-memory registry and grant snapshots, an
 // in-memory record publisher and idempotency store, and a real tool backend (the SDK's

@@ -14,10 +14,10 @@ import {
   PrincipalKind,
   ResourceKind,
 } from "@toolmesh/proto";
-import { failure } from "@toolmesh/testkit";
+import { as, failure } from "@toolmesh/testkit";
 import { beforeEach, describe, expect, it } from "vitest";
 import { createPermissionHandlers } from "../src/handlers.js";
-import { as, type MemoryPermission, memoryPermission } from "./memory-deps.js";
+import { type MemoryPermission, memoryPermission } from "./memory-deps.js";
 
 // PermissionService's handlers over an in-memory store, recorded events and a registry snapshot
 // in memory, behind the real auth interceptor (JWTs and API keys verified as in production),

@@ -10,10 +10,10 @@ import {
   ResourceKind,
 } from "@toolmesh/proto";
 import type { ListeningServer } from "@toolmesh/server";
-import { failure } from "@toolmesh/testkit";
+import { as, failure } from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPermissionServer } from "../src/server.js";
-import { as, type MemoryPermission, memoryPermission } from "./memory-deps.js";
+import { type MemoryPermission, memoryPermission } from "./memory-deps.js";
 
 // The real Permission server (health, auth interceptor, size limit, handlers) on port 0 with
 // in-memory dependencies and no NATS, reached over gRPC (HTTP/2) and Connect JSON (HTTP/1.1).
