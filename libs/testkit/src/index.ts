@@ -7,7 +7,7 @@ export {
   type TableTool,
   tableTools,
 } from "./decision-table.js";
-export { Collector, eventually } from "./eventually.js";
+export { Collector, eventually, retryWhile } from "./eventually.js";
 export { failure } from "./failure.js";
 export { consumerDrained, TEST_JS_OPTIONS } from "./jetstream.js";
 export { mintJwt, type TestClaims } from "./jwt.js";

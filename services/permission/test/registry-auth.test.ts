@@ -1,6 +1,6 @@
-import { Code, ConnectError } from "@toolmesh/errors";
+import { Code } from "@toolmesh/errors";
 import { Effect, PrincipalKind, ResourceKind } from "@toolmesh/proto";
-import { failure, mintJwt } from "@toolmesh/testkit";
+import { eventually, failure, mintJwt, retryWhile } from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type PermissionStack, startPermissionStack } from "./harness.js";
 
@@ -14,17 +14,12 @@ describe("the Registry authenticates with permission-issued keys", () => {
     stack = await startPermissionStack();
     secrets.push(stack.adminToken, stack.serviceToken);
     // The Registry started before the permission bucket existed; it picks it up within 500 ms.
-    const deadline = Date.now() + 5000;
-    for (;;) {
-      const error = await registry()
-        .listTools({}, stack.as(stack.adminToken))
-        .then(
-          () => undefined,
-          (e: unknown) => ConnectError.from(e),
-        );
-      if (!error) break;
-      if (error.code !== Code.Unavailable || Date.now() > deadline) throw error;
-    }
+    await retryWhile(
+      () => registry().listTools({}, stack.as(stack.adminToken)),
+      [Code.Unavailable],
+      5000,
+      "the Registry binding the permission bucket",
+    );
   }, 60_000);
   afterAll(async () => {
     await stack?.stop();
@@ -74,10 +69,16 @@ describe("the Registry authenticates with permission-issued keys", () => {
       admin,
     );
     // The Registry decides from its own grant snapshot; wait for it to see the grant.
-    const deadline = Date.now() + 1000;
-    let names: string[] = [];
-    while (names.length === 0 && Date.now() < deadline)
-      names = (await registry().listTools({}, asAgent)).tools.map((t) => t.spec?.name ?? "");
+    const names = await eventually(
+      async () => {
+        const listed = (await registry().listTools({}, asAgent)).tools.map((t) => t.spec?.name);
+        expect(listed).not.toEqual([]);
+        return listed;
+      },
+      1000,
+      "the Registry seeing the grant",
+      0,
+    );
     expect(names).toEqual(["data.query"]);
     const all = await registry().listTools({}, admin);
     expect(all.tools.length).toBeGreaterThan(1);
@@ -95,17 +96,14 @@ describe("the Registry authenticates with permission-issued keys", () => {
     await registry().listTools({}, asAgent);
     await stack.client.revokeApiKey({ id: key.apiKey?.id ?? "" }, admin);
     const revokedAt = performance.now();
-    let error: ConnectError | undefined;
-    while (!error && performance.now() - revokedAt < 1000) {
-      error = await registry()
-        .listTools({}, asAgent)
-        .then(
-          () => undefined,
-          (e: unknown) => ConnectError.from(e),
-        );
-    }
-    expect(error?.code).toBe(Code.Unauthenticated);
-    expect(error?.rawMessage).toContain("has been revoked");
+    const error = await eventually(
+      () => failure(registry().listTools({}, asAgent)),
+      1000,
+      "the Registry refusing the revoked key",
+      0,
+    );
+    expect(error.code).toBe(Code.Unauthenticated);
+    expect(error.rawMessage).toContain("has been revoked");
     expect(performance.now() - revokedAt).toBeLessThan(1000);
   });
 
