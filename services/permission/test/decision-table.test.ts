@@ -3,18 +3,12 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { buckets } from "@toolmesh/nats";
 import { GrantSchema, PrincipalKind, ResourceKind } from "@toolmesh/proto";
 import { decisionTable, type TableGrant, tableGrantSpec } from "@toolmesh/testkit";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type PermissionStack, startPermissionStack } from "./harness.js";
+import { describe, expect, it } from "vitest";
+import { permissionStackForFile } from "./harness.js";
 
 // The same table as libs/policy/test/decide.test.ts, answered by the live Check RPC.
 describe("decision table against the live Check RPC", () => {
-  let stack: PermissionStack;
-  beforeAll(async () => {
-    stack = await startPermissionStack();
-  }, 60_000);
-  afterAll(async () => {
-    await stack?.stop();
-  });
+  const stack = permissionStackForFile();
 
   /** Grants the Grant RPC refuses (expired, disabled) are written as a stale grant would be. */
   const needsDirectWrite = (g: TableGrant) =>

@@ -1,17 +1,16 @@
 import { Code } from "@toolmesh/errors";
 import { Effect, PrincipalKind, ResourceKind } from "@toolmesh/proto";
 import { eventually, failure, mintJwt, retryWhile } from "@toolmesh/testkit";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type PermissionStack, startPermissionStack } from "./harness.js";
+import { beforeAll, describe, expect, it } from "vitest";
+import { permissionStackForFile } from "./harness.js";
 
 // API keys issued here are verified by the Registry from its own watched snapshot.
 describe("the Registry authenticates with permission-issued keys", () => {
-  let stack: PermissionStack;
+  const stack = permissionStackForFile();
   const secrets: string[] = [];
   const registry = () => stack.registryClient;
 
   beforeAll(async () => {
-    stack = await startPermissionStack();
     secrets.push(stack.adminToken, stack.serviceToken);
     // The Registry started before the permission bucket existed; it picks it up within 500 ms.
     await retryWhile(
@@ -21,9 +20,6 @@ describe("the Registry authenticates with permission-issued keys", () => {
       "the Registry binding the permission bucket",
     );
   }, 60_000);
-  afterAll(async () => {
-    await stack?.stop();
-  });
 
   it("refuses a missing, malformed, unknown, expired and wrong-audience token", async () => {
     const expired = await mintJwt(
