@@ -8,13 +8,14 @@ import {
   type PermissionService,
 } from "@toolmesh/proto";
 import { as, failure } from "@toolmesh/testkit";
+import { freshForEachTest } from "@toolmesh/testkit/hooks";
 import { describe, expect, it } from "vitest";
 import { grantSpec } from "./grant-spec.js";
-import { expectBadField, permissionHandlersEachTest } from "./permission-handlers.js";
+import { expectBadField, permissionHandlers } from "./permission-handlers.js";
 
 // CreateApiKey, RevokeApiKey and ListApiKeys over in-memory dependencies, and the roles and
 // credentials every admin RPC needs.
-const t = permissionHandlersEachTest();
+const t = freshForEachTest(permissionHandlers);
 
 describe("API keys", () => {
   it("shows the secret once, in CreateApiKey's answer; the store, events and lists never hold it", async () => {

@@ -2,12 +2,13 @@ import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@toolmesh/errors";
 import { Effect, PrincipalKind, ResourceKind } from "@toolmesh/proto";
 import { failure } from "@toolmesh/testkit";
+import { startedForFile } from "@toolmesh/testkit/hooks";
 import { describe, expect, it } from "vitest";
 import { grantSpec, type SpecInit } from "./grant-spec.js";
-import { permissionStackForFile } from "./harness.js";
+import { startPermissionStack } from "./harness.js";
 
 // What the Permission process refuses, field by field, and that a refused write stores nothing.
-const stack = permissionStackForFile();
+const stack = startedForFile(startPermissionStack);
 
 const admin = () => stack.as(stack.adminToken);
 

@@ -3,12 +3,13 @@ import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { Code } from "@toolmesh/errors";
 import { Effect, type PermissionService, PrincipalKind, ResourceKind } from "@toolmesh/proto";
 import { as, failure } from "@toolmesh/testkit";
+import { freshForEachTest } from "@toolmesh/testkit/hooks";
 import { describe, expect, it } from "vitest";
-import { expectBadField, permissionHandlersEachTest } from "./permission-handlers.js";
+import { expectBadField, permissionHandlers } from "./permission-handlers.js";
 
 // Check over in-memory dependencies: default deny, deny wins, groups and roles, on behalf of a
 // user, expiry, self-checks, and what it refuses.
-const t = permissionHandlersEachTest();
+const t = freshForEachTest(permissionHandlers);
 
 describe("Check", () => {
   it("denies by default, naming the scope no grant covers", async () => {

@@ -3,12 +3,13 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { buckets } from "@toolmesh/nats";
 import { GrantSchema, PrincipalKind, ResourceKind } from "@toolmesh/proto";
 import { decisionTable, type TableGrant, tableGrantSpec } from "@toolmesh/testkit";
+import { startedForFile } from "@toolmesh/testkit/hooks";
 import { describe, expect, it } from "vitest";
-import { permissionStackForFile } from "./harness.js";
+import { startPermissionStack } from "./harness.js";
 
 // The same table as libs/policy/test/decide.test.ts, answered by the live Check RPC.
 describe("decision table against the live Check RPC", () => {
-  const stack = permissionStackForFile();
+  const stack = startedForFile(startPermissionStack);
 
   /** Grants the Grant RPC refuses (expired, disabled) are written as a stale grant would be. */
   const needsDirectWrite = (g: TableGrant) =>

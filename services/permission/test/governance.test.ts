@@ -3,11 +3,12 @@ import { Code } from "@toolmesh/errors";
 import { subjects } from "@toolmesh/nats";
 import { AuditAction, AuditRecordSchema, PrincipalKind, RateLimitSubject } from "@toolmesh/proto";
 import { failure, mintJwt } from "@toolmesh/testkit";
+import { startedForFile } from "@toolmesh/testkit/hooks";
 import { describe, expect, it } from "vitest";
 import { grantSpec } from "./grant-spec.js";
-import { permissionStackForFile } from "./harness.js";
+import { startPermissionStack } from "./harness.js";
 
-const stack = permissionStackForFile();
+const stack = startedForFile(startPermissionStack);
 
 const admin = () => stack.as(stack.adminToken);
 

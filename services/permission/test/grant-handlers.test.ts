@@ -9,12 +9,13 @@ import {
   ResourceKind,
 } from "@toolmesh/proto";
 import { failure } from "@toolmesh/testkit";
+import { freshForEachTest } from "@toolmesh/testkit/hooks";
 import { beforeEach, describe, expect, it } from "vitest";
 import { grantSpec, type SpecInit } from "./grant-spec.js";
-import { expectBadField, permissionHandlersEachTest } from "./permission-handlers.js";
+import { expectBadField, permissionHandlers } from "./permission-handlers.js";
 
 // Grant, Revoke and ListGrants over in-memory dependencies (permissionHandlers()).
-const t = permissionHandlersEachTest();
+const t = freshForEachTest(permissionHandlers);
 
 describe("Grant", () => {
   it("stores the grant with a time-ordered id, its creator and time, and announces it", async () => {

@@ -10,7 +10,6 @@ import {
   tableTools,
 } from "@toolmesh/testkit";
 import type { KV, NatsConnection } from "nats";
-import { afterAll, beforeAll } from "vitest";
 
 /** A real nats-server, Registry and Permission processes, with the tools of the decision table. */
 export interface PermissionStack {
@@ -65,21 +64,6 @@ export async function startPermissionStack(): Promise<PermissionStack> {
 }
 
 export { mintJwt };
-
-/**
- * The permission stack of the calling test file: started before its first test and stopped after
- * its last; the object returned takes on the stack's fields once it has started.
- */
-export function permissionStackForFile(): PermissionStack {
-  const stack = {} as PermissionStack;
-  beforeAll(async () => {
-    Object.assign(stack, await startPermissionStack());
-  }, 60_000);
-  afterAll(async () => {
-    await stack.stop?.();
-  });
-  return stack;
-}
 
 /** Registers the decision table's tools, and groups holding them, through the Registry. */
 async function registerTableTools(stack: TestStack): Promise<void> {

@@ -2,7 +2,7 @@ import { type Client, createClient, createRouterTransport } from "@connectrpc/co
 import { Code, type ConnectError } from "@toolmesh/errors";
 import { BadFieldSchema, PermissionService } from "@toolmesh/proto";
 import { as, type BearerOptions } from "@toolmesh/testkit";
-import { beforeEach, expect } from "vitest";
+import { expect } from "vitest";
 import { createPermissionHandlers } from "../src/handlers.js";
 import { grantSpec, type SpecInit } from "./grant-spec.js";
 import { type MemoryPermission, memoryPermission } from "./memory-deps.js";
@@ -40,18 +40,6 @@ export async function permissionHandlers(): Promise<PermissionHandlers> {
       return res.grant?.id ?? "";
     },
   };
-}
-
-/**
- * Fresh handlers before each test of the calling file (a beforeEach); the object returned takes
- * on their fields, so a test reads them as `t.client`, `t.events` ….
- */
-export function permissionHandlersEachTest(): PermissionHandlers {
-  const t = {} as PermissionHandlers;
-  beforeEach(async () => {
-    Object.assign(t, await permissionHandlers());
-  });
-  return t;
 }
 
 /** Asserts INVALID_ARGUMENT with exactly this message and a BadField detail naming the field. */

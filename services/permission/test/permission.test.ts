@@ -15,11 +15,12 @@ import {
   ResourceKind,
 } from "@toolmesh/proto";
 import { eventually, failure, mintJwt } from "@toolmesh/testkit";
+import { startedForFile } from "@toolmesh/testkit/hooks";
 import { beforeAll, describe, expect, it } from "vitest";
 import { grantSpec } from "./grant-spec.js";
-import { permissionStackForFile } from "./harness.js";
+import { startPermissionStack } from "./harness.js";
 
-const stack = permissionStackForFile();
+const stack = startedForFile(startPermissionStack);
 /** Every secret the test saw; none may appear in the service's output. */
 const secrets: string[] = [];
 

@@ -1,12 +1,13 @@
 import { Code } from "@toolmesh/errors";
 import { Effect, PrincipalKind, ResourceKind } from "@toolmesh/proto";
 import { eventually, failure, mintJwt, retryWhile } from "@toolmesh/testkit";
+import { startedForFile } from "@toolmesh/testkit/hooks";
 import { beforeAll, describe, expect, it } from "vitest";
-import { permissionStackForFile } from "./harness.js";
+import { startPermissionStack } from "./harness.js";
 
 // API keys issued here are verified by the Registry from its own watched snapshot.
 describe("the Registry authenticates with permission-issued keys", () => {
-  const stack = permissionStackForFile();
+  const stack = startedForFile(startPermissionStack);
   const secrets: string[] = [];
   const registry = () => stack.registryClient;
 
