@@ -41,6 +41,11 @@ export function tableGrant(g: TableGrant, nowMs: number): Grant {
   return create(GrantSchema, { id: g.id, spec: tableGrantSpec(g, nowMs), createdBy: "table" });
 }
 
+/** The spec of a grant that lets one agent call every tool with every scope. */
+export function allowAllSpec(agentId: string): GrantSpec {
+  return tableGrantSpec({ id: "", who: `agent:${agentId}`, on: "glob:**", scopes: ["*"] }, 0);
+}
+
 function split(ref: string): [string, string] {
   const i = ref.indexOf(":");
   return [ref.slice(0, i), ref.slice(i + 1)];

@@ -12,11 +12,8 @@ import {
   AuditRecordSchema,
   CallStatus,
   DispatcherService,
-  Effect,
   GrantSchema,
   type Outcome,
-  PrincipalKind,
-  ResourceKind,
   ToolSchema,
   ToolStatus,
   type TraceEvent,
@@ -25,7 +22,14 @@ import {
 } from "@toolmesh/proto";
 import { type ServedTools, serveTools, toolSpec } from "@toolmesh/sdk";
 import type { ListeningServer } from "@toolmesh/server";
-import { chainTestTools, type ToolLog, testSigner, toolLog } from "@toolmesh/testkit";
+import {
+  allowAllSpec,
+  as,
+  chainTestTools,
+  type ToolLog,
+  testSigner,
+  toolLog,
+} from "@toolmesh/testkit";
 import { MemoryToolSource } from "../src/catalog/tool-catalog.js";
 import { type DispatcherConfig, dispatcherConfig } from "../src/config.js";
 import { MemoryLeases } from "../src/records/call-leases.js";
@@ -58,6 +62,14 @@ export interface MemoryDispatcher {
   token(agentId: string, roles?: string[]): Promise<string>;
   /** Lets agent-1 call every tool with every scope, as grant g-all. */
   grantAll(): void;
+  /** Dispatches a call as agent-1. */
+  call(
+    tool: string,
+    args?: Record<string, unknown>,
+    extra?: Record<string, unknown>,
+  ): ReturnType<Client<typeof DispatcherService>["dispatch"]>;
+  /** What every test starts from: both snapshots loaded, records writable, agent-1 granted all. */
+  reset(): void;
   /** Every record of one call, in publish order, as "trace KIND", "audit ACTION STATUS", "outcome STATUS". */
   recordsOf(callId: string): string[];
   stop(): Promise<void>;
@@ -113,37 +125,39 @@ export async function startMemoryDispatcher(): Promise<MemoryDispatcher> {
   const listening = await dispatcher.server.listen(0, "127.0.0.1");
   const fastPort = await dispatcher.listenGrpc(0, "127.0.0.1");
 
+  const client = createClient(DispatcherService, createGrpcTransport({ baseUrl: listening.url }));
+  const tokens = {
+    agent: await signer.token("agent-1"),
+    stranger: await signer.token("agent-2"),
+    admin: await signer.token("ops", ["admin"]),
+    forged: await testSigner("x".repeat(32)).token("agent-1", ["admin"]),
+  };
+  const grantAll = () =>
+    grants.put(
+      buckets.permission.grantKey("g-all"),
+      create(GrantSchema, { id: "g-all", spec: allowAllSpec("agent-1") }),
+    );
   return {
     dispatcher,
     listening,
     fastPort,
-    client: createClient(DispatcherService, createGrpcTransport({ baseUrl: listening.url })),
+    client,
     tools,
     grants,
     publisher,
     leases,
     backend,
-    tokens: {
-      agent: await signer.token("agent-1"),
-      stranger: await signer.token("agent-2"),
-      admin: await signer.token("ops", ["admin"]),
-      forged: await testSigner("x".repeat(32)).token("agent-1", ["admin"]),
-    },
+    tokens,
     token: (agentId, roles) => signer.token(agentId, roles),
-    grantAll() {
-      grants.put(
-        buckets.permission.grantKey("g-all"),
-        create(GrantSchema, {
-          id: "g-all",
-          spec: {
-            principal: { kind: PrincipalKind.AGENT, id: "agent-1" },
-            resource: { kind: ResourceKind.GLOB, pattern: "**" },
-            scopes: ["*"],
-            effect: Effect.ALLOW,
-            enabled: true,
-          },
-        }),
-      );
+    grantAll,
+    call: (tool, args = {}, extra = {}) =>
+      client.dispatch({ tool, arguments: args as never, ...extra }, as(tokens.agent)),
+    reset() {
+      tools.isReady = true;
+      grants.isReady = true;
+      publisher.writable = true;
+      publisher.full = undefined;
+      grantAll();
     },
     recordsOf(callId) {
       return publisher.published
