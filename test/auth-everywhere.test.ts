@@ -12,7 +12,7 @@ import {
   PermissionService,
   RegistryService,
 } from "@toolmesh/proto";
-import { eventually, mintJwt, repoRoot } from "@toolmesh/testkit";
+import { eventually, mintJwt, refusedJwts, repoRoot } from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 // Every service of a real stack, started as `npm start` does, refuses the same bad credentials
@@ -43,17 +43,6 @@ function probes(): Record<string, (token: string | undefined) => Promise<unknown
     callback: (token) =>
       createClient(CallbackService, t("callback")).getOutcome({ callId: "x" }, h(token)),
   };
-}
-
-function jwt(claims: { aud?: string; expSecondsFromNow?: number }): Promise<string> {
-  return mintJwt(
-    secret,
-    { sub: "ops", roles: ["admin"] },
-    {
-      ...(claims.aud ? { audience: claims.aud } : {}),
-      expiresIn: Math.floor(Date.now() / 1000) + (claims.expSecondsFromNow ?? 300),
-    },
-  );
 }
 
 async function codeOf(call: Promise<unknown>): Promise<Code | "ok"> {
@@ -90,11 +79,12 @@ afterAll(async () => {
 
 describe("authentication on every service", () => {
   it("refuses missing, malformed, expired, wrong-audience and unknown credentials", async () => {
+    const refused = await refusedJwts(secret, { sub: "ops", roles: ["admin"] });
     const bad: Record<string, string | undefined> = {
       missing: undefined,
       malformed: "Token abc",
-      "expired JWT": `Bearer ${await jwt({ expSecondsFromNow: -60 })}`,
-      "wrong-audience JWT": `Bearer ${await jwt({ aud: "someone-else" })}`,
+      "expired JWT": `Bearer ${refused.expired}`,
+      "wrong-audience JWT": `Bearer ${refused.wrongAudience}`,
       "unknown API key": "Bearer tmk_0123456789abcdef_notARealSecretAtAllButLongEnough0000000",
     };
     for (const [service, probe] of Object.entries(probes())) {
@@ -108,7 +98,7 @@ describe("authentication on every service", () => {
 
   it("lets a valid admin token through on every service", async () => {
     const admin = `Bearer ${stack.adminToken}`;
-    const viaJwt = `Bearer ${await jwt({})}`;
+    const viaJwt = `Bearer ${await mintJwt(secret, { sub: "ops", roles: ["admin"] })}`;
     for (const [service, probe] of Object.entries(probes())) {
       for (const token of [admin, viaJwt]) {
         expect(await codeOf(probe(token)), service).not.toBe(Code.Unauthenticated);

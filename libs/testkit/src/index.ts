@@ -10,7 +10,7 @@ export {
 export { Collector, eventually, retryWhile } from "./eventually.js";
 export { failure } from "./failure.js";
 export { consumerDrained, TEST_JS_OPTIONS } from "./jetstream.js";
-export { mintJwt, type TestClaims } from "./jwt.js";
+export { mintJwt, refusedJwts, type TestClaims } from "./jwt.js";
 export { natsAt, startNats, type TestNats } from "./nats-server.js";
 export { type IsolatedHost, isolatedHost } from "./netns.js";
 export {

@@ -14,7 +14,7 @@ import {
   PrincipalKind,
   ResourceKind,
 } from "@toolmesh/proto";
-import { eventually, failure, mintJwt } from "@toolmesh/testkit";
+import { eventually, failure, mintJwt, refusedJwts } from "@toolmesh/testkit";
 import { startedForFile } from "@toolmesh/testkit/hooks";
 import { beforeAll, describe, expect, it } from "vitest";
 import { grantSpec } from "./grant-spec.js";
@@ -83,16 +83,7 @@ describe("authentication", () => {
     const call = (headers: Record<string, string>) =>
       failure(stack.client.listGrants({}, { headers }));
     const unknownKey = `tmk_${"0".repeat(16)}_${"A".repeat(43)}`;
-    const expiredJwt = await mintJwt(
-      stack.jwtSecret,
-      { sub: "admin", roles: ["admin"] },
-      { expiresIn: Math.floor(Date.now() / 1000) - 60 },
-    );
-    const wrongAudience = await mintJwt(
-      stack.jwtSecret,
-      { sub: "admin", roles: ["admin"] },
-      { audience: "someone-else" },
-    );
+    const { expired: expiredJwt, wrongAudience } = await refusedJwts(stack.jwtSecret);
     const cases: [Record<string, string>, string][] = [
       [{}, "missing credential"],
       [{ authorization: "Basic abc" }, "malformed authorization header"],

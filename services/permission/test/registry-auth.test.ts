@@ -1,6 +1,6 @@
 import { Code } from "@toolmesh/errors";
 import { Effect, PrincipalKind, ResourceKind } from "@toolmesh/proto";
-import { eventually, failure, mintJwt, retryWhile } from "@toolmesh/testkit";
+import { eventually, failure, refusedJwts, retryWhile } from "@toolmesh/testkit";
 import { startedForFile } from "@toolmesh/testkit/hooks";
 import { beforeAll, describe, expect, it } from "vitest";
 import { startPermissionStack } from "./harness.js";
@@ -23,16 +23,7 @@ describe("the Registry authenticates with permission-issued keys", () => {
   }, 60_000);
 
   it("refuses a missing, malformed, unknown, expired and wrong-audience token", async () => {
-    const expired = await mintJwt(
-      stack.jwtSecret,
-      { sub: "admin", roles: ["admin"] },
-      { expiresIn: Math.floor(Date.now() / 1000) - 60 },
-    );
-    const wrongAudience = await mintJwt(
-      stack.jwtSecret,
-      { sub: "admin", roles: ["admin"] },
-      { audience: "elsewhere" },
-    );
+    const { expired, wrongAudience } = await refusedJwts(stack.jwtSecret);
     const cases: [Record<string, string>, string][] = [
       [{}, "missing credential"],
       [{ authorization: "Token abc" }, "malformed authorization header"],
