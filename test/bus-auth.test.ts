@@ -19,14 +19,15 @@ import {
   TraceEventKind,
   TraceEventSchema,
 } from "@toolmesh/proto";
-import { type ServedTools, serveTools, toolSpec } from "@toolmesh/sdk";
+import type { ServedTools } from "@toolmesh/sdk";
+import type { TestStack } from "@toolmesh/testkit";
 import {
   Collector,
   chainServices,
   echoTool,
   eventually,
+  serveOnStack,
   startStack,
-  type TestStack,
 } from "@toolmesh/testkit";
 import { connect, type NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -111,11 +112,7 @@ beforeAll(async () => {
   stack = await startStack({
     services: [...chainServices, "audit", "callback", "memory-writer"],
   });
-  backend = await serveTools([echo], { port: 0 });
-  await stack.registryClient.registerTool(
-    { tool: toolSpec(echo, backend.address) },
-    stack.as(stack.adminToken),
-  );
+  backend = await serveOnStack(stack, [echo]);
   await stack.grantAll("bus-agent");
 }, 120_000);
 afterAll(async () => {

@@ -13,13 +13,14 @@ import {
   ToolStatus,
   type TraceEvent,
 } from "@toolmesh/proto";
-import { type ServedTools, serveTools } from "@toolmesh/sdk";
+import type { ServedTools } from "@toolmesh/sdk";
 import {
   type Collector,
   chainTestTools,
   collectRecords,
   eventually,
   repoRoot,
+  serveOnStack,
   startStack,
   type TestStack,
   type ToolLog,
@@ -80,9 +81,7 @@ export async function startDispatchFixture(): Promise<DispatchFixture> {
     const dispatcher = () => stack.dispatcherClient();
     const call: DispatchFixture["call"] = (tool, args = {}, extra = {}) =>
       dispatcher().dispatch({ tool, arguments: args as never, ...extra }, stack.as(agent));
-    served = await serveTools(chainTestTools(log), {
-      registry: { url: stack.registry.url, token: admin },
-    });
+    served = await serveOnStack(stack, chainTestTools(log));
 
     rawBackend = await startRawBackend();
     remote = await startRemote(remoteHits);

@@ -9,7 +9,7 @@ import {
   ToolBackendService,
   TraceEventKind,
 } from "@toolmesh/proto";
-import { defineTool, type ServedTools, serveTools } from "@toolmesh/sdk";
+import { defineTool, type ServedTools } from "@toolmesh/sdk";
 import { createToolmeshServer, type ListeningServer } from "@toolmesh/server";
 import {
   chainServices,
@@ -17,6 +17,7 @@ import {
   mintJwt,
   numberTool,
   type ServiceProcess,
+  serveOnStack,
   startStack,
   type TestStack,
 } from "@toolmesh/testkit";
@@ -64,25 +65,22 @@ describe("outcomes end to end", () => {
     auditor = await stack.agentToken("reviewer", { roles: ["auditor"] });
     await stack.grantAll("e2e-agent");
     await stack.grantAll("bulk-agent");
-    served = await serveTools(
-      [
-        defineTool({
-          name: "e2e.lookup",
-          description: "Looks a word up.",
-          inputSchema: {
-            type: "object",
-            required: ["q"],
-            properties: { q: { type: "string" }, password: { type: "string" } },
-          },
-          handler: (args: { q: string }, ctx) => {
-            ctx.trace("DATA_QUERY", { query: `lookup ${args.q}` });
-            return { answer: args.q.toUpperCase() };
-          },
-        }),
-        numberTool("e2e.count"),
-      ],
-      { registry: { url: stack.registry.url, token: stack.adminToken } },
-    );
+    served = await serveOnStack(stack, [
+      defineTool({
+        name: "e2e.lookup",
+        description: "Looks a word up.",
+        inputSchema: {
+          type: "object",
+          required: ["q"],
+          properties: { q: { type: "string" }, password: { type: "string" } },
+        },
+        handler: (args: { q: string }, ctx) => {
+          ctx.trace("DATA_QUERY", { query: `lookup ${args.q}` });
+          return { answer: args.q.toUpperCase() };
+        },
+      }),
+      numberTool("e2e.count"),
+    ]);
     // An asynchronous tool: accepts every job and reports later through CallbackService.Report.
     asyncBackend = await createToolmeshServer({
       services: [ToolBackendService],

@@ -11,8 +11,9 @@ import {
   type Tool,
   type ToolSpec,
 } from "@toolmesh/proto";
-import { type ServedTools, serveTools } from "@toolmesh/sdk";
-import { chainServices, echoTool, eventually, startStack, type TestStack } from "@toolmesh/testkit";
+import type { ServedTools } from "@toolmesh/sdk";
+import type { TestStack } from "@toolmesh/testkit";
+import { chainServices, echoTool, eventually, serveOnStack, startStack } from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 // Two replicas of Registry, Permission and Callback against one NATS: each takes writes and
@@ -29,9 +30,7 @@ describe("two replicas of each service", () => {
       replicas: { registry: 2, permission: 2, callback: 2 },
     });
     admin = stack.as(stack.adminToken);
-    served = await serveTools([echoTool("replicas.echo")], {
-      registry: { url: stack.registry.url, token: stack.adminToken },
-    });
+    served = await serveOnStack(stack, [echoTool("replicas.echo")]);
   }, 120_000);
 
   afterAll(async () => {

@@ -2,8 +2,9 @@ import { readFile } from "node:fs/promises";
 import { DEFAULT_NATS_MEMORY_LIMIT } from "@toolmesh/launcher";
 import { streamNames } from "@toolmesh/nats";
 import { AuditAction, CallStatus } from "@toolmesh/proto";
-import { type ServedTools, serveTools, toolSpec } from "@toolmesh/sdk";
-import { chainServices, echoTool, eventually, startStack, type TestStack } from "@toolmesh/testkit";
+import type { ServedTools } from "@toolmesh/sdk";
+import type { TestStack } from "@toolmesh/testkit";
+import { chainServices, echoTool, eventually, serveOnStack, startStack } from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 // nats-server dying under the launcher (kill -9 from outside, as the OOM killer would) is
@@ -15,11 +16,7 @@ let backend: ServedTools;
 
 beforeAll(async () => {
   stack = await startStack({ services: [...chainServices, "audit"] });
-  backend = await serveTools([echo], { port: 0 });
-  await stack.registryClient.registerTool(
-    { tool: toolSpec(echo, backend.address) },
-    stack.as(stack.adminToken),
-  );
+  backend = await serveOnStack(stack, [echo]);
   await stack.grantAll("supervised-agent");
 }, 120_000);
 afterAll(async () => {

@@ -37,6 +37,8 @@ export {
   failingTool,
   meetTool,
   numberTool,
+  payTool,
+  serveOnStack,
   slowTool,
   strictTextSchema,
   type ToolLog,

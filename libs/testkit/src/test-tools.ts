@@ -1,6 +1,16 @@
 import type { JsonObject } from "@bufbuild/protobuf";
-import { defineTool, type ToolDefinition, ToolError } from "@toolmesh/sdk";
+import { create } from "@bufbuild/protobuf";
+import { ToolSpecSchema } from "@toolmesh/proto";
+import {
+  defineTool,
+  type ServedTools,
+  serveTools,
+  type ToolDefinition,
+  ToolError,
+  toolSpec,
+} from "@toolmesh/sdk";
 import { Collector } from "./eventually.js";
+import type { TestStack } from "./stack.js";
 
 /** What the test tools saw, for tests to await and assert on. */
 export interface ToolLog {
@@ -126,6 +136,51 @@ export function badOutputTool(name = "test.badoutput"): ToolDefinition<never> {
     outputSchema: { type: "object", required: ["n"], properties: { n: { type: "integer" } } },
     handler: () => ({ n: "not a number" }),
   });
+}
+
+/**
+ * A tool with a side effect that waits for a person's approval where the test registers it so:
+ * pays the invoice it is given and notes it in `ran`.
+ */
+export function payTool(ran: string[], name = "pay.send"): ToolDefinition<never> {
+  return defineTool({
+    name,
+    description: "Pays an invoice; needs a person's approval.",
+    sideEffects: true,
+    inputSchema: { type: "object", properties: { invoice: { type: "string" } } },
+    outputSchema: { type: "object", properties: { paid: { type: "string" } } },
+    handler: (args: { invoice: string }) => {
+      ran.push(args.invoice);
+      return { paid: args.invoice };
+    },
+  });
+}
+
+/**
+ * Serves tools with the SDK on a free port and registers them with the stack's Registry as its
+ * admin; the tools named in `requiresApproval` wait for an approver.
+ */
+export async function serveOnStack(
+  stack: TestStack,
+  tools: ToolDefinition<never>[],
+  options: { requiresApproval?: string[] } = {},
+): Promise<ServedTools> {
+  const held = options.requiresApproval ?? [];
+  if (held.length === 0) {
+    return serveTools(tools, { registry: { url: stack.registry.url, token: stack.adminToken } });
+  }
+  const served = await serveTools(tools, { port: 0 });
+  try {
+    for (const tool of tools) {
+      const spec = create(ToolSpecSchema, toolSpec(tool, served.address));
+      spec.requiresApproval = held.includes(spec.name);
+      await stack.registryClient.registerTool({ tool: spec }, stack.as(stack.adminToken));
+    }
+  } catch (error) {
+    await served.close();
+    throw error;
+  }
+  return served;
 }
 
 /**

@@ -13,8 +13,15 @@ import {
   ToolSpecSchema,
   WatchEventType,
 } from "@toolmesh/proto";
-import { type ServedTools, serveTools } from "@toolmesh/sdk";
-import { echoTool, eventually, failure, startStack, type TestStack } from "@toolmesh/testkit";
+import type { ServedTools } from "@toolmesh/sdk";
+import {
+  echoTool,
+  eventually,
+  failure,
+  serveOnStack,
+  startStack,
+  type TestStack,
+} from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 // Governance of calls against real processes: pinned definitions, grant updates, rate limits.
@@ -29,9 +36,7 @@ describe("governance", () => {
       tokens[agent] = await stack.agentToken(agent);
       if (agent !== "granted") await stack.grantAll(agent);
     }
-    served = await serveTools([echoTool("gov.echo")], {
-      registry: { url: stack.registry.url, token: stack.adminToken },
-    });
+    served = await serveOnStack(stack, [echoTool("gov.echo")]);
     // The Dispatcher follows the buckets asynchronously; the suite starts once it serves a call.
     await eventually(() => dispatch("bystander"));
   }, 120_000);
