@@ -1,6 +1,6 @@
 import { Code, ConnectError } from "@toolmesh/errors";
-import { CallStatus, Effect, PrincipalKind, ResourceKind, ToolStatus } from "@toolmesh/proto";
-import { startStack } from "@toolmesh/testkit";
+import { CallStatus, ToolStatus } from "@toolmesh/proto";
+import { allowSpec, startStack } from "@toolmesh/testkit";
 import { rssMb } from "./proc.js";
 import { runLine, writeResultsFile } from "./results-file.js";
 
@@ -21,15 +21,7 @@ try {
   const admin = stack.as(stack.adminToken);
   const registry = stack.registryClient;
   await stack.permissionClient.grant(
-    {
-      grant: {
-        principal: { kind: PrincipalKind.AGENT, id: "scale-agent" },
-        resource: { kind: ResourceKind.GLOB, pattern: "scale.*" },
-        scopes: ["*"],
-        effect: Effect.ALLOW,
-        enabled: true,
-      },
-    },
+    { grant: allowSpec("agent:scale-agent", "glob:scale.*", ["*"]) },
     admin,
   );
   const agent = stack.as(await stack.agentToken("scale-agent"));

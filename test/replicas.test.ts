@@ -3,17 +3,21 @@ import {
   type CallbackEvent,
   CallbackService,
   CallStatus,
-  Effect,
   PermissionService,
-  PrincipalKind,
   RegistryService,
-  ResourceKind,
   type Tool,
   type ToolSpec,
 } from "@toolmesh/proto";
 import type { ServedTools } from "@toolmesh/sdk";
-import type { TestStack } from "@toolmesh/testkit";
-import { chainServices, echoTool, eventually, serveOnStack, startStack } from "@toolmesh/testkit";
+import {
+  allowSpec,
+  chainServices,
+  echoTool,
+  eventually,
+  serveOnStack,
+  startStack,
+  type TestStack,
+} from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 // Two replicas of Registry, Permission and Callback against one NATS: each takes writes and
@@ -81,15 +85,7 @@ describe("two replicas of each service", () => {
     const check = { agentId: "replica-agent", roles: ["agent"], tool: "replicas.echo" };
     expect((await first?.check(check, admin))?.decision?.allowed).toBe(false);
     await second?.grant(
-      {
-        grant: {
-          principal: { kind: PrincipalKind.AGENT, id: "replica-agent" },
-          resource: { kind: ResourceKind.TOOL, pattern: "replicas.echo" },
-          scopes: ["*"],
-          effect: Effect.ALLOW,
-          enabled: true,
-        },
-      },
+      { grant: allowSpec("agent:replica-agent", "tool:replicas.echo", ["*"]) },
       admin,
     );
     await eventually(

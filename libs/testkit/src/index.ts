@@ -21,7 +21,7 @@ export {
 export { type OperatorStack, startOperatorStack } from "./operator-stack.js";
 export { portEnvOf, repoRoot, type ServiceProcess, startService } from "./service-process.js";
 export { chainServices, startStack, type TestStack, type TestStackOptions } from "./stack.js";
-export { allowAllSpec, tableGrant, tableGrantSpec } from "./table-grants.js";
+export { allowAllSpec, allowSpec, tableGrant, tableGrantSpec } from "./table-grants.js";
 export {
   type StreamKey,
   startTestBus,

@@ -41,9 +41,17 @@ export function tableGrant(g: TableGrant, nowMs: number): Grant {
   return create(GrantSchema, { id: g.id, spec: tableGrantSpec(g, nowMs), createdBy: "table" });
 }
 
+/**
+ * The spec of an enabled grant, in the decision table's words: `who` is agent:<id>, user:<id>
+ * or role:<id>; `on` is tool:<name>, glob:<pattern> or group:<name>.
+ */
+export function allowSpec(who: string, on: string, scopes: string[]): GrantSpec {
+  return tableGrantSpec({ id: "", who, on, scopes }, 0);
+}
+
 /** The spec of a grant that lets one agent call every tool with every scope. */
 export function allowAllSpec(agentId: string): GrantSpec {
-  return tableGrantSpec({ id: "", who: `agent:${agentId}`, on: "glob:**", scopes: ["*"] }, 0);
+  return allowSpec(`agent:${agentId}`, "glob:**", ["*"]);
 }
 
 function split(ref: string): [string, string] {

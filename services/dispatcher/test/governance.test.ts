@@ -3,18 +3,15 @@ import { clone, create, fromBinary, type MessageInitShape } from "@bufbuild/prot
 import { Code, ConnectError } from "@toolmesh/errors";
 import {
   AuditRecordSchema,
-  Effect,
-  GrantSpecSchema,
-  PrincipalKind,
   type RateLimitSpecSchema,
   RateLimitSubject,
-  ResourceKind,
   RetryInfoSchema,
   ToolSpecSchema,
   WatchEventType,
 } from "@toolmesh/proto";
 import type { ServedTools } from "@toolmesh/sdk";
 import {
+  allowSpec,
   echoTool,
   eventually,
   failure,
@@ -140,13 +137,7 @@ describe("governance", () => {
   });
 
   it("sees an UpdateGrant within a second", async () => {
-    const grant = create(GrantSpecSchema, {
-      principal: { kind: PrincipalKind.AGENT, id: "granted" },
-      resource: { kind: ResourceKind.TOOL, pattern: "gov.echo" },
-      scopes: ["*"],
-      effect: Effect.ALLOW,
-      enabled: true,
-    });
+    const grant = allowSpec("agent:granted", "tool:gov.echo", ["*"]);
     const created = (await stack.permissionClient.grant({ grant }, admin())).grant;
     await eventually(async () =>
       expect((await dispatch("granted")).output).toEqual({ text: "hi" }),

@@ -1,6 +1,5 @@
 import { Code } from "@toolmesh/errors";
-import { Effect, PrincipalKind, ResourceKind } from "@toolmesh/proto";
-import { eventually, failure, refusedJwts, retryWhile } from "@toolmesh/testkit";
+import { allowSpec, eventually, failure, refusedJwts, retryWhile } from "@toolmesh/testkit";
 import { startedForFile } from "@toolmesh/testkit/hooks";
 import { beforeAll, describe, expect, it } from "vitest";
 import { startPermissionStack } from "./harness.js";
@@ -45,15 +44,7 @@ describe("the Registry authenticates with permission-issued keys", () => {
     const asAgent = stack.as(key.secret);
     expect((await registry().listTools({}, asAgent)).tools).toEqual([]);
     await stack.client.grant(
-      {
-        grant: {
-          principal: { kind: PrincipalKind.AGENT, id: "analyst-1" },
-          resource: { kind: ResourceKind.GLOB, pattern: "data.*" },
-          scopes: ["read:data"],
-          effect: Effect.ALLOW,
-          enabled: true,
-        },
-      },
+      { grant: allowSpec("agent:analyst-1", "glob:data.*", ["read:data"]) },
       admin,
     );
     // The Registry decides from its own grant snapshot; wait for it to see the grant.

@@ -7,17 +7,14 @@ import {
   AuditAction,
   AuditRecordSchema,
   ChangeType,
-  Effect,
   GrantSchema,
-  PrincipalKind,
   RegistryChangedSchema,
   RegistryService,
-  ResourceKind,
   SchemaFormat,
   type ToolSpecSchema,
   WatchEventType,
 } from "@toolmesh/proto";
-import { failure, type OneService, startOneService } from "@toolmesh/testkit";
+import { allowSpec, failure, type OneService, startOneService } from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 function spec(
@@ -218,24 +215,12 @@ describe("registry service process", () => {
     const kv = await registry.nc.jetstream().views.kv(buckets.permission.name, { history: 5 });
     const grant = create(GrantSchema, {
       id: "g-agent-7",
-      spec: {
-        principal: { kind: PrincipalKind.AGENT, id: "agent-7" },
-        resource: { kind: ResourceKind.TOOL, pattern: "granted.query" },
-        scopes: ["read:data"],
-        effect: Effect.ALLOW,
-        enabled: true,
-      },
+      spec: allowSpec("agent:agent-7", "tool:granted.query", ["read:data"]),
     });
     // The agent acts for user-1, and both must be allowed: one grant each.
     const userGrant = create(GrantSchema, {
       id: "g-user-1",
-      spec: {
-        principal: { kind: PrincipalKind.USER, id: "user-1" },
-        resource: { kind: ResourceKind.GLOB, pattern: "**" },
-        scopes: ["*"],
-        effect: Effect.ALLOW,
-        enabled: true,
-      },
+      spec: allowSpec("user:user-1", "glob:**", ["*"]),
     });
     await kv.put(buckets.permission.grantKey(grant.id), toBinary(GrantSchema, grant));
     await kv.put(buckets.permission.grantKey(userGrant.id), toBinary(GrantSchema, userGrant));
