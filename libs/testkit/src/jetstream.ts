@@ -8,12 +8,13 @@ import { eventually } from "./eventually.js";
  */
 export const TEST_JS_OPTIONS: JetStreamOptions = { timeout: 60_000 };
 
-/** Resolves once a durable consumer has acked every message its stream holds. */
+/** Resolves once a durable consumer has acked every message its stream holds (looked at every `intervalMs`). */
 export async function consumerDrained(
   jsm: JetStreamManager,
   stream: string,
   durable: string,
   timeoutMs = 30_000,
+  intervalMs = 50,
 ): Promise<void> {
   await eventually(
     async () => {
@@ -27,5 +28,6 @@ export async function consumerDrained(
     },
     timeoutMs,
     `${durable} acking all of ${stream}`,
+    intervalMs,
   );
 }
