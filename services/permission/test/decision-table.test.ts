@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { buckets } from "@toolmesh/nats";
-import { GrantSchema, PrincipalKind, ResourceKind } from "@toolmesh/proto";
-import { decisionTable, type TableGrant, tableGrantSpec } from "@toolmesh/testkit";
+import { GrantSchema } from "@toolmesh/proto";
+import { allowSpec, decisionTable, type TableGrant, tableGrantSpec } from "@toolmesh/testkit";
 import { startedForFile } from "@toolmesh/testkit/hooks";
 import { describe, expect, it } from "vitest";
 import { startPermissionStack } from "./harness.js";
@@ -37,15 +37,7 @@ describe("decision table against the live Check RPC", () => {
       }
       // The service applies its watch in order, so once it shows this grant it shows all above.
       const sentinel = await stack.client.grant(
-        {
-          grant: {
-            principal: { kind: PrincipalKind.AGENT, id: "sentinel" },
-            resource: { kind: ResourceKind.TOOL, pattern: "sentinel.tool" },
-            scopes: ["*"],
-            effect: 1,
-            enabled: true,
-          },
-        },
+        { grant: allowSpec("agent:sentinel", "tool:sentinel.tool", ["*"]) },
         admin,
       );
       try {
