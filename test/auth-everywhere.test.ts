@@ -12,13 +12,13 @@ import {
   PermissionService,
   RegistryService,
 } from "@toolmesh/proto";
-import { eventually, mintJwt, refusedJwts, repoRoot } from "@toolmesh/testkit";
+import { as, eventually, refusedJwts, repoRoot, testSigner } from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 // Every service of a real stack, started as `npm start` does, refuses the same bad credentials
 // and the same agent on admin RPCs: authentication is one shared lib, and this proves each
 // service actually runs it.
-const secret = "auth-everywhere-test-secret-of-32-bytes+";
+const signer = testSigner();
 let stack: RunningStack;
 let dataDir: string;
 
@@ -66,7 +66,7 @@ beforeAll(async () => {
       TOOLMESH_DISPATCHER_PORT: "0",
       TOOLMESH_AUDIT_PORT: "0",
       TOOLMESH_CALLBACK_PORT: "0",
-      TOOLMESH_JWT_SECRET: secret,
+      TOOLMESH_JWT_SECRET: signer.secret,
     },
     startTimeoutMs: 60_000,
     say: () => {},
@@ -79,7 +79,7 @@ afterAll(async () => {
 
 describe("authentication on every service", () => {
   it("refuses missing, malformed, expired, wrong-audience and unknown credentials", async () => {
-    const refused = await refusedJwts(secret, { sub: "ops", roles: ["admin"] });
+    const refused = await refusedJwts(signer.secret, { sub: "ops", roles: ["admin"] });
     const bad: Record<string, string | undefined> = {
       missing: undefined,
       malformed: "Token abc",
@@ -98,7 +98,7 @@ describe("authentication on every service", () => {
 
   it("lets a valid admin token through on every service", async () => {
     const admin = `Bearer ${stack.adminToken}`;
-    const viaJwt = `Bearer ${await mintJwt(secret, { sub: "ops", roles: ["admin"] })}`;
+    const viaJwt = `Bearer ${await signer.token("ops", ["admin"])}`;
     for (const [service, probe] of Object.entries(probes())) {
       for (const token of [admin, viaJwt]) {
         expect(await codeOf(probe(token)), service).not.toBe(Code.Unauthenticated);
@@ -107,13 +107,13 @@ describe("authentication on every service", () => {
   });
 
   it("keeps an agent out of admin RPCs, and a revoked key stops working everywhere within a second", async () => {
-    const admin = { headers: { authorization: `Bearer ${stack.adminToken}` } };
+    const admin = as(stack.adminToken ?? "");
     const permission = createClient(
       PermissionService,
       createGrpcTransport({ baseUrl: url("permission") }),
     );
     const created = await permission.createApiKey({ agentId: "agent-7", name: "auth test" }, admin);
-    const agent = { headers: { authorization: `Bearer ${created.secret}` } };
+    const agent = as(created.secret);
     const t = (name: string) => createGrpcTransport({ baseUrl: url(name) });
     const adminOnly: [string, () => Promise<unknown>][] = [
       [
