@@ -19,13 +19,15 @@ import {
   TraceEventKind,
   TraceEventSchema,
 } from "@toolmesh/proto";
-import { defineTool, type ServedTools, serveTools, toolSpec } from "@toolmesh/sdk";
+import type { ServedTools } from "@toolmesh/sdk";
+import type { TestStack } from "@toolmesh/testkit";
 import {
   Collector,
   chainServices,
+  echoTool,
   eventually,
+  serveOnStack,
   startStack,
-  type TestStack,
 } from "@toolmesh/testkit";
 import { connect, type NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -33,15 +35,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 // The bus is authenticated: every process has its own nkey and only the permissions of
 // libs/nats/src/bus-access.ts. Forgeries here come from real credentials of other processes and
 // of agents, and nats-server itself must refuse them, before any service sees them.
-const echo = defineTool({
-  name: "bus.echo",
-  description: "Echoes its text.",
-  inputSchema: { type: "object", properties: { text: { type: "string" } }, required: ["text"] },
-  requiredScopes: [],
-  idempotent: true,
-  sideEffects: false,
-  handler: (args: { text: string }) => ({ text: args.text }),
-});
+const echo = echoTool("bus.echo", { idempotent: true });
 
 let stack: TestStack;
 let backend: ServedTools;
@@ -118,11 +112,7 @@ beforeAll(async () => {
   stack = await startStack({
     services: [...chainServices, "audit", "callback", "memory-writer"],
   });
-  backend = await serveTools([echo as never], { port: 0 });
-  await stack.registryClient.registerTool(
-    { tool: toolSpec(echo as never, backend.address) },
-    stack.as(stack.adminToken),
-  );
+  backend = await serveOnStack(stack, [echo]);
   await stack.grantAll("bus-agent");
 }, 120_000);
 afterAll(async () => {

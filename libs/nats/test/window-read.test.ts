@@ -1,12 +1,6 @@
-import {
-  ensureStream,
-  readWindow,
-  streamDefinitions,
-  subjects,
-  type WindowMsg,
-} from "@toolmesh/nats";
-import { startNats, TEST_JS_OPTIONS, type TestNats } from "@toolmesh/testkit";
-import { connect, type NatsConnection } from "nats";
+import { readWindow, subjects, type WindowMsg } from "@toolmesh/nats";
+import { startTestBus, type TestBus } from "@toolmesh/testkit";
+import type { NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 /**
@@ -15,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
  * start or after the end, and it stops when the visitor has found what it wanted.
  */
 describe("window reads", () => {
-  let nats: TestNats;
+  let bus: TestBus;
   let nc: NatsConnection;
   const callId = "tm-window-call";
   const shard = subjects.outcome("dispatcher", callId);
@@ -40,11 +34,9 @@ describe("window reads", () => {
   };
 
   beforeAll(async () => {
-    nats = await startNats();
-    nc = await connect({ servers: nats.url });
-    const jsm = await nc.jetstreamManager();
-    await ensureStream(jsm, streamDefinitions().outcome);
-    const js = nc.jetstream(TEST_JS_OPTIONS);
+    bus = await startTestBus({ streams: ["outcome"] });
+    nc = bus.nc;
+    const { js } = bus;
     const publish = async (from: number, to: number) => {
       for (let i = from; i < to; i++) {
         await js.publish(i % 3 === 0 ? others : shard, new TextEncoder().encode(String(i)));
@@ -63,8 +55,7 @@ describe("window reads", () => {
   }, 60_000);
 
   afterAll(async () => {
-    await nc?.close();
-    await nats?.destroy();
+    await bus?.destroy();
   });
 
   it("reads the whole shard in order, across batches and sources", async () => {

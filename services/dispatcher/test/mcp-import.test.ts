@@ -1,20 +1,18 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import path from "node:path";
 import { Code } from "@toolmesh/errors";
-import { decodeEvent } from "@toolmesh/nats";
 import {
   AuditAction,
   type AuditRecord,
-  AuditRecordSchema,
   CallStatus,
   McpImportChange,
   RuntimeKind,
   type TraceEvent,
   TraceEventKind,
-  TraceEventSchema,
 } from "@toolmesh/proto";
 import {
-  Collector,
+  type Collector,
+  collectRecords,
   freePort,
   LineWatcher,
   repoRoot,
@@ -36,8 +34,8 @@ describe("MCP servers as toolmesh tools", () => {
   let mcpUrl: string;
   let admin: string;
   let agent: string;
-  const audits = new Collector<AuditRecord>();
-  const traces = new Collector<TraceEvent>();
+  let audits: Collector<AuditRecord>;
+  let traces: Collector<TraceEvent>;
 
   beforeAll(async () => {
     const [port, registryPort] = [await freePort(), await freePort()];
@@ -57,16 +55,7 @@ describe("MCP servers as toolmesh tools", () => {
       stderr.waitFor((l) => l.includes("listening on port"), 20_000, "server-everything"),
     ]);
     mcpUrl = `http://127.0.0.1:${port}/mcp`;
-    for (const [subject, collector, schema] of [
-      ["toolmesh.audit.>", audits, AuditRecordSchema],
-      ["toolmesh.trace.>", traces, TraceEventSchema],
-    ] as const) {
-      const sub = stack.nc.subscribe(subject);
-      void (async () => {
-        for await (const msg of sub)
-          (collector as Collector<unknown>).push(decodeEvent(schema, msg));
-      })();
-    }
+    ({ traces, audits } = collectRecords(stack.nc));
     admin = stack.adminToken;
     agent = await stack.agentToken("mcp-agent");
     await stack.grantAll("mcp-agent");

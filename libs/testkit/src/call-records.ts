@@ -7,8 +7,8 @@ import {
   type TraceEvent,
   TraceEventSchema,
 } from "@toolmesh/proto";
-import { Collector } from "@toolmesh/testkit";
 import type { NatsConnection } from "nats";
+import { Collector } from "./eventually.js";
 
 /** Every trace event, audit record and outcome the Dispatcher publishes, as a test sees them. */
 export interface CallRecords {
