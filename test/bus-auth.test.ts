@@ -110,7 +110,7 @@ async function tracedAs(traceId: string): Promise<number> {
 
 beforeAll(async () => {
   stack = await startStack({
-    services: [...chainServices, "audit", "callback", "memory-writer"],
+    services: [...chainServices, "audit", "callback", "memory-writer", "tool-agent"],
   });
   backend = await serveOnStack(stack, [echo]);
   await stack.grantAll("bus-agent");
@@ -329,7 +329,7 @@ describe("the services' own permissions", () => {
 });
 
 describe("the limits of a running stack", () => {
-  it("give every stream and bucket a byte limit, and every one but the state buckets an age", async () => {
+  it("give every stream and bucket a byte limit, and an age to all but state and the audit log", async () => {
     const jsm = await stack.nc.jetstreamManager();
     const limits: Record<string, { maxBytes: number; maxAge: number; discard: string }> = {};
     for await (const info of jsm.streams.list()) {
@@ -344,9 +344,14 @@ describe("the limits of a running stack", () => {
     );
     for (const [name, limit] of Object.entries(limits)) {
       expect(limit.maxBytes, name).toBeGreaterThan(0);
-      // Tools and grants are state, not history: an age would delete them.
-      const state = [`KV_${bucketNames.registry}`, `KV_${bucketNames.permission}`].includes(name);
-      if (!state) expect(limit.maxAge, name).toBeGreaterThan(0);
+      // Tools and grants are state, not history: an age would delete them. The audit log's
+      // blocks leave it only once archived; the archive's age limit is the history's.
+      const ageless = [
+        `KV_${bucketNames.registry}`,
+        `KV_${bucketNames.permission}`,
+        streamNames.auditLog,
+      ].includes(name);
+      if (!ageless) expect(limit.maxAge, name).toBeGreaterThan(0);
     }
     for (const name of [streamNames.audit, streamNames.trace, streamNames.outcome]) {
       expect(limits[name]?.discard, name).toBe("new");
