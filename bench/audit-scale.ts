@@ -1,19 +1,10 @@
-import { randomBytes } from "node:crypto";
 import { statSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import os, { tmpdir } from "node:os";
 import path from "node:path";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import { createClient } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
-import {
-  ensureStream,
-  JetStreamPublisher,
-  streamDefinitions,
-  subjects,
-  TYPE_HEADER,
-} from "@toolmesh/nats";
+import { JetStreamPublisher, subjects, TYPE_HEADER } from "@toolmesh/nats";
 import {
   AuditAction,
   AuditRecordSchema,
@@ -22,8 +13,8 @@ import {
   TraceEventKind,
   TraceEventSchema,
 } from "@toolmesh/proto";
-import { mintJwt, type ServiceProcess, startNats, startService } from "@toolmesh/testkit";
-import { connect, headers as natsHeaders } from "nats";
+import { eventually, startOneService } from "@toolmesh/testkit";
+import { headers as natsHeaders } from "nats";
 import { AUDIT_LOG_STREAM } from "../services/audit/src/audit-log.js";
 import { readChainEnds } from "../services/audit/src/log-ends.js";
 import { cpuMs, rssMb } from "./proc.js";
@@ -39,7 +30,6 @@ const AGENTS = 20;
 const TOOLS = 10;
 const SPAN_MS = 30 * 24 * 60 * 60 * 1000;
 const WINDOW_MS = 6 * 60 * 60 * 1000;
-const JWT_SECRET = randomBytes(32).toString("hex");
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
 
@@ -52,15 +42,17 @@ function percentile(values: number[], p: number): number {
 const TRACE_EVERY = Math.max(1, Math.floor(N / 1000));
 const traceIdOf = (i: number) => (i + 1).toString(16).padStart(32, "0");
 
-const nats = await startNats();
 const dataDir = await mkdtemp(path.join(tmpdir(), "toolmesh-bench-audit-"));
-const nc = await connect({ servers: nats.url });
-let audit: ServiceProcess | undefined;
+const one = await startOneService("audit", {
+  streams: ["audit", "trace"],
+  started: false,
+  env: {
+    TOOLMESH_DATA_DIR: dataDir,
+    ...(process.env.AUDIT_NODE_OPTIONS ? { NODE_OPTIONS: process.env.AUDIT_NODE_OPTIONS } : {}),
+  },
+});
+const { nats, nc, jsm } = one;
 try {
-  const jsm = await nc.jetstreamManager();
-  const streams = streamDefinitions();
-  await ensureStream(jsm, streams.audit);
-  await ensureStream(jsm, streams.trace);
   const t0 = Date.now() - SPAN_MS;
   // GetTrace reads a trace's shard of the trace stream around the time its records give, and
   // nats-server stamps the events with the time they were published: the records of the traces
@@ -124,28 +116,25 @@ try {
   const publishS = (performance.now() - published) / 1000;
   say(`published ${N} records and ${2 * N} trace events in ${publishS.toFixed(1)} s`);
 
-  const env = {
-    NATS_URL: nats.url,
-    TOOLMESH_DATA_DIR: dataDir,
-    TOOLMESH_AUDIT_PORT: "0",
-    TOOLMESH_JWT_SECRET: JWT_SECRET,
-    ...(process.env.AUDIT_NODE_OPTIONS ? { NODE_OPTIONS: process.env.AUDIT_NODE_OPTIONS } : {}),
-  };
-  audit = await startService("audit", env);
+  let audit = await one.start();
   const chainStart = performance.now();
   const cpuStart = cpuMs(audit.child.pid as number);
   const natsCpuStart = cpuMs(nats.pid);
   let peakRss = 0;
   let logMessages = 0;
-  for (;;) {
-    const { state } = await jsm.streams.info(AUDIT_LOG_STREAM);
-    peakRss = Math.max(peakRss, rssMb(audit.child.pid as number));
-    // Stream sequences count messages (blocks); the chain's last sequence counts records.
-    const { last } = await readChainEnds(jsm, state);
-    logMessages = state.messages;
-    if ((last?.sequence ?? 0n) >= BigInt(N)) break;
-    await new Promise((r) => setTimeout(r, 250));
-  }
+  await eventually(
+    async () => {
+      const { state } = await jsm.streams.info(AUDIT_LOG_STREAM);
+      peakRss = Math.max(peakRss, rssMb(audit.child.pid as number));
+      // Stream sequences count messages (blocks); the chain's last sequence counts records.
+      const { last } = await readChainEnds(jsm, state);
+      logMessages = state.messages;
+      if ((last?.sequence ?? 0n) < BigInt(N)) throw new Error(`chained ${last?.sequence ?? 0n}`);
+    },
+    3_600_000,
+    `Audit chaining ${N} records`,
+    250,
+  );
   const chainS = (performance.now() - chainStart) / 1000;
   const chainCpuUs = ((cpuMs(audit.child.pid as number) - cpuStart) * 1000) / N;
   const natsCpuUs = ((cpuMs(nats.pid) - natsCpuStart) * 1000) / N;
@@ -154,22 +143,25 @@ try {
     `chained ${N} in ${chainS.toFixed(1)} s: ${Math.round(chainRate)} records/s in ${logMessages} log messages, ${chainCpuUs.toFixed(0)} µs CPU per record in Audit and ${natsCpuUs.toFixed(0)} µs in nats-server, peak RSS ${peakRss.toFixed(0)} MB`,
   );
 
-  const token = await mintJwt(JWT_SECRET, { sub: "bench", roles: ["auditor"] });
-  const auth = { headers: { authorization: `Bearer ${token}` } };
-  let client = createClient(AuditService, createGrpcTransport({ baseUrl: audit.url }));
+  const auth = await one.bearer("bench", ["auditor"]);
+  let client = one.client(AuditService);
   // The index follows the stream; wait until it holds the last record.
   const indexStart = performance.now();
-  for (;;) {
-    const res = await client.queryRecords({ callId: `call-${N - 1}` }, auth);
-    if (res.records.length > 0) break;
-    await new Promise((r) => setTimeout(r, 250));
-  }
+  await eventually(
+    async () => {
+      const res = await client.queryRecords({ callId: `call-${N - 1}` }, auth);
+      if (res.records.length === 0) throw new Error(`call-${N - 1} is not in the index yet`);
+    },
+    3_600_000,
+    "the index holding the last record",
+    250,
+  );
   const indexLagS = (performance.now() - indexStart) / 1000;
   say(`index caught up ${indexLagS.toFixed(1)} s after the last record was chained`);
 
   await audit.stop();
   const restartAt = performance.now();
-  audit = await startService("audit", env, { timeoutMs: 120_000 });
+  audit = await one.start({}, { timeoutMs: 120_000 });
   const servingS = (performance.now() - restartAt) / 1000;
   const opened = JSON.parse(
     await audit.stdout.waitFor(
@@ -183,7 +175,7 @@ try {
     `restart to SERVING ${servingS.toFixed(2)} s (index ${opened.rebuilt ? `REBUILT: ${opened.reason}` : "opened"}, ${opened.readAtStart} records read at start), RSS ${rssAfterRestart.toFixed(0)} MB`,
   );
 
-  client = createClient(AuditService, createGrpcTransport({ baseUrl: audit.url }));
+  client = one.client(AuditService);
   const queryMs: number[] = [];
   let matched = 0;
   for (let q = 0; q < QUERIES; q++) {
@@ -269,8 +261,6 @@ ${table}
   await writeResultsFile(section);
   say(`written to ${path.relative(process.cwd(), resultsFile)}`);
 } finally {
-  await audit?.stop();
-  await nc.close();
-  await nats.destroy();
+  await one.stop();
   await rm(dataDir, { recursive: true, force: true });
 }

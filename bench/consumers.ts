@@ -4,10 +4,15 @@ import os, { tmpdir } from "node:os";
 import path from "node:path";
 import { create, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import { ensureStream, publishEvent, streamDefinitions, subjects } from "@toolmesh/nats";
+import { publishEvent, subjects } from "@toolmesh/nats";
 import { CallbackEventSchema, CallStatus, type Outcome, OutcomeSchema } from "@toolmesh/proto";
-import { type ServiceProcess, startNats, startService } from "@toolmesh/testkit";
-import { connect, type JetStreamClient, type JetStreamManager, type PubAck } from "nats";
+import {
+  consumerDrained,
+  type ServiceProcess,
+  startService,
+  startTestBus,
+} from "@toolmesh/testkit";
+import type { JetStreamClient, JetStreamManager, PubAck } from "nats";
 import { measureJetStreamFloor } from "./jetstream-floor.js";
 import { cpuMs } from "./proc.js";
 import { writeResultsFile } from "./results-file.js";
@@ -69,22 +74,6 @@ async function publishAll<Desc extends DescMessage>(
   await Promise.all(inFlight);
 }
 
-/** Waits until a durable consumer has acked everything in its stream; returns the time. */
-async function drained(jsm: JetStreamManager, stream: string, durable: string): Promise<number> {
-  const deadline = Date.now() + 600_000;
-  for (;;) {
-    const [s, c] = await Promise.all([
-      jsm.streams.info(stream),
-      jsm.consumers.info(stream, durable).catch(() => undefined),
-    ]);
-    if (c && c.ack_floor.stream_seq >= s.state.last_seq && c.num_ack_pending === 0) {
-      return performance.now();
-    }
-    if (Date.now() > deadline) throw new Error(`${durable} did not drain ${stream}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 async function ackFloor(jsm: JetStreamManager, stream: string, durable: string): Promise<number> {
   const c = await jsm.consumers.info(stream, durable).catch(() => undefined);
   return c?.ack_floor.stream_seq ?? 0;
@@ -114,7 +103,8 @@ async function measure(
   const cpu0 = [cpuMs(pid), cpuMs(natsServer)];
   const t0 = performance.now();
   const done0 = Math.max(0, (await ackFloor(jsm, stream, durable)) - firstSeq + 1);
-  const t1 = await drained(jsm, stream, durable);
+  await consumerDrained(jsm, stream, durable, 600_000, 20);
+  const t1 = performance.now();
   const cpu1 = [cpuMs(pid), cpuMs(natsServer)];
   const records = total - done0;
   const seconds = (t1 - t0) / 1000;
@@ -135,16 +125,14 @@ const profileEnv = (name: string): Record<string, string> =>
   profileDir ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${path.join(profileDir, name)}` } : {};
 
 async function main(): Promise<void> {
-  const nats = await startNats();
+  const { nats, nc, jsm, destroy } = await startTestBus({
+    streams: ["outcome", "trace", "callback"],
+  });
   natsServer = nats.pid;
   const dataDir = await mkdtemp(path.join(tmpdir(), "toolmesh-bench-consumers-"));
   const running: ServiceProcess[] = [];
   try {
-    const nc = await connect({ servers: nats.url });
     const js = nc.jetstream();
-    const jsm = await nc.jetstreamManager();
-    const streams = streamDefinitions();
-    for (const s of [streams.outcome, streams.trace, streams.callback]) await ensureStream(jsm, s);
     const common = {
       NATS_URL: nats.url,
       TOOLMESH_DATA_DIR: dataDir,
@@ -273,7 +261,7 @@ async function main(): Promise<void> {
     await writeResultsFile(text);
   } finally {
     await Promise.allSettled(running.map((p) => p.stop()));
-    await nats.destroy();
+    await destroy();
     await rm(dataDir, { recursive: true, force: true });
   }
 }

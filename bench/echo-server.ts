@@ -1,20 +1,10 @@
 import * as grpc from "@grpc/grpc-js";
+import { bytesMethod } from "./bytes-method.js";
 
 // The baseline: a raw @grpc/grpc-js unary echo, bytes in, same bytes out.
 const server = new grpc.Server();
-const passthrough = (value: Buffer) => value;
 server.addService(
-  {
-    echo: {
-      path: "/bench.Echo/Echo",
-      requestStream: false,
-      responseStream: false,
-      requestSerialize: passthrough,
-      requestDeserialize: passthrough,
-      responseSerialize: passthrough,
-      responseDeserialize: passthrough,
-    },
-  },
+  { echo: bytesMethod("/bench.Echo/Echo") },
   {
     echo: (call: grpc.ServerUnaryCall<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>) =>
       callback(null, call.request),

@@ -1,4 +1,5 @@
 import * as grpc from "@grpc/grpc-js";
+import { bytesMethod } from "./bytes-method.js";
 
 // The floor a gateway is measured against: a raw @grpc/grpc-js pass-through proxy. An agent's
 // unary call (a serialized InvokeRequest) is forwarded as it is to the backend's Invoke on one
@@ -10,17 +11,7 @@ const bytes = (value: Buffer) => value;
 const upstream = new grpc.Client(backend, grpc.credentials.createInsecure());
 const server = new grpc.Server();
 server.addService(
-  {
-    invoke: {
-      path: "/bench.Proxy/Invoke",
-      requestStream: false,
-      responseStream: false,
-      requestSerialize: bytes,
-      requestDeserialize: bytes,
-      responseSerialize: bytes,
-      responseDeserialize: bytes,
-    },
-  },
+  { invoke: bytesMethod("/bench.Proxy/Invoke") },
   {
     invoke: (call: grpc.ServerUnaryCall<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>) => {
       let last: Buffer | undefined;

@@ -1,6 +1,6 @@
-import { Code, ConnectError } from "@toolmesh/errors";
-import { CallStatus, Effect, PrincipalKind, ResourceKind, ToolStatus } from "@toolmesh/proto";
-import { startStack } from "@toolmesh/testkit";
+import { Code } from "@toolmesh/errors";
+import { ToolStatus } from "@toolmesh/proto";
+import { allowSpec, retryWhile, startStack } from "@toolmesh/testkit";
 import { rssMb } from "./proc.js";
 import { runLine, writeResultsFile } from "./results-file.js";
 
@@ -21,15 +21,7 @@ try {
   const admin = stack.as(stack.adminToken);
   const registry = stack.registryClient;
   await stack.permissionClient.grant(
-    {
-      grant: {
-        principal: { kind: PrincipalKind.AGENT, id: "scale-agent" },
-        resource: { kind: ResourceKind.GLOB, pattern: "scale.*" },
-        scopes: ["*"],
-        effect: Effect.ALLOW,
-        enabled: true,
-      },
-    },
+    { grant: allowSpec("agent:scale-agent", "glob:scale.*", ["*"]) },
     admin,
   );
   const agent = stack.as(await stack.agentToken("scale-agent"));
@@ -70,17 +62,15 @@ try {
 
   // The Dispatcher follows the registry bucket: the last tool is callable once its snapshot has all.
   const last = `scale.tool-${N - 1}`;
-  for (;;) {
-    try {
-      const res = await stack
+  await retryWhile(
+    () =>
+      stack
         .dispatcherClient()
-        .dispatch({ tool: last, arguments: { id: "x" }, timeoutMs: 1000 }, agent);
-      if (res.status !== CallStatus.UNSPECIFIED) break;
-    } catch (error) {
-      if (ConnectError.from(error).code !== Code.NotFound) throw error;
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+        .dispatch({ tool: last, arguments: { id: "x" }, timeoutMs: 1000 }, agent),
+    [Code.NotFound],
+    600_000,
+    `the Dispatcher to know ${last}`,
+  );
   const snapshotS = (performance.now() - registerStarted) / 1000;
   global.gc?.();
   const after = { dispatcher: rssMb(dispatcherPid), registry: rssMb(registryPid) };

@@ -5,16 +5,14 @@ import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
 import {
-  Effect,
   type InvokeRequest,
   InvokeRequestSchema,
   type InvokeResponse,
-  PrincipalKind,
-  ResourceKind,
   ToolBackendService,
 } from "@toolmesh/proto";
 import { grpcServiceDefinition } from "@toolmesh/sdk";
-import { chainServices, repoRoot, startStack } from "@toolmesh/testkit";
+import { allowSpec, chainServices, eventually, repoRoot, startStack } from "@toolmesh/testkit";
+import { bytesMethod } from "./bytes-method.js";
 import { noopDispatch, spawnScript, unaryCall } from "./chain-client.js";
 import { type Call, closedLoop } from "./closed-loop.js";
 import { measureJetStreamFloor } from "./jetstream-floor.js";
@@ -116,16 +114,8 @@ async function main(): Promise<void> {
   watched.set("backend", noop.child.pid ?? 0);
 
   await stack.permissionClient.grant(
-    {
-      grant: {
-        principal: { kind: PrincipalKind.AGENT, id: "bench-agent" },
-        resource: { kind: ResourceKind.TOOL, pattern: "bench.noop" },
-        scopes: ["bench:run"],
-        effect: Effect.ALLOW,
-        enabled: true,
-      },
-    },
-    { headers: { authorization: `Bearer ${adminToken}` } },
+    { grant: allowSpec("agent:bench-agent", "tool:bench.noop", ["bench:run"]) },
+    stack.as(adminToken),
   );
   const agentToken = await stack.agentToken("bench-agent");
   const metadata = new grpc.Metadata();
@@ -133,33 +123,12 @@ async function main(): Promise<void> {
 
   const echoMetadata = new grpc.Metadata();
   const echoClient = new grpc.Client(`127.0.0.1:${echo.port}`, grpc.credentials.createInsecure());
-  const echoCall = unaryCall<Buffer, Buffer>(
-    echoClient,
-    {
-      path: "/bench.Echo/Echo",
-      requestStream: false,
-      responseStream: false,
-      requestSerialize: (v) => v,
-      requestDeserialize: (v) => v,
-      responseSerialize: (v) => v,
-      responseDeserialize: (v) => v,
-    },
-    () => echoMetadata,
-  );
+  const echoCall = unaryCall(echoClient, bytesMethod("/bench.Echo/Echo"), () => echoMetadata);
   const payload = Buffer.from(randomBytes(32));
 
   const chainCall = (port: number) => noopDispatch(port, () => metadata);
   // Wait until the dispatcher's snapshots hold the tool and the grant.
-  const probe = chainCall(fastPort);
-  for (let i = 0; ; i++) {
-    try {
-      await probe();
-      break;
-    } catch (error) {
-      if (i > 200) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-  }
+  await eventually(chainCall(fastPort), 10_000, "the Dispatcher to run bench.noop");
 
   const invokeMethod = grpcServiceDefinition(ToolBackendService).invoke as grpc.MethodDefinition<
     InvokeRequest,
@@ -200,17 +169,9 @@ async function main(): Promise<void> {
   cleanups.push(() => proxy.child.kill());
   watched.set("proxy", proxy.child.pid ?? 0);
   const proxyClient = new grpc.Client(`127.0.0.1:${proxy.port}`, grpc.credentials.createInsecure());
-  const proxyInvoke = unaryCall<Buffer, Buffer>(
+  const proxyInvoke = unaryCall(
     proxyClient,
-    {
-      path: "/bench.Proxy/Invoke",
-      requestStream: false,
-      responseStream: false,
-      requestSerialize: (v) => v,
-      requestDeserialize: (v) => v,
-      responseSerialize: (v) => v,
-      responseDeserialize: (v) => v,
-    },
+    bytesMethod("/bench.Proxy/Invoke"),
     () => echoMetadata,
   );
   const invokeBytes = Buffer.from(toBinary(InvokeRequestSchema, invokeRequest));

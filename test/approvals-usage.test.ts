@@ -9,11 +9,18 @@ import {
   CallbackEventSchema,
   CallStatus,
   type DispatchResponse,
-  ToolSpecSchema,
   type Usage,
 } from "@toolmesh/proto";
-import { defineTool, type ServedTools, serveTools, ToolError, toolSpec } from "@toolmesh/sdk";
-import { chainServices, eventually, failure, startStack, type TestStack } from "@toolmesh/testkit";
+import { defineTool, type ServedTools, ToolError } from "@toolmesh/sdk";
+import {
+  chainServices,
+  eventually,
+  failure,
+  payTool,
+  serveOnStack,
+  startStack,
+  type TestStack,
+} from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 /** How long a call waits for its approver in this stack. */
@@ -41,16 +48,7 @@ describe("approvals and usage", () => {
       },
     });
     const tools = [
-      defineTool({
-        name: "pay.send",
-        description: "Pays an invoice; needs a person's approval.",
-        sideEffects: true,
-        inputSchema: { type: "object", properties: { invoice: { type: "string" } } },
-        handler: (args: { invoice: string }) => {
-          ran.push(args.invoice);
-          return { paid: args.invoice };
-        },
-      }),
+      payTool(ran),
       defineTool({
         name: "meter.work",
         description: "Works, or fails when asked to.",
@@ -67,12 +65,7 @@ describe("approvals and usage", () => {
         handler: () => ({}),
       }),
     ];
-    served = await serveTools(tools, { port: 0 });
-    for (const tool of tools) {
-      const spec = create(ToolSpecSchema, toolSpec(tool, served.address));
-      if (spec.name === "pay.send") spec.requiresApproval = true;
-      await stack.registryClient.registerTool({ tool: spec }, stack.as(stack.adminToken));
-    }
+    served = await serveOnStack(stack, tools, { requiresApproval: ["pay.send"] });
     for (const agent of ["payer", "meter", "other"]) {
       tokens[agent] = await stack.agentToken(agent);
       await stack.grantAll(agent);

@@ -19,13 +19,15 @@ import {
   TraceEventKind,
   TraceEventSchema,
 } from "@toolmesh/proto";
-import { defineTool, type ServedTools, serveTools, toolSpec } from "@toolmesh/sdk";
+import type { ServedTools } from "@toolmesh/sdk";
+import type { TestStack } from "@toolmesh/testkit";
 import {
   Collector,
   chainServices,
+  echoTool,
   eventually,
+  serveOnStack,
   startStack,
-  type TestStack,
 } from "@toolmesh/testkit";
 import { connect, type NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -33,15 +35,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 // The bus is authenticated: every process has its own nkey and only the permissions of
 // libs/nats/src/bus-access.ts. Forgeries here come from real credentials of other processes and
 // of agents, and nats-server itself must refuse them, before any service sees them.
-const echo = defineTool({
-  name: "bus.echo",
-  description: "Echoes its text.",
-  inputSchema: { type: "object", properties: { text: { type: "string" } }, required: ["text"] },
-  requiredScopes: [],
-  idempotent: true,
-  sideEffects: false,
-  handler: (args: { text: string }) => ({ text: args.text }),
-});
+const echo = echoTool("bus.echo", { idempotent: true });
 
 let stack: TestStack;
 let backend: ServedTools;
@@ -116,13 +110,9 @@ async function tracedAs(traceId: string): Promise<number> {
 
 beforeAll(async () => {
   stack = await startStack({
-    services: [...chainServices, "audit", "callback", "memory-writer"],
+    services: [...chainServices, "audit", "callback", "memory-writer", "tool-agent"],
   });
-  backend = await serveTools([echo as never], { port: 0 });
-  await stack.registryClient.registerTool(
-    { tool: toolSpec(echo as never, backend.address) },
-    stack.as(stack.adminToken),
-  );
+  backend = await serveOnStack(stack, [echo]);
   await stack.grantAll("bus-agent");
 }, 120_000);
 afterAll(async () => {
@@ -339,7 +329,7 @@ describe("the services' own permissions", () => {
 });
 
 describe("the limits of a running stack", () => {
-  it("give every stream and bucket a byte limit, and every one but the state buckets an age", async () => {
+  it("give every stream and bucket a byte limit, and an age to all but state and the audit log", async () => {
     const jsm = await stack.nc.jetstreamManager();
     const limits: Record<string, { maxBytes: number; maxAge: number; discard: string }> = {};
     for await (const info of jsm.streams.list()) {
@@ -354,9 +344,14 @@ describe("the limits of a running stack", () => {
     );
     for (const [name, limit] of Object.entries(limits)) {
       expect(limit.maxBytes, name).toBeGreaterThan(0);
-      // Tools and grants are state, not history: an age would delete them.
-      const state = [`KV_${bucketNames.registry}`, `KV_${bucketNames.permission}`].includes(name);
-      if (!state) expect(limit.maxAge, name).toBeGreaterThan(0);
+      // Tools and grants are state, not history: an age would delete them. The audit log's
+      // blocks leave it only once archived; the archive's age limit is the history's.
+      const ageless = [
+        `KV_${bucketNames.registry}`,
+        `KV_${bucketNames.permission}`,
+        streamNames.auditLog,
+      ].includes(name);
+      if (!ageless) expect(limit.maxAge, name).toBeGreaterThan(0);
     }
     for (const name of [streamNames.audit, streamNames.trace, streamNames.outcome]) {
       expect(limits[name]?.discard, name).toBe("new");

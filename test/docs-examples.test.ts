@@ -8,6 +8,8 @@ import {
   eventually,
   freePort,
   repoRoot,
+  type ScriptedModel,
+  startScriptedModel,
   startStack,
   type TestStack,
   tableGrantSpec,
@@ -32,7 +34,15 @@ const PAGES = [
 ];
 
 /** The services the examples reach: the console and knowhub-sync have none run here. */
-const SERVICES = ["permission", "registry", "dispatcher", "audit", "callback", "memory-writer"];
+const SERVICES = [
+  "permission",
+  "registry",
+  "dispatcher",
+  "audit",
+  "callback",
+  "memory-writer",
+  "tool-agent",
+];
 
 /** What the pages' default addresses are: the services' ports and the example backends. */
 const DEFAULT_PORTS: Record<string, string> = {
@@ -41,6 +51,7 @@ const DEFAULT_PORTS: Record<string, string> = {
   "7102": "permission",
   "7103": "audit",
   "7104": "callback",
+  "7106": "tool-agent",
   // The example backends: the weather service of cli.md's remote tool (and pay.send's).
   "8080": "examples",
 };
@@ -58,6 +69,7 @@ describe("the shell examples of README.md and docs/*.md", () => {
   let env: Record<string, string>;
   let ports: Record<string, number>;
   let admin: { headers: { authorization: string } };
+  let model: ScriptedModel | undefined;
   const timings: string[] = [];
 
   /** The one place where a page's default addresses become the test stack's. */
@@ -135,11 +147,20 @@ describe("the shell examples of README.md and docs/*.md", () => {
     await new Promise<void>((resolve) => backends.listen(0, "127.0.0.1", resolve));
     // The Registry's port is chosen first: the Dispatcher writes ImportMcpServer's tools there.
     const registryPort = await freePort();
+    // The tool agent's model, scripted for the pages' chat messages.
+    model = await startScriptedModel([
+      { match: "which tools read data?", turns: [{ text: "You may use data.query: …" }] },
+      {
+        match: "I need a tool that shouts a text",
+        turns: [{ text: "Tell me what it takes and returns, and I file a task spec for it." }],
+      },
+    ]);
     stack = await startStack({
       services: SERVICES,
       serviceEnv: {
         registry: { TOOLMESH_REGISTRY_PORT: String(registryPort) },
         dispatcher: { TOOLMESH_REGISTRY_URL: `http://127.0.0.1:${registryPort}` },
+        "tool-agent": { TOOLMESH_MODEL_URL: model.url, TOOLMESH_MODEL: "scripted-1" },
       },
     });
     admin = stack.as(stack.adminToken);
@@ -161,8 +182,8 @@ describe("the shell examples of README.md and docs/*.md", () => {
       // As npm start's clients find it: the data directory, and each service's address.
       TOOLMESH_DATA_DIR: stack.dataDir,
       ...Object.fromEntries(
-        ["dispatcher", "registry", "permission", "audit", "callback"].map((s) => [
-          `TOOLMESH_${s.toUpperCase()}_URL`,
+        ["dispatcher", "registry", "permission", "audit", "callback", "tool-agent"].map((s) => [
+          `TOOLMESH_${s.toUpperCase().replace("-", "_")}_URL`,
           stack.service(s).url,
         ]),
       ),
@@ -176,6 +197,7 @@ describe("the shell examples of README.md and docs/*.md", () => {
   afterAll(async () => {
     backends?.close();
     await stack?.stop();
+    await model?.close();
     if (workRoot) await rm(workRoot, { recursive: true, force: true });
     process.stderr.write(`docs check: ${timings.join(", ")}\n`);
   });

@@ -9,13 +9,15 @@ import {
   ToolBackendService,
   TraceEventKind,
 } from "@toolmesh/proto";
-import { defineTool, type ServedTools, serveTools } from "@toolmesh/sdk";
+import { defineTool, type ServedTools } from "@toolmesh/sdk";
 import { createToolmeshServer, type ListeningServer } from "@toolmesh/server";
 import {
   chainServices,
   eventually,
   mintJwt,
+  numberTool,
   type ServiceProcess,
+  serveOnStack,
   startStack,
   type TestStack,
 } from "@toolmesh/testkit";
@@ -63,30 +65,22 @@ describe("outcomes end to end", () => {
     auditor = await stack.agentToken("reviewer", { roles: ["auditor"] });
     await stack.grantAll("e2e-agent");
     await stack.grantAll("bulk-agent");
-    served = await serveTools(
-      [
-        defineTool({
-          name: "e2e.lookup",
-          description: "Looks a word up.",
-          inputSchema: {
-            type: "object",
-            required: ["q"],
-            properties: { q: { type: "string" }, password: { type: "string" } },
-          },
-          handler: (args: { q: string }, ctx) => {
-            ctx.trace("DATA_QUERY", { query: `lookup ${args.q}` });
-            return { answer: args.q.toUpperCase() };
-          },
-        }),
-        defineTool({
-          name: "e2e.count",
-          description: "Returns its number.",
-          inputSchema: { type: "object", properties: { n: { type: "integer" } } },
-          handler: (args: { n?: number }) => ({ n: args.n ?? 0 }),
-        }),
-      ],
-      { registry: { url: stack.registry.url, token: stack.adminToken } },
-    );
+    served = await serveOnStack(stack, [
+      defineTool({
+        name: "e2e.lookup",
+        description: "Looks a word up.",
+        inputSchema: {
+          type: "object",
+          required: ["q"],
+          properties: { q: { type: "string" }, password: { type: "string" } },
+        },
+        handler: (args: { q: string }, ctx) => {
+          ctx.trace("DATA_QUERY", { query: `lookup ${args.q}` });
+          return { answer: args.q.toUpperCase() };
+        },
+      }),
+      numberTool("e2e.count"),
+    ]);
     // An asynchronous tool: accepts every job and reports later through CallbackService.Report.
     asyncBackend = await createToolmeshServer({
       services: [ToolBackendService],

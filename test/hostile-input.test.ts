@@ -10,13 +10,14 @@ import {
   RuntimeSchema,
   ToolSpecSchema,
 } from "@toolmesh/proto";
-import { defineTool, type ServedTools, serveTools } from "@toolmesh/sdk";
+import { defineTool, type ServedTools } from "@toolmesh/sdk";
 import {
   chainServices,
   eventually,
   failure,
   mintJwt,
   type ServiceProcess,
+  serveOnStack,
   startStack,
   type TestStack,
 } from "@toolmesh/testkit";
@@ -60,31 +61,28 @@ describe("hostile input", () => {
     mallory = await stack.agentToken("mallory");
     await stack.grantAll("alice");
     await stack.grantAll("mallory");
-    served = await serveTools(
-      [
-        defineTool({
-          name: "hostile.echo",
-          description: "Echoes its arguments.",
-          inputSchema: { type: "object" },
-          handler: async (args: Record<string, unknown>, ctx) => {
-            reached.add(ctx.callId);
-            // A call asked to hold stays running until the test lets it go.
-            if (args.hold === true) await holding;
-            return { keys: Object.keys(args) };
-          },
-        }),
-        defineTool({
-          name: "hostile.pattern",
-          description: "Takes a string matched by a backtracking pattern.",
-          inputSchema: {
-            type: "object",
-            properties: { s: { type: "string", pattern: "^(a+)+$" } },
-          },
-          handler: () => ({ ok: true }),
-        }),
-      ],
-      { registry: { url: stack.service("registry").url, token: stack.adminToken } },
-    );
+    served = await serveOnStack(stack, [
+      defineTool({
+        name: "hostile.echo",
+        description: "Echoes its arguments.",
+        inputSchema: { type: "object" },
+        handler: async (args: Record<string, unknown>, ctx) => {
+          reached.add(ctx.callId);
+          // A call asked to hold stays running until the test lets it go.
+          if (args.hold === true) await holding;
+          return { keys: Object.keys(args) };
+        },
+      }),
+      defineTool({
+        name: "hostile.pattern",
+        description: "Takes a string matched by a backtracking pattern.",
+        inputSchema: {
+          type: "object",
+          properties: { s: { type: "string", pattern: "^(a+)+$" } },
+        },
+        handler: () => ({ ok: true }),
+      }),
+    ]);
     for (const [name, p] of Object.entries(processes()))
       rssBefore[name] = await rssMiB(p.child.pid);
   }, 120_000);

@@ -1,5 +1,5 @@
-import { defineTool, type ServedTools, serveTools } from "@toolmesh/sdk";
-import type { TestStack } from "@toolmesh/testkit";
+import { defineTool, type ServedTools } from "@toolmesh/sdk";
+import { serveOnStack, type TestStack } from "@toolmesh/testkit";
 
 /**
  * Serves and registers a tool with side effects that notes the id of every call reaching it, so
@@ -10,19 +10,16 @@ export function serveRecordingTool(
   name: string,
   ran: Set<string>,
 ): Promise<ServedTools> {
-  return serveTools(
-    [
-      defineTool({
-        name,
-        description: "Writes its number somewhere.",
-        sideEffects: true,
-        inputSchema: { type: "object", properties: { n: { type: "integer" } } },
-        handler: (args: { n?: number }, ctx) => {
-          ran.add(ctx.callId);
-          return { n: args.n ?? 0 };
-        },
-      }),
-    ],
-    { registry: { url: stack.registry.url, token: stack.adminToken } },
-  );
+  return serveOnStack(stack, [
+    defineTool({
+      name,
+      description: "Writes its number somewhere.",
+      sideEffects: true,
+      inputSchema: { type: "object", properties: { n: { type: "integer" } } },
+      handler: (args: { n?: number }, ctx) => {
+        ran.add(ctx.callId);
+        return { n: args.n ?? 0 };
+      },
+    }),
+  ]);
 }

@@ -3,16 +3,21 @@ import {
   type CallbackEvent,
   CallbackService,
   CallStatus,
-  Effect,
   PermissionService,
-  PrincipalKind,
   RegistryService,
-  ResourceKind,
   type Tool,
   type ToolSpec,
 } from "@toolmesh/proto";
-import { defineTool, type ServedTools, serveTools } from "@toolmesh/sdk";
-import { chainServices, eventually, startStack, type TestStack } from "@toolmesh/testkit";
+import type { ServedTools } from "@toolmesh/sdk";
+import {
+  allowSpec,
+  chainServices,
+  echoTool,
+  eventually,
+  serveOnStack,
+  startStack,
+  type TestStack,
+} from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 // Two replicas of Registry, Permission and Callback against one NATS: each takes writes and
@@ -29,17 +34,7 @@ describe("two replicas of each service", () => {
       replicas: { registry: 2, permission: 2, callback: 2 },
     });
     admin = stack.as(stack.adminToken);
-    served = await serveTools(
-      [
-        defineTool({
-          name: "replicas.echo",
-          description: "Echoes its text.",
-          inputSchema: { type: "object", properties: { text: { type: "string" } } },
-          handler: (args: { text?: string }) => ({ text: args.text ?? "" }),
-        }),
-      ],
-      { registry: { url: stack.registry.url, token: stack.adminToken } },
-    );
+    served = await serveOnStack(stack, [echoTool("replicas.echo")]);
   }, 120_000);
 
   afterAll(async () => {
@@ -90,15 +85,7 @@ describe("two replicas of each service", () => {
     const check = { agentId: "replica-agent", roles: ["agent"], tool: "replicas.echo" };
     expect((await first?.check(check, admin))?.decision?.allowed).toBe(false);
     await second?.grant(
-      {
-        grant: {
-          principal: { kind: PrincipalKind.AGENT, id: "replica-agent" },
-          resource: { kind: ResourceKind.TOOL, pattern: "replicas.echo" },
-          scopes: ["*"],
-          effect: Effect.ALLOW,
-          enabled: true,
-        },
-      },
+      { grant: allowSpec("agent:replica-agent", "tool:replicas.echo", ["*"]) },
       admin,
     );
     await eventually(

@@ -7,7 +7,7 @@
 import { readFileSync } from "node:fs";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { Code, ConnectError } from "@toolmesh/errors";
+import { Code } from "@toolmesh/errors";
 import {
   CallStatus,
   DispatcherService,
@@ -17,6 +17,7 @@ import {
   ResourceKind,
 } from "@toolmesh/proto";
 import { defineTool, serveTools, ToolError } from "@toolmesh/sdk";
+import { retryWhile } from "@toolmesh/testkit";
 
 const env = (name: string): string => {
   const value = process.env[name];
@@ -123,20 +124,14 @@ const dispatcher = createClient(
   createGrpcTransport({ baseUrl: env("TOOLMESH_DISPATCHER_URL") }),
 );
 const headers = { authorization: `Bearer ${env("TOOLMESH_VECTOR_AGENT_TOKEN")}` };
-const until = Date.now() + 20_000;
-for (;;) {
-  try {
-    const res = await dispatcher.dispatch(
-      { tool: "vec.echo", arguments: { text: "ready" } },
-      { headers },
-    );
-    if (res.status === CallStatus.SUCCESS) break;
-  } catch (error) {
-    const code = ConnectError.from(error).code;
-    if (![Code.NotFound, Code.PermissionDenied, Code.Unavailable].includes(code)) throw error;
-  }
-  if (Date.now() > until) throw new Error("the dispatcher did not run vec.echo within 20 s");
-  await new Promise((resolve) => setTimeout(resolve, 100));
+const ready = await retryWhile(
+  () => dispatcher.dispatch({ tool: "vec.echo", arguments: { text: "ready" } }, { headers }),
+  [Code.NotFound, Code.PermissionDenied, Code.Unavailable],
+  20_000,
+  "the dispatcher running vec.echo",
+);
+if (ready.status !== CallStatus.SUCCESS) {
+  throw new Error(`vec.echo answered ${CallStatus[ready.status]}: ${ready.error?.message}`);
 }
 
 process.stdout.write(`${JSON.stringify({ ready: true, address: served.address })}\n`);

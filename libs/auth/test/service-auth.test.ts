@@ -3,12 +3,12 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { Writable } from "node:stream";
 import { create, toBinary } from "@bufbuild/protobuf";
-import { Code, ConnectError } from "@toolmesh/errors";
+import { Code } from "@toolmesh/errors";
 import { createLogger } from "@toolmesh/log";
 import { buckets } from "@toolmesh/nats";
 import { ApiKeyRecordSchema } from "@toolmesh/proto";
-import { eventually, failure, startNats, type TestNats } from "@toolmesh/testkit";
-import { connect, type NatsConnection } from "nats";
+import { eventually, failure, startTestBus, type TestBus } from "@toolmesh/testkit";
+import type { NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   API_KEY_HASH_ALGORITHM,
@@ -61,7 +61,7 @@ describe("API key tokens", () => {
 });
 
 describe("startServiceAuth with API keys", () => {
-  let nats: TestNats;
+  let bus: TestBus;
   let nc: NatsConnection;
   let auth: ServiceAuth | undefined;
   const lines: string[] = [];
@@ -85,13 +85,12 @@ describe("startServiceAuth with API keys", () => {
     });
 
   beforeAll(async () => {
-    nats = await startNats();
-    nc = await connect({ servers: nats.url });
+    bus = await startTestBus();
+    nc = bus.nc;
   }, 30_000);
   afterAll(async () => {
     auth?.stop();
-    await nc?.close();
-    await nats?.destroy();
+    await bus?.destroy();
   });
 
   it("fails closed before the bucket exists, then verifies, then honours a revoke", async () => {
@@ -131,30 +130,26 @@ describe("startServiceAuth with API keys", () => {
     const kv = await nc.jetstream().views.kv(buckets.permission.name, { bindOnly: true });
     await kv.put(buckets.permission.apiKeyKey(minted.id), record(minted));
     const verify = auth.authenticate;
-    const until = async (test: (e: ConnectError | undefined) => boolean, ms: number) => {
-      const started = performance.now();
-      for (;;) {
-        const error = await verify(minted.token).then(
-          () => undefined,
-          (e: unknown) => ConnectError.from(e),
-        );
-        if (test(error)) return error;
-        if (performance.now() - started > ms) return error;
-        await new Promise((r) => setImmediate(r));
-      }
-    };
-    expect(await until((e) => e === undefined, 1000)).toBeUndefined();
+    await eventually(() => verify(minted.token), 1000, "the new key to verify");
     const reconnected = (async () => {
       for await (const status of nc.status()) if (status.type === "reconnect") return;
     })();
-    await nats.stop();
-    await nats.start();
+    await bus.nats.stop();
+    await bus.nats.start();
     const rebuilt = logged("KV snapshot rebuilt after reconnect");
     await reconnected;
     await rebuilt;
     await kv.put(buckets.permission.apiKeyKey(minted.id), record(minted, true));
-    const error = await until((e) => e?.rawMessage.includes("has been revoked") === true, 1000);
-    expect(error?.rawMessage).toContain("has been revoked");
+    const error = await eventually(
+      async () => {
+        const refused = await failure(verify(minted.token));
+        expect(refused.rawMessage).toContain("has been revoked");
+        return refused;
+      },
+      1000,
+      "the revoke to be seen",
+    );
+    expect(error.rawMessage).toContain("has been revoked");
   }, 20_000);
 });
 

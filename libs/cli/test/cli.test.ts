@@ -7,7 +7,13 @@ import { promisify } from "node:util";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { AgentService } from "@toolmesh/proto";
-import { LineWatcher, type OperatorStack, repoRoot, startOperatorStack } from "@toolmesh/testkit";
+import {
+  eventually,
+  LineWatcher,
+  type OperatorStack,
+  repoRoot,
+  startOperatorStack,
+} from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 const execFileAsync = promisify(execFile);
@@ -45,19 +51,17 @@ describe("toolmesh CLI", () => {
     return run;
   };
   /** Retries a CLI run until `check` passes (state another process applies asynchronously). */
-  const until = async (
-    args: string[],
-    check: (run: Run) => boolean,
-    env: Record<string, string> = {},
-  ) => {
-    const deadline = Date.now() + 15_000;
-    let run = await cli(args, env);
-    while (!check(run) && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 200));
-      run = await cli(args, env);
-    }
-    return run;
-  };
+  const until = (args: string[], check: (run: Run) => boolean, env: Record<string, string> = {}) =>
+    eventually(
+      async () => {
+        const run = await cli(args, env);
+        if (!check(run)) throw new Error(`exit ${run.code}\n${run.stdout}\n${run.stderr}`);
+        return run;
+      },
+      15_000,
+      `toolmesh ${args.join(" ")}`,
+      200,
+    );
 
   beforeAll(async () => {
     backend = http.createServer((req, res) => {

@@ -2,32 +2,21 @@ import { readFile } from "node:fs/promises";
 import { DEFAULT_NATS_MEMORY_LIMIT } from "@toolmesh/launcher";
 import { streamNames } from "@toolmesh/nats";
 import { AuditAction, CallStatus } from "@toolmesh/proto";
-import { defineTool, type ServedTools, serveTools, toolSpec } from "@toolmesh/sdk";
-import { chainServices, eventually, startStack, type TestStack } from "@toolmesh/testkit";
+import type { ServedTools } from "@toolmesh/sdk";
+import type { TestStack } from "@toolmesh/testkit";
+import { chainServices, echoTool, eventually, serveOnStack, startStack } from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 // nats-server dying under the launcher (kill -9 from outside, as the OOM killer would) is
 // restarted with the same port, store and config; the services reconnect and ride through.
-const echo = defineTool({
-  name: "supervised.echo",
-  description: "Echoes its text.",
-  inputSchema: { type: "object", properties: { text: { type: "string" } }, required: ["text"] },
-  requiredScopes: [],
-  idempotent: true,
-  sideEffects: false,
-  handler: (args: { text: string }) => ({ text: args.text }),
-});
+const echo = echoTool("supervised.echo", { idempotent: true });
 
 let stack: TestStack;
 let backend: ServedTools;
 
 beforeAll(async () => {
   stack = await startStack({ services: [...chainServices, "audit"] });
-  backend = await serveTools([echo as never], { port: 0 });
-  await stack.registryClient.registerTool(
-    { tool: toolSpec(echo as never, backend.address) },
-    stack.as(stack.adminToken),
-  );
+  backend = await serveOnStack(stack, [echo]);
   await stack.grantAll("supervised-agent");
 }, 120_000);
 afterAll(async () => {

@@ -1,6 +1,6 @@
 import { createLogger } from "@toolmesh/log";
-import { startNats, TEST_JS_OPTIONS, type TestNats } from "@toolmesh/testkit";
-import { connect, DiscardPolicy, type NatsConnection, RetentionPolicy } from "nats";
+import { startTestBus, TEST_JS_OPTIONS, type TestBus } from "@toolmesh/testkit";
+import { DiscardPolicy, type NatsConnection, RetentionPolicy } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   applyBucketLimits,
@@ -31,15 +31,14 @@ describe("stream definitions", () => {
 });
 
 describe("a full stream or bucket", () => {
-  let nats: TestNats;
+  let bus: TestBus;
   let nc: NatsConnection;
   beforeAll(async () => {
-    nats = await startNats();
-    nc = await connect({ servers: nats.url });
+    bus = await startTestBus();
+    nc = bus.nc;
   });
   afterAll(async () => {
-    await nc?.close();
-    await nats?.destroy();
+    await bus?.destroy();
   });
 
   it("refuses the next record batch with a JetStream error and keeps every accepted one", async () => {

@@ -6,7 +6,7 @@ import {
   TYPE_HEADER,
 } from "@toolmesh/nats";
 import { CallStatus, OutcomeSchema } from "@toolmesh/proto";
-import { eventually, startNats, type TestNats } from "@toolmesh/testkit";
+import { eventually, startTestBus, type TestBus } from "@toolmesh/testkit";
 import { connect, DiscardPolicy, type JetStreamManager, type NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -29,19 +29,17 @@ async function failureOf(publish: Promise<unknown>): Promise<PublishError> {
  * silences told apart by kind, and a lost connection failing what waits in the Dispatcher's mode.
  */
 describe("the JetStream publisher", () => {
-  let nats: TestNats;
+  let bus: TestBus;
   let nc: NatsConnection;
   let jsm: JetStreamManager;
 
   beforeAll(async () => {
-    nats = await startNats();
-    nc = await connect({ servers: nats.url });
-    jsm = await nc.jetstreamManager();
+    bus = await startTestBus();
+    ({ nc, jsm } = bus);
   });
 
   afterAll(async () => {
-    await nc?.close();
-    await nats?.destroy();
+    await bus?.destroy();
   });
 
   it("matches each ack to its own publish with thousands in flight", async () => {
@@ -74,7 +72,7 @@ describe("the JetStream publisher", () => {
 
   it("sends a message no stream took again until a stream takes it, and stores it once", async () => {
     // A connection of its own, whose counts are the publisher's messages alone.
-    const own = await connect({ servers: nats.url });
+    const own = await connect({ servers: bus.nats.url });
     const publisher = new JetStreamPublisher(own, {
       ackTimeoutMs: 20_000,
       betweenLeadersBudgetMs: 15_000,
@@ -94,7 +92,7 @@ describe("the JetStream publisher", () => {
   });
 
   it("fails as no-stream once the between-leaders budget is spent: nothing was stored", async () => {
-    const own = await connect({ servers: nats.url });
+    const own = await connect({ servers: bus.nats.url });
     const publisher = new JetStreamPublisher(own, {
       ackTimeoutMs: 10_000,
       betweenLeadersBudgetMs: 1000,
@@ -175,21 +173,16 @@ describe("the JetStream publisher", () => {
 });
 
 describe("the JetStream publisher when the connection is lost", () => {
-  let nats: TestNats;
+  let bus: TestBus;
   let nc: NatsConnection;
 
   beforeAll(async () => {
-    nats = await startNats();
-    nc = await connect({
-      servers: nats.url,
-      maxReconnectAttempts: -1,
-      reconnectTimeWait: 100,
-    });
+    bus = await startTestBus({ reconnect: true });
+    nc = bus.nc;
   });
 
   afterAll(async () => {
-    await nc?.close();
-    await nats?.destroy();
+    await bus?.destroy();
   });
 
   it("fails what waits for an ack at once in fail mode, and lets it wait in wait mode", async () => {
@@ -207,7 +200,7 @@ describe("the JetStream publisher when the connection is lost", () => {
     await eventually(async () => expect(received).toBe(2));
 
     const stoppedAt = Date.now();
-    await nats.stop();
+    await bus.nats.stop();
     const error = await failed;
     expect(error.failure).toBe("unreachable");
     // Long before its 120 s ack timeout.
@@ -218,7 +211,7 @@ describe("the JetStream publisher when the connection is lost", () => {
     // The other mode leaves it to its ack or its timeout.
     expect((await waited).failure).toBe("timeout");
 
-    await nats.start();
+    await bus.nats.start();
     await eventually(async () => expect(failing.writable).toBe(true), 20_000);
     expect(await failing.publish("pub.back.2", encode("back"))).toMatchObject({ duplicate: false });
     failing.close();

@@ -1,6 +1,6 @@
 import { Code, ConnectError } from "@toolmesh/errors";
 import { compareAndSet, UpdateConflictError, updateWithRetry } from "@toolmesh/nats";
-import { startNats, TEST_JS_OPTIONS, type TestNats } from "@toolmesh/testkit";
+import { startTestBus, TEST_JS_OPTIONS, type TestBus } from "@toolmesh/testkit";
 import { connect, type KV, type NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -10,24 +10,23 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
  * or its time with one ABORTED error naming what kept changing, and no increment is ever lost.
  */
 describe("updateWithRetry", () => {
-  let nats: TestNats;
+  let bus: TestBus;
   let nc: NatsConnection;
   let racer: NatsConnection;
   let kv: KV;
   let racerKv: KV;
 
   beforeAll(async () => {
-    nats = await startNats();
-    nc = await connect({ servers: nats.url });
-    racer = await connect({ servers: nats.url });
+    bus = await startTestBus();
+    nc = bus.nc;
+    racer = await connect({ servers: bus.nats.url });
     kv = await nc.jetstream(TEST_JS_OPTIONS).views.kv("update-retry", { history: 1 });
     racerKv = await racer.jetstream(TEST_JS_OPTIONS).views.kv("update-retry");
   });
 
   afterAll(async () => {
     await racer?.close();
-    await nc?.close();
-    await nats?.destroy();
+    await bus?.destroy();
   });
 
   /** Adds one to a counter key; `between` runs after the read, before the write. */

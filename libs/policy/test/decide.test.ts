@@ -56,17 +56,10 @@ describe("Decision message", () => {
 });
 
 describe("expiry boundary", () => {
-  const grant = create(GrantSchema, {
-    id: "g1",
-    spec: {
-      principal: { kind: PrincipalKind.AGENT, id: "a1" },
-      resource: { kind: ResourceKind.TOOL, pattern: "t.x" },
-      scopes: ["*"],
-      effect: 1,
-      enabled: true,
-      expiresAt: { seconds: BigInt(now.getTime() / 1000), nanos: 0 },
-    },
-  });
+  const grant = tableGrant(
+    { id: "g1", who: "agent:a1", on: "tool:t.x", scopes: ["*"], expiresInMs: 0 },
+    now.getTime(),
+  );
   const subject = { agentId: "a1", userId: "", roles: [] };
   const tool = { name: "t.x", requiredScopes: ["s"], groups: [] };
   it("is live one millisecond before expires_at", () => {

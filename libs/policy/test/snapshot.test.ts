@@ -2,8 +2,8 @@ import { toBinary } from "@bufbuild/protobuf";
 import { createLogger } from "@toolmesh/log";
 import { buckets, ReconnectingKvSnapshot } from "@toolmesh/nats";
 import { GrantSchema } from "@toolmesh/proto";
-import { startNats, type TestNats, tableGrant } from "@toolmesh/testkit";
-import { connect, type KV, type NatsConnection } from "nats";
+import { startTestBus, type TestBus, tableGrant } from "@toolmesh/testkit";
+import type { KV, NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PolicyNotReadyError, PolicySnapshot } from "../src/index.js";
 
@@ -11,20 +11,19 @@ const tool = { name: "data.query", requiredScopes: ["read:data"], groups: ["anal
 const subject = { agentId: "a1", userId: "", roles: ["agent"] };
 
 describe("PolicySnapshot over a real bucket", () => {
-  let nats: TestNats;
+  let bus: TestBus;
   let nc: NatsConnection;
   let kv: KV;
   let policy: ReturnType<typeof PolicySnapshot.owned>;
 
   beforeAll(async () => {
-    nats = await startNats();
-    nc = await connect({ servers: nats.url, reconnectTimeWait: 100 });
+    bus = await startTestBus({ reconnect: true });
+    nc = bus.nc;
     kv = await nc.jetstream().views.kv(buckets.permission.name);
   }, 30_000);
   afterAll(async () => {
     policy?.stop();
-    await nc?.close();
-    await nats?.destroy();
+    await bus?.destroy();
   });
 
   const put = (id: string, who: string) =>
@@ -65,8 +64,8 @@ describe("PolicySnapshot over a real bucket", () => {
     const reconnected = (async () => {
       for await (const s of nc.status()) if (s.type === "reconnect") return;
     })();
-    await nats.stop();
-    await nats.start();
+    await bus.nats.stop();
+    await bus.nats.start();
     await reconnected;
     const seen = applied(buckets.permission.grantKey("g2"));
     await put("g2", "agent:a1");

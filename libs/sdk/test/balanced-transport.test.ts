@@ -1,8 +1,15 @@
 import { createClient } from "@connectrpc/connect";
 import { CallStatus, DispatcherService } from "@toolmesh/proto";
-import { eventually, freePort, startStack, type TestStack } from "@toolmesh/testkit";
+import {
+  echoTool,
+  eventually,
+  freePort,
+  serveOnStack,
+  startStack,
+  type TestStack,
+} from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createBalancedTransport, defineTool, type ServedTools, serveTools } from "../src/index.js";
+import { createBalancedTransport, type ServedTools } from "../src/index.js";
 
 // Two Dispatchers behind no load balancer, as a deployment without one runs them: the client
 // spreads calls over both and, once one is killed, every call goes to the other.
@@ -13,17 +20,7 @@ describe("a client over two Dispatchers", () => {
   beforeAll(async () => {
     stack = await startStack({ replicas: { dispatcher: 2 } });
     await stack.grantAll("balanced-agent");
-    served = await serveTools(
-      [
-        defineTool({
-          name: "balanced.echo",
-          description: "Echoes its text.",
-          inputSchema: { type: "object", properties: { text: { type: "string" } } },
-          handler: (args: { text?: string }) => ({ text: args.text ?? "" }),
-        }),
-      ],
-      { registry: { url: stack.registry.url, token: stack.adminToken } },
-    );
+    served = await serveOnStack(stack, [echoTool("balanced.echo")]);
   }, 120_000);
 
   afterAll(async () => {

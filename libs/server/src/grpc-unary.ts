@@ -203,11 +203,16 @@ function sendError(res: http2.Http2ServerResponse, error: unknown): Code {
   const connectError = ConnectError.from(error);
   if (res.stream.destroyed || res.headersSent) return connectError.code;
   const trailer = setTrailerStatus(new Headers(), connectError);
-  const headers: Record<string, string> = { "content-type": "application/grpc" };
+  const headers: http2.OutgoingHttpHeaders = {
+    ":status": 200,
+    "content-type": "application/grpc",
+  };
   trailer.forEach((value, name) => {
     headers[name] = value;
   });
-  res.writeHead(200, headers);
-  res.end();
+  // One HEADERS frame that ends the stream: what gRPC calls trailers-only. The compatibility
+  // API's writeHead and end() would close the stream with an empty DATA frame instead, which
+  // gRPC C-core (Python, and others built on it) rejects as a stream without trailers.
+  res.stream.respond(headers, { endStream: true });
   return connectError.code;
 }

@@ -138,7 +138,12 @@ describe("gRPC unary fast path", () => {
       code: Code.ResourceExhausted,
     });
     const malformed = await fetchGrpc(listening.url, { "grpc-timeout": "soon" });
-    expect(malformed.status).toBe(String(Code.InvalidArgument));
+    // Trailers-only: gRPC C-core (Python's grpcio) rejects a stream ended by an empty DATA frame.
+    expect(malformed).toEqual({
+      status: String(Code.InvalidArgument),
+      trailersOnly: true,
+      dataBytes: 0,
+    });
   });
 
   it("aborts the handler's signal when the caller goes away", async () => {
@@ -162,11 +167,14 @@ describe("gRPC unary fast path", () => {
   });
 });
 
-/** A raw HTTP/2 gRPC request with extra headers; resolves with the grpc-status it got. */
+/**
+ * A raw HTTP/2 gRPC request with extra headers; resolves with the grpc-status it got, whether
+ * the response was trailers-only (one HEADERS frame ending the stream) and the DATA bytes.
+ */
 async function fetchGrpc(
   url: string,
   headers: Record<string, string>,
-): Promise<{ status: string }> {
+): Promise<{ status: string; trailersOnly: boolean; dataBytes: number }> {
   const http2 = await import("node:http2");
   const session = http2.connect(url);
   try {
@@ -179,16 +187,21 @@ async function fetchGrpc(
         ...headers,
       });
       let status = "";
-      stream.on("response", (h) => {
+      let trailersOnly = false;
+      let dataBytes = 0;
+      stream.on("response", (h, flags) => {
         if (h["grpc-status"]) status = String(h["grpc-status"]);
+        trailersOnly = (flags & http2.constants.NGHTTP2_FLAG_END_STREAM) !== 0;
+      });
+      stream.on("data", (chunk: Buffer) => {
+        dataBytes += chunk.length;
       });
       stream.on("trailers", (t) => {
         status = String(t["grpc-status"]);
       });
       stream.on("error", reject);
-      stream.on("close", () => resolve({ status }));
+      stream.on("close", () => resolve({ status, trailersOnly, dataBytes }));
       stream.end(Buffer.from([0, 0, 0, 0, 0]));
-      stream.resume();
     });
   } finally {
     session.close();

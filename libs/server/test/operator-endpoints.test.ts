@@ -2,13 +2,11 @@ import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { promisify } from "node:util";
-import { authInterceptor, principal } from "@toolmesh/auth";
-import { Code, ConnectError } from "@toolmesh/errors";
-import { createLogger } from "@toolmesh/log";
 import { RegistryService } from "@toolmesh/proto";
 import { repoRoot } from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createToolmeshServer, type ListeningServer } from "../src/index.js";
+import type { ListeningServer } from "../src/index.js";
+import { listenRegistryServer } from "./registry-server.js";
 
 const run = promisify(execFile);
 const grpcurl = path.join(repoRoot, ".toolmesh", "bin", "grpcurl");
@@ -30,23 +28,10 @@ describe("operator endpoints of every port", () => {
   let address: string;
   beforeAll(async () => {
     if (!existsSync(grpcurl)) throw new Error(`${grpcurl} is missing; run npm run setup`);
-    const server = createToolmeshServer({
-      services: [RegistryService],
-      log: createLogger("test", "silent"),
-      readMaxBytes: 64 * 1024,
-      interceptors: [
-        authInterceptor(async (token) => {
-          if (token !== "good")
-            throw new ConnectError("bearer token rejected", Code.Unauthenticated);
-          return principal("agent-1", ["admin"]);
-        }),
-      ],
-      routes(router) {
-        // Registered without handlers: every method answers UNIMPLEMENTED from the router.
-        router.service(RegistryService, {});
-      },
+    listening = await listenRegistryServer(["admin"], (router) => {
+      // Registered without handlers: every method answers UNIMPLEMENTED from the router.
+      router.service(RegistryService, {});
     });
-    listening = await server.listen(0, "127.0.0.1");
     address = `127.0.0.1:${listening.port}`;
   });
   afterAll(() => listening.close(100));

@@ -1,9 +1,8 @@
 import { create } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
-import { authInterceptor, principal, principalOf } from "@toolmesh/auth";
-import { Code, ConnectError } from "@toolmesh/errors";
-import { createLogger } from "@toolmesh/log";
+import { principalOf } from "@toolmesh/auth";
+import { Code } from "@toolmesh/errors";
 import {
   GetToolResponseSchema,
   Health,
@@ -13,40 +12,28 @@ import {
   ToolSpecSchema,
 } from "@toolmesh/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createToolmeshServer, type ListeningServer } from "../src/index.js";
+import type { ListeningServer } from "../src/index.js";
+import { listenRegistryServer } from "./registry-server.js";
 
 // A real server on port 0 with one RPC implemented, reached over gRPC and Connect.
 describe("toolmesh server", () => {
   let listening: ListeningServer;
   beforeAll(async () => {
-    const server = createToolmeshServer({
-      services: [RegistryService],
-      log: createLogger("test", "silent"),
-      readMaxBytes: 64 * 1024,
-      interceptors: [
-        authInterceptor(async (token) => {
-          if (token !== "good")
-            throw new ConnectError("bearer token rejected", Code.Unauthenticated);
-          return principal("agent-1", ["agent"]);
-        }),
-      ],
-      routes(router) {
-        router.service(RegistryService, {
-          getTool(req, ctx) {
-            const caller = principalOf(ctx);
-            return create(GetToolResponseSchema, {
-              tool: create(ToolSchema, {
-                spec: create(ToolSpecSchema, {
-                  name: req.name,
-                  description: `seen by ${caller.agentId}`,
-                }),
+    listening = await listenRegistryServer(["agent"], (router) => {
+      router.service(RegistryService, {
+        getTool(req, ctx) {
+          const caller = principalOf(ctx);
+          return create(GetToolResponseSchema, {
+            tool: create(ToolSchema, {
+              spec: create(ToolSpecSchema, {
+                name: req.name,
+                description: `seen by ${caller.agentId}`,
               }),
-            });
-          },
-        });
-      },
+            }),
+          });
+        },
+      });
     });
-    listening = await server.listen(0, "127.0.0.1");
   });
   afterAll(() => listening.close(100));
 

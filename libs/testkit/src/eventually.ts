@@ -1,20 +1,58 @@
-/** Retries an assertion until it passes (state that another process applies asynchronously). */
-export async function eventually<T>(
+import { type Code, ConnectError } from "@toolmesh/errors";
+
+/**
+ * Retries an assertion until it passes (state that another process applies asynchronously),
+ * every `intervalMs`; it runs at least once.
+ */
+export function eventually<T>(
   check: () => Promise<T>,
   timeoutMs = 10_000,
   what = "condition",
+  intervalMs = 50,
+): Promise<T> {
+  return retry(check, () => true, timeoutMs, what, intervalMs);
+}
+
+/**
+ * Retries a call while it fails with one of `codes` (what a service answers before it is ready);
+ * any other error fails at once.
+ */
+export function retryWhile<T>(
+  call: () => Promise<T>,
+  codes: Code[],
+  timeoutMs = 10_000,
+  what = "call",
+): Promise<T> {
+  return retry(
+    call,
+    (error) => codes.includes(ConnectError.from(error).code),
+    timeoutMs,
+    what,
+    100,
+  );
+}
+
+async function retry<T>(
+  check: () => Promise<T>,
+  retryable: (error: unknown) => boolean,
+  timeoutMs: number,
+  what: string,
+  intervalMs: number,
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  while (Date.now() < deadline) {
+  for (;;) {
     try {
       return await check();
     } catch (error) {
-      last = error;
+      if (!retryable(error)) throw error;
+      if (Date.now() >= deadline) {
+        throw new Error(`${what} did not hold within ${timeoutMs} ms: ${String(error)}`, {
+          cause: error,
+        });
+      }
     }
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
-  throw new Error(`${what} did not hold within ${timeoutMs} ms: ${String(last)}`);
 }
 
 /** Collects messages and lets a test await the ones it expects. */

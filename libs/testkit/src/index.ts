@@ -1,4 +1,5 @@
 export { freePort, LineWatcher, processCpuMs, processRssMb } from "@toolmesh/launcher";
+export { type CallRecords, collectRecords } from "./call-records.js";
 export {
   type DecisionCase,
   decisionTable,
@@ -7,7 +8,7 @@ export {
   tableTools,
 } from "./decision-table.js";
 export { type Engine, reachEngine } from "./docker-engine.js";
-export { Collector, eventually } from "./eventually.js";
+export { Collector, eventually, retryWhile } from "./eventually.js";
 export { failure } from "./failure.js";
 export {
   type ImContact,
@@ -15,13 +16,18 @@ export {
   type ImServer,
   startImServer,
 } from "./im-server.js";
-export { TEST_JS_OPTIONS } from "./jetstream.js";
-export { mintJwt, type TestClaims } from "./jwt.js";
+export { consumerDrained, TEST_JS_OPTIONS } from "./jetstream.js";
+export { mintJwt, refusedJwts, type TestClaims } from "./jwt.js";
 export { type LogWatch, watchLog } from "./log-watch.js";
-export { endRecord, logConsumed, startAudit, writeRecords } from "./records.js";
 export { natsAt, startNats, type TestNats } from "./nats-server.js";
 export { type IsolatedHost, isolatedHost } from "./netns.js";
+export {
+  type OneService,
+  type OneServiceOptions,
+  startOneService,
+} from "./one-service.js";
 export { type OperatorStack, startOperatorStack } from "./operator-stack.js";
+export { endRecord, logConsumed, startAudit, writeRecords } from "./records.js";
 export {
   type ModelRequest,
   type ModelScript,
@@ -30,6 +36,30 @@ export {
   type ScriptedModel,
   startScriptedModel,
 } from "./scripted-model.js";
-export { repoRoot, type ServiceProcess, startService } from "./service-process.js";
+export { portEnvOf, repoRoot, type ServiceProcess, startService } from "./service-process.js";
 export { chainServices, startStack, type TestStack, type TestStackOptions } from "./stack.js";
-export { tableGrant, tableGrantSpec } from "./table-grants.js";
+export { allowAllSpec, allowSpec, tableGrant, tableGrantSpec } from "./table-grants.js";
+export {
+  type StreamKey,
+  startTestBus,
+  type TestBus,
+  type TestBusOptions,
+} from "./test-bus.js";
+export { as, type BearerOptions, type TestSigner, testSigner } from "./test-signer.js";
+export {
+  badOutputTool,
+  chainTestTools,
+  counterTool,
+  echoTool,
+  failingTool,
+  meetTool,
+  numberTool,
+  payTool,
+  serveOnStack,
+  slowTool,
+  strictTextSchema,
+  type ToolLog,
+  type ToolOverrides,
+  toolLog,
+  tracedEchoTool,
+} from "./test-tools.js";

@@ -1,4 +1,5 @@
-import type { JetStreamOptions } from "nats";
+import type { JetStreamManager, JetStreamOptions } from "nats";
+import { eventually } from "./eventually.js";
 
 /**
  * JetStream options for tests: a test that publishes thousands of events at once on two loaded
@@ -6,3 +7,27 @@ import type { JetStreamOptions } from "nats";
  * assert on what arrives, not on how fast; benchmarks measure speed.
  */
 export const TEST_JS_OPTIONS: JetStreamOptions = { timeout: 60_000 };
+
+/** Resolves once a durable consumer has acked every message its stream holds (looked at every `intervalMs`). */
+export async function consumerDrained(
+  jsm: JetStreamManager,
+  stream: string,
+  durable: string,
+  timeoutMs = 30_000,
+  intervalMs = 50,
+): Promise<void> {
+  await eventually(
+    async () => {
+      const { state } = await jsm.streams.info(stream);
+      const consumer = await jsm.consumers.info(stream, durable);
+      if (consumer.ack_floor.stream_seq < state.last_seq || consumer.num_ack_pending > 0) {
+        throw new Error(
+          `${durable} acked up to ${consumer.ack_floor.stream_seq} of ${state.last_seq} (${consumer.num_ack_pending} pending)`,
+        );
+      }
+    },
+    timeoutMs,
+    `${durable} acking all of ${stream}`,
+    intervalMs,
+  );
+}

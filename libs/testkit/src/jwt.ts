@@ -26,3 +26,17 @@ export function mintJwt(
     .setExpirationTime(options.expiresIn ?? "1h")
     .sign(new TextEncoder().encode(secret));
 }
+
+/**
+ * Two JWTs a service must refuse though they are signed with its secret: one that expired a
+ * minute ago, and one minted for another audience.
+ */
+export async function refusedJwts(
+  secret: string,
+  claims: TestClaims = { sub: "admin", roles: ["admin"] },
+): Promise<{ expired: string; wrongAudience: string }> {
+  return {
+    expired: await mintJwt(secret, claims, { expiresIn: Math.floor(Date.now() / 1000) - 60 }),
+    wrongAudience: await mintJwt(secret, claims, { audience: "someone-else" }),
+  };
+}

@@ -34,11 +34,16 @@ export async function startService(
       ...(credential ? { TOOLMESH_NATS_NKEY_FILE: credential } : {}),
       ...env,
     },
-    portEnv: `TOOLMESH_${name.toUpperCase().replaceAll("-", "_")}_PORT`,
+    portEnv: portEnvOf(name),
     startTimeoutMs: options.timeoutMs ?? 30_000,
     readyPattern: options.readyPattern,
     waitServing: false,
   });
   await service.start();
   return service;
+}
+
+/** The variable holding a service's port: TOOLMESH_<NAME>_PORT. */
+export function portEnvOf(name: string): string {
+  return `TOOLMESH_${name.toUpperCase().replaceAll("-", "_")}_PORT`;
 }

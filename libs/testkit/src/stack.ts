@@ -25,11 +25,8 @@ import {
   AuditService,
   CallbackService,
   DispatcherService,
-  Effect,
   PermissionService,
-  PrincipalKind,
   RegistryService,
-  ResourceKind,
 } from "@toolmesh/proto";
 import { connect, type NatsConnection } from "nats";
 import { toolAgentLinks } from "./agent-links.js";
@@ -37,6 +34,7 @@ import { type TestCluster, testCluster } from "./cluster.js";
 import { mintJwt } from "./jwt.js";
 import type { TestNats } from "./nats-server.js";
 import { repoRoot } from "./repo-root.js";
+import { allowAllSpec } from "./table-grants.js";
 
 /** The processes a test stack runs unless told otherwise: the call chain. */
 export const chainServices = ["permission", "registry", "dispatcher", "audit"];
@@ -314,15 +312,7 @@ export async function startStack(options: TestStackOptions = {}): Promise<TestSt
         }),
       async grantAll(agentId) {
         await client(PermissionService, "permission").grant(
-          {
-            grant: {
-              principal: { kind: PrincipalKind.AGENT, id: agentId },
-              resource: { kind: ResourceKind.GLOB, pattern: "**" },
-              scopes: ["*"],
-              effect: Effect.ALLOW,
-              enabled: true,
-            },
-          },
+          { grant: allowAllSpec(agentId) },
           as(adminToken),
         );
       },

@@ -41,6 +41,19 @@ export function tableGrant(g: TableGrant, nowMs: number): Grant {
   return create(GrantSchema, { id: g.id, spec: tableGrantSpec(g, nowMs), createdBy: "table" });
 }
 
+/**
+ * The spec of an enabled grant, in the decision table's words: `who` is agent:<id>, user:<id>
+ * or role:<id>; `on` is tool:<name>, glob:<pattern> or group:<name>.
+ */
+export function allowSpec(who: string, on: string, scopes: string[]): GrantSpec {
+  return tableGrantSpec({ id: "", who, on, scopes }, 0);
+}
+
+/** The spec of a grant that lets one agent call every tool with every scope. */
+export function allowAllSpec(agentId: string): GrantSpec {
+  return allowSpec(`agent:${agentId}`, "glob:**", ["*"]);
+}
+
 function split(ref: string): [string, string] {
   const i = ref.indexOf(":");
   return [ref.slice(0, i), ref.slice(i + 1)];

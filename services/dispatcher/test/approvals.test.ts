@@ -11,29 +11,26 @@ import {
   type Tool,
   ToolSchema,
 } from "@toolmesh/proto";
-import { failure } from "@toolmesh/testkit";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { as, failure } from "@toolmesh/testkit";
+import { startedForFile } from "@toolmesh/testkit/hooks";
+import { beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { callResult } from "../src/transports/mcp/mcp-tools.js";
 import { resultText } from "../src/transports/tool-calls/result-text.js";
-import { as, type MemoryDispatcher, startMemoryDispatcher } from "./memory-dispatcher.js";
+import { startMemoryDispatcher } from "./memory-dispatcher.js";
 
 // Human approval in-process: the Dispatcher's real server on port 0 with in-memory snapshots,
 // records and held calls, and a real tool backend. test/approvals.test.ts runs the same against
 // real processes, expiry included.
 describe("approvals (in-process)", () => {
-  let d: MemoryDispatcher;
+  const d = startedForFile(startMemoryDispatcher);
   let approver: string;
   let bystander: string;
   let counter: Tool;
 
   beforeAll(async () => {
-    d = await startMemoryDispatcher();
     approver = await d.token("boss", ["agent", "payments-approver"]);
     bystander = await d.token("nosy", ["agent"]);
     counter = d.tools.get(buckets.registry.toolKey("test.counter")) as Tool;
-  });
-  afterAll(async () => {
-    await d?.stop();
   });
   beforeEach(() => {
     d.grantAll();

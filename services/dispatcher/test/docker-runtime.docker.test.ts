@@ -12,11 +12,18 @@ import {
   RuntimeState,
   TraceEventKind,
 } from "@toolmesh/proto";
-import { eventually, freePort, reachEngine, startStack, type TestStack } from "@toolmesh/testkit";
+import {
+  type CallRecords,
+  collectRecords,
+  eventually,
+  freePort,
+  reachEngine,
+  startStack,
+  type TestStack,
+} from "@toolmesh/testkit";
 import type Docker from "dockerode";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildToolImage, containersOf } from "./docker-engine.js";
-import { type CallRecords, collectRecords } from "./records.js";
 
 // Docker tools for real: a Docker Engine, an image built here FROM scratch with a static Go
 // binary, and the whole stack (nats-server, registry, permission, dispatcher) as processes.

@@ -2,18 +2,23 @@ import { randomUUID } from "node:crypto";
 import { clone, create, type MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@toolmesh/errors";
 import {
-  Effect,
-  GrantSpecSchema,
-  PrincipalKind,
   type RateLimitSpecSchema,
   RateLimitSubject,
-  ResourceKind,
   RetryInfoSchema,
   ToolSpecSchema,
   WatchEventType,
 } from "@toolmesh/proto";
-import { defineTool, type ServedTools, serveTools } from "@toolmesh/sdk";
-import { eventually, failure, startStack, type TestStack, watchLog } from "@toolmesh/testkit";
+import type { ServedTools } from "@toolmesh/sdk";
+import {
+  allowSpec,
+  echoTool,
+  eventually,
+  failure,
+  serveOnStack,
+  startStack,
+  type TestStack,
+  watchLog,
+} from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 // Governance of calls against real processes: pinned definitions, grant updates, rate limits.
@@ -28,17 +33,7 @@ describe("governance", () => {
       tokens[agent] = await stack.agentToken(agent);
       if (agent !== "granted") await stack.grantAll(agent);
     }
-    served = await serveTools(
-      [
-        defineTool({
-          name: "gov.echo",
-          description: "Echoes its text.",
-          inputSchema: { type: "object", properties: { text: { type: "string" } } },
-          handler: (args: { text?: string }) => ({ text: args.text ?? "" }),
-        }),
-      ],
-      { registry: { url: stack.registry.url, token: stack.adminToken } },
-    );
+    served = await serveOnStack(stack, [echoTool("gov.echo")]);
     // The Dispatcher follows the buckets asynchronously; the suite starts once it serves a call.
     await eventually(() => dispatch("bystander"));
   }, 120_000);
@@ -142,13 +137,7 @@ describe("governance", () => {
   });
 
   it("sees an UpdateGrant within a second", async () => {
-    const grant = create(GrantSpecSchema, {
-      principal: { kind: PrincipalKind.AGENT, id: "granted" },
-      resource: { kind: ResourceKind.TOOL, pattern: "gov.echo" },
-      scopes: ["*"],
-      effect: Effect.ALLOW,
-      enabled: true,
-    });
+    const grant = allowSpec("agent:granted", "tool:gov.echo", ["*"]);
     const created = (await stack.permissionClient.grant({ grant }, admin())).grant;
     await eventually(async () =>
       expect((await dispatch("granted")).output).toEqual({ text: "hi" }),

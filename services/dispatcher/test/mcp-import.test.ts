@@ -8,9 +8,16 @@ import {
   RuntimeKind,
   TraceEventKind,
 } from "@toolmesh/proto";
-import { freePort, LineWatcher, repoRoot, startStack, type TestStack } from "@toolmesh/testkit";
+import {
+  type CallRecords,
+  collectRecords,
+  freePort,
+  LineWatcher,
+  repoRoot,
+  startStack,
+  type TestStack,
+} from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type CallRecords, collectRecords } from "./records.js";
 
 const everything = path.join(
   repoRoot,

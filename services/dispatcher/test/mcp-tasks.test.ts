@@ -1,11 +1,17 @@
-import { create } from "@bufbuild/protobuf";
 import { Client as McpClient, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { Client as LegacyMcpClient } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport as LegacyTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { CallToolResultSchema, CreateTaskResultSchema } from "@modelcontextprotocol/sdk/types.js";
-import { ApprovalDecision, ApprovalState, ToolSpecSchema } from "@toolmesh/proto";
-import { defineTool, type ServedTools, serveTools, toolSpec } from "@toolmesh/sdk";
-import { eventually, startStack, type TestStack } from "@toolmesh/testkit";
+import { ApprovalDecision, ApprovalState } from "@toolmesh/proto";
+import type { ServedTools } from "@toolmesh/sdk";
+import {
+  echoTool,
+  eventually,
+  payTool,
+  serveOnStack,
+  startStack,
+  type TestStack,
+} from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 /** How long a call waits for its approver in this stack. */
@@ -56,31 +62,9 @@ describe("MCP tasks for held calls", () => {
       replicas: { dispatcher: 2 },
       serviceEnv: { dispatcher: { TOOLMESH_APPROVAL_TIMEOUT_MS: String(HOLD_MS) } },
     });
-    const tools = [
-      defineTool({
-        name: "pay.send",
-        description: "Pays an invoice; needs a person's approval.",
-        sideEffects: true,
-        inputSchema: { type: "object", properties: { invoice: { type: "string" } } },
-        outputSchema: { type: "object", properties: { paid: { type: "string" } } },
-        handler: (args: { invoice: string }) => {
-          ran.push(args.invoice);
-          return { paid: args.invoice };
-        },
-      }),
-      defineTool({
-        name: "data.echo",
-        description: "Echoes its text.",
-        inputSchema: { type: "object", properties: { text: { type: "string" } } },
-        handler: (args: { text: string }) => ({ text: args.text }),
-      }),
-    ];
-    served = await serveTools(tools, { port: 0 });
-    for (const tool of tools) {
-      const spec = create(ToolSpecSchema, toolSpec(tool, served.address));
-      spec.requiresApproval = spec.name === "pay.send";
-      await stack.registryClient.registerTool({ tool: spec }, stack.as(stack.adminToken));
-    }
+    served = await serveOnStack(stack, [payTool(ran), echoTool("data.echo")], {
+      requiresApproval: ["pay.send"],
+    });
     for (const agent of ["payer", "other"]) {
       tokens[agent] = await stack.agentToken(agent);
       await stack.grantAll(agent);

@@ -1,8 +1,7 @@
-import { randomBytes } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import { type Client, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { authInterceptor, bearerToken, createJwtVerifier } from "@toolmesh/auth";
+import { authInterceptor, bearerToken } from "@toolmesh/auth";
 import { loadConfig } from "@toolmesh/config";
 import { createLogger } from "@toolmesh/log";
 import { buckets, MemorySnapshot } from "@toolmesh/nats";
@@ -11,23 +10,26 @@ import {
   AuditAction,
   CallStatus,
   DispatcherService,
-  Effect,
   GrantSchema,
-  PrincipalKind,
-  ResourceKind,
   ToolSchema,
   ToolStatus,
 } from "@toolmesh/proto";
 import { type ServedTools, serveTools, toolSpec } from "@toolmesh/sdk";
 import type { ListeningServer } from "@toolmesh/server";
-import { Collector, mintJwt } from "@toolmesh/testkit";
+import {
+  allowAllSpec,
+  as,
+  chainTestTools,
+  type ToolLog,
+  testSigner,
+  toolLog,
+} from "@toolmesh/testkit";
 import { MemoryToolSource } from "../src/catalog/tool-catalog.js";
 import { type DispatcherConfig, dispatcherConfig } from "../src/config.js";
 import { MemoryCallIdOwners, MemoryIdempotencyStore } from "../src/records/idempotency.js";
 import { MemoryRecords } from "../src/records/record-sink.js";
 import { createDispatcher, type Dispatcher } from "../src/server.js";
 import type { GrpcPort } from "../src/transports/grpc-port.js";
-import { type BackendLog, backendTools } from "./backend-tools.js";
 
 /** A Dispatcher listening on port 0 in this process, over in-memory snapshots and records. */
 export interface MemoryDispatcher {
@@ -44,13 +46,21 @@ export interface MemoryDispatcher {
   grants: MemorySnapshot<typeof GrantSchema>;
   /** Every record the Dispatcher wrote, in write order. */
   records: MemoryRecords;
-  backend: BackendLog;
+  backend: ToolLog;
   /** JWTs of agent-1 (granted everything), agent-2 (no grants), an admin, and one signed by another key. */
   tokens: { agent: string; stranger: string; admin: string; forged: string };
   /** A JWT for any agent and roles, signed with the Dispatcher's key. */
   token(agentId: string, roles?: string[]): Promise<string>;
   /** Lets agent-1 call every tool with every scope, as grant g-all. */
   grantAll(): void;
+  /** Dispatches a call as agent-1. */
+  call(
+    tool: string,
+    args?: Record<string, unknown>,
+    extra?: Record<string, unknown>,
+  ): ReturnType<Client<typeof DispatcherService>["dispatch"]>;
+  /** What every test starts from: both snapshots loaded, records writable, agent-1 granted all. */
+  reset(): void;
   /** Every record of one call, in write order, as "ACTION STATUS". */
   recordsOf(callId: string): string[];
   stop(): Promise<void>;
@@ -58,22 +68,17 @@ export interface MemoryDispatcher {
 
 /**
  * Builds the Dispatcher with createDispatcher as main.ts does, but over in-memory registry and
- * grant snapshots, an in-memory publisher and idempotency store and JWT-only auth, with a real
+ * grant snapshots, an in-memory record sink and idempotency store and JWT-only auth, with a real
  * tool backend (the SDK's serveTools on port 0); no NATS.
  */
 export async function startMemoryDispatcher(): Promise<MemoryDispatcher> {
-  const secret = randomBytes(32).toString("hex");
+  const signer = testSigner();
   const tools = new MemoryToolSource();
   const grants = new MemorySnapshot(GrantSchema);
   const records = new MemoryRecords();
-  const backend: BackendLog = {
-    started: new Collector(),
-    aborted: new Collector(),
-    sideEffects: [],
-    meeting: [],
-  };
-  const served: ServedTools = await serveTools(backendTools(backend), { port: 0 });
-  for (const def of backendTools(backend))
+  const backend = toolLog();
+  const served: ServedTools = await serveTools(chainTestTools(backend), { port: 0 });
+  for (const def of chainTestTools(backend))
     tools.put(create(ToolSchema, { spec: toolSpec(def, served.address), schemaHash: def.name }));
   tools.put(
     create(ToolSchema, {
@@ -85,13 +90,7 @@ export async function startMemoryDispatcher(): Promise<MemoryDispatcher> {
       },
     }),
   );
-  const verify = createJwtVerifier({
-    secret,
-    issuer: "toolmesh",
-    audience: "toolmesh",
-    userClaim: "on_behalf_of",
-    rolesClaim: "roles",
-  });
+  const verify = signer.verifier();
   const dispatcher = createDispatcher({
     tools,
     policy: new PolicySnapshot(grants),
@@ -118,36 +117,39 @@ export async function startMemoryDispatcher(): Promise<MemoryDispatcher> {
   const listening = await dispatcher.server.listen(0, "127.0.0.1");
   const fastPort = await dispatcher.listenGrpc(0, "127.0.0.1");
 
+  const client = createClient(DispatcherService, createGrpcTransport({ baseUrl: listening.url }));
+  const tokens = {
+    agent: await signer.token("agent-1"),
+    stranger: await signer.token("agent-2"),
+    admin: await signer.token("ops", ["admin"]),
+    forged: await testSigner("x".repeat(32)).token("agent-1", ["admin"]),
+  };
+  const grantAll = () =>
+    grants.put(
+      buckets.permission.grantKey("g-all"),
+      create(GrantSchema, { id: "g-all", spec: allowAllSpec("agent-1") }),
+    );
   return {
     dispatcher,
     listening,
     fastPort,
-    client: createClient(DispatcherService, createGrpcTransport({ baseUrl: listening.url })),
+    client,
     tools,
     grants,
     records,
     backend,
-    tokens: {
-      agent: await mintJwt(secret, { sub: "agent-1" }),
-      stranger: await mintJwt(secret, { sub: "agent-2" }),
-      admin: await mintJwt(secret, { sub: "ops", roles: ["admin"] }),
-      forged: await mintJwt("x".repeat(32), { sub: "agent-1", roles: ["admin"] }),
-    },
-    token: (agentId, roles) => mintJwt(secret, { sub: agentId, ...(roles ? { roles } : {}) }),
-    grantAll() {
-      grants.put(
-        buckets.permission.grantKey("g-all"),
-        create(GrantSchema, {
-          id: "g-all",
-          spec: {
-            principal: { kind: PrincipalKind.AGENT, id: "agent-1" },
-            resource: { kind: ResourceKind.GLOB, pattern: "**" },
-            scopes: ["*"],
-            effect: Effect.ALLOW,
-            enabled: true,
-          },
-        }),
-      );
+    tokens,
+    token: (agentId, roles) => signer.token(agentId, roles),
+    grantAll,
+    call: (tool, args = {}, extra = {}) =>
+      client.dispatch({ tool, arguments: args as never, ...extra }, as(tokens.agent)),
+    reset() {
+      tools.isReady = true;
+      grants.isReady = true;
+      records.writable = true;
+      records.full = undefined;
+      records.failure = undefined;
+      grantAll();
     },
     recordsOf(callId) {
       return records.records
@@ -161,9 +163,4 @@ export async function startMemoryDispatcher(): Promise<MemoryDispatcher> {
       await served.close();
     },
   };
-}
-
-/** Call options carrying a bearer token. */
-export function as(token: string): { headers: { authorization: string } } {
-  return { headers: { authorization: `Bearer ${token}` } };
 }

@@ -1,23 +1,17 @@
 import { randomBytes } from "node:crypto";
-import { type Client, createClient } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
+import type { Client } from "@connectrpc/connect";
 import { RegistryService } from "@toolmesh/proto";
 import {
-  mintJwt,
+  eventually,
+  type OneService,
   type ServiceProcess,
-  startNats,
+  startOneService,
   startService,
-  type TestNats,
 } from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ReferenceHub } from "./reference-hub.js";
 
-const JWT_SECRET = randomBytes(32).toString("hex");
 const HUB_TOKEN = randomBytes(16).toString("hex");
-
-function token(sub: string, roles: string[]): Promise<string> {
-  return mintJwt(JWT_SECRET, { sub, roles });
-}
 
 const spec = (name: string, description: string, category = "data") => ({
   name,
@@ -28,8 +22,7 @@ const spec = (name: string, description: string, category = "data") => ({
 });
 
 describe("knowhub-sync", () => {
-  let nats: TestNats;
-  let registry: ServiceProcess;
+  let registry: OneService;
   let sync: ServiceProcess | undefined;
   let hub: ReferenceHub;
   let client: Client<typeof RegistryService>;
@@ -40,7 +33,7 @@ describe("knowhub-sync", () => {
     sync = await startService(
       "knowhub-sync",
       {
-        NATS_URL: nats.url,
+        NATS_URL: registry.nats.url,
         TOOLMESH_KNOWHUB_URL: hub.url,
         TOOLMESH_KNOWHUB_TOKEN: HUB_TOKEN,
         TOOLMESH_REGISTRY_URL: registry.url,
@@ -51,24 +44,18 @@ describe("knowhub-sync", () => {
   };
   const slugsOf = async (name: string) =>
     (await client.getTool({ name }, admin)).tool?.spec?.knowhubSlugs ?? [];
-  const waitForSlugs = async (name: string, expected: string[]) => {
-    const deadline = Date.now() + 20_000;
-    while (JSON.stringify(await slugsOf(name)) !== JSON.stringify(expected)) {
-      if (Date.now() > deadline) throw new Error(`${name} has slugs ${await slugsOf(name)}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  };
+  const waitForSlugs = (name: string, expected: string[]) =>
+    eventually(
+      async () => expect(await slugsOf(name)).toEqual(expected),
+      20_000,
+      `${name}'s slugs`,
+    );
 
   beforeAll(async () => {
-    nats = await startNats();
-    registry = await startService("registry", {
-      NATS_URL: nats.url,
-      TOOLMESH_REGISTRY_PORT: "0",
-      TOOLMESH_JWT_SECRET: JWT_SECRET,
-    });
-    client = createClient(RegistryService, createGrpcTransport({ baseUrl: registry.url }));
-    admin = { headers: { authorization: `Bearer ${await token("ops", ["admin"])}` } };
-    serviceToken = await token("knowhub-sync", ["knowhub"]);
+    registry = await startOneService("registry");
+    client = registry.client(RegistryService);
+    admin = await registry.bearer("ops", ["admin"]);
+    serviceToken = await registry.token("knowhub-sync", ["knowhub"]);
     hub = new ReferenceHub(
       [
         { slug: "data-query", name: "Data query", keywords: [] },
@@ -83,9 +70,8 @@ describe("knowhub-sync", () => {
 
   afterAll(async () => {
     await sync?.stop();
-    await registry?.stop();
     await hub?.stop();
-    await nats?.destroy();
+    await registry?.stop();
   });
 
   it("links a registered tool by slug, name and keywords and stores its slugs", async () => {
@@ -141,7 +127,7 @@ describe("knowhub-sync", () => {
   it("idles with a log line when no hub is configured", async () => {
     const idle = await startService(
       "knowhub-sync",
-      { NATS_URL: nats.url },
+      { NATS_URL: registry.nats.url },
       { readyPattern: '"msg":"ready"' },
     );
     try {

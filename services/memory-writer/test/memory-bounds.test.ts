@@ -4,16 +4,14 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import { ensureStream, publishEvent, streamDefinitions, subjects } from "@toolmesh/nats";
+import { publishEvent, streamNames, subjects } from "@toolmesh/nats";
 import { type CallbackEvent, CallbackEventSchema, CallStatus } from "@toolmesh/proto";
 import {
+  consumerDrained,
+  type OneService,
   type ServiceProcess,
-  startNats,
-  startService,
-  TEST_JS_OPTIONS,
-  type TestNats,
+  startOneService,
 } from "@toolmesh/testkit";
-import { connect, type JetStreamManager, type NatsConnection } from "nats";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { MemoryEntry } from "../src/entries.js";
 import {
@@ -47,46 +45,25 @@ const entriesOf = (text: string) =>
     .map((l) => JSON.parse(l) as MemoryEntry);
 
 describe("memory writer bounds", () => {
-  let nats: TestNats;
-  let nc: NatsConnection;
-  let jsm: JetStreamManager;
+  let bus: OneService;
   let dataDir: string;
   let writer: ServiceProcess | undefined;
 
   const start = (env: Record<string, string> = {}, timeoutMs?: number) =>
-    startService(
-      "memory-writer",
-      { NATS_URL: nats.url, TOOLMESH_DATA_DIR: dataDir, ...env },
-      { readyPattern: '"msg":"ready"', ...(timeoutMs ? { timeoutMs } : {}) },
-    );
+    bus.start({ TOOLMESH_DATA_DIR: dataDir, ...env }, timeoutMs ? { timeoutMs } : {});
   const publish = (e: CallbackEvent, msgId = e.callId) =>
-    publishEvent(
-      nc.jetstream(TEST_JS_OPTIONS),
-      subjects.callback("success", e.tool),
-      CallbackEventSchema,
-      e,
-      {
-        msgId,
-      },
-    );
+    publishEvent(bus.js, subjects.callback("success", e.tool), CallbackEventSchema, e, {
+      msgId,
+    });
   /** Resolves once memory-writer has acked every event published so far. */
-  const drained = async (onPoll?: () => void, timeoutMs = 60_000) => {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      onPoll?.();
-      const s = await jsm.streams.info("TOOLMESH_CALLBACK");
-      const c = await jsm.consumers.info("TOOLMESH_CALLBACK", MEMORY_CONSUMER);
-      if (c.ack_floor.stream_seq >= s.state.last_seq && c.num_ack_pending === 0) return;
-      if (Date.now() > deadline) throw new Error("memory-writer did not ack every event");
-      await new Promise((r) => setTimeout(r, 5));
-    }
-  };
+  const drained = () => consumerDrained(bus.jsm, streamNames.callback, MEMORY_CONSUMER, 60_000);
 
   beforeAll(async () => {
-    nats = await startNats();
-    nc = await connect({ servers: nats.url });
-    jsm = await nc.jetstreamManager();
-    await ensureStream(jsm, streamDefinitions().callback);
+    bus = await startOneService("memory-writer", {
+      streams: ["callback"],
+      readyPattern: '"msg":"ready"',
+      started: false,
+    });
   });
   afterEach(async () => {
     await writer?.stop();
@@ -94,8 +71,7 @@ describe("memory writer bounds", () => {
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
   });
   afterAll(async () => {
-    await nc?.close();
-    await nats?.destroy();
+    await bus?.stop();
   });
 
   it("starts on a file of 100,000 calls by reading its tail, and still recognises its last calls", async () => {

@@ -4,16 +4,15 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import { ensureStream, publishEvent, streamDefinitions, subjects } from "@toolmesh/nats";
+import { publishEvent, streamNames, subjects } from "@toolmesh/nats";
 import { type CallbackEvent, CallbackEventSchema, CallStatus } from "@toolmesh/proto";
 import {
+  consumerDrained,
+  eventually,
+  type OneService,
   type ServiceProcess,
-  startNats,
-  startService,
-  TEST_JS_OPTIONS,
-  type TestNats,
+  startOneService,
 } from "@toolmesh/testkit";
-import { connect, type JetStreamManager, type NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { MemoryEntry } from "../src/entries.js";
 import { agentDirName, agentFiles } from "../src/layout.js";
@@ -49,41 +48,20 @@ function event(i: number): CallbackEvent {
 }
 
 describe("memory writer", () => {
-  let nats: TestNats;
-  let nc: NatsConnection;
-  let jsm: JetStreamManager;
+  let bus: OneService;
   let dataDir: string;
   let writer: ServiceProcess | undefined;
   const logs: string[] = [];
 
   const start = async () => {
-    writer = await startService(
-      "memory-writer",
-      { NATS_URL: nats.url, TOOLMESH_DATA_DIR: dataDir, LOG_LEVEL: "debug" },
-      { readyPattern: '"msg":"ready"' },
-    );
+    writer = await bus.start({ TOOLMESH_DATA_DIR: dataDir, LOG_LEVEL: "debug" });
   };
   const keepLogs = (p: ServiceProcess) => logs.push(...p.stdout.lines, ...p.stderr.lines);
   const publish = (e: CallbackEvent, msgId = e.callId) =>
-    publishEvent(
-      nc.jetstream(TEST_JS_OPTIONS),
-      subjects.callback("success", e.tool),
-      CallbackEventSchema,
-      e,
-      {
-        msgId,
-      },
-    );
-  const drained = async (timeoutMs = 30_000) => {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const stream = await jsm.streams.info("TOOLMESH_CALLBACK");
-      const info = await jsm.consumers.info("TOOLMESH_CALLBACK", MEMORY_CONSUMER);
-      if (info.ack_floor.stream_seq >= stream.state.last_seq && info.num_ack_pending === 0) return;
-      if (Date.now() > deadline) throw new Error("the memory writer did not ack every event");
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  };
+    publishEvent(bus.js, subjects.callback("success", e.tool), CallbackEventSchema, e, {
+      msgId,
+    });
+  const drained = () => consumerDrained(bus.jsm, streamNames.callback, MEMORY_CONSUMER);
   /** Each agent directory's memory: its files read in name order, as a reader of the layout does. */
   const readMemory = async () => {
     const dir = path.join(dataDir, "memory");
@@ -104,31 +82,32 @@ describe("memory writer", () => {
   };
 
   beforeAll(async () => {
-    nats = await startNats();
-    nc = await connect({ servers: nats.url });
-    jsm = await nc.jetstreamManager();
-    await ensureStream(jsm, streamDefinitions().callback);
+    bus = await startOneService("memory-writer", {
+      streams: ["callback"],
+      readyPattern: '"msg":"ready"',
+      started: false,
+    });
     dataDir = await mkdtemp(path.join(tmpdir(), "toolmesh-memory-"));
     await start();
   });
 
   afterAll(async () => {
-    await writer?.stop();
-    await nc?.close();
-    await nats?.destroy();
+    await bus?.stop();
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
   });
 
   it(`writes ${TOTAL} calls exactly once across a SIGKILL, without secrets`, async () => {
     const events = Array.from({ length: TOTAL }, (_, i) => event(i));
     await Promise.all(events.map((e) => publish(e)));
-    const deadline = Date.now() + 20_000;
-    for (;;) {
-      const info = await jsm.consumers.info("TOOLMESH_CALLBACK", MEMORY_CONSUMER);
-      if (info.ack_floor.stream_seq >= 200) break;
-      if (Date.now() > deadline) throw new Error("nothing written before the kill");
-      await new Promise((r) => setTimeout(r, 10));
-    }
+    await eventually(
+      async () => {
+        const info = await bus.jsm.consumers.info(streamNames.callback, MEMORY_CONSUMER);
+        expect(info.ack_floor.stream_seq).toBeGreaterThanOrEqual(200);
+      },
+      20_000,
+      "200 calls written before the kill",
+      10,
+    );
     const running = writer as ServiceProcess;
     await running.kill();
     keepLogs(running);

@@ -1,20 +1,15 @@
 import { randomBytes } from "node:crypto";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { buckets } from "@toolmesh/nats";
-import { GrantSchema, PrincipalKind, ResourceKind } from "@toolmesh/proto";
-import { decisionTable, type TableGrant, tableGrantSpec } from "@toolmesh/testkit";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type PermissionStack, startPermissionStack } from "./harness.js";
+import { GrantSchema } from "@toolmesh/proto";
+import { allowSpec, decisionTable, type TableGrant, tableGrantSpec } from "@toolmesh/testkit";
+import { startedForFile } from "@toolmesh/testkit/hooks";
+import { describe, expect, it } from "vitest";
+import { startPermissionStack } from "./harness.js";
 
 // The same table as libs/policy/test/decide.test.ts, answered by the live Check RPC.
 describe("decision table against the live Check RPC", () => {
-  let stack: PermissionStack;
-  beforeAll(async () => {
-    stack = await startPermissionStack();
-  }, 60_000);
-  afterAll(async () => {
-    await stack?.stop();
-  });
+  const stack = startedForFile(startPermissionStack);
 
   /** Grants the Grant RPC refuses (expired, disabled) are written as a stale grant would be. */
   const needsDirectWrite = (g: TableGrant) =>
@@ -42,15 +37,7 @@ describe("decision table against the live Check RPC", () => {
       }
       // The service applies its watch in order, so once it shows this grant it shows all above.
       const sentinel = await stack.client.grant(
-        {
-          grant: {
-            principal: { kind: PrincipalKind.AGENT, id: "sentinel" },
-            resource: { kind: ResourceKind.TOOL, pattern: "sentinel.tool" },
-            scopes: ["*"],
-            effect: 1,
-            enabled: true,
-          },
-        },
+        { grant: allowSpec("agent:sentinel", "tool:sentinel.tool", ["*"]) },
         admin,
       );
       try {

@@ -1,28 +1,14 @@
-import { create, fromBinary } from "@bufbuild/protobuf";
+import { fromBinary } from "@bufbuild/protobuf";
 import { Code } from "@toolmesh/errors";
 import { subjects } from "@toolmesh/nats";
-import {
-  AuditAction,
-  AuditRecordSchema,
-  Effect,
-  GrantSpecSchema,
-  PrincipalKind,
-  RateLimitSubject,
-  ResourceKind,
-} from "@toolmesh/proto";
+import { AuditAction, AuditRecordSchema, PrincipalKind, RateLimitSubject } from "@toolmesh/proto";
 import { failure, mintJwt } from "@toolmesh/testkit";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type PermissionStack, startPermissionStack } from "./harness.js";
+import { startedForFile } from "@toolmesh/testkit/hooks";
+import { describe, expect, it } from "vitest";
+import { grantSpec } from "./grant-spec.js";
+import { startPermissionStack } from "./harness.js";
 
-let stack: PermissionStack;
-
-beforeAll(async () => {
-  stack = await startPermissionStack();
-}, 60_000);
-
-afterAll(async () => {
-  await stack?.stop();
-});
+const stack = startedForFile(startPermissionStack);
 
 const admin = () => stack.as(stack.adminToken);
 
@@ -38,13 +24,7 @@ async function lastAdminReason(): Promise<string> {
 }
 
 const allow = (agent: string, scopes = ["read:data"]) =>
-  create(GrantSpecSchema, {
-    principal: { kind: PrincipalKind.AGENT, id: agent },
-    resource: { kind: ResourceKind.TOOL, pattern: "data.query" },
-    scopes,
-    effect: Effect.ALLOW,
-    enabled: true,
-  });
+  grantSpec({ principal: { kind: PrincipalKind.AGENT, id: agent }, scopes });
 
 describe("UpdateGrant", () => {
   it("replaces a grant at its revision, bumps it, audits it and decides by it at once", async () => {

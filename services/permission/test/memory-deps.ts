@@ -1,16 +1,14 @@
-import { randomBytes } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import {
   type Authenticator,
   authInterceptor,
   createApiKeyVerifier,
-  createJwtVerifier,
   isApiKeyToken,
 } from "@toolmesh/auth";
 import { createLogger } from "@toolmesh/log";
 import { buckets, MemorySnapshot } from "@toolmesh/nats";
 import { ToolSchema } from "@toolmesh/proto";
-import { mintJwt } from "@toolmesh/testkit";
+import { testSigner } from "@toolmesh/testkit";
 import { RecordedPermissionEvents } from "../src/events.js";
 import type { PermissionDeps } from "../src/handlers.js";
 import { MemoryPermissionStore } from "../src/memory-store.js";
@@ -42,7 +40,7 @@ export interface MemoryPermission {
 
 /** In-memory store, recorded events, the registry tools above, real JWT and API key checks. */
 export async function memoryPermission(): Promise<MemoryPermission> {
-  const secret = randomBytes(32).toString("hex");
+  const signer = testSigner();
   const clock = { ms: Date.now() };
   const now = () => clock.ms;
   const store = new MemoryPermissionStore();
@@ -57,19 +55,13 @@ export async function memoryPermission(): Promise<MemoryPermission> {
       }),
     );
   }
-  const verifyJwt = createJwtVerifier({
-    secret,
-    issuer: "toolmesh",
-    audience: "toolmesh",
-    userClaim: "on_behalf_of",
-    rolesClaim: "roles",
-  });
+  const verifyJwt = signer.verifier();
   const verifyKey = createApiKeyVerifier(store.keys, now);
   // The same split a service makes: API keys by their prefix, everything else as a JWT.
   const authenticate: Authenticator = async (token) =>
     isApiKeyToken(token) ? verifyKey(token) : verifyJwt(token);
   const jwt = (claims: { sub: string; roles?: string[]; onBehalfOf?: string }) =>
-    mintJwt(secret, claims);
+    signer.token(claims.sub, claims.roles, claims.onBehalfOf);
   return {
     deps: { store, events, tools, log: createLogger("permission-test", "silent"), now },
     store,
@@ -85,9 +77,4 @@ export async function memoryPermission(): Promise<MemoryPermission> {
     },
     jwt,
   };
-}
-
-/** Call options carrying a bearer token. */
-export function as(token: string): { headers: { authorization: string } } {
-  return { headers: { authorization: `Bearer ${token}` } };
 }

@@ -1,46 +1,28 @@
-import { Code, ConnectError } from "@toolmesh/errors";
-import { Effect, PrincipalKind, ResourceKind } from "@toolmesh/proto";
-import { failure, mintJwt } from "@toolmesh/testkit";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type PermissionStack, startPermissionStack } from "./harness.js";
+import { Code } from "@toolmesh/errors";
+import { allowSpec, eventually, failure, refusedJwts, retryWhile } from "@toolmesh/testkit";
+import { startedForFile } from "@toolmesh/testkit/hooks";
+import { beforeAll, describe, expect, it } from "vitest";
+import { startPermissionStack } from "./harness.js";
 
 // API keys issued here are verified by the Registry from its own watched snapshot.
 describe("the Registry authenticates with permission-issued keys", () => {
-  let stack: PermissionStack;
+  const stack = startedForFile(startPermissionStack);
   const secrets: string[] = [];
   const registry = () => stack.registryClient;
 
   beforeAll(async () => {
-    stack = await startPermissionStack();
     secrets.push(stack.adminToken, stack.serviceToken);
     // The Registry started before the permission bucket existed; it picks it up within 500 ms.
-    const deadline = Date.now() + 5000;
-    for (;;) {
-      const error = await registry()
-        .listTools({}, stack.as(stack.adminToken))
-        .then(
-          () => undefined,
-          (e: unknown) => ConnectError.from(e),
-        );
-      if (!error) break;
-      if (error.code !== Code.Unavailable || Date.now() > deadline) throw error;
-    }
+    await retryWhile(
+      () => registry().listTools({}, stack.as(stack.adminToken)),
+      [Code.Unavailable],
+      5000,
+      "the Registry binding the permission bucket",
+    );
   }, 60_000);
-  afterAll(async () => {
-    await stack?.stop();
-  });
 
   it("refuses a missing, malformed, unknown, expired and wrong-audience token", async () => {
-    const expired = await mintJwt(
-      stack.jwtSecret,
-      { sub: "admin", roles: ["admin"] },
-      { expiresIn: Math.floor(Date.now() / 1000) - 60 },
-    );
-    const wrongAudience = await mintJwt(
-      stack.jwtSecret,
-      { sub: "admin", roles: ["admin"] },
-      { audience: "elsewhere" },
-    );
+    const { expired, wrongAudience } = await refusedJwts(stack.jwtSecret);
     const cases: [Record<string, string>, string][] = [
       [{}, "missing credential"],
       [{ authorization: "Token abc" }, "malformed authorization header"],
@@ -62,22 +44,20 @@ describe("the Registry authenticates with permission-issued keys", () => {
     const asAgent = stack.as(key.secret);
     expect((await registry().listTools({}, asAgent)).tools).toEqual([]);
     await stack.client.grant(
-      {
-        grant: {
-          principal: { kind: PrincipalKind.AGENT, id: "analyst-1" },
-          resource: { kind: ResourceKind.GLOB, pattern: "data.*" },
-          scopes: ["read:data"],
-          effect: Effect.ALLOW,
-          enabled: true,
-        },
-      },
+      { grant: allowSpec("agent:analyst-1", "glob:data.*", ["read:data"]) },
       admin,
     );
     // The Registry decides from its own grant snapshot; wait for it to see the grant.
-    const deadline = Date.now() + 1000;
-    let names: string[] = [];
-    while (names.length === 0 && Date.now() < deadline)
-      names = (await registry().listTools({}, asAgent)).tools.map((t) => t.spec?.name ?? "");
+    const names = await eventually(
+      async () => {
+        const listed = (await registry().listTools({}, asAgent)).tools.map((t) => t.spec?.name);
+        expect(listed).not.toEqual([]);
+        return listed;
+      },
+      1000,
+      "the Registry seeing the grant",
+      0,
+    );
     expect(names).toEqual(["data.query"]);
     const all = await registry().listTools({}, admin);
     expect(all.tools.length).toBeGreaterThan(1);
@@ -95,17 +75,14 @@ describe("the Registry authenticates with permission-issued keys", () => {
     await registry().listTools({}, asAgent);
     await stack.client.revokeApiKey({ id: key.apiKey?.id ?? "" }, admin);
     const revokedAt = performance.now();
-    let error: ConnectError | undefined;
-    while (!error && performance.now() - revokedAt < 1000) {
-      error = await registry()
-        .listTools({}, asAgent)
-        .then(
-          () => undefined,
-          (e: unknown) => ConnectError.from(e),
-        );
-    }
-    expect(error?.code).toBe(Code.Unauthenticated);
-    expect(error?.rawMessage).toContain("has been revoked");
+    const error = await eventually(
+      () => failure(registry().listTools({}, asAgent)),
+      1000,
+      "the Registry refusing the revoked key",
+      0,
+    );
+    expect(error.code).toBe(Code.Unauthenticated);
+    expect(error.rawMessage).toContain("has been revoked");
     expect(performance.now() - revokedAt).toBeLessThan(1000);
   });
 

@@ -1,19 +1,12 @@
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { Code } from "@toolmesh/errors";
-import {
-  Effect,
-  Health,
-  HealthCheckResponse_ServingStatus,
-  PermissionService,
-  PrincipalKind,
-  ResourceKind,
-} from "@toolmesh/proto";
+import { Health, HealthCheckResponse_ServingStatus, PermissionService } from "@toolmesh/proto";
 import type { ListeningServer } from "@toolmesh/server";
-import { failure } from "@toolmesh/testkit";
+import { allowSpec, as, failure } from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPermissionServer } from "../src/server.js";
-import { as, type MemoryPermission, memoryPermission } from "./memory-deps.js";
+import { type MemoryPermission, memoryPermission } from "./memory-deps.js";
 
 // The real Permission server (health, auth interceptor, size limit, handlers) on port 0 with
 // in-memory dependencies and no NATS, reached over gRPC (HTTP/2) and Connect JSON (HTTP/1.1).
@@ -62,15 +55,7 @@ describe("Permission server on port 0", () => {
   it("grants, checks, issues and revokes a key over both protocols", async () => {
     const admin = as(p.tokens.admin);
     const { grant } = await grpc().grant(
-      {
-        grant: {
-          principal: { kind: PrincipalKind.AGENT, id: "bot" },
-          resource: { kind: ResourceKind.TOOL, pattern: "data.query" },
-          scopes: ["read:data"],
-          effect: Effect.ALLOW,
-          enabled: true,
-        },
-      },
+      { grant: allowSpec("agent:bot", "tool:data.query", ["read:data"]) },
       admin,
     );
     const key = await connectJson().createApiKey({ agentId: "bot", name: "over JSON" }, admin);

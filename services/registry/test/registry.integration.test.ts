@@ -7,32 +7,15 @@ import {
   AuditAction,
   AuditRecordSchema,
   ChangeType,
-  Effect,
   GrantSchema,
-  PrincipalKind,
   RegistryChangedSchema,
   RegistryService,
-  ResourceKind,
   SchemaFormat,
   type ToolSpecSchema,
   WatchEventType,
 } from "@toolmesh/proto";
-import {
-  failure,
-  mintJwt,
-  type ServiceProcess,
-  startNats,
-  startService,
-  type TestNats,
-} from "@toolmesh/testkit";
-import { connect, type NatsConnection } from "nats";
+import { allowSpec, failure, type OneService, startOneService } from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-
-const SECRET = "registry-integration-test-secret-0123456789";
-
-function token(sub: string, roles: string[], user = ""): Promise<string> {
-  return mintJwt(SECRET, { sub, roles, ...(user ? { onBehalfOf: user } : {}) });
-}
 
 function spec(
   name: string,
@@ -49,40 +32,25 @@ function spec(
 }
 
 describe("registry service process", () => {
-  let nats: TestNats;
-  let service: ServiceProcess;
-  let nc: NatsConnection;
+  let registry: OneService;
   const headers: Record<string, { headers: { authorization: string } }> = {};
 
-  const env = () => ({
-    NATS_URL: nats.url,
-    TOOLMESH_REGISTRY_PORT: "0",
-    TOOLMESH_JWT_SECRET: SECRET,
-  });
   const transports: Record<string, () => Transport> = {
-    grpc: () => createGrpcTransport({ baseUrl: service.url }),
+    grpc: () => createGrpcTransport({ baseUrl: registry.url }),
     connect: () =>
-      createConnectTransport({ baseUrl: service.url, httpVersion: "1.1", useBinaryFormat: false }),
+      createConnectTransport({ baseUrl: registry.url, httpVersion: "1.1", useBinaryFormat: false }),
   };
   const client = (kind = "grpc") =>
     createClient(RegistryService, (transports[kind] as () => Transport)());
 
   beforeAll(async () => {
-    nats = await startNats();
-    service = await startService("registry", env());
-    nc = await connect({ servers: nats.url, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
-    headers.admin = { headers: { authorization: `Bearer ${await token("ops", ["admin"])}` } };
-    headers.service = {
-      headers: { authorization: `Bearer ${await token("dispatcher", ["service"])}` },
-    };
-    headers.agent = {
-      headers: { authorization: `Bearer ${await token("agent-7", ["agent"], "user-1")}` },
-    };
+    registry = await startOneService("registry", { reconnect: true });
+    headers.admin = await registry.bearer("ops", ["admin"]);
+    headers.service = await registry.bearer("dispatcher", ["service"]);
+    headers.agent = await registry.bearer("agent-7", ["agent"], "user-1");
   });
   afterAll(async () => {
-    await nc?.close().catch(() => {});
-    await service?.stop();
-    await nats?.destroy();
+    await registry?.stop();
   });
   const as = (who: string) => headers[who] as { headers: { authorization: string } };
 
@@ -133,7 +101,7 @@ describe("registry service process", () => {
 
   it("publishes RegistryChanged and an admin AuditRecord for each write", async () => {
     await client().registerTool({ tool: spec("events.tool") }, as("admin"));
-    const jsm = await nc.jetstreamManager();
+    const { jsm } = registry;
     const changed = await jsm.streams.getMessage("TOOLMESH_CHANGES", {
       last_by_subj: subjects.registryChanged("tool", "events.tool"),
     });
@@ -244,27 +212,15 @@ describe("registry service process", () => {
     expect(hidden.rawMessage).toBe('tool "secret.query" not found; no tools are available to you');
 
     // The grant as the Permission service stores it: its bucket, key grants.<id>, binary Grant.
-    const kv = await nc.jetstream().views.kv(buckets.permission.name, { history: 5 });
+    const kv = await registry.nc.jetstream().views.kv(buckets.permission.name, { history: 5 });
     const grant = create(GrantSchema, {
       id: "g-agent-7",
-      spec: {
-        principal: { kind: PrincipalKind.AGENT, id: "agent-7" },
-        resource: { kind: ResourceKind.TOOL, pattern: "granted.query" },
-        scopes: ["read:data"],
-        effect: Effect.ALLOW,
-        enabled: true,
-      },
+      spec: allowSpec("agent:agent-7", "tool:granted.query", ["read:data"]),
     });
     // The agent acts for user-1, and both must be allowed: one grant each.
     const userGrant = create(GrantSchema, {
       id: "g-user-1",
-      spec: {
-        principal: { kind: PrincipalKind.USER, id: "user-1" },
-        resource: { kind: ResourceKind.GLOB, pattern: "**" },
-        scopes: ["*"],
-        effect: Effect.ALLOW,
-        enabled: true,
-      },
+      spec: allowSpec("user:user-1", "glob:**", ["*"]),
     });
     await kv.put(buckets.permission.grantKey(grant.id), toBinary(GrantSchema, grant));
     await kv.put(buckets.permission.grantKey(userGrant.id), toBinary(GrantSchema, userGrant));
@@ -295,8 +251,8 @@ describe("registry service process", () => {
     );
     const before = await c.listTools({ pageSize: 500 }, as("admin"));
 
-    expect(await service.stop()).toBe(0);
-    service = await startService("registry", env());
+    expect(await registry.process.stop()).toBe(0);
+    await registry.start();
 
     const after = await client().listTools({ pageSize: 500 }, as("admin"));
     expect(after.tools).toEqual(before.tools);
@@ -310,8 +266,8 @@ describe("registry service process", () => {
 
   it("keeps the store across a NATS restart and keeps serving writes after it", async () => {
     const before = await client().listTools({ pageSize: 500 }, as("admin"));
-    await nats.stop();
-    await nats.start();
+    await registry.nats.stop();
+    await registry.nats.start();
     // Writes succeed once the service has reconnected; until then they fail, never hang.
     await expect
       .poll(

@@ -1,5 +1,5 @@
-import { type LogWatch, watchLog } from "@toolmesh/testkit";
 import type { NatsConnection } from "nats";
+import { type LogWatch, watchLog } from "./log-watch.js";
 
 /** What a test sees of the calls' records: the audit records, trace events and outcomes. */
 export interface CallRecords {
@@ -8,7 +8,10 @@ export interface CallRecords {
   outcomes: LogWatch["outcomes"];
 }
 
-/** Follows the audit log and collects the records and the views derived from them. */
+/**
+ * Follows the audit log and collects the records and the views derived from them (libs/records),
+ * as Audit, Callback and memory-writer derive them.
+ */
 export function collectRecords(nc: NatsConnection): CallRecords {
   const { traces, records, outcomes } = watchLog(nc);
   return { traces, audits: records, outcomes };
