@@ -59,6 +59,7 @@ export { holdLease, type Lease, type LeasedWork } from "./lease.js";
 export { MemorySnapshot } from "./memory-snapshot.js";
 export {
   JetStreamPublisher,
+  type OutgoingMessage,
   type PublishApiError,
   type PublishCapacity,
   PublishError,
