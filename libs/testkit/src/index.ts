@@ -14,6 +14,7 @@ export { type LogWatch, watchLog } from "./log-watch.js";
 export { natsAt, startNats, type TestNats } from "./nats-server.js";
 export { type IsolatedHost, isolatedHost } from "./netns.js";
 export { type OperatorStack, startOperatorStack } from "./operator-stack.js";
+export { endRecord, logConsumed, startAudit, writeRecords } from "./records.js";
 export { repoRoot, type ServiceProcess, startService } from "./service-process.js";
 export { chainServices, startStack, type TestStack, type TestStackOptions } from "./stack.js";
 export { tableGrant, tableGrantSpec } from "./table-grants.js";

@@ -1,17 +1,12 @@
 import { createHash } from "node:crypto";
 import { fromBinary } from "@bufbuild/protobuf";
-import { TYPE_HEADER } from "@toolmesh/nats";
-import { AuditLogBlockSchema, type AuditRecord, AuditRecordSchema } from "@toolmesh/proto";
-import { batchEntrySize, encodeRecords, recordSlices } from "@toolmesh/records";
+import { type AuditRecord, AuditRecordSchema } from "@toolmesh/proto";
+import { batchEntrySize, encodeRecords, recordBytes } from "@toolmesh/records";
+
+// How a log message is read is shared with every reader of the log (libs/records).
+export { BLOCK_TYPE, isBlock, LogMessageError, recordBytes } from "@toolmesh/records";
+
 import type { MsgHdrs } from "nats";
-
-/** The type header of a log message that is a block; any other is one record. */
-export const BLOCK_TYPE = AuditLogBlockSchema.typeName;
-
-/** Raised when a log message is neither a block nor a record. */
-export class LogMessageError extends Error {
-  override name = "LogMessageError";
-}
 
 /** One record of a log message, with its own encoded bytes (a slice of the message). */
 export interface LoggedRecord {
@@ -38,25 +33,6 @@ export function blockMsgId(recordIds: readonly string[]): string {
   const hash = createHash("sha256");
   for (const id of recordIds) hash.update(id).update("\n");
   return `audit-block-${recordIds.length}-${hash.digest("base64url")}`;
-}
-
-/** True when a log message with this type header is a block (else it holds one record). */
-export function isBlock(headers: MsgHdrs | undefined): boolean {
-  return headers?.get(TYPE_HEADER) === BLOCK_TYPE;
-}
-
-/**
- * The encoded records of a log message, in order, without decoding them: slices of a block, or
- * the message itself when it holds one record (the messages written before blocks, or any
- * message whose type header does not name a block).
- */
-export function recordBytes(headers: MsgHdrs | undefined, data: Uint8Array): Uint8Array[] {
-  if (!isBlock(headers)) return [data];
-  try {
-    return recordSlices(data);
-  } catch (error) {
-    throw new LogMessageError(`malformed audit log block: ${String(error)}`, { cause: error });
-  }
 }
 
 /** Every record of a log message, decoded, with its bytes; throws when one does not decode. */
