@@ -1,7 +1,13 @@
 import { randomUUID } from "node:crypto";
 import path from "node:path";
 import { createSecretRedactor } from "@toolmesh/log";
-import { buckets, ensureStream, holdLease, JetStreamPublisher } from "@toolmesh/nats";
+import {
+  buckets,
+  ensureStream,
+  holdLease,
+  JetStreamPublisher,
+  loadWhenCreated,
+} from "@toolmesh/nats";
 import { runService } from "@toolmesh/service";
 import { auditLogStream } from "./audit-log.js";
 import { CallReaders } from "./call-readers.js";
@@ -60,19 +66,33 @@ await runService({
           onStored: ({ record, seq, data }) => follower.expect(record, seq, data),
         });
         await recorder.start();
-        // Calls left open are closed by the writer of the chain, one sweeper at a time.
-        const sweeper = new OpenCallSweeper({
-          index: records,
-          heartbeats: await js.views.kv(buckets.dispatchers.name, {
-            replicas: config.jetstreamReplicas,
-          }),
-          publisher,
-          settings: { ...config, intervalMs: config.sweepIntervalMs },
+        // Calls left open are closed by the writer of the chain, one sweeper at a time. It asks
+        // the Dispatchers' heartbeats, whose bucket only the Dispatcher may create: it starts
+        // once the bucket exists, while the chain is written from the start.
+        let sweeper: OpenCallSweeper | undefined;
+        let stopped = false;
+        loadWhenCreated({
+          nc,
+          bucket: buckets.dispatchers.name,
           log,
+          isStopped: () => stopped,
+          meanwhile: "calls left open are closed once a Dispatcher has created it",
+          readyMessage: "closing calls left open by a Dispatcher that vanished",
+          async start(heartbeats) {
+            if (stopped) return;
+            sweeper = new OpenCallSweeper({
+              index: records,
+              heartbeats,
+              publisher,
+              settings: { ...config, intervalMs: config.sweepIntervalMs },
+              log,
+            });
+            sweeper.start();
+          },
         });
-        sweeper.start();
         return async () => {
-          await sweeper.stop();
+          stopped = true;
+          await sweeper?.stop();
           await recorder.stop();
         };
       },
