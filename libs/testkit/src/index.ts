@@ -11,6 +11,7 @@ export { failure } from "./failure.js";
 export { TEST_JS_OPTIONS } from "./jetstream.js";
 export { mintJwt, type TestClaims } from "./jwt.js";
 export { type LogWatch, watchLog } from "./log-watch.js";
+export { metricSum } from "./metrics.js";
 export { natsAt, startNats, type TestNats } from "./nats-server.js";
 export { type IsolatedHost, isolatedHost } from "./netns.js";
 export { type OperatorStack, startOperatorStack } from "./operator-stack.js";

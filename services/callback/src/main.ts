@@ -53,6 +53,7 @@ await runService({
       server,
       async stop() {
         await feed.stop();
+        watches.stop();
         publisher.close();
         tools.stop();
       },

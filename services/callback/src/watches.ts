@@ -3,12 +3,18 @@ import type { Principal } from "@toolmesh/auth";
 import type { Logger } from "@toolmesh/log";
 import { decodeEvent, subjects } from "@toolmesh/nats";
 import { type CallbackEvent, CallbackEventSchema, isFinal } from "@toolmesh/proto";
+import { MemoryRelease } from "@toolmesh/service";
 import type { NatsConnection } from "nats";
 import { type CallRecords, callState } from "./call-state.js";
 import { SharedSubscription, type WatchLimits, WatchQueue } from "./watch-hub.js";
 
 /** Events a watch may fall behind by before it is closed. */
 const WATCH_QUEUE_LIMIT = 1024;
+/**
+ * Watches open at once that count as a burst whose memory is given back when it ends: an open
+ * watch holds about 40 KB of connect-node's streaming state, so a hundred are 4 MB.
+ */
+const BURST_WATCHES = 100;
 
 /** What a filtered watch asks for; empty strings match everything. */
 export interface WatchFilter {
@@ -31,6 +37,7 @@ export class Watches {
   private readonly broadcasts: SharedSubscription<CallbackEvent>;
   private callWatches = 0;
   private broadcastWatches = 0;
+  private readonly memory: MemoryRelease;
 
   constructor(
     nc: NatsConnection,
@@ -45,6 +52,24 @@ export class Watches {
       (event) => event.callId,
       log,
     );
+    this.memory = new MemoryRelease({
+      what: "watches",
+      minPeak: BURST_WATCHES,
+      minIntervalMs: 30_000,
+      log,
+    });
+  }
+
+  /** Counts a watch opened or closed. */
+  private count(kind: "call" | "broadcast", by: 1 | -1): void {
+    if (kind === "call") this.callWatches += by;
+    else this.broadcastWatches += by;
+    this.memory.track(this.callWatches + this.broadcastWatches);
+  }
+
+  /** Stops what runs on its own (a collection not yet run). */
+  stop(): void {
+    this.memory.stop();
   }
 
   /** Open watches and what they hold, for tests and metrics. */
@@ -71,10 +96,10 @@ export class Watches {
   ): AsyncGenerator<CallbackEvent> {
     const release = this.limits.acquire(principal.agentId);
     const queue = new WatchQueue<CallbackEvent>(WATCH_QUEUE_LIMIT);
-    this.callWatches++;
+    this.count("call", 1);
     queue.whenClosed(() => {
       this.broadcasts.remove(queue, callId);
-      this.callWatches--;
+      this.count("call", -1);
       release();
     });
     const abort = () => queue.close();
@@ -121,10 +146,10 @@ export class Watches {
         (filter.tool === "*" || tool === filter.tool)
       );
     });
-    this.broadcastWatches++;
+    this.count("broadcast", 1);
     queue.whenClosed(() => {
       this.broadcasts.remove(queue);
-      this.broadcastWatches--;
+      this.count("broadcast", -1);
       release();
     });
     const abort = () => queue.close();

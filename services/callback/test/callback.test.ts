@@ -20,6 +20,7 @@ import {
   eventually,
   failure,
   logConsumed,
+  metricSum,
   mintJwt,
   type ServiceProcess,
   startAudit,
@@ -197,11 +198,8 @@ describe("callback service", () => {
   });
 
   it("stores the broadcasts of a large block in one atomic batch, a small one plainly", async () => {
-    const stored = async (via: string) => {
-      const text = await (await fetch(`${(callback as ServiceProcess).url}/metrics`)).text();
-      const line = new RegExp(`^toolmesh_callback_broadcasts_total\\{via="${via}"\\} (\\d+)$`, "m");
-      return Number(line.exec(text)?.[1] ?? 0);
-    };
+    const stored = (via: string) =>
+      metricSum((callback as ServiceProcess).url, "toolmesh_callback_broadcasts_total", { via });
     const before = { atomic: await stored("atomic"), plain: await stored("plain") };
     // One batch of records is chained into one block: its 100 ends are one group.
     await writeRecords(

@@ -5,6 +5,7 @@ import { Code, ConnectError } from "@toolmesh/errors";
 import { type AuditRecord, CallbackService, CallStatus } from "@toolmesh/proto";
 import {
   endRecord,
+  metricSum,
   type ServiceProcess,
   startAudit,
   startNats,
@@ -60,13 +61,7 @@ describe("callback watches", () => {
 
   const publish = (...records: AuditRecord[]) => writeRecords(nc, records);
   /** Watches the service holds open, from its /metrics. */
-  const openWatches = async () => {
-    const text = await (await fetch(`${callback.url}/metrics`)).text();
-    let sum = 0;
-    for (const m of text.matchAll(/^toolmesh_callback_watches\{kind="\w+"\} (\d+)$/gm))
-      sum += Number(m[1]);
-    return sum;
-  };
+  const openWatches = () => metricSum(callback.url, "toolmesh_callback_watches");
   /** Every consumer on the server, read from JetStream. */
   const consumers = async () => (await jsm.getAccountInfo()).consumers;
 
