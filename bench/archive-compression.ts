@@ -2,13 +2,8 @@ import { mkdtemp, rm, stat } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import zlib from "node:zlib";
-import {
-  type ArchivedBlock,
-  blockHeaders,
-  encodeEntry,
-  recordBytes,
-  SegmentWriter,
-} from "@toolmesh/archive";
+import { type ArchivedBlock, blockHeaders, encodeEntry, SegmentWriter } from "@toolmesh/archive";
+import { recordBytes } from "@toolmesh/records";
 import { defineTool, serveTools, ToolError } from "@toolmesh/sdk";
 import { startStack } from "@toolmesh/testkit";
 import { archivedBlock } from "../services/audit/src/archiver.js";

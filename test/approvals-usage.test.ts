@@ -1,14 +1,14 @@
-import { create, toBinary } from "@bufbuild/protobuf";
-import { timestampNow } from "@bufbuild/protobuf/wkt";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Code } from "@toolmesh/errors";
-import { bucketNames } from "@toolmesh/nats";
+import { bucketNames, busAccess } from "@toolmesh/nats";
 import {
   ApprovalDecision,
   AuditAction,
   type CallbackEvent,
-  CallbackEventSchema,
   CallStatus,
   type DispatchResponse,
+  isFinal,
+  StoredUsageSchema,
   type Usage,
 } from "@toolmesh/proto";
 import { defineTool, type ServedTools, ToolError } from "@toolmesh/sdk";
@@ -16,6 +16,7 @@ import {
   chainServices,
   eventually,
   failure,
+  logConsumed,
   payTool,
   serveOnStack,
   startStack,
@@ -29,7 +30,7 @@ const HOLD_MS = 8000;
 // Human approval and metering against real processes: a held call is approved and completes,
 // another is denied, a third expires; every step is in the audit log and Callback shows PENDING,
 // then the end. Usage counted from the outcomes matches the calls made, each call once, also
-// after the Callback service re-reads every sent mark.
+// when Callback is killed holding blocks it counted and did not ack.
 describe("approvals and usage", () => {
   let stack: TestStack;
   let served: ServedTools;
@@ -39,7 +40,7 @@ describe("approvals and usage", () => {
 
   beforeAll(async () => {
     stack = await startStack({
-      services: [...chainServices, "audit", "callback"],
+      services: [...chainServices, "callback"],
       serviceEnv: {
         dispatcher: {
           TOOLMESH_APPROVAL_TIMEOUT_MS: String(HOLD_MS),
@@ -89,11 +90,11 @@ describe("approvals and usage", () => {
     expect(res).toMatchObject({ status: CallStatus.PENDING, error: { code: "awaiting_approval" } });
     return res;
   };
-  /** The call's final event, as Watch delivers it once the call ends. */
+  /** The call's final event, as Watch delivers it once the call ends (after its PENDING). */
   const ending = async (callId: string): Promise<CallbackEvent> => {
     for await (const { event } of stack.callbackClient().watch({ callId }, as("payer")))
-      if (event) return event;
-    throw new Error(`the watch of ${callId} ended without an event`);
+      if (event && isFinal(event.status)) return event;
+    throw new Error(`the watch of ${callId} ended without a final event`);
   };
   const auditOf = (callId: string, count: number) =>
     eventually(
@@ -138,10 +139,11 @@ describe("approvals and usage", () => {
     });
     expect((await end).status).toBe(CallStatus.SUCCESS);
     expect(ran.filter((i) => i === "inv-approved")).toHaveLength(1);
-    const records = await auditOf(held.callId, 3);
+    const records = await auditOf(held.callId, 4);
     expect(records.map((r) => AuditAction[r.action])).toEqual([
       "APPROVAL_REQUESTED",
       "APPROVAL_DECIDED",
+      "TOOL_START",
       "TOOL_CALL",
     ]);
     expect(records[1]).toMatchObject({
@@ -163,12 +165,19 @@ describe("approvals and usage", () => {
     expect(event).toMatchObject({ status: CallStatus.REFUSED, reason: "approval_denied" });
     expect(event.error?.message).toContain("denied by boss: duplicate invoice");
     expect(ran).not.toContain("inv-denied");
-    const records = await auditOf(held.callId, 2);
+    // Held, decided, and ended without running: its end record is REFUSED with no attempts.
+    const records = await auditOf(held.callId, 3);
     expect(records[1]).toMatchObject({
       action: AuditAction.APPROVAL_DECIDED,
       status: CallStatus.REFUSED,
       errorCode: "approval_denied",
       decidedBy: "boss",
+    });
+    expect(records[2]).toMatchObject({
+      action: AuditAction.TOOL_CALL,
+      status: CallStatus.REFUSED,
+      errorCode: "approval_denied",
+      attempts: 0,
     });
   });
 
@@ -186,12 +195,13 @@ describe("approvals and usage", () => {
         .decideApproval({ callId: held.callId, decision: ApprovalDecision.APPROVE }, as("boss")),
     );
     expect(late.code).toBe(Code.NotFound);
-    const records = await auditOf(held.callId, 2);
+    const records = await auditOf(held.callId, 3);
     expect(records[1]).toMatchObject({
       action: AuditAction.APPROVAL_DECIDED,
       errorCode: "approval_expired",
       decidedBy: "",
     });
+    expect(records[2]).toMatchObject({ action: AuditAction.TOOL_CALL, status: CallStatus.REFUSED });
   }, 30_000);
 
   /** The meter agent's usage rows, once the sentinel call is counted (so everything before is). */
@@ -256,36 +266,45 @@ describe("approvals and usage", () => {
     );
   });
 
-  it("counts nothing twice when Callback re-reads every broadcast mark after a restart", async () => {
+  it("counts nothing twice when Callback is killed with blocks counted and not acked", async () => {
     const before = total(await meterUsage(1));
-    // Forget how far the counter read, so the restarted service reads every mark again.
+    const calls = await Promise.all(
+      Array.from({ length: 5 }, () =>
+        stack.dispatcherClient().dispatch({ tool: "meter.work", arguments: {} }, as("meter")),
+      ),
+    );
+    expect(calls.every((c) => c.status === CallStatus.SUCCESS)).toBe(true);
+    // Killed within the second its usage waits before it is written, or just after: its blocks
+    // come again to the restarted service (after the ack wait), counted or not.
+    await stack.service("callback").kill();
+    await stack.service("callback").start();
+    await logConsumed(await stack.nc.jetstreamManager(), busAccess.callback.durables.auditLog);
+    const { usage } = await stack
+      .callbackClient()
+      .getUsage({ agentId: "meter", tool: "meter.work" }, stack.as(stack.adminToken));
+    expect(total(usage)).toEqual({ ...before, calls: before.calls + 5n });
+  }, 90_000);
+
+  it("keeps counting into an hour an earlier version wrote, whatever sequence it remembered", async () => {
+    const before = total(await meterUsage(1));
+    // What a version that counted sent marks in order left: the last mark's sequence, far ahead.
     const kv = await stack.nc.jetstream().views.kv(bucketNames.usage);
-    await kv.delete("checkpoint");
-    await stack.restart("callback");
+    const keys = await kv.keys("hours.*.meter.*.meter=2Ework");
+    const written: string[] = [];
+    for await (const key of keys) written.push(key);
+    const key = written.sort().at(-1) as string;
+    const entry = await kv.get(key);
+    const stored = fromBinary(StoredUsageSchema, entry?.value ?? new Uint8Array());
+    await kv.put(
+      key,
+      toBinary(
+        StoredUsageSchema,
+        create(StoredUsageSchema, { usage: stored.usage, appliedSequence: 1_000_000_000n }),
+      ),
+    );
     await stack.dispatcherClient().dispatch({ tool: "meter.work", arguments: {} }, as("meter"));
     await stack.dispatcherClient().dispatch({ tool: "meter.sentinel" }, as("meter"));
     const after = total(await meterUsage(2));
     expect(after).toEqual({ ...before, calls: before.calls + 1n });
-  }, 60_000);
-
-  it("counts the separate sent marks that earlier versions wrote, so an upgrade loses no call", async () => {
-    const before = total(await meterUsage(2));
-    const kv = await stack.nc.jetstream().views.kv(bucketNames.callback);
-    const sample = create(CallbackEventSchema, {
-      callId: "before-upgrade",
-      agentId: "meter",
-      tool: "meter.work",
-      status: CallStatus.FAILURE,
-      error: { code: "backend_error" },
-      time: timestampNow(),
-    });
-    await kv.put("sent.before-upgrade", toBinary(CallbackEventSchema, sample));
-    await stack.dispatcherClient().dispatch({ tool: "meter.sentinel" }, as("meter"));
-    const after = total(await meterUsage(3));
-    expect(after).toEqual({
-      calls: before.calls + 1n,
-      errors: before.errors + 1n,
-      failures: before.failures + 1n,
-    });
   }, 60_000);
 });

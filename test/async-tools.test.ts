@@ -19,7 +19,7 @@ describe("asynchronous tools in the TypeScript SDK", () => {
 
   beforeAll(async () => {
     stack = await startStack({
-      services: [...chainServices, "audit", "callback", "memory-writer"],
+      services: [...chainServices, "callback", "memory-writer"],
     });
     await stack.grantAll("async-agent");
     agent = stack.as(await stack.agentToken("async-agent"));

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { Client } from "@connectrpc/connect";
 import { createLogger } from "@toolmesh/log";
 import {
+  AuditAction,
   type AuditService,
   type CallbackEvent,
   type CallbackService,
@@ -55,7 +56,7 @@ describe("outcomes end to end", () => {
 
   beforeAll(async () => {
     stack = await startStack({
-      services: [...chainServices, "audit", "callback", "memory-writer"],
+      services: [...chainServices, "callback", "memory-writer"],
     });
     memoryDir = stack.dataDir;
     [audit, callback, memory] = ["audit", "callback", "memory-writer"].map(stack.service);
@@ -148,23 +149,30 @@ describe("outcomes end to end", () => {
       expect(at(TraceEventKind.CALLBACK_SUCCESS)).toBeGreaterThan(at(TraceEventKind.TOOL_RESULT));
     }
 
+    // Each call is written once: a start record with its arguments, an end record with its result.
     const records = await eventually(
       async () => {
         const res = await auditClient.queryRecords({ traceId: batch.traceId }, stack.as(auditor));
-        expect(res.records).toHaveLength(2);
+        expect(res.records).toHaveLength(4);
         return res.records;
       },
       20_000,
-      "two audit records",
+      "a start and an end record of each call",
     );
-    expect(records.map((r) => r.callId).sort()).toEqual([...callIds].sort());
-    for (const r of records) {
+    const starts = records.filter((r) => r.action === AuditAction.TOOL_START);
+    const ends = records.filter((r) => r.action === AuditAction.TOOL_CALL);
+    expect(starts.map((r) => r.callId).sort()).toEqual([...callIds].sort());
+    expect(ends.map((r) => r.callId).sort()).toEqual([...callIds].sort());
+    for (const r of starts) {
+      expect(r).toMatchObject({ agentId: "e2e-agent", tool: "e2e.lookup" });
+      expect(r.arguments?.password).toBe("[redacted]");
+    }
+    for (const r of ends) {
       expect(r).toMatchObject({
         agentId: "e2e-agent",
         tool: "e2e.lookup",
         status: CallStatus.SUCCESS,
       });
-      expect(r.arguments?.password).toBe("[redacted]");
     }
 
     const memoryFile = await eventually(
@@ -211,7 +219,8 @@ describe("outcomes end to end", () => {
     const report = { callId: res.callId, status: CallStatus.SUCCESS, output: { done: true } };
     expect((await callbackClient.report(report, stack.as(backend))).duplicate).toBe(false);
     expect((await callbackClient.report(report, stack.as(backend))).duplicate).toBe(true);
-    expect((await watched).map((e) => e.status)).toEqual([CallStatus.SUCCESS]);
+    // Watch shows the call waiting, then its end.
+    expect((await watched).map((e) => e.status)).toEqual([CallStatus.PENDING, CallStatus.SUCCESS]);
     await eventually(
       async () => {
         const trace = await auditClient.getTrace({ traceId: res.traceId }, stack.as(auditor));
@@ -256,20 +265,22 @@ describe("outcomes end to end", () => {
     const countRecords = async () => {
       const ids = new Set<string>();
       let pageToken = "";
-      let total = 0;
+      let ends = 0;
       do {
         const page = await auditClient.queryRecords(
           { agentId: "bulk-agent", tool: "e2e.count", pageSize: 1000, pageToken },
           stack.as(auditor),
         );
-        for (const r of page.records) ids.add(r.callId);
-        total += page.records.length;
+        for (const r of page.records) {
+          ids.add(r.callId);
+          if (r.action === AuditAction.TOOL_CALL) ends++;
+        }
         pageToken = page.nextPageToken;
       } while (pageToken);
-      return { ids: ids.size, total };
+      return { ids: ids.size, ends };
     };
     await eventually(
-      async () => expect(await countRecords()).toEqual({ ids: BULK, total: BULK }),
+      async () => expect(await countRecords()).toEqual({ ids: BULK, ends: BULK }),
       60_000,
       "every audit record",
     );

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { create, type DescMessage, type MessageShape, toBinary } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import { type ChainHead, chainedAfter, lastRecord } from "@toolmesh/archive";
+import { type ChainHead, chainedAfter } from "@toolmesh/archive";
 import { loadConfig } from "@toolmesh/config";
 import { createSecretRedactor } from "@toolmesh/log";
 import { newCallId } from "@toolmesh/names";
@@ -20,6 +20,7 @@ import {
   type Usage,
   UsageSchema,
 } from "@toolmesh/proto";
+import { lastRecord } from "@toolmesh/records";
 import { type JetStreamManager, type NatsConnection, headers as natsHeaders } from "nats";
 import { AUDIT_LOG_STREAM } from "../../services/audit/src/audit-log.js";
 import { callbackTraceEvent } from "../../services/callback/src/broadcaster.js";

@@ -1,8 +1,8 @@
 import { fromBinary } from "@bufbuild/protobuf";
 import { AuditRecordSchema } from "@toolmesh/proto";
+import { recordBytes } from "@toolmesh/records";
 import { listSegments, type SegmentFile } from "./archive-dir.js";
 import { type ChainBreak, ChainChecker } from "./hash-chain.js";
-import { recordBytes } from "./log-message.js";
 import { type ArchivedBlock, blockHeaders, SegmentError } from "./segment-format.js";
 import { SegmentReader } from "./segment-reader.js";
 

@@ -25,17 +25,6 @@ export {
   withChainVersion,
 } from "./hash-chain.js";
 export {
-  BLOCK_TYPE,
-  firstRecord,
-  isBlock,
-  type LoggedRecord,
-  type LogHeaders,
-  LogMessageError,
-  lastRecord,
-  readLogMessage,
-  recordBytes,
-} from "./log-message.js";
-export {
   type ArchivedBlock,
   blockHeaders,
   encodeEntry,

@@ -1,6 +1,6 @@
 import { TYPE_HEADER } from "@toolmesh/nats";
+import type { LogHeaders } from "@toolmesh/records";
 import type { Codec } from "./compression.js";
-import type { LogHeaders } from "./log-message.js";
 
 /**
  * The layout of an archive segment: a sealed file of consecutive audit log messages (blocks),

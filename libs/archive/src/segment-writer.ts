@@ -2,8 +2,8 @@ import { createHash, type Hash, randomBytes } from "node:crypto";
 import { type FileHandle, mkdir, open, rename, rm } from "node:fs/promises";
 import path from "node:path";
 import zlib from "node:zlib";
+import { firstRecord, lastRecord, recordBytes } from "@toolmesh/records";
 import { CODEC_IDS, type Codec, compress, DEFAULT_CODEC } from "./compression.js";
-import { firstRecord, lastRecord, recordBytes } from "./log-message.js";
 import {
   type ArchivedBlock,
   blockHeaders,

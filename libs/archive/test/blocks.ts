@@ -7,8 +7,8 @@ import {
   AuditRecordSchema,
   CallStatus,
 } from "@toolmesh/proto";
+import { BLOCK_TYPE } from "@toolmesh/records";
 import { type ChainHead, chainedAfter } from "../src/hash-chain.js";
-import { BLOCK_TYPE } from "../src/log-message.js";
 import type { ArchivedBlock } from "../src/segment-format.js";
 
 /** The i-th record of a test log, before chaining. */

@@ -4,8 +4,9 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { create, toBinary } from "@bufbuild/protobuf";
-import { BLOCK_TYPE, type ChainHead, chainedAfter, SegmentWriter } from "@toolmesh/archive";
+import { type ChainHead, chainedAfter, SegmentWriter } from "@toolmesh/archive";
 import { AuditLogBlockSchema, type AuditRecord, AuditRecordSchema } from "@toolmesh/proto";
+import { BLOCK_TYPE } from "@toolmesh/records";
 import { repoRoot } from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 

@@ -24,7 +24,7 @@ export function replicaName(service: string, replica: number): string {
 /**
  * What a replica needs besides its service's environment: a port of its own (its service's port
  * + 10·(n − 1); port 0 stays 0, a free one) and files of its own where a service keeps any per
- * process (Audit's query index, Callback's outcome history). Memory files are shared: one memory-writer holds the lease.
+ * process (Audit's query index). Memory files are shared: one memory-writer holds the lease.
  */
 export function replicaEnv(
   spec: ServiceSpec,
@@ -48,7 +48,5 @@ export function replicaEnv(
   };
   if (spec.name === "audit")
     ownFile("TOOLMESH_AUDIT_INDEX_PATH", path.join(dataDir, "audit", "index.sqlite"));
-  if (spec.name === "callback")
-    ownFile("TOOLMESH_CALLBACK_HISTORY_PATH", path.join(dataDir, "callback", "outcomes.sqlite"));
   return out;
 }

@@ -57,10 +57,7 @@ describe("cluster configuration", () => {
       TOOLMESH_AUDIT_INDEX_PATH: "/d/audit/index-2.sqlite",
     });
     const callback = { name: "callback", portEnv: "TOOLMESH_CALLBACK_PORT", defaultPort: 7104 };
-    expect(replicaEnv(callback, 3, {}, "/d")).toEqual({
-      TOOLMESH_CALLBACK_PORT: "7124",
-      TOOLMESH_CALLBACK_HISTORY_PATH: "/d/callback/outcomes-3.sqlite",
-    });
+    expect(replicaEnv(callback, 3, {}, "/d")).toEqual({ TOOLMESH_CALLBACK_PORT: "7124" });
     expect(replicasOf({ name: "console" }, 2)).toBe(1);
     expect(replicasOf({ name: "callback" }, 2)).toBe(2);
   });

@@ -81,7 +81,7 @@ export function traceKey(traceId: string): number | undefined {
 const KEY_EPOCH_MS = Date.UTC(2024, 0, 1);
 
 /**
- * An id's key in an SQLite index (Audit's records, Callback's outcome history): a 53-bit number,
+ * An id's key in an SQLite index (Audit's records): a 53-bit number,
  * not the text, because an index of random keys dirties a page per insert wherever the key falls,
  * and small keys mean fewer, cached pages. A call id the Dispatcher made carries its time and is
  * keyed by it, so those keys arrive in order and fill the index's last pages instead of dirtying

@@ -1,11 +1,4 @@
 export { type AdminAudit, AdminEvents } from "./admin-events.js";
-export {
-  type BatchConsumer,
-  type BatchConsumerOptions,
-  consumeBatches,
-  type Delivered,
-  ensureConsumer,
-} from "./batches.js";
 export { type BucketLoad, loadWhenCreated } from "./bucket-wait.js";
 export {
   applyBucketLimits,
@@ -33,6 +26,7 @@ export {
   credentialOptions,
   newInbox,
 } from "./connect.js";
+export { ensureConsumer } from "./consumers.js";
 export {
   decodeEvent,
   EventTypeError,
@@ -59,6 +53,7 @@ export { holdLease, type Lease, type LeasedWork } from "./lease.js";
 export { MemorySnapshot } from "./memory-snapshot.js";
 export {
   JetStreamPublisher,
+  type OutgoingMessage,
   type PublishApiError,
   type PublishCapacity,
   PublishError,

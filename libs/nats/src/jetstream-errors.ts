@@ -19,6 +19,8 @@ export const JetStreamApiCodes = {
   InsufficientResources: 10047,
   /** "JetStream system temporarily unavailable": a cluster between leaders (an election). */
   ClusterNotAvailable: 10008,
+  /** An atomic batch repeats a Nats-Msg-Id the stream holds: none of it was stored. */
+  AtomicBatchDuplicate: 10201,
 } as const;
 
 /** The JetStream `err_code` an error carries, or undefined for any other error. */

@@ -84,12 +84,21 @@ export interface PublisherOptions {
   capacity?: PublishCapacity;
 }
 
+/** A message to publish. */
+export interface OutgoingMessage {
+  subject: string;
+  data: Uint8Array;
+  headers?: MsgHdrs;
+}
+
 /** A message waiting for its ack; in `pending` in the order of first sends. */
 interface Pending {
   readonly id: number;
   readonly subject: string;
   readonly data: Uint8Array;
   readonly headers: MsgHdrs | undefined;
+  /** The messages of its atomic batch before it (it commits them), sent without a reply. */
+  readonly preceding?: readonly OutgoingMessage[];
   /** When it was first sent: the ack timeout and the between-leaders budget count from here. */
   readonly sentAt: number;
   resends: number;
@@ -185,12 +194,23 @@ export class JetStreamPublisher {
 
   /** Publishes a message; resolves once a stream stored it, rejects with a PublishError. */
   publish(subject: string, data: Uint8Array, headers?: MsgHdrs): Promise<StoredAck> {
+    return this.send(subject, data, headers);
+  }
+
+  private send(
+    subject: string,
+    data: Uint8Array,
+    headers: MsgHdrs | undefined,
+    preceding?: readonly OutgoingMessage[],
+  ): Promise<StoredAck> {
     if (this.failOnDisconnect && !this.writable) {
       return Promise.reject(
         new PublishError("unreachable", `NATS is unreachable; cannot write to ${subject}`),
       );
     }
     const id = ++this.next;
+    for (const m of preceding ?? [])
+      this.capacity?.consume(m.subject, m.data.length + m.subject.length + MESSAGE_OVERHEAD);
     this.capacity?.consume(subject, data.length + subject.length + MESSAGE_OVERHEAD);
     return new Promise<StoredAck>((resolve, reject) => {
       const message: Pending = {
@@ -198,6 +218,7 @@ export class JetStreamPublisher {
         subject,
         data,
         headers,
+        ...(preceding ? { preceding } : {}),
         sentAt: Date.now(),
         resends: 0,
         resolve,
@@ -206,6 +227,32 @@ export class JetStreamPublisher {
       this.pending.set(id, message);
       this.queue(message);
     });
+  }
+
+  /**
+   * Publishes messages as one JetStream atomic batch (the stream allows it: `allow_atomic`):
+   * JetStream stores them all in one commit, or none. Each gets the batch headers; only the last,
+   * which commits the batch, is acked, and the promise settles with its ack (its sequence is the
+   * last message's). A batch no stream took is sent again whole. JetStream refuses a whole batch
+   * when one of its messages repeats a Nats-Msg-Id it holds (10201), and limits a batch to 1,000
+   * messages by default.
+   */
+  publishAtomic(batchId: string, messages: readonly OutgoingMessage[]): Promise<StoredAck> {
+    const last = messages.at(-1);
+    if (!last)
+      return Promise.reject(new PublishError("refused", "an atomic batch needs a message"));
+    const stamped = messages.map((m, i) => {
+      // A copy: the caller may send the same messages again without the batch headers.
+      const h = natsHeaders();
+      for (const key of m.headers?.keys() ?? [])
+        for (const value of m.headers?.values(key) ?? []) h.append(key, value);
+      h.set("Nats-Batch-Id", batchId);
+      h.set("Nats-Batch-Sequence", String(i + 1));
+      if (i === messages.length - 1) h.set("Nats-Batch-Commit", "1");
+      return { ...m, headers: h };
+    });
+    const commit = stamped.at(-1) as OutgoingMessage;
+    return this.send(commit.subject, commit.data, commit.headers, stamped.slice(0, -1));
   }
 
   /** Publishes a Protobuf message, its type in TYPE_HEADER; `msgId` makes JetStream store it once. */
@@ -263,6 +310,8 @@ export class JetStreamPublisher {
       // Failed meanwhile (a lost connection, closed): not sent.
       if (this.pending.get(m.id) !== m) continue;
       try {
+        for (const p of m.preceding ?? [])
+          this.nc.publish(p.subject, p.data, p.headers ? { headers: p.headers } : undefined);
         this.nc.publish(m.subject, m.data, { reply: `${this.inbox}.${m.id}`, headers: m.headers });
       } catch (error) {
         const failure = this.nc.isClosed() ? "unreachable" : "refused";

@@ -81,6 +81,12 @@ export function subjectTokenDecode(token: string): string {
   return new TextDecoder().decode(new Uint8Array(bytes));
 }
 
+/**
+ * A stream's configuration as toolmesh writes it: nats.js's, plus what nats.js 2.29 does not
+ * know of nats-server 2.12 and later (atomic batch publishing).
+ */
+export type StreamDefinition = Partial<StreamConfig> & { allow_atomic?: boolean };
+
 /** Settings shared by every stream definition. */
 export interface StreamSettings {
   replicas: number;
@@ -145,6 +151,8 @@ export function streamDefinitions(settings: StreamSettings = defaultStreamSettin
       subjects: [subjects.callbacks],
       description: "Broadcast outcomes of calls, for subscribers to replay (a feed, not a record)",
       retention: RetentionPolicy.Limits,
+      // Callback stores a large group of broadcasts in one commit (broadcast-publisher.ts).
+      allow_atomic: true,
       storage: StorageType.File,
       discard: DiscardPolicy.Old,
       num_replicas: settings.replicas,
@@ -164,7 +172,7 @@ export function streamDefinitions(settings: StreamSettings = defaultStreamSettin
       max_bytes: maxBytes.changes,
       duplicate_window: duplicateWindow(settings.maxAgeMs),
     },
-  } as const satisfies Record<string, Partial<StreamConfig>>;
+  } as const satisfies Record<string, StreamDefinition>;
 }
 
 /** The streams runService knows by name. */

@@ -1,13 +1,21 @@
 import { create, fromBinary } from "@bufbuild/protobuf";
 import {
+  JetStreamApiCodes,
   JetStreamPublisher,
+  jetStreamErrorCode,
   type PublishCapacity,
   PublishError,
   TYPE_HEADER,
 } from "@toolmesh/nats";
 import { CallStatus, OutcomeSchema } from "@toolmesh/proto";
 import { eventually, startTestBus, type TestBus } from "@toolmesh/testkit";
-import { connect, DiscardPolicy, type JetStreamManager, type NatsConnection } from "nats";
+import {
+  connect,
+  DiscardPolicy,
+  type JetStreamManager,
+  type NatsConnection,
+  headers as natsHeaders,
+} from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 const encode = (text: string) => new TextEncoder().encode(text);
@@ -169,6 +177,33 @@ describe("the JetStream publisher", () => {
     const stored = await jsm.streams.getMessage("PUB_DEDUPE", { seq: 1 });
     expect(stored.header.get(TYPE_HEADER)).toBe(OutcomeSchema.typeName);
     expect(fromBinary(OutcomeSchema, stored.data).callId).toBe("call-1");
+  });
+
+  it("stores an atomic batch in one commit, and none of one that repeats a stored message id", async () => {
+    await jsm.streams.add({
+      name: "PUB_ATOMIC",
+      subjects: ["pub.atomic.>"],
+      allow_atomic: true,
+    } as Parameters<typeof jsm.streams.add>[0]);
+    const publisher = new JetStreamPublisher(nc, { ackTimeoutMs: 10_000 });
+    const message = (id: string) => {
+      const headers = natsHeaders();
+      headers.set("Nats-Msg-Id", id);
+      return { subject: `pub.atomic.${id}`, data: encode(id), headers };
+    };
+    const batch = ["a", "b", "c"].map(message);
+    expect(await publisher.publishAtomic("batch-1", batch)).toEqual({ seq: 3, duplicate: false });
+    // The messages keep their own headers: the same ones can be published again plainly.
+    expect(batch[0]?.headers.get("Nats-Batch-Id")).toBe("");
+    const repeated = await failureOf(publisher.publishAtomic("batch-2", ["c", "d"].map(message)));
+    expect(repeated.failure).toBe("refused");
+    expect(jetStreamErrorCode(repeated)).toBe(JetStreamApiCodes.AtomicBatchDuplicate);
+    publisher.close();
+    const { state } = await jsm.streams.info("PUB_ATOMIC");
+    expect(state.messages).toBe(3);
+    const last = await jsm.streams.getMessage("PUB_ATOMIC", { seq: 3 });
+    expect(last.header.get("Nats-Batch-Commit")).toBe("1");
+    expect(decode(last.data)).toBe("c");
   });
 });
 

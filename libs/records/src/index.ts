@@ -7,6 +7,23 @@ export {
   varint,
 } from "./batch.js";
 export { answerCallLookup, lookupCall } from "./call-lookup.js";
+export {
+  followLog,
+  type LogBlock,
+  type LogFollower,
+  type LogFollowerOptions,
+} from "./log-follower.js";
+export {
+  BLOCK_TYPE,
+  firstRecord,
+  isBlock,
+  type LoggedRecord,
+  type LogHeaders,
+  LogMessageError,
+  lastRecord,
+  readLogMessage,
+  recordBytes,
+} from "./log-message.js";
 export { callOutcome, outcomeOf } from "./outcome-view.js";
 export {
   CHAIN_VERSION_FIELD,

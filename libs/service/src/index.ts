@@ -1,3 +1,4 @@
+export { MemoryRelease, type MemoryReleaseOptions } from "./memory-release.js";
 export {
   type RpcOptions,
   type RunningService,

@@ -14,7 +14,7 @@ export { repoRoot };
  * It does not wait for SERVING: a test may start a service before what it depends on exists.
  * Against a server from startNats it connects with its own nkey, as under `npm start`.
  * Without a TOOLMESH_DATA_DIR it gets a fresh one (its restarts keep it), so the files a service
- * keeps per process (Audit's index, Callback's outcome history) are never another test's.
+ * keeps per process (Audit's index) are never another test's.
  */
 export async function startService(
   name: string,

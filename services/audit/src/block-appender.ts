@@ -1,11 +1,4 @@
-import {
-  BLOCK_TYPE,
-  lastRecord,
-  natsHeaderBytes,
-  readLogMessage,
-  recordHashV2,
-  storedSize,
-} from "@toolmesh/archive";
+import { natsHeaderBytes, recordHashV2, storedSize } from "@toolmesh/archive";
 import type { Logger } from "@toolmesh/log";
 import {
   JetStreamApiCodes,
@@ -16,7 +9,7 @@ import {
   TYPE_HEADER,
 } from "@toolmesh/nats";
 import type { AuditRecord } from "@toolmesh/proto";
-import { recordKey } from "@toolmesh/records";
+import { BLOCK_TYPE, lastRecord, readLogMessage, recordKey } from "@toolmesh/records";
 import { type JetStreamManager, headers as natsHeaders } from "nats";
 import { AUDIT_LOG_STREAM } from "./audit-log.js";
 import { blockMsgId, encodeBlock, planBlocks } from "./log-block.js";

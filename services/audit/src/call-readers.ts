@@ -8,9 +8,10 @@ import {
   AuditRecordSchema,
   GetCallRequestSchema,
   GetCallResponseSchema,
+  isFinal,
   type TraceEvent,
 } from "@toolmesh/proto";
-import { answerCallLookup, traceEvents } from "@toolmesh/records";
+import { answerCallLookup, callOutcome, traceEvents } from "@toolmesh/records";
 import type { JetStreamManager, NatsConnection, Subscription } from "nats";
 import { AUDIT_LOG_STREAM } from "./audit-log.js";
 import type { RecordIndex } from "./record-index.js";
@@ -50,13 +51,21 @@ export class CallReaders {
   }
 
   /**
-   * A call's records in chain order. With `wait`, they are read once everything the record
-   * stream held when asked is chained and this replica indexed it: a caller who was just answered
-   * (a Dispatch, a Report) finds what its answer said.
+   * A call's records in chain order. With `wait`, a call whose records state no final outcome
+   * yet (none indexed, or running, held or PENDING) is read again once everything the record
+   * stream and the log held when asked is chained and this replica indexed it: a caller who was
+   * just answered finds the call, a reported end written a moment ago is seen, and a reader that
+   * subscribed to the broadcasts before asking (Callback's Watch) misses no end broadcast before
+   * its question. A final outcome is never changed by a later record, so it is answered at once.
    */
   async callRecords(callId: string, wait: boolean): Promise<AuditRecord[]> {
-    if (wait) await this.settled();
-    return this.deps.index.recordsOfCall(callId).map((data) => fromBinary(AuditRecordSchema, data));
+    const read = () =>
+      this.deps.index.recordsOfCall(callId).map((data) => fromBinary(AuditRecordSchema, data));
+    const found = read();
+    const outcome = callOutcome(found);
+    if (!wait || (outcome && isFinal(outcome.status))) return found;
+    await this.settled();
+    return read();
   }
 
   /** Resolves once what the record stream holds now is in the log and indexed here, or times out. */

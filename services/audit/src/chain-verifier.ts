@@ -1,4 +1,5 @@
-import { type ChainBreak, ChainChecker, readLogMessage } from "@toolmesh/archive";
+import { type ChainBreak, ChainChecker } from "@toolmesh/archive";
+import { readLogMessage } from "@toolmesh/records";
 import type { LogReader } from "./log-reader.js";
 
 /**

@@ -1,7 +1,7 @@
 import { fromBinary } from "@bufbuild/protobuf";
-import { type LogHeaders, lastRecord, recordBytes } from "@toolmesh/archive";
 import type { Logger } from "@toolmesh/log";
 import { type AuditRecord, AuditRecordSchema } from "@toolmesh/proto";
+import { type LogHeaders, lastRecord, recordBytes } from "@toolmesh/records";
 import {
   type ConsumerMessages,
   DeliverPolicy,

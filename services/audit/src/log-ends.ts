@@ -1,6 +1,6 @@
-import { firstRecord, lastRecord } from "@toolmesh/archive";
 import { JetStreamApiCodes, jetStreamErrorCode } from "@toolmesh/nats";
 import type { AuditRecord } from "@toolmesh/proto";
+import { firstRecord, lastRecord } from "@toolmesh/records";
 import type { JetStreamManager, StreamState } from "nats";
 import { AUDIT_LOG_STREAM } from "./audit-log.js";
 

@@ -1,12 +1,6 @@
-import {
-  type ArchivedBlock,
-  type ArchiveReader,
-  blockHeaders,
-  type LoggedRecord,
-  type LogHeaders,
-  readLogMessage,
-} from "@toolmesh/archive";
+import { type ArchivedBlock, type ArchiveReader, blockHeaders } from "@toolmesh/archive";
 import { JetStreamApiCodes, jetStreamErrorCode } from "@toolmesh/nats";
+import { type LoggedRecord, type LogHeaders, readLogMessage } from "@toolmesh/records";
 import {
   DeliverPolicy,
   type JetStreamClient,

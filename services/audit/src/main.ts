@@ -76,10 +76,11 @@ await runService({
           room: archiving.room,
         });
         await recorder.start();
-        // Calls left open are closed by the writer of the chain, one sweeper at a time.
+        // Calls left open are closed by the writer of the chain, one sweeper at a time. It asks
+        // the Dispatchers' heartbeats, whose bucket only the Dispatcher may create: it binds the
+        // bucket once there is a call to close (and tries again at the next sweep if none exists).
         const sweeper = new OpenCallSweeper({
           index: records,
-          // The Dispatchers' bucket, once one created it: bound, never created here.
           heartbeats: () => js.views.kv(buckets.dispatchers.name, { bindOnly: true }),
           publisher,
           settings: { ...config, intervalMs: config.sweepIntervalMs },

@@ -6,7 +6,6 @@ import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { type Client, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { readLogMessage } from "@toolmesh/archive";
 import { Code } from "@toolmesh/errors";
 import { ensureStream, publishEvent, streamDefinitions } from "@toolmesh/nats";
 import {
@@ -18,6 +17,7 @@ import {
   CallStatus,
   TraceEventKind,
 } from "@toolmesh/proto";
+import { readLogMessage } from "@toolmesh/records";
 import {
   eventually,
   mintJwt,

@@ -1,7 +1,7 @@
 import { create, toBinary } from "@bufbuild/protobuf";
-import { BLOCK_TYPE, LogMessageError, readLogMessage, recordBytes } from "@toolmesh/archive";
 import { TYPE_HEADER } from "@toolmesh/nats";
 import { AuditLogBlockSchema, AuditRecordSchema } from "@toolmesh/proto";
+import { BLOCK_TYPE, LogMessageError, readLogMessage, recordBytes } from "@toolmesh/records";
 import { headers as natsHeaders } from "nats";
 import { describe, expect, it } from "vitest";
 import { logReadBatch } from "../src/audit-log.js";

@@ -3,21 +3,19 @@ import type { Logger } from "@toolmesh/log";
 import type { SnapshotView } from "@toolmesh/nats";
 import { CallbackService, type ToolSchema } from "@toolmesh/proto";
 import { createToolmeshServer, type ToolmeshServer } from "@toolmesh/server";
-import type { JetStreamClient } from "nats";
-import type { CallStore } from "./call-store.js";
+import type { CallRecords } from "./call-state.js";
 import { createCallbackHandlers } from "./handlers.js";
-import type { OutcomeHistory } from "./outcome-history.js";
+import type { ReportWriter } from "./report.js";
 import type { UsageStore } from "./usage-store.js";
 import type { Watches } from "./watches.js";
 
 /** The Callback server over its dependencies; a test can listen on port 0. */
 export function createCallbackServer(deps: {
-  calls: CallStore;
-  history: OutcomeHistory;
+  calls: CallRecords;
+  reports: ReportWriter;
   watches: Watches;
   tools: SnapshotView<typeof ToolSchema>;
   usage: UsageStore;
-  js: JetStreamClient;
   log: Logger;
   interceptors: Interceptor[];
   readMaxBytes: number;

@@ -22,7 +22,6 @@ import type { JetStreamClient, JetStreamManager, KV } from "nats";
 export const USAGE_BUCKET = bucketNames.usage;
 
 const HOUR_MS = 60 * 60 * 1000;
-const CHECKPOINT_KEY = "checkpoint";
 
 /** The start of the UTC hour `ms` falls in. */
 export const hourOf = (ms: number) => Math.floor(ms / HOUR_MS) * HOUR_MS;
@@ -34,8 +33,8 @@ export function hourToken(hourMs: number): string {
 
 /**
  * Key layout: `hours.<YYYYMMDDHH>.<agent>.<user>.<tool>` → StoredUsage (each id escaped as a
- * key token; no user is `=00`), so keys sort by hour, and `checkpoint` → the last sequence of
- * the sent-mark stream the counter has read.
+ * key token; no user is `=00`), so keys sort by hour. (Earlier versions also kept a
+ * `checkpoint` key, which nothing reads now.)
  */
 export function usageKey(hourMs: number, agentId: string, userId: string, tool: string): string {
   return `hours.${hourToken(hourMs)}.${kvKeyToken(agentId)}.${kvKeyToken(userId)}.${kvKeyToken(tool)}`;
@@ -61,19 +60,49 @@ export interface UsageFilter {
   toMs?: number;
 }
 
-/** One finished call, as it adds to its hour. */
-export function addCall(usage: Usage, event: CallbackEvent): void {
-  usage.calls += 1n;
-  if (event.status === CallStatus.FAILURE) usage.failures += 1n;
-  if (event.status === CallStatus.INTERRUPTED) usage.interrupted += 1n;
-  if (event.status === CallStatus.REFUSED) usage.refused += 1n;
-  if (event.status !== CallStatus.SUCCESS) usage.errors += 1n;
-  usage.durationMs += BigInt(event.durationMs);
+/** What a finished call adds to its hour's usage (kept instead of the whole outcome). */
+export interface CountedCall {
+  agentId: string;
+  userId: string;
+  tool: string;
+  status: CallStatus;
+  durationMs: number;
+  /** The hour it counts in: the hour it ended. */
+  hourMs: number;
 }
 
-/** The hour a finished call counts in: the hour it ended. */
-export function callHour(event: CallbackEvent): number {
-  return hourOf(event.time ? timestampMs(event.time) : Date.now());
+/** A finished call's outcome as usage counts it. */
+export function countedCall(event: CallbackEvent): CountedCall {
+  return {
+    agentId: event.agentId,
+    userId: event.userId,
+    tool: event.tool,
+    status: event.status,
+    durationMs: event.durationMs,
+    hourMs: hourOf(event.time ? timestampMs(event.time) : Date.now()),
+  };
+}
+
+/** The usage key a call counts under. */
+export function usageKeyOf(call: CountedCall): string {
+  return usageKey(call.hourMs, call.agentId, call.userId, call.tool);
+}
+
+/** One finished call, as it adds to its hour. */
+export function addCall(usage: Usage, call: Pick<CountedCall, "status" | "durationMs">): void {
+  usage.calls += 1n;
+  if (call.status === CallStatus.FAILURE) usage.failures += 1n;
+  if (call.status === CallStatus.INTERRUPTED) usage.interrupted += 1n;
+  if (call.status === CallStatus.REFUSED) usage.refused += 1n;
+  if (call.status !== CallStatus.SUCCESS) usage.errors += 1n;
+  usage.durationMs += BigInt(call.durationMs);
+}
+
+/** The calls one audit log block adds to one usage key. */
+export interface CountedBlock {
+  /** The block's sequence in the audit log. */
+  seq: number;
+  calls: CountedCall[];
 }
 
 /** Hourly usage per agent, user and tool in NATS KV, bounded by age and bytes. */
@@ -91,16 +120,13 @@ export class UsageStore {
   }
 
   /**
-   * Adds calls to one key's hour: `calls` are events of that key read at stream sequences up to
-   * `sequence`, in order. Those at or below the sequence the key already absorbed are skipped, so
-   * a replay (after a restart, or by a second replica) adds nothing twice. Returns the calls it
-   * added.
+   * Adds the calls of audit log blocks to one key's hour, each block once: the key remembers the
+   * blocks it counted (those above the consumer's ack `floor`), so a block delivered again — to
+   * this replica or another, in any order — adds nothing. Blocks at or below the floor were acked
+   * and never come again, so they are forgotten. Returns the calls it added.
    */
-  async add(
-    key: string,
-    calls: { event: CallbackEvent; sequence: number }[],
-  ): Promise<CallbackEvent[]> {
-    const first = calls[0]?.event;
+  async add(key: string, blocks: readonly CountedBlock[], floor: number): Promise<CountedCall[]> {
+    const first = blocks[0]?.calls[0];
     if (!first) return [];
     // Another replica may write the key meanwhile: read it again and add what it has not.
     return updateWithRetry(`usage key "${key}"`, async () => {
@@ -109,46 +135,32 @@ export class UsageStore {
         entry?.operation === "PUT" && entry.value.length > 0
           ? fromBinary(StoredUsageSchema, entry.value)
           : undefined;
-      const applied = stored ? Number(stored.appliedSequence) : 0;
-      const fresh = calls.filter((c) => c.sequence > applied);
+      const counted = new Set((stored?.countedBlocks ?? []).map(Number));
+      const fresh = blocks.filter((b) => !counted.has(b.seq));
       if (fresh.length === 0) return [];
       const usage =
         stored?.usage ??
         create(UsageSchema, {
-          hour: timestampFromMs(callHour(first)),
+          hour: timestampFromMs(first.hourMs),
           agentId: first.agentId,
           userId: first.userId,
           tool: first.tool,
         });
-      for (const c of fresh) addCall(usage, c.event);
+      for (const block of fresh) for (const call of block.calls) addCall(usage, call);
+      for (const block of fresh) counted.add(block.seq);
       const value = toBinary(
         StoredUsageSchema,
         create(StoredUsageSchema, {
           usage,
-          appliedSequence: BigInt(fresh[fresh.length - 1]?.sequence ?? applied),
+          countedBlocks: [...counted]
+            .filter((seq) => seq > floor)
+            .sort((x, y) => x - y)
+            .map(BigInt),
         }),
       );
       if (entry && stored) await compareAndSet(() => this.kv.update(key, value, entry.revision));
       else await compareAndSet(() => this.kv.create(key, value));
-      return fresh.map((c) => c.event);
-    });
-  }
-
-  /** The last sent-mark sequence read, or 0. */
-  async checkpoint(): Promise<number> {
-    const entry = await this.kv.get(CHECKPOINT_KEY);
-    return entry?.operation === "PUT" ? Number(entry.string()) || 0 : 0;
-  }
-
-  /** Moves the checkpoint forward (never back: a slower replica must not rewind it). */
-  async saveCheckpoint(sequence: number): Promise<void> {
-    await updateWithRetry("the usage checkpoint", async () => {
-      const entry = await this.kv.get(CHECKPOINT_KEY);
-      const current = entry?.operation === "PUT" ? Number(entry.string()) || 0 : 0;
-      if (current >= sequence) return;
-      if (entry)
-        await compareAndSet(() => this.kv.update(CHECKPOINT_KEY, String(sequence), entry.revision));
-      else await compareAndSet(() => this.kv.create(CHECKPOINT_KEY, String(sequence)));
+      return fresh.flatMap((b) => b.calls);
     });
   }
 

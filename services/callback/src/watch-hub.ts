@@ -85,13 +85,14 @@ export class WatchQueue<T> implements AsyncIterable<Delivery<T>> {
 /**
  * One NATS subscription on a wildcard subject, shared by every watch that needs part of it:
  * opened when the first watch joins, closed when the last leaves. Each message is decoded once
- * and handed to the watches registered for its exact subject and to those that take every
- * subject. No JetStream consumer is involved, so watches cost the server nothing per watch.
+ * and handed to the watches registered under its key (`keyOf`: the call id of a broadcast) and
+ * to those that take every message. No JetStream consumer is involved, so watches cost the
+ * server nothing per watch.
  */
 export class SharedSubscription<T> {
   private subscription: Subscription | undefined;
   private ready: Promise<void> | undefined;
-  private readonly bySubject = new Map<string, Set<WatchQueue<T>>>();
+  private readonly byKey = new Map<string, Set<WatchQueue<T>>>();
   private readonly everything = new Set<WatchQueue<T>>();
   private count = 0;
 
@@ -99,6 +100,7 @@ export class SharedSubscription<T> {
     private readonly nc: NatsConnection,
     private readonly subject: string,
     private readonly decode: (msg: Msg) => T | undefined,
+    private readonly keyOf: (value: T) => string,
     private readonly log: Logger,
   ) {}
 
@@ -107,9 +109,9 @@ export class SharedSubscription<T> {
     return this.count;
   }
 
-  /** Subjects with at least one watch of their own (memory returns as watches close). */
-  get subjects(): number {
-    return this.bySubject.size;
+  /** Keys with at least one watch of their own (memory returns as watches close). */
+  get keys(): number {
+    return this.byKey.size;
   }
 
   get open(): boolean {
@@ -117,18 +119,18 @@ export class SharedSubscription<T> {
   }
 
   /**
-   * Registers a queue for one subject (or every subject when undefined) and resolves once the
+   * Registers a queue for one key (or every message when undefined) and resolves once the
    * server has the subscription, so nothing published after this resolves is missed.
    */
-  async add(queue: WatchQueue<T>, subject?: string): Promise<void> {
+  async add(queue: WatchQueue<T>, key?: string): Promise<void> {
     this.count++;
-    if (subject === undefined) {
+    if (key === undefined) {
       this.everything.add(queue);
     } else {
-      let set = this.bySubject.get(subject);
+      let set = this.byKey.get(key);
       if (!set) {
         set = new Set();
-        this.bySubject.set(subject, set);
+        this.byKey.set(key, set);
       }
       set.add(queue);
     }
@@ -136,13 +138,13 @@ export class SharedSubscription<T> {
     await this.ready;
   }
 
-  remove(queue: WatchQueue<T>, subject?: string): void {
-    if (subject === undefined) {
+  remove(queue: WatchQueue<T>, key?: string): void {
+    if (key === undefined) {
       if (!this.everything.delete(queue)) return;
     } else {
-      const set = this.bySubject.get(subject);
+      const set = this.byKey.get(key);
       if (!set?.delete(queue)) return;
-      if (set.size === 0) this.bySubject.delete(subject);
+      if (set.size === 0) this.byKey.delete(key);
     }
     this.count--;
     if (this.count === 0) {
@@ -167,8 +169,7 @@ export class SharedSubscription<T> {
   }
 
   private deliver(msg: Msg): void {
-    const own = this.bySubject.get(msg.subject);
-    if (!own && this.everything.size === 0) return;
+    if (this.count === 0) return;
     let value: T | undefined;
     try {
       value = this.decode(msg);
@@ -177,6 +178,7 @@ export class SharedSubscription<T> {
     }
     if (value === undefined) return;
     const delivery = { subject: msg.subject, value };
+    const own = this.byKey.get(this.keyOf(value));
     if (own) for (const queue of own) queue.push(delivery);
     for (const queue of this.everything) queue.push(delivery);
   }

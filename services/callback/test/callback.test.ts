@@ -4,77 +4,70 @@ import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { type Client, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { Code } from "@toolmesh/errors";
-import { buckets, ensureStream, publishEvent, streamDefinitions, subjects } from "@toolmesh/nats";
+import { buckets, streamNames, subjects } from "@toolmesh/nats";
 import {
+  AuditAction,
+  type AuditRecord,
+  AuditRecordSchema,
   type CallbackEvent,
   CallbackEventSchema,
   CallbackService,
   CallStatus,
-  type Outcome,
-  OutcomeSchema,
   ToolSchema,
-  type TraceEvent,
-  TraceEventKind,
-  TraceEventSchema,
 } from "@toolmesh/proto";
 import {
+  endRecord,
+  eventually,
+  failure,
+  logConsumed,
+  metricSum,
   mintJwt,
   type ServiceProcess,
+  startAudit,
   startNats,
   startService,
   TEST_JS_OPTIONS,
   type TestNats,
+  writeRecords,
 } from "@toolmesh/testkit";
 import { connect, type JetStreamManager, type NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CALLBACK_CONSUMER } from "../src/broadcaster.js";
+import { CALLBACK_DURABLE } from "../src/outcome-feed.js";
 
 const JWT_SECRET = randomBytes(32).toString("hex");
 const TOTAL = 2000;
 
-function token(sub: string, roles: string[]): Promise<string> {
-  return mintJwt(JWT_SECRET, { sub, roles });
-}
 const bearer = async (sub: string, roles: string[]) => ({
-  headers: { authorization: `Bearer ${await token(sub, roles)}` },
+  headers: { authorization: `Bearer ${await mintJwt(JWT_SECRET, { sub, roles })}` },
 });
 
-function outcome(
+/** A call's end record with what the checks below look for. */
+const ended = (
   callId: string,
   status: CallStatus,
-  extra: { tool?: string; agentId?: string } = {},
-): Outcome {
-  return create(OutcomeSchema, {
-    callId,
-    traceId: randomBytes(16).toString("hex"),
-    tool: "data.query",
-    agentId: "agent-1",
-    userId: "user-1",
-    status,
+  extra: Partial<Pick<AuditRecord, "tool" | "agentId">> = {},
+): AuditRecord =>
+  endRecord(callId, status, {
     ...(status === CallStatus.SUCCESS ? { output: { rows: 3, call: callId } } : {}),
-    ...(status === CallStatus.FAILURE
-      ? { error: { code: "backend_error", message: "the database refused" } }
-      : {}),
-    ...(status === CallStatus.INTERRUPTED ? { reason: "timeout" } : {}),
-    durationMs: 12,
-    attempts: 2,
-    startedAt: timestampFromMs(Date.now() - 12),
-    finishedAt: timestampFromMs(Date.now()),
-    source: "dispatcher",
+    ...(status === CallStatus.FAILURE ? { errorMessage: "the database refused" } : {}),
+    attempts: status === CallStatus.PENDING ? 1 : 2,
     ...extra,
   });
-}
 
 const statuses = [CallStatus.SUCCESS, CallStatus.FAILURE, CallStatus.INTERRUPTED];
 
+// Callback as the stack runs it: records written to the record stream, chained by a real Audit
+// into the log, and Callback deriving broadcasts, usage and its RPCs' answers from the log.
 describe("callback service", () => {
   let nats: TestNats;
   let nc: NatsConnection;
   let jsm: JetStreamManager;
+  let audit: ServiceProcess;
   let callback: ServiceProcess | undefined;
   let client: Client<typeof CallbackService>;
-  let service: { headers: { authorization: string } };
+  let backend: { headers: { authorization: string } };
   let agent1: { headers: { authorization: string } };
+  let admin: { headers: { authorization: string } };
 
   const start = async () => {
     callback = await startService("callback", {
@@ -84,35 +77,16 @@ describe("callback service", () => {
     });
     client = createClient(CallbackService, createGrpcTransport({ baseUrl: callback.url }));
   };
-  const publish = (o: Outcome, msgId = o.callId) =>
-    publishEvent(
-      nc.jetstream(TEST_JS_OPTIONS),
-      subjects.outcome("dispatcher", o.callId),
-      OutcomeSchema,
-      o,
-      {
-        msgId,
-      },
-    );
-  const count = async (stream: string, subject: string) => {
-    const info = await jsm.streams.info(stream, { subjects_filter: subject });
+  /** Broadcasts stored on the feed under a subject filter. */
+  const count = async (subject: string) => {
+    const info = await jsm.streams.info(streamNames.callback, { subjects_filter: subject });
     return Object.values(info.state.subjects ?? {}).reduce((a, b) => a + b, 0);
   };
-  /** Resolves once the service has acked every outcome published so far. */
-  const drained = async (timeoutMs = 30_000) => {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const stream = await jsm.streams.info("TOOLMESH_OUTCOME");
-      const info = await jsm.consumers.info("TOOLMESH_OUTCOME", CALLBACK_CONSUMER);
-      if (info.ack_floor.stream_seq >= stream.state.last_seq && info.num_ack_pending === 0) return;
-      if (Date.now() > deadline) throw new Error("the callback service did not ack every outcome");
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  };
-  const callbackEvents = async (subject: string, expected: number): Promise<CallbackEvent[]> => {
+  const drained = () => logConsumed(jsm, CALLBACK_DURABLE);
+  const broadcasts = async (subject: string, expected: number): Promise<CallbackEvent[]> => {
     const consumer = await nc
       .jetstream()
-      .consumers.get("TOOLMESH_CALLBACK", { filterSubjects: subject });
+      .consumers.get(streamNames.callback, { filterSubjects: subject });
     const out: CallbackEvent[] = [];
     if (expected === 0) return out;
     const batch = await consumer.fetch({ max_messages: expected, expires: 5000 });
@@ -122,15 +96,22 @@ describe("callback service", () => {
     }
     return out;
   };
+  const usageOf = async (agentId: string, tool: string) => {
+    const { usage } = await client.getUsage({ agentId, tool }, admin);
+    return {
+      calls: usage.reduce((n, u) => n + u.calls, 0n),
+      failures: usage.reduce((n, u) => n + u.failures, 0n),
+      interrupted: usage.reduce((n, u) => n + u.interrupted, 0n),
+    };
+  };
 
   beforeAll(async () => {
     nats = await startNats();
     nc = await connect({ servers: nats.url });
     jsm = await nc.jetstreamManager();
-    const streams = streamDefinitions();
-    for (const s of [streams.outcome, streams.trace, streams.callback]) await ensureStream(jsm, s);
+    audit = await startAudit(nats.url, JWT_SECRET);
     // Reports come from the tools' backend: a tool-backend key the tools list as reporter.
-    service = await bearer("slow-backend", ["tool-backend"]);
+    backend = await bearer("slow-backend", ["tool-backend"]);
     const registry = await nc
       .jetstream(TEST_JS_OPTIONS)
       .views.kv(buckets.registry.name, { history: 1 });
@@ -143,39 +124,45 @@ describe("callback service", () => {
         ),
       );
     agent1 = await bearer("agent-1", ["agent"]);
+    admin = await bearer("root", ["admin"]);
+    // A call that ended before Callback ever ran: in the log, never broadcast.
+    await writeRecords(nc, [ended("before-callback", CallStatus.SUCCESS, { tool: "early.tool" })]);
+    await eventually(
+      async () => expect((await jsm.streams.info(streamNames.auditLog)).state.messages).toBe(1),
+      30_000,
+      "the first record in the log",
+    );
     await start();
   });
 
   afterAll(async () => {
     await callback?.stop();
+    await audit?.stop();
     await nc?.close();
     await nats?.destroy();
   });
 
-  it(`broadcasts ${TOTAL} outcomes exactly once across a SIGKILL`, async () => {
-    const all: Outcome[] = [];
-    for (let i = 0; i < TOTAL; i++) all.push(outcome(`bulk-${i}`, statuses[i % 3] as CallStatus));
-    await Promise.all(all.map((o) => publish(o)));
-    const deadline = Date.now() + 20_000;
-    while ((await count("TOOLMESH_CALLBACK", "toolmesh.callback.>")) < 200) {
-      if (Date.now() > deadline) throw new Error("no broadcasts before the kill");
-      await new Promise((r) => setTimeout(r, 20));
-    }
+  it(`broadcasts ${TOTAL} outcomes and counts their usage exactly once across a SIGKILL`, async () => {
+    const all: AuditRecord[] = [];
+    for (let i = 0; i < TOTAL; i++) all.push(ended(`bulk-${i}`, statuses[i % 3] as CallStatus));
+    const writes: Promise<unknown>[] = [];
+    for (let at = 0; at < TOTAL; at += 20) writes.push(writeRecords(nc, all.slice(at, at + 20)));
+    await eventually(
+      async () => expect(await count(subjects.callbacks)).toBeGreaterThanOrEqual(200),
+      30_000,
+      "broadcasts before the kill",
+    );
     await (callback as ServiceProcess).kill();
-    // Outcomes keep coming while it is down; none may be lost.
-    await Promise.all(all.slice(0, 50).map((o) => publish(o, `${o.callId}-again`)));
+    // Records keep coming while it is down; none may be lost.
+    await Promise.all(writes);
     await start();
     await drained();
 
-    expect(await count("TOOLMESH_CALLBACK", "toolmesh.callback.>")).toBe(TOTAL);
-    const events = await callbackEvents("toolmesh.callback.>", TOTAL);
+    expect(await count(subjects.callbacks)).toBe(TOTAL);
+    const events = await broadcasts(subjects.callbacks, TOTAL);
     expect(new Set(events.map((e) => e.callId)).size).toBe(TOTAL);
-    const traced = await count("TOOLMESH_TRACE", "toolmesh.trace.>");
-    expect(traced).toBe(TOTAL);
-
     const byId = new Map(events.map((e) => [e.callId, e]));
-    const ok = byId.get("bulk-0") as CallbackEvent;
-    expect(ok).toMatchObject({
+    expect(byId.get("bulk-0")).toMatchObject({
       status: CallStatus.SUCCESS,
       output: { rows: 3, call: "bulk-0" },
       agentId: "agent-1",
@@ -187,164 +174,224 @@ describe("callback service", () => {
     });
     expect(byId.get("bulk-1")).toMatchObject({
       status: CallStatus.FAILURE,
-      error: { code: "backend_error" },
+      error: { code: "backend_error", message: "the database refused" },
     });
     expect(byId.get("bulk-1")?.output).toBeUndefined();
     expect(byId.get("bulk-2")).toMatchObject({ status: CallStatus.INTERRUPTED, reason: "timeout" });
-    expect(await count("TOOLMESH_CALLBACK", "toolmesh.callback.success.data-query")).toBe(0);
-    expect(await count("TOOLMESH_CALLBACK", "toolmesh.callback.success.data%2Equery")).toBe(667);
+    expect(await count("toolmesh.callback.success.data-query")).toBe(0);
+    expect(await count(subjects.callback("success", "data.query"))).toBe(667);
+    // The call that ended before Callback first started is in the log, not re-broadcast.
+    expect(await count(subjects.callbacksOf("early.tool"))).toBe(0);
+    expect((await client.getOutcome({ callId: "before-callback" }, admin)).event?.status).toBe(
+      CallStatus.SUCCESS,
+    );
 
-    const trace = await nc.jetstream(TEST_JS_OPTIONS).consumers.get("TOOLMESH_TRACE", {
-      filterSubjects: subjects.traceEvents(all[1]?.traceId as string),
-    });
-    // The shard holds other traces' events too; the first of this trace is the broadcast's.
-    let event: TraceEvent | undefined;
-    while (event?.traceId !== all[1]?.traceId) {
-      const msg = await trace.next({ expires: 5000 });
-      if (!msg) break;
-      event = fromBinary(TraceEventSchema, msg.data);
-    }
-    expect(event).toMatchObject({
-      kind: TraceEventKind.CALLBACK_FAILURE,
-      callId: "bulk-1",
-      source: "callback",
+    // Usage: each call once, whatever the kill left counted and unacked.
+    expect(await usageOf("agent-1", "data.query")).toEqual({
+      calls: BigInt(TOTAL),
+      failures: 667n,
+      interrupted: 666n,
     });
 
     const got = await client.getOutcome({ callId: "bulk-2" }, agent1);
     expect(got.event).toMatchObject({ status: CallStatus.INTERRUPTED, reason: "timeout" });
   });
 
-  it("broadcasts a redelivered or republished outcome once", async () => {
-    const o = outcome("dup-1", CallStatus.SUCCESS, { tool: "dup.tool" });
-    await publish(o, "first");
-    await publish(o, "second");
-    await publish(o, "third");
+  it("stores the broadcasts of a large block in one atomic batch, a small one plainly", async () => {
+    const stored = (via: string) =>
+      metricSum((callback as ServiceProcess).url, "toolmesh_callback_broadcasts_total", { via });
+    const before = { atomic: await stored("atomic"), plain: await stored("plain") };
+    // One batch of records is chained into one block: its 100 ends are one group.
+    await writeRecords(
+      nc,
+      Array.from({ length: 100 }, (_, i) =>
+        ended(`group-${i}`, CallStatus.SUCCESS, { tool: "group.tool" }),
+      ),
+    );
     await drained();
-    expect(await count("TOOLMESH_CALLBACK", subjects.callback("success", "dup.tool"))).toBe(1);
+    expect(await count(subjects.callbacksOf("group.tool"))).toBe(100);
+    expect(await stored("atomic")).toBe(before.atomic + 100);
+    await writeRecords(nc, [ended("alone-1", CallStatus.SUCCESS, { tool: "alone.tool" })]);
+    await drained();
+    expect(await count(subjects.callbacksOf("alone.tool"))).toBe(1);
+    expect(await stored("plain")).toBe(before.plain + 1);
+  });
+
+  it("broadcasts a call's end once however often its record was written", async () => {
+    const record = ended("dup-1", CallStatus.SUCCESS, { tool: "dup.tool" });
+    for (const msgId of ["first", "second", "third"]) await writeRecords(nc, [record], { msgId });
+    await drained();
+    expect(await count(subjects.callback("success", "dup.tool"))).toBe(1);
   });
 
   it("keeps working across a NATS restart and loses nothing acked", async () => {
     await nats.stop();
     await nats.start();
-    const o = outcome("after-restart", CallStatus.SUCCESS, { tool: "restart.tool" });
-    const deadline = Date.now() + 20_000;
-    for (;;) {
-      try {
-        // nats.js's own ack timeout: a publish lost in the reconnect fails soon and is tried again.
-        await publishEvent(
-          nc.jetstream(),
-          subjects.outcome("dispatcher", o.callId),
-          OutcomeSchema,
-          o,
-          {
-            msgId: o.callId,
-          },
-        );
-        break;
-      } catch (error) {
-        if (Date.now() > deadline) throw error;
-        await new Promise((r) => setTimeout(r, 200));
-      }
-    }
-    await drained();
-    expect(await count("TOOLMESH_CALLBACK", subjects.callback("success", "restart.tool"))).toBe(1);
-    expect(await count("TOOLMESH_CALLBACK", "toolmesh.callback.>")).toBeGreaterThanOrEqual(
-      TOTAL + 1,
+    const record = ended("after-restart", CallStatus.SUCCESS, { tool: "restart.tool" });
+    // A publish lost in the reconnect fails within its short ack timeout and is sent again.
+    await eventually(
+      () => writeRecords(nc, [record], { msgId: "after-restart", timeoutMs: 2000 }),
+      30_000,
+      "the record written after the restart",
     );
+    await drained();
+    expect(await count(subjects.callback("success", "restart.tool"))).toBe(1);
     expect((await client.getOutcome({ callId: "bulk-0" }, agent1)).event?.status).toBe(
       CallStatus.SUCCESS,
     );
   });
 
-  it("settles an asynchronous call through Report, once", async () => {
-    const pending = outcome("async-1", CallStatus.PENDING, { tool: "report.tool" });
-    await publish(pending);
-    await drained();
-    expect((await client.getOutcome({ callId: "async-1" }, agent1)).event?.status).toBe(
-      CallStatus.PENDING,
-    );
+  it("settles an asynchronous call through Report once; Watch shows PENDING, then the end", async () => {
+    await writeRecords(nc, [ended("async-1", CallStatus.PENDING, { tool: "report.tool" })]);
+    const pending = await eventually(() => client.getOutcome({ callId: "async-1" }, agent1));
+    expect(pending.event?.status).toBe(CallStatus.PENDING);
 
+    const seen: CallbackEvent[] = [];
     const watch = (async () => {
-      const seen: CallbackEvent[] = [];
       for await (const res of client.watch({ callId: "async-1" }, agent1))
         seen.push(res.event as CallbackEvent);
-      return seen;
     })();
+    await eventually(async () => expect(seen.map((e) => e.status)).toEqual([CallStatus.PENDING]));
     const report = { callId: "async-1", status: CallStatus.SUCCESS, output: { answer: 42 } };
-    const first = await client.report(report, service);
+    const first = await client.report(report, backend);
     expect(first.duplicate).toBe(false);
     expect(first.event).toMatchObject({
       status: CallStatus.SUCCESS,
       output: { answer: 42 },
       agentId: "agent-1",
     });
-    const seen = await watch;
-    expect(seen.map((e) => [e.status, e.output])).toEqual([[CallStatus.SUCCESS, { answer: 42 }]]);
+    await watch;
+    expect(seen.map((e) => [e.status, e.output])).toEqual([
+      [CallStatus.PENDING, undefined],
+      [CallStatus.SUCCESS, { answer: 42 }],
+    ]);
+    expect((await client.getOutcome({ callId: "async-1" }, agent1)).event?.output).toEqual({
+      answer: 42,
+    });
 
-    const again = await client.report(report, service);
+    const again = await client.report(report, backend);
     expect(again.duplicate).toBe(true);
-    await expect(
+    const late = await failure(
       client.report(
         { callId: "async-1", status: CallStatus.FAILURE, error: { code: "late", message: "x" } },
-        service,
+        backend,
       ),
-    ).rejects.toMatchObject({
-      code: Code.FailedPrecondition,
-      rawMessage: expect.stringContaining('call "async-1" already finished with SUCCESS'),
-    });
+    );
+    expect(late.code).toBe(Code.FailedPrecondition);
+    expect(late.rawMessage).toContain('call "async-1" already finished with SUCCESS');
     await drained();
-    expect(await count("TOOLMESH_CALLBACK", subjects.callback("success", "report.tool"))).toBe(1);
-    // A finished call's Watch answers at once.
+    expect(await count(subjects.callback("success", "report.tool"))).toBe(1);
+    expect(await count(subjects.callback("pending", "report.tool"))).toBe(1);
+    // A finished call's Watch answers at once with its end.
     const done: CallbackEvent[] = [];
     for await (const res of client.watch({ callId: "async-1" }, agent1))
       done.push(res.event as CallbackEvent);
-    expect(done).toHaveLength(1);
+    expect(done.map((e) => e.status)).toEqual([CallStatus.SUCCESS]);
+  });
+
+  it("stores one of two racing reports; the other learns which", async () => {
+    await writeRecords(nc, [ended("async-race", CallStatus.PENDING, { tool: "report.tool" })]);
+    await eventually(() => client.getOutcome({ callId: "async-race" }, agent1));
+    const answers = await Promise.allSettled([
+      client.report({ callId: "async-race", status: CallStatus.SUCCESS, output: {} }, backend),
+      client.report(
+        { callId: "async-race", status: CallStatus.INTERRUPTED, reason: "gave_up" },
+        backend,
+      ),
+    ]);
+    const won = answers.flatMap((a) => (a.status === "fulfilled" ? [a.value] : []));
+    const lost = answers.flatMap((a) => (a.status === "rejected" ? [a.reason] : []));
+    expect(won).toHaveLength(1);
+    expect(won[0]?.duplicate).toBe(false);
+    expect(lost).toHaveLength(1);
+    expect(lost[0]).toMatchObject({ code: Code.FailedPrecondition });
+    const outcome = await client.getOutcome({ callId: "async-race" }, agent1);
+    expect(outcome.event?.status).toBe(won[0]?.event?.status);
   });
 
   it("refuses bad reports with a precise code", async () => {
-    await expect(
-      client.report({ callId: "no-such-call", status: CallStatus.SUCCESS }, service),
-    ).rejects.toMatchObject({
-      code: Code.NotFound,
-      rawMessage: expect.stringContaining('call "no-such-call" not found'),
-    });
-    await expect(
+    await writeRecords(nc, [
+      create(AuditRecordSchema, {
+        ...ended("held-1", CallStatus.PENDING, { tool: "report.tool" }),
+        action: AuditAction.APPROVAL_REQUESTED,
+        errorCode: "awaiting_approval",
+      }),
+      create(AuditRecordSchema, {
+        ...ended("running-1", CallStatus.UNSPECIFIED, { tool: "report.tool" }),
+        action: AuditAction.TOOL_START,
+        deadline: timestampFromMs(Date.now() + 3_600_000),
+      }),
+    ]);
+    const nothing = await failure(
+      client.report({ callId: "no-such-call", status: CallStatus.SUCCESS }, backend),
+    );
+    expect(nothing.code).toBe(Code.NotFound);
+    expect(nothing.rawMessage).toContain('call "no-such-call" not found');
+    const held = await failure(
+      client.report({ callId: "held-1", status: CallStatus.SUCCESS }, backend),
+    );
+    expect(held.code).toBe(Code.FailedPrecondition);
+    expect(held.rawMessage).toContain("held for approval");
+    const running = await failure(
+      client.report({ callId: "running-1", status: CallStatus.SUCCESS }, backend),
+    );
+    expect(running.code).toBe(Code.FailedPrecondition);
+    expect(running.rawMessage).toContain("it is running");
+    const changed = await failure(
       client.report(
         { callId: "bulk-0", status: CallStatus.FAILURE, error: { code: "x" } },
-        service,
+        backend,
       ),
-    ).rejects.toMatchObject({
-      code: Code.FailedPrecondition,
-    });
-    await expect(
-      client.report({ callId: "bulk-0", status: CallStatus.PENDING }, service),
-    ).rejects.toMatchObject({
-      code: Code.InvalidArgument,
-      rawMessage: expect.stringContaining("status: must be SUCCESS, FAILURE or INTERRUPTED"),
-    });
-    await expect(
+    );
+    expect(changed.code).toBe(Code.FailedPrecondition);
+    const notFinal = await failure(
+      client.report({ callId: "bulk-0", status: CallStatus.PENDING }, backend),
+    );
+    expect(notFinal.code).toBe(Code.InvalidArgument);
+    expect(notFinal.rawMessage).toContain("status: must be SUCCESS, FAILURE or INTERRUPTED");
+    const notBackend = await failure(
       client.report({ callId: "bulk-0", status: CallStatus.SUCCESS }, agent1),
-    ).rejects.toMatchObject({
-      code: Code.PermissionDenied,
-      rawMessage: expect.stringContaining("Report needs the role tool-backend or admin"),
-    });
-    await expect(
+    );
+    expect(notBackend.code).toBe(Code.PermissionDenied);
+    expect(notBackend.rawMessage).toContain("Report needs the role tool-backend or admin");
+    const anonymous = await failure(
       client.report({ callId: "bulk-0", status: CallStatus.SUCCESS }),
-    ).rejects.toMatchObject({
-      code: Code.Unauthenticated,
+    );
+    expect(anonymous.code).toBe(Code.Unauthenticated);
+  });
+
+  it("says why a call has no outcome: never made or expired, refused, or still running", async () => {
+    await writeRecords(nc, [
+      create(AuditRecordSchema, {
+        ...ended("refused-1", CallStatus.REFUSED),
+        action: AuditAction.TOOL_REFUSED,
+        errorCode: "PERMISSION_DENIED",
+        errorMessage: "no grant",
+      }),
+    ]);
+    const never = await failure(client.getOutcome({ callId: "never" }, agent1));
+    expect(never.code).toBe(Code.NotFound);
+    expect(never.rawMessage).toContain("no record of it is kept");
+    const refused = await eventually(async () => {
+      const error = await failure(client.getOutcome({ callId: "refused-1" }, agent1));
+      expect(error.rawMessage).toContain("refused before it ran (PERMISSION_DENIED: no grant)");
+      return error;
     });
+    expect(refused.code).toBe(Code.NotFound);
+    const running = await failure(client.getOutcome({ callId: "running-1" }, admin));
+    expect(running.code).toBe(Code.NotFound);
+    expect(running.rawMessage).toContain("it is running");
   });
 
   it("shows agents only their own calls", async () => {
     const other = await bearer("agent-2", ["agent"]);
-    await expect(client.getOutcome({ callId: "bulk-0" }, other)).rejects.toMatchObject({
-      code: Code.PermissionDenied,
-    });
-    await expect(client.getOutcome({ callId: "never" }, other)).rejects.toMatchObject({
-      code: Code.NotFound,
-    });
-    const admin = await bearer("root", ["admin"]);
+    const theirs = await failure(client.getOutcome({ callId: "bulk-0" }, other));
+    expect(theirs.code).toBe(Code.PermissionDenied);
     expect((await client.getOutcome({ callId: "bulk-0" }, admin)).event?.callId).toBe("bulk-0");
+    const watchTheirs = async () => {
+      for await (const _ of client.watch({ callId: "bulk-0" }, other)) break;
+    };
+    await expect(watchTheirs()).rejects.toMatchObject({ code: Code.PermissionDenied });
     const watchOther = async () => {
       for await (const _ of client.watch({ agentId: "agent-1" }, other)) break;
     };
@@ -354,7 +401,7 @@ describe("callback service", () => {
     };
     await expect(watchNothing()).rejects.toMatchObject({ code: Code.InvalidArgument });
 
-    // Watching by tool as agent-2 yields agent-2's calls only.
+    // Watching by tool as agent-2 yields agent-2's finished calls only, never a PENDING one.
     const abort = new AbortController();
     const seen = (async () => {
       const out: CallbackEvent[] = [];
@@ -364,21 +411,20 @@ describe("callback service", () => {
           { ...other, signal: abort.signal },
         )) {
           out.push(res.event as CallbackEvent);
-          if (res.event?.agentId === "agent-2") break;
+          if (res.event?.agentId === "agent-2" && res.event.status === CallStatus.SUCCESS) break;
         }
       } catch (error) {
         if (!abort.signal.aborted) throw error;
       }
       return out;
     })();
-    // The watch subscribes asynchronously; publish until the first event reaches it.
+    // The watch subscribes asynchronously; write until the first event reaches it.
     for (let i = 0; ; i++) {
-      await publish(
-        outcome(`w1-${i}`, CallStatus.SUCCESS, { tool: "watched.tool", agentId: "agent-1" }),
-      );
-      await publish(
-        outcome(`w2-${i}`, CallStatus.SUCCESS, { tool: "watched.tool", agentId: "agent-2" }),
-      );
+      await writeRecords(nc, [
+        ended(`w1-${i}`, CallStatus.SUCCESS, { tool: "watched.tool", agentId: "agent-1" }),
+        ended(`w2p-${i}`, CallStatus.PENDING, { tool: "watched.tool", agentId: "agent-2" }),
+        ended(`w2-${i}`, CallStatus.SUCCESS, { tool: "watched.tool", agentId: "agent-2" }),
+      ]);
       const done = await Promise.race([
         seen.then(() => true),
         new Promise((r) => setTimeout(() => r(false), 200)),
@@ -389,5 +435,6 @@ describe("callback service", () => {
     const events = await seen;
     expect(events.length).toBeGreaterThan(0);
     expect(events.every((e) => e.agentId === "agent-2")).toBe(true);
+    expect(events.every((e) => e.status === CallStatus.SUCCESS)).toBe(true);
   });
 });

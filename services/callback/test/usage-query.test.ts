@@ -7,7 +7,7 @@ import { failure, startNats, TEST_JS_OPTIONS, type TestNats } from "@toolmesh/te
 import { connect, type NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getUsage } from "../src/usage-query.js";
-import { hourOf, UsageStore, usageKey } from "../src/usage-store.js";
+import { countedCall, hourOf, UsageStore, usageKey } from "../src/usage-store.js";
 
 /**
  * GetUsage over a real usage bucket: pages in hour order, and a page token holds only for the
@@ -45,9 +45,11 @@ describe("GetUsage pages", () => {
       });
       const userId = agentId === longest ? longest : "";
       event.userId = userId;
-      await store.add(usageKey(hourMs, agentId, userId, "usage.tool"), [
-        { event, sequence: i + 1 },
-      ]);
+      await store.add(
+        usageKey(hourMs, agentId, userId, "usage.tool"),
+        [{ seq: i + 1, calls: [countedCall(event)] }],
+        0,
+      );
     }
   });
 

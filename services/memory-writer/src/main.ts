@@ -6,12 +6,11 @@ import { runService } from "@toolmesh/service";
 import { memoryWriterConfig } from "./config.js";
 import { MEMORY_DIR } from "./layout.js";
 import { MemoryStore } from "./memory-store.js";
-import { MEMORY_MAX_ACK_PENDING, MemoryWriter } from "./writer.js";
+import { MEMORY_RECOVERY_CALLS, MemoryWriter } from "./writer.js";
 
 await runService({
   name: "memory-writer",
   config: memoryWriterConfig,
-  streams: ["callback"],
   async start({ config, log, nc, js, jsm }) {
     // One process writes the memory files at a time: two appending to one agent's file would
     // interleave and neither would know the other's calls. A standby takes over within seconds
@@ -28,11 +27,12 @@ await runService({
           maxOpenFiles: config.maxOpenFiles,
           maxFileBytes: config.maxFileBytes,
           recentCalls: config.recentCalls,
-          recoveryCalls: MEMORY_MAX_ACK_PENDING,
+          recoveryCalls: MEMORY_RECOVERY_CALLS,
           log,
         });
         log.info({ dir: store.dir, ...store.startup }, "memory files opened");
         const writer = new MemoryWriter({
+          nc,
           js,
           jsm,
           store,

@@ -1,21 +1,27 @@
-import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { callFields, type Logger } from "@toolmesh/log";
-import { type BatchConsumer, consumeBatches, type Delivered } from "@toolmesh/nats";
-import { type CallbackEvent, CallbackEventSchema } from "@toolmesh/proto";
-import { type JetStreamClient, type JetStreamManager, millis } from "nats";
+import { busAccess } from "@toolmesh/nats";
+import { type CallbackEvent, isFinal } from "@toolmesh/proto";
+import { followLog, type LogBlock, type LogFollower, outcomeOf } from "@toolmesh/records";
+import type { JetStreamClient, JetStreamManager, NatsConnection } from "nats";
 import { entriesOf } from "./entries.js";
-import type { MemoryStore, WriteResult } from "./memory-store.js";
+import type { MemoryStore } from "./memory-store.js";
 
-/** The durable consumer on TOOLMESH_CALLBACK. */
-export const MEMORY_CONSUMER = "memory-writer";
-const CALLBACK_STREAM = "TOOLMESH_CALLBACK";
+/** memory-writer's durable consumer on the audit log. */
+export const MEMORY_DURABLE = busAccess["memory-writer"].durables.auditLog;
+/** Blocks delivered and not yet acked. */
+const MEMORY_MAX_ACK_PENDING = 16;
 /**
- * Events delivered and not yet acked. A previous process's unacked writes are therefore among
- * the last this many calls of their agent's file, which is how deep a file's tail is read back.
+ * Calls read back from the tail of an agent's file at open, to recognise a block a previous
+ * process wrote and did not ack: the calls of the blocks it may have held. Audit chains at most
+ * about 512 records into a block, so this is MEMORY_MAX_ACK_PENDING such blocks.
  */
-export const MEMORY_MAX_ACK_PENDING = 512;
+export const MEMORY_RECOVERY_CALLS = MEMORY_MAX_ACK_PENDING * 512;
+/** Short, so the blocks a lapsed holder held reach its successor within seconds. */
+const ACK_WAIT_MS = 5_000;
+/** Bytes of log blocks one pull asks for. */
+const PULL_BYTES = 4 * 1024 * 1024;
 
-/** What memory-writer does with one event: append these lines to this agent's memory. */
+/** What memory-writer does with one outcome: append these lines to this agent's memory. */
 export interface MemoryAction {
   agentId: string;
   callId: string;
@@ -23,7 +29,7 @@ export interface MemoryAction {
   text: string;
 }
 
-/** The one place that maps a bus message to memory: a callback event becomes its two entries. */
+/** The one place that maps an outcome to memory: a finished call becomes its two entries. */
 export function memoryActionOf(
   event: CallbackEvent,
   redact: (value: unknown) => unknown,
@@ -34,77 +40,88 @@ export function memoryActionOf(
   return { agentId: event.agentId, callId: event.callId, text };
 }
 
-/** Used when the callback stream's duplicate window cannot be read. */
-const DEFAULT_DUPLICATE_WINDOW_MS = 2 * 60 * 1000;
-
-/** Raised for a batch that arrives after the lease lapsed: it is left for the holder. */
-export class LeaseLapsedError extends Error {
-  override name = "LeaseLapsedError";
+/** The final outcomes the records of a block state: what memory holds of them. */
+export function finishedCalls(block: Pick<LogBlock, "records">): CallbackEvent[] {
+  const out: CallbackEvent[] = [];
+  for (const record of block.records) {
+    const event = outcomeOf(record);
+    if (event && isFinal(event.status)) out.push(event);
+  }
+  return out;
 }
 
-/** Writes every callback event into its agent's memory, acking only once it is on disk. */
+/**
+ * Writes every finished call of the audit log into its agent's memory, acking a block only once
+ * its calls are on disk. A block delivered for the first time holds calls never written (the
+ * log keeps each record once, and a new consumer starts at the log's end); a redelivered one may
+ * have been written by this or an earlier process, which the store recognises.
+ */
 export class MemoryWriter {
-  private consumer: BatchConsumer | undefined;
-  /** Events newer than this cannot have been published before (see mayBeWritten). */
-  private freshMs = DEFAULT_DUPLICATE_WINDOW_MS / 2;
+  private follower: LogFollower | undefined;
 
   constructor(
     private readonly deps: {
+      nc: NatsConnection;
       js: JetStreamClient;
       jsm: JetStreamManager;
       store: MemoryStore;
       redact: (value: unknown) => unknown;
       log: Logger;
-      /** False when this process may no longer write (its lease lapsed); the batch is redelivered. */
+      /** False when this process may no longer write (its lease lapsed); blocks are handed back. */
       active?: () => boolean;
     },
   ) {}
 
   async start(): Promise<void> {
-    const { js, jsm, log } = this.deps;
-    const window = (await jsm.streams.info(CALLBACK_STREAM)).config.duplicate_window;
-    if (window) this.freshMs = millis(window) / 2;
-    this.consumer = await consumeBatches({
+    const { nc, js, jsm, log } = this.deps;
+    this.follower = await followLog({
+      nc,
       js,
       jsm,
-      stream: CALLBACK_STREAM,
-      durable: MEMORY_CONSUMER,
-      schema: CallbackEventSchema,
+      durable: MEMORY_DURABLE,
       log,
-      what: "callback event",
+      ackWaitMs: ACK_WAIT_MS,
       maxAckPending: MEMORY_MAX_ACK_PENDING,
+      pullBytes: PULL_BYTES,
       // Calls of different agents are independent and one agent's are written in rounds, so
-      // the whole batch is handed to the store at once.
-      handleBatch: async (batch) => {
-        if (this.deps.active && !this.deps.active()) {
-          throw new LeaseLapsedError("this memory-writer's lease lapsed; another may be writing");
-        }
-        return Promise.allSettled(batch.map((d) => this.write(d)));
-      },
-      logFields: callFields,
+      // the blocks that came together are handed to the store at once.
+      onBlocks: (blocks) => this.write(blocks),
     });
   }
 
-  private write({ value, msg }: Delivered<typeof CallbackEventSchema>): Promise<WriteResult> {
-    const action = memoryActionOf(value, this.deps.redact);
-    return this.deps.store.write(action.agentId, action.callId, action.text, {
-      mayBeWritten: this.mayBeWritten(value, msg.redelivered),
-    });
+  private async write(blocks: LogBlock[]): Promise<void> {
+    if (this.deps.active && !this.deps.active()) {
+      for (const block of blocks) block.nak(1000);
+      this.deps.log.warn("this memory-writer's lease lapsed; blocks left for the holder");
+      return;
+    }
+    await Promise.all(blocks.map((block) => this.writeBlock(block)));
   }
 
-  /**
-   * Whether an event may be in its agent's file already, written by an earlier process: only
-   * then is the file's tail read back. A redelivery may be (written, then not acked). A second
-   * publication of a call's event is dropped by the stream within its duplicate window, so one
-   * delivered for the first time is new unless its call ended longer ago than that; half the
-   * window is allowed for clocks that disagree.
-   */
-  private mayBeWritten(event: CallbackEvent, redelivered: boolean): boolean {
-    if (redelivered || !event.time) return true;
-    return Date.now() - timestampMs(event.time) > this.freshMs;
+  private async writeBlock(block: LogBlock): Promise<void> {
+    const calls = finishedCalls(block);
+    const results = await Promise.allSettled(
+      calls.map((event) => {
+        const action = memoryActionOf(event, this.deps.redact);
+        return this.deps.store.write(action.agentId, action.callId, action.text, {
+          mayBeWritten: block.redelivered,
+        });
+      }),
+    );
+    const failed = results.findIndex((r) => r.status === "rejected");
+    if (failed < 0) {
+      block.ack();
+      return;
+    }
+    const reason = (results[failed] as PromiseRejectedResult).reason;
+    this.deps.log.warn(
+      { err: reason, ...callFields(calls[failed] as CallbackEvent), seq: block.seq },
+      "cannot write a call to memory; its block comes again",
+    );
+    block.nak(1000);
   }
 
   async stop(): Promise<void> {
-    await this.consumer?.stop();
+    await this.follower?.stop();
   }
 }

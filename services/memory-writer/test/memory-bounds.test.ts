@@ -1,17 +1,27 @@
-import { randomBytes } from "node:crypto";
 import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { create } from "@bufbuild/protobuf";
-import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import { publishEvent, streamNames, subjects } from "@toolmesh/nats";
-import { type CallbackEvent, CallbackEventSchema, CallStatus } from "@toolmesh/proto";
+import { ensureConsumer, streamNames } from "@toolmesh/nats";
+import { type AuditRecord, CallStatus } from "@toolmesh/proto";
 import {
-  consumerDrained,
-  type OneService,
+  endRecord,
+  eventually,
+  logConsumed,
   type ServiceProcess,
-  startOneService,
+  startAudit,
+  startNats,
+  startService,
+  type TestNats,
+  writeRecords,
 } from "@toolmesh/testkit";
+import {
+  AckPolicy,
+  connect,
+  DeliverPolicy,
+  type JetStreamManager,
+  type NatsConnection,
+  nanos,
+} from "nats";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { MemoryEntry } from "../src/entries.js";
 import {
@@ -22,21 +32,11 @@ import {
   memoryFileName,
   readAgentMemory,
 } from "../src/layout.js";
-import { MEMORY_CONSUMER } from "../src/writer.js";
+import { MEMORY_DURABLE } from "../src/writer.js";
 
-const callEvent = (callId: string, agentId: string, output: Record<string, unknown> = {}) =>
-  create(CallbackEventSchema, {
-    callId,
-    traceId: randomBytes(16).toString("hex"),
-    tool: "data.query",
-    agentId,
-    userId: "user-1",
-    status: CallStatus.SUCCESS,
-    output: { ok: true, ...output },
-    durationMs: 1,
-    attempts: 1,
-    time: timestampFromMs(Date.now()),
-  });
+/** The end record of a successful call of an agent. */
+const callRecord = (callId: string, agentId: string, output: Record<string, unknown> = {}) =>
+  endRecord(callId, CallStatus.SUCCESS, { agentId, output: { ok: true, ...output } });
 
 const entriesOf = (text: string) =>
   text
@@ -45,25 +45,37 @@ const entriesOf = (text: string) =>
     .map((l) => JSON.parse(l) as MemoryEntry);
 
 describe("memory writer bounds", () => {
-  let bus: OneService;
+  let nats: TestNats;
+  let nc: NatsConnection;
+  let jsm: JetStreamManager;
   let dataDir: string;
+  let audit: ServiceProcess;
   let writer: ServiceProcess | undefined;
 
   const start = (env: Record<string, string> = {}, timeoutMs?: number) =>
-    bus.start({ TOOLMESH_DATA_DIR: dataDir, ...env }, timeoutMs ? { timeoutMs } : {});
-  const publish = (e: CallbackEvent, msgId = e.callId) =>
-    publishEvent(bus.js, subjects.callback("success", e.tool), CallbackEventSchema, e, {
-      msgId,
-    });
-  /** Resolves once memory-writer has acked every event published so far. */
-  const drained = () => consumerDrained(bus.jsm, streamNames.callback, MEMORY_CONSUMER, 60_000);
+    startService(
+      "memory-writer",
+      { NATS_URL: nats.url, TOOLMESH_DATA_DIR: dataDir, ...env },
+      { readyPattern: '"msg":"ready"', ...(timeoutMs ? { timeoutMs } : {}) },
+    );
+  /** Writes records in batches of 50, as concurrent calls' records are written. */
+  const write = async (records: AuditRecord[]) => {
+    const writes: Promise<unknown>[] = [];
+    for (let at = 0; at < records.length; at += 50)
+      writes.push(writeRecords(nc, records.slice(at, at + 50)));
+    await Promise.all(writes);
+  };
+  const drained = (onPoll?: () => void) =>
+    eventually(async () => {
+      onPoll?.();
+      await logConsumed(jsm, MEMORY_DURABLE, 1000);
+    }, 60_000);
 
   beforeAll(async () => {
-    bus = await startOneService("memory-writer", {
-      streams: ["callback"],
-      readyPattern: '"msg":"ready"',
-      started: false,
-    });
+    nats = await startNats();
+    nc = await connect({ servers: nats.url });
+    jsm = await nc.jetstreamManager();
+    audit = await startAudit(nats.url);
   });
   afterEach(async () => {
     await writer?.stop();
@@ -71,7 +83,9 @@ describe("memory writer bounds", () => {
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
   });
   afterAll(async () => {
-    await bus?.stop();
+    await audit?.stop();
+    await nc?.close();
+    await nats?.destroy();
   });
 
   it("starts on a file of 100,000 calls by reading its tail, and still recognises its last calls", async () => {
@@ -105,6 +119,19 @@ describe("memory writer bounds", () => {
     const size = (await stat(file)).size;
     expect(size).toBeGreaterThan(20 * 1024 * 1024);
 
+    // A writer that stopped after writing the file's last call, before acking its block: that
+    // block is pending on the consumer and comes again to the next writer, redelivered.
+    await ensureConsumer(jsm, streamNames.auditLog, {
+      durable_name: MEMORY_DURABLE,
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: DeliverPolicy.New,
+      ack_wait: nanos(5_000),
+      max_ack_pending: 16,
+    });
+    await writeRecords(nc, [callRecord(`old-${calls - 1}`, "busy-agent")]);
+    const held = await nc.jetstream().consumers.get(streamNames.auditLog, MEMORY_DURABLE);
+    expect((await held.next({ expires: 20_000 }))?.redelivered).toBe(false);
+
     const began = Date.now();
     // Reading every line once takes about a second here; measuring the file's byte length once
     // per line (the quadratic load this replaced) takes hours for 200,000 lines.
@@ -113,13 +140,7 @@ describe("memory writer bounds", () => {
     expect(ready).toBeLessThan(20_000);
     expect((await stat(file)).size).toBe(size - '{"id":"old-100000","par'.length);
 
-    // The last call of the file comes again, published long after it ended (past the stream's
-    // duplicate window, as a Callback down for minutes mid-broadcast would), then a new one.
-    await publish({
-      ...callEvent(`old-${calls - 1}`, "busy-agent"),
-      time: timestampFromMs(Date.now() - 10 * 60 * 1000),
-    });
-    await publish(callEvent("new-1", "busy-agent"));
+    await writeRecords(nc, [callRecord("new-1", "busy-agent")]);
     await drained();
     const text = await readAgentMemory(dataDir, "busy-agent");
     const tail = entriesOf(text.slice(text.indexOf("\n", text.length - 4096) + 1));
@@ -136,7 +157,7 @@ describe("memory writer bounds", () => {
     const dotted = `${".".repeat(127)}/`;
     for (const agent of [ascii, wide, dotted]) {
       expect(agent).toHaveLength(128);
-      await publish(callEvent(`long-${agent.charCodeAt(0)}-${agent.length}`, agent));
+      await writeRecords(nc, [callRecord(`long-${agent.charCodeAt(0)}-${agent.length}`, agent)]);
     }
     await drained();
     for (const agent of [ascii, wide, dotted]) {
@@ -160,8 +181,8 @@ describe("memory writer bounds", () => {
     const baseline = await fds();
     const agents = 300;
     const total = 3000;
-    const published = Array.from({ length: total }, (_, i) =>
-      publish(callEvent(`fd-${i}`, `agent-${i % agents}`)),
+    const published = write(
+      Array.from({ length: total }, (_, i) => callRecord(`fd-${i}`, `agent-${i % agents}`)),
     );
     let most = baseline;
     const sample = async () => {
@@ -169,7 +190,7 @@ describe("memory writer bounds", () => {
     };
     const sampler = setInterval(() => void sample(), 2);
     try {
-      await Promise.all(published);
+      await published;
       await drained();
     } finally {
       clearInterval(sampler);
@@ -188,7 +209,9 @@ describe("memory writer bounds", () => {
     const maxBytes = 64 * 1024;
     writer = await start({ TOOLMESH_MEMORY_MAX_FILE_BYTES: String(maxBytes) });
     const padding = "x".repeat(1000);
-    for (let i = 0; i < 200; i++) await publish(callEvent(`rot-${i}`, "rotating", { padding }));
+    await write(
+      Array.from({ length: 200 }, (_, i) => callRecord(`rot-${i}`, "rotating", { padding })),
+    );
     await drained();
     const dir = agentMemoryDir(dataDir, "rotating");
     const files = await agentFiles(dir);

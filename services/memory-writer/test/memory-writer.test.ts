@@ -1,67 +1,67 @@
-import { randomBytes, randomUUID } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import { appendFile, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { create } from "@bufbuild/protobuf";
-import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import { publishEvent, streamNames, subjects } from "@toolmesh/nats";
-import { type CallbackEvent, CallbackEventSchema, CallStatus } from "@toolmesh/proto";
+import { streamNames } from "@toolmesh/nats";
+import { type AuditRecord, AuditRecordSchema, CallStatus } from "@toolmesh/proto";
 import {
-  consumerDrained,
+  endRecord,
   eventually,
-  type OneService,
+  logConsumed,
   type ServiceProcess,
-  startOneService,
+  startAudit,
+  startNats,
+  startService,
+  type TestNats,
+  writeRecords,
 } from "@toolmesh/testkit";
+import { connect, type JetStreamManager, type NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { MemoryEntry } from "../src/entries.js";
 import { agentDirName, agentFiles } from "../src/layout.js";
-import { MEMORY_CONSUMER } from "../src/writer.js";
+import { MEMORY_DURABLE } from "../src/writer.js";
 
 const TOTAL = 2000;
 const SECRET = `s3cr3t-${randomUUID()}`;
 const AGENTS = ["agent-1", "agent-2", "team/alpha.*", "../escape"];
 
-function event(i: number): CallbackEvent {
+/** The end record of call i: success, failure and interrupted in turn, with secrets to hide. */
+function ended(i: number): AuditRecord {
   const status = [CallStatus.SUCCESS, CallStatus.FAILURE, CallStatus.INTERRUPTED][
     i % 3
   ] as CallStatus;
-  return create(CallbackEventSchema, {
-    callId: `call-${i}`,
-    traceId: randomBytes(16).toString("hex"),
+  return endRecord(`call-${i}`, status, {
     parentId: i % 7 === 0 ? "" : `call-${i - 1}`,
-    tool: "data.query",
     agentId: AGENTS[i % AGENTS.length] as string,
-    userId: "user-1",
-    status,
     ...(status === CallStatus.SUCCESS
       ? { output: { rows: i, credentials: { password: SECRET }, token: SECRET } }
       : {}),
     ...(status === CallStatus.FAILURE
-      ? { error: { code: "backend_error", message: "refused", details: { api_key: SECRET } } }
+      ? { errorMessage: "refused", errorDetails: { api_key: SECRET } }
       : {}),
-    ...(status === CallStatus.INTERRUPTED ? { reason: "timeout" } : {}),
     durationMs: 5,
-    attempts: 1,
-    time: timestampFromMs(Date.now()),
   });
 }
 
 describe("memory writer", () => {
-  let bus: OneService;
+  let nats: TestNats;
+  let nc: NatsConnection;
+  let jsm: JetStreamManager;
   let dataDir: string;
+  let audit: ServiceProcess;
   let writer: ServiceProcess | undefined;
   const logs: string[] = [];
 
   const start = async () => {
-    writer = await bus.start({ TOOLMESH_DATA_DIR: dataDir, LOG_LEVEL: "debug" });
+    writer = await startService(
+      "memory-writer",
+      { NATS_URL: nats.url, TOOLMESH_DATA_DIR: dataDir, LOG_LEVEL: "debug" },
+      { readyPattern: '"msg":"ready"' },
+    );
   };
   const keepLogs = (p: ServiceProcess) => logs.push(...p.stdout.lines, ...p.stderr.lines);
-  const publish = (e: CallbackEvent, msgId = e.callId) =>
-    publishEvent(bus.js, subjects.callback("success", e.tool), CallbackEventSchema, e, {
-      msgId,
-    });
-  const drained = () => consumerDrained(bus.jsm, streamNames.callback, MEMORY_CONSUMER);
+  const drained = () => logConsumed(jsm, MEMORY_DURABLE);
   /** Each agent directory's memory: its files read in name order, as a reader of the layout does. */
   const readMemory = async () => {
     const dir = path.join(dataDir, "memory");
@@ -82,37 +82,47 @@ describe("memory writer", () => {
   };
 
   beforeAll(async () => {
-    bus = await startOneService("memory-writer", {
-      streams: ["callback"],
-      readyPattern: '"msg":"ready"',
-      started: false,
-    });
+    nats = await startNats();
+    nc = await connect({ servers: nats.url });
+    jsm = await nc.jetstreamManager();
+    audit = await startAudit(nats.url);
     dataDir = await mkdtemp(path.join(tmpdir(), "toolmesh-memory-"));
     await start();
   });
 
   afterAll(async () => {
-    await bus?.stop();
+    await writer?.stop();
+    await audit?.stop();
+    await nc?.close();
+    await nats?.destroy();
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
   });
 
   it(`writes ${TOTAL} calls exactly once across a SIGKILL, without secrets`, async () => {
-    const events = Array.from({ length: TOTAL }, (_, i) => event(i));
-    await Promise.all(events.map((e) => publish(e)));
+    const records = Array.from({ length: TOTAL }, (_, i) => ended(i));
+    const write = (from: number, to: number) => {
+      const writes: Promise<unknown>[] = [];
+      for (let at = from; at < to; at += 10)
+        writes.push(writeRecords(nc, records.slice(at, at + 10)));
+      return Promise.all(writes);
+    };
+    const firstHalf = write(0, TOTAL / 2);
     await eventually(
       async () => {
-        const info = await bus.jsm.consumers.info(streamNames.callback, MEMORY_CONSUMER);
-        expect(info.ack_floor.stream_seq).toBeGreaterThanOrEqual(200);
+        const info = await jsm.consumers.info(streamNames.auditLog, MEMORY_DURABLE);
+        expect(info.ack_floor.stream_seq).toBeGreaterThan(0);
       },
       20_000,
-      "200 calls written before the kill",
-      10,
+      "calls written before the kill",
     );
     const running = writer as ServiceProcess;
     await running.kill();
     keepLogs(running);
-    // A publisher retrying beyond the dedupe window sends the same calls again.
-    await Promise.all(events.slice(0, 100).map((e) => publish(e, `${e.callId}-again`)));
+    await firstHalf;
+    // Records keep coming while it is down; none may be lost.
+    await write(TOTAL / 2, TOTAL);
+    // A writer that lost its acks sends the same records again: the log keeps each once.
+    await writeRecords(nc, records.slice(0, 100), { msgId: "again" });
     await start();
     await drained();
 
@@ -177,9 +187,9 @@ describe("memory writer", () => {
     );
     await start();
     expect(await readFile(file, "utf8")).toBe(before);
-    const torn = create(CallbackEventSchema, { ...event(0), callId: "torn-1", agentId: "agent-1" });
-    await publish(torn);
-    await publish(torn, "torn-1-again");
+    const torn = create(AuditRecordSchema, { ...ended(0), callId: "torn-1", agentId: "agent-1" });
+    await writeRecords(nc, [torn]);
+    await writeRecords(nc, [torn], { msgId: "torn-1-again" });
     await drained();
     const entries = (await readMemory()).get(agentDirName("agent-1"))?.entries ?? [];
     expect(entries.filter((e) => e.id === "torn-1")).toHaveLength(1);

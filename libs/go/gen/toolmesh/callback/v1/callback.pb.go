@@ -627,14 +627,20 @@ func (x *Usage) GetDurationMs() uint64 {
 }
 
 // StoredUsage is the value of a key of the Callback service's bucket `toolmesh-usage`: one hour's
-// aggregate and the last sequence of the sent-mark stream it absorbed, so a replay after a
-// restart adds nothing twice. Never returned by an RPC.
+// aggregate and which audit log blocks it counted, so a block delivered again (to this replica or
+// another, in any order) adds nothing twice. Never returned by an RPC.
 type StoredUsage struct {
-	state           protoimpl.MessageState `protogen:"open.v1"`
-	Usage           *Usage                 `protobuf:"bytes,1,opt,name=usage,proto3" json:"usage,omitempty"`
-	AppliedSequence uint64                 `protobuf:"varint,2,opt,name=applied_sequence,json=appliedSequence,proto3" json:"applied_sequence,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Usage *Usage                 `protobuf:"bytes,1,opt,name=usage,proto3" json:"usage,omitempty"`
+	// Written by versions that counted a stream of sent marks in order: the last mark's sequence.
+	// No longer read or written.
+	AppliedSequence uint64 `protobuf:"varint,2,opt,name=applied_sequence,json=appliedSequence,proto3" json:"applied_sequence,omitempty"`
+	// The audit log sequences of the blocks whose calls this aggregate counted, those above the
+	// Callback consumer's ack floor when it was written: a block at or below the floor was acked
+	// and is never delivered again, so it need not be remembered.
+	CountedBlocks []uint64 `protobuf:"varint,3,rep,packed,name=counted_blocks,json=countedBlocks,proto3" json:"counted_blocks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StoredUsage) Reset() {
@@ -679,6 +685,13 @@ func (x *StoredUsage) GetAppliedSequence() uint64 {
 		return x.AppliedSequence
 	}
 	return 0
+}
+
+func (x *StoredUsage) GetCountedBlocks() []uint64 {
+	if x != nil {
+		return x.CountedBlocks
+	}
+	return nil
 }
 
 var File_toolmesh_callback_v1_callback_proto protoreflect.FileDescriptor
@@ -731,10 +744,11 @@ const file_toolmesh_callback_v1_callback_proto_rawDesc = "" +
 	"\arefused\x18\t \x01(\x04R\arefused\x12\x1f\n" +
 	"\vduration_ms\x18\n" +
 	" \x01(\x04R\n" +
-	"durationMs\"k\n" +
+	"durationMs\"\x92\x01\n" +
 	"\vStoredUsage\x121\n" +
 	"\x05usage\x18\x01 \x01(\v2\x1b.toolmesh.callback.v1.UsageR\x05usage\x12)\n" +
-	"\x10applied_sequence\x18\x02 \x01(\x04R\x0fappliedSequence2\xf6\x02\n" +
+	"\x10applied_sequence\x18\x02 \x01(\x04R\x0fappliedSequence\x12%\n" +
+	"\x0ecounted_blocks\x18\x03 \x03(\x04R\rcountedBlocks2\xf6\x02\n" +
 	"\x0fCallbackService\x12S\n" +
 	"\x06Report\x12#.toolmesh.callback.v1.ReportRequest\x1a$.toolmesh.callback.v1.ReportResponse\x12_\n" +
 	"\n" +

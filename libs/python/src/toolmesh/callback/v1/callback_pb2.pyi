@@ -115,9 +115,11 @@ class Usage(_message.Message):
     def __init__(self, hour: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., agent_id: _Optional[str] = ..., user_id: _Optional[str] = ..., tool: _Optional[str] = ..., calls: _Optional[int] = ..., errors: _Optional[int] = ..., failures: _Optional[int] = ..., interrupted: _Optional[int] = ..., refused: _Optional[int] = ..., duration_ms: _Optional[int] = ...) -> None: ...
 
 class StoredUsage(_message.Message):
-    __slots__ = ("usage", "applied_sequence")
+    __slots__ = ("usage", "applied_sequence", "counted_blocks")
     USAGE_FIELD_NUMBER: _ClassVar[int]
     APPLIED_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    COUNTED_BLOCKS_FIELD_NUMBER: _ClassVar[int]
     usage: Usage
     applied_sequence: int
-    def __init__(self, usage: _Optional[_Union[Usage, _Mapping]] = ..., applied_sequence: _Optional[int] = ...) -> None: ...
+    counted_blocks: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, usage: _Optional[_Union[Usage, _Mapping]] = ..., applied_sequence: _Optional[int] = ..., counted_blocks: _Optional[_Iterable[int]] = ...) -> None: ...

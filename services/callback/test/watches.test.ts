@@ -1,26 +1,24 @@
 import { randomBytes } from "node:crypto";
-import { create } from "@bufbuild/protobuf";
-import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { type Client, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { Code, ConnectError } from "@toolmesh/errors";
-import { ensureStream, publishEvent, streamDefinitions, subjects } from "@toolmesh/nats";
-import { CallbackService, CallStatus, type Outcome, OutcomeSchema } from "@toolmesh/proto";
+import { type AuditRecord, CallbackService, CallStatus } from "@toolmesh/proto";
 import {
+  endRecord,
+  metricSum,
   type ServiceProcess,
+  startAudit,
   startNats,
   startService,
-  TEST_JS_OPTIONS,
   type TestNats,
+  writeRecords,
 } from "@toolmesh/testkit";
 import { SignJWT } from "jose";
 import { connect, type JetStreamManager, type NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CALLBACK_BUCKET, isBroadcastMark } from "../src/call-store.js";
 
 const JWT_SECRET = randomBytes(32).toString("hex");
 const MAX_WATCHES = 5;
-const TTL_SECONDS = 2;
 
 const bearer = async (sub: string, roles = ["agent"]) => ({
   headers: {
@@ -34,18 +32,12 @@ const bearer = async (sub: string, roles = ["agent"]) => ({
   },
 });
 
-const outcome = (callId: string, agentId: string, status = CallStatus.SUCCESS): Outcome =>
-  create(OutcomeSchema, {
-    callId,
-    traceId: randomBytes(16).toString("hex"),
+/** A call's end record: a success of watched.tool. */
+const ended = (callId: string, agentId: string): AuditRecord =>
+  endRecord(callId, CallStatus.SUCCESS, {
     tool: "watched.tool",
     agentId,
-    status,
-    ...(status === CallStatus.SUCCESS ? { output: { call: callId } } : {}),
-    durationMs: 1,
-    attempts: 1,
-    finishedAt: timestampFromMs(Date.now()),
-    source: "dispatcher",
+    output: { call: callId },
   });
 
 /** Polls until check returns a value (state another process changes on its own schedule). */
@@ -59,31 +51,17 @@ async function until<T>(check: () => Promise<T | undefined>, what: string, ms = 
   }
 }
 
-describe("callback watches and retention", () => {
+describe("callback watches", () => {
   let nats: TestNats;
   let nc: NatsConnection;
   let jsm: JetStreamManager;
+  let audit: ServiceProcess;
   let callback: ServiceProcess;
   let client: Client<typeof CallbackService>;
 
-  const publish = (o: Outcome) =>
-    publishEvent(
-      nc.jetstream(TEST_JS_OPTIONS),
-      subjects.outcome("dispatcher", o.callId),
-      OutcomeSchema,
-      o,
-      {
-        msgId: o.callId,
-      },
-    );
+  const publish = (...records: AuditRecord[]) => writeRecords(nc, records);
   /** Watches the service holds open, from its /metrics. */
-  const openWatches = async () => {
-    const text = await (await fetch(`${callback.url}/metrics`)).text();
-    let sum = 0;
-    for (const m of text.matchAll(/^toolmesh_callback_watches\{kind="\w+"\} (\d+)$/gm))
-      sum += Number(m[1]);
-    return sum;
-  };
+  const openWatches = () => metricSum(callback.url, "toolmesh_callback_watches");
   /** Every consumer on the server, read from JetStream. */
   const consumers = async () => (await jsm.getAccountInfo()).consumers;
 
@@ -91,20 +69,19 @@ describe("callback watches and retention", () => {
     nats = await startNats();
     nc = await connect({ servers: nats.url });
     jsm = await nc.jetstreamManager();
-    const streams = streamDefinitions();
-    for (const s of [streams.outcome, streams.trace, streams.callback]) await ensureStream(jsm, s);
+    audit = await startAudit(nats.url, JWT_SECRET);
     callback = await startService("callback", {
       NATS_URL: nats.url,
       TOOLMESH_CALLBACK_PORT: "0",
       TOOLMESH_JWT_SECRET: JWT_SECRET,
       TOOLMESH_CALLBACK_MAX_WATCHES_PER_AGENT: String(MAX_WATCHES),
-      TOOLMESH_CALLBACK_TTL_SECONDS: String(TTL_SECONDS),
     });
     client = createClient(CallbackService, createGrpcTransport({ baseUrl: callback.url }));
   });
 
   afterAll(async () => {
     await callback?.stop();
+    await audit?.stop();
     await nc?.close();
     await nats?.destroy();
   });
@@ -150,10 +127,8 @@ describe("callback watches and retention", () => {
           e.rawMessage.includes(`TOOLMESH_CALLBACK_MAX_WATCHES_PER_AGENT=${MAX_WATCHES}`),
       );
       // Every call watch gets its call's outcome.
-      await Promise.all(
-        Array.from({ length: agents }, (_, a) =>
-          publish(outcome(`r${round}-a${a}-w0`, `agent-${a}`)),
-        ),
+      await publish(
+        ...Array.from({ length: agents }, (_, a) => ended(`r${round}-a${a}-w0`, `agent-${a}`)),
       );
       expect((await Promise.all(delivered)).sort()).toEqual(
         Array.from({ length: agents }, (_, a) => `r${round}-a${a}-w0`).sort(),
@@ -180,52 +155,10 @@ describe("callback watches and retention", () => {
         return undefined;
       })(),
     );
-    await Promise.all(
-      Array.from({ length: MAX_WATCHES }, (_, w) => publish(outcome(`again-${w}`, "agent-0"))),
-    );
+    await publish(...Array.from({ length: MAX_WATCHES }, (_, w) => ended(`again-${w}`, "agent-0")));
     expect(await Promise.all(again)).toEqual(
       Array.from({ length: MAX_WATCHES }, (_, w) => `again-${w}`),
     );
     expect(await consumers()).toBe(before);
   }, 120_000);
-
-  it("lets per-call keys expire after the TTL and answers NOT_FOUND saying so", async () => {
-    const agent = await bearer("ttl-agent");
-    await publish(outcome("short-lived", "ttl-agent"));
-    const got = await until(
-      () => client.getOutcome({ callId: "short-lived" }, agent).catch(() => undefined),
-      "the outcome",
-    );
-    expect(got.event?.status).toBe(CallStatus.SUCCESS);
-    const kv = await nc.jetstream(TEST_JS_OPTIONS).views.kv(CALLBACK_BUCKET, { bindOnly: true });
-    // The broadcast mark follows the stored outcome (each an fsynced write), so it may come a
-    // moment later; it is the call's one key, written again.
-    await until(async () => {
-      const entry = await kv.get("calls.short-lived");
-      return entry && isBroadcastMark(entry.value) ? true : undefined;
-    }, "the broadcast mark");
-    expect(await kv.get("sent.short-lived")).toBeNull();
-
-    const error = await until(
-      () =>
-        client.getOutcome({ callId: "short-lived" }, agent).then(
-          () => undefined,
-          (e: unknown) => e,
-        ),
-      "expiry",
-    );
-    expect(error).toBeInstanceOf(ConnectError);
-    expect((error as ConnectError).code).toBe(Code.NotFound);
-    expect((error as ConnectError).rawMessage).toContain(
-      `finished more than ${TTL_SECONDS} seconds ago`,
-    );
-    // The call's key is gone from the bucket, not just hidden.
-    await until(
-      async () => ((await kv.get("calls.short-lived")) === null ? true : undefined),
-      "the call's key to expire",
-    );
-    const bucket = await jsm.streams.info(`KV_${CALLBACK_BUCKET}`);
-    expect(bucket.config.max_age).toBe(TTL_SECONDS * 1e9);
-    expect(bucket.config.max_bytes).toBeGreaterThan(0);
-  }, 60_000);
 });

@@ -1,12 +1,14 @@
 import { fromBinary } from "@bufbuild/protobuf";
 import { TYPE_HEADER } from "@toolmesh/nats";
 import { AuditLogBlockSchema, type AuditRecord, AuditRecordSchema } from "@toolmesh/proto";
-import { recordSlices } from "@toolmesh/records";
+import { recordSlices } from "./batch.js";
 
 /**
  * How a message of the audit log holds its records: a block (AuditLogBlock) or, for messages
  * written before blocks, one record. Read the same way from the log stream and from an archive
  * segment, so the headers are anything with a `get` (a nats.js MsgHdrs, or a segment's block).
+ * Every reader of the log — Audit's chain, index and archive, Callback, memory-writer, the CLI's
+ * verifier — reads its messages through this.
  */
 
 /** The type header of a log message that is a block; any other is one record. */
@@ -41,7 +43,7 @@ export function isBlock(headers: LogHeaders | undefined): boolean {
 export function recordBytes(headers: LogHeaders | undefined, data: Uint8Array): Uint8Array[] {
   if (!isBlock(headers)) return [data];
   try {
-    // A block and a RecordBatch are the same wire format (libs/records reads both).
+    // A block and a RecordBatch are the same wire format.
     return recordSlices(data);
   } catch (error) {
     throw new LogMessageError(`malformed audit log block: ${String(error)}`, { cause: error });
