@@ -39,7 +39,7 @@ export async function startClusterRun(
   const stack = await startStack({
     cluster: 3,
     ...(natsPlacements ? { natsPlacements } : {}),
-    services: [...chainServices, "audit", "callback", "memory-writer"],
+    services: [...chainServices, "callback", "memory-writer"],
     serviceEnv: {
       dispatcher: { TOOLMESH_DISPATCHER_LOST_AFTER_MS: "3000", TOOLMESH_SWEEP_INTERVAL_MS: "500" },
     },

@@ -25,7 +25,7 @@ describe("fail closed", () => {
 
   beforeAll(async () => {
     stack = await startStack({
-      services: [...chainServices, "audit", "callback", "memory-writer"],
+      services: [...chainServices, "callback", "memory-writer"],
       serviceEnv: {
         dispatcher: {
           TOOLMESH_DISPATCHER_LOST_AFTER_MS: "3000",

@@ -36,7 +36,7 @@ describe("kill -9 of every process during calls", () => {
 
   beforeAll(async () => {
     stack = await startStack({
-      services: [...chainServices, "audit", "callback", "memory-writer"],
+      services: [...chainServices, "callback", "memory-writer"],
       serviceEnv: {
         dispatcher: {
           TOOLMESH_DISPATCHER_LOST_AFTER_MS: "3000",

@@ -16,7 +16,7 @@ import { bestStart, type StartFigures, timedStart } from "./history/start-figure
 const CALLS = 50_000;
 const TOOL = "history.count";
 const AGENT = historyAgent(0, 1);
-const SERVICES = [...chainServices, "audit", "callback", "memory-writer"];
+const SERVICES = [...chainServices, "callback", "memory-writer"];
 // The history is written in bulk; fsync on every write would make that take minutes. Both the
 // fresh start and the restart compared run with the same setting.
 const SYNC_INTERVAL = "1s";

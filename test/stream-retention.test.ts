@@ -41,7 +41,7 @@ describe("event streams expire by age; the audit log keeps the chain", () => {
 
   beforeAll(async () => {
     stack = await startStack({
-      services: [...chainServices, "audit", "callback"],
+      services: [...chainServices, "callback"],
       env: { TOOLMESH_STREAM_MAX_AGE_SECONDS: String(MAX_AGE_SECONDS) },
     });
     served = await serveTools(

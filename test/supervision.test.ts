@@ -19,7 +19,7 @@ import { serveRecordingTool } from "./recording-tool.js";
 // `npm start` supervises every process: kill -9 of each kind under calls on one node, and the
 // launcher starts it again at its address while the rest keep serving; each restart is counted
 // in stack.json (what `toolmesh status` prints) and in the launcher's metrics.
-const SERVICES = [...chainServices, "audit", "callback", "memory-writer", "tool-agent"];
+const SERVICES = [...chainServices, "callback", "memory-writer", "tool-agent"];
 const AGENT = "supervised-agent";
 const TOOL = "supervised.write";
 const CONCURRENCY = 4;

@@ -28,7 +28,13 @@ export {
   startOneService,
 } from "./one-service.js";
 export { type OperatorStack, startOperatorStack } from "./operator-stack.js";
-export { endRecord, logConsumed, startAudit, writeRecords } from "./records.js";
+export {
+  endRecord,
+  lastRecordWritten,
+  logConsumed,
+  startAudit,
+  writeRecords,
+} from "./records.js";
 export {
   type ModelRequest,
   type ModelScript,

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { create, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
+import { create, fromBinary, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { streamNames, subjects, TYPE_HEADER } from "@toolmesh/nats";
 import {
@@ -9,7 +9,7 @@ import {
   CallStatus,
   RecordBatchSchema,
 } from "@toolmesh/proto";
-import { encodeRecords } from "@toolmesh/records";
+import { encodeRecords, recordSlices } from "@toolmesh/records";
 import { type JetStreamManager, type NatsConnection, headers as natsHeaders } from "nats";
 import { eventually } from "./eventually.js";
 import { TEST_JS_OPTIONS } from "./jetstream.js";
@@ -105,4 +105,23 @@ export function logConsumed(jsm: JetStreamManager, durable: string, timeoutMs = 
     timeoutMs,
     `every record chained and the whole audit log acked by ${durable}`,
   );
+}
+
+/**
+ * The newest record `source` wrote to the record stream that no Audit has taken yet (a stack
+ * without Audit keeps them): the last of a batch, or a message of one record.
+ */
+export async function lastRecordWritten(
+  jsm: JetStreamManager,
+  source: "dispatcher" | "registry" | "permission" | "callback" | "audit",
+): Promise<AuditRecord> {
+  const msg = await jsm.streams.getMessage(streamNames.records, {
+    last_by_subj: subjects.records(source),
+  });
+  const bytes =
+    msg.header?.get(TYPE_HEADER) === RecordBatchSchema.typeName
+      ? recordSlices(msg.data).at(-1)
+      : msg.data;
+  if (!bytes) throw new Error(`the last record batch of ${source} holds no record`);
+  return fromBinary(AuditRecordSchema, bytes);
 }

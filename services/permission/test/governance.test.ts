@@ -1,8 +1,6 @@
-import { fromBinary } from "@bufbuild/protobuf";
 import { Code } from "@toolmesh/errors";
-import { subjects } from "@toolmesh/nats";
-import { AuditAction, AuditRecordSchema, PrincipalKind, RateLimitSubject } from "@toolmesh/proto";
-import { failure, mintJwt } from "@toolmesh/testkit";
+import { AuditAction, PrincipalKind, RateLimitSubject } from "@toolmesh/proto";
+import { failure, lastRecordWritten, mintJwt } from "@toolmesh/testkit";
 import { startedForFile } from "@toolmesh/testkit/hooks";
 import { describe, expect, it } from "vitest";
 import { grantSpec } from "./grant-spec.js";
@@ -15,10 +13,7 @@ const admin = () => stack.as(stack.adminToken);
 /** The reason of the last ADMIN audit record. */
 async function lastAdminReason(): Promise<string> {
   const jsm = await stack.nc.jetstreamManager();
-  const audit = await jsm.streams.getMessage("TOOLMESH_AUDIT", {
-    last_by_subj: subjects.audit("permission", "admin", ""),
-  });
-  const record = fromBinary(AuditRecordSchema, audit.data);
+  const record = await lastRecordWritten(jsm, "permission");
   expect(record.action).toBe(AuditAction.ADMIN);
   return record.reason;
 }

@@ -8,13 +8,12 @@ import { buckets, subjects } from "@toolmesh/nats";
 import {
   ApiKeyRecordSchema,
   AuditAction,
-  AuditRecordSchema,
   ChangeType,
   PermissionChangedSchema,
   PrincipalKind,
   ResourceKind,
 } from "@toolmesh/proto";
-import { eventually, failure, mintJwt, refusedJwts } from "@toolmesh/testkit";
+import { eventually, failure, lastRecordWritten, mintJwt, refusedJwts } from "@toolmesh/testkit";
 import { startedForFile } from "@toolmesh/testkit/hooks";
 import { beforeAll, describe, expect, it } from "vitest";
 import { grantSpec } from "./grant-spec.js";
@@ -335,10 +334,7 @@ describe("events", () => {
       id,
       changedBy: "admin",
     });
-    const audit = await jsm.streams.getMessage("TOOLMESH_AUDIT", {
-      last_by_subj: subjects.audit("permission", "admin", ""),
-    });
-    const record = fromBinary(AuditRecordSchema, audit.data);
+    const record = await lastRecordWritten(jsm, "permission");
     expect(record.action).toBe(AuditAction.ADMIN);
     expect(record.reason).toContain(`created grant ${id}`);
   });

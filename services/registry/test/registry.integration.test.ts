@@ -5,7 +5,6 @@ import { Code, ConnectError } from "@toolmesh/errors";
 import { buckets, subjects } from "@toolmesh/nats";
 import {
   AuditAction,
-  AuditRecordSchema,
   ChangeType,
   GrantSchema,
   RegistryChangedSchema,
@@ -14,7 +13,13 @@ import {
   type ToolSpecSchema,
   WatchEventType,
 } from "@toolmesh/proto";
-import { allowSpec, failure, type OneService, startOneService } from "@toolmesh/testkit";
+import {
+  allowSpec,
+  failure,
+  lastRecordWritten,
+  type OneService,
+  startOneService,
+} from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 function spec(
@@ -111,10 +116,7 @@ describe("registry service process", () => {
       name: "events.tool",
       changedBy: "ops",
     });
-    const audit = await jsm.streams.getMessage("TOOLMESH_AUDIT", {
-      last_by_subj: subjects.audit("registry", "ops", "events.tool"),
-    });
-    expect(fromBinary(AuditRecordSchema, audit.data)).toMatchObject({
+    expect(await lastRecordWritten(jsm, "registry")).toMatchObject({
       action: AuditAction.ADMIN,
       tool: "events.tool",
       agentId: "ops",
