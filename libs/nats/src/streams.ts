@@ -27,8 +27,11 @@ export const subjects = {
   records: (source: RecordSource) => `toolmesh.records.${source}`,
   /** Every record batch (the record stream's subjects). */
   allRecords: "toolmesh.records.>",
-  /** Where the Dispatcher and Callback ask Audit for a call's records (request and reply). */
-  callLookup: "toolmesh.audit.calls",
+  /**
+   * Where the Dispatcher and Callback ask Audit for a call's records (request and reply); no
+   * stream of any version captures it, so a reply always comes from Audit.
+   */
+  callLookup: "toolmesh.lookup.calls",
   callback: (status: string, tool: string) =>
     `toolmesh.callback.${subjectToken(status)}.${subjectToken(tool)}`,
   /** Every broadcast of one tool's calls, whatever their status (a filter). */

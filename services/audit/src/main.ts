@@ -10,6 +10,7 @@ import { CallReaders } from "./call-readers.js";
 import { verifyChain } from "./chain-verifier.js";
 import { archiveSettings, auditConfig } from "./config.js";
 import { IndexFollower } from "./index-follower.js";
+import { upgradeLegacyStreams } from "./legacy-upgrade.js";
 import { LogReader } from "./log-reader.js";
 import { OpenCallSweeper } from "./open-call-sweeper.js";
 import { AuditRecorder } from "./recorder.js";
@@ -76,6 +77,14 @@ await runService({
           room: archiving.room,
         });
         await recorder.start();
+        // A data directory of an earlier version: its unchained records and running calls.
+        await upgradeLegacyStreams({
+          js,
+          jsm,
+          publisher,
+          hasEnd: (callId) => records.hasEnd(callId),
+          log,
+        });
         // Calls left open are closed by the writer of the chain, one sweeper at a time. It asks
         // the Dispatchers' heartbeats, whose bucket only the Dispatcher may create: it binds the
         // bucket once there is a call to close (and tries again at the next sweep if none exists).

@@ -1,7 +1,8 @@
 import type { DatabaseSync, SQLInputValue, StatementSync } from "node:sqlite";
+import { fromBinary } from "@bufbuild/protobuf";
 import type { Logger } from "@toolmesh/log";
 import { idKey, traceKey } from "@toolmesh/names";
-import { AuditAction } from "@toolmesh/proto";
+import { AuditAction, AuditRecordSchema } from "@toolmesh/proto";
 import { recordKey } from "@toolmesh/records";
 import { type IndexRebuild, openIndex } from "@toolmesh/service";
 import type { IndexRow } from "./record-mapping.js";
@@ -343,6 +344,13 @@ export class RecordIndex {
   /** Every stored record of a call, in chain order. */
   recordsOfCall(callId: string): Uint8Array[] {
     return this.callAll.all(idKey(callId), callId).map((r) => r.data as Uint8Array);
+  }
+
+  /** True when a call's end record (its TOOL_CALL) is indexed. */
+  hasEnd(callId: string): boolean {
+    return this.recordsOfCall(callId).some(
+      (data) => fromBinary(AuditRecordSchema, data).action === AuditAction.TOOL_CALL,
+    );
   }
 
   /** Calls started and not ended whose deadline is before `beforeMs`, oldest deadline first. */
