@@ -1,15 +1,29 @@
+import { busAccess, streamNames } from "@toolmesh/nats";
+import { consumerDrained } from "@toolmesh/testkit";
 import type { JetStreamManager } from "nats";
 
-/** The durable consumers that follow the chain's records, by the stream they read. */
+/**
+ * The durable consumers that follow a call's records, by the stream they read: Audit takes the
+ * record batches off the record stream (a work queue) into the audit log; Callback and
+ * memory-writer follow the audit log.
+ */
 export const CONSUMERS = [
-  { service: "audit", stream: "TOOLMESH_AUDIT", durable: "audit" },
-  { service: "callback", stream: "TOOLMESH_OUTCOME", durable: "callback" },
-  { service: "memory-writer", stream: "TOOLMESH_CALLBACK", durable: "memory-writer" },
+  { service: "audit", stream: streamNames.records, durable: busAccess.audit.durables.records },
+  {
+    service: "callback",
+    stream: streamNames.auditLog,
+    durable: busAccess.callback.durables.auditLog,
+  },
+  {
+    service: "memory-writer",
+    stream: streamNames.auditLog,
+    durable: busAccess["memory-writer"].durables.auditLog,
+  },
 ] as const;
 
 export interface ConsumerLag {
   service: string;
-  /** Messages not yet delivered or not yet acked when the load stopped. */
+  /** Messages not yet acked when the load stopped: record batches for Audit, log blocks for the others. */
   lagAtEnd: number;
   /** Seconds from the end of the load until the consumer had acked everything. */
   drainSeconds: number;
@@ -50,4 +64,13 @@ export async function lagAfter(
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   return rows;
+}
+
+/**
+ * Resolves once every consumer has acked everything its stream holds: the records of the calls
+ * made so far are chained, broadcast, counted and in memory. Audit first: the log the others
+ * follow grows until the record stream is empty.
+ */
+export async function consumersDone(jsm: JetStreamManager, timeoutMs = 120_000): Promise<void> {
+  for (const c of CONSUMERS) await consumerDrained(jsm, c.stream, c.durable, timeoutMs, 20);
 }
