@@ -1,25 +1,9 @@
-import { busAccess, streamNames } from "@toolmesh/nats";
 import { consumerDrained } from "@toolmesh/testkit";
 import type { JetStreamManager } from "nats";
+import { callConsumers } from "../test/history/backlogs.js";
 
-/**
- * The durable consumers that follow a call's records, by the stream they read: Audit takes the
- * record batches off the record stream (a work queue) into the audit log; Callback and
- * memory-writer follow the audit log.
- */
-export const CONSUMERS = [
-  { service: "audit", stream: streamNames.records, durable: busAccess.audit.durables.records },
-  {
-    service: "callback",
-    stream: streamNames.auditLog,
-    durable: busAccess.callback.durables.auditLog,
-  },
-  {
-    service: "memory-writer",
-    stream: streamNames.auditLog,
-    durable: busAccess["memory-writer"].durables.auditLog,
-  },
-] as const;
+/** The durable consumers that follow a call's records (test/history/backlogs.ts). */
+export const CONSUMERS = callConsumers;
 
 export interface ConsumerLag {
   service: string;
