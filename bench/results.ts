@@ -3,6 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { streamNames } from "@toolmesh/nats";
 import { repoRoot } from "@toolmesh/testkit";
+import type { FsyncCount } from "./fsyncs.js";
 import type { JetStreamFloor } from "./jetstream-floor.js";
 import { latencyPlot } from "./plot.js";
 import { writeResultsFile } from "./results-file.js";
@@ -25,11 +26,20 @@ export interface Cell {
   writes?: CallWrites;
 }
 
+/** A run of calls whose fsyncs on nats-server were counted. */
+export interface FsyncRun {
+  name: string;
+  concurrency: number;
+  count: FsyncCount;
+}
+
 /** How the run was made, for the results' header. */
 export interface RunSettings {
   /** One acked JetStream write on this machine (bench/jetstream-floor.ts), 64 and 1 in flight. */
   floor: JetStreamFloor;
   floorOne: JetStreamFloor;
+  /** fsyncs nats-server made per call on the default port, counted with strace (may be none). */
+  fsyncs: FsyncRun[];
   /** The sustained run at the end and each consumer's lag after it. */
   sustained: { seconds: number; concurrency: number; calls: number; lag: ConsumerLag[] };
   seconds: number;
@@ -85,6 +95,7 @@ export async function writeResults(cells: Cell[], run: RunSettings): Promise<voi
     "![p50 latency against concurrency](latency.svg)",
     ...targetSection(cells, names),
     ...writesSection(cells),
+    ...fsyncSection(run.fsyncs),
     ...whySection(cells, run),
     ...floorSection(run, cells),
     ...memorySection(cells),
@@ -205,6 +216,29 @@ function writesSection(cells: Cell[]): string[] {
     "| path | concurrency | calls | acked writes on the path a call | records a call | records a write | messages stored a call, every stream | by stream | audit log bytes a call |",
     "|---|---:|---:|---:|---:|---:|---:|---|---:|",
     ...rows,
+  ];
+}
+
+function fsyncSection(runs: FsyncRun[]): string[] {
+  if (runs.length === 0) return [];
+  return [
+    "",
+    "### fsyncs a call",
+    "",
+    `What those writes cost the disk: the fsync and fdatasync calls nats-server made while ${runs[0]?.name ?? "the chain"} ran, counted with strace in runs of their own after the cells (strace stops nats-server at each one, so these runs are slower than the cells), divided by their calls, by the file synced. A stored message is one fsync of its stream's message block; a work-queue message acked by its consumer is removed, and the removal is synced too.`,
+    "",
+    "| concurrency | calls | fsyncs a call | by file |",
+    "|---:|---:|---:|---|",
+    ...runs.map(
+      (r) =>
+        `| ${r.concurrency} | ${r.count.calls} | ${r.count.total.toFixed(3)} | ${Object.entries(
+          r.count.perCall,
+        )
+          .sort(([, a], [, b]) => b - a)
+          .filter(([, n]) => n >= 0.0005)
+          .map(([what, n]) => `${what} ${n.toFixed(3)}`)
+          .join(", ")} |`,
+    ),
   ];
 }
 

@@ -16,9 +16,10 @@ import type { JetStreamManager } from "nats";
 import { bytesMethod } from "./bytes-method.js";
 import { noopDispatch, spawnScript, unaryCall } from "./chain-client.js";
 import { type Call, closedLoop } from "./closed-loop.js";
+import { countFsyncs, straceAvailable } from "./fsyncs.js";
 import { measureJetStreamFloor } from "./jetstream-floor.js";
 import { cpuMs, PeakRss } from "./proc.js";
-import { type Cell, writeResults } from "./results.js";
+import { type Cell, type FsyncRun, writeResults } from "./results.js";
 import { callWrites, streamCounters } from "./stream-writes.js";
 import { CONSUMERS, consumersDone, lagAfter } from "./sustained.js";
 
@@ -222,6 +223,22 @@ async function main(): Promise<void> {
       cells.push(await measure("backend Invoke, connect-node client", c, invokeConnect));
     }
   }
+  // The fsyncs behind those writes, counted on nats-server in runs of their own (strace slows it).
+  const fsyncs: FsyncRun[] = [];
+  if (process.env.BENCH_FSYNCS !== "0" && straceAvailable() && nats.pid) {
+    for (const c of concurrencies.filter((n) => n === 1 || n === 64)) {
+      await consumersDone(jsm);
+      const count = await countFsyncs(nats.pid, async () => {
+        const run = await closedLoop(`fsyncs c${c}`, chainMain, seconds * 1000, c, false);
+        await consumersDone(jsm);
+        return run.calls + run.errors;
+      });
+      process.stderr.write(
+        `fsyncs at c${c}: ${count.total.toFixed(2)} a call over ${count.calls} calls\n`,
+      );
+      fsyncs.push({ name: CHAIN_MAIN, concurrency: c, count });
+    }
+  }
   // What one acked JetStream write costs here: with fsync on every write it bounds the chain.
   const floor = await measureJetStreamFloor(stack.nc, nats.pid, seconds);
   const floorOne = await measureJetStreamFloor(stack.nc, nats.pid, seconds, 1);
@@ -255,6 +272,7 @@ async function main(): Promise<void> {
   await writeResults(cells, {
     floor,
     floorOne,
+    fsyncs,
     sustained: { ...sustained, lag },
     seconds,
     warmupSeconds,
