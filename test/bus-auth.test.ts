@@ -15,7 +15,7 @@ import {
   serveOnStack,
   startStack,
 } from "@toolmesh/testkit";
-import { connect, type NatsConnection } from "nats";
+import { AckPolicy, connect, type NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 // The bus is authenticated: every process has its own nkey and only the permissions of
@@ -128,6 +128,13 @@ describe("a forged record", () => {
       expect(res.records.length).toBeGreaterThan(0);
     });
 
+    // A subscriber that replays the feed from here: the feed keeps broadcasts only for such.
+    const feedReader = `bus-test-${randomUUID()}`;
+    await (await stack.nc.jetstreamManager()).consumers.add(streamNames.callback, {
+      durable_name: feedReader,
+      ack_policy: AckPolicy.Explicit,
+      filter_subject: subjects.callback("success", "bus.echo"),
+    });
     const forgedCall = `forged-${randomUUID()}`;
     const record = create(AuditRecordSchema, {
       id: forgedCall,
@@ -202,9 +209,9 @@ describe("a forged record", () => {
     });
     // Nothing forged reached the audit log, the chain, or the views derived from them.
     expect((await audit.queryRecords({ callId: forgedCall }, auditor)).records).toEqual([]);
-    const forgedCallbacks = await stack.nc.jetstream().consumers.get(streamNames.callback, {
-      filterSubjects: subjects.callback("success", "bus.echo"),
-    });
+    const forgedCallbacks = await stack.nc
+      .jetstream()
+      .consumers.get(streamNames.callback, feedReader);
     const seen: string[] = [];
     for (;;) {
       const msg = await forgedCallbacks.next({ expires: 1000 });
@@ -227,14 +234,15 @@ describe("an agent's read-only credential", () => {
       callback: (_error, msg) => events.push(msg.headers?.get("Nats-Msg-Id") ?? ""),
     });
     await nc.flush();
+    // A durable of its own on the callback feed works: it replays what came after it.
+    const jsm = await nc.jetstreamManager();
+    await jsm.consumers.add(streamNames.callback, { durable_name: "agent-audit-trail" });
     const res = await dispatch("to the agent");
     await events.waitFor((id) => id === res.callId);
     sub.unsubscribe();
 
-    // A durable of its own on the callback feed works; the audit log (every call's arguments) and
-    // the memory-writer's durable on it are not its to read or take.
-    const jsm = await nc.jetstreamManager();
-    await jsm.consumers.add(streamNames.callback, { durable_name: "agent-audit-trail" });
+    // The audit log (every call's arguments) and the memory-writer's durable on it are not its to
+    // read or take.
     const mine = await nc.jetstream().consumers.get(streamNames.callback, "agent-audit-trail");
     const first = await mine.next({ expires: 5000 });
     expect(first).not.toBeNull();

@@ -130,7 +130,8 @@ export const defaultStreamSettings: StreamSettings = {
  * batches (discard new) — the Dispatcher then refuses the calls it cannot record, naming what is
  * behind. The hash-chained audit log (Audit's own stream, audit-log.ts) is the store of record;
  * everything else is derived from it. The callback feed and the change stream are notifications
- * of state kept elsewhere, so they drop their oldest.
+ * of state kept elsewhere, so they drop their oldest; the feed keeps a broadcast only until every
+ * durable consumer on it has read it (interest retention).
  */
 export function streamDefinitions(settings: StreamSettings = defaultStreamSettings) {
   const { maxBytes } = settings;
@@ -153,7 +154,9 @@ export function streamDefinitions(settings: StreamSettings = defaultStreamSettin
       name: streamNames.callback,
       subjects: [subjects.callbacks],
       description: "Broadcast outcomes of calls, for subscribers to replay (a feed, not a record)",
-      retention: RetentionPolicy.Limits,
+      // Kept only for the durable consumers that have not read it yet: the outcomes themselves are
+      // in the audit log, so a feed nobody replays stores nothing.
+      retention: RetentionPolicy.Interest,
       // Callback stores a large group of broadcasts in one commit (broadcast-publisher.ts).
       allow_atomic: true,
       storage: StorageType.File,

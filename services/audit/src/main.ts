@@ -16,6 +16,7 @@ import { OpenCallSweeper } from "./open-call-sweeper.js";
 import { AuditRecorder } from "./recorder.js";
 import { RetentionWatch } from "./retention.js";
 import { createAuditServer } from "./server.js";
+import { StoredRecords } from "./stored-records.js";
 
 await runService({
   name: "audit",
@@ -34,6 +35,7 @@ await runService({
     const opened = await follower.start();
     log.info({ ...opened, file }, opened.rebuilt ? "audit index rebuilt" : "audit index opened");
     const records = follower.records;
+    const stored = new StoredRecords(reader);
     const retention = new RetentionWatch({
       jsm,
       log,
@@ -73,8 +75,9 @@ await runService({
           isStored: (id, callId) => records.has(id, callId),
           redact: createSecretRedactor(config.redactKeys),
           log,
-          onStored: ({ record, seq, data }) => follower.expect(record, seq, data),
+          onStored: ({ record, seq, pos, data }) => follower.expect(record, seq, pos, data),
           room: archiving.room,
+          lingerMs: config.lingerMs,
         });
         await recorder.start();
         // A data directory of an earlier version: its unchained records and running calls.
@@ -90,6 +93,7 @@ await runService({
         // bucket once there is a call to close (and tries again at the next sweep if none exists).
         const sweeper = new OpenCallSweeper({
           index: records,
+          stored,
           heartbeats: () => js.views.kv(buckets.dispatchers.name, { bindOnly: true }),
           publisher,
           settings: { ...config, intervalMs: config.sweepIntervalMs },
@@ -112,12 +116,13 @@ await runService({
       },
       "audit log ready",
     );
-    const calls = new CallReaders({ index: records, progress: follower, jsm, log });
+    const calls = new CallReaders({ index: records, stored, progress: follower, jsm, log });
     // Every replica answers the Dispatcher's and Callback's lookups of a call from its index.
     const lookups = calls.answerLookups(nc);
     const server = createAuditServer({
       records,
       verifyChain: (from) => verifyChain(reader, from, (s) => records.blockAtOrBefore(s)),
+      stored,
       calls,
       ...(await authenticatedRpc()),
     });
