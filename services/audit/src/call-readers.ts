@@ -14,6 +14,7 @@ import { answerCallLookup, callOutcome, traceEvents } from "@toolmesh/records";
 import type { JetStreamManager, NatsConnection, Subscription } from "nats";
 import { AUDIT_LOG_STREAM } from "./audit-log.js";
 import type { RecordIndex } from "./record-index.js";
+import { AUDIT_CONSUMER } from "./recorder.js";
 import type { StoredRecords } from "./stored-records.js";
 
 /** The most records one trace returns (a trace of a few hundred calls). */
@@ -71,11 +72,13 @@ export class CallReaders {
     const { jsm } = this.deps;
     const until = Date.now() + (this.deps.settleMs ?? 3000);
     const target = (await jsm.streams.info(streamNames.records)).state.last_seq;
-    // A work-queue stream drops what its consumer acked: once no message up to `target` is left,
-    // the chain writer stored every one of them in the log.
+    // Once the chain writer's consumer has acked every batch up to `target`, it stored all of
+    // them in the log.
     for (let delayMs = 5; Date.now() < until; delayMs = Math.min(delayMs * 2, 100)) {
-      const { state } = await jsm.streams.info(streamNames.records);
-      if (state.messages === 0 || state.first_seq > target) break;
+      const consumer = await jsm.consumers
+        .info(streamNames.records, AUDIT_CONSUMER)
+        .catch(() => undefined);
+      if ((consumer?.ack_floor.stream_seq ?? 0) >= target) break;
       await new Promise((resolve) => setTimeout(resolve, delayMs));
     }
     const logLast = (await jsm.streams.info(AUDIT_LOG_STREAM)).state.last_seq;
