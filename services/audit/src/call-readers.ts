@@ -44,10 +44,21 @@ export class CallReaders {
     },
   ) {}
 
-  /** A trace's events, in chain order; empty when none of its records is kept. */
+  /**
+   * A trace's events, in chain order; empty when none of its records is kept. A trace with no
+   * record yet, or with a call whose records state no final outcome, is read again once what the
+   * record stream holds now is chained (as callRecords with `wait`): a caller just answered finds
+   * its call's trace whole, though Audit chains a call's start with its end a moment later.
+   */
   async traceEvents(traceId: string): Promise<TraceEvent[]> {
     const { index, stored } = this.deps;
-    return traceEvents(await stored.read(index.recordsOfTrace(traceId, MAX_TRACE_RECORDS)));
+    const read = () => stored.read(index.recordsOfTrace(traceId, MAX_TRACE_RECORDS));
+    let found = await read();
+    if (found.length === 0 || !everyCallEnded(found)) {
+      await this.settled();
+      found = await read();
+    }
+    return traceEvents(found);
   }
 
   /**
@@ -121,4 +132,20 @@ export class CallReaders {
       },
     });
   }
+}
+
+/** True when each call among these records has a record that states its final outcome. */
+function everyCallEnded(records: readonly AuditRecord[]): boolean {
+  const byCall = new Map<string, AuditRecord[]>();
+  for (const record of records) {
+    if (!record.callId) continue;
+    const own = byCall.get(record.callId) ?? [];
+    own.push(record);
+    byCall.set(record.callId, own);
+  }
+  for (const own of byCall.values()) {
+    const outcome = callOutcome(own);
+    if (!outcome || !isFinal(outcome.status)) return false;
+  }
+  return true;
 }

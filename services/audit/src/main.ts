@@ -79,6 +79,7 @@ await runService({
           onStored: ({ record, seq, pos, data }) => follower.expect(record, seq, pos, data),
           room: archiving.room,
           lingerMs: config.lingerMs,
+          holdMs: config.mergeMs,
         });
         await recorder.start();
         // A data directory of an earlier version: its unchained records and running calls.
