@@ -22,6 +22,7 @@ import {
   startStack,
   type TestStack,
 } from "@toolmesh/testkit";
+import { AckPolicy } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readAgentMemory } from "../services/memory-writer/src/layout.js";
 
@@ -240,6 +241,14 @@ describe("outcomes end to end", () => {
   it(`${BULK} calls while audit, callback and memory-writer are SIGKILLed and restarted`, async () => {
     const bulk = await stack.agentToken("bulk-agent");
     const dispatcher = stack.dispatcherClient();
+    const jsm = await stack.nc.jetstreamManager();
+    const subject = "toolmesh.callback.success.e2e%2Ecount";
+    // A subscriber replaying the feed: the feed keeps every broadcast until it has read them.
+    await jsm.consumers.add("TOOLMESH_CALLBACK", {
+      durable_name: "e2e-feed",
+      ack_policy: AckPolicy.Explicit,
+      filter_subject: subject,
+    });
     let next = 0;
     let done = 0;
     const worker = async () => {
@@ -286,8 +295,6 @@ describe("outcomes end to end", () => {
     );
     expect((await auditClient.verifyChain({}, stack.as(auditor))).ok).toBe(true);
 
-    const jsm = await stack.nc.jetstreamManager();
-    const subject = "toolmesh.callback.success.e2e%2Ecount";
     await eventually(
       async () => {
         const info = await jsm.streams.info("TOOLMESH_CALLBACK", { subjects_filter: subject });

@@ -9,13 +9,22 @@
 
 /** The streams of the bus, by JetStream name. */
 export const streamNames = {
-  /** Record batches until Audit chains them (work queue). */
+  /** Record batches until Audit chains them (and trims them). */
   records: "TOOLMESH_RECORDS",
   /** The broadcast feed of outcomes. */
   callback: "TOOLMESH_CALLBACK",
   changes: "TOOLMESH_CHANGES",
   /** The hash-chained audit log: the store of record. */
   auditLog: "TOOLMESH_AUDIT_LOG",
+} as const;
+
+/**
+ * Streams of earlier versions that Audit takes over once at an upgrade and then deletes
+ * (services/audit/src/legacy-upgrade.ts): the record input, and the leases of running calls.
+ */
+export const legacyStreamNames = {
+  auditInput: "TOOLMESH_AUDIT",
+  inflight: "TOOLMESH_INFLIGHT",
 } as const;
 
 /** The KV buckets of the bus, by bucket name (their stream is KV_<name>). */
@@ -55,6 +64,8 @@ export interface BusAccess {
   readsStreams: Stream[];
   /** Streams it deletes or purges messages from (its own, such as leases of finished calls). */
   deletesFrom?: Stream[];
+  /** Streams of earlier versions it reads once (acking as the durable named) and deletes. */
+  upgrades?: { stream: string; durable?: string }[];
   /** Durable consumers it owns, by stream; only it may ack, change or delete them. */
   durables?: Partial<Record<Stream, string>>;
   /** Buckets it owns: the only writer. */
@@ -79,8 +90,8 @@ export interface BusAccess {
 export const busAccess = {
   dispatcher: {
     // Its calls' start and end records, in batches; everything else is derived from them.
-    // It asks Audit for a call's records (MCP tasks, the approval sweep): toolmesh.audit.calls.
-    publishes: ["toolmesh.records.dispatcher", "toolmesh.audit.calls"],
+    // It asks Audit for a call's records (MCP tasks, the approval sweep): toolmesh.lookup.calls.
+    publishes: ["toolmesh.records.dispatcher", "toolmesh.lookup.calls"],
     writesStreams: ["records"],
     readsStreams: [],
     ownsBuckets: ["dispatcher", "callIds", "dispatchers", "approvals"],
@@ -95,7 +106,7 @@ export const busAccess = {
       // Report writes an asynchronous tool's result as a record of its call.
       "toolmesh.records.callback",
       // GetOutcome, Watch and Report ask Audit for a call's records.
-      "toolmesh.audit.calls",
+      "toolmesh.lookup.calls",
     ],
     writesStreams: ["callback", "records"],
     // Outcomes, broadcasts and usage are derived from the audit log, read in order.
@@ -113,13 +124,20 @@ export const busAccess = {
     writesStreams: ["auditLog", "records"],
     readsStreams: ["records", "auditLog"],
     durables: { records: "audit" },
+    // It trims the record stream below what it has chained (records-trim.ts).
+    deletesFrom: ["records"],
     ownsBuckets: ["audit"],
     // The sweeper asks whether the Dispatcher that started a call is still alive.
     readsBuckets: ["permission", "dispatchers"],
     // A consumer made on the log is noticed at once: the blocks it has not read must stay.
     subscribes: ["$JS.EVENT.ADVISORY.CONSUMER.CREATED.TOOLMESH_AUDIT_LOG.>"],
     // The Dispatcher's and Callback's lookups of a call's records.
-    answers: ["toolmesh.audit.calls"],
+    answers: ["toolmesh.lookup.calls"],
+    // What an earlier version left unchained or running (legacy-upgrade.ts).
+    upgrades: [
+      { stream: legacyStreamNames.auditInput, durable: "audit" },
+      { stream: legacyStreamNames.inflight },
+    ],
     // One chain writer at a time; a standby replica serves queries and takes over.
     holdsLease: true,
   },
@@ -273,6 +291,10 @@ export function natsPermissions(user: BusUser): NatsPermissions {
       }
       deny.add(`$JS.ACK.${stream}.${other}.>`);
     }
+  }
+  for (const { stream, durable } of access.upgrades ?? []) {
+    for (const s of readStream(stream, durable ? [durable] : [])) publish.add(s);
+    publish.add(`${API}.STREAM.DELETE.${stream}`);
   }
   for (const key of access.deletesFrom ?? []) {
     publish.add(`${API}.STREAM.MSG.DELETE.${streamNames[key]}`);

@@ -14,6 +14,7 @@ export {
   busAccess,
   inboxPrefix,
   isBusUser,
+  legacyStreamNames,
   type NatsPermissions,
   natsPermissions,
   processUsers,

@@ -14,7 +14,7 @@ const ERROR_HEADER = "Toolmesh-Error";
 
 /**
  * A call's records from the audit log, asked of Audit over the bus (request and reply on
- * `toolmesh.audit.calls`, Audit's replicas in one queue group): how the Dispatcher and Callback
+ * `toolmesh.lookup.calls`, Audit's replicas in one queue group): how the Dispatcher and Callback
  * read what a call's records say — its outcome, whether it ended — without an address to
  * configure, authenticated by the bus (only they may send it). External clients use
  * AuditService.GetCall. With `wait`, records still on their way to the log are waited for.

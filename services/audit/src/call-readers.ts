@@ -5,7 +5,6 @@ import { checkLength } from "@toolmesh/names";
 import { streamNames, subjects } from "@toolmesh/nats";
 import {
   type AuditRecord,
-  AuditRecordSchema,
   GetCallRequestSchema,
   GetCallResponseSchema,
   isFinal,
@@ -15,6 +14,8 @@ import { answerCallLookup, callOutcome, traceEvents } from "@toolmesh/records";
 import type { JetStreamManager, NatsConnection, Subscription } from "nats";
 import { AUDIT_LOG_STREAM } from "./audit-log.js";
 import type { RecordIndex } from "./record-index.js";
+import { AUDIT_CONSUMER } from "./recorder.js";
+import type { StoredRecords } from "./stored-records.js";
 
 /** The most records one trace returns (a trace of a few hundred calls). */
 const MAX_TRACE_RECORDS = 2000;
@@ -33,6 +34,8 @@ export class CallReaders {
   constructor(
     private readonly deps: {
       index: RecordIndex;
+      /** Where the records the index points at are read from. */
+      stored: Pick<StoredRecords, "read">;
       progress: IndexProgress;
       jsm: JetStreamManager;
       log: Logger;
@@ -42,12 +45,9 @@ export class CallReaders {
   ) {}
 
   /** A trace's events, in chain order; empty when none of its records is kept. */
-  traceEvents(traceId: string): TraceEvent[] {
-    return traceEvents(
-      this.deps.index
-        .recordsOfTrace(traceId, MAX_TRACE_RECORDS)
-        .map((data) => fromBinary(AuditRecordSchema, data)),
-    );
+  async traceEvents(traceId: string): Promise<TraceEvent[]> {
+    const { index, stored } = this.deps;
+    return traceEvents(await stored.read(index.recordsOfTrace(traceId, MAX_TRACE_RECORDS)));
   }
 
   /**
@@ -59,9 +59,8 @@ export class CallReaders {
    * its question. A final outcome is never changed by a later record, so it is answered at once.
    */
   async callRecords(callId: string, wait: boolean): Promise<AuditRecord[]> {
-    const read = () =>
-      this.deps.index.recordsOfCall(callId).map((data) => fromBinary(AuditRecordSchema, data));
-    const found = read();
+    const read = () => this.deps.stored.read(this.deps.index.recordsOfCall(callId));
+    const found = await read();
     const outcome = callOutcome(found);
     if (!wait || (outcome && isFinal(outcome.status))) return found;
     await this.settled();
@@ -73,11 +72,13 @@ export class CallReaders {
     const { jsm } = this.deps;
     const until = Date.now() + (this.deps.settleMs ?? 3000);
     const target = (await jsm.streams.info(streamNames.records)).state.last_seq;
-    // A work-queue stream drops what its consumer acked: once no message up to `target` is left,
-    // the chain writer stored every one of them in the log.
+    // Once the chain writer's consumer has acked every batch up to `target`, it stored all of
+    // them in the log.
     for (let delayMs = 5; Date.now() < until; delayMs = Math.min(delayMs * 2, 100)) {
-      const { state } = await jsm.streams.info(streamNames.records);
-      if (state.messages === 0 || state.first_seq > target) break;
+      const consumer = await jsm.consumers
+        .info(streamNames.records, AUDIT_CONSUMER)
+        .catch(() => undefined);
+      if ((consumer?.ack_floor.stream_seq ?? 0) >= target) break;
       await new Promise((resolve) => setTimeout(resolve, delayMs));
     }
     const logLast = (await jsm.streams.info(AUDIT_LOG_STREAM)).state.last_seq;

@@ -1,17 +1,17 @@
-import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
-import { timestampFromMs, timestampMs } from "@bufbuild/protobuf/wkt";
+import { toBinary } from "@bufbuild/protobuf";
 import { callFields, type Logger } from "@toolmesh/log";
 import { buckets, type JetStreamPublisher, subjects, TYPE_HEADER } from "@toolmesh/nats";
 import {
   AuditAction,
   type AuditRecord,
   AuditRecordSchema,
-  CallStatus,
   RecordBatchSchema,
 } from "@toolmesh/proto";
 import { encodeRecords } from "@toolmesh/records";
 import { type KV, headers as natsHeaders } from "nats";
+import { type InterruptedReason, interruptedEnd } from "./interrupted-end.js";
 import type { RecordIndex } from "./record-index.js";
+import type { StoredRecords } from "./stored-records.js";
 
 /** How often and when calls left open are closed (libs/config callSweepConfig). */
 export interface OpenCallSweepSettings {
@@ -41,6 +41,8 @@ export class OpenCallSweeper {
   constructor(
     private readonly deps: {
       index: RecordIndex;
+      /** Where the records the index points at are read from. */
+      stored: Pick<StoredRecords, "read">;
       /** The Dispatchers' heartbeat bucket; rejects while no Dispatcher has created it. */
       heartbeats: () => Promise<KV>;
       publisher: Pick<JetStreamPublisher, "publish">;
@@ -89,10 +91,9 @@ export class OpenCallSweeper {
         live = beat !== undefined && now - beat < settings.dispatcherLostAfterMs;
         alive.set(call.instance, live);
       }
-      const start = index
-        .recordsOfCall(call.callId)
-        .map((data) => fromBinary(AuditRecordSchema, data))
-        .find((r) => r.action === AuditAction.TOOL_START);
+      const start = (await this.deps.stored.read(index.recordsOfCall(call.callId))).find(
+        (r) => r.action === AuditAction.TOOL_START,
+      );
       if (!start) continue;
       await this.close(start, live ? "records_lost" : "dispatcher_lost", now);
       closed++;
@@ -101,33 +102,8 @@ export class OpenCallSweeper {
   }
 
   /** Writes the INTERRUPTED end record of a call left open. */
-  private async close(
-    start: AuditRecord,
-    reason: "dispatcher_lost" | "records_lost",
-    now: number,
-  ): Promise<void> {
-    const startedMs = start.time ? timestampMs(start.time) : now;
-    const end = create(AuditRecordSchema, {
-      time: timestampFromMs(now),
-      action: AuditAction.TOOL_CALL,
-      tool: start.tool,
-      agentId: start.agentId,
-      userId: start.userId,
-      roles: start.roles,
-      callId: start.callId,
-      traceId: start.traceId,
-      parentId: start.parentId,
-      status: CallStatus.INTERRUPTED,
-      errorCode: reason,
-      errorMessage:
-        reason === "dispatcher_lost"
-          ? `the Dispatcher running call ${start.callId} stopped before the call ended; whether tool "${start.tool}" finished is unknown, so check its own state before retrying`
-          : `the end of call ${start.callId} could not be recorded; whether tool "${start.tool}" finished is unknown, so check its own state before retrying`,
-      reason,
-      startedAt: start.time,
-      durationMs: Math.max(0, now - startedMs),
-      source: "audit",
-    });
+  private async close(start: AuditRecord, reason: InterruptedReason, now: number): Promise<void> {
+    const end = interruptedEnd({ ...start, startedAt: start.time }, reason, now);
     const h = natsHeaders();
     h.set(TYPE_HEADER, RecordBatchSchema.typeName);
     h.set("Nats-Msg-Id", `sweep-${start.callId}`);

@@ -60,6 +60,8 @@ export interface IndexRow {
   seq: number;
   /** The log stream sequence of the message (block) that holds it: what retention drops. */
   blockSeq: number;
+  /** Its place among the block's records, from 0: how a query finds it in the block. */
+  pos: number;
   timeMs: number;
   agentId: string;
   userId: string;
@@ -73,7 +75,10 @@ export interface IndexRow {
   /** A start record opens its call until its end record closes it (the sweeper's view). */
   opens?: { instance: string; deadlineMs: number };
   closes?: boolean;
-  /** The record as stored in the log stream, returned by queries without re-encoding. */
+  /**
+   * The record as stored in the log stream: compared with what is read back, never kept in the
+   * index (queries read records from the log).
+   */
   data: Uint8Array;
 }
 
@@ -81,12 +86,14 @@ export interface IndexRow {
 export function indexRow(
   record: AuditRecord,
   blockSeq: number,
+  pos: number,
   data: Uint8Array,
   storedNanos: number,
 ): IndexRow {
   return {
     seq: Number(record.sequence),
     blockSeq,
+    pos,
     timeMs: record.time ? timestampMs(record.time) : Math.floor(storedNanos / 1e6),
     agentId: record.agentId,
     userId: record.userId,

@@ -47,6 +47,8 @@ const MAX_ATTEMPTS = 20;
  * is not stored twice: a block's message id covers the whole block, not each record.
  */
 const MAX_RECENT = 16_384;
+/** Queued bytes past which the chain writer takes the work at once instead of lingering. */
+const LINGER_UNTIL_BYTES = 64 * 1024;
 /** Room left in a message for its headers when a block is sized to NATS max_payload. */
 const HEADER_ROOM = 4096;
 
@@ -98,6 +100,8 @@ export class AuditRecorder {
       onStored?: (stored: StoredRecord) => void;
       /** Asked before each append, so none pushes a block out of the log too soon. */
       room?: AppendRoom;
+      /** How long a little work waits for more before it is chained (TOOLMESH_AUDIT_LINGER_MS). */
+      lingerMs?: number;
     },
   ) {}
 
@@ -156,8 +160,13 @@ export class AuditRecorder {
           this.wake = resolve;
         });
         this.wake = undefined;
-        // Let the messages already received join this batch.
+        // Let the messages already received join this batch; when little came, wait a moment for
+        // more: at a low rate each block would otherwise hold one record, and a block costs a
+        // stored write and its headers (hundreds of bytes) whatever it holds. Off the calls' path.
         await new Promise((resolve) => setImmediate(resolve));
+        const lingerMs = this.deps.lingerMs ?? 0;
+        if (lingerMs > 0 && this.queuedBytes() < LINGER_UNTIL_BYTES)
+          await new Promise((resolve) => setTimeout(resolve, lingerMs));
         continue;
       }
       const appender = this.appender as BlockAppender;
@@ -344,6 +353,12 @@ export class AuditRecorder {
         "audit record stored",
       );
     }
+  }
+
+  private queuedBytes(): number {
+    let bytes = 0;
+    for (const msg of this.queue) bytes += msg.data.length;
+    return bytes;
   }
 
   /** Stops taking records and waits for the batches in hand. */

@@ -7,7 +7,7 @@ import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { type Client, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { Code } from "@toolmesh/errors";
-import { ensureStream, publishEvent, streamDefinitions } from "@toolmesh/nats";
+import { ensureStream, publishEvent, streamDefinitions, streamNames } from "@toolmesh/nats";
 import {
   AuditAction,
   type AuditRecord,
@@ -193,6 +193,12 @@ describe("audit service", () => {
     ];
     expect(logs.length).toBeGreaterThan(0);
     expect(logs.some((l) => l.includes(SECRET))).toBe(false);
+    // What is chained leaves the record stream: it holds only work not done yet.
+    await eventually(
+      async () => expect((await jsm.streams.info(streamNames.records)).state.messages).toBe(0),
+      10_000,
+      "the record stream trimmed",
+    );
   });
 
   it("filters QueryRecords and pages through every record once", async () => {

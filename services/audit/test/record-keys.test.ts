@@ -11,6 +11,7 @@ import type { IndexRow } from "../src/record-mapping.js";
 const row = (seq: number, callId: string, recordId: string = randomUUID()): IndexRow => ({
   seq,
   blockSeq: seq,
+  pos: 0,
   timeMs: Date.now(),
   agentId: "agent-1",
   userId: "",
@@ -75,8 +76,8 @@ describe("keys of the audit index", () => {
         )
         .rows.map((r) => r.seq);
     expect(query(made)).toEqual([1]);
-    expect(index.traceRecords("4bf92f3577b34da6a3ce929d0e0e4736")?.oldest).toHaveLength(3);
-    expect(index.traceRecords(newTraceId())).toBeUndefined();
+    expect(index.recordsOfTrace("4bf92f3577b34da6a3ce929d0e0e4736", 10)).toHaveLength(3);
+    expect(index.recordsOfTrace(newTraceId(), 10)).toEqual([]);
     expect(query(sibling)).toEqual([3]);
     expect(query(chosen)).toEqual([2]);
   });

@@ -53,6 +53,14 @@ describe("dispatcher telemetry", () => {
     );
     await stack.grantAll("otel-agent");
     agent = await stack.agentToken("otel-agent");
+    // Once the Dispatcher knows the tool and the grant, so no test's trace holds a refusal of
+    // a call made too early.
+    await eventually(
+      () =>
+        stack.dispatcherClient().dispatch({ tool: "otel.echo", arguments: {} }, stack.as(agent)),
+      10_000,
+      "the dispatcher to see the tool and the grant",
+    );
   });
   afterAll(async () => {
     await stack?.stop();
@@ -125,7 +133,8 @@ describe("dispatcher telemetry", () => {
     const root = (
       await receiver.spans.waitFor(
         (s) =>
-          s.name === "toolmesh.dispatch" && s.attributes["toolmesh.refusal_code"] !== undefined,
+          s.name === "toolmesh.dispatch" &&
+          s.attributes["toolmesh.refusal_code"] === "INVALID_ARGUMENT",
         1,
         15_000,
       )
