@@ -1,14 +1,15 @@
 import { randomUUID } from "node:crypto";
 import { Code, ConnectError } from "@toolmesh/errors";
 import { streamNames } from "@toolmesh/nats";
-import {
-  AuditAction,
-  CallStatus,
-  Health,
-  HealthCheckResponse_ServingStatus as Status,
-} from "@toolmesh/proto";
+import { CallStatus, Health, HealthCheckResponse_ServingStatus as Status } from "@toolmesh/proto";
 import { defineTool, type ServedTools, serveTools } from "@toolmesh/sdk";
-import { chainServices, eventually, startStack, type TestStack } from "@toolmesh/testkit";
+import {
+  chainedEnd,
+  chainServices,
+  eventually,
+  startStack,
+  type TestStack,
+} from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readAgentMemory } from "../services/memory-writer/src/layout.js";
 
@@ -94,17 +95,7 @@ describe("fail closed", () => {
     (await stack.auditClient().queryRecords({ callId }, auditor)).records;
   /** Resolves with a call's end record once Audit has chained its start and end. */
   const endOf = (callId: string, timeoutMs = 20_000) =>
-    eventually(
-      async () => {
-        const records = await auditOf(callId);
-        expect(records.map((r) => r.action).sort()).toEqual(
-          [AuditAction.TOOL_START, AuditAction.TOOL_CALL].sort(),
-        );
-        return records.find((r) => r.action === AuditAction.TOOL_CALL);
-      },
-      timeoutMs,
-      `the start and end records of ${callId}`,
-    );
+    chainedEnd(stack.auditClient(), auditor, callId, timeoutMs);
 
   it("refuses new calls before the record stream overflows, and runs none unrecorded", async () => {
     // First in the file: after the NATS restart below, a stream update can outlast the API timeout.

@@ -1,11 +1,13 @@
 import { randomUUID } from "node:crypto";
 import { streamNames } from "@toolmesh/nats";
 import { AuditAction, CallStatus } from "@toolmesh/proto";
+import { endsCall, startsCall } from "@toolmesh/records";
 import type { ServedTools } from "@toolmesh/sdk";
 import {
   chainServices,
   eventually,
   feedBroadcasts,
+  keepFeed,
   recordsByCall,
   startStack,
   type TestStack,
@@ -53,6 +55,7 @@ describe("kill -9 of every process during calls", () => {
       },
     });
     for (const agent of AGENTS) await stack.grantAll(agent);
+    await keepFeed(stack.nc);
     served = await serveRecordingTool(stack, TOOL, ran, { timeoutMs: 10_000 });
   }, 120_000);
 
@@ -124,8 +127,8 @@ describe("kill -9 of every process during calls", () => {
           [...byCall].map(([id, records]) => [
             id,
             {
-              start: records.some((r) => r.action === AuditAction.TOOL_START),
-              ends: records.filter((r) => r.action === AuditAction.TOOL_CALL).map((r) => r.status),
+              start: records.some(startsCall),
+              ends: records.filter(endsCall).map((r) => r.status),
             },
           ]),
         );

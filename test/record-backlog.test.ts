@@ -5,6 +5,7 @@ import { buckets, streamNames } from "@toolmesh/nats";
 import { AuditAction, AuditLogHolder, AuditLogHoldSchema, CallStatus } from "@toolmesh/proto";
 import type { ServedTools } from "@toolmesh/sdk";
 import {
+  callParts,
   chainServices,
   eventually,
   recordsByCall,
@@ -44,6 +45,15 @@ describe("consumers keeping up", () => {
     await stack.grantAll(AGENT);
     agent = stack.as(await stack.agentToken(AGENT));
     served = await serveRecordingTool(stack, TOOL, new Set());
+    // The Dispatcher has the tool in its snapshot before the run counts refusals.
+    await eventually(
+      () =>
+        stack
+          .dispatcherClient()
+          .dispatch({ tool: TOOL, arguments: {}, context: { callId: randomUUID() } }, agent),
+      20_000,
+      "a first call accepted",
+    );
   }, 120_000);
 
   afterAll(async () => {
@@ -180,12 +190,7 @@ describe("a consumer stopped for a while", () => {
     );
     for (const id of run.accepted) {
       const records = byCall.get(id) ?? [];
-      expect(records.map((r) => [r.action, r.status]).sort(), `records of ${id}`).toEqual(
-        [
-          [AuditAction.TOOL_START, CallStatus.UNSPECIFIED],
-          [AuditAction.TOOL_CALL, CallStatus.SUCCESS],
-        ].sort(),
-      );
+      expect(callParts(records), `records of ${id}`).toEqual(["end SUCCESS", "start"]);
     }
     for (const [i, { callId }] of run.refused.entries()) {
       // A refused call never ran. The first was refused before anything (the stream's room is

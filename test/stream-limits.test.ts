@@ -3,9 +3,10 @@ import path from "node:path";
 import { listSegments } from "@toolmesh/archive";
 import { ConnectError } from "@toolmesh/errors";
 import { streamNames } from "@toolmesh/nats";
-import { AuditAction, CallStatus, type DispatchResponse, TraceEventKind } from "@toolmesh/proto";
+import { CallStatus, type DispatchResponse, TraceEventKind } from "@toolmesh/proto";
 import type { ServedTools } from "@toolmesh/sdk";
 import {
+  callParts,
   chainServices,
   echoTool,
   eventually,
@@ -124,12 +125,7 @@ describe("every per-call stream limited to 8 MiB", () => {
 
     // The oldest call, read from the archive: its records, its trace and its outcome.
     const { records } = await stack.auditClient().queryRecords({ callId: oldest.callId }, auditor);
-    expect(records.map((r) => [r.action, r.status]).sort()).toEqual(
-      [
-        [AuditAction.TOOL_START, CallStatus.UNSPECIFIED],
-        [AuditAction.TOOL_CALL, CallStatus.SUCCESS],
-      ].sort(),
-    );
+    expect(callParts(records)).toEqual(["end SUCCESS", "start"]);
     const trace = await stack.auditClient().getTrace({ traceId: oldest.traceId }, auditor);
     expect(trace.events.map((e) => e.kind)).toEqual(
       expect.arrayContaining([
@@ -149,7 +145,8 @@ describe("every per-call stream limited to 8 MiB", () => {
     const verified = await stack.auditClient().verifyChain({}, auditor);
     const verifyMs = Date.now() - verifyStarted;
     expect(verified).toMatchObject({ ok: true });
-    expect(Number(verified.recordsChecked)).toBeGreaterThanOrEqual(2 * CALLS);
+    // A record a call at least: its start and end, chained as one when it ended soon.
+    expect(Number(verified.recordsChecked)).toBeGreaterThanOrEqual(CALLS);
 
     const sizes = [...largest].map(([name, bytes]) => `${name} ${bytes}`).join(", ");
     console.info(

@@ -1,7 +1,13 @@
 import { streamNames } from "@toolmesh/nats";
-import { AuditAction, CallStatus, TraceEventKind } from "@toolmesh/proto";
+import { CallStatus, TraceEventKind } from "@toolmesh/proto";
 import { defineTool, type ServedTools, serveTools } from "@toolmesh/sdk";
-import { chainServices, eventually, startStack, type TestStack } from "@toolmesh/testkit";
+import {
+  chainedEnd,
+  chainServices,
+  eventually,
+  startStack,
+  type TestStack,
+} from "@toolmesh/testkit";
 import { RetentionPolicy } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readChainEnds } from "../services/audit/src/log-ends.js";
@@ -29,18 +35,7 @@ describe("hot streams hold work; the audit log keeps the history", () => {
     return res;
   };
   /** Resolves with the call's end record once Audit has chained its start and end. */
-  const chained = (callId: string) =>
-    eventually(
-      async () => {
-        const { records } = await stack.auditClient().queryRecords({ callId }, auditor);
-        expect(records.map((r) => r.action).sort()).toEqual(
-          [AuditAction.TOOL_START, AuditAction.TOOL_CALL].sort(),
-        );
-        return records.find((r) => r.action === AuditAction.TOOL_CALL);
-      },
-      30_000,
-      `the records of ${callId}`,
-    );
+  const chained = (callId: string) => chainedEnd(stack.auditClient(), auditor, callId);
 
   beforeAll(async () => {
     stack = await startStack({

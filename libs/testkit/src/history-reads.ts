@@ -6,9 +6,13 @@ import {
   type AuditService,
   type CallbackEvent,
   CallbackEventSchema,
+  CallStatus,
   type QueryRecordsRequest,
 } from "@toolmesh/proto";
-import type { NatsConnection } from "nats";
+import { endsCall, startsCall } from "@toolmesh/records";
+import { AckPolicy, type NatsConnection } from "nats";
+import { expect } from "vitest";
+import { eventually } from "./eventually.js";
 import { TEST_JS_OPTIONS } from "./jetstream.js";
 
 /** A QueryRecords filter (its fields other than times and paging). */
@@ -37,13 +41,64 @@ export async function recordsByCall(
   return byCall;
 }
 
+/**
+ * What a call's records hold, whichever form Audit chained them in: "start" for each record that
+ * holds its start, "end <STATUS>" for each that ends it — a start record and an end record, or
+ * the one record of a call that ended soon after it started, read the same.
+ */
+export function callParts(records: readonly AuditRecord[]): string[] {
+  const parts: string[] = [];
+  for (const record of records) {
+    if (startsCall(record)) parts.push("start");
+    if (endsCall(record)) parts.push(`end ${CallStatus[record.status]}`);
+  }
+  return parts.sort();
+}
+
+/**
+ * A call's end record once Audit has chained its start and its end (as one record or two):
+ * QueryRecords asked until it has both, for at most `timeoutMs`.
+ */
+export function chainedEnd(
+  audit: Client<typeof AuditService>,
+  auth: { headers: { authorization: string } },
+  callId: string,
+  timeoutMs = 30_000,
+): Promise<AuditRecord | undefined> {
+  return eventually(
+    async () => {
+      const { records } = await audit.queryRecords({ callId }, auth);
+      expect(callParts(records).map((p) => p.split(" ")[0])).toEqual(["end", "start"]);
+      return records.find(endsCall);
+    },
+    timeoutMs,
+    `the start and end records of ${callId}`,
+  );
+}
+
 /** One broadcast on the callback feed: the outcome and the Nats-Msg-Id it was stored under. */
 export interface FeedBroadcast {
   event: CallbackEvent;
   msgId: string;
 }
 
-/** Every broadcast the callback feed (TOOLMESH_CALLBACK) holds now, oldest first. */
+/**
+ * Makes the callback feed keep every broadcast from now on for a test to read (feedBroadcasts): a
+ * durable that never acks is interest the feed keeps its broadcasts for, as it does for any
+ * subscriber's durable that has not read them yet.
+ */
+export async function keepFeed(nc: NatsConnection, durable = "test-feed"): Promise<void> {
+  const jsm = await nc.jetstreamManager();
+  await jsm.consumers.add(streamNames.callback, {
+    durable_name: durable,
+    ack_policy: AckPolicy.Explicit,
+  });
+}
+
+/**
+ * Every broadcast the callback feed (TOOLMESH_CALLBACK) holds now, oldest first: every one since
+ * keepFeed, which the feed keeps while nothing else would.
+ */
 export async function feedBroadcasts(nc: NatsConnection): Promise<FeedBroadcast[]> {
   const jsm = await nc.jetstreamManager();
   const { state } = await jsm.streams.info(streamNames.callback);

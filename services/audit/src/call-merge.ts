@@ -1,5 +1,5 @@
 import { AuditAction } from "@toolmesh/proto";
-import { ofCall, onlyFields, recordKey } from "@toolmesh/records";
+import { ofCall, onlyFields } from "@toolmesh/records";
 import type { ReceivedRecord } from "./record-mapping.js";
 
 /** AuditRecord fields only a start record carries: arguments, instance, deadline, timeout, runtime. */
@@ -34,11 +34,6 @@ export function isStart(record: ReceivedRecord["record"]): boolean {
 /** True for a call's end record. */
 export function isEnd(record: ReceivedRecord["record"]): boolean {
   return record.action === AuditAction.TOOL_CALL && ofCall(record);
-}
-
-/** The store-once key of a call's end record (libs/records recordKey). */
-export function endKeyOf(callId: string): string {
-  return recordKey({ id: "", callId, action: AuditAction.TOOL_CALL });
 }
 
 /** A start record waiting for its end, and since when. */

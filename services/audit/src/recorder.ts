@@ -17,7 +17,7 @@ import {
   type Flight,
   type StoredRecord,
 } from "./block-appender.js";
-import { endKeyOf, isStart, mergedCall, StartHolds } from "./call-merge.js";
+import { mergedCall, StartHolds } from "./call-merge.js";
 import { type ReceivedRecord, recordsToChain } from "./record-mapping.js";
 
 export type { StoredRecord } from "./block-appender.js";
@@ -266,10 +266,9 @@ export class AuditRecorder {
       for (const r of received) {
         const key = recordKey(r.record);
         // Redelivered while its first delivery is in flight (that one acks it), or stored — a
-        // start also once its call's end is (the two chained as one).
-        const seen = (k: string) =>
-          this.inFlight.has(k) || this.recent.has(k) || isStored(k, r.record.callId);
-        if (seen(key) || (isStart(r.record) && seen(endKeyOf(r.record.callId)))) continue;
+        // start also when it was chained with its end as one record (the index knows).
+        if (this.inFlight.has(key) || this.recent.has(key) || isStored(key, r.record.callId))
+          continue;
         this.inFlight.add(key);
         source.left++;
         pending.push({ ...r, keys: [key], sources: [source] });
