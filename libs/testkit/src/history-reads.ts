@@ -11,7 +11,6 @@ import {
 } from "@toolmesh/proto";
 import { endsCall, startsCall } from "@toolmesh/records";
 import { AckPolicy, type NatsConnection } from "nats";
-import { expect } from "vitest";
 import { eventually } from "./eventually.js";
 import { TEST_JS_OPTIONS } from "./jetstream.js";
 
@@ -68,7 +67,8 @@ export function chainedEnd(
   return eventually(
     async () => {
       const { records } = await audit.queryRecords({ callId }, auth);
-      expect(callParts(records).map((p) => p.split(" ")[0])).toEqual(["end", "start"]);
+      const parts = callParts(records).map((p) => p.split(" ")[0]);
+      if (parts.join() !== "end,start") throw new Error(`records of ${callId}: ${parts.join()}`);
       return records.find(endsCall);
     },
     timeoutMs,
