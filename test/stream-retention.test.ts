@@ -5,6 +5,7 @@ import {
   chainedEnd,
   chainServices,
   eventually,
+  keepFeed,
   startStack,
   type TestStack,
 } from "@toolmesh/testkit";
@@ -66,7 +67,10 @@ describe("hot streams hold work; the audit log keeps the history", () => {
   it("empties the record stream once chained and the feed by age, and still answers every call from the log", async () => {
     const jsm = await stack.nc.jetstreamManager();
     const records = await jsm.streams.info(streamNames.records);
-    expect(records.config).toMatchObject({ retention: RetentionPolicy.Workqueue, max_age: 0 });
+    // Limits retention, no age: Audit purges what it chained (its size is Audit's lag).
+    expect(records.config).toMatchObject({ retention: RetentionPolicy.Limits, max_age: 0 });
+    // The feed keeps broadcasts only for durables that have not read them: this test's own.
+    await keepFeed(stack.nc);
     const feed = await jsm.streams.info(streamNames.callback);
     expect(feed.config.max_age).toBe(MAX_AGE_SECONDS * 1e9);
 
