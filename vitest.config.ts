@@ -20,6 +20,7 @@ export default defineConfig({
       "test/record-backlog.test.ts",
       "test/stream-limits.test.ts",
       "test/one-story.test.ts",
+      "test/history-restart.test.ts",
     ],
     testTimeout: 60_000,
     hookTimeout: 60_000,
