@@ -89,9 +89,12 @@ export interface FeedBroadcast {
  */
 export async function keepFeed(nc: NatsConnection, durable = "test-feed"): Promise<void> {
   const jsm = await nc.jetstreamManager();
+  // Of the stream's replicas: an interest-retained stream takes no other on a cluster.
+  const { config } = await jsm.streams.info(streamNames.callback);
   await jsm.consumers.add(streamNames.callback, {
     durable_name: durable,
     ack_policy: AckPolicy.Explicit,
+    num_replicas: config.num_replicas,
   });
 }
 
