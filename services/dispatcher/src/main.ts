@@ -79,7 +79,7 @@ await runService({
       marginMs: 24 * 60 * 60 * 1000,
       replicas: config.jetstreamReplicas,
     });
-    const tracing = startTracing("dispatcher");
+    const tracing = await startTracing("dispatcher");
     if (tracing.enabled) log.info("exporting spans over OTLP (OTEL_EXPORTER_OTLP_* is set)");
     const dispatcher = createDispatcher({
       tools: snapshots.tools,

@@ -1,6 +1,5 @@
 import { createClient, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { localhostAllowedOrigins } from "@modelcontextprotocol/server";
 import type { RequestAuthenticator } from "@toolmesh/auth";
 import type { Logger } from "@toolmesh/log";
 import { AgentService, DispatcherService, RegistryService } from "@toolmesh/proto";
@@ -27,7 +26,7 @@ import { fastCallRoutes } from "./transports/call-rpcs.js";
 import { createDispatcherHandlers } from "./transports/grpc-handlers.js";
 import { type GrpcPort, listenGrpcPort } from "./transports/grpc-port.js";
 import { createHttpRoutes } from "./transports/http-routes.js";
-import { McpEndpoint } from "./transports/mcp/mcp-endpoint.js";
+import { LazyMcpEndpoint } from "./transports/mcp/lazy-endpoint.js";
 
 /** Settings the Dispatcher's parts read; a subset of DispatcherConfig. */
 export interface DispatcherSettings {
@@ -170,7 +169,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     approverRoles: settings.approverRoles,
     log,
   });
-  const mcp = new McpEndpoint(
+  const mcp = new LazyMcpEndpoint(
     {
       ...checks,
       chain,
@@ -179,7 +178,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     },
     {
       authenticate: deps.auth.authenticateRequest,
-      allowedOrigins: [...localhostAllowedOrigins(), ...settings.mcpAllowedOrigins],
+      allowedOrigins: settings.mcpAllowedOrigins,
       authorizationServers: settings.mcpAuthorizationServers,
       maxBodyBytes: settings.maxMessageBytes,
       log,

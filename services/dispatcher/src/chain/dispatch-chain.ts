@@ -11,7 +11,7 @@ import {
   type HeldCall,
   type Principal,
 } from "@toolmesh/proto";
-import { parseTraceparent, startTracing, type Tracing } from "@toolmesh/telemetry";
+import { parseTraceparent, type Tracing, untraced } from "@toolmesh/telemetry";
 import { MemoryHeldCalls } from "../records/held-calls.js";
 import { claimCallId, recordIdentity } from "./call-ids.js";
 import { checkCall } from "./checks.js";
@@ -33,7 +33,7 @@ export class DispatchChain {
   private readonly approvals: NonNullable<ChainDeps["approvals"]>;
 
   constructor(private readonly deps: ChainDeps) {
-    this.tracing = deps.tracing ?? startTracing("dispatcher", {});
+    this.tracing = deps.tracing ?? untraced();
     this.approvals = deps.approvals ?? {
       store: new MemoryHeldCalls(),
       settings: { holdMs: 60 * 60 * 1000, approverRoles: ["approver"] },

@@ -1,6 +1,5 @@
 import { create, type JsonObject } from "@bufbuild/protobuf";
-import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
-import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
+import type { Client } from "@modelcontextprotocol/client";
 import type { Logger } from "@toolmesh/log";
 import {
   BackendEventSchema,
@@ -54,6 +53,10 @@ class McpConnection {
 
   private async open(): Promise<Client> {
     const spec = this.spec;
+    // The MCP client SDK (about 10 MB of memory) is loaded by the first MCP server used.
+    const [{ Client, StreamableHTTPClientTransport }, { StdioClientTransport }] = await Promise.all(
+      [import("@modelcontextprotocol/client"), import("@modelcontextprotocol/client/stdio")],
+    );
     const client = new Client(
       { name: "toolmesh-dispatcher", version: "0.1.0" },
       { versionNegotiation: { mode: "auto" } },

@@ -7,6 +7,7 @@ import type { RequestAuthenticator } from "@toolmesh/auth";
 import type { Logger } from "@toolmesh/log";
 import type { Principal } from "@toolmesh/proto";
 import { authenticateRequest, errorResponse, json } from "../facade/http-errors.js";
+import { RESOURCE_METADATA_PATH } from "./mcp-paths.js";
 import { createMcpToolServer, type McpToolsDeps } from "./mcp-tools.js";
 
 export interface McpEndpointOptions {
@@ -19,8 +20,7 @@ export interface McpEndpointOptions {
   log: Logger;
 }
 
-/** Where the protected-resource metadata of the MCP endpoint lives. */
-export const RESOURCE_METADATA_PATH = "/.well-known/oauth-protected-resource/mcp";
+export { RESOURCE_METADATA_PATH } from "./mcp-paths.js";
 
 /**
  * `/mcp` over streamable HTTP, both revisions in use: 2026-07-28 (stateless, per-request
