@@ -10,6 +10,7 @@ import { ApprovalDesk } from "./approvals/approval-desk.js";
 import type { PermissionGate } from "./catalog/permission-gate.js";
 import type { CallLimiter } from "./catalog/rate-limits.js";
 import { ToolCatalog, type ToolSource } from "./catalog/tool-catalog.js";
+import { ToolSearch } from "./catalog/tool-search.js";
 import { DispatchChain } from "./chain/dispatch-chain.js";
 import { RunningCalls } from "./chain/running-calls.js";
 import { CallRecorder, type RecordSink } from "./records/call-recorder.js";
@@ -157,6 +158,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     createGrpcTransport({ baseUrl: settings.registryUrl }),
   );
   const checks = { catalog, policy: deps.policy, running };
+  const search = new ToolSearch(catalog);
   const toolAgent: ToolAgentLink = {
     url: settings.toolAgentUrl,
     client: createClient(AgentService, createGrpcTransport({ baseUrl: settings.toolAgentUrl })),
@@ -173,6 +175,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const mcp = new McpEndpoint(
     {
       ...checks,
+      search,
       chain,
       version: "0.1.0",
       tasks: { outcomes, held: heldCalls, resultWaitMs: settings.maxTimeoutMs },
@@ -220,6 +223,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
           local,
           docker,
           checks,
+          search: { ...checks, search },
           approvals,
           imports: { mcp: mcpRuntime, catalog, registry },
         }),

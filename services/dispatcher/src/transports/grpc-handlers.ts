@@ -21,6 +21,7 @@ import { ToolStartError } from "../runtimes/supervised-backend.js";
 import { AUTH_STARTED } from "./auth-timing.js";
 import { callRpcs } from "./call-rpcs.js";
 import { type ImportDeps, importMcpServer } from "./mcp/import-server.js";
+import { type SearchDeps, searchTools } from "./search-tools.js";
 
 export interface HandlerDeps {
   chain: DispatchChain;
@@ -32,6 +33,8 @@ export interface HandlerDeps {
   checks: CheckDeps;
   /** ListApprovals and DecideApproval. */
   approvals: ApprovalDesk;
+  /** SearchTools. */
+  search: SearchDeps;
   imports: ImportDeps;
 }
 
@@ -100,6 +103,12 @@ export function createDispatcherHandlers(deps: HandlerDeps): ServiceImpl<typeof 
     },
     decideApproval(req, ctx) {
       return deps.approvals.decide(principalOf(ctx), req);
+    },
+    searchTools(req, ctx) {
+      return searchTools(deps.search, req, principalOf(ctx));
+    },
+    answerInput() {
+      throw new ConnectError("AnswerInput is not served yet", Code.Unimplemented);
     },
     async stopTool(req, ctx) {
       requireRole(ctx, Role.Admin);

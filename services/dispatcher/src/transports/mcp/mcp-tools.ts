@@ -10,10 +10,10 @@ import {
   type Principal,
   type Tool,
 } from "@toolmesh/proto";
-import type { ToolCatalog } from "../../catalog/tool-catalog.js";
-import { usableTools } from "../../catalog/visible-tools.js";
+import { listedEntries } from "../../catalog/visible-tools.js";
 import type { DispatchChain } from "../../chain/dispatch-chain.js";
-import type { CheckDeps } from "../../chain/types.js";
+import type { SearchDeps } from "../search-tools.js";
+import { callSearchTool, SEARCH_TOOL, SEARCH_TOOL_NAME } from "./mcp-search.js";
 import {
   createdTask,
   type McpTaskDeps,
@@ -26,9 +26,8 @@ import {
 /** Tools per tools/list page. */
 export const MCP_PAGE_SIZE = 100;
 
-export interface McpToolsDeps extends CheckDeps {
+export interface McpToolsDeps extends SearchDeps {
   chain: DispatchChain;
-  catalog: ToolCatalog;
   version: string;
   /** Held calls as tasks, for 2025-11-25 clients. */
   tasks: McpTaskDeps;
@@ -65,7 +64,12 @@ export function createMcpToolServer(deps: McpToolsDeps, caller: McpCaller): Serv
     },
   );
   server.setRequestHandler("tools/list", (request) => {
-    const names = usableTools(deps, caller.principal).sort();
+    const names = [
+      SEARCH_TOOL_NAME,
+      ...listedEntries(deps, caller.principal, "tool").flatMap((tool) =>
+        tool.spec && tool.spec.name !== SEARCH_TOOL_NAME ? [tool.spec.name] : [],
+      ),
+    ].sort();
     const cursor = request.params?.cursor;
     let start = 0;
     if (cursor !== undefined) {
@@ -75,6 +79,7 @@ export function createMcpToolServer(deps: McpToolsDeps, caller: McpCaller): Serv
     }
     const page = names.slice(start, start + MCP_PAGE_SIZE);
     const tools = page.flatMap((name) => {
+      if (name === SEARCH_TOOL_NAME) return [SEARCH_TOOL];
       const tool = deps.catalog.get(name);
       if (!tool?.spec) return [];
       // A call that waits for an approver may run as a task; any other runs at once.
@@ -90,6 +95,8 @@ export function createMcpToolServer(deps: McpToolsDeps, caller: McpCaller): Serv
   });
   server.setRequestHandler("tools/call", async (request, ctx) => {
     const { name, arguments: args } = request.params;
+    if (name === SEARCH_TOOL_NAME)
+      return callSearchTool(deps, caller.principal, (args ?? {}) as JsonObject) as never;
     if (tasks && request.params.task !== undefined) return callAsTask(deps, caller, request.params);
     const progressToken = request.params._meta?.progressToken;
     let response: DispatchResponse;
