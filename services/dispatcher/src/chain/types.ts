@@ -8,7 +8,7 @@ import type { ToolCatalog, ToolValidators } from "../catalog/tool-catalog.js";
 import type { CallRecord, CallRecorder } from "../records/call-recorder.js";
 import type { HeldCallStore } from "../records/held-calls.js";
 import type { CallIdOwners, IdempotencyStore } from "../records/idempotency.js";
-import type { ToolRuntime } from "../runtimes/runtime.js";
+import type { CallerSide, ToolRuntime } from "../runtimes/runtime.js";
 import type { Refusal } from "./refusal.js";
 import type { RunningCalls } from "./running-calls.js";
 import type { CallSpans, CallTraceContext } from "./telemetry.js";
@@ -64,6 +64,8 @@ export interface DispatchOptions extends CallTraceContext {
   refusal?: Refusal;
   /** Hears the backend's own events after they are traced (MCP progress notifications). */
   onEvent?: (event: BackendEvent) => void;
+  /** The caller, when it can answer what an MCP tool asks mid-call. */
+  caller?: CallerSide | undefined;
 }
 
 /** What the checks read: the registry snapshot, the grants and the calls running here. */
