@@ -28,7 +28,9 @@ import { fastCallRoutes } from "./transports/call-rpcs.js";
 import { createDispatcherHandlers } from "./transports/grpc-handlers.js";
 import { type GrpcPort, listenGrpcPort } from "./transports/grpc-port.js";
 import { createHttpRoutes } from "./transports/http-routes.js";
+import { InputDesk } from "./transports/inputs/input-desk.js";
 import { McpEndpoint } from "./transports/mcp/mcp-endpoint.js";
+import { PushedRequests } from "./transports/mcp/mcp-push.js";
 
 /** Settings the Dispatcher's parts read; a subset of DispatcherConfig. */
 export interface DispatcherSettings {
@@ -159,6 +161,8 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   );
   const checks = { catalog, policy: deps.policy, running };
   const search = new ToolSearch(catalog);
+  const inputs = new InputDesk(deps.instance);
+  const pushed = new PushedRequests(deps.instance);
   const toolAgent: ToolAgentLink = {
     url: settings.toolAgentUrl,
     client: createClient(AgentService, createGrpcTransport({ baseUrl: settings.toolAgentUrl })),
@@ -177,6 +181,8 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       ...checks,
       search,
       chain,
+      inputs,
+      pushed,
       version: "0.1.0",
       tasks: { outcomes, held: heldCalls, resultWaitMs: settings.maxTimeoutMs },
     },
@@ -188,7 +194,10 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       log,
     },
   );
-  const stopFollowing = deps.tools.onChange?.(() => mcp.toolsChanged());
+  const stopFollowing = mcp.followRegistry(deps.tools);
+  const stopNotices = mcpRuntime.onNotice((notice) => {
+    if (notice.kind === "resource_updated") mcp.resourceUpdated(notice.uri);
+  });
   let serving = true;
   const server = createToolmeshServer({
     services: [DispatcherService],
@@ -201,6 +210,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       chain,
       catalog,
       running,
+      inputs,
       authenticateRequest: deps.auth.authenticateRequest,
     }),
     fallback: createHttpRoutes({
@@ -220,6 +230,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
           chain,
           catalog,
           running,
+          inputs,
           local,
           docker,
           checks,
@@ -243,6 +254,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
           chain,
           catalog,
           running,
+          inputs,
           authenticateRequest: deps.auth.authenticateRequest,
           log,
           readMaxBytes: settings.maxMessageBytes,
@@ -252,7 +264,9 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       ),
     async close() {
       serving = false;
-      stopFollowing?.();
+      stopFollowing();
+      stopNotices();
+      pushed.abandon();
       running.interruptAll("shutdown");
       await Promise.all([local.close(), docker.close(), mcp.close(), mcpRuntime.close()]);
       await grpcRuntime.close();

@@ -23,3 +23,8 @@ export function entryKind(entry: Tool): EntryKind {
 export function isTool(entry: Tool): boolean {
   return entryKind(entry) === "tool";
 }
+
+/** True for an entry an MCP server runs: its calls may ask their caller for input. */
+export function isMcpBacked(entry: Tool | undefined): boolean {
+  return entry?.spec?.runtime?.kind.case === "mcp";
+}

@@ -4,6 +4,7 @@ import { hasRole, principalOf, Role, requireRole } from "@toolmesh/auth";
 import { Code, ConnectError, invalidField, notFound } from "@toolmesh/errors";
 import { checkLength } from "@toolmesh/names";
 import {
+  AnswerInputResponseSchema,
   type DispatcherService,
   GetRuntimeStatusResponseSchema,
   StartToolResponseSchema,
@@ -20,6 +21,7 @@ import type { LocalRuntime } from "../runtimes/local-runtime.js";
 import { ToolStartError } from "../runtimes/supervised-backend.js";
 import { AUTH_STARTED } from "./auth-timing.js";
 import { callRpcs } from "./call-rpcs.js";
+import type { InputDesk } from "./inputs/input-desk.js";
 import { type ImportDeps, importMcpServer } from "./mcp/import-server.js";
 import { type SearchDeps, searchTools } from "./search-tools.js";
 
@@ -27,6 +29,8 @@ export interface HandlerDeps {
   chain: DispatchChain;
   catalog: ToolCatalog;
   running: RunningCalls;
+  /** Calls waiting for their caller's answers (AnswerInput). */
+  inputs: InputDesk;
   local: LocalRuntime;
   docker: DockerRuntime;
   /** What ImportMcpServer and the agents' view of running state need. */
@@ -107,8 +111,15 @@ export function createDispatcherHandlers(deps: HandlerDeps): ServiceImpl<typeof 
     searchTools(req, ctx) {
       return searchTools(deps.search, req, principalOf(ctx));
     },
-    answerInput() {
-      throw new ConnectError("AnswerInput is not served yet", Code.Unimplemented);
+    async answerInput(req, ctx) {
+      if (req.requestState === "")
+        throw invalidField(
+          "request_state",
+          "send the request_state of the input_required you answer",
+        );
+      return create(AnswerInputResponseSchema, {
+        result: await deps.inputs.answer(req.requestState, req.responses, principalOf(ctx)),
+      });
     },
     async stopTool(req, ctx) {
       requireRole(ctx, Role.Admin);

@@ -3,7 +3,6 @@ import { ProtocolError, ProtocolErrorCode, Server } from "@modelcontextprotocol/
 import { Code, ConnectError } from "@toolmesh/errors";
 import {
   awaitsApproval,
-  type BackendEvent,
   CallStatus,
   DispatchRequestSchema,
   type DispatchResponse,
@@ -11,8 +10,16 @@ import {
   type Tool,
 } from "@toolmesh/proto";
 import { listedEntries } from "../../catalog/visible-tools.js";
-import type { DispatchChain } from "../../chain/dispatch-chain.js";
 import type { SearchDeps } from "../search-tools.js";
+import {
+  dispatchForMcp,
+  inputRequiredResult,
+  type McpCallDeps,
+  missingCapability,
+} from "./mcp-calls.js";
+import { eventRelay } from "./mcp-events.js";
+import { serveFederation } from "./mcp-federation.js";
+import { pageOf } from "./mcp-pages.js";
 import { callSearchTool, SEARCH_TOOL, SEARCH_TOOL_NAME } from "./mcp-search.js";
 import {
   createdTask,
@@ -23,11 +30,7 @@ import {
   TaskingServer,
 } from "./mcp-tasks.js";
 
-/** Tools per tools/list page. */
-export const MCP_PAGE_SIZE = 100;
-
-export interface McpToolsDeps extends SearchDeps {
-  chain: DispatchChain;
+export interface McpToolsDeps extends SearchDeps, McpCallDeps {
   version: string;
   /** Held calls as tasks, for 2025-11-25 clients. */
   tasks: McpTaskDeps;
@@ -57,7 +60,10 @@ export function createMcpToolServer(deps: McpToolsDeps, caller: McpCaller): Serv
     {
       capabilities: {
         tools: { listChanged: true },
-        ...(tasks ? { tasks: TASKS_CAPABILITY } : {}),
+        prompts: { listChanged: true },
+        resources: { subscribe: true, listChanged: true },
+        completions: {},
+        ...(tasks ? { tasks: TASKS_CAPABILITY, logging: {} } : {}),
       },
       instructions:
         "toolmesh tools: each call is authenticated, validated against the tool's schema, permission-checked and recorded.",
@@ -69,15 +75,13 @@ export function createMcpToolServer(deps: McpToolsDeps, caller: McpCaller): Serv
       ...listedEntries(deps, caller.principal, "tool").flatMap((tool) =>
         tool.spec && tool.spec.name !== SEARCH_TOOL_NAME ? [tool.spec.name] : [],
       ),
-    ].sort();
-    const cursor = request.params?.cursor;
-    let start = 0;
-    if (cursor !== undefined) {
-      const after = decodeCursor(cursor);
-      start = names.findIndex((name) => name > after);
-      if (start < 0) start = names.length;
-    }
-    const page = names.slice(start, start + MCP_PAGE_SIZE);
+    ];
+    const { page, nextCursor } = pageOf(
+      names,
+      (name) => name,
+      request.params?.cursor,
+      "tools/list",
+    );
     const tools = page.flatMap((name) => {
       if (name === SEARCH_TOOL_NAME) return [SEARCH_TOOL];
       const tool = deps.catalog.get(name);
@@ -87,60 +91,40 @@ export function createMcpToolServer(deps: McpToolsDeps, caller: McpCaller): Serv
         ? [{ ...mcpToolOf(tool), execution: { taskSupport: "optional" } }]
         : [mcpToolOf(tool)];
     });
-    const last = page[page.length - 1];
-    return {
-      tools,
-      ...(start + MCP_PAGE_SIZE < names.length && last ? { nextCursor: encodeCursor(last) } : {}),
-    } as never;
+    return { tools, ...(nextCursor ? { nextCursor } : {}) } as never;
   });
   server.setRequestHandler("tools/call", async (request, ctx) => {
     const { name, arguments: args } = request.params;
     if (name === SEARCH_TOOL_NAME)
       return callSearchTool(deps, caller.principal, (args ?? {}) as JsonObject) as never;
     if (tasks && request.params.task !== undefined) return callAsTask(deps, caller, request.params);
-    const progressToken = request.params._meta?.progressToken;
     let response: DispatchResponse;
     try {
-      response = await deps.chain.dispatch(
+      response = await dispatchForMcp(
+        deps,
+        { ...caller, server, ctx },
         create(DispatchRequestSchema, { tool: name, arguments: (args ?? {}) as JsonObject }),
-        caller.principal,
-        {
-          signal: ctx.mcpReq.signal,
-          // A tool's PROGRESS events ({progress, total, message}) become MCP progress notifications.
-          ...(progressToken !== undefined
-            ? {
-                onEvent: (event: BackendEvent) => {
-                  if (
-                    event.customKind !== "PROGRESS" ||
-                    typeof event.payload?.progress !== "number"
-                  )
-                    return;
-                  const { progress, total, message } = event.payload;
-                  void ctx.mcpReq
-                    .notify({
-                      method: "notifications/progress",
-                      params: {
-                        progressToken,
-                        progress,
-                        ...(typeof total === "number" ? { total } : {}),
-                        ...(typeof message === "string" ? { message } : {}),
-                      },
-                    })
-                    .catch(() => {});
-                },
-              }
-            : {}),
-        },
+        eventRelay(ctx, caller.era, request.params._meta?.progressToken),
       );
     } catch (error) {
+      if (error instanceof ProtocolError) throw error;
       const refusal = ConnectError.from(error);
       // An unknown tool is a protocol error in MCP; every other refusal is a result the model reads.
       if (refusal.code === Code.NotFound)
         throw new ProtocolError(ProtocolErrorCode.InvalidParams, refusal.rawMessage);
       return errorResult(refusal.rawMessage) as never;
     }
+    const asked = inputRequiredResult(response);
+    if (asked) return asked as never;
+    if (response.error?.code === "missing_client_capability")
+      throw missingCapability((response.error.details ?? {}) as JsonObject, response.error.message);
     return callResult(toolNamed(deps, name), response) as never;
   });
+  serveFederation(server, deps, caller);
+  if (caller.era === "legacy")
+    // Stateless: no level outlives this request; an imported tool's log messages all reach the
+    // request that made its call.
+    server.setRequestHandler("logging/setLevel", () => ({}) as never);
   if (tasks)
     serveTasks(server, deps.tasks, caller, (tool, response) =>
       callResult(toolNamed(deps, tool), response),
@@ -266,18 +250,4 @@ function contentBlocks(output: JsonObject): JsonObject[] | undefined {
       typeof block.type === "string",
   );
   return blocks.length === content.length ? blocks : undefined;
-}
-
-function encodeCursor(name: string): string {
-  return Buffer.from(name, "utf8").toString("base64url");
-}
-
-function decodeCursor(cursor: string): string {
-  const name = Buffer.from(cursor, "base64url").toString("utf8");
-  if (cursor.length > 200 || encodeCursor(name) !== cursor)
-    throw new ProtocolError(
-      ProtocolErrorCode.InvalidParams,
-      "invalid cursor: pass back a nextCursor from tools/list",
-    );
-  return name;
 }

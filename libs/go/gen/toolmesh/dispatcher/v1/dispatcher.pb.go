@@ -1626,7 +1626,11 @@ type ImportMcpServerRequest struct {
 	// Scopes every imported tool requires, such as `use:everything`.
 	RequiredScopes []string `protobuf:"bytes,3,rep,name=required_scopes,json=requiredScopes,proto3" json:"required_scopes,omitempty"`
 	// Show what would change without writing to the registry.
-	DryRun        bool `protobuf:"varint,4,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	DryRun bool `protobuf:"varint,4,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	// Import only entries of these kinds (tools, prompts, resources, resource templates); empty
+	// imports every kind the server offers. Entries of other kinds a former import wrote are left
+	// as they are.
+	Only          []v11.McpOperation `protobuf:"varint,5,rep,packed,name=only,proto3,enum=toolmesh.registry.v1.McpOperation" json:"only,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1687,6 +1691,13 @@ func (x *ImportMcpServerRequest) GetDryRun() bool {
 		return x.DryRun
 	}
 	return false
+}
+
+func (x *ImportMcpServerRequest) GetOnly() []v11.McpOperation {
+	if x != nil {
+		return x.Only
+	}
+	return nil
 }
 
 type ImportedMcpTool struct {
@@ -2442,12 +2453,13 @@ const file_toolmesh_dispatcher_v1_dispatcher_proto_rawDesc = "" +
 	"\adialect\x18\x01 \x01(\x0e2'.toolmesh.dispatcher.v1.ToolCallDialectR\adialect\x123\n" +
 	"\bmessages\x18\x02 \x03(\v2\x17.google.protobuf.StructR\bmessages\x12B\n" +
 	"\aresults\x18\x03 \x03(\v2(.toolmesh.dispatcher.v1.DispatchResponseR\aresults\x12\x19\n" +
-	"\btrace_id\x18\x04 \x01(\tR\atraceId\"\xae\x01\n" +
+	"\btrace_id\x18\x04 \x01(\tR\atraceId\"\xe6\x01\n" +
 	"\x16ImportMcpServerRequest\x12\x16\n" +
 	"\x06prefix\x18\x01 \x01(\tR\x06prefix\x12:\n" +
 	"\aruntime\x18\x02 \x01(\v2 .toolmesh.registry.v1.McpRuntimeR\aruntime\x12'\n" +
 	"\x0frequired_scopes\x18\x03 \x03(\tR\x0erequiredScopes\x12\x17\n" +
-	"\adry_run\x18\x04 \x01(\bR\x06dryRun\"\xc3\x01\n" +
+	"\adry_run\x18\x04 \x01(\bR\x06dryRun\x126\n" +
+	"\x04only\x18\x05 \x03(\x0e2\".toolmesh.registry.v1.McpOperationR\x04only\"\xc3\x01\n" +
 	"\x0fImportedMcpTool\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x12\x19\n" +
 	"\bmcp_name\x18\x02 \x01(\tR\amcpName\x12?\n" +
@@ -2641,52 +2653,53 @@ var file_toolmesh_dispatcher_v1_dispatcher_proto_depIdxs = []int32{
 	38, // 25: toolmesh.dispatcher.v1.DispatchToolCallsResponse.messages:type_name -> google.protobuf.Struct
 	6,  // 26: toolmesh.dispatcher.v1.DispatchToolCallsResponse.results:type_name -> toolmesh.dispatcher.v1.DispatchResponse
 	44, // 27: toolmesh.dispatcher.v1.ImportMcpServerRequest.runtime:type_name -> toolmesh.registry.v1.McpRuntime
-	2,  // 28: toolmesh.dispatcher.v1.ImportedMcpTool.change:type_name -> toolmesh.dispatcher.v1.McpImportChange
-	45, // 29: toolmesh.dispatcher.v1.ImportedMcpTool.operation:type_name -> toolmesh.registry.v1.McpOperation
-	28, // 30: toolmesh.dispatcher.v1.ImportMcpServerResponse.tools:type_name -> toolmesh.dispatcher.v1.ImportedMcpTool
-	38, // 31: toolmesh.dispatcher.v1.Approval.arguments:type_name -> google.protobuf.Struct
-	42, // 32: toolmesh.dispatcher.v1.Approval.requested_at:type_name -> google.protobuf.Timestamp
-	42, // 33: toolmesh.dispatcher.v1.Approval.expires_at:type_name -> google.protobuf.Timestamp
-	3,  // 34: toolmesh.dispatcher.v1.Approval.state:type_name -> toolmesh.dispatcher.v1.ApprovalState
-	42, // 35: toolmesh.dispatcher.v1.Approval.decided_at:type_name -> google.protobuf.Timestamp
-	42, // 36: toolmesh.dispatcher.v1.Approval.confirmed_at:type_name -> google.protobuf.Timestamp
-	30, // 37: toolmesh.dispatcher.v1.HeldCall.approval:type_name -> toolmesh.dispatcher.v1.Approval
-	38, // 38: toolmesh.dispatcher.v1.HeldCall.arguments:type_name -> google.protobuf.Struct
-	30, // 39: toolmesh.dispatcher.v1.ListApprovalsResponse.approvals:type_name -> toolmesh.dispatcher.v1.Approval
-	4,  // 40: toolmesh.dispatcher.v1.DecideApprovalRequest.decision:type_name -> toolmesh.dispatcher.v1.ApprovalDecision
-	30, // 41: toolmesh.dispatcher.v1.DecideApprovalResponse.approval:type_name -> toolmesh.dispatcher.v1.Approval
-	6,  // 42: toolmesh.dispatcher.v1.DecideApprovalResponse.result:type_name -> toolmesh.dispatcher.v1.DispatchResponse
-	8,  // 43: toolmesh.dispatcher.v1.InputRequired.RequestsEntry.value:type_name -> toolmesh.dispatcher.v1.InputRequest
-	38, // 44: toolmesh.dispatcher.v1.AnswerInputRequest.ResponsesEntry.value:type_name -> google.protobuf.Struct
-	5,  // 45: toolmesh.dispatcher.v1.DispatcherService.Dispatch:input_type -> toolmesh.dispatcher.v1.DispatchRequest
-	14, // 46: toolmesh.dispatcher.v1.DispatcherService.DispatchBatch:input_type -> toolmesh.dispatcher.v1.DispatchBatchRequest
-	16, // 47: toolmesh.dispatcher.v1.DispatcherService.Cancel:input_type -> toolmesh.dispatcher.v1.CancelRequest
-	19, // 48: toolmesh.dispatcher.v1.DispatcherService.GetRuntimeStatus:input_type -> toolmesh.dispatcher.v1.GetRuntimeStatusRequest
-	21, // 49: toolmesh.dispatcher.v1.DispatcherService.StartTool:input_type -> toolmesh.dispatcher.v1.StartToolRequest
-	23, // 50: toolmesh.dispatcher.v1.DispatcherService.StopTool:input_type -> toolmesh.dispatcher.v1.StopToolRequest
-	25, // 51: toolmesh.dispatcher.v1.DispatcherService.DispatchToolCalls:input_type -> toolmesh.dispatcher.v1.DispatchToolCallsRequest
-	27, // 52: toolmesh.dispatcher.v1.DispatcherService.ImportMcpServer:input_type -> toolmesh.dispatcher.v1.ImportMcpServerRequest
-	9,  // 53: toolmesh.dispatcher.v1.DispatcherService.AnswerInput:input_type -> toolmesh.dispatcher.v1.AnswerInputRequest
-	11, // 54: toolmesh.dispatcher.v1.DispatcherService.SearchTools:input_type -> toolmesh.dispatcher.v1.SearchToolsRequest
-	32, // 55: toolmesh.dispatcher.v1.DispatcherService.ListApprovals:input_type -> toolmesh.dispatcher.v1.ListApprovalsRequest
-	34, // 56: toolmesh.dispatcher.v1.DispatcherService.DecideApproval:input_type -> toolmesh.dispatcher.v1.DecideApprovalRequest
-	6,  // 57: toolmesh.dispatcher.v1.DispatcherService.Dispatch:output_type -> toolmesh.dispatcher.v1.DispatchResponse
-	15, // 58: toolmesh.dispatcher.v1.DispatcherService.DispatchBatch:output_type -> toolmesh.dispatcher.v1.DispatchBatchResponse
-	17, // 59: toolmesh.dispatcher.v1.DispatcherService.Cancel:output_type -> toolmesh.dispatcher.v1.CancelResponse
-	20, // 60: toolmesh.dispatcher.v1.DispatcherService.GetRuntimeStatus:output_type -> toolmesh.dispatcher.v1.GetRuntimeStatusResponse
-	22, // 61: toolmesh.dispatcher.v1.DispatcherService.StartTool:output_type -> toolmesh.dispatcher.v1.StartToolResponse
-	24, // 62: toolmesh.dispatcher.v1.DispatcherService.StopTool:output_type -> toolmesh.dispatcher.v1.StopToolResponse
-	26, // 63: toolmesh.dispatcher.v1.DispatcherService.DispatchToolCalls:output_type -> toolmesh.dispatcher.v1.DispatchToolCallsResponse
-	29, // 64: toolmesh.dispatcher.v1.DispatcherService.ImportMcpServer:output_type -> toolmesh.dispatcher.v1.ImportMcpServerResponse
-	10, // 65: toolmesh.dispatcher.v1.DispatcherService.AnswerInput:output_type -> toolmesh.dispatcher.v1.AnswerInputResponse
-	13, // 66: toolmesh.dispatcher.v1.DispatcherService.SearchTools:output_type -> toolmesh.dispatcher.v1.SearchToolsResponse
-	33, // 67: toolmesh.dispatcher.v1.DispatcherService.ListApprovals:output_type -> toolmesh.dispatcher.v1.ListApprovalsResponse
-	35, // 68: toolmesh.dispatcher.v1.DispatcherService.DecideApproval:output_type -> toolmesh.dispatcher.v1.DecideApprovalResponse
-	57, // [57:69] is the sub-list for method output_type
-	45, // [45:57] is the sub-list for method input_type
-	45, // [45:45] is the sub-list for extension type_name
-	45, // [45:45] is the sub-list for extension extendee
-	0,  // [0:45] is the sub-list for field type_name
+	45, // 28: toolmesh.dispatcher.v1.ImportMcpServerRequest.only:type_name -> toolmesh.registry.v1.McpOperation
+	2,  // 29: toolmesh.dispatcher.v1.ImportedMcpTool.change:type_name -> toolmesh.dispatcher.v1.McpImportChange
+	45, // 30: toolmesh.dispatcher.v1.ImportedMcpTool.operation:type_name -> toolmesh.registry.v1.McpOperation
+	28, // 31: toolmesh.dispatcher.v1.ImportMcpServerResponse.tools:type_name -> toolmesh.dispatcher.v1.ImportedMcpTool
+	38, // 32: toolmesh.dispatcher.v1.Approval.arguments:type_name -> google.protobuf.Struct
+	42, // 33: toolmesh.dispatcher.v1.Approval.requested_at:type_name -> google.protobuf.Timestamp
+	42, // 34: toolmesh.dispatcher.v1.Approval.expires_at:type_name -> google.protobuf.Timestamp
+	3,  // 35: toolmesh.dispatcher.v1.Approval.state:type_name -> toolmesh.dispatcher.v1.ApprovalState
+	42, // 36: toolmesh.dispatcher.v1.Approval.decided_at:type_name -> google.protobuf.Timestamp
+	42, // 37: toolmesh.dispatcher.v1.Approval.confirmed_at:type_name -> google.protobuf.Timestamp
+	30, // 38: toolmesh.dispatcher.v1.HeldCall.approval:type_name -> toolmesh.dispatcher.v1.Approval
+	38, // 39: toolmesh.dispatcher.v1.HeldCall.arguments:type_name -> google.protobuf.Struct
+	30, // 40: toolmesh.dispatcher.v1.ListApprovalsResponse.approvals:type_name -> toolmesh.dispatcher.v1.Approval
+	4,  // 41: toolmesh.dispatcher.v1.DecideApprovalRequest.decision:type_name -> toolmesh.dispatcher.v1.ApprovalDecision
+	30, // 42: toolmesh.dispatcher.v1.DecideApprovalResponse.approval:type_name -> toolmesh.dispatcher.v1.Approval
+	6,  // 43: toolmesh.dispatcher.v1.DecideApprovalResponse.result:type_name -> toolmesh.dispatcher.v1.DispatchResponse
+	8,  // 44: toolmesh.dispatcher.v1.InputRequired.RequestsEntry.value:type_name -> toolmesh.dispatcher.v1.InputRequest
+	38, // 45: toolmesh.dispatcher.v1.AnswerInputRequest.ResponsesEntry.value:type_name -> google.protobuf.Struct
+	5,  // 46: toolmesh.dispatcher.v1.DispatcherService.Dispatch:input_type -> toolmesh.dispatcher.v1.DispatchRequest
+	14, // 47: toolmesh.dispatcher.v1.DispatcherService.DispatchBatch:input_type -> toolmesh.dispatcher.v1.DispatchBatchRequest
+	16, // 48: toolmesh.dispatcher.v1.DispatcherService.Cancel:input_type -> toolmesh.dispatcher.v1.CancelRequest
+	19, // 49: toolmesh.dispatcher.v1.DispatcherService.GetRuntimeStatus:input_type -> toolmesh.dispatcher.v1.GetRuntimeStatusRequest
+	21, // 50: toolmesh.dispatcher.v1.DispatcherService.StartTool:input_type -> toolmesh.dispatcher.v1.StartToolRequest
+	23, // 51: toolmesh.dispatcher.v1.DispatcherService.StopTool:input_type -> toolmesh.dispatcher.v1.StopToolRequest
+	25, // 52: toolmesh.dispatcher.v1.DispatcherService.DispatchToolCalls:input_type -> toolmesh.dispatcher.v1.DispatchToolCallsRequest
+	27, // 53: toolmesh.dispatcher.v1.DispatcherService.ImportMcpServer:input_type -> toolmesh.dispatcher.v1.ImportMcpServerRequest
+	9,  // 54: toolmesh.dispatcher.v1.DispatcherService.AnswerInput:input_type -> toolmesh.dispatcher.v1.AnswerInputRequest
+	11, // 55: toolmesh.dispatcher.v1.DispatcherService.SearchTools:input_type -> toolmesh.dispatcher.v1.SearchToolsRequest
+	32, // 56: toolmesh.dispatcher.v1.DispatcherService.ListApprovals:input_type -> toolmesh.dispatcher.v1.ListApprovalsRequest
+	34, // 57: toolmesh.dispatcher.v1.DispatcherService.DecideApproval:input_type -> toolmesh.dispatcher.v1.DecideApprovalRequest
+	6,  // 58: toolmesh.dispatcher.v1.DispatcherService.Dispatch:output_type -> toolmesh.dispatcher.v1.DispatchResponse
+	15, // 59: toolmesh.dispatcher.v1.DispatcherService.DispatchBatch:output_type -> toolmesh.dispatcher.v1.DispatchBatchResponse
+	17, // 60: toolmesh.dispatcher.v1.DispatcherService.Cancel:output_type -> toolmesh.dispatcher.v1.CancelResponse
+	20, // 61: toolmesh.dispatcher.v1.DispatcherService.GetRuntimeStatus:output_type -> toolmesh.dispatcher.v1.GetRuntimeStatusResponse
+	22, // 62: toolmesh.dispatcher.v1.DispatcherService.StartTool:output_type -> toolmesh.dispatcher.v1.StartToolResponse
+	24, // 63: toolmesh.dispatcher.v1.DispatcherService.StopTool:output_type -> toolmesh.dispatcher.v1.StopToolResponse
+	26, // 64: toolmesh.dispatcher.v1.DispatcherService.DispatchToolCalls:output_type -> toolmesh.dispatcher.v1.DispatchToolCallsResponse
+	29, // 65: toolmesh.dispatcher.v1.DispatcherService.ImportMcpServer:output_type -> toolmesh.dispatcher.v1.ImportMcpServerResponse
+	10, // 66: toolmesh.dispatcher.v1.DispatcherService.AnswerInput:output_type -> toolmesh.dispatcher.v1.AnswerInputResponse
+	13, // 67: toolmesh.dispatcher.v1.DispatcherService.SearchTools:output_type -> toolmesh.dispatcher.v1.SearchToolsResponse
+	33, // 68: toolmesh.dispatcher.v1.DispatcherService.ListApprovals:output_type -> toolmesh.dispatcher.v1.ListApprovalsResponse
+	35, // 69: toolmesh.dispatcher.v1.DispatcherService.DecideApproval:output_type -> toolmesh.dispatcher.v1.DecideApprovalResponse
+	58, // [58:70] is the sub-list for method output_type
+	46, // [46:58] is the sub-list for method input_type
+	46, // [46:46] is the sub-list for extension type_name
+	46, // [46:46] is the sub-list for extension extendee
+	0,  // [0:46] is the sub-list for field type_name
 }
 
 func init() { file_toolmesh_dispatcher_v1_dispatcher_proto_init() }

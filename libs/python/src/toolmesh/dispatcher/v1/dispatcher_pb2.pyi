@@ -295,16 +295,18 @@ class DispatchToolCallsResponse(_message.Message):
     def __init__(self, dialect: _Optional[_Union[ToolCallDialect, str]] = ..., messages: _Optional[_Iterable[_Union[_struct_pb2.Struct, _Mapping]]] = ..., results: _Optional[_Iterable[_Union[DispatchResponse, _Mapping]]] = ..., trace_id: _Optional[str] = ...) -> None: ...
 
 class ImportMcpServerRequest(_message.Message):
-    __slots__ = ("prefix", "runtime", "required_scopes", "dry_run")
+    __slots__ = ("prefix", "runtime", "required_scopes", "dry_run", "only")
     PREFIX_FIELD_NUMBER: _ClassVar[int]
     RUNTIME_FIELD_NUMBER: _ClassVar[int]
     REQUIRED_SCOPES_FIELD_NUMBER: _ClassVar[int]
     DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    ONLY_FIELD_NUMBER: _ClassVar[int]
     prefix: str
     runtime: _registry_pb2.McpRuntime
     required_scopes: _containers.RepeatedScalarFieldContainer[str]
     dry_run: bool
-    def __init__(self, prefix: _Optional[str] = ..., runtime: _Optional[_Union[_registry_pb2.McpRuntime, _Mapping]] = ..., required_scopes: _Optional[_Iterable[str]] = ..., dry_run: bool = ...) -> None: ...
+    only: _containers.RepeatedScalarFieldContainer[_registry_pb2.McpOperation]
+    def __init__(self, prefix: _Optional[str] = ..., runtime: _Optional[_Union[_registry_pb2.McpRuntime, _Mapping]] = ..., required_scopes: _Optional[_Iterable[str]] = ..., dry_run: bool = ..., only: _Optional[_Iterable[_Union[_registry_pb2.McpOperation, str]]] = ...) -> None: ...
 
 class ImportedMcpTool(_message.Message):
     __slots__ = ("tool", "mcp_name", "change", "operation")
