@@ -28,6 +28,7 @@ import { fastCallRoutes } from "./transports/call-rpcs.js";
 import { createDispatcherHandlers } from "./transports/grpc-handlers.js";
 import { type GrpcPort, listenGrpcPort } from "./transports/grpc-port.js";
 import { createHttpRoutes } from "./transports/http-routes.js";
+import { Confirmations } from "./transports/inputs/confirmations.js";
 import { InputDesk } from "./transports/inputs/input-desk.js";
 import { McpEndpoint } from "./transports/mcp/mcp-endpoint.js";
 import { PushedRequests } from "./transports/mcp/mcp-push.js";
@@ -183,6 +184,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       chain,
       inputs,
       pushed,
+      confirmations: new Confirmations(heldCalls, approvals),
       version: "0.1.0",
       tasks: { outcomes, held: heldCalls, resultWaitMs: settings.maxTimeoutMs },
     },

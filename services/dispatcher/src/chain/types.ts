@@ -84,6 +84,8 @@ export interface CheckedCall {
   validators: ToolValidators;
   /** Why the call must be approved before it runs (`tool`, `grant:<id>`); empty when it need not. */
   approvalBy: string[];
+  /** Why the caller must confirm it before it runs, in the same words; empty when it need not. */
+  confirmationBy: string[];
 }
 
 /** One call that passed its checks, ready to run. */

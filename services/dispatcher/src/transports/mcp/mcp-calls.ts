@@ -1,4 +1,4 @@
-import type { JsonObject } from "@bufbuild/protobuf";
+import { create, type JsonObject } from "@bufbuild/protobuf";
 import {
   MissingRequiredClientCapabilityError,
   ProtocolError,
@@ -7,10 +7,19 @@ import {
   type ServerContext,
 } from "@modelcontextprotocol/server";
 import { Code, ConnectError } from "@toolmesh/errors";
-import type { BackendEvent, DispatchRequest, DispatchResponse, Principal } from "@toolmesh/proto";
+import {
+  type BackendEvent,
+  type DispatchRequest,
+  type DispatchResponse,
+  DispatchResponseSchema,
+  InputRequestSchema,
+  InputRequiredSchema,
+  type Principal,
+} from "@toolmesh/proto";
 import type { ToolCatalog } from "../../catalog/tool-catalog.js";
 import type { DispatchChain } from "../../chain/dispatch-chain.js";
 import { dispatchAnswerable } from "../inputs/answerable.js";
+import { CONFIRM_KEY, type Confirmations } from "../inputs/confirmations.js";
 import { DeferredCaller } from "../inputs/deferred-caller.js";
 import type { InputDesk } from "../inputs/input-desk.js";
 import { readState } from "../inputs/request-state.js";
@@ -24,6 +33,8 @@ export interface McpCallDeps {
   inputs: InputDesk;
   /** Questions sent to 2025-11-25 callers, waiting for their POSTed answers. */
   pushed: PushedRequests;
+  /** Held calls that wait for their caller's confirmation. */
+  confirmations: Confirmations;
 }
 
 /** The MCP request a call comes from. */
@@ -48,6 +59,15 @@ export async function dispatchForMcp(
   req: DispatchRequest,
   onEvent?: (event: BackendEvent) => void,
 ): Promise<DispatchResponse> {
+  return askConfirmation(deps, from, await dispatchWithCaller(deps, from, req, onEvent));
+}
+
+async function dispatchWithCaller(
+  deps: McpCallDeps,
+  from: McpRequestOf,
+  req: DispatchRequest,
+  onEvent?: (event: BackendEvent) => void,
+): Promise<DispatchResponse> {
   const { principal, ctx } = from;
   const options = { signal: ctx.mcpReq.signal, ...(onEvent ? { onEvent } : {}) };
   if (from.era === "legacy") {
@@ -58,6 +78,8 @@ export async function dispatchForMcp(
   const responses = (ctx.mcpReq.inputResponses ?? {}) as Record<string, JsonObject>;
   if (typeof state === "string") {
     try {
+      if (deps.confirmations.isState(state))
+        return await deps.confirmations.answerState(state, responses[CONFIRM_KEY], principal);
       const named = readState("requestState", state);
       if (named.tool !== deps.catalog.resolve(req.tool))
         throw new ProtocolError(
@@ -80,6 +102,49 @@ export async function dispatchForMcp(
     typeof logLevel === "string" ? logLevel : undefined,
   );
   return dispatchAnswerable(deps.inputs, deps.chain, req, principal, options, caller);
+}
+
+/**
+ * A held call that waits for its caller's own confirmation asks for it: a 2025-11-25 client on
+ * the request's stream (its answer decides the call, which then runs), a 2026-07-28 client that
+ * can elicit with an input-required result. Either may leave the call held, to be decided with
+ * DecideApproval.
+ */
+async function askConfirmation(
+  deps: McpCallDeps,
+  from: McpRequestOf,
+  response: DispatchResponse,
+): Promise<DispatchResponse> {
+  const held = await deps.confirmations.waiting(response);
+  if (!held) return response;
+  const question = deps.confirmations.question(held);
+  if (from.era === "legacy") {
+    const caller = new PushCaller(deps.pushed, from.server, from.ctx.mcpReq.id, from.principal);
+    let answer: JsonObject;
+    try {
+      answer = await caller.ask(CONFIRM_KEY, question, deps.confirmations.asking(held));
+    } catch {
+      // The client cannot elicit, or did not answer in time: the call stays held.
+      return response;
+    }
+    return deps.confirmations.decide(held, answer, from.principal);
+  }
+  const envelope = from.ctx.mcpReq.envelope as JsonObject | undefined;
+  const capabilities = (envelope?.[CAPABILITIES_META] ?? {}) as JsonObject;
+  if (capabilities.elicitation === undefined) return response;
+  return create(DispatchResponseSchema, {
+    ...response,
+    inputRequired: create(InputRequiredSchema, {
+      requests: {
+        [CONFIRM_KEY]: create(InputRequestSchema, {
+          method: question.method,
+          params: question.params,
+        }),
+      },
+      requestState: deps.confirmations.stateOf(held),
+      ...(held.approval?.expiresAt ? { expiresAt: held.approval.expiresAt } : {}),
+    }),
+  });
 }
 
 /** A PENDING call that waits for its caller, as the 2026-07-28 InputRequiredResult. */

@@ -2024,8 +2024,11 @@ type HeldCall struct {
 	// refused (`tool_changed`).
 	DefinitionHash string `protobuf:"bytes,7,opt,name=definition_hash,json=definitionHash,proto3" json:"definition_hash,omitempty"`
 	IdempotencyKey string `protobuf:"bytes,8,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// For a call that waits for its caller's confirmation: the secret an MCP client's answer
+	// carries back (in its requestState), so only the question this call asked can confirm it.
+	ConfirmationNonce string `protobuf:"bytes,9,opt,name=confirmation_nonce,json=confirmationNonce,proto3" json:"confirmation_nonce,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *HeldCall) Reset() {
@@ -2110,6 +2113,13 @@ func (x *HeldCall) GetDefinitionHash() string {
 func (x *HeldCall) GetIdempotencyKey() string {
 	if x != nil {
 		return x.IdempotencyKey
+	}
+	return ""
+}
+
+func (x *HeldCall) GetConfirmationNonce() string {
+	if x != nil {
+		return x.ConfirmationNonce
 	}
 	return ""
 }
@@ -2491,7 +2501,7 @@ const file_toolmesh_dispatcher_v1_dispatcher_proto_rawDesc = "" +
 	"\vrequired_by\x18\x0e \x03(\tR\n" +
 	"requiredBy\x12'\n" +
 	"\x0fconfirmation_by\x18\x0f \x03(\tR\x0econfirmationBy\x12=\n" +
-	"\fconfirmed_at\x18\x10 \x01(\v2\x1a.google.protobuf.TimestampR\vconfirmedAt\"\xba\x02\n" +
+	"\fconfirmed_at\x18\x10 \x01(\v2\x1a.google.protobuf.TimestampR\vconfirmedAt\"\xe9\x02\n" +
 	"\bHeldCall\x12<\n" +
 	"\bapproval\x18\x01 \x01(\v2 .toolmesh.dispatcher.v1.ApprovalR\bapproval\x125\n" +
 	"\targuments\x18\x02 \x01(\v2\x17.google.protobuf.StructR\targuments\x12\x1b\n" +
@@ -2501,7 +2511,8 @@ const file_toolmesh_dispatcher_v1_dispatcher_proto_rawDesc = "" +
 	"\n" +
 	"timeout_ms\x18\x06 \x01(\rR\ttimeoutMs\x12'\n" +
 	"\x0fdefinition_hash\x18\a \x01(\tR\x0edefinitionHash\x12'\n" +
-	"\x0fidempotency_key\x18\b \x01(\tR\x0eidempotencyKey\"\x81\x01\n" +
+	"\x0fidempotency_key\x18\b \x01(\tR\x0eidempotencyKey\x12-\n" +
+	"\x12confirmation_nonce\x18\t \x01(\tR\x11confirmationNonce\"\x81\x01\n" +
 	"\x14ListApprovalsRequest\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x12\x19\n" +
 	"\bagent_id\x18\x02 \x01(\tR\aagentId\x12\x1b\n" +

@@ -367,7 +367,7 @@ class Approval(_message.Message):
     def __init__(self, call_id: _Optional[str] = ..., trace_id: _Optional[str] = ..., tool: _Optional[str] = ..., agent_id: _Optional[str] = ..., user_id: _Optional[str] = ..., arguments: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., requested_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., state: _Optional[_Union[ApprovalState, str]] = ..., decided_by: _Optional[str] = ..., decided_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., reason: _Optional[str] = ..., approver_roles: _Optional[_Iterable[str]] = ..., required_by: _Optional[_Iterable[str]] = ..., confirmation_by: _Optional[_Iterable[str]] = ..., confirmed_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class HeldCall(_message.Message):
-    __slots__ = ("approval", "arguments", "parent_id", "roles", "key_id", "timeout_ms", "definition_hash", "idempotency_key")
+    __slots__ = ("approval", "arguments", "parent_id", "roles", "key_id", "timeout_ms", "definition_hash", "idempotency_key", "confirmation_nonce")
     APPROVAL_FIELD_NUMBER: _ClassVar[int]
     ARGUMENTS_FIELD_NUMBER: _ClassVar[int]
     PARENT_ID_FIELD_NUMBER: _ClassVar[int]
@@ -376,6 +376,7 @@ class HeldCall(_message.Message):
     TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
     DEFINITION_HASH_FIELD_NUMBER: _ClassVar[int]
     IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
+    CONFIRMATION_NONCE_FIELD_NUMBER: _ClassVar[int]
     approval: Approval
     arguments: _struct_pb2.Struct
     parent_id: str
@@ -384,7 +385,8 @@ class HeldCall(_message.Message):
     timeout_ms: int
     definition_hash: str
     idempotency_key: str
-    def __init__(self, approval: _Optional[_Union[Approval, _Mapping]] = ..., arguments: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., parent_id: _Optional[str] = ..., roles: _Optional[_Iterable[str]] = ..., key_id: _Optional[str] = ..., timeout_ms: _Optional[int] = ..., definition_hash: _Optional[str] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
+    confirmation_nonce: str
+    def __init__(self, approval: _Optional[_Union[Approval, _Mapping]] = ..., arguments: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., parent_id: _Optional[str] = ..., roles: _Optional[_Iterable[str]] = ..., key_id: _Optional[str] = ..., timeout_ms: _Optional[int] = ..., definition_hash: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., confirmation_nonce: _Optional[str] = ...) -> None: ...
 
 class ListApprovalsRequest(_message.Message):
     __slots__ = ("tool", "agent_id", "page_size", "page_token")
