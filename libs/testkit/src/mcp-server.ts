@@ -21,39 +21,42 @@ export interface EverythingStack {
 }
 
 /**
- * server-everything over streamable HTTP on a free port, and a stack whose Dispatcher knows
- * where its Registry listens (ImportMcpServer writes there), started side by side.
+ * A stack whose Dispatchers know where its Registry listens, so ImportMcpServer (which writes
+ * there with the admin's credential) works.
  */
+export async function startImportingStack(options: TestStackOptions = {}): Promise<TestStack> {
+  const registryPort = await freePort();
+  const registry = `http://127.0.0.1:${registryPort}`;
+  return startStack({
+    ...options,
+    serviceEnv: {
+      ...options.serviceEnv,
+      registry: { ...options.serviceEnv?.registry, TOOLMESH_REGISTRY_PORT: String(registryPort) },
+      dispatcher: { ...options.serviceEnv?.dispatcher, TOOLMESH_REGISTRY_URL: registry },
+      ...Object.fromEntries(
+        Array.from({ length: dispatchers(options) - 1 }, (_, i) => [
+          `dispatcher-${i + 2}`,
+          { ...options.serviceEnv?.[`dispatcher-${i + 2}`], TOOLMESH_REGISTRY_URL: registry },
+        ]),
+      ),
+    },
+  });
+}
+
+/** server-everything over streamable HTTP on a free port, and an importing stack beside it. */
 export async function startEverythingStack(
   options: TestStackOptions = {},
 ): Promise<EverythingStack> {
-  const [port, registryPort] = [await freePort(), await freePort()];
+  const port = await freePort();
   const server: ChildProcess = spawn(process.execPath, [everythingScript, "streamableHttp"], {
     env: { ...process.env, PORT: String(port) },
     stdio: ["ignore", "ignore", "pipe"],
   });
   const stderr = new LineWatcher(server.stderr as NonNullable<ChildProcess["stderr"]>);
-  const registry = `http://127.0.0.1:${registryPort}`;
   let stack: TestStack;
   try {
     [stack] = await Promise.all([
-      startStack({
-        ...options,
-        serviceEnv: {
-          ...options.serviceEnv,
-          registry: {
-            ...options.serviceEnv?.registry,
-            TOOLMESH_REGISTRY_PORT: String(registryPort),
-          },
-          dispatcher: { ...options.serviceEnv?.dispatcher, TOOLMESH_REGISTRY_URL: registry },
-          ...Object.fromEntries(
-            Array.from({ length: dispatchers(options) - 1 }, (_, i) => [
-              `dispatcher-${i + 2}`,
-              { ...options.serviceEnv?.[`dispatcher-${i + 2}`], TOOLMESH_REGISTRY_URL: registry },
-            ]),
-          ),
-        },
-      }),
+      startImportingStack(options),
       stderr.waitFor((l) => l.includes("listening on port"), 20_000, "server-everything"),
     ]);
   } catch (error) {

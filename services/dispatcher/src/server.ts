@@ -17,6 +17,7 @@ import { CallRecorder, type RecordSink } from "./records/call-recorder.js";
 import { type HeldCallStore, MemoryHeldCalls } from "./records/held-calls.js";
 import type { CallIdOwners, IdempotencyStore } from "./records/idempotency.js";
 import { NoOutcomes, type OutcomeLookup, type OutcomeReader } from "./records/outcome-lookup.js";
+import { MemoryTaskIndex, type TaskIndex } from "./records/task-index.js";
 import { DockerRuntime } from "./runtimes/docker-runtime.js";
 import { GrpcRuntime } from "./runtimes/grpc-runtime.js";
 import { LocalRuntime } from "./runtimes/local-runtime.js";
@@ -30,8 +31,11 @@ import { type GrpcPort, listenGrpcPort } from "./transports/grpc-port.js";
 import { createHttpRoutes } from "./transports/http-routes.js";
 import { Confirmations } from "./transports/inputs/confirmations.js";
 import { InputDesk } from "./transports/inputs/input-desk.js";
+import { RequestStates } from "./transports/inputs/request-state.js";
 import { McpEndpoint } from "./transports/mcp/mcp-endpoint.js";
-import { PushedRequests } from "./transports/mcp/mcp-push.js";
+import { type PostedResponse, PushedRequests } from "./transports/mcp/mcp-push.js";
+import type { NatsReplicaLink } from "./transports/replica-link.js";
+import { TaskDesk } from "./transports/tasks/task-desk.js";
 
 /** Settings the Dispatcher's parts read; a subset of DispatcherConfig. */
 export interface DispatcherSettings {
@@ -84,6 +88,10 @@ export interface DispatcherDeps {
   log: Logger;
   /** Spans of each call (startTracing from the OTEL_* variables); off when omitted. */
   tracing?: Tracing;
+  /** Which calls are whose MCP tasks (a KvTaskIndex); in memory when omitted. */
+  taskIndex?: TaskIndex;
+  /** The other Dispatcher replicas, over the bus; none when omitted (one in-process replica). */
+  link?: NatsReplicaLink;
 }
 
 export interface Dispatcher {
@@ -162,7 +170,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   );
   const checks = { catalog, policy: deps.policy, running };
   const search = new ToolSearch(catalog);
-  const inputs = new InputDesk(deps.instance);
+  const inputs = new InputDesk(deps.instance, new RequestStates(), deps.link);
   const pushed = new PushedRequests(deps.instance);
   const toolAgent: ToolAgentLink = {
     url: settings.toolAgentUrl,
@@ -177,6 +185,26 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     approverRoles: settings.approverRoles,
     log,
   });
+  const confirmations = new Confirmations(heldCalls, approvals);
+  const tasks = new TaskDesk({
+    inputs,
+    running,
+    held: heldCalls,
+    outcomes,
+    index: deps.taskIndex ?? new MemoryTaskIndex(),
+    confirmations,
+    approvals,
+    instance: deps.instance,
+    link: deps.link,
+  });
+  const stopLink = deps.link?.serve({
+    answer: (state, responses, principal) => inputs.answer(state, responses, principal),
+    update: async (callId, responses, principal) => inputs.answerCall(callId, responses, principal),
+    cancel: async (callId, principal) => tasks.cancelHere(callId, principal),
+    waiting: async (callId, principal) => inputs.waiting(callId, principal),
+    deliver: async (response, principal) =>
+      pushed.deliver(response as unknown as PostedResponse, principal),
+  });
   const mcp = new McpEndpoint(
     {
       ...checks,
@@ -184,9 +212,10 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       chain,
       inputs,
       pushed,
-      confirmations: new Confirmations(heldCalls, approvals),
+      confirmations,
+      link: deps.link,
       version: "0.1.0",
-      tasks: { outcomes, held: heldCalls, resultWaitMs: settings.maxTimeoutMs },
+      tasks: { tasks, inputs, pushed, resultWaitMs: settings.maxTimeoutMs },
     },
     {
       authenticate: deps.auth.authenticateRequest,
@@ -197,9 +226,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     },
   );
   const stopFollowing = mcp.followRegistry(deps.tools);
-  const stopNotices = mcpRuntime.onNotice((notice) => {
-    if (notice.kind === "resource_updated") mcp.resourceUpdated(notice.uri);
-  });
+  const stopNotices = mcpRuntime.onNotice((notice) => mcp.serverNotice(notice));
   let serving = true;
   const server = createToolmeshServer({
     services: [DispatcherService],
@@ -268,6 +295,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       serving = false;
       stopFollowing();
       stopNotices();
+      stopLink?.();
       pushed.abandon();
       running.interruptAll("shutdown");
       await Promise.all([local.close(), docker.close(), mcp.close(), mcpRuntime.close()]);

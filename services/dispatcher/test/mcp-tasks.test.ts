@@ -89,7 +89,11 @@ describe("MCP tasks for held calls", () => {
 
   it("declares task support, and lists the tools that wait for an approver as task-capable", async () => {
     const client = await connect("payer");
-    expect(client.getServerCapabilities()?.tasks).toEqual({ requests: { tools: { call: {} } } });
+    expect(client.getServerCapabilities()?.tasks).toEqual({
+      list: {},
+      cancel: {},
+      requests: { tools: { call: {} } },
+    });
     const { tools } = await client.listTools();
     const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
     expect(byName["pay.send"]?.execution).toEqual({ taskSupport: "optional" });

@@ -165,3 +165,33 @@ function stillHeld(approval: Approval): DispatchResponse {
     ...(approval.expiresAt ? { approvalExpiresAt: approval.expiresAt } : {}),
   });
 }
+
+/**
+ * Withdraws a held call of the caller's before anyone decided it (an MCP client cancelling its
+ * task): it ends REFUSED `cancelled` without running. NOT_FOUND for a call that is not the
+ * caller's held call; FAILED_PRECONDITION once decided.
+ */
+export async function withdrawHeld(
+  deps: ApprovalDeps,
+  p: Principal,
+  callId: string,
+): Promise<DispatchResponse> {
+  const stored = await deps.store.get(callId);
+  const approval = stored?.held.approval;
+  if (!stored || !approval || approval.agentId !== p.agentId || approval.userId !== p.userId)
+    throw notFound("held call", callId, "it is not a held call of yours");
+  if (approval.state !== ApprovalState.PENDING)
+    throw new ConnectError(
+      `call "${callId}" was already ${stateWord(approval.state)}; it can no longer be withdrawn`,
+      Code.FailedPrecondition,
+    );
+  const withdrawn = await transition(deps.store, stored, {
+    state: ApprovalState.DENIED,
+    decidedBy: p.agentId,
+    reason: "withdrawn by its caller",
+  });
+  return closeUnrun(deps, withdrawn, {
+    reason: "cancelled",
+    message: `call ${callId} to tool "${approval.tool}" was withdrawn by its caller before it ran`,
+  });
+}

@@ -83,7 +83,7 @@ export class DispatchChain {
     const started = Date.now();
     req.tool = this.deps.catalog.resolve(req.tool);
     const ctx = req.context;
-    const callId = ctx?.callId || newCallId();
+    const callId = ctx?.callId || options.callId || newCallId();
     // A caller's W3C traceparent names the trace when the request does not: one id everywhere.
     const traceId =
       ctx?.traceId ||

@@ -66,6 +66,8 @@ export interface DispatchOptions extends CallTraceContext {
   onEvent?: (event: BackendEvent) => void;
   /** The caller, when it can answer what an MCP tool asks mid-call. */
   caller?: CallerSide | undefined;
+  /** A call id the transport made (newCallId) to know the call by before it answers (MCP tasks). */
+  callId?: string | undefined;
 }
 
 /** What the checks read: the registry snapshot, the grants and the calls running here. */

@@ -13,6 +13,7 @@ import type { CallRecord } from "./call-recorder.js";
 
 /** Why a held call ended without running: the reason and error code of its REFUSED outcome. */
 export type UnrunReason =
+  | "cancelled"
   | "approval_denied"
   | "approval_expired"
   | "permission_revoked"

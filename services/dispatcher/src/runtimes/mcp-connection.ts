@@ -2,6 +2,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { create, type JsonObject } from "@bufbuild/protobuf";
 import {
   Client,
+  type McpSubscription,
   ProtocolError,
   ProtocolErrorCode,
   StreamableHTTPClientTransport,
@@ -59,6 +60,9 @@ export class McpConnection {
   private readonly inFlight = new Set<Attempt>();
   private idleTimer: NodeJS.Timeout | undefined;
   private readonly asked = new WeakMap<Attempt, number>();
+  /** Resource URIs subscribed on this connection, and the listen stream that carries them. */
+  private readonly subscribed = new Set<string>();
+  private listening: McpSubscription | undefined;
 
   constructor(
     private readonly spec: McpRuntimeSpec,
@@ -129,6 +133,8 @@ export class McpConnection {
       );
     client.onclose = () => {
       this.client = undefined;
+      this.listening = undefined;
+      this.subscribed.clear();
     };
     await client.connect(transport);
     const info = client.getServerVersion();
@@ -146,6 +152,25 @@ export class McpConnection {
     if (client.getProtocolEra() === "legacy" && client.getServerCapabilities()?.logging)
       await client.setLoggingLevel("debug").catch(() => {});
     return client;
+  }
+
+  /**
+   * Subscribes to (or unsubscribes from) a resource's updates: resources/subscribe on a
+   * 2025-11-25 server; on a 2026-07-28 server, one subscriptions/listen stream per connection
+   * carrying every URI subscribed, opened again when the set changes.
+   */
+  async subscribe(client: Client, uri: string, on: boolean): Promise<void> {
+    if (client.getProtocolEra() !== "modern") {
+      await (on ? client.subscribeResource({ uri }) : client.unsubscribeResource({ uri }));
+      return;
+    }
+    if (on) this.subscribed.add(uri);
+    else this.subscribed.delete(uri);
+    const previous = this.listening;
+    this.listening = undefined;
+    await previous?.close();
+    if (this.subscribed.size > 0)
+      this.listening = await client.listen({ resourceSubscriptions: [...this.subscribed] });
   }
 
   /** The attempt a server's message belongs to: its call's, or the only one running. */

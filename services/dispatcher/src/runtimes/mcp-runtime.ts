@@ -92,7 +92,8 @@ export class McpRuntime implements ToolRuntime {
         ),
     };
     try {
-      return await this.connectionOf(spec).with(attempt, async (client) => {
+      const connection = this.connectionOf(spec);
+      return await connection.with(attempt, async (client) => {
         const meta = envelopeOf(attempt.caller);
         const complete = args.complete as JsonObject | undefined;
         if (complete && spec.operation !== McpOperation.TOOL) {
@@ -110,10 +111,10 @@ export class McpRuntime implements ToolRuntime {
           case McpOperation.RESOURCE:
           case McpOperation.RESOURCE_TEMPLATE: {
             const uri = typeof args.uri === "string" ? args.uri : spec.tool;
-            if (args.subscribe === true)
-              return ok(await client.subscribeResource({ uri }, options));
-            if (args.subscribe === false)
-              return ok(await client.unsubscribeResource({ uri }, options));
+            if (typeof args.subscribe === "boolean") {
+              await connection.subscribe(client, uri, args.subscribe);
+              return ok({});
+            }
             const read = { uri, _meta: meta };
             return ok(await withInput(client, "resources/read", read, attempt.caller, options));
           }

@@ -9,6 +9,7 @@ import {
   type Principal,
 } from "@toolmesh/proto";
 import type { InputRequest } from "../../runtimes/runtime.js";
+import type { ReplicaLink } from "../replica-link.js";
 import type { DeferredCaller } from "./deferred-caller.js";
 import { RequestStates, readState } from "./request-state.js";
 
@@ -17,17 +18,6 @@ const STATE_FIELD = "request_state";
 /** Questions and answers kept per call, and the size of one answer. */
 const MAX_KEYS = 32;
 const MAX_ANSWER_BYTES = 1024 * 1024;
-
-/** How another Dispatcher replica is reached, for a call it runs (the bus, in production). */
-export interface ReplicaLink {
-  /** Delivers answers to the instance running the call; resolves with the call's next stop. */
-  answer(
-    instance: string,
-    state: string,
-    responses: Record<string, JsonObject>,
-    principal: Principal,
-  ): Promise<DispatchResponse>;
-}
 
 interface OpenCall {
   caller: DeferredCaller;
@@ -119,12 +109,37 @@ export class InputDesk {
     return this.nextStop(open.caller, open.done, () => open);
   }
 
+  /**
+   * Answers some of the questions a call of this Dispatcher waits on, without a request state
+   * (MCP tasks/update, by the caller that owns the task); keys it does not wait on are ignored.
+   */
+  answerCall(callId: string, responses: Record<string, JsonObject>, principal: Principal): void {
+    const open = this.owned(callId, principal);
+    if (!open) throw new ConnectError(`call ${callId} waits for no input here`, Code.NotFound);
+    checkResponses(responses);
+    open.caller.answer(responses);
+  }
+
   /** The questions a call of this Dispatcher waits on, or undefined when it waits on none. */
-  waiting(callId: string): Record<string, InputRequest> | undefined {
-    const open = this.calls.get(callId);
+  waiting(callId: string, principal?: Principal): Record<string, InputRequest> | undefined {
+    const open = principal ? this.owned(callId, principal) : this.calls.get(callId);
     if (!open) return undefined;
     const waiting = open.caller.waiting();
     return Object.keys(waiting).length > 0 ? waiting : undefined;
+  }
+
+  /** The end of a call that asked its caller something here, while it runs. */
+  doneOf(callId: string): Promise<DispatchResponse> | undefined {
+    return this.calls.get(callId)?.done;
+  }
+
+  private owned(callId: string, principal: Principal): OpenCall | undefined {
+    const open = this.calls.get(callId);
+    return open &&
+      open.principal.agentId === principal.agentId &&
+      open.principal.userId === principal.userId
+      ? open
+      : undefined;
   }
 
   private async nextStop(

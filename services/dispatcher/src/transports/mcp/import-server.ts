@@ -109,6 +109,9 @@ export async function importMcpServer(
   for (const { spec, mcpName } of specs) {
     offered.add(spec.name);
     const existing = await getTool(deps, spec.name, headers);
+    // A 2026-07-28 server lists no task support: what an admin set stays.
+    if (existing && spec.taskSupport === TaskSupport.UNSPECIFIED)
+      spec.taskSupport = existing.taskSupport;
     let change = McpImportChange.ADDED;
     if (existing) {
       const same =

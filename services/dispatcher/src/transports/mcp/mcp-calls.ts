@@ -93,15 +93,30 @@ async function dispatchWithCaller(
       throw new ProtocolError(ProtocolErrorCode.InvalidParams, refusal.rawMessage);
     }
   }
+  return dispatchAnswerable(
+    deps.inputs,
+    deps.chain,
+    req,
+    principal,
+    options,
+    deferredCallerOf(ctx),
+  );
+}
+
+/**
+ * A 2026-07-28 request's client as the caller of its call: what it declared it can answer, the
+ * answers it sent with the call, and the log level it asked for.
+ */
+export function deferredCallerOf(ctx: ServerContext): DeferredCaller {
   const envelope = ctx.mcpReq.envelope as JsonObject | undefined;
   const capabilities = (envelope?.[CAPABILITIES_META] ?? {}) as JsonObject;
   const logLevel = envelope?.[LOG_LEVEL_META];
-  const caller = new DeferredCaller(
+  const responses = (ctx.mcpReq.inputResponses ?? {}) as Record<string, JsonObject>;
+  return new DeferredCaller(
     capabilities,
     Object.keys(responses).length > 0 ? responses : undefined,
     typeof logLevel === "string" ? logLevel : undefined,
   );
-  return dispatchAnswerable(deps.inputs, deps.chain, req, principal, options, caller);
 }
 
 /**

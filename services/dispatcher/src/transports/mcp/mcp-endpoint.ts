@@ -1,3 +1,4 @@
+import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import {
   createMcpHandler,
   type McpHttpHandler,
@@ -9,7 +10,9 @@ import type { Principal } from "@toolmesh/proto";
 import { readBody } from "@toolmesh/server";
 import { entryKind } from "../../catalog/mcp-entries.js";
 import type { ToolSource } from "../../catalog/tool-catalog.js";
+import type { ServerNotice } from "../../runtimes/mcp-runtime.js";
 import { authenticateRequest, errorResponse, json } from "../facade/http-errors.js";
+import { HEADER_MISMATCH, paramHeaderMismatch } from "./mcp-param-headers.js";
 import type { PostedResponse } from "./mcp-push.js";
 import { createMcpToolServer, type McpToolsDeps } from "./mcp-tools.js";
 
@@ -22,6 +25,8 @@ export interface McpEndpointOptions {
   maxBodyBytes: number;
   log: Logger;
 }
+
+const PROTOCOL_VERSION_META = "io.modelcontextprotocol/protocolVersion";
 
 /** Where the protected-resource metadata of the MCP endpoint lives. */
 export const RESOURCE_METADATA_PATH = "/.well-known/oauth-protected-resource/mcp";
@@ -80,9 +85,15 @@ export class McpEndpoint {
     );
   }
 
-  /** Tells open subscriptions that a resource of an imported server changed. */
-  resourceUpdated(uri: string): void {
-    this.handler.notify.resourceUpdated(uri);
+  /**
+   * Passes on what an imported server announces: a resource that changed, and a list that
+   * changed (clients list again; the registry's entries change when the import is run again).
+   */
+  serverNotice(notice: ServerNotice): void {
+    if (notice.kind === "resource_updated") this.handler.notify.resourceUpdated(notice.uri);
+    else if (notice.list === "tools") this.handler.notify.toolsChanged();
+    else if (notice.list === "prompts") this.handler.notify.promptsChanged();
+    else this.handler.notify.resourcesChanged();
   }
 
   async serve(request: Request, peer: string): Promise<Response> {
@@ -119,10 +130,54 @@ export class McpEndpoint {
     // A 2025-11-25 client's answers to the questions of a call, POSTed on their own.
     const answers = postedResponses(parsedBody);
     if (answers) {
-      for (const answer of answers) this.deps.pushed.deliver(answer, principal);
+      for (const answer of answers) await this.deliver(answer, principal);
       return new Response(null, { status: 202 });
     }
+    const mismatch = this.paramHeaders(parsedBody, request.headers);
+    if (mismatch) return mismatch;
     return this.handler.fetch(request, { authInfo, parsedBody });
+  }
+
+  /**
+   * A 2026-07-28 tools/call whose `Mcp-Param-*` headers disagree with its arguments (SEP-2243):
+   * 400 with HeaderMismatch; undefined for anything else.
+   */
+  private paramHeaders(body: unknown, headers: Headers): Response | undefined {
+    if (!body || typeof body !== "object" || Array.isArray(body)) return undefined;
+    const message = body as { id?: JsonValue; method?: unknown; params?: JsonObject };
+    const params = message.params;
+    const meta = params?._meta as JsonObject | undefined;
+    if (message.method !== "tools/call" || !meta?.[PROTOCOL_VERSION_META]) return undefined;
+    const name = typeof params?.name === "string" ? params.name : "";
+    const tool =
+      this.deps.catalog.get(name) ?? this.deps.catalog.get(this.deps.catalog.resolve(name));
+    const args = (params?.arguments ?? {}) as JsonObject;
+    const found = paramHeaderMismatch(tool?.spec?.inputSchema, args, headers);
+    if (!found) return undefined;
+    return json(400, {
+      jsonrpc: "2.0",
+      id: message.id ?? null,
+      error: {
+        code: HEADER_MISMATCH,
+        message: `Bad Request: header ${found.header} ${found.problem}`,
+        data: { mismatch: { header: found.header, body: found.problem } },
+      },
+    });
+  }
+
+  /** An answer to a question this or another replica asked on a client's stream. */
+  private async deliver(answer: PostedResponse, principal: Principal): Promise<void> {
+    const { pushed, link } = this.deps;
+    const sender = pushed.senderOf(answer.id);
+    if (sender === undefined || sender === pushed.self || !link) {
+      pushed.deliver(answer, principal);
+      return;
+    }
+    await link
+      .deliver(sender, answer as unknown as JsonObject, principal)
+      .catch((error: unknown) =>
+        this.options.log.debug({ err: error }, "an MCP client's answer found no waiting call"),
+      );
   }
 
   /** RFC 9728 metadata: the resource, how to send the token, who issues tokens. */

@@ -34,7 +34,18 @@ export class PushedRequests {
 
   /** A new request id, naming this instance. */
   newId(): string {
-    return `${this.instance}.${randomBytes(12).toString("base64url")}`;
+    return `${this.instance}~${randomBytes(12).toString("base64url")}`;
+  }
+
+  /** The instance that sent request `id`, when it is one of the Dispatchers'. */
+  senderOf(id: string | number): string | undefined {
+    const at = String(id).lastIndexOf("~");
+    return at > 0 ? String(id).slice(0, at) : undefined;
+  }
+
+  /** This instance's id. */
+  get self(): string {
+    return this.instance;
   }
 
   /** Waits for the answer to request `id` from `principal`, until the call's deadline. */
@@ -92,6 +103,8 @@ export class PushedRequests {
  */
 export class PushCaller implements CallerSide {
   readonly capabilities: JsonObject = { elicitation: {}, sampling: {}, roots: {} };
+  /** A stateless request cannot say its client's log level: the tool's log messages all come. */
+  readonly logLevel = "debug";
 
   constructor(
     private readonly pushed: PushedRequests,
