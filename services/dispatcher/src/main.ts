@@ -4,7 +4,7 @@ import { runService } from "@toolmesh/service";
 import { startTracing } from "@toolmesh/telemetry";
 import { ApprovalSweeper } from "./approvals/approval-sweeper.js";
 import { CallLimiter } from "./catalog/rate-limits.js";
-import { followSnapshots } from "./catalog/snapshots.js";
+import { followSnapshots, snapshotsLoaded } from "./catalog/snapshots.js";
 import { dispatcherConfig } from "./config.js";
 import { Heartbeat } from "./records/heartbeat.js";
 import { KvHeldCalls } from "./records/held-calls.js";
@@ -31,6 +31,7 @@ await runService({
       replicas: config.jetstreamReplicas,
     });
     const snapshots = followSnapshots(nc, log);
+    await snapshotsLoaded(snapshots, log, 10_000);
     const capacity = new StoreCapacity(
       jsm,
       [
@@ -43,7 +44,10 @@ await runService({
       log,
     );
     await capacity.check();
-    capacity.start(2000);
+    // Often enough that what this process publishes between two reads (taken off the room it
+    // read) stays well under the margin at full speed: Audit trims the stream in bulk, so a read
+    // is what keeps the estimate from running ahead of the stream.
+    capacity.start(250);
     // Batches wait for their acks; a lost connection lets them wait too (they are sent again
     // under the same message id until JetStream answers), so a call's answer is the truth.
     const publisher = new JetStreamPublisher(nc, {

@@ -3,6 +3,7 @@ import { Client as LegacyMcpClient } from "@modelcontextprotocol/sdk/client/inde
 import { StreamableHTTPClientTransport as LegacyTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { Code } from "@toolmesh/errors";
 import { AuditAction, CallStatus, McpImportChange, McpOperation } from "@toolmesh/proto";
+import { endsCall, startsCall } from "@toolmesh/records";
 import {
   allowSpec,
   type CallRecords,
@@ -143,9 +144,7 @@ describe("MCP prompts and resources, federated", () => {
     expect(JSON.stringify(prompt.messages)).toContain("Lyon-modern");
     const end = await endOf("everything.args-prompt", "Lyon-modern");
     expect(end).toMatchObject({ status: CallStatus.SUCCESS, agentId: "fed-reader" });
-    const [start] = await audits.waitFor(
-      (a) => a.callId === end?.callId && a.action === AuditAction.TOOL_START,
-    );
+    const [start] = await audits.waitFor((a) => a.callId === end?.callId && startsCall(a));
     expect(start?.arguments).toEqual({ arguments: { city: "Lyon-modern" } });
 
     const { resources } = await client.listResources();
@@ -159,13 +158,11 @@ describe("MCP prompts and resources, federated", () => {
     );
     const [read7] = await audits.waitFor(
       (a) =>
-        a.action === AuditAction.TOOL_START &&
+        startsCall(a) &&
         a.tool === "everything.dynamic_text_resource" &&
         a.arguments?.uri === "demo://resource/dynamic/text/7",
     );
-    const [read7End] = await audits.waitFor(
-      (a) => a.callId === read7?.callId && a.action === AuditAction.TOOL_CALL,
-    );
+    const [read7End] = await audits.waitFor((a) => a.callId === read7?.callId && endsCall(a));
     expect(read7End?.status).toBe(CallStatus.SUCCESS);
 
     const completed = await client.complete({

@@ -106,6 +106,7 @@ const JSON_SCHEMA_2020_12: JsonObject = {
   },
   allOf: [{ anyOf: [{ required: ["phone"] }, { required: ["email"] }] }],
   if: { properties: { contactMethod: { const: "phone" } }, required: ["contactMethod"] },
+  // biome-ignore lint/suspicious/noThenProperty: JSON Schema's if/then keyword, as the suite sends it
   then: { required: ["phone"] },
   else: { required: ["email"] },
   additionalProperties: false,
