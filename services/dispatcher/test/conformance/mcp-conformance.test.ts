@@ -122,6 +122,10 @@ describe("MCP conformance suite against /mcp", () => {
         const expected = await expectedScenarios();
         const unexpected = [...failures.failing].filter((s) => !expected.has(s));
         const stale = [...expected].filter((s) => failures.ran.has(s) && !failures.failing.has(s));
+        // The counts an issue's closing note gives, per revision.
+        console.info(
+          `conformance ${revision}: ${failures.ran.size - failures.failing.size} of ${failures.ran.size} scenarios passed, ${[...failures.failing].filter((s) => expected.has(s)).length} expected failures`,
+        );
         if (unexpected.length > 0 || stale.length > 0 || failures.ran.size === 0) {
           failed = true;
           console.error(`${output}\nchecks of every scenario: ${path.join(outDir, revision)}`);
