@@ -1,3 +1,4 @@
+import { createGrpcTransport } from "@connectrpc/connect-node";
 import { Client as McpClient, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { Client as LegacyMcpClient } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport as LegacyTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -92,7 +93,8 @@ describe("MCP elicitation and sampling, relayed", () => {
       .at(-1) ?? "";
 
   beforeAll(async () => {
-    everything = await startEverythingStack();
+    // Two Dispatchers: an answer may reach either, and goes to the one running the call.
+    everything = await startEverythingStack({ replicas: { dispatcher: 2 } });
     stack = everything.stack;
     records = collectRecords(stack.nc);
     token = await stack.agentToken("relay-agent");
@@ -259,5 +261,95 @@ describe("MCP elicitation and sampling, relayed", () => {
       { allowInputRequired: true } as never,
     )) as unknown as { content: unknown };
     expect(JSON.stringify(done.content)).toContain("Ada Lovelace");
+  });
+
+  it("an answer sent to another replica reaches the call where it runs: a 2026-07-28 retry, and AnswerInput", async () => {
+    const elsewhere = (replica: string) => {
+      const client = new McpClient(
+        { name: `relay-${replica}`, version: "1.0.0" },
+        {
+          versionNegotiation: { mode: { pin: "2026-07-28" } },
+          capabilities: { elicitation: { form: {} } },
+          inputRequired: { autoFulfill: false },
+        },
+      );
+      clients.push(client);
+      return client
+        .connect(
+          new StreamableHTTPClientTransport(new URL(`${stack.service(replica).url}/mcp`), {
+            requestInit: { headers: { authorization: `Bearer ${token}` } },
+          }),
+        )
+        .then(() => client);
+    };
+    const [first, second] = [await elsewhere("dispatcher"), await elsewhere("dispatcher-2")];
+    const call = { name: "http.trigger-elicitation-request", arguments: {} };
+    const asked = (await first.request({ method: "tools/call", params: call }, {
+      allowInputRequired: true,
+    } as never)) as unknown as { inputRequests: Record<string, unknown>; requestState: string };
+    const [key] = Object.keys(asked.inputRequests);
+    const done = (await second.request(
+      {
+        method: "tools/call",
+        params: {
+          ...call,
+          inputResponses: { [key ?? ""]: { action: "accept", content: ANSWER } },
+          requestState: asked.requestState,
+        },
+      },
+      { allowInputRequired: true } as never,
+    )) as unknown as { content: unknown };
+    expect(JSON.stringify(done.content)).toContain("Ada Lovelace");
+
+    // gRPC: asked through one replica, answered through the other.
+    const pending = await stack
+      .dispatcherClient()
+      .dispatch(
+        { tool: "http.trigger-sampling-request", arguments: { prompt: "far?", maxTokens: 5 } },
+        stack.as(token),
+      );
+    const state = pending.inputRequired?.requestState ?? "";
+    const [sampleKey] = Object.keys(pending.inputRequired?.requests ?? {});
+    const other = stack.dispatcherClient(
+      createGrpcTransport({ baseUrl: stack.service("dispatcher-2").url }),
+    );
+    const answered = await other.answerInput(
+      { requestState: state, responses: { [sampleKey ?? ""]: SAMPLED } },
+      stack.as(token),
+    );
+    expect(answered.result).toMatchObject({ callId: pending.callId, status: CallStatus.SUCCESS });
+    expect(JSON.stringify(answered.result?.output)).toContain("Paris, of course");
+  });
+
+  it("2025-11-25: an answer POSTed to another replica reaches the call's stream where it runs", async () => {
+    const far = new URL(`${stack.service("dispatcher-2").url}/mcp`);
+    const answersSent: string[] = [];
+    const client = new LegacyMcpClient(
+      { name: "relay-split", version: "1.0.0" },
+      { capabilities: { sampling: {} } },
+    );
+    client.setRequestHandler(CreateMessageRequestSchema, async () => SAMPLED as never);
+    await client.connect(
+      new LegacyTransport(new URL(`${stack.dispatcher.url}/mcp`), {
+        requestInit: { headers: { authorization: `Bearer ${token}` } },
+        // A load balancer's choice: the client's answers (JSON-RPC responses) go to the other
+        // replica, its requests to the first.
+        fetch: (url, init) => {
+          const body = typeof init?.body === "string" ? init.body : "";
+          const answer =
+            init?.method === "POST" && body.includes('"result"') && !body.includes('"method"');
+          if (answer) answersSent.push(body);
+          return fetch(answer ? far : url, init);
+        },
+      }),
+    );
+    clients.push(client);
+    const result = await client.callTool({
+      name: "http.trigger-sampling-request",
+      arguments: { prompt: "split?", maxTokens: 5 },
+    });
+    expect(result.isError).toBeFalsy();
+    expect(JSON.stringify(result.content)).toContain("Paris, of course");
+    expect(answersSent).toHaveLength(1);
   });
 });
