@@ -24,6 +24,8 @@ export interface TaskIndex {
   add(owner: TaskOwner, task: IndexedTask): Promise<void>;
   /** The caller's tasks, newest first, at most `limit`. */
   list(owner: TaskOwner, limit: number): Promise<IndexedTask[]>;
+  /** The caller's task of that call, if it is one: one key read. */
+  find(owner: TaskOwner, callId: string): Promise<IndexedTask | undefined>;
 }
 
 const keyOf = (owner: TaskOwner, callId: string) => `${prefixOf(owner)}.${kvKeyToken(callId)}`;
@@ -56,12 +58,21 @@ export class KvTaskIndex implements TaskIndex {
   async list(owner: TaskOwner, limit: number): Promise<IndexedTask[]> {
     const keys: string[] = [];
     for await (const key of await this.kv.keys(`${prefixOf(owner)}.>`)) keys.push(key);
+    // Generated call ids begin with their time in milliseconds (newCallId), so the greatest keys
+    // are the newest tasks: only `limit` of them are read, however many the caller has.
+    const newest = keys.sort().reverse().slice(0, limit);
     const tasks: IndexedTask[] = [];
-    for (const entry of await Promise.all(keys.map((key) => this.kv.get(key)))) {
+    for (const entry of await Promise.all(newest.map((key) => this.kv.get(key)))) {
       if (entry?.operation !== "PUT" || entry.value.length === 0) continue;
       tasks.push(JSON.parse(this.decoder.decode(entry.value)) as IndexedTask);
     }
     return tasks.sort((a, b) => b.createdMs - a.createdMs).slice(0, limit);
+  }
+
+  async find(owner: TaskOwner, callId: string): Promise<IndexedTask | undefined> {
+    const entry = await this.kv.get(keyOf(owner, callId));
+    if (entry?.operation !== "PUT" || entry.value.length === 0) return undefined;
+    return JSON.parse(this.decoder.decode(entry.value)) as IndexedTask;
   }
 }
 
@@ -79,5 +90,9 @@ export class MemoryTaskIndex implements TaskIndex {
     return [...(this.tasks.get(prefixOf(owner)) ?? [])]
       .sort((a, b) => b.createdMs - a.createdMs)
       .slice(0, limit);
+  }
+
+  async find(owner: TaskOwner, callId: string): Promise<IndexedTask | undefined> {
+    return this.tasks.get(prefixOf(owner))?.find((t) => t.callId === callId);
   }
 }

@@ -175,7 +175,7 @@ export class TaskDesk {
       });
     }
     // Created this moment on another replica: indexed, records not read yet.
-    const indexed = (await this.deps.index.list(principal, 1000)).find((t) => t.callId === taskId);
+    const indexed = await this.deps.index.find(principal, taskId);
     if (indexed)
       return this.view(taskId, { tool: indexed.tool, createdMs: indexed.createdMs }, "working");
     throw new TaskNotFound(taskId);
