@@ -1,91 +1,31 @@
-import { createHmac, randomBytes } from "node:crypto";
 import type { JsonObject } from "@bufbuild/protobuf";
 import {
   MissingRequiredClientCapabilityError,
   ProtocolError,
   ProtocolErrorCode,
-  type ServerContext,
 } from "@modelcontextprotocol/server";
+import { inputRequiredTools } from "./fixture-input-tools.js";
+import {
+  AUDIO,
+  answers,
+  ask,
+  CAPABILITIES,
+  elicit,
+  envelope,
+  type FixtureTool,
+  field,
+  IMAGE,
+  log,
+  sample,
+  sleep,
+  text,
+} from "./fixture-results.js";
 
 // The tools the official conformance suite calls (its reference server's names and results),
 // served by an ordinary MCP server (fixture-server.ts) that the test imports into toolmesh: the
 // suite reaches them through toolmesh's /mcp, the chain and the `mcp` runtime, as any federated
 // server. Written for the 2026-07-28 revision (the revision toolmesh speaks to it): a tool that
 // needs input answers with an input-required result and reads the answers on the retry.
-
-const IMAGE =
-  "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
-const AUDIO = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA=";
-const CAPABILITIES = "io.modelcontextprotocol/clientCapabilities";
-const LOG_LEVEL = "io.modelcontextprotocol/logLevel";
-const STATE_KEY = randomBytes(32);
-
-/** One fixture tool: its listing and what a call of it answers. */
-export interface FixtureTool {
-  name: string;
-  description: string;
-  inputSchema?: JsonObject;
-  taskSupport?: "optional" | "required";
-  run(args: JsonObject, ctx: ServerContext): Promise<JsonObject> | JsonObject;
-}
-
-const text = (value: string): JsonObject => ({ content: [{ type: "text", text: value }] });
-const ask = (inputRequests: JsonObject, requestState?: string): JsonObject => ({
-  resultType: "input_required",
-  inputRequests,
-  ...(requestState ? { requestState } : {}),
-});
-const elicit = (message: string, properties: JsonObject, required: string[] = []) => ({
-  method: "elicitation/create",
-  params: { message, requestedSchema: { type: "object", properties, required } },
-});
-const sample = (prompt: string, maxTokens: number) => ({
-  method: "sampling/createMessage",
-  params: { messages: [{ role: "user", content: { type: "text", text: prompt } }], maxTokens },
-});
-const roots = { method: "roots/list", params: {} };
-const answers = (ctx: ServerContext) =>
-  (ctx.mcpReq.inputResponses ?? {}) as Record<string, JsonObject>;
-const field = (answer: JsonObject | undefined, name: string) => {
-  const value = (answer?.content as JsonObject | undefined)?.[name];
-  return typeof value === "string" ? value : "unknown";
-};
-const stateOf = (ctx: ServerContext): JsonObject | undefined => {
-  const state = ctx.mcpReq.requestState<unknown>();
-  return typeof state === "string" ? (JSON.parse(state) as JsonObject) : undefined;
-};
-const signed = (payload: JsonObject) => {
-  const data = JSON.stringify(payload);
-  return JSON.stringify({ data, mac: createHmac("sha256", STATE_KEY).update(data).digest("hex") });
-};
-const verified = (raw: string): JsonObject | undefined => {
-  try {
-    const { data, mac } = JSON.parse(raw) as { data: string; mac: string };
-    return createHmac("sha256", STATE_KEY).update(data).digest("hex") === mac
-      ? (JSON.parse(data) as JsonObject)
-      : undefined;
-  } catch {
-    return undefined;
-  }
-};
-const envelope = (ctx: ServerContext) => (ctx.mcpReq.envelope ?? {}) as JsonObject;
-const sleep = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener(
-      "abort",
-      () => {
-        clearTimeout(timer);
-        reject(new Error("cancelled"));
-      },
-      { once: true },
-    );
-  });
-/** Log messages go to a client whose request asked for them (a level in its envelope). */
-const log = (ctx: ServerContext, data: string) =>
-  envelope(ctx)[LOG_LEVEL]
-    ? ctx.mcpReq.notify({ method: "notifications/message", params: { level: "info", data } })
-    : Promise.resolve();
 
 const JSON_SCHEMA_2020_12: JsonObject = {
   $schema: "https://json-schema.org/draft/2020-12/schema",
@@ -349,142 +289,7 @@ export const fixtureTools: FixtureTool[] = [
       return text("Success");
     },
   },
-  {
-    name: "test_input_required_result_elicitation",
-    description: "MRTR: returns InputRequiredResult with elicitation request",
-    run(_args, ctx) {
-      const answer = answers(ctx).user_name;
-      if (answer) return text(`Hello, ${field(answer, "name")}!`);
-      return ask({
-        user_name: elicit("What is your name?", { name: { type: "string" } }, ["name"]),
-      });
-    },
-  },
-  {
-    name: "test_input_required_result_sampling",
-    description: "MRTR: returns InputRequiredResult with sampling request",
-    run(_args, ctx) {
-      const answer = answers(ctx).capital_question;
-      if (!answer) return ask({ capital_question: sample("What is the capital of France?", 100) });
-      const content = answer.content as JsonObject | undefined;
-      return text(
-        `Sampling result: ${typeof content?.text === "string" ? content.text : "no response"}`,
-      );
-    },
-  },
-  {
-    name: "test_input_required_result_list_roots",
-    description: "MRTR: returns InputRequiredResult with roots/list request",
-    run(_args, ctx) {
-      const answer = answers(ctx).client_roots;
-      if (!answer) return ask({ client_roots: roots });
-      const found = Array.isArray(answer.roots) ? answer.roots : [];
-      return text(`Found ${found.length} root(s): ${JSON.stringify(found)}`);
-    },
-  },
-  {
-    name: "test_input_required_result_request_state",
-    description: "MRTR: returns InputRequiredResult with requestState",
-    run(_args, ctx) {
-      const state = stateOf(ctx);
-      const ok = (answers(ctx).confirm?.content as JsonObject | undefined)?.ok;
-      if (state?.kind === "request-state" && ok === true)
-        return text("state-ok: requestState validated");
-      return ask(
-        { confirm: elicit("Please confirm", { ok: { type: "boolean" } }, ["ok"]) },
-        JSON.stringify({ kind: "request-state", nonce: randomBytes(8).toString("hex") }),
-      );
-    },
-  },
-  {
-    name: "test_input_required_result_multiple_inputs",
-    description: "MRTR: returns InputRequiredResult with multiple input requests",
-    run(_args, ctx) {
-      const given = answers(ctx);
-      if (
-        stateOf(ctx)?.kind === "multiple-inputs" &&
-        given.user_name &&
-        given.greeting &&
-        given.client_roots
-      ) {
-        const greeting = (given.greeting.content as JsonObject | undefined)?.text;
-        const listed = Array.isArray(given.client_roots.roots) ? given.client_roots.roots : [];
-        return text(
-          `Name: ${field(given.user_name, "name")}; Greeting: ${String(greeting)}; Roots: ${listed.length}`,
-        );
-      }
-      return ask(
-        {
-          user_name: elicit("What is your name?", { name: { type: "string" } }, ["name"]),
-          greeting: sample("Generate a greeting", 50),
-          client_roots: roots,
-        },
-        JSON.stringify({ kind: "multiple-inputs" }),
-      );
-    },
-  },
-  {
-    name: "test_input_required_result_multi_round",
-    description: "MRTR: multi-round InputRequiredResult workflow",
-    run(_args, ctx) {
-      const state = stateOf(ctx);
-      const given = answers(ctx);
-      if (state?.round === 1 && given.step1)
-        return ask(
-          {
-            step2: elicit("Step 2: What is your favorite color?", { color: { type: "string" } }, [
-              "color",
-            ]),
-          },
-          JSON.stringify({ round: 2, name: field(given.step1, "name") }),
-        );
-      if (state?.round === 2 && given.step2)
-        return text(
-          `Multi-round complete for ${String(state.name)} who likes ${field(given.step2, "color")}`,
-        );
-      return ask(
-        { step1: elicit("Step 1: What is your name?", { name: { type: "string" } }, ["name"]) },
-        JSON.stringify({ round: 1 }),
-      );
-    },
-  },
-  {
-    name: "test_input_required_result_tampered_state",
-    description: "MRTR: HMAC-signed requestState integrity test",
-    run(_args, ctx) {
-      const raw = ctx.mcpReq.requestState<unknown>();
-      if (typeof raw === "string") {
-        const state = verified(raw);
-        if (!state)
-          throw new ProtocolError(
-            ProtocolErrorCode.InvalidParams,
-            "requestState integrity check failed",
-          );
-        if (state.kind === "tamper-test" && answers(ctx).confirm)
-          return text("integrity-ok: state verified");
-      }
-      return ask(
-        { confirm: elicit("Please confirm", { ok: { type: "boolean" } }, ["ok"]) },
-        signed({ kind: "tamper-test", nonce: randomBytes(8).toString("hex") }),
-      );
-    },
-  },
-  {
-    name: "test_input_required_result_capabilities",
-    description: "MRTR: respects client capabilities in inputRequests",
-    run(_args, ctx) {
-      const given = answers(ctx);
-      if (Object.keys(given).length > 0) return text(`Answered: ${Object.keys(given).join(", ")}`);
-      const capabilities = (envelope(ctx)[CAPABILITIES] ?? {}) as JsonObject;
-      const requests: JsonObject = {};
-      if (capabilities.elicitation)
-        requests.elicit_input = elicit("Elicitation input", { value: { type: "string" } }, [
-          "value",
-        ]);
-      if (capabilities.sampling) requests.sample_input = sample("Sample request", 50);
-      return Object.keys(requests).length > 0 ? ask(requests) : text("nothing to ask");
-    },
-  },
+  ...inputRequiredTools,
   {
     name: "test_streaming_elicitation",
     description: "Diagnostic tool validating response progress streams",
