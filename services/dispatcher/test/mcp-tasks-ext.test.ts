@@ -272,10 +272,13 @@ describe("MCP tasks, 2026-07-28 extension", () => {
     await eventually(async () => expect(slowEnds).toEqual(["long aborted"]));
   });
 
-  it("2026-07-28: without the extension declared, tasks/* are refused -32021 and a held call is a text result", async () => {
+  it("2026-07-28: without the extension declared, tasks/* are refused -32021 and a held call is a text result; tasks/list and tasks/result are no methods of the extension", async () => {
     const refused = await modern("tasks/get", { taskId: "tm-x" }, { extension: false });
     expect(refused.error?.code).toBe(-32021);
     expect(refused.error?.message).toContain(TASKS);
+    // The extension lists no tasks and has no tasks/result: tasks/get inlines the result.
+    expect((await modern("tasks/list", {})).error?.code).toBe(-32601);
+    expect((await modern("tasks/result", { taskId: "tm-x" })).error?.code).toBe(-32601);
     const text = await modern(
       "tools/call",
       { name: "pay.send", arguments: { invoice: "ext-text" } },
