@@ -39,6 +39,8 @@ export const bucketNames = {
   dispatchers: "toolmesh-dispatchers",
   /** Calls held for approval, until decided or expired. */
   approvals: "toolmesh-approvals",
+  /** Which calls are MCP tasks of which caller (tasks/list), as long as outcomes are kept. */
+  mcpTasks: "toolmesh-mcp-tasks",
   /** Hourly usage aggregates per agent, user and tool. */
   usage: "toolmesh-usage",
   /** One key per service whose work runs in one replica at a time (lease.ts). */
@@ -91,14 +93,17 @@ export const busAccess = {
   dispatcher: {
     // Its calls' start and end records, in batches; everything else is derived from them.
     // It asks Audit for a call's records (MCP tasks, the approval sweep): toolmesh.lookup.calls.
-    publishes: ["toolmesh.records.dispatcher", "toolmesh.lookup.calls"],
+    // Replicas ask each other about the calls each runs (an MCP caller's answer, a task's cancel):
+    // toolmesh.dispatchers.<instance>.
+    publishes: ["toolmesh.records.dispatcher", "toolmesh.lookup.calls", "toolmesh.dispatchers.>"],
     writesStreams: ["records"],
     readsStreams: [],
-    ownsBuckets: ["dispatcher", "callIds", "dispatchers", "approvals"],
+    ownsBuckets: ["dispatcher", "callIds", "dispatchers", "approvals", "mcpTasks"],
     // The audit bucket says what holds the audit log, for a refusal to name it.
     readsBuckets: ["registry", "permission", "audit"],
     // MCP tasks wait for a call's broadcast outcome.
     subscribes: ["toolmesh.callback.>"],
+    answers: ["toolmesh.dispatchers.>"],
   },
   callback: {
     publishes: [

@@ -52,6 +52,8 @@ export const subjects = {
     `toolmesh.registry.changed.${subjectToken(kind)}.${subjectToken(name)}`,
   permissionChanged: (kind: string, id: string) =>
     `toolmesh.permission.changed.${subjectToken(kind)}.${subjectToken(id)}`,
+  /** Where one Dispatcher instance answers the others about the calls it runs (request, reply). */
+  dispatcherInstance: (instance: string) => `toolmesh.dispatchers.${subjectToken(instance)}`,
 } as const;
 
 /**

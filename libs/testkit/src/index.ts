@@ -28,6 +28,12 @@ export {
 export { consumerDrained, TEST_JS_OPTIONS } from "./jetstream.js";
 export { mintJwt, refusedJwts, type TestClaims } from "./jwt.js";
 export { type LogWatch, watchLog } from "./log-watch.js";
+export {
+  type EverythingStack,
+  everythingScript,
+  startEverythingStack,
+  startImportingStack,
+} from "./mcp-server.js";
 export { metricSum } from "./metrics.js";
 export { natsAt, startNats, type TestNats } from "./nats-server.js";
 export { type IsolatedHost, isolatedHost } from "./netns.js";

@@ -12,8 +12,10 @@ import { KvCallIdOwners, KvIdempotencyStore } from "./records/idempotency.js";
 import { AuditOutcomes } from "./records/outcome-lookup.js";
 import { JetStreamRecords } from "./records/record-sink.js";
 import { StoreCapacity } from "./records/store-capacity.js";
+import { KvTaskIndex } from "./records/task-index.js";
 import { createDispatcher } from "./server.js";
 import type { GrpcPort } from "./transports/grpc-port.js";
+import { NatsReplicaLink } from "./transports/replica-link.js";
 
 await runService({
   name: "dispatcher",
@@ -79,6 +81,13 @@ await runService({
       marginMs: 24 * 60 * 60 * 1000,
       replicas: config.jetstreamReplicas,
     });
+    // MCP tasks are kept as long as call ids are owned: as long as Callback keeps outcomes.
+    const taskIndex = await KvTaskIndex.open(nc, jsm, {
+      ttlMs: config.callTtlDays * 24 * 60 * 60 * 1000,
+      replicas: config.jetstreamReplicas,
+      maxBytes: config.bucketMaxBytes.mcpTasks,
+    });
+    const link = new NatsReplicaLink(nc, instance, log);
     const tracing = await startTracing("dispatcher");
     if (tracing.enabled) log.info("exporting spans over OTLP (OTEL_EXPORTER_OTLP_* is set)");
     const dispatcher = createDispatcher({
@@ -95,6 +104,8 @@ await runService({
       settings: config,
       log,
       tracing,
+      taskIndex,
+      link,
     });
     const approvalSweeper = new ApprovalSweeper(
       dispatcher.approvals,

@@ -1,7 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { CallErrorSchema, type InvokeRequest, type Tool, TraceEventKind } from "@toolmesh/proto";
 import type { CallRecord } from "../records/call-recorder.js";
-import type { AttemptResult, ToolRuntime } from "../runtimes/runtime.js";
+import type { AttemptResult, CallerChannel, ToolRuntime } from "../runtimes/runtime.js";
 import type { CallSpans } from "./telemetry.js";
 import type { ChainSettings } from "./types.js";
 
@@ -18,6 +18,8 @@ export interface AttemptPlan {
   onEvent: Parameters<ToolRuntime["invoke"]>[0]["onEvent"];
   /** An `attempt` span per attempt, whose traceparent the backend receives. */
   spans?: CallSpans;
+  /** The caller, when it can answer what the tool asks mid-call. */
+  caller?: CallerChannel | undefined;
 }
 
 /**
@@ -45,6 +47,7 @@ export async function runAttempts(
           signal,
           onEvent: plan.onEvent,
           traceparent: span?.traceparent,
+          caller: plan.caller,
         })
       : {
           ok: false,

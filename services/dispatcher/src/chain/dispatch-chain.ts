@@ -83,7 +83,7 @@ export class DispatchChain {
     const started = Date.now();
     req.tool = this.deps.catalog.resolve(req.tool);
     const ctx = req.context;
-    const callId = ctx?.callId || newCallId();
+    const callId = ctx?.callId || options.callId || newCallId();
     // A caller's W3C traceparent names the trace when the request does not: one id everywhere.
     const traceId =
       ctx?.traceId ||
@@ -189,7 +189,10 @@ export class DispatchChain {
     });
   }
 
-  /** Holds a call that needs approval; the reply is PENDING with `approval_expires_at`. */
+  /**
+   * Holds a call that needs approval or its caller's confirmation; the reply is PENDING with
+   * `approval_expires_at`.
+   */
   private async hold(call: Execution): Promise<DispatchResponse> {
     const { record, spans, principal } = call;
     let response: DispatchResponse;
@@ -213,7 +216,9 @@ export class DispatchChain {
   }
 
   private execute(call: Execution): Promise<DispatchResponse> {
-    if (call.checked.approvalBy.length > 0 && !call.approved) return this.hold(call);
+    const { approvalBy, confirmationBy } = call.checked;
+    if ((approvalBy.length > 0 || confirmationBy.length > 0) && !call.approved)
+      return this.hold(call);
     return executeCall(this.deps, this.metrics, call);
   }
 }

@@ -40,6 +40,13 @@ export interface OutcomeReader {
   readonly retentionMs: number;
   /** The outcomes a call's records state, or undefined when it has none (or is not kept). */
   read(callId: string): Promise<CallOutcomes | undefined>;
+  /**
+   * A call's outcomes and its start record (who made it, which Dispatcher runs it), from one
+   * read of its records.
+   */
+  readCall(
+    callId: string,
+  ): Promise<{ outcomes: CallOutcomes | undefined; start: AuditRecord | undefined }>;
   /** Resolves once the call's outcome is final, or when `signal` aborts. */
   waitForEnd(callId: string, tool: string, signal: AbortSignal): Promise<void>;
 }
@@ -88,6 +95,14 @@ export class AuditOutcomes implements OutcomeLookup, OutcomeReader {
 
   async read(callId: string): Promise<CallOutcomes | undefined> {
     return outcomesOf(await this.records(callId));
+  }
+
+  async readCall(callId: string) {
+    const records = await this.records(callId);
+    return {
+      outcomes: outcomesOf(records),
+      start: records.find((r) => r.action === AuditAction.TOOL_START),
+    };
   }
 
   async waitForEnd(callId: string, tool: string, signal: AbortSignal): Promise<void> {
@@ -141,6 +156,10 @@ export class NoOutcomes implements OutcomeLookup, OutcomeReader {
 
   async read(): Promise<CallOutcomes | undefined> {
     return undefined;
+  }
+
+  async readCall() {
+    return { outcomes: undefined, start: undefined };
   }
 
   async waitForEnd(): Promise<void> {}

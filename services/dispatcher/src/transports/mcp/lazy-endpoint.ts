@@ -1,3 +1,5 @@
+import type { ToolSource } from "../../catalog/tool-catalog.js";
+import type { ServerNotice } from "../../runtimes/mcp-runtime.js";
 import type { McpEndpoint, McpEndpointOptions } from "./mcp-endpoint.js";
 import type { McpToolsDeps } from "./mcp-tools.js";
 
@@ -14,6 +16,8 @@ export interface McpRoutes {
  */
 export class LazyMcpEndpoint implements McpRoutes {
   private endpoint: Promise<McpEndpoint> | undefined;
+  private tools: ToolSource | undefined;
+  private stopFollowing: (() => void) | undefined;
 
   constructor(
     private readonly deps: McpToolsDeps,
@@ -26,13 +30,14 @@ export class LazyMcpEndpoint implements McpRoutes {
       this.endpoint = Promise.all([
         import("./mcp-endpoint.js"),
         import("@modelcontextprotocol/server"),
-      ]).then(
-        ([{ McpEndpoint }, { localhostAllowedOrigins }]) =>
-          new McpEndpoint(this.deps, {
-            ...this.options,
-            allowedOrigins: [...localhostAllowedOrigins(), ...this.options.allowedOrigins],
-          }),
-      );
+      ]).then(([{ McpEndpoint }, { localhostAllowedOrigins }]) => {
+        const endpoint = new McpEndpoint(this.deps, {
+          ...this.options,
+          allowedOrigins: [...localhostAllowedOrigins(), ...this.options.allowedOrigins],
+        });
+        if (this.tools) this.stopFollowing = endpoint.followRegistry(this.tools);
+        return endpoint;
+      });
       // A module that failed to load is tried again by the next request.
       this.endpoint.catch(() => {
         this.endpoint = undefined;
@@ -49,9 +54,24 @@ export class LazyMcpEndpoint implements McpRoutes {
     return (await this.load()).metadata(request);
   }
 
-  /** Tells open subscriptions that the tool list changed; before the first request there are none. */
-  toolsChanged(): void {
-    void this.endpoint?.then((endpoint) => endpoint.toolsChanged());
+  /**
+   * Follows the registry for the endpoint's subscriptions (from its load on: before the first
+   * request there are none to tell).
+   */
+  followRegistry(tools: ToolSource): () => void {
+    this.tools = tools;
+    void this.endpoint?.then((endpoint) => {
+      this.stopFollowing ??= endpoint.followRegistry(tools);
+    });
+    return () => {
+      this.tools = undefined;
+      this.stopFollowing?.();
+    };
+  }
+
+  /** Passes on what an imported server announces, to subscriptions there can only be once loaded. */
+  serverNotice(notice: ServerNotice): void {
+    void this.endpoint?.then((endpoint) => endpoint.serverNotice(notice));
   }
 
   async close(): Promise<void> {

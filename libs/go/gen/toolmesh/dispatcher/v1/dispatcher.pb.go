@@ -401,8 +401,11 @@ type DispatchResponse struct {
 	// Set when the call is held for approval (status PENDING, error code `awaiting_approval`):
 	// when the hold ends REFUSED `approval_expired` unless an approver decides first.
 	ApprovalExpiresAt *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=approval_expires_at,json=approvalExpiresAt,proto3" json:"approval_expires_at,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Set when the call waits for its caller (status PENDING, error code `input_required`): what
+	// the tool asked, answered with AnswerInput.
+	InputRequired *InputRequired `protobuf:"bytes,11,opt,name=input_required,json=inputRequired,proto3" json:"input_required,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DispatchResponse) Reset() {
@@ -505,6 +508,395 @@ func (x *DispatchResponse) GetApprovalExpiresAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *DispatchResponse) GetInputRequired() *InputRequired {
+	if x != nil {
+		return x.InputRequired
+	}
+	return nil
+}
+
+// InputRequired is what a call waits for from its caller.
+type InputRequired struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The questions by key: each an MCP request the caller answers with its result
+	// (`elicitation/create` → an ElicitResult, `sampling/createMessage` → a CreateMessageResult,
+	// `roots/list` → a ListRootsResult).
+	Requests map[string]*InputRequest `protobuf:"bytes,1,rep,name=requests,proto3" json:"requests,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Opaque, signed and bound to the call, the caller and this round; AnswerInput sends it back.
+	RequestState string `protobuf:"bytes,2,opt,name=request_state,json=requestState,proto3" json:"request_state,omitempty"`
+	// When the call stops waiting (its deadline, or the hold's expiry).
+	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InputRequired) Reset() {
+	*x = InputRequired{}
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InputRequired) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InputRequired) ProtoMessage() {}
+
+func (x *InputRequired) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InputRequired.ProtoReflect.Descriptor instead.
+func (*InputRequired) Descriptor() ([]byte, []int) {
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *InputRequired) GetRequests() map[string]*InputRequest {
+	if x != nil {
+		return x.Requests
+	}
+	return nil
+}
+
+func (x *InputRequired) GetRequestState() string {
+	if x != nil {
+		return x.RequestState
+	}
+	return ""
+}
+
+func (x *InputRequired) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
+// InputRequest is one question of a call to its caller, an MCP request.
+type InputRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// `elicitation/create`, `sampling/createMessage` or `roots/list`.
+	Method        string           `protobuf:"bytes,1,opt,name=method,proto3" json:"method,omitempty"`
+	Params        *structpb.Struct `protobuf:"bytes,2,opt,name=params,proto3" json:"params,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InputRequest) Reset() {
+	*x = InputRequest{}
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InputRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InputRequest) ProtoMessage() {}
+
+func (x *InputRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InputRequest.ProtoReflect.Descriptor instead.
+func (*InputRequest) Descriptor() ([]byte, []int) {
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *InputRequest) GetMethod() string {
+	if x != nil {
+		return x.Method
+	}
+	return ""
+}
+
+func (x *InputRequest) GetParams() *structpb.Struct {
+	if x != nil {
+		return x.Params
+	}
+	return nil
+}
+
+type AnswerInputRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The request_state of the InputRequired being answered.
+	RequestState string `protobuf:"bytes,1,opt,name=request_state,json=requestState,proto3" json:"request_state,omitempty"`
+	// The answers by key (the result of each request); keys not asked are ignored, and a key left
+	// out is asked again.
+	Responses map[string]*structpb.Struct `protobuf:"bytes,2,rep,name=responses,proto3" json:"responses,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Deadline of the wait for the call's next stop; 0 means the call's own.
+	TimeoutMs     uint32 `protobuf:"varint,3,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AnswerInputRequest) Reset() {
+	*x = AnswerInputRequest{}
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AnswerInputRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AnswerInputRequest) ProtoMessage() {}
+
+func (x *AnswerInputRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AnswerInputRequest.ProtoReflect.Descriptor instead.
+func (*AnswerInputRequest) Descriptor() ([]byte, []int) {
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *AnswerInputRequest) GetRequestState() string {
+	if x != nil {
+		return x.RequestState
+	}
+	return ""
+}
+
+func (x *AnswerInputRequest) GetResponses() map[string]*structpb.Struct {
+	if x != nil {
+		return x.Responses
+	}
+	return nil
+}
+
+func (x *AnswerInputRequest) GetTimeoutMs() uint32 {
+	if x != nil {
+		return x.TimeoutMs
+	}
+	return 0
+}
+
+type AnswerInputResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The call's next stop: its result, or PENDING with the next InputRequired.
+	Result        *DispatchResponse `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AnswerInputResponse) Reset() {
+	*x = AnswerInputResponse{}
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AnswerInputResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AnswerInputResponse) ProtoMessage() {}
+
+func (x *AnswerInputResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AnswerInputResponse.ProtoReflect.Descriptor instead.
+func (*AnswerInputResponse) Descriptor() ([]byte, []int) {
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *AnswerInputResponse) GetResult() *DispatchResponse {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+type SearchToolsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Words to look for; at most 500 characters.
+	Query string `protobuf:"bytes,1,opt,name=query,proto3" json:"query,omitempty"`
+	// At most this many tools; 0 means 10, the maximum is 50.
+	Limit         uint32 `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchToolsRequest) Reset() {
+	*x = SearchToolsRequest{}
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchToolsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchToolsRequest) ProtoMessage() {}
+
+func (x *SearchToolsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchToolsRequest.ProtoReflect.Descriptor instead.
+func (*SearchToolsRequest) Descriptor() ([]byte, []int) {
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *SearchToolsRequest) GetQuery() string {
+	if x != nil {
+		return x.Query
+	}
+	return ""
+}
+
+func (x *SearchToolsRequest) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+// FoundTool is one tool SearchTools found.
+type FoundTool struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Tool  *v11.Tool              `protobuf:"bytes,1,opt,name=tool,proto3" json:"tool,omitempty"`
+	// The BM25 score: higher matches better; comparable only within one answer.
+	Score         float64 `protobuf:"fixed64,2,opt,name=score,proto3" json:"score,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FoundTool) Reset() {
+	*x = FoundTool{}
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FoundTool) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FoundTool) ProtoMessage() {}
+
+func (x *FoundTool) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FoundTool.ProtoReflect.Descriptor instead.
+func (*FoundTool) Descriptor() ([]byte, []int) {
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *FoundTool) GetTool() *v11.Tool {
+	if x != nil {
+		return x.Tool
+	}
+	return nil
+}
+
+func (x *FoundTool) GetScore() float64 {
+	if x != nil {
+		return x.Score
+	}
+	return 0
+}
+
+type SearchToolsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Best match first.
+	Tools         []*FoundTool `protobuf:"bytes,1,rep,name=tools,proto3" json:"tools,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchToolsResponse) Reset() {
+	*x = SearchToolsResponse{}
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchToolsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchToolsResponse) ProtoMessage() {}
+
+func (x *SearchToolsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchToolsResponse.ProtoReflect.Descriptor instead.
+func (*SearchToolsResponse) Descriptor() ([]byte, []int) {
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *SearchToolsResponse) GetTools() []*FoundTool {
+	if x != nil {
+		return x.Tools
+	}
+	return nil
+}
+
 type DispatchBatchRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// At most 100 calls.
@@ -517,7 +909,7 @@ type DispatchBatchRequest struct {
 
 func (x *DispatchBatchRequest) Reset() {
 	*x = DispatchBatchRequest{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[2]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -529,7 +921,7 @@ func (x *DispatchBatchRequest) String() string {
 func (*DispatchBatchRequest) ProtoMessage() {}
 
 func (x *DispatchBatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[2]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -542,7 +934,7 @@ func (x *DispatchBatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DispatchBatchRequest.ProtoReflect.Descriptor instead.
 func (*DispatchBatchRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{2}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *DispatchBatchRequest) GetCalls() []*DispatchRequest {
@@ -569,7 +961,7 @@ type DispatchBatchResponse struct {
 
 func (x *DispatchBatchResponse) Reset() {
 	*x = DispatchBatchResponse{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[3]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -581,7 +973,7 @@ func (x *DispatchBatchResponse) String() string {
 func (*DispatchBatchResponse) ProtoMessage() {}
 
 func (x *DispatchBatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[3]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -594,7 +986,7 @@ func (x *DispatchBatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DispatchBatchResponse.ProtoReflect.Descriptor instead.
 func (*DispatchBatchResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{3}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *DispatchBatchResponse) GetResults() []*DispatchResponse {
@@ -621,7 +1013,7 @@ type CancelRequest struct {
 
 func (x *CancelRequest) Reset() {
 	*x = CancelRequest{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[4]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -633,7 +1025,7 @@ func (x *CancelRequest) String() string {
 func (*CancelRequest) ProtoMessage() {}
 
 func (x *CancelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[4]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -646,7 +1038,7 @@ func (x *CancelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRequest.ProtoReflect.Descriptor instead.
 func (*CancelRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{4}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CancelRequest) GetCallId() string {
@@ -671,7 +1063,7 @@ type CancelResponse struct {
 
 func (x *CancelResponse) Reset() {
 	*x = CancelResponse{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[5]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -683,7 +1075,7 @@ func (x *CancelResponse) String() string {
 func (*CancelResponse) ProtoMessage() {}
 
 func (x *CancelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[5]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -696,7 +1088,7 @@ func (x *CancelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelResponse.ProtoReflect.Descriptor instead.
 func (*CancelResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{5}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{12}
 }
 
 type RuntimeStatus struct {
@@ -718,7 +1110,7 @@ type RuntimeStatus struct {
 
 func (x *RuntimeStatus) Reset() {
 	*x = RuntimeStatus{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[6]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -730,7 +1122,7 @@ func (x *RuntimeStatus) String() string {
 func (*RuntimeStatus) ProtoMessage() {}
 
 func (x *RuntimeStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[6]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -743,7 +1135,7 @@ func (x *RuntimeStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuntimeStatus.ProtoReflect.Descriptor instead.
 func (*RuntimeStatus) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{6}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RuntimeStatus) GetTool() string {
@@ -826,7 +1218,7 @@ type GetRuntimeStatusRequest struct {
 
 func (x *GetRuntimeStatusRequest) Reset() {
 	*x = GetRuntimeStatusRequest{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[7]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -838,7 +1230,7 @@ func (x *GetRuntimeStatusRequest) String() string {
 func (*GetRuntimeStatusRequest) ProtoMessage() {}
 
 func (x *GetRuntimeStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[7]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -851,7 +1243,7 @@ func (x *GetRuntimeStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRuntimeStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetRuntimeStatusRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{7}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *GetRuntimeStatusRequest) GetTool() string {
@@ -870,7 +1262,7 @@ type GetRuntimeStatusResponse struct {
 
 func (x *GetRuntimeStatusResponse) Reset() {
 	*x = GetRuntimeStatusResponse{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[8]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -882,7 +1274,7 @@ func (x *GetRuntimeStatusResponse) String() string {
 func (*GetRuntimeStatusResponse) ProtoMessage() {}
 
 func (x *GetRuntimeStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[8]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -895,7 +1287,7 @@ func (x *GetRuntimeStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRuntimeStatusResponse.ProtoReflect.Descriptor instead.
 func (*GetRuntimeStatusResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{8}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *GetRuntimeStatusResponse) GetRuntimes() []*RuntimeStatus {
@@ -914,7 +1306,7 @@ type StartToolRequest struct {
 
 func (x *StartToolRequest) Reset() {
 	*x = StartToolRequest{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[9]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -926,7 +1318,7 @@ func (x *StartToolRequest) String() string {
 func (*StartToolRequest) ProtoMessage() {}
 
 func (x *StartToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[9]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -939,7 +1331,7 @@ func (x *StartToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartToolRequest.ProtoReflect.Descriptor instead.
 func (*StartToolRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{9}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *StartToolRequest) GetTool() string {
@@ -958,7 +1350,7 @@ type StartToolResponse struct {
 
 func (x *StartToolResponse) Reset() {
 	*x = StartToolResponse{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[10]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -970,7 +1362,7 @@ func (x *StartToolResponse) String() string {
 func (*StartToolResponse) ProtoMessage() {}
 
 func (x *StartToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[10]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -983,7 +1375,7 @@ func (x *StartToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartToolResponse.ProtoReflect.Descriptor instead.
 func (*StartToolResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{10}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *StartToolResponse) GetStatus() *RuntimeStatus {
@@ -1002,7 +1394,7 @@ type StopToolRequest struct {
 
 func (x *StopToolRequest) Reset() {
 	*x = StopToolRequest{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[11]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1014,7 +1406,7 @@ func (x *StopToolRequest) String() string {
 func (*StopToolRequest) ProtoMessage() {}
 
 func (x *StopToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[11]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1027,7 +1419,7 @@ func (x *StopToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopToolRequest.ProtoReflect.Descriptor instead.
 func (*StopToolRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{11}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *StopToolRequest) GetTool() string {
@@ -1046,7 +1438,7 @@ type StopToolResponse struct {
 
 func (x *StopToolResponse) Reset() {
 	*x = StopToolResponse{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[12]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1058,7 +1450,7 @@ func (x *StopToolResponse) String() string {
 func (*StopToolResponse) ProtoMessage() {}
 
 func (x *StopToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[12]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1071,7 +1463,7 @@ func (x *StopToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopToolResponse.ProtoReflect.Descriptor instead.
 func (*StopToolResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{12}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *StopToolResponse) GetStatus() *RuntimeStatus {
@@ -1097,7 +1489,7 @@ type DispatchToolCallsRequest struct {
 
 func (x *DispatchToolCallsRequest) Reset() {
 	*x = DispatchToolCallsRequest{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[13]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1109,7 +1501,7 @@ func (x *DispatchToolCallsRequest) String() string {
 func (*DispatchToolCallsRequest) ProtoMessage() {}
 
 func (x *DispatchToolCallsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[13]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1122,7 +1514,7 @@ func (x *DispatchToolCallsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DispatchToolCallsRequest.ProtoReflect.Descriptor instead.
 func (*DispatchToolCallsRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{13}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *DispatchToolCallsRequest) GetMessage() *structpb.Struct {
@@ -1168,7 +1560,7 @@ type DispatchToolCallsResponse struct {
 
 func (x *DispatchToolCallsResponse) Reset() {
 	*x = DispatchToolCallsResponse{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[14]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1180,7 +1572,7 @@ func (x *DispatchToolCallsResponse) String() string {
 func (*DispatchToolCallsResponse) ProtoMessage() {}
 
 func (x *DispatchToolCallsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[14]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1193,7 +1585,7 @@ func (x *DispatchToolCallsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DispatchToolCallsResponse.ProtoReflect.Descriptor instead.
 func (*DispatchToolCallsResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{14}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *DispatchToolCallsResponse) GetDialect() ToolCallDialect {
@@ -1226,21 +1618,26 @@ func (x *DispatchToolCallsResponse) GetTraceId() string {
 
 type ImportMcpServerRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Registry names become `<prefix>.<tool name>`; a valid tool name such as `everything`.
+	// Registry names become `<prefix>.<name>`; a valid tool name such as `everything`. Empty keeps
+	// the server's own names (snake-cased), for a server whose names collide with no other.
 	Prefix string `protobuf:"bytes,1,opt,name=prefix,proto3" json:"prefix,omitempty"`
 	// Where the server runs; `tool` is left empty (each imported tool gets its own name).
 	Runtime *v11.McpRuntime `protobuf:"bytes,2,opt,name=runtime,proto3" json:"runtime,omitempty"`
 	// Scopes every imported tool requires, such as `use:everything`.
 	RequiredScopes []string `protobuf:"bytes,3,rep,name=required_scopes,json=requiredScopes,proto3" json:"required_scopes,omitempty"`
 	// Show what would change without writing to the registry.
-	DryRun        bool `protobuf:"varint,4,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	DryRun bool `protobuf:"varint,4,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	// Import only entries of these kinds (tools, prompts, resources, resource templates); empty
+	// imports every kind the server offers. Entries of other kinds a former import wrote are left
+	// as they are.
+	Only          []v11.McpOperation `protobuf:"varint,5,rep,packed,name=only,proto3,enum=toolmesh.registry.v1.McpOperation" json:"only,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ImportMcpServerRequest) Reset() {
 	*x = ImportMcpServerRequest{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[15]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1252,7 +1649,7 @@ func (x *ImportMcpServerRequest) String() string {
 func (*ImportMcpServerRequest) ProtoMessage() {}
 
 func (x *ImportMcpServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[15]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1265,7 +1662,7 @@ func (x *ImportMcpServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportMcpServerRequest.ProtoReflect.Descriptor instead.
 func (*ImportMcpServerRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{15}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ImportMcpServerRequest) GetPrefix() string {
@@ -1296,20 +1693,29 @@ func (x *ImportMcpServerRequest) GetDryRun() bool {
 	return false
 }
 
+func (x *ImportMcpServerRequest) GetOnly() []v11.McpOperation {
+	if x != nil {
+		return x.Only
+	}
+	return nil
+}
+
 type ImportedMcpTool struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The registry name, `<prefix>.<tool>`.
 	Tool string `protobuf:"bytes,1,opt,name=tool,proto3" json:"tool,omitempty"`
-	// The name on the MCP server.
-	McpName       string          `protobuf:"bytes,2,opt,name=mcp_name,json=mcpName,proto3" json:"mcp_name,omitempty"`
-	Change        McpImportChange `protobuf:"varint,3,opt,name=change,proto3,enum=toolmesh.dispatcher.v1.McpImportChange" json:"change,omitempty"`
+	// The name on the MCP server (a resource's URI, a template's URI template).
+	McpName string          `protobuf:"bytes,2,opt,name=mcp_name,json=mcpName,proto3" json:"mcp_name,omitempty"`
+	Change  McpImportChange `protobuf:"varint,3,opt,name=change,proto3,enum=toolmesh.dispatcher.v1.McpImportChange" json:"change,omitempty"`
+	// A tool, prompt, resource or resource template.
+	Operation     v11.McpOperation `protobuf:"varint,4,opt,name=operation,proto3,enum=toolmesh.registry.v1.McpOperation" json:"operation,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ImportedMcpTool) Reset() {
 	*x = ImportedMcpTool{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[16]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1321,7 +1727,7 @@ func (x *ImportedMcpTool) String() string {
 func (*ImportedMcpTool) ProtoMessage() {}
 
 func (x *ImportedMcpTool) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[16]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1334,7 +1740,7 @@ func (x *ImportedMcpTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportedMcpTool.ProtoReflect.Descriptor instead.
 func (*ImportedMcpTool) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{16}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ImportedMcpTool) GetTool() string {
@@ -1358,6 +1764,13 @@ func (x *ImportedMcpTool) GetChange() McpImportChange {
 	return McpImportChange_MCP_IMPORT_CHANGE_UNSPECIFIED
 }
 
+func (x *ImportedMcpTool) GetOperation() v11.McpOperation {
+	if x != nil {
+		return x.Operation
+	}
+	return v11.McpOperation(0)
+}
+
 type ImportMcpServerResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Tools []*ImportedMcpTool     `protobuf:"bytes,1,rep,name=tools,proto3" json:"tools,omitempty"`
@@ -1370,7 +1783,7 @@ type ImportMcpServerResponse struct {
 
 func (x *ImportMcpServerResponse) Reset() {
 	*x = ImportMcpServerResponse{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[17]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1382,7 +1795,7 @@ func (x *ImportMcpServerResponse) String() string {
 func (*ImportMcpServerResponse) ProtoMessage() {}
 
 func (x *ImportMcpServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[17]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1395,7 +1808,7 @@ func (x *ImportMcpServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportMcpServerResponse.ProtoReflect.Descriptor instead.
 func (*ImportMcpServerResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{17}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ImportMcpServerResponse) GetTools() []*ImportedMcpTool {
@@ -1442,14 +1855,19 @@ type Approval struct {
 	// Roles that may decide it besides `admin`.
 	ApproverRoles []string `protobuf:"bytes,13,rep,name=approver_roles,json=approverRoles,proto3" json:"approver_roles,omitempty"`
 	// Why approval is needed: `tool` (the tool requires it) and/or `grant:<id>` (a grant does).
-	RequiredBy    []string `protobuf:"bytes,14,rep,name=required_by,json=requiredBy,proto3" json:"required_by,omitempty"`
+	// Empty when only the caller's confirmation is.
+	RequiredBy []string `protobuf:"bytes,14,rep,name=required_by,json=requiredBy,proto3" json:"required_by,omitempty"`
+	// Why the caller's own confirmation is needed, in the same words; empty when it is not.
+	ConfirmationBy []string `protobuf:"bytes,15,rep,name=confirmation_by,json=confirmationBy,proto3" json:"confirmation_by,omitempty"`
+	// When the caller confirmed; unset until then (or when no confirmation is needed).
+	ConfirmedAt   *timestamppb.Timestamp `protobuf:"bytes,16,opt,name=confirmed_at,json=confirmedAt,proto3" json:"confirmed_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Approval) Reset() {
 	*x = Approval{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[18]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1461,7 +1879,7 @@ func (x *Approval) String() string {
 func (*Approval) ProtoMessage() {}
 
 func (x *Approval) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[18]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1474,7 +1892,7 @@ func (x *Approval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Approval.ProtoReflect.Descriptor instead.
 func (*Approval) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{18}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Approval) GetCallId() string {
@@ -1575,6 +1993,20 @@ func (x *Approval) GetRequiredBy() []string {
 	return nil
 }
 
+func (x *Approval) GetConfirmationBy() []string {
+	if x != nil {
+		return x.ConfirmationBy
+	}
+	return nil
+}
+
+func (x *Approval) GetConfirmedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ConfirmedAt
+	}
+	return nil
+}
+
 // HeldCall is the value of `calls.<call_id>` in the Dispatcher's bucket `toolmesh-approvals`:
 // everything needed to run the call once approved, by any Dispatcher. Never returned by an RPC.
 type HeldCall struct {
@@ -1592,13 +2024,16 @@ type HeldCall struct {
 	// refused (`tool_changed`).
 	DefinitionHash string `protobuf:"bytes,7,opt,name=definition_hash,json=definitionHash,proto3" json:"definition_hash,omitempty"`
 	IdempotencyKey string `protobuf:"bytes,8,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// For a call that waits for its caller's confirmation: the secret an MCP client's answer
+	// carries back (in its requestState), so only the question this call asked can confirm it.
+	ConfirmationNonce string `protobuf:"bytes,9,opt,name=confirmation_nonce,json=confirmationNonce,proto3" json:"confirmation_nonce,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *HeldCall) Reset() {
 	*x = HeldCall{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[19]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1610,7 +2045,7 @@ func (x *HeldCall) String() string {
 func (*HeldCall) ProtoMessage() {}
 
 func (x *HeldCall) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[19]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1623,7 +2058,7 @@ func (x *HeldCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeldCall.ProtoReflect.Descriptor instead.
 func (*HeldCall) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{19}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *HeldCall) GetApproval() *Approval {
@@ -1682,6 +2117,13 @@ func (x *HeldCall) GetIdempotencyKey() string {
 	return ""
 }
 
+func (x *HeldCall) GetConfirmationNonce() string {
+	if x != nil {
+		return x.ConfirmationNonce
+	}
+	return ""
+}
+
 type ListApprovalsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Only held calls of this tool / agent; empty for all.
@@ -1696,7 +2138,7 @@ type ListApprovalsRequest struct {
 
 func (x *ListApprovalsRequest) Reset() {
 	*x = ListApprovalsRequest{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[20]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1708,7 +2150,7 @@ func (x *ListApprovalsRequest) String() string {
 func (*ListApprovalsRequest) ProtoMessage() {}
 
 func (x *ListApprovalsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[20]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1721,7 +2163,7 @@ func (x *ListApprovalsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListApprovalsRequest.ProtoReflect.Descriptor instead.
 func (*ListApprovalsRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{20}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ListApprovalsRequest) GetTool() string {
@@ -1762,7 +2204,7 @@ type ListApprovalsResponse struct {
 
 func (x *ListApprovalsResponse) Reset() {
 	*x = ListApprovalsResponse{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[21]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1774,7 +2216,7 @@ func (x *ListApprovalsResponse) String() string {
 func (*ListApprovalsResponse) ProtoMessage() {}
 
 func (x *ListApprovalsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[21]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1787,7 +2229,7 @@ func (x *ListApprovalsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListApprovalsResponse.ProtoReflect.Descriptor instead.
 func (*ListApprovalsResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{21}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ListApprovalsResponse) GetApprovals() []*Approval {
@@ -1816,7 +2258,7 @@ type DecideApprovalRequest struct {
 
 func (x *DecideApprovalRequest) Reset() {
 	*x = DecideApprovalRequest{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[22]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1828,7 +2270,7 @@ func (x *DecideApprovalRequest) String() string {
 func (*DecideApprovalRequest) ProtoMessage() {}
 
 func (x *DecideApprovalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[22]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1841,7 +2283,7 @@ func (x *DecideApprovalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecideApprovalRequest.ProtoReflect.Descriptor instead.
 func (*DecideApprovalRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{22}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *DecideApprovalRequest) GetCallId() string {
@@ -1878,7 +2320,7 @@ type DecideApprovalResponse struct {
 
 func (x *DecideApprovalResponse) Reset() {
 	*x = DecideApprovalResponse{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[23]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1890,7 +2332,7 @@ func (x *DecideApprovalResponse) String() string {
 func (*DecideApprovalResponse) ProtoMessage() {}
 
 func (x *DecideApprovalResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[23]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1903,7 +2345,7 @@ func (x *DecideApprovalResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecideApprovalResponse.ProtoReflect.Descriptor instead.
 func (*DecideApprovalResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{23}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *DecideApprovalResponse) GetApproval() *Approval {
@@ -1930,7 +2372,7 @@ const file_toolmesh_dispatcher_v1_dispatcher_proto_rawDesc = "" +
 	"\targuments\x18\x02 \x01(\v2\x17.google.protobuf.StructR\targuments\x129\n" +
 	"\acontext\x18\x03 \x01(\v2\x1f.toolmesh.common.v1.CallContextR\acontext\x12\x1d\n" +
 	"\n" +
-	"timeout_ms\x18\x04 \x01(\rR\ttimeoutMs\"\xac\x03\n" +
+	"timeout_ms\x18\x04 \x01(\rR\ttimeoutMs\"\xfa\x03\n" +
 	"\x10DispatchResponse\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x19\n" +
 	"\btrace_id\x18\x02 \x01(\tR\atraceId\x126\n" +
@@ -1943,7 +2385,37 @@ const file_toolmesh_dispatcher_v1_dispatcher_proto_rawDesc = "" +
 	"\breplayed\x18\b \x01(\bR\breplayed\x12!\n" +
 	"\frefusal_code\x18\t \x01(\tR\vrefusalCode\x12J\n" +
 	"\x13approval_expires_at\x18\n" +
-	" \x01(\v2\x1a.google.protobuf.TimestampR\x11approvalExpiresAt\"p\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\x11approvalExpiresAt\x12L\n" +
+	"\x0einput_required\x18\v \x01(\v2%.toolmesh.dispatcher.v1.InputRequiredR\rinputRequired\"\xa3\x02\n" +
+	"\rInputRequired\x12O\n" +
+	"\brequests\x18\x01 \x03(\v23.toolmesh.dispatcher.v1.InputRequired.RequestsEntryR\brequests\x12#\n" +
+	"\rrequest_state\x18\x02 \x01(\tR\frequestState\x129\n" +
+	"\n" +
+	"expires_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x1aa\n" +
+	"\rRequestsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12:\n" +
+	"\x05value\x18\x02 \x01(\v2$.toolmesh.dispatcher.v1.InputRequestR\x05value:\x028\x01\"W\n" +
+	"\fInputRequest\x12\x16\n" +
+	"\x06method\x18\x01 \x01(\tR\x06method\x12/\n" +
+	"\x06params\x18\x02 \x01(\v2\x17.google.protobuf.StructR\x06params\"\x88\x02\n" +
+	"\x12AnswerInputRequest\x12#\n" +
+	"\rrequest_state\x18\x01 \x01(\tR\frequestState\x12W\n" +
+	"\tresponses\x18\x02 \x03(\v29.toolmesh.dispatcher.v1.AnswerInputRequest.ResponsesEntryR\tresponses\x12\x1d\n" +
+	"\n" +
+	"timeout_ms\x18\x03 \x01(\rR\ttimeoutMs\x1aU\n" +
+	"\x0eResponsesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12-\n" +
+	"\x05value\x18\x02 \x01(\v2\x17.google.protobuf.StructR\x05value:\x028\x01\"W\n" +
+	"\x13AnswerInputResponse\x12@\n" +
+	"\x06result\x18\x01 \x01(\v2(.toolmesh.dispatcher.v1.DispatchResponseR\x06result\"@\n" +
+	"\x12SearchToolsRequest\x12\x14\n" +
+	"\x05query\x18\x01 \x01(\tR\x05query\x12\x14\n" +
+	"\x05limit\x18\x02 \x01(\rR\x05limit\"Q\n" +
+	"\tFoundTool\x12.\n" +
+	"\x04tool\x18\x01 \x01(\v2\x1a.toolmesh.registry.v1.ToolR\x04tool\x12\x14\n" +
+	"\x05score\x18\x02 \x01(\x01R\x05score\"N\n" +
+	"\x13SearchToolsResponse\x127\n" +
+	"\x05tools\x18\x01 \x03(\v2!.toolmesh.dispatcher.v1.FoundToolR\x05tools\"p\n" +
 	"\x14DispatchBatchRequest\x12=\n" +
 	"\x05calls\x18\x01 \x03(\v2'.toolmesh.dispatcher.v1.DispatchRequestR\x05calls\x12\x19\n" +
 	"\btrace_id\x18\x02 \x01(\tR\atraceId\"v\n" +
@@ -1991,21 +2463,23 @@ const file_toolmesh_dispatcher_v1_dispatcher_proto_rawDesc = "" +
 	"\adialect\x18\x01 \x01(\x0e2'.toolmesh.dispatcher.v1.ToolCallDialectR\adialect\x123\n" +
 	"\bmessages\x18\x02 \x03(\v2\x17.google.protobuf.StructR\bmessages\x12B\n" +
 	"\aresults\x18\x03 \x03(\v2(.toolmesh.dispatcher.v1.DispatchResponseR\aresults\x12\x19\n" +
-	"\btrace_id\x18\x04 \x01(\tR\atraceId\"\xae\x01\n" +
+	"\btrace_id\x18\x04 \x01(\tR\atraceId\"\xe6\x01\n" +
 	"\x16ImportMcpServerRequest\x12\x16\n" +
 	"\x06prefix\x18\x01 \x01(\tR\x06prefix\x12:\n" +
 	"\aruntime\x18\x02 \x01(\v2 .toolmesh.registry.v1.McpRuntimeR\aruntime\x12'\n" +
 	"\x0frequired_scopes\x18\x03 \x03(\tR\x0erequiredScopes\x12\x17\n" +
-	"\adry_run\x18\x04 \x01(\bR\x06dryRun\"\x81\x01\n" +
+	"\adry_run\x18\x04 \x01(\bR\x06dryRun\x126\n" +
+	"\x04only\x18\x05 \x03(\x0e2\".toolmesh.registry.v1.McpOperationR\x04only\"\xc3\x01\n" +
 	"\x0fImportedMcpTool\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x12\x19\n" +
 	"\bmcp_name\x18\x02 \x01(\tR\amcpName\x12?\n" +
-	"\x06change\x18\x03 \x01(\x0e2'.toolmesh.dispatcher.v1.McpImportChangeR\x06change\"\xa0\x01\n" +
+	"\x06change\x18\x03 \x01(\x0e2'.toolmesh.dispatcher.v1.McpImportChangeR\x06change\x12@\n" +
+	"\toperation\x18\x04 \x01(\x0e2\".toolmesh.registry.v1.McpOperationR\toperation\"\xa0\x01\n" +
 	"\x17ImportMcpServerResponse\x12=\n" +
 	"\x05tools\x18\x01 \x03(\v2'.toolmesh.dispatcher.v1.ImportedMcpToolR\x05tools\x12\x1f\n" +
 	"\vserver_name\x18\x02 \x01(\tR\n" +
 	"serverName\x12%\n" +
-	"\x0eserver_version\x18\x03 \x01(\tR\rserverVersion\"\xae\x04\n" +
+	"\x0eserver_version\x18\x03 \x01(\tR\rserverVersion\"\x96\x05\n" +
 	"\bApproval\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x19\n" +
 	"\btrace_id\x18\x02 \x01(\tR\atraceId\x12\x12\n" +
@@ -2025,7 +2499,9 @@ const file_toolmesh_dispatcher_v1_dispatcher_proto_rawDesc = "" +
 	"\x06reason\x18\f \x01(\tR\x06reason\x12%\n" +
 	"\x0eapprover_roles\x18\r \x03(\tR\rapproverRoles\x12\x1f\n" +
 	"\vrequired_by\x18\x0e \x03(\tR\n" +
-	"requiredBy\"\xba\x02\n" +
+	"requiredBy\x12'\n" +
+	"\x0fconfirmation_by\x18\x0f \x03(\tR\x0econfirmationBy\x12=\n" +
+	"\fconfirmed_at\x18\x10 \x01(\v2\x1a.google.protobuf.TimestampR\vconfirmedAt\"\xe9\x02\n" +
 	"\bHeldCall\x12<\n" +
 	"\bapproval\x18\x01 \x01(\v2 .toolmesh.dispatcher.v1.ApprovalR\bapproval\x125\n" +
 	"\targuments\x18\x02 \x01(\v2\x17.google.protobuf.StructR\targuments\x12\x1b\n" +
@@ -2035,7 +2511,8 @@ const file_toolmesh_dispatcher_v1_dispatcher_proto_rawDesc = "" +
 	"\n" +
 	"timeout_ms\x18\x06 \x01(\rR\ttimeoutMs\x12'\n" +
 	"\x0fdefinition_hash\x18\a \x01(\tR\x0edefinitionHash\x12'\n" +
-	"\x0fidempotency_key\x18\b \x01(\tR\x0eidempotencyKey\"\x81\x01\n" +
+	"\x0fidempotency_key\x18\b \x01(\tR\x0eidempotencyKey\x12-\n" +
+	"\x12confirmation_nonce\x18\t \x01(\tR\x11confirmationNonce\"\x81\x01\n" +
 	"\x14ListApprovalsRequest\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x12\x19\n" +
 	"\bagent_id\x18\x02 \x01(\tR\aagentId\x12\x1b\n" +
@@ -2079,7 +2556,8 @@ const file_toolmesh_dispatcher_v1_dispatcher_proto_rawDesc = "" +
 	"\x10ApprovalDecision\x12!\n" +
 	"\x1dAPPROVAL_DECISION_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19APPROVAL_DECISION_APPROVE\x10\x01\x12\x1a\n" +
-	"\x16APPROVAL_DECISION_DENY\x10\x022\xbe\b\n" +
+	"\x16APPROVAL_DECISION_DENY\x10\x022\x8e\n" +
+	"\n" +
 	"\x11DispatcherService\x12]\n" +
 	"\bDispatch\x12'.toolmesh.dispatcher.v1.DispatchRequest\x1a(.toolmesh.dispatcher.v1.DispatchResponse\x12l\n" +
 	"\rDispatchBatch\x12,.toolmesh.dispatcher.v1.DispatchBatchRequest\x1a-.toolmesh.dispatcher.v1.DispatchBatchResponse\x12W\n" +
@@ -2088,7 +2566,9 @@ const file_toolmesh_dispatcher_v1_dispatcher_proto_rawDesc = "" +
 	"\tStartTool\x12(.toolmesh.dispatcher.v1.StartToolRequest\x1a).toolmesh.dispatcher.v1.StartToolResponse\x12]\n" +
 	"\bStopTool\x12'.toolmesh.dispatcher.v1.StopToolRequest\x1a(.toolmesh.dispatcher.v1.StopToolResponse\x12x\n" +
 	"\x11DispatchToolCalls\x120.toolmesh.dispatcher.v1.DispatchToolCallsRequest\x1a1.toolmesh.dispatcher.v1.DispatchToolCallsResponse\x12r\n" +
-	"\x0fImportMcpServer\x12..toolmesh.dispatcher.v1.ImportMcpServerRequest\x1a/.toolmesh.dispatcher.v1.ImportMcpServerResponse\x12l\n" +
+	"\x0fImportMcpServer\x12..toolmesh.dispatcher.v1.ImportMcpServerRequest\x1a/.toolmesh.dispatcher.v1.ImportMcpServerResponse\x12f\n" +
+	"\vAnswerInput\x12*.toolmesh.dispatcher.v1.AnswerInputRequest\x1a+.toolmesh.dispatcher.v1.AnswerInputResponse\x12f\n" +
+	"\vSearchTools\x12*.toolmesh.dispatcher.v1.SearchToolsRequest\x1a+.toolmesh.dispatcher.v1.SearchToolsResponse\x12l\n" +
 	"\rListApprovals\x12,.toolmesh.dispatcher.v1.ListApprovalsRequest\x1a-.toolmesh.dispatcher.v1.ListApprovalsResponse\x12o\n" +
 	"\x0eDecideApproval\x12-.toolmesh.dispatcher.v1.DecideApprovalRequest\x1a..toolmesh.dispatcher.v1.DecideApprovalResponseB\xe0\x01\n" +
 	"\x1acom.toolmesh.dispatcher.v1B\x0fDispatcherProtoP\x01Z7toolmesh.dev/go/gen/toolmesh/dispatcher/v1;dispatcherv1\xa2\x02\x03TDX\xaa\x02\x16Toolmesh.Dispatcher.V1\xca\x02\x16Toolmesh\\Dispatcher\\V1\xe2\x02\"Toolmesh\\Dispatcher\\V1\\GPBMetadata\xea\x02\x18Toolmesh::Dispatcher::V1b\x06proto3"
@@ -2106,7 +2586,7 @@ func file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP() []byte {
 }
 
 var file_toolmesh_dispatcher_v1_dispatcher_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
 var file_toolmesh_dispatcher_v1_dispatcher_proto_goTypes = []any{
 	(RuntimeState)(0),                 // 0: toolmesh.dispatcher.v1.RuntimeState
 	(ToolCallDialect)(0),              // 1: toolmesh.dispatcher.v1.ToolCallDialect
@@ -2115,94 +2595,122 @@ var file_toolmesh_dispatcher_v1_dispatcher_proto_goTypes = []any{
 	(ApprovalDecision)(0),             // 4: toolmesh.dispatcher.v1.ApprovalDecision
 	(*DispatchRequest)(nil),           // 5: toolmesh.dispatcher.v1.DispatchRequest
 	(*DispatchResponse)(nil),          // 6: toolmesh.dispatcher.v1.DispatchResponse
-	(*DispatchBatchRequest)(nil),      // 7: toolmesh.dispatcher.v1.DispatchBatchRequest
-	(*DispatchBatchResponse)(nil),     // 8: toolmesh.dispatcher.v1.DispatchBatchResponse
-	(*CancelRequest)(nil),             // 9: toolmesh.dispatcher.v1.CancelRequest
-	(*CancelResponse)(nil),            // 10: toolmesh.dispatcher.v1.CancelResponse
-	(*RuntimeStatus)(nil),             // 11: toolmesh.dispatcher.v1.RuntimeStatus
-	(*GetRuntimeStatusRequest)(nil),   // 12: toolmesh.dispatcher.v1.GetRuntimeStatusRequest
-	(*GetRuntimeStatusResponse)(nil),  // 13: toolmesh.dispatcher.v1.GetRuntimeStatusResponse
-	(*StartToolRequest)(nil),          // 14: toolmesh.dispatcher.v1.StartToolRequest
-	(*StartToolResponse)(nil),         // 15: toolmesh.dispatcher.v1.StartToolResponse
-	(*StopToolRequest)(nil),           // 16: toolmesh.dispatcher.v1.StopToolRequest
-	(*StopToolResponse)(nil),          // 17: toolmesh.dispatcher.v1.StopToolResponse
-	(*DispatchToolCallsRequest)(nil),  // 18: toolmesh.dispatcher.v1.DispatchToolCallsRequest
-	(*DispatchToolCallsResponse)(nil), // 19: toolmesh.dispatcher.v1.DispatchToolCallsResponse
-	(*ImportMcpServerRequest)(nil),    // 20: toolmesh.dispatcher.v1.ImportMcpServerRequest
-	(*ImportedMcpTool)(nil),           // 21: toolmesh.dispatcher.v1.ImportedMcpTool
-	(*ImportMcpServerResponse)(nil),   // 22: toolmesh.dispatcher.v1.ImportMcpServerResponse
-	(*Approval)(nil),                  // 23: toolmesh.dispatcher.v1.Approval
-	(*HeldCall)(nil),                  // 24: toolmesh.dispatcher.v1.HeldCall
-	(*ListApprovalsRequest)(nil),      // 25: toolmesh.dispatcher.v1.ListApprovalsRequest
-	(*ListApprovalsResponse)(nil),     // 26: toolmesh.dispatcher.v1.ListApprovalsResponse
-	(*DecideApprovalRequest)(nil),     // 27: toolmesh.dispatcher.v1.DecideApprovalRequest
-	(*DecideApprovalResponse)(nil),    // 28: toolmesh.dispatcher.v1.DecideApprovalResponse
-	(*structpb.Struct)(nil),           // 29: google.protobuf.Struct
-	(*v1.CallContext)(nil),            // 30: toolmesh.common.v1.CallContext
-	(v1.CallStatus)(0),                // 31: toolmesh.common.v1.CallStatus
-	(*v1.CallError)(nil),              // 32: toolmesh.common.v1.CallError
-	(*timestamppb.Timestamp)(nil),     // 33: google.protobuf.Timestamp
-	(*v11.McpRuntime)(nil),            // 34: toolmesh.registry.v1.McpRuntime
+	(*InputRequired)(nil),             // 7: toolmesh.dispatcher.v1.InputRequired
+	(*InputRequest)(nil),              // 8: toolmesh.dispatcher.v1.InputRequest
+	(*AnswerInputRequest)(nil),        // 9: toolmesh.dispatcher.v1.AnswerInputRequest
+	(*AnswerInputResponse)(nil),       // 10: toolmesh.dispatcher.v1.AnswerInputResponse
+	(*SearchToolsRequest)(nil),        // 11: toolmesh.dispatcher.v1.SearchToolsRequest
+	(*FoundTool)(nil),                 // 12: toolmesh.dispatcher.v1.FoundTool
+	(*SearchToolsResponse)(nil),       // 13: toolmesh.dispatcher.v1.SearchToolsResponse
+	(*DispatchBatchRequest)(nil),      // 14: toolmesh.dispatcher.v1.DispatchBatchRequest
+	(*DispatchBatchResponse)(nil),     // 15: toolmesh.dispatcher.v1.DispatchBatchResponse
+	(*CancelRequest)(nil),             // 16: toolmesh.dispatcher.v1.CancelRequest
+	(*CancelResponse)(nil),            // 17: toolmesh.dispatcher.v1.CancelResponse
+	(*RuntimeStatus)(nil),             // 18: toolmesh.dispatcher.v1.RuntimeStatus
+	(*GetRuntimeStatusRequest)(nil),   // 19: toolmesh.dispatcher.v1.GetRuntimeStatusRequest
+	(*GetRuntimeStatusResponse)(nil),  // 20: toolmesh.dispatcher.v1.GetRuntimeStatusResponse
+	(*StartToolRequest)(nil),          // 21: toolmesh.dispatcher.v1.StartToolRequest
+	(*StartToolResponse)(nil),         // 22: toolmesh.dispatcher.v1.StartToolResponse
+	(*StopToolRequest)(nil),           // 23: toolmesh.dispatcher.v1.StopToolRequest
+	(*StopToolResponse)(nil),          // 24: toolmesh.dispatcher.v1.StopToolResponse
+	(*DispatchToolCallsRequest)(nil),  // 25: toolmesh.dispatcher.v1.DispatchToolCallsRequest
+	(*DispatchToolCallsResponse)(nil), // 26: toolmesh.dispatcher.v1.DispatchToolCallsResponse
+	(*ImportMcpServerRequest)(nil),    // 27: toolmesh.dispatcher.v1.ImportMcpServerRequest
+	(*ImportedMcpTool)(nil),           // 28: toolmesh.dispatcher.v1.ImportedMcpTool
+	(*ImportMcpServerResponse)(nil),   // 29: toolmesh.dispatcher.v1.ImportMcpServerResponse
+	(*Approval)(nil),                  // 30: toolmesh.dispatcher.v1.Approval
+	(*HeldCall)(nil),                  // 31: toolmesh.dispatcher.v1.HeldCall
+	(*ListApprovalsRequest)(nil),      // 32: toolmesh.dispatcher.v1.ListApprovalsRequest
+	(*ListApprovalsResponse)(nil),     // 33: toolmesh.dispatcher.v1.ListApprovalsResponse
+	(*DecideApprovalRequest)(nil),     // 34: toolmesh.dispatcher.v1.DecideApprovalRequest
+	(*DecideApprovalResponse)(nil),    // 35: toolmesh.dispatcher.v1.DecideApprovalResponse
+	nil,                               // 36: toolmesh.dispatcher.v1.InputRequired.RequestsEntry
+	nil,                               // 37: toolmesh.dispatcher.v1.AnswerInputRequest.ResponsesEntry
+	(*structpb.Struct)(nil),           // 38: google.protobuf.Struct
+	(*v1.CallContext)(nil),            // 39: toolmesh.common.v1.CallContext
+	(v1.CallStatus)(0),                // 40: toolmesh.common.v1.CallStatus
+	(*v1.CallError)(nil),              // 41: toolmesh.common.v1.CallError
+	(*timestamppb.Timestamp)(nil),     // 42: google.protobuf.Timestamp
+	(*v11.Tool)(nil),                  // 43: toolmesh.registry.v1.Tool
+	(*v11.McpRuntime)(nil),            // 44: toolmesh.registry.v1.McpRuntime
+	(v11.McpOperation)(0),             // 45: toolmesh.registry.v1.McpOperation
 }
 var file_toolmesh_dispatcher_v1_dispatcher_proto_depIdxs = []int32{
-	29, // 0: toolmesh.dispatcher.v1.DispatchRequest.arguments:type_name -> google.protobuf.Struct
-	30, // 1: toolmesh.dispatcher.v1.DispatchRequest.context:type_name -> toolmesh.common.v1.CallContext
-	31, // 2: toolmesh.dispatcher.v1.DispatchResponse.status:type_name -> toolmesh.common.v1.CallStatus
-	29, // 3: toolmesh.dispatcher.v1.DispatchResponse.output:type_name -> google.protobuf.Struct
-	32, // 4: toolmesh.dispatcher.v1.DispatchResponse.error:type_name -> toolmesh.common.v1.CallError
-	33, // 5: toolmesh.dispatcher.v1.DispatchResponse.approval_expires_at:type_name -> google.protobuf.Timestamp
-	5,  // 6: toolmesh.dispatcher.v1.DispatchBatchRequest.calls:type_name -> toolmesh.dispatcher.v1.DispatchRequest
-	6,  // 7: toolmesh.dispatcher.v1.DispatchBatchResponse.results:type_name -> toolmesh.dispatcher.v1.DispatchResponse
-	0,  // 8: toolmesh.dispatcher.v1.RuntimeStatus.state:type_name -> toolmesh.dispatcher.v1.RuntimeState
-	33, // 9: toolmesh.dispatcher.v1.RuntimeStatus.started_at:type_name -> google.protobuf.Timestamp
-	33, // 10: toolmesh.dispatcher.v1.RuntimeStatus.last_used_at:type_name -> google.protobuf.Timestamp
-	11, // 11: toolmesh.dispatcher.v1.GetRuntimeStatusResponse.runtimes:type_name -> toolmesh.dispatcher.v1.RuntimeStatus
-	11, // 12: toolmesh.dispatcher.v1.StartToolResponse.status:type_name -> toolmesh.dispatcher.v1.RuntimeStatus
-	11, // 13: toolmesh.dispatcher.v1.StopToolResponse.status:type_name -> toolmesh.dispatcher.v1.RuntimeStatus
-	29, // 14: toolmesh.dispatcher.v1.DispatchToolCallsRequest.message:type_name -> google.protobuf.Struct
-	1,  // 15: toolmesh.dispatcher.v1.DispatchToolCallsRequest.dialect:type_name -> toolmesh.dispatcher.v1.ToolCallDialect
-	1,  // 16: toolmesh.dispatcher.v1.DispatchToolCallsResponse.dialect:type_name -> toolmesh.dispatcher.v1.ToolCallDialect
-	29, // 17: toolmesh.dispatcher.v1.DispatchToolCallsResponse.messages:type_name -> google.protobuf.Struct
-	6,  // 18: toolmesh.dispatcher.v1.DispatchToolCallsResponse.results:type_name -> toolmesh.dispatcher.v1.DispatchResponse
-	34, // 19: toolmesh.dispatcher.v1.ImportMcpServerRequest.runtime:type_name -> toolmesh.registry.v1.McpRuntime
-	2,  // 20: toolmesh.dispatcher.v1.ImportedMcpTool.change:type_name -> toolmesh.dispatcher.v1.McpImportChange
-	21, // 21: toolmesh.dispatcher.v1.ImportMcpServerResponse.tools:type_name -> toolmesh.dispatcher.v1.ImportedMcpTool
-	29, // 22: toolmesh.dispatcher.v1.Approval.arguments:type_name -> google.protobuf.Struct
-	33, // 23: toolmesh.dispatcher.v1.Approval.requested_at:type_name -> google.protobuf.Timestamp
-	33, // 24: toolmesh.dispatcher.v1.Approval.expires_at:type_name -> google.protobuf.Timestamp
-	3,  // 25: toolmesh.dispatcher.v1.Approval.state:type_name -> toolmesh.dispatcher.v1.ApprovalState
-	33, // 26: toolmesh.dispatcher.v1.Approval.decided_at:type_name -> google.protobuf.Timestamp
-	23, // 27: toolmesh.dispatcher.v1.HeldCall.approval:type_name -> toolmesh.dispatcher.v1.Approval
-	29, // 28: toolmesh.dispatcher.v1.HeldCall.arguments:type_name -> google.protobuf.Struct
-	23, // 29: toolmesh.dispatcher.v1.ListApprovalsResponse.approvals:type_name -> toolmesh.dispatcher.v1.Approval
-	4,  // 30: toolmesh.dispatcher.v1.DecideApprovalRequest.decision:type_name -> toolmesh.dispatcher.v1.ApprovalDecision
-	23, // 31: toolmesh.dispatcher.v1.DecideApprovalResponse.approval:type_name -> toolmesh.dispatcher.v1.Approval
-	6,  // 32: toolmesh.dispatcher.v1.DecideApprovalResponse.result:type_name -> toolmesh.dispatcher.v1.DispatchResponse
-	5,  // 33: toolmesh.dispatcher.v1.DispatcherService.Dispatch:input_type -> toolmesh.dispatcher.v1.DispatchRequest
-	7,  // 34: toolmesh.dispatcher.v1.DispatcherService.DispatchBatch:input_type -> toolmesh.dispatcher.v1.DispatchBatchRequest
-	9,  // 35: toolmesh.dispatcher.v1.DispatcherService.Cancel:input_type -> toolmesh.dispatcher.v1.CancelRequest
-	12, // 36: toolmesh.dispatcher.v1.DispatcherService.GetRuntimeStatus:input_type -> toolmesh.dispatcher.v1.GetRuntimeStatusRequest
-	14, // 37: toolmesh.dispatcher.v1.DispatcherService.StartTool:input_type -> toolmesh.dispatcher.v1.StartToolRequest
-	16, // 38: toolmesh.dispatcher.v1.DispatcherService.StopTool:input_type -> toolmesh.dispatcher.v1.StopToolRequest
-	18, // 39: toolmesh.dispatcher.v1.DispatcherService.DispatchToolCalls:input_type -> toolmesh.dispatcher.v1.DispatchToolCallsRequest
-	20, // 40: toolmesh.dispatcher.v1.DispatcherService.ImportMcpServer:input_type -> toolmesh.dispatcher.v1.ImportMcpServerRequest
-	25, // 41: toolmesh.dispatcher.v1.DispatcherService.ListApprovals:input_type -> toolmesh.dispatcher.v1.ListApprovalsRequest
-	27, // 42: toolmesh.dispatcher.v1.DispatcherService.DecideApproval:input_type -> toolmesh.dispatcher.v1.DecideApprovalRequest
-	6,  // 43: toolmesh.dispatcher.v1.DispatcherService.Dispatch:output_type -> toolmesh.dispatcher.v1.DispatchResponse
-	8,  // 44: toolmesh.dispatcher.v1.DispatcherService.DispatchBatch:output_type -> toolmesh.dispatcher.v1.DispatchBatchResponse
-	10, // 45: toolmesh.dispatcher.v1.DispatcherService.Cancel:output_type -> toolmesh.dispatcher.v1.CancelResponse
-	13, // 46: toolmesh.dispatcher.v1.DispatcherService.GetRuntimeStatus:output_type -> toolmesh.dispatcher.v1.GetRuntimeStatusResponse
-	15, // 47: toolmesh.dispatcher.v1.DispatcherService.StartTool:output_type -> toolmesh.dispatcher.v1.StartToolResponse
-	17, // 48: toolmesh.dispatcher.v1.DispatcherService.StopTool:output_type -> toolmesh.dispatcher.v1.StopToolResponse
-	19, // 49: toolmesh.dispatcher.v1.DispatcherService.DispatchToolCalls:output_type -> toolmesh.dispatcher.v1.DispatchToolCallsResponse
-	22, // 50: toolmesh.dispatcher.v1.DispatcherService.ImportMcpServer:output_type -> toolmesh.dispatcher.v1.ImportMcpServerResponse
-	26, // 51: toolmesh.dispatcher.v1.DispatcherService.ListApprovals:output_type -> toolmesh.dispatcher.v1.ListApprovalsResponse
-	28, // 52: toolmesh.dispatcher.v1.DispatcherService.DecideApproval:output_type -> toolmesh.dispatcher.v1.DecideApprovalResponse
-	43, // [43:53] is the sub-list for method output_type
-	33, // [33:43] is the sub-list for method input_type
-	33, // [33:33] is the sub-list for extension type_name
-	33, // [33:33] is the sub-list for extension extendee
-	0,  // [0:33] is the sub-list for field type_name
+	38, // 0: toolmesh.dispatcher.v1.DispatchRequest.arguments:type_name -> google.protobuf.Struct
+	39, // 1: toolmesh.dispatcher.v1.DispatchRequest.context:type_name -> toolmesh.common.v1.CallContext
+	40, // 2: toolmesh.dispatcher.v1.DispatchResponse.status:type_name -> toolmesh.common.v1.CallStatus
+	38, // 3: toolmesh.dispatcher.v1.DispatchResponse.output:type_name -> google.protobuf.Struct
+	41, // 4: toolmesh.dispatcher.v1.DispatchResponse.error:type_name -> toolmesh.common.v1.CallError
+	42, // 5: toolmesh.dispatcher.v1.DispatchResponse.approval_expires_at:type_name -> google.protobuf.Timestamp
+	7,  // 6: toolmesh.dispatcher.v1.DispatchResponse.input_required:type_name -> toolmesh.dispatcher.v1.InputRequired
+	36, // 7: toolmesh.dispatcher.v1.InputRequired.requests:type_name -> toolmesh.dispatcher.v1.InputRequired.RequestsEntry
+	42, // 8: toolmesh.dispatcher.v1.InputRequired.expires_at:type_name -> google.protobuf.Timestamp
+	38, // 9: toolmesh.dispatcher.v1.InputRequest.params:type_name -> google.protobuf.Struct
+	37, // 10: toolmesh.dispatcher.v1.AnswerInputRequest.responses:type_name -> toolmesh.dispatcher.v1.AnswerInputRequest.ResponsesEntry
+	6,  // 11: toolmesh.dispatcher.v1.AnswerInputResponse.result:type_name -> toolmesh.dispatcher.v1.DispatchResponse
+	43, // 12: toolmesh.dispatcher.v1.FoundTool.tool:type_name -> toolmesh.registry.v1.Tool
+	12, // 13: toolmesh.dispatcher.v1.SearchToolsResponse.tools:type_name -> toolmesh.dispatcher.v1.FoundTool
+	5,  // 14: toolmesh.dispatcher.v1.DispatchBatchRequest.calls:type_name -> toolmesh.dispatcher.v1.DispatchRequest
+	6,  // 15: toolmesh.dispatcher.v1.DispatchBatchResponse.results:type_name -> toolmesh.dispatcher.v1.DispatchResponse
+	0,  // 16: toolmesh.dispatcher.v1.RuntimeStatus.state:type_name -> toolmesh.dispatcher.v1.RuntimeState
+	42, // 17: toolmesh.dispatcher.v1.RuntimeStatus.started_at:type_name -> google.protobuf.Timestamp
+	42, // 18: toolmesh.dispatcher.v1.RuntimeStatus.last_used_at:type_name -> google.protobuf.Timestamp
+	18, // 19: toolmesh.dispatcher.v1.GetRuntimeStatusResponse.runtimes:type_name -> toolmesh.dispatcher.v1.RuntimeStatus
+	18, // 20: toolmesh.dispatcher.v1.StartToolResponse.status:type_name -> toolmesh.dispatcher.v1.RuntimeStatus
+	18, // 21: toolmesh.dispatcher.v1.StopToolResponse.status:type_name -> toolmesh.dispatcher.v1.RuntimeStatus
+	38, // 22: toolmesh.dispatcher.v1.DispatchToolCallsRequest.message:type_name -> google.protobuf.Struct
+	1,  // 23: toolmesh.dispatcher.v1.DispatchToolCallsRequest.dialect:type_name -> toolmesh.dispatcher.v1.ToolCallDialect
+	1,  // 24: toolmesh.dispatcher.v1.DispatchToolCallsResponse.dialect:type_name -> toolmesh.dispatcher.v1.ToolCallDialect
+	38, // 25: toolmesh.dispatcher.v1.DispatchToolCallsResponse.messages:type_name -> google.protobuf.Struct
+	6,  // 26: toolmesh.dispatcher.v1.DispatchToolCallsResponse.results:type_name -> toolmesh.dispatcher.v1.DispatchResponse
+	44, // 27: toolmesh.dispatcher.v1.ImportMcpServerRequest.runtime:type_name -> toolmesh.registry.v1.McpRuntime
+	45, // 28: toolmesh.dispatcher.v1.ImportMcpServerRequest.only:type_name -> toolmesh.registry.v1.McpOperation
+	2,  // 29: toolmesh.dispatcher.v1.ImportedMcpTool.change:type_name -> toolmesh.dispatcher.v1.McpImportChange
+	45, // 30: toolmesh.dispatcher.v1.ImportedMcpTool.operation:type_name -> toolmesh.registry.v1.McpOperation
+	28, // 31: toolmesh.dispatcher.v1.ImportMcpServerResponse.tools:type_name -> toolmesh.dispatcher.v1.ImportedMcpTool
+	38, // 32: toolmesh.dispatcher.v1.Approval.arguments:type_name -> google.protobuf.Struct
+	42, // 33: toolmesh.dispatcher.v1.Approval.requested_at:type_name -> google.protobuf.Timestamp
+	42, // 34: toolmesh.dispatcher.v1.Approval.expires_at:type_name -> google.protobuf.Timestamp
+	3,  // 35: toolmesh.dispatcher.v1.Approval.state:type_name -> toolmesh.dispatcher.v1.ApprovalState
+	42, // 36: toolmesh.dispatcher.v1.Approval.decided_at:type_name -> google.protobuf.Timestamp
+	42, // 37: toolmesh.dispatcher.v1.Approval.confirmed_at:type_name -> google.protobuf.Timestamp
+	30, // 38: toolmesh.dispatcher.v1.HeldCall.approval:type_name -> toolmesh.dispatcher.v1.Approval
+	38, // 39: toolmesh.dispatcher.v1.HeldCall.arguments:type_name -> google.protobuf.Struct
+	30, // 40: toolmesh.dispatcher.v1.ListApprovalsResponse.approvals:type_name -> toolmesh.dispatcher.v1.Approval
+	4,  // 41: toolmesh.dispatcher.v1.DecideApprovalRequest.decision:type_name -> toolmesh.dispatcher.v1.ApprovalDecision
+	30, // 42: toolmesh.dispatcher.v1.DecideApprovalResponse.approval:type_name -> toolmesh.dispatcher.v1.Approval
+	6,  // 43: toolmesh.dispatcher.v1.DecideApprovalResponse.result:type_name -> toolmesh.dispatcher.v1.DispatchResponse
+	8,  // 44: toolmesh.dispatcher.v1.InputRequired.RequestsEntry.value:type_name -> toolmesh.dispatcher.v1.InputRequest
+	38, // 45: toolmesh.dispatcher.v1.AnswerInputRequest.ResponsesEntry.value:type_name -> google.protobuf.Struct
+	5,  // 46: toolmesh.dispatcher.v1.DispatcherService.Dispatch:input_type -> toolmesh.dispatcher.v1.DispatchRequest
+	14, // 47: toolmesh.dispatcher.v1.DispatcherService.DispatchBatch:input_type -> toolmesh.dispatcher.v1.DispatchBatchRequest
+	16, // 48: toolmesh.dispatcher.v1.DispatcherService.Cancel:input_type -> toolmesh.dispatcher.v1.CancelRequest
+	19, // 49: toolmesh.dispatcher.v1.DispatcherService.GetRuntimeStatus:input_type -> toolmesh.dispatcher.v1.GetRuntimeStatusRequest
+	21, // 50: toolmesh.dispatcher.v1.DispatcherService.StartTool:input_type -> toolmesh.dispatcher.v1.StartToolRequest
+	23, // 51: toolmesh.dispatcher.v1.DispatcherService.StopTool:input_type -> toolmesh.dispatcher.v1.StopToolRequest
+	25, // 52: toolmesh.dispatcher.v1.DispatcherService.DispatchToolCalls:input_type -> toolmesh.dispatcher.v1.DispatchToolCallsRequest
+	27, // 53: toolmesh.dispatcher.v1.DispatcherService.ImportMcpServer:input_type -> toolmesh.dispatcher.v1.ImportMcpServerRequest
+	9,  // 54: toolmesh.dispatcher.v1.DispatcherService.AnswerInput:input_type -> toolmesh.dispatcher.v1.AnswerInputRequest
+	11, // 55: toolmesh.dispatcher.v1.DispatcherService.SearchTools:input_type -> toolmesh.dispatcher.v1.SearchToolsRequest
+	32, // 56: toolmesh.dispatcher.v1.DispatcherService.ListApprovals:input_type -> toolmesh.dispatcher.v1.ListApprovalsRequest
+	34, // 57: toolmesh.dispatcher.v1.DispatcherService.DecideApproval:input_type -> toolmesh.dispatcher.v1.DecideApprovalRequest
+	6,  // 58: toolmesh.dispatcher.v1.DispatcherService.Dispatch:output_type -> toolmesh.dispatcher.v1.DispatchResponse
+	15, // 59: toolmesh.dispatcher.v1.DispatcherService.DispatchBatch:output_type -> toolmesh.dispatcher.v1.DispatchBatchResponse
+	17, // 60: toolmesh.dispatcher.v1.DispatcherService.Cancel:output_type -> toolmesh.dispatcher.v1.CancelResponse
+	20, // 61: toolmesh.dispatcher.v1.DispatcherService.GetRuntimeStatus:output_type -> toolmesh.dispatcher.v1.GetRuntimeStatusResponse
+	22, // 62: toolmesh.dispatcher.v1.DispatcherService.StartTool:output_type -> toolmesh.dispatcher.v1.StartToolResponse
+	24, // 63: toolmesh.dispatcher.v1.DispatcherService.StopTool:output_type -> toolmesh.dispatcher.v1.StopToolResponse
+	26, // 64: toolmesh.dispatcher.v1.DispatcherService.DispatchToolCalls:output_type -> toolmesh.dispatcher.v1.DispatchToolCallsResponse
+	29, // 65: toolmesh.dispatcher.v1.DispatcherService.ImportMcpServer:output_type -> toolmesh.dispatcher.v1.ImportMcpServerResponse
+	10, // 66: toolmesh.dispatcher.v1.DispatcherService.AnswerInput:output_type -> toolmesh.dispatcher.v1.AnswerInputResponse
+	13, // 67: toolmesh.dispatcher.v1.DispatcherService.SearchTools:output_type -> toolmesh.dispatcher.v1.SearchToolsResponse
+	33, // 68: toolmesh.dispatcher.v1.DispatcherService.ListApprovals:output_type -> toolmesh.dispatcher.v1.ListApprovalsResponse
+	35, // 69: toolmesh.dispatcher.v1.DispatcherService.DecideApproval:output_type -> toolmesh.dispatcher.v1.DecideApprovalResponse
+	58, // [58:70] is the sub-list for method output_type
+	46, // [46:58] is the sub-list for method input_type
+	46, // [46:46] is the sub-list for extension type_name
+	46, // [46:46] is the sub-list for extension extendee
+	0,  // [0:46] is the sub-list for field type_name
 }
 
 func init() { file_toolmesh_dispatcher_v1_dispatcher_proto_init() }
@@ -2216,7 +2724,7 @@ func file_toolmesh_dispatcher_v1_dispatcher_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolmesh_dispatcher_v1_dispatcher_proto_rawDesc), len(file_toolmesh_dispatcher_v1_dispatcher_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   24,
+			NumMessages:   33,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

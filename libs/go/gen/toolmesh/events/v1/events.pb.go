@@ -53,6 +53,11 @@ const (
 	TraceEventKind_TRACE_EVENT_KIND_APPROVAL_DECIDED TraceEventKind = 12
 	// The Callback service normalised a REFUSED outcome (a held call denied or expired).
 	TraceEventKind_TRACE_EVENT_KIND_CALLBACK_REFUSED TraceEventKind = 13
+	// The tool asked the caller for input mid-call (an MCP elicitation, sampling or roots request),
+	// relayed to the caller (payload: key, method, params redacted as arguments are).
+	TraceEventKind_TRACE_EVENT_KIND_INPUT_REQUESTED TraceEventKind = 14
+	// The caller's answer, relayed back to the tool (payload: key, result redacted, or error).
+	TraceEventKind_TRACE_EVENT_KIND_INPUT_ANSWERED TraceEventKind = 15
 )
 
 // Enum value maps for TraceEventKind.
@@ -72,6 +77,8 @@ var (
 		11: "TRACE_EVENT_KIND_APPROVAL_REQUESTED",
 		12: "TRACE_EVENT_KIND_APPROVAL_DECIDED",
 		13: "TRACE_EVENT_KIND_CALLBACK_REFUSED",
+		14: "TRACE_EVENT_KIND_INPUT_REQUESTED",
+		15: "TRACE_EVENT_KIND_INPUT_ANSWERED",
 	}
 	TraceEventKind_value = map[string]int32{
 		"TRACE_EVENT_KIND_UNSPECIFIED":          0,
@@ -88,6 +95,8 @@ var (
 		"TRACE_EVENT_KIND_APPROVAL_REQUESTED":   11,
 		"TRACE_EVENT_KIND_APPROVAL_DECIDED":     12,
 		"TRACE_EVENT_KIND_CALLBACK_REFUSED":     13,
+		"TRACE_EVENT_KIND_INPUT_REQUESTED":      14,
+		"TRACE_EVENT_KIND_INPUT_ANSWERED":       15,
 	}
 )
 
@@ -1548,7 +1557,7 @@ const file_toolmesh_events_v1_events_proto_rawDesc = "" +
 	"\x02id\x18\x03 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
 	"changed_by\x18\x04 \x01(\tR\tchangedBy\x12.\n" +
-	"\x04time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x04time*\x8d\x04\n" +
+	"\x04time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x04time*\xd8\x04\n" +
 	"\x0eTraceEventKind\x12 \n" +
 	"\x1cTRACE_EVENT_KIND_UNSPECIFIED\x10\x00\x12!\n" +
 	"\x1dTRACE_EVENT_KIND_TOOL_EXECUTE\x10\x01\x12!\n" +
@@ -1564,7 +1573,9 @@ const file_toolmesh_events_v1_events_proto_rawDesc = "" +
 	"\x12'\n" +
 	"#TRACE_EVENT_KIND_APPROVAL_REQUESTED\x10\v\x12%\n" +
 	"!TRACE_EVENT_KIND_APPROVAL_DECIDED\x10\f\x12%\n" +
-	"!TRACE_EVENT_KIND_CALLBACK_REFUSED\x10\r*\x83\x02\n" +
+	"!TRACE_EVENT_KIND_CALLBACK_REFUSED\x10\r\x12$\n" +
+	" TRACE_EVENT_KIND_INPUT_REQUESTED\x10\x0e\x12#\n" +
+	"\x1fTRACE_EVENT_KIND_INPUT_ANSWERED\x10\x0f*\x83\x02\n" +
 	"\vAuditAction\x12\x1c\n" +
 	"\x18AUDIT_ACTION_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16AUDIT_ACTION_TOOL_CALL\x10\x01\x12\x1d\n" +

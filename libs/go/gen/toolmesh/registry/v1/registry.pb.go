@@ -190,6 +190,121 @@ func (LocalProtocol) EnumDescriptor() ([]byte, []int) {
 	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{2}
 }
 
+// McpOperation is what a registry entry of an imported MCP server stands for.
+type McpOperation int32
+
+const (
+	// A tool, as every entry written before operations existed.
+	McpOperation_MCP_OPERATION_UNSPECIFIED McpOperation = 0
+	// A tool of the server (tools/call of `tool`).
+	McpOperation_MCP_OPERATION_TOOL McpOperation = 1
+	// A prompt (prompts/get of `tool`, the prompt's name; completion/complete of its arguments).
+	McpOperation_MCP_OPERATION_PROMPT McpOperation = 2
+	// A resource (resources/read, subscribe and unsubscribe of `tool`, the resource's URI).
+	McpOperation_MCP_OPERATION_RESOURCE McpOperation = 3
+	// A resource template (resources/read of a URI matching `tool`, an RFC 6570 URI template;
+	// completion/complete of its variables).
+	McpOperation_MCP_OPERATION_RESOURCE_TEMPLATE McpOperation = 4
+)
+
+// Enum value maps for McpOperation.
+var (
+	McpOperation_name = map[int32]string{
+		0: "MCP_OPERATION_UNSPECIFIED",
+		1: "MCP_OPERATION_TOOL",
+		2: "MCP_OPERATION_PROMPT",
+		3: "MCP_OPERATION_RESOURCE",
+		4: "MCP_OPERATION_RESOURCE_TEMPLATE",
+	}
+	McpOperation_value = map[string]int32{
+		"MCP_OPERATION_UNSPECIFIED":       0,
+		"MCP_OPERATION_TOOL":              1,
+		"MCP_OPERATION_PROMPT":            2,
+		"MCP_OPERATION_RESOURCE":          3,
+		"MCP_OPERATION_RESOURCE_TEMPLATE": 4,
+	}
+)
+
+func (x McpOperation) Enum() *McpOperation {
+	p := new(McpOperation)
+	*p = x
+	return p
+}
+
+func (x McpOperation) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (McpOperation) Descriptor() protoreflect.EnumDescriptor {
+	return file_toolmesh_registry_v1_registry_proto_enumTypes[3].Descriptor()
+}
+
+func (McpOperation) Type() protoreflect.EnumType {
+	return &file_toolmesh_registry_v1_registry_proto_enumTypes[3]
+}
+
+func (x McpOperation) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use McpOperation.Descriptor instead.
+func (McpOperation) EnumDescriptor() ([]byte, []int) {
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{3}
+}
+
+// TaskSupport says how MCP clients that support tasks run a tool's calls.
+type TaskSupport int32
+
+const (
+	// Calls answer at once; only a call that waits (for an approver, the user or input) is a task.
+	TaskSupport_TASK_SUPPORT_UNSPECIFIED TaskSupport = 0
+	// A long-running tool: a client that supports tasks gets a task for each call.
+	TaskSupport_TASK_SUPPORT_OPTIONAL TaskSupport = 1
+	// Every call must be a task: a client that does not support tasks is refused.
+	TaskSupport_TASK_SUPPORT_REQUIRED TaskSupport = 2
+)
+
+// Enum value maps for TaskSupport.
+var (
+	TaskSupport_name = map[int32]string{
+		0: "TASK_SUPPORT_UNSPECIFIED",
+		1: "TASK_SUPPORT_OPTIONAL",
+		2: "TASK_SUPPORT_REQUIRED",
+	}
+	TaskSupport_value = map[string]int32{
+		"TASK_SUPPORT_UNSPECIFIED": 0,
+		"TASK_SUPPORT_OPTIONAL":    1,
+		"TASK_SUPPORT_REQUIRED":    2,
+	}
+)
+
+func (x TaskSupport) Enum() *TaskSupport {
+	p := new(TaskSupport)
+	*p = x
+	return p
+}
+
+func (x TaskSupport) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (TaskSupport) Descriptor() protoreflect.EnumDescriptor {
+	return file_toolmesh_registry_v1_registry_proto_enumTypes[4].Descriptor()
+}
+
+func (TaskSupport) Type() protoreflect.EnumType {
+	return &file_toolmesh_registry_v1_registry_proto_enumTypes[4]
+}
+
+func (x TaskSupport) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use TaskSupport.Descriptor instead.
+func (TaskSupport) EnumDescriptor() ([]byte, []int) {
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{4}
+}
+
 // WatchEventType tells what a WatchToolsResponse carries.
 type WatchEventType int32
 
@@ -234,11 +349,11 @@ func (x WatchEventType) String() string {
 }
 
 func (WatchEventType) Descriptor() protoreflect.EnumDescriptor {
-	return file_toolmesh_registry_v1_registry_proto_enumTypes[3].Descriptor()
+	return file_toolmesh_registry_v1_registry_proto_enumTypes[5].Descriptor()
 }
 
 func (WatchEventType) Type() protoreflect.EnumType {
-	return &file_toolmesh_registry_v1_registry_proto_enumTypes[3]
+	return &file_toolmesh_registry_v1_registry_proto_enumTypes[5]
 }
 
 func (x WatchEventType) Number() protoreflect.EnumNumber {
@@ -247,7 +362,7 @@ func (x WatchEventType) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use WatchEventType.Descriptor instead.
 func (WatchEventType) EnumDescriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{3}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{5}
 }
 
 // SchemaFormat is the model provider a definition is rendered for.
@@ -290,11 +405,11 @@ func (x SchemaFormat) String() string {
 }
 
 func (SchemaFormat) Descriptor() protoreflect.EnumDescriptor {
-	return file_toolmesh_registry_v1_registry_proto_enumTypes[4].Descriptor()
+	return file_toolmesh_registry_v1_registry_proto_enumTypes[6].Descriptor()
 }
 
 func (SchemaFormat) Type() protoreflect.EnumType {
-	return &file_toolmesh_registry_v1_registry_proto_enumTypes[4]
+	return &file_toolmesh_registry_v1_registry_proto_enumTypes[6]
 }
 
 func (x SchemaFormat) Number() protoreflect.EnumNumber {
@@ -303,7 +418,7 @@ func (x SchemaFormat) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use SchemaFormat.Descriptor instead.
 func (SchemaFormat) EnumDescriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{4}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{6}
 }
 
 // GrpcRuntime is a backend serving toolmesh.backend.v1.ToolBackendService.
@@ -848,8 +963,9 @@ func (x *DockerSecret) GetEnv() string {
 	return ""
 }
 
-// McpRuntime is one tool of an existing MCP server: a streamable HTTP URL, or a command the
-// Dispatcher starts on demand and speaks to over stdio (exactly one of url and command).
+// McpRuntime is one tool, prompt, resource or resource template of an existing MCP server: a
+// streamable HTTP URL, or a command the Dispatcher starts on demand and speaks to over stdio
+// (exactly one of url and command).
 type McpRuntime struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// http:// or https:// URL of the server's MCP endpoint.
@@ -863,10 +979,16 @@ type McpRuntime struct {
 	Env map[string]string `protobuf:"bytes,5,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// Working directory; empty means the Dispatcher's.
 	WorkingDir string `protobuf:"bytes,6,opt,name=working_dir,json=workingDir,proto3" json:"working_dir,omitempty"`
-	// The tool's name on the MCP server.
+	// The tool's name on the MCP server; for a prompt its name, for a resource its URI, for a
+	// resource template its URI template (see `operation`).
 	Tool string `protobuf:"bytes,7,opt,name=tool,proto3" json:"tool,omitempty"`
 	// Stop a stdio server after this long without calls; 0 means the Dispatcher's default.
 	IdleTimeoutMs uint32 `protobuf:"varint,8,opt,name=idle_timeout_ms,json=idleTimeoutMs,proto3" json:"idle_timeout_ms,omitempty"`
+	// What this entry stands for on the server.
+	Operation McpOperation `protobuf:"varint,9,opt,name=operation,proto3,enum=toolmesh.registry.v1.McpOperation" json:"operation,omitempty"`
+	// PROMPT, RESOURCE and RESOURCE_TEMPLATE: the object the server listed (its Prompt, Resource or
+	// ResourceTemplate), which /mcp lists under the registry name.
+	Listing       *structpb.Struct `protobuf:"bytes,10,opt,name=listing,proto3" json:"listing,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -955,6 +1077,20 @@ func (x *McpRuntime) GetIdleTimeoutMs() uint32 {
 		return x.IdleTimeoutMs
 	}
 	return 0
+}
+
+func (x *McpRuntime) GetOperation() McpOperation {
+	if x != nil {
+		return x.Operation
+	}
+	return McpOperation_MCP_OPERATION_UNSPECIFIED
+}
+
+func (x *McpRuntime) GetListing() *structpb.Struct {
+	if x != nil {
+		return x.Listing
+	}
+	return nil
 }
 
 // Runtime says where and how a tool runs; exactly one kind is set.
@@ -1257,6 +1393,14 @@ type ToolSpec struct {
 	// Roles (besides `admin` and the Dispatcher's TOOLMESH_APPROVER_ROLES) whose holders may decide
 	// this tool's held calls. Each 1-32 characters of [a-z0-9_-], starting with a letter.
 	ApproverRoles []string `protobuf:"bytes,22,rep,name=approver_roles,json=approverRoles,proto3" json:"approver_roles,omitempty"`
+	// Every call waits for the confirmation of the caller itself (the user an agent acts for):
+	// over MCP the user is asked (an elicitation, or an input-required result); over gRPC the call
+	// is held and the caller decides it with DispatcherService.DecideApproval. Denied or expired,
+	// it ends REFUSED as a held call does. A grant can also require it
+	// (permission.v1.GrantSpec.requires_confirmation).
+	RequiresConfirmation bool `protobuf:"varint,23,opt,name=requires_confirmation,json=requiresConfirmation,proto3" json:"requires_confirmation,omitempty"`
+	// Whether an MCP client runs this tool's calls as tasks.
+	TaskSupport   TaskSupport `protobuf:"varint,24,opt,name=task_support,json=taskSupport,proto3,enum=toolmesh.registry.v1.TaskSupport" json:"task_support,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1422,6 +1566,20 @@ func (x *ToolSpec) GetApproverRoles() []string {
 		return x.ApproverRoles
 	}
 	return nil
+}
+
+func (x *ToolSpec) GetRequiresConfirmation() bool {
+	if x != nil {
+		return x.RequiresConfirmation
+	}
+	return false
+}
+
+func (x *ToolSpec) GetTaskSupport() TaskSupport {
+	if x != nil {
+		return x.TaskSupport
+	}
+	return TaskSupport_TASK_SUPPORT_UNSPECIFIED
 }
 
 // Tool is a registered tool: the spec plus what the registry derives from it.
@@ -3212,7 +3370,7 @@ const file_toolmesh_registry_v1_registry_proto_rawDesc = "" +
 	"\bwritable\x18\x03 \x01(\bR\bwritable\"4\n" +
 	"\fDockerSecret\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
-	"\x03env\x18\x02 \x01(\tR\x03env\"\xa3\x03\n" +
+	"\x03env\x18\x02 \x01(\tR\x03env\"\x98\x04\n" +
 	"\n" +
 	"McpRuntime\x12\x10\n" +
 	"\x03url\x18\x01 \x01(\tR\x03url\x12G\n" +
@@ -3223,7 +3381,10 @@ const file_toolmesh_registry_v1_registry_proto_rawDesc = "" +
 	"\vworking_dir\x18\x06 \x01(\tR\n" +
 	"workingDir\x12\x12\n" +
 	"\x04tool\x18\a \x01(\tR\x04tool\x12&\n" +
-	"\x0fidle_timeout_ms\x18\b \x01(\rR\ridleTimeoutMs\x1a:\n" +
+	"\x0fidle_timeout_ms\x18\b \x01(\rR\ridleTimeoutMs\x12@\n" +
+	"\toperation\x18\t \x01(\x0e2\".toolmesh.registry.v1.McpOperationR\toperation\x121\n" +
+	"\alisting\x18\n" +
+	" \x01(\v2\x17.google.protobuf.StructR\alisting\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a6\n" +
@@ -3245,7 +3406,7 @@ const file_toolmesh_registry_v1_registry_proto_rawDesc = "" +
 	"\vRetryPolicy\x12!\n" +
 	"\fmax_attempts\x18\x01 \x01(\rR\vmaxAttempts\x12,\n" +
 	"\x12initial_backoff_ms\x18\x02 \x01(\rR\x10initialBackoffMs\x12$\n" +
-	"\x0emax_backoff_ms\x18\x03 \x01(\rR\fmaxBackoffMs\"\x93\a\n" +
+	"\x0emax_backoff_ms\x18\x03 \x01(\rR\fmaxBackoffMs\"\x8e\b\n" +
 	"\bToolSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12 \n" +
@@ -3269,7 +3430,9 @@ const file_toolmesh_registry_v1_registry_proto_rawDesc = "" +
 	"\treporters\x18\x10 \x03(\tR\treporters\x12G\n" +
 	"\vannotations\x18\x14 \x01(\v2%.toolmesh.registry.v1.ToolAnnotationsR\vannotations\x12+\n" +
 	"\x11requires_approval\x18\x15 \x01(\bR\x10requiresApproval\x12%\n" +
-	"\x0eapprover_roles\x18\x16 \x03(\tR\rapproverRoles\x1a9\n" +
+	"\x0eapprover_roles\x18\x16 \x03(\tR\rapproverRoles\x123\n" +
+	"\x15requires_confirmation\x18\x17 \x01(\bR\x14requiresConfirmation\x12D\n" +
+	"\ftask_support\x18\x18 \x01(\x0e2!.toolmesh.registry.v1.TaskSupportR\vtaskSupport\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x8d\x03\n" +
@@ -3403,7 +3566,17 @@ const file_toolmesh_registry_v1_registry_proto_rawDesc = "" +
 	"\rLocalProtocol\x12\x1e\n" +
 	"\x1aLOCAL_PROTOCOL_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13LOCAL_PROTOCOL_GRPC\x10\x01\x12\x17\n" +
-	"\x13LOCAL_PROTOCOL_HTTP\x10\x02*\xab\x01\n" +
+	"\x13LOCAL_PROTOCOL_HTTP\x10\x02*\xa0\x01\n" +
+	"\fMcpOperation\x12\x1d\n" +
+	"\x19MCP_OPERATION_UNSPECIFIED\x10\x00\x12\x16\n" +
+	"\x12MCP_OPERATION_TOOL\x10\x01\x12\x18\n" +
+	"\x14MCP_OPERATION_PROMPT\x10\x02\x12\x1a\n" +
+	"\x16MCP_OPERATION_RESOURCE\x10\x03\x12#\n" +
+	"\x1fMCP_OPERATION_RESOURCE_TEMPLATE\x10\x04*a\n" +
+	"\vTaskSupport\x12\x1c\n" +
+	"\x18TASK_SUPPORT_UNSPECIFIED\x10\x00\x12\x19\n" +
+	"\x15TASK_SUPPORT_OPTIONAL\x10\x01\x12\x19\n" +
+	"\x15TASK_SUPPORT_REQUIRED\x10\x02*\xab\x01\n" +
 	"\x0eWatchEventType\x12 \n" +
 	"\x1cWATCH_EVENT_TYPE_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19WATCH_EVENT_TYPE_SNAPSHOT\x10\x01\x12!\n" +
@@ -3447,146 +3620,151 @@ func file_toolmesh_registry_v1_registry_proto_rawDescGZIP() []byte {
 	return file_toolmesh_registry_v1_registry_proto_rawDescData
 }
 
-var file_toolmesh_registry_v1_registry_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_toolmesh_registry_v1_registry_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
 var file_toolmesh_registry_v1_registry_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
 var file_toolmesh_registry_v1_registry_proto_goTypes = []any{
 	(ToolStatus)(0),                   // 0: toolmesh.registry.v1.ToolStatus
 	(RuntimeKind)(0),                  // 1: toolmesh.registry.v1.RuntimeKind
 	(LocalProtocol)(0),                // 2: toolmesh.registry.v1.LocalProtocol
-	(WatchEventType)(0),               // 3: toolmesh.registry.v1.WatchEventType
-	(SchemaFormat)(0),                 // 4: toolmesh.registry.v1.SchemaFormat
-	(*GrpcRuntime)(nil),               // 5: toolmesh.registry.v1.GrpcRuntime
-	(*LocalRuntime)(nil),              // 6: toolmesh.registry.v1.LocalRuntime
-	(*RemoteRuntime)(nil),             // 7: toolmesh.registry.v1.RemoteRuntime
-	(*DockerRuntime)(nil),             // 8: toolmesh.registry.v1.DockerRuntime
-	(*DockerResources)(nil),           // 9: toolmesh.registry.v1.DockerResources
-	(*DockerMount)(nil),               // 10: toolmesh.registry.v1.DockerMount
-	(*DockerSecret)(nil),              // 11: toolmesh.registry.v1.DockerSecret
-	(*McpRuntime)(nil),                // 12: toolmesh.registry.v1.McpRuntime
-	(*Runtime)(nil),                   // 13: toolmesh.registry.v1.Runtime
-	(*ToolAnnotations)(nil),           // 14: toolmesh.registry.v1.ToolAnnotations
-	(*RetryPolicy)(nil),               // 15: toolmesh.registry.v1.RetryPolicy
-	(*ToolSpec)(nil),                  // 16: toolmesh.registry.v1.ToolSpec
-	(*Tool)(nil),                      // 17: toolmesh.registry.v1.Tool
-	(*ToolDefinition)(nil),            // 18: toolmesh.registry.v1.ToolDefinition
-	(*Group)(nil),                     // 19: toolmesh.registry.v1.Group
-	(*RegisterToolRequest)(nil),       // 20: toolmesh.registry.v1.RegisterToolRequest
-	(*RegisterToolResponse)(nil),      // 21: toolmesh.registry.v1.RegisterToolResponse
-	(*UpdateToolRequest)(nil),         // 22: toolmesh.registry.v1.UpdateToolRequest
-	(*UpdateToolResponse)(nil),        // 23: toolmesh.registry.v1.UpdateToolResponse
-	(*SetToolSlugsRequest)(nil),       // 24: toolmesh.registry.v1.SetToolSlugsRequest
-	(*SetToolSlugsResponse)(nil),      // 25: toolmesh.registry.v1.SetToolSlugsResponse
-	(*DeregisterToolRequest)(nil),     // 26: toolmesh.registry.v1.DeregisterToolRequest
-	(*DeregisterToolResponse)(nil),    // 27: toolmesh.registry.v1.DeregisterToolResponse
-	(*GetToolRequest)(nil),            // 28: toolmesh.registry.v1.GetToolRequest
-	(*GetToolResponse)(nil),           // 29: toolmesh.registry.v1.GetToolResponse
-	(*ListToolsRequest)(nil),          // 30: toolmesh.registry.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),         // 31: toolmesh.registry.v1.ListToolsResponse
-	(*WatchToolsRequest)(nil),         // 32: toolmesh.registry.v1.WatchToolsRequest
-	(*WatchToolsResponse)(nil),        // 33: toolmesh.registry.v1.WatchToolsResponse
-	(*PutGroupRequest)(nil),           // 34: toolmesh.registry.v1.PutGroupRequest
-	(*PutGroupResponse)(nil),          // 35: toolmesh.registry.v1.PutGroupResponse
-	(*GetGroupRequest)(nil),           // 36: toolmesh.registry.v1.GetGroupRequest
-	(*GetGroupResponse)(nil),          // 37: toolmesh.registry.v1.GetGroupResponse
-	(*ListGroupsRequest)(nil),         // 38: toolmesh.registry.v1.ListGroupsRequest
-	(*ListGroupsResponse)(nil),        // 39: toolmesh.registry.v1.ListGroupsResponse
-	(*DeleteGroupRequest)(nil),        // 40: toolmesh.registry.v1.DeleteGroupRequest
-	(*DeleteGroupResponse)(nil),       // 41: toolmesh.registry.v1.DeleteGroupResponse
-	(*ListRuntimesRequest)(nil),       // 42: toolmesh.registry.v1.ListRuntimesRequest
-	(*RuntimeSummary)(nil),            // 43: toolmesh.registry.v1.RuntimeSummary
-	(*ListRuntimesResponse)(nil),      // 44: toolmesh.registry.v1.ListRuntimesResponse
-	(*ExportToolSchemasRequest)(nil),  // 45: toolmesh.registry.v1.ExportToolSchemasRequest
-	(*ExportedTool)(nil),              // 46: toolmesh.registry.v1.ExportedTool
-	(*ExportToolSchemasResponse)(nil), // 47: toolmesh.registry.v1.ExportToolSchemasResponse
-	nil,                               // 48: toolmesh.registry.v1.LocalRuntime.EnvEntry
-	nil,                               // 49: toolmesh.registry.v1.RemoteRuntime.HeadersEntry
-	nil,                               // 50: toolmesh.registry.v1.DockerRuntime.EnvEntry
-	nil,                               // 51: toolmesh.registry.v1.McpRuntime.HeadersEntry
-	nil,                               // 52: toolmesh.registry.v1.McpRuntime.EnvEntry
-	nil,                               // 53: toolmesh.registry.v1.ToolSpec.LabelsEntry
-	(*structpb.Struct)(nil),           // 54: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),     // 55: google.protobuf.Timestamp
+	(McpOperation)(0),                 // 3: toolmesh.registry.v1.McpOperation
+	(TaskSupport)(0),                  // 4: toolmesh.registry.v1.TaskSupport
+	(WatchEventType)(0),               // 5: toolmesh.registry.v1.WatchEventType
+	(SchemaFormat)(0),                 // 6: toolmesh.registry.v1.SchemaFormat
+	(*GrpcRuntime)(nil),               // 7: toolmesh.registry.v1.GrpcRuntime
+	(*LocalRuntime)(nil),              // 8: toolmesh.registry.v1.LocalRuntime
+	(*RemoteRuntime)(nil),             // 9: toolmesh.registry.v1.RemoteRuntime
+	(*DockerRuntime)(nil),             // 10: toolmesh.registry.v1.DockerRuntime
+	(*DockerResources)(nil),           // 11: toolmesh.registry.v1.DockerResources
+	(*DockerMount)(nil),               // 12: toolmesh.registry.v1.DockerMount
+	(*DockerSecret)(nil),              // 13: toolmesh.registry.v1.DockerSecret
+	(*McpRuntime)(nil),                // 14: toolmesh.registry.v1.McpRuntime
+	(*Runtime)(nil),                   // 15: toolmesh.registry.v1.Runtime
+	(*ToolAnnotations)(nil),           // 16: toolmesh.registry.v1.ToolAnnotations
+	(*RetryPolicy)(nil),               // 17: toolmesh.registry.v1.RetryPolicy
+	(*ToolSpec)(nil),                  // 18: toolmesh.registry.v1.ToolSpec
+	(*Tool)(nil),                      // 19: toolmesh.registry.v1.Tool
+	(*ToolDefinition)(nil),            // 20: toolmesh.registry.v1.ToolDefinition
+	(*Group)(nil),                     // 21: toolmesh.registry.v1.Group
+	(*RegisterToolRequest)(nil),       // 22: toolmesh.registry.v1.RegisterToolRequest
+	(*RegisterToolResponse)(nil),      // 23: toolmesh.registry.v1.RegisterToolResponse
+	(*UpdateToolRequest)(nil),         // 24: toolmesh.registry.v1.UpdateToolRequest
+	(*UpdateToolResponse)(nil),        // 25: toolmesh.registry.v1.UpdateToolResponse
+	(*SetToolSlugsRequest)(nil),       // 26: toolmesh.registry.v1.SetToolSlugsRequest
+	(*SetToolSlugsResponse)(nil),      // 27: toolmesh.registry.v1.SetToolSlugsResponse
+	(*DeregisterToolRequest)(nil),     // 28: toolmesh.registry.v1.DeregisterToolRequest
+	(*DeregisterToolResponse)(nil),    // 29: toolmesh.registry.v1.DeregisterToolResponse
+	(*GetToolRequest)(nil),            // 30: toolmesh.registry.v1.GetToolRequest
+	(*GetToolResponse)(nil),           // 31: toolmesh.registry.v1.GetToolResponse
+	(*ListToolsRequest)(nil),          // 32: toolmesh.registry.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),         // 33: toolmesh.registry.v1.ListToolsResponse
+	(*WatchToolsRequest)(nil),         // 34: toolmesh.registry.v1.WatchToolsRequest
+	(*WatchToolsResponse)(nil),        // 35: toolmesh.registry.v1.WatchToolsResponse
+	(*PutGroupRequest)(nil),           // 36: toolmesh.registry.v1.PutGroupRequest
+	(*PutGroupResponse)(nil),          // 37: toolmesh.registry.v1.PutGroupResponse
+	(*GetGroupRequest)(nil),           // 38: toolmesh.registry.v1.GetGroupRequest
+	(*GetGroupResponse)(nil),          // 39: toolmesh.registry.v1.GetGroupResponse
+	(*ListGroupsRequest)(nil),         // 40: toolmesh.registry.v1.ListGroupsRequest
+	(*ListGroupsResponse)(nil),        // 41: toolmesh.registry.v1.ListGroupsResponse
+	(*DeleteGroupRequest)(nil),        // 42: toolmesh.registry.v1.DeleteGroupRequest
+	(*DeleteGroupResponse)(nil),       // 43: toolmesh.registry.v1.DeleteGroupResponse
+	(*ListRuntimesRequest)(nil),       // 44: toolmesh.registry.v1.ListRuntimesRequest
+	(*RuntimeSummary)(nil),            // 45: toolmesh.registry.v1.RuntimeSummary
+	(*ListRuntimesResponse)(nil),      // 46: toolmesh.registry.v1.ListRuntimesResponse
+	(*ExportToolSchemasRequest)(nil),  // 47: toolmesh.registry.v1.ExportToolSchemasRequest
+	(*ExportedTool)(nil),              // 48: toolmesh.registry.v1.ExportedTool
+	(*ExportToolSchemasResponse)(nil), // 49: toolmesh.registry.v1.ExportToolSchemasResponse
+	nil,                               // 50: toolmesh.registry.v1.LocalRuntime.EnvEntry
+	nil,                               // 51: toolmesh.registry.v1.RemoteRuntime.HeadersEntry
+	nil,                               // 52: toolmesh.registry.v1.DockerRuntime.EnvEntry
+	nil,                               // 53: toolmesh.registry.v1.McpRuntime.HeadersEntry
+	nil,                               // 54: toolmesh.registry.v1.McpRuntime.EnvEntry
+	nil,                               // 55: toolmesh.registry.v1.ToolSpec.LabelsEntry
+	(*structpb.Struct)(nil),           // 56: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),     // 57: google.protobuf.Timestamp
 }
 var file_toolmesh_registry_v1_registry_proto_depIdxs = []int32{
-	48, // 0: toolmesh.registry.v1.LocalRuntime.env:type_name -> toolmesh.registry.v1.LocalRuntime.EnvEntry
+	50, // 0: toolmesh.registry.v1.LocalRuntime.env:type_name -> toolmesh.registry.v1.LocalRuntime.EnvEntry
 	2,  // 1: toolmesh.registry.v1.LocalRuntime.protocol:type_name -> toolmesh.registry.v1.LocalProtocol
-	49, // 2: toolmesh.registry.v1.RemoteRuntime.headers:type_name -> toolmesh.registry.v1.RemoteRuntime.HeadersEntry
-	50, // 3: toolmesh.registry.v1.DockerRuntime.env:type_name -> toolmesh.registry.v1.DockerRuntime.EnvEntry
+	51, // 2: toolmesh.registry.v1.RemoteRuntime.headers:type_name -> toolmesh.registry.v1.RemoteRuntime.HeadersEntry
+	52, // 3: toolmesh.registry.v1.DockerRuntime.env:type_name -> toolmesh.registry.v1.DockerRuntime.EnvEntry
 	2,  // 4: toolmesh.registry.v1.DockerRuntime.protocol:type_name -> toolmesh.registry.v1.LocalProtocol
-	9,  // 5: toolmesh.registry.v1.DockerRuntime.resources:type_name -> toolmesh.registry.v1.DockerResources
-	10, // 6: toolmesh.registry.v1.DockerRuntime.mounts:type_name -> toolmesh.registry.v1.DockerMount
-	11, // 7: toolmesh.registry.v1.DockerRuntime.secrets:type_name -> toolmesh.registry.v1.DockerSecret
-	51, // 8: toolmesh.registry.v1.McpRuntime.headers:type_name -> toolmesh.registry.v1.McpRuntime.HeadersEntry
-	52, // 9: toolmesh.registry.v1.McpRuntime.env:type_name -> toolmesh.registry.v1.McpRuntime.EnvEntry
-	5,  // 10: toolmesh.registry.v1.Runtime.grpc:type_name -> toolmesh.registry.v1.GrpcRuntime
-	6,  // 11: toolmesh.registry.v1.Runtime.local:type_name -> toolmesh.registry.v1.LocalRuntime
-	7,  // 12: toolmesh.registry.v1.Runtime.remote:type_name -> toolmesh.registry.v1.RemoteRuntime
-	8,  // 13: toolmesh.registry.v1.Runtime.docker:type_name -> toolmesh.registry.v1.DockerRuntime
-	12, // 14: toolmesh.registry.v1.Runtime.mcp:type_name -> toolmesh.registry.v1.McpRuntime
-	54, // 15: toolmesh.registry.v1.ToolSpec.input_schema:type_name -> google.protobuf.Struct
-	54, // 16: toolmesh.registry.v1.ToolSpec.output_schema:type_name -> google.protobuf.Struct
-	15, // 17: toolmesh.registry.v1.ToolSpec.retry_policy:type_name -> toolmesh.registry.v1.RetryPolicy
-	0,  // 18: toolmesh.registry.v1.ToolSpec.status:type_name -> toolmesh.registry.v1.ToolStatus
-	13, // 19: toolmesh.registry.v1.ToolSpec.runtime:type_name -> toolmesh.registry.v1.Runtime
-	53, // 20: toolmesh.registry.v1.ToolSpec.labels:type_name -> toolmesh.registry.v1.ToolSpec.LabelsEntry
-	14, // 21: toolmesh.registry.v1.ToolSpec.annotations:type_name -> toolmesh.registry.v1.ToolAnnotations
-	16, // 22: toolmesh.registry.v1.Tool.spec:type_name -> toolmesh.registry.v1.ToolSpec
-	55, // 23: toolmesh.registry.v1.Tool.created_at:type_name -> google.protobuf.Timestamp
-	55, // 24: toolmesh.registry.v1.Tool.updated_at:type_name -> google.protobuf.Timestamp
-	18, // 25: toolmesh.registry.v1.Tool.history:type_name -> toolmesh.registry.v1.ToolDefinition
-	55, // 26: toolmesh.registry.v1.ToolDefinition.time:type_name -> google.protobuf.Timestamp
-	55, // 27: toolmesh.registry.v1.Group.updated_at:type_name -> google.protobuf.Timestamp
-	16, // 28: toolmesh.registry.v1.RegisterToolRequest.tool:type_name -> toolmesh.registry.v1.ToolSpec
-	17, // 29: toolmesh.registry.v1.RegisterToolResponse.tool:type_name -> toolmesh.registry.v1.Tool
-	16, // 30: toolmesh.registry.v1.UpdateToolRequest.tool:type_name -> toolmesh.registry.v1.ToolSpec
-	17, // 31: toolmesh.registry.v1.UpdateToolResponse.tool:type_name -> toolmesh.registry.v1.Tool
-	17, // 32: toolmesh.registry.v1.SetToolSlugsResponse.tool:type_name -> toolmesh.registry.v1.Tool
-	17, // 33: toolmesh.registry.v1.GetToolResponse.tool:type_name -> toolmesh.registry.v1.Tool
-	1,  // 34: toolmesh.registry.v1.ListToolsRequest.runtime_kind:type_name -> toolmesh.registry.v1.RuntimeKind
-	0,  // 35: toolmesh.registry.v1.ListToolsRequest.status:type_name -> toolmesh.registry.v1.ToolStatus
-	17, // 36: toolmesh.registry.v1.ListToolsResponse.tools:type_name -> toolmesh.registry.v1.Tool
-	3,  // 37: toolmesh.registry.v1.WatchToolsResponse.type:type_name -> toolmesh.registry.v1.WatchEventType
-	17, // 38: toolmesh.registry.v1.WatchToolsResponse.tool:type_name -> toolmesh.registry.v1.Tool
-	19, // 39: toolmesh.registry.v1.PutGroupRequest.group:type_name -> toolmesh.registry.v1.Group
-	19, // 40: toolmesh.registry.v1.PutGroupResponse.group:type_name -> toolmesh.registry.v1.Group
-	19, // 41: toolmesh.registry.v1.GetGroupResponse.group:type_name -> toolmesh.registry.v1.Group
-	19, // 42: toolmesh.registry.v1.ListGroupsResponse.groups:type_name -> toolmesh.registry.v1.Group
-	1,  // 43: toolmesh.registry.v1.RuntimeSummary.kind:type_name -> toolmesh.registry.v1.RuntimeKind
-	43, // 44: toolmesh.registry.v1.ListRuntimesResponse.runtimes:type_name -> toolmesh.registry.v1.RuntimeSummary
-	4,  // 45: toolmesh.registry.v1.ExportToolSchemasRequest.format:type_name -> toolmesh.registry.v1.SchemaFormat
-	54, // 46: toolmesh.registry.v1.ExportedTool.definition:type_name -> google.protobuf.Struct
-	46, // 47: toolmesh.registry.v1.ExportToolSchemasResponse.tools:type_name -> toolmesh.registry.v1.ExportedTool
-	20, // 48: toolmesh.registry.v1.RegistryService.RegisterTool:input_type -> toolmesh.registry.v1.RegisterToolRequest
-	22, // 49: toolmesh.registry.v1.RegistryService.UpdateTool:input_type -> toolmesh.registry.v1.UpdateToolRequest
-	24, // 50: toolmesh.registry.v1.RegistryService.SetToolSlugs:input_type -> toolmesh.registry.v1.SetToolSlugsRequest
-	26, // 51: toolmesh.registry.v1.RegistryService.DeregisterTool:input_type -> toolmesh.registry.v1.DeregisterToolRequest
-	28, // 52: toolmesh.registry.v1.RegistryService.GetTool:input_type -> toolmesh.registry.v1.GetToolRequest
-	30, // 53: toolmesh.registry.v1.RegistryService.ListTools:input_type -> toolmesh.registry.v1.ListToolsRequest
-	32, // 54: toolmesh.registry.v1.RegistryService.WatchTools:input_type -> toolmesh.registry.v1.WatchToolsRequest
-	34, // 55: toolmesh.registry.v1.RegistryService.PutGroup:input_type -> toolmesh.registry.v1.PutGroupRequest
-	36, // 56: toolmesh.registry.v1.RegistryService.GetGroup:input_type -> toolmesh.registry.v1.GetGroupRequest
-	38, // 57: toolmesh.registry.v1.RegistryService.ListGroups:input_type -> toolmesh.registry.v1.ListGroupsRequest
-	40, // 58: toolmesh.registry.v1.RegistryService.DeleteGroup:input_type -> toolmesh.registry.v1.DeleteGroupRequest
-	42, // 59: toolmesh.registry.v1.RegistryService.ListRuntimes:input_type -> toolmesh.registry.v1.ListRuntimesRequest
-	45, // 60: toolmesh.registry.v1.RegistryService.ExportToolSchemas:input_type -> toolmesh.registry.v1.ExportToolSchemasRequest
-	21, // 61: toolmesh.registry.v1.RegistryService.RegisterTool:output_type -> toolmesh.registry.v1.RegisterToolResponse
-	23, // 62: toolmesh.registry.v1.RegistryService.UpdateTool:output_type -> toolmesh.registry.v1.UpdateToolResponse
-	25, // 63: toolmesh.registry.v1.RegistryService.SetToolSlugs:output_type -> toolmesh.registry.v1.SetToolSlugsResponse
-	27, // 64: toolmesh.registry.v1.RegistryService.DeregisterTool:output_type -> toolmesh.registry.v1.DeregisterToolResponse
-	29, // 65: toolmesh.registry.v1.RegistryService.GetTool:output_type -> toolmesh.registry.v1.GetToolResponse
-	31, // 66: toolmesh.registry.v1.RegistryService.ListTools:output_type -> toolmesh.registry.v1.ListToolsResponse
-	33, // 67: toolmesh.registry.v1.RegistryService.WatchTools:output_type -> toolmesh.registry.v1.WatchToolsResponse
-	35, // 68: toolmesh.registry.v1.RegistryService.PutGroup:output_type -> toolmesh.registry.v1.PutGroupResponse
-	37, // 69: toolmesh.registry.v1.RegistryService.GetGroup:output_type -> toolmesh.registry.v1.GetGroupResponse
-	39, // 70: toolmesh.registry.v1.RegistryService.ListGroups:output_type -> toolmesh.registry.v1.ListGroupsResponse
-	41, // 71: toolmesh.registry.v1.RegistryService.DeleteGroup:output_type -> toolmesh.registry.v1.DeleteGroupResponse
-	44, // 72: toolmesh.registry.v1.RegistryService.ListRuntimes:output_type -> toolmesh.registry.v1.ListRuntimesResponse
-	47, // 73: toolmesh.registry.v1.RegistryService.ExportToolSchemas:output_type -> toolmesh.registry.v1.ExportToolSchemasResponse
-	61, // [61:74] is the sub-list for method output_type
-	48, // [48:61] is the sub-list for method input_type
-	48, // [48:48] is the sub-list for extension type_name
-	48, // [48:48] is the sub-list for extension extendee
-	0,  // [0:48] is the sub-list for field type_name
+	11, // 5: toolmesh.registry.v1.DockerRuntime.resources:type_name -> toolmesh.registry.v1.DockerResources
+	12, // 6: toolmesh.registry.v1.DockerRuntime.mounts:type_name -> toolmesh.registry.v1.DockerMount
+	13, // 7: toolmesh.registry.v1.DockerRuntime.secrets:type_name -> toolmesh.registry.v1.DockerSecret
+	53, // 8: toolmesh.registry.v1.McpRuntime.headers:type_name -> toolmesh.registry.v1.McpRuntime.HeadersEntry
+	54, // 9: toolmesh.registry.v1.McpRuntime.env:type_name -> toolmesh.registry.v1.McpRuntime.EnvEntry
+	3,  // 10: toolmesh.registry.v1.McpRuntime.operation:type_name -> toolmesh.registry.v1.McpOperation
+	56, // 11: toolmesh.registry.v1.McpRuntime.listing:type_name -> google.protobuf.Struct
+	7,  // 12: toolmesh.registry.v1.Runtime.grpc:type_name -> toolmesh.registry.v1.GrpcRuntime
+	8,  // 13: toolmesh.registry.v1.Runtime.local:type_name -> toolmesh.registry.v1.LocalRuntime
+	9,  // 14: toolmesh.registry.v1.Runtime.remote:type_name -> toolmesh.registry.v1.RemoteRuntime
+	10, // 15: toolmesh.registry.v1.Runtime.docker:type_name -> toolmesh.registry.v1.DockerRuntime
+	14, // 16: toolmesh.registry.v1.Runtime.mcp:type_name -> toolmesh.registry.v1.McpRuntime
+	56, // 17: toolmesh.registry.v1.ToolSpec.input_schema:type_name -> google.protobuf.Struct
+	56, // 18: toolmesh.registry.v1.ToolSpec.output_schema:type_name -> google.protobuf.Struct
+	17, // 19: toolmesh.registry.v1.ToolSpec.retry_policy:type_name -> toolmesh.registry.v1.RetryPolicy
+	0,  // 20: toolmesh.registry.v1.ToolSpec.status:type_name -> toolmesh.registry.v1.ToolStatus
+	15, // 21: toolmesh.registry.v1.ToolSpec.runtime:type_name -> toolmesh.registry.v1.Runtime
+	55, // 22: toolmesh.registry.v1.ToolSpec.labels:type_name -> toolmesh.registry.v1.ToolSpec.LabelsEntry
+	16, // 23: toolmesh.registry.v1.ToolSpec.annotations:type_name -> toolmesh.registry.v1.ToolAnnotations
+	4,  // 24: toolmesh.registry.v1.ToolSpec.task_support:type_name -> toolmesh.registry.v1.TaskSupport
+	18, // 25: toolmesh.registry.v1.Tool.spec:type_name -> toolmesh.registry.v1.ToolSpec
+	57, // 26: toolmesh.registry.v1.Tool.created_at:type_name -> google.protobuf.Timestamp
+	57, // 27: toolmesh.registry.v1.Tool.updated_at:type_name -> google.protobuf.Timestamp
+	20, // 28: toolmesh.registry.v1.Tool.history:type_name -> toolmesh.registry.v1.ToolDefinition
+	57, // 29: toolmesh.registry.v1.ToolDefinition.time:type_name -> google.protobuf.Timestamp
+	57, // 30: toolmesh.registry.v1.Group.updated_at:type_name -> google.protobuf.Timestamp
+	18, // 31: toolmesh.registry.v1.RegisterToolRequest.tool:type_name -> toolmesh.registry.v1.ToolSpec
+	19, // 32: toolmesh.registry.v1.RegisterToolResponse.tool:type_name -> toolmesh.registry.v1.Tool
+	18, // 33: toolmesh.registry.v1.UpdateToolRequest.tool:type_name -> toolmesh.registry.v1.ToolSpec
+	19, // 34: toolmesh.registry.v1.UpdateToolResponse.tool:type_name -> toolmesh.registry.v1.Tool
+	19, // 35: toolmesh.registry.v1.SetToolSlugsResponse.tool:type_name -> toolmesh.registry.v1.Tool
+	19, // 36: toolmesh.registry.v1.GetToolResponse.tool:type_name -> toolmesh.registry.v1.Tool
+	1,  // 37: toolmesh.registry.v1.ListToolsRequest.runtime_kind:type_name -> toolmesh.registry.v1.RuntimeKind
+	0,  // 38: toolmesh.registry.v1.ListToolsRequest.status:type_name -> toolmesh.registry.v1.ToolStatus
+	19, // 39: toolmesh.registry.v1.ListToolsResponse.tools:type_name -> toolmesh.registry.v1.Tool
+	5,  // 40: toolmesh.registry.v1.WatchToolsResponse.type:type_name -> toolmesh.registry.v1.WatchEventType
+	19, // 41: toolmesh.registry.v1.WatchToolsResponse.tool:type_name -> toolmesh.registry.v1.Tool
+	21, // 42: toolmesh.registry.v1.PutGroupRequest.group:type_name -> toolmesh.registry.v1.Group
+	21, // 43: toolmesh.registry.v1.PutGroupResponse.group:type_name -> toolmesh.registry.v1.Group
+	21, // 44: toolmesh.registry.v1.GetGroupResponse.group:type_name -> toolmesh.registry.v1.Group
+	21, // 45: toolmesh.registry.v1.ListGroupsResponse.groups:type_name -> toolmesh.registry.v1.Group
+	1,  // 46: toolmesh.registry.v1.RuntimeSummary.kind:type_name -> toolmesh.registry.v1.RuntimeKind
+	45, // 47: toolmesh.registry.v1.ListRuntimesResponse.runtimes:type_name -> toolmesh.registry.v1.RuntimeSummary
+	6,  // 48: toolmesh.registry.v1.ExportToolSchemasRequest.format:type_name -> toolmesh.registry.v1.SchemaFormat
+	56, // 49: toolmesh.registry.v1.ExportedTool.definition:type_name -> google.protobuf.Struct
+	48, // 50: toolmesh.registry.v1.ExportToolSchemasResponse.tools:type_name -> toolmesh.registry.v1.ExportedTool
+	22, // 51: toolmesh.registry.v1.RegistryService.RegisterTool:input_type -> toolmesh.registry.v1.RegisterToolRequest
+	24, // 52: toolmesh.registry.v1.RegistryService.UpdateTool:input_type -> toolmesh.registry.v1.UpdateToolRequest
+	26, // 53: toolmesh.registry.v1.RegistryService.SetToolSlugs:input_type -> toolmesh.registry.v1.SetToolSlugsRequest
+	28, // 54: toolmesh.registry.v1.RegistryService.DeregisterTool:input_type -> toolmesh.registry.v1.DeregisterToolRequest
+	30, // 55: toolmesh.registry.v1.RegistryService.GetTool:input_type -> toolmesh.registry.v1.GetToolRequest
+	32, // 56: toolmesh.registry.v1.RegistryService.ListTools:input_type -> toolmesh.registry.v1.ListToolsRequest
+	34, // 57: toolmesh.registry.v1.RegistryService.WatchTools:input_type -> toolmesh.registry.v1.WatchToolsRequest
+	36, // 58: toolmesh.registry.v1.RegistryService.PutGroup:input_type -> toolmesh.registry.v1.PutGroupRequest
+	38, // 59: toolmesh.registry.v1.RegistryService.GetGroup:input_type -> toolmesh.registry.v1.GetGroupRequest
+	40, // 60: toolmesh.registry.v1.RegistryService.ListGroups:input_type -> toolmesh.registry.v1.ListGroupsRequest
+	42, // 61: toolmesh.registry.v1.RegistryService.DeleteGroup:input_type -> toolmesh.registry.v1.DeleteGroupRequest
+	44, // 62: toolmesh.registry.v1.RegistryService.ListRuntimes:input_type -> toolmesh.registry.v1.ListRuntimesRequest
+	47, // 63: toolmesh.registry.v1.RegistryService.ExportToolSchemas:input_type -> toolmesh.registry.v1.ExportToolSchemasRequest
+	23, // 64: toolmesh.registry.v1.RegistryService.RegisterTool:output_type -> toolmesh.registry.v1.RegisterToolResponse
+	25, // 65: toolmesh.registry.v1.RegistryService.UpdateTool:output_type -> toolmesh.registry.v1.UpdateToolResponse
+	27, // 66: toolmesh.registry.v1.RegistryService.SetToolSlugs:output_type -> toolmesh.registry.v1.SetToolSlugsResponse
+	29, // 67: toolmesh.registry.v1.RegistryService.DeregisterTool:output_type -> toolmesh.registry.v1.DeregisterToolResponse
+	31, // 68: toolmesh.registry.v1.RegistryService.GetTool:output_type -> toolmesh.registry.v1.GetToolResponse
+	33, // 69: toolmesh.registry.v1.RegistryService.ListTools:output_type -> toolmesh.registry.v1.ListToolsResponse
+	35, // 70: toolmesh.registry.v1.RegistryService.WatchTools:output_type -> toolmesh.registry.v1.WatchToolsResponse
+	37, // 71: toolmesh.registry.v1.RegistryService.PutGroup:output_type -> toolmesh.registry.v1.PutGroupResponse
+	39, // 72: toolmesh.registry.v1.RegistryService.GetGroup:output_type -> toolmesh.registry.v1.GetGroupResponse
+	41, // 73: toolmesh.registry.v1.RegistryService.ListGroups:output_type -> toolmesh.registry.v1.ListGroupsResponse
+	43, // 74: toolmesh.registry.v1.RegistryService.DeleteGroup:output_type -> toolmesh.registry.v1.DeleteGroupResponse
+	46, // 75: toolmesh.registry.v1.RegistryService.ListRuntimes:output_type -> toolmesh.registry.v1.ListRuntimesResponse
+	49, // 76: toolmesh.registry.v1.RegistryService.ExportToolSchemas:output_type -> toolmesh.registry.v1.ExportToolSchemasResponse
+	64, // [64:77] is the sub-list for method output_type
+	51, // [51:64] is the sub-list for method input_type
+	51, // [51:51] is the sub-list for extension type_name
+	51, // [51:51] is the sub-list for extension extendee
+	0,  // [0:51] is the sub-list for field type_name
 }
 
 func init() { file_toolmesh_registry_v1_registry_proto_init() }
@@ -3606,7 +3784,7 @@ func file_toolmesh_registry_v1_registry_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolmesh_registry_v1_registry_proto_rawDesc), len(file_toolmesh_registry_v1_registry_proto_rawDesc)),
-			NumEnums:      5,
+			NumEnums:      7,
 			NumMessages:   49,
 			NumExtensions: 0,
 			NumServices:   1,

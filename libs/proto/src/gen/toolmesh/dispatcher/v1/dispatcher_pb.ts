@@ -8,7 +8,7 @@ import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { CallContext, CallError, CallStatus } from "../../common/v1/common_pb.js";
 import { file_toolmesh_common_v1_common } from "../../common/v1/common_pb.js";
-import type { McpRuntime } from "../../registry/v1/registry_pb.js";
+import type { McpOperation, McpRuntime, Tool } from "../../registry/v1/registry_pb.js";
 import { file_toolmesh_registry_v1_registry } from "../../registry/v1/registry_pb.js";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
 
@@ -16,7 +16,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file toolmesh/dispatcher/v1/dispatcher.proto.
  */
 export const file_toolmesh_dispatcher_v1_dispatcher: GenFile = /*@__PURE__*/
-  fileDesc("Cid0b29sbWVzaC9kaXNwYXRjaGVyL3YxL2Rpc3BhdGNoZXIucHJvdG8SFnRvb2xtZXNoLmRpc3BhdGNoZXIudjEikQEKD0Rpc3BhdGNoUmVxdWVzdBIMCgR0b29sGAEgASgJEioKCWFyZ3VtZW50cxgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSMAoHY29udGV4dBgDIAEoCzIfLnRvb2xtZXNoLmNvbW1vbi52MS5DYWxsQ29udGV4dBISCgp0aW1lb3V0X21zGAQgASgNIsQCChBEaXNwYXRjaFJlc3BvbnNlEg8KB2NhbGxfaWQYASABKAkSEAoIdHJhY2VfaWQYAiABKAkSLgoGc3RhdHVzGAMgASgOMh4udG9vbG1lc2guY29tbW9uLnYxLkNhbGxTdGF0dXMSJwoGb3V0cHV0GAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIsCgVlcnJvchgFIAEoCzIdLnRvb2xtZXNoLmNvbW1vbi52MS5DYWxsRXJyb3ISEwoLZHVyYXRpb25fbXMYBiABKA0SEAoIYXR0ZW1wdHMYByABKA0SEAoIcmVwbGF5ZWQYCCABKAgSFAoMcmVmdXNhbF9jb2RlGAkgASgJEjcKE2FwcHJvdmFsX2V4cGlyZXNfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wImAKFERpc3BhdGNoQmF0Y2hSZXF1ZXN0EjYKBWNhbGxzGAEgAygLMicudG9vbG1lc2guZGlzcGF0Y2hlci52MS5EaXNwYXRjaFJlcXVlc3QSEAoIdHJhY2VfaWQYAiABKAkiZAoVRGlzcGF0Y2hCYXRjaFJlc3BvbnNlEjkKB3Jlc3VsdHMYASADKAsyKC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkRpc3BhdGNoUmVzcG9uc2USEAoIdHJhY2VfaWQYAiABKAkiMAoNQ2FuY2VsUmVxdWVzdBIPCgdjYWxsX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCSIQCg5DYW5jZWxSZXNwb25zZSKeAgoNUnVudGltZVN0YXR1cxIMCgR0b29sGAEgASgJEjMKBXN0YXRlGAIgASgOMiQudG9vbG1lc2guZGlzcGF0Y2hlci52MS5SdW50aW1lU3RhdGUSCwoDcGlkGAMgASgNEgwKBHBvcnQYBCABKA0SEAoIcmVzdGFydHMYBSABKA0SEgoKbGFzdF9lcnJvchgGIAEoCRIRCglpbl9mbGlnaHQYByABKA0SLgoKc3RhcnRlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMAoMbGFzdF91c2VkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIUCgxjb250YWluZXJfaWQYCiABKAkiJwoXR2V0UnVudGltZVN0YXR1c1JlcXVlc3QSDAoEdG9vbBgBIAEoCSJTChhHZXRSdW50aW1lU3RhdHVzUmVzcG9uc2USNwoIcnVudGltZXMYASADKAsyJS50b29sbWVzaC5kaXNwYXRjaGVyLnYxLlJ1bnRpbWVTdGF0dXMiIAoQU3RhcnRUb29sUmVxdWVzdBIMCgR0b29sGAEgASgJIkoKEVN0YXJ0VG9vbFJlc3BvbnNlEjUKBnN0YXR1cxgBIAEoCzIlLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuUnVudGltZVN0YXR1cyIfCg9TdG9wVG9vbFJlcXVlc3QSDAoEdG9vbBgBIAEoCSJJChBTdG9wVG9vbFJlc3BvbnNlEjUKBnN0YXR1cxgBIAEoCzIlLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuUnVudGltZVN0YXR1cyKkAQoYRGlzcGF0Y2hUb29sQ2FsbHNSZXF1ZXN0EigKB21lc3NhZ2UYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EjgKB2RpYWxlY3QYAiABKA4yJy50b29sbWVzaC5kaXNwYXRjaGVyLnYxLlRvb2xDYWxsRGlhbGVjdBIQCgh0cmFjZV9pZBgDIAEoCRISCgp0aW1lb3V0X21zGAQgASgNIs0BChlEaXNwYXRjaFRvb2xDYWxsc1Jlc3BvbnNlEjgKB2RpYWxlY3QYASABKA4yJy50b29sbWVzaC5kaXNwYXRjaGVyLnYxLlRvb2xDYWxsRGlhbGVjdBIpCghtZXNzYWdlcxgCIAMoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSOQoHcmVzdWx0cxgDIAMoCzIoLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuRGlzcGF0Y2hSZXNwb25zZRIQCgh0cmFjZV9pZBgEIAEoCSKFAQoWSW1wb3J0TWNwU2VydmVyUmVxdWVzdBIOCgZwcmVmaXgYASABKAkSMQoHcnVudGltZRgCIAEoCzIgLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLk1jcFJ1bnRpbWUSFwoPcmVxdWlyZWRfc2NvcGVzGAMgAygJEg8KB2RyeV9ydW4YBCABKAgiagoPSW1wb3J0ZWRNY3BUb29sEgwKBHRvb2wYASABKAkSEAoIbWNwX25hbWUYAiABKAkSNwoGY2hhbmdlGAMgASgOMicudG9vbG1lc2guZGlzcGF0Y2hlci52MS5NY3BJbXBvcnRDaGFuZ2UifgoXSW1wb3J0TWNwU2VydmVyUmVzcG9uc2USNgoFdG9vbHMYASADKAsyJy50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkltcG9ydGVkTWNwVG9vbBITCgtzZXJ2ZXJfbmFtZRgCIAEoCRIWCg5zZXJ2ZXJfdmVyc2lvbhgDIAEoCSKjAwoIQXBwcm92YWwSDwoHY2FsbF9pZBgBIAEoCRIQCgh0cmFjZV9pZBgCIAEoCRIMCgR0b29sGAMgASgJEhAKCGFnZW50X2lkGAQgASgJEg8KB3VzZXJfaWQYBSABKAkSKgoJYXJndW1lbnRzGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIwCgxyZXF1ZXN0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjQKBXN0YXRlGAkgASgOMiUudG9vbG1lc2guZGlzcGF0Y2hlci52MS5BcHByb3ZhbFN0YXRlEhIKCmRlY2lkZWRfYnkYCiABKAkSLgoKZGVjaWRlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDgoGcmVhc29uGAwgASgJEhYKDmFwcHJvdmVyX3JvbGVzGA0gAygJEhMKC3JlcXVpcmVkX2J5GA4gAygJIuIBCghIZWxkQ2FsbBIyCghhcHByb3ZhbBgBIAEoCzIgLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuQXBwcm92YWwSKgoJYXJndW1lbnRzGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIRCglwYXJlbnRfaWQYAyABKAkSDQoFcm9sZXMYBCADKAkSDgoGa2V5X2lkGAUgASgJEhIKCnRpbWVvdXRfbXMYBiABKA0SFwoPZGVmaW5pdGlvbl9oYXNoGAcgASgJEhcKD2lkZW1wb3RlbmN5X2tleRgIIAEoCSJdChRMaXN0QXBwcm92YWxzUmVxdWVzdBIMCgR0b29sGAEgASgJEhAKCGFnZW50X2lkGAIgASgJEhEKCXBhZ2Vfc2l6ZRgDIAEoDRISCgpwYWdlX3Rva2VuGAQgASgJImUKFUxpc3RBcHByb3ZhbHNSZXNwb25zZRIzCglhcHByb3ZhbHMYASADKAsyIC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkFwcHJvdmFsEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJ0ChVEZWNpZGVBcHByb3ZhbFJlcXVlc3QSDwoHY2FsbF9pZBgBIAEoCRI6CghkZWNpc2lvbhgCIAEoDjIoLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuQXBwcm92YWxEZWNpc2lvbhIOCgZyZWFzb24YAyABKAkihgEKFkRlY2lkZUFwcHJvdmFsUmVzcG9uc2USMgoIYXBwcm92YWwYASABKAsyIC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkFwcHJvdmFsEjgKBnJlc3VsdBgCIAEoCzIoLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuRGlzcGF0Y2hSZXNwb25zZSq0AQoMUnVudGltZVN0YXRlEh0KGVJVTlRJTUVfU1RBVEVfVU5TUEVDSUZJRUQQABIZChVSVU5USU1FX1NUQVRFX1NUT1BQRUQQARIaChZSVU5USU1FX1NUQVRFX1NUQVJUSU5HEAISGQoVUlVOVElNRV9TVEFURV9SVU5OSU5HEAMSGQoVUlVOVElNRV9TVEFURV9CQUNLT0ZGEAQSGAoUUlVOVElNRV9TVEFURV9GQUlMRUQQBSqgAQoPVG9vbENhbGxEaWFsZWN0EiEKHVRPT0xfQ0FMTF9ESUFMRUNUX1VOU1BFQ0lGSUVEEAASIQodVE9PTF9DQUxMX0RJQUxFQ1RfT1BFTkFJX0NIQVQQARImCiJUT09MX0NBTExfRElBTEVDVF9PUEVOQUlfUkVTUE9OU0VTEAISHwobVE9PTF9DQUxMX0RJQUxFQ1RfQU5USFJPUElDEAMqsAEKD01jcEltcG9ydENoYW5nZRIhCh1NQ1BfSU1QT1JUX0NIQU5HRV9VTlNQRUNJRklFRBAAEhsKF01DUF9JTVBPUlRfQ0hBTkdFX0FEREVEEAESHQoZTUNQX0lNUE9SVF9DSEFOR0VfQ0hBTkdFRBACEh8KG01DUF9JTVBPUlRfQ0hBTkdFX1VOQ0hBTkdFRBADEh0KGU1DUF9JTVBPUlRfQ0hBTkdFX1JFTU9WRUQQBCqfAQoNQXBwcm92YWxTdGF0ZRIeChpBUFBST1ZBTF9TVEFURV9VTlNQRUNJRklFRBAAEhoKFkFQUFJPVkFMX1NUQVRFX1BFTkRJTkcQARIbChdBUFBST1ZBTF9TVEFURV9BUFBST1ZFRBACEhkKFUFQUFJPVkFMX1NUQVRFX0RFTklFRBADEhoKFkFQUFJPVkFMX1NUQVRFX0VYUElSRUQQBCpwChBBcHByb3ZhbERlY2lzaW9uEiEKHUFQUFJPVkFMX0RFQ0lTSU9OX1VOU1BFQ0lGSUVEEAASHQoZQVBQUk9WQUxfREVDSVNJT05fQVBQUk9WRRABEhoKFkFQUFJPVkFMX0RFQ0lTSU9OX0RFTlkQAjK+CAoRRGlzcGF0Y2hlclNlcnZpY2USXQoIRGlzcGF0Y2gSJy50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkRpc3BhdGNoUmVxdWVzdBooLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuRGlzcGF0Y2hSZXNwb25zZRJsCg1EaXNwYXRjaEJhdGNoEiwudG9vbG1lc2guZGlzcGF0Y2hlci52MS5EaXNwYXRjaEJhdGNoUmVxdWVzdBotLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuRGlzcGF0Y2hCYXRjaFJlc3BvbnNlElcKBkNhbmNlbBIlLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuQ2FuY2VsUmVxdWVzdBomLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuQ2FuY2VsUmVzcG9uc2USdQoQR2V0UnVudGltZVN0YXR1cxIvLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuR2V0UnVudGltZVN0YXR1c1JlcXVlc3QaMC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkdldFJ1bnRpbWVTdGF0dXNSZXNwb25zZRJgCglTdGFydFRvb2wSKC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLlN0YXJ0VG9vbFJlcXVlc3QaKS50b29sbWVzaC5kaXNwYXRjaGVyLnYxLlN0YXJ0VG9vbFJlc3BvbnNlEl0KCFN0b3BUb29sEicudG9vbG1lc2guZGlzcGF0Y2hlci52MS5TdG9wVG9vbFJlcXVlc3QaKC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLlN0b3BUb29sUmVzcG9uc2USeAoRRGlzcGF0Y2hUb29sQ2FsbHMSMC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkRpc3BhdGNoVG9vbENhbGxzUmVxdWVzdBoxLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuRGlzcGF0Y2hUb29sQ2FsbHNSZXNwb25zZRJyCg9JbXBvcnRNY3BTZXJ2ZXISLi50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkltcG9ydE1jcFNlcnZlclJlcXVlc3QaLy50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkltcG9ydE1jcFNlcnZlclJlc3BvbnNlEmwKDUxpc3RBcHByb3ZhbHMSLC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkxpc3RBcHByb3ZhbHNSZXF1ZXN0Gi0udG9vbG1lc2guZGlzcGF0Y2hlci52MS5MaXN0QXBwcm92YWxzUmVzcG9uc2USbwoORGVjaWRlQXBwcm92YWwSLS50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkRlY2lkZUFwcHJvdmFsUmVxdWVzdBouLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuRGVjaWRlQXBwcm92YWxSZXNwb25zZULgAQoaY29tLnRvb2xtZXNoLmRpc3BhdGNoZXIudjFCD0Rpc3BhdGNoZXJQcm90b1ABWjd0b29sbWVzaC5kZXYvZ28vZ2VuL3Rvb2xtZXNoL2Rpc3BhdGNoZXIvdjE7ZGlzcGF0Y2hlcnYxogIDVERYqgIWVG9vbG1lc2guRGlzcGF0Y2hlci5WMcoCFlRvb2xtZXNoXERpc3BhdGNoZXJcVjHiAiJUb29sbWVzaFxEaXNwYXRjaGVyXFYxXEdQQk1ldGFkYXRh6gIYVG9vbG1lc2g6OkRpc3BhdGNoZXI6OlYxYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_toolmesh_common_v1_common, file_toolmesh_registry_v1_registry]);
+  fileDesc("Cid0b29sbWVzaC9kaXNwYXRjaGVyL3YxL2Rpc3BhdGNoZXIucHJvdG8SFnRvb2xtZXNoLmRpc3BhdGNoZXIudjEikQEKD0Rpc3BhdGNoUmVxdWVzdBIMCgR0b29sGAEgASgJEioKCWFyZ3VtZW50cxgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSMAoHY29udGV4dBgDIAEoCzIfLnRvb2xtZXNoLmNvbW1vbi52MS5DYWxsQ29udGV4dBISCgp0aW1lb3V0X21zGAQgASgNIoMDChBEaXNwYXRjaFJlc3BvbnNlEg8KB2NhbGxfaWQYASABKAkSEAoIdHJhY2VfaWQYAiABKAkSLgoGc3RhdHVzGAMgASgOMh4udG9vbG1lc2guY29tbW9uLnYxLkNhbGxTdGF0dXMSJwoGb3V0cHV0GAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIsCgVlcnJvchgFIAEoCzIdLnRvb2xtZXNoLmNvbW1vbi52MS5DYWxsRXJyb3ISEwoLZHVyYXRpb25fbXMYBiABKA0SEAoIYXR0ZW1wdHMYByABKA0SEAoIcmVwbGF5ZWQYCCABKAgSFAoMcmVmdXNhbF9jb2RlGAkgASgJEjcKE2FwcHJvdmFsX2V4cGlyZXNfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEj0KDmlucHV0X3JlcXVpcmVkGAsgASgLMiUudG9vbG1lc2guZGlzcGF0Y2hlci52MS5JbnB1dFJlcXVpcmVkIvQBCg1JbnB1dFJlcXVpcmVkEkUKCHJlcXVlc3RzGAEgAygLMjMudG9vbG1lc2guZGlzcGF0Y2hlci52MS5JbnB1dFJlcXVpcmVkLlJlcXVlc3RzRW50cnkSFQoNcmVxdWVzdF9zdGF0ZRgCIAEoCRIuCgpleHBpcmVzX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBpVCg1SZXF1ZXN0c0VudHJ5EgsKA2tleRgBIAEoCRIzCgV2YWx1ZRgCIAEoCzIkLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuSW5wdXRSZXF1ZXN0OgI4ASJHCgxJbnB1dFJlcXVlc3QSDgoGbWV0aG9kGAEgASgJEicKBnBhcmFtcxgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3Qi2AEKEkFuc3dlcklucHV0UmVxdWVzdBIVCg1yZXF1ZXN0X3N0YXRlGAEgASgJEkwKCXJlc3BvbnNlcxgCIAMoCzI5LnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuQW5zd2VySW5wdXRSZXF1ZXN0LlJlc3BvbnNlc0VudHJ5EhIKCnRpbWVvdXRfbXMYAyABKA0aSQoOUmVzcG9uc2VzRW50cnkSCwoDa2V5GAEgASgJEiYKBXZhbHVlGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdDoCOAEiTwoTQW5zd2VySW5wdXRSZXNwb25zZRI4CgZyZXN1bHQYASABKAsyKC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkRpc3BhdGNoUmVzcG9uc2UiMgoSU2VhcmNoVG9vbHNSZXF1ZXN0Eg0KBXF1ZXJ5GAEgASgJEg0KBWxpbWl0GAIgASgNIkQKCUZvdW5kVG9vbBIoCgR0b29sGAEgASgLMhoudG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbBINCgVzY29yZRgCIAEoASJHChNTZWFyY2hUb29sc1Jlc3BvbnNlEjAKBXRvb2xzGAEgAygLMiEudG9vbG1lc2guZGlzcGF0Y2hlci52MS5Gb3VuZFRvb2wiYAoURGlzcGF0Y2hCYXRjaFJlcXVlc3QSNgoFY2FsbHMYASADKAsyJy50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkRpc3BhdGNoUmVxdWVzdBIQCgh0cmFjZV9pZBgCIAEoCSJkChVEaXNwYXRjaEJhdGNoUmVzcG9uc2USOQoHcmVzdWx0cxgBIAMoCzIoLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuRGlzcGF0Y2hSZXNwb25zZRIQCgh0cmFjZV9pZBgCIAEoCSIwCg1DYW5jZWxSZXF1ZXN0Eg8KB2NhbGxfaWQYASABKAkSDgoGcmVhc29uGAIgASgJIhAKDkNhbmNlbFJlc3BvbnNlIp4CCg1SdW50aW1lU3RhdHVzEgwKBHRvb2wYASABKAkSMwoFc3RhdGUYAiABKA4yJC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLlJ1bnRpbWVTdGF0ZRILCgNwaWQYAyABKA0SDAoEcG9ydBgEIAEoDRIQCghyZXN0YXJ0cxgFIAEoDRISCgpsYXN0X2Vycm9yGAYgASgJEhEKCWluX2ZsaWdodBgHIAEoDRIuCgpzdGFydGVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIwCgxsYXN0X3VzZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhQKDGNvbnRhaW5lcl9pZBgKIAEoCSInChdHZXRSdW50aW1lU3RhdHVzUmVxdWVzdBIMCgR0b29sGAEgASgJIlMKGEdldFJ1bnRpbWVTdGF0dXNSZXNwb25zZRI3CghydW50aW1lcxgBIAMoCzIlLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuUnVudGltZVN0YXR1cyIgChBTdGFydFRvb2xSZXF1ZXN0EgwKBHRvb2wYASABKAkiSgoRU3RhcnRUb29sUmVzcG9uc2USNQoGc3RhdHVzGAEgASgLMiUudG9vbG1lc2guZGlzcGF0Y2hlci52MS5SdW50aW1lU3RhdHVzIh8KD1N0b3BUb29sUmVxdWVzdBIMCgR0b29sGAEgASgJIkkKEFN0b3BUb29sUmVzcG9uc2USNQoGc3RhdHVzGAEgASgLMiUudG9vbG1lc2guZGlzcGF0Y2hlci52MS5SdW50aW1lU3RhdHVzIqQBChhEaXNwYXRjaFRvb2xDYWxsc1JlcXVlc3QSKAoHbWVzc2FnZRgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSOAoHZGlhbGVjdBgCIAEoDjInLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuVG9vbENhbGxEaWFsZWN0EhAKCHRyYWNlX2lkGAMgASgJEhIKCnRpbWVvdXRfbXMYBCABKA0izQEKGURpc3BhdGNoVG9vbENhbGxzUmVzcG9uc2USOAoHZGlhbGVjdBgBIAEoDjInLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuVG9vbENhbGxEaWFsZWN0EikKCG1lc3NhZ2VzGAIgAygLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBI5CgdyZXN1bHRzGAMgAygLMigudG9vbG1lc2guZGlzcGF0Y2hlci52MS5EaXNwYXRjaFJlc3BvbnNlEhAKCHRyYWNlX2lkGAQgASgJIrcBChZJbXBvcnRNY3BTZXJ2ZXJSZXF1ZXN0Eg4KBnByZWZpeBgBIAEoCRIxCgdydW50aW1lGAIgASgLMiAudG9vbG1lc2gucmVnaXN0cnkudjEuTWNwUnVudGltZRIXCg9yZXF1aXJlZF9zY29wZXMYAyADKAkSDwoHZHJ5X3J1bhgEIAEoCBIwCgRvbmx5GAUgAygOMiIudG9vbG1lc2gucmVnaXN0cnkudjEuTWNwT3BlcmF0aW9uIqEBCg9JbXBvcnRlZE1jcFRvb2wSDAoEdG9vbBgBIAEoCRIQCghtY3BfbmFtZRgCIAEoCRI3CgZjaGFuZ2UYAyABKA4yJy50b29sbWVzaC5kaXNwYXRjaGVyLnYxLk1jcEltcG9ydENoYW5nZRI1CglvcGVyYXRpb24YBCABKA4yIi50b29sbWVzaC5yZWdpc3RyeS52MS5NY3BPcGVyYXRpb24ifgoXSW1wb3J0TWNwU2VydmVyUmVzcG9uc2USNgoFdG9vbHMYASADKAsyJy50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkltcG9ydGVkTWNwVG9vbBITCgtzZXJ2ZXJfbmFtZRgCIAEoCRIWCg5zZXJ2ZXJfdmVyc2lvbhgDIAEoCSLuAwoIQXBwcm92YWwSDwoHY2FsbF9pZBgBIAEoCRIQCgh0cmFjZV9pZBgCIAEoCRIMCgR0b29sGAMgASgJEhAKCGFnZW50X2lkGAQgASgJEg8KB3VzZXJfaWQYBSABKAkSKgoJYXJndW1lbnRzGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIwCgxyZXF1ZXN0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjQKBXN0YXRlGAkgASgOMiUudG9vbG1lc2guZGlzcGF0Y2hlci52MS5BcHByb3ZhbFN0YXRlEhIKCmRlY2lkZWRfYnkYCiABKAkSLgoKZGVjaWRlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDgoGcmVhc29uGAwgASgJEhYKDmFwcHJvdmVyX3JvbGVzGA0gAygJEhMKC3JlcXVpcmVkX2J5GA4gAygJEhcKD2NvbmZpcm1hdGlvbl9ieRgPIAMoCRIwCgxjb25maXJtZWRfYXQYECABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIv4BCghIZWxkQ2FsbBIyCghhcHByb3ZhbBgBIAEoCzIgLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuQXBwcm92YWwSKgoJYXJndW1lbnRzGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIRCglwYXJlbnRfaWQYAyABKAkSDQoFcm9sZXMYBCADKAkSDgoGa2V5X2lkGAUgASgJEhIKCnRpbWVvdXRfbXMYBiABKA0SFwoPZGVmaW5pdGlvbl9oYXNoGAcgASgJEhcKD2lkZW1wb3RlbmN5X2tleRgIIAEoCRIaChJjb25maXJtYXRpb25fbm9uY2UYCSABKAkiXQoUTGlzdEFwcHJvdmFsc1JlcXVlc3QSDAoEdG9vbBgBIAEoCRIQCghhZ2VudF9pZBgCIAEoCRIRCglwYWdlX3NpemUYAyABKA0SEgoKcGFnZV90b2tlbhgEIAEoCSJlChVMaXN0QXBwcm92YWxzUmVzcG9uc2USMwoJYXBwcm92YWxzGAEgAygLMiAudG9vbG1lc2guZGlzcGF0Y2hlci52MS5BcHByb3ZhbBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkidAoVRGVjaWRlQXBwcm92YWxSZXF1ZXN0Eg8KB2NhbGxfaWQYASABKAkSOgoIZGVjaXNpb24YAiABKA4yKC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkFwcHJvdmFsRGVjaXNpb24SDgoGcmVhc29uGAMgASgJIoYBChZEZWNpZGVBcHByb3ZhbFJlc3BvbnNlEjIKCGFwcHJvdmFsGAEgASgLMiAudG9vbG1lc2guZGlzcGF0Y2hlci52MS5BcHByb3ZhbBI4CgZyZXN1bHQYAiABKAsyKC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkRpc3BhdGNoUmVzcG9uc2UqtAEKDFJ1bnRpbWVTdGF0ZRIdChlSVU5USU1FX1NUQVRFX1VOU1BFQ0lGSUVEEAASGQoVUlVOVElNRV9TVEFURV9TVE9QUEVEEAESGgoWUlVOVElNRV9TVEFURV9TVEFSVElORxACEhkKFVJVTlRJTUVfU1RBVEVfUlVOTklORxADEhkKFVJVTlRJTUVfU1RBVEVfQkFDS09GRhAEEhgKFFJVTlRJTUVfU1RBVEVfRkFJTEVEEAUqoAEKD1Rvb2xDYWxsRGlhbGVjdBIhCh1UT09MX0NBTExfRElBTEVDVF9VTlNQRUNJRklFRBAAEiEKHVRPT0xfQ0FMTF9ESUFMRUNUX09QRU5BSV9DSEFUEAESJgoiVE9PTF9DQUxMX0RJQUxFQ1RfT1BFTkFJX1JFU1BPTlNFUxACEh8KG1RPT0xfQ0FMTF9ESUFMRUNUX0FOVEhST1BJQxADKrABCg9NY3BJbXBvcnRDaGFuZ2USIQodTUNQX0lNUE9SVF9DSEFOR0VfVU5TUEVDSUZJRUQQABIbChdNQ1BfSU1QT1JUX0NIQU5HRV9BRERFRBABEh0KGU1DUF9JTVBPUlRfQ0hBTkdFX0NIQU5HRUQQAhIfChtNQ1BfSU1QT1JUX0NIQU5HRV9VTkNIQU5HRUQQAxIdChlNQ1BfSU1QT1JUX0NIQU5HRV9SRU1PVkVEEAQqnwEKDUFwcHJvdmFsU3RhdGUSHgoaQVBQUk9WQUxfU1RBVEVfVU5TUEVDSUZJRUQQABIaChZBUFBST1ZBTF9TVEFURV9QRU5ESU5HEAESGwoXQVBQUk9WQUxfU1RBVEVfQVBQUk9WRUQQAhIZChVBUFBST1ZBTF9TVEFURV9ERU5JRUQQAxIaChZBUFBST1ZBTF9TVEFURV9FWFBJUkVEEAQqcAoQQXBwcm92YWxEZWNpc2lvbhIhCh1BUFBST1ZBTF9ERUNJU0lPTl9VTlNQRUNJRklFRBAAEh0KGUFQUFJPVkFMX0RFQ0lTSU9OX0FQUFJPVkUQARIaChZBUFBST1ZBTF9ERUNJU0lPTl9ERU5ZEAIyjgoKEURpc3BhdGNoZXJTZXJ2aWNlEl0KCERpc3BhdGNoEicudG9vbG1lc2guZGlzcGF0Y2hlci52MS5EaXNwYXRjaFJlcXVlc3QaKC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkRpc3BhdGNoUmVzcG9uc2USbAoNRGlzcGF0Y2hCYXRjaBIsLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuRGlzcGF0Y2hCYXRjaFJlcXVlc3QaLS50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkRpc3BhdGNoQmF0Y2hSZXNwb25zZRJXCgZDYW5jZWwSJS50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkNhbmNlbFJlcXVlc3QaJi50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkNhbmNlbFJlc3BvbnNlEnUKEEdldFJ1bnRpbWVTdGF0dXMSLy50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkdldFJ1bnRpbWVTdGF0dXNSZXF1ZXN0GjAudG9vbG1lc2guZGlzcGF0Y2hlci52MS5HZXRSdW50aW1lU3RhdHVzUmVzcG9uc2USYAoJU3RhcnRUb29sEigudG9vbG1lc2guZGlzcGF0Y2hlci52MS5TdGFydFRvb2xSZXF1ZXN0GikudG9vbG1lc2guZGlzcGF0Y2hlci52MS5TdGFydFRvb2xSZXNwb25zZRJdCghTdG9wVG9vbBInLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuU3RvcFRvb2xSZXF1ZXN0GigudG9vbG1lc2guZGlzcGF0Y2hlci52MS5TdG9wVG9vbFJlc3BvbnNlEngKEURpc3BhdGNoVG9vbENhbGxzEjAudG9vbG1lc2guZGlzcGF0Y2hlci52MS5EaXNwYXRjaFRvb2xDYWxsc1JlcXVlc3QaMS50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkRpc3BhdGNoVG9vbENhbGxzUmVzcG9uc2UScgoPSW1wb3J0TWNwU2VydmVyEi4udG9vbG1lc2guZGlzcGF0Y2hlci52MS5JbXBvcnRNY3BTZXJ2ZXJSZXF1ZXN0Gi8udG9vbG1lc2guZGlzcGF0Y2hlci52MS5JbXBvcnRNY3BTZXJ2ZXJSZXNwb25zZRJmCgtBbnN3ZXJJbnB1dBIqLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuQW5zd2VySW5wdXRSZXF1ZXN0GisudG9vbG1lc2guZGlzcGF0Y2hlci52MS5BbnN3ZXJJbnB1dFJlc3BvbnNlEmYKC1NlYXJjaFRvb2xzEioudG9vbG1lc2guZGlzcGF0Y2hlci52MS5TZWFyY2hUb29sc1JlcXVlc3QaKy50b29sbWVzaC5kaXNwYXRjaGVyLnYxLlNlYXJjaFRvb2xzUmVzcG9uc2USbAoNTGlzdEFwcHJvdmFscxIsLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuTGlzdEFwcHJvdmFsc1JlcXVlc3QaLS50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkxpc3RBcHByb3ZhbHNSZXNwb25zZRJvCg5EZWNpZGVBcHByb3ZhbBItLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuRGVjaWRlQXBwcm92YWxSZXF1ZXN0Gi4udG9vbG1lc2guZGlzcGF0Y2hlci52MS5EZWNpZGVBcHByb3ZhbFJlc3BvbnNlQuABChpjb20udG9vbG1lc2guZGlzcGF0Y2hlci52MUIPRGlzcGF0Y2hlclByb3RvUAFaN3Rvb2xtZXNoLmRldi9nby9nZW4vdG9vbG1lc2gvZGlzcGF0Y2hlci92MTtkaXNwYXRjaGVydjGiAgNURFiqAhZUb29sbWVzaC5EaXNwYXRjaGVyLlYxygIWVG9vbG1lc2hcRGlzcGF0Y2hlclxWMeICIlRvb2xtZXNoXERpc3BhdGNoZXJcVjFcR1BCTWV0YWRhdGHqAhhUb29sbWVzaDo6RGlzcGF0Y2hlcjo6VjFiBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_toolmesh_common_v1_common, file_toolmesh_registry_v1_registry]);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.DispatchRequest
@@ -116,6 +116,14 @@ export type DispatchResponse = Message<"toolmesh.dispatcher.v1.DispatchResponse"
    * @generated from field: google.protobuf.Timestamp approval_expires_at = 10;
    */
   approvalExpiresAt?: Timestamp | undefined;
+
+  /**
+   * Set when the call waits for its caller (status PENDING, error code `input_required`): what
+   * the tool asked, answered with AnswerInput.
+   *
+   * @generated from field: toolmesh.dispatcher.v1.InputRequired input_required = 11;
+   */
+  inputRequired?: InputRequired | undefined;
 };
 
 /**
@@ -124,6 +132,193 @@ export type DispatchResponse = Message<"toolmesh.dispatcher.v1.DispatchResponse"
  */
 export const DispatchResponseSchema: GenMessage<DispatchResponse> = /*@__PURE__*/
   messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 1);
+
+/**
+ * InputRequired is what a call waits for from its caller.
+ *
+ * @generated from message toolmesh.dispatcher.v1.InputRequired
+ */
+export type InputRequired = Message<"toolmesh.dispatcher.v1.InputRequired"> & {
+  /**
+   * The questions by key: each an MCP request the caller answers with its result
+   * (`elicitation/create` → an ElicitResult, `sampling/createMessage` → a CreateMessageResult,
+   * `roots/list` → a ListRootsResult).
+   *
+   * @generated from field: map<string, toolmesh.dispatcher.v1.InputRequest> requests = 1;
+   */
+  requests: { [key: string]: InputRequest };
+
+  /**
+   * Opaque, signed and bound to the call, the caller and this round; AnswerInput sends it back.
+   *
+   * @generated from field: string request_state = 2;
+   */
+  requestState: string;
+
+  /**
+   * When the call stops waiting (its deadline, or the hold's expiry).
+   *
+   * @generated from field: google.protobuf.Timestamp expires_at = 3;
+   */
+  expiresAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message toolmesh.dispatcher.v1.InputRequired.
+ * Use `create(InputRequiredSchema)` to create a new message.
+ */
+export const InputRequiredSchema: GenMessage<InputRequired> = /*@__PURE__*/
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 2);
+
+/**
+ * InputRequest is one question of a call to its caller, an MCP request.
+ *
+ * @generated from message toolmesh.dispatcher.v1.InputRequest
+ */
+export type InputRequest = Message<"toolmesh.dispatcher.v1.InputRequest"> & {
+  /**
+   * `elicitation/create`, `sampling/createMessage` or `roots/list`.
+   *
+   * @generated from field: string method = 1;
+   */
+  method: string;
+
+  /**
+   * @generated from field: google.protobuf.Struct params = 2;
+   */
+  params?: JsonObject | undefined;
+};
+
+/**
+ * Describes the message toolmesh.dispatcher.v1.InputRequest.
+ * Use `create(InputRequestSchema)` to create a new message.
+ */
+export const InputRequestSchema: GenMessage<InputRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 3);
+
+/**
+ * @generated from message toolmesh.dispatcher.v1.AnswerInputRequest
+ */
+export type AnswerInputRequest = Message<"toolmesh.dispatcher.v1.AnswerInputRequest"> & {
+  /**
+   * The request_state of the InputRequired being answered.
+   *
+   * @generated from field: string request_state = 1;
+   */
+  requestState: string;
+
+  /**
+   * The answers by key (the result of each request); keys not asked are ignored, and a key left
+   * out is asked again.
+   *
+   * @generated from field: map<string, google.protobuf.Struct> responses = 2;
+   */
+  responses: { [key: string]: JsonObject };
+
+  /**
+   * Deadline of the wait for the call's next stop; 0 means the call's own.
+   *
+   * @generated from field: uint32 timeout_ms = 3;
+   */
+  timeoutMs: number;
+};
+
+/**
+ * Describes the message toolmesh.dispatcher.v1.AnswerInputRequest.
+ * Use `create(AnswerInputRequestSchema)` to create a new message.
+ */
+export const AnswerInputRequestSchema: GenMessage<AnswerInputRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 4);
+
+/**
+ * @generated from message toolmesh.dispatcher.v1.AnswerInputResponse
+ */
+export type AnswerInputResponse = Message<"toolmesh.dispatcher.v1.AnswerInputResponse"> & {
+  /**
+   * The call's next stop: its result, or PENDING with the next InputRequired.
+   *
+   * @generated from field: toolmesh.dispatcher.v1.DispatchResponse result = 1;
+   */
+  result?: DispatchResponse | undefined;
+};
+
+/**
+ * Describes the message toolmesh.dispatcher.v1.AnswerInputResponse.
+ * Use `create(AnswerInputResponseSchema)` to create a new message.
+ */
+export const AnswerInputResponseSchema: GenMessage<AnswerInputResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 5);
+
+/**
+ * @generated from message toolmesh.dispatcher.v1.SearchToolsRequest
+ */
+export type SearchToolsRequest = Message<"toolmesh.dispatcher.v1.SearchToolsRequest"> & {
+  /**
+   * Words to look for; at most 500 characters.
+   *
+   * @generated from field: string query = 1;
+   */
+  query: string;
+
+  /**
+   * At most this many tools; 0 means 10, the maximum is 50.
+   *
+   * @generated from field: uint32 limit = 2;
+   */
+  limit: number;
+};
+
+/**
+ * Describes the message toolmesh.dispatcher.v1.SearchToolsRequest.
+ * Use `create(SearchToolsRequestSchema)` to create a new message.
+ */
+export const SearchToolsRequestSchema: GenMessage<SearchToolsRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 6);
+
+/**
+ * FoundTool is one tool SearchTools found.
+ *
+ * @generated from message toolmesh.dispatcher.v1.FoundTool
+ */
+export type FoundTool = Message<"toolmesh.dispatcher.v1.FoundTool"> & {
+  /**
+   * @generated from field: toolmesh.registry.v1.Tool tool = 1;
+   */
+  tool?: Tool | undefined;
+
+  /**
+   * The BM25 score: higher matches better; comparable only within one answer.
+   *
+   * @generated from field: double score = 2;
+   */
+  score: number;
+};
+
+/**
+ * Describes the message toolmesh.dispatcher.v1.FoundTool.
+ * Use `create(FoundToolSchema)` to create a new message.
+ */
+export const FoundToolSchema: GenMessage<FoundTool> = /*@__PURE__*/
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 7);
+
+/**
+ * @generated from message toolmesh.dispatcher.v1.SearchToolsResponse
+ */
+export type SearchToolsResponse = Message<"toolmesh.dispatcher.v1.SearchToolsResponse"> & {
+  /**
+   * Best match first.
+   *
+   * @generated from field: repeated toolmesh.dispatcher.v1.FoundTool tools = 1;
+   */
+  tools: FoundTool[];
+};
+
+/**
+ * Describes the message toolmesh.dispatcher.v1.SearchToolsResponse.
+ * Use `create(SearchToolsResponseSchema)` to create a new message.
+ */
+export const SearchToolsResponseSchema: GenMessage<SearchToolsResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 8);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.DispatchBatchRequest
@@ -149,7 +344,7 @@ export type DispatchBatchRequest = Message<"toolmesh.dispatcher.v1.DispatchBatch
  * Use `create(DispatchBatchRequestSchema)` to create a new message.
  */
 export const DispatchBatchRequestSchema: GenMessage<DispatchBatchRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 2);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 9);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.DispatchBatchResponse
@@ -171,7 +366,7 @@ export type DispatchBatchResponse = Message<"toolmesh.dispatcher.v1.DispatchBatc
  * Use `create(DispatchBatchResponseSchema)` to create a new message.
  */
 export const DispatchBatchResponseSchema: GenMessage<DispatchBatchResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 3);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 10);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.CancelRequest
@@ -193,7 +388,7 @@ export type CancelRequest = Message<"toolmesh.dispatcher.v1.CancelRequest"> & {
  * Use `create(CancelRequestSchema)` to create a new message.
  */
 export const CancelRequestSchema: GenMessage<CancelRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 4);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 11);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.CancelResponse
@@ -206,7 +401,7 @@ export type CancelResponse = Message<"toolmesh.dispatcher.v1.CancelResponse"> & 
  * Use `create(CancelResponseSchema)` to create a new message.
  */
 export const CancelResponseSchema: GenMessage<CancelResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 5);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 12);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.RuntimeStatus
@@ -270,7 +465,7 @@ export type RuntimeStatus = Message<"toolmesh.dispatcher.v1.RuntimeStatus"> & {
  * Use `create(RuntimeStatusSchema)` to create a new message.
  */
 export const RuntimeStatusSchema: GenMessage<RuntimeStatus> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 6);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 13);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.GetRuntimeStatusRequest
@@ -289,7 +484,7 @@ export type GetRuntimeStatusRequest = Message<"toolmesh.dispatcher.v1.GetRuntime
  * Use `create(GetRuntimeStatusRequestSchema)` to create a new message.
  */
 export const GetRuntimeStatusRequestSchema: GenMessage<GetRuntimeStatusRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 7);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 14);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.GetRuntimeStatusResponse
@@ -306,7 +501,7 @@ export type GetRuntimeStatusResponse = Message<"toolmesh.dispatcher.v1.GetRuntim
  * Use `create(GetRuntimeStatusResponseSchema)` to create a new message.
  */
 export const GetRuntimeStatusResponseSchema: GenMessage<GetRuntimeStatusResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 8);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 15);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.StartToolRequest
@@ -323,7 +518,7 @@ export type StartToolRequest = Message<"toolmesh.dispatcher.v1.StartToolRequest"
  * Use `create(StartToolRequestSchema)` to create a new message.
  */
 export const StartToolRequestSchema: GenMessage<StartToolRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 9);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 16);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.StartToolResponse
@@ -340,7 +535,7 @@ export type StartToolResponse = Message<"toolmesh.dispatcher.v1.StartToolRespons
  * Use `create(StartToolResponseSchema)` to create a new message.
  */
 export const StartToolResponseSchema: GenMessage<StartToolResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 10);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 17);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.StopToolRequest
@@ -357,7 +552,7 @@ export type StopToolRequest = Message<"toolmesh.dispatcher.v1.StopToolRequest"> 
  * Use `create(StopToolRequestSchema)` to create a new message.
  */
 export const StopToolRequestSchema: GenMessage<StopToolRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 11);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 18);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.StopToolResponse
@@ -374,7 +569,7 @@ export type StopToolResponse = Message<"toolmesh.dispatcher.v1.StopToolResponse"
  * Use `create(StopToolResponseSchema)` to create a new message.
  */
 export const StopToolResponseSchema: GenMessage<StopToolResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 12);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 19);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.DispatchToolCallsRequest
@@ -414,7 +609,7 @@ export type DispatchToolCallsRequest = Message<"toolmesh.dispatcher.v1.DispatchT
  * Use `create(DispatchToolCallsRequestSchema)` to create a new message.
  */
 export const DispatchToolCallsRequestSchema: GenMessage<DispatchToolCallsRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 13);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 20);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.DispatchToolCallsResponse
@@ -452,14 +647,15 @@ export type DispatchToolCallsResponse = Message<"toolmesh.dispatcher.v1.Dispatch
  * Use `create(DispatchToolCallsResponseSchema)` to create a new message.
  */
 export const DispatchToolCallsResponseSchema: GenMessage<DispatchToolCallsResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 14);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 21);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.ImportMcpServerRequest
  */
 export type ImportMcpServerRequest = Message<"toolmesh.dispatcher.v1.ImportMcpServerRequest"> & {
   /**
-   * Registry names become `<prefix>.<tool name>`; a valid tool name such as `everything`.
+   * Registry names become `<prefix>.<name>`; a valid tool name such as `everything`. Empty keeps
+   * the server's own names (snake-cased), for a server whose names collide with no other.
    *
    * @generated from field: string prefix = 1;
    */
@@ -485,6 +681,15 @@ export type ImportMcpServerRequest = Message<"toolmesh.dispatcher.v1.ImportMcpSe
    * @generated from field: bool dry_run = 4;
    */
   dryRun: boolean;
+
+  /**
+   * Import only entries of these kinds (tools, prompts, resources, resource templates); empty
+   * imports every kind the server offers. Entries of other kinds a former import wrote are left
+   * as they are.
+   *
+   * @generated from field: repeated toolmesh.registry.v1.McpOperation only = 5;
+   */
+  only: McpOperation[];
 };
 
 /**
@@ -492,7 +697,7 @@ export type ImportMcpServerRequest = Message<"toolmesh.dispatcher.v1.ImportMcpSe
  * Use `create(ImportMcpServerRequestSchema)` to create a new message.
  */
 export const ImportMcpServerRequestSchema: GenMessage<ImportMcpServerRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 15);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 22);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.ImportedMcpTool
@@ -506,7 +711,7 @@ export type ImportedMcpTool = Message<"toolmesh.dispatcher.v1.ImportedMcpTool"> 
   tool: string;
 
   /**
-   * The name on the MCP server.
+   * The name on the MCP server (a resource's URI, a template's URI template).
    *
    * @generated from field: string mcp_name = 2;
    */
@@ -516,6 +721,13 @@ export type ImportedMcpTool = Message<"toolmesh.dispatcher.v1.ImportedMcpTool"> 
    * @generated from field: toolmesh.dispatcher.v1.McpImportChange change = 3;
    */
   change: McpImportChange;
+
+  /**
+   * A tool, prompt, resource or resource template.
+   *
+   * @generated from field: toolmesh.registry.v1.McpOperation operation = 4;
+   */
+  operation: McpOperation;
 };
 
 /**
@@ -523,7 +735,7 @@ export type ImportedMcpTool = Message<"toolmesh.dispatcher.v1.ImportedMcpTool"> 
  * Use `create(ImportedMcpToolSchema)` to create a new message.
  */
 export const ImportedMcpToolSchema: GenMessage<ImportedMcpTool> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 16);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 23);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.ImportMcpServerResponse
@@ -552,7 +764,7 @@ export type ImportMcpServerResponse = Message<"toolmesh.dispatcher.v1.ImportMcpS
  * Use `create(ImportMcpServerResponseSchema)` to create a new message.
  */
 export const ImportMcpServerResponseSchema: GenMessage<ImportMcpServerResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 17);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 24);
 
 /**
  * Approval is a call held for approval as approvers see it (arguments redacted).
@@ -639,10 +851,25 @@ export type Approval = Message<"toolmesh.dispatcher.v1.Approval"> & {
 
   /**
    * Why approval is needed: `tool` (the tool requires it) and/or `grant:<id>` (a grant does).
+   * Empty when only the caller's confirmation is.
    *
    * @generated from field: repeated string required_by = 14;
    */
   requiredBy: string[];
+
+  /**
+   * Why the caller's own confirmation is needed, in the same words; empty when it is not.
+   *
+   * @generated from field: repeated string confirmation_by = 15;
+   */
+  confirmationBy: string[];
+
+  /**
+   * When the caller confirmed; unset until then (or when no confirmation is needed).
+   *
+   * @generated from field: google.protobuf.Timestamp confirmed_at = 16;
+   */
+  confirmedAt?: Timestamp | undefined;
 };
 
 /**
@@ -650,7 +877,7 @@ export type Approval = Message<"toolmesh.dispatcher.v1.Approval"> & {
  * Use `create(ApprovalSchema)` to create a new message.
  */
 export const ApprovalSchema: GenMessage<Approval> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 18);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 25);
 
 /**
  * HeldCall is the value of `calls.<call_id>` in the Dispatcher's bucket `toolmesh-approvals`:
@@ -707,6 +934,14 @@ export type HeldCall = Message<"toolmesh.dispatcher.v1.HeldCall"> & {
    * @generated from field: string idempotency_key = 8;
    */
   idempotencyKey: string;
+
+  /**
+   * For a call that waits for its caller's confirmation: the secret an MCP client's answer
+   * carries back (in its requestState), so only the question this call asked can confirm it.
+   *
+   * @generated from field: string confirmation_nonce = 9;
+   */
+  confirmationNonce: string;
 };
 
 /**
@@ -714,7 +949,7 @@ export type HeldCall = Message<"toolmesh.dispatcher.v1.HeldCall"> & {
  * Use `create(HeldCallSchema)` to create a new message.
  */
 export const HeldCallSchema: GenMessage<HeldCall> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 19);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 26);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.ListApprovalsRequest
@@ -750,7 +985,7 @@ export type ListApprovalsRequest = Message<"toolmesh.dispatcher.v1.ListApprovals
  * Use `create(ListApprovalsRequestSchema)` to create a new message.
  */
 export const ListApprovalsRequestSchema: GenMessage<ListApprovalsRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 20);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 27);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.ListApprovalsResponse
@@ -772,7 +1007,7 @@ export type ListApprovalsResponse = Message<"toolmesh.dispatcher.v1.ListApproval
  * Use `create(ListApprovalsResponseSchema)` to create a new message.
  */
 export const ListApprovalsResponseSchema: GenMessage<ListApprovalsResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 21);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 28);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.DecideApprovalRequest
@@ -801,7 +1036,7 @@ export type DecideApprovalRequest = Message<"toolmesh.dispatcher.v1.DecideApprov
  * Use `create(DecideApprovalRequestSchema)` to create a new message.
  */
 export const DecideApprovalRequestSchema: GenMessage<DecideApprovalRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 22);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 29);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.DecideApprovalResponse
@@ -828,7 +1063,7 @@ export type DecideApprovalResponse = Message<"toolmesh.dispatcher.v1.DecideAppro
  * Use `create(DecideApprovalResponseSchema)` to create a new message.
  */
 export const DecideApprovalResponseSchema: GenMessage<DecideApprovalResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 23);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 30);
 
 /**
  * RuntimeState is the life-cycle state of a tool's backend.
@@ -1133,9 +1368,12 @@ export const DispatcherService: GenService<{
   /**
    * ImportMcpServer registers the tools of an MCP server (streamable HTTP URL or stdio command) as
    * toolmesh tools named `<prefix>.<tool>` with runtime `mcp`, keeping their schemas and
-   * annotations; run again, it re-syncs and names the tools whose definition changed. Fails with
-   * UNAUTHENTICATED, PERMISSION_DENIED (admin), INVALID_ARGUMENT (bad prefix or runtime),
-   * UNAVAILABLE (the server cannot be reached or listed), and the Registry's errors.
+   * annotations, and its prompts, resources and resource templates as registry entries of the
+   * same runtime (McpRuntime.operation) that /mcp serves as prompts and resources; run again, it
+   * re-syncs and names the entries whose definition changed. Fails with UNAUTHENTICATED,
+   * PERMISSION_DENIED (admin), INVALID_ARGUMENT (bad prefix or runtime), ALREADY_EXISTS (a
+   * resource URI another import owns), UNAVAILABLE (the server cannot be reached or listed), and
+   * the Registry's errors.
    *
    * @generated from rpc toolmesh.dispatcher.v1.DispatcherService.ImportMcpServer
    */
@@ -1143,6 +1381,35 @@ export const DispatcherService: GenService<{
     methodKind: "unary";
     input: typeof ImportMcpServerRequestSchema;
     output: typeof ImportMcpServerResponseSchema;
+  },
+  /**
+   * AnswerInput answers what a running call asked its caller (a response whose status is PENDING
+   * with `input_required` set: an MCP tool's elicitation, sampling or roots request, or the
+   * confirmation a tool or grant requires). The answer goes to the tool, and the response is the
+   * call's next stop: its result, or PENDING with the next `input_required`. Fails with
+   * UNAUTHENTICATED, INVALID_ARGUMENT (a request_state that is malformed, tampered with, expired
+   * or another caller's; a response that is not a JSON object), FAILED_PRECONDITION (the question
+   * was answered already), NOT_FOUND (the call has ended or its Dispatcher is gone).
+   *
+   * @generated from rpc toolmesh.dispatcher.v1.DispatcherService.AnswerInput
+   */
+  answerInput: {
+    methodKind: "unary";
+    input: typeof AnswerInputRequestSchema;
+    output: typeof AnswerInputResponseSchema;
+  },
+  /**
+   * SearchTools ranks the tools the caller may call by how well their names, descriptions,
+   * categories and input schemas match the query's words (BM25); what /mcp's `search_tools`
+   * answers. Fails with UNAUTHENTICATED, INVALID_ARGUMENT (empty or oversized query, limit over
+   * 50), UNAVAILABLE (no registry or grant snapshot yet).
+   *
+   * @generated from rpc toolmesh.dispatcher.v1.DispatcherService.SearchTools
+   */
+  searchTools: {
+    methodKind: "unary";
+    input: typeof SearchToolsRequestSchema;
+    output: typeof SearchToolsResponseSchema;
   },
   /**
    * ListApprovals lists the calls held for approval that the caller may decide, oldest first
@@ -1160,12 +1427,15 @@ export const DispatcherService: GenService<{
   /**
    * DecideApproval approves or denies a held call. Approved, the call is checked again (tool
    * unchanged, grants still allow it) and runs through the rest of the chain; the response
-   * carries its result. Denied, it ends REFUSED (`approval_denied`) with the reason. Fails with
-   * UNAUTHENTICATED, INVALID_ARGUMENT (no call_id or decision, oversized reason), NOT_FOUND (no
-   * held call with that id: never held, already closed, or expired and swept),
-   * PERMISSION_DENIED (not an approver of the tool, or the caller's own call),
-   * FAILED_PRECONDITION (already decided, or expired), UNAVAILABLE (the decision could not be
-   * recorded).
+   * carries its result. Denied, it ends REFUSED (`approval_denied`) with the reason. A call that
+   * waits for its caller's confirmation (Approval.confirmation_by) is decided by the caller
+   * itself (the same agent, for the same user); when it also needs an approver, the caller
+   * confirms first and the approver decides after. Fails with UNAUTHENTICATED, INVALID_ARGUMENT
+   * (no call_id or decision, oversized reason), NOT_FOUND (no held call with that id: never
+   * held, already closed, or expired and swept), PERMISSION_DENIED (not an approver of the tool,
+   * the caller's own call, or another caller's confirmation), FAILED_PRECONDITION (already
+   * decided, expired, or not yet confirmed by its caller), UNAVAILABLE (the decision could not
+   * be recorded).
    *
    * @generated from rpc toolmesh.dispatcher.v1.DispatcherService.DecideApproval
    */
