@@ -641,8 +641,8 @@ type AuditRecord struct {
 	// TOOL_CALL: when the call arrived (its `time` is when it ended).
 	StartedAt *timestamppb.Timestamp `protobuf:"bytes,29,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
 	// How `hash` is computed: 0 or 1, SHA-256 hex of the canonical Protobuf JSON of the record with
-	// `hash` empty; 2, SHA-256 hex of `prev_hash` followed by the record's binary encoding without
-	// fields 18 to 20 (cheaper, and as strict). Set by the Audit service.
+	// `hash` empty; 2, SHA-256 hex of "<sequence>\n<prev_hash>\n" followed by the record's stored
+	// bytes without fields 18 to 20 (cheaper, and as strict). Set by the Audit service.
 	ChainVersion uint32 `protobuf:"varint,30,opt,name=chain_version,json=chainVersion,proto3" json:"chain_version,omitempty"`
 	// TOOL_CALL and TOOL_REPORTED: the details of the outcome's error (CallError.details).
 	ErrorDetails  *structpb.Struct `protobuf:"bytes,31,opt,name=error_details,json=errorDetails,proto3" json:"error_details,omitempty"`

@@ -406,8 +406,8 @@ export type AuditRecord = Message<"toolmesh.events.v1.AuditRecord"> & {
 
   /**
    * How `hash` is computed: 0 or 1, SHA-256 hex of the canonical Protobuf JSON of the record with
-   * `hash` empty; 2, SHA-256 hex of `prev_hash` followed by the record's binary encoding without
-   * fields 18 to 20 (cheaper, and as strict). Set by the Audit service.
+   * `hash` empty; 2, SHA-256 hex of "<sequence>\n<prev_hash>\n" followed by the record's stored
+   * bytes without fields 18 to 20 (cheaper, and as strict). Set by the Audit service.
    *
    * @generated from field: uint32 chain_version = 30;
    */

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file toolmesh/permission/v1/permission.proto.
  */
 export const file_toolmesh_permission_v1_permission: GenFile = /*@__PURE__*/
-  fileDesc("Cid0b29sbWVzaC9wZXJtaXNzaW9uL3YxL3Blcm1pc3Npb24ucHJvdG8SFnRvb2xtZXNoLnBlcm1pc3Npb24udjEiTwoMUHJpbmNpcGFsUmVmEjMKBGtpbmQYASABKA4yJS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlByaW5jaXBhbEtpbmQSCgoCaWQYAiABKAkiTwoIUmVzb3VyY2USMgoEa2luZBgBIAEoDjIkLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUmVzb3VyY2VLaW5kEg8KB3BhdHRlcm4YAiABKAkiqQIKCUdyYW50U3BlYxI3CglwcmluY2lwYWwYASABKAsyJC50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlByaW5jaXBhbFJlZhIyCghyZXNvdXJjZRgCIAEoCzIgLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUmVzb3VyY2USDgoGc2NvcGVzGAMgAygJEi4KBmVmZmVjdBgEIAEoDjIeLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuRWZmZWN0Ei4KCmV4cGlyZXNfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB2VuYWJsZWQYBiABKAgSEwoLZGVzY3JpcHRpb24YByABKAkSGQoRcmVxdWlyZXNfYXBwcm92YWwYCCABKAgi3gEKBUdyYW50EgoKAmlkGAEgASgJEi8KBHNwZWMYAiABKAsyIS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkdyYW50U3BlYxISCgpjcmVhdGVkX2J5GAMgASgJEi4KCmNyZWF0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhAKCHJldmlzaW9uGAUgASgEEhIKCnVwZGF0ZWRfYnkYBiABKAkSLgoKdXBkYXRlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiQAoMR3JhbnRSZXF1ZXN0EjAKBWdyYW50GAEgASgLMiEudG9vbG1lc2gucGVybWlzc2lvbi52MS5HcmFudFNwZWMiPQoNR3JhbnRSZXNwb25zZRIsCgVncmFudBgBIAEoCzIdLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuR3JhbnQiIQoNUmV2b2tlUmVxdWVzdBIQCghncmFudF9pZBgBIAEoCSIQCg5SZXZva2VSZXNwb25zZSJzChJVcGRhdGVHcmFudFJlcXVlc3QSEAoIZ3JhbnRfaWQYASABKAkSMAoFZ3JhbnQYAiABKAsyIS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkdyYW50U3BlYxIZChFleHBlY3RlZF9yZXZpc2lvbhgDIAEoBCJDChNVcGRhdGVHcmFudFJlc3BvbnNlEiwKBWdyYW50GAEgASgLMh0udG9vbG1lc2gucGVybWlzc2lvbi52MS5HcmFudCKFAQoRTGlzdEdyYW50c1JlcXVlc3QSNwoJcHJpbmNpcGFsGAEgASgLMiQudG9vbG1lc2gucGVybWlzc2lvbi52MS5QcmluY2lwYWxSZWYSEAoIcmVzb3VyY2UYAiABKAkSEQoJcGFnZV9zaXplGAMgASgNEhIKCnBhZ2VfdG9rZW4YBCABKAkiXAoSTGlzdEdyYW50c1Jlc3BvbnNlEi0KBmdyYW50cxgBIAMoCzIdLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuR3JhbnQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIk4KDENoZWNrUmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEg0KBXJvbGVzGAMgAygJEgwKBHRvb2wYBCABKAkiqgEKCERlY2lzaW9uEg8KB2FsbG93ZWQYASABKAgSDgoGcmVhc29uGAIgASgJEhkKEW1hdGNoZWRfZ3JhbnRfaWRzGAMgAygJEhUKDWRlbnlfZ3JhbnRfaWQYBCABKAkSFgoObWlzc2luZ19zY29wZXMYBSADKAkSGAoQZGVuaWVkX3ByaW5jaXBhbBgGIAEoCRIZChFyZXF1aXJlc19hcHByb3ZhbBgHIAEoCCJDCg1DaGVja1Jlc3BvbnNlEjIKCGRlY2lzaW9uGAEgASgLMiAudG9vbG1lc2gucGVybWlzc2lvbi52MS5EZWNpc2lvbiLZAQoGQXBpS2V5EgoKAmlkGAEgASgJEhAKCGFnZW50X2lkGAIgASgJEg8KB3VzZXJfaWQYAyABKAkSDQoFcm9sZXMYBCADKAkSDAoEbmFtZRgFIAEoCRIuCgpjcmVhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdyZXZva2VkGAggASgIEhIKCmNyZWF0ZWRfYnkYCSABKAkihQEKE0NyZWF0ZUFwaUtleVJlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRINCgVyb2xlcxgDIAMoCRIMCgRuYW1lGAQgASgJEi4KCmV4cGlyZXNfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIlcKFENyZWF0ZUFwaUtleVJlc3BvbnNlEi8KB2FwaV9rZXkYASABKAsyHi50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkFwaUtleRIOCgZzZWNyZXQYAiABKAkiIQoTUmV2b2tlQXBpS2V5UmVxdWVzdBIKCgJpZBgBIAEoCSIWChRSZXZva2VBcGlLZXlSZXNwb25zZSJmChJMaXN0QXBpS2V5c1JlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkSFwoPaW5jbHVkZV9yZXZva2VkGAIgASgIEhEKCXBhZ2Vfc2l6ZRgDIAEoDRISCgpwYWdlX3Rva2VuGAQgASgJImAKE0xpc3RBcGlLZXlzUmVzcG9uc2USMAoIYXBpX2tleXMYASADKAsyHi50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkFwaUtleRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkicwoMQXBpS2V5UmVjb3JkEi8KB2FwaV9rZXkYASABKAsyHi50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkFwaUtleRIMCgRzYWx0GAIgASgJEgwKBGhhc2gYAyABKAkSFgoOaGFzaF9hbGdvcml0aG0YBCABKAkisgEKDVJhdGVMaW1pdFNwZWMSOQoHc3ViamVjdBgBIAEoDjIoLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUmF0ZUxpbWl0U3ViamVjdBIOCgZ0YXJnZXQYAiABKAkSGwoTcmVxdWVzdHNfcGVyX3NlY29uZBgDIAEoARINCgVidXJzdBgEIAEoDRIVCg1jYWxsc19wZXJfZGF5GAUgASgNEhMKC2Rlc2NyaXB0aW9uGAYgASgJIpABCglSYXRlTGltaXQSCgoCaWQYASABKAkSMwoEc3BlYxgCIAEoCzIlLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUmF0ZUxpbWl0U3BlYxISCgp1cGRhdGVkX2J5GAMgASgJEi4KCnVwZGF0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIksKE1B1dFJhdGVMaW1pdFJlcXVlc3QSNAoFbGltaXQYASABKAsyJS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlJhdGVMaW1pdFNwZWMiSAoUUHV0UmF0ZUxpbWl0UmVzcG9uc2USMAoFbGltaXQYASABKAsyIS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlJhdGVMaW1pdCIkChZEZWxldGVSYXRlTGltaXRSZXF1ZXN0EgoKAmlkGAEgASgJIhkKF0RlbGV0ZVJhdGVMaW1pdFJlc3BvbnNlIj4KFUxpc3RSYXRlTGltaXRzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKA0SEgoKcGFnZV90b2tlbhgCIAEoCSJkChZMaXN0UmF0ZUxpbWl0c1Jlc3BvbnNlEjEKBmxpbWl0cxgBIAMoCzIhLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUmF0ZUxpbWl0EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSp7Cg1QcmluY2lwYWxLaW5kEh4KGlBSSU5DSVBBTF9LSU5EX1VOU1BFQ0lGSUVEEAASGAoUUFJJTkNJUEFMX0tJTkRfQUdFTlQQARIXChNQUklOQ0lQQUxfS0lORF9VU0VSEAISFwoTUFJJTkNJUEFMX0tJTkRfUk9MRRADKnYKDFJlc291cmNlS2luZBIdChlSRVNPVVJDRV9LSU5EX1VOU1BFQ0lGSUVEEAASFgoSUkVTT1VSQ0VfS0lORF9UT09MEAESFgoSUkVTT1VSQ0VfS0lORF9HTE9CEAISFwoTUkVTT1VSQ0VfS0lORF9HUk9VUBADKkMKBkVmZmVjdBIWChJFRkZFQ1RfVU5TUEVDSUZJRUQQABIQCgxFRkZFQ1RfQUxMT1cQARIPCgtFRkZFQ1RfREVOWRACKqwBChBSYXRlTGltaXRTdWJqZWN0EiIKHlJBVEVfTElNSVRfU1VCSkVDVF9VTlNQRUNJRklFRBAAEhwKGFJBVEVfTElNSVRfU1VCSkVDVF9BR0VOVBABEhsKF1JBVEVfTElNSVRfU1VCSkVDVF9VU0VSEAISGwoXUkFURV9MSU1JVF9TVUJKRUNUX1RPT0wQAxIcChhSQVRFX0xJTUlUX1NVQkpFQ1RfR1JBTlQQBDLzCAoRUGVybWlzc2lvblNlcnZpY2USVAoFR3JhbnQSJC50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkdyYW50UmVxdWVzdBolLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuR3JhbnRSZXNwb25zZRJXCgZSZXZva2USJS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlJldm9rZVJlcXVlc3QaJi50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlJldm9rZVJlc3BvbnNlEmYKC1VwZGF0ZUdyYW50EioudG9vbG1lc2gucGVybWlzc2lvbi52MS5VcGRhdGVHcmFudFJlcXVlc3QaKy50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlVwZGF0ZUdyYW50UmVzcG9uc2USYwoKTGlzdEdyYW50cxIpLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuTGlzdEdyYW50c1JlcXVlc3QaKi50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkxpc3RHcmFudHNSZXNwb25zZRJUCgVDaGVjaxIkLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuQ2hlY2tSZXF1ZXN0GiUudG9vbG1lc2gucGVybWlzc2lvbi52MS5DaGVja1Jlc3BvbnNlEmkKDENyZWF0ZUFwaUtleRIrLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuQ3JlYXRlQXBpS2V5UmVxdWVzdBosLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuQ3JlYXRlQXBpS2V5UmVzcG9uc2USaQoMUmV2b2tlQXBpS2V5EisudG9vbG1lc2gucGVybWlzc2lvbi52MS5SZXZva2VBcGlLZXlSZXF1ZXN0GiwudG9vbG1lc2gucGVybWlzc2lvbi52MS5SZXZva2VBcGlLZXlSZXNwb25zZRJmCgtMaXN0QXBpS2V5cxIqLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuTGlzdEFwaUtleXNSZXF1ZXN0GisudG9vbG1lc2gucGVybWlzc2lvbi52MS5MaXN0QXBpS2V5c1Jlc3BvbnNlEmkKDFB1dFJhdGVMaW1pdBIrLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUHV0UmF0ZUxpbWl0UmVxdWVzdBosLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUHV0UmF0ZUxpbWl0UmVzcG9uc2UScgoPRGVsZXRlUmF0ZUxpbWl0Ei4udG9vbG1lc2gucGVybWlzc2lvbi52MS5EZWxldGVSYXRlTGltaXRSZXF1ZXN0Gi8udG9vbG1lc2gucGVybWlzc2lvbi52MS5EZWxldGVSYXRlTGltaXRSZXNwb25zZRJvCg5MaXN0UmF0ZUxpbWl0cxItLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuTGlzdFJhdGVMaW1pdHNSZXF1ZXN0Gi4udG9vbG1lc2gucGVybWlzc2lvbi52MS5MaXN0UmF0ZUxpbWl0c1Jlc3BvbnNlQuABChpjb20udG9vbG1lc2gucGVybWlzc2lvbi52MUIPUGVybWlzc2lvblByb3RvUAFaN3Rvb2xtZXNoLmRldi9nby9nZW4vdG9vbG1lc2gvcGVybWlzc2lvbi92MTtwZXJtaXNzaW9udjGiAgNUUFiqAhZUb29sbWVzaC5QZXJtaXNzaW9uLlYxygIWVG9vbG1lc2hcUGVybWlzc2lvblxWMeICIlRvb2xtZXNoXFBlcm1pc3Npb25cVjFcR1BCTWV0YWRhdGHqAhhUb29sbWVzaDo6UGVybWlzc2lvbjo6VjFiBnByb3RvMw", [file_google_protobuf_timestamp]);
+  fileDesc("Cid0b29sbWVzaC9wZXJtaXNzaW9uL3YxL3Blcm1pc3Npb24ucHJvdG8SFnRvb2xtZXNoLnBlcm1pc3Npb24udjEiTwoMUHJpbmNpcGFsUmVmEjMKBGtpbmQYASABKA4yJS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlByaW5jaXBhbEtpbmQSCgoCaWQYAiABKAkiTwoIUmVzb3VyY2USMgoEa2luZBgBIAEoDjIkLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUmVzb3VyY2VLaW5kEg8KB3BhdHRlcm4YAiABKAkiqQIKCUdyYW50U3BlYxI3CglwcmluY2lwYWwYASABKAsyJC50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlByaW5jaXBhbFJlZhIyCghyZXNvdXJjZRgCIAEoCzIgLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUmVzb3VyY2USDgoGc2NvcGVzGAMgAygJEi4KBmVmZmVjdBgEIAEoDjIeLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuRWZmZWN0Ei4KCmV4cGlyZXNfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB2VuYWJsZWQYBiABKAgSEwoLZGVzY3JpcHRpb24YByABKAkSGQoRcmVxdWlyZXNfYXBwcm92YWwYCCABKAgi3gEKBUdyYW50EgoKAmlkGAEgASgJEi8KBHNwZWMYAiABKAsyIS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkdyYW50U3BlYxISCgpjcmVhdGVkX2J5GAMgASgJEi4KCmNyZWF0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhAKCHJldmlzaW9uGAUgASgEEhIKCnVwZGF0ZWRfYnkYBiABKAkSLgoKdXBkYXRlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiQAoMR3JhbnRSZXF1ZXN0EjAKBWdyYW50GAEgASgLMiEudG9vbG1lc2gucGVybWlzc2lvbi52MS5HcmFudFNwZWMiPQoNR3JhbnRSZXNwb25zZRIsCgVncmFudBgBIAEoCzIdLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuR3JhbnQiIQoNUmV2b2tlUmVxdWVzdBIQCghncmFudF9pZBgBIAEoCSIQCg5SZXZva2VSZXNwb25zZSJzChJVcGRhdGVHcmFudFJlcXVlc3QSEAoIZ3JhbnRfaWQYASABKAkSMAoFZ3JhbnQYAiABKAsyIS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkdyYW50U3BlYxIZChFleHBlY3RlZF9yZXZpc2lvbhgDIAEoBCJDChNVcGRhdGVHcmFudFJlc3BvbnNlEiwKBWdyYW50GAEgASgLMh0udG9vbG1lc2gucGVybWlzc2lvbi52MS5HcmFudCKFAQoRTGlzdEdyYW50c1JlcXVlc3QSNwoJcHJpbmNpcGFsGAEgASgLMiQudG9vbG1lc2gucGVybWlzc2lvbi52MS5QcmluY2lwYWxSZWYSEAoIcmVzb3VyY2UYAiABKAkSEQoJcGFnZV9zaXplGAMgASgNEhIKCnBhZ2VfdG9rZW4YBCABKAkiXAoSTGlzdEdyYW50c1Jlc3BvbnNlEi0KBmdyYW50cxgBIAMoCzIdLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuR3JhbnQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIk4KDENoZWNrUmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEg0KBXJvbGVzGAMgAygJEgwKBHRvb2wYBCABKAkiqgEKCERlY2lzaW9uEg8KB2FsbG93ZWQYASABKAgSDgoGcmVhc29uGAIgASgJEhkKEW1hdGNoZWRfZ3JhbnRfaWRzGAMgAygJEhUKDWRlbnlfZ3JhbnRfaWQYBCABKAkSFgoObWlzc2luZ19zY29wZXMYBSADKAkSGAoQZGVuaWVkX3ByaW5jaXBhbBgGIAEoCRIZChFyZXF1aXJlc19hcHByb3ZhbBgHIAEoCCJDCg1DaGVja1Jlc3BvbnNlEjIKCGRlY2lzaW9uGAEgASgLMiAudG9vbG1lc2gucGVybWlzc2lvbi52MS5EZWNpc2lvbiLZAQoGQXBpS2V5EgoKAmlkGAEgASgJEhAKCGFnZW50X2lkGAIgASgJEg8KB3VzZXJfaWQYAyABKAkSDQoFcm9sZXMYBCADKAkSDAoEbmFtZRgFIAEoCRIuCgpjcmVhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdyZXZva2VkGAggASgIEhIKCmNyZWF0ZWRfYnkYCSABKAkihQEKE0NyZWF0ZUFwaUtleVJlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRINCgVyb2xlcxgDIAMoCRIMCgRuYW1lGAQgASgJEi4KCmV4cGlyZXNfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIlcKFENyZWF0ZUFwaUtleVJlc3BvbnNlEi8KB2FwaV9rZXkYASABKAsyHi50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkFwaUtleRIOCgZzZWNyZXQYAiABKAkiIQoTUmV2b2tlQXBpS2V5UmVxdWVzdBIKCgJpZBgBIAEoCSIWChRSZXZva2VBcGlLZXlSZXNwb25zZSJmChJMaXN0QXBpS2V5c1JlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkSFwoPaW5jbHVkZV9yZXZva2VkGAIgASgIEhEKCXBhZ2Vfc2l6ZRgDIAEoDRISCgpwYWdlX3Rva2VuGAQgASgJImAKE0xpc3RBcGlLZXlzUmVzcG9uc2USMAoIYXBpX2tleXMYASADKAsyHi50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkFwaUtleRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkicwoMQXBpS2V5UmVjb3JkEi8KB2FwaV9rZXkYASABKAsyHi50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkFwaUtleRIMCgRzYWx0GAIgASgJEgwKBGhhc2gYAyABKAkSFgoOaGFzaF9hbGdvcml0aG0YBCABKAkisgEKDVJhdGVMaW1pdFNwZWMSOQoHc3ViamVjdBgBIAEoDjIoLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUmF0ZUxpbWl0U3ViamVjdBIOCgZ0YXJnZXQYAiABKAkSGwoTcmVxdWVzdHNfcGVyX3NlY29uZBgDIAEoARINCgVidXJzdBgEIAEoDRIVCg1jYWxsc19wZXJfZGF5GAUgASgNEhMKC2Rlc2NyaXB0aW9uGAYgASgJIpABCglSYXRlTGltaXQSCgoCaWQYASABKAkSMwoEc3BlYxgCIAEoCzIlLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUmF0ZUxpbWl0U3BlYxISCgp1cGRhdGVkX2J5GAMgASgJEi4KCnVwZGF0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIksKE1B1dFJhdGVMaW1pdFJlcXVlc3QSNAoFbGltaXQYASABKAsyJS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlJhdGVMaW1pdFNwZWMiSAoUUHV0UmF0ZUxpbWl0UmVzcG9uc2USMAoFbGltaXQYASABKAsyIS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlJhdGVMaW1pdCIkChZEZWxldGVSYXRlTGltaXRSZXF1ZXN0EgoKAmlkGAEgASgJIhkKF0RlbGV0ZVJhdGVMaW1pdFJlc3BvbnNlIj4KFUxpc3RSYXRlTGltaXRzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKA0SEgoKcGFnZV90b2tlbhgCIAEoCSJkChZMaXN0UmF0ZUxpbWl0c1Jlc3BvbnNlEjEKBmxpbWl0cxgBIAMoCzIhLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUmF0ZUxpbWl0EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSKlAQoLU2VjcmV0U2NvcGUSOQoJdG9vbF9raW5kGAEgASgOMiYudG9vbG1lc2gucGVybWlzc2lvbi52MS5TZWNyZXRUb29sS2luZBIMCgR0b29sGAIgASgJEj0KC2hvbGRlcl9raW5kGAMgASgOMigudG9vbG1lc2gucGVybWlzc2lvbi52MS5TZWNyZXRIb2xkZXJLaW5kEg4KBmhvbGRlchgEIAEoCSLAAQoGU2VjcmV0EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSMgoFc2NvcGUYAyABKAsyIy50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlNlY3JldFNjb3BlEg8KB3ZlcnNpb24YBCABKAQSEwoLZGVzY3JpcHRpb24YBSABKAkSEgoKdXBkYXRlZF9ieRgGIAEoCRIuCgp1cGRhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJ4ChBQdXRTZWNyZXRSZXF1ZXN0EgwKBG5hbWUYASABKAkSMgoFc2NvcGUYAiABKAsyIy50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlNlY3JldFNjb3BlEg0KBXZhbHVlGAMgASgJEhMKC2Rlc2NyaXB0aW9uGAQgASgJIkMKEVB1dFNlY3JldFJlc3BvbnNlEi4KBnNlY3JldBgBIAEoCzIeLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuU2VjcmV0IiEKE0RlbGV0ZVNlY3JldFJlcXVlc3QSCgoCaWQYASABKAkiFgoURGVsZXRlU2VjcmV0UmVzcG9uc2UiSQoSTGlzdFNlY3JldHNSZXF1ZXN0EgwKBG5hbWUYASABKAkSEQoJcGFnZV9zaXplGAIgASgNEhIKCnBhZ2VfdG9rZW4YAyABKAkiXwoTTGlzdFNlY3JldHNSZXNwb25zZRIvCgdzZWNyZXRzGAEgAygLMh4udG9vbG1lc2gucGVybWlzc2lvbi52MS5TZWNyZXQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIugBChFPQXV0aFByb3ZpZGVyU3BlYxIMCgRuYW1lGAEgASgJEg4KBmlzc3VlchgCIAEoCRIeChZhdXRob3JpemF0aW9uX2VuZHBvaW50GAMgASgJEhYKDnRva2VuX2VuZHBvaW50GAQgASgJEhsKE3Jldm9jYXRpb25fZW5kcG9pbnQYBSABKAkSEQoJY2xpZW50X2lkGAYgASgJEg4KBnNjb3BlcxgHIAMoCRIQCghyZXNvdXJjZRgIIAEoCRIWCg50b2tlbl9leGNoYW5nZRgJIAEoCBITCgtkZXNjcmlwdGlvbhgKIAEoCSK9AQoNT0F1dGhQcm92aWRlchI3CgRzcGVjGAEgASgLMikudG9vbG1lc2gucGVybWlzc2lvbi52MS5PQXV0aFByb3ZpZGVyU3BlYxIUCgxyZWRpcmVjdF91cmkYAiABKAkSGQoRaGFzX2NsaWVudF9zZWNyZXQYAyABKAgSEgoKdXBkYXRlZF9ieRgEIAEoCRIuCgp1cGRhdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKKAQoXUHV0T0F1dGhQcm92aWRlclJlcXVlc3QSOwoIcHJvdmlkZXIYASABKAsyKS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLk9BdXRoUHJvdmlkZXJTcGVjEhUKDWNsaWVudF9zZWNyZXQYAiABKAkSGwoTY2xlYXJfY2xpZW50X3NlY3JldBgDIAEoCCJTChhQdXRPQXV0aFByb3ZpZGVyUmVzcG9uc2USNwoIcHJvdmlkZXIYASABKAsyJS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLk9BdXRoUHJvdmlkZXIiKgoaRGVsZXRlT0F1dGhQcm92aWRlclJlcXVlc3QSDAoEbmFtZRgBIAEoCSIdChtEZWxldGVPQXV0aFByb3ZpZGVyUmVzcG9uc2UiGwoZTGlzdE9BdXRoUHJvdmlkZXJzUmVxdWVzdCJWChpMaXN0T0F1dGhQcm92aWRlcnNSZXNwb25zZRI4Cglwcm92aWRlcnMYASADKAsyJS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLk9BdXRoUHJvdmlkZXIiOgoVQ29ubmVjdEFjY291bnRSZXF1ZXN0EhAKCHByb3ZpZGVyGAEgASgJEg8KB3VzZXJfaWQYAiABKAkiVQoWQ29ubmVjdEFjY291bnRSZXNwb25zZRILCgN1cmwYASABKAkSLgoKZXhwaXJlc19hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiiwIKD09BdXRoQ29ubmVjdGlvbhIQCghwcm92aWRlchgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEg8KB3ZlcnNpb24YAyABKAQSMAoMY29ubmVjdGVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI1ChFhY2Nlc3NfZXhwaXJlc19hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMAoMcmVmcmVzaGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZzY29wZXMYByADKAkSGQoRaGFzX3JlZnJlc2hfdG9rZW4YCCABKAgiOwoWTGlzdENvbm5lY3Rpb25zUmVxdWVzdBIQCghwcm92aWRlchgBIAEoCRIPCgd1c2VyX2lkGAIgASgJIlcKF0xpc3RDb25uZWN0aW9uc1Jlc3BvbnNlEjwKC2Nvbm5lY3Rpb25zGAEgAygLMicudG9vbG1lc2gucGVybWlzc2lvbi52MS5PQXV0aENvbm5lY3Rpb24iPAoXUmV2b2tlQ29ubmVjdGlvblJlcXVlc3QSEAoIcHJvdmlkZXIYASABKAkSDwoHdXNlcl9pZBgCIAEoCSIaChhSZXZva2VDb25uZWN0aW9uUmVzcG9uc2UivAEKClNpZ25pbmdLZXkSCwoDa2lkGAEgASgJEhEKCWFsZ29yaXRobRgCIAEoCRISCgpwdWJsaWNfandrGAMgASgJEjYKBXN0YXRlGAQgASgOMicudG9vbG1lc2gucGVybWlzc2lvbi52MS5TaWduaW5nS2V5U3RhdGUSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKY3JlYXRlZF9ieRgGIAEoCSIWChRBZGRTaWduaW5nS2V5UmVxdWVzdCJIChVBZGRTaWduaW5nS2V5UmVzcG9uc2USLwoDa2V5GAEgASgLMiIudG9vbG1lc2gucGVybWlzc2lvbi52MS5TaWduaW5nS2V5IiYKF1JldGlyZVNpZ25pbmdLZXlSZXF1ZXN0EgsKA2tpZBgBIAEoCSIaChhSZXRpcmVTaWduaW5nS2V5UmVzcG9uc2UiGAoWTGlzdFNpZ25pbmdLZXlzUmVxdWVzdCJLChdMaXN0U2lnbmluZ0tleXNSZXNwb25zZRIwCgRrZXlzGAEgAygLMiIudG9vbG1lc2gucGVybWlzc2lvbi52MS5TaWduaW5nS2V5IloKEUlzc3VlVG9rZW5SZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSDQoFcm9sZXMYAyADKAkSEwoLdHRsX3NlY29uZHMYBCABKA0iUwoSSXNzdWVUb2tlblJlc3BvbnNlEg0KBXRva2VuGAEgASgJEi4KCmV4cGlyZXNfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIikKClNlY3JldE5lZWQSDAoEbmFtZRgBIAEoCRINCgVvYXV0aBgCIAEoCCKbAQoVUmVzb2x2ZVNlY3JldHNSZXF1ZXN0EgwKBHRvb2wYASABKAkSDwoHcnVudGltZRgCIAEoCRIQCghhZ2VudF9pZBgDIAEoCRIPCgd1c2VyX2lkGAQgASgJEg0KBXJvbGVzGAUgAygJEjEKBW5lZWRzGAYgAygLMiIudG9vbG1lc2gucGVybWlzc2lvbi52MS5TZWNyZXROZWVkInAKDlJlc29sdmVkU2VjcmV0Eg0KBXZhbHVlGAEgASgJEg4KBnNvdXJjZRgCIAEoCRIPCgd2ZXJzaW9uGAMgASgEEi4KCmV4cGlyZXNfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIlEKFlJlc29sdmVTZWNyZXRzUmVzcG9uc2USNwoHc2VjcmV0cxgBIAMoCzImLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUmVzb2x2ZWRTZWNyZXQiNwoSQ29ubmVjdExpbmtSZXF1ZXN0EhAKCHByb3ZpZGVyGAEgASgJEg8KB3VzZXJfaWQYAiABKAkqewoNUHJpbmNpcGFsS2luZBIeChpQUklOQ0lQQUxfS0lORF9VTlNQRUNJRklFRBAAEhgKFFBSSU5DSVBBTF9LSU5EX0FHRU5UEAESFwoTUFJJTkNJUEFMX0tJTkRfVVNFUhACEhcKE1BSSU5DSVBBTF9LSU5EX1JPTEUQAyp2CgxSZXNvdXJjZUtpbmQSHQoZUkVTT1VSQ0VfS0lORF9VTlNQRUNJRklFRBAAEhYKElJFU09VUkNFX0tJTkRfVE9PTBABEhYKElJFU09VUkNFX0tJTkRfR0xPQhACEhcKE1JFU09VUkNFX0tJTkRfR1JPVVAQAypDCgZFZmZlY3QSFgoSRUZGRUNUX1VOU1BFQ0lGSUVEEAASEAoMRUZGRUNUX0FMTE9XEAESDwoLRUZGRUNUX0RFTlkQAiqsAQoQUmF0ZUxpbWl0U3ViamVjdBIiCh5SQVRFX0xJTUlUX1NVQkpFQ1RfVU5TUEVDSUZJRUQQABIcChhSQVRFX0xJTUlUX1NVQkpFQ1RfQUdFTlQQARIbChdSQVRFX0xJTUlUX1NVQkpFQ1RfVVNFUhACEhsKF1JBVEVfTElNSVRfU1VCSkVDVF9UT09MEAMSHAoYUkFURV9MSU1JVF9TVUJKRUNUX0dSQU5UEAQqhgEKDlNlY3JldFRvb2xLaW5kEiAKHFNFQ1JFVF9UT09MX0tJTkRfVU5TUEVDSUZJRUQQABIZChVTRUNSRVRfVE9PTF9LSU5EX1RPT0wQARIZChVTRUNSRVRfVE9PTF9LSU5EX0dMT0IQAhIcChhTRUNSRVRfVE9PTF9LSU5EX1JVTlRJTUUQAyqvAQoQU2VjcmV0SG9sZGVyS2luZBIiCh5TRUNSRVRfSE9MREVSX0tJTkRfVU5TUEVDSUZJRUQQABIfChtTRUNSRVRfSE9MREVSX0tJTkRfRVZFUllPTkUQARIbChdTRUNSRVRfSE9MREVSX0tJTkRfUk9MRRACEhwKGFNFQ1JFVF9IT0xERVJfS0lORF9BR0VOVBADEhsKF1NFQ1JFVF9IT0xERVJfS0lORF9VU0VSEAQqcwoPU2lnbmluZ0tleVN0YXRlEiEKHVNJR05JTkdfS0VZX1NUQVRFX1VOU1BFQ0lGSUVEEAASHAoYU0lHTklOR19LRVlfU1RBVEVfQUNUSVZFEAESHwobU0lHTklOR19LRVlfU1RBVEVfVkVSSUZZSU5HEAIythQKEVBlcm1pc3Npb25TZXJ2aWNlElQKBUdyYW50EiQudG9vbG1lc2gucGVybWlzc2lvbi52MS5HcmFudFJlcXVlc3QaJS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkdyYW50UmVzcG9uc2USVwoGUmV2b2tlEiUudG9vbG1lc2gucGVybWlzc2lvbi52MS5SZXZva2VSZXF1ZXN0GiYudG9vbG1lc2gucGVybWlzc2lvbi52MS5SZXZva2VSZXNwb25zZRJmCgtVcGRhdGVHcmFudBIqLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuVXBkYXRlR3JhbnRSZXF1ZXN0GisudG9vbG1lc2gucGVybWlzc2lvbi52MS5VcGRhdGVHcmFudFJlc3BvbnNlEmMKCkxpc3RHcmFudHMSKS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkxpc3RHcmFudHNSZXF1ZXN0GioudG9vbG1lc2gucGVybWlzc2lvbi52MS5MaXN0R3JhbnRzUmVzcG9uc2USVAoFQ2hlY2sSJC50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkNoZWNrUmVxdWVzdBolLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuQ2hlY2tSZXNwb25zZRJpCgxDcmVhdGVBcGlLZXkSKy50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkNyZWF0ZUFwaUtleVJlcXVlc3QaLC50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkNyZWF0ZUFwaUtleVJlc3BvbnNlEmkKDFJldm9rZUFwaUtleRIrLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUmV2b2tlQXBpS2V5UmVxdWVzdBosLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUmV2b2tlQXBpS2V5UmVzcG9uc2USZgoLTGlzdEFwaUtleXMSKi50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkxpc3RBcGlLZXlzUmVxdWVzdBorLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuTGlzdEFwaUtleXNSZXNwb25zZRJpCgxQdXRSYXRlTGltaXQSKy50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlB1dFJhdGVMaW1pdFJlcXVlc3QaLC50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlB1dFJhdGVMaW1pdFJlc3BvbnNlEnIKD0RlbGV0ZVJhdGVMaW1pdBIuLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuRGVsZXRlUmF0ZUxpbWl0UmVxdWVzdBovLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuRGVsZXRlUmF0ZUxpbWl0UmVzcG9uc2USbwoOTGlzdFJhdGVMaW1pdHMSLS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkxpc3RSYXRlTGltaXRzUmVxdWVzdBouLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuTGlzdFJhdGVMaW1pdHNSZXNwb25zZRJgCglQdXRTZWNyZXQSKC50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlB1dFNlY3JldFJlcXVlc3QaKS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlB1dFNlY3JldFJlc3BvbnNlEmkKDERlbGV0ZVNlY3JldBIrLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuRGVsZXRlU2VjcmV0UmVxdWVzdBosLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuRGVsZXRlU2VjcmV0UmVzcG9uc2USZgoLTGlzdFNlY3JldHMSKi50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkxpc3RTZWNyZXRzUmVxdWVzdBorLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuTGlzdFNlY3JldHNSZXNwb25zZRJ1ChBQdXRPQXV0aFByb3ZpZGVyEi8udG9vbG1lc2gucGVybWlzc2lvbi52MS5QdXRPQXV0aFByb3ZpZGVyUmVxdWVzdBowLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUHV0T0F1dGhQcm92aWRlclJlc3BvbnNlEn4KE0RlbGV0ZU9BdXRoUHJvdmlkZXISMi50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkRlbGV0ZU9BdXRoUHJvdmlkZXJSZXF1ZXN0GjMudG9vbG1lc2gucGVybWlzc2lvbi52MS5EZWxldGVPQXV0aFByb3ZpZGVyUmVzcG9uc2USewoSTGlzdE9BdXRoUHJvdmlkZXJzEjEudG9vbG1lc2gucGVybWlzc2lvbi52MS5MaXN0T0F1dGhQcm92aWRlcnNSZXF1ZXN0GjIudG9vbG1lc2gucGVybWlzc2lvbi52MS5MaXN0T0F1dGhQcm92aWRlcnNSZXNwb25zZRJvCg5Db25uZWN0QWNjb3VudBItLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuQ29ubmVjdEFjY291bnRSZXF1ZXN0Gi4udG9vbG1lc2gucGVybWlzc2lvbi52MS5Db25uZWN0QWNjb3VudFJlc3BvbnNlEnIKD0xpc3RDb25uZWN0aW9ucxIuLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuTGlzdENvbm5lY3Rpb25zUmVxdWVzdBovLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuTGlzdENvbm5lY3Rpb25zUmVzcG9uc2USdQoQUmV2b2tlQ29ubmVjdGlvbhIvLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUmV2b2tlQ29ubmVjdGlvblJlcXVlc3QaMC50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlJldm9rZUNvbm5lY3Rpb25SZXNwb25zZRJsCg1BZGRTaWduaW5nS2V5EiwudG9vbG1lc2gucGVybWlzc2lvbi52MS5BZGRTaWduaW5nS2V5UmVxdWVzdBotLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuQWRkU2lnbmluZ0tleVJlc3BvbnNlEnUKEFJldGlyZVNpZ25pbmdLZXkSLy50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlJldGlyZVNpZ25pbmdLZXlSZXF1ZXN0GjAudG9vbG1lc2gucGVybWlzc2lvbi52MS5SZXRpcmVTaWduaW5nS2V5UmVzcG9uc2UScgoPTGlzdFNpZ25pbmdLZXlzEi4udG9vbG1lc2gucGVybWlzc2lvbi52MS5MaXN0U2lnbmluZ0tleXNSZXF1ZXN0Gi8udG9vbG1lc2gucGVybWlzc2lvbi52MS5MaXN0U2lnbmluZ0tleXNSZXNwb25zZRJjCgpJc3N1ZVRva2VuEikudG9vbG1lc2gucGVybWlzc2lvbi52MS5Jc3N1ZVRva2VuUmVxdWVzdBoqLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuSXNzdWVUb2tlblJlc3BvbnNlQuABChpjb20udG9vbG1lc2gucGVybWlzc2lvbi52MUIPUGVybWlzc2lvblByb3RvUAFaN3Rvb2xtZXNoLmRldi9nby9nZW4vdG9vbG1lc2gvcGVybWlzc2lvbi92MTtwZXJtaXNzaW9udjGiAgNUUFiqAhZUb29sbWVzaC5QZXJtaXNzaW9uLlYxygIWVG9vbG1lc2hcUGVybWlzc2lvblxWMeICIlRvb2xtZXNoXFBlcm1pc3Npb25cVjFcR1BCTWV0YWRhdGHqAhhUb29sbWVzaDo6UGVybWlzc2lvbjo6VjFiBnByb3RvMw", [file_google_protobuf_timestamp]);
 
 /**
  * PrincipalRef names who a grant applies to.
@@ -935,6 +935,1012 @@ export const ListRateLimitsResponseSchema: GenMessage<ListRateLimitsResponse> = 
   messageDesc(file_toolmesh_permission_v1_permission, 30);
 
 /**
+ * SecretScope is which calls a secret serves: a call takes the secret of its user first, then of
+ * its agent, then of its roles, then everyone's; for one holder, a tool's own before a glob's
+ * before a runtime's.
+ *
+ * @generated from message toolmesh.permission.v1.SecretScope
+ */
+export type SecretScope = Message<"toolmesh.permission.v1.SecretScope"> & {
+  /**
+   * @generated from field: toolmesh.permission.v1.SecretToolKind tool_kind = 1;
+   */
+  toolKind: SecretToolKind;
+
+  /**
+   * The tool name, glob or runtime kind.
+   *
+   * @generated from field: string tool = 2;
+   */
+  tool: string;
+
+  /**
+   * @generated from field: toolmesh.permission.v1.SecretHolderKind holder_kind = 3;
+   */
+  holderKind: SecretHolderKind;
+
+  /**
+   * The role, agent id or user id; empty for everyone.
+   *
+   * @generated from field: string holder = 4;
+   */
+  holder: string;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.SecretScope.
+ * Use `create(SecretScopeSchema)` to create a new message.
+ */
+export const SecretScopeSchema: GenMessage<SecretScope> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 31);
+
+/**
+ * Secret is what the vault tells about a secret: never its value.
+ *
+ * @generated from message toolmesh.permission.v1.Secret
+ */
+export type Secret = Message<"toolmesh.permission.v1.Secret"> & {
+  /**
+   * Derived from the name and the scope: putting both again replaces the value.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * What tools ask for (registry.v1.SecretInjection.secret): 1-64 characters of [a-z0-9_.-],
+   * starting with a letter.
+   *
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * @generated from field: toolmesh.permission.v1.SecretScope scope = 3;
+   */
+  scope?: SecretScope | undefined;
+
+  /**
+   * 1 when put, bumped by every put of a new value.
+   *
+   * @generated from field: uint64 version = 4;
+   */
+  version: bigint;
+
+  /**
+   * Why the secret exists.
+   *
+   * @generated from field: string description = 5;
+   */
+  description: string;
+
+  /**
+   * @generated from field: string updated_by = 6;
+   */
+  updatedBy: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp updated_at = 7;
+   */
+  updatedAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.Secret.
+ * Use `create(SecretSchema)` to create a new message.
+ */
+export const SecretSchema: GenMessage<Secret> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 32);
+
+/**
+ * @generated from message toolmesh.permission.v1.PutSecretRequest
+ */
+export type PutSecretRequest = Message<"toolmesh.permission.v1.PutSecretRequest"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * @generated from field: toolmesh.permission.v1.SecretScope scope = 2;
+   */
+  scope?: SecretScope | undefined;
+
+  /**
+   * The value: 1 to 65,536 bytes of UTF-8. Stored encrypted; never returned.
+   *
+   * @generated from field: string value = 3;
+   */
+  value: string;
+
+  /**
+   * @generated from field: string description = 4;
+   */
+  description: string;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.PutSecretRequest.
+ * Use `create(PutSecretRequestSchema)` to create a new message.
+ */
+export const PutSecretRequestSchema: GenMessage<PutSecretRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 33);
+
+/**
+ * @generated from message toolmesh.permission.v1.PutSecretResponse
+ */
+export type PutSecretResponse = Message<"toolmesh.permission.v1.PutSecretResponse"> & {
+  /**
+   * @generated from field: toolmesh.permission.v1.Secret secret = 1;
+   */
+  secret?: Secret | undefined;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.PutSecretResponse.
+ * Use `create(PutSecretResponseSchema)` to create a new message.
+ */
+export const PutSecretResponseSchema: GenMessage<PutSecretResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 34);
+
+/**
+ * @generated from message toolmesh.permission.v1.DeleteSecretRequest
+ */
+export type DeleteSecretRequest = Message<"toolmesh.permission.v1.DeleteSecretRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.DeleteSecretRequest.
+ * Use `create(DeleteSecretRequestSchema)` to create a new message.
+ */
+export const DeleteSecretRequestSchema: GenMessage<DeleteSecretRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 35);
+
+/**
+ * @generated from message toolmesh.permission.v1.DeleteSecretResponse
+ */
+export type DeleteSecretResponse = Message<"toolmesh.permission.v1.DeleteSecretResponse"> & {
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.DeleteSecretResponse.
+ * Use `create(DeleteSecretResponseSchema)` to create a new message.
+ */
+export const DeleteSecretResponseSchema: GenMessage<DeleteSecretResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 36);
+
+/**
+ * @generated from message toolmesh.permission.v1.ListSecretsRequest
+ */
+export type ListSecretsRequest = Message<"toolmesh.permission.v1.ListSecretsRequest"> & {
+  /**
+   * Only secrets of this name.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * @generated from field: uint32 page_size = 2;
+   */
+  pageSize: number;
+
+  /**
+   * @generated from field: string page_token = 3;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.ListSecretsRequest.
+ * Use `create(ListSecretsRequestSchema)` to create a new message.
+ */
+export const ListSecretsRequestSchema: GenMessage<ListSecretsRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 37);
+
+/**
+ * @generated from message toolmesh.permission.v1.ListSecretsResponse
+ */
+export type ListSecretsResponse = Message<"toolmesh.permission.v1.ListSecretsResponse"> & {
+  /**
+   * @generated from field: repeated toolmesh.permission.v1.Secret secrets = 1;
+   */
+  secrets: Secret[];
+
+  /**
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.ListSecretsResponse.
+ * Use `create(ListSecretsResponseSchema)` to create a new message.
+ */
+export const ListSecretsResponseSchema: GenMessage<ListSecretsResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 38);
+
+/**
+ * OAuthProviderSpec is an upstream authorization server toolmesh is a client of.
+ *
+ * @generated from message toolmesh.permission.v1.OAuthProviderSpec
+ */
+export type OAuthProviderSpec = Message<"toolmesh.permission.v1.OAuthProviderSpec"> & {
+  /**
+   * What tools name (registry.v1.SecretInjection.oauth_provider); as a secret name.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * The issuer: its metadata is read from /.well-known/oauth-authorization-server (RFC 8414) or
+   * /.well-known/openid-configuration below it.
+   *
+   * @generated from field: string issuer = 2;
+   */
+  issuer: string;
+
+  /**
+   * Endpoints; discovered from the issuer when empty.
+   *
+   * @generated from field: string authorization_endpoint = 3;
+   */
+  authorizationEndpoint: string;
+
+  /**
+   * @generated from field: string token_endpoint = 4;
+   */
+  tokenEndpoint: string;
+
+  /**
+   * Empty when the issuer has none: revoking a connection then only forgets its tokens.
+   *
+   * @generated from field: string revocation_endpoint = 5;
+   */
+  revocationEndpoint: string;
+
+  /**
+   * The client toolmesh is at the upstream (its client secret is in PutOAuthProviderRequest).
+   *
+   * @generated from field: string client_id = 6;
+   */
+  clientId: string;
+
+  /**
+   * Scopes asked for when a user connects (`offline_access` is how many issuers give refresh tokens).
+   *
+   * @generated from field: repeated string scopes = 7;
+   */
+  scopes: string[];
+
+  /**
+   * The resource indicator (RFC 8707) asked for: the protected tool's or MCP server's URL.
+   *
+   * @generated from field: string resource = 8;
+   */
+  resource: string;
+
+  /**
+   * Instead of a connection per user, exchange the caller's identity (a JWT toolmesh signs, sub =
+   * the user) for an upstream token (RFC 8693 token exchange) on every call that needs one.
+   *
+   * @generated from field: bool token_exchange = 9;
+   */
+  tokenExchange: boolean;
+
+  /**
+   * @generated from field: string description = 10;
+   */
+  description: string;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.OAuthProviderSpec.
+ * Use `create(OAuthProviderSpecSchema)` to create a new message.
+ */
+export const OAuthProviderSpecSchema: GenMessage<OAuthProviderSpec> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 39);
+
+/**
+ * OAuthProvider is a stored upstream.
+ *
+ * @generated from message toolmesh.permission.v1.OAuthProvider
+ */
+export type OAuthProvider = Message<"toolmesh.permission.v1.OAuthProvider"> & {
+  /**
+   * @generated from field: toolmesh.permission.v1.OAuthProviderSpec spec = 1;
+   */
+  spec?: OAuthProviderSpec | undefined;
+
+  /**
+   * The redirect URI to register at the upstream for this client.
+   *
+   * @generated from field: string redirect_uri = 2;
+   */
+  redirectUri: string;
+
+  /**
+   * Whether a client secret is stored in the vault (a public client has none).
+   *
+   * @generated from field: bool has_client_secret = 3;
+   */
+  hasClientSecret: boolean;
+
+  /**
+   * @generated from field: string updated_by = 4;
+   */
+  updatedBy: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp updated_at = 5;
+   */
+  updatedAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.OAuthProvider.
+ * Use `create(OAuthProviderSchema)` to create a new message.
+ */
+export const OAuthProviderSchema: GenMessage<OAuthProvider> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 40);
+
+/**
+ * @generated from message toolmesh.permission.v1.PutOAuthProviderRequest
+ */
+export type PutOAuthProviderRequest = Message<"toolmesh.permission.v1.PutOAuthProviderRequest"> & {
+  /**
+   * @generated from field: toolmesh.permission.v1.OAuthProviderSpec provider = 1;
+   */
+  provider?: OAuthProviderSpec | undefined;
+
+  /**
+   * The client secret, stored in the vault; empty for a public client (PKCE only). A put without
+   * one keeps the secret already stored unless `clear_client_secret`.
+   *
+   * @generated from field: string client_secret = 2;
+   */
+  clientSecret: string;
+
+  /**
+   * @generated from field: bool clear_client_secret = 3;
+   */
+  clearClientSecret: boolean;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.PutOAuthProviderRequest.
+ * Use `create(PutOAuthProviderRequestSchema)` to create a new message.
+ */
+export const PutOAuthProviderRequestSchema: GenMessage<PutOAuthProviderRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 41);
+
+/**
+ * @generated from message toolmesh.permission.v1.PutOAuthProviderResponse
+ */
+export type PutOAuthProviderResponse = Message<"toolmesh.permission.v1.PutOAuthProviderResponse"> & {
+  /**
+   * @generated from field: toolmesh.permission.v1.OAuthProvider provider = 1;
+   */
+  provider?: OAuthProvider | undefined;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.PutOAuthProviderResponse.
+ * Use `create(PutOAuthProviderResponseSchema)` to create a new message.
+ */
+export const PutOAuthProviderResponseSchema: GenMessage<PutOAuthProviderResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 42);
+
+/**
+ * @generated from message toolmesh.permission.v1.DeleteOAuthProviderRequest
+ */
+export type DeleteOAuthProviderRequest = Message<"toolmesh.permission.v1.DeleteOAuthProviderRequest"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.DeleteOAuthProviderRequest.
+ * Use `create(DeleteOAuthProviderRequestSchema)` to create a new message.
+ */
+export const DeleteOAuthProviderRequestSchema: GenMessage<DeleteOAuthProviderRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 43);
+
+/**
+ * @generated from message toolmesh.permission.v1.DeleteOAuthProviderResponse
+ */
+export type DeleteOAuthProviderResponse = Message<"toolmesh.permission.v1.DeleteOAuthProviderResponse"> & {
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.DeleteOAuthProviderResponse.
+ * Use `create(DeleteOAuthProviderResponseSchema)` to create a new message.
+ */
+export const DeleteOAuthProviderResponseSchema: GenMessage<DeleteOAuthProviderResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 44);
+
+/**
+ * @generated from message toolmesh.permission.v1.ListOAuthProvidersRequest
+ */
+export type ListOAuthProvidersRequest = Message<"toolmesh.permission.v1.ListOAuthProvidersRequest"> & {
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.ListOAuthProvidersRequest.
+ * Use `create(ListOAuthProvidersRequestSchema)` to create a new message.
+ */
+export const ListOAuthProvidersRequestSchema: GenMessage<ListOAuthProvidersRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 45);
+
+/**
+ * @generated from message toolmesh.permission.v1.ListOAuthProvidersResponse
+ */
+export type ListOAuthProvidersResponse = Message<"toolmesh.permission.v1.ListOAuthProvidersResponse"> & {
+  /**
+   * @generated from field: repeated toolmesh.permission.v1.OAuthProvider providers = 1;
+   */
+  providers: OAuthProvider[];
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.ListOAuthProvidersResponse.
+ * Use `create(ListOAuthProvidersResponseSchema)` to create a new message.
+ */
+export const ListOAuthProvidersResponseSchema: GenMessage<ListOAuthProvidersResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 46);
+
+/**
+ * @generated from message toolmesh.permission.v1.ConnectAccountRequest
+ */
+export type ConnectAccountRequest = Message<"toolmesh.permission.v1.ConnectAccountRequest"> & {
+  /**
+   * @generated from field: string provider = 1;
+   */
+  provider: string;
+
+  /**
+   * The user to connect; empty means the user the caller acts for.
+   *
+   * @generated from field: string user_id = 2;
+   */
+  userId: string;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.ConnectAccountRequest.
+ * Use `create(ConnectAccountRequestSchema)` to create a new message.
+ */
+export const ConnectAccountRequestSchema: GenMessage<ConnectAccountRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 47);
+
+/**
+ * @generated from message toolmesh.permission.v1.ConnectAccountResponse
+ */
+export type ConnectAccountResponse = Message<"toolmesh.permission.v1.ConnectAccountResponse"> & {
+  /**
+   * Open in a browser: it goes on to the upstream's authorization page and back to toolmesh.
+   *
+   * @generated from field: string url = 1;
+   */
+  url: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp expires_at = 2;
+   */
+  expiresAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.ConnectAccountResponse.
+ * Use `create(ConnectAccountResponseSchema)` to create a new message.
+ */
+export const ConnectAccountResponseSchema: GenMessage<ConnectAccountResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 48);
+
+/**
+ * OAuthConnection is a user's connection to an upstream: never its tokens.
+ *
+ * @generated from message toolmesh.permission.v1.OAuthConnection
+ */
+export type OAuthConnection = Message<"toolmesh.permission.v1.OAuthConnection"> & {
+  /**
+   * @generated from field: string provider = 1;
+   */
+  provider: string;
+
+  /**
+   * @generated from field: string user_id = 2;
+   */
+  userId: string;
+
+  /**
+   * Bumped by every new token (connection and refresh alike).
+   *
+   * @generated from field: uint64 version = 3;
+   */
+  version: bigint;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp connected_at = 4;
+   */
+  connectedAt?: Timestamp | undefined;
+
+  /**
+   * When the current access token expires; toolmesh refreshes it before.
+   *
+   * @generated from field: google.protobuf.Timestamp access_expires_at = 5;
+   */
+  accessExpiresAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp refreshed_at = 6;
+   */
+  refreshedAt?: Timestamp | undefined;
+
+  /**
+   * The scopes the upstream granted.
+   *
+   * @generated from field: repeated string scopes = 7;
+   */
+  scopes: string[];
+
+  /**
+   * @generated from field: bool has_refresh_token = 8;
+   */
+  hasRefreshToken: boolean;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.OAuthConnection.
+ * Use `create(OAuthConnectionSchema)` to create a new message.
+ */
+export const OAuthConnectionSchema: GenMessage<OAuthConnection> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 49);
+
+/**
+ * @generated from message toolmesh.permission.v1.ListConnectionsRequest
+ */
+export type ListConnectionsRequest = Message<"toolmesh.permission.v1.ListConnectionsRequest"> & {
+  /**
+   * Only connections to this provider.
+   *
+   * @generated from field: string provider = 1;
+   */
+  provider: string;
+
+  /**
+   * Only connections of this user (admins; others see their own user's).
+   *
+   * @generated from field: string user_id = 2;
+   */
+  userId: string;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.ListConnectionsRequest.
+ * Use `create(ListConnectionsRequestSchema)` to create a new message.
+ */
+export const ListConnectionsRequestSchema: GenMessage<ListConnectionsRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 50);
+
+/**
+ * @generated from message toolmesh.permission.v1.ListConnectionsResponse
+ */
+export type ListConnectionsResponse = Message<"toolmesh.permission.v1.ListConnectionsResponse"> & {
+  /**
+   * @generated from field: repeated toolmesh.permission.v1.OAuthConnection connections = 1;
+   */
+  connections: OAuthConnection[];
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.ListConnectionsResponse.
+ * Use `create(ListConnectionsResponseSchema)` to create a new message.
+ */
+export const ListConnectionsResponseSchema: GenMessage<ListConnectionsResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 51);
+
+/**
+ * @generated from message toolmesh.permission.v1.RevokeConnectionRequest
+ */
+export type RevokeConnectionRequest = Message<"toolmesh.permission.v1.RevokeConnectionRequest"> & {
+  /**
+   * @generated from field: string provider = 1;
+   */
+  provider: string;
+
+  /**
+   * Empty means the user the caller acts for.
+   *
+   * @generated from field: string user_id = 2;
+   */
+  userId: string;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.RevokeConnectionRequest.
+ * Use `create(RevokeConnectionRequestSchema)` to create a new message.
+ */
+export const RevokeConnectionRequestSchema: GenMessage<RevokeConnectionRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 52);
+
+/**
+ * @generated from message toolmesh.permission.v1.RevokeConnectionResponse
+ */
+export type RevokeConnectionResponse = Message<"toolmesh.permission.v1.RevokeConnectionResponse"> & {
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.RevokeConnectionResponse.
+ * Use `create(RevokeConnectionResponseSchema)` to create a new message.
+ */
+export const RevokeConnectionResponseSchema: GenMessage<RevokeConnectionResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 53);
+
+/**
+ * SigningKey is a JWT signing key's public half, as every service verifies with it.
+ *
+ * @generated from message toolmesh.permission.v1.SigningKey
+ */
+export type SigningKey = Message<"toolmesh.permission.v1.SigningKey"> & {
+  /**
+   * The JWT header's `kid`.
+   *
+   * @generated from field: string kid = 1;
+   */
+  kid: string;
+
+  /**
+   * `EdDSA`.
+   *
+   * @generated from field: string algorithm = 2;
+   */
+  algorithm: string;
+
+  /**
+   * The public key as a JWK (JSON).
+   *
+   * @generated from field: string public_jwk = 3;
+   */
+  publicJwk: string;
+
+  /**
+   * @generated from field: toolmesh.permission.v1.SigningKeyState state = 4;
+   */
+  state: SigningKeyState;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp created_at = 5;
+   */
+  createdAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: string created_by = 6;
+   */
+  createdBy: string;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.SigningKey.
+ * Use `create(SigningKeySchema)` to create a new message.
+ */
+export const SigningKeySchema: GenMessage<SigningKey> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 54);
+
+/**
+ * @generated from message toolmesh.permission.v1.AddSigningKeyRequest
+ */
+export type AddSigningKeyRequest = Message<"toolmesh.permission.v1.AddSigningKeyRequest"> & {
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.AddSigningKeyRequest.
+ * Use `create(AddSigningKeyRequestSchema)` to create a new message.
+ */
+export const AddSigningKeyRequestSchema: GenMessage<AddSigningKeyRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 55);
+
+/**
+ * @generated from message toolmesh.permission.v1.AddSigningKeyResponse
+ */
+export type AddSigningKeyResponse = Message<"toolmesh.permission.v1.AddSigningKeyResponse"> & {
+  /**
+   * @generated from field: toolmesh.permission.v1.SigningKey key = 1;
+   */
+  key?: SigningKey | undefined;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.AddSigningKeyResponse.
+ * Use `create(AddSigningKeyResponseSchema)` to create a new message.
+ */
+export const AddSigningKeyResponseSchema: GenMessage<AddSigningKeyResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 56);
+
+/**
+ * @generated from message toolmesh.permission.v1.RetireSigningKeyRequest
+ */
+export type RetireSigningKeyRequest = Message<"toolmesh.permission.v1.RetireSigningKeyRequest"> & {
+  /**
+   * @generated from field: string kid = 1;
+   */
+  kid: string;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.RetireSigningKeyRequest.
+ * Use `create(RetireSigningKeyRequestSchema)` to create a new message.
+ */
+export const RetireSigningKeyRequestSchema: GenMessage<RetireSigningKeyRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 57);
+
+/**
+ * @generated from message toolmesh.permission.v1.RetireSigningKeyResponse
+ */
+export type RetireSigningKeyResponse = Message<"toolmesh.permission.v1.RetireSigningKeyResponse"> & {
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.RetireSigningKeyResponse.
+ * Use `create(RetireSigningKeyResponseSchema)` to create a new message.
+ */
+export const RetireSigningKeyResponseSchema: GenMessage<RetireSigningKeyResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 58);
+
+/**
+ * @generated from message toolmesh.permission.v1.ListSigningKeysRequest
+ */
+export type ListSigningKeysRequest = Message<"toolmesh.permission.v1.ListSigningKeysRequest"> & {
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.ListSigningKeysRequest.
+ * Use `create(ListSigningKeysRequestSchema)` to create a new message.
+ */
+export const ListSigningKeysRequestSchema: GenMessage<ListSigningKeysRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 59);
+
+/**
+ * @generated from message toolmesh.permission.v1.ListSigningKeysResponse
+ */
+export type ListSigningKeysResponse = Message<"toolmesh.permission.v1.ListSigningKeysResponse"> & {
+  /**
+   * @generated from field: repeated toolmesh.permission.v1.SigningKey keys = 1;
+   */
+  keys: SigningKey[];
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.ListSigningKeysResponse.
+ * Use `create(ListSigningKeysResponseSchema)` to create a new message.
+ */
+export const ListSigningKeysResponseSchema: GenMessage<ListSigningKeysResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 60);
+
+/**
+ * @generated from message toolmesh.permission.v1.IssueTokenRequest
+ */
+export type IssueTokenRequest = Message<"toolmesh.permission.v1.IssueTokenRequest"> & {
+  /**
+   * @generated from field: string agent_id = 1;
+   */
+  agentId: string;
+
+  /**
+   * The user the agent acts for; empty for none.
+   *
+   * @generated from field: string user_id = 2;
+   */
+  userId: string;
+
+  /**
+   * Defaults to [`agent`].
+   *
+   * @generated from field: repeated string roles = 3;
+   */
+  roles: string[];
+
+  /**
+   * Lifetime in seconds: 1 to 86,400; 0 means 3,600.
+   *
+   * @generated from field: uint32 ttl_seconds = 4;
+   */
+  ttlSeconds: number;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.IssueTokenRequest.
+ * Use `create(IssueTokenRequestSchema)` to create a new message.
+ */
+export const IssueTokenRequestSchema: GenMessage<IssueTokenRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 61);
+
+/**
+ * @generated from message toolmesh.permission.v1.IssueTokenResponse
+ */
+export type IssueTokenResponse = Message<"toolmesh.permission.v1.IssueTokenResponse"> & {
+  /**
+   * @generated from field: string token = 1;
+   */
+  token: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp expires_at = 2;
+   */
+  expiresAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.IssueTokenResponse.
+ * Use `create(IssueTokenResponseSchema)` to create a new message.
+ */
+export const IssueTokenResponseSchema: GenMessage<IssueTokenResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 62);
+
+/**
+ * SecretNeed is one secret a call needs, as the Dispatcher asks the vault for it over the bus
+ * (`toolmesh.vault.resolve`). Never leaves NATS.
+ *
+ * @generated from message toolmesh.permission.v1.SecretNeed
+ */
+export type SecretNeed = Message<"toolmesh.permission.v1.SecretNeed"> & {
+  /**
+   * A vault secret name, or (with `oauth`) an OAuth provider name.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * @generated from field: bool oauth = 2;
+   */
+  oauth: boolean;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.SecretNeed.
+ * Use `create(SecretNeedSchema)` to create a new message.
+ */
+export const SecretNeedSchema: GenMessage<SecretNeed> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 63);
+
+/**
+ * ResolveSecretsRequest asks Permission for the values a call needs. Never leaves NATS.
+ *
+ * @generated from message toolmesh.permission.v1.ResolveSecretsRequest
+ */
+export type ResolveSecretsRequest = Message<"toolmesh.permission.v1.ResolveSecretsRequest"> & {
+  /**
+   * @generated from field: string tool = 1;
+   */
+  tool: string;
+
+  /**
+   * The tool's runtime kind word (grpc, local, remote, docker, mcp).
+   *
+   * @generated from field: string runtime = 2;
+   */
+  runtime: string;
+
+  /**
+   * @generated from field: string agent_id = 3;
+   */
+  agentId: string;
+
+  /**
+   * @generated from field: string user_id = 4;
+   */
+  userId: string;
+
+  /**
+   * @generated from field: repeated string roles = 5;
+   */
+  roles: string[];
+
+  /**
+   * @generated from field: repeated toolmesh.permission.v1.SecretNeed needs = 6;
+   */
+  needs: SecretNeed[];
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.ResolveSecretsRequest.
+ * Use `create(ResolveSecretsRequestSchema)` to create a new message.
+ */
+export const ResolveSecretsRequestSchema: GenMessage<ResolveSecretsRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 64);
+
+/**
+ * ResolvedSecret is one value, in the order of the needs. Never leaves NATS.
+ *
+ * @generated from message toolmesh.permission.v1.ResolvedSecret
+ */
+export type ResolvedSecret = Message<"toolmesh.permission.v1.ResolvedSecret"> & {
+  /**
+   * @generated from field: string value = 1;
+   */
+  value: string;
+
+  /**
+   * The secret or connection it came from, and its version: what a cached value is keyed on.
+   *
+   * @generated from field: string source = 2;
+   */
+  source: string;
+
+  /**
+   * @generated from field: uint64 version = 3;
+   */
+  version: bigint;
+
+  /**
+   * When the value stops being valid (an access token); unset for a static secret.
+   *
+   * @generated from field: google.protobuf.Timestamp expires_at = 4;
+   */
+  expiresAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.ResolvedSecret.
+ * Use `create(ResolvedSecretSchema)` to create a new message.
+ */
+export const ResolvedSecretSchema: GenMessage<ResolvedSecret> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 65);
+
+/**
+ * ResolveSecretsResponse answers a ResolveSecretsRequest: every need resolved, or an error
+ * header naming the one that is missing. Never leaves NATS.
+ *
+ * @generated from message toolmesh.permission.v1.ResolveSecretsResponse
+ */
+export type ResolveSecretsResponse = Message<"toolmesh.permission.v1.ResolveSecretsResponse"> & {
+  /**
+   * @generated from field: repeated toolmesh.permission.v1.ResolvedSecret secrets = 1;
+   */
+  secrets: ResolvedSecret[];
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.ResolveSecretsResponse.
+ * Use `create(ResolveSecretsResponseSchema)` to create a new message.
+ */
+export const ResolveSecretsResponseSchema: GenMessage<ResolveSecretsResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 66);
+
+/**
+ * ConnectLinkRequest asks Permission for the link that connects a user's account (a refusal
+ * names it). Never leaves NATS.
+ *
+ * @generated from message toolmesh.permission.v1.ConnectLinkRequest
+ */
+export type ConnectLinkRequest = Message<"toolmesh.permission.v1.ConnectLinkRequest"> & {
+  /**
+   * @generated from field: string provider = 1;
+   */
+  provider: string;
+
+  /**
+   * @generated from field: string user_id = 2;
+   */
+  userId: string;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.ConnectLinkRequest.
+ * Use `create(ConnectLinkRequestSchema)` to create a new message.
+ */
+export const ConnectLinkRequestSchema: GenMessage<ConnectLinkRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 67);
+
+/**
  * PrincipalKind says what a grant's principal names.
  *
  * @generated from enum toolmesh.permission.v1.PrincipalKind
@@ -1081,6 +2087,123 @@ export const RateLimitSubjectSchema: GenEnum<RateLimitSubject> = /*@__PURE__*/
   enumDesc(file_toolmesh_permission_v1_permission, 3);
 
 /**
+ * SecretToolKind says which tools a secret serves.
+ *
+ * @generated from enum toolmesh.permission.v1.SecretToolKind
+ */
+export enum SecretToolKind {
+  /**
+   * @generated from enum value: SECRET_TOOL_KIND_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * One tool, by exact name.
+   *
+   * @generated from enum value: SECRET_TOOL_KIND_TOOL = 1;
+   */
+  TOOL = 1,
+
+  /**
+   * A glob over tool names (`*` within a dotted segment, `**` across); `**` is every tool.
+   *
+   * @generated from enum value: SECRET_TOOL_KIND_GLOB = 2;
+   */
+  GLOB = 2,
+
+  /**
+   * Every tool of one runtime kind: grpc, local, remote, docker or mcp.
+   *
+   * @generated from enum value: SECRET_TOOL_KIND_RUNTIME = 3;
+   */
+  RUNTIME = 3,
+}
+
+/**
+ * Describes the enum toolmesh.permission.v1.SecretToolKind.
+ */
+export const SecretToolKindSchema: GenEnum<SecretToolKind> = /*@__PURE__*/
+  enumDesc(file_toolmesh_permission_v1_permission, 4);
+
+/**
+ * SecretHolderKind says whose calls a secret serves.
+ *
+ * @generated from enum toolmesh.permission.v1.SecretHolderKind
+ */
+export enum SecretHolderKind {
+  /**
+   * @generated from enum value: SECRET_HOLDER_KIND_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Every caller.
+   *
+   * @generated from enum value: SECRET_HOLDER_KIND_EVERYONE = 1;
+   */
+  EVERYONE = 1,
+
+  /**
+   * Callers with one role.
+   *
+   * @generated from enum value: SECRET_HOLDER_KIND_ROLE = 2;
+   */
+  ROLE = 2,
+
+  /**
+   * One agent, whoever it acts for.
+   *
+   * @generated from enum value: SECRET_HOLDER_KIND_AGENT = 3;
+   */
+  AGENT = 3,
+
+  /**
+   * Calls on behalf of one user, whichever agent makes them.
+   *
+   * @generated from enum value: SECRET_HOLDER_KIND_USER = 4;
+   */
+  USER = 4,
+}
+
+/**
+ * Describes the enum toolmesh.permission.v1.SecretHolderKind.
+ */
+export const SecretHolderKindSchema: GenEnum<SecretHolderKind> = /*@__PURE__*/
+  enumDesc(file_toolmesh_permission_v1_permission, 5);
+
+/**
+ * SigningKeyState says what a signing key does.
+ *
+ * @generated from enum toolmesh.permission.v1.SigningKeyState
+ */
+export enum SigningKeyState {
+  /**
+   * @generated from enum value: SIGNING_KEY_STATE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Signs new tokens, and verifies.
+   *
+   * @generated from enum value: SIGNING_KEY_STATE_ACTIVE = 1;
+   */
+  ACTIVE = 1,
+
+  /**
+   * Verifies the tokens it signed until it is retired.
+   *
+   * @generated from enum value: SIGNING_KEY_STATE_VERIFYING = 2;
+   */
+  VERIFYING = 2,
+}
+
+/**
+ * Describes the enum toolmesh.permission.v1.SigningKeyState.
+ */
+export const SigningKeyStateSchema: GenEnum<SigningKeyState> = /*@__PURE__*/
+  enumDesc(file_toolmesh_permission_v1_permission, 6);
+
+/**
  * PermissionService owns grants and API keys. Every RPC needs a bearer token; all but Check
  * need the `admin` role (Check also accepts `service`, and an agent may check itself).
  *
@@ -1209,6 +2332,162 @@ export const PermissionService: GenService<{
     methodKind: "unary";
     input: typeof ListRateLimitsRequestSchema;
     output: typeof ListRateLimitsResponseSchema;
+  },
+  /**
+   * PutSecret stores a secret of the vault under a name and a scope, encrypted at rest; the same
+   * name and scope again replaces the value and bumps its version. The value never comes back out
+   * of any RPC. An admin may put any scope; a caller acting for a user may put secrets scoped to
+   * that user only. Fails with INVALID_ARGUMENT (bad name, scope or value), RESOURCE_EXHAUSTED
+   * (the vault holds TOOLMESH_VAULT_MAX_SECRETS), UNAUTHENTICATED, PERMISSION_DENIED.
+   *
+   * @generated from rpc toolmesh.permission.v1.PermissionService.PutSecret
+   */
+  putSecret: {
+    methodKind: "unary";
+    input: typeof PutSecretRequestSchema;
+    output: typeof PutSecretResponseSchema;
+  },
+  /**
+   * DeleteSecret removes a secret; the next call that needs it is refused. Fails with
+   * INVALID_ARGUMENT, NOT_FOUND, UNAUTHENTICATED, PERMISSION_DENIED (as PutSecret).
+   *
+   * @generated from rpc toolmesh.permission.v1.PermissionService.DeleteSecret
+   */
+  deleteSecret: {
+    methodKind: "unary";
+    input: typeof DeleteSecretRequestSchema;
+    output: typeof DeleteSecretResponseSchema;
+  },
+  /**
+   * ListSecrets lists secrets by id: names, scopes and versions, never values. An admin sees
+   * every secret, a caller acting for a user those of that user. Fails with INVALID_ARGUMENT (bad
+   * page token), UNAUTHENTICATED.
+   *
+   * @generated from rpc toolmesh.permission.v1.PermissionService.ListSecrets
+   */
+  listSecrets: {
+    methodKind: "unary";
+    input: typeof ListSecretsRequestSchema;
+    output: typeof ListSecretsResponseSchema;
+  },
+  /**
+   * PutOAuthProvider creates or replaces an OAuth 2.1 upstream (an authorization server toolmesh
+   * is a client of), discovering its endpoints from the issuer when they are not given. Fails
+   * with INVALID_ARGUMENT (bad name or URL), FAILED_PRECONDITION (discovery failed: the message
+   * says what the issuer answered), UNAUTHENTICATED, PERMISSION_DENIED.
+   *
+   * @generated from rpc toolmesh.permission.v1.PermissionService.PutOAuthProvider
+   */
+  putOAuthProvider: {
+    methodKind: "unary";
+    input: typeof PutOAuthProviderRequestSchema;
+    output: typeof PutOAuthProviderResponseSchema;
+  },
+  /**
+   * DeleteOAuthProvider removes an upstream and every user's connection to it. Fails with
+   * INVALID_ARGUMENT, NOT_FOUND, UNAUTHENTICATED, PERMISSION_DENIED.
+   *
+   * @generated from rpc toolmesh.permission.v1.PermissionService.DeleteOAuthProvider
+   */
+  deleteOAuthProvider: {
+    methodKind: "unary";
+    input: typeof DeleteOAuthProviderRequestSchema;
+    output: typeof DeleteOAuthProviderResponseSchema;
+  },
+  /**
+   * ListOAuthProviders lists the upstreams, never their client secrets. Fails with
+   * UNAUTHENTICATED, PERMISSION_DENIED.
+   *
+   * @generated from rpc toolmesh.permission.v1.PermissionService.ListOAuthProviders
+   */
+  listOAuthProviders: {
+    methodKind: "unary";
+    input: typeof ListOAuthProvidersRequestSchema;
+    output: typeof ListOAuthProvidersResponseSchema;
+  },
+  /**
+   * ConnectAccount gives the link a user opens in a browser to connect their account of an
+   * upstream (authorization code with PKCE, toolmesh as the client). A caller acting for a user
+   * gets the link of that user; an admin may name any user. Fails with INVALID_ARGUMENT,
+   * NOT_FOUND (unknown provider), FAILED_PRECONDITION (no user to connect), UNAUTHENTICATED,
+   * PERMISSION_DENIED.
+   *
+   * @generated from rpc toolmesh.permission.v1.PermissionService.ConnectAccount
+   */
+  connectAccount: {
+    methodKind: "unary";
+    input: typeof ConnectAccountRequestSchema;
+    output: typeof ConnectAccountResponseSchema;
+  },
+  /**
+   * ListConnections lists users' connections to upstreams, never their tokens. Fails with
+   * INVALID_ARGUMENT, UNAUTHENTICATED.
+   *
+   * @generated from rpc toolmesh.permission.v1.PermissionService.ListConnections
+   */
+  listConnections: {
+    methodKind: "unary";
+    input: typeof ListConnectionsRequestSchema;
+    output: typeof ListConnectionsResponseSchema;
+  },
+  /**
+   * RevokeConnection forgets a user's tokens of an upstream (and revokes them there when it has a
+   * revocation endpoint); the user's next call that needs them is refused with the link to
+   * connect again. Fails with INVALID_ARGUMENT, NOT_FOUND, UNAUTHENTICATED, PERMISSION_DENIED.
+   *
+   * @generated from rpc toolmesh.permission.v1.PermissionService.RevokeConnection
+   */
+  revokeConnection: {
+    methodKind: "unary";
+    input: typeof RevokeConnectionRequestSchema;
+    output: typeof RevokeConnectionResponseSchema;
+  },
+  /**
+   * AddSigningKey makes a new JWT signing key (its private half kept in the vault) the one that
+   * signs; the keys before it keep verifying until retired, so tokens of both verify during the
+   * overlap. Fails with UNAUTHENTICATED, PERMISSION_DENIED.
+   *
+   * @generated from rpc toolmesh.permission.v1.PermissionService.AddSigningKey
+   */
+  addSigningKey: {
+    methodKind: "unary";
+    input: typeof AddSigningKeyRequestSchema;
+    output: typeof AddSigningKeyResponseSchema;
+  },
+  /**
+   * RetireSigningKey stops a key verifying: tokens it signed are refused everywhere within a
+   * second. Fails with INVALID_ARGUMENT, NOT_FOUND, FAILED_PRECONDITION (the key signs and no
+   * other key could take over: add one first), UNAUTHENTICATED, PERMISSION_DENIED.
+   *
+   * @generated from rpc toolmesh.permission.v1.PermissionService.RetireSigningKey
+   */
+  retireSigningKey: {
+    methodKind: "unary";
+    input: typeof RetireSigningKeyRequestSchema;
+    output: typeof RetireSigningKeyResponseSchema;
+  },
+  /**
+   * ListSigningKeys lists the signing keys with their public halves. Fails with UNAUTHENTICATED,
+   * PERMISSION_DENIED.
+   *
+   * @generated from rpc toolmesh.permission.v1.PermissionService.ListSigningKeys
+   */
+  listSigningKeys: {
+    methodKind: "unary";
+    input: typeof ListSigningKeysRequestSchema;
+    output: typeof ListSigningKeysResponseSchema;
+  },
+  /**
+   * IssueToken signs a JWT for an agent (and the user it acts for) with the signing key, which
+   * every service verifies. Fails with INVALID_ARGUMENT, FAILED_PRECONDITION (no signing key: add
+   * one), UNAUTHENTICATED, PERMISSION_DENIED.
+   *
+   * @generated from rpc toolmesh.permission.v1.PermissionService.IssueToken
+   */
+  issueToken: {
+    methodKind: "unary";
+    input: typeof IssueTokenRequestSchema;
+    output: typeof IssueTokenResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_toolmesh_permission_v1_permission, 0);
