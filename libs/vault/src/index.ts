@@ -1,4 +1,5 @@
 export { newVaultKey, parseVaultKey, VaultCipher, VaultSealError, vaultKeyId } from "./cipher.js";
+export { vaultSharedConfig } from "./config.js";
 export {
   injectedText,
   injectionProblem,
@@ -23,6 +24,7 @@ export {
   connectionId,
   describeScope,
   missingSecretMessage,
+  notConnectedMessage,
   pickSecret,
   RUNTIME_WORDS,
   type SecretCaller,

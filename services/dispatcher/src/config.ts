@@ -11,6 +11,7 @@ import {
   str,
   url,
 } from "@toolmesh/config";
+import { vaultSharedConfig } from "@toolmesh/vault";
 
 /** Every setting of the Dispatcher, read from the environment. */
 export const dispatcherConfig = {
@@ -97,6 +98,7 @@ export const dispatcherConfig = {
   }),
   /** Roles whose holders may decide every held call (admins always may). */
   approverRoles: list("TOOLMESH_APPROVER_ROLES", ["approver"]),
+  ...vaultSharedConfig,
 };
 
 export type DispatcherConfig = ConfigOf<typeof dispatcherConfig>;

@@ -2,8 +2,17 @@ import { createClient, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { localhostAllowedOrigins } from "@modelcontextprotocol/server";
 import type { RequestAuthenticator } from "@toolmesh/auth";
+import { Code, ConnectError } from "@toolmesh/errors";
 import type { Logger } from "@toolmesh/log";
-import { AgentService, DispatcherService, RegistryService } from "@toolmesh/proto";
+import { MemorySnapshot } from "@toolmesh/nats";
+import {
+  AgentService,
+  DispatcherService,
+  OAuthConnectionSchema,
+  OAuthProviderSchema,
+  RegistryService,
+  SecretSchema,
+} from "@toolmesh/proto";
 import { createToolmeshServer, type ToolmeshServer } from "@toolmesh/server";
 import type { Tracing } from "@toolmesh/telemetry";
 import { ApprovalDesk } from "./approvals/approval-desk.js";
@@ -16,11 +25,13 @@ import { CallRecorder, type RecordSink } from "./records/call-recorder.js";
 import { type HeldCallStore, MemoryHeldCalls } from "./records/held-calls.js";
 import type { CallIdOwners, IdempotencyStore } from "./records/idempotency.js";
 import { NoOutcomes, type OutcomeLookup, type OutcomeReader } from "./records/outcome-lookup.js";
+import { CallSecrets, type VaultLink, type VaultView } from "./runtimes/call-secrets.js";
 import { DockerRuntime } from "./runtimes/docker-runtime.js";
 import { GrpcRuntime } from "./runtimes/grpc-runtime.js";
 import { LocalRuntime } from "./runtimes/local-runtime.js";
 import { McpRuntime } from "./runtimes/mcp-runtime.js";
 import { RemoteRuntime } from "./runtimes/remote-runtime.js";
+import { withSecrets } from "./runtimes/secret-injection.js";
 import { forwardAgentService, type ToolAgentLink } from "./transports/agent/agent-forward.js";
 import { authTimingInterceptor } from "./transports/auth-timing.js";
 import { fastCallRoutes } from "./transports/call-rpcs.js";
@@ -54,6 +65,8 @@ export interface DispatcherSettings {
   toolSecretsDir: string;
   approvalTimeoutMs: number;
   approverRoles: string[];
+  /** An access token is asked for again once it expires within this long. */
+  oauthRefreshMarginMs: number;
 }
 
 export interface DispatcherDeps {
@@ -80,7 +93,26 @@ export interface DispatcherDeps {
   log: Logger;
   /** Spans of each call (startTracing from the OTEL_* variables); off when omitted. */
   tracing?: Tracing;
+  /**
+   * The vault's index, followed from the permission bucket, and Permission asked for values; when
+   * omitted (in-process tests) a tool that names a secret is refused.
+   */
+  vault?: { view: VaultView; link: VaultLink };
 }
+
+/** No vault: an empty index (loaded), and no values to give. */
+const noVault: { view: VaultView; link: VaultLink } = {
+  view: {
+    secrets: new MemorySnapshot(SecretSchema),
+    providers: new MemorySnapshot(OAuthProviderSchema),
+    connections: new MemorySnapshot(OAuthConnectionSchema),
+  },
+  link: {
+    resolve: () =>
+      Promise.reject(new ConnectError("this Dispatcher has no vault", Code.Unavailable)),
+    link: () => Promise.reject(new ConnectError("this Dispatcher has no vault", Code.Unavailable)),
+  },
+};
 
 export interface Dispatcher {
   readonly server: ToolmeshServer;
@@ -132,6 +164,11 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     },
     log,
   );
+  const secrets = new CallSecrets(
+    deps.vault?.view ?? noVault.view,
+    deps.vault?.link ?? noVault.link,
+    settings.oauthRefreshMarginMs,
+  );
   const recorder = new CallRecorder(deps.records, settings.redactKeys, deps.instance);
   const heldCalls = deps.heldCalls ?? new MemoryHeldCalls();
   const outcomes = deps.outcomes ?? new NoOutcomes();
@@ -143,7 +180,15 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       store: heldCalls,
       settings: { holdMs: settings.approvalTimeoutMs, approverRoles: settings.approverRoles },
     },
-    runtimes: { grpc: grpcRuntime, local, remote, docker, mcp: mcpRuntime },
+    // Every runtime gets the secrets its tools name; a tool without secrets passes straight through.
+    runtimes: {
+      grpc: withSecrets(grpcRuntime, secrets),
+      local: withSecrets(local, secrets),
+      remote: withSecrets(remote, secrets),
+      docker: withSecrets(docker, secrets),
+      mcp: withSecrets(mcpRuntime, secrets),
+    },
+    secrets,
     idempotency: deps.idempotency,
     callIds: deps.callIds,
     running,

@@ -1,10 +1,12 @@
 import { authConfig } from "@toolmesh/auth";
 import { type ConfigOf, commonConfig, int, optionalStr, optionalUrl, port } from "@toolmesh/config";
+import { vaultSharedConfig } from "@toolmesh/vault";
 
 /** Every setting of the Permission service, read from the environment. */
 export const permissionConfig = {
   ...commonConfig,
   ...authConfig,
+  ...vaultSharedConfig,
   port: port("TOOLMESH_PERMISSION_PORT", 7102),
   /** The vault key (32 bytes, base64 or hex); else TOOLMESH_VAULT_KEY_FILE; else `<data dir>/vault.key`. */
   vaultKey: optionalStr("TOOLMESH_VAULT_KEY"),
@@ -15,11 +17,6 @@ export const permissionConfig = {
   vaultMaxSecrets: int("TOOLMESH_VAULT_MAX_SECRETS", 10_000, { min: 1, max: 1_000_000 }),
   /** Where browsers reach Permission (connect links, the OAuth redirect URI); its own address when unset. */
   publicUrl: optionalUrl("TOOLMESH_PERMISSION_PUBLIC_URL", ["http:", "https:"]),
-  /** An access token is refreshed once it expires within this long. */
-  oauthRefreshMarginMs: int("TOOLMESH_OAUTH_REFRESH_MARGIN_MS", 60_000, {
-    min: 0,
-    max: 3_600_000,
-  }),
   /** How long a connect link stays valid. */
   connectLinkTtlMs: int("TOOLMESH_CONNECT_LINK_TTL_MS", 600_000, { min: 10_000, max: 86_400_000 }),
 };

@@ -10,6 +10,7 @@ import {
   connectionId,
   exchangeCode,
   exchangeToken,
+  notConnectedMessage,
   type OAuthClient,
   type OAuthEndpoints,
   OAuthError,
@@ -251,10 +252,7 @@ export class OAuthConnections {
 
   private notConnected(provider: string, user: string): ConnectError {
     const link = this.connectLink(provider, user);
-    return new ConnectError(
-      `user "${user}" has not connected an account of OAuth provider "${provider}": open ${link.url} to connect it (the link is valid for ${Math.round(this.deps.linkTtlMs / 60_000)} minutes; ConnectAccount or \`toolmesh connection connect ${provider}\` gives a new one)`,
-      Code.FailedPrecondition,
-    );
+    return new ConnectError(notConnectedMessage(provider, user, link.url), Code.FailedPrecondition);
   }
 
   private async refresh(

@@ -8,6 +8,7 @@ import type { ToolCatalog, ToolValidators } from "../catalog/tool-catalog.js";
 import type { CallRecord, CallRecorder } from "../records/call-recorder.js";
 import type { HeldCallStore } from "../records/held-calls.js";
 import type { CallIdOwners, IdempotencyStore } from "../records/idempotency.js";
+import type { CallSecrets } from "../runtimes/call-secrets.js";
 import type { ToolRuntime } from "../runtimes/runtime.js";
 import type { Refusal } from "./refusal.js";
 import type { RunningCalls } from "./running-calls.js";
@@ -41,6 +42,8 @@ export interface ChainDeps {
   callIds: CallIdOwners;
   running: RunningCalls;
   limits?: CallLimiter | undefined;
+  /** The vault's secrets of the tools: a call missing one is refused before it runs. */
+  secrets?: CallSecrets | undefined;
   /**
    * Where calls that need approval wait, and how long (docs/services.md, approvals); in memory
    * with a 1 h hold when omitted (in-process tests).

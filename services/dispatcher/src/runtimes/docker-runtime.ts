@@ -34,10 +34,10 @@ export class DockerRuntime extends SupervisedRuntime<DockerRuntimeSpec> {
           const kind = tool.spec?.runtime?.kind;
           return kind?.case === "docker" ? kind.value : undefined;
         },
-        launcher: (tool, toolLog) => async (spec) => {
+        launcher: (tool, toolLog, secrets) => async (spec) => {
           swept ??= removeOrphans(client, log);
           await swept;
-          return launchContainer(client, tool, owner, spec, docker, toolLog);
+          return launchContainer(client, tool, owner, spec, docker, toolLog, secrets);
         },
       },
       grpcRuntime,

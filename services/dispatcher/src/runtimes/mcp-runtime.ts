@@ -7,6 +7,7 @@ import {
   type McpRuntime as McpRuntimeSpec,
   TraceEventKind,
 } from "@toolmesh/proto";
+import type { CallSecretValues } from "./call-secrets.js";
 import { failure } from "./grpc-runtime.js";
 import type { Attempt, AttemptResult, ToolRuntime } from "./runtime.js";
 
@@ -32,6 +33,10 @@ class McpConnection {
     private readonly spec: McpRuntimeSpec,
     private readonly settings: McpSettings,
     private readonly log: Logger,
+    /** The caller's secrets for this server: headers over HTTP, environment over stdio. */
+    private readonly injected: CallSecretValues["injected"] = [],
+    /** Told when the connection closes for idleness (a user's connection is then forgotten). */
+    private readonly onIdle: () => void = () => {},
   ) {}
 
   /** Runs `use` with a connected client; a failed connection is dropped so the next call redials. */
@@ -58,14 +63,19 @@ class McpConnection {
       { name: "toolmesh-dispatcher", version: "0.1.0" },
       { versionNegotiation: { mode: "auto" } },
     );
+    const secrets: Record<string, string> = {};
+    for (const { injection, text } of this.injected) {
+      const target = injection.target;
+      if (target.case === "header" || target.case === "env") secrets[target.value] = text;
+    }
     const transport = spec.url
       ? new StreamableHTTPClientTransport(new URL(spec.url), {
-          requestInit: { headers: spec.headers },
+          requestInit: { headers: { ...spec.headers, ...secrets } },
         })
       : new StdioClientTransport({
           command: spec.command,
           args: spec.args,
-          env: { ...(process.env as Record<string, string>), ...spec.env },
+          env: { ...(process.env as Record<string, string>), ...spec.env, ...secrets },
           ...(spec.workingDir ? { cwd: spec.workingDir } : {}),
           stderr: "ignore",
         });
@@ -84,7 +94,10 @@ class McpConnection {
   private armIdle(): void {
     if (this.inFlight > 0) return;
     const idleMs = this.spec.idleTimeoutMs || this.settings.idleTimeoutMs;
-    this.idleTimer = setTimeout(() => void this.close(), idleMs);
+    this.idleTimer = setTimeout(() => {
+      this.onIdle();
+      void this.close();
+    }, idleMs);
     this.idleTimer.unref();
   }
 
@@ -116,7 +129,7 @@ export class McpRuntime implements ToolRuntime {
       return failure("backend_misconfigured", "the tool has no MCP server", false);
     const spec = kind.value;
     try {
-      const result = await this.connectionOf(spec).with((client) =>
+      const result = await this.connectionOf(spec, attempt.secrets).with((client) =>
         client.callTool(
           { name: spec.tool, arguments: attempt.request.arguments ?? {} },
           {
@@ -178,7 +191,11 @@ export class McpRuntime implements ToolRuntime {
     });
   }
 
-  private connectionOf(spec: McpRuntimeSpec): McpConnection {
+  /**
+   * The connection to a server, one per distinct set of the caller's secrets (a user's token is
+   * a connection of that user's), keyed on where they came from, never on their values.
+   */
+  private connectionOf(spec: McpRuntimeSpec, secrets?: CallSecretValues): McpConnection {
     const key = JSON.stringify([
       spec.url,
       spec.headers,
@@ -186,10 +203,19 @@ export class McpRuntime implements ToolRuntime {
       spec.args,
       spec.env,
       spec.workingDir,
+      secrets?.fingerprint ?? "",
     ]);
     let connection = this.connections.get(key);
     if (!connection) {
-      connection = new McpConnection(spec, this.settings, this.log);
+      connection = new McpConnection(
+        spec,
+        this.settings,
+        this.log,
+        secrets?.injected,
+        // A connection with a caller's secrets is that caller's: forgotten once idle, so the
+        // connections of every user and token ever seen do not pile up.
+        secrets ? () => this.connections.delete(key) : undefined,
+      );
       this.connections.set(key, connection);
     }
     return connection;

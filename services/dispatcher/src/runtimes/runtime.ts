@@ -1,5 +1,6 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { BackendEvent, CallError, InvokeRequest, Tool } from "@toolmesh/proto";
+import type { CallSecretValues } from "./call-secrets.js";
 
 /** One attempt to run a tool on its backend. */
 export interface Attempt {
@@ -12,6 +13,8 @@ export interface Attempt {
   onEvent(event: BackendEvent): void;
   /** The W3C traceparent of this attempt's span, sent to the backend so its spans join the trace. */
   traceparent?: string | undefined;
+  /** The tool's secrets for this caller, to inject into the backend request only (withSecrets). */
+  secrets?: CallSecretValues | undefined;
 }
 
 /** How an attempt ended. transient failures may be retried for idempotent tools. */

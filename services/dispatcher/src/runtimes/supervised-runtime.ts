@@ -7,6 +7,7 @@ import {
   RuntimeStatusSchema,
   type Tool,
 } from "@toolmesh/proto";
+import type { CallSecretValues } from "./call-secrets.js";
 import { failure, type GrpcRuntime } from "./grpc-runtime.js";
 import type { RemoteRuntime } from "./remote-runtime.js";
 import type { Attempt, AttemptResult, ToolRuntime } from "./runtime.js";
@@ -29,8 +30,8 @@ export interface SupervisedKind<S extends RunnableSpec> {
   noun: string;
   /** The tool's spec of this kind, or undefined when the tool has another runtime. */
   specOf(tool: Tool): S | undefined;
-  /** Starts a backend for a tool. */
-  launcher(tool: string, log: Logger): Launch<S>;
+  /** Starts a backend for a tool, with the caller's secrets when the tool names some. */
+  launcher(tool: string, log: Logger, secrets?: CallSecretValues): Launch<S>;
 }
 
 /**
@@ -53,7 +54,7 @@ export class SupervisedRuntime<S extends RunnableSpec> implements ToolRuntime {
     if (!spec) {
       return failure("backend_misconfigured", `the tool is not a ${this.kind.noun}`, false);
     }
-    const backend = this.backendOf(attempt.tool.spec?.name ?? "", spec);
+    const backend = this.backendOf(attempt.tool.spec?.name ?? "", spec, attempt.secrets);
     try {
       await backend.acquire(attempt.signal);
     } catch {
@@ -122,19 +123,26 @@ export class SupervisedRuntime<S extends RunnableSpec> implements ToolRuntime {
     return backend.status();
   }
 
-  private backendOf(tool: string, spec: S): SupervisedBackend<S> {
-    let backend = this.backends.get(tool);
+  /**
+   * The backend of a tool; a tool with secrets has one per distinct set of them (a user's
+   * environment or files are that user's backend's), keyed on where they came from and their
+   * versions, and forgotten once idle.
+   */
+  private backendOf(tool: string, spec: S, secrets?: CallSecretValues): SupervisedBackend<S> {
+    const key = secrets ? `${tool}#${secrets.fingerprint}` : tool;
+    let backend = this.backends.get(key);
     if (!backend) {
       const log = this.log.child({ tool });
       backend = new SupervisedBackend(
         tool,
         spec,
-        this.kind.launcher(tool, log),
+        this.kind.launcher(tool, log, secrets),
         this.settings,
         (port) => this.grpcRuntime.forget(`127.0.0.1:${port}`),
         log,
+        secrets ? () => this.backends.delete(key) : undefined,
       );
-      this.backends.set(tool, backend);
+      this.backends.set(key, backend);
     } else {
       backend.spec = spec;
     }
