@@ -23,6 +23,13 @@ export { metricSum } from "./metrics.js";
 export { natsAt, startNats, type TestNats } from "./nats-server.js";
 export { type IsolatedHost, isolatedHost } from "./netns.js";
 export {
+  connectAs,
+  type ProtectedTool,
+  startOAuthServer,
+  startProtectedTool,
+  type TestOAuthServer,
+} from "./oauth-server.js";
+export {
   type OneService,
   type OneServiceOptions,
   startOneService,

@@ -4,7 +4,7 @@ import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { hasRole, principalOf, Role, requireRole } from "@toolmesh/auth";
 import { Code, ConnectError, invalidField, notFound } from "@toolmesh/errors";
 import type { Logger } from "@toolmesh/log";
-import { checkPrincipalId, checkScope } from "@toolmesh/names";
+import { checkPrincipalId } from "@toolmesh/names";
 import { buckets } from "@toolmesh/nats";
 import {
   ChangeType,
@@ -25,6 +25,9 @@ import type { VaultIndex } from "./store.js";
 import { checkDescription } from "./validation.js";
 import type { Vault } from "./vault-store.js";
 import { checkVaultName, userOf } from "./vault-validation.js";
+
+/** An OAuth scope token (RFC 6749, 3.3), bounded. */
+const OAUTH_SCOPE = /^[\x21\x23-\x5B\x5D-\x7E]{1,128}$/;
 
 type OAuthRpcs = Pick<
   ServiceImpl<typeof PermissionService>,
@@ -187,7 +190,12 @@ async function completeSpec(spec: OAuthProviderSpec | undefined): Promise<OAuthP
       "must be 1-256 characters: the client id the upstream gave toolmesh",
     );
   if (spec.scopes.length > 32) throw invalidField("provider.scopes", "has more than 32 scopes");
-  for (const [i, scope] of spec.scopes.entries()) checkScope(`provider.scopes[${i}]`, scope);
+  for (const [i, scope] of spec.scopes.entries())
+    if (!OAUTH_SCOPE.test(scope))
+      throw invalidField(
+        `provider.scopes[${i}]`,
+        "is not an OAuth scope: 1-128 printable characters, no space, quote or backslash",
+      );
   checkDescription("provider.description", spec.description);
   if (spec.tokenEndpoint && (spec.authorizationEndpoint || spec.tokenExchange)) return spec;
   let discovered: Awaited<ReturnType<typeof discoverIssuer>>;
