@@ -123,10 +123,10 @@ export function missingSecretMessage(name: string, caller: SecretCaller): string
   const who = caller.userId
     ? `user "${caller.userId}" (agent "${caller.agentId}")`
     : `agent "${caller.agentId}"`;
-  return `tool "${caller.tool}" needs secret "${name}", and the vault has none for ${who}: an admin puts one with PutSecret (\`toolmesh secret put ${name} --tool ${caller.tool} ...\`)${caller.userId ? `, or the user puts their own, scoped to user "${caller.userId}"` : ""}`;
+  return `tool "${caller.tool}" needs secret "${name}", and the vault has none for ${who}: an admin puts one with PutSecret (\`toolmesh secrets put ${name} --tool ${caller.tool} ...\`)${caller.userId ? `, or the user puts their own, scoped to user "${caller.userId}"` : ""}`;
 }
 
 /** Why a call has no token of an OAuth provider for its user, with the link that connects one. */
 export function notConnectedMessage(provider: string, userId: string, link: string): string {
-  return `user "${userId}" has not connected an account of OAuth provider "${provider}": open ${link} to connect it (ConnectAccount, or \`toolmesh connection connect ${provider} --user ${userId}\`, gives a new link)`;
+  return `user "${userId}" has not connected an account of OAuth provider "${provider}": open ${link} to connect it (ConnectAccount, or \`toolmesh connections connect ${provider} --user ${userId}\`, gives a new link)`;
 }
