@@ -1,4 +1,3 @@
-import { readdir, readFile, stat } from "node:fs/promises";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
@@ -11,7 +10,9 @@ import {
   connectAs,
   eventually,
   failure,
+  filesUnder,
   type ProtectedTool,
+  secretsFound,
   startOAuthServer,
   startProtectedTool,
   startStack,
@@ -215,21 +216,10 @@ describe("vault and OAuth upstreams", () => {
     // Outcomes, memory files and the audit index are derived after the call: let them land.
     await new Promise((resolve) => setTimeout(resolve, 1500));
     const values = [planted, as.clientSecret, ...new Set(tool.seen.map((s) => s.token))];
-    const found: string[] = [];
-    for (const file of await filesUnder(stack.dataDir)) {
-      const bytes = await readFile(file);
-      for (const value of values)
-        if (bytes.includes(Buffer.from(value))) found.push(`${file}: ${value.slice(0, 12)}…`);
-    }
-    for (const [name, service] of Object.entries(stack.stackFile().services)) {
-      if (!service.url) continue;
-      const metrics = await fetch(`${service.url}/metrics`).then(
-        (r) => r.text(),
-        () => "",
-      );
-      for (const value of values) if (metrics.includes(value)) found.push(`${name} /metrics`);
-    }
-    expect(found).toEqual([]);
+    const pages = Object.values(stack.stackFile().services).flatMap((service) =>
+      service.url ? [`${service.url}/metrics`] : [],
+    );
+    expect(await secretsFound(values, { dirs: [stack.dataDir], pages })).toEqual([]);
     // The search did read the stores: the NATS store, the audit index and the logs are there.
     const files = (await filesUnder(stack.dataDir)).map((f) => path.relative(stack.dataDir, f));
     expect(files.some((f) => f.includes("jetstream"))).toBe(true);
@@ -270,14 +260,3 @@ describe("vault and OAuth upstreams", () => {
     expect((await whoami(tokenB)).output).toEqual({ user: "bob" });
   });
 });
-
-/** Every file under a directory. */
-async function filesUnder(dir: string): Promise<string[]> {
-  const out: string[] = [];
-  for (const entry of await readdir(dir, { withFileTypes: true })) {
-    const full = path.join(dir, entry.name);
-    if (entry.isDirectory()) out.push(...(await filesUnder(full)));
-    else if (entry.isFile() && (await stat(full)).size < 512 * 1024 * 1024) out.push(full);
-  }
-  return out;
-}

@@ -64,6 +64,7 @@ export const buckets = {
     tokensKey: (connectionId: string) => `tokens.${connectionId}`,
     signingKey: (kid: string) => `signing.${kid}`,
     pendingKey: (state: string) => `pending.${state}`,
+    pendingPrefix: "pending.>",
     metaKey: "meta.key",
   },
   /**

@@ -2,7 +2,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { freePort } from "@toolmesh/launcher";
 import { createRemoteJWKSet, jwtVerify } from "jose";
-import Provider from "oidc-provider";
+import Provider, { errors } from "oidc-provider";
 
 /** A real OAuth 2.1 / OpenID authorization server (oidc-provider) for a test, on a free port. */
 export interface TestOAuthServer {
@@ -13,31 +13,55 @@ export interface TestOAuthServer {
   grants: string[];
   /** Grants it revoked (RFC 7009: a refresh token's revocation revokes its grant), by id. */
   revoked: string[];
+  /** Token exchanges it answered: the subject token's user and the agent acting for them. */
+  exchanged: { sub: string; act: string }[];
   stop(): Promise<void>;
 }
+
+/** RFC 8693's grant type, as a token request names it. */
+const TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange";
 
 /**
  * oidc-provider as the upstream toolmesh is a client of: one confidential client (toolmesh) with
  * the redirect URI given, PKCE required, refresh tokens, revocation, and access tokens for one
  * resource (RFC 8707) as JWTs that live `accessTokenTtlS`. Its development login and consent
- * pages stand in for a person (connectAs drives them).
+ * pages stand in for a person (connectAs drives them). Optionally it rotates refresh tokens (one
+ * used twice revokes its grant, as oidc-provider does), holds each refresh's answer back a while,
+ * and exchanges tokens (RFC 8693, added through registerGrantType) whose subject is a JWT that
+ * toolmesh signed, verified against toolmesh's JWKS.
  */
 export async function startOAuthServer(options: {
   redirectUri: string;
   resource: string;
   accessTokenTtlS: number;
+  rotateRefreshTokens?: boolean;
+  /** How long each refresh_token grant's answer is held back after it is issued. */
+  refreshDelayMs?: number;
+  /** Subject tokens of a token exchange: their issuer and where its public keys are. */
+  tokenExchange?: { issuer: string; jwksUri: string };
 }): Promise<TestOAuthServer> {
   const port = await freePort();
   const issuer = `http://127.0.0.1:${port}`;
   const clientId = "toolmesh";
   const clientSecret = `client-secret-${Math.random().toString(36).slice(2)}`;
+  // The one resource: its access tokens are JWTs with it as their audience.
+  const resourceInfo = {
+    scope: "tools",
+    audience: options.resource,
+    accessTokenTTL: options.accessTokenTtlS,
+    accessTokenFormat: "jwt",
+  };
   const provider = new Provider(issuer, {
     clients: [
       {
         client_id: clientId,
         client_secret: clientSecret,
         redirect_uris: [options.redirectUri],
-        grant_types: ["authorization_code", "refresh_token"],
+        grant_types: [
+          "authorization_code",
+          "refresh_token",
+          ...(options.tokenExchange ? [TOKEN_EXCHANGE] : []),
+        ],
         response_types: ["code"],
         token_endpoint_auth_method: "client_secret_basic",
       },
@@ -49,6 +73,7 @@ export async function startOAuthServer(options: {
       claims: async () => ({ sub: id }),
     }),
     issueRefreshToken: async () => true,
+    rotateRefreshToken: options.rotateRefreshTokens ?? false,
     features: {
       devInteractions: { enabled: true },
       revocation: { enabled: true },
@@ -56,18 +81,60 @@ export async function startOAuthServer(options: {
         enabled: true,
         defaultResource: () => options.resource,
         useGrantedResource: () => true,
-        getResourceServerInfo: () => ({
-          scope: "tools",
-          audience: options.resource,
-          accessTokenTTL: options.accessTokenTtlS,
-          accessTokenFormat: "jwt",
-        }),
+        getResourceServerInfo: () => resourceInfo,
       },
     },
     cookies: { keys: ["toolmesh-test-cookies"] },
   } as ConstructorParameters<typeof Provider>[1]);
   const grants: string[] = [];
   const revoked: string[] = [];
+  const exchanged: { sub: string; act: string }[] = [];
+  if (options.tokenExchange) {
+    const { issuer: subjectIssuer, jwksUri } = options.tokenExchange;
+    const toolmeshKeys = createRemoteJWKSet(new URL(jwksUri));
+    // The extension point oidc-provider documents for grants it does not implement itself.
+    provider.registerGrantType(
+      TOKEN_EXCHANGE,
+      async (ctx: ExchangeContext) => {
+        const params = ctx.oidc.params;
+        if (params.subject_token_type !== "urn:ietf:params:oauth:token-type:jwt")
+          throw new errors.InvalidRequest("subject_token_type must be a JWT");
+        let subject: { sub?: string; act?: { sub?: string } };
+        try {
+          ({ payload: subject } = await jwtVerify(params.subject_token ?? "", toolmeshKeys, {
+            issuer: subjectIssuer,
+            audience: issuer,
+          }));
+        } catch (error) {
+          throw new errors.InvalidGrant(`subject_token: ${(error as Error).message}`);
+        }
+        const token = new provider.AccessToken({
+          accountId: String(subject.sub),
+          client: ctx.oidc.client,
+          gty: "token-exchange",
+          scope: "tools",
+        });
+        token.resourceServer = new provider.ResourceServer(options.resource, resourceInfo);
+        exchanged.push({ sub: String(subject.sub), act: String(subject.act?.sub ?? "") });
+        ctx.body = {
+          access_token: await token.save(),
+          issued_token_type: "urn:ietf:params:oauth:token-type:access_token",
+          token_type: "Bearer",
+          expires_in: token.expiration,
+          scope: "tools",
+        };
+      },
+      ["subject_token", "subject_token_type", "requested_token_type", "resource", "scope"],
+      ["resource"],
+    );
+  }
+  const refreshDelayMs = options.refreshDelayMs ?? 0;
+  if (refreshDelayMs > 0)
+    provider.use(async (ctx: ExchangeContext, next: () => Promise<void>) => {
+      await next();
+      if (ctx.oidc?.params?.grant_type === "refresh_token")
+        await new Promise((resolve) => setTimeout(resolve, refreshDelayMs));
+    });
   provider.on("grant.success", (ctx: { oidc: { params?: { grant_type?: string } } }) => {
     grants.push(String(ctx.oidc.params?.grant_type ?? ""));
   });
@@ -83,12 +150,19 @@ export async function startOAuthServer(options: {
     clientSecret,
     grants,
     revoked,
+    exchanged,
     stop: () =>
       new Promise((resolve) => {
         server.closeAllConnections();
         server.close(() => resolve());
       }),
   };
+}
+
+/** What the grant handler and the middleware read of oidc-provider's context. */
+interface ExchangeContext {
+  oidc: { params: Record<string, string | undefined>; client: unknown };
+  body: unknown;
 }
 
 /**

@@ -19,6 +19,7 @@ export {
   refreshTokens,
   revokeToken,
   type TokenSet,
+  UPSTREAM_TIMEOUT_MS,
 } from "./oauth-client.js";
 export {
   connectionId,

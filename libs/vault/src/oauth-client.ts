@@ -41,7 +41,7 @@ export class OAuthError extends Error {
 }
 
 /** Upstream requests end after this long: a call waiting for a token has a deadline too. */
-const UPSTREAM_TIMEOUT_MS = 10_000;
+export const UPSTREAM_TIMEOUT_MS = 10_000;
 /** Metadata and token responses larger than this are not an authorization server's. */
 const MAX_RESPONSE_BYTES = 256 * 1024;
 

@@ -14,11 +14,10 @@ import { AuditOutcomes } from "./records/outcome-lookup.js";
 import { JetStreamRecords } from "./records/record-sink.js";
 import { StoreCapacity } from "./records/store-capacity.js";
 import { createDispatcher } from "./server.js";
+import type { GrpcPort } from "./transports/grpc-port.js";
 
 /** How long a call waits for Permission to give its secrets (an OAuth refresh included). */
 const VAULT_REQUEST_MS = 15_000;
-
-import type { GrpcPort } from "./transports/grpc-port.js";
 
 await runService({
   name: "dispatcher",

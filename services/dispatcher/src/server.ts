@@ -201,7 +201,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     RegistryService,
     createGrpcTransport({ baseUrl: settings.registryUrl }),
   );
-  const checks = { catalog, policy: deps.policy, running };
+  const checks = { catalog, policy: deps.policy, running, secrets };
   const toolAgent: ToolAgentLink = {
     url: settings.toolAgentUrl,
     client: createClient(AgentService, createGrpcTransport({ baseUrl: settings.toolAgentUrl })),

@@ -17,8 +17,10 @@ export const permissionConfig = {
   vaultMaxSecrets: int("TOOLMESH_VAULT_MAX_SECRETS", 10_000, { min: 1, max: 1_000_000 }),
   /** Where browsers reach Permission (connect links, the OAuth redirect URI); its own address when unset. */
   publicUrl: optionalUrl("TOOLMESH_PERMISSION_PUBLIC_URL", ["http:", "https:"]),
-  /** How long a connect link stays valid. */
-  connectLinkTtlMs: int("TOOLMESH_CONNECT_LINK_TTL_MS", 600_000, { min: 10_000, max: 86_400_000 }),
+  /**
+   * How long a connect link stays valid, and an authorization begun from it (swept after that).
+   */
+  connectLinkTtlMs: int("TOOLMESH_CONNECT_LINK_TTL_MS", 600_000, { min: 1_000, max: 86_400_000 }),
 };
 
 export type PermissionConfig = ConfigOf<typeof permissionConfig>;

@@ -5,6 +5,7 @@ import { bootstrapKeys } from "./bootstrap.js";
 import { permissionConfig } from "./config.js";
 import { NatsPermissionEvents } from "./events.js";
 import { KvPermissionStore } from "./kv-store.js";
+import { sweepPendingEvery } from "./oauth-pending.js";
 import { createPermissionServer } from "./server.js";
 import { loadVaultCipher } from "./vault-key.js";
 import { createVaultParts } from "./vault-parts.js";
@@ -45,6 +46,12 @@ await runService({
       },
       log,
     );
+    // Authorizations nobody came back for are removed once expired (every replica sweeps).
+    const sweeper = sweepPendingEvery(
+      parts.connections.pending,
+      Math.min(60_000, Math.max(1_000, config.connectLinkTtlMs / 2)),
+      log,
+    );
     const answers = answerSecretRequests(
       nc,
       {
@@ -77,6 +84,7 @@ await runService({
         if (!publicUrl) publicUrl = listening.url.replace("//0.0.0.0:", "//127.0.0.1:");
       },
       stop() {
+        sweeper.stop();
         answers.stop();
         tools.stop();
         store.stop();

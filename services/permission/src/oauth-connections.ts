@@ -20,6 +20,8 @@ import {
   type TokenSet,
   VaultSealError,
 } from "@toolmesh/vault";
+import { PendingAuthorizations } from "./oauth-pending.js";
+import { decodeTokens, encodeTokens, refreshOnce } from "./oauth-refresh.js";
 import type { SigningKeys } from "./signing-keys.js";
 import type { VaultIndex } from "./store.js";
 import type { Vault } from "./vault-store.js";
@@ -56,14 +58,6 @@ interface Ticket {
   exp: number;
 }
 
-/** An authorization under way, sealed in the vault until its callback (or its expiry). */
-interface Pending {
-  provider: string;
-  user: string;
-  verifier: string;
-  exp: number;
-}
-
 const TICKET_AAD = "connect-ticket";
 
 /**
@@ -75,9 +69,14 @@ export class OAuthConnections {
   private readonly refreshing = new Map<string, Promise<AccessToken>>();
   private readonly exchanged = new Map<string, AccessToken>();
   private readonly now: () => number;
+  /** This replica, as the leases on tokens it refreshes name it. */
+  private readonly holder = randomBytes(6).toString("hex");
+  /** Authorizations under way (`pending.<state>`), swept once they expire. */
+  readonly pending: PendingAuthorizations;
 
   constructor(private readonly deps: OAuthConnectionsDeps) {
     this.now = deps.now ?? Date.now;
+    this.pending = new PendingAuthorizations(deps.vault, this.now);
   }
 
   /** The redirect URI to register at every upstream. */
@@ -130,12 +129,13 @@ export class OAuthConnections {
       );
     const provider = this.provider(ticket.p);
     const { verifier, challenge } = pkcePair();
-    const state = randomBytes(24).toString("base64url");
-    const pending: Pending = { provider: ticket.p, user: ticket.u, verifier, exp: ticket.exp };
-    await this.deps.vault.write(
-      buckets.vault.pendingKey(state),
-      new TextEncoder().encode(JSON.stringify(pending)),
-    );
+    // The person gets as long to sign in upstream as the link had, from when they open it.
+    const state = await this.pending.open({
+      provider: ticket.p,
+      user: ticket.u,
+      verifier,
+      exp: this.now() + this.deps.linkTtlMs,
+    });
     return authorizationUrl(
       endpointsOf(provider),
       { clientId: provider.spec.clientId, clientSecret: "" },
@@ -151,18 +151,12 @@ export class OAuthConnections {
 
   /** GET /oauth/callback: trades the code for tokens and stores them for the user. */
   async complete(state: string, code: string): Promise<OAuthConnection> {
-    if (!/^[A-Za-z0-9_-]{32}$/.test(state))
-      throw new ConnectError("the callback's state is not one toolmesh made", Code.InvalidArgument);
-    const key = buckets.vault.pendingKey(state);
-    const plain = await this.deps.vault.read(key);
-    // One use: a replayed callback finds nothing.
-    await this.deps.vault.remove(key);
-    if (!plain)
+    const pending = await this.pending.take(state);
+    if (!pending)
       throw new ConnectError(
-        "this authorization is unknown or already used; start again from the link",
+        "this authorization is unknown, already used or expired; start again from the link",
         Code.FailedPrecondition,
       );
-    const pending = JSON.parse(new TextDecoder().decode(plain)) as Pending;
     if (pending.exp <= this.now())
       throw new ConnectError(
         "this authorization took too long; start again from a new link",
@@ -179,7 +173,11 @@ export class OAuthConnections {
         }),
       provider.spec.name,
     );
-    return this.store(pending.provider, pending.user, tokens, true);
+    await this.deps.vault.write(
+      buckets.vault.tokensKey(connectionId(pending.provider, pending.user)),
+      encodeTokens(tokens),
+    );
+    return this.record(pending.provider, pending.user, tokens, true);
   }
 
   /** The access token a call of `user` needs, refreshed first when it expires soon. */
@@ -194,10 +192,10 @@ export class OAuthConnections {
     const id = connectionId(providerName, user);
     const connection = this.deps.index.connections.get(buckets.permission.connectionKey(id));
     if (!connection) throw this.notConnected(providerName, user);
-    const stored = await this.deps.vault.readAt(buckets.vault.tokensKey(id));
+    const stored = await this.deps.vault.read(buckets.vault.tokensKey(id));
     if (!stored) throw this.notConnected(providerName, user);
-    const tokens = JSON.parse(new TextDecoder().decode(stored.plain)) as TokenSet;
-    if (tokens.expiresAt === 0 || tokens.expiresAt - this.deps.refreshMarginMs > this.now())
+    const tokens = decodeTokens(stored);
+    if (this.fresh(tokens))
       return {
         value: tokens.accessToken,
         source: `connection:${id}`,
@@ -206,7 +204,7 @@ export class OAuthConnections {
       };
     let refresh = this.refreshing.get(id);
     if (!refresh) {
-      refresh = this.refresh(provider, user, tokens).finally(() => this.refreshing.delete(id));
+      refresh = this.refresh(provider, user).finally(() => this.refreshing.delete(id));
       this.refreshing.set(id, refresh);
     }
     return refresh;
@@ -225,7 +223,7 @@ export class OAuthConnections {
       buckets.permission.oauthProviderKey(providerName),
     );
     if (plain && provider?.spec) {
-      const tokens = JSON.parse(new TextDecoder().decode(plain)) as TokenSet;
+      const tokens = decodeTokens(plain);
       const client = await this.clientOfAsync(provider);
       for (const [token, hint] of [
         [tokens.refreshToken, "refresh_token"],
@@ -255,21 +253,37 @@ export class OAuthConnections {
     return new ConnectError(notConnectedMessage(provider, user, link.url), Code.FailedPrecondition);
   }
 
+  /** Whether tokens can be used as they are: they do not expire within the refresh margin. */
+  private fresh(tokens: TokenSet): boolean {
+    return tokens.expiresAt === 0 || tokens.expiresAt - this.deps.refreshMarginMs > this.now();
+  }
+
+  /** New tokens for the user, refreshed once across the replicas (oauth-refresh.ts). */
   private async refresh(
     provider: OAuthProvider & { spec: NonNullable<OAuthProvider["spec"]> },
     user: string,
-    tokens: TokenSet,
   ): Promise<AccessToken> {
     const name = provider.spec.name;
-    if (!tokens.refreshToken) throw this.notConnected(name, user);
-    let next: TokenSet;
+    const id = connectionId(name, user);
+    let result: Awaited<ReturnType<typeof refreshOnce>>;
     try {
-      next = await refreshTokens(
-        endpointsOf(provider),
-        await this.clientOfAsync(provider),
-        tokens.refreshToken,
-        provider.spec.resource,
-      );
+      result = await refreshOnce({
+        vault: this.deps.vault,
+        key: buckets.vault.tokensKey(id),
+        holder: this.holder,
+        now: this.now,
+        log: this.deps.log.child({ provider: name }),
+        fresh: (tokens) => this.fresh(tokens),
+        refresh: async (tokens) => {
+          if (!tokens.refreshToken) throw this.notConnected(name, user);
+          return refreshTokens(
+            endpointsOf(provider),
+            await this.clientOfAsync(provider),
+            tokens.refreshToken,
+            provider.spec.resource,
+          );
+        },
+      });
     } catch (error) {
       if (error instanceof OAuthError && error.error === "invalid_grant") {
         // The upstream no longer honours the refresh token: the user must connect again.
@@ -282,17 +296,21 @@ export class OAuthConnections {
       }
       throw upstreamError(error, name);
     }
-    if (!next.refreshToken) next.refreshToken = tokens.refreshToken;
-    const connection = await this.store(name, user, next, false);
-    this.deps.log.info(
-      { provider: name, version: String(connection.version) },
-      "access token refreshed before it expired",
-    );
+    if (!result) throw this.notConnected(name, user);
+    const { tokens, refreshed } = result;
+    let version = this.deps.index.connections.get(buckets.permission.connectionKey(id))?.version;
+    if (refreshed) {
+      version = (await this.record(name, user, tokens, false)).version;
+      this.deps.log.info(
+        { provider: name, version: String(version) },
+        "access token refreshed before it expired",
+      );
+    }
     return {
-      value: next.accessToken,
-      source: `connection:${connectionId(name, user)}`,
-      version: connection.version,
-      expiresAt: next.expiresAt,
+      value: tokens.accessToken,
+      source: `connection:${id}`,
+      version: version ?? 0n,
+      expiresAt: tokens.expiresAt,
     };
   }
 
@@ -339,18 +357,14 @@ export class OAuthConnections {
     return token;
   }
 
-  /** Seals a user's tokens and writes the connection's index entry, its version bumped. */
-  private async store(
+  /** Writes the connection's index entry for tokens stored in the vault, its version bumped. */
+  private async record(
     provider: string,
     user: string,
     tokens: TokenSet,
     connected: boolean,
   ): Promise<OAuthConnection> {
     const id = connectionId(provider, user);
-    await this.deps.vault.write(
-      buckets.vault.tokensKey(id),
-      new TextEncoder().encode(JSON.stringify(tokens)),
-    );
     const key = buckets.permission.connectionKey(id);
     const before = this.deps.index.connections.get(key);
     const nowMs = this.now();

@@ -14,11 +14,15 @@ export class VaultKeyError extends Error {
 /** Where sealed values live: the `toolmesh-vault` bucket, or a map in handler tests. */
 export interface SealedBucket {
   get(key: string): Promise<{ value: Uint8Array; revision: number } | undefined>;
-  /** Writes a value; with `revision`, only if the key is still at it (KvConflictError otherwise). */
-  put(key: string, value: Uint8Array, revision?: number): Promise<void>;
+  /**
+   * Writes a value and gives the revision it is at; with `revision`, only if the key is still at
+   * it (KvConflictError otherwise).
+   */
+  put(key: string, value: Uint8Array, revision?: number): Promise<number>;
   /** Removes a key and its history. */
   purge(key: string): Promise<void>;
-  keys(): Promise<string[]>;
+  /** The keys, or those a filter such as `pending.>` matches. */
+  keys(filter?: string): Promise<string[]>;
 }
 
 /**
@@ -104,13 +108,18 @@ export class Vault {
       : undefined;
   }
 
-  /** Seals and writes; with `revision`, only if the key is still at it. */
-  write(key: string, plain: Uint8Array, revision?: number): Promise<void> {
+  /** Seals and writes; with `revision`, only if the key is still at it. The new revision. */
+  write(key: string, plain: Uint8Array, revision?: number): Promise<number> {
     return this.bucket.put(key, this.cipher.seal(plain, key), revision);
   }
 
   remove(key: string): Promise<void> {
     return this.bucket.purge(key);
+  }
+
+  /** The keys a filter such as `pending.>` matches. */
+  keys(filter: string): Promise<string[]> {
+    return this.bucket.keys(filter);
   }
 }
 
@@ -129,16 +138,15 @@ export async function openVaultBucket(nc: NatsConnection, replicas: number): Pro
         ? { value: entry.value, revision: entry.revision }
         : undefined;
     },
-    async put(key, value, revision) {
-      if (revision === undefined) await kv.put(key, value);
-      else await kv.update(key, value, revision);
+    put(key, value, revision) {
+      return revision === undefined ? kv.put(key, value) : kv.update(key, value, revision);
     },
     async purge(key) {
       await kv.purge(key);
     },
-    async keys() {
+    async keys(filter) {
       const out: string[] = [];
-      for await (const key of await kv.keys()) out.push(key);
+      for await (const key of await kv.keys(filter)) out.push(key);
       return out;
     },
   };
@@ -156,11 +164,13 @@ export class MemorySealedBucket implements SealedBucket {
     if (revision !== undefined && current?.revision !== revision)
       throw new KvConflictError(`wrong last sequence: ${key}`);
     this.entries.set(key, { value, revision: ++this.revision });
+    return this.revision;
   }
   async purge(key: string) {
     this.entries.delete(key);
   }
-  async keys() {
-    return [...this.entries.keys()];
+  async keys(filter = ">") {
+    const prefix = filter.replace(/>$/, "");
+    return [...this.entries.keys()].filter((key) => key.startsWith(prefix));
   }
 }

@@ -27,9 +27,7 @@ export interface HoldSettings {
   approverRoles: string[];
 }
 
-export interface ChainDeps {
-  catalog: ToolCatalog;
-  policy: PermissionGate;
+export interface ChainDeps extends CheckDeps {
   recorder: CallRecorder;
   runtimes: {
     grpc: ToolRuntime;
@@ -40,10 +38,6 @@ export interface ChainDeps {
   };
   idempotency: IdempotencyStore;
   callIds: CallIdOwners;
-  running: RunningCalls;
-  limits?: CallLimiter | undefined;
-  /** The vault's secrets of the tools: a call missing one is refused before it runs. */
-  secrets?: CallSecrets | undefined;
   /**
    * Where calls that need approval wait, and how long (docs/services.md, approvals); in memory
    * with a 1 h hold when omitted (in-process tests).
@@ -76,6 +70,11 @@ export interface CheckDeps {
   running: RunningCalls;
   /** The rate limits; none are enforced when absent (in-process tests). */
   limits?: CallLimiter | undefined;
+  /**
+   * The vault's secrets of the tools: a call missing one is refused before it runs, and a held
+   * call again once approved.
+   */
+  secrets?: CallSecrets | undefined;
 }
 
 /** A call that passed every check: the tool to run and its validated arguments. */

@@ -1,4 +1,5 @@
 import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@toolmesh/errors";
 import type { Logger } from "@toolmesh/log";
 import {
   LocalProtocol,
@@ -92,35 +93,50 @@ export class SupervisedRuntime<S extends RunnableSpec> implements ToolRuntime {
     return this.kind.specOf(tool) !== undefined;
   }
 
-  /** Status of one tool's backend, or of every tool of this kind seen. */
+  /** Status of one tool's backends (one per set of secrets), or of every tool of this kind seen. */
   statuses(tool?: string): RuntimeStatus[] {
     if (tool !== undefined) {
-      const backend = this.backends.get(tool);
-      return [
-        backend
-          ? backend.status()
-          : create(RuntimeStatusSchema, { tool, state: RuntimeState.STOPPED }),
-      ];
+      const backends = this.backendsOf(tool);
+      return backends.length > 0
+        ? backends.map(([, b]) => b.status())
+        : [create(RuntimeStatusSchema, { tool, state: RuntimeState.STOPPED })];
     }
     return [...this.backends.values()].map((b) => b.status());
   }
 
-  /** Starts a tool's backend now and waits until it is healthy. */
+  /**
+   * Starts a tool's backend now and waits until it is healthy; FAILED_PRECONDITION for a tool with
+   * secrets, whose backends carry their callers' values and start on each caller's first call.
+   */
   async start(tool: Tool): Promise<RuntimeStatus> {
     const spec = this.kind.specOf(tool);
     const name = tool.spec?.name ?? "";
     if (!spec) throw new ToolStartError(`tool "${name}" is not a ${this.kind.noun}`);
+    if ((tool.spec?.secrets.length ?? 0) > 0)
+      throw new ConnectError(
+        `tool "${name}" names secrets of the vault: it runs a backend per caller's values, started by that caller's first call, and cannot be started ahead`,
+        Code.FailedPrecondition,
+      );
     const backend = this.backendOf(name, spec);
     await backend.ensureRunning(new AbortController().signal);
     return backend.status();
   }
 
-  /** Stops a tool's backend. */
+  /** Stops a tool's backends (every caller's, for a tool with secrets). */
   async stop(tool: string): Promise<RuntimeStatus> {
-    const backend = this.backends.get(tool);
-    if (!backend) return create(RuntimeStatusSchema, { tool, state: RuntimeState.STOPPED });
-    await backend.stop();
-    return backend.status();
+    const backends = this.backendsOf(tool);
+    await Promise.all(backends.map(([, b]) => b.stop()));
+    // A caller's backend, once stopped, is forgotten as an idle one is.
+    for (const [key] of backends) if (key !== tool) this.backends.delete(key);
+    return (
+      backends[0]?.[1].status() ??
+      create(RuntimeStatusSchema, { tool, state: RuntimeState.STOPPED })
+    );
+  }
+
+  /** A tool's backends: its own, and one per set of secrets (keyed `<tool>#<fingerprint>`). */
+  private backendsOf(tool: string): [string, SupervisedBackend<S>][] {
+    return [...this.backends].filter(([key]) => key === tool || key.startsWith(`${tool}#`));
   }
 
   /**
