@@ -22,4 +22,6 @@ COPY --from=build /app/dist ./dist
 RUN mkdir -p /data && chown node:node /data
 USER node
 ENV SERVICE=registry
-CMD ["sh", "-c", "exec node --enable-source-maps dist/$SERVICE.mjs"]
+# The V8 flags npm start gives every service (SERVICE_NODE_FLAGS in libs/launcher/src/bundles.ts).
+ENV NODE_OPTIONS=--max-semi-space-size=8
+CMD ["sh", "-c", "exec node dist/$SERVICE.mjs"]

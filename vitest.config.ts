@@ -6,7 +6,8 @@ export default defineConfig({
     globalSetup: ["test/global-setup.ts"],
     include: ["libs/*/test/**/*.test.ts", "services/*/test/**/*.test.ts", "test/**/*.test.ts"],
     // Tests that need a Docker Engine, a browser or the machine to themselves run apart:
-    // npm run test:docker, npm run test:browser and npm run test:cluster (vitest.*.config.ts).
+    // npm run test:docker, npm run test:browser, npm run test:faults and npm run test:cluster
+    // (vitest.*.config.ts).
     exclude: [
       "**/node_modules/**",
       "**/*.docker.test.ts",
@@ -14,6 +15,11 @@ export default defineConfig({
       "test/cluster.test.ts",
       "test/cluster-partition.test.ts",
       "test/cluster-supervision.test.ts",
+      "test/fail-closed.test.ts",
+      "test/faults.test.ts",
+      "test/record-backlog.test.ts",
+      "test/stream-limits.test.ts",
+      "test/one-story.test.ts",
     ],
     testTimeout: 60_000,
     hookTimeout: 60_000,

@@ -4,15 +4,15 @@ import os, { tmpdir } from "node:os";
 import path from "node:path";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import { JetStreamPublisher, subjects, TYPE_HEADER } from "@toolmesh/nats";
+import { JetStreamPublisher, streamNames, subjects, TYPE_HEADER } from "@toolmesh/nats";
 import {
   AuditAction,
   AuditRecordSchema,
   AuditService,
   CallStatus,
-  TraceEventKind,
-  TraceEventSchema,
+  RecordBatchSchema,
 } from "@toolmesh/proto";
+import { encodeRecords } from "@toolmesh/records";
 import { eventually, startOneService } from "@toolmesh/testkit";
 import { headers as natsHeaders } from "nats";
 import { AUDIT_LOG_STREAM } from "../services/audit/src/audit-log.js";
@@ -20,11 +20,16 @@ import { readChainEnds } from "../services/audit/src/log-ends.js";
 import { cpuMs, rssMb } from "./proc.js";
 import { resultsFile, runLine, writeResultsFile } from "./results-file.js";
 
-// npm run bench:audit: the Audit service at scale. Publishes N audit records (and two trace
-// events per call) straight into the input streams, lets Audit chain them (the chaining rate),
-// restarts it on that history (time to SERVING, RSS) and measures QueryRecords with an
-// agent + tool + time filter and GetTrace. BENCH_AUDIT_RECORDS picks N (1,000,000).
-const N = Number(process.env.BENCH_AUDIT_RECORDS ?? 1_000_000);
+// npm run bench:audit: the Audit service at scale. Writes N records — a start and an end record
+// for each of N/2 calls — straight into the record stream as the Dispatcher's batches of
+// BENCH_AUDIT_BATCH records, lets Audit chain them into the audit log (the chaining rate),
+// restarts it on that history (time to SERVING, RSS) and measures QueryRecords with an agent +
+// tool + time filter and GetTrace (derived from the records in the index). BENCH_AUDIT_RECORDS
+// picks N (1,000,000).
+const N = 2 * Math.ceil(Number(process.env.BENCH_AUDIT_RECORDS ?? 1_000_000) / 2);
+const CALLS = N / 2;
+/** Records per batch message: what the Dispatcher's group commit makes at concurrency 64. */
+const BATCH = 2 * Math.max(1, Math.floor(Number(process.env.BENCH_AUDIT_BATCH ?? 64) / 2));
 const QUERIES = Number(process.env.BENCH_AUDIT_QUERIES ?? 300);
 const AGENTS = 20;
 const TOOLS = 10;
@@ -38,13 +43,51 @@ function percentile(values: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
 }
 
-/** One record in this many is of a trace GetTrace is asked for. */
-const TRACE_EVERY = Math.max(1, Math.floor(N / 1000));
+/** One call in this many is of a trace GetTrace is asked for. */
+const TRACE_EVERY = Math.max(1, Math.floor(CALLS / 1000));
 const traceIdOf = (i: number) => (i + 1).toString(16).padStart(32, "0");
+
+/** Call i's start and end records, as the Dispatcher writes them, i / CALLS into the 30 days. */
+function callRecords(i: number, t0: number): Uint8Array[] {
+  const startedMs = t0 + Math.floor((i * SPAN_MS) / CALLS);
+  const common = {
+    tool: `tool-${i % TOOLS}.run`,
+    agentId: `agent-${i % AGENTS}`,
+    userId: `user-${i % 7}`,
+    roles: ["agent"],
+    callId: `call-${i}`,
+    traceId: traceIdOf(i),
+    source: "dispatcher",
+  };
+  const start = create(AuditRecordSchema, {
+    ...common,
+    action: AuditAction.TOOL_START,
+    time: timestampFromMs(startedMs),
+    arguments: { query: `select ${i}`, limit: 10, password: "hunter2" },
+    instance: "bench",
+    deadline: timestampFromMs(startedMs + 30_000),
+    timeoutMs: 30_000,
+    runtime: "grpc",
+  });
+  const failed = i % 20 === 0;
+  const end = create(AuditRecordSchema, {
+    ...common,
+    action: AuditAction.TOOL_CALL,
+    time: timestampFromMs(startedMs + 3),
+    startedAt: timestampFromMs(startedMs),
+    status: failed ? CallStatus.FAILURE : CallStatus.SUCCESS,
+    ...(failed
+      ? { errorCode: "backend_error", errorMessage: "the backend refused" }
+      : { output: { rows: 1 } }),
+    durationMs: 3,
+    attempts: 1,
+  });
+  return [toBinary(AuditRecordSchema, start), toBinary(AuditRecordSchema, end)];
+}
 
 const dataDir = await mkdtemp(path.join(tmpdir(), "toolmesh-bench-audit-"));
 const one = await startOneService("audit", {
-  streams: ["audit", "trace"],
+  streams: ["records"],
   started: false,
   env: {
     TOOLMESH_DATA_DIR: dataDir,
@@ -54,67 +97,30 @@ const one = await startOneService("audit", {
 const { nats, nc, jsm } = one;
 try {
   const t0 = Date.now() - SPAN_MS;
-  // GetTrace reads a trace's shard of the trace stream around the time its records give, and
-  // nats-server stamps the events with the time they were published: the records of the traces
-  // GetTrace is asked for (one in TRACE_EVERY) carry that time too, the rest spread over 30 days.
-  const traced = (i: number) => i % TRACE_EVERY === 0;
-  const timeOf = (i: number) => (traced(i) ? Date.now() : t0 + Math.floor((i * SPAN_MS) / N));
-
-  say(`audit-scale: ${N} records, ${os.cpus().length} cores, load ${os.loadavg()[0]?.toFixed(1)}`);
+  say(
+    `audit-scale: ${N} records of ${CALLS} calls in batches of ${BATCH}, ${os.cpus().length} cores, load ${os.loadavg()[0]?.toFixed(1)}`,
+  );
   const publisher = new JetStreamPublisher(nc, { ackTimeoutMs: 60_000 });
   const window: Promise<unknown>[] = [];
   const published = performance.now();
-  for (let i = 0; i < N; i++) {
-    const traceId = traceIdOf(i);
-    const record = create(AuditRecordSchema, {
-      id: `bench-${i}`,
-      time: timestampFromMs(timeOf(i)),
-      action: AuditAction.TOOL_CALL,
-      tool: `tool-${i % TOOLS}.run`,
-      agentId: `agent-${i % AGENTS}`,
-      userId: `user-${i % 7}`,
-      roles: ["agent"],
-      callId: `call-${i}`,
-      traceId,
-      arguments: { query: `select ${i}`, limit: 10, password: "hunter2" },
-      status: i % 20 === 0 ? CallStatus.FAILURE : CallStatus.SUCCESS,
-      durationMs: 3,
-      attempts: 1,
-      source: "bench",
-    });
+  let batches = 0;
+  for (let from = 0; from < CALLS; from += BATCH / 2) {
+    const records: Uint8Array[] = [];
+    for (let i = from; i < Math.min(CALLS, from + BATCH / 2); i++)
+      records.push(...callRecords(i, t0));
     const h = natsHeaders();
-    h.set(TYPE_HEADER, AuditRecordSchema.typeName);
-    h.set("Nats-Msg-Id", record.id);
-    window.push(
-      publisher.publish(
-        subjects.audit("dispatcher", record.agentId, record.tool),
-        toBinary(AuditRecordSchema, record),
-        h,
-      ),
-    );
-    for (const kind of [TraceEventKind.TOOL_EXECUTE, TraceEventKind.TOOL_RESULT]) {
-      const th = natsHeaders();
-      th.set(TYPE_HEADER, TraceEventSchema.typeName);
-      const event = create(TraceEventSchema, {
-        id: `${i}-${kind}`,
-        traceId,
-        callId: record.callId,
-        kind,
-      });
-      window.push(
-        publisher.publish(
-          subjects.trace("dispatcher", traceId),
-          toBinary(TraceEventSchema, event),
-          th,
-        ),
-      );
-    }
-    if (window.length >= 3000) await Promise.all(window.splice(0));
+    h.set(TYPE_HEADER, RecordBatchSchema.typeName);
+    h.set("Nats-Msg-Id", `bench-${++batches}`);
+    window.push(publisher.publish(subjects.records("dispatcher"), encodeRecords(records), h));
+    if (window.length >= 64) await Promise.all(window.splice(0));
   }
   await Promise.all(window);
   publisher.close();
   const publishS = (performance.now() - published) / 1000;
-  say(`published ${N} records and ${2 * N} trace events in ${publishS.toFixed(1)} s`);
+  const recordStream = await jsm.streams.info(streamNames.records);
+  say(
+    `published ${N} records in ${batches} batches in ${publishS.toFixed(1)} s (${(recordStream.state.bytes / 2 ** 20).toFixed(0)} MiB in ${streamNames.records})`,
+  );
 
   let audit = await one.start();
   const chainStart = performance.now();
@@ -149,8 +155,8 @@ try {
   const indexStart = performance.now();
   await eventually(
     async () => {
-      const res = await client.queryRecords({ callId: `call-${N - 1}` }, auth);
-      if (res.records.length === 0) throw new Error(`call-${N - 1} is not in the index yet`);
+      const res = await client.queryRecords({ callId: `call-${CALLS - 1}` }, auth);
+      if (res.records.length < 2) throw new Error(`call-${CALLS - 1} is not in the index yet`);
     },
     3_600_000,
     "the index holding the last record",
@@ -196,18 +202,22 @@ try {
   }
   const traceMs: number[] = [];
   for (let q = 0; q < QUERIES; q++) {
-    const i = Math.floor(Math.random() * Math.ceil(N / TRACE_EVERY)) * TRACE_EVERY;
+    const i = Math.floor(Math.random() * Math.ceil(CALLS / TRACE_EVERY)) * TRACE_EVERY;
     const began = performance.now();
     const res = await client.getTrace({ traceId: traceIdOf(i) }, auth);
     traceMs.push(performance.now() - began);
-    if (res.events.length !== 2)
-      throw new Error(`trace of record ${i} has ${res.events.length} events`);
+    // TOOL_EXECUTE from the start record; TOOL_RESULT and CALLBACK_<status> from the end.
+    if (res.events.length !== 3)
+      throw new Error(`trace of call ${i} has ${res.events.length} events, not 3`);
   }
   const rssAfterQueries = rssMb(audit.child.pid as number);
   const dbBytes = statSync(path.join(dataDir, "audit", "index.sqlite")).size;
   const { state } = await jsm.streams.info(AUDIT_LOG_STREAM);
+  const recordsLeft = (await jsm.streams.info(streamNames.records)).state;
+  // Every call has its end: a sweeper that closed one would have chained a record more.
+  const swept = Number((await readChainEnds(jsm, state)).last?.sequence ?? 0n) - N;
   const rows = [
-    ["records in the audit log", `${N}`, ""],
+    ["records in the audit log", `${N} (${CALLS} calls: a start and an end record each)`, ""],
     [
       "chaining rate (prefilled input stream drained)",
       `${Math.round(chainRate)} records/s`,
@@ -234,15 +244,21 @@ try {
       "p50 < 50 ms",
     ],
     [
-      `GetTrace p50 / p99 (${QUERIES} random traces of 2 events)`,
+      `GetTrace p50 / p99 (${QUERIES} random traces of one call, 3 events derived from its 2 records)`,
       `${percentile(traceMs, 50).toFixed(1)} / ${percentile(traceMs, 99).toFixed(1)} ms`,
       "",
     ],
     [
       "log stream / SQLite index on disk",
-      `${(state.bytes / 2 ** 20).toFixed(0)} / ${(dbBytes / 2 ** 20).toFixed(0)} MiB`,
+      `${(state.bytes / 2 ** 20).toFixed(0)} / ${(dbBytes / 2 ** 20).toFixed(0)} MiB (${Math.round(state.bytes / N)} / ${Math.round(dbBytes / N)} B a record)`,
       "",
     ],
+    [
+      `${streamNames.records} after the chaining (work queue: what Audit acked is gone)`,
+      `${recordsLeft.messages} messages, ${recordsLeft.bytes} bytes`,
+      "0",
+    ],
+    ["records the open-call sweeper added (every call has its end)", `${swept}`, "0"],
   ];
   const table = [
     "| figure | measured | target |",
@@ -254,7 +270,7 @@ try {
 
 ${runLine(`BENCH_AUDIT_RECORDS=${N} npm run bench:audit`)}
 
-${N} audit records (${AGENTS} agents × ${TOOLS} tools over 30 days) and ${2 * N} trace events published straight into the input streams in ${publishS.toFixed(0)} s; Audit started on the full input stream and chained it, was stopped (SIGTERM) and started again on that history. nats-server stamps each trace event with the time it was published, so the records of the traces GetTrace is asked for (one in ${TRACE_EVERY}) carry their publish time; GetTrace then reads their shard of the trace stream from 10 s before to 60 s after it, which here holds up to ${Math.round((2 * N) / 256)} of the events published in that burst of ${Math.round((2 * N) / publishS)} events/s: a heavier read than a stack at its own rate makes.
+${N} records — a start and an end record of each of ${CALLS} calls (${AGENTS} agents × ${TOOLS} tools over 30 days) — written straight into ${streamNames.records} as the Dispatcher writes them, ${BATCH} records a batch message, in ${publishS.toFixed(0)} s; Audit started on the full record stream and chained it into the audit log, was stopped (SIGTERM) and started again on that history. GetTrace derives a trace's events from its records in the index (libs/records traceEvents).
 
 ${table}
 `;

@@ -1,10 +1,10 @@
 import { readdir, stat } from "node:fs/promises";
 import path from "node:path";
 import * as grpc from "@grpc/grpc-js";
+import { bucketNames } from "@toolmesh/nats";
 import type { TestStack } from "@toolmesh/testkit";
-import { CALLBACK_BUCKET } from "../services/callback/src/call-store.js";
 import { backlogsDone } from "../test/history/backlogs.js";
-import { historyAgent } from "../test/history/call-history.js";
+import { archiveDirOf, auditIndexOf, historyAgent } from "../test/history/call-history.js";
 import { perCallStreams } from "../test/history/read-history.js";
 import type { StartFigures } from "../test/history/start-figures.js";
 import { noopDispatch } from "./chain-client.js";
@@ -36,16 +36,15 @@ export interface SizeFigures {
   rssMb: Record<string, number>;
   /** The NATS store on disk (allocated blocks). */
   storeBytes: number;
-  /** JetStream's own count of bytes in each per-call stream. */
+  /** JetStream's own count of bytes in each stream a call's records reach (STORE_STREAMS). */
   streamBytes: Record<string, number>;
-  /** Distinct subjects in the per-call streams: nats-server keeps an index entry for each. */
+  /** Distinct subjects in those streams: nats-server keeps an index entry for each. */
   subjects: number;
   memoryBytes: number;
+  /** Audit's SQLite index (its file, WAL and shared memory). */
   auditIndexBytes: number;
-  /** Callback's outcome history (SQLite). */
-  callbackHistoryBytes: number;
-  /** Keys in the callback bucket: the live calls. */
-  liveKeys: number;
+  /** The audit archive's sealed segments. */
+  archiveBytes: number;
 }
 
 /** Everything the history section reports of one stack. */
@@ -100,28 +99,31 @@ const processesOf = (stack: TestStack) =>
     ...HISTORY_SERVICES.map((name) => [name, stack.service(name).pid] as const),
   ]);
 
+/** The streams that hold something of each call, in the order the bytes table lists them. */
+export const STORE_STREAMS = [...perCallStreams, `KV_${bucketNames.usage}`];
+
 /** RSS, store and stream sizes of a stack that has just started. */
 export async function sizeFigures({ stack, dataDir }: Measured): Promise<SizeFigures> {
   const rss = Object.fromEntries([...processesOf(stack)].map(([name, pid]) => [name, rssMb(pid)]));
   const jsm = await stack.nc.jetstreamManager();
   const streamBytes: Record<string, number> = {};
   let subjects = 0;
-  let liveKeys = 0;
-  for (const name of perCallStreams) {
+  for (const name of STORE_STREAMS) {
     const { state } = await jsm.streams.info(name);
     streamBytes[name] = state.bytes;
     subjects += state.num_subjects ?? 0;
-    if (name === `KV_${CALLBACK_BUCKET}`) liveKeys = state.num_subjects ?? 0;
   }
+  let auditIndexBytes = 0;
+  for (const suffix of ["", "-wal", "-shm"])
+    auditIndexBytes += await fileBytes(`${auditIndexOf(dataDir)}${suffix}`);
   return {
     rssMb: rss,
     storeBytes: await diskBytes(path.join(dataDir, "nats")),
     streamBytes,
     subjects,
     memoryBytes: await diskBytes(path.join(dataDir, "memory")),
-    auditIndexBytes: await diskBytes(path.join(dataDir, "audit")),
-    callbackHistoryBytes: await diskBytes(path.join(dataDir, "callback")),
-    liveKeys,
+    auditIndexBytes,
+    archiveBytes: await diskBytes(archiveDirOf(dataDir)),
   };
 }
 
@@ -203,8 +205,12 @@ export async function diskBytes(dir: string): Promise<number> {
   let total = 0;
   const entries = await readdir(dir, { withFileTypes: true, recursive: true }).catch(() => []);
   for (const entry of entries) {
-    if (!entry.isFile()) continue;
-    total += (await stat(path.join(entry.parentPath, entry.name))).blocks * 512;
+    if (entry.isFile()) total += await fileBytes(path.join(entry.parentPath, entry.name));
   }
   return total;
+}
+
+/** Bytes allocated on disk for a file; 0 when there is none. */
+async function fileBytes(file: string): Promise<number> {
+  return ((await stat(file).catch(() => undefined))?.blocks ?? 0) * 512;
 }

@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import os, { tmpdir } from "node:os";
 import path from "node:path";
-import { ackBacklogs, backlogsDone } from "../test/history/backlogs.js";
+import { backlogsDone, followersPastHistory } from "../test/history/backlogs.js";
 import { writeCallHistory } from "../test/history/call-history.js";
 import { bestStart, type StartFigures, timedStart } from "../test/history/start-figures.js";
 import { noopDispatch, spawnScript } from "./chain-client.js";
@@ -19,11 +19,12 @@ import { historySection, type ShapeResult } from "./history-report.js";
 import { rssMb } from "./proc.js";
 import { resultsFile, writeResultsFile } from "./results-file.js";
 
-// npm run bench:history: does a stack with a long history start and run like a fresh one? For
-// each shape (one agent; 1,000 agents) it grows a stack to N calls — most written straight into
-// the streams, bucket and memory files by the services' own mappings (test/history), the last
-// ones through the Dispatcher — restarts it, and measures start-up, RSS, store size and CPU per
-// call beside a fresh stack measured the same way in the same run.
+// npm run bench:history: does a stack with a long history start and run like a fresh one, and
+// what does a call take on disk? For each shape (one agent; 1,000 agents) it grows a stack to N
+// calls — most written straight into the audit log, its archive, the callback feed, usage and the
+// memory files by the services' own mappings (test/history), the last ones through the
+// Dispatcher — restarts it, and measures start-up, RSS, the bytes of every store and CPU per call
+// beside a fresh stack measured the same way in the same run.
 const N = Number(process.env.BENCH_HISTORY_CALLS ?? 1_000_000);
 const THROUGH_DISPATCHER = Math.min(N, Number(process.env.BENCH_HISTORY_DISPATCHED ?? 10_000));
 const SHAPES = (process.env.BENCH_HISTORY_AGENTS ?? "1,1000").split(",").map(Number);
@@ -35,10 +36,11 @@ const STARTS = Number(process.env.BENCH_HISTORY_STARTS ?? 3);
 const ROUNDS = 3;
 const CONCURRENCIES = [1, 64];
 /**
- * The trace stream's default limit (1 GiB) holds about 800,000 calls (three events of ~430 bytes
- * each): a million calls need more. Both stacks get the same limit, so the comparison is fair.
+ * Records in each generated audit log block (test/history HistoryShape.blockRecords): 4 is what
+ * Audit's chain writer makes of 100 calls/s, a start and an end record a call, with its 20 ms
+ * linger (TOOLMESH_AUDIT_LINGER_MS).
  */
-const STREAM_ENV = { TOOLMESH_TRACE_MAX_BYTES: process.env.TOOLMESH_TRACE_MAX_BYTES ?? "4GiB" };
+const BLOCK_RECORDS = Number(process.env.BENCH_HISTORY_BLOCK_RECORDS ?? 4);
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
 
@@ -52,7 +54,6 @@ interface Grown {
 const start = (grown: Grown, sync: string) =>
   timedStart(grown.dataDir, HISTORY_SERVICES, {
     natsSyncInterval: sync,
-    env: STREAM_ENV,
     jwtSecret: grown.jwtSecret,
     startTimeoutMs: 600_000,
   });
@@ -62,7 +63,6 @@ async function newStack(sync: string) {
   const dataDir = await mkdtemp(path.join(tmpdir(), "toolmesh-bench-history-"));
   const { stack } = await timedStart(dataDir, HISTORY_SERVICES, {
     natsSyncInterval: sync,
-    env: STREAM_ENV,
     startTimeoutMs: 600_000,
   });
   const backend = await spawnScript("bench/noop-tool.ts", {
@@ -85,21 +85,23 @@ async function growHistory(agents: number): Promise<Grown> {
   await writeCallHistory(
     stack.nc,
     grown.dataDir,
-    { calls: direct, agents, tool: "bench.noop" },
+    { calls: direct, agents, tool: "bench.noop", blockRecords: BLOCK_RECORDS },
     (n) => {
       if (n - reported < 100_000 && n < direct) return;
       reported = n;
       say(`  ${n} calls written (${Math.round(n / ((performance.now() - began) / 1000))}/s)`);
     },
   );
-  await ackBacklogs(stack.nc.jetstream(), await stack.nc.jetstreamManager());
+  await followersPastHistory(await stack.nc.jetstreamManager());
   await stack.stop();
-  say("  consumers' backlogs acked; starting the stack again (Audit indexes the new log records)");
+  say(
+    `  ${direct} calls written in ${((performance.now() - began) / 1000).toFixed(0)} s; starting the stack again (Audit indexes the new log blocks)`,
+  );
   // A new start, on new free ports: a port kept across a long write may be taken meanwhile.
   const { stack: again } = await start(grown, GROW_SYNC);
   const call = noopDispatch(again.dispatcherGrpcPort, await agentMetadata(again, agents));
   await dispatchCalls(call, THROUGH_DISPATCHER, 64);
-  await backlogsDone(await again.nc.jetstreamManager(), undefined, grown.dataDir);
+  await backlogsDone(await again.nc.jetstreamManager(), 1_800_000, grown.dataDir);
   await again.stop();
   say(
     `  ${THROUGH_DISPATCHER} calls through the Dispatcher; ${N} calls grown in ${((performance.now() - began) / 1000).toFixed(0)} s`,
@@ -164,7 +166,7 @@ say(
   `history: ${N} calls (${THROUGH_DISPATCHER} through the Dispatcher), shapes ${SHAPES.join(", ")} agents; ${os.cpus().length} cores, load ${os.loadavg()[0]?.toFixed(1)}`,
 );
 say(
-  `The history is grown with nats-server at sync_interval ${GROW_SYNC} (fsync always would take hours); every measured start and run is with sync_interval always.`,
+  `The history is grown with nats-server at sync_interval ${GROW_SYNC}, ${BLOCK_RECORDS} record(s) a log block; every measured start and run is with sync_interval always.`,
 );
 const results: ShapeResult[] = [];
 for (const agents of SHAPES) results.push(await measureShape(agents));
@@ -174,7 +176,7 @@ const section = historySection({
   growSync: GROW_SYNC,
   runSeconds: RUN_SECONDS,
   starts: STARTS,
-  streamEnv: STREAM_ENV,
+  blockRecords: BLOCK_RECORDS,
   results,
 });
 say(section);

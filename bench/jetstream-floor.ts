@@ -7,14 +7,18 @@ export interface JetStreamFloor {
   natsCpuUsPerWrite: number;
 }
 
-/** As many streams as the Dispatcher writes to (leases, trace, audit, outcome): fsyncs of different streams overlap. */
+/**
+ * As many streams as a call's writes go to (records, audit log, callback feed, usage): fsyncs of
+ * different streams overlap.
+ */
 const STREAMS = 4;
 
 /**
  * Publishes small messages into scratch streams with `inFlight` unacked at a time for `seconds`
  * and reports acked writes per second and nats-server CPU per write. With `sync_interval: always`
- * every write is an fsync, which bounds every stream of the stack; the chain's records share
- * that bound.
+ * every write is an fsync, which bounds every stream of the stack; the chain's record batches
+ * share that bound. With one in flight, 1 / writes per second is what one acked write adds to a
+ * call's latency.
  */
 export async function measureJetStreamFloor(
   nc: NatsConnection,

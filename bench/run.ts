@@ -12,18 +12,23 @@ import {
 } from "@toolmesh/proto";
 import { grpcServiceDefinition } from "@toolmesh/sdk";
 import { allowSpec, chainServices, eventually, repoRoot, startStack } from "@toolmesh/testkit";
+import type { JetStreamManager } from "nats";
 import { bytesMethod } from "./bytes-method.js";
 import { noopDispatch, spawnScript, unaryCall } from "./chain-client.js";
 import { type Call, closedLoop } from "./closed-loop.js";
+import { countFsyncs, straceAvailable } from "./fsyncs.js";
 import { measureJetStreamFloor } from "./jetstream-floor.js";
 import { cpuMs, PeakRss } from "./proc.js";
-import { type Cell, writeResults } from "./results.js";
-import { CONSUMERS, lagAfter } from "./sustained.js";
+import { type Cell, type FsyncRun, writeResults } from "./results.js";
+import { callWrites, streamCounters } from "./stream-writes.js";
+import { CONSUMERS, consumersDone, lagAfter } from "./sustained.js";
 
-// npm run bench:chain (the first section of npm run bench): the full chain against its floors — a raw grpc-js echo (one hop) and a raw
-// grpc-js pass-through proxy to the same no-op backend (the gateway's two hops, none of its work)
-// — at concurrency 1, 8, 64 and 256. Every process (nats-server, the services, the backends) is
-// started here.
+// npm run bench:chain (the first section of npm run bench): the full chain against its floors — a
+// raw grpc-js echo (one hop) and a raw grpc-js pass-through proxy to the same no-op backend (the
+// gateway's two hops, none of its work) — at concurrency 1, 8, 64 and 256, on the Dispatcher's
+// main port and its grpc-js port, with the JetStream writes each chain cell's calls cost counted
+// from nats-server. Every process (nats-server, the services npm start runs around a call, the
+// backends) is started here.
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);
 const warmupSeconds = Number(process.env.BENCH_WARMUP_SECONDS ?? 1);
 /**
@@ -45,7 +50,13 @@ function cpuSnapshot(): Map<string, number> {
   return out;
 }
 
-async function measure(name: string, concurrency: number, call: Call): Promise<Cell> {
+async function measure(
+  name: string,
+  concurrency: number,
+  call: Call,
+  /** Given for a path through the chain: its writes are counted and its consumers waited for. */
+  jsm?: JetStreamManager,
+): Promise<Cell> {
   const run = (durationMs: number, record: boolean, workers = concurrency) =>
     closedLoop(`${name} c${workers}`, call, durationMs, workers, record);
   if (!warmedPaths.has(name)) {
@@ -53,11 +64,22 @@ async function measure(name: string, concurrency: number, call: Call): Promise<C
     await run(jitWarmupSeconds * 1000, false, Math.max(...concurrencies));
   }
   await run(warmupSeconds * 1000, false);
+  // The warm-up's records are chained, broadcast and written before the cell's calls begin.
+  if (jsm) await consumersDone(jsm);
+  const counted = jsm ? await streamCounters(jsm) : undefined;
   const before = cpuSnapshot();
   const rss = new PeakRss(() => watched);
   const { latencies, errors, elapsed } = await run(seconds * 1000, true);
+  const clientCpu = cpuMs(process.pid);
+  // CPU per call counts each process until the consumers are done with the cell's calls.
+  if (jsm) await consumersDone(jsm);
   const peakRssMb = rss.stop();
   const after = cpuSnapshot();
+  after.set("client", clientCpu);
+  const writes =
+    jsm && counted
+      ? callWrites(counted, await streamCounters(jsm), latencies.length + errors)
+      : undefined;
   const cpuPerCall: Record<string, number> = {};
   for (const [role, ms] of after) {
     const used = ms - (before.get(role) ?? 0);
@@ -66,7 +88,7 @@ async function measure(name: string, concurrency: number, call: Call): Promise<C
   latencies.sort((a, b) => a - b);
   const at = (q: number) =>
     latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? Number.NaN;
-  const cell = {
+  const cell: Cell = {
     name,
     concurrency,
     rps: latencies.length / elapsed,
@@ -75,19 +97,27 @@ async function measure(name: string, concurrency: number, call: Call): Promise<C
     errors,
     cpuPerCall,
     peakRssMb,
+    ...(writes ? { writes } : {}),
   };
   process.stderr.write(
-    `${name} c${concurrency}: ${cell.rps.toFixed(0)} rps, p50 ${cell.p50.toFixed(3)} ms, p99 ${cell.p99.toFixed(3)} ms${errors ? `, ${errors} errors` : ""}\n`,
+    `${name} c${concurrency}: ${cell.rps.toFixed(0)} rps, p50 ${cell.p50.toFixed(3)} ms, p99 ${cell.p99.toFixed(3)} ms${errors ? `, ${errors} errors` : ""}${writes ? `, ${writes.pathWrites.toFixed(2)} writes and ${writes.records.toFixed(2)} records a call on its path` : ""}\n`,
   );
   return cell;
 }
 
+const ECHO = "baseline: grpc-js echo";
 const PROXY = "baseline: grpc-js pass-through proxy";
+/** The port agents use by default: gRPC's binary calls take the fast path, the rest connect-node. */
+const CHAIN_MAIN = "chain via main port (default)";
+/** The Dispatcher's second listener, grpc-js alone. */
+const CHAIN_GRPC_JS = "chain via grpc-js port";
+/** The services npm start runs around a call: the chain and every consumer of its records. */
+const STACK_SERVICES = [...new Set([...chainServices, ...CONSUMERS.map((c) => c.service)])];
 const cleanups: (() => Promise<unknown> | unknown)[] = [];
 async function main(): Promise<void> {
   const stack = await startStack({
     // The consumers run too: they share the machine with the chain, as under npm start.
-    services: [...chainServices, ...CONSUMERS.map((c) => c.service)],
+    services: STACK_SERVICES,
     serviceEnv: {
       // BENCH_PROFILE_DIR=/tmp/prof writes a CPU profile of the dispatcher when it stops.
       dispatcher: process.env.BENCH_PROFILE_DIR
@@ -100,8 +130,7 @@ async function main(): Promise<void> {
   const fastPort = stack.dispatcherGrpcPort;
 
   watched.set("client", process.pid);
-  for (const name of [...chainServices, ...CONSUMERS.map((c) => c.service)])
-    watched.set(name, stack.service(name).child.pid ?? 0);
+  for (const name of STACK_SERVICES) watched.set(name, stack.service(name).child.pid ?? 0);
   if (nats.pid) watched.set("nats", nats.pid);
   const echo = await spawnScript("bench/echo-server.ts", {});
   watched.set("echo", echo.child.pid ?? 0);
@@ -180,25 +209,41 @@ async function main(): Promise<void> {
   const cells: Cell[] = [];
   const chainFast = chainCall(fastPort);
   const chainMain = chainCall(dispatcher.port);
+  const jsm = await stack.nc.jetstreamManager();
   const only = process.env.BENCH_ONLY;
   for (const c of concurrencies) {
-    if (only === "chain") {
-      cells.push(await measure("chain via grpc-js port", c, chainFast));
-      continue;
+    if (only !== "chain") {
+      cells.push(await measure(ECHO, c, () => echoCall(payload).then(() => {})));
+      cells.push(await measure(PROXY, c, proxyCall));
     }
-    cells.push(await measure("baseline: grpc-js echo", c, () => echoCall(payload).then(() => {})));
-    cells.push(await measure(PROXY, c, proxyCall));
-    cells.push(await measure("chain via main port (connect-node)", c, chainMain));
-    cells.push(await measure("chain via grpc-js port", c, chainFast));
-    if (c === 1 || c === 64) {
+    cells.push(await measure(CHAIN_MAIN, c, chainMain, jsm));
+    cells.push(await measure(CHAIN_GRPC_JS, c, chainFast, jsm));
+    if (only !== "chain" && (c === 1 || c === 64)) {
       cells.push(await measure("backend Invoke, grpc-js client", c, invokeGrpcJs));
       cells.push(await measure("backend Invoke, connect-node client", c, invokeConnect));
     }
   }
+  // The fsyncs behind those writes, counted on nats-server in runs of their own (strace slows it).
+  const fsyncs: FsyncRun[] = [];
+  if (process.env.BENCH_FSYNCS !== "0" && straceAvailable() && nats.pid) {
+    for (const c of concurrencies.filter((n) => n === 1 || n === 64)) {
+      await consumersDone(jsm);
+      const count = await countFsyncs(nats.pid, async () => {
+        const run = await closedLoop(`fsyncs c${c}`, chainMain, seconds * 1000, c, false);
+        await consumersDone(jsm);
+        return run.calls + run.errors;
+      });
+      process.stderr.write(
+        `fsyncs at c${c}: ${count.total.toFixed(2)} a call over ${count.calls} calls\n`,
+      );
+      fsyncs.push({ name: CHAIN_MAIN, concurrency: c, count });
+    }
+  }
   // What one acked JetStream write costs here: with fsync on every write it bounds the chain.
   const floor = await measureJetStreamFloor(stack.nc, nats.pid, seconds);
+  const floorOne = await measureJetStreamFloor(stack.nc, nats.pid, seconds, 1);
   process.stderr.write(
-    `JetStream floor: ${floor.writesPerSecond.toFixed(0)} acked writes/s, nats-server ${floor.natsCpuUsPerWrite.toFixed(0)} µs CPU per write\n`,
+    `JetStream floor: ${floor.writesPerSecond.toFixed(0)} acked writes/s at 64 in flight, nats-server ${floor.natsCpuUsPerWrite.toFixed(0)} µs CPU per write; ${floorOne.writesPerSecond.toFixed(0)}/s at 1 in flight\n`,
   );
   // A sustained run on the port agents use by default, then how long each consumer needs to
   // catch up with it.
@@ -210,7 +255,7 @@ async function main(): Promise<void> {
   const lag =
     only === "chain" || sustained.seconds <= 0
       ? []
-      : await lagAfter(await stack.nc.jetstreamManager(), async () => {
+      : await lagAfter(jsm, async () => {
           const run = await closedLoop(
             "sustained chain",
             chainMain,
@@ -226,12 +271,14 @@ async function main(): Promise<void> {
     );
   await writeResults(cells, {
     floor,
+    floorOne,
+    fsyncs,
     sustained: { ...sustained, lag },
     seconds,
     warmupSeconds,
     jitWarmupSeconds,
     concurrencies,
-    proxy: PROXY,
+    names: { echo: ECHO, proxy: PROXY, main: CHAIN_MAIN, grpcJs: CHAIN_GRPC_JS },
   });
 }
 

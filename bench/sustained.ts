@@ -1,15 +1,13 @@
+import { consumerDrained } from "@toolmesh/testkit";
 import type { JetStreamManager } from "nats";
+import { callConsumers } from "../test/history/backlogs.js";
 
-/** The durable consumers that follow the chain's records, by the stream they read. */
-export const CONSUMERS = [
-  { service: "audit", stream: "TOOLMESH_AUDIT", durable: "audit" },
-  { service: "callback", stream: "TOOLMESH_OUTCOME", durable: "callback" },
-  { service: "memory-writer", stream: "TOOLMESH_CALLBACK", durable: "memory-writer" },
-] as const;
+/** The durable consumers that follow a call's records (test/history/backlogs.ts). */
+export const CONSUMERS = callConsumers;
 
 export interface ConsumerLag {
   service: string;
-  /** Messages not yet delivered or not yet acked when the load stopped. */
+  /** Messages not yet acked when the load stopped: record batches for Audit, log blocks for the others. */
   lagAtEnd: number;
   /** Seconds from the end of the load until the consumer had acked everything. */
   drainSeconds: number;
@@ -50,4 +48,13 @@ export async function lagAfter(
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   return rows;
+}
+
+/**
+ * Resolves once every consumer has acked everything its stream holds: the records of the calls
+ * made so far are chained, broadcast, counted and in memory. Audit first: the log the others
+ * follow grows until the record stream is empty.
+ */
+export async function consumersDone(jsm: JetStreamManager, timeoutMs = 120_000): Promise<void> {
+  for (const c of CONSUMERS) await consumerDrained(jsm, c.stream, c.durable, timeoutMs, 20);
 }

@@ -102,7 +102,13 @@ async function chain(env: Record<string, string>): Promise<string[]> {
     ["--import", "tsx", path.join(repoRoot, "bench", "run.ts")],
     {
       cwd: repoRoot,
-      env: { ...process.env, BENCH_ONLY: "chain", BENCH_SECONDS: chainSeconds, ...env },
+      env: {
+        ...process.env,
+        BENCH_ONLY: "chain",
+        BENCH_FSYNCS: "0",
+        BENCH_SECONDS: chainSeconds,
+        ...env,
+      },
       stdio: ["ignore", "pipe", "inherit"],
     },
   );

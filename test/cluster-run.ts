@@ -5,7 +5,7 @@ import type { NatsPlacement } from "@toolmesh/launcher";
 import { CallStatus, DispatcherService } from "@toolmesh/proto";
 import { createBalancedTransport, neverSent, type ServedTools } from "@toolmesh/sdk";
 import { chainServices, eventually, startStack, type TestStack } from "@toolmesh/testkit";
-import { consumerOpts, type JsMsg } from "nats";
+import { AckPolicy, consumerOpts, type JsMsg } from "nats";
 import { afterAll, beforeAll, expect } from "vitest";
 import { readAgentMemory } from "../services/memory-writer/src/layout.js";
 import {
@@ -42,7 +42,14 @@ export async function startClusterRun(
     services: [...chainServices, "callback", "memory-writer"],
     serviceEnv: {
       dispatcher: { TOOLMESH_DISPATCHER_LOST_AFTER_MS: "3000", TOOLMESH_SWEEP_INTERVAL_MS: "500" },
+      // Audit's sweeper closes the calls of a Dispatcher that vanished.
+      audit: { TOOLMESH_DISPATCHER_LOST_AFTER_MS: "3000", TOOLMESH_SWEEP_INTERVAL_MS: "500" },
     },
+  });
+  // A subscriber replaying the feed, so it keeps every broadcast for the count at the end.
+  await (await stack.nc.jetstreamManager()).consumers.add("TOOLMESH_CALLBACK", {
+    durable_name: "cluster-feed",
+    ack_policy: AckPolicy.Explicit,
   });
   const ran = new Set<string>();
   for (const agent of AGENTS) await stack.grantAll(agent);

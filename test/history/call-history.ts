@@ -1,43 +1,41 @@
-import { randomBytes } from "node:crypto";
-import { create, type DescMessage, type MessageShape, toBinary } from "@bufbuild/protobuf";
+import { randomUUID } from "node:crypto";
+import path from "node:path";
+import { create, fromBinary, type JsonObject, toBinary } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import { type ChainHead, chainedAfter } from "@toolmesh/archive";
 import { loadConfig } from "@toolmesh/config";
 import { createSecretRedactor } from "@toolmesh/log";
-import { newCallId } from "@toolmesh/names";
-import { JetStreamPublisher, type StoredAck, subjects, TYPE_HEADER } from "@toolmesh/nats";
+import { newCallId, newTraceId } from "@toolmesh/names";
+import { JetStreamPublisher, subjects, TYPE_HEADER } from "@toolmesh/nats";
 import {
   type AuditRecord,
   AuditRecordSchema,
   CallbackEventSchema,
   CallStatus,
-  type Outcome,
-  OutcomeSchema,
+  isFinal,
   PrincipalSchema,
   StoredUsageSchema,
   statusWord,
-  TraceEventSchema,
   type Usage,
   UsageSchema,
 } from "@toolmesh/proto";
-import { lastRecord } from "@toolmesh/records";
-import { type JetStreamManager, type NatsConnection, headers as natsHeaders } from "nats";
-import { AUDIT_LOG_STREAM } from "../../services/audit/src/audit-log.js";
-import { callbackTraceEvent } from "../../services/callback/src/broadcaster.js";
-import { CALLBACK_BUCKET, callKey, encodeCall } from "../../services/callback/src/call-store.js";
-import { callbackConfig } from "../../services/callback/src/config.js";
-import { normalise } from "../../services/callback/src/normalise.js";
+import { outcomeOf, recordKey } from "@toolmesh/records";
+import { type NatsConnection, headers as natsHeaders } from "nats";
+import { isEnd, isStart, mergedCall } from "../../services/audit/src/call-merge.js";
+import { archiveSettings, auditConfig } from "../../services/audit/src/config.js";
 import {
   addCall,
-  callHour,
+  countedCall,
   USAGE_BUCKET,
-  usageKey,
+  usageKeyOf,
 } from "../../services/callback/src/usage-store.js";
-import type { LeaseLedger } from "../../services/dispatcher/src/records/call-leases.js";
-import { CallRecorder } from "../../services/dispatcher/src/records/call-recorder.js";
-import type { EventPublisher } from "../../services/dispatcher/src/records/event-publisher.js";
+import {
+  CallRecorder,
+  type RecordSink,
+} from "../../services/dispatcher/src/records/call-recorder.js";
 import { memoryWriterConfig } from "../../services/memory-writer/src/config.js";
 import { memoryActionOf } from "../../services/memory-writer/src/writer.js";
+import { archiveLog } from "./log-archive.js";
+import { LogAppender } from "./log-blocks.js";
 import { MemoryFiles } from "./memory-files.js";
 
 /** What a history holds: how many calls, by how many agents, of which tool. */
@@ -45,14 +43,13 @@ export interface HistoryShape {
   calls: number;
   agents: number;
   tool: string;
+  /**
+   * Records in each audit log block. Audit chains what its record stream holds when it takes the
+   * next flight: at 100 calls/s each record comes alone (1, the default); under load the records
+   * of concurrent calls share a block (at concurrency 64, about 64).
+   */
+  blockRecords?: number;
 }
-
-/**
- * The calls whose keys a long-running stack still holds in the callback bucket: those of the last
- * live window (TOOLMESH_CALLBACK_LIVE_SECONDS, 1 h) at 100 calls/s. The keys of older calls have
- * expired, as they would have in a stack that took that long to serve its history.
- */
-export const LIVE_CALLS = 100 * 3600;
 
 /** The agent of call `i` in a history of `agents` agents. */
 export const historyAgent = (i: number, agents: number) =>
@@ -64,15 +61,15 @@ const BATCH = 500;
 const ACK_TIMEOUT_MS = 120_000;
 
 /**
- * Writes the records of `calls` finished calls straight into the streams, the callback bucket and
- * the memory directory, as a stack that ran them would have left them: the Dispatcher's own
- * CallRecorder makes each call's TOOL_EXECUTE, TOOL_RESULT, audit record and outcome; from those,
- * the consumers' own mappings make what Audit (the chained log record), Callback (the
- * CALLBACK_* trace event, the broadcast, and for the last LIVE_CALLS calls the calls.<id> key,
- * marked broadcast; the usage of the older ones, whose keys would have expired, straight into
- * their hourly aggregates) and memory-writer (the two memory lines) write. Run it with the services stopped and then ackBacklogs(), so the
- * consumers resume after the history instead of working it off. The Audit index catches up at
- * the next start of Audit (it reads what follows its checkpoint).
+ * Writes the history of `calls` finished calls as a stack that ran them would have left it: the
+ * Dispatcher's own CallRecorder makes each call's start and end record; from those, what Audit
+ * keeps (the records, arguments redacted, chained into audit log blocks — LogAppender — and the
+ * log sealed into archive segments by Audit's own block mapping), what Callback derives (each
+ * outcome broadcast on the callback feed, its usage in the hourly aggregates) and what
+ * memory-writer writes (the call's two memory lines). The record stream stays empty: Audit took
+ * every batch. Run it with the services stopped, then followersPastHistory(), so the log's
+ * followers resume after the history instead of working it off; Audit's index reads the new
+ * blocks at its next start (it continues from its checkpoint).
  */
 export async function writeCallHistory(
   nc: NatsConnection,
@@ -84,99 +81,68 @@ export async function writeCallHistory(
   const memoryConfig = loadConfig(memoryWriterConfig, {});
   const memory = new MemoryFiles(dataDir, memoryConfig.maxFileBytes);
   const memoryRedact = createSecretRedactor(memoryConfig.redactKeys);
-  const auditRedact = createSecretRedactor([]);
+  const audit = loadConfig(auditConfig, { TOOLMESH_DATA_DIR: dataDir });
+  const auditRedact = createSecretRedactor(audit.redactKeys);
   const publisher = new JetStreamPublisher(nc, { ackTimeoutMs: ACK_TIMEOUT_MS });
-  const derived: Promise<unknown>[] = [];
-  let head = await auditLogHead(jsm);
-  const liveTtl = `${loadConfig(callbackConfig, {}).callLiveSeconds}s`;
-  const expired = Math.max(0, shape.calls - LIVE_CALLS);
-  let outcomes = 0;
+  const log = await LogAppender.open(jsm, publisher, shape.blockRecords ?? 1);
+  const broadcasts: Promise<unknown>[] = [];
   const usage = new Map<string, Usage>();
-  const proto = <Desc extends DescMessage>(
-    subject: string,
-    schema: Desc,
-    data: Uint8Array,
-    msgId?: string,
-  ) => {
-    const h = natsHeaders();
-    h.set(TYPE_HEADER, schema.typeName);
-    if (msgId) h.set("Nats-Msg-Id", msgId);
-    derived.push(publisher.publish(subject, data, h));
-  };
-  const consumers = {
-    audit(record: AuditRecord) {
-      const input = create(AuditRecordSchema, {
-        ...record,
-        arguments: auditRedact(record.arguments) as AuditRecord["arguments"],
-      });
-      const stored = chainedAfter(input, head);
-      head = { sequence: stored.sequence, hash: stored.hash };
-      proto(
-        subjects.auditLogRecord(stored.agentId, stored.tool),
-        AuditRecordSchema,
-        toBinary(AuditRecordSchema, stored),
-        stored.id,
-      );
+  // The Dispatcher's recorder, its records caught as they are written.
+  const written: Uint8Array[] = [];
+  const sink: RecordSink = {
+    write: (record) => {
+      written.push(record);
+      return Promise.resolve();
     },
-    outcome(outcome: Outcome) {
-      const event = normalise(outcome);
-      const encoded = toBinary(CallbackEventSchema, event);
-      const trace = callbackTraceEvent(event);
-      proto(
-        subjects.trace("callback", event.traceId),
-        TraceEventSchema,
-        toBinary(TraceEventSchema, trace),
-        trace.id,
-      );
-      proto(
-        subjects.callback(statusWord(event.status), event.tool),
-        CallbackEventSchema,
-        encoded,
-        event.callId,
-      );
-      if (outcomes++ < expired) {
-        // Counted as the usage counter did while its key lived; the key has expired since.
-        const key = usageKey(callHour(event), event.agentId, event.userId, event.tool);
-        let hour = usage.get(key);
-        if (!hour) {
-          hour = create(UsageSchema, {
-            hour: timestampFromMs(callHour(event)),
-            agentId: event.agentId,
-            userId: event.userId,
-            tool: event.tool,
-          });
-          usage.set(key, hour);
-        }
-        addCall(hour, event);
-      } else {
-        // The call's key as the broadcaster leaves it: the final event, marked broadcast, with
-        // the live window as its TTL.
-        const h = natsHeaders();
-        h.set("Nats-TTL", liveTtl);
-        derived.push(
-          publisher.publish(
-            `$KV.${CALLBACK_BUCKET}.${callKey(event.callId)}`,
-            encodeCall(encoded, true),
-            h,
-          ),
-        );
-      }
-      const action = memoryActionOf(event, memoryRedact);
-      memory.append(action.agentId, action.text);
-    },
+    writable: true,
+    full: undefined,
+    maxPayload: nc.info?.max_payload ?? 1024 * 1024,
   };
-  const recorder = new CallRecorder(new ObservedPublisher(publisher, consumers), [], noLeases);
+  const recorder = new CallRecorder(sink, [], randomUUID());
   try {
     for (let from = 0; from < shape.calls; from += BATCH) {
-      const flushed: Promise<void>[] = [];
       for (let i = from; i < Math.min(shape.calls, from + BATCH); i++) {
-        flushed.push(recordCall(recorder, i, shape));
+        recordCall(recorder, i, shape);
+        for (const record of asChained(written.splice(0))) {
+          if (record.arguments) record.arguments = auditRedact(record.arguments) as JsonObject;
+          const stored = log.append(record);
+          const event = outcomeOf(stored);
+          if (!event || !isFinal(event.status)) continue;
+          // Callback: the broadcast, stored once under the record's key, and the hour's usage.
+          const h = natsHeaders();
+          h.set(TYPE_HEADER, CallbackEventSchema.typeName);
+          h.set("Nats-Msg-Id", recordKey(stored));
+          broadcasts.push(
+            publisher.publish(
+              subjects.callback(statusWord(event.status), event.tool),
+              toBinary(CallbackEventSchema, event),
+              h,
+            ),
+          );
+          const counted = countedCall(event);
+          const key = usageKeyOf(counted);
+          let hour = usage.get(key);
+          if (!hour) {
+            hour = create(UsageSchema, {
+              hour: timestampFromMs(counted.hourMs),
+              agentId: counted.agentId,
+              userId: counted.userId,
+              tool: counted.tool,
+            });
+            usage.set(key, hour);
+          }
+          addCall(hour, counted);
+          // memory-writer: the call's two lines in its agent's memory.
+          const action = memoryActionOf(event, memoryRedact);
+          memory.append(action.agentId, action.text);
+        }
       }
-      await Promise.all(flushed);
-      await Promise.all(derived.splice(0));
+      await log.drain();
+      await Promise.all(broadcasts.splice(0));
       await memory.flushFull();
       progress?.(Math.min(shape.calls, from + BATCH));
     }
+    await log.flush();
     await memory.flushAll();
     for (const [key, hour] of usage) {
       const value = toBinary(StoredUsageSchema, create(StoredUsageSchema, { usage: hour }));
@@ -185,13 +151,29 @@ export async function writeCallHistory(
   } finally {
     publisher.close();
   }
+  const archive = archiveSettings(audit);
+  await archiveLog(nc, archive.dir, archive.segmentBytes);
 }
 
-/** One finished call through the Dispatcher's recorder: what its chain would have published. */
-function recordCall(recorder: CallRecorder, i: number, shape: HistoryShape): Promise<void> {
+/**
+ * A call's records as Audit chains them: its start and end as one record (mergedCall), as a call
+ * that ends within TOOLMESH_AUDIT_MERGE_MS of its start is.
+ */
+function asChained(written: Uint8Array[]): AuditRecord[] {
+  const [start, end, ...rest] = written.map((bytes) => ({
+    record: fromBinary(AuditRecordSchema, bytes),
+    body: bytes,
+  }));
+  if (!start || !end || rest.length > 0 || !isStart(start.record) || !isEnd(end.record))
+    return written.map((bytes) => fromBinary(AuditRecordSchema, bytes));
+  return [mergedCall(start, end).record];
+}
+
+/** One finished call through the Dispatcher's recorder: its start and end records. */
+function recordCall(recorder: CallRecorder, i: number, shape: HistoryShape): void {
   const record = recorder.begin({
-    traceId: randomBytes(16).toString("hex"),
-    // The ids the Dispatcher makes (a UUIDv7 each), as a real history holds.
+    // The ids the Dispatcher makes (time-ordered), as a real history holds.
+    traceId: newTraceId(),
     callId: newCallId(),
     parentId: "",
     tool: shape.tool,
@@ -209,61 +191,18 @@ function recordCall(recorder: CallRecorder, i: number, shape: HistoryShape): Pro
     startedMs,
     deadlineMs: startedMs + 30_000,
   });
-  record.finished(
+  void record.finished(
     { status: CallStatus.SUCCESS, output: { n: i }, reason: "" },
     { args, attempts: 1, startedMs, finishedMs: startedMs + 1 },
   );
-  return record.flush();
 }
 
-/** Leases are opened and deleted within a call; a finished history holds none. */
-const noLeases: LeaseLedger = {
-  instance: "history",
-  open: () => Promise.resolve(0),
-  release: () => {},
-};
-
-/** The Dispatcher's publisher, with the consumers told of each audit record and outcome. */
-class ObservedPublisher implements EventPublisher {
-  constructor(
-    private readonly inner: EventPublisher,
-    private readonly consumers: {
-      audit(record: AuditRecord): void;
-      outcome(outcome: Outcome): void;
-    },
-  ) {}
-
-  get writable() {
-    return this.inner.writable;
-  }
-
-  get maxPayload() {
-    return this.inner.maxPayload;
-  }
-
-  get full() {
-    return this.inner.full;
-  }
-
-  publishMessage<Desc extends DescMessage>(
-    subject: string,
-    schema: Desc,
-    value: MessageShape<Desc>,
-    options?: { msgId?: string },
-  ): Promise<StoredAck> {
-    const stored = this.inner.publishMessage(subject, schema, value, options);
-    if (schema.typeName === AuditRecordSchema.typeName) this.consumers.audit(value as AuditRecord);
-    if (schema.typeName === OutcomeSchema.typeName) this.consumers.outcome(value as Outcome);
-    return stored;
-  }
+/** Where a data directory's audit archive is, with the Audit service's defaults. */
+export function archiveDirOf(dataDir: string): string {
+  return archiveSettings(loadConfig(auditConfig, { TOOLMESH_DATA_DIR: dataDir })).dir;
 }
 
-/** The last record of the audit log, which the next one must point at. */
-async function auditLogHead(jsm: JetStreamManager): Promise<ChainHead> {
-  const { state } = await jsm.streams.info(AUDIT_LOG_STREAM);
-  if (state.messages === 0) return { sequence: BigInt(state.last_seq), hash: "" };
-  // A log message may be a block of records (whose sequences are not the stream's).
-  const message = await jsm.streams.getMessage(AUDIT_LOG_STREAM, { seq: state.last_seq });
-  const last = lastRecord(message.header, message.data);
-  return { sequence: last?.sequence ?? BigInt(state.last_seq), hash: last?.hash ?? "" };
+/** Where a data directory's audit index is. */
+export function auditIndexOf(dataDir: string): string {
+  return path.join(dataDir, "audit", "index.sqlite");
 }

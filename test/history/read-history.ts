@@ -1,16 +1,8 @@
+import { streamNames } from "@toolmesh/nats";
 import type { JetStreamClient, JetStreamManager } from "nats";
-import { AUDIT_LOG_STREAM } from "../../services/audit/src/audit-log.js";
-import { CALLBACK_BUCKET } from "../../services/callback/src/call-store.js";
 
-/** Every stream that holds a record (or key) per call. */
-export const perCallStreams = [
-  "TOOLMESH_TRACE",
-  "TOOLMESH_AUDIT",
-  AUDIT_LOG_STREAM,
-  "TOOLMESH_OUTCOME",
-  "TOOLMESH_CALLBACK",
-  `KV_${CALLBACK_BUCKET}`,
-];
+/** Every stream that holds a message (or more) per call: the records, the log and the feed. */
+export const perCallStreams = [streamNames.records, streamNames.auditLog, streamNames.callback];
 
 /** What reading streams once took this process. */
 export interface HistoryRead {

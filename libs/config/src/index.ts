@@ -309,6 +309,13 @@ export const commonConfig = {
   natsPingIntervalMs: int("TOOLMESH_NATS_PING_INTERVAL_MS", 2000, { min: 250, max: 120_000 }),
   /** The same in seconds, for short-lived stacks and tests; overrides the days when set. */
   streamMaxAgeSeconds: int("TOOLMESH_STREAM_MAX_AGE_SECONDS", 0, { min: 0, max: 3650 * 86_400 }),
+  /**
+   * How far V8 lets the heap grow past what its last full collection kept, in percent (0: V8's
+   * own choice, up to four times). A server allocates fast, and the garbage of calls otherwise
+   * sits in memory until the heap is several times its live size (hundreds of MB under load);
+   * 30 keeps a process near its live size for a few more collections.
+   */
+  heapGrowingPercent: int("TOOLMESH_HEAP_GROWING_PERCENT", 30, { min: 0, max: 1000 }),
   natsCredentials,
   ...busLimitsConfig,
 };

@@ -9,7 +9,7 @@
 
 /** The streams of the bus, by JetStream name. */
 export const streamNames = {
-  /** Record batches until Audit chains them (work queue). */
+  /** Record batches until Audit chains them (and trims them). */
   records: "TOOLMESH_RECORDS",
   /** The broadcast feed of outcomes. */
   callback: "TOOLMESH_CALLBACK",
@@ -132,6 +132,8 @@ export const busAccess = {
     writesStreams: ["auditLog", "records"],
     readsStreams: ["records", "auditLog"],
     durables: { records: "audit" },
+    // It trims the record stream below what it has chained (records-trim.ts).
+    deletesFrom: ["records"],
     ownsBuckets: ["audit"],
     // The sweeper asks whether the Dispatcher that started a call is still alive.
     readsBuckets: ["permission", "dispatchers"],

@@ -133,11 +133,14 @@ export const defaultStreamSettings: StreamSettings = {
  * Every stream toolmesh writes; each writer ensures the ones it publishes to exist.
  *
  * The record stream holds work, not history: a batch stays until Audit's chain writer took it
- * into the log (work-queue retention), so its size is Audit's lag, and when full it refuses new
- * batches (discard new) — the Dispatcher then refuses the calls it cannot record, naming what is
- * behind. The hash-chained audit log (Audit's own stream, audit-log.ts) is the store of record;
+ * into the log and Audit's next trim removed it (within a second: records-trim.ts in Audit), so
+ * its size is Audit's lag, and when full it refuses new batches (discard new) — the Dispatcher
+ * then refuses the calls it cannot record, naming what is behind. Trimmed in bulk rather than by
+ * work-queue retention: a work queue deletes each acked message on its own, one more stored write
+ * (fsync) a batch. The hash-chained audit log (Audit's own stream, audit-log.ts) is the store of record;
  * everything else is derived from it. The callback feed and the change stream are notifications
- * of state kept elsewhere, so they drop their oldest.
+ * of state kept elsewhere, so they drop their oldest; the feed keeps a broadcast only until every
+ * durable consumer on it has read it (interest retention).
  */
 export function streamDefinitions(settings: StreamSettings = defaultStreamSettings) {
   const { maxBytes } = settings;
@@ -148,7 +151,7 @@ export function streamDefinitions(settings: StreamSettings = defaultStreamSettin
       name: streamNames.records,
       subjects: [subjects.allRecords],
       description: "Record batches of calls and admin changes, until Audit chains them",
-      retention: RetentionPolicy.Workqueue,
+      retention: RetentionPolicy.Limits,
       storage: StorageType.File,
       discard: DiscardPolicy.New,
       num_replicas: settings.replicas,
@@ -160,7 +163,9 @@ export function streamDefinitions(settings: StreamSettings = defaultStreamSettin
       name: streamNames.callback,
       subjects: [subjects.callbacks],
       description: "Broadcast outcomes of calls, for subscribers to replay (a feed, not a record)",
-      retention: RetentionPolicy.Limits,
+      // Kept only for the durable consumers that have not read it yet: the outcomes themselves are
+      // in the audit log, so a feed nobody replays stores nothing.
+      retention: RetentionPolicy.Interest,
       // Callback stores a large group of broadcasts in one commit (broadcast-publisher.ts).
       allow_atomic: true,
       storage: StorageType.File,

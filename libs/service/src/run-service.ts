@@ -1,3 +1,4 @@
+import v8 from "node:v8";
 import type { Interceptor } from "@connectrpc/connect";
 import { type AuthConfig, type RequestAuthenticator, startServiceAuth } from "@toolmesh/auth";
 import {
@@ -88,6 +89,9 @@ export interface ServiceSpec<C extends ServiceConfig> {
  */
 export async function runService<C extends ServiceConfig>(spec: ServiceSpec<C>): Promise<void> {
   const config = loadOrExit(() => loadConfig<C>(spec.config));
+  // Before the first request allocates: the heap's growth is V8's flag, settable at run time.
+  if (config.heapGrowingPercent > 0)
+    v8.setFlagsFromString(`--heap-growing-percent=${config.heapGrowingPercent}`);
   const log = createLogger(spec.name, config.logLevel);
   const nc = await connectNats({
     url: config.natsUrl,

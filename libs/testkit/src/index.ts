@@ -11,6 +11,15 @@ export { type Engine, reachEngine } from "./docker-engine.js";
 export { Collector, eventually, retryWhile } from "./eventually.js";
 export { failure } from "./failure.js";
 export {
+  callParts,
+  chainedEnd,
+  type FeedBroadcast,
+  feedBroadcasts,
+  keepFeed,
+  type RecordFilter,
+  recordsByCall,
+} from "./history-reads.js";
+export {
   type ImContact,
   type ImFrame,
   type ImServer,

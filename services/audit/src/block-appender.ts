@@ -24,6 +24,8 @@ import type { ReceivedRecord } from "./record-mapping.js";
 export interface StoredRecord {
   record: AuditRecord;
   seq: number;
+  /** Its place among the block's records, from 0. */
+  pos: number;
   data: Uint8Array;
 }
 
@@ -225,7 +227,12 @@ export class BlockAppender {
         this.head = { streamSeq: ack.seq, sequence: last.sequence, hash: last.hash };
         for (let r = range.from; r < range.to; r++) {
           const record = flight.records[r]?.record as AuditRecord;
-          this.deps.onStored({ record, seq: ack.seq, data: flight.encoded[r] as Uint8Array });
+          this.deps.onStored({
+            record,
+            seq: ack.seq,
+            pos: r - range.from,
+            data: flight.encoded[r] as Uint8Array,
+          });
         }
       }
       stored.fill(true, range.from, range.to);

@@ -1,4 +1,4 @@
-import { create, fromBinary } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { ChainBreak } from "@toolmesh/archive";
@@ -6,7 +6,6 @@ import { hasRole, principalOf, Role, requireRole } from "@toolmesh/auth";
 import { invalidField, notFound } from "@toolmesh/errors";
 import { checkLength, isTraceId } from "@toolmesh/names";
 import {
-  AuditRecordSchema,
   type AuditService,
   CallStatus,
   GetCallResponseSchema,
@@ -17,6 +16,7 @@ import {
 import { pageTokens } from "@toolmesh/server";
 import type { CallReaders } from "./call-readers.js";
 import type { RecordFilter, RecordIndex } from "./record-index.js";
+import type { StoredRecords } from "./stored-records.js";
 
 /** Record sequences are the page position of QueryRecords (newest first). */
 const recordPages = pageTokens({
@@ -31,6 +31,8 @@ export interface AuditReaders {
   records: RecordIndex;
   /** Verifies the chain from a sequence (0n: from the oldest kept record). */
   verifyChain(fromSequence: bigint): Promise<{ checked: number; break?: ChainBreak }>;
+  /** Where the records the index points at are read from. */
+  stored: Pick<StoredRecords, "read">;
   calls: CallReaders;
 }
 
@@ -38,7 +40,7 @@ export interface AuditReaders {
 export function createAuditHandlers(deps: AuditReaders): ServiceImpl<typeof AuditService> {
   const { records: index, calls } = deps;
   return {
-    queryRecords(req, ctx) {
+    async queryRecords(req, ctx) {
       requireRole(ctx, Role.Admin, Role.Auditor);
       const size = recordPages.pageSize(req.pageSize);
       if (!(req.status in CallStatus)) {
@@ -76,12 +78,12 @@ export function createAuditHandlers(deps: AuditReaders): ServiceImpl<typeof Audi
       const { rows, more } = index.query(filter, before, size);
       const last = rows.at(-1);
       return create(QueryRecordsResponseSchema, {
-        records: rows.map((r) => fromBinary(AuditRecordSchema, r.data)),
+        records: await deps.stored.read(rows),
         nextPageToken: more && last ? recordPages.encode(String(last.seq), fingerprint) : "",
       });
     },
 
-    getTrace(req, ctx) {
+    async getTrace(req, ctx) {
       requireRole(ctx, Role.Admin, Role.Auditor);
       if (!isTraceId(req.traceId)) {
         throw invalidField(
@@ -89,7 +91,7 @@ export function createAuditHandlers(deps: AuditReaders): ServiceImpl<typeof Audi
           `expected a W3C trace id (32 lowercase hex characters, not all zero); got ${JSON.stringify(req.traceId.slice(0, 64))}`,
         );
       }
-      const events = calls.traceEvents(req.traceId);
+      const events = await calls.traceEvents(req.traceId);
       if (events.length === 0) {
         throw notFound("trace", req.traceId, "no events were recorded for it, or they expired");
       }

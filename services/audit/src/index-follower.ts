@@ -207,13 +207,13 @@ export class IndexFollower {
    * The row of a record this instance just appended in the block at `seq`, so reading it back
    * from the stream costs a byte comparison instead of a decode.
    */
-  expect(record: AuditRecord, seq: number, data: Uint8Array): void {
+  expect(record: AuditRecord, seq: number, pos: number, data: Uint8Array): void {
     if (this.expectedRows >= MAX_EXPECTED) {
       this.expected.clear();
       this.expectedRows = 0;
     }
     const rows = this.expected.get(seq);
-    const row = indexRow(record, seq, data, 0);
+    const row = indexRow(record, seq, pos, data, 0);
     if (rows) rows.push(row);
     else this.expected.set(seq, [row]);
     this.expectedRows++;
@@ -246,10 +246,10 @@ export class IndexFollower {
   /** The rows of records read from the stream, each decoded; one that does not decode is left out. */
   private decodeRows(seq: number, storedNanos: number, slices: Uint8Array[]): IndexRow[] {
     const rows: IndexRow[] = [];
-    for (const data of slices) {
+    for (const [pos, data] of slices.entries()) {
       try {
         const record = fromBinary(AuditRecordSchema, data);
-        rows.push(indexRow(record, seq, data, storedNanos));
+        rows.push(indexRow(record, seq, pos, data, storedNanos));
       } catch (error) {
         this.deps.log.error({ err: error, seq }, "undecodable record in the audit log");
       }

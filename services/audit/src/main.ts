@@ -14,8 +14,10 @@ import { upgradeLegacyStreams } from "./legacy-upgrade.js";
 import { LogReader } from "./log-reader.js";
 import { OpenCallSweeper } from "./open-call-sweeper.js";
 import { AuditRecorder } from "./recorder.js";
+import { RecordsTrim } from "./records-trim.js";
 import { RetentionWatch } from "./retention.js";
 import { createAuditServer } from "./server.js";
+import { StoredRecords } from "./stored-records.js";
 
 await runService({
   name: "audit",
@@ -34,6 +36,7 @@ await runService({
     const opened = await follower.start();
     log.info({ ...opened, file }, opened.rebuilt ? "audit index rebuilt" : "audit index opened");
     const records = follower.records;
+    const stored = new StoredRecords(reader);
     const retention = new RetentionWatch({
       jsm,
       log,
@@ -73,8 +76,10 @@ await runService({
           isStored: (id, callId) => records.has(id, callId),
           redact: createSecretRedactor(config.redactKeys),
           log,
-          onStored: ({ record, seq, data }) => follower.expect(record, seq, data),
+          onStored: ({ record, seq, pos, data }) => follower.expect(record, seq, pos, data),
           room: archiving.room,
+          lingerMs: config.lingerMs,
+          holdMs: config.mergeMs,
         });
         await recorder.start();
         // A data directory of an earlier version: its unchained records and running calls.
@@ -90,14 +95,19 @@ await runService({
         // bucket once there is a call to close (and tries again at the next sweep if none exists).
         const sweeper = new OpenCallSweeper({
           index: records,
+          stored,
           heartbeats: () => js.views.kv(buckets.dispatchers.name, { bindOnly: true }),
           publisher,
           settings: { ...config, intervalMs: config.sweepIntervalMs },
           log,
         });
         sweeper.start();
+        // The batches chained leave the record stream in bulk.
+        const trim = new RecordsTrim({ jsm, log });
+        trim.start();
         return async () => {
           archiving.stopRoom();
+          await trim.stop();
           await sweeper.stop();
           await recorder.stop();
           await archiving.stop();
@@ -112,12 +122,13 @@ await runService({
       },
       "audit log ready",
     );
-    const calls = new CallReaders({ index: records, progress: follower, jsm, log });
+    const calls = new CallReaders({ index: records, stored, progress: follower, jsm, log });
     // Every replica answers the Dispatcher's and Callback's lookups of a call from its index.
     const lookups = calls.answerLookups(nc);
     const server = createAuditServer({
       records,
       verifyChain: (from) => verifyChain(reader, from, (s) => records.blockAtOrBefore(s)),
+      stored,
       calls,
       ...(await authenticatedRpc()),
     });

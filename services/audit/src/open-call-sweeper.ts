@@ -1,4 +1,4 @@
-import { fromBinary, toBinary } from "@bufbuild/protobuf";
+import { toBinary } from "@bufbuild/protobuf";
 import { callFields, type Logger } from "@toolmesh/log";
 import { buckets, type JetStreamPublisher, subjects, TYPE_HEADER } from "@toolmesh/nats";
 import {
@@ -11,6 +11,7 @@ import { encodeRecords } from "@toolmesh/records";
 import { type KV, headers as natsHeaders } from "nats";
 import { type InterruptedReason, interruptedEnd } from "./interrupted-end.js";
 import type { RecordIndex } from "./record-index.js";
+import type { StoredRecords } from "./stored-records.js";
 
 /** How often and when calls left open are closed (libs/config callSweepConfig). */
 export interface OpenCallSweepSettings {
@@ -40,6 +41,8 @@ export class OpenCallSweeper {
   constructor(
     private readonly deps: {
       index: RecordIndex;
+      /** Where the records the index points at are read from. */
+      stored: Pick<StoredRecords, "read">;
       /** The Dispatchers' heartbeat bucket; rejects while no Dispatcher has created it. */
       heartbeats: () => Promise<KV>;
       publisher: Pick<JetStreamPublisher, "publish">;
@@ -88,10 +91,9 @@ export class OpenCallSweeper {
         live = beat !== undefined && now - beat < settings.dispatcherLostAfterMs;
         alive.set(call.instance, live);
       }
-      const start = index
-        .recordsOfCall(call.callId)
-        .map((data) => fromBinary(AuditRecordSchema, data))
-        .find((r) => r.action === AuditAction.TOOL_START);
+      const start = (await this.deps.stored.read(index.recordsOfCall(call.callId))).find(
+        (r) => r.action === AuditAction.TOOL_START,
+      );
       if (!start) continue;
       await this.close(start, live ? "records_lost" : "dispatcher_lost", now);
       closed++;

@@ -1,14 +1,14 @@
-import type { DatabaseSync, SQLInputValue, StatementSync } from "node:sqlite";
-import { fromBinary } from "@bufbuild/protobuf";
+import type { DatabaseSync, SQLInputValue, SQLOutputValue, StatementSync } from "node:sqlite";
 import type { Logger } from "@toolmesh/log";
 import { idKey, traceKey } from "@toolmesh/names";
-import { AuditAction, AuditRecordSchema } from "@toolmesh/proto";
+import { AuditAction } from "@toolmesh/proto";
 import { recordKey } from "@toolmesh/records";
 import { type IndexRebuild, openIndex } from "@toolmesh/service";
 import type { IndexRow } from "./record-mapping.js";
 
 /** The store-once key of a call's end record, whose presence means the call is not open. */
 const endKey = (callId: string) => recordKey({ id: "", callId, action: AuditAction.TOOL_CALL });
+const startKey = (callId: string) => recordKey({ id: "", callId, action: AuditAction.TOOL_START });
 
 /** What QueryRecords filters on; empty fields (and status 0) match everything. */
 export type RecordFilter = Pick<
@@ -36,9 +36,12 @@ export interface Checkpoint {
  * record's chain sequence, with the stream sequence of its block (1 keyed them by the stream
  * sequence, when each log message held one record). 3: trace ids keyed by their first 13 hex
  * digits (traceIndexKey), not a hash. 4: the open calls (a start record without its end), for
- * the sweeper; a call's records keyed by their store-once key (libs/records recordKey).
+ * the sweeper; a call's records keyed by their store-once key (libs/records recordKey). 5: no
+ * copy of each record (half the index's bytes): a row says where its record is (block and place),
+ * and queries read it from the log. 6: whether a row holds its call's start (a start record, or
+ * a call's start and end chained as one record), so a start delivered again is known as stored.
  */
-const SCHEMA_VERSION = 4;
+const SCHEMA_VERSION = 6;
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS records (
@@ -54,7 +57,8 @@ CREATE TABLE IF NOT EXISTS records (
   record_id TEXT NOT NULL,
   trace_key INTEGER NOT NULL,
   call_key INTEGER NOT NULL,
-  data BLOB NOT NULL
+  pos INTEGER NOT NULL,
+  starts INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS records_agent_tool ON records (agent_id, tool, seq, time_ms);
 CREATE INDEX IF NOT EXISTS records_tool ON records (tool, seq, time_ms);
@@ -91,8 +95,6 @@ export class RecordIndex {
   private readonly setMeta: StatementSync;
   private readonly hasId: StatementSync;
   private readonly blockAt: StatementSync;
-  private readonly traceFirst: StatementSync;
-  private readonly traceLast: StatementSync;
   private readonly traceAll: StatementSync;
   private readonly callAll: StatementSync;
   private readonly opened: StatementSync;
@@ -109,34 +111,29 @@ export class RecordIndex {
     // restarted after retention emptied the log reuses sequences whose rows are not pruned yet.
     this.insert = db.prepare(
       `INSERT INTO records (seq, block_seq, time_ms, agent_id, user_id, tool, status,
-        trace_id, call_id, record_id, trace_key, call_key, data)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        trace_id, call_id, record_id, trace_key, call_key, pos, starts)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         ON CONFLICT (seq) DO UPDATE SET block_seq = excluded.block_seq, time_ms = excluded.time_ms,
           agent_id = excluded.agent_id, user_id = excluded.user_id, tool = excluded.tool,
           status = excluded.status, trace_id = excluded.trace_id, call_id = excluded.call_id,
           record_id = excluded.record_id, trace_key = excluded.trace_key,
-          call_key = excluded.call_key, data = excluded.data
+          call_key = excluded.call_key, pos = excluded.pos, starts = excluded.starts
         WHERE excluded.block_seq > records.block_seq`,
     );
     this.lastSeq = db.prepare("SELECT value FROM meta WHERE key = 'last_seq'");
     this.setMeta = db.prepare("UPDATE meta SET value = ? WHERE key = ?");
     this.hasId = db.prepare(
-      "SELECT 1 FROM records WHERE call_key = ? AND call_id = ? AND record_id = ? LIMIT 1",
+      `SELECT 1 FROM records WHERE call_key = ? AND call_id = ?
+        AND (record_id = ? OR (starts = 1 AND ? = 1)) LIMIT 1`,
     );
     this.blockAt = db.prepare(
       "SELECT block_seq FROM records WHERE seq <= ? ORDER BY seq DESC LIMIT 1",
     );
-    this.traceFirst = db.prepare(
-      "SELECT data FROM records WHERE trace_key = ? AND trace_id = ? ORDER BY seq LIMIT ?",
-    );
-    this.traceLast = db.prepare(
-      "SELECT max(time_ms) AS time_ms FROM records WHERE trace_key = ? AND trace_id = ?",
-    );
     this.traceAll = db.prepare(
-      "SELECT data FROM records WHERE trace_key = ? AND trace_id = ? ORDER BY seq LIMIT ?",
+      "SELECT seq, block_seq, pos FROM records WHERE trace_key = ? AND trace_id = ? ORDER BY seq LIMIT ?",
     );
     this.callAll = db.prepare(
-      "SELECT data FROM records WHERE call_key = ? AND call_id = ? ORDER BY seq",
+      "SELECT seq, block_seq, pos FROM records WHERE call_key = ? AND call_id = ? ORDER BY seq",
     );
     // A start whose end is already indexed (a batch sent again after its end) opens nothing.
     this.opened = db.prepare(
@@ -223,7 +220,8 @@ export class RecordIndex {
           r.recordId,
           traceIndexKey(r.traceId),
           idKey(r.callId || r.recordId),
-          r.data,
+          r.pos,
+          r.starts ? 1 : 0,
         );
         if (r.opens) {
           const key = idKey(r.callId);
@@ -273,9 +271,13 @@ export class RecordIndex {
     return row ? Number(row.block_seq) : undefined;
   }
 
-  /** True when a record with this source id (of this call) is indexed. */
+  /**
+   * True when a record with this source id (of this call) is indexed — a call's start record also
+   * when its start is stored in the one record of its start and end.
+   */
   has(recordId: string, callId: string): boolean {
-    return this.hasId.get(idKey(callId || recordId), callId, recordId) !== undefined;
+    const start = callId !== "" && recordId === startKey(callId) ? 1 : 0;
+    return this.hasId.get(idKey(callId || recordId), callId, recordId, start) !== undefined;
   }
 
   /**
@@ -286,7 +288,7 @@ export class RecordIndex {
     filter: RecordFilter,
     beforeSeq: number,
     limit: number,
-  ): { rows: { seq: number; data: Uint8Array }[]; more: boolean } {
+  ): { rows: RecordPlace[]; more: boolean } {
     const where: string[] = [];
     const params: SQLInputValue[] = [];
     const add = (clause: string, value: SQLInputValue) => {
@@ -308,7 +310,7 @@ export class RecordIndex {
     }
     if (filter.startMs !== undefined) add("time_ms >= ?", filter.startMs);
     if (filter.endMs !== undefined) add("time_ms < ?", filter.endMs);
-    const sql = `SELECT seq, data FROM records${where.length ? ` WHERE ${where.join(" AND ")}` : ""}
+    const sql = `SELECT seq, block_seq, pos FROM records${where.length ? ` WHERE ${where.join(" AND ")}` : ""}
       ORDER BY seq DESC LIMIT ?`;
     let statement = this.queries.get(sql);
     if (!statement) {
@@ -316,41 +318,22 @@ export class RecordIndex {
       this.queries.set(sql, statement);
     }
     const found = statement.all(...params, limit + 1);
-    const rows = found
-      .slice(0, limit)
-      .map((r) => ({ seq: Number(r.seq), data: r.data as Uint8Array }));
-    return { rows, more: found.length > limit };
-  }
-
-  /**
-   * What GetTrace needs to find a trace's events: its oldest records (the earliest-starting call
-   * is among them) and the time of its newest, or undefined when none is indexed.
-   */
-  traceRecords(traceId: string, oldest = 64): { oldest: Uint8Array[]; lastMs: number } | undefined {
-    const key = traceIndexKey(traceId);
-    const last = this.traceLast.get(key, traceId);
-    if (!last || last.time_ms === null) return undefined;
-    const rows = this.traceFirst.all(key, traceId, oldest);
-    return { oldest: rows.map((r) => r.data as Uint8Array), lastMs: Number(last.time_ms) };
+    return { rows: found.slice(0, limit).map(placeOf), more: found.length > limit };
   }
 
   /** Every stored record of a trace, in chain order, at most `limit`. */
-  recordsOfTrace(traceId: string, limit: number): Uint8Array[] {
-    return this.traceAll
-      .all(traceIndexKey(traceId), traceId, limit)
-      .map((r) => r.data as Uint8Array);
+  recordsOfTrace(traceId: string, limit: number): RecordPlace[] {
+    return this.traceAll.all(traceIndexKey(traceId), traceId, limit).map(placeOf);
   }
 
   /** Every stored record of a call, in chain order. */
-  recordsOfCall(callId: string): Uint8Array[] {
-    return this.callAll.all(idKey(callId), callId).map((r) => r.data as Uint8Array);
+  recordsOfCall(callId: string): RecordPlace[] {
+    return this.callAll.all(idKey(callId), callId).map(placeOf);
   }
 
   /** True when a call's end record (its TOOL_CALL) is indexed. */
   hasEnd(callId: string): boolean {
-    return this.recordsOfCall(callId).some(
-      (data) => fromBinary(AuditRecordSchema, data).action === AuditAction.TOOL_CALL,
-    );
+    return this.has(endKey(callId), callId);
   }
 
   /** Calls started and not ended whose deadline is before `beforeMs`, oldest deadline first. */
@@ -375,6 +358,17 @@ export class RecordIndex {
     this.closed = true;
     this.db.close();
   }
+}
+
+/** Where a record is: its chain sequence, the block (stream sequence) and its place in it. */
+export interface RecordPlace {
+  seq: number;
+  blockSeq: number;
+  pos: number;
+}
+
+function placeOf(row: Record<string, SQLOutputValue>): RecordPlace {
+  return { seq: Number(row.seq), blockSeq: Number(row.block_seq), pos: Number(row.pos) };
 }
 
 function initMeta(db: DatabaseSync, streamCreated: string): void {

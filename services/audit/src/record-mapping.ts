@@ -4,7 +4,7 @@ import { timestampFromMs, timestampMs } from "@bufbuild/protobuf/wkt";
 import { CHAIN_VERSION, withChainVersion } from "@toolmesh/archive";
 import { TYPE_HEADER } from "@toolmesh/nats";
 import { AuditAction, type AuditRecord, AuditRecordSchema } from "@toolmesh/proto";
-import { ofCall, recordKey, recordSlices } from "@toolmesh/records";
+import { ofCall, recordKey, recordSlices, startsCall } from "@toolmesh/records";
 import type { JsMsg } from "nats";
 import { type RecordChanges, recordBody, sameJson } from "./record-encoding.js";
 
@@ -60,6 +60,8 @@ export interface IndexRow {
   seq: number;
   /** The log stream sequence of the message (block) that holds it: what retention drops. */
   blockSeq: number;
+  /** Its place among the block's records, from 0: how a query finds it in the block. */
+  pos: number;
   timeMs: number;
   agentId: string;
   userId: string;
@@ -70,10 +72,15 @@ export interface IndexRow {
   recordId: string;
   /** Its chain hash: the index checkpoint keeps the last one. */
   hash: string;
+  /** True when it holds its call's start: a start record, or a start and end chained as one. */
+  starts: boolean;
   /** A start record opens its call until its end record closes it (the sweeper's view). */
   opens?: { instance: string; deadlineMs: number };
   closes?: boolean;
-  /** The record as stored in the log stream, returned by queries without re-encoding. */
+  /**
+   * The record as stored in the log stream: compared with what is read back, never kept in the
+   * index (queries read records from the log).
+   */
   data: Uint8Array;
 }
 
@@ -81,12 +88,14 @@ export interface IndexRow {
 export function indexRow(
   record: AuditRecord,
   blockSeq: number,
+  pos: number,
   data: Uint8Array,
   storedNanos: number,
 ): IndexRow {
   return {
     seq: Number(record.sequence),
     blockSeq,
+    pos,
     timeMs: record.time ? timestampMs(record.time) : Math.floor(storedNanos / 1e6),
     agentId: record.agentId,
     userId: record.userId,
@@ -95,6 +104,7 @@ export function indexRow(
     traceId: record.traceId,
     callId: record.callId,
     recordId: recordKey(record),
+    starts: startsCall(record),
     hash: record.hash,
     data,
     ...(record.action === AuditAction.TOOL_START

@@ -30,7 +30,7 @@ import {
   type TestNats,
   writeRecords,
 } from "@toolmesh/testkit";
-import { connect, type JetStreamManager, type NatsConnection } from "nats";
+import { AckPolicy, connect, type JetStreamManager, type NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CALLBACK_DURABLE } from "../src/outcome-feed.js";
 
@@ -133,6 +133,11 @@ describe("callback service", () => {
       "the first record in the log",
     );
     await start();
+    // A subscriber that replays the feed: it keeps every broadcast until read (interest retention).
+    await jsm.consumers.add(streamNames.callback, {
+      durable_name: "feed-replay",
+      ack_policy: AckPolicy.Explicit,
+    });
   });
 
   afterAll(async () => {

@@ -45,7 +45,10 @@ await runService({
       log,
     );
     await capacity.check();
-    capacity.start(2000);
+    // Often enough that what this process publishes between two reads (taken off the room it
+    // read) stays well under the margin at full speed: Audit trims the stream in bulk, so a read
+    // is what keeps the estimate from running ahead of the stream.
+    capacity.start(250);
     // Batches wait for their acks; a lost connection lets them wait too (they are sent again
     // under the same message id until JetStream answers), so a call's answer is the truth.
     const publisher = new JetStreamPublisher(nc, {

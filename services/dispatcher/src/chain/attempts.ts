@@ -99,5 +99,7 @@ export function effectiveTimeout(
   let timeoutMs = toolTimeoutMs || settings.defaultTimeoutMs;
   if (requestTimeoutMs > 0) timeoutMs = Math.min(timeoutMs, requestTimeoutMs);
   if (rpcTimeoutMs !== undefined && rpcTimeoutMs > 0) timeoutMs = Math.min(timeoutMs, rpcTimeoutMs);
-  return Math.max(1, Math.min(timeoutMs, settings.maxTimeoutMs));
+  // Whole milliseconds: a grpc-timeout in micro- or nanoseconds (Go's clients send them) parses
+  // to a fraction, and a fractional deadline is not a Timestamp protobuf can encode.
+  return Math.max(1, Math.floor(Math.min(timeoutMs, settings.maxTimeoutMs)));
 }

@@ -1,7 +1,7 @@
 import { hostname } from "node:os";
 import type { Logger } from "@toolmesh/log";
 import type { DockerRuntime as DockerRuntimeSpec } from "@toolmesh/proto";
-import Docker from "dockerode";
+import type Docker from "dockerode";
 import { type DockerSettings, LABEL_OWNER, launchContainer } from "./docker-container.js";
 import type { GrpcRuntime } from "./grpc-runtime.js";
 import type { RemoteRuntime } from "./remote-runtime.js";
@@ -23,7 +23,15 @@ export class DockerRuntime extends SupervisedRuntime<DockerRuntimeSpec> {
     docker: DockerSettings,
     log: Logger,
   ) {
-    const client = new Docker({ socketPath: docker.socket });
+    // The Engine's client loads on the first docker tool's launch: a Dispatcher without one
+    // never pays for it (dockerode and its dependencies, several MB of memory).
+    let client: Promise<Docker> | undefined;
+    const engine = () => {
+      client ??= import("dockerode").then(
+        ({ default: Engine }) => new Engine({ socketPath: docker.socket }),
+      );
+      return client;
+    };
     // Containers name their Dispatcher so that one left behind by a crashed Dispatcher can be told apart.
     const owner = `${hostname()}:${process.pid}`;
     let swept: Promise<void> | undefined;
@@ -35,9 +43,10 @@ export class DockerRuntime extends SupervisedRuntime<DockerRuntimeSpec> {
           return kind?.case === "docker" ? kind.value : undefined;
         },
         launcher: (tool, toolLog, secrets) => async (spec) => {
-          swept ??= removeOrphans(client, log);
+          const engineClient = await engine();
+          swept ??= removeOrphans(engineClient, log);
           await swept;
-          return launchContainer(client, tool, owner, spec, docker, toolLog, secrets);
+          return launchContainer(engineClient, tool, owner, spec, docker, toolLog, secrets);
         },
       },
       grpcRuntime,
