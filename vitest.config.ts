@@ -1,4 +1,5 @@
 import { defineConfig } from "vitest/config";
+import { FAULT_FILES } from "./vitest.faults.config.js";
 
 export default defineConfig({
   test: {
@@ -15,11 +16,7 @@ export default defineConfig({
       "test/cluster.test.ts",
       "test/cluster-partition.test.ts",
       "test/cluster-supervision.test.ts",
-      "test/fail-closed.test.ts",
-      "test/faults.test.ts",
-      "test/record-backlog.test.ts",
-      "test/stream-limits.test.ts",
-      "test/one-story.test.ts",
+      ...FAULT_FILES,
     ],
     testTimeout: 60_000,
     hookTimeout: 60_000,

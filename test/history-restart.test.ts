@@ -15,7 +15,7 @@ import { archiveDirOf, historyAgent, writeCallHistory } from "./history/call-his
 import { type HistoryRead, readHistoryOnce } from "./history/read-history.js";
 import { bestStart, type StartFigures, timedStart } from "./history/start-figures.js";
 
-const CALLS = 50_000;
+const CALLS = 100_000;
 const TOOL = "history.count";
 const AGENT = historyAgent(0, 1);
 const SERVICES = [...chainServices, "callback", "memory-writer"];
@@ -30,7 +30,7 @@ const start = (dataDir: string, jwtSecret?: string) =>
     ...(jwtSecret ? { jwtSecret } : {}),
   });
 
-// "Day 30 like day 1": a stack with 50,000 calls of one agent behind it restarts like a fresh
+// "Day 30 like day 1": a stack with 100,000 calls of one agent behind it restarts like a fresh
 // one, and each consumer resumes after its history instead of reading it. Most of the history is
 // written straight into the audit log (sealed in its archive), the callback feed, usage and the
 // memory files by the services' own mappings (test/history); the calls after the restart go

@@ -12,7 +12,6 @@ import {
 import { endsCall, startsCall } from "@toolmesh/records";
 import { AckPolicy, type NatsConnection } from "nats";
 import { eventually } from "./eventually.js";
-import { TEST_JS_OPTIONS } from "./jetstream.js";
 
 /** A QueryRecords filter (its fields other than times and paging). */
 export type RecordFilter = Partial<
@@ -103,17 +102,21 @@ export async function feedBroadcasts(nc: NatsConnection): Promise<FeedBroadcast[
   const jsm = await nc.jetstreamManager();
   const { state } = await jsm.streams.info(streamNames.callback);
   if (state.messages === 0) return [];
-  // An ordered consumer from the first message (nats.js delivers nothing when given a policy).
-  const consumer = await nc.jetstream(TEST_JS_OPTIONS).consumers.get(streamNames.callback);
-  const found: FeedBroadcast[] = [];
-  const messages = await consumer.consume();
-  for await (const msg of messages) {
-    found.push({
-      event: fromBinary(CallbackEventSchema, msg.data),
-      msgId: msg.headers?.get("Nats-Msg-Id") ?? "",
-    });
-    if (msg.seq >= state.last_seq || msg.info.pending === 0) break;
-  }
-  await messages.close();
-  return found;
+  // Each message read by its sequence: no consumer whose delivery could end early.
+  const found: (FeedBroadcast | undefined)[] = [];
+  let next = state.first_seq;
+  const reader = async () => {
+    for (let seq = next++; seq <= state.last_seq; seq = next++) {
+      const msg = await jsm.streams
+        .getMessage(streamNames.callback, { seq })
+        .catch(() => undefined);
+      if (!msg) continue;
+      found[seq - state.first_seq] = {
+        event: fromBinary(CallbackEventSchema, msg.data),
+        msgId: msg.header?.get("Nats-Msg-Id") ?? "",
+      };
+    }
+  };
+  await Promise.all(Array.from({ length: 16 }, reader));
+  return found.filter((b): b is FeedBroadcast => b !== undefined);
 }

@@ -5,7 +5,7 @@ import { startTracing } from "@toolmesh/telemetry";
 import { requestConnectLink, requestSecrets } from "@toolmesh/vault";
 import { ApprovalSweeper } from "./approvals/approval-sweeper.js";
 import { CallLimiter } from "./catalog/rate-limits.js";
-import { followSnapshots } from "./catalog/snapshots.js";
+import { followSnapshots, snapshotsLoaded } from "./catalog/snapshots.js";
 import { dispatcherConfig } from "./config.js";
 import { Heartbeat } from "./records/heartbeat.js";
 import { KvHeldCalls } from "./records/held-calls.js";
@@ -33,6 +33,7 @@ await runService({
       replicas: config.jetstreamReplicas,
     });
     const snapshots = followSnapshots(nc, log);
+    await snapshotsLoaded(snapshots, log, 10_000);
     const capacity = new StoreCapacity(
       jsm,
       [
