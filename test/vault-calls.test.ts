@@ -10,6 +10,7 @@ import {
   AuditAction,
   CallStatus,
   LocalProtocol,
+  RuntimeState,
   SecretHolderKind,
   SecretToolKind,
   type ToolSpecSchema,
@@ -202,7 +203,7 @@ describe("vault secrets in local tools and held calls", () => {
     await stack.dispatcherClient().stopTool({ tool: "vault.local" }, admin());
     expect(existsSync(dir)).toBe(false);
     const after = await stack.dispatcherClient().getRuntimeStatus({ tool: "vault.local" }, admin());
-    expect(after.runtimes.map((r) => r.state)).toEqual([0]);
+    expect(after.runtimes.map((r) => r.state)).toEqual([RuntimeState.STOPPED]);
   });
 
   it("runs an approved call with its secret, and refuses one whose secret was deleted while it waited", async () => {

@@ -74,7 +74,9 @@ export function createJwtVerifier(settings: JwtSettings): JwtVerifier {
         }
         return verified;
       } catch (error) {
-        lastError = error;
+        // The key that told most about the token speaks for it: a signature that verified but
+        // an expired or wrong-audience claim, over a key that does not match the token at all.
+        if (lastError === undefined || telling(error) >= telling(lastError)) lastError = error;
       }
     }
     throw new ConnectError(
@@ -114,6 +116,17 @@ function followedKeys(lookup: NonNullable<JwtSettings["signingKeys"]>): JWTVerif
     }
     return entry.key;
   };
+}
+
+/** How much an error of one key says about a token: none of its kind, a bad signature, its claims. */
+function telling(error: unknown): number {
+  if (
+    error instanceof joseErrors.JWKSNoMatchingKey ||
+    error instanceof joseErrors.JOSEAlgNotAllowed
+  )
+    return 0;
+  if (error instanceof joseErrors.JWSSignatureVerificationFailed) return 1;
+  return 2;
 }
 
 type CryptoKeyLike = Awaited<ReturnType<typeof importJWK>>;
