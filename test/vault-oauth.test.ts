@@ -47,6 +47,10 @@ describe("vault and OAuth upstreams", () => {
       redirectUri: `${permissionUrl}/oauth/callback`,
       resource: tool.url,
       accessTokenTtlS: ACCESS_TTL_S,
+      // A refresh token used twice revokes its grant, and each refresh answers late enough that
+      // concurrent calls overlap it: a second refresh would show as a user refused.
+      rotateRefreshTokens: true,
+      refreshDelayMs: 300,
     });
     // A tool that tells what it was given: the planted secret comes back in its output and error.
     echo = http.createServer((req, res) => {
@@ -177,6 +181,24 @@ describe("vault and OAuth upstreams", () => {
       "the revocation to reach the Dispatcher",
     );
     expect((await call("acme.whoami", "bob")).output).toEqual({ user: "bob" });
+  });
+
+  it("two concurrent calls of one user whose token nears expiry refresh it once", async () => {
+    const last = tool.seen.filter((s) => s.sub === "bob").at(-1);
+    expect(last).toBeDefined();
+    // Past the refresh margin, as above: both calls find the token due for a refresh.
+    const refreshAt = (last?.exp ?? 0) * 1000 - 2000 + 1100;
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, refreshAt - Date.now())));
+    const refreshes = as.grants.filter((g) => g === "refresh_token").length;
+    const [first, second] = await Promise.all([
+      call("acme.whoami", "bob"),
+      call("acme.whoami", "bob"),
+    ]);
+    expect([first.output, second.output]).toEqual([{ user: "bob" }, { user: "bob" }]);
+    expect(as.grants.filter((g) => g === "refresh_token")).toHaveLength(refreshes + 1);
+    const [a, b] = tool.seen.slice(-2);
+    expect(a?.token).toBe(b?.token);
+    expect(a?.token).not.toBe(last?.token);
   });
 
   it("injects a vault secret into the backend request only; what the tool echoes comes back hidden", async () => {
