@@ -59,7 +59,7 @@ export {
   type ScriptedModel,
   startScriptedModel,
 } from "./scripted-model.js";
-export { filesUnder, secretsFound } from "./secret-search.js";
+export { filesUnder, type StreamSearch, secretsFound, secretsInStreams } from "./secret-search.js";
 export { portEnvOf, repoRoot, type ServiceProcess, startService } from "./service-process.js";
 export { chainServices, startStack, type TestStack, type TestStackOptions } from "./stack.js";
 export { allowAllSpec, allowSpec, tableGrant, tableGrantSpec } from "./table-grants.js";

@@ -15,6 +15,8 @@ export interface TestOAuthServer {
   revoked: string[];
   /** Token exchanges it answered: the subject token's user and the agent acting for them. */
   exchanged: { sub: string; act: string }[];
+  /** Every access, refresh and ID token its token endpoint answered with, in order. */
+  issued: string[];
   stop(): Promise<void>;
 }
 
@@ -89,6 +91,7 @@ export async function startOAuthServer(options: {
   const grants: string[] = [];
   const revoked: string[] = [];
   const exchanged: { sub: string; act: string }[] = [];
+  const issued: string[] = [];
   if (options.tokenExchange) {
     const { issuer: subjectIssuer, jwksUri } = options.tokenExchange;
     const toolmeshKeys = createRemoteJWKSet(new URL(jwksUri));
@@ -135,6 +138,15 @@ export async function startOAuthServer(options: {
       if (ctx.oidc?.params?.grant_type === "refresh_token")
         await new Promise((resolve) => setTimeout(resolve, refreshDelayMs));
     });
+  // Every token the token endpoint answered with, for tests that search stores for them.
+  provider.use(async (ctx: TokenContext, next: () => Promise<void>) => {
+    await next();
+    if (ctx.oidc?.route !== "token" || typeof ctx.body !== "object" || ctx.body === null) return;
+    for (const field of ["access_token", "refresh_token", "id_token"] as const) {
+      const token = (ctx.body as Record<string, unknown>)[field];
+      if (typeof token === "string" && token !== "") issued.push(token);
+    }
+  });
   provider.on("grant.success", (ctx: { oidc: { params?: { grant_type?: string } } }) => {
     grants.push(String(ctx.oidc.params?.grant_type ?? ""));
   });
@@ -151,6 +163,7 @@ export async function startOAuthServer(options: {
     grants,
     revoked,
     exchanged,
+    issued,
     stop: () =>
       new Promise((resolve) => {
         server.closeAllConnections();
@@ -162,6 +175,12 @@ export async function startOAuthServer(options: {
 /** What the grant handler and the middleware read of oidc-provider's context. */
 interface ExchangeContext {
   oidc: { params: Record<string, string | undefined>; client: unknown };
+  body: unknown;
+}
+
+/** What the token capture reads: the route oidc-provider matched and the answer it made. */
+interface TokenContext {
+  oidc?: { route?: string };
   body: unknown;
 }
 

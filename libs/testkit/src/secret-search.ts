@@ -1,5 +1,7 @@
 import { readdir, readFile, stat } from "node:fs/promises";
 import path from "node:path";
+import { JetStreamApiCodes, jetStreamErrorCode } from "@toolmesh/nats";
+import type { NatsConnection } from "nats";
 
 /** Every file under a directory (files of 512 MiB and more left out). */
 export async function filesUnder(dir: string): Promise<string[]> {
@@ -37,4 +39,55 @@ export async function secretsFound(
       if (text.includes(value)) found.push(`${url}: ${value.slice(0, 12)}…`);
   }
   return found;
+}
+
+/** What a search of every JetStream stream read: messages by stream, and where values were. */
+export interface StreamSearch {
+  /** Messages read, by stream name (a KV bucket is the stream KV_<bucket>). */
+  read: Record<string, number>;
+  /** `<stream> #<seq>: <the value's first characters>…` for each value found. */
+  found: string[];
+}
+
+/**
+ * Reads every message of every JetStream stream (KV buckets included), subject, headers and data,
+ * and tells where any of `values` occurs. `nc` must be allowed the JetStream API (the bus's admin).
+ */
+export async function secretsInStreams(
+  nc: NatsConnection,
+  values: string[],
+): Promise<StreamSearch> {
+  const jsm = await nc.jetstreamManager();
+  const search: StreamSearch = { read: {}, found: [] };
+  const needles = values.map((value) => Buffer.from(value));
+  for await (const info of jsm.streams.list()) {
+    const name = info.config.name;
+    search.read[name] = 0;
+    for (
+      let seq = info.state.first_seq;
+      seq <= info.state.last_seq && info.state.messages > 0;
+      seq++
+    ) {
+      const message = await jsm.streams.getMessage(name, { seq }).catch((error: unknown) => {
+        // A deleted message (a KV entry's older revision, a purged one) leaves its sequence empty.
+        if (jetStreamErrorCode(error) === JetStreamApiCodes.NoMessageFound) return undefined;
+        throw error;
+      });
+      if (!message) continue;
+      search.read[name]++;
+      const headers = message.header
+        ? [...message.header.keys()]
+            .flatMap((key) => [key, ...message.header.values(key)])
+            .join("\n")
+        : "";
+      const bytes = Buffer.concat([
+        Buffer.from(`${message.subject}\n${headers}\n`),
+        Buffer.from(message.data),
+      ]);
+      for (const [i, needle] of needles.entries())
+        if (bytes.includes(needle))
+          search.found.push(`${name} #${seq}: ${values[i]?.slice(0, 12)}…`);
+    }
+  }
+  return search;
 }
