@@ -19,6 +19,7 @@ import {
   allowSpec,
   eventually,
   failure,
+  putUsersSecret,
   secretsFound,
   startStack,
   type TestStack,
@@ -123,20 +124,10 @@ describe("vault secrets in local tools and held calls", () => {
         runtime: { kind: { case: "remote", value: { url: echoUrl, headers: {} } } },
         secrets: [{ secret: "held-key", target: { case: "header", value: "x-api-key" } }],
       });
-    for (const user of ["alice", "bob"] as const)
-      await stack.permissionClient.putSecret(
-        {
-          name: "local-token",
-          scope: {
-            toolKind: SecretToolKind.TOOL,
-            tool: "vault.local",
-            holderKind: SecretHolderKind.USER,
-            holder: user,
-          },
-          value: values[user],
-        },
-        admin(),
-      );
+    await putUsersSecret(stack, "local-token", "vault.local", {
+      alice: values.alice,
+      bob: values.bob,
+    });
     await stack.grantAll("bot");
     await stack.permissionClient.grant({ grant: allowSpec("user:*", "glob:**", ["*"]) }, admin());
   }, 90_000);

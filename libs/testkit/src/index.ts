@@ -87,3 +87,4 @@ export {
   toolLog,
   tracedEchoTool,
 } from "./test-tools.js";
+export { putUsersSecret } from "./vault-secrets.js";
