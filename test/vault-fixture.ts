@@ -6,6 +6,7 @@ import {
   allowSpec,
   chainServices,
   type ProtectedTool,
+  putTestProvider,
   startOAuthServer,
   startProtectedTool,
   startStack,
@@ -86,19 +87,7 @@ export async function startVaultStack(
       admin,
     );
   };
-  await stack.permissionClient.putOAuthProvider(
-    {
-      provider: {
-        name: "acme",
-        issuer: as.issuer,
-        clientId: as.clientId,
-        scopes: ["openid", "offline_access", "tools"],
-        resource: tool.url,
-      },
-      clientSecret: as.clientSecret,
-    },
-    admin,
-  );
+  await putTestProvider(stack, "acme", as, tool.url);
   await register({
     name: "acme.whoami",
     runtime: { kind: { case: "remote", value: { url: tool.url, headers: {} } } },

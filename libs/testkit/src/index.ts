@@ -87,4 +87,4 @@ export {
   toolLog,
   tracedEchoTool,
 } from "./test-tools.js";
-export { putUsersSecret } from "./vault-secrets.js";
+export { putTestProvider, putUsersSecret } from "./vault-secrets.js";

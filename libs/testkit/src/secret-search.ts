@@ -3,15 +3,30 @@ import path from "node:path";
 import { JetStreamApiCodes, jetStreamErrorCode } from "@toolmesh/nats";
 import type { NatsConnection } from "nats";
 
-/** Every file under a directory (files of 512 MiB and more left out). */
+/**
+ * Every file under a directory (files of 512 MiB and more left out). A running stack replaces
+ * files as it goes (a consumer's state through a `.tmp`): one gone meanwhile is left out.
+ */
 export async function filesUnder(dir: string): Promise<string[]> {
   const out: string[] = [];
-  for (const entry of await readdir(dir, { withFileTypes: true })) {
+  for (const entry of await readdir(dir, { withFileTypes: true }).catch(ifGone([]))) {
     const full = path.join(dir, entry.name);
     if (entry.isDirectory()) out.push(...(await filesUnder(full)));
-    else if (entry.isFile() && (await stat(full)).size < 512 * 1024 * 1024) out.push(full);
+    else if (
+      entry.isFile() &&
+      ((await stat(full).catch(ifGone(undefined)))?.size ?? Infinity) < 512 * 1024 * 1024
+    )
+      out.push(full);
   }
   return out;
+}
+
+/** A catch handler that answers `fallback` for a path that no longer exists. */
+function ifGone<T>(fallback: T): (error: unknown) => T {
+  return (error) => {
+    if ((error as NodeJS.ErrnoException)?.code === "ENOENT") return fallback;
+    throw error;
+  };
 }
 
 /**
@@ -26,7 +41,7 @@ export async function secretsFound(
   const found: string[] = [];
   for (const dir of where.dirs)
     for (const file of await filesUnder(dir)) {
-      const bytes = await readFile(file);
+      const bytes = await readFile(file).catch(ifGone(Buffer.alloc(0)));
       for (const value of values)
         if (bytes.includes(Buffer.from(value))) found.push(`${file}: ${value.slice(0, 12)}…`);
     }

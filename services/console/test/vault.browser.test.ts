@@ -5,6 +5,7 @@ import {
   connectAs,
   type OperatorStack,
   type ProtectedTool,
+  putTestProvider,
   repoRoot,
   startOAuthServer,
   startOperatorStack,
@@ -42,19 +43,7 @@ describe("console: secrets and connections", () => {
       resource: tool.url,
       accessTokenTtlS: 300,
     });
-    await permission.putOAuthProvider(
-      {
-        provider: {
-          name: "acme",
-          issuer: as.issuer,
-          clientId: as.clientId,
-          scopes: ["openid", "offline_access", "tools"],
-          resource: tool.url,
-        },
-        clientSecret: as.clientSecret,
-      },
-      admin(),
-    );
+    await putTestProvider(op.stack, "acme", as, tool.url);
     for (const version of [1, 2])
       await permission.putSecret(
         {

@@ -6,9 +6,9 @@ import {
   SecretHolderKind,
   SecretToolKind,
 } from "@toolmesh/proto";
-import { useCallback, useEffect, useState } from "preact/hooks";
-import { auth, client, describeError, when } from "../api.js";
-import { Field, Head } from "../widgets.js";
+import { useState } from "preact/hooks";
+import { auth, client, when } from "../api.js";
+import { Field, Head, usePageActions } from "../widgets.js";
 
 const permission = () => client(PermissionService);
 
@@ -29,27 +29,18 @@ export function VaultPage() {
   const [secrets, setSecrets] = useState<Secret[]>([]);
   const [providers, setProviders] = useState<OAuthProvider[]>([]);
   const [connections, setConnections] = useState<OAuthConnection[]>([]);
-  const [error, setError] = useState("");
   const [link, setLink] = useState<{ provider: string; user: string; url: string }>();
   const [user, setUser] = useState("");
-  const reload = useCallback(() => {
-    Promise.all([
+  const { error, act } = usePageActions(async () => {
+    const [s, p, c] = await Promise.all([
       permission().listSecrets({ pageSize: 500 }, auth()),
       permission().listOAuthProviders({}, auth()),
       permission().listConnections({}, auth()),
-    ])
-      .then(([s, p, c]) => {
-        setSecrets(s.secrets);
-        setProviders(p.providers);
-        setConnections(c.connections);
-      })
-      .catch((e: unknown) => setError(describeError(e)));
-  }, []);
-  useEffect(reload, []);
-  const act = (work: () => Promise<unknown>) => () => {
-    setError("");
-    work().then(reload, (e: unknown) => setError(describeError(e)));
-  };
+    ]);
+    setSecrets(s.secrets);
+    setProviders(p.providers);
+    setConnections(c.connections);
+  });
 
   return (
     <section class="vault">
