@@ -79,6 +79,7 @@ export const secrets: Group = {
     },
     put: {
       summary: "put a secret's value (from stdin) under a name and a scope",
+      args: [1, 1],
       usage:
         "secrets put NAME (--tool T | --glob G | --runtime R) (--everyone | --role R | --agent ID | --user ID) [--description TEXT] < value",
       details: [
@@ -114,6 +115,7 @@ export const secrets: Group = {
     },
     rm: {
       summary: "delete a secret by id (see secrets ls)",
+      args: [1, 1],
       usage: "secrets rm ID",
       async run(ctx, args) {
         const id = args[0];
@@ -132,6 +134,7 @@ export const connections: Group = {
   sub: {
     connect: {
       summary: "print the link that connects a user's account of a provider",
+      args: [1, 1],
       usage: "connections connect PROVIDER [--user ID]",
       options: { user: { type: "string" } },
       async run(ctx, args, flags) {
@@ -173,6 +176,7 @@ export const connections: Group = {
     },
     revoke: {
       summary: "forget a user's tokens of a provider (revoked upstream when it can)",
+      args: [1, 1],
       usage: "connections revoke PROVIDER [--user ID]",
       options: { user: { type: "string" } },
       async run(ctx, args, flags) {
