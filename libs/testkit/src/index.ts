@@ -44,6 +44,7 @@ export {
   startOneService,
 } from "./one-service.js";
 export { type OperatorStack, startOperatorStack } from "./operator-stack.js";
+export { type ProtectedMcp, startProtectedMcp } from "./protected-mcp.js";
 export {
   endRecord,
   lastRecordWritten,

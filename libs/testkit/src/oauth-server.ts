@@ -1,8 +1,8 @@
 import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { freePort } from "@toolmesh/launcher";
 import { createRemoteJWKSet, jwtVerify } from "jose";
 import Provider, { errors } from "oidc-provider";
+import { listenLocal } from "./listen-local.js";
 
 /** A real OAuth 2.1 / OpenID authorization server (oidc-provider) for a test, on a free port. */
 export interface TestOAuthServer {
@@ -41,6 +41,8 @@ export async function startOAuthServer(options: {
   refreshDelayMs?: number;
   /** Subject tokens of a token exchange: their issuer and where its public keys are. */
   tokenExchange?: { issuer: string; jwksUri: string };
+  /** Open dynamic client registration (RFC 7591) at /reg. */
+  registration?: boolean;
 }): Promise<TestOAuthServer> {
   const port = await freePort();
   const issuer = `http://127.0.0.1:${port}`;
@@ -79,6 +81,7 @@ export async function startOAuthServer(options: {
     features: {
       devInteractions: { enabled: true },
       revocation: { enabled: true },
+      registration: { enabled: options.registration ?? false },
       resourceIndicators: {
         enabled: true,
         defaultResource: () => options.resource,
@@ -272,15 +275,7 @@ export async function startProtectedTool(issuer: () => string): Promise<Protecte
       },
     );
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/whoami`;
-  return {
-    url,
-    seen,
-    stop: () =>
-      new Promise((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
+  const listening = await listenLocal(server);
+  url = `http://127.0.0.1:${listening.port}/whoami`;
+  return { url, seen, stop: listening.stop };
 }

@@ -17,6 +17,7 @@ export {
   OAuthError,
   pkcePair,
   refreshTokens,
+  registerClient,
   revokeToken,
   type TokenSet,
   UPSTREAM_TIMEOUT_MS,

@@ -6,6 +6,8 @@ export interface OAuthEndpoints {
   authorizationEndpoint: string;
   tokenEndpoint: string;
   revocationEndpoint: string;
+  /** Dynamic client registration (RFC 7591); empty when the issuer offers none. */
+  registrationEndpoint?: string;
 }
 
 /** toolmesh as the client of an upstream. */
@@ -76,6 +78,7 @@ export async function discoverIssuer(issuer: string): Promise<OAuthEndpoints> {
       authorizationEndpoint,
       tokenEndpoint,
       revocationEndpoint: stringOf(metadata.revocation_endpoint),
+      registrationEndpoint: stringOf(metadata.registration_endpoint),
     };
   }
   throw new OAuthError(
@@ -215,6 +218,45 @@ export async function discoverProtectedResource(
     authorizationServers: servers,
     scopes,
   };
+}
+
+/**
+ * Registers toolmesh as a confidential client of an authorization server (RFC 7591 dynamic
+ * client registration): the authorization code flow with refresh tokens, back to `redirectUri`.
+ */
+export async function registerClient(
+  registrationEndpoint: string,
+  client: { name: string; redirectUri: string; scopes: string[] },
+): Promise<OAuthClient> {
+  let response: Response;
+  try {
+    response = await fetch(registrationEndpoint, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json" },
+      body: JSON.stringify({
+        client_name: client.name,
+        redirect_uris: [client.redirectUri],
+        grant_types: ["authorization_code", "refresh_token"],
+        response_types: ["code"],
+        token_endpoint_auth_method: "client_secret_basic",
+        ...(client.scopes.length > 0 ? { scope: client.scopes.join(" ") } : {}),
+      }),
+      signal: AbortSignal.timeout(UPSTREAM_TIMEOUT_MS),
+    });
+  } catch (error) {
+    throw new OAuthError(
+      "unreachable",
+      `cannot reach ${new URL(registrationEndpoint).host}: ${causeOf(error)}`,
+    );
+  }
+  const body = await readJson(response);
+  const clientId = stringOf(body.client_id);
+  if (!response.ok || clientId === "")
+    throw new OAuthError(
+      stringOf(body.error) || "registration_failed",
+      `dynamic client registration at ${registrationEndpoint} answered HTTP ${response.status}${body.error_description ? `: ${stringOf(body.error_description)}` : ""}`,
+    );
+  return { clientId, clientSecret: stringOf(body.client_secret) };
 }
 
 async function tokenRequest(

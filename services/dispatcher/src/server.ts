@@ -10,6 +10,7 @@ import {
   DispatcherService,
   OAuthConnectionSchema,
   OAuthProviderSchema,
+  PermissionService,
   RegistryService,
   SecretSchema,
 } from "@toolmesh/proto";
@@ -51,6 +52,7 @@ export interface DispatcherSettings {
   localMaxConcurrency: number;
   localStartTimeoutMs: number;
   registryUrl: string;
+  permissionUrl: string;
   toolAgentUrl: string;
   mcpIdleTimeoutMs: number;
   mcpAllowedOrigins: string[];
@@ -266,7 +268,18 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
           docker,
           checks,
           approvals,
-          imports: { mcp: mcpRuntime, catalog, registry },
+          imports: {
+            mcp: mcpRuntime,
+            catalog,
+            registry,
+            oauth: {
+              permission: createClient(
+                PermissionService,
+                createGrpcTransport({ baseUrl: settings.permissionUrl }),
+              ),
+              secrets,
+            },
+          },
         }),
       );
     },

@@ -1,5 +1,4 @@
-import { type ChildProcess, spawn } from "node:child_process";
-import path from "node:path";
+import type { ChildProcess } from "node:child_process";
 import { Code } from "@toolmesh/errors";
 import {
   AuditAction,
@@ -8,21 +7,9 @@ import {
   RuntimeKind,
   TraceEventKind,
 } from "@toolmesh/proto";
-import {
-  type CallRecords,
-  collectRecords,
-  freePort,
-  LineWatcher,
-  repoRoot,
-  startStack,
-  type TestStack,
-} from "@toolmesh/testkit";
+import { type CallRecords, collectRecords, freePort, type TestStack } from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-
-const everything = path.join(
-  repoRoot,
-  "node_modules/@modelcontextprotocol/server-everything/dist/index.js",
-);
+import { everything, startEverythingStack } from "./everything-fixture.js";
 
 // An existing MCP server (the reference server-everything from the npm registry, started here)
 // imported as toolmesh tools and called through the whole chain, over HTTP and over stdio.
@@ -36,23 +23,7 @@ describe("MCP servers as toolmesh tools", () => {
   let traces: CallRecords["traces"];
 
   beforeAll(async () => {
-    const [port, registryPort] = [await freePort(), await freePort()];
-    server = spawn(process.execPath, [everything, "streamableHttp"], {
-      env: { ...process.env, PORT: String(port) },
-      stdio: ["ignore", "ignore", "pipe"],
-    });
-    const stderr = new LineWatcher(server.stderr as NonNullable<ChildProcess["stderr"]>);
-    [stack] = await Promise.all([
-      // ImportMcpServer writes to the Registry: the Dispatcher is told where it listens.
-      startStack({
-        serviceEnv: {
-          registry: { TOOLMESH_REGISTRY_PORT: String(registryPort) },
-          dispatcher: { TOOLMESH_REGISTRY_URL: `http://127.0.0.1:${registryPort}` },
-        },
-      }),
-      stderr.waitFor((l) => l.includes("listening on port"), 20_000, "server-everything"),
-    ]);
-    mcpUrl = `http://127.0.0.1:${port}/mcp`;
+    ({ stack, server, mcpUrl } = await startEverythingStack());
     ({ traces, audits } = collectRecords(stack.nc));
     admin = stack.adminToken;
     agent = await stack.agentToken("mcp-agent");

@@ -18,7 +18,7 @@ import {
   PutOAuthProviderResponseSchema,
   RevokeConnectionResponseSchema,
 } from "@toolmesh/proto";
-import { discoverIssuer, OAuthError } from "@toolmesh/vault";
+import { discoverIssuer, OAuthError, registerClient } from "@toolmesh/vault";
 import type { PermissionEvents } from "./events.js";
 import type { OAuthConnections } from "./oauth-connections.js";
 import type { VaultIndex } from "./store.js";
@@ -57,15 +57,30 @@ export function createOAuthHandlers(deps: OAuthDeps): OAuthRpcs {
   return {
     async putOAuthProvider(req, ctx) {
       const caller = admin(ctx);
-      const spec = await completeSpec(req.provider);
+      const { spec, registrationEndpoint } = await completeSpec(req.provider);
+      let clientSecret = req.clientSecret;
+      if (spec.clientId === "") {
+        if (clientSecret !== "")
+          throw invalidField(
+            "client_secret",
+            "is given without provider.client_id: give both, or neither to have toolmesh register itself (RFC 7591)",
+          );
+        const registered = await registerDynamically(
+          spec,
+          registrationEndpoint,
+          connections.redirectUri(),
+        );
+        spec.clientId = registered.clientId;
+        clientSecret = registered.clientSecret;
+      }
       const key = buckets.permission.oauthProviderKey(spec.name);
       const existing = index.providers.get(key);
       const secretKey = buckets.vault.clientSecretKey(spec.name);
       let hasClientSecret = existing?.hasClientSecret ?? false;
-      if (req.clientSecret !== "") {
-        if (req.clientSecret.length > 4096)
+      if (clientSecret !== "") {
+        if (clientSecret.length > 4096)
           throw invalidField("client_secret", "is longer than 4096 characters");
-        await vault.write(secretKey, new TextEncoder().encode(req.clientSecret));
+        await vault.write(secretKey, new TextEncoder().encode(clientSecret));
         hasClientSecret = true;
       } else if (req.clearClientSecret) {
         await vault.remove(secretKey);
@@ -172,8 +187,42 @@ export function createOAuthHandlers(deps: OAuthDeps): OAuthRpcs {
   };
 }
 
-/** Validates a provider and fills its endpoints from the issuer's metadata when not given. */
-async function completeSpec(spec: OAuthProviderSpec | undefined): Promise<OAuthProviderSpec> {
+/**
+ * toolmesh registered as a client at the issuer (RFC 7591), for a provider put without a client
+ * id; FAILED_PRECONDITION saying what to register by hand when the issuer offers no registration.
+ */
+async function registerDynamically(
+  spec: OAuthProviderSpec,
+  registrationEndpoint: string,
+  redirectUri: string,
+): Promise<{ clientId: string; clientSecret: string }> {
+  if (registrationEndpoint === "")
+    throw new ConnectError(
+      `provider.client_id is empty and issuer ${spec.issuer} offers no dynamic client registration (RFC 7591): register toolmesh there as a confidential client with redirect URI ${redirectUri} (authorization code and refresh token grants), then put provider "${spec.name}" with that client_id and its client_secret`,
+      Code.FailedPrecondition,
+    );
+  try {
+    return await registerClient(registrationEndpoint, {
+      name: `toolmesh (${spec.name})`,
+      redirectUri,
+      scopes: spec.scopes,
+    });
+  } catch (error) {
+    if (!(error instanceof OAuthError)) throw error;
+    throw new ConnectError(
+      `registering toolmesh as a client of ${spec.issuer} failed (${error.error}): ${error.message}; register it by hand with redirect URI ${redirectUri} and put provider "${spec.name}" with its client_id and client_secret`,
+      Code.FailedPrecondition,
+    );
+  }
+}
+
+/**
+ * Validates a provider and fills its endpoints from the issuer's metadata when not given; with no
+ * client id, also where toolmesh may register itself ("" when the issuer offers no registration).
+ */
+async function completeSpec(
+  spec: OAuthProviderSpec | undefined,
+): Promise<{ spec: OAuthProviderSpec; registrationEndpoint: string }> {
   if (!spec) throw invalidField("provider", "is required");
   checkVaultName("provider.name", spec.name);
   checkUrl("provider.issuer", spec.issuer, true);
@@ -184,10 +233,15 @@ async function completeSpec(spec: OAuthProviderSpec | undefined): Promise<OAuthP
     ["provider.resource", spec.resource],
   ] as const)
     checkUrl(field, value, false);
-  if (spec.clientId === "" || spec.clientId.length > 256)
+  if (spec.clientId.length > 256)
     throw invalidField(
       "provider.client_id",
-      "must be 1-256 characters: the client id the upstream gave toolmesh",
+      "is longer than 256 characters: give the client id the upstream gave toolmesh",
+    );
+  if (spec.clientId === "" && spec.tokenExchange)
+    throw invalidField(
+      "provider.client_id",
+      "is required with token_exchange: the client id the upstream gave toolmesh",
     );
   if (spec.scopes.length > 32) throw invalidField("provider.scopes", "has more than 32 scopes");
   for (const [i, scope] of spec.scopes.entries())
@@ -197,7 +251,12 @@ async function completeSpec(spec: OAuthProviderSpec | undefined): Promise<OAuthP
         "is not an OAuth scope: 1-128 printable characters, no space, quote or backslash",
       );
   checkDescription("provider.description", spec.description);
-  if (spec.tokenEndpoint && (spec.authorizationEndpoint || spec.tokenExchange)) return spec;
+  if (
+    spec.clientId !== "" &&
+    spec.tokenEndpoint &&
+    (spec.authorizationEndpoint || spec.tokenExchange)
+  )
+    return { spec, registrationEndpoint: "" };
   let discovered: Awaited<ReturnType<typeof discoverIssuer>>;
   try {
     discovered = await discoverIssuer(spec.issuer);
@@ -216,7 +275,7 @@ async function completeSpec(spec: OAuthProviderSpec | undefined): Promise<OAuthP
       `provider.issuer ${spec.issuer} has no authorization_endpoint: users cannot connect; set token_exchange or the endpoint`,
       Code.FailedPrecondition,
     );
-  return spec;
+  return { spec, registrationEndpoint: discovered.registrationEndpoint ?? "" };
 }
 
 function checkUrl(field: string, value: string, required: boolean): void {

@@ -180,8 +180,9 @@ export class McpRuntime implements ToolRuntime {
   /** Lists every tool of a server and its handshake (ImportMcpServer). */
   async listTools(
     spec: McpRuntimeSpec,
+    secrets?: CallSecretValues,
   ): Promise<{ server: McpServerInfo; tools: Awaited<ReturnType<Client["listTools"]>>["tools"] }> {
-    return this.connectionOf(spec).with(async (client) => {
+    return this.connectionOf(spec, secrets).with(async (client) => {
       const listed = await client.listTools(undefined, { cacheMode: "bypass" });
       const info = client.getServerVersion();
       return {

@@ -1,5 +1,6 @@
 import { clone, create, type JsonObject, toJson } from "@bufbuild/protobuf";
 import type { Client as RpcClient } from "@connectrpc/connect";
+import type { Principal } from "@toolmesh/auth";
 import { Code, ConnectError, invalidField } from "@toolmesh/errors";
 import { checkScope, checkToolName, nameLimits, withDigest } from "@toolmesh/names";
 import {
@@ -11,12 +12,14 @@ import {
   McpImportChange,
   McpRuntimeSchema,
   type RegistryService,
+  type SecretInjection,
   type ToolSpec,
   ToolSpecSchema,
   ToolStatus,
 } from "@toolmesh/proto";
 import type { ToolCatalog } from "../../catalog/tool-catalog.js";
 import type { McpRuntime } from "../../runtimes/mcp-runtime.js";
+import { type ImportAuth, type ImportOAuthDeps, oauthForImport } from "./import-oauth.js";
 
 /** The tool definition an MCP server lists (the parts an import keeps). */
 export interface ListedMcpTool {
@@ -41,6 +44,8 @@ export interface ImportDeps {
   catalog: ToolCatalog;
   /** The Registry, called with the importing admin's own credential. */
   registry: RpcClient<typeof RegistryService>;
+  /** For servers protected by OAuth: Permission and the callers' secrets. */
+  oauth?: ImportOAuthDeps;
 }
 
 /**
@@ -51,6 +56,7 @@ export async function importMcpServer(
   deps: ImportDeps,
   req: ImportMcpServerRequest,
   authorization: string,
+  caller: Principal,
 ): Promise<ImportMcpServerResponse> {
   checkToolName("prefix", req.prefix);
   if (req.prefix.length > nameLimits.toolName - 8)
@@ -65,19 +71,25 @@ export async function importMcpServer(
     throw invalidField("runtime.tool", "leave it empty; each imported tool gets its own");
 
   let listed: Awaited<ReturnType<McpRuntime["listTools"]>>;
+  let auth: ImportAuth | undefined;
   try {
     listed = await deps.mcp.listTools(runtime);
   } catch (error) {
-    throw new ConnectError(
-      `cannot list the MCP server's tools: ${error instanceof Error ? error.message : String(error)}`,
-      Code.Unavailable,
-    );
+    // A server over HTTP that refused may be protected by OAuth: list with the user's token.
+    if (runtime.url !== "" && deps.oauth)
+      auth = await oauthForImport(deps.oauth, req.prefix, runtime, caller, authorization);
+    if (!auth) throw unlisted(error);
+    try {
+      listed = await deps.mcp.listTools(runtime, auth.values);
+    } catch (again) {
+      throw unlisted(again);
+    }
   }
   const headers = { headers: { authorization } };
   const results: ImportedMcpTool[] = [];
   const offered = new Set<string>();
   for (const tool of listed.tools) {
-    const spec = specOf(req, tool as ListedMcpTool);
+    const spec = specOf(req, tool as ListedMcpTool, auth?.injection);
     offered.add(spec.name);
     const existing = await getTool(deps, spec.name, headers);
     let change = McpImportChange.ADDED;
@@ -124,8 +136,19 @@ export async function importMcpServer(
   });
 }
 
-/** The registry spec of one listed MCP tool. */
-export function specOf(req: ImportMcpServerRequest, tool: ListedMcpTool): ToolSpec {
+function unlisted(error: unknown): ConnectError {
+  return new ConnectError(
+    `cannot list the MCP server's tools: ${error instanceof Error ? error.message : String(error)}`,
+    Code.Unavailable,
+  );
+}
+
+/** The registry spec of one listed MCP tool; with `auth`, each caller's token goes with it. */
+export function specOf(
+  req: ImportMcpServerRequest,
+  tool: ListedMcpTool,
+  auth?: SecretInjection,
+): ToolSpec {
   const hints = tool.annotations ?? {};
   // MCP's defaults: a tool is not read-only, may be destructive and reaches an open world.
   const readOnly = hints.readOnlyHint ?? false;
@@ -147,6 +170,7 @@ export function specOf(req: ImportMcpServerRequest, tool: ListedMcpTool): ToolSp
     runtime: {
       kind: { case: "mcp", value: runtimeFor(req, tool.name) },
     },
+    secrets: auth ? [auth] : [],
   });
 }
 
@@ -179,23 +203,23 @@ function schemaOf(schema: unknown): JsonObject | undefined {
   return copy;
 }
 
+/** The parts of a tool an import owns. */
+const OWNED = [
+  "description",
+  "inputSchema",
+  "outputSchema",
+  "idempotent",
+  "sideEffects",
+  "annotations",
+  "runtime",
+  "secrets",
+] as const;
+
 /** What an import owns of a tool, as comparable text. */
 function definitionOf(spec: ToolSpec): string {
   const json = toJson(ToolSpecSchema, spec) as JsonObject;
-  const { description, inputSchema, outputSchema, idempotent, sideEffects, annotations, runtime } =
-    json;
-  return JSON.stringify(
-    canonical({
-      description,
-      inputSchema,
-      outputSchema,
-      idempotent,
-      sideEffects,
-      annotations,
-      runtime,
-      scopes: json.requiredScopes,
-    }),
-  );
+  const owned = Object.fromEntries(OWNED.map((key) => [key, json[key]]));
+  return JSON.stringify(canonical({ ...owned, scopes: json.requiredScopes }));
 }
 
 function canonical(value: unknown): unknown {

@@ -70,9 +70,13 @@ type DispatcherServiceClient interface {
 	DispatchToolCalls(ctx context.Context, in *DispatchToolCallsRequest, opts ...grpc.CallOption) (*DispatchToolCallsResponse, error)
 	// ImportMcpServer registers the tools of an MCP server (streamable HTTP URL or stdio command) as
 	// toolmesh tools named `<prefix>.<tool>` with runtime `mcp`, keeping their schemas and
-	// annotations; run again, it re-syncs and names the tools whose definition changed. Fails with
-	// UNAUTHENTICATED, PERMISSION_DENIED (admin), INVALID_ARGUMENT (bad prefix or runtime),
-	// UNAVAILABLE (the server cannot be reached or listed), and the Registry's errors.
+	// annotations; run again, it re-syncs and names the tools whose definition changed. A server
+	// over HTTP protected by OAuth (401 with protected-resource metadata, RFC 9728) gets the OAuth
+	// provider `<prefix>` and its tools are listed with the token of the user the caller acts for.
+	// Fails with UNAUTHENTICATED, PERMISSION_DENIED (admin), INVALID_ARGUMENT (bad prefix or
+	// runtime), FAILED_PRECONDITION (OAuth: the caller's user has not connected, with the link; no
+	// user; no client registration), UNAVAILABLE (the server cannot be reached or listed), and the
+	// Registry's and Permission's errors.
 	ImportMcpServer(ctx context.Context, in *ImportMcpServerRequest, opts ...grpc.CallOption) (*ImportMcpServerResponse, error)
 	// ListApprovals lists the calls held for approval that the caller may decide, oldest first
 	// (an agent without an approver role sees its own held calls). Arguments are redacted as in
@@ -237,9 +241,13 @@ type DispatcherServiceServer interface {
 	DispatchToolCalls(context.Context, *DispatchToolCallsRequest) (*DispatchToolCallsResponse, error)
 	// ImportMcpServer registers the tools of an MCP server (streamable HTTP URL or stdio command) as
 	// toolmesh tools named `<prefix>.<tool>` with runtime `mcp`, keeping their schemas and
-	// annotations; run again, it re-syncs and names the tools whose definition changed. Fails with
-	// UNAUTHENTICATED, PERMISSION_DENIED (admin), INVALID_ARGUMENT (bad prefix or runtime),
-	// UNAVAILABLE (the server cannot be reached or listed), and the Registry's errors.
+	// annotations; run again, it re-syncs and names the tools whose definition changed. A server
+	// over HTTP protected by OAuth (401 with protected-resource metadata, RFC 9728) gets the OAuth
+	// provider `<prefix>` and its tools are listed with the token of the user the caller acts for.
+	// Fails with UNAUTHENTICATED, PERMISSION_DENIED (admin), INVALID_ARGUMENT (bad prefix or
+	// runtime), FAILED_PRECONDITION (OAuth: the caller's user has not connected, with the link; no
+	// user; no client registration), UNAVAILABLE (the server cannot be reached or listed), and the
+	// Registry's and Permission's errors.
 	ImportMcpServer(context.Context, *ImportMcpServerRequest) (*ImportMcpServerResponse, error)
 	// ListApprovals lists the calls held for approval that the caller may decide, oldest first
 	// (an agent without an approver role sees its own held calls). Arguments are redacted as in

@@ -2775,6 +2775,7 @@ type OAuthProviderSpec struct {
 	// Empty when the issuer has none: revoking a connection then only forgets its tokens.
 	RevocationEndpoint string `protobuf:"bytes,5,opt,name=revocation_endpoint,json=revocationEndpoint,proto3" json:"revocation_endpoint,omitempty"`
 	// The client toolmesh is at the upstream (its client secret is in PutOAuthProviderRequest).
+	// Empty in a put: Permission registers toolmesh at the issuer (RFC 7591) and fills it in.
 	ClientId string `protobuf:"bytes,6,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
 	// Scopes asked for when a user connects (`offline_access` is how many issuers give refresh tokens).
 	Scopes []string `protobuf:"bytes,7,rep,name=scopes,proto3" json:"scopes,omitempty"`

@@ -103,7 +103,8 @@ type PermissionServiceClient interface {
 	// PutOAuthProvider creates or replaces an OAuth 2.1 upstream (an authorization server toolmesh
 	// is a client of), discovering its endpoints from the issuer when they are not given. Fails
 	// with INVALID_ARGUMENT (bad name or URL), FAILED_PRECONDITION (discovery failed: the message
-	// says what the issuer answered), UNAUTHENTICATED, PERMISSION_DENIED.
+	// says what the issuer answered; no client id and the issuer offers no dynamic registration:
+	// the message names the redirect URI to register), UNAUTHENTICATED, PERMISSION_DENIED.
 	PutOAuthProvider(ctx context.Context, in *PutOAuthProviderRequest, opts ...grpc.CallOption) (*PutOAuthProviderResponse, error)
 	// DeleteOAuthProvider removes an upstream and every user's connection to it. Fails with
 	// INVALID_ARGUMENT, NOT_FOUND, UNAUTHENTICATED, PERMISSION_DENIED.
@@ -447,7 +448,8 @@ type PermissionServiceServer interface {
 	// PutOAuthProvider creates or replaces an OAuth 2.1 upstream (an authorization server toolmesh
 	// is a client of), discovering its endpoints from the issuer when they are not given. Fails
 	// with INVALID_ARGUMENT (bad name or URL), FAILED_PRECONDITION (discovery failed: the message
-	// says what the issuer answered), UNAUTHENTICATED, PERMISSION_DENIED.
+	// says what the issuer answered; no client id and the issuer offers no dynamic registration:
+	// the message names the redirect URI to register), UNAUTHENTICATED, PERMISSION_DENIED.
 	PutOAuthProvider(context.Context, *PutOAuthProviderRequest) (*PutOAuthProviderResponse, error)
 	// DeleteOAuthProvider removes an upstream and every user's connection to it. Fails with
 	// INVALID_ARGUMENT, NOT_FOUND, UNAUTHENTICATED, PERMISSION_DENIED.

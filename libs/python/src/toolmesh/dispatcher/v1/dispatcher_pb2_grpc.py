@@ -160,9 +160,13 @@ class DispatcherServiceServicer(object):
     def ImportMcpServer(self, request, context):
         """ImportMcpServer registers the tools of an MCP server (streamable HTTP URL or stdio command) as
         toolmesh tools named `<prefix>.<tool>` with runtime `mcp`, keeping their schemas and
-        annotations; run again, it re-syncs and names the tools whose definition changed. Fails with
-        UNAUTHENTICATED, PERMISSION_DENIED (admin), INVALID_ARGUMENT (bad prefix or runtime),
-        UNAVAILABLE (the server cannot be reached or listed), and the Registry's errors.
+        annotations; run again, it re-syncs and names the tools whose definition changed. A server
+        over HTTP protected by OAuth (401 with protected-resource metadata, RFC 9728) gets the OAuth
+        provider `<prefix>` and its tools are listed with the token of the user the caller acts for.
+        Fails with UNAUTHENTICATED, PERMISSION_DENIED (admin), INVALID_ARGUMENT (bad prefix or
+        runtime), FAILED_PRECONDITION (OAuth: the caller's user has not connected, with the link; no
+        user; no client registration), UNAVAILABLE (the server cannot be reached or listed), and the
+        Registry's and Permission's errors.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -285,7 +285,8 @@ class PermissionServiceServicer(object):
         """PutOAuthProvider creates or replaces an OAuth 2.1 upstream (an authorization server toolmesh
         is a client of), discovering its endpoints from the issuer when they are not given. Fails
         with INVALID_ARGUMENT (bad name or URL), FAILED_PRECONDITION (discovery failed: the message
-        says what the issuer answered), UNAUTHENTICATED, PERMISSION_DENIED.
+        says what the issuer answered; no client id and the issuer offers no dynamic registration:
+        the message names the redirect URI to register), UNAUTHENTICATED, PERMISSION_DENIED.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -1206,6 +1206,7 @@ export type OAuthProviderSpec = Message<"toolmesh.permission.v1.OAuthProviderSpe
 
   /**
    * The client toolmesh is at the upstream (its client secret is in PutOAuthProviderRequest).
+   * Empty in a put: Permission registers toolmesh at the issuer (RFC 7591) and fills it in.
    *
    * @generated from field: string client_id = 6;
    */
@@ -2374,7 +2375,8 @@ export const PermissionService: GenService<{
    * PutOAuthProvider creates or replaces an OAuth 2.1 upstream (an authorization server toolmesh
    * is a client of), discovering its endpoints from the issuer when they are not given. Fails
    * with INVALID_ARGUMENT (bad name or URL), FAILED_PRECONDITION (discovery failed: the message
-   * says what the issuer answered), UNAUTHENTICATED, PERMISSION_DENIED.
+   * says what the issuer answered; no client id and the issuer offers no dynamic registration:
+   * the message names the redirect URI to register), UNAUTHENTICATED, PERMISSION_DENIED.
    *
    * @generated from rpc toolmesh.permission.v1.PermissionService.PutOAuthProvider
    */
