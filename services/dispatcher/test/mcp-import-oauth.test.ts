@@ -153,4 +153,24 @@ describe("importing an MCP server protected by OAuth", () => {
     const { providers } = await stack.permissionClient.listOAuthProviders({}, admin());
     expect(providers.map((p) => p.spec?.name)).toEqual(["everything"]);
   });
+
+  it("refuses a provider put with a client secret but no client id, or an exchange without one", async () => {
+    const put = (provider: { tokenExchange?: boolean }, clientSecret: string) =>
+      failure(
+        stack.permissionClient.putOAuthProvider(
+          { provider: { name: "half", issuer: as.issuer, ...provider }, clientSecret },
+          admin(),
+        ),
+      );
+    const secretOnly = await put({}, "a-secret");
+    expect([secretOnly.code, secretOnly.rawMessage]).toEqual([
+      Code.InvalidArgument,
+      expect.stringContaining("client_secret: is given without provider.client_id"),
+    ]);
+    const exchange = await put({ tokenExchange: true }, "");
+    expect([exchange.code, exchange.rawMessage]).toEqual([
+      Code.InvalidArgument,
+      expect.stringContaining("provider.client_id: is required with token_exchange"),
+    ]);
+  });
 });
