@@ -1,5 +1,5 @@
 import { Code, ConnectError } from "@toolmesh/errors";
-import { CallStatus } from "@toolmesh/proto";
+import { ApprovalDecision, CallStatus } from "@toolmesh/proto";
 import { connectAs, eventually, failure } from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startVaultStack, type VaultStack } from "./vault-fixture.js";
@@ -156,5 +156,44 @@ describe("vault and OAuth upstreams", () => {
     );
     expect(refused).toBeInstanceOf(ConnectError);
     expect((await whoami(tokenB)).output).toEqual({ user: "bob" });
+  });
+  it("refuses an approved call whose user's connection was revoked while it waited", async () => {
+    await vault.register({
+      name: "acme.held",
+      requiresApproval: true,
+      runtime: { kind: { case: "remote", value: { url: vault.tool.url, headers: {} } } },
+      secrets: [{ oauthProvider: "acme", target: { case: "header", value: "authorization" } }],
+    });
+    const held = await eventually(
+      async () => {
+        const res = await call("acme.held", "bob");
+        expect(res.status).toBe(CallStatus.PENDING);
+        return res;
+      },
+      2000,
+      "the held tool to reach the Dispatcher",
+    );
+    await vault.stack.permissionClient.revokeConnection(
+      { provider: "acme", userId: "bob" },
+      admin(),
+    );
+    await eventually(
+      async () => refusedWithLink("bob"),
+      2000,
+      "the revocation to reach the Dispatcher",
+    );
+    const seen = vault.tool.seen.length;
+    const decided = await vault.stack
+      .dispatcherClient()
+      .decideApproval({ callId: held.callId, decision: ApprovalDecision.APPROVE }, admin());
+    expect(decided.result).toMatchObject({
+      status: CallStatus.REFUSED,
+      refusalCode: "FAILED_PRECONDITION",
+      error: { code: "secret_missing" },
+    });
+    expect(decided.result?.error?.message).toContain(
+      'user "bob" has not connected an account of OAuth provider "acme"',
+    );
+    expect(vault.tool.seen).toHaveLength(seen);
   });
 });
