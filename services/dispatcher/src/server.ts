@@ -1,8 +1,18 @@
 import { createClient, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import type { RequestAuthenticator } from "@toolmesh/auth";
+import { Code, ConnectError } from "@toolmesh/errors";
 import type { Logger } from "@toolmesh/log";
-import { AgentService, DispatcherService, RegistryService } from "@toolmesh/proto";
+import { MemorySnapshot } from "@toolmesh/nats";
+import {
+  AgentService,
+  DispatcherService,
+  OAuthConnectionSchema,
+  OAuthProviderSchema,
+  PermissionService,
+  RegistryService,
+  SecretSchema,
+} from "@toolmesh/proto";
 import { createToolmeshServer, type ToolmeshServer } from "@toolmesh/server";
 import type { Tracing } from "@toolmesh/telemetry";
 import { ApprovalDesk } from "./approvals/approval-desk.js";
@@ -17,11 +27,13 @@ import { type HeldCallStore, MemoryHeldCalls } from "./records/held-calls.js";
 import type { CallIdOwners, IdempotencyStore } from "./records/idempotency.js";
 import { NoOutcomes, type OutcomeLookup, type OutcomeReader } from "./records/outcome-lookup.js";
 import { MemoryTaskIndex, type TaskIndex } from "./records/task-index.js";
+import { CallSecrets, type VaultLink, type VaultView } from "./runtimes/call-secrets.js";
 import { DockerRuntime } from "./runtimes/docker-runtime.js";
 import { GrpcRuntime } from "./runtimes/grpc-runtime.js";
 import { LocalRuntime } from "./runtimes/local-runtime.js";
 import { McpRuntime } from "./runtimes/mcp-runtime.js";
 import { RemoteRuntime } from "./runtimes/remote-runtime.js";
+import { withSecrets } from "./runtimes/secret-injection.js";
 import { forwardAgentService, type ToolAgentLink } from "./transports/agent/agent-forward.js";
 import { authTimingInterceptor } from "./transports/auth-timing.js";
 import { fastCallRoutes } from "./transports/call-rpcs.js";
@@ -47,6 +59,7 @@ export interface DispatcherSettings {
   localMaxConcurrency: number;
   localStartTimeoutMs: number;
   registryUrl: string;
+  permissionUrl: string;
   toolAgentUrl: string;
   mcpIdleTimeoutMs: number;
   mcpAllowedOrigins: string[];
@@ -61,6 +74,8 @@ export interface DispatcherSettings {
   toolSecretsDir: string;
   approvalTimeoutMs: number;
   approverRoles: string[];
+  /** An access token is asked for again once it expires within this long. */
+  oauthRefreshMarginMs: number;
 }
 
 export interface DispatcherDeps {
@@ -91,7 +106,26 @@ export interface DispatcherDeps {
   taskIndex?: TaskIndex;
   /** The other Dispatcher replicas, over the bus; none when omitted (one in-process replica). */
   link?: NatsReplicaLink;
+  /**
+   * The vault's index, followed from the permission bucket, and Permission asked for values; when
+   * omitted (in-process tests) a tool that names a secret is refused.
+   */
+  vault?: { view: VaultView; link: VaultLink };
 }
+
+/** No vault: an empty index (loaded), and no values to give. */
+const noVault: { view: VaultView; link: VaultLink } = {
+  view: {
+    secrets: new MemorySnapshot(SecretSchema),
+    providers: new MemorySnapshot(OAuthProviderSchema),
+    connections: new MemorySnapshot(OAuthConnectionSchema),
+  },
+  link: {
+    resolve: () =>
+      Promise.reject(new ConnectError("this Dispatcher has no vault", Code.Unavailable)),
+    link: () => Promise.reject(new ConnectError("this Dispatcher has no vault", Code.Unavailable)),
+  },
+};
 
 export interface Dispatcher {
   readonly server: ToolmeshServer;
@@ -143,6 +177,11 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     },
     log,
   );
+  const secrets = new CallSecrets(
+    deps.vault?.view ?? noVault.view,
+    deps.vault?.link ?? noVault.link,
+    settings.oauthRefreshMarginMs,
+  );
   const recorder = new CallRecorder(deps.records, settings.redactKeys, deps.instance);
   const heldCalls = deps.heldCalls ?? new MemoryHeldCalls();
   const outcomes = deps.outcomes ?? new NoOutcomes();
@@ -154,7 +193,15 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       store: heldCalls,
       settings: { holdMs: settings.approvalTimeoutMs, approverRoles: settings.approverRoles },
     },
-    runtimes: { grpc: grpcRuntime, local, remote, docker, mcp: mcpRuntime },
+    // Every runtime gets the secrets its tools name; a tool without secrets passes straight through.
+    runtimes: {
+      grpc: withSecrets(grpcRuntime, secrets),
+      local: withSecrets(local, secrets),
+      remote: withSecrets(remote, secrets),
+      docker: withSecrets(docker, secrets),
+      mcp: withSecrets(mcpRuntime, secrets),
+    },
+    secrets,
     idempotency: deps.idempotency,
     callIds: deps.callIds,
     running,
@@ -167,7 +214,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     RegistryService,
     createGrpcTransport({ baseUrl: settings.registryUrl }),
   );
-  const checks = { catalog, policy: deps.policy, running };
+  const checks = { catalog, policy: deps.policy, running, secrets };
   const search = new ToolSearch(catalog);
   const inputs = new InputDesk(deps.instance, new RequestStates(), deps.link);
   const pushed = new PushedRequests(deps.instance);
@@ -264,7 +311,18 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
           checks,
           search: { ...checks, search },
           approvals,
-          imports: { mcp: mcpRuntime, catalog, registry },
+          imports: {
+            mcp: mcpRuntime,
+            catalog,
+            registry,
+            oauth: {
+              permission: createClient(
+                PermissionService,
+                createGrpcTransport({ baseUrl: settings.permissionUrl }),
+              ),
+              secrets,
+            },
+          },
         }),
       );
     },

@@ -6,7 +6,14 @@ import type { JetStreamClient } from "nats";
 
 /** What changed: a grant, an API key or a rate limit, created, updated or removed. */
 export interface PermissionChange {
-  kind: "grant" | "api_key" | "rate_limit";
+  kind:
+    | "grant"
+    | "api_key"
+    | "rate_limit"
+    | "secret"
+    | "oauth_provider"
+    | "connection"
+    | "signing_key";
   id: string;
   type: ChangeType;
   /** One sentence for the audit record, never a secret. */

@@ -6,6 +6,7 @@ import {
   KvConflictError,
   ReconnectingKvSnapshot,
   type SnapshotChange,
+  untilSnapshotShows,
   updateWithRetry,
 } from "@toolmesh/nats";
 import { PolicySnapshot } from "@toolmesh/policy";
@@ -20,9 +21,7 @@ import {
 } from "@toolmesh/proto";
 import type { KV, NatsConnection } from "nats";
 import type { BootstrapStep, PermissionStore } from "./store.js";
-
-/** How long a write waits for its own watch to show it, so a read right after sees the write. */
-const READ_YOUR_WRITE_MS = 2000;
+import { KvVaultIndex } from "./vault-index.js";
 
 /** Marks that the admin and service keys were bootstrapped; created atomically by one replica. */
 export const BOOTSTRAP_KEY = "meta.admin_bootstrapped";
@@ -40,6 +39,7 @@ export class KvPermissionStore implements PermissionStore {
   readonly policy: PolicySnapshot & { start(): Promise<void> };
   readonly keys: ReconnectingKvSnapshot<typeof ApiKeyRecordSchema>;
   readonly rateLimits: ReconnectingKvSnapshot<typeof RateLimitSchema>;
+  readonly vaultIndex: KvVaultIndex;
 
   constructor(
     nc: NatsConnection,
@@ -61,6 +61,7 @@ export class KvPermissionStore implements PermissionStore {
       RateLimitSchema,
       log,
     );
+    this.vaultIndex = new KvVaultIndex(nc, kv, log);
   }
 
   /** Creates the bucket if needed and loads both snapshots. */
@@ -71,7 +72,12 @@ export class KvPermissionStore implements PermissionStore {
       description: "toolmesh grants and API keys (owned by the Permission service)",
     });
     const store = new KvPermissionStore(nc, kv, log);
-    await Promise.all([store.policy.start(), store.keys.start(), store.rateLimits.start()]);
+    await Promise.all([
+      store.policy.start(),
+      store.keys.start(),
+      store.rateLimits.start(),
+      store.vaultIndex.start(),
+    ]);
     return store;
   }
 
@@ -79,6 +85,7 @@ export class KvPermissionStore implements PermissionStore {
     this.policy.stop();
     this.keys.stop();
     this.rateLimits.stop();
+    this.vaultIndex.stop();
   }
 
   getGrant(id: string): Grant | undefined {
@@ -195,20 +202,6 @@ export class KvPermissionStore implements PermissionStore {
     snapshot: { onChange(listener: (change: SnapshotChange<unknown>) => void): () => void },
     done: () => boolean,
   ): Promise<void> {
-    if (done()) return Promise.resolve();
-    return new Promise<void>((resolve) => {
-      const timer = setTimeout(() => {
-        unsubscribe();
-        this.log.warn({ wait_ms: READ_YOUR_WRITE_MS }, "watch did not show a write in time");
-        resolve();
-      }, READ_YOUR_WRITE_MS);
-      const unsubscribe = snapshot.onChange(() => {
-        if (done()) {
-          clearTimeout(timer);
-          unsubscribe();
-          resolve();
-        }
-      });
-    });
+    return untilSnapshotShows(snapshot, done, this.log);
   }
 }

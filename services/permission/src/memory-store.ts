@@ -11,6 +11,7 @@ import {
   RateLimitSchema,
 } from "@toolmesh/proto";
 import type { BootstrapStep, PermissionStore } from "./store.js";
+import { MemoryVaultIndex } from "./vault-index.js";
 
 /**
  * Grants and API keys in memory, with the KV store's semantics (keys as in the bucket, writes
@@ -21,6 +22,7 @@ export class MemoryPermissionStore implements PermissionStore {
   readonly policy = new PolicySnapshot(this.grants);
   readonly keys = new MemorySnapshot(ApiKeyRecordSchema);
   readonly rateLimits = new MemorySnapshot(RateLimitSchema);
+  readonly vaultIndex = new MemoryVaultIndex();
   private readonly bootstrapped = new Set<BootstrapStep>();
 
   getGrant(id: string): Grant | undefined {

@@ -10,6 +10,7 @@ import { HealthPage } from "./pages/health.js";
 import { LivePage } from "./pages/live.js";
 import { ToolsPage } from "./pages/tools.js";
 import { TracePage } from "./pages/trace.js";
+import { VaultPage } from "./pages/vault.js";
 import "./style.css";
 
 const PAGES: [string, string][] = [
@@ -17,6 +18,7 @@ const PAGES: [string, string][] = [
   ["approvals", "Approvals"],
   ["tools", "Tools & groups"],
   ["access", "Keys & grants"],
+  ["vault", "Secrets & connections"],
   ["audit", "Audit"],
   ["agent", "Tool agent"],
   ["health", "Health"],
@@ -99,6 +101,7 @@ function App() {
         {page === "approvals" && <ApprovalsPage />}
         {page === "tools" && <ToolsPage />}
         {page === "access" && <AccessPage />}
+        {page === "vault" && <VaultPage />}
         {page === "audit" && <AuditPage />}
         {page === "agent" && <AgentPage />}
         {page === "health" && <HealthPage />}

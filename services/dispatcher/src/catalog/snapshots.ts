@@ -1,7 +1,12 @@
 import type { Logger } from "@toolmesh/log";
-import { type FollowedBucket, followRegistryTools } from "@toolmesh/nats";
+import { buckets, FollowedBucket, followRegistryTools } from "@toolmesh/nats";
 import { PolicySnapshot } from "@toolmesh/policy";
-import type { RateLimitSchema } from "@toolmesh/proto";
+import {
+  OAuthConnectionSchema,
+  OAuthProviderSchema,
+  type RateLimitSchema,
+  SecretSchema,
+} from "@toolmesh/proto";
 import type { NatsConnection } from "nats";
 import type { PermissionGate } from "./permission-gate.js";
 import { followRateLimits } from "./rate-limits.js";
@@ -13,6 +18,12 @@ export interface Snapshots {
   tools: ToolSource;
   policy: PermissionGate;
   limits: FollowedBucket<typeof RateLimitSchema>;
+  /** The vault's index (names, scopes, versions; never values), from the permission bucket. */
+  vault: {
+    secrets: FollowedBucket<typeof SecretSchema>;
+    providers: FollowedBucket<typeof OAuthProviderSchema>;
+    connections: FollowedBucket<typeof OAuthConnectionSchema>;
+  };
   stop(): void;
 }
 
@@ -29,12 +40,36 @@ export function followSnapshots(nc: NatsConnection, log: Logger): Snapshots {
     "calls fail closed until the Permission service creates it",
   );
   const limits = followRateLimits(nc, log);
+  const follow = <
+    D extends typeof SecretSchema | typeof OAuthProviderSchema | typeof OAuthConnectionSchema,
+  >(
+    prefix: string,
+    schema: D,
+  ) =>
+    new FollowedBucket({
+      nc,
+      bucket: buckets.permission.name,
+      prefix,
+      schema,
+      log,
+      meanwhile: "tools that name secrets are refused until the Permission service creates it",
+      readyMessage: `vault index (${prefix}) loaded`,
+    });
+  const vault = {
+    secrets: follow(buckets.permission.secretPrefix, SecretSchema),
+    providers: follow(buckets.permission.oauthProviderPrefix, OAuthProviderSchema),
+    connections: follow(buckets.permission.connectionPrefix, OAuthConnectionSchema),
+  };
   const unwatch = watchSnapshotMetrics({ registry: tools, permission: policy.grants });
   return {
     tools,
     policy,
     limits,
+    vault,
     stop() {
+      vault.secrets.stop();
+      vault.providers.stop();
+      vault.connections.stop();
       unwatch();
       tools.stop();
       policy.stop();

@@ -8,6 +8,7 @@ import type { ToolCatalog, ToolValidators } from "../catalog/tool-catalog.js";
 import type { CallRecord, CallRecorder } from "../records/call-recorder.js";
 import type { HeldCallStore } from "../records/held-calls.js";
 import type { CallIdOwners, IdempotencyStore } from "../records/idempotency.js";
+import type { CallSecrets } from "../runtimes/call-secrets.js";
 import type { CallerSide, ToolRuntime } from "../runtimes/runtime.js";
 import type { Refusal } from "./refusal.js";
 import type { RunningCalls } from "./running-calls.js";
@@ -26,9 +27,7 @@ export interface HoldSettings {
   approverRoles: string[];
 }
 
-export interface ChainDeps {
-  catalog: ToolCatalog;
-  policy: PermissionGate;
+export interface ChainDeps extends CheckDeps {
   recorder: CallRecorder;
   runtimes: {
     grpc: ToolRuntime;
@@ -39,8 +38,6 @@ export interface ChainDeps {
   };
   idempotency: IdempotencyStore;
   callIds: CallIdOwners;
-  running: RunningCalls;
-  limits?: CallLimiter | undefined;
   /**
    * Where calls that need approval wait, and how long (docs/services.md, approvals); in memory
    * with a 1 h hold when omitted (in-process tests).
@@ -77,6 +74,11 @@ export interface CheckDeps {
   running: RunningCalls;
   /** The rate limits; none are enforced when absent (in-process tests). */
   limits?: CallLimiter | undefined;
+  /**
+   * The vault's secrets of the tools: a call missing one is refused before it runs, and a held
+   * call again once approved.
+   */
+  secrets?: CallSecrets | undefined;
 }
 
 /** A call that passed every check: the tool to run and its validated arguments. */

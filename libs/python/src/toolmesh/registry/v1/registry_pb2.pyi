@@ -276,7 +276,7 @@ class RetryPolicy(_message.Message):
     def __init__(self, max_attempts: _Optional[int] = ..., initial_backoff_ms: _Optional[int] = ..., max_backoff_ms: _Optional[int] = ...) -> None: ...
 
 class ToolSpec(_message.Message):
-    __slots__ = ("name", "version", "description", "category", "input_schema", "output_schema", "required_scopes", "timeout_ms", "retry_policy", "idempotent", "side_effects", "knowhub_slugs", "status", "runtime", "labels", "reporters", "annotations", "requires_approval", "approver_roles", "requires_confirmation", "task_support")
+    __slots__ = ("name", "version", "description", "category", "input_schema", "output_schema", "required_scopes", "timeout_ms", "retry_policy", "idempotent", "side_effects", "knowhub_slugs", "status", "runtime", "labels", "reporters", "annotations", "requires_approval", "approver_roles", "requires_confirmation", "task_support", "secrets")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -305,6 +305,7 @@ class ToolSpec(_message.Message):
     APPROVER_ROLES_FIELD_NUMBER: _ClassVar[int]
     REQUIRES_CONFIRMATION_FIELD_NUMBER: _ClassVar[int]
     TASK_SUPPORT_FIELD_NUMBER: _ClassVar[int]
+    SECRETS_FIELD_NUMBER: _ClassVar[int]
     name: str
     version: str
     description: str
@@ -326,7 +327,26 @@ class ToolSpec(_message.Message):
     approver_roles: _containers.RepeatedScalarFieldContainer[str]
     requires_confirmation: bool
     task_support: TaskSupport
-    def __init__(self, name: _Optional[str] = ..., version: _Optional[str] = ..., description: _Optional[str] = ..., category: _Optional[str] = ..., input_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., output_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., required_scopes: _Optional[_Iterable[str]] = ..., timeout_ms: _Optional[int] = ..., retry_policy: _Optional[_Union[RetryPolicy, _Mapping]] = ..., idempotent: bool = ..., side_effects: bool = ..., knowhub_slugs: _Optional[_Iterable[str]] = ..., status: _Optional[_Union[ToolStatus, str]] = ..., runtime: _Optional[_Union[Runtime, _Mapping]] = ..., labels: _Optional[_Mapping[str, str]] = ..., reporters: _Optional[_Iterable[str]] = ..., annotations: _Optional[_Union[ToolAnnotations, _Mapping]] = ..., requires_approval: bool = ..., approver_roles: _Optional[_Iterable[str]] = ..., requires_confirmation: bool = ..., task_support: _Optional[_Union[TaskSupport, str]] = ...) -> None: ...
+    secrets: _containers.RepeatedCompositeFieldContainer[SecretInjection]
+    def __init__(self, name: _Optional[str] = ..., version: _Optional[str] = ..., description: _Optional[str] = ..., category: _Optional[str] = ..., input_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., output_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., required_scopes: _Optional[_Iterable[str]] = ..., timeout_ms: _Optional[int] = ..., retry_policy: _Optional[_Union[RetryPolicy, _Mapping]] = ..., idempotent: bool = ..., side_effects: bool = ..., knowhub_slugs: _Optional[_Iterable[str]] = ..., status: _Optional[_Union[ToolStatus, str]] = ..., runtime: _Optional[_Union[Runtime, _Mapping]] = ..., labels: _Optional[_Mapping[str, str]] = ..., reporters: _Optional[_Iterable[str]] = ..., annotations: _Optional[_Union[ToolAnnotations, _Mapping]] = ..., requires_approval: bool = ..., approver_roles: _Optional[_Iterable[str]] = ..., requires_confirmation: bool = ..., task_support: _Optional[_Union[TaskSupport, str]] = ..., secrets: _Optional[_Iterable[_Union[SecretInjection, _Mapping]]] = ...) -> None: ...
+
+class SecretInjection(_message.Message):
+    __slots__ = ("secret", "oauth_provider", "header", "query", "env", "file", "prefix")
+    SECRET_FIELD_NUMBER: _ClassVar[int]
+    OAUTH_PROVIDER_FIELD_NUMBER: _ClassVar[int]
+    HEADER_FIELD_NUMBER: _ClassVar[int]
+    QUERY_FIELD_NUMBER: _ClassVar[int]
+    ENV_FIELD_NUMBER: _ClassVar[int]
+    FILE_FIELD_NUMBER: _ClassVar[int]
+    PREFIX_FIELD_NUMBER: _ClassVar[int]
+    secret: str
+    oauth_provider: str
+    header: str
+    query: str
+    env: str
+    file: str
+    prefix: str
+    def __init__(self, secret: _Optional[str] = ..., oauth_provider: _Optional[str] = ..., header: _Optional[str] = ..., query: _Optional[str] = ..., env: _Optional[str] = ..., file: _Optional[str] = ..., prefix: _Optional[str] = ...) -> None: ...
 
 class Tool(_message.Message):
     __slots__ = ("spec", "schema_hash", "revision", "groups", "created_at", "updated_at", "updated_by", "definition_hash", "history")

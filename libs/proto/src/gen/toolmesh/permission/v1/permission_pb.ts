@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file toolmesh/permission/v1/permission.proto.
  */
 export const file_toolmesh_permission_v1_permission: GenFile = /*@__PURE__*/
-  fileDesc("Cid0b29sbWVzaC9wZXJtaXNzaW9uL3YxL3Blcm1pc3Npb24ucHJvdG8SFnRvb2xtZXNoLnBlcm1pc3Npb24udjEiTwoMUHJpbmNpcGFsUmVmEjMKBGtpbmQYASABKA4yJS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlByaW5jaXBhbEtpbmQSCgoCaWQYAiABKAkiTwoIUmVzb3VyY2USMgoEa2luZBgBIAEoDjIkLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUmVzb3VyY2VLaW5kEg8KB3BhdHRlcm4YAiABKAki2gIKCUdyYW50U3BlYxI3CglwcmluY2lwYWwYASABKAsyJC50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlByaW5jaXBhbFJlZhIyCghyZXNvdXJjZRgCIAEoCzIgLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUmVzb3VyY2USDgoGc2NvcGVzGAMgAygJEi4KBmVmZmVjdBgEIAEoDjIeLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuRWZmZWN0Ei4KCmV4cGlyZXNfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB2VuYWJsZWQYBiABKAgSEwoLZGVzY3JpcHRpb24YByABKAkSGQoRcmVxdWlyZXNfYXBwcm92YWwYCCABKAgSHQoVcmVxdWlyZXNfY29uZmlybWF0aW9uGAkgASgIEhAKCHVubGlzdGVkGAogASgIIt4BCgVHcmFudBIKCgJpZBgBIAEoCRIvCgRzcGVjGAIgASgLMiEudG9vbG1lc2gucGVybWlzc2lvbi52MS5HcmFudFNwZWMSEgoKY3JlYXRlZF9ieRgDIAEoCRIuCgpjcmVhdGVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIQCghyZXZpc2lvbhgFIAEoBBISCgp1cGRhdGVkX2J5GAYgASgJEi4KCnVwZGF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIkAKDEdyYW50UmVxdWVzdBIwCgVncmFudBgBIAEoCzIhLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuR3JhbnRTcGVjIj0KDUdyYW50UmVzcG9uc2USLAoFZ3JhbnQYASABKAsyHS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkdyYW50IiEKDVJldm9rZVJlcXVlc3QSEAoIZ3JhbnRfaWQYASABKAkiEAoOUmV2b2tlUmVzcG9uc2UicwoSVXBkYXRlR3JhbnRSZXF1ZXN0EhAKCGdyYW50X2lkGAEgASgJEjAKBWdyYW50GAIgASgLMiEudG9vbG1lc2gucGVybWlzc2lvbi52MS5HcmFudFNwZWMSGQoRZXhwZWN0ZWRfcmV2aXNpb24YAyABKAQiQwoTVXBkYXRlR3JhbnRSZXNwb25zZRIsCgVncmFudBgBIAEoCzIdLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuR3JhbnQihQEKEUxpc3RHcmFudHNSZXF1ZXN0EjcKCXByaW5jaXBhbBgBIAEoCzIkLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUHJpbmNpcGFsUmVmEhAKCHJlc291cmNlGAIgASgJEhEKCXBhZ2Vfc2l6ZRgDIAEoDRISCgpwYWdlX3Rva2VuGAQgASgJIlwKEkxpc3RHcmFudHNSZXNwb25zZRItCgZncmFudHMYASADKAsyHS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkdyYW50EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJOCgxDaGVja1JlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRINCgVyb2xlcxgDIAMoCRIMCgR0b29sGAQgASgJItsBCghEZWNpc2lvbhIPCgdhbGxvd2VkGAEgASgIEg4KBnJlYXNvbhgCIAEoCRIZChFtYXRjaGVkX2dyYW50X2lkcxgDIAMoCRIVCg1kZW55X2dyYW50X2lkGAQgASgJEhYKDm1pc3Npbmdfc2NvcGVzGAUgAygJEhgKEGRlbmllZF9wcmluY2lwYWwYBiABKAkSGQoRcmVxdWlyZXNfYXBwcm92YWwYByABKAgSHQoVcmVxdWlyZXNfY29uZmlybWF0aW9uGAggASgIEhAKCHVubGlzdGVkGAkgASgIIkMKDUNoZWNrUmVzcG9uc2USMgoIZGVjaXNpb24YASABKAsyIC50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkRlY2lzaW9uItkBCgZBcGlLZXkSCgoCaWQYASABKAkSEAoIYWdlbnRfaWQYAiABKAkSDwoHdXNlcl9pZBgDIAEoCRINCgVyb2xlcxgEIAMoCRIMCgRuYW1lGAUgASgJEi4KCmNyZWF0ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB3Jldm9rZWQYCCABKAgSEgoKY3JlYXRlZF9ieRgJIAEoCSKFAQoTQ3JlYXRlQXBpS2V5UmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEg0KBXJvbGVzGAMgAygJEgwKBG5hbWUYBCABKAkSLgoKZXhwaXJlc19hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiVwoUQ3JlYXRlQXBpS2V5UmVzcG9uc2USLwoHYXBpX2tleRgBIAEoCzIeLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuQXBpS2V5Eg4KBnNlY3JldBgCIAEoCSIhChNSZXZva2VBcGlLZXlSZXF1ZXN0EgoKAmlkGAEgASgJIhYKFFJldm9rZUFwaUtleVJlc3BvbnNlImYKEkxpc3RBcGlLZXlzUmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRIXCg9pbmNsdWRlX3Jldm9rZWQYAiABKAgSEQoJcGFnZV9zaXplGAMgASgNEhIKCnBhZ2VfdG9rZW4YBCABKAkiYAoTTGlzdEFwaUtleXNSZXNwb25zZRIwCghhcGlfa2V5cxgBIAMoCzIeLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuQXBpS2V5EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJzCgxBcGlLZXlSZWNvcmQSLwoHYXBpX2tleRgBIAEoCzIeLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuQXBpS2V5EgwKBHNhbHQYAiABKAkSDAoEaGFzaBgDIAEoCRIWCg5oYXNoX2FsZ29yaXRobRgEIAEoCSKyAQoNUmF0ZUxpbWl0U3BlYxI5CgdzdWJqZWN0GAEgASgOMigudG9vbG1lc2gucGVybWlzc2lvbi52MS5SYXRlTGltaXRTdWJqZWN0Eg4KBnRhcmdldBgCIAEoCRIbChNyZXF1ZXN0c19wZXJfc2Vjb25kGAMgASgBEg0KBWJ1cnN0GAQgASgNEhUKDWNhbGxzX3Blcl9kYXkYBSABKA0SEwoLZGVzY3JpcHRpb24YBiABKAkikAEKCVJhdGVMaW1pdBIKCgJpZBgBIAEoCRIzCgRzcGVjGAIgASgLMiUudG9vbG1lc2gucGVybWlzc2lvbi52MS5SYXRlTGltaXRTcGVjEhIKCnVwZGF0ZWRfYnkYAyABKAkSLgoKdXBkYXRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiSwoTUHV0UmF0ZUxpbWl0UmVxdWVzdBI0CgVsaW1pdBgBIAEoCzIlLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUmF0ZUxpbWl0U3BlYyJIChRQdXRSYXRlTGltaXRSZXNwb25zZRIwCgVsaW1pdBgBIAEoCzIhLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUmF0ZUxpbWl0IiQKFkRlbGV0ZVJhdGVMaW1pdFJlcXVlc3QSCgoCaWQYASABKAkiGQoXRGVsZXRlUmF0ZUxpbWl0UmVzcG9uc2UiPgoVTGlzdFJhdGVMaW1pdHNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoDRISCgpwYWdlX3Rva2VuGAIgASgJImQKFkxpc3RSYXRlTGltaXRzUmVzcG9uc2USMQoGbGltaXRzGAEgAygLMiEudG9vbG1lc2gucGVybWlzc2lvbi52MS5SYXRlTGltaXQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJKnsKDVByaW5jaXBhbEtpbmQSHgoaUFJJTkNJUEFMX0tJTkRfVU5TUEVDSUZJRUQQABIYChRQUklOQ0lQQUxfS0lORF9BR0VOVBABEhcKE1BSSU5DSVBBTF9LSU5EX1VTRVIQAhIXChNQUklOQ0lQQUxfS0lORF9ST0xFEAMqdgoMUmVzb3VyY2VLaW5kEh0KGVJFU09VUkNFX0tJTkRfVU5TUEVDSUZJRUQQABIWChJSRVNPVVJDRV9LSU5EX1RPT0wQARIWChJSRVNPVVJDRV9LSU5EX0dMT0IQAhIXChNSRVNPVVJDRV9LSU5EX0dST1VQEAMqQwoGRWZmZWN0EhYKEkVGRkVDVF9VTlNQRUNJRklFRBAAEhAKDEVGRkVDVF9BTExPVxABEg8KC0VGRkVDVF9ERU5ZEAIqrAEKEFJhdGVMaW1pdFN1YmplY3QSIgoeUkFURV9MSU1JVF9TVUJKRUNUX1VOU1BFQ0lGSUVEEAASHAoYUkFURV9MSU1JVF9TVUJKRUNUX0FHRU5UEAESGwoXUkFURV9MSU1JVF9TVUJKRUNUX1VTRVIQAhIbChdSQVRFX0xJTUlUX1NVQkpFQ1RfVE9PTBADEhwKGFJBVEVfTElNSVRfU1VCSkVDVF9HUkFOVBAEMvMIChFQZXJtaXNzaW9uU2VydmljZRJUCgVHcmFudBIkLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuR3JhbnRSZXF1ZXN0GiUudG9vbG1lc2gucGVybWlzc2lvbi52MS5HcmFudFJlc3BvbnNlElcKBlJldm9rZRIlLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUmV2b2tlUmVxdWVzdBomLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUmV2b2tlUmVzcG9uc2USZgoLVXBkYXRlR3JhbnQSKi50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlVwZGF0ZUdyYW50UmVxdWVzdBorLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuVXBkYXRlR3JhbnRSZXNwb25zZRJjCgpMaXN0R3JhbnRzEikudG9vbG1lc2gucGVybWlzc2lvbi52MS5MaXN0R3JhbnRzUmVxdWVzdBoqLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuTGlzdEdyYW50c1Jlc3BvbnNlElQKBUNoZWNrEiQudG9vbG1lc2gucGVybWlzc2lvbi52MS5DaGVja1JlcXVlc3QaJS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkNoZWNrUmVzcG9uc2USaQoMQ3JlYXRlQXBpS2V5EisudG9vbG1lc2gucGVybWlzc2lvbi52MS5DcmVhdGVBcGlLZXlSZXF1ZXN0GiwudG9vbG1lc2gucGVybWlzc2lvbi52MS5DcmVhdGVBcGlLZXlSZXNwb25zZRJpCgxSZXZva2VBcGlLZXkSKy50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlJldm9rZUFwaUtleVJlcXVlc3QaLC50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlJldm9rZUFwaUtleVJlc3BvbnNlEmYKC0xpc3RBcGlLZXlzEioudG9vbG1lc2gucGVybWlzc2lvbi52MS5MaXN0QXBpS2V5c1JlcXVlc3QaKy50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkxpc3RBcGlLZXlzUmVzcG9uc2USaQoMUHV0UmF0ZUxpbWl0EisudG9vbG1lc2gucGVybWlzc2lvbi52MS5QdXRSYXRlTGltaXRSZXF1ZXN0GiwudG9vbG1lc2gucGVybWlzc2lvbi52MS5QdXRSYXRlTGltaXRSZXNwb25zZRJyCg9EZWxldGVSYXRlTGltaXQSLi50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkRlbGV0ZVJhdGVMaW1pdFJlcXVlc3QaLy50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkRlbGV0ZVJhdGVMaW1pdFJlc3BvbnNlEm8KDkxpc3RSYXRlTGltaXRzEi0udG9vbG1lc2gucGVybWlzc2lvbi52MS5MaXN0UmF0ZUxpbWl0c1JlcXVlc3QaLi50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkxpc3RSYXRlTGltaXRzUmVzcG9uc2VC4AEKGmNvbS50b29sbWVzaC5wZXJtaXNzaW9uLnYxQg9QZXJtaXNzaW9uUHJvdG9QAVo3dG9vbG1lc2guZGV2L2dvL2dlbi90b29sbWVzaC9wZXJtaXNzaW9uL3YxO3Blcm1pc3Npb252MaICA1RQWKoCFlRvb2xtZXNoLlBlcm1pc3Npb24uVjHKAhZUb29sbWVzaFxQZXJtaXNzaW9uXFYx4gIiVG9vbG1lc2hcUGVybWlzc2lvblxWMVxHUEJNZXRhZGF0YeoCGFRvb2xtZXNoOjpQZXJtaXNzaW9uOjpWMWIGcHJvdG8z", [file_google_protobuf_timestamp]);
+  fileDesc("Cid0b29sbWVzaC9wZXJtaXNzaW9uL3YxL3Blcm1pc3Npb24ucHJvdG8SFnRvb2xtZXNoLnBlcm1pc3Npb24udjEiTwoMUHJpbmNpcGFsUmVmEjMKBGtpbmQYASABKA4yJS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlByaW5jaXBhbEtpbmQSCgoCaWQYAiABKAkiTwoIUmVzb3VyY2USMgoEa2luZBgBIAEoDjIkLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUmVzb3VyY2VLaW5kEg8KB3BhdHRlcm4YAiABKAki2gIKCUdyYW50U3BlYxI3CglwcmluY2lwYWwYASABKAsyJC50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlByaW5jaXBhbFJlZhIyCghyZXNvdXJjZRgCIAEoCzIgLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUmVzb3VyY2USDgoGc2NvcGVzGAMgAygJEi4KBmVmZmVjdBgEIAEoDjIeLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuRWZmZWN0Ei4KCmV4cGlyZXNfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB2VuYWJsZWQYBiABKAgSEwoLZGVzY3JpcHRpb24YByABKAkSGQoRcmVxdWlyZXNfYXBwcm92YWwYCCABKAgSHQoVcmVxdWlyZXNfY29uZmlybWF0aW9uGAkgASgIEhAKCHVubGlzdGVkGAogASgIIt4BCgVHcmFudBIKCgJpZBgBIAEoCRIvCgRzcGVjGAIgASgLMiEudG9vbG1lc2gucGVybWlzc2lvbi52MS5HcmFudFNwZWMSEgoKY3JlYXRlZF9ieRgDIAEoCRIuCgpjcmVhdGVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIQCghyZXZpc2lvbhgFIAEoBBISCgp1cGRhdGVkX2J5GAYgASgJEi4KCnVwZGF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIkAKDEdyYW50UmVxdWVzdBIwCgVncmFudBgBIAEoCzIhLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuR3JhbnRTcGVjIj0KDUdyYW50UmVzcG9uc2USLAoFZ3JhbnQYASABKAsyHS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkdyYW50IiEKDVJldm9rZVJlcXVlc3QSEAoIZ3JhbnRfaWQYASABKAkiEAoOUmV2b2tlUmVzcG9uc2UicwoSVXBkYXRlR3JhbnRSZXF1ZXN0EhAKCGdyYW50X2lkGAEgASgJEjAKBWdyYW50GAIgASgLMiEudG9vbG1lc2gucGVybWlzc2lvbi52MS5HcmFudFNwZWMSGQoRZXhwZWN0ZWRfcmV2aXNpb24YAyABKAQiQwoTVXBkYXRlR3JhbnRSZXNwb25zZRIsCgVncmFudBgBIAEoCzIdLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuR3JhbnQihQEKEUxpc3RHcmFudHNSZXF1ZXN0EjcKCXByaW5jaXBhbBgBIAEoCzIkLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUHJpbmNpcGFsUmVmEhAKCHJlc291cmNlGAIgASgJEhEKCXBhZ2Vfc2l6ZRgDIAEoDRISCgpwYWdlX3Rva2VuGAQgASgJIlwKEkxpc3RHcmFudHNSZXNwb25zZRItCgZncmFudHMYASADKAsyHS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkdyYW50EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJOCgxDaGVja1JlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRINCgVyb2xlcxgDIAMoCRIMCgR0b29sGAQgASgJItsBCghEZWNpc2lvbhIPCgdhbGxvd2VkGAEgASgIEg4KBnJlYXNvbhgCIAEoCRIZChFtYXRjaGVkX2dyYW50X2lkcxgDIAMoCRIVCg1kZW55X2dyYW50X2lkGAQgASgJEhYKDm1pc3Npbmdfc2NvcGVzGAUgAygJEhgKEGRlbmllZF9wcmluY2lwYWwYBiABKAkSGQoRcmVxdWlyZXNfYXBwcm92YWwYByABKAgSHQoVcmVxdWlyZXNfY29uZmlybWF0aW9uGAggASgIEhAKCHVubGlzdGVkGAkgASgIIkMKDUNoZWNrUmVzcG9uc2USMgoIZGVjaXNpb24YASABKAsyIC50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkRlY2lzaW9uItkBCgZBcGlLZXkSCgoCaWQYASABKAkSEAoIYWdlbnRfaWQYAiABKAkSDwoHdXNlcl9pZBgDIAEoCRINCgVyb2xlcxgEIAMoCRIMCgRuYW1lGAUgASgJEi4KCmNyZWF0ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB3Jldm9rZWQYCCABKAgSEgoKY3JlYXRlZF9ieRgJIAEoCSKFAQoTQ3JlYXRlQXBpS2V5UmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEg0KBXJvbGVzGAMgAygJEgwKBG5hbWUYBCABKAkSLgoKZXhwaXJlc19hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiVwoUQ3JlYXRlQXBpS2V5UmVzcG9uc2USLwoHYXBpX2tleRgBIAEoCzIeLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuQXBpS2V5Eg4KBnNlY3JldBgCIAEoCSIhChNSZXZva2VBcGlLZXlSZXF1ZXN0EgoKAmlkGAEgASgJIhYKFFJldm9rZUFwaUtleVJlc3BvbnNlImYKEkxpc3RBcGlLZXlzUmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRIXCg9pbmNsdWRlX3Jldm9rZWQYAiABKAgSEQoJcGFnZV9zaXplGAMgASgNEhIKCnBhZ2VfdG9rZW4YBCABKAkiYAoTTGlzdEFwaUtleXNSZXNwb25zZRIwCghhcGlfa2V5cxgBIAMoCzIeLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuQXBpS2V5EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJzCgxBcGlLZXlSZWNvcmQSLwoHYXBpX2tleRgBIAEoCzIeLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuQXBpS2V5EgwKBHNhbHQYAiABKAkSDAoEaGFzaBgDIAEoCRIWCg5oYXNoX2FsZ29yaXRobRgEIAEoCSKyAQoNUmF0ZUxpbWl0U3BlYxI5CgdzdWJqZWN0GAEgASgOMigudG9vbG1lc2gucGVybWlzc2lvbi52MS5SYXRlTGltaXRTdWJqZWN0Eg4KBnRhcmdldBgCIAEoCRIbChNyZXF1ZXN0c19wZXJfc2Vjb25kGAMgASgBEg0KBWJ1cnN0GAQgASgNEhUKDWNhbGxzX3Blcl9kYXkYBSABKA0SEwoLZGVzY3JpcHRpb24YBiABKAkikAEKCVJhdGVMaW1pdBIKCgJpZBgBIAEoCRIzCgRzcGVjGAIgASgLMiUudG9vbG1lc2gucGVybWlzc2lvbi52MS5SYXRlTGltaXRTcGVjEhIKCnVwZGF0ZWRfYnkYAyABKAkSLgoKdXBkYXRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiSwoTUHV0UmF0ZUxpbWl0UmVxdWVzdBI0CgVsaW1pdBgBIAEoCzIlLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUmF0ZUxpbWl0U3BlYyJIChRQdXRSYXRlTGltaXRSZXNwb25zZRIwCgVsaW1pdBgBIAEoCzIhLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUmF0ZUxpbWl0IiQKFkRlbGV0ZVJhdGVMaW1pdFJlcXVlc3QSCgoCaWQYASABKAkiGQoXRGVsZXRlUmF0ZUxpbWl0UmVzcG9uc2UiPgoVTGlzdFJhdGVMaW1pdHNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoDRISCgpwYWdlX3Rva2VuGAIgASgJImQKFkxpc3RSYXRlTGltaXRzUmVzcG9uc2USMQoGbGltaXRzGAEgAygLMiEudG9vbG1lc2gucGVybWlzc2lvbi52MS5SYXRlTGltaXQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIqUBCgtTZWNyZXRTY29wZRI5Cgl0b29sX2tpbmQYASABKA4yJi50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlNlY3JldFRvb2xLaW5kEgwKBHRvb2wYAiABKAkSPQoLaG9sZGVyX2tpbmQYAyABKA4yKC50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlNlY3JldEhvbGRlcktpbmQSDgoGaG9sZGVyGAQgASgJIsABCgZTZWNyZXQSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIyCgVzY29wZRgDIAEoCzIjLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuU2VjcmV0U2NvcGUSDwoHdmVyc2lvbhgEIAEoBBITCgtkZXNjcmlwdGlvbhgFIAEoCRISCgp1cGRhdGVkX2J5GAYgASgJEi4KCnVwZGF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIngKEFB1dFNlY3JldFJlcXVlc3QSDAoEbmFtZRgBIAEoCRIyCgVzY29wZRgCIAEoCzIjLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuU2VjcmV0U2NvcGUSDQoFdmFsdWUYAyABKAkSEwoLZGVzY3JpcHRpb24YBCABKAkiQwoRUHV0U2VjcmV0UmVzcG9uc2USLgoGc2VjcmV0GAEgASgLMh4udG9vbG1lc2gucGVybWlzc2lvbi52MS5TZWNyZXQiIQoTRGVsZXRlU2VjcmV0UmVxdWVzdBIKCgJpZBgBIAEoCSIWChREZWxldGVTZWNyZXRSZXNwb25zZSJJChJMaXN0U2VjcmV0c1JlcXVlc3QSDAoEbmFtZRgBIAEoCRIRCglwYWdlX3NpemUYAiABKA0SEgoKcGFnZV90b2tlbhgDIAEoCSJfChNMaXN0U2VjcmV0c1Jlc3BvbnNlEi8KB3NlY3JldHMYASADKAsyHi50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlNlY3JldBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAki6AEKEU9BdXRoUHJvdmlkZXJTcGVjEgwKBG5hbWUYASABKAkSDgoGaXNzdWVyGAIgASgJEh4KFmF1dGhvcml6YXRpb25fZW5kcG9pbnQYAyABKAkSFgoOdG9rZW5fZW5kcG9pbnQYBCABKAkSGwoTcmV2b2NhdGlvbl9lbmRwb2ludBgFIAEoCRIRCgljbGllbnRfaWQYBiABKAkSDgoGc2NvcGVzGAcgAygJEhAKCHJlc291cmNlGAggASgJEhYKDnRva2VuX2V4Y2hhbmdlGAkgASgIEhMKC2Rlc2NyaXB0aW9uGAogASgJIr0BCg1PQXV0aFByb3ZpZGVyEjcKBHNwZWMYASABKAsyKS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLk9BdXRoUHJvdmlkZXJTcGVjEhQKDHJlZGlyZWN0X3VyaRgCIAEoCRIZChFoYXNfY2xpZW50X3NlY3JldBgDIAEoCBISCgp1cGRhdGVkX2J5GAQgASgJEi4KCnVwZGF0ZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIooBChdQdXRPQXV0aFByb3ZpZGVyUmVxdWVzdBI7Cghwcm92aWRlchgBIAEoCzIpLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuT0F1dGhQcm92aWRlclNwZWMSFQoNY2xpZW50X3NlY3JldBgCIAEoCRIbChNjbGVhcl9jbGllbnRfc2VjcmV0GAMgASgIIlMKGFB1dE9BdXRoUHJvdmlkZXJSZXNwb25zZRI3Cghwcm92aWRlchgBIAEoCzIlLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuT0F1dGhQcm92aWRlciIqChpEZWxldGVPQXV0aFByb3ZpZGVyUmVxdWVzdBIMCgRuYW1lGAEgASgJIh0KG0RlbGV0ZU9BdXRoUHJvdmlkZXJSZXNwb25zZSIbChlMaXN0T0F1dGhQcm92aWRlcnNSZXF1ZXN0IlYKGkxpc3RPQXV0aFByb3ZpZGVyc1Jlc3BvbnNlEjgKCXByb3ZpZGVycxgBIAMoCzIlLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuT0F1dGhQcm92aWRlciI6ChVDb25uZWN0QWNjb3VudFJlcXVlc3QSEAoIcHJvdmlkZXIYASABKAkSDwoHdXNlcl9pZBgCIAEoCSJVChZDb25uZWN0QWNjb3VudFJlc3BvbnNlEgsKA3VybBgBIAEoCRIuCgpleHBpcmVzX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKLAgoPT0F1dGhDb25uZWN0aW9uEhAKCHByb3ZpZGVyGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSDwoHdmVyc2lvbhgDIAEoBBIwCgxjb25uZWN0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjUKEWFjY2Vzc19leHBpcmVzX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIwCgxyZWZyZXNoZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg4KBnNjb3BlcxgHIAMoCRIZChFoYXNfcmVmcmVzaF90b2tlbhgIIAEoCCI7ChZMaXN0Q29ubmVjdGlvbnNSZXF1ZXN0EhAKCHByb3ZpZGVyGAEgASgJEg8KB3VzZXJfaWQYAiABKAkiVwoXTGlzdENvbm5lY3Rpb25zUmVzcG9uc2USPAoLY29ubmVjdGlvbnMYASADKAsyJy50b29sbWVzaC5wZXJtaXNzaW9uLnYxLk9BdXRoQ29ubmVjdGlvbiI8ChdSZXZva2VDb25uZWN0aW9uUmVxdWVzdBIQCghwcm92aWRlchgBIAEoCRIPCgd1c2VyX2lkGAIgASgJIhoKGFJldm9rZUNvbm5lY3Rpb25SZXNwb25zZSK8AQoKU2lnbmluZ0tleRILCgNraWQYASABKAkSEQoJYWxnb3JpdGhtGAIgASgJEhIKCnB1YmxpY19qd2sYAyABKAkSNgoFc3RhdGUYBCABKA4yJy50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlNpZ25pbmdLZXlTdGF0ZRIuCgpjcmVhdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpjcmVhdGVkX2J5GAYgASgJIhYKFEFkZFNpZ25pbmdLZXlSZXF1ZXN0IkgKFUFkZFNpZ25pbmdLZXlSZXNwb25zZRIvCgNrZXkYASABKAsyIi50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlNpZ25pbmdLZXkiJgoXUmV0aXJlU2lnbmluZ0tleVJlcXVlc3QSCwoDa2lkGAEgASgJIhoKGFJldGlyZVNpZ25pbmdLZXlSZXNwb25zZSIYChZMaXN0U2lnbmluZ0tleXNSZXF1ZXN0IksKF0xpc3RTaWduaW5nS2V5c1Jlc3BvbnNlEjAKBGtleXMYASADKAsyIi50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlNpZ25pbmdLZXkiWgoRSXNzdWVUb2tlblJlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRINCgVyb2xlcxgDIAMoCRITCgt0dGxfc2Vjb25kcxgEIAEoDSJTChJJc3N1ZVRva2VuUmVzcG9uc2USDQoFdG9rZW4YASABKAkSLgoKZXhwaXJlc19hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiKQoKU2VjcmV0TmVlZBIMCgRuYW1lGAEgASgJEg0KBW9hdXRoGAIgASgIIpsBChVSZXNvbHZlU2VjcmV0c1JlcXVlc3QSDAoEdG9vbBgBIAEoCRIPCgdydW50aW1lGAIgASgJEhAKCGFnZW50X2lkGAMgASgJEg8KB3VzZXJfaWQYBCABKAkSDQoFcm9sZXMYBSADKAkSMQoFbmVlZHMYBiADKAsyIi50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlNlY3JldE5lZWQicAoOUmVzb2x2ZWRTZWNyZXQSDQoFdmFsdWUYASABKAkSDgoGc291cmNlGAIgASgJEg8KB3ZlcnNpb24YAyABKAQSLgoKZXhwaXJlc19hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiUQoWUmVzb2x2ZVNlY3JldHNSZXNwb25zZRI3CgdzZWNyZXRzGAEgAygLMiYudG9vbG1lc2gucGVybWlzc2lvbi52MS5SZXNvbHZlZFNlY3JldCI3ChJDb25uZWN0TGlua1JlcXVlc3QSEAoIcHJvdmlkZXIYASABKAkSDwoHdXNlcl9pZBgCIAEoCSp7Cg1QcmluY2lwYWxLaW5kEh4KGlBSSU5DSVBBTF9LSU5EX1VOU1BFQ0lGSUVEEAASGAoUUFJJTkNJUEFMX0tJTkRfQUdFTlQQARIXChNQUklOQ0lQQUxfS0lORF9VU0VSEAISFwoTUFJJTkNJUEFMX0tJTkRfUk9MRRADKnYKDFJlc291cmNlS2luZBIdChlSRVNPVVJDRV9LSU5EX1VOU1BFQ0lGSUVEEAASFgoSUkVTT1VSQ0VfS0lORF9UT09MEAESFgoSUkVTT1VSQ0VfS0lORF9HTE9CEAISFwoTUkVTT1VSQ0VfS0lORF9HUk9VUBADKkMKBkVmZmVjdBIWChJFRkZFQ1RfVU5TUEVDSUZJRUQQABIQCgxFRkZFQ1RfQUxMT1cQARIPCgtFRkZFQ1RfREVOWRACKqwBChBSYXRlTGltaXRTdWJqZWN0EiIKHlJBVEVfTElNSVRfU1VCSkVDVF9VTlNQRUNJRklFRBAAEhwKGFJBVEVfTElNSVRfU1VCSkVDVF9BR0VOVBABEhsKF1JBVEVfTElNSVRfU1VCSkVDVF9VU0VSEAISGwoXUkFURV9MSU1JVF9TVUJKRUNUX1RPT0wQAxIcChhSQVRFX0xJTUlUX1NVQkpFQ1RfR1JBTlQQBCqGAQoOU2VjcmV0VG9vbEtpbmQSIAocU0VDUkVUX1RPT0xfS0lORF9VTlNQRUNJRklFRBAAEhkKFVNFQ1JFVF9UT09MX0tJTkRfVE9PTBABEhkKFVNFQ1JFVF9UT09MX0tJTkRfR0xPQhACEhwKGFNFQ1JFVF9UT09MX0tJTkRfUlVOVElNRRADKq8BChBTZWNyZXRIb2xkZXJLaW5kEiIKHlNFQ1JFVF9IT0xERVJfS0lORF9VTlNQRUNJRklFRBAAEh8KG1NFQ1JFVF9IT0xERVJfS0lORF9FVkVSWU9ORRABEhsKF1NFQ1JFVF9IT0xERVJfS0lORF9ST0xFEAISHAoYU0VDUkVUX0hPTERFUl9LSU5EX0FHRU5UEAMSGwoXU0VDUkVUX0hPTERFUl9LSU5EX1VTRVIQBCpzCg9TaWduaW5nS2V5U3RhdGUSIQodU0lHTklOR19LRVlfU1RBVEVfVU5TUEVDSUZJRUQQABIcChhTSUdOSU5HX0tFWV9TVEFURV9BQ1RJVkUQARIfChtTSUdOSU5HX0tFWV9TVEFURV9WRVJJRllJTkcQAjK2FAoRUGVybWlzc2lvblNlcnZpY2USVAoFR3JhbnQSJC50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkdyYW50UmVxdWVzdBolLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuR3JhbnRSZXNwb25zZRJXCgZSZXZva2USJS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlJldm9rZVJlcXVlc3QaJi50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlJldm9rZVJlc3BvbnNlEmYKC1VwZGF0ZUdyYW50EioudG9vbG1lc2gucGVybWlzc2lvbi52MS5VcGRhdGVHcmFudFJlcXVlc3QaKy50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlVwZGF0ZUdyYW50UmVzcG9uc2USYwoKTGlzdEdyYW50cxIpLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuTGlzdEdyYW50c1JlcXVlc3QaKi50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkxpc3RHcmFudHNSZXNwb25zZRJUCgVDaGVjaxIkLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuQ2hlY2tSZXF1ZXN0GiUudG9vbG1lc2gucGVybWlzc2lvbi52MS5DaGVja1Jlc3BvbnNlEmkKDENyZWF0ZUFwaUtleRIrLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuQ3JlYXRlQXBpS2V5UmVxdWVzdBosLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuQ3JlYXRlQXBpS2V5UmVzcG9uc2USaQoMUmV2b2tlQXBpS2V5EisudG9vbG1lc2gucGVybWlzc2lvbi52MS5SZXZva2VBcGlLZXlSZXF1ZXN0GiwudG9vbG1lc2gucGVybWlzc2lvbi52MS5SZXZva2VBcGlLZXlSZXNwb25zZRJmCgtMaXN0QXBpS2V5cxIqLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuTGlzdEFwaUtleXNSZXF1ZXN0GisudG9vbG1lc2gucGVybWlzc2lvbi52MS5MaXN0QXBpS2V5c1Jlc3BvbnNlEmkKDFB1dFJhdGVMaW1pdBIrLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUHV0UmF0ZUxpbWl0UmVxdWVzdBosLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUHV0UmF0ZUxpbWl0UmVzcG9uc2UScgoPRGVsZXRlUmF0ZUxpbWl0Ei4udG9vbG1lc2gucGVybWlzc2lvbi52MS5EZWxldGVSYXRlTGltaXRSZXF1ZXN0Gi8udG9vbG1lc2gucGVybWlzc2lvbi52MS5EZWxldGVSYXRlTGltaXRSZXNwb25zZRJvCg5MaXN0UmF0ZUxpbWl0cxItLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuTGlzdFJhdGVMaW1pdHNSZXF1ZXN0Gi4udG9vbG1lc2gucGVybWlzc2lvbi52MS5MaXN0UmF0ZUxpbWl0c1Jlc3BvbnNlEmAKCVB1dFNlY3JldBIoLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUHV0U2VjcmV0UmVxdWVzdBopLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUHV0U2VjcmV0UmVzcG9uc2USaQoMRGVsZXRlU2VjcmV0EisudG9vbG1lc2gucGVybWlzc2lvbi52MS5EZWxldGVTZWNyZXRSZXF1ZXN0GiwudG9vbG1lc2gucGVybWlzc2lvbi52MS5EZWxldGVTZWNyZXRSZXNwb25zZRJmCgtMaXN0U2VjcmV0cxIqLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuTGlzdFNlY3JldHNSZXF1ZXN0GisudG9vbG1lc2gucGVybWlzc2lvbi52MS5MaXN0U2VjcmV0c1Jlc3BvbnNlEnUKEFB1dE9BdXRoUHJvdmlkZXISLy50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlB1dE9BdXRoUHJvdmlkZXJSZXF1ZXN0GjAudG9vbG1lc2gucGVybWlzc2lvbi52MS5QdXRPQXV0aFByb3ZpZGVyUmVzcG9uc2USfgoTRGVsZXRlT0F1dGhQcm92aWRlchIyLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuRGVsZXRlT0F1dGhQcm92aWRlclJlcXVlc3QaMy50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkRlbGV0ZU9BdXRoUHJvdmlkZXJSZXNwb25zZRJ7ChJMaXN0T0F1dGhQcm92aWRlcnMSMS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkxpc3RPQXV0aFByb3ZpZGVyc1JlcXVlc3QaMi50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkxpc3RPQXV0aFByb3ZpZGVyc1Jlc3BvbnNlEm8KDkNvbm5lY3RBY2NvdW50Ei0udG9vbG1lc2gucGVybWlzc2lvbi52MS5Db25uZWN0QWNjb3VudFJlcXVlc3QaLi50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkNvbm5lY3RBY2NvdW50UmVzcG9uc2UScgoPTGlzdENvbm5lY3Rpb25zEi4udG9vbG1lc2gucGVybWlzc2lvbi52MS5MaXN0Q29ubmVjdGlvbnNSZXF1ZXN0Gi8udG9vbG1lc2gucGVybWlzc2lvbi52MS5MaXN0Q29ubmVjdGlvbnNSZXNwb25zZRJ1ChBSZXZva2VDb25uZWN0aW9uEi8udG9vbG1lc2gucGVybWlzc2lvbi52MS5SZXZva2VDb25uZWN0aW9uUmVxdWVzdBowLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUmV2b2tlQ29ubmVjdGlvblJlc3BvbnNlEmwKDUFkZFNpZ25pbmdLZXkSLC50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkFkZFNpZ25pbmdLZXlSZXF1ZXN0Gi0udG9vbG1lc2gucGVybWlzc2lvbi52MS5BZGRTaWduaW5nS2V5UmVzcG9uc2USdQoQUmV0aXJlU2lnbmluZ0tleRIvLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUmV0aXJlU2lnbmluZ0tleVJlcXVlc3QaMC50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlJldGlyZVNpZ25pbmdLZXlSZXNwb25zZRJyCg9MaXN0U2lnbmluZ0tleXMSLi50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkxpc3RTaWduaW5nS2V5c1JlcXVlc3QaLy50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkxpc3RTaWduaW5nS2V5c1Jlc3BvbnNlEmMKCklzc3VlVG9rZW4SKS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLklzc3VlVG9rZW5SZXF1ZXN0GioudG9vbG1lc2gucGVybWlzc2lvbi52MS5Jc3N1ZVRva2VuUmVzcG9uc2VC4AEKGmNvbS50b29sbWVzaC5wZXJtaXNzaW9uLnYxQg9QZXJtaXNzaW9uUHJvdG9QAVo3dG9vbG1lc2guZGV2L2dvL2dlbi90b29sbWVzaC9wZXJtaXNzaW9uL3YxO3Blcm1pc3Npb252MaICA1RQWKoCFlRvb2xtZXNoLlBlcm1pc3Npb24uVjHKAhZUb29sbWVzaFxQZXJtaXNzaW9uXFYx4gIiVG9vbG1lc2hcUGVybWlzc2lvblxWMVxHUEJNZXRhZGF0YeoCGFRvb2xtZXNoOjpQZXJtaXNzaW9uOjpWMWIGcHJvdG8z", [file_google_protobuf_timestamp]);
 
 /**
  * PrincipalRef names who a grant applies to.
@@ -967,6 +967,1013 @@ export const ListRateLimitsResponseSchema: GenMessage<ListRateLimitsResponse> = 
   messageDesc(file_toolmesh_permission_v1_permission, 30);
 
 /**
+ * SecretScope is which calls a secret serves: a call takes the secret of its user first, then of
+ * its agent, then of its roles, then everyone's; for one holder, a tool's own before a glob's
+ * before a runtime's.
+ *
+ * @generated from message toolmesh.permission.v1.SecretScope
+ */
+export type SecretScope = Message<"toolmesh.permission.v1.SecretScope"> & {
+  /**
+   * @generated from field: toolmesh.permission.v1.SecretToolKind tool_kind = 1;
+   */
+  toolKind: SecretToolKind;
+
+  /**
+   * The tool name, glob or runtime kind.
+   *
+   * @generated from field: string tool = 2;
+   */
+  tool: string;
+
+  /**
+   * @generated from field: toolmesh.permission.v1.SecretHolderKind holder_kind = 3;
+   */
+  holderKind: SecretHolderKind;
+
+  /**
+   * The role, agent id or user id; empty for everyone.
+   *
+   * @generated from field: string holder = 4;
+   */
+  holder: string;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.SecretScope.
+ * Use `create(SecretScopeSchema)` to create a new message.
+ */
+export const SecretScopeSchema: GenMessage<SecretScope> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 31);
+
+/**
+ * Secret is what the vault tells about a secret: never its value.
+ *
+ * @generated from message toolmesh.permission.v1.Secret
+ */
+export type Secret = Message<"toolmesh.permission.v1.Secret"> & {
+  /**
+   * Derived from the name and the scope: putting both again replaces the value.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * What tools ask for (registry.v1.SecretInjection.secret): 1-64 characters of [a-z0-9_.-],
+   * starting with a letter.
+   *
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * @generated from field: toolmesh.permission.v1.SecretScope scope = 3;
+   */
+  scope?: SecretScope | undefined;
+
+  /**
+   * 1 when put, bumped by every put of a new value.
+   *
+   * @generated from field: uint64 version = 4;
+   */
+  version: bigint;
+
+  /**
+   * Why the secret exists.
+   *
+   * @generated from field: string description = 5;
+   */
+  description: string;
+
+  /**
+   * @generated from field: string updated_by = 6;
+   */
+  updatedBy: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp updated_at = 7;
+   */
+  updatedAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.Secret.
+ * Use `create(SecretSchema)` to create a new message.
+ */
+export const SecretSchema: GenMessage<Secret> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 32);
+
+/**
+ * @generated from message toolmesh.permission.v1.PutSecretRequest
+ */
+export type PutSecretRequest = Message<"toolmesh.permission.v1.PutSecretRequest"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * @generated from field: toolmesh.permission.v1.SecretScope scope = 2;
+   */
+  scope?: SecretScope | undefined;
+
+  /**
+   * The value: 1 to 65,536 bytes of UTF-8. Stored encrypted; never returned.
+   *
+   * @generated from field: string value = 3;
+   */
+  value: string;
+
+  /**
+   * @generated from field: string description = 4;
+   */
+  description: string;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.PutSecretRequest.
+ * Use `create(PutSecretRequestSchema)` to create a new message.
+ */
+export const PutSecretRequestSchema: GenMessage<PutSecretRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 33);
+
+/**
+ * @generated from message toolmesh.permission.v1.PutSecretResponse
+ */
+export type PutSecretResponse = Message<"toolmesh.permission.v1.PutSecretResponse"> & {
+  /**
+   * @generated from field: toolmesh.permission.v1.Secret secret = 1;
+   */
+  secret?: Secret | undefined;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.PutSecretResponse.
+ * Use `create(PutSecretResponseSchema)` to create a new message.
+ */
+export const PutSecretResponseSchema: GenMessage<PutSecretResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 34);
+
+/**
+ * @generated from message toolmesh.permission.v1.DeleteSecretRequest
+ */
+export type DeleteSecretRequest = Message<"toolmesh.permission.v1.DeleteSecretRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.DeleteSecretRequest.
+ * Use `create(DeleteSecretRequestSchema)` to create a new message.
+ */
+export const DeleteSecretRequestSchema: GenMessage<DeleteSecretRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 35);
+
+/**
+ * @generated from message toolmesh.permission.v1.DeleteSecretResponse
+ */
+export type DeleteSecretResponse = Message<"toolmesh.permission.v1.DeleteSecretResponse"> & {
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.DeleteSecretResponse.
+ * Use `create(DeleteSecretResponseSchema)` to create a new message.
+ */
+export const DeleteSecretResponseSchema: GenMessage<DeleteSecretResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 36);
+
+/**
+ * @generated from message toolmesh.permission.v1.ListSecretsRequest
+ */
+export type ListSecretsRequest = Message<"toolmesh.permission.v1.ListSecretsRequest"> & {
+  /**
+   * Only secrets of this name.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * @generated from field: uint32 page_size = 2;
+   */
+  pageSize: number;
+
+  /**
+   * @generated from field: string page_token = 3;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.ListSecretsRequest.
+ * Use `create(ListSecretsRequestSchema)` to create a new message.
+ */
+export const ListSecretsRequestSchema: GenMessage<ListSecretsRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 37);
+
+/**
+ * @generated from message toolmesh.permission.v1.ListSecretsResponse
+ */
+export type ListSecretsResponse = Message<"toolmesh.permission.v1.ListSecretsResponse"> & {
+  /**
+   * @generated from field: repeated toolmesh.permission.v1.Secret secrets = 1;
+   */
+  secrets: Secret[];
+
+  /**
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.ListSecretsResponse.
+ * Use `create(ListSecretsResponseSchema)` to create a new message.
+ */
+export const ListSecretsResponseSchema: GenMessage<ListSecretsResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 38);
+
+/**
+ * OAuthProviderSpec is an upstream authorization server toolmesh is a client of.
+ *
+ * @generated from message toolmesh.permission.v1.OAuthProviderSpec
+ */
+export type OAuthProviderSpec = Message<"toolmesh.permission.v1.OAuthProviderSpec"> & {
+  /**
+   * What tools name (registry.v1.SecretInjection.oauth_provider); as a secret name.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * The issuer: its metadata is read from /.well-known/oauth-authorization-server (RFC 8414) or
+   * /.well-known/openid-configuration below it.
+   *
+   * @generated from field: string issuer = 2;
+   */
+  issuer: string;
+
+  /**
+   * Endpoints; discovered from the issuer when empty.
+   *
+   * @generated from field: string authorization_endpoint = 3;
+   */
+  authorizationEndpoint: string;
+
+  /**
+   * @generated from field: string token_endpoint = 4;
+   */
+  tokenEndpoint: string;
+
+  /**
+   * Empty when the issuer has none: revoking a connection then only forgets its tokens.
+   *
+   * @generated from field: string revocation_endpoint = 5;
+   */
+  revocationEndpoint: string;
+
+  /**
+   * The client toolmesh is at the upstream (its client secret is in PutOAuthProviderRequest).
+   * Empty in a put: Permission registers toolmesh at the issuer (RFC 7591) and fills it in.
+   *
+   * @generated from field: string client_id = 6;
+   */
+  clientId: string;
+
+  /**
+   * Scopes asked for when a user connects (`offline_access` is how many issuers give refresh tokens).
+   *
+   * @generated from field: repeated string scopes = 7;
+   */
+  scopes: string[];
+
+  /**
+   * The resource indicator (RFC 8707) asked for: the protected tool's or MCP server's URL.
+   *
+   * @generated from field: string resource = 8;
+   */
+  resource: string;
+
+  /**
+   * Instead of a connection per user, exchange the caller's identity (a JWT toolmesh signs, sub =
+   * the user) for an upstream token (RFC 8693 token exchange) on every call that needs one.
+   *
+   * @generated from field: bool token_exchange = 9;
+   */
+  tokenExchange: boolean;
+
+  /**
+   * @generated from field: string description = 10;
+   */
+  description: string;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.OAuthProviderSpec.
+ * Use `create(OAuthProviderSpecSchema)` to create a new message.
+ */
+export const OAuthProviderSpecSchema: GenMessage<OAuthProviderSpec> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 39);
+
+/**
+ * OAuthProvider is a stored upstream.
+ *
+ * @generated from message toolmesh.permission.v1.OAuthProvider
+ */
+export type OAuthProvider = Message<"toolmesh.permission.v1.OAuthProvider"> & {
+  /**
+   * @generated from field: toolmesh.permission.v1.OAuthProviderSpec spec = 1;
+   */
+  spec?: OAuthProviderSpec | undefined;
+
+  /**
+   * The redirect URI to register at the upstream for this client.
+   *
+   * @generated from field: string redirect_uri = 2;
+   */
+  redirectUri: string;
+
+  /**
+   * Whether a client secret is stored in the vault (a public client has none).
+   *
+   * @generated from field: bool has_client_secret = 3;
+   */
+  hasClientSecret: boolean;
+
+  /**
+   * @generated from field: string updated_by = 4;
+   */
+  updatedBy: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp updated_at = 5;
+   */
+  updatedAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.OAuthProvider.
+ * Use `create(OAuthProviderSchema)` to create a new message.
+ */
+export const OAuthProviderSchema: GenMessage<OAuthProvider> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 40);
+
+/**
+ * @generated from message toolmesh.permission.v1.PutOAuthProviderRequest
+ */
+export type PutOAuthProviderRequest = Message<"toolmesh.permission.v1.PutOAuthProviderRequest"> & {
+  /**
+   * @generated from field: toolmesh.permission.v1.OAuthProviderSpec provider = 1;
+   */
+  provider?: OAuthProviderSpec | undefined;
+
+  /**
+   * The client secret, stored in the vault; empty for a public client (PKCE only). A put without
+   * one keeps the secret already stored unless `clear_client_secret`.
+   *
+   * @generated from field: string client_secret = 2;
+   */
+  clientSecret: string;
+
+  /**
+   * @generated from field: bool clear_client_secret = 3;
+   */
+  clearClientSecret: boolean;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.PutOAuthProviderRequest.
+ * Use `create(PutOAuthProviderRequestSchema)` to create a new message.
+ */
+export const PutOAuthProviderRequestSchema: GenMessage<PutOAuthProviderRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 41);
+
+/**
+ * @generated from message toolmesh.permission.v1.PutOAuthProviderResponse
+ */
+export type PutOAuthProviderResponse = Message<"toolmesh.permission.v1.PutOAuthProviderResponse"> & {
+  /**
+   * @generated from field: toolmesh.permission.v1.OAuthProvider provider = 1;
+   */
+  provider?: OAuthProvider | undefined;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.PutOAuthProviderResponse.
+ * Use `create(PutOAuthProviderResponseSchema)` to create a new message.
+ */
+export const PutOAuthProviderResponseSchema: GenMessage<PutOAuthProviderResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 42);
+
+/**
+ * @generated from message toolmesh.permission.v1.DeleteOAuthProviderRequest
+ */
+export type DeleteOAuthProviderRequest = Message<"toolmesh.permission.v1.DeleteOAuthProviderRequest"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.DeleteOAuthProviderRequest.
+ * Use `create(DeleteOAuthProviderRequestSchema)` to create a new message.
+ */
+export const DeleteOAuthProviderRequestSchema: GenMessage<DeleteOAuthProviderRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 43);
+
+/**
+ * @generated from message toolmesh.permission.v1.DeleteOAuthProviderResponse
+ */
+export type DeleteOAuthProviderResponse = Message<"toolmesh.permission.v1.DeleteOAuthProviderResponse"> & {
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.DeleteOAuthProviderResponse.
+ * Use `create(DeleteOAuthProviderResponseSchema)` to create a new message.
+ */
+export const DeleteOAuthProviderResponseSchema: GenMessage<DeleteOAuthProviderResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 44);
+
+/**
+ * @generated from message toolmesh.permission.v1.ListOAuthProvidersRequest
+ */
+export type ListOAuthProvidersRequest = Message<"toolmesh.permission.v1.ListOAuthProvidersRequest"> & {
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.ListOAuthProvidersRequest.
+ * Use `create(ListOAuthProvidersRequestSchema)` to create a new message.
+ */
+export const ListOAuthProvidersRequestSchema: GenMessage<ListOAuthProvidersRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 45);
+
+/**
+ * @generated from message toolmesh.permission.v1.ListOAuthProvidersResponse
+ */
+export type ListOAuthProvidersResponse = Message<"toolmesh.permission.v1.ListOAuthProvidersResponse"> & {
+  /**
+   * @generated from field: repeated toolmesh.permission.v1.OAuthProvider providers = 1;
+   */
+  providers: OAuthProvider[];
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.ListOAuthProvidersResponse.
+ * Use `create(ListOAuthProvidersResponseSchema)` to create a new message.
+ */
+export const ListOAuthProvidersResponseSchema: GenMessage<ListOAuthProvidersResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 46);
+
+/**
+ * @generated from message toolmesh.permission.v1.ConnectAccountRequest
+ */
+export type ConnectAccountRequest = Message<"toolmesh.permission.v1.ConnectAccountRequest"> & {
+  /**
+   * @generated from field: string provider = 1;
+   */
+  provider: string;
+
+  /**
+   * The user to connect; empty means the user the caller acts for.
+   *
+   * @generated from field: string user_id = 2;
+   */
+  userId: string;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.ConnectAccountRequest.
+ * Use `create(ConnectAccountRequestSchema)` to create a new message.
+ */
+export const ConnectAccountRequestSchema: GenMessage<ConnectAccountRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 47);
+
+/**
+ * @generated from message toolmesh.permission.v1.ConnectAccountResponse
+ */
+export type ConnectAccountResponse = Message<"toolmesh.permission.v1.ConnectAccountResponse"> & {
+  /**
+   * Open in a browser: it goes on to the upstream's authorization page and back to toolmesh.
+   *
+   * @generated from field: string url = 1;
+   */
+  url: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp expires_at = 2;
+   */
+  expiresAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.ConnectAccountResponse.
+ * Use `create(ConnectAccountResponseSchema)` to create a new message.
+ */
+export const ConnectAccountResponseSchema: GenMessage<ConnectAccountResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 48);
+
+/**
+ * OAuthConnection is a user's connection to an upstream: never its tokens.
+ *
+ * @generated from message toolmesh.permission.v1.OAuthConnection
+ */
+export type OAuthConnection = Message<"toolmesh.permission.v1.OAuthConnection"> & {
+  /**
+   * @generated from field: string provider = 1;
+   */
+  provider: string;
+
+  /**
+   * @generated from field: string user_id = 2;
+   */
+  userId: string;
+
+  /**
+   * Bumped by every new token (connection and refresh alike).
+   *
+   * @generated from field: uint64 version = 3;
+   */
+  version: bigint;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp connected_at = 4;
+   */
+  connectedAt?: Timestamp | undefined;
+
+  /**
+   * When the current access token expires; toolmesh refreshes it before.
+   *
+   * @generated from field: google.protobuf.Timestamp access_expires_at = 5;
+   */
+  accessExpiresAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp refreshed_at = 6;
+   */
+  refreshedAt?: Timestamp | undefined;
+
+  /**
+   * The scopes the upstream granted.
+   *
+   * @generated from field: repeated string scopes = 7;
+   */
+  scopes: string[];
+
+  /**
+   * @generated from field: bool has_refresh_token = 8;
+   */
+  hasRefreshToken: boolean;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.OAuthConnection.
+ * Use `create(OAuthConnectionSchema)` to create a new message.
+ */
+export const OAuthConnectionSchema: GenMessage<OAuthConnection> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 49);
+
+/**
+ * @generated from message toolmesh.permission.v1.ListConnectionsRequest
+ */
+export type ListConnectionsRequest = Message<"toolmesh.permission.v1.ListConnectionsRequest"> & {
+  /**
+   * Only connections to this provider.
+   *
+   * @generated from field: string provider = 1;
+   */
+  provider: string;
+
+  /**
+   * Only connections of this user (admins; others see their own user's).
+   *
+   * @generated from field: string user_id = 2;
+   */
+  userId: string;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.ListConnectionsRequest.
+ * Use `create(ListConnectionsRequestSchema)` to create a new message.
+ */
+export const ListConnectionsRequestSchema: GenMessage<ListConnectionsRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 50);
+
+/**
+ * @generated from message toolmesh.permission.v1.ListConnectionsResponse
+ */
+export type ListConnectionsResponse = Message<"toolmesh.permission.v1.ListConnectionsResponse"> & {
+  /**
+   * @generated from field: repeated toolmesh.permission.v1.OAuthConnection connections = 1;
+   */
+  connections: OAuthConnection[];
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.ListConnectionsResponse.
+ * Use `create(ListConnectionsResponseSchema)` to create a new message.
+ */
+export const ListConnectionsResponseSchema: GenMessage<ListConnectionsResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 51);
+
+/**
+ * @generated from message toolmesh.permission.v1.RevokeConnectionRequest
+ */
+export type RevokeConnectionRequest = Message<"toolmesh.permission.v1.RevokeConnectionRequest"> & {
+  /**
+   * @generated from field: string provider = 1;
+   */
+  provider: string;
+
+  /**
+   * Empty means the user the caller acts for.
+   *
+   * @generated from field: string user_id = 2;
+   */
+  userId: string;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.RevokeConnectionRequest.
+ * Use `create(RevokeConnectionRequestSchema)` to create a new message.
+ */
+export const RevokeConnectionRequestSchema: GenMessage<RevokeConnectionRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 52);
+
+/**
+ * @generated from message toolmesh.permission.v1.RevokeConnectionResponse
+ */
+export type RevokeConnectionResponse = Message<"toolmesh.permission.v1.RevokeConnectionResponse"> & {
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.RevokeConnectionResponse.
+ * Use `create(RevokeConnectionResponseSchema)` to create a new message.
+ */
+export const RevokeConnectionResponseSchema: GenMessage<RevokeConnectionResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 53);
+
+/**
+ * SigningKey is a JWT signing key's public half, as every service verifies with it.
+ *
+ * @generated from message toolmesh.permission.v1.SigningKey
+ */
+export type SigningKey = Message<"toolmesh.permission.v1.SigningKey"> & {
+  /**
+   * The JWT header's `kid`.
+   *
+   * @generated from field: string kid = 1;
+   */
+  kid: string;
+
+  /**
+   * `EdDSA`.
+   *
+   * @generated from field: string algorithm = 2;
+   */
+  algorithm: string;
+
+  /**
+   * The public key as a JWK (JSON).
+   *
+   * @generated from field: string public_jwk = 3;
+   */
+  publicJwk: string;
+
+  /**
+   * @generated from field: toolmesh.permission.v1.SigningKeyState state = 4;
+   */
+  state: SigningKeyState;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp created_at = 5;
+   */
+  createdAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: string created_by = 6;
+   */
+  createdBy: string;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.SigningKey.
+ * Use `create(SigningKeySchema)` to create a new message.
+ */
+export const SigningKeySchema: GenMessage<SigningKey> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 54);
+
+/**
+ * @generated from message toolmesh.permission.v1.AddSigningKeyRequest
+ */
+export type AddSigningKeyRequest = Message<"toolmesh.permission.v1.AddSigningKeyRequest"> & {
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.AddSigningKeyRequest.
+ * Use `create(AddSigningKeyRequestSchema)` to create a new message.
+ */
+export const AddSigningKeyRequestSchema: GenMessage<AddSigningKeyRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 55);
+
+/**
+ * @generated from message toolmesh.permission.v1.AddSigningKeyResponse
+ */
+export type AddSigningKeyResponse = Message<"toolmesh.permission.v1.AddSigningKeyResponse"> & {
+  /**
+   * @generated from field: toolmesh.permission.v1.SigningKey key = 1;
+   */
+  key?: SigningKey | undefined;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.AddSigningKeyResponse.
+ * Use `create(AddSigningKeyResponseSchema)` to create a new message.
+ */
+export const AddSigningKeyResponseSchema: GenMessage<AddSigningKeyResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 56);
+
+/**
+ * @generated from message toolmesh.permission.v1.RetireSigningKeyRequest
+ */
+export type RetireSigningKeyRequest = Message<"toolmesh.permission.v1.RetireSigningKeyRequest"> & {
+  /**
+   * @generated from field: string kid = 1;
+   */
+  kid: string;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.RetireSigningKeyRequest.
+ * Use `create(RetireSigningKeyRequestSchema)` to create a new message.
+ */
+export const RetireSigningKeyRequestSchema: GenMessage<RetireSigningKeyRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 57);
+
+/**
+ * @generated from message toolmesh.permission.v1.RetireSigningKeyResponse
+ */
+export type RetireSigningKeyResponse = Message<"toolmesh.permission.v1.RetireSigningKeyResponse"> & {
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.RetireSigningKeyResponse.
+ * Use `create(RetireSigningKeyResponseSchema)` to create a new message.
+ */
+export const RetireSigningKeyResponseSchema: GenMessage<RetireSigningKeyResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 58);
+
+/**
+ * @generated from message toolmesh.permission.v1.ListSigningKeysRequest
+ */
+export type ListSigningKeysRequest = Message<"toolmesh.permission.v1.ListSigningKeysRequest"> & {
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.ListSigningKeysRequest.
+ * Use `create(ListSigningKeysRequestSchema)` to create a new message.
+ */
+export const ListSigningKeysRequestSchema: GenMessage<ListSigningKeysRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 59);
+
+/**
+ * @generated from message toolmesh.permission.v1.ListSigningKeysResponse
+ */
+export type ListSigningKeysResponse = Message<"toolmesh.permission.v1.ListSigningKeysResponse"> & {
+  /**
+   * @generated from field: repeated toolmesh.permission.v1.SigningKey keys = 1;
+   */
+  keys: SigningKey[];
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.ListSigningKeysResponse.
+ * Use `create(ListSigningKeysResponseSchema)` to create a new message.
+ */
+export const ListSigningKeysResponseSchema: GenMessage<ListSigningKeysResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 60);
+
+/**
+ * @generated from message toolmesh.permission.v1.IssueTokenRequest
+ */
+export type IssueTokenRequest = Message<"toolmesh.permission.v1.IssueTokenRequest"> & {
+  /**
+   * @generated from field: string agent_id = 1;
+   */
+  agentId: string;
+
+  /**
+   * The user the agent acts for; empty for none.
+   *
+   * @generated from field: string user_id = 2;
+   */
+  userId: string;
+
+  /**
+   * Defaults to [`agent`].
+   *
+   * @generated from field: repeated string roles = 3;
+   */
+  roles: string[];
+
+  /**
+   * Lifetime in seconds: 1 to 86,400; 0 means 3,600.
+   *
+   * @generated from field: uint32 ttl_seconds = 4;
+   */
+  ttlSeconds: number;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.IssueTokenRequest.
+ * Use `create(IssueTokenRequestSchema)` to create a new message.
+ */
+export const IssueTokenRequestSchema: GenMessage<IssueTokenRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 61);
+
+/**
+ * @generated from message toolmesh.permission.v1.IssueTokenResponse
+ */
+export type IssueTokenResponse = Message<"toolmesh.permission.v1.IssueTokenResponse"> & {
+  /**
+   * @generated from field: string token = 1;
+   */
+  token: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp expires_at = 2;
+   */
+  expiresAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.IssueTokenResponse.
+ * Use `create(IssueTokenResponseSchema)` to create a new message.
+ */
+export const IssueTokenResponseSchema: GenMessage<IssueTokenResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 62);
+
+/**
+ * SecretNeed is one secret a call needs, as the Dispatcher asks the vault for it over the bus
+ * (`toolmesh.vault.resolve`). Never leaves NATS.
+ *
+ * @generated from message toolmesh.permission.v1.SecretNeed
+ */
+export type SecretNeed = Message<"toolmesh.permission.v1.SecretNeed"> & {
+  /**
+   * A vault secret name, or (with `oauth`) an OAuth provider name.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * @generated from field: bool oauth = 2;
+   */
+  oauth: boolean;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.SecretNeed.
+ * Use `create(SecretNeedSchema)` to create a new message.
+ */
+export const SecretNeedSchema: GenMessage<SecretNeed> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 63);
+
+/**
+ * ResolveSecretsRequest asks Permission for the values a call needs. Never leaves NATS.
+ *
+ * @generated from message toolmesh.permission.v1.ResolveSecretsRequest
+ */
+export type ResolveSecretsRequest = Message<"toolmesh.permission.v1.ResolveSecretsRequest"> & {
+  /**
+   * @generated from field: string tool = 1;
+   */
+  tool: string;
+
+  /**
+   * The tool's runtime kind word (grpc, local, remote, docker, mcp).
+   *
+   * @generated from field: string runtime = 2;
+   */
+  runtime: string;
+
+  /**
+   * @generated from field: string agent_id = 3;
+   */
+  agentId: string;
+
+  /**
+   * @generated from field: string user_id = 4;
+   */
+  userId: string;
+
+  /**
+   * @generated from field: repeated string roles = 5;
+   */
+  roles: string[];
+
+  /**
+   * @generated from field: repeated toolmesh.permission.v1.SecretNeed needs = 6;
+   */
+  needs: SecretNeed[];
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.ResolveSecretsRequest.
+ * Use `create(ResolveSecretsRequestSchema)` to create a new message.
+ */
+export const ResolveSecretsRequestSchema: GenMessage<ResolveSecretsRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 64);
+
+/**
+ * ResolvedSecret is one value, in the order of the needs. Never leaves NATS.
+ *
+ * @generated from message toolmesh.permission.v1.ResolvedSecret
+ */
+export type ResolvedSecret = Message<"toolmesh.permission.v1.ResolvedSecret"> & {
+  /**
+   * @generated from field: string value = 1;
+   */
+  value: string;
+
+  /**
+   * The secret or connection it came from, and its version: what a cached value is keyed on.
+   *
+   * @generated from field: string source = 2;
+   */
+  source: string;
+
+  /**
+   * @generated from field: uint64 version = 3;
+   */
+  version: bigint;
+
+  /**
+   * When the value stops being valid (an access token); unset for a static secret.
+   *
+   * @generated from field: google.protobuf.Timestamp expires_at = 4;
+   */
+  expiresAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.ResolvedSecret.
+ * Use `create(ResolvedSecretSchema)` to create a new message.
+ */
+export const ResolvedSecretSchema: GenMessage<ResolvedSecret> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 65);
+
+/**
+ * ResolveSecretsResponse answers a ResolveSecretsRequest: every need resolved, or an error
+ * header naming the one that is missing. Never leaves NATS.
+ *
+ * @generated from message toolmesh.permission.v1.ResolveSecretsResponse
+ */
+export type ResolveSecretsResponse = Message<"toolmesh.permission.v1.ResolveSecretsResponse"> & {
+  /**
+   * @generated from field: repeated toolmesh.permission.v1.ResolvedSecret secrets = 1;
+   */
+  secrets: ResolvedSecret[];
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.ResolveSecretsResponse.
+ * Use `create(ResolveSecretsResponseSchema)` to create a new message.
+ */
+export const ResolveSecretsResponseSchema: GenMessage<ResolveSecretsResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 66);
+
+/**
+ * ConnectLinkRequest asks Permission for the link that connects a user's account (a refusal
+ * names it). Never leaves NATS.
+ *
+ * @generated from message toolmesh.permission.v1.ConnectLinkRequest
+ */
+export type ConnectLinkRequest = Message<"toolmesh.permission.v1.ConnectLinkRequest"> & {
+  /**
+   * @generated from field: string provider = 1;
+   */
+  provider: string;
+
+  /**
+   * @generated from field: string user_id = 2;
+   */
+  userId: string;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.ConnectLinkRequest.
+ * Use `create(ConnectLinkRequestSchema)` to create a new message.
+ */
+export const ConnectLinkRequestSchema: GenMessage<ConnectLinkRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 67);
+
+/**
  * PrincipalKind says what a grant's principal names.
  *
  * @generated from enum toolmesh.permission.v1.PrincipalKind
@@ -1113,6 +2120,123 @@ export const RateLimitSubjectSchema: GenEnum<RateLimitSubject> = /*@__PURE__*/
   enumDesc(file_toolmesh_permission_v1_permission, 3);
 
 /**
+ * SecretToolKind says which tools a secret serves.
+ *
+ * @generated from enum toolmesh.permission.v1.SecretToolKind
+ */
+export enum SecretToolKind {
+  /**
+   * @generated from enum value: SECRET_TOOL_KIND_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * One tool, by exact name.
+   *
+   * @generated from enum value: SECRET_TOOL_KIND_TOOL = 1;
+   */
+  TOOL = 1,
+
+  /**
+   * A glob over tool names (`*` within a dotted segment, `**` across); `**` is every tool.
+   *
+   * @generated from enum value: SECRET_TOOL_KIND_GLOB = 2;
+   */
+  GLOB = 2,
+
+  /**
+   * Every tool of one runtime kind: grpc, local, remote, docker or mcp.
+   *
+   * @generated from enum value: SECRET_TOOL_KIND_RUNTIME = 3;
+   */
+  RUNTIME = 3,
+}
+
+/**
+ * Describes the enum toolmesh.permission.v1.SecretToolKind.
+ */
+export const SecretToolKindSchema: GenEnum<SecretToolKind> = /*@__PURE__*/
+  enumDesc(file_toolmesh_permission_v1_permission, 4);
+
+/**
+ * SecretHolderKind says whose calls a secret serves.
+ *
+ * @generated from enum toolmesh.permission.v1.SecretHolderKind
+ */
+export enum SecretHolderKind {
+  /**
+   * @generated from enum value: SECRET_HOLDER_KIND_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Every caller.
+   *
+   * @generated from enum value: SECRET_HOLDER_KIND_EVERYONE = 1;
+   */
+  EVERYONE = 1,
+
+  /**
+   * Callers with one role.
+   *
+   * @generated from enum value: SECRET_HOLDER_KIND_ROLE = 2;
+   */
+  ROLE = 2,
+
+  /**
+   * One agent, whoever it acts for.
+   *
+   * @generated from enum value: SECRET_HOLDER_KIND_AGENT = 3;
+   */
+  AGENT = 3,
+
+  /**
+   * Calls on behalf of one user, whichever agent makes them.
+   *
+   * @generated from enum value: SECRET_HOLDER_KIND_USER = 4;
+   */
+  USER = 4,
+}
+
+/**
+ * Describes the enum toolmesh.permission.v1.SecretHolderKind.
+ */
+export const SecretHolderKindSchema: GenEnum<SecretHolderKind> = /*@__PURE__*/
+  enumDesc(file_toolmesh_permission_v1_permission, 5);
+
+/**
+ * SigningKeyState says what a signing key does.
+ *
+ * @generated from enum toolmesh.permission.v1.SigningKeyState
+ */
+export enum SigningKeyState {
+  /**
+   * @generated from enum value: SIGNING_KEY_STATE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Signs new tokens, and verifies.
+   *
+   * @generated from enum value: SIGNING_KEY_STATE_ACTIVE = 1;
+   */
+  ACTIVE = 1,
+
+  /**
+   * Verifies the tokens it signed until it is retired.
+   *
+   * @generated from enum value: SIGNING_KEY_STATE_VERIFYING = 2;
+   */
+  VERIFYING = 2,
+}
+
+/**
+ * Describes the enum toolmesh.permission.v1.SigningKeyState.
+ */
+export const SigningKeyStateSchema: GenEnum<SigningKeyState> = /*@__PURE__*/
+  enumDesc(file_toolmesh_permission_v1_permission, 6);
+
+/**
  * PermissionService owns grants and API keys. Every RPC needs a bearer token; all but Check
  * need the `admin` role (Check also accepts `service`, and an agent may check itself).
  *
@@ -1241,6 +2365,163 @@ export const PermissionService: GenService<{
     methodKind: "unary";
     input: typeof ListRateLimitsRequestSchema;
     output: typeof ListRateLimitsResponseSchema;
+  },
+  /**
+   * PutSecret stores a secret of the vault under a name and a scope, encrypted at rest; the same
+   * name and scope again replaces the value and bumps its version. The value never comes back out
+   * of any RPC. An admin may put any scope; a caller acting for a user may put secrets scoped to
+   * that user only. Fails with INVALID_ARGUMENT (bad name, scope or value), RESOURCE_EXHAUSTED
+   * (the vault holds TOOLMESH_VAULT_MAX_SECRETS), UNAUTHENTICATED, PERMISSION_DENIED.
+   *
+   * @generated from rpc toolmesh.permission.v1.PermissionService.PutSecret
+   */
+  putSecret: {
+    methodKind: "unary";
+    input: typeof PutSecretRequestSchema;
+    output: typeof PutSecretResponseSchema;
+  },
+  /**
+   * DeleteSecret removes a secret; the next call that needs it is refused. Fails with
+   * INVALID_ARGUMENT, NOT_FOUND, UNAUTHENTICATED, PERMISSION_DENIED (as PutSecret).
+   *
+   * @generated from rpc toolmesh.permission.v1.PermissionService.DeleteSecret
+   */
+  deleteSecret: {
+    methodKind: "unary";
+    input: typeof DeleteSecretRequestSchema;
+    output: typeof DeleteSecretResponseSchema;
+  },
+  /**
+   * ListSecrets lists secrets by id: names, scopes and versions, never values. An admin sees
+   * every secret, a caller acting for a user those of that user. Fails with INVALID_ARGUMENT (bad
+   * page token), UNAUTHENTICATED.
+   *
+   * @generated from rpc toolmesh.permission.v1.PermissionService.ListSecrets
+   */
+  listSecrets: {
+    methodKind: "unary";
+    input: typeof ListSecretsRequestSchema;
+    output: typeof ListSecretsResponseSchema;
+  },
+  /**
+   * PutOAuthProvider creates or replaces an OAuth 2.1 upstream (an authorization server toolmesh
+   * is a client of), discovering its endpoints from the issuer when they are not given. Fails
+   * with INVALID_ARGUMENT (bad name or URL), FAILED_PRECONDITION (discovery failed: the message
+   * says what the issuer answered; no client id and the issuer offers no dynamic registration:
+   * the message names the redirect URI to register), UNAUTHENTICATED, PERMISSION_DENIED.
+   *
+   * @generated from rpc toolmesh.permission.v1.PermissionService.PutOAuthProvider
+   */
+  putOAuthProvider: {
+    methodKind: "unary";
+    input: typeof PutOAuthProviderRequestSchema;
+    output: typeof PutOAuthProviderResponseSchema;
+  },
+  /**
+   * DeleteOAuthProvider removes an upstream and every user's connection to it. Fails with
+   * INVALID_ARGUMENT, NOT_FOUND, UNAUTHENTICATED, PERMISSION_DENIED.
+   *
+   * @generated from rpc toolmesh.permission.v1.PermissionService.DeleteOAuthProvider
+   */
+  deleteOAuthProvider: {
+    methodKind: "unary";
+    input: typeof DeleteOAuthProviderRequestSchema;
+    output: typeof DeleteOAuthProviderResponseSchema;
+  },
+  /**
+   * ListOAuthProviders lists the upstreams, never their client secrets. Fails with
+   * UNAUTHENTICATED, PERMISSION_DENIED.
+   *
+   * @generated from rpc toolmesh.permission.v1.PermissionService.ListOAuthProviders
+   */
+  listOAuthProviders: {
+    methodKind: "unary";
+    input: typeof ListOAuthProvidersRequestSchema;
+    output: typeof ListOAuthProvidersResponseSchema;
+  },
+  /**
+   * ConnectAccount gives the link a user opens in a browser to connect their account of an
+   * upstream (authorization code with PKCE, toolmesh as the client). A caller acting for a user
+   * gets the link of that user; an admin may name any user. Fails with INVALID_ARGUMENT,
+   * NOT_FOUND (unknown provider), FAILED_PRECONDITION (no user to connect), UNAUTHENTICATED,
+   * PERMISSION_DENIED.
+   *
+   * @generated from rpc toolmesh.permission.v1.PermissionService.ConnectAccount
+   */
+  connectAccount: {
+    methodKind: "unary";
+    input: typeof ConnectAccountRequestSchema;
+    output: typeof ConnectAccountResponseSchema;
+  },
+  /**
+   * ListConnections lists users' connections to upstreams, never their tokens. Fails with
+   * INVALID_ARGUMENT, UNAUTHENTICATED.
+   *
+   * @generated from rpc toolmesh.permission.v1.PermissionService.ListConnections
+   */
+  listConnections: {
+    methodKind: "unary";
+    input: typeof ListConnectionsRequestSchema;
+    output: typeof ListConnectionsResponseSchema;
+  },
+  /**
+   * RevokeConnection forgets a user's tokens of an upstream (and revokes them there when it has a
+   * revocation endpoint); the user's next call that needs them is refused with the link to
+   * connect again. Fails with INVALID_ARGUMENT, NOT_FOUND, UNAUTHENTICATED, PERMISSION_DENIED.
+   *
+   * @generated from rpc toolmesh.permission.v1.PermissionService.RevokeConnection
+   */
+  revokeConnection: {
+    methodKind: "unary";
+    input: typeof RevokeConnectionRequestSchema;
+    output: typeof RevokeConnectionResponseSchema;
+  },
+  /**
+   * AddSigningKey makes a new JWT signing key (its private half kept in the vault) the one that
+   * signs; the keys before it keep verifying until retired, so tokens of both verify during the
+   * overlap. Fails with UNAUTHENTICATED, PERMISSION_DENIED.
+   *
+   * @generated from rpc toolmesh.permission.v1.PermissionService.AddSigningKey
+   */
+  addSigningKey: {
+    methodKind: "unary";
+    input: typeof AddSigningKeyRequestSchema;
+    output: typeof AddSigningKeyResponseSchema;
+  },
+  /**
+   * RetireSigningKey stops a key verifying: tokens it signed are refused everywhere within a
+   * second. Fails with INVALID_ARGUMENT, NOT_FOUND, FAILED_PRECONDITION (the key signs and no
+   * other key could take over: add one first), UNAUTHENTICATED, PERMISSION_DENIED.
+   *
+   * @generated from rpc toolmesh.permission.v1.PermissionService.RetireSigningKey
+   */
+  retireSigningKey: {
+    methodKind: "unary";
+    input: typeof RetireSigningKeyRequestSchema;
+    output: typeof RetireSigningKeyResponseSchema;
+  },
+  /**
+   * ListSigningKeys lists the signing keys with their public halves. Fails with UNAUTHENTICATED,
+   * PERMISSION_DENIED.
+   *
+   * @generated from rpc toolmesh.permission.v1.PermissionService.ListSigningKeys
+   */
+  listSigningKeys: {
+    methodKind: "unary";
+    input: typeof ListSigningKeysRequestSchema;
+    output: typeof ListSigningKeysResponseSchema;
+  },
+  /**
+   * IssueToken signs a JWT for an agent (and the user it acts for) with the signing key, which
+   * every service verifies. Fails with INVALID_ARGUMENT, FAILED_PRECONDITION (no signing key: add
+   * one), UNAUTHENTICATED, PERMISSION_DENIED.
+   *
+   * @generated from rpc toolmesh.permission.v1.PermissionService.IssueToken
+   */
+  issueToken: {
+    methodKind: "unary";
+    input: typeof IssueTokenRequestSchema;
+    output: typeof IssueTokenResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_toolmesh_permission_v1_permission, 0);
