@@ -122,16 +122,19 @@ describe(`a stack restarted after ${CALLS} calls`, () => {
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
   });
 
-  it("starts like a fresh stack: less time than reading its history, less CPU than reading one record a call", async () => {
+  it("starts like a fresh stack: within seconds of its time, less CPU than reading one record a call", async () => {
     const report = JSON.stringify({ fresh, restarted, historyRead, oneStreamRead });
     // If reading the history were quick, the comparisons below would say nothing: a block in the
     // log a call, its start and end chained as one record (the feed keeps nothing without a
     // durable that replays it).
     expect(historyRead.messages, report).toBeGreaterThanOrEqual(CALLS);
     expect(oneStreamRead.messages, report).toBeGreaterThanOrEqual(CALLS);
-    expect(restarted.stackMs - fresh.stackMs, report).toBeLessThan(historyRead.ms);
-    // CPU, unlike wall time, does not grow with the machine's load: any service that read one
-    // message per call of its history at start would spend at least this much more.
+    // Wall time on two shared cores varies by seconds with what else runs (a CI run beside other
+    // work took 1.2 s longer to restart at equal CPU), so it gets the bench's bound (fresh + 4 s,
+    // or reading the history if that is longer). CPU, unlike wall time, does not grow with the
+    // machine's load: any service that read one message per call of its history at start would
+    // spend at least this much more.
+    expect(restarted.stackMs - fresh.stackMs, report).toBeLessThan(Math.max(historyRead.ms, 4000));
     for (const [name, cpu] of Object.entries(restarted.cpuMs)) {
       expect(cpu - (fresh.cpuMs[name] ?? 0), `${name}: ${report}`).toBeLessThan(
         oneStreamRead.cpuMs,

@@ -1,6 +1,6 @@
 import { fromBinary } from "@bufbuild/protobuf";
 import type { Client } from "@connectrpc/connect";
-import { streamNames } from "@toolmesh/nats";
+import { JetStreamApiCodes, jetStreamErrorCode, streamNames } from "@toolmesh/nats";
 import {
   type AuditRecord,
   type AuditService,
@@ -107,9 +107,18 @@ export async function feedBroadcasts(nc: NatsConnection): Promise<FeedBroadcast[
   let next = state.first_seq;
   const reader = async () => {
     for (let seq = next++; seq <= state.last_seq; seq = next++) {
-      const msg = await jsm.streams
-        .getMessage(streamNames.callback, { seq })
-        .catch(() => undefined);
+      // Only "no message at this sequence" is a gap; a request that timed out on a loaded machine
+      // is asked again, not taken for a missing broadcast.
+      const msg = await eventually(
+        () =>
+          jsm.streams.getMessage(streamNames.callback, { seq }).catch((error: unknown) => {
+            if (jetStreamErrorCode(error) === JetStreamApiCodes.NoMessageFound) return undefined;
+            throw error;
+          }),
+        30_000,
+        `reading broadcast ${seq} of the callback feed`,
+        100,
+      );
       if (!msg) continue;
       found[seq - state.first_seq] = {
         event: fromBinary(CallbackEventSchema, msg.data),
