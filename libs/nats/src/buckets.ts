@@ -37,6 +37,19 @@ export const buckets = {
     /** Rate limits by id (`<subject>.<escaped target>`). */
     rateLimitKey: (id: string) => `limits.${id}`,
     rateLimitPrefix: "limits.>",
+    /** Budgets by id (`<subject>.<escaped target>.<day|month>`). */
+    budgetKey: (id: string) => `budgets.${id}`,
+    budgetPrefix: "budgets.>",
+  },
+  /**
+   * Owned by Callback: `hours.…` → callback.v1.StoredUsage (its usage store), and
+   * `spend.<budget id>.<period>` → callback.v1.StoredSpend, which the Dispatchers follow to
+   * enforce budgets.
+   */
+  usage: {
+    name: bucketNames.usage,
+    spendKey: (budget: string, period: string) => `spend.${budget}.${period}`,
+    spendPrefix: "spend.>",
   },
   /**
    * Owned by the Dispatchers together: `instances.<id>` → the time of that instance's last

@@ -1,4 +1,14 @@
 export {
+  type BudgetKind,
+  type BudgetPeriodWord,
+  type BudgetWindow,
+  budgetId,
+  budgetPeriodOf,
+  budgetWindow,
+  CURRENCY,
+  formatMicros,
+} from "./budgets.js";
+export {
   ANY,
   appliesToAgent,
   appliesToUser,

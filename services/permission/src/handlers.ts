@@ -35,6 +35,7 @@ import {
   UpdateGrantResponseSchema,
 } from "@toolmesh/proto";
 import { pageTokens } from "@toolmesh/server";
+import { createBudgetHandlers } from "./budget-handlers.js";
 import type { PermissionEvents } from "./events.js";
 import { createRateLimitHandlers } from "./rate-limit-handlers.js";
 import type { PermissionStore } from "./store.js";
@@ -97,6 +98,7 @@ export function createPermissionHandlers(
 
   return {
     ...createRateLimitHandlers(deps),
+    ...createBudgetHandlers(deps),
 
     async grant(req, ctx) {
       const caller = admin(ctx);

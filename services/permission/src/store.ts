@@ -4,6 +4,8 @@ import type {
   ApiKey,
   ApiKeyRecord,
   ApiKeyRecordSchema,
+  Budget,
+  BudgetSchema,
   Grant,
   RateLimit,
   RateLimitSchema,
@@ -21,6 +23,8 @@ export interface PermissionStore {
   readonly keys: SnapshotView<typeof ApiKeyRecordSchema>;
   /** The rate limits, keyed `limits.<id>` as the Dispatchers follow them. */
   readonly rateLimits: SnapshotView<typeof RateLimitSchema>;
+  /** The budgets, keyed `budgets.<id>` as the Dispatchers follow them. */
+  readonly budgets: SnapshotView<typeof BudgetSchema>;
 
   getGrant(id: string): Grant | undefined;
   getKey(id: string): ApiKeyRecord | undefined;
@@ -41,6 +45,10 @@ export interface PermissionStore {
   putRateLimit(limit: RateLimit): Promise<void>;
   /** Deletes a rate limit; false when there is none with the id. */
   deleteRateLimit(id: string): Promise<boolean>;
+  /** Creates or replaces a budget (one per subject, target and period). */
+  putBudget(budget: Budget): Promise<void>;
+  /** Deletes a budget; false when there is none with the id. */
+  deleteBudget(id: string): Promise<boolean>;
   /** Stores a new key record; rejects when its id is taken. */
   createKey(record: ApiKeyRecord): Promise<void>;
   /** Marks a key revoked (again is a no-op); undefined when there is none with the id. */

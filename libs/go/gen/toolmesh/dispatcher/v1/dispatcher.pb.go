@@ -84,6 +84,62 @@ func (RuntimeState) EnumDescriptor() ([]byte, []int) {
 	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{0}
 }
 
+// CircuitState is where a circuit breaker stands.
+type CircuitState int32
+
+const (
+	CircuitState_CIRCUIT_STATE_UNSPECIFIED CircuitState = 0
+	// Calls go through.
+	CircuitState_CIRCUIT_STATE_CLOSED CircuitState = 1
+	// Calls fail fast with UNAVAILABLE until retry_at.
+	CircuitState_CIRCUIT_STATE_OPEN CircuitState = 2
+	// One probe call is let through; its success closes the breaker, its failure opens it again.
+	CircuitState_CIRCUIT_STATE_HALF_OPEN CircuitState = 3
+)
+
+// Enum value maps for CircuitState.
+var (
+	CircuitState_name = map[int32]string{
+		0: "CIRCUIT_STATE_UNSPECIFIED",
+		1: "CIRCUIT_STATE_CLOSED",
+		2: "CIRCUIT_STATE_OPEN",
+		3: "CIRCUIT_STATE_HALF_OPEN",
+	}
+	CircuitState_value = map[string]int32{
+		"CIRCUIT_STATE_UNSPECIFIED": 0,
+		"CIRCUIT_STATE_CLOSED":      1,
+		"CIRCUIT_STATE_OPEN":        2,
+		"CIRCUIT_STATE_HALF_OPEN":   3,
+	}
+)
+
+func (x CircuitState) Enum() *CircuitState {
+	p := new(CircuitState)
+	*p = x
+	return p
+}
+
+func (x CircuitState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (CircuitState) Descriptor() protoreflect.EnumDescriptor {
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_enumTypes[1].Descriptor()
+}
+
+func (CircuitState) Type() protoreflect.EnumType {
+	return &file_toolmesh_dispatcher_v1_dispatcher_proto_enumTypes[1]
+}
+
+func (x CircuitState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use CircuitState.Descriptor instead.
+func (CircuitState) EnumDescriptor() ([]byte, []int) {
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{1}
+}
+
 // ToolCallDialect is the shape of a model's reply and of the tool-result messages returned for it.
 type ToolCallDialect int32
 
@@ -128,11 +184,11 @@ func (x ToolCallDialect) String() string {
 }
 
 func (ToolCallDialect) Descriptor() protoreflect.EnumDescriptor {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_enumTypes[1].Descriptor()
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_enumTypes[2].Descriptor()
 }
 
 func (ToolCallDialect) Type() protoreflect.EnumType {
-	return &file_toolmesh_dispatcher_v1_dispatcher_proto_enumTypes[1]
+	return &file_toolmesh_dispatcher_v1_dispatcher_proto_enumTypes[2]
 }
 
 func (x ToolCallDialect) Number() protoreflect.EnumNumber {
@@ -141,7 +197,7 @@ func (x ToolCallDialect) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ToolCallDialect.Descriptor instead.
 func (ToolCallDialect) EnumDescriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{1}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{2}
 }
 
 // McpImportChange tells what an import did to one tool.
@@ -188,11 +244,11 @@ func (x McpImportChange) String() string {
 }
 
 func (McpImportChange) Descriptor() protoreflect.EnumDescriptor {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_enumTypes[2].Descriptor()
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_enumTypes[3].Descriptor()
 }
 
 func (McpImportChange) Type() protoreflect.EnumType {
-	return &file_toolmesh_dispatcher_v1_dispatcher_proto_enumTypes[2]
+	return &file_toolmesh_dispatcher_v1_dispatcher_proto_enumTypes[3]
 }
 
 func (x McpImportChange) Number() protoreflect.EnumNumber {
@@ -201,7 +257,7 @@ func (x McpImportChange) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use McpImportChange.Descriptor instead.
 func (McpImportChange) EnumDescriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{2}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{3}
 }
 
 // ApprovalState is where a held call stands.
@@ -248,11 +304,11 @@ func (x ApprovalState) String() string {
 }
 
 func (ApprovalState) Descriptor() protoreflect.EnumDescriptor {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_enumTypes[3].Descriptor()
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_enumTypes[4].Descriptor()
 }
 
 func (ApprovalState) Type() protoreflect.EnumType {
-	return &file_toolmesh_dispatcher_v1_dispatcher_proto_enumTypes[3]
+	return &file_toolmesh_dispatcher_v1_dispatcher_proto_enumTypes[4]
 }
 
 func (x ApprovalState) Number() protoreflect.EnumNumber {
@@ -261,7 +317,7 @@ func (x ApprovalState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ApprovalState.Descriptor instead.
 func (ApprovalState) EnumDescriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{3}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{4}
 }
 
 // ApprovalDecision is an approver's answer.
@@ -298,11 +354,11 @@ func (x ApprovalDecision) String() string {
 }
 
 func (ApprovalDecision) Descriptor() protoreflect.EnumDescriptor {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_enumTypes[4].Descriptor()
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_enumTypes[5].Descriptor()
 }
 
 func (ApprovalDecision) Type() protoreflect.EnumType {
-	return &file_toolmesh_dispatcher_v1_dispatcher_proto_enumTypes[4]
+	return &file_toolmesh_dispatcher_v1_dispatcher_proto_enumTypes[5]
 }
 
 func (x ApprovalDecision) Number() protoreflect.EnumNumber {
@@ -311,7 +367,7 @@ func (x ApprovalDecision) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ApprovalDecision.Descriptor instead.
 func (ApprovalDecision) EnumDescriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{4}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{5}
 }
 
 type DispatchRequest struct {
@@ -699,6 +755,9 @@ func (*CancelResponse) Descriptor() ([]byte, []int) {
 	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{5}
 }
 
+// RuntimeStatus is one local or docker tool's backends on this Dispatcher. state, pid, port,
+// container_id, started_at and last_error are those of its first instance; restarts, in_flight
+// and last_used_at are summed or latest over all of them.
 type RuntimeStatus struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	Tool       string                 `protobuf:"bytes,1,opt,name=tool,proto3" json:"tool,omitempty"`
@@ -711,7 +770,17 @@ type RuntimeStatus struct {
 	StartedAt  *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
 	LastUsedAt *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=last_used_at,json=lastUsedAt,proto3" json:"last_used_at,omitempty"`
 	// The running container of a docker tool (pid is 0 for those).
-	ContainerId   string `protobuf:"bytes,10,opt,name=container_id,json=containerId,proto3" json:"container_id,omitempty"`
+	ContainerId string `protobuf:"bytes,10,opt,name=container_id,json=containerId,proto3" json:"container_id,omitempty"`
+	// Every instance, in the order they were made.
+	Instances []*RuntimeInstance `protobuf:"bytes,11,rep,name=instances,proto3" json:"instances,omitempty"`
+	// The tool's runtime settings as they apply now: min_instances is 0 outside its warm hours.
+	MinInstances uint32 `protobuf:"varint,12,opt,name=min_instances,json=minInstances,proto3" json:"min_instances,omitempty"`
+	MaxInstances uint32 `protobuf:"varint,13,opt,name=max_instances,json=maxInstances,proto3" json:"max_instances,omitempty"`
+	// Calls that found an instance started ahead of need (min_instances, warm hours, a rise in
+	// calls) and so did not wait for a start.
+	StartsSaved uint64 `protobuf:"varint,14,opt,name=starts_saved,json=startsSaved,proto3" json:"starts_saved,omitempty"`
+	// `local` or `docker`.
+	Kind          string `protobuf:"bytes,15,opt,name=kind,proto3" json:"kind,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -816,6 +885,347 @@ func (x *RuntimeStatus) GetContainerId() string {
 	return ""
 }
 
+func (x *RuntimeStatus) GetInstances() []*RuntimeInstance {
+	if x != nil {
+		return x.Instances
+	}
+	return nil
+}
+
+func (x *RuntimeStatus) GetMinInstances() uint32 {
+	if x != nil {
+		return x.MinInstances
+	}
+	return 0
+}
+
+func (x *RuntimeStatus) GetMaxInstances() uint32 {
+	if x != nil {
+		return x.MaxInstances
+	}
+	return 0
+}
+
+func (x *RuntimeStatus) GetStartsSaved() uint64 {
+	if x != nil {
+		return x.StartsSaved
+	}
+	return 0
+}
+
+func (x *RuntimeStatus) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+// RuntimeInstance is one process or container of a tool.
+type RuntimeInstance struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Its number within the tool, from 1, never reused while the Dispatcher runs.
+	Id          uint32       `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	State       RuntimeState `protobuf:"varint,2,opt,name=state,proto3,enum=toolmesh.dispatcher.v1.RuntimeState" json:"state,omitempty"`
+	Pid         uint32       `protobuf:"varint,3,opt,name=pid,proto3" json:"pid,omitempty"`
+	Port        uint32       `protobuf:"varint,4,opt,name=port,proto3" json:"port,omitempty"`
+	ContainerId string       `protobuf:"bytes,5,opt,name=container_id,json=containerId,proto3" json:"container_id,omitempty"`
+	Restarts    uint32       `protobuf:"varint,6,opt,name=restarts,proto3" json:"restarts,omitempty"`
+	LastError   string       `protobuf:"bytes,7,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
+	InFlight    uint32       `protobuf:"varint,8,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
+	// Calls it has served.
+	Calls      uint64                 `protobuf:"varint,9,opt,name=calls,proto3" json:"calls,omitempty"`
+	StartedAt  *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
+	LastUsedAt *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=last_used_at,json=lastUsedAt,proto3" json:"last_used_at,omitempty"`
+	// Why it was started: `call` (a call needed it), `warm` (min_instances), `ahead` (calls rose),
+	// `replace` (it replaced a failed one), `operator` (StartTool).
+	StartedFor string `protobuf:"bytes,12,opt,name=started_for,json=startedFor,proto3" json:"started_for,omitempty"`
+	// Health checks failed in a row.
+	HealthFailures uint32 `protobuf:"varint,13,opt,name=health_failures,json=healthFailures,proto3" json:"health_failures,omitempty"`
+	// Its own breaker: calls it failed in a row open it, and it is restarted.
+	Breaker       *CircuitStatus `protobuf:"bytes,14,opt,name=breaker,proto3" json:"breaker,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RuntimeInstance) Reset() {
+	*x = RuntimeInstance{}
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RuntimeInstance) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RuntimeInstance) ProtoMessage() {}
+
+func (x *RuntimeInstance) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RuntimeInstance.ProtoReflect.Descriptor instead.
+func (*RuntimeInstance) Descriptor() ([]byte, []int) {
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *RuntimeInstance) GetId() uint32 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *RuntimeInstance) GetState() RuntimeState {
+	if x != nil {
+		return x.State
+	}
+	return RuntimeState_RUNTIME_STATE_UNSPECIFIED
+}
+
+func (x *RuntimeInstance) GetPid() uint32 {
+	if x != nil {
+		return x.Pid
+	}
+	return 0
+}
+
+func (x *RuntimeInstance) GetPort() uint32 {
+	if x != nil {
+		return x.Port
+	}
+	return 0
+}
+
+func (x *RuntimeInstance) GetContainerId() string {
+	if x != nil {
+		return x.ContainerId
+	}
+	return ""
+}
+
+func (x *RuntimeInstance) GetRestarts() uint32 {
+	if x != nil {
+		return x.Restarts
+	}
+	return 0
+}
+
+func (x *RuntimeInstance) GetLastError() string {
+	if x != nil {
+		return x.LastError
+	}
+	return ""
+}
+
+func (x *RuntimeInstance) GetInFlight() uint32 {
+	if x != nil {
+		return x.InFlight
+	}
+	return 0
+}
+
+func (x *RuntimeInstance) GetCalls() uint64 {
+	if x != nil {
+		return x.Calls
+	}
+	return 0
+}
+
+func (x *RuntimeInstance) GetStartedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartedAt
+	}
+	return nil
+}
+
+func (x *RuntimeInstance) GetLastUsedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastUsedAt
+	}
+	return nil
+}
+
+func (x *RuntimeInstance) GetStartedFor() string {
+	if x != nil {
+		return x.StartedFor
+	}
+	return ""
+}
+
+func (x *RuntimeInstance) GetHealthFailures() uint32 {
+	if x != nil {
+		return x.HealthFailures
+	}
+	return 0
+}
+
+func (x *RuntimeInstance) GetBreaker() *CircuitStatus {
+	if x != nil {
+		return x.Breaker
+	}
+	return nil
+}
+
+// CircuitStatus is one breaker: a tool's, or one instance's.
+type CircuitStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	State CircuitState           `protobuf:"varint,1,opt,name=state,proto3,enum=toolmesh.dispatcher.v1.CircuitState" json:"state,omitempty"`
+	// Failures in a row so far.
+	ConsecutiveFailures uint32 `protobuf:"varint,2,opt,name=consecutive_failures,json=consecutiveFailures,proto3" json:"consecutive_failures,omitempty"`
+	// How many times it opened since the Dispatcher started.
+	Opens    uint32                 `protobuf:"varint,3,opt,name=opens,proto3" json:"opens,omitempty"`
+	OpenedAt *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=opened_at,json=openedAt,proto3" json:"opened_at,omitempty"`
+	// When an open breaker lets its probe through.
+	RetryAt *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=retry_at,json=retryAt,proto3" json:"retry_at,omitempty"`
+	// The last failure's code and message.
+	LastError string `protobuf:"bytes,6,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
+	// The calls of the run of failures that last opened it (at most 20, oldest first).
+	FailedCalls   []string `protobuf:"bytes,7,rep,name=failed_calls,json=failedCalls,proto3" json:"failed_calls,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CircuitStatus) Reset() {
+	*x = CircuitStatus{}
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CircuitStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CircuitStatus) ProtoMessage() {}
+
+func (x *CircuitStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CircuitStatus.ProtoReflect.Descriptor instead.
+func (*CircuitStatus) Descriptor() ([]byte, []int) {
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *CircuitStatus) GetState() CircuitState {
+	if x != nil {
+		return x.State
+	}
+	return CircuitState_CIRCUIT_STATE_UNSPECIFIED
+}
+
+func (x *CircuitStatus) GetConsecutiveFailures() uint32 {
+	if x != nil {
+		return x.ConsecutiveFailures
+	}
+	return 0
+}
+
+func (x *CircuitStatus) GetOpens() uint32 {
+	if x != nil {
+		return x.Opens
+	}
+	return 0
+}
+
+func (x *CircuitStatus) GetOpenedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.OpenedAt
+	}
+	return nil
+}
+
+func (x *CircuitStatus) GetRetryAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RetryAt
+	}
+	return nil
+}
+
+func (x *CircuitStatus) GetLastError() string {
+	if x != nil {
+		return x.LastError
+	}
+	return ""
+}
+
+func (x *CircuitStatus) GetFailedCalls() []string {
+	if x != nil {
+		return x.FailedCalls
+	}
+	return nil
+}
+
+// ToolCircuit is a tool's breaker on this Dispatcher.
+type ToolCircuit struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tool          string                 `protobuf:"bytes,1,opt,name=tool,proto3" json:"tool,omitempty"`
+	Breaker       *CircuitStatus         `protobuf:"bytes,2,opt,name=breaker,proto3" json:"breaker,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolCircuit) Reset() {
+	*x = ToolCircuit{}
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolCircuit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolCircuit) ProtoMessage() {}
+
+func (x *ToolCircuit) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolCircuit.ProtoReflect.Descriptor instead.
+func (*ToolCircuit) Descriptor() ([]byte, []int) {
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ToolCircuit) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *ToolCircuit) GetBreaker() *CircuitStatus {
+	if x != nil {
+		return x.Breaker
+	}
+	return nil
+}
+
 type GetRuntimeStatusRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// One tool; empty for every local and docker tool the Dispatcher has run.
@@ -826,7 +1236,7 @@ type GetRuntimeStatusRequest struct {
 
 func (x *GetRuntimeStatusRequest) Reset() {
 	*x = GetRuntimeStatusRequest{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[7]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -838,7 +1248,7 @@ func (x *GetRuntimeStatusRequest) String() string {
 func (*GetRuntimeStatusRequest) ProtoMessage() {}
 
 func (x *GetRuntimeStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[7]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -851,7 +1261,7 @@ func (x *GetRuntimeStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRuntimeStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetRuntimeStatusRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{7}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *GetRuntimeStatusRequest) GetTool() string {
@@ -862,15 +1272,18 @@ func (x *GetRuntimeStatusRequest) GetTool() string {
 }
 
 type GetRuntimeStatusResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Runtimes      []*RuntimeStatus       `protobuf:"bytes,1,rep,name=runtimes,proto3" json:"runtimes,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Runtimes []*RuntimeStatus       `protobuf:"bytes,1,rep,name=runtimes,proto3" json:"runtimes,omitempty"`
+	// The breakers of the tools (of any runtime) that failed since this Dispatcher started, by
+	// tool name; a tool that never failed has none.
+	Breakers      []*ToolCircuit `protobuf:"bytes,2,rep,name=breakers,proto3" json:"breakers,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetRuntimeStatusResponse) Reset() {
 	*x = GetRuntimeStatusResponse{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[8]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -882,7 +1295,7 @@ func (x *GetRuntimeStatusResponse) String() string {
 func (*GetRuntimeStatusResponse) ProtoMessage() {}
 
 func (x *GetRuntimeStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[8]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -895,12 +1308,19 @@ func (x *GetRuntimeStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRuntimeStatusResponse.ProtoReflect.Descriptor instead.
 func (*GetRuntimeStatusResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{8}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *GetRuntimeStatusResponse) GetRuntimes() []*RuntimeStatus {
 	if x != nil {
 		return x.Runtimes
+	}
+	return nil
+}
+
+func (x *GetRuntimeStatusResponse) GetBreakers() []*ToolCircuit {
+	if x != nil {
+		return x.Breakers
 	}
 	return nil
 }
@@ -914,7 +1334,7 @@ type StartToolRequest struct {
 
 func (x *StartToolRequest) Reset() {
 	*x = StartToolRequest{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[9]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -926,7 +1346,7 @@ func (x *StartToolRequest) String() string {
 func (*StartToolRequest) ProtoMessage() {}
 
 func (x *StartToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[9]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -939,7 +1359,7 @@ func (x *StartToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartToolRequest.ProtoReflect.Descriptor instead.
 func (*StartToolRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{9}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *StartToolRequest) GetTool() string {
@@ -958,7 +1378,7 @@ type StartToolResponse struct {
 
 func (x *StartToolResponse) Reset() {
 	*x = StartToolResponse{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[10]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -970,7 +1390,7 @@ func (x *StartToolResponse) String() string {
 func (*StartToolResponse) ProtoMessage() {}
 
 func (x *StartToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[10]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -983,7 +1403,7 @@ func (x *StartToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartToolResponse.ProtoReflect.Descriptor instead.
 func (*StartToolResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{10}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *StartToolResponse) GetStatus() *RuntimeStatus {
@@ -1002,7 +1422,7 @@ type StopToolRequest struct {
 
 func (x *StopToolRequest) Reset() {
 	*x = StopToolRequest{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[11]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1014,7 +1434,7 @@ func (x *StopToolRequest) String() string {
 func (*StopToolRequest) ProtoMessage() {}
 
 func (x *StopToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[11]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1027,7 +1447,7 @@ func (x *StopToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopToolRequest.ProtoReflect.Descriptor instead.
 func (*StopToolRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{11}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *StopToolRequest) GetTool() string {
@@ -1046,7 +1466,7 @@ type StopToolResponse struct {
 
 func (x *StopToolResponse) Reset() {
 	*x = StopToolResponse{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[12]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1058,7 +1478,7 @@ func (x *StopToolResponse) String() string {
 func (*StopToolResponse) ProtoMessage() {}
 
 func (x *StopToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[12]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1071,7 +1491,7 @@ func (x *StopToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopToolResponse.ProtoReflect.Descriptor instead.
 func (*StopToolResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{12}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *StopToolResponse) GetStatus() *RuntimeStatus {
@@ -1097,7 +1517,7 @@ type DispatchToolCallsRequest struct {
 
 func (x *DispatchToolCallsRequest) Reset() {
 	*x = DispatchToolCallsRequest{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[13]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1109,7 +1529,7 @@ func (x *DispatchToolCallsRequest) String() string {
 func (*DispatchToolCallsRequest) ProtoMessage() {}
 
 func (x *DispatchToolCallsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[13]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1122,7 +1542,7 @@ func (x *DispatchToolCallsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DispatchToolCallsRequest.ProtoReflect.Descriptor instead.
 func (*DispatchToolCallsRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{13}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *DispatchToolCallsRequest) GetMessage() *structpb.Struct {
@@ -1168,7 +1588,7 @@ type DispatchToolCallsResponse struct {
 
 func (x *DispatchToolCallsResponse) Reset() {
 	*x = DispatchToolCallsResponse{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[14]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1180,7 +1600,7 @@ func (x *DispatchToolCallsResponse) String() string {
 func (*DispatchToolCallsResponse) ProtoMessage() {}
 
 func (x *DispatchToolCallsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[14]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1193,7 +1613,7 @@ func (x *DispatchToolCallsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DispatchToolCallsResponse.ProtoReflect.Descriptor instead.
 func (*DispatchToolCallsResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{14}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *DispatchToolCallsResponse) GetDialect() ToolCallDialect {
@@ -1240,7 +1660,7 @@ type ImportMcpServerRequest struct {
 
 func (x *ImportMcpServerRequest) Reset() {
 	*x = ImportMcpServerRequest{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[15]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1252,7 +1672,7 @@ func (x *ImportMcpServerRequest) String() string {
 func (*ImportMcpServerRequest) ProtoMessage() {}
 
 func (x *ImportMcpServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[15]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1265,7 +1685,7 @@ func (x *ImportMcpServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportMcpServerRequest.ProtoReflect.Descriptor instead.
 func (*ImportMcpServerRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{15}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ImportMcpServerRequest) GetPrefix() string {
@@ -1309,7 +1729,7 @@ type ImportedMcpTool struct {
 
 func (x *ImportedMcpTool) Reset() {
 	*x = ImportedMcpTool{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[16]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1321,7 +1741,7 @@ func (x *ImportedMcpTool) String() string {
 func (*ImportedMcpTool) ProtoMessage() {}
 
 func (x *ImportedMcpTool) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[16]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1334,7 +1754,7 @@ func (x *ImportedMcpTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportedMcpTool.ProtoReflect.Descriptor instead.
 func (*ImportedMcpTool) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{16}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ImportedMcpTool) GetTool() string {
@@ -1370,7 +1790,7 @@ type ImportMcpServerResponse struct {
 
 func (x *ImportMcpServerResponse) Reset() {
 	*x = ImportMcpServerResponse{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[17]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1382,7 +1802,7 @@ func (x *ImportMcpServerResponse) String() string {
 func (*ImportMcpServerResponse) ProtoMessage() {}
 
 func (x *ImportMcpServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[17]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1395,7 +1815,7 @@ func (x *ImportMcpServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportMcpServerResponse.ProtoReflect.Descriptor instead.
 func (*ImportMcpServerResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{17}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ImportMcpServerResponse) GetTools() []*ImportedMcpTool {
@@ -1449,7 +1869,7 @@ type Approval struct {
 
 func (x *Approval) Reset() {
 	*x = Approval{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[18]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1461,7 +1881,7 @@ func (x *Approval) String() string {
 func (*Approval) ProtoMessage() {}
 
 func (x *Approval) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[18]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1474,7 +1894,7 @@ func (x *Approval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Approval.ProtoReflect.Descriptor instead.
 func (*Approval) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{18}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Approval) GetCallId() string {
@@ -1598,7 +2018,7 @@ type HeldCall struct {
 
 func (x *HeldCall) Reset() {
 	*x = HeldCall{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[19]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1610,7 +2030,7 @@ func (x *HeldCall) String() string {
 func (*HeldCall) ProtoMessage() {}
 
 func (x *HeldCall) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[19]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1623,7 +2043,7 @@ func (x *HeldCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeldCall.ProtoReflect.Descriptor instead.
 func (*HeldCall) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{19}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *HeldCall) GetApproval() *Approval {
@@ -1696,7 +2116,7 @@ type ListApprovalsRequest struct {
 
 func (x *ListApprovalsRequest) Reset() {
 	*x = ListApprovalsRequest{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[20]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1708,7 +2128,7 @@ func (x *ListApprovalsRequest) String() string {
 func (*ListApprovalsRequest) ProtoMessage() {}
 
 func (x *ListApprovalsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[20]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1721,7 +2141,7 @@ func (x *ListApprovalsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListApprovalsRequest.ProtoReflect.Descriptor instead.
 func (*ListApprovalsRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{20}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListApprovalsRequest) GetTool() string {
@@ -1762,7 +2182,7 @@ type ListApprovalsResponse struct {
 
 func (x *ListApprovalsResponse) Reset() {
 	*x = ListApprovalsResponse{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[21]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1774,7 +2194,7 @@ func (x *ListApprovalsResponse) String() string {
 func (*ListApprovalsResponse) ProtoMessage() {}
 
 func (x *ListApprovalsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[21]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1787,7 +2207,7 @@ func (x *ListApprovalsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListApprovalsResponse.ProtoReflect.Descriptor instead.
 func (*ListApprovalsResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{21}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ListApprovalsResponse) GetApprovals() []*Approval {
@@ -1816,7 +2236,7 @@ type DecideApprovalRequest struct {
 
 func (x *DecideApprovalRequest) Reset() {
 	*x = DecideApprovalRequest{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[22]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1828,7 +2248,7 @@ func (x *DecideApprovalRequest) String() string {
 func (*DecideApprovalRequest) ProtoMessage() {}
 
 func (x *DecideApprovalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[22]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1841,7 +2261,7 @@ func (x *DecideApprovalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecideApprovalRequest.ProtoReflect.Descriptor instead.
 func (*DecideApprovalRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{22}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *DecideApprovalRequest) GetCallId() string {
@@ -1878,7 +2298,7 @@ type DecideApprovalResponse struct {
 
 func (x *DecideApprovalResponse) Reset() {
 	*x = DecideApprovalResponse{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[23]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1890,7 +2310,7 @@ func (x *DecideApprovalResponse) String() string {
 func (*DecideApprovalResponse) ProtoMessage() {}
 
 func (x *DecideApprovalResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[23]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1903,7 +2323,7 @@ func (x *DecideApprovalResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecideApprovalResponse.ProtoReflect.Descriptor instead.
 func (*DecideApprovalResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{23}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *DecideApprovalResponse) GetApproval() *Approval {
@@ -1953,7 +2373,7 @@ const file_toolmesh_dispatcher_v1_dispatcher_proto_rawDesc = "" +
 	"\rCancelRequest\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"\x10\n" +
-	"\x0eCancelResponse\"\xf9\x02\n" +
+	"\x0eCancelResponse\"\xc1\x04\n" +
 	"\rRuntimeStatus\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x12:\n" +
 	"\x05state\x18\x02 \x01(\x0e2$.toolmesh.dispatcher.v1.RuntimeStateR\x05state\x12\x10\n" +
@@ -1968,11 +2388,49 @@ const file_toolmesh_dispatcher_v1_dispatcher_proto_rawDesc = "" +
 	"\flast_used_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"lastUsedAt\x12!\n" +
 	"\fcontainer_id\x18\n" +
-	" \x01(\tR\vcontainerId\"-\n" +
+	" \x01(\tR\vcontainerId\x12E\n" +
+	"\tinstances\x18\v \x03(\v2'.toolmesh.dispatcher.v1.RuntimeInstanceR\tinstances\x12#\n" +
+	"\rmin_instances\x18\f \x01(\rR\fminInstances\x12#\n" +
+	"\rmax_instances\x18\r \x01(\rR\fmaxInstances\x12!\n" +
+	"\fstarts_saved\x18\x0e \x01(\x04R\vstartsSaved\x12\x12\n" +
+	"\x04kind\x18\x0f \x01(\tR\x04kind\"\x98\x04\n" +
+	"\x0fRuntimeInstance\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\rR\x02id\x12:\n" +
+	"\x05state\x18\x02 \x01(\x0e2$.toolmesh.dispatcher.v1.RuntimeStateR\x05state\x12\x10\n" +
+	"\x03pid\x18\x03 \x01(\rR\x03pid\x12\x12\n" +
+	"\x04port\x18\x04 \x01(\rR\x04port\x12!\n" +
+	"\fcontainer_id\x18\x05 \x01(\tR\vcontainerId\x12\x1a\n" +
+	"\brestarts\x18\x06 \x01(\rR\brestarts\x12\x1d\n" +
+	"\n" +
+	"last_error\x18\a \x01(\tR\tlastError\x12\x1b\n" +
+	"\tin_flight\x18\b \x01(\rR\binFlight\x12\x14\n" +
+	"\x05calls\x18\t \x01(\x04R\x05calls\x129\n" +
+	"\n" +
+	"started_at\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12<\n" +
+	"\flast_used_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"lastUsedAt\x12\x1f\n" +
+	"\vstarted_for\x18\f \x01(\tR\n" +
+	"startedFor\x12'\n" +
+	"\x0fhealth_failures\x18\r \x01(\rR\x0ehealthFailures\x12?\n" +
+	"\abreaker\x18\x0e \x01(\v2%.toolmesh.dispatcher.v1.CircuitStatusR\abreaker\"\xc6\x02\n" +
+	"\rCircuitStatus\x12:\n" +
+	"\x05state\x18\x01 \x01(\x0e2$.toolmesh.dispatcher.v1.CircuitStateR\x05state\x121\n" +
+	"\x14consecutive_failures\x18\x02 \x01(\rR\x13consecutiveFailures\x12\x14\n" +
+	"\x05opens\x18\x03 \x01(\rR\x05opens\x127\n" +
+	"\topened_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\bopenedAt\x125\n" +
+	"\bretry_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\aretryAt\x12\x1d\n" +
+	"\n" +
+	"last_error\x18\x06 \x01(\tR\tlastError\x12!\n" +
+	"\ffailed_calls\x18\a \x03(\tR\vfailedCalls\"b\n" +
+	"\vToolCircuit\x12\x12\n" +
+	"\x04tool\x18\x01 \x01(\tR\x04tool\x12?\n" +
+	"\abreaker\x18\x02 \x01(\v2%.toolmesh.dispatcher.v1.CircuitStatusR\abreaker\"-\n" +
 	"\x17GetRuntimeStatusRequest\x12\x12\n" +
-	"\x04tool\x18\x01 \x01(\tR\x04tool\"]\n" +
+	"\x04tool\x18\x01 \x01(\tR\x04tool\"\x9e\x01\n" +
 	"\x18GetRuntimeStatusResponse\x12A\n" +
-	"\bruntimes\x18\x01 \x03(\v2%.toolmesh.dispatcher.v1.RuntimeStatusR\bruntimes\"&\n" +
+	"\bruntimes\x18\x01 \x03(\v2%.toolmesh.dispatcher.v1.RuntimeStatusR\bruntimes\x12?\n" +
+	"\bbreakers\x18\x02 \x03(\v2#.toolmesh.dispatcher.v1.ToolCircuitR\bbreakers\"&\n" +
 	"\x10StartToolRequest\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\"R\n" +
 	"\x11StartToolResponse\x12=\n" +
@@ -2058,7 +2516,12 @@ const file_toolmesh_dispatcher_v1_dispatcher_proto_rawDesc = "" +
 	"\x16RUNTIME_STATE_STARTING\x10\x02\x12\x19\n" +
 	"\x15RUNTIME_STATE_RUNNING\x10\x03\x12\x19\n" +
 	"\x15RUNTIME_STATE_BACKOFF\x10\x04\x12\x18\n" +
-	"\x14RUNTIME_STATE_FAILED\x10\x05*\xa0\x01\n" +
+	"\x14RUNTIME_STATE_FAILED\x10\x05*|\n" +
+	"\fCircuitState\x12\x1d\n" +
+	"\x19CIRCUIT_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
+	"\x14CIRCUIT_STATE_CLOSED\x10\x01\x12\x16\n" +
+	"\x12CIRCUIT_STATE_OPEN\x10\x02\x12\x1b\n" +
+	"\x17CIRCUIT_STATE_HALF_OPEN\x10\x03*\xa0\x01\n" +
 	"\x0fToolCallDialect\x12!\n" +
 	"\x1dTOOL_CALL_DIALECT_UNSPECIFIED\x10\x00\x12!\n" +
 	"\x1dTOOL_CALL_DIALECT_OPENAI_CHAT\x10\x01\x12&\n" +
@@ -2105,104 +2568,118 @@ func file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP() []byte {
 	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescData
 }
 
-var file_toolmesh_dispatcher_v1_dispatcher_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_toolmesh_dispatcher_v1_dispatcher_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
+var file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_toolmesh_dispatcher_v1_dispatcher_proto_goTypes = []any{
 	(RuntimeState)(0),                 // 0: toolmesh.dispatcher.v1.RuntimeState
-	(ToolCallDialect)(0),              // 1: toolmesh.dispatcher.v1.ToolCallDialect
-	(McpImportChange)(0),              // 2: toolmesh.dispatcher.v1.McpImportChange
-	(ApprovalState)(0),                // 3: toolmesh.dispatcher.v1.ApprovalState
-	(ApprovalDecision)(0),             // 4: toolmesh.dispatcher.v1.ApprovalDecision
-	(*DispatchRequest)(nil),           // 5: toolmesh.dispatcher.v1.DispatchRequest
-	(*DispatchResponse)(nil),          // 6: toolmesh.dispatcher.v1.DispatchResponse
-	(*DispatchBatchRequest)(nil),      // 7: toolmesh.dispatcher.v1.DispatchBatchRequest
-	(*DispatchBatchResponse)(nil),     // 8: toolmesh.dispatcher.v1.DispatchBatchResponse
-	(*CancelRequest)(nil),             // 9: toolmesh.dispatcher.v1.CancelRequest
-	(*CancelResponse)(nil),            // 10: toolmesh.dispatcher.v1.CancelResponse
-	(*RuntimeStatus)(nil),             // 11: toolmesh.dispatcher.v1.RuntimeStatus
-	(*GetRuntimeStatusRequest)(nil),   // 12: toolmesh.dispatcher.v1.GetRuntimeStatusRequest
-	(*GetRuntimeStatusResponse)(nil),  // 13: toolmesh.dispatcher.v1.GetRuntimeStatusResponse
-	(*StartToolRequest)(nil),          // 14: toolmesh.dispatcher.v1.StartToolRequest
-	(*StartToolResponse)(nil),         // 15: toolmesh.dispatcher.v1.StartToolResponse
-	(*StopToolRequest)(nil),           // 16: toolmesh.dispatcher.v1.StopToolRequest
-	(*StopToolResponse)(nil),          // 17: toolmesh.dispatcher.v1.StopToolResponse
-	(*DispatchToolCallsRequest)(nil),  // 18: toolmesh.dispatcher.v1.DispatchToolCallsRequest
-	(*DispatchToolCallsResponse)(nil), // 19: toolmesh.dispatcher.v1.DispatchToolCallsResponse
-	(*ImportMcpServerRequest)(nil),    // 20: toolmesh.dispatcher.v1.ImportMcpServerRequest
-	(*ImportedMcpTool)(nil),           // 21: toolmesh.dispatcher.v1.ImportedMcpTool
-	(*ImportMcpServerResponse)(nil),   // 22: toolmesh.dispatcher.v1.ImportMcpServerResponse
-	(*Approval)(nil),                  // 23: toolmesh.dispatcher.v1.Approval
-	(*HeldCall)(nil),                  // 24: toolmesh.dispatcher.v1.HeldCall
-	(*ListApprovalsRequest)(nil),      // 25: toolmesh.dispatcher.v1.ListApprovalsRequest
-	(*ListApprovalsResponse)(nil),     // 26: toolmesh.dispatcher.v1.ListApprovalsResponse
-	(*DecideApprovalRequest)(nil),     // 27: toolmesh.dispatcher.v1.DecideApprovalRequest
-	(*DecideApprovalResponse)(nil),    // 28: toolmesh.dispatcher.v1.DecideApprovalResponse
-	(*structpb.Struct)(nil),           // 29: google.protobuf.Struct
-	(*v1.CallContext)(nil),            // 30: toolmesh.common.v1.CallContext
-	(v1.CallStatus)(0),                // 31: toolmesh.common.v1.CallStatus
-	(*v1.CallError)(nil),              // 32: toolmesh.common.v1.CallError
-	(*timestamppb.Timestamp)(nil),     // 33: google.protobuf.Timestamp
-	(*v11.McpRuntime)(nil),            // 34: toolmesh.registry.v1.McpRuntime
+	(CircuitState)(0),                 // 1: toolmesh.dispatcher.v1.CircuitState
+	(ToolCallDialect)(0),              // 2: toolmesh.dispatcher.v1.ToolCallDialect
+	(McpImportChange)(0),              // 3: toolmesh.dispatcher.v1.McpImportChange
+	(ApprovalState)(0),                // 4: toolmesh.dispatcher.v1.ApprovalState
+	(ApprovalDecision)(0),             // 5: toolmesh.dispatcher.v1.ApprovalDecision
+	(*DispatchRequest)(nil),           // 6: toolmesh.dispatcher.v1.DispatchRequest
+	(*DispatchResponse)(nil),          // 7: toolmesh.dispatcher.v1.DispatchResponse
+	(*DispatchBatchRequest)(nil),      // 8: toolmesh.dispatcher.v1.DispatchBatchRequest
+	(*DispatchBatchResponse)(nil),     // 9: toolmesh.dispatcher.v1.DispatchBatchResponse
+	(*CancelRequest)(nil),             // 10: toolmesh.dispatcher.v1.CancelRequest
+	(*CancelResponse)(nil),            // 11: toolmesh.dispatcher.v1.CancelResponse
+	(*RuntimeStatus)(nil),             // 12: toolmesh.dispatcher.v1.RuntimeStatus
+	(*RuntimeInstance)(nil),           // 13: toolmesh.dispatcher.v1.RuntimeInstance
+	(*CircuitStatus)(nil),             // 14: toolmesh.dispatcher.v1.CircuitStatus
+	(*ToolCircuit)(nil),               // 15: toolmesh.dispatcher.v1.ToolCircuit
+	(*GetRuntimeStatusRequest)(nil),   // 16: toolmesh.dispatcher.v1.GetRuntimeStatusRequest
+	(*GetRuntimeStatusResponse)(nil),  // 17: toolmesh.dispatcher.v1.GetRuntimeStatusResponse
+	(*StartToolRequest)(nil),          // 18: toolmesh.dispatcher.v1.StartToolRequest
+	(*StartToolResponse)(nil),         // 19: toolmesh.dispatcher.v1.StartToolResponse
+	(*StopToolRequest)(nil),           // 20: toolmesh.dispatcher.v1.StopToolRequest
+	(*StopToolResponse)(nil),          // 21: toolmesh.dispatcher.v1.StopToolResponse
+	(*DispatchToolCallsRequest)(nil),  // 22: toolmesh.dispatcher.v1.DispatchToolCallsRequest
+	(*DispatchToolCallsResponse)(nil), // 23: toolmesh.dispatcher.v1.DispatchToolCallsResponse
+	(*ImportMcpServerRequest)(nil),    // 24: toolmesh.dispatcher.v1.ImportMcpServerRequest
+	(*ImportedMcpTool)(nil),           // 25: toolmesh.dispatcher.v1.ImportedMcpTool
+	(*ImportMcpServerResponse)(nil),   // 26: toolmesh.dispatcher.v1.ImportMcpServerResponse
+	(*Approval)(nil),                  // 27: toolmesh.dispatcher.v1.Approval
+	(*HeldCall)(nil),                  // 28: toolmesh.dispatcher.v1.HeldCall
+	(*ListApprovalsRequest)(nil),      // 29: toolmesh.dispatcher.v1.ListApprovalsRequest
+	(*ListApprovalsResponse)(nil),     // 30: toolmesh.dispatcher.v1.ListApprovalsResponse
+	(*DecideApprovalRequest)(nil),     // 31: toolmesh.dispatcher.v1.DecideApprovalRequest
+	(*DecideApprovalResponse)(nil),    // 32: toolmesh.dispatcher.v1.DecideApprovalResponse
+	(*structpb.Struct)(nil),           // 33: google.protobuf.Struct
+	(*v1.CallContext)(nil),            // 34: toolmesh.common.v1.CallContext
+	(v1.CallStatus)(0),                // 35: toolmesh.common.v1.CallStatus
+	(*v1.CallError)(nil),              // 36: toolmesh.common.v1.CallError
+	(*timestamppb.Timestamp)(nil),     // 37: google.protobuf.Timestamp
+	(*v11.McpRuntime)(nil),            // 38: toolmesh.registry.v1.McpRuntime
 }
 var file_toolmesh_dispatcher_v1_dispatcher_proto_depIdxs = []int32{
-	29, // 0: toolmesh.dispatcher.v1.DispatchRequest.arguments:type_name -> google.protobuf.Struct
-	30, // 1: toolmesh.dispatcher.v1.DispatchRequest.context:type_name -> toolmesh.common.v1.CallContext
-	31, // 2: toolmesh.dispatcher.v1.DispatchResponse.status:type_name -> toolmesh.common.v1.CallStatus
-	29, // 3: toolmesh.dispatcher.v1.DispatchResponse.output:type_name -> google.protobuf.Struct
-	32, // 4: toolmesh.dispatcher.v1.DispatchResponse.error:type_name -> toolmesh.common.v1.CallError
-	33, // 5: toolmesh.dispatcher.v1.DispatchResponse.approval_expires_at:type_name -> google.protobuf.Timestamp
-	5,  // 6: toolmesh.dispatcher.v1.DispatchBatchRequest.calls:type_name -> toolmesh.dispatcher.v1.DispatchRequest
-	6,  // 7: toolmesh.dispatcher.v1.DispatchBatchResponse.results:type_name -> toolmesh.dispatcher.v1.DispatchResponse
+	33, // 0: toolmesh.dispatcher.v1.DispatchRequest.arguments:type_name -> google.protobuf.Struct
+	34, // 1: toolmesh.dispatcher.v1.DispatchRequest.context:type_name -> toolmesh.common.v1.CallContext
+	35, // 2: toolmesh.dispatcher.v1.DispatchResponse.status:type_name -> toolmesh.common.v1.CallStatus
+	33, // 3: toolmesh.dispatcher.v1.DispatchResponse.output:type_name -> google.protobuf.Struct
+	36, // 4: toolmesh.dispatcher.v1.DispatchResponse.error:type_name -> toolmesh.common.v1.CallError
+	37, // 5: toolmesh.dispatcher.v1.DispatchResponse.approval_expires_at:type_name -> google.protobuf.Timestamp
+	6,  // 6: toolmesh.dispatcher.v1.DispatchBatchRequest.calls:type_name -> toolmesh.dispatcher.v1.DispatchRequest
+	7,  // 7: toolmesh.dispatcher.v1.DispatchBatchResponse.results:type_name -> toolmesh.dispatcher.v1.DispatchResponse
 	0,  // 8: toolmesh.dispatcher.v1.RuntimeStatus.state:type_name -> toolmesh.dispatcher.v1.RuntimeState
-	33, // 9: toolmesh.dispatcher.v1.RuntimeStatus.started_at:type_name -> google.protobuf.Timestamp
-	33, // 10: toolmesh.dispatcher.v1.RuntimeStatus.last_used_at:type_name -> google.protobuf.Timestamp
-	11, // 11: toolmesh.dispatcher.v1.GetRuntimeStatusResponse.runtimes:type_name -> toolmesh.dispatcher.v1.RuntimeStatus
-	11, // 12: toolmesh.dispatcher.v1.StartToolResponse.status:type_name -> toolmesh.dispatcher.v1.RuntimeStatus
-	11, // 13: toolmesh.dispatcher.v1.StopToolResponse.status:type_name -> toolmesh.dispatcher.v1.RuntimeStatus
-	29, // 14: toolmesh.dispatcher.v1.DispatchToolCallsRequest.message:type_name -> google.protobuf.Struct
-	1,  // 15: toolmesh.dispatcher.v1.DispatchToolCallsRequest.dialect:type_name -> toolmesh.dispatcher.v1.ToolCallDialect
-	1,  // 16: toolmesh.dispatcher.v1.DispatchToolCallsResponse.dialect:type_name -> toolmesh.dispatcher.v1.ToolCallDialect
-	29, // 17: toolmesh.dispatcher.v1.DispatchToolCallsResponse.messages:type_name -> google.protobuf.Struct
-	6,  // 18: toolmesh.dispatcher.v1.DispatchToolCallsResponse.results:type_name -> toolmesh.dispatcher.v1.DispatchResponse
-	34, // 19: toolmesh.dispatcher.v1.ImportMcpServerRequest.runtime:type_name -> toolmesh.registry.v1.McpRuntime
-	2,  // 20: toolmesh.dispatcher.v1.ImportedMcpTool.change:type_name -> toolmesh.dispatcher.v1.McpImportChange
-	21, // 21: toolmesh.dispatcher.v1.ImportMcpServerResponse.tools:type_name -> toolmesh.dispatcher.v1.ImportedMcpTool
-	29, // 22: toolmesh.dispatcher.v1.Approval.arguments:type_name -> google.protobuf.Struct
-	33, // 23: toolmesh.dispatcher.v1.Approval.requested_at:type_name -> google.protobuf.Timestamp
-	33, // 24: toolmesh.dispatcher.v1.Approval.expires_at:type_name -> google.protobuf.Timestamp
-	3,  // 25: toolmesh.dispatcher.v1.Approval.state:type_name -> toolmesh.dispatcher.v1.ApprovalState
-	33, // 26: toolmesh.dispatcher.v1.Approval.decided_at:type_name -> google.protobuf.Timestamp
-	23, // 27: toolmesh.dispatcher.v1.HeldCall.approval:type_name -> toolmesh.dispatcher.v1.Approval
-	29, // 28: toolmesh.dispatcher.v1.HeldCall.arguments:type_name -> google.protobuf.Struct
-	23, // 29: toolmesh.dispatcher.v1.ListApprovalsResponse.approvals:type_name -> toolmesh.dispatcher.v1.Approval
-	4,  // 30: toolmesh.dispatcher.v1.DecideApprovalRequest.decision:type_name -> toolmesh.dispatcher.v1.ApprovalDecision
-	23, // 31: toolmesh.dispatcher.v1.DecideApprovalResponse.approval:type_name -> toolmesh.dispatcher.v1.Approval
-	6,  // 32: toolmesh.dispatcher.v1.DecideApprovalResponse.result:type_name -> toolmesh.dispatcher.v1.DispatchResponse
-	5,  // 33: toolmesh.dispatcher.v1.DispatcherService.Dispatch:input_type -> toolmesh.dispatcher.v1.DispatchRequest
-	7,  // 34: toolmesh.dispatcher.v1.DispatcherService.DispatchBatch:input_type -> toolmesh.dispatcher.v1.DispatchBatchRequest
-	9,  // 35: toolmesh.dispatcher.v1.DispatcherService.Cancel:input_type -> toolmesh.dispatcher.v1.CancelRequest
-	12, // 36: toolmesh.dispatcher.v1.DispatcherService.GetRuntimeStatus:input_type -> toolmesh.dispatcher.v1.GetRuntimeStatusRequest
-	14, // 37: toolmesh.dispatcher.v1.DispatcherService.StartTool:input_type -> toolmesh.dispatcher.v1.StartToolRequest
-	16, // 38: toolmesh.dispatcher.v1.DispatcherService.StopTool:input_type -> toolmesh.dispatcher.v1.StopToolRequest
-	18, // 39: toolmesh.dispatcher.v1.DispatcherService.DispatchToolCalls:input_type -> toolmesh.dispatcher.v1.DispatchToolCallsRequest
-	20, // 40: toolmesh.dispatcher.v1.DispatcherService.ImportMcpServer:input_type -> toolmesh.dispatcher.v1.ImportMcpServerRequest
-	25, // 41: toolmesh.dispatcher.v1.DispatcherService.ListApprovals:input_type -> toolmesh.dispatcher.v1.ListApprovalsRequest
-	27, // 42: toolmesh.dispatcher.v1.DispatcherService.DecideApproval:input_type -> toolmesh.dispatcher.v1.DecideApprovalRequest
-	6,  // 43: toolmesh.dispatcher.v1.DispatcherService.Dispatch:output_type -> toolmesh.dispatcher.v1.DispatchResponse
-	8,  // 44: toolmesh.dispatcher.v1.DispatcherService.DispatchBatch:output_type -> toolmesh.dispatcher.v1.DispatchBatchResponse
-	10, // 45: toolmesh.dispatcher.v1.DispatcherService.Cancel:output_type -> toolmesh.dispatcher.v1.CancelResponse
-	13, // 46: toolmesh.dispatcher.v1.DispatcherService.GetRuntimeStatus:output_type -> toolmesh.dispatcher.v1.GetRuntimeStatusResponse
-	15, // 47: toolmesh.dispatcher.v1.DispatcherService.StartTool:output_type -> toolmesh.dispatcher.v1.StartToolResponse
-	17, // 48: toolmesh.dispatcher.v1.DispatcherService.StopTool:output_type -> toolmesh.dispatcher.v1.StopToolResponse
-	19, // 49: toolmesh.dispatcher.v1.DispatcherService.DispatchToolCalls:output_type -> toolmesh.dispatcher.v1.DispatchToolCallsResponse
-	22, // 50: toolmesh.dispatcher.v1.DispatcherService.ImportMcpServer:output_type -> toolmesh.dispatcher.v1.ImportMcpServerResponse
-	26, // 51: toolmesh.dispatcher.v1.DispatcherService.ListApprovals:output_type -> toolmesh.dispatcher.v1.ListApprovalsResponse
-	28, // 52: toolmesh.dispatcher.v1.DispatcherService.DecideApproval:output_type -> toolmesh.dispatcher.v1.DecideApprovalResponse
-	43, // [43:53] is the sub-list for method output_type
-	33, // [33:43] is the sub-list for method input_type
-	33, // [33:33] is the sub-list for extension type_name
-	33, // [33:33] is the sub-list for extension extendee
-	0,  // [0:33] is the sub-list for field type_name
+	37, // 9: toolmesh.dispatcher.v1.RuntimeStatus.started_at:type_name -> google.protobuf.Timestamp
+	37, // 10: toolmesh.dispatcher.v1.RuntimeStatus.last_used_at:type_name -> google.protobuf.Timestamp
+	13, // 11: toolmesh.dispatcher.v1.RuntimeStatus.instances:type_name -> toolmesh.dispatcher.v1.RuntimeInstance
+	0,  // 12: toolmesh.dispatcher.v1.RuntimeInstance.state:type_name -> toolmesh.dispatcher.v1.RuntimeState
+	37, // 13: toolmesh.dispatcher.v1.RuntimeInstance.started_at:type_name -> google.protobuf.Timestamp
+	37, // 14: toolmesh.dispatcher.v1.RuntimeInstance.last_used_at:type_name -> google.protobuf.Timestamp
+	14, // 15: toolmesh.dispatcher.v1.RuntimeInstance.breaker:type_name -> toolmesh.dispatcher.v1.CircuitStatus
+	1,  // 16: toolmesh.dispatcher.v1.CircuitStatus.state:type_name -> toolmesh.dispatcher.v1.CircuitState
+	37, // 17: toolmesh.dispatcher.v1.CircuitStatus.opened_at:type_name -> google.protobuf.Timestamp
+	37, // 18: toolmesh.dispatcher.v1.CircuitStatus.retry_at:type_name -> google.protobuf.Timestamp
+	14, // 19: toolmesh.dispatcher.v1.ToolCircuit.breaker:type_name -> toolmesh.dispatcher.v1.CircuitStatus
+	12, // 20: toolmesh.dispatcher.v1.GetRuntimeStatusResponse.runtimes:type_name -> toolmesh.dispatcher.v1.RuntimeStatus
+	15, // 21: toolmesh.dispatcher.v1.GetRuntimeStatusResponse.breakers:type_name -> toolmesh.dispatcher.v1.ToolCircuit
+	12, // 22: toolmesh.dispatcher.v1.StartToolResponse.status:type_name -> toolmesh.dispatcher.v1.RuntimeStatus
+	12, // 23: toolmesh.dispatcher.v1.StopToolResponse.status:type_name -> toolmesh.dispatcher.v1.RuntimeStatus
+	33, // 24: toolmesh.dispatcher.v1.DispatchToolCallsRequest.message:type_name -> google.protobuf.Struct
+	2,  // 25: toolmesh.dispatcher.v1.DispatchToolCallsRequest.dialect:type_name -> toolmesh.dispatcher.v1.ToolCallDialect
+	2,  // 26: toolmesh.dispatcher.v1.DispatchToolCallsResponse.dialect:type_name -> toolmesh.dispatcher.v1.ToolCallDialect
+	33, // 27: toolmesh.dispatcher.v1.DispatchToolCallsResponse.messages:type_name -> google.protobuf.Struct
+	7,  // 28: toolmesh.dispatcher.v1.DispatchToolCallsResponse.results:type_name -> toolmesh.dispatcher.v1.DispatchResponse
+	38, // 29: toolmesh.dispatcher.v1.ImportMcpServerRequest.runtime:type_name -> toolmesh.registry.v1.McpRuntime
+	3,  // 30: toolmesh.dispatcher.v1.ImportedMcpTool.change:type_name -> toolmesh.dispatcher.v1.McpImportChange
+	25, // 31: toolmesh.dispatcher.v1.ImportMcpServerResponse.tools:type_name -> toolmesh.dispatcher.v1.ImportedMcpTool
+	33, // 32: toolmesh.dispatcher.v1.Approval.arguments:type_name -> google.protobuf.Struct
+	37, // 33: toolmesh.dispatcher.v1.Approval.requested_at:type_name -> google.protobuf.Timestamp
+	37, // 34: toolmesh.dispatcher.v1.Approval.expires_at:type_name -> google.protobuf.Timestamp
+	4,  // 35: toolmesh.dispatcher.v1.Approval.state:type_name -> toolmesh.dispatcher.v1.ApprovalState
+	37, // 36: toolmesh.dispatcher.v1.Approval.decided_at:type_name -> google.protobuf.Timestamp
+	27, // 37: toolmesh.dispatcher.v1.HeldCall.approval:type_name -> toolmesh.dispatcher.v1.Approval
+	33, // 38: toolmesh.dispatcher.v1.HeldCall.arguments:type_name -> google.protobuf.Struct
+	27, // 39: toolmesh.dispatcher.v1.ListApprovalsResponse.approvals:type_name -> toolmesh.dispatcher.v1.Approval
+	5,  // 40: toolmesh.dispatcher.v1.DecideApprovalRequest.decision:type_name -> toolmesh.dispatcher.v1.ApprovalDecision
+	27, // 41: toolmesh.dispatcher.v1.DecideApprovalResponse.approval:type_name -> toolmesh.dispatcher.v1.Approval
+	7,  // 42: toolmesh.dispatcher.v1.DecideApprovalResponse.result:type_name -> toolmesh.dispatcher.v1.DispatchResponse
+	6,  // 43: toolmesh.dispatcher.v1.DispatcherService.Dispatch:input_type -> toolmesh.dispatcher.v1.DispatchRequest
+	8,  // 44: toolmesh.dispatcher.v1.DispatcherService.DispatchBatch:input_type -> toolmesh.dispatcher.v1.DispatchBatchRequest
+	10, // 45: toolmesh.dispatcher.v1.DispatcherService.Cancel:input_type -> toolmesh.dispatcher.v1.CancelRequest
+	16, // 46: toolmesh.dispatcher.v1.DispatcherService.GetRuntimeStatus:input_type -> toolmesh.dispatcher.v1.GetRuntimeStatusRequest
+	18, // 47: toolmesh.dispatcher.v1.DispatcherService.StartTool:input_type -> toolmesh.dispatcher.v1.StartToolRequest
+	20, // 48: toolmesh.dispatcher.v1.DispatcherService.StopTool:input_type -> toolmesh.dispatcher.v1.StopToolRequest
+	22, // 49: toolmesh.dispatcher.v1.DispatcherService.DispatchToolCalls:input_type -> toolmesh.dispatcher.v1.DispatchToolCallsRequest
+	24, // 50: toolmesh.dispatcher.v1.DispatcherService.ImportMcpServer:input_type -> toolmesh.dispatcher.v1.ImportMcpServerRequest
+	29, // 51: toolmesh.dispatcher.v1.DispatcherService.ListApprovals:input_type -> toolmesh.dispatcher.v1.ListApprovalsRequest
+	31, // 52: toolmesh.dispatcher.v1.DispatcherService.DecideApproval:input_type -> toolmesh.dispatcher.v1.DecideApprovalRequest
+	7,  // 53: toolmesh.dispatcher.v1.DispatcherService.Dispatch:output_type -> toolmesh.dispatcher.v1.DispatchResponse
+	9,  // 54: toolmesh.dispatcher.v1.DispatcherService.DispatchBatch:output_type -> toolmesh.dispatcher.v1.DispatchBatchResponse
+	11, // 55: toolmesh.dispatcher.v1.DispatcherService.Cancel:output_type -> toolmesh.dispatcher.v1.CancelResponse
+	17, // 56: toolmesh.dispatcher.v1.DispatcherService.GetRuntimeStatus:output_type -> toolmesh.dispatcher.v1.GetRuntimeStatusResponse
+	19, // 57: toolmesh.dispatcher.v1.DispatcherService.StartTool:output_type -> toolmesh.dispatcher.v1.StartToolResponse
+	21, // 58: toolmesh.dispatcher.v1.DispatcherService.StopTool:output_type -> toolmesh.dispatcher.v1.StopToolResponse
+	23, // 59: toolmesh.dispatcher.v1.DispatcherService.DispatchToolCalls:output_type -> toolmesh.dispatcher.v1.DispatchToolCallsResponse
+	26, // 60: toolmesh.dispatcher.v1.DispatcherService.ImportMcpServer:output_type -> toolmesh.dispatcher.v1.ImportMcpServerResponse
+	30, // 61: toolmesh.dispatcher.v1.DispatcherService.ListApprovals:output_type -> toolmesh.dispatcher.v1.ListApprovalsResponse
+	32, // 62: toolmesh.dispatcher.v1.DispatcherService.DecideApproval:output_type -> toolmesh.dispatcher.v1.DecideApprovalResponse
+	53, // [53:63] is the sub-list for method output_type
+	43, // [43:53] is the sub-list for method input_type
+	43, // [43:43] is the sub-list for extension type_name
+	43, // [43:43] is the sub-list for extension extendee
+	0,  // [0:43] is the sub-list for field type_name
 }
 
 func init() { file_toolmesh_dispatcher_v1_dispatcher_proto_init() }
@@ -2215,8 +2692,8 @@ func file_toolmesh_dispatcher_v1_dispatcher_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolmesh_dispatcher_v1_dispatcher_proto_rawDesc), len(file_toolmesh_dispatcher_v1_dispatcher_proto_rawDesc)),
-			NumEnums:      5,
-			NumMessages:   24,
+			NumEnums:      6,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

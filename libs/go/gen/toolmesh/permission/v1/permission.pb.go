@@ -241,6 +241,114 @@ func (RateLimitSubject) EnumDescriptor() ([]byte, []int) {
 	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{3}
 }
 
+// BudgetSubject says whose calls a budget counts.
+type BudgetSubject int32
+
+const (
+	BudgetSubject_BUDGET_SUBJECT_UNSPECIFIED BudgetSubject = 0
+	// Calls of one agent id.
+	BudgetSubject_BUDGET_SUBJECT_AGENT BudgetSubject = 1
+	// Calls on behalf of one user id.
+	BudgetSubject_BUDGET_SUBJECT_USER BudgetSubject = 2
+	// Calls an allow grant authorised (the grant is among the decision's matched grants).
+	BudgetSubject_BUDGET_SUBJECT_GRANT BudgetSubject = 3
+)
+
+// Enum value maps for BudgetSubject.
+var (
+	BudgetSubject_name = map[int32]string{
+		0: "BUDGET_SUBJECT_UNSPECIFIED",
+		1: "BUDGET_SUBJECT_AGENT",
+		2: "BUDGET_SUBJECT_USER",
+		3: "BUDGET_SUBJECT_GRANT",
+	}
+	BudgetSubject_value = map[string]int32{
+		"BUDGET_SUBJECT_UNSPECIFIED": 0,
+		"BUDGET_SUBJECT_AGENT":       1,
+		"BUDGET_SUBJECT_USER":        2,
+		"BUDGET_SUBJECT_GRANT":       3,
+	}
+)
+
+func (x BudgetSubject) Enum() *BudgetSubject {
+	p := new(BudgetSubject)
+	*p = x
+	return p
+}
+
+func (x BudgetSubject) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (BudgetSubject) Descriptor() protoreflect.EnumDescriptor {
+	return file_toolmesh_permission_v1_permission_proto_enumTypes[4].Descriptor()
+}
+
+func (BudgetSubject) Type() protoreflect.EnumType {
+	return &file_toolmesh_permission_v1_permission_proto_enumTypes[4]
+}
+
+func (x BudgetSubject) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use BudgetSubject.Descriptor instead.
+func (BudgetSubject) EnumDescriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{4}
+}
+
+// BudgetPeriod is how long a budget lasts before it is whole again (UTC).
+type BudgetPeriod int32
+
+const (
+	BudgetPeriod_BUDGET_PERIOD_UNSPECIFIED BudgetPeriod = 0
+	// From 00:00 UTC to the next.
+	BudgetPeriod_BUDGET_PERIOD_DAY BudgetPeriod = 1
+	// From the first of the month, 00:00 UTC, to the next.
+	BudgetPeriod_BUDGET_PERIOD_MONTH BudgetPeriod = 2
+)
+
+// Enum value maps for BudgetPeriod.
+var (
+	BudgetPeriod_name = map[int32]string{
+		0: "BUDGET_PERIOD_UNSPECIFIED",
+		1: "BUDGET_PERIOD_DAY",
+		2: "BUDGET_PERIOD_MONTH",
+	}
+	BudgetPeriod_value = map[string]int32{
+		"BUDGET_PERIOD_UNSPECIFIED": 0,
+		"BUDGET_PERIOD_DAY":         1,
+		"BUDGET_PERIOD_MONTH":       2,
+	}
+)
+
+func (x BudgetPeriod) Enum() *BudgetPeriod {
+	p := new(BudgetPeriod)
+	*p = x
+	return p
+}
+
+func (x BudgetPeriod) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (BudgetPeriod) Descriptor() protoreflect.EnumDescriptor {
+	return file_toolmesh_permission_v1_permission_proto_enumTypes[5].Descriptor()
+}
+
+func (BudgetPeriod) Type() protoreflect.EnumType {
+	return &file_toolmesh_permission_v1_permission_proto_enumTypes[5]
+}
+
+func (x BudgetPeriod) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use BudgetPeriod.Descriptor instead.
+func (BudgetPeriod) EnumDescriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{5}
+}
+
 // PrincipalRef names who a grant applies to.
 type PrincipalRef struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2116,6 +2224,438 @@ func (x *ListRateLimitsResponse) GetNextPageToken() string {
 	return ""
 }
 
+// BudgetSpec is what an admin writes: how much the calls of one agent, user or grant may cost in
+// a period, counted from the prices of the tools they call (ToolSpec.price) in one currency.
+type BudgetSpec struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Subject BudgetSubject          `protobuf:"varint,1,opt,name=subject,proto3,enum=toolmesh.permission.v1.BudgetSubject" json:"subject,omitempty"`
+	// The agent id, user id or grant id whose calls are counted.
+	Target string       `protobuf:"bytes,2,opt,name=target,proto3" json:"target,omitempty"`
+	Period BudgetPeriod `protobuf:"varint,3,opt,name=period,proto3,enum=toolmesh.permission.v1.BudgetPeriod" json:"period,omitempty"`
+	// The currency it counts; calls of tools priced in another currency do not count against it.
+	Currency string `protobuf:"bytes,4,opt,name=currency,proto3" json:"currency,omitempty"`
+	// The budget for each period, in millionths of the currency; at least 1.
+	LimitMicros uint64 `protobuf:"varint,5,opt,name=limit_micros,json=limitMicros,proto3" json:"limit_micros,omitempty"`
+	// Why the budget exists.
+	Description   string `protobuf:"bytes,6,opt,name=description,proto3" json:"description,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BudgetSpec) Reset() {
+	*x = BudgetSpec{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BudgetSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BudgetSpec) ProtoMessage() {}
+
+func (x *BudgetSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BudgetSpec.ProtoReflect.Descriptor instead.
+func (*BudgetSpec) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *BudgetSpec) GetSubject() BudgetSubject {
+	if x != nil {
+		return x.Subject
+	}
+	return BudgetSubject_BUDGET_SUBJECT_UNSPECIFIED
+}
+
+func (x *BudgetSpec) GetTarget() string {
+	if x != nil {
+		return x.Target
+	}
+	return ""
+}
+
+func (x *BudgetSpec) GetPeriod() BudgetPeriod {
+	if x != nil {
+		return x.Period
+	}
+	return BudgetPeriod_BUDGET_PERIOD_UNSPECIFIED
+}
+
+func (x *BudgetSpec) GetCurrency() string {
+	if x != nil {
+		return x.Currency
+	}
+	return ""
+}
+
+func (x *BudgetSpec) GetLimitMicros() uint64 {
+	if x != nil {
+		return x.LimitMicros
+	}
+	return 0
+}
+
+func (x *BudgetSpec) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+// Budget is a stored budget, under `budgets.<id>` of the `toolmesh-permission` bucket.
+type Budget struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// `<subject>.<target>.<period>`, for example `agent.planner.day`; derived from the spec.
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Spec          *BudgetSpec            `protobuf:"bytes,2,opt,name=spec,proto3" json:"spec,omitempty"`
+	UpdatedBy     string                 `protobuf:"bytes,3,opt,name=updated_by,json=updatedBy,proto3" json:"updated_by,omitempty"`
+	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Budget) Reset() {
+	*x = Budget{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Budget) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Budget) ProtoMessage() {}
+
+func (x *Budget) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Budget.ProtoReflect.Descriptor instead.
+func (*Budget) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *Budget) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Budget) GetSpec() *BudgetSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+func (x *Budget) GetUpdatedBy() string {
+	if x != nil {
+		return x.UpdatedBy
+	}
+	return ""
+}
+
+func (x *Budget) GetUpdatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdatedAt
+	}
+	return nil
+}
+
+type PutBudgetRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Budget        *BudgetSpec            `protobuf:"bytes,1,opt,name=budget,proto3" json:"budget,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutBudgetRequest) Reset() {
+	*x = PutBudgetRequest{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutBudgetRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutBudgetRequest) ProtoMessage() {}
+
+func (x *PutBudgetRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutBudgetRequest.ProtoReflect.Descriptor instead.
+func (*PutBudgetRequest) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *PutBudgetRequest) GetBudget() *BudgetSpec {
+	if x != nil {
+		return x.Budget
+	}
+	return nil
+}
+
+type PutBudgetResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Budget        *Budget                `protobuf:"bytes,1,opt,name=budget,proto3" json:"budget,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutBudgetResponse) Reset() {
+	*x = PutBudgetResponse{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutBudgetResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutBudgetResponse) ProtoMessage() {}
+
+func (x *PutBudgetResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutBudgetResponse.ProtoReflect.Descriptor instead.
+func (*PutBudgetResponse) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *PutBudgetResponse) GetBudget() *Budget {
+	if x != nil {
+		return x.Budget
+	}
+	return nil
+}
+
+type DeleteBudgetRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteBudgetRequest) Reset() {
+	*x = DeleteBudgetRequest{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteBudgetRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteBudgetRequest) ProtoMessage() {}
+
+func (x *DeleteBudgetRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteBudgetRequest.ProtoReflect.Descriptor instead.
+func (*DeleteBudgetRequest) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *DeleteBudgetRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type DeleteBudgetResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteBudgetResponse) Reset() {
+	*x = DeleteBudgetResponse{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteBudgetResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteBudgetResponse) ProtoMessage() {}
+
+func (x *DeleteBudgetResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteBudgetResponse.ProtoReflect.Descriptor instead.
+func (*DeleteBudgetResponse) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{36}
+}
+
+type ListBudgetsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	PageSize      uint32                 `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	PageToken     string                 `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListBudgetsRequest) Reset() {
+	*x = ListBudgetsRequest{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListBudgetsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListBudgetsRequest) ProtoMessage() {}
+
+func (x *ListBudgetsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListBudgetsRequest.ProtoReflect.Descriptor instead.
+func (*ListBudgetsRequest) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *ListBudgetsRequest) GetPageSize() uint32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListBudgetsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+type ListBudgetsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Budgets       []*Budget              `protobuf:"bytes,1,rep,name=budgets,proto3" json:"budgets,omitempty"`
+	NextPageToken string                 `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListBudgetsResponse) Reset() {
+	*x = ListBudgetsResponse{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListBudgetsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListBudgetsResponse) ProtoMessage() {}
+
+func (x *ListBudgetsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListBudgetsResponse.ProtoReflect.Descriptor instead.
+func (*ListBudgetsResponse) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *ListBudgetsResponse) GetBudgets() []*Budget {
+	if x != nil {
+		return x.Budgets
+	}
+	return nil
+}
+
+func (x *ListBudgetsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
 var File_toolmesh_permission_v1_permission_proto protoreflect.FileDescriptor
 
 const file_toolmesh_permission_v1_permission_proto_rawDesc = "" +
@@ -2253,6 +2793,35 @@ const file_toolmesh_permission_v1_permission_proto_rawDesc = "" +
 	"page_token\x18\x02 \x01(\tR\tpageToken\"{\n" +
 	"\x16ListRateLimitsResponse\x129\n" +
 	"\x06limits\x18\x01 \x03(\v2!.toolmesh.permission.v1.RateLimitR\x06limits\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x84\x02\n" +
+	"\n" +
+	"BudgetSpec\x12?\n" +
+	"\asubject\x18\x01 \x01(\x0e2%.toolmesh.permission.v1.BudgetSubjectR\asubject\x12\x16\n" +
+	"\x06target\x18\x02 \x01(\tR\x06target\x12<\n" +
+	"\x06period\x18\x03 \x01(\x0e2$.toolmesh.permission.v1.BudgetPeriodR\x06period\x12\x1a\n" +
+	"\bcurrency\x18\x04 \x01(\tR\bcurrency\x12!\n" +
+	"\flimit_micros\x18\x05 \x01(\x04R\vlimitMicros\x12 \n" +
+	"\vdescription\x18\x06 \x01(\tR\vdescription\"\xaa\x01\n" +
+	"\x06Budget\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x126\n" +
+	"\x04spec\x18\x02 \x01(\v2\".toolmesh.permission.v1.BudgetSpecR\x04spec\x12\x1d\n" +
+	"\n" +
+	"updated_by\x18\x03 \x01(\tR\tupdatedBy\x129\n" +
+	"\n" +
+	"updated_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"N\n" +
+	"\x10PutBudgetRequest\x12:\n" +
+	"\x06budget\x18\x01 \x01(\v2\".toolmesh.permission.v1.BudgetSpecR\x06budget\"K\n" +
+	"\x11PutBudgetResponse\x126\n" +
+	"\x06budget\x18\x01 \x01(\v2\x1e.toolmesh.permission.v1.BudgetR\x06budget\"%\n" +
+	"\x13DeleteBudgetRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"\x16\n" +
+	"\x14DeleteBudgetResponse\"P\n" +
+	"\x12ListBudgetsRequest\x12\x1b\n" +
+	"\tpage_size\x18\x01 \x01(\rR\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x02 \x01(\tR\tpageToken\"w\n" +
+	"\x13ListBudgetsResponse\x128\n" +
+	"\abudgets\x18\x01 \x03(\v2\x1e.toolmesh.permission.v1.BudgetR\abudgets\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken*{\n" +
 	"\rPrincipalKind\x12\x1e\n" +
 	"\x1aPRINCIPAL_KIND_UNSPECIFIED\x10\x00\x12\x18\n" +
@@ -2273,7 +2842,16 @@ const file_toolmesh_permission_v1_permission_proto_rawDesc = "" +
 	"\x18RATE_LIMIT_SUBJECT_AGENT\x10\x01\x12\x1b\n" +
 	"\x17RATE_LIMIT_SUBJECT_USER\x10\x02\x12\x1b\n" +
 	"\x17RATE_LIMIT_SUBJECT_TOOL\x10\x03\x12\x1c\n" +
-	"\x18RATE_LIMIT_SUBJECT_GRANT\x10\x042\xf3\b\n" +
+	"\x18RATE_LIMIT_SUBJECT_GRANT\x10\x04*|\n" +
+	"\rBudgetSubject\x12\x1e\n" +
+	"\x1aBUDGET_SUBJECT_UNSPECIFIED\x10\x00\x12\x18\n" +
+	"\x14BUDGET_SUBJECT_AGENT\x10\x01\x12\x17\n" +
+	"\x13BUDGET_SUBJECT_USER\x10\x02\x12\x18\n" +
+	"\x14BUDGET_SUBJECT_GRANT\x10\x03*]\n" +
+	"\fBudgetPeriod\x12\x1d\n" +
+	"\x19BUDGET_PERIOD_UNSPECIFIED\x10\x00\x12\x15\n" +
+	"\x11BUDGET_PERIOD_DAY\x10\x01\x12\x17\n" +
+	"\x13BUDGET_PERIOD_MONTH\x10\x022\xa8\v\n" +
 	"\x11PermissionService\x12T\n" +
 	"\x05Grant\x12$.toolmesh.permission.v1.GrantRequest\x1a%.toolmesh.permission.v1.GrantResponse\x12W\n" +
 	"\x06Revoke\x12%.toolmesh.permission.v1.RevokeRequest\x1a&.toolmesh.permission.v1.RevokeResponse\x12f\n" +
@@ -2286,7 +2864,10 @@ const file_toolmesh_permission_v1_permission_proto_rawDesc = "" +
 	"\vListApiKeys\x12*.toolmesh.permission.v1.ListApiKeysRequest\x1a+.toolmesh.permission.v1.ListApiKeysResponse\x12i\n" +
 	"\fPutRateLimit\x12+.toolmesh.permission.v1.PutRateLimitRequest\x1a,.toolmesh.permission.v1.PutRateLimitResponse\x12r\n" +
 	"\x0fDeleteRateLimit\x12..toolmesh.permission.v1.DeleteRateLimitRequest\x1a/.toolmesh.permission.v1.DeleteRateLimitResponse\x12o\n" +
-	"\x0eListRateLimits\x12-.toolmesh.permission.v1.ListRateLimitsRequest\x1a..toolmesh.permission.v1.ListRateLimitsResponseB\xe0\x01\n" +
+	"\x0eListRateLimits\x12-.toolmesh.permission.v1.ListRateLimitsRequest\x1a..toolmesh.permission.v1.ListRateLimitsResponse\x12`\n" +
+	"\tPutBudget\x12(.toolmesh.permission.v1.PutBudgetRequest\x1a).toolmesh.permission.v1.PutBudgetResponse\x12i\n" +
+	"\fDeleteBudget\x12+.toolmesh.permission.v1.DeleteBudgetRequest\x1a,.toolmesh.permission.v1.DeleteBudgetResponse\x12f\n" +
+	"\vListBudgets\x12*.toolmesh.permission.v1.ListBudgetsRequest\x1a+.toolmesh.permission.v1.ListBudgetsResponseB\xe0\x01\n" +
 	"\x1acom.toolmesh.permission.v1B\x0fPermissionProtoP\x01Z7toolmesh.dev/go/gen/toolmesh/permission/v1;permissionv1\xa2\x02\x03TPX\xaa\x02\x16Toolmesh.Permission.V1\xca\x02\x16Toolmesh\\Permission\\V1\xe2\x02\"Toolmesh\\Permission\\V1\\GPBMetadata\xea\x02\x18Toolmesh::Permission::V1b\x06proto3"
 
 var (
@@ -2301,102 +2882,125 @@ func file_toolmesh_permission_v1_permission_proto_rawDescGZIP() []byte {
 	return file_toolmesh_permission_v1_permission_proto_rawDescData
 }
 
-var file_toolmesh_permission_v1_permission_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_toolmesh_permission_v1_permission_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
+var file_toolmesh_permission_v1_permission_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
+var file_toolmesh_permission_v1_permission_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_toolmesh_permission_v1_permission_proto_goTypes = []any{
 	(PrincipalKind)(0),              // 0: toolmesh.permission.v1.PrincipalKind
 	(ResourceKind)(0),               // 1: toolmesh.permission.v1.ResourceKind
 	(Effect)(0),                     // 2: toolmesh.permission.v1.Effect
 	(RateLimitSubject)(0),           // 3: toolmesh.permission.v1.RateLimitSubject
-	(*PrincipalRef)(nil),            // 4: toolmesh.permission.v1.PrincipalRef
-	(*Resource)(nil),                // 5: toolmesh.permission.v1.Resource
-	(*GrantSpec)(nil),               // 6: toolmesh.permission.v1.GrantSpec
-	(*Grant)(nil),                   // 7: toolmesh.permission.v1.Grant
-	(*GrantRequest)(nil),            // 8: toolmesh.permission.v1.GrantRequest
-	(*GrantResponse)(nil),           // 9: toolmesh.permission.v1.GrantResponse
-	(*RevokeRequest)(nil),           // 10: toolmesh.permission.v1.RevokeRequest
-	(*RevokeResponse)(nil),          // 11: toolmesh.permission.v1.RevokeResponse
-	(*UpdateGrantRequest)(nil),      // 12: toolmesh.permission.v1.UpdateGrantRequest
-	(*UpdateGrantResponse)(nil),     // 13: toolmesh.permission.v1.UpdateGrantResponse
-	(*ListGrantsRequest)(nil),       // 14: toolmesh.permission.v1.ListGrantsRequest
-	(*ListGrantsResponse)(nil),      // 15: toolmesh.permission.v1.ListGrantsResponse
-	(*CheckRequest)(nil),            // 16: toolmesh.permission.v1.CheckRequest
-	(*Decision)(nil),                // 17: toolmesh.permission.v1.Decision
-	(*CheckResponse)(nil),           // 18: toolmesh.permission.v1.CheckResponse
-	(*ApiKey)(nil),                  // 19: toolmesh.permission.v1.ApiKey
-	(*CreateApiKeyRequest)(nil),     // 20: toolmesh.permission.v1.CreateApiKeyRequest
-	(*CreateApiKeyResponse)(nil),    // 21: toolmesh.permission.v1.CreateApiKeyResponse
-	(*RevokeApiKeyRequest)(nil),     // 22: toolmesh.permission.v1.RevokeApiKeyRequest
-	(*RevokeApiKeyResponse)(nil),    // 23: toolmesh.permission.v1.RevokeApiKeyResponse
-	(*ListApiKeysRequest)(nil),      // 24: toolmesh.permission.v1.ListApiKeysRequest
-	(*ListApiKeysResponse)(nil),     // 25: toolmesh.permission.v1.ListApiKeysResponse
-	(*ApiKeyRecord)(nil),            // 26: toolmesh.permission.v1.ApiKeyRecord
-	(*RateLimitSpec)(nil),           // 27: toolmesh.permission.v1.RateLimitSpec
-	(*RateLimit)(nil),               // 28: toolmesh.permission.v1.RateLimit
-	(*PutRateLimitRequest)(nil),     // 29: toolmesh.permission.v1.PutRateLimitRequest
-	(*PutRateLimitResponse)(nil),    // 30: toolmesh.permission.v1.PutRateLimitResponse
-	(*DeleteRateLimitRequest)(nil),  // 31: toolmesh.permission.v1.DeleteRateLimitRequest
-	(*DeleteRateLimitResponse)(nil), // 32: toolmesh.permission.v1.DeleteRateLimitResponse
-	(*ListRateLimitsRequest)(nil),   // 33: toolmesh.permission.v1.ListRateLimitsRequest
-	(*ListRateLimitsResponse)(nil),  // 34: toolmesh.permission.v1.ListRateLimitsResponse
-	(*timestamppb.Timestamp)(nil),   // 35: google.protobuf.Timestamp
+	(BudgetSubject)(0),              // 4: toolmesh.permission.v1.BudgetSubject
+	(BudgetPeriod)(0),               // 5: toolmesh.permission.v1.BudgetPeriod
+	(*PrincipalRef)(nil),            // 6: toolmesh.permission.v1.PrincipalRef
+	(*Resource)(nil),                // 7: toolmesh.permission.v1.Resource
+	(*GrantSpec)(nil),               // 8: toolmesh.permission.v1.GrantSpec
+	(*Grant)(nil),                   // 9: toolmesh.permission.v1.Grant
+	(*GrantRequest)(nil),            // 10: toolmesh.permission.v1.GrantRequest
+	(*GrantResponse)(nil),           // 11: toolmesh.permission.v1.GrantResponse
+	(*RevokeRequest)(nil),           // 12: toolmesh.permission.v1.RevokeRequest
+	(*RevokeResponse)(nil),          // 13: toolmesh.permission.v1.RevokeResponse
+	(*UpdateGrantRequest)(nil),      // 14: toolmesh.permission.v1.UpdateGrantRequest
+	(*UpdateGrantResponse)(nil),     // 15: toolmesh.permission.v1.UpdateGrantResponse
+	(*ListGrantsRequest)(nil),       // 16: toolmesh.permission.v1.ListGrantsRequest
+	(*ListGrantsResponse)(nil),      // 17: toolmesh.permission.v1.ListGrantsResponse
+	(*CheckRequest)(nil),            // 18: toolmesh.permission.v1.CheckRequest
+	(*Decision)(nil),                // 19: toolmesh.permission.v1.Decision
+	(*CheckResponse)(nil),           // 20: toolmesh.permission.v1.CheckResponse
+	(*ApiKey)(nil),                  // 21: toolmesh.permission.v1.ApiKey
+	(*CreateApiKeyRequest)(nil),     // 22: toolmesh.permission.v1.CreateApiKeyRequest
+	(*CreateApiKeyResponse)(nil),    // 23: toolmesh.permission.v1.CreateApiKeyResponse
+	(*RevokeApiKeyRequest)(nil),     // 24: toolmesh.permission.v1.RevokeApiKeyRequest
+	(*RevokeApiKeyResponse)(nil),    // 25: toolmesh.permission.v1.RevokeApiKeyResponse
+	(*ListApiKeysRequest)(nil),      // 26: toolmesh.permission.v1.ListApiKeysRequest
+	(*ListApiKeysResponse)(nil),     // 27: toolmesh.permission.v1.ListApiKeysResponse
+	(*ApiKeyRecord)(nil),            // 28: toolmesh.permission.v1.ApiKeyRecord
+	(*RateLimitSpec)(nil),           // 29: toolmesh.permission.v1.RateLimitSpec
+	(*RateLimit)(nil),               // 30: toolmesh.permission.v1.RateLimit
+	(*PutRateLimitRequest)(nil),     // 31: toolmesh.permission.v1.PutRateLimitRequest
+	(*PutRateLimitResponse)(nil),    // 32: toolmesh.permission.v1.PutRateLimitResponse
+	(*DeleteRateLimitRequest)(nil),  // 33: toolmesh.permission.v1.DeleteRateLimitRequest
+	(*DeleteRateLimitResponse)(nil), // 34: toolmesh.permission.v1.DeleteRateLimitResponse
+	(*ListRateLimitsRequest)(nil),   // 35: toolmesh.permission.v1.ListRateLimitsRequest
+	(*ListRateLimitsResponse)(nil),  // 36: toolmesh.permission.v1.ListRateLimitsResponse
+	(*BudgetSpec)(nil),              // 37: toolmesh.permission.v1.BudgetSpec
+	(*Budget)(nil),                  // 38: toolmesh.permission.v1.Budget
+	(*PutBudgetRequest)(nil),        // 39: toolmesh.permission.v1.PutBudgetRequest
+	(*PutBudgetResponse)(nil),       // 40: toolmesh.permission.v1.PutBudgetResponse
+	(*DeleteBudgetRequest)(nil),     // 41: toolmesh.permission.v1.DeleteBudgetRequest
+	(*DeleteBudgetResponse)(nil),    // 42: toolmesh.permission.v1.DeleteBudgetResponse
+	(*ListBudgetsRequest)(nil),      // 43: toolmesh.permission.v1.ListBudgetsRequest
+	(*ListBudgetsResponse)(nil),     // 44: toolmesh.permission.v1.ListBudgetsResponse
+	(*timestamppb.Timestamp)(nil),   // 45: google.protobuf.Timestamp
 }
 var file_toolmesh_permission_v1_permission_proto_depIdxs = []int32{
 	0,  // 0: toolmesh.permission.v1.PrincipalRef.kind:type_name -> toolmesh.permission.v1.PrincipalKind
 	1,  // 1: toolmesh.permission.v1.Resource.kind:type_name -> toolmesh.permission.v1.ResourceKind
-	4,  // 2: toolmesh.permission.v1.GrantSpec.principal:type_name -> toolmesh.permission.v1.PrincipalRef
-	5,  // 3: toolmesh.permission.v1.GrantSpec.resource:type_name -> toolmesh.permission.v1.Resource
+	6,  // 2: toolmesh.permission.v1.GrantSpec.principal:type_name -> toolmesh.permission.v1.PrincipalRef
+	7,  // 3: toolmesh.permission.v1.GrantSpec.resource:type_name -> toolmesh.permission.v1.Resource
 	2,  // 4: toolmesh.permission.v1.GrantSpec.effect:type_name -> toolmesh.permission.v1.Effect
-	35, // 5: toolmesh.permission.v1.GrantSpec.expires_at:type_name -> google.protobuf.Timestamp
-	6,  // 6: toolmesh.permission.v1.Grant.spec:type_name -> toolmesh.permission.v1.GrantSpec
-	35, // 7: toolmesh.permission.v1.Grant.created_at:type_name -> google.protobuf.Timestamp
-	35, // 8: toolmesh.permission.v1.Grant.updated_at:type_name -> google.protobuf.Timestamp
-	6,  // 9: toolmesh.permission.v1.GrantRequest.grant:type_name -> toolmesh.permission.v1.GrantSpec
-	7,  // 10: toolmesh.permission.v1.GrantResponse.grant:type_name -> toolmesh.permission.v1.Grant
-	6,  // 11: toolmesh.permission.v1.UpdateGrantRequest.grant:type_name -> toolmesh.permission.v1.GrantSpec
-	7,  // 12: toolmesh.permission.v1.UpdateGrantResponse.grant:type_name -> toolmesh.permission.v1.Grant
-	4,  // 13: toolmesh.permission.v1.ListGrantsRequest.principal:type_name -> toolmesh.permission.v1.PrincipalRef
-	7,  // 14: toolmesh.permission.v1.ListGrantsResponse.grants:type_name -> toolmesh.permission.v1.Grant
-	17, // 15: toolmesh.permission.v1.CheckResponse.decision:type_name -> toolmesh.permission.v1.Decision
-	35, // 16: toolmesh.permission.v1.ApiKey.created_at:type_name -> google.protobuf.Timestamp
-	35, // 17: toolmesh.permission.v1.ApiKey.expires_at:type_name -> google.protobuf.Timestamp
-	35, // 18: toolmesh.permission.v1.CreateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
-	19, // 19: toolmesh.permission.v1.CreateApiKeyResponse.api_key:type_name -> toolmesh.permission.v1.ApiKey
-	19, // 20: toolmesh.permission.v1.ListApiKeysResponse.api_keys:type_name -> toolmesh.permission.v1.ApiKey
-	19, // 21: toolmesh.permission.v1.ApiKeyRecord.api_key:type_name -> toolmesh.permission.v1.ApiKey
+	45, // 5: toolmesh.permission.v1.GrantSpec.expires_at:type_name -> google.protobuf.Timestamp
+	8,  // 6: toolmesh.permission.v1.Grant.spec:type_name -> toolmesh.permission.v1.GrantSpec
+	45, // 7: toolmesh.permission.v1.Grant.created_at:type_name -> google.protobuf.Timestamp
+	45, // 8: toolmesh.permission.v1.Grant.updated_at:type_name -> google.protobuf.Timestamp
+	8,  // 9: toolmesh.permission.v1.GrantRequest.grant:type_name -> toolmesh.permission.v1.GrantSpec
+	9,  // 10: toolmesh.permission.v1.GrantResponse.grant:type_name -> toolmesh.permission.v1.Grant
+	8,  // 11: toolmesh.permission.v1.UpdateGrantRequest.grant:type_name -> toolmesh.permission.v1.GrantSpec
+	9,  // 12: toolmesh.permission.v1.UpdateGrantResponse.grant:type_name -> toolmesh.permission.v1.Grant
+	6,  // 13: toolmesh.permission.v1.ListGrantsRequest.principal:type_name -> toolmesh.permission.v1.PrincipalRef
+	9,  // 14: toolmesh.permission.v1.ListGrantsResponse.grants:type_name -> toolmesh.permission.v1.Grant
+	19, // 15: toolmesh.permission.v1.CheckResponse.decision:type_name -> toolmesh.permission.v1.Decision
+	45, // 16: toolmesh.permission.v1.ApiKey.created_at:type_name -> google.protobuf.Timestamp
+	45, // 17: toolmesh.permission.v1.ApiKey.expires_at:type_name -> google.protobuf.Timestamp
+	45, // 18: toolmesh.permission.v1.CreateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
+	21, // 19: toolmesh.permission.v1.CreateApiKeyResponse.api_key:type_name -> toolmesh.permission.v1.ApiKey
+	21, // 20: toolmesh.permission.v1.ListApiKeysResponse.api_keys:type_name -> toolmesh.permission.v1.ApiKey
+	21, // 21: toolmesh.permission.v1.ApiKeyRecord.api_key:type_name -> toolmesh.permission.v1.ApiKey
 	3,  // 22: toolmesh.permission.v1.RateLimitSpec.subject:type_name -> toolmesh.permission.v1.RateLimitSubject
-	27, // 23: toolmesh.permission.v1.RateLimit.spec:type_name -> toolmesh.permission.v1.RateLimitSpec
-	35, // 24: toolmesh.permission.v1.RateLimit.updated_at:type_name -> google.protobuf.Timestamp
-	27, // 25: toolmesh.permission.v1.PutRateLimitRequest.limit:type_name -> toolmesh.permission.v1.RateLimitSpec
-	28, // 26: toolmesh.permission.v1.PutRateLimitResponse.limit:type_name -> toolmesh.permission.v1.RateLimit
-	28, // 27: toolmesh.permission.v1.ListRateLimitsResponse.limits:type_name -> toolmesh.permission.v1.RateLimit
-	8,  // 28: toolmesh.permission.v1.PermissionService.Grant:input_type -> toolmesh.permission.v1.GrantRequest
-	10, // 29: toolmesh.permission.v1.PermissionService.Revoke:input_type -> toolmesh.permission.v1.RevokeRequest
-	12, // 30: toolmesh.permission.v1.PermissionService.UpdateGrant:input_type -> toolmesh.permission.v1.UpdateGrantRequest
-	14, // 31: toolmesh.permission.v1.PermissionService.ListGrants:input_type -> toolmesh.permission.v1.ListGrantsRequest
-	16, // 32: toolmesh.permission.v1.PermissionService.Check:input_type -> toolmesh.permission.v1.CheckRequest
-	20, // 33: toolmesh.permission.v1.PermissionService.CreateApiKey:input_type -> toolmesh.permission.v1.CreateApiKeyRequest
-	22, // 34: toolmesh.permission.v1.PermissionService.RevokeApiKey:input_type -> toolmesh.permission.v1.RevokeApiKeyRequest
-	24, // 35: toolmesh.permission.v1.PermissionService.ListApiKeys:input_type -> toolmesh.permission.v1.ListApiKeysRequest
-	29, // 36: toolmesh.permission.v1.PermissionService.PutRateLimit:input_type -> toolmesh.permission.v1.PutRateLimitRequest
-	31, // 37: toolmesh.permission.v1.PermissionService.DeleteRateLimit:input_type -> toolmesh.permission.v1.DeleteRateLimitRequest
-	33, // 38: toolmesh.permission.v1.PermissionService.ListRateLimits:input_type -> toolmesh.permission.v1.ListRateLimitsRequest
-	9,  // 39: toolmesh.permission.v1.PermissionService.Grant:output_type -> toolmesh.permission.v1.GrantResponse
-	11, // 40: toolmesh.permission.v1.PermissionService.Revoke:output_type -> toolmesh.permission.v1.RevokeResponse
-	13, // 41: toolmesh.permission.v1.PermissionService.UpdateGrant:output_type -> toolmesh.permission.v1.UpdateGrantResponse
-	15, // 42: toolmesh.permission.v1.PermissionService.ListGrants:output_type -> toolmesh.permission.v1.ListGrantsResponse
-	18, // 43: toolmesh.permission.v1.PermissionService.Check:output_type -> toolmesh.permission.v1.CheckResponse
-	21, // 44: toolmesh.permission.v1.PermissionService.CreateApiKey:output_type -> toolmesh.permission.v1.CreateApiKeyResponse
-	23, // 45: toolmesh.permission.v1.PermissionService.RevokeApiKey:output_type -> toolmesh.permission.v1.RevokeApiKeyResponse
-	25, // 46: toolmesh.permission.v1.PermissionService.ListApiKeys:output_type -> toolmesh.permission.v1.ListApiKeysResponse
-	30, // 47: toolmesh.permission.v1.PermissionService.PutRateLimit:output_type -> toolmesh.permission.v1.PutRateLimitResponse
-	32, // 48: toolmesh.permission.v1.PermissionService.DeleteRateLimit:output_type -> toolmesh.permission.v1.DeleteRateLimitResponse
-	34, // 49: toolmesh.permission.v1.PermissionService.ListRateLimits:output_type -> toolmesh.permission.v1.ListRateLimitsResponse
-	39, // [39:50] is the sub-list for method output_type
-	28, // [28:39] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	29, // 23: toolmesh.permission.v1.RateLimit.spec:type_name -> toolmesh.permission.v1.RateLimitSpec
+	45, // 24: toolmesh.permission.v1.RateLimit.updated_at:type_name -> google.protobuf.Timestamp
+	29, // 25: toolmesh.permission.v1.PutRateLimitRequest.limit:type_name -> toolmesh.permission.v1.RateLimitSpec
+	30, // 26: toolmesh.permission.v1.PutRateLimitResponse.limit:type_name -> toolmesh.permission.v1.RateLimit
+	30, // 27: toolmesh.permission.v1.ListRateLimitsResponse.limits:type_name -> toolmesh.permission.v1.RateLimit
+	4,  // 28: toolmesh.permission.v1.BudgetSpec.subject:type_name -> toolmesh.permission.v1.BudgetSubject
+	5,  // 29: toolmesh.permission.v1.BudgetSpec.period:type_name -> toolmesh.permission.v1.BudgetPeriod
+	37, // 30: toolmesh.permission.v1.Budget.spec:type_name -> toolmesh.permission.v1.BudgetSpec
+	45, // 31: toolmesh.permission.v1.Budget.updated_at:type_name -> google.protobuf.Timestamp
+	37, // 32: toolmesh.permission.v1.PutBudgetRequest.budget:type_name -> toolmesh.permission.v1.BudgetSpec
+	38, // 33: toolmesh.permission.v1.PutBudgetResponse.budget:type_name -> toolmesh.permission.v1.Budget
+	38, // 34: toolmesh.permission.v1.ListBudgetsResponse.budgets:type_name -> toolmesh.permission.v1.Budget
+	10, // 35: toolmesh.permission.v1.PermissionService.Grant:input_type -> toolmesh.permission.v1.GrantRequest
+	12, // 36: toolmesh.permission.v1.PermissionService.Revoke:input_type -> toolmesh.permission.v1.RevokeRequest
+	14, // 37: toolmesh.permission.v1.PermissionService.UpdateGrant:input_type -> toolmesh.permission.v1.UpdateGrantRequest
+	16, // 38: toolmesh.permission.v1.PermissionService.ListGrants:input_type -> toolmesh.permission.v1.ListGrantsRequest
+	18, // 39: toolmesh.permission.v1.PermissionService.Check:input_type -> toolmesh.permission.v1.CheckRequest
+	22, // 40: toolmesh.permission.v1.PermissionService.CreateApiKey:input_type -> toolmesh.permission.v1.CreateApiKeyRequest
+	24, // 41: toolmesh.permission.v1.PermissionService.RevokeApiKey:input_type -> toolmesh.permission.v1.RevokeApiKeyRequest
+	26, // 42: toolmesh.permission.v1.PermissionService.ListApiKeys:input_type -> toolmesh.permission.v1.ListApiKeysRequest
+	31, // 43: toolmesh.permission.v1.PermissionService.PutRateLimit:input_type -> toolmesh.permission.v1.PutRateLimitRequest
+	33, // 44: toolmesh.permission.v1.PermissionService.DeleteRateLimit:input_type -> toolmesh.permission.v1.DeleteRateLimitRequest
+	35, // 45: toolmesh.permission.v1.PermissionService.ListRateLimits:input_type -> toolmesh.permission.v1.ListRateLimitsRequest
+	39, // 46: toolmesh.permission.v1.PermissionService.PutBudget:input_type -> toolmesh.permission.v1.PutBudgetRequest
+	41, // 47: toolmesh.permission.v1.PermissionService.DeleteBudget:input_type -> toolmesh.permission.v1.DeleteBudgetRequest
+	43, // 48: toolmesh.permission.v1.PermissionService.ListBudgets:input_type -> toolmesh.permission.v1.ListBudgetsRequest
+	11, // 49: toolmesh.permission.v1.PermissionService.Grant:output_type -> toolmesh.permission.v1.GrantResponse
+	13, // 50: toolmesh.permission.v1.PermissionService.Revoke:output_type -> toolmesh.permission.v1.RevokeResponse
+	15, // 51: toolmesh.permission.v1.PermissionService.UpdateGrant:output_type -> toolmesh.permission.v1.UpdateGrantResponse
+	17, // 52: toolmesh.permission.v1.PermissionService.ListGrants:output_type -> toolmesh.permission.v1.ListGrantsResponse
+	20, // 53: toolmesh.permission.v1.PermissionService.Check:output_type -> toolmesh.permission.v1.CheckResponse
+	23, // 54: toolmesh.permission.v1.PermissionService.CreateApiKey:output_type -> toolmesh.permission.v1.CreateApiKeyResponse
+	25, // 55: toolmesh.permission.v1.PermissionService.RevokeApiKey:output_type -> toolmesh.permission.v1.RevokeApiKeyResponse
+	27, // 56: toolmesh.permission.v1.PermissionService.ListApiKeys:output_type -> toolmesh.permission.v1.ListApiKeysResponse
+	32, // 57: toolmesh.permission.v1.PermissionService.PutRateLimit:output_type -> toolmesh.permission.v1.PutRateLimitResponse
+	34, // 58: toolmesh.permission.v1.PermissionService.DeleteRateLimit:output_type -> toolmesh.permission.v1.DeleteRateLimitResponse
+	36, // 59: toolmesh.permission.v1.PermissionService.ListRateLimits:output_type -> toolmesh.permission.v1.ListRateLimitsResponse
+	40, // 60: toolmesh.permission.v1.PermissionService.PutBudget:output_type -> toolmesh.permission.v1.PutBudgetResponse
+	42, // 61: toolmesh.permission.v1.PermissionService.DeleteBudget:output_type -> toolmesh.permission.v1.DeleteBudgetResponse
+	44, // 62: toolmesh.permission.v1.PermissionService.ListBudgets:output_type -> toolmesh.permission.v1.ListBudgetsResponse
+	49, // [49:63] is the sub-list for method output_type
+	35, // [35:49] is the sub-list for method input_type
+	35, // [35:35] is the sub-list for extension type_name
+	35, // [35:35] is the sub-list for extension extendee
+	0,  // [0:35] is the sub-list for field type_name
 }
 
 func init() { file_toolmesh_permission_v1_permission_proto_init() }
@@ -2409,8 +3013,8 @@ func file_toolmesh_permission_v1_permission_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolmesh_permission_v1_permission_proto_rawDesc), len(file_toolmesh_permission_v1_permission_proto_rawDesc)),
-			NumEnums:      4,
-			NumMessages:   31,
+			NumEnums:      6,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -30,6 +30,9 @@ const (
 	PermissionService_PutRateLimit_FullMethodName    = "/toolmesh.permission.v1.PermissionService/PutRateLimit"
 	PermissionService_DeleteRateLimit_FullMethodName = "/toolmesh.permission.v1.PermissionService/DeleteRateLimit"
 	PermissionService_ListRateLimits_FullMethodName  = "/toolmesh.permission.v1.PermissionService/ListRateLimits"
+	PermissionService_PutBudget_FullMethodName       = "/toolmesh.permission.v1.PermissionService/PutBudget"
+	PermissionService_DeleteBudget_FullMethodName    = "/toolmesh.permission.v1.PermissionService/DeleteBudget"
+	PermissionService_ListBudgets_FullMethodName     = "/toolmesh.permission.v1.PermissionService/ListBudgets"
 )
 
 // PermissionServiceClient is the client API for PermissionService service.
@@ -74,6 +77,16 @@ type PermissionServiceClient interface {
 	// ListRateLimits lists rate limits by id. Fails with INVALID_ARGUMENT (bad page token),
 	// UNAUTHENTICATED, PERMISSION_DENIED.
 	ListRateLimits(ctx context.Context, in *ListRateLimitsRequest, opts ...grpc.CallOption) (*ListRateLimitsResponse, error)
+	// PutBudget creates or replaces the budget of one agent, user or grant for a day or a month;
+	// the Dispatcher refuses a call that would exceed it within a second. Fails with
+	// INVALID_ARGUMENT, RESOURCE_EXHAUSTED (too many budgets), UNAUTHENTICATED, PERMISSION_DENIED.
+	PutBudget(ctx context.Context, in *PutBudgetRequest, opts ...grpc.CallOption) (*PutBudgetResponse, error)
+	// DeleteBudget removes a budget. Fails with INVALID_ARGUMENT, NOT_FOUND, UNAUTHENTICATED,
+	// PERMISSION_DENIED.
+	DeleteBudget(ctx context.Context, in *DeleteBudgetRequest, opts ...grpc.CallOption) (*DeleteBudgetResponse, error)
+	// ListBudgets lists budgets by id. Fails with INVALID_ARGUMENT (bad page token),
+	// UNAUTHENTICATED, PERMISSION_DENIED.
+	ListBudgets(ctx context.Context, in *ListBudgetsRequest, opts ...grpc.CallOption) (*ListBudgetsResponse, error)
 }
 
 type permissionServiceClient struct {
@@ -194,6 +207,36 @@ func (c *permissionServiceClient) ListRateLimits(ctx context.Context, in *ListRa
 	return out, nil
 }
 
+func (c *permissionServiceClient) PutBudget(ctx context.Context, in *PutBudgetRequest, opts ...grpc.CallOption) (*PutBudgetResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PutBudgetResponse)
+	err := c.cc.Invoke(ctx, PermissionService_PutBudget_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *permissionServiceClient) DeleteBudget(ctx context.Context, in *DeleteBudgetRequest, opts ...grpc.CallOption) (*DeleteBudgetResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteBudgetResponse)
+	err := c.cc.Invoke(ctx, PermissionService_DeleteBudget_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *permissionServiceClient) ListBudgets(ctx context.Context, in *ListBudgetsRequest, opts ...grpc.CallOption) (*ListBudgetsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListBudgetsResponse)
+	err := c.cc.Invoke(ctx, PermissionService_ListBudgets_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // PermissionServiceServer is the server API for PermissionService service.
 // All implementations must embed UnimplementedPermissionServiceServer
 // for forward compatibility.
@@ -236,6 +279,16 @@ type PermissionServiceServer interface {
 	// ListRateLimits lists rate limits by id. Fails with INVALID_ARGUMENT (bad page token),
 	// UNAUTHENTICATED, PERMISSION_DENIED.
 	ListRateLimits(context.Context, *ListRateLimitsRequest) (*ListRateLimitsResponse, error)
+	// PutBudget creates or replaces the budget of one agent, user or grant for a day or a month;
+	// the Dispatcher refuses a call that would exceed it within a second. Fails with
+	// INVALID_ARGUMENT, RESOURCE_EXHAUSTED (too many budgets), UNAUTHENTICATED, PERMISSION_DENIED.
+	PutBudget(context.Context, *PutBudgetRequest) (*PutBudgetResponse, error)
+	// DeleteBudget removes a budget. Fails with INVALID_ARGUMENT, NOT_FOUND, UNAUTHENTICATED,
+	// PERMISSION_DENIED.
+	DeleteBudget(context.Context, *DeleteBudgetRequest) (*DeleteBudgetResponse, error)
+	// ListBudgets lists budgets by id. Fails with INVALID_ARGUMENT (bad page token),
+	// UNAUTHENTICATED, PERMISSION_DENIED.
+	ListBudgets(context.Context, *ListBudgetsRequest) (*ListBudgetsResponse, error)
 	mustEmbedUnimplementedPermissionServiceServer()
 }
 
@@ -278,6 +331,15 @@ func (UnimplementedPermissionServiceServer) DeleteRateLimit(context.Context, *De
 }
 func (UnimplementedPermissionServiceServer) ListRateLimits(context.Context, *ListRateLimitsRequest) (*ListRateLimitsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListRateLimits not implemented")
+}
+func (UnimplementedPermissionServiceServer) PutBudget(context.Context, *PutBudgetRequest) (*PutBudgetResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PutBudget not implemented")
+}
+func (UnimplementedPermissionServiceServer) DeleteBudget(context.Context, *DeleteBudgetRequest) (*DeleteBudgetResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteBudget not implemented")
+}
+func (UnimplementedPermissionServiceServer) ListBudgets(context.Context, *ListBudgetsRequest) (*ListBudgetsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListBudgets not implemented")
 }
 func (UnimplementedPermissionServiceServer) mustEmbedUnimplementedPermissionServiceServer() {}
 func (UnimplementedPermissionServiceServer) testEmbeddedByValue()                           {}
@@ -498,6 +560,60 @@ func _PermissionService_ListRateLimits_Handler(srv interface{}, ctx context.Cont
 	return interceptor(ctx, in, info, handler)
 }
 
+func _PermissionService_PutBudget_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PutBudgetRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PermissionServiceServer).PutBudget(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PermissionService_PutBudget_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PermissionServiceServer).PutBudget(ctx, req.(*PutBudgetRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PermissionService_DeleteBudget_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteBudgetRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PermissionServiceServer).DeleteBudget(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PermissionService_DeleteBudget_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PermissionServiceServer).DeleteBudget(ctx, req.(*DeleteBudgetRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PermissionService_ListBudgets_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListBudgetsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PermissionServiceServer).ListBudgets(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PermissionService_ListBudgets_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PermissionServiceServer).ListBudgets(ctx, req.(*ListBudgetsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // PermissionService_ServiceDesc is the grpc.ServiceDesc for PermissionService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -548,6 +664,18 @@ var PermissionService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListRateLimits",
 			Handler:    _PermissionService_ListRateLimits_Handler,
+		},
+		{
+			MethodName: "PutBudget",
+			Handler:    _PermissionService_PutBudget_Handler,
+		},
+		{
+			MethodName: "DeleteBudget",
+			Handler:    _PermissionService_DeleteBudget_Handler,
+		},
+		{
+			MethodName: "ListBudgets",
+			Handler:    _PermissionService_ListBudgets_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -369,9 +369,20 @@ type LocalRuntime struct {
 	// Stop the process after this long without calls; 0 means the Dispatcher's default.
 	IdleTimeoutMs uint32 `protobuf:"varint,7,opt,name=idle_timeout_ms,json=idleTimeoutMs,proto3" json:"idle_timeout_ms,omitempty"`
 	// HTTP path for the LOCAL_PROTOCOL_HTTP protocol, default `/invoke`.
-	HttpPath      string `protobuf:"bytes,8,opt,name=http_path,json=httpPath,proto3" json:"http_path,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	HttpPath string `protobuf:"bytes,8,opt,name=http_path,json=httpPath,proto3" json:"http_path,omitempty"`
+	// Instances kept running (warm) ahead of any call, so a call never waits for a start; during
+	// `warm_hours` only, when they are set. 0: none, the first call starts one.
+	MinInstances uint32 `protobuf:"varint,9,opt,name=min_instances,json=minInstances,proto3" json:"min_instances,omitempty"`
+	// Instances at most; calls are spread over the running ones (fewest calls in flight first), and
+	// one more is started ahead of need when every running one is busy. 0 means 1.
+	MaxInstances uint32 `protobuf:"varint,10,opt,name=max_instances,json=maxInstances,proto3" json:"max_instances,omitempty"`
+	// When `min_instances` apply (UTC); empty means always.
+	WarmHours []*WarmHours `protobuf:"bytes,11,rep,name=warm_hours,json=warmHours,proto3" json:"warm_hours,omitempty"`
+	// How often a running instance is health-checked; one failing two checks in a row is taken out
+	// and replaced. 0 means the Dispatcher's default (TOOLMESH_HEALTH_INTERVAL_MS).
+	HealthIntervalMs uint32 `protobuf:"varint,12,opt,name=health_interval_ms,json=healthIntervalMs,proto3" json:"health_interval_ms,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *LocalRuntime) Reset() {
@@ -460,6 +471,34 @@ func (x *LocalRuntime) GetHttpPath() string {
 	return ""
 }
 
+func (x *LocalRuntime) GetMinInstances() uint32 {
+	if x != nil {
+		return x.MinInstances
+	}
+	return 0
+}
+
+func (x *LocalRuntime) GetMaxInstances() uint32 {
+	if x != nil {
+		return x.MaxInstances
+	}
+	return 0
+}
+
+func (x *LocalRuntime) GetWarmHours() []*WarmHours {
+	if x != nil {
+		return x.WarmHours
+	}
+	return nil
+}
+
+func (x *LocalRuntime) GetHealthIntervalMs() uint32 {
+	if x != nil {
+		return x.HealthIntervalMs
+	}
+	return 0
+}
+
 // RemoteRuntime is an HTTP endpoint the Dispatcher POSTs the arguments to as JSON.
 type RemoteRuntime struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -546,8 +585,13 @@ type DockerRuntime struct {
 	MaxConcurrency uint32 `protobuf:"varint,11,opt,name=max_concurrency,json=maxConcurrency,proto3" json:"max_concurrency,omitempty"`
 	// Stop the container after this long without calls; 0 means the Dispatcher's default.
 	IdleTimeoutMs uint32 `protobuf:"varint,12,opt,name=idle_timeout_ms,json=idleTimeoutMs,proto3" json:"idle_timeout_ms,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// As for LocalRuntime: containers kept warm, at most, when, and how often health-checked.
+	MinInstances     uint32       `protobuf:"varint,13,opt,name=min_instances,json=minInstances,proto3" json:"min_instances,omitempty"`
+	MaxInstances     uint32       `protobuf:"varint,14,opt,name=max_instances,json=maxInstances,proto3" json:"max_instances,omitempty"`
+	WarmHours        []*WarmHours `protobuf:"bytes,15,rep,name=warm_hours,json=warmHours,proto3" json:"warm_hours,omitempty"`
+	HealthIntervalMs uint32       `protobuf:"varint,16,opt,name=health_interval_ms,json=healthIntervalMs,proto3" json:"health_interval_ms,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *DockerRuntime) Reset() {
@@ -664,6 +708,99 @@ func (x *DockerRuntime) GetIdleTimeoutMs() uint32 {
 	return 0
 }
 
+func (x *DockerRuntime) GetMinInstances() uint32 {
+	if x != nil {
+		return x.MinInstances
+	}
+	return 0
+}
+
+func (x *DockerRuntime) GetMaxInstances() uint32 {
+	if x != nil {
+		return x.MaxInstances
+	}
+	return 0
+}
+
+func (x *DockerRuntime) GetWarmHours() []*WarmHours {
+	if x != nil {
+		return x.WarmHours
+	}
+	return nil
+}
+
+func (x *DockerRuntime) GetHealthIntervalMs() uint32 {
+	if x != nil {
+		return x.HealthIntervalMs
+	}
+	return 0
+}
+
+// WarmHours is a daily window (UTC) in which a tool's `min_instances` are kept running; outside
+// every window of a tool, instances stop when idle like any other.
+type WarmHours struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The first hour of the window, 0-23.
+	StartHour uint32 `protobuf:"varint,1,opt,name=start_hour,json=startHour,proto3" json:"start_hour,omitempty"`
+	// The hour the window ends, 1-24, after start_hour.
+	EndHour uint32 `protobuf:"varint,2,opt,name=end_hour,json=endHour,proto3" json:"end_hour,omitempty"`
+	// Days of the week it applies, 0 (Sunday) to 6 (Saturday); empty means every day.
+	Weekdays      []uint32 `protobuf:"varint,3,rep,packed,name=weekdays,proto3" json:"weekdays,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WarmHours) Reset() {
+	*x = WarmHours{}
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WarmHours) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WarmHours) ProtoMessage() {}
+
+func (x *WarmHours) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WarmHours.ProtoReflect.Descriptor instead.
+func (*WarmHours) Descriptor() ([]byte, []int) {
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *WarmHours) GetStartHour() uint32 {
+	if x != nil {
+		return x.StartHour
+	}
+	return 0
+}
+
+func (x *WarmHours) GetEndHour() uint32 {
+	if x != nil {
+		return x.EndHour
+	}
+	return 0
+}
+
+func (x *WarmHours) GetWeekdays() []uint32 {
+	if x != nil {
+		return x.Weekdays
+	}
+	return nil
+}
+
 // DockerResources bounds what one container may use.
 type DockerResources struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -679,7 +816,7 @@ type DockerResources struct {
 
 func (x *DockerResources) Reset() {
 	*x = DockerResources{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[4]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -691,7 +828,7 @@ func (x *DockerResources) String() string {
 func (*DockerResources) ProtoMessage() {}
 
 func (x *DockerResources) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[4]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -704,7 +841,7 @@ func (x *DockerResources) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DockerResources.ProtoReflect.Descriptor instead.
 func (*DockerResources) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{4}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *DockerResources) GetMemoryBytes() uint64 {
@@ -742,7 +879,7 @@ type DockerMount struct {
 
 func (x *DockerMount) Reset() {
 	*x = DockerMount{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[5]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -754,7 +891,7 @@ func (x *DockerMount) String() string {
 func (*DockerMount) ProtoMessage() {}
 
 func (x *DockerMount) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[5]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -767,7 +904,7 @@ func (x *DockerMount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DockerMount.ProtoReflect.Descriptor instead.
 func (*DockerMount) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{5}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *DockerMount) GetHostPath() string {
@@ -806,7 +943,7 @@ type DockerSecret struct {
 
 func (x *DockerSecret) Reset() {
 	*x = DockerSecret{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[6]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -818,7 +955,7 @@ func (x *DockerSecret) String() string {
 func (*DockerSecret) ProtoMessage() {}
 
 func (x *DockerSecret) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[6]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -831,7 +968,7 @@ func (x *DockerSecret) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DockerSecret.ProtoReflect.Descriptor instead.
 func (*DockerSecret) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{6}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *DockerSecret) GetName() string {
@@ -873,7 +1010,7 @@ type McpRuntime struct {
 
 func (x *McpRuntime) Reset() {
 	*x = McpRuntime{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[7]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -885,7 +1022,7 @@ func (x *McpRuntime) String() string {
 func (*McpRuntime) ProtoMessage() {}
 
 func (x *McpRuntime) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[7]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -898,7 +1035,7 @@ func (x *McpRuntime) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpRuntime.ProtoReflect.Descriptor instead.
 func (*McpRuntime) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{7}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *McpRuntime) GetUrl() string {
@@ -974,7 +1111,7 @@ type Runtime struct {
 
 func (x *Runtime) Reset() {
 	*x = Runtime{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[8]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -986,7 +1123,7 @@ func (x *Runtime) String() string {
 func (*Runtime) ProtoMessage() {}
 
 func (x *Runtime) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[8]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -999,7 +1136,7 @@ func (x *Runtime) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Runtime.ProtoReflect.Descriptor instead.
 func (*Runtime) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{8}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Runtime) GetKind() isRuntime_Kind {
@@ -1103,7 +1240,7 @@ type ToolAnnotations struct {
 
 func (x *ToolAnnotations) Reset() {
 	*x = ToolAnnotations{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[9]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1115,7 +1252,7 @@ func (x *ToolAnnotations) String() string {
 func (*ToolAnnotations) ProtoMessage() {}
 
 func (x *ToolAnnotations) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[9]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1128,7 +1265,7 @@ func (x *ToolAnnotations) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolAnnotations.ProtoReflect.Descriptor instead.
 func (*ToolAnnotations) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{9}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ToolAnnotations) GetTitle() string {
@@ -1167,7 +1304,7 @@ type RetryPolicy struct {
 
 func (x *RetryPolicy) Reset() {
 	*x = RetryPolicy{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[10]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1179,7 +1316,7 @@ func (x *RetryPolicy) String() string {
 func (*RetryPolicy) ProtoMessage() {}
 
 func (x *RetryPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[10]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1192,7 +1329,7 @@ func (x *RetryPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetryPolicy.ProtoReflect.Descriptor instead.
 func (*RetryPolicy) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{10}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RetryPolicy) GetMaxAttempts() uint32 {
@@ -1257,13 +1394,25 @@ type ToolSpec struct {
 	// Roles (besides `admin` and the Dispatcher's TOOLMESH_APPROVER_ROLES) whose holders may decide
 	// this tool's held calls. Each 1-32 characters of [a-z0-9_-], starting with a letter.
 	ApproverRoles []string `protobuf:"bytes,22,rep,name=approver_roles,json=approverRoles,proto3" json:"approver_roles,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// Results of this tool are reused for this long: a call with the same definition, the same
+	// canonical arguments and the same caller visibility (user and authorising grants) within it is
+	// answered from the Dispatcher's cache without running the tool, and recorded as a cache hit.
+	// Only for an idempotent tool without side effects; 0: never cached.
+	CacheTtlMs uint32 `protobuf:"varint,23,opt,name=cache_ttl_ms,json=cacheTtlMs,proto3" json:"cache_ttl_ms,omitempty"`
+	// Results of this tool kept at most (least recently used go first); 0 means the Dispatcher's
+	// default (TOOLMESH_CACHE_MAX_ENTRIES).
+	CacheMaxEntries uint32 `protobuf:"varint,24,opt,name=cache_max_entries,json=cacheMaxEntries,proto3" json:"cache_max_entries,omitempty"`
+	// What a call costs; unset: nothing.
+	Price *Price `protobuf:"bytes,25,opt,name=price,proto3" json:"price,omitempty"`
+	// When calls stop being sent to a failing tool; unset: the Dispatcher's defaults.
+	CircuitBreaker *CircuitBreaker `protobuf:"bytes,26,opt,name=circuit_breaker,json=circuitBreaker,proto3" json:"circuit_breaker,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ToolSpec) Reset() {
 	*x = ToolSpec{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[11]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1275,7 +1424,7 @@ func (x *ToolSpec) String() string {
 func (*ToolSpec) ProtoMessage() {}
 
 func (x *ToolSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[11]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1288,7 +1437,7 @@ func (x *ToolSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolSpec.ProtoReflect.Descriptor instead.
 func (*ToolSpec) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{11}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ToolSpec) GetName() string {
@@ -1424,6 +1573,166 @@ func (x *ToolSpec) GetApproverRoles() []string {
 	return nil
 }
 
+func (x *ToolSpec) GetCacheTtlMs() uint32 {
+	if x != nil {
+		return x.CacheTtlMs
+	}
+	return 0
+}
+
+func (x *ToolSpec) GetCacheMaxEntries() uint32 {
+	if x != nil {
+		return x.CacheMaxEntries
+	}
+	return 0
+}
+
+func (x *ToolSpec) GetPrice() *Price {
+	if x != nil {
+		return x.Price
+	}
+	return nil
+}
+
+func (x *ToolSpec) GetCircuitBreaker() *CircuitBreaker {
+	if x != nil {
+		return x.CircuitBreaker
+	}
+	return nil
+}
+
+// Price is what one call of a tool costs, in a currency the operator names. A call costs
+// per_call_micros plus per_second_micros for each second of its execution (prorated by the
+// millisecond), plus what the tool reports itself (InvokeResult.cost_micros).
+type Price struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 1-8 upper-case letters or digits, starting with a letter: `USD`, `EUR`, `CREDITS`.
+	Currency string `protobuf:"bytes,1,opt,name=currency,proto3" json:"currency,omitempty"`
+	// Millionths of the currency per call.
+	PerCallMicros uint64 `protobuf:"varint,2,opt,name=per_call_micros,json=perCallMicros,proto3" json:"per_call_micros,omitempty"`
+	// Millionths of the currency per second of execution.
+	PerSecondMicros uint64 `protobuf:"varint,3,opt,name=per_second_micros,json=perSecondMicros,proto3" json:"per_second_micros,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *Price) Reset() {
+	*x = Price{}
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Price) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Price) ProtoMessage() {}
+
+func (x *Price) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Price.ProtoReflect.Descriptor instead.
+func (*Price) Descriptor() ([]byte, []int) {
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *Price) GetCurrency() string {
+	if x != nil {
+		return x.Currency
+	}
+	return ""
+}
+
+func (x *Price) GetPerCallMicros() uint64 {
+	if x != nil {
+		return x.PerCallMicros
+	}
+	return 0
+}
+
+func (x *Price) GetPerSecondMicros() uint64 {
+	if x != nil {
+		return x.PerSecondMicros
+	}
+	return 0
+}
+
+// CircuitBreaker says when the Dispatcher stops sending calls to a failing tool: after
+// `failures` calls in a row fail (FAILURE from the backend, or a timeout) it fails calls fast with
+// UNAVAILABLE for `open_ms`, then lets one probe call through; its success closes the breaker.
+type CircuitBreaker struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Failures in a row that open it; 0 means the Dispatcher's default (TOOLMESH_BREAKER_FAILURES).
+	Failures uint32 `protobuf:"varint,1,opt,name=failures,proto3" json:"failures,omitempty"`
+	// How long it stays open before a probe; 0 means the default (TOOLMESH_BREAKER_OPEN_MS).
+	OpenMs uint32 `protobuf:"varint,2,opt,name=open_ms,json=openMs,proto3" json:"open_ms,omitempty"`
+	// Never open a breaker for this tool.
+	Disabled      bool `protobuf:"varint,3,opt,name=disabled,proto3" json:"disabled,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CircuitBreaker) Reset() {
+	*x = CircuitBreaker{}
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CircuitBreaker) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CircuitBreaker) ProtoMessage() {}
+
+func (x *CircuitBreaker) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CircuitBreaker.ProtoReflect.Descriptor instead.
+func (*CircuitBreaker) Descriptor() ([]byte, []int) {
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *CircuitBreaker) GetFailures() uint32 {
+	if x != nil {
+		return x.Failures
+	}
+	return 0
+}
+
+func (x *CircuitBreaker) GetOpenMs() uint32 {
+	if x != nil {
+		return x.OpenMs
+	}
+	return 0
+}
+
+func (x *CircuitBreaker) GetDisabled() bool {
+	if x != nil {
+		return x.Disabled
+	}
+	return false
+}
+
 // Tool is a registered tool: the spec plus what the registry derives from it.
 type Tool struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1449,7 +1758,7 @@ type Tool struct {
 
 func (x *Tool) Reset() {
 	*x = Tool{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[12]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1461,7 +1770,7 @@ func (x *Tool) String() string {
 func (*Tool) ProtoMessage() {}
 
 func (x *Tool) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[12]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1474,7 +1783,7 @@ func (x *Tool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tool.ProtoReflect.Descriptor instead.
 func (*Tool) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{12}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Tool) GetSpec() *ToolSpec {
@@ -1563,7 +1872,7 @@ type ToolDefinition struct {
 
 func (x *ToolDefinition) Reset() {
 	*x = ToolDefinition{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[13]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1575,7 +1884,7 @@ func (x *ToolDefinition) String() string {
 func (*ToolDefinition) ProtoMessage() {}
 
 func (x *ToolDefinition) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[13]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1588,7 +1897,7 @@ func (x *ToolDefinition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolDefinition.ProtoReflect.Descriptor instead.
 func (*ToolDefinition) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{13}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ToolDefinition) GetRevision() uint64 {
@@ -1664,7 +1973,7 @@ type Group struct {
 
 func (x *Group) Reset() {
 	*x = Group{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[14]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1676,7 +1985,7 @@ func (x *Group) String() string {
 func (*Group) ProtoMessage() {}
 
 func (x *Group) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[14]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1689,7 +1998,7 @@ func (x *Group) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Group.ProtoReflect.Descriptor instead.
 func (*Group) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{14}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Group) GetName() string {
@@ -1736,7 +2045,7 @@ type RegisterToolRequest struct {
 
 func (x *RegisterToolRequest) Reset() {
 	*x = RegisterToolRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[15]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1748,7 +2057,7 @@ func (x *RegisterToolRequest) String() string {
 func (*RegisterToolRequest) ProtoMessage() {}
 
 func (x *RegisterToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[15]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1761,7 +2070,7 @@ func (x *RegisterToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterToolRequest.ProtoReflect.Descriptor instead.
 func (*RegisterToolRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{15}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *RegisterToolRequest) GetTool() *ToolSpec {
@@ -1780,7 +2089,7 @@ type RegisterToolResponse struct {
 
 func (x *RegisterToolResponse) Reset() {
 	*x = RegisterToolResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[16]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1792,7 +2101,7 @@ func (x *RegisterToolResponse) String() string {
 func (*RegisterToolResponse) ProtoMessage() {}
 
 func (x *RegisterToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[16]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1805,7 +2114,7 @@ func (x *RegisterToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterToolResponse.ProtoReflect.Descriptor instead.
 func (*RegisterToolResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{16}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *RegisterToolResponse) GetTool() *Tool {
@@ -1826,7 +2135,7 @@ type UpdateToolRequest struct {
 
 func (x *UpdateToolRequest) Reset() {
 	*x = UpdateToolRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[17]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1838,7 +2147,7 @@ func (x *UpdateToolRequest) String() string {
 func (*UpdateToolRequest) ProtoMessage() {}
 
 func (x *UpdateToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[17]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1851,7 +2160,7 @@ func (x *UpdateToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateToolRequest.ProtoReflect.Descriptor instead.
 func (*UpdateToolRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{17}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *UpdateToolRequest) GetTool() *ToolSpec {
@@ -1877,7 +2186,7 @@ type UpdateToolResponse struct {
 
 func (x *UpdateToolResponse) Reset() {
 	*x = UpdateToolResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[18]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1889,7 +2198,7 @@ func (x *UpdateToolResponse) String() string {
 func (*UpdateToolResponse) ProtoMessage() {}
 
 func (x *UpdateToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[18]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1902,7 +2211,7 @@ func (x *UpdateToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateToolResponse.ProtoReflect.Descriptor instead.
 func (*UpdateToolResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{18}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *UpdateToolResponse) GetTool() *Tool {
@@ -1926,7 +2235,7 @@ type SetToolSlugsRequest struct {
 
 func (x *SetToolSlugsRequest) Reset() {
 	*x = SetToolSlugsRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[19]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1938,7 +2247,7 @@ func (x *SetToolSlugsRequest) String() string {
 func (*SetToolSlugsRequest) ProtoMessage() {}
 
 func (x *SetToolSlugsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[19]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1951,7 +2260,7 @@ func (x *SetToolSlugsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetToolSlugsRequest.ProtoReflect.Descriptor instead.
 func (*SetToolSlugsRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{19}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SetToolSlugsRequest) GetName() string {
@@ -1984,7 +2293,7 @@ type SetToolSlugsResponse struct {
 
 func (x *SetToolSlugsResponse) Reset() {
 	*x = SetToolSlugsResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[20]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1996,7 +2305,7 @@ func (x *SetToolSlugsResponse) String() string {
 func (*SetToolSlugsResponse) ProtoMessage() {}
 
 func (x *SetToolSlugsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[20]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2009,7 +2318,7 @@ func (x *SetToolSlugsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetToolSlugsResponse.ProtoReflect.Descriptor instead.
 func (*SetToolSlugsResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{20}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *SetToolSlugsResponse) GetTool() *Tool {
@@ -2028,7 +2337,7 @@ type DeregisterToolRequest struct {
 
 func (x *DeregisterToolRequest) Reset() {
 	*x = DeregisterToolRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[21]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2040,7 +2349,7 @@ func (x *DeregisterToolRequest) String() string {
 func (*DeregisterToolRequest) ProtoMessage() {}
 
 func (x *DeregisterToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[21]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2053,7 +2362,7 @@ func (x *DeregisterToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeregisterToolRequest.ProtoReflect.Descriptor instead.
 func (*DeregisterToolRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{21}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *DeregisterToolRequest) GetName() string {
@@ -2073,7 +2382,7 @@ type DeregisterToolResponse struct {
 
 func (x *DeregisterToolResponse) Reset() {
 	*x = DeregisterToolResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[22]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2085,7 +2394,7 @@ func (x *DeregisterToolResponse) String() string {
 func (*DeregisterToolResponse) ProtoMessage() {}
 
 func (x *DeregisterToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[22]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2098,7 +2407,7 @@ func (x *DeregisterToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeregisterToolResponse.ProtoReflect.Descriptor instead.
 func (*DeregisterToolResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{22}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *DeregisterToolResponse) GetRemovedFromGroups() []string {
@@ -2117,7 +2426,7 @@ type GetToolRequest struct {
 
 func (x *GetToolRequest) Reset() {
 	*x = GetToolRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[23]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2129,7 +2438,7 @@ func (x *GetToolRequest) String() string {
 func (*GetToolRequest) ProtoMessage() {}
 
 func (x *GetToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[23]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2142,7 +2451,7 @@ func (x *GetToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetToolRequest.ProtoReflect.Descriptor instead.
 func (*GetToolRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{23}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GetToolRequest) GetName() string {
@@ -2161,7 +2470,7 @@ type GetToolResponse struct {
 
 func (x *GetToolResponse) Reset() {
 	*x = GetToolResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[24]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2173,7 +2482,7 @@ func (x *GetToolResponse) String() string {
 func (*GetToolResponse) ProtoMessage() {}
 
 func (x *GetToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[24]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2186,7 +2495,7 @@ func (x *GetToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetToolResponse.ProtoReflect.Descriptor instead.
 func (*GetToolResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{24}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *GetToolResponse) GetTool() *Tool {
@@ -2216,7 +2525,7 @@ type ListToolsRequest struct {
 
 func (x *ListToolsRequest) Reset() {
 	*x = ListToolsRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[25]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2228,7 +2537,7 @@ func (x *ListToolsRequest) String() string {
 func (*ListToolsRequest) ProtoMessage() {}
 
 func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[25]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2241,7 +2550,7 @@ func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsRequest.ProtoReflect.Descriptor instead.
 func (*ListToolsRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{25}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ListToolsRequest) GetCategory() string {
@@ -2304,7 +2613,7 @@ type ListToolsResponse struct {
 
 func (x *ListToolsResponse) Reset() {
 	*x = ListToolsResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[26]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2316,7 +2625,7 @@ func (x *ListToolsResponse) String() string {
 func (*ListToolsResponse) ProtoMessage() {}
 
 func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[26]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2329,7 +2638,7 @@ func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsResponse.ProtoReflect.Descriptor instead.
 func (*ListToolsResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{26}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ListToolsResponse) GetTools() []*Tool {
@@ -2354,7 +2663,7 @@ type WatchToolsRequest struct {
 
 func (x *WatchToolsRequest) Reset() {
 	*x = WatchToolsRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[27]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2366,7 +2675,7 @@ func (x *WatchToolsRequest) String() string {
 func (*WatchToolsRequest) ProtoMessage() {}
 
 func (x *WatchToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[27]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2379,7 +2688,7 @@ func (x *WatchToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchToolsRequest.ProtoReflect.Descriptor instead.
 func (*WatchToolsRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{27}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{30}
 }
 
 type WatchToolsResponse struct {
@@ -2398,7 +2707,7 @@ type WatchToolsResponse struct {
 
 func (x *WatchToolsResponse) Reset() {
 	*x = WatchToolsResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[28]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2410,7 +2719,7 @@ func (x *WatchToolsResponse) String() string {
 func (*WatchToolsResponse) ProtoMessage() {}
 
 func (x *WatchToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[28]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2423,7 +2732,7 @@ func (x *WatchToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchToolsResponse.ProtoReflect.Descriptor instead.
 func (*WatchToolsResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{28}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *WatchToolsResponse) GetType() WatchEventType {
@@ -2463,7 +2772,7 @@ type PutGroupRequest struct {
 
 func (x *PutGroupRequest) Reset() {
 	*x = PutGroupRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[29]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2475,7 +2784,7 @@ func (x *PutGroupRequest) String() string {
 func (*PutGroupRequest) ProtoMessage() {}
 
 func (x *PutGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[29]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2488,7 +2797,7 @@ func (x *PutGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutGroupRequest.ProtoReflect.Descriptor instead.
 func (*PutGroupRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{29}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *PutGroupRequest) GetGroup() *Group {
@@ -2507,7 +2816,7 @@ type PutGroupResponse struct {
 
 func (x *PutGroupResponse) Reset() {
 	*x = PutGroupResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[30]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2519,7 +2828,7 @@ func (x *PutGroupResponse) String() string {
 func (*PutGroupResponse) ProtoMessage() {}
 
 func (x *PutGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[30]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2532,7 +2841,7 @@ func (x *PutGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutGroupResponse.ProtoReflect.Descriptor instead.
 func (*PutGroupResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{30}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *PutGroupResponse) GetGroup() *Group {
@@ -2551,7 +2860,7 @@ type GetGroupRequest struct {
 
 func (x *GetGroupRequest) Reset() {
 	*x = GetGroupRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[31]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2563,7 +2872,7 @@ func (x *GetGroupRequest) String() string {
 func (*GetGroupRequest) ProtoMessage() {}
 
 func (x *GetGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[31]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2576,7 +2885,7 @@ func (x *GetGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGroupRequest.ProtoReflect.Descriptor instead.
 func (*GetGroupRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{31}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *GetGroupRequest) GetName() string {
@@ -2595,7 +2904,7 @@ type GetGroupResponse struct {
 
 func (x *GetGroupResponse) Reset() {
 	*x = GetGroupResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[32]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2607,7 +2916,7 @@ func (x *GetGroupResponse) String() string {
 func (*GetGroupResponse) ProtoMessage() {}
 
 func (x *GetGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[32]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2620,7 +2929,7 @@ func (x *GetGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGroupResponse.ProtoReflect.Descriptor instead.
 func (*GetGroupResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{32}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *GetGroupResponse) GetGroup() *Group {
@@ -2640,7 +2949,7 @@ type ListGroupsRequest struct {
 
 func (x *ListGroupsRequest) Reset() {
 	*x = ListGroupsRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[33]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2652,7 +2961,7 @@ func (x *ListGroupsRequest) String() string {
 func (*ListGroupsRequest) ProtoMessage() {}
 
 func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[33]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2665,7 +2974,7 @@ func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsRequest.ProtoReflect.Descriptor instead.
 func (*ListGroupsRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{33}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ListGroupsRequest) GetPageSize() uint32 {
@@ -2692,7 +3001,7 @@ type ListGroupsResponse struct {
 
 func (x *ListGroupsResponse) Reset() {
 	*x = ListGroupsResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[34]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2704,7 +3013,7 @@ func (x *ListGroupsResponse) String() string {
 func (*ListGroupsResponse) ProtoMessage() {}
 
 func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[34]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2717,7 +3026,7 @@ func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsResponse.ProtoReflect.Descriptor instead.
 func (*ListGroupsResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{34}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ListGroupsResponse) GetGroups() []*Group {
@@ -2743,7 +3052,7 @@ type DeleteGroupRequest struct {
 
 func (x *DeleteGroupRequest) Reset() {
 	*x = DeleteGroupRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[35]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2755,7 +3064,7 @@ func (x *DeleteGroupRequest) String() string {
 func (*DeleteGroupRequest) ProtoMessage() {}
 
 func (x *DeleteGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[35]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2768,7 +3077,7 @@ func (x *DeleteGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteGroupRequest.ProtoReflect.Descriptor instead.
 func (*DeleteGroupRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{35}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *DeleteGroupRequest) GetName() string {
@@ -2786,7 +3095,7 @@ type DeleteGroupResponse struct {
 
 func (x *DeleteGroupResponse) Reset() {
 	*x = DeleteGroupResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[36]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2798,7 +3107,7 @@ func (x *DeleteGroupResponse) String() string {
 func (*DeleteGroupResponse) ProtoMessage() {}
 
 func (x *DeleteGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[36]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2811,7 +3120,7 @@ func (x *DeleteGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteGroupResponse.ProtoReflect.Descriptor instead.
 func (*DeleteGroupResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{36}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{39}
 }
 
 type ListRuntimesRequest struct {
@@ -2822,7 +3131,7 @@ type ListRuntimesRequest struct {
 
 func (x *ListRuntimesRequest) Reset() {
 	*x = ListRuntimesRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[37]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2834,7 +3143,7 @@ func (x *ListRuntimesRequest) String() string {
 func (*ListRuntimesRequest) ProtoMessage() {}
 
 func (x *ListRuntimesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[37]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2847,7 +3156,7 @@ func (x *ListRuntimesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRuntimesRequest.ProtoReflect.Descriptor instead.
 func (*ListRuntimesRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{37}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{40}
 }
 
 // RuntimeSummary counts tools of one runtime kind.
@@ -2866,7 +3175,7 @@ type RuntimeSummary struct {
 
 func (x *RuntimeSummary) Reset() {
 	*x = RuntimeSummary{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[38]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2878,7 +3187,7 @@ func (x *RuntimeSummary) String() string {
 func (*RuntimeSummary) ProtoMessage() {}
 
 func (x *RuntimeSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[38]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2891,7 +3200,7 @@ func (x *RuntimeSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuntimeSummary.ProtoReflect.Descriptor instead.
 func (*RuntimeSummary) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{38}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *RuntimeSummary) GetKind() RuntimeKind {
@@ -2945,7 +3254,7 @@ type ListRuntimesResponse struct {
 
 func (x *ListRuntimesResponse) Reset() {
 	*x = ListRuntimesResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[39]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2957,7 +3266,7 @@ func (x *ListRuntimesResponse) String() string {
 func (*ListRuntimesResponse) ProtoMessage() {}
 
 func (x *ListRuntimesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[39]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2970,7 +3279,7 @@ func (x *ListRuntimesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRuntimesResponse.ProtoReflect.Descriptor instead.
 func (*ListRuntimesResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{39}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ListRuntimesResponse) GetRuntimes() []*RuntimeSummary {
@@ -2995,7 +3304,7 @@ type ExportToolSchemasRequest struct {
 
 func (x *ExportToolSchemasRequest) Reset() {
 	*x = ExportToolSchemasRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[40]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3007,7 +3316,7 @@ func (x *ExportToolSchemasRequest) String() string {
 func (*ExportToolSchemasRequest) ProtoMessage() {}
 
 func (x *ExportToolSchemasRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[40]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3020,7 +3329,7 @@ func (x *ExportToolSchemasRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportToolSchemasRequest.ProtoReflect.Descriptor instead.
 func (*ExportToolSchemasRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{40}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ExportToolSchemasRequest) GetFormat() SchemaFormat {
@@ -3065,7 +3374,7 @@ type ExportedTool struct {
 
 func (x *ExportedTool) Reset() {
 	*x = ExportedTool{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[41]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3077,7 +3386,7 @@ func (x *ExportedTool) String() string {
 func (*ExportedTool) ProtoMessage() {}
 
 func (x *ExportedTool) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[41]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3090,7 +3399,7 @@ func (x *ExportedTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportedTool.ProtoReflect.Descriptor instead.
 func (*ExportedTool) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{41}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ExportedTool) GetTool() string {
@@ -3123,7 +3432,7 @@ type ExportToolSchemasResponse struct {
 
 func (x *ExportToolSchemasResponse) Reset() {
 	*x = ExportToolSchemasResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[42]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3135,7 +3444,7 @@ func (x *ExportToolSchemasResponse) String() string {
 func (*ExportToolSchemasResponse) ProtoMessage() {}
 
 func (x *ExportToolSchemasResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[42]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3148,7 +3457,7 @@ func (x *ExportToolSchemasResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportToolSchemasResponse.ProtoReflect.Descriptor instead.
 func (*ExportToolSchemasResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{42}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ExportToolSchemasResponse) GetTools() []*ExportedTool {
@@ -3164,7 +3473,7 @@ const file_toolmesh_registry_v1_registry_proto_rawDesc = "" +
 	"\n" +
 	"#toolmesh/registry/v1/registry.proto\x12\x14toolmesh.registry.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"'\n" +
 	"\vGrpcRuntime\x12\x18\n" +
-	"\aaddress\x18\x01 \x01(\tR\aaddress\"\x83\x03\n" +
+	"\aaddress\x18\x01 \x01(\tR\aaddress\"\xbb\x04\n" +
 	"\fLocalRuntime\x12\x18\n" +
 	"\acommand\x18\x01 \x01(\tR\acommand\x12\x12\n" +
 	"\x04args\x18\x02 \x03(\tR\x04args\x12=\n" +
@@ -3174,7 +3483,13 @@ const file_toolmesh_registry_v1_registry_proto_rawDesc = "" +
 	"workingDir\x12'\n" +
 	"\x0fmax_concurrency\x18\x06 \x01(\rR\x0emaxConcurrency\x12&\n" +
 	"\x0fidle_timeout_ms\x18\a \x01(\rR\ridleTimeoutMs\x12\x1b\n" +
-	"\thttp_path\x18\b \x01(\tR\bhttpPath\x1a6\n" +
+	"\thttp_path\x18\b \x01(\tR\bhttpPath\x12#\n" +
+	"\rmin_instances\x18\t \x01(\rR\fminInstances\x12#\n" +
+	"\rmax_instances\x18\n" +
+	" \x01(\rR\fmaxInstances\x12>\n" +
+	"\n" +
+	"warm_hours\x18\v \x03(\v2\x1f.toolmesh.registry.v1.WarmHoursR\twarmHours\x12,\n" +
+	"\x12health_interval_ms\x18\f \x01(\rR\x10healthIntervalMs\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa9\x01\n" +
@@ -3183,7 +3498,7 @@ const file_toolmesh_registry_v1_registry_proto_rawDesc = "" +
 	"\aheaders\x18\x02 \x03(\v20.toolmesh.registry.v1.RemoteRuntime.HeadersEntryR\aheaders\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xcc\x04\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x84\x06\n" +
 	"\rDockerRuntime\x12\x14\n" +
 	"\x05image\x18\x01 \x01(\tR\x05image\x12\x18\n" +
 	"\acommand\x18\x02 \x03(\tR\acommand\x12>\n" +
@@ -3197,10 +3512,20 @@ const file_toolmesh_registry_v1_registry_proto_rawDesc = "" +
 	"\x04user\x18\n" +
 	" \x01(\tR\x04user\x12'\n" +
 	"\x0fmax_concurrency\x18\v \x01(\rR\x0emaxConcurrency\x12&\n" +
-	"\x0fidle_timeout_ms\x18\f \x01(\rR\ridleTimeoutMs\x1a6\n" +
+	"\x0fidle_timeout_ms\x18\f \x01(\rR\ridleTimeoutMs\x12#\n" +
+	"\rmin_instances\x18\r \x01(\rR\fminInstances\x12#\n" +
+	"\rmax_instances\x18\x0e \x01(\rR\fmaxInstances\x12>\n" +
+	"\n" +
+	"warm_hours\x18\x0f \x03(\v2\x1f.toolmesh.registry.v1.WarmHoursR\twarmHours\x12,\n" +
+	"\x12health_interval_ms\x18\x10 \x01(\rR\x10healthIntervalMs\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"g\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"a\n" +
+	"\tWarmHours\x12\x1d\n" +
+	"\n" +
+	"start_hour\x18\x01 \x01(\rR\tstartHour\x12\x19\n" +
+	"\bend_hour\x18\x02 \x01(\rR\aendHour\x12\x1a\n" +
+	"\bweekdays\x18\x03 \x03(\rR\bweekdays\"g\n" +
 	"\x0fDockerResources\x12!\n" +
 	"\fmemory_bytes\x18\x01 \x01(\x04R\vmemoryBytes\x12\x1d\n" +
 	"\n" +
@@ -3245,7 +3570,7 @@ const file_toolmesh_registry_v1_registry_proto_rawDesc = "" +
 	"\vRetryPolicy\x12!\n" +
 	"\fmax_attempts\x18\x01 \x01(\rR\vmaxAttempts\x12,\n" +
 	"\x12initial_backoff_ms\x18\x02 \x01(\rR\x10initialBackoffMs\x12$\n" +
-	"\x0emax_backoff_ms\x18\x03 \x01(\rR\fmaxBackoffMs\"\x93\a\n" +
+	"\x0emax_backoff_ms\x18\x03 \x01(\rR\fmaxBackoffMs\"\xe3\b\n" +
 	"\bToolSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12 \n" +
@@ -3269,10 +3594,23 @@ const file_toolmesh_registry_v1_registry_proto_rawDesc = "" +
 	"\treporters\x18\x10 \x03(\tR\treporters\x12G\n" +
 	"\vannotations\x18\x14 \x01(\v2%.toolmesh.registry.v1.ToolAnnotationsR\vannotations\x12+\n" +
 	"\x11requires_approval\x18\x15 \x01(\bR\x10requiresApproval\x12%\n" +
-	"\x0eapprover_roles\x18\x16 \x03(\tR\rapproverRoles\x1a9\n" +
+	"\x0eapprover_roles\x18\x16 \x03(\tR\rapproverRoles\x12 \n" +
+	"\fcache_ttl_ms\x18\x17 \x01(\rR\n" +
+	"cacheTtlMs\x12*\n" +
+	"\x11cache_max_entries\x18\x18 \x01(\rR\x0fcacheMaxEntries\x121\n" +
+	"\x05price\x18\x19 \x01(\v2\x1b.toolmesh.registry.v1.PriceR\x05price\x12M\n" +
+	"\x0fcircuit_breaker\x18\x1a \x01(\v2$.toolmesh.registry.v1.CircuitBreakerR\x0ecircuitBreaker\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x8d\x03\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"w\n" +
+	"\x05Price\x12\x1a\n" +
+	"\bcurrency\x18\x01 \x01(\tR\bcurrency\x12&\n" +
+	"\x0fper_call_micros\x18\x02 \x01(\x04R\rperCallMicros\x12*\n" +
+	"\x11per_second_micros\x18\x03 \x01(\x04R\x0fperSecondMicros\"a\n" +
+	"\x0eCircuitBreaker\x12\x1a\n" +
+	"\bfailures\x18\x01 \x01(\rR\bfailures\x12\x17\n" +
+	"\aopen_ms\x18\x02 \x01(\rR\x06openMs\x12\x1a\n" +
+	"\bdisabled\x18\x03 \x01(\bR\bdisabled\"\x8d\x03\n" +
 	"\x04Tool\x122\n" +
 	"\x04spec\x18\x01 \x01(\v2\x1e.toolmesh.registry.v1.ToolSpecR\x04spec\x12\x1f\n" +
 	"\vschema_hash\x18\x02 \x01(\tR\n" +
@@ -3448,7 +3786,7 @@ func file_toolmesh_registry_v1_registry_proto_rawDescGZIP() []byte {
 }
 
 var file_toolmesh_registry_v1_registry_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_toolmesh_registry_v1_registry_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
+var file_toolmesh_registry_v1_registry_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
 var file_toolmesh_registry_v1_registry_proto_goTypes = []any{
 	(ToolStatus)(0),                   // 0: toolmesh.registry.v1.ToolStatus
 	(RuntimeKind)(0),                  // 1: toolmesh.registry.v1.RuntimeKind
@@ -3459,134 +3797,141 @@ var file_toolmesh_registry_v1_registry_proto_goTypes = []any{
 	(*LocalRuntime)(nil),              // 6: toolmesh.registry.v1.LocalRuntime
 	(*RemoteRuntime)(nil),             // 7: toolmesh.registry.v1.RemoteRuntime
 	(*DockerRuntime)(nil),             // 8: toolmesh.registry.v1.DockerRuntime
-	(*DockerResources)(nil),           // 9: toolmesh.registry.v1.DockerResources
-	(*DockerMount)(nil),               // 10: toolmesh.registry.v1.DockerMount
-	(*DockerSecret)(nil),              // 11: toolmesh.registry.v1.DockerSecret
-	(*McpRuntime)(nil),                // 12: toolmesh.registry.v1.McpRuntime
-	(*Runtime)(nil),                   // 13: toolmesh.registry.v1.Runtime
-	(*ToolAnnotations)(nil),           // 14: toolmesh.registry.v1.ToolAnnotations
-	(*RetryPolicy)(nil),               // 15: toolmesh.registry.v1.RetryPolicy
-	(*ToolSpec)(nil),                  // 16: toolmesh.registry.v1.ToolSpec
-	(*Tool)(nil),                      // 17: toolmesh.registry.v1.Tool
-	(*ToolDefinition)(nil),            // 18: toolmesh.registry.v1.ToolDefinition
-	(*Group)(nil),                     // 19: toolmesh.registry.v1.Group
-	(*RegisterToolRequest)(nil),       // 20: toolmesh.registry.v1.RegisterToolRequest
-	(*RegisterToolResponse)(nil),      // 21: toolmesh.registry.v1.RegisterToolResponse
-	(*UpdateToolRequest)(nil),         // 22: toolmesh.registry.v1.UpdateToolRequest
-	(*UpdateToolResponse)(nil),        // 23: toolmesh.registry.v1.UpdateToolResponse
-	(*SetToolSlugsRequest)(nil),       // 24: toolmesh.registry.v1.SetToolSlugsRequest
-	(*SetToolSlugsResponse)(nil),      // 25: toolmesh.registry.v1.SetToolSlugsResponse
-	(*DeregisterToolRequest)(nil),     // 26: toolmesh.registry.v1.DeregisterToolRequest
-	(*DeregisterToolResponse)(nil),    // 27: toolmesh.registry.v1.DeregisterToolResponse
-	(*GetToolRequest)(nil),            // 28: toolmesh.registry.v1.GetToolRequest
-	(*GetToolResponse)(nil),           // 29: toolmesh.registry.v1.GetToolResponse
-	(*ListToolsRequest)(nil),          // 30: toolmesh.registry.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),         // 31: toolmesh.registry.v1.ListToolsResponse
-	(*WatchToolsRequest)(nil),         // 32: toolmesh.registry.v1.WatchToolsRequest
-	(*WatchToolsResponse)(nil),        // 33: toolmesh.registry.v1.WatchToolsResponse
-	(*PutGroupRequest)(nil),           // 34: toolmesh.registry.v1.PutGroupRequest
-	(*PutGroupResponse)(nil),          // 35: toolmesh.registry.v1.PutGroupResponse
-	(*GetGroupRequest)(nil),           // 36: toolmesh.registry.v1.GetGroupRequest
-	(*GetGroupResponse)(nil),          // 37: toolmesh.registry.v1.GetGroupResponse
-	(*ListGroupsRequest)(nil),         // 38: toolmesh.registry.v1.ListGroupsRequest
-	(*ListGroupsResponse)(nil),        // 39: toolmesh.registry.v1.ListGroupsResponse
-	(*DeleteGroupRequest)(nil),        // 40: toolmesh.registry.v1.DeleteGroupRequest
-	(*DeleteGroupResponse)(nil),       // 41: toolmesh.registry.v1.DeleteGroupResponse
-	(*ListRuntimesRequest)(nil),       // 42: toolmesh.registry.v1.ListRuntimesRequest
-	(*RuntimeSummary)(nil),            // 43: toolmesh.registry.v1.RuntimeSummary
-	(*ListRuntimesResponse)(nil),      // 44: toolmesh.registry.v1.ListRuntimesResponse
-	(*ExportToolSchemasRequest)(nil),  // 45: toolmesh.registry.v1.ExportToolSchemasRequest
-	(*ExportedTool)(nil),              // 46: toolmesh.registry.v1.ExportedTool
-	(*ExportToolSchemasResponse)(nil), // 47: toolmesh.registry.v1.ExportToolSchemasResponse
-	nil,                               // 48: toolmesh.registry.v1.LocalRuntime.EnvEntry
-	nil,                               // 49: toolmesh.registry.v1.RemoteRuntime.HeadersEntry
-	nil,                               // 50: toolmesh.registry.v1.DockerRuntime.EnvEntry
-	nil,                               // 51: toolmesh.registry.v1.McpRuntime.HeadersEntry
-	nil,                               // 52: toolmesh.registry.v1.McpRuntime.EnvEntry
-	nil,                               // 53: toolmesh.registry.v1.ToolSpec.LabelsEntry
-	(*structpb.Struct)(nil),           // 54: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),     // 55: google.protobuf.Timestamp
+	(*WarmHours)(nil),                 // 9: toolmesh.registry.v1.WarmHours
+	(*DockerResources)(nil),           // 10: toolmesh.registry.v1.DockerResources
+	(*DockerMount)(nil),               // 11: toolmesh.registry.v1.DockerMount
+	(*DockerSecret)(nil),              // 12: toolmesh.registry.v1.DockerSecret
+	(*McpRuntime)(nil),                // 13: toolmesh.registry.v1.McpRuntime
+	(*Runtime)(nil),                   // 14: toolmesh.registry.v1.Runtime
+	(*ToolAnnotations)(nil),           // 15: toolmesh.registry.v1.ToolAnnotations
+	(*RetryPolicy)(nil),               // 16: toolmesh.registry.v1.RetryPolicy
+	(*ToolSpec)(nil),                  // 17: toolmesh.registry.v1.ToolSpec
+	(*Price)(nil),                     // 18: toolmesh.registry.v1.Price
+	(*CircuitBreaker)(nil),            // 19: toolmesh.registry.v1.CircuitBreaker
+	(*Tool)(nil),                      // 20: toolmesh.registry.v1.Tool
+	(*ToolDefinition)(nil),            // 21: toolmesh.registry.v1.ToolDefinition
+	(*Group)(nil),                     // 22: toolmesh.registry.v1.Group
+	(*RegisterToolRequest)(nil),       // 23: toolmesh.registry.v1.RegisterToolRequest
+	(*RegisterToolResponse)(nil),      // 24: toolmesh.registry.v1.RegisterToolResponse
+	(*UpdateToolRequest)(nil),         // 25: toolmesh.registry.v1.UpdateToolRequest
+	(*UpdateToolResponse)(nil),        // 26: toolmesh.registry.v1.UpdateToolResponse
+	(*SetToolSlugsRequest)(nil),       // 27: toolmesh.registry.v1.SetToolSlugsRequest
+	(*SetToolSlugsResponse)(nil),      // 28: toolmesh.registry.v1.SetToolSlugsResponse
+	(*DeregisterToolRequest)(nil),     // 29: toolmesh.registry.v1.DeregisterToolRequest
+	(*DeregisterToolResponse)(nil),    // 30: toolmesh.registry.v1.DeregisterToolResponse
+	(*GetToolRequest)(nil),            // 31: toolmesh.registry.v1.GetToolRequest
+	(*GetToolResponse)(nil),           // 32: toolmesh.registry.v1.GetToolResponse
+	(*ListToolsRequest)(nil),          // 33: toolmesh.registry.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),         // 34: toolmesh.registry.v1.ListToolsResponse
+	(*WatchToolsRequest)(nil),         // 35: toolmesh.registry.v1.WatchToolsRequest
+	(*WatchToolsResponse)(nil),        // 36: toolmesh.registry.v1.WatchToolsResponse
+	(*PutGroupRequest)(nil),           // 37: toolmesh.registry.v1.PutGroupRequest
+	(*PutGroupResponse)(nil),          // 38: toolmesh.registry.v1.PutGroupResponse
+	(*GetGroupRequest)(nil),           // 39: toolmesh.registry.v1.GetGroupRequest
+	(*GetGroupResponse)(nil),          // 40: toolmesh.registry.v1.GetGroupResponse
+	(*ListGroupsRequest)(nil),         // 41: toolmesh.registry.v1.ListGroupsRequest
+	(*ListGroupsResponse)(nil),        // 42: toolmesh.registry.v1.ListGroupsResponse
+	(*DeleteGroupRequest)(nil),        // 43: toolmesh.registry.v1.DeleteGroupRequest
+	(*DeleteGroupResponse)(nil),       // 44: toolmesh.registry.v1.DeleteGroupResponse
+	(*ListRuntimesRequest)(nil),       // 45: toolmesh.registry.v1.ListRuntimesRequest
+	(*RuntimeSummary)(nil),            // 46: toolmesh.registry.v1.RuntimeSummary
+	(*ListRuntimesResponse)(nil),      // 47: toolmesh.registry.v1.ListRuntimesResponse
+	(*ExportToolSchemasRequest)(nil),  // 48: toolmesh.registry.v1.ExportToolSchemasRequest
+	(*ExportedTool)(nil),              // 49: toolmesh.registry.v1.ExportedTool
+	(*ExportToolSchemasResponse)(nil), // 50: toolmesh.registry.v1.ExportToolSchemasResponse
+	nil,                               // 51: toolmesh.registry.v1.LocalRuntime.EnvEntry
+	nil,                               // 52: toolmesh.registry.v1.RemoteRuntime.HeadersEntry
+	nil,                               // 53: toolmesh.registry.v1.DockerRuntime.EnvEntry
+	nil,                               // 54: toolmesh.registry.v1.McpRuntime.HeadersEntry
+	nil,                               // 55: toolmesh.registry.v1.McpRuntime.EnvEntry
+	nil,                               // 56: toolmesh.registry.v1.ToolSpec.LabelsEntry
+	(*structpb.Struct)(nil),           // 57: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),     // 58: google.protobuf.Timestamp
 }
 var file_toolmesh_registry_v1_registry_proto_depIdxs = []int32{
-	48, // 0: toolmesh.registry.v1.LocalRuntime.env:type_name -> toolmesh.registry.v1.LocalRuntime.EnvEntry
+	51, // 0: toolmesh.registry.v1.LocalRuntime.env:type_name -> toolmesh.registry.v1.LocalRuntime.EnvEntry
 	2,  // 1: toolmesh.registry.v1.LocalRuntime.protocol:type_name -> toolmesh.registry.v1.LocalProtocol
-	49, // 2: toolmesh.registry.v1.RemoteRuntime.headers:type_name -> toolmesh.registry.v1.RemoteRuntime.HeadersEntry
-	50, // 3: toolmesh.registry.v1.DockerRuntime.env:type_name -> toolmesh.registry.v1.DockerRuntime.EnvEntry
-	2,  // 4: toolmesh.registry.v1.DockerRuntime.protocol:type_name -> toolmesh.registry.v1.LocalProtocol
-	9,  // 5: toolmesh.registry.v1.DockerRuntime.resources:type_name -> toolmesh.registry.v1.DockerResources
-	10, // 6: toolmesh.registry.v1.DockerRuntime.mounts:type_name -> toolmesh.registry.v1.DockerMount
-	11, // 7: toolmesh.registry.v1.DockerRuntime.secrets:type_name -> toolmesh.registry.v1.DockerSecret
-	51, // 8: toolmesh.registry.v1.McpRuntime.headers:type_name -> toolmesh.registry.v1.McpRuntime.HeadersEntry
-	52, // 9: toolmesh.registry.v1.McpRuntime.env:type_name -> toolmesh.registry.v1.McpRuntime.EnvEntry
-	5,  // 10: toolmesh.registry.v1.Runtime.grpc:type_name -> toolmesh.registry.v1.GrpcRuntime
-	6,  // 11: toolmesh.registry.v1.Runtime.local:type_name -> toolmesh.registry.v1.LocalRuntime
-	7,  // 12: toolmesh.registry.v1.Runtime.remote:type_name -> toolmesh.registry.v1.RemoteRuntime
-	8,  // 13: toolmesh.registry.v1.Runtime.docker:type_name -> toolmesh.registry.v1.DockerRuntime
-	12, // 14: toolmesh.registry.v1.Runtime.mcp:type_name -> toolmesh.registry.v1.McpRuntime
-	54, // 15: toolmesh.registry.v1.ToolSpec.input_schema:type_name -> google.protobuf.Struct
-	54, // 16: toolmesh.registry.v1.ToolSpec.output_schema:type_name -> google.protobuf.Struct
-	15, // 17: toolmesh.registry.v1.ToolSpec.retry_policy:type_name -> toolmesh.registry.v1.RetryPolicy
-	0,  // 18: toolmesh.registry.v1.ToolSpec.status:type_name -> toolmesh.registry.v1.ToolStatus
-	13, // 19: toolmesh.registry.v1.ToolSpec.runtime:type_name -> toolmesh.registry.v1.Runtime
-	53, // 20: toolmesh.registry.v1.ToolSpec.labels:type_name -> toolmesh.registry.v1.ToolSpec.LabelsEntry
-	14, // 21: toolmesh.registry.v1.ToolSpec.annotations:type_name -> toolmesh.registry.v1.ToolAnnotations
-	16, // 22: toolmesh.registry.v1.Tool.spec:type_name -> toolmesh.registry.v1.ToolSpec
-	55, // 23: toolmesh.registry.v1.Tool.created_at:type_name -> google.protobuf.Timestamp
-	55, // 24: toolmesh.registry.v1.Tool.updated_at:type_name -> google.protobuf.Timestamp
-	18, // 25: toolmesh.registry.v1.Tool.history:type_name -> toolmesh.registry.v1.ToolDefinition
-	55, // 26: toolmesh.registry.v1.ToolDefinition.time:type_name -> google.protobuf.Timestamp
-	55, // 27: toolmesh.registry.v1.Group.updated_at:type_name -> google.protobuf.Timestamp
-	16, // 28: toolmesh.registry.v1.RegisterToolRequest.tool:type_name -> toolmesh.registry.v1.ToolSpec
-	17, // 29: toolmesh.registry.v1.RegisterToolResponse.tool:type_name -> toolmesh.registry.v1.Tool
-	16, // 30: toolmesh.registry.v1.UpdateToolRequest.tool:type_name -> toolmesh.registry.v1.ToolSpec
-	17, // 31: toolmesh.registry.v1.UpdateToolResponse.tool:type_name -> toolmesh.registry.v1.Tool
-	17, // 32: toolmesh.registry.v1.SetToolSlugsResponse.tool:type_name -> toolmesh.registry.v1.Tool
-	17, // 33: toolmesh.registry.v1.GetToolResponse.tool:type_name -> toolmesh.registry.v1.Tool
-	1,  // 34: toolmesh.registry.v1.ListToolsRequest.runtime_kind:type_name -> toolmesh.registry.v1.RuntimeKind
-	0,  // 35: toolmesh.registry.v1.ListToolsRequest.status:type_name -> toolmesh.registry.v1.ToolStatus
-	17, // 36: toolmesh.registry.v1.ListToolsResponse.tools:type_name -> toolmesh.registry.v1.Tool
-	3,  // 37: toolmesh.registry.v1.WatchToolsResponse.type:type_name -> toolmesh.registry.v1.WatchEventType
-	17, // 38: toolmesh.registry.v1.WatchToolsResponse.tool:type_name -> toolmesh.registry.v1.Tool
-	19, // 39: toolmesh.registry.v1.PutGroupRequest.group:type_name -> toolmesh.registry.v1.Group
-	19, // 40: toolmesh.registry.v1.PutGroupResponse.group:type_name -> toolmesh.registry.v1.Group
-	19, // 41: toolmesh.registry.v1.GetGroupResponse.group:type_name -> toolmesh.registry.v1.Group
-	19, // 42: toolmesh.registry.v1.ListGroupsResponse.groups:type_name -> toolmesh.registry.v1.Group
-	1,  // 43: toolmesh.registry.v1.RuntimeSummary.kind:type_name -> toolmesh.registry.v1.RuntimeKind
-	43, // 44: toolmesh.registry.v1.ListRuntimesResponse.runtimes:type_name -> toolmesh.registry.v1.RuntimeSummary
-	4,  // 45: toolmesh.registry.v1.ExportToolSchemasRequest.format:type_name -> toolmesh.registry.v1.SchemaFormat
-	54, // 46: toolmesh.registry.v1.ExportedTool.definition:type_name -> google.protobuf.Struct
-	46, // 47: toolmesh.registry.v1.ExportToolSchemasResponse.tools:type_name -> toolmesh.registry.v1.ExportedTool
-	20, // 48: toolmesh.registry.v1.RegistryService.RegisterTool:input_type -> toolmesh.registry.v1.RegisterToolRequest
-	22, // 49: toolmesh.registry.v1.RegistryService.UpdateTool:input_type -> toolmesh.registry.v1.UpdateToolRequest
-	24, // 50: toolmesh.registry.v1.RegistryService.SetToolSlugs:input_type -> toolmesh.registry.v1.SetToolSlugsRequest
-	26, // 51: toolmesh.registry.v1.RegistryService.DeregisterTool:input_type -> toolmesh.registry.v1.DeregisterToolRequest
-	28, // 52: toolmesh.registry.v1.RegistryService.GetTool:input_type -> toolmesh.registry.v1.GetToolRequest
-	30, // 53: toolmesh.registry.v1.RegistryService.ListTools:input_type -> toolmesh.registry.v1.ListToolsRequest
-	32, // 54: toolmesh.registry.v1.RegistryService.WatchTools:input_type -> toolmesh.registry.v1.WatchToolsRequest
-	34, // 55: toolmesh.registry.v1.RegistryService.PutGroup:input_type -> toolmesh.registry.v1.PutGroupRequest
-	36, // 56: toolmesh.registry.v1.RegistryService.GetGroup:input_type -> toolmesh.registry.v1.GetGroupRequest
-	38, // 57: toolmesh.registry.v1.RegistryService.ListGroups:input_type -> toolmesh.registry.v1.ListGroupsRequest
-	40, // 58: toolmesh.registry.v1.RegistryService.DeleteGroup:input_type -> toolmesh.registry.v1.DeleteGroupRequest
-	42, // 59: toolmesh.registry.v1.RegistryService.ListRuntimes:input_type -> toolmesh.registry.v1.ListRuntimesRequest
-	45, // 60: toolmesh.registry.v1.RegistryService.ExportToolSchemas:input_type -> toolmesh.registry.v1.ExportToolSchemasRequest
-	21, // 61: toolmesh.registry.v1.RegistryService.RegisterTool:output_type -> toolmesh.registry.v1.RegisterToolResponse
-	23, // 62: toolmesh.registry.v1.RegistryService.UpdateTool:output_type -> toolmesh.registry.v1.UpdateToolResponse
-	25, // 63: toolmesh.registry.v1.RegistryService.SetToolSlugs:output_type -> toolmesh.registry.v1.SetToolSlugsResponse
-	27, // 64: toolmesh.registry.v1.RegistryService.DeregisterTool:output_type -> toolmesh.registry.v1.DeregisterToolResponse
-	29, // 65: toolmesh.registry.v1.RegistryService.GetTool:output_type -> toolmesh.registry.v1.GetToolResponse
-	31, // 66: toolmesh.registry.v1.RegistryService.ListTools:output_type -> toolmesh.registry.v1.ListToolsResponse
-	33, // 67: toolmesh.registry.v1.RegistryService.WatchTools:output_type -> toolmesh.registry.v1.WatchToolsResponse
-	35, // 68: toolmesh.registry.v1.RegistryService.PutGroup:output_type -> toolmesh.registry.v1.PutGroupResponse
-	37, // 69: toolmesh.registry.v1.RegistryService.GetGroup:output_type -> toolmesh.registry.v1.GetGroupResponse
-	39, // 70: toolmesh.registry.v1.RegistryService.ListGroups:output_type -> toolmesh.registry.v1.ListGroupsResponse
-	41, // 71: toolmesh.registry.v1.RegistryService.DeleteGroup:output_type -> toolmesh.registry.v1.DeleteGroupResponse
-	44, // 72: toolmesh.registry.v1.RegistryService.ListRuntimes:output_type -> toolmesh.registry.v1.ListRuntimesResponse
-	47, // 73: toolmesh.registry.v1.RegistryService.ExportToolSchemas:output_type -> toolmesh.registry.v1.ExportToolSchemasResponse
-	61, // [61:74] is the sub-list for method output_type
-	48, // [48:61] is the sub-list for method input_type
-	48, // [48:48] is the sub-list for extension type_name
-	48, // [48:48] is the sub-list for extension extendee
-	0,  // [0:48] is the sub-list for field type_name
+	9,  // 2: toolmesh.registry.v1.LocalRuntime.warm_hours:type_name -> toolmesh.registry.v1.WarmHours
+	52, // 3: toolmesh.registry.v1.RemoteRuntime.headers:type_name -> toolmesh.registry.v1.RemoteRuntime.HeadersEntry
+	53, // 4: toolmesh.registry.v1.DockerRuntime.env:type_name -> toolmesh.registry.v1.DockerRuntime.EnvEntry
+	2,  // 5: toolmesh.registry.v1.DockerRuntime.protocol:type_name -> toolmesh.registry.v1.LocalProtocol
+	10, // 6: toolmesh.registry.v1.DockerRuntime.resources:type_name -> toolmesh.registry.v1.DockerResources
+	11, // 7: toolmesh.registry.v1.DockerRuntime.mounts:type_name -> toolmesh.registry.v1.DockerMount
+	12, // 8: toolmesh.registry.v1.DockerRuntime.secrets:type_name -> toolmesh.registry.v1.DockerSecret
+	9,  // 9: toolmesh.registry.v1.DockerRuntime.warm_hours:type_name -> toolmesh.registry.v1.WarmHours
+	54, // 10: toolmesh.registry.v1.McpRuntime.headers:type_name -> toolmesh.registry.v1.McpRuntime.HeadersEntry
+	55, // 11: toolmesh.registry.v1.McpRuntime.env:type_name -> toolmesh.registry.v1.McpRuntime.EnvEntry
+	5,  // 12: toolmesh.registry.v1.Runtime.grpc:type_name -> toolmesh.registry.v1.GrpcRuntime
+	6,  // 13: toolmesh.registry.v1.Runtime.local:type_name -> toolmesh.registry.v1.LocalRuntime
+	7,  // 14: toolmesh.registry.v1.Runtime.remote:type_name -> toolmesh.registry.v1.RemoteRuntime
+	8,  // 15: toolmesh.registry.v1.Runtime.docker:type_name -> toolmesh.registry.v1.DockerRuntime
+	13, // 16: toolmesh.registry.v1.Runtime.mcp:type_name -> toolmesh.registry.v1.McpRuntime
+	57, // 17: toolmesh.registry.v1.ToolSpec.input_schema:type_name -> google.protobuf.Struct
+	57, // 18: toolmesh.registry.v1.ToolSpec.output_schema:type_name -> google.protobuf.Struct
+	16, // 19: toolmesh.registry.v1.ToolSpec.retry_policy:type_name -> toolmesh.registry.v1.RetryPolicy
+	0,  // 20: toolmesh.registry.v1.ToolSpec.status:type_name -> toolmesh.registry.v1.ToolStatus
+	14, // 21: toolmesh.registry.v1.ToolSpec.runtime:type_name -> toolmesh.registry.v1.Runtime
+	56, // 22: toolmesh.registry.v1.ToolSpec.labels:type_name -> toolmesh.registry.v1.ToolSpec.LabelsEntry
+	15, // 23: toolmesh.registry.v1.ToolSpec.annotations:type_name -> toolmesh.registry.v1.ToolAnnotations
+	18, // 24: toolmesh.registry.v1.ToolSpec.price:type_name -> toolmesh.registry.v1.Price
+	19, // 25: toolmesh.registry.v1.ToolSpec.circuit_breaker:type_name -> toolmesh.registry.v1.CircuitBreaker
+	17, // 26: toolmesh.registry.v1.Tool.spec:type_name -> toolmesh.registry.v1.ToolSpec
+	58, // 27: toolmesh.registry.v1.Tool.created_at:type_name -> google.protobuf.Timestamp
+	58, // 28: toolmesh.registry.v1.Tool.updated_at:type_name -> google.protobuf.Timestamp
+	21, // 29: toolmesh.registry.v1.Tool.history:type_name -> toolmesh.registry.v1.ToolDefinition
+	58, // 30: toolmesh.registry.v1.ToolDefinition.time:type_name -> google.protobuf.Timestamp
+	58, // 31: toolmesh.registry.v1.Group.updated_at:type_name -> google.protobuf.Timestamp
+	17, // 32: toolmesh.registry.v1.RegisterToolRequest.tool:type_name -> toolmesh.registry.v1.ToolSpec
+	20, // 33: toolmesh.registry.v1.RegisterToolResponse.tool:type_name -> toolmesh.registry.v1.Tool
+	17, // 34: toolmesh.registry.v1.UpdateToolRequest.tool:type_name -> toolmesh.registry.v1.ToolSpec
+	20, // 35: toolmesh.registry.v1.UpdateToolResponse.tool:type_name -> toolmesh.registry.v1.Tool
+	20, // 36: toolmesh.registry.v1.SetToolSlugsResponse.tool:type_name -> toolmesh.registry.v1.Tool
+	20, // 37: toolmesh.registry.v1.GetToolResponse.tool:type_name -> toolmesh.registry.v1.Tool
+	1,  // 38: toolmesh.registry.v1.ListToolsRequest.runtime_kind:type_name -> toolmesh.registry.v1.RuntimeKind
+	0,  // 39: toolmesh.registry.v1.ListToolsRequest.status:type_name -> toolmesh.registry.v1.ToolStatus
+	20, // 40: toolmesh.registry.v1.ListToolsResponse.tools:type_name -> toolmesh.registry.v1.Tool
+	3,  // 41: toolmesh.registry.v1.WatchToolsResponse.type:type_name -> toolmesh.registry.v1.WatchEventType
+	20, // 42: toolmesh.registry.v1.WatchToolsResponse.tool:type_name -> toolmesh.registry.v1.Tool
+	22, // 43: toolmesh.registry.v1.PutGroupRequest.group:type_name -> toolmesh.registry.v1.Group
+	22, // 44: toolmesh.registry.v1.PutGroupResponse.group:type_name -> toolmesh.registry.v1.Group
+	22, // 45: toolmesh.registry.v1.GetGroupResponse.group:type_name -> toolmesh.registry.v1.Group
+	22, // 46: toolmesh.registry.v1.ListGroupsResponse.groups:type_name -> toolmesh.registry.v1.Group
+	1,  // 47: toolmesh.registry.v1.RuntimeSummary.kind:type_name -> toolmesh.registry.v1.RuntimeKind
+	46, // 48: toolmesh.registry.v1.ListRuntimesResponse.runtimes:type_name -> toolmesh.registry.v1.RuntimeSummary
+	4,  // 49: toolmesh.registry.v1.ExportToolSchemasRequest.format:type_name -> toolmesh.registry.v1.SchemaFormat
+	57, // 50: toolmesh.registry.v1.ExportedTool.definition:type_name -> google.protobuf.Struct
+	49, // 51: toolmesh.registry.v1.ExportToolSchemasResponse.tools:type_name -> toolmesh.registry.v1.ExportedTool
+	23, // 52: toolmesh.registry.v1.RegistryService.RegisterTool:input_type -> toolmesh.registry.v1.RegisterToolRequest
+	25, // 53: toolmesh.registry.v1.RegistryService.UpdateTool:input_type -> toolmesh.registry.v1.UpdateToolRequest
+	27, // 54: toolmesh.registry.v1.RegistryService.SetToolSlugs:input_type -> toolmesh.registry.v1.SetToolSlugsRequest
+	29, // 55: toolmesh.registry.v1.RegistryService.DeregisterTool:input_type -> toolmesh.registry.v1.DeregisterToolRequest
+	31, // 56: toolmesh.registry.v1.RegistryService.GetTool:input_type -> toolmesh.registry.v1.GetToolRequest
+	33, // 57: toolmesh.registry.v1.RegistryService.ListTools:input_type -> toolmesh.registry.v1.ListToolsRequest
+	35, // 58: toolmesh.registry.v1.RegistryService.WatchTools:input_type -> toolmesh.registry.v1.WatchToolsRequest
+	37, // 59: toolmesh.registry.v1.RegistryService.PutGroup:input_type -> toolmesh.registry.v1.PutGroupRequest
+	39, // 60: toolmesh.registry.v1.RegistryService.GetGroup:input_type -> toolmesh.registry.v1.GetGroupRequest
+	41, // 61: toolmesh.registry.v1.RegistryService.ListGroups:input_type -> toolmesh.registry.v1.ListGroupsRequest
+	43, // 62: toolmesh.registry.v1.RegistryService.DeleteGroup:input_type -> toolmesh.registry.v1.DeleteGroupRequest
+	45, // 63: toolmesh.registry.v1.RegistryService.ListRuntimes:input_type -> toolmesh.registry.v1.ListRuntimesRequest
+	48, // 64: toolmesh.registry.v1.RegistryService.ExportToolSchemas:input_type -> toolmesh.registry.v1.ExportToolSchemasRequest
+	24, // 65: toolmesh.registry.v1.RegistryService.RegisterTool:output_type -> toolmesh.registry.v1.RegisterToolResponse
+	26, // 66: toolmesh.registry.v1.RegistryService.UpdateTool:output_type -> toolmesh.registry.v1.UpdateToolResponse
+	28, // 67: toolmesh.registry.v1.RegistryService.SetToolSlugs:output_type -> toolmesh.registry.v1.SetToolSlugsResponse
+	30, // 68: toolmesh.registry.v1.RegistryService.DeregisterTool:output_type -> toolmesh.registry.v1.DeregisterToolResponse
+	32, // 69: toolmesh.registry.v1.RegistryService.GetTool:output_type -> toolmesh.registry.v1.GetToolResponse
+	34, // 70: toolmesh.registry.v1.RegistryService.ListTools:output_type -> toolmesh.registry.v1.ListToolsResponse
+	36, // 71: toolmesh.registry.v1.RegistryService.WatchTools:output_type -> toolmesh.registry.v1.WatchToolsResponse
+	38, // 72: toolmesh.registry.v1.RegistryService.PutGroup:output_type -> toolmesh.registry.v1.PutGroupResponse
+	40, // 73: toolmesh.registry.v1.RegistryService.GetGroup:output_type -> toolmesh.registry.v1.GetGroupResponse
+	42, // 74: toolmesh.registry.v1.RegistryService.ListGroups:output_type -> toolmesh.registry.v1.ListGroupsResponse
+	44, // 75: toolmesh.registry.v1.RegistryService.DeleteGroup:output_type -> toolmesh.registry.v1.DeleteGroupResponse
+	47, // 76: toolmesh.registry.v1.RegistryService.ListRuntimes:output_type -> toolmesh.registry.v1.ListRuntimesResponse
+	50, // 77: toolmesh.registry.v1.RegistryService.ExportToolSchemas:output_type -> toolmesh.registry.v1.ExportToolSchemasResponse
+	65, // [65:78] is the sub-list for method output_type
+	52, // [52:65] is the sub-list for method input_type
+	52, // [52:52] is the sub-list for extension type_name
+	52, // [52:52] is the sub-list for extension extendee
+	0,  // [0:52] is the sub-list for field type_name
 }
 
 func init() { file_toolmesh_registry_v1_registry_proto_init() }
@@ -3594,7 +3939,7 @@ func file_toolmesh_registry_v1_registry_proto_init() {
 	if File_toolmesh_registry_v1_registry_proto != nil {
 		return
 	}
-	file_toolmesh_registry_v1_registry_proto_msgTypes[8].OneofWrappers = []any{
+	file_toolmesh_registry_v1_registry_proto_msgTypes[9].OneofWrappers = []any{
 		(*Runtime_Grpc)(nil),
 		(*Runtime_Local)(nil),
 		(*Runtime_Remote)(nil),
@@ -3607,7 +3952,7 @@ func file_toolmesh_registry_v1_registry_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolmesh_registry_v1_registry_proto_rawDesc), len(file_toolmesh_registry_v1_registry_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   49,
+			NumMessages:   52,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file toolmesh/permission/v1/permission.proto.
  */
 export const file_toolmesh_permission_v1_permission: GenFile = /*@__PURE__*/
-  fileDesc("Cid0b29sbWVzaC9wZXJtaXNzaW9uL3YxL3Blcm1pc3Npb24ucHJvdG8SFnRvb2xtZXNoLnBlcm1pc3Npb24udjEiTwoMUHJpbmNpcGFsUmVmEjMKBGtpbmQYASABKA4yJS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlByaW5jaXBhbEtpbmQSCgoCaWQYAiABKAkiTwoIUmVzb3VyY2USMgoEa2luZBgBIAEoDjIkLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUmVzb3VyY2VLaW5kEg8KB3BhdHRlcm4YAiABKAkiqQIKCUdyYW50U3BlYxI3CglwcmluY2lwYWwYASABKAsyJC50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlByaW5jaXBhbFJlZhIyCghyZXNvdXJjZRgCIAEoCzIgLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUmVzb3VyY2USDgoGc2NvcGVzGAMgAygJEi4KBmVmZmVjdBgEIAEoDjIeLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuRWZmZWN0Ei4KCmV4cGlyZXNfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB2VuYWJsZWQYBiABKAgSEwoLZGVzY3JpcHRpb24YByABKAkSGQoRcmVxdWlyZXNfYXBwcm92YWwYCCABKAgi3gEKBUdyYW50EgoKAmlkGAEgASgJEi8KBHNwZWMYAiABKAsyIS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkdyYW50U3BlYxISCgpjcmVhdGVkX2J5GAMgASgJEi4KCmNyZWF0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhAKCHJldmlzaW9uGAUgASgEEhIKCnVwZGF0ZWRfYnkYBiABKAkSLgoKdXBkYXRlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiQAoMR3JhbnRSZXF1ZXN0EjAKBWdyYW50GAEgASgLMiEudG9vbG1lc2gucGVybWlzc2lvbi52MS5HcmFudFNwZWMiPQoNR3JhbnRSZXNwb25zZRIsCgVncmFudBgBIAEoCzIdLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuR3JhbnQiIQoNUmV2b2tlUmVxdWVzdBIQCghncmFudF9pZBgBIAEoCSIQCg5SZXZva2VSZXNwb25zZSJzChJVcGRhdGVHcmFudFJlcXVlc3QSEAoIZ3JhbnRfaWQYASABKAkSMAoFZ3JhbnQYAiABKAsyIS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkdyYW50U3BlYxIZChFleHBlY3RlZF9yZXZpc2lvbhgDIAEoBCJDChNVcGRhdGVHcmFudFJlc3BvbnNlEiwKBWdyYW50GAEgASgLMh0udG9vbG1lc2gucGVybWlzc2lvbi52MS5HcmFudCKFAQoRTGlzdEdyYW50c1JlcXVlc3QSNwoJcHJpbmNpcGFsGAEgASgLMiQudG9vbG1lc2gucGVybWlzc2lvbi52MS5QcmluY2lwYWxSZWYSEAoIcmVzb3VyY2UYAiABKAkSEQoJcGFnZV9zaXplGAMgASgNEhIKCnBhZ2VfdG9rZW4YBCABKAkiXAoSTGlzdEdyYW50c1Jlc3BvbnNlEi0KBmdyYW50cxgBIAMoCzIdLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuR3JhbnQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIk4KDENoZWNrUmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEg0KBXJvbGVzGAMgAygJEgwKBHRvb2wYBCABKAkiqgEKCERlY2lzaW9uEg8KB2FsbG93ZWQYASABKAgSDgoGcmVhc29uGAIgASgJEhkKEW1hdGNoZWRfZ3JhbnRfaWRzGAMgAygJEhUKDWRlbnlfZ3JhbnRfaWQYBCABKAkSFgoObWlzc2luZ19zY29wZXMYBSADKAkSGAoQZGVuaWVkX3ByaW5jaXBhbBgGIAEoCRIZChFyZXF1aXJlc19hcHByb3ZhbBgHIAEoCCJDCg1DaGVja1Jlc3BvbnNlEjIKCGRlY2lzaW9uGAEgASgLMiAudG9vbG1lc2gucGVybWlzc2lvbi52MS5EZWNpc2lvbiLZAQoGQXBpS2V5EgoKAmlkGAEgASgJEhAKCGFnZW50X2lkGAIgASgJEg8KB3VzZXJfaWQYAyABKAkSDQoFcm9sZXMYBCADKAkSDAoEbmFtZRgFIAEoCRIuCgpjcmVhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdyZXZva2VkGAggASgIEhIKCmNyZWF0ZWRfYnkYCSABKAkihQEKE0NyZWF0ZUFwaUtleVJlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRINCgVyb2xlcxgDIAMoCRIMCgRuYW1lGAQgASgJEi4KCmV4cGlyZXNfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIlcKFENyZWF0ZUFwaUtleVJlc3BvbnNlEi8KB2FwaV9rZXkYASABKAsyHi50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkFwaUtleRIOCgZzZWNyZXQYAiABKAkiIQoTUmV2b2tlQXBpS2V5UmVxdWVzdBIKCgJpZBgBIAEoCSIWChRSZXZva2VBcGlLZXlSZXNwb25zZSJmChJMaXN0QXBpS2V5c1JlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkSFwoPaW5jbHVkZV9yZXZva2VkGAIgASgIEhEKCXBhZ2Vfc2l6ZRgDIAEoDRISCgpwYWdlX3Rva2VuGAQgASgJImAKE0xpc3RBcGlLZXlzUmVzcG9uc2USMAoIYXBpX2tleXMYASADKAsyHi50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkFwaUtleRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkicwoMQXBpS2V5UmVjb3JkEi8KB2FwaV9rZXkYASABKAsyHi50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkFwaUtleRIMCgRzYWx0GAIgASgJEgwKBGhhc2gYAyABKAkSFgoOaGFzaF9hbGdvcml0aG0YBCABKAkisgEKDVJhdGVMaW1pdFNwZWMSOQoHc3ViamVjdBgBIAEoDjIoLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUmF0ZUxpbWl0U3ViamVjdBIOCgZ0YXJnZXQYAiABKAkSGwoTcmVxdWVzdHNfcGVyX3NlY29uZBgDIAEoARINCgVidXJzdBgEIAEoDRIVCg1jYWxsc19wZXJfZGF5GAUgASgNEhMKC2Rlc2NyaXB0aW9uGAYgASgJIpABCglSYXRlTGltaXQSCgoCaWQYASABKAkSMwoEc3BlYxgCIAEoCzIlLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUmF0ZUxpbWl0U3BlYxISCgp1cGRhdGVkX2J5GAMgASgJEi4KCnVwZGF0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIksKE1B1dFJhdGVMaW1pdFJlcXVlc3QSNAoFbGltaXQYASABKAsyJS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlJhdGVMaW1pdFNwZWMiSAoUUHV0UmF0ZUxpbWl0UmVzcG9uc2USMAoFbGltaXQYASABKAsyIS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlJhdGVMaW1pdCIkChZEZWxldGVSYXRlTGltaXRSZXF1ZXN0EgoKAmlkGAEgASgJIhkKF0RlbGV0ZVJhdGVMaW1pdFJlc3BvbnNlIj4KFUxpc3RSYXRlTGltaXRzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKA0SEgoKcGFnZV90b2tlbhgCIAEoCSJkChZMaXN0UmF0ZUxpbWl0c1Jlc3BvbnNlEjEKBmxpbWl0cxgBIAMoCzIhLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUmF0ZUxpbWl0EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSp7Cg1QcmluY2lwYWxLaW5kEh4KGlBSSU5DSVBBTF9LSU5EX1VOU1BFQ0lGSUVEEAASGAoUUFJJTkNJUEFMX0tJTkRfQUdFTlQQARIXChNQUklOQ0lQQUxfS0lORF9VU0VSEAISFwoTUFJJTkNJUEFMX0tJTkRfUk9MRRADKnYKDFJlc291cmNlS2luZBIdChlSRVNPVVJDRV9LSU5EX1VOU1BFQ0lGSUVEEAASFgoSUkVTT1VSQ0VfS0lORF9UT09MEAESFgoSUkVTT1VSQ0VfS0lORF9HTE9CEAISFwoTUkVTT1VSQ0VfS0lORF9HUk9VUBADKkMKBkVmZmVjdBIWChJFRkZFQ1RfVU5TUEVDSUZJRUQQABIQCgxFRkZFQ1RfQUxMT1cQARIPCgtFRkZFQ1RfREVOWRACKqwBChBSYXRlTGltaXRTdWJqZWN0EiIKHlJBVEVfTElNSVRfU1VCSkVDVF9VTlNQRUNJRklFRBAAEhwKGFJBVEVfTElNSVRfU1VCSkVDVF9BR0VOVBABEhsKF1JBVEVfTElNSVRfU1VCSkVDVF9VU0VSEAISGwoXUkFURV9MSU1JVF9TVUJKRUNUX1RPT0wQAxIcChhSQVRFX0xJTUlUX1NVQkpFQ1RfR1JBTlQQBDLzCAoRUGVybWlzc2lvblNlcnZpY2USVAoFR3JhbnQSJC50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkdyYW50UmVxdWVzdBolLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuR3JhbnRSZXNwb25zZRJXCgZSZXZva2USJS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlJldm9rZVJlcXVlc3QaJi50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlJldm9rZVJlc3BvbnNlEmYKC1VwZGF0ZUdyYW50EioudG9vbG1lc2gucGVybWlzc2lvbi52MS5VcGRhdGVHcmFudFJlcXVlc3QaKy50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlVwZGF0ZUdyYW50UmVzcG9uc2USYwoKTGlzdEdyYW50cxIpLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuTGlzdEdyYW50c1JlcXVlc3QaKi50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkxpc3RHcmFudHNSZXNwb25zZRJUCgVDaGVjaxIkLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuQ2hlY2tSZXF1ZXN0GiUudG9vbG1lc2gucGVybWlzc2lvbi52MS5DaGVja1Jlc3BvbnNlEmkKDENyZWF0ZUFwaUtleRIrLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuQ3JlYXRlQXBpS2V5UmVxdWVzdBosLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuQ3JlYXRlQXBpS2V5UmVzcG9uc2USaQoMUmV2b2tlQXBpS2V5EisudG9vbG1lc2gucGVybWlzc2lvbi52MS5SZXZva2VBcGlLZXlSZXF1ZXN0GiwudG9vbG1lc2gucGVybWlzc2lvbi52MS5SZXZva2VBcGlLZXlSZXNwb25zZRJmCgtMaXN0QXBpS2V5cxIqLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuTGlzdEFwaUtleXNSZXF1ZXN0GisudG9vbG1lc2gucGVybWlzc2lvbi52MS5MaXN0QXBpS2V5c1Jlc3BvbnNlEmkKDFB1dFJhdGVMaW1pdBIrLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUHV0UmF0ZUxpbWl0UmVxdWVzdBosLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUHV0UmF0ZUxpbWl0UmVzcG9uc2UScgoPRGVsZXRlUmF0ZUxpbWl0Ei4udG9vbG1lc2gucGVybWlzc2lvbi52MS5EZWxldGVSYXRlTGltaXRSZXF1ZXN0Gi8udG9vbG1lc2gucGVybWlzc2lvbi52MS5EZWxldGVSYXRlTGltaXRSZXNwb25zZRJvCg5MaXN0UmF0ZUxpbWl0cxItLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuTGlzdFJhdGVMaW1pdHNSZXF1ZXN0Gi4udG9vbG1lc2gucGVybWlzc2lvbi52MS5MaXN0UmF0ZUxpbWl0c1Jlc3BvbnNlQuABChpjb20udG9vbG1lc2gucGVybWlzc2lvbi52MUIPUGVybWlzc2lvblByb3RvUAFaN3Rvb2xtZXNoLmRldi9nby9nZW4vdG9vbG1lc2gvcGVybWlzc2lvbi92MTtwZXJtaXNzaW9udjGiAgNUUFiqAhZUb29sbWVzaC5QZXJtaXNzaW9uLlYxygIWVG9vbG1lc2hcUGVybWlzc2lvblxWMeICIlRvb2xtZXNoXFBlcm1pc3Npb25cVjFcR1BCTWV0YWRhdGHqAhhUb29sbWVzaDo6UGVybWlzc2lvbjo6VjFiBnByb3RvMw", [file_google_protobuf_timestamp]);
+  fileDesc("Cid0b29sbWVzaC9wZXJtaXNzaW9uL3YxL3Blcm1pc3Npb24ucHJvdG8SFnRvb2xtZXNoLnBlcm1pc3Npb24udjEiTwoMUHJpbmNpcGFsUmVmEjMKBGtpbmQYASABKA4yJS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlByaW5jaXBhbEtpbmQSCgoCaWQYAiABKAkiTwoIUmVzb3VyY2USMgoEa2luZBgBIAEoDjIkLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUmVzb3VyY2VLaW5kEg8KB3BhdHRlcm4YAiABKAkiqQIKCUdyYW50U3BlYxI3CglwcmluY2lwYWwYASABKAsyJC50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlByaW5jaXBhbFJlZhIyCghyZXNvdXJjZRgCIAEoCzIgLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUmVzb3VyY2USDgoGc2NvcGVzGAMgAygJEi4KBmVmZmVjdBgEIAEoDjIeLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuRWZmZWN0Ei4KCmV4cGlyZXNfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB2VuYWJsZWQYBiABKAgSEwoLZGVzY3JpcHRpb24YByABKAkSGQoRcmVxdWlyZXNfYXBwcm92YWwYCCABKAgi3gEKBUdyYW50EgoKAmlkGAEgASgJEi8KBHNwZWMYAiABKAsyIS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkdyYW50U3BlYxISCgpjcmVhdGVkX2J5GAMgASgJEi4KCmNyZWF0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhAKCHJldmlzaW9uGAUgASgEEhIKCnVwZGF0ZWRfYnkYBiABKAkSLgoKdXBkYXRlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiQAoMR3JhbnRSZXF1ZXN0EjAKBWdyYW50GAEgASgLMiEudG9vbG1lc2gucGVybWlzc2lvbi52MS5HcmFudFNwZWMiPQoNR3JhbnRSZXNwb25zZRIsCgVncmFudBgBIAEoCzIdLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuR3JhbnQiIQoNUmV2b2tlUmVxdWVzdBIQCghncmFudF9pZBgBIAEoCSIQCg5SZXZva2VSZXNwb25zZSJzChJVcGRhdGVHcmFudFJlcXVlc3QSEAoIZ3JhbnRfaWQYASABKAkSMAoFZ3JhbnQYAiABKAsyIS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkdyYW50U3BlYxIZChFleHBlY3RlZF9yZXZpc2lvbhgDIAEoBCJDChNVcGRhdGVHcmFudFJlc3BvbnNlEiwKBWdyYW50GAEgASgLMh0udG9vbG1lc2gucGVybWlzc2lvbi52MS5HcmFudCKFAQoRTGlzdEdyYW50c1JlcXVlc3QSNwoJcHJpbmNpcGFsGAEgASgLMiQudG9vbG1lc2gucGVybWlzc2lvbi52MS5QcmluY2lwYWxSZWYSEAoIcmVzb3VyY2UYAiABKAkSEQoJcGFnZV9zaXplGAMgASgNEhIKCnBhZ2VfdG9rZW4YBCABKAkiXAoSTGlzdEdyYW50c1Jlc3BvbnNlEi0KBmdyYW50cxgBIAMoCzIdLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuR3JhbnQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIk4KDENoZWNrUmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEg0KBXJvbGVzGAMgAygJEgwKBHRvb2wYBCABKAkiqgEKCERlY2lzaW9uEg8KB2FsbG93ZWQYASABKAgSDgoGcmVhc29uGAIgASgJEhkKEW1hdGNoZWRfZ3JhbnRfaWRzGAMgAygJEhUKDWRlbnlfZ3JhbnRfaWQYBCABKAkSFgoObWlzc2luZ19zY29wZXMYBSADKAkSGAoQZGVuaWVkX3ByaW5jaXBhbBgGIAEoCRIZChFyZXF1aXJlc19hcHByb3ZhbBgHIAEoCCJDCg1DaGVja1Jlc3BvbnNlEjIKCGRlY2lzaW9uGAEgASgLMiAudG9vbG1lc2gucGVybWlzc2lvbi52MS5EZWNpc2lvbiLZAQoGQXBpS2V5EgoKAmlkGAEgASgJEhAKCGFnZW50X2lkGAIgASgJEg8KB3VzZXJfaWQYAyABKAkSDQoFcm9sZXMYBCADKAkSDAoEbmFtZRgFIAEoCRIuCgpjcmVhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdyZXZva2VkGAggASgIEhIKCmNyZWF0ZWRfYnkYCSABKAkihQEKE0NyZWF0ZUFwaUtleVJlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRINCgVyb2xlcxgDIAMoCRIMCgRuYW1lGAQgASgJEi4KCmV4cGlyZXNfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIlcKFENyZWF0ZUFwaUtleVJlc3BvbnNlEi8KB2FwaV9rZXkYASABKAsyHi50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkFwaUtleRIOCgZzZWNyZXQYAiABKAkiIQoTUmV2b2tlQXBpS2V5UmVxdWVzdBIKCgJpZBgBIAEoCSIWChRSZXZva2VBcGlLZXlSZXNwb25zZSJmChJMaXN0QXBpS2V5c1JlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkSFwoPaW5jbHVkZV9yZXZva2VkGAIgASgIEhEKCXBhZ2Vfc2l6ZRgDIAEoDRISCgpwYWdlX3Rva2VuGAQgASgJImAKE0xpc3RBcGlLZXlzUmVzcG9uc2USMAoIYXBpX2tleXMYASADKAsyHi50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkFwaUtleRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkicwoMQXBpS2V5UmVjb3JkEi8KB2FwaV9rZXkYASABKAsyHi50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkFwaUtleRIMCgRzYWx0GAIgASgJEgwKBGhhc2gYAyABKAkSFgoOaGFzaF9hbGdvcml0aG0YBCABKAkisgEKDVJhdGVMaW1pdFNwZWMSOQoHc3ViamVjdBgBIAEoDjIoLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUmF0ZUxpbWl0U3ViamVjdBIOCgZ0YXJnZXQYAiABKAkSGwoTcmVxdWVzdHNfcGVyX3NlY29uZBgDIAEoARINCgVidXJzdBgEIAEoDRIVCg1jYWxsc19wZXJfZGF5GAUgASgNEhMKC2Rlc2NyaXB0aW9uGAYgASgJIpABCglSYXRlTGltaXQSCgoCaWQYASABKAkSMwoEc3BlYxgCIAEoCzIlLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUmF0ZUxpbWl0U3BlYxISCgp1cGRhdGVkX2J5GAMgASgJEi4KCnVwZGF0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIksKE1B1dFJhdGVMaW1pdFJlcXVlc3QSNAoFbGltaXQYASABKAsyJS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlJhdGVMaW1pdFNwZWMiSAoUUHV0UmF0ZUxpbWl0UmVzcG9uc2USMAoFbGltaXQYASABKAsyIS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlJhdGVMaW1pdCIkChZEZWxldGVSYXRlTGltaXRSZXF1ZXN0EgoKAmlkGAEgASgJIhkKF0RlbGV0ZVJhdGVMaW1pdFJlc3BvbnNlIj4KFUxpc3RSYXRlTGltaXRzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKA0SEgoKcGFnZV90b2tlbhgCIAEoCSJkChZMaXN0UmF0ZUxpbWl0c1Jlc3BvbnNlEjEKBmxpbWl0cxgBIAMoCzIhLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUmF0ZUxpbWl0EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSLHAQoKQnVkZ2V0U3BlYxI2CgdzdWJqZWN0GAEgASgOMiUudG9vbG1lc2gucGVybWlzc2lvbi52MS5CdWRnZXRTdWJqZWN0Eg4KBnRhcmdldBgCIAEoCRI0CgZwZXJpb2QYAyABKA4yJC50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkJ1ZGdldFBlcmlvZBIQCghjdXJyZW5jeRgEIAEoCRIUCgxsaW1pdF9taWNyb3MYBSABKAQSEwoLZGVzY3JpcHRpb24YBiABKAkiigEKBkJ1ZGdldBIKCgJpZBgBIAEoCRIwCgRzcGVjGAIgASgLMiIudG9vbG1lc2gucGVybWlzc2lvbi52MS5CdWRnZXRTcGVjEhIKCnVwZGF0ZWRfYnkYAyABKAkSLgoKdXBkYXRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiRgoQUHV0QnVkZ2V0UmVxdWVzdBIyCgZidWRnZXQYASABKAsyIi50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkJ1ZGdldFNwZWMiQwoRUHV0QnVkZ2V0UmVzcG9uc2USLgoGYnVkZ2V0GAEgASgLMh4udG9vbG1lc2gucGVybWlzc2lvbi52MS5CdWRnZXQiIQoTRGVsZXRlQnVkZ2V0UmVxdWVzdBIKCgJpZBgBIAEoCSIWChREZWxldGVCdWRnZXRSZXNwb25zZSI7ChJMaXN0QnVkZ2V0c1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgNEhIKCnBhZ2VfdG9rZW4YAiABKAkiXwoTTGlzdEJ1ZGdldHNSZXNwb25zZRIvCgdidWRnZXRzGAEgAygLMh4udG9vbG1lc2gucGVybWlzc2lvbi52MS5CdWRnZXQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJKnsKDVByaW5jaXBhbEtpbmQSHgoaUFJJTkNJUEFMX0tJTkRfVU5TUEVDSUZJRUQQABIYChRQUklOQ0lQQUxfS0lORF9BR0VOVBABEhcKE1BSSU5DSVBBTF9LSU5EX1VTRVIQAhIXChNQUklOQ0lQQUxfS0lORF9ST0xFEAMqdgoMUmVzb3VyY2VLaW5kEh0KGVJFU09VUkNFX0tJTkRfVU5TUEVDSUZJRUQQABIWChJSRVNPVVJDRV9LSU5EX1RPT0wQARIWChJSRVNPVVJDRV9LSU5EX0dMT0IQAhIXChNSRVNPVVJDRV9LSU5EX0dST1VQEAMqQwoGRWZmZWN0EhYKEkVGRkVDVF9VTlNQRUNJRklFRBAAEhAKDEVGRkVDVF9BTExPVxABEg8KC0VGRkVDVF9ERU5ZEAIqrAEKEFJhdGVMaW1pdFN1YmplY3QSIgoeUkFURV9MSU1JVF9TVUJKRUNUX1VOU1BFQ0lGSUVEEAASHAoYUkFURV9MSU1JVF9TVUJKRUNUX0FHRU5UEAESGwoXUkFURV9MSU1JVF9TVUJKRUNUX1VTRVIQAhIbChdSQVRFX0xJTUlUX1NVQkpFQ1RfVE9PTBADEhwKGFJBVEVfTElNSVRfU1VCSkVDVF9HUkFOVBAEKnwKDUJ1ZGdldFN1YmplY3QSHgoaQlVER0VUX1NVQkpFQ1RfVU5TUEVDSUZJRUQQABIYChRCVURHRVRfU1VCSkVDVF9BR0VOVBABEhcKE0JVREdFVF9TVUJKRUNUX1VTRVIQAhIYChRCVURHRVRfU1VCSkVDVF9HUkFOVBADKl0KDEJ1ZGdldFBlcmlvZBIdChlCVURHRVRfUEVSSU9EX1VOU1BFQ0lGSUVEEAASFQoRQlVER0VUX1BFUklPRF9EQVkQARIXChNCVURHRVRfUEVSSU9EX01PTlRIEAIyqAsKEVBlcm1pc3Npb25TZXJ2aWNlElQKBUdyYW50EiQudG9vbG1lc2gucGVybWlzc2lvbi52MS5HcmFudFJlcXVlc3QaJS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkdyYW50UmVzcG9uc2USVwoGUmV2b2tlEiUudG9vbG1lc2gucGVybWlzc2lvbi52MS5SZXZva2VSZXF1ZXN0GiYudG9vbG1lc2gucGVybWlzc2lvbi52MS5SZXZva2VSZXNwb25zZRJmCgtVcGRhdGVHcmFudBIqLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuVXBkYXRlR3JhbnRSZXF1ZXN0GisudG9vbG1lc2gucGVybWlzc2lvbi52MS5VcGRhdGVHcmFudFJlc3BvbnNlEmMKCkxpc3RHcmFudHMSKS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkxpc3RHcmFudHNSZXF1ZXN0GioudG9vbG1lc2gucGVybWlzc2lvbi52MS5MaXN0R3JhbnRzUmVzcG9uc2USVAoFQ2hlY2sSJC50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkNoZWNrUmVxdWVzdBolLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuQ2hlY2tSZXNwb25zZRJpCgxDcmVhdGVBcGlLZXkSKy50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkNyZWF0ZUFwaUtleVJlcXVlc3QaLC50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkNyZWF0ZUFwaUtleVJlc3BvbnNlEmkKDFJldm9rZUFwaUtleRIrLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUmV2b2tlQXBpS2V5UmVxdWVzdBosLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUmV2b2tlQXBpS2V5UmVzcG9uc2USZgoLTGlzdEFwaUtleXMSKi50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkxpc3RBcGlLZXlzUmVxdWVzdBorLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuTGlzdEFwaUtleXNSZXNwb25zZRJpCgxQdXRSYXRlTGltaXQSKy50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlB1dFJhdGVMaW1pdFJlcXVlc3QaLC50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlB1dFJhdGVMaW1pdFJlc3BvbnNlEnIKD0RlbGV0ZVJhdGVMaW1pdBIuLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuRGVsZXRlUmF0ZUxpbWl0UmVxdWVzdBovLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuRGVsZXRlUmF0ZUxpbWl0UmVzcG9uc2USbwoOTGlzdFJhdGVMaW1pdHMSLS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkxpc3RSYXRlTGltaXRzUmVxdWVzdBouLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuTGlzdFJhdGVMaW1pdHNSZXNwb25zZRJgCglQdXRCdWRnZXQSKC50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlB1dEJ1ZGdldFJlcXVlc3QaKS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlB1dEJ1ZGdldFJlc3BvbnNlEmkKDERlbGV0ZUJ1ZGdldBIrLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuRGVsZXRlQnVkZ2V0UmVxdWVzdBosLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuRGVsZXRlQnVkZ2V0UmVzcG9uc2USZgoLTGlzdEJ1ZGdldHMSKi50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkxpc3RCdWRnZXRzUmVxdWVzdBorLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuTGlzdEJ1ZGdldHNSZXNwb25zZULgAQoaY29tLnRvb2xtZXNoLnBlcm1pc3Npb24udjFCD1Blcm1pc3Npb25Qcm90b1ABWjd0b29sbWVzaC5kZXYvZ28vZ2VuL3Rvb2xtZXNoL3Blcm1pc3Npb24vdjE7cGVybWlzc2lvbnYxogIDVFBYqgIWVG9vbG1lc2guUGVybWlzc2lvbi5WMcoCFlRvb2xtZXNoXFBlcm1pc3Npb25cVjHiAiJUb29sbWVzaFxQZXJtaXNzaW9uXFYxXEdQQk1ldGFkYXRh6gIYVG9vbG1lc2g6OlBlcm1pc3Npb246OlYxYgZwcm90bzM", [file_google_protobuf_timestamp]);
 
 /**
  * PrincipalRef names who a grant applies to.
@@ -935,6 +935,203 @@ export const ListRateLimitsResponseSchema: GenMessage<ListRateLimitsResponse> = 
   messageDesc(file_toolmesh_permission_v1_permission, 30);
 
 /**
+ * BudgetSpec is what an admin writes: how much the calls of one agent, user or grant may cost in
+ * a period, counted from the prices of the tools they call (ToolSpec.price) in one currency.
+ *
+ * @generated from message toolmesh.permission.v1.BudgetSpec
+ */
+export type BudgetSpec = Message<"toolmesh.permission.v1.BudgetSpec"> & {
+  /**
+   * @generated from field: toolmesh.permission.v1.BudgetSubject subject = 1;
+   */
+  subject: BudgetSubject;
+
+  /**
+   * The agent id, user id or grant id whose calls are counted.
+   *
+   * @generated from field: string target = 2;
+   */
+  target: string;
+
+  /**
+   * @generated from field: toolmesh.permission.v1.BudgetPeriod period = 3;
+   */
+  period: BudgetPeriod;
+
+  /**
+   * The currency it counts; calls of tools priced in another currency do not count against it.
+   *
+   * @generated from field: string currency = 4;
+   */
+  currency: string;
+
+  /**
+   * The budget for each period, in millionths of the currency; at least 1.
+   *
+   * @generated from field: uint64 limit_micros = 5;
+   */
+  limitMicros: bigint;
+
+  /**
+   * Why the budget exists.
+   *
+   * @generated from field: string description = 6;
+   */
+  description: string;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.BudgetSpec.
+ * Use `create(BudgetSpecSchema)` to create a new message.
+ */
+export const BudgetSpecSchema: GenMessage<BudgetSpec> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 31);
+
+/**
+ * Budget is a stored budget, under `budgets.<id>` of the `toolmesh-permission` bucket.
+ *
+ * @generated from message toolmesh.permission.v1.Budget
+ */
+export type Budget = Message<"toolmesh.permission.v1.Budget"> & {
+  /**
+   * `<subject>.<target>.<period>`, for example `agent.planner.day`; derived from the spec.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: toolmesh.permission.v1.BudgetSpec spec = 2;
+   */
+  spec?: BudgetSpec | undefined;
+
+  /**
+   * @generated from field: string updated_by = 3;
+   */
+  updatedBy: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp updated_at = 4;
+   */
+  updatedAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.Budget.
+ * Use `create(BudgetSchema)` to create a new message.
+ */
+export const BudgetSchema: GenMessage<Budget> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 32);
+
+/**
+ * @generated from message toolmesh.permission.v1.PutBudgetRequest
+ */
+export type PutBudgetRequest = Message<"toolmesh.permission.v1.PutBudgetRequest"> & {
+  /**
+   * @generated from field: toolmesh.permission.v1.BudgetSpec budget = 1;
+   */
+  budget?: BudgetSpec | undefined;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.PutBudgetRequest.
+ * Use `create(PutBudgetRequestSchema)` to create a new message.
+ */
+export const PutBudgetRequestSchema: GenMessage<PutBudgetRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 33);
+
+/**
+ * @generated from message toolmesh.permission.v1.PutBudgetResponse
+ */
+export type PutBudgetResponse = Message<"toolmesh.permission.v1.PutBudgetResponse"> & {
+  /**
+   * @generated from field: toolmesh.permission.v1.Budget budget = 1;
+   */
+  budget?: Budget | undefined;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.PutBudgetResponse.
+ * Use `create(PutBudgetResponseSchema)` to create a new message.
+ */
+export const PutBudgetResponseSchema: GenMessage<PutBudgetResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 34);
+
+/**
+ * @generated from message toolmesh.permission.v1.DeleteBudgetRequest
+ */
+export type DeleteBudgetRequest = Message<"toolmesh.permission.v1.DeleteBudgetRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.DeleteBudgetRequest.
+ * Use `create(DeleteBudgetRequestSchema)` to create a new message.
+ */
+export const DeleteBudgetRequestSchema: GenMessage<DeleteBudgetRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 35);
+
+/**
+ * @generated from message toolmesh.permission.v1.DeleteBudgetResponse
+ */
+export type DeleteBudgetResponse = Message<"toolmesh.permission.v1.DeleteBudgetResponse"> & {
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.DeleteBudgetResponse.
+ * Use `create(DeleteBudgetResponseSchema)` to create a new message.
+ */
+export const DeleteBudgetResponseSchema: GenMessage<DeleteBudgetResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 36);
+
+/**
+ * @generated from message toolmesh.permission.v1.ListBudgetsRequest
+ */
+export type ListBudgetsRequest = Message<"toolmesh.permission.v1.ListBudgetsRequest"> & {
+  /**
+   * @generated from field: uint32 page_size = 1;
+   */
+  pageSize: number;
+
+  /**
+   * @generated from field: string page_token = 2;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.ListBudgetsRequest.
+ * Use `create(ListBudgetsRequestSchema)` to create a new message.
+ */
+export const ListBudgetsRequestSchema: GenMessage<ListBudgetsRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 37);
+
+/**
+ * @generated from message toolmesh.permission.v1.ListBudgetsResponse
+ */
+export type ListBudgetsResponse = Message<"toolmesh.permission.v1.ListBudgetsResponse"> & {
+  /**
+   * @generated from field: repeated toolmesh.permission.v1.Budget budgets = 1;
+   */
+  budgets: Budget[];
+
+  /**
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.ListBudgetsResponse.
+ * Use `create(ListBudgetsResponseSchema)` to create a new message.
+ */
+export const ListBudgetsResponseSchema: GenMessage<ListBudgetsResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 38);
+
+/**
  * PrincipalKind says what a grant's principal names.
  *
  * @generated from enum toolmesh.permission.v1.PrincipalKind
@@ -1081,6 +1278,77 @@ export const RateLimitSubjectSchema: GenEnum<RateLimitSubject> = /*@__PURE__*/
   enumDesc(file_toolmesh_permission_v1_permission, 3);
 
 /**
+ * BudgetSubject says whose calls a budget counts.
+ *
+ * @generated from enum toolmesh.permission.v1.BudgetSubject
+ */
+export enum BudgetSubject {
+  /**
+   * @generated from enum value: BUDGET_SUBJECT_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Calls of one agent id.
+   *
+   * @generated from enum value: BUDGET_SUBJECT_AGENT = 1;
+   */
+  AGENT = 1,
+
+  /**
+   * Calls on behalf of one user id.
+   *
+   * @generated from enum value: BUDGET_SUBJECT_USER = 2;
+   */
+  USER = 2,
+
+  /**
+   * Calls an allow grant authorised (the grant is among the decision's matched grants).
+   *
+   * @generated from enum value: BUDGET_SUBJECT_GRANT = 3;
+   */
+  GRANT = 3,
+}
+
+/**
+ * Describes the enum toolmesh.permission.v1.BudgetSubject.
+ */
+export const BudgetSubjectSchema: GenEnum<BudgetSubject> = /*@__PURE__*/
+  enumDesc(file_toolmesh_permission_v1_permission, 4);
+
+/**
+ * BudgetPeriod is how long a budget lasts before it is whole again (UTC).
+ *
+ * @generated from enum toolmesh.permission.v1.BudgetPeriod
+ */
+export enum BudgetPeriod {
+  /**
+   * @generated from enum value: BUDGET_PERIOD_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * From 00:00 UTC to the next.
+   *
+   * @generated from enum value: BUDGET_PERIOD_DAY = 1;
+   */
+  DAY = 1,
+
+  /**
+   * From the first of the month, 00:00 UTC, to the next.
+   *
+   * @generated from enum value: BUDGET_PERIOD_MONTH = 2;
+   */
+  MONTH = 2,
+}
+
+/**
+ * Describes the enum toolmesh.permission.v1.BudgetPeriod.
+ */
+export const BudgetPeriodSchema: GenEnum<BudgetPeriod> = /*@__PURE__*/
+  enumDesc(file_toolmesh_permission_v1_permission, 5);
+
+/**
  * PermissionService owns grants and API keys. Every RPC needs a bearer token; all but Check
  * need the `admin` role (Check also accepts `service`, and an agent may check itself).
  *
@@ -1209,6 +1477,40 @@ export const PermissionService: GenService<{
     methodKind: "unary";
     input: typeof ListRateLimitsRequestSchema;
     output: typeof ListRateLimitsResponseSchema;
+  },
+  /**
+   * PutBudget creates or replaces the budget of one agent, user or grant for a day or a month;
+   * the Dispatcher refuses a call that would exceed it within a second. Fails with
+   * INVALID_ARGUMENT, RESOURCE_EXHAUSTED (too many budgets), UNAUTHENTICATED, PERMISSION_DENIED.
+   *
+   * @generated from rpc toolmesh.permission.v1.PermissionService.PutBudget
+   */
+  putBudget: {
+    methodKind: "unary";
+    input: typeof PutBudgetRequestSchema;
+    output: typeof PutBudgetResponseSchema;
+  },
+  /**
+   * DeleteBudget removes a budget. Fails with INVALID_ARGUMENT, NOT_FOUND, UNAUTHENTICATED,
+   * PERMISSION_DENIED.
+   *
+   * @generated from rpc toolmesh.permission.v1.PermissionService.DeleteBudget
+   */
+  deleteBudget: {
+    methodKind: "unary";
+    input: typeof DeleteBudgetRequestSchema;
+    output: typeof DeleteBudgetResponseSchema;
+  },
+  /**
+   * ListBudgets lists budgets by id. Fails with INVALID_ARGUMENT (bad page token),
+   * UNAUTHENTICATED, PERMISSION_DENIED.
+   *
+   * @generated from rpc toolmesh.permission.v1.PermissionService.ListBudgets
+   */
+  listBudgets: {
+    methodKind: "unary";
+    input: typeof ListBudgetsRequestSchema;
+    output: typeof ListBudgetsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_toolmesh_permission_v1_permission, 0);
