@@ -14,7 +14,8 @@ import (
 	reflect "reflect"
 	sync "sync"
 	v1 "toolmesh.dev/go/gen/toolmesh/common/v1"
-	v11 "toolmesh.dev/go/gen/toolmesh/registry/v1"
+	v11 "toolmesh.dev/go/gen/toolmesh/events/v1"
+	v12 "toolmesh.dev/go/gen/toolmesh/registry/v1"
 	unsafe "unsafe"
 )
 
@@ -457,8 +458,13 @@ type DispatchResponse struct {
 	// Set when the call is held for approval (status PENDING, error code `awaiting_approval`):
 	// when the hold ends REFUSED `approval_expired` unless an approver decides first.
 	ApprovalExpiresAt *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=approval_expires_at,json=approvalExpiresAt,proto3" json:"approval_expires_at,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Set when the call was answered from the tool's result cache: the call whose result it
+	// repeats (the tool did not run).
+	CachedFrom string `protobuf:"bytes,11,opt,name=cached_from,json=cachedFrom,proto3" json:"cached_from,omitempty"`
+	// What the call cost, for a tool with a price.
+	Cost          *v11.Cost `protobuf:"bytes,12,opt,name=cost,proto3" json:"cost,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DispatchResponse) Reset() {
@@ -557,6 +563,20 @@ func (x *DispatchResponse) GetRefusalCode() string {
 func (x *DispatchResponse) GetApprovalExpiresAt() *timestamppb.Timestamp {
 	if x != nil {
 		return x.ApprovalExpiresAt
+	}
+	return nil
+}
+
+func (x *DispatchResponse) GetCachedFrom() string {
+	if x != nil {
+		return x.CachedFrom
+	}
+	return ""
+}
+
+func (x *DispatchResponse) GetCost() *v11.Cost {
+	if x != nil {
+		return x.Cost
 	}
 	return nil
 }
@@ -1649,7 +1669,7 @@ type ImportMcpServerRequest struct {
 	// Registry names become `<prefix>.<tool name>`; a valid tool name such as `everything`.
 	Prefix string `protobuf:"bytes,1,opt,name=prefix,proto3" json:"prefix,omitempty"`
 	// Where the server runs; `tool` is left empty (each imported tool gets its own name).
-	Runtime *v11.McpRuntime `protobuf:"bytes,2,opt,name=runtime,proto3" json:"runtime,omitempty"`
+	Runtime *v12.McpRuntime `protobuf:"bytes,2,opt,name=runtime,proto3" json:"runtime,omitempty"`
 	// Scopes every imported tool requires, such as `use:everything`.
 	RequiredScopes []string `protobuf:"bytes,3,rep,name=required_scopes,json=requiredScopes,proto3" json:"required_scopes,omitempty"`
 	// Show what would change without writing to the registry.
@@ -1695,7 +1715,7 @@ func (x *ImportMcpServerRequest) GetPrefix() string {
 	return ""
 }
 
-func (x *ImportMcpServerRequest) GetRuntime() *v11.McpRuntime {
+func (x *ImportMcpServerRequest) GetRuntime() *v12.McpRuntime {
 	if x != nil {
 		return x.Runtime
 	}
@@ -2344,13 +2364,13 @@ var File_toolmesh_dispatcher_v1_dispatcher_proto protoreflect.FileDescriptor
 
 const file_toolmesh_dispatcher_v1_dispatcher_proto_rawDesc = "" +
 	"\n" +
-	"'toolmesh/dispatcher/v1/dispatcher.proto\x12\x16toolmesh.dispatcher.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1ftoolmesh/common/v1/common.proto\x1a#toolmesh/registry/v1/registry.proto\"\xb6\x01\n" +
+	"'toolmesh/dispatcher/v1/dispatcher.proto\x12\x16toolmesh.dispatcher.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1ftoolmesh/common/v1/common.proto\x1a\x1ftoolmesh/events/v1/events.proto\x1a#toolmesh/registry/v1/registry.proto\"\xb6\x01\n" +
 	"\x0fDispatchRequest\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x125\n" +
 	"\targuments\x18\x02 \x01(\v2\x17.google.protobuf.StructR\targuments\x129\n" +
 	"\acontext\x18\x03 \x01(\v2\x1f.toolmesh.common.v1.CallContextR\acontext\x12\x1d\n" +
 	"\n" +
-	"timeout_ms\x18\x04 \x01(\rR\ttimeoutMs\"\xac\x03\n" +
+	"timeout_ms\x18\x04 \x01(\rR\ttimeoutMs\"\xfb\x03\n" +
 	"\x10DispatchResponse\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x19\n" +
 	"\btrace_id\x18\x02 \x01(\tR\atraceId\x126\n" +
@@ -2363,7 +2383,10 @@ const file_toolmesh_dispatcher_v1_dispatcher_proto_rawDesc = "" +
 	"\breplayed\x18\b \x01(\bR\breplayed\x12!\n" +
 	"\frefusal_code\x18\t \x01(\tR\vrefusalCode\x12J\n" +
 	"\x13approval_expires_at\x18\n" +
-	" \x01(\v2\x1a.google.protobuf.TimestampR\x11approvalExpiresAt\"p\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\x11approvalExpiresAt\x12\x1f\n" +
+	"\vcached_from\x18\v \x01(\tR\n" +
+	"cachedFrom\x12,\n" +
+	"\x04cost\x18\f \x01(\v2\x18.toolmesh.events.v1.CostR\x04cost\"p\n" +
 	"\x14DispatchBatchRequest\x12=\n" +
 	"\x05calls\x18\x01 \x03(\v2'.toolmesh.dispatcher.v1.DispatchRequestR\x05calls\x12\x19\n" +
 	"\btrace_id\x18\x02 \x01(\tR\atraceId\"v\n" +
@@ -2609,7 +2632,8 @@ var file_toolmesh_dispatcher_v1_dispatcher_proto_goTypes = []any{
 	(v1.CallStatus)(0),                // 35: toolmesh.common.v1.CallStatus
 	(*v1.CallError)(nil),              // 36: toolmesh.common.v1.CallError
 	(*timestamppb.Timestamp)(nil),     // 37: google.protobuf.Timestamp
-	(*v11.McpRuntime)(nil),            // 38: toolmesh.registry.v1.McpRuntime
+	(*v11.Cost)(nil),                  // 38: toolmesh.events.v1.Cost
+	(*v12.McpRuntime)(nil),            // 39: toolmesh.registry.v1.McpRuntime
 }
 var file_toolmesh_dispatcher_v1_dispatcher_proto_depIdxs = []int32{
 	33, // 0: toolmesh.dispatcher.v1.DispatchRequest.arguments:type_name -> google.protobuf.Struct
@@ -2618,68 +2642,69 @@ var file_toolmesh_dispatcher_v1_dispatcher_proto_depIdxs = []int32{
 	33, // 3: toolmesh.dispatcher.v1.DispatchResponse.output:type_name -> google.protobuf.Struct
 	36, // 4: toolmesh.dispatcher.v1.DispatchResponse.error:type_name -> toolmesh.common.v1.CallError
 	37, // 5: toolmesh.dispatcher.v1.DispatchResponse.approval_expires_at:type_name -> google.protobuf.Timestamp
-	6,  // 6: toolmesh.dispatcher.v1.DispatchBatchRequest.calls:type_name -> toolmesh.dispatcher.v1.DispatchRequest
-	7,  // 7: toolmesh.dispatcher.v1.DispatchBatchResponse.results:type_name -> toolmesh.dispatcher.v1.DispatchResponse
-	0,  // 8: toolmesh.dispatcher.v1.RuntimeStatus.state:type_name -> toolmesh.dispatcher.v1.RuntimeState
-	37, // 9: toolmesh.dispatcher.v1.RuntimeStatus.started_at:type_name -> google.protobuf.Timestamp
-	37, // 10: toolmesh.dispatcher.v1.RuntimeStatus.last_used_at:type_name -> google.protobuf.Timestamp
-	13, // 11: toolmesh.dispatcher.v1.RuntimeStatus.instances:type_name -> toolmesh.dispatcher.v1.RuntimeInstance
-	0,  // 12: toolmesh.dispatcher.v1.RuntimeInstance.state:type_name -> toolmesh.dispatcher.v1.RuntimeState
-	37, // 13: toolmesh.dispatcher.v1.RuntimeInstance.started_at:type_name -> google.protobuf.Timestamp
-	37, // 14: toolmesh.dispatcher.v1.RuntimeInstance.last_used_at:type_name -> google.protobuf.Timestamp
-	14, // 15: toolmesh.dispatcher.v1.RuntimeInstance.breaker:type_name -> toolmesh.dispatcher.v1.CircuitStatus
-	1,  // 16: toolmesh.dispatcher.v1.CircuitStatus.state:type_name -> toolmesh.dispatcher.v1.CircuitState
-	37, // 17: toolmesh.dispatcher.v1.CircuitStatus.opened_at:type_name -> google.protobuf.Timestamp
-	37, // 18: toolmesh.dispatcher.v1.CircuitStatus.retry_at:type_name -> google.protobuf.Timestamp
-	14, // 19: toolmesh.dispatcher.v1.ToolCircuit.breaker:type_name -> toolmesh.dispatcher.v1.CircuitStatus
-	12, // 20: toolmesh.dispatcher.v1.GetRuntimeStatusResponse.runtimes:type_name -> toolmesh.dispatcher.v1.RuntimeStatus
-	15, // 21: toolmesh.dispatcher.v1.GetRuntimeStatusResponse.breakers:type_name -> toolmesh.dispatcher.v1.ToolCircuit
-	12, // 22: toolmesh.dispatcher.v1.StartToolResponse.status:type_name -> toolmesh.dispatcher.v1.RuntimeStatus
-	12, // 23: toolmesh.dispatcher.v1.StopToolResponse.status:type_name -> toolmesh.dispatcher.v1.RuntimeStatus
-	33, // 24: toolmesh.dispatcher.v1.DispatchToolCallsRequest.message:type_name -> google.protobuf.Struct
-	2,  // 25: toolmesh.dispatcher.v1.DispatchToolCallsRequest.dialect:type_name -> toolmesh.dispatcher.v1.ToolCallDialect
-	2,  // 26: toolmesh.dispatcher.v1.DispatchToolCallsResponse.dialect:type_name -> toolmesh.dispatcher.v1.ToolCallDialect
-	33, // 27: toolmesh.dispatcher.v1.DispatchToolCallsResponse.messages:type_name -> google.protobuf.Struct
-	7,  // 28: toolmesh.dispatcher.v1.DispatchToolCallsResponse.results:type_name -> toolmesh.dispatcher.v1.DispatchResponse
-	38, // 29: toolmesh.dispatcher.v1.ImportMcpServerRequest.runtime:type_name -> toolmesh.registry.v1.McpRuntime
-	3,  // 30: toolmesh.dispatcher.v1.ImportedMcpTool.change:type_name -> toolmesh.dispatcher.v1.McpImportChange
-	25, // 31: toolmesh.dispatcher.v1.ImportMcpServerResponse.tools:type_name -> toolmesh.dispatcher.v1.ImportedMcpTool
-	33, // 32: toolmesh.dispatcher.v1.Approval.arguments:type_name -> google.protobuf.Struct
-	37, // 33: toolmesh.dispatcher.v1.Approval.requested_at:type_name -> google.protobuf.Timestamp
-	37, // 34: toolmesh.dispatcher.v1.Approval.expires_at:type_name -> google.protobuf.Timestamp
-	4,  // 35: toolmesh.dispatcher.v1.Approval.state:type_name -> toolmesh.dispatcher.v1.ApprovalState
-	37, // 36: toolmesh.dispatcher.v1.Approval.decided_at:type_name -> google.protobuf.Timestamp
-	27, // 37: toolmesh.dispatcher.v1.HeldCall.approval:type_name -> toolmesh.dispatcher.v1.Approval
-	33, // 38: toolmesh.dispatcher.v1.HeldCall.arguments:type_name -> google.protobuf.Struct
-	27, // 39: toolmesh.dispatcher.v1.ListApprovalsResponse.approvals:type_name -> toolmesh.dispatcher.v1.Approval
-	5,  // 40: toolmesh.dispatcher.v1.DecideApprovalRequest.decision:type_name -> toolmesh.dispatcher.v1.ApprovalDecision
-	27, // 41: toolmesh.dispatcher.v1.DecideApprovalResponse.approval:type_name -> toolmesh.dispatcher.v1.Approval
-	7,  // 42: toolmesh.dispatcher.v1.DecideApprovalResponse.result:type_name -> toolmesh.dispatcher.v1.DispatchResponse
-	6,  // 43: toolmesh.dispatcher.v1.DispatcherService.Dispatch:input_type -> toolmesh.dispatcher.v1.DispatchRequest
-	8,  // 44: toolmesh.dispatcher.v1.DispatcherService.DispatchBatch:input_type -> toolmesh.dispatcher.v1.DispatchBatchRequest
-	10, // 45: toolmesh.dispatcher.v1.DispatcherService.Cancel:input_type -> toolmesh.dispatcher.v1.CancelRequest
-	16, // 46: toolmesh.dispatcher.v1.DispatcherService.GetRuntimeStatus:input_type -> toolmesh.dispatcher.v1.GetRuntimeStatusRequest
-	18, // 47: toolmesh.dispatcher.v1.DispatcherService.StartTool:input_type -> toolmesh.dispatcher.v1.StartToolRequest
-	20, // 48: toolmesh.dispatcher.v1.DispatcherService.StopTool:input_type -> toolmesh.dispatcher.v1.StopToolRequest
-	22, // 49: toolmesh.dispatcher.v1.DispatcherService.DispatchToolCalls:input_type -> toolmesh.dispatcher.v1.DispatchToolCallsRequest
-	24, // 50: toolmesh.dispatcher.v1.DispatcherService.ImportMcpServer:input_type -> toolmesh.dispatcher.v1.ImportMcpServerRequest
-	29, // 51: toolmesh.dispatcher.v1.DispatcherService.ListApprovals:input_type -> toolmesh.dispatcher.v1.ListApprovalsRequest
-	31, // 52: toolmesh.dispatcher.v1.DispatcherService.DecideApproval:input_type -> toolmesh.dispatcher.v1.DecideApprovalRequest
-	7,  // 53: toolmesh.dispatcher.v1.DispatcherService.Dispatch:output_type -> toolmesh.dispatcher.v1.DispatchResponse
-	9,  // 54: toolmesh.dispatcher.v1.DispatcherService.DispatchBatch:output_type -> toolmesh.dispatcher.v1.DispatchBatchResponse
-	11, // 55: toolmesh.dispatcher.v1.DispatcherService.Cancel:output_type -> toolmesh.dispatcher.v1.CancelResponse
-	17, // 56: toolmesh.dispatcher.v1.DispatcherService.GetRuntimeStatus:output_type -> toolmesh.dispatcher.v1.GetRuntimeStatusResponse
-	19, // 57: toolmesh.dispatcher.v1.DispatcherService.StartTool:output_type -> toolmesh.dispatcher.v1.StartToolResponse
-	21, // 58: toolmesh.dispatcher.v1.DispatcherService.StopTool:output_type -> toolmesh.dispatcher.v1.StopToolResponse
-	23, // 59: toolmesh.dispatcher.v1.DispatcherService.DispatchToolCalls:output_type -> toolmesh.dispatcher.v1.DispatchToolCallsResponse
-	26, // 60: toolmesh.dispatcher.v1.DispatcherService.ImportMcpServer:output_type -> toolmesh.dispatcher.v1.ImportMcpServerResponse
-	30, // 61: toolmesh.dispatcher.v1.DispatcherService.ListApprovals:output_type -> toolmesh.dispatcher.v1.ListApprovalsResponse
-	32, // 62: toolmesh.dispatcher.v1.DispatcherService.DecideApproval:output_type -> toolmesh.dispatcher.v1.DecideApprovalResponse
-	53, // [53:63] is the sub-list for method output_type
-	43, // [43:53] is the sub-list for method input_type
-	43, // [43:43] is the sub-list for extension type_name
-	43, // [43:43] is the sub-list for extension extendee
-	0,  // [0:43] is the sub-list for field type_name
+	38, // 6: toolmesh.dispatcher.v1.DispatchResponse.cost:type_name -> toolmesh.events.v1.Cost
+	6,  // 7: toolmesh.dispatcher.v1.DispatchBatchRequest.calls:type_name -> toolmesh.dispatcher.v1.DispatchRequest
+	7,  // 8: toolmesh.dispatcher.v1.DispatchBatchResponse.results:type_name -> toolmesh.dispatcher.v1.DispatchResponse
+	0,  // 9: toolmesh.dispatcher.v1.RuntimeStatus.state:type_name -> toolmesh.dispatcher.v1.RuntimeState
+	37, // 10: toolmesh.dispatcher.v1.RuntimeStatus.started_at:type_name -> google.protobuf.Timestamp
+	37, // 11: toolmesh.dispatcher.v1.RuntimeStatus.last_used_at:type_name -> google.protobuf.Timestamp
+	13, // 12: toolmesh.dispatcher.v1.RuntimeStatus.instances:type_name -> toolmesh.dispatcher.v1.RuntimeInstance
+	0,  // 13: toolmesh.dispatcher.v1.RuntimeInstance.state:type_name -> toolmesh.dispatcher.v1.RuntimeState
+	37, // 14: toolmesh.dispatcher.v1.RuntimeInstance.started_at:type_name -> google.protobuf.Timestamp
+	37, // 15: toolmesh.dispatcher.v1.RuntimeInstance.last_used_at:type_name -> google.protobuf.Timestamp
+	14, // 16: toolmesh.dispatcher.v1.RuntimeInstance.breaker:type_name -> toolmesh.dispatcher.v1.CircuitStatus
+	1,  // 17: toolmesh.dispatcher.v1.CircuitStatus.state:type_name -> toolmesh.dispatcher.v1.CircuitState
+	37, // 18: toolmesh.dispatcher.v1.CircuitStatus.opened_at:type_name -> google.protobuf.Timestamp
+	37, // 19: toolmesh.dispatcher.v1.CircuitStatus.retry_at:type_name -> google.protobuf.Timestamp
+	14, // 20: toolmesh.dispatcher.v1.ToolCircuit.breaker:type_name -> toolmesh.dispatcher.v1.CircuitStatus
+	12, // 21: toolmesh.dispatcher.v1.GetRuntimeStatusResponse.runtimes:type_name -> toolmesh.dispatcher.v1.RuntimeStatus
+	15, // 22: toolmesh.dispatcher.v1.GetRuntimeStatusResponse.breakers:type_name -> toolmesh.dispatcher.v1.ToolCircuit
+	12, // 23: toolmesh.dispatcher.v1.StartToolResponse.status:type_name -> toolmesh.dispatcher.v1.RuntimeStatus
+	12, // 24: toolmesh.dispatcher.v1.StopToolResponse.status:type_name -> toolmesh.dispatcher.v1.RuntimeStatus
+	33, // 25: toolmesh.dispatcher.v1.DispatchToolCallsRequest.message:type_name -> google.protobuf.Struct
+	2,  // 26: toolmesh.dispatcher.v1.DispatchToolCallsRequest.dialect:type_name -> toolmesh.dispatcher.v1.ToolCallDialect
+	2,  // 27: toolmesh.dispatcher.v1.DispatchToolCallsResponse.dialect:type_name -> toolmesh.dispatcher.v1.ToolCallDialect
+	33, // 28: toolmesh.dispatcher.v1.DispatchToolCallsResponse.messages:type_name -> google.protobuf.Struct
+	7,  // 29: toolmesh.dispatcher.v1.DispatchToolCallsResponse.results:type_name -> toolmesh.dispatcher.v1.DispatchResponse
+	39, // 30: toolmesh.dispatcher.v1.ImportMcpServerRequest.runtime:type_name -> toolmesh.registry.v1.McpRuntime
+	3,  // 31: toolmesh.dispatcher.v1.ImportedMcpTool.change:type_name -> toolmesh.dispatcher.v1.McpImportChange
+	25, // 32: toolmesh.dispatcher.v1.ImportMcpServerResponse.tools:type_name -> toolmesh.dispatcher.v1.ImportedMcpTool
+	33, // 33: toolmesh.dispatcher.v1.Approval.arguments:type_name -> google.protobuf.Struct
+	37, // 34: toolmesh.dispatcher.v1.Approval.requested_at:type_name -> google.protobuf.Timestamp
+	37, // 35: toolmesh.dispatcher.v1.Approval.expires_at:type_name -> google.protobuf.Timestamp
+	4,  // 36: toolmesh.dispatcher.v1.Approval.state:type_name -> toolmesh.dispatcher.v1.ApprovalState
+	37, // 37: toolmesh.dispatcher.v1.Approval.decided_at:type_name -> google.protobuf.Timestamp
+	27, // 38: toolmesh.dispatcher.v1.HeldCall.approval:type_name -> toolmesh.dispatcher.v1.Approval
+	33, // 39: toolmesh.dispatcher.v1.HeldCall.arguments:type_name -> google.protobuf.Struct
+	27, // 40: toolmesh.dispatcher.v1.ListApprovalsResponse.approvals:type_name -> toolmesh.dispatcher.v1.Approval
+	5,  // 41: toolmesh.dispatcher.v1.DecideApprovalRequest.decision:type_name -> toolmesh.dispatcher.v1.ApprovalDecision
+	27, // 42: toolmesh.dispatcher.v1.DecideApprovalResponse.approval:type_name -> toolmesh.dispatcher.v1.Approval
+	7,  // 43: toolmesh.dispatcher.v1.DecideApprovalResponse.result:type_name -> toolmesh.dispatcher.v1.DispatchResponse
+	6,  // 44: toolmesh.dispatcher.v1.DispatcherService.Dispatch:input_type -> toolmesh.dispatcher.v1.DispatchRequest
+	8,  // 45: toolmesh.dispatcher.v1.DispatcherService.DispatchBatch:input_type -> toolmesh.dispatcher.v1.DispatchBatchRequest
+	10, // 46: toolmesh.dispatcher.v1.DispatcherService.Cancel:input_type -> toolmesh.dispatcher.v1.CancelRequest
+	16, // 47: toolmesh.dispatcher.v1.DispatcherService.GetRuntimeStatus:input_type -> toolmesh.dispatcher.v1.GetRuntimeStatusRequest
+	18, // 48: toolmesh.dispatcher.v1.DispatcherService.StartTool:input_type -> toolmesh.dispatcher.v1.StartToolRequest
+	20, // 49: toolmesh.dispatcher.v1.DispatcherService.StopTool:input_type -> toolmesh.dispatcher.v1.StopToolRequest
+	22, // 50: toolmesh.dispatcher.v1.DispatcherService.DispatchToolCalls:input_type -> toolmesh.dispatcher.v1.DispatchToolCallsRequest
+	24, // 51: toolmesh.dispatcher.v1.DispatcherService.ImportMcpServer:input_type -> toolmesh.dispatcher.v1.ImportMcpServerRequest
+	29, // 52: toolmesh.dispatcher.v1.DispatcherService.ListApprovals:input_type -> toolmesh.dispatcher.v1.ListApprovalsRequest
+	31, // 53: toolmesh.dispatcher.v1.DispatcherService.DecideApproval:input_type -> toolmesh.dispatcher.v1.DecideApprovalRequest
+	7,  // 54: toolmesh.dispatcher.v1.DispatcherService.Dispatch:output_type -> toolmesh.dispatcher.v1.DispatchResponse
+	9,  // 55: toolmesh.dispatcher.v1.DispatcherService.DispatchBatch:output_type -> toolmesh.dispatcher.v1.DispatchBatchResponse
+	11, // 56: toolmesh.dispatcher.v1.DispatcherService.Cancel:output_type -> toolmesh.dispatcher.v1.CancelResponse
+	17, // 57: toolmesh.dispatcher.v1.DispatcherService.GetRuntimeStatus:output_type -> toolmesh.dispatcher.v1.GetRuntimeStatusResponse
+	19, // 58: toolmesh.dispatcher.v1.DispatcherService.StartTool:output_type -> toolmesh.dispatcher.v1.StartToolResponse
+	21, // 59: toolmesh.dispatcher.v1.DispatcherService.StopTool:output_type -> toolmesh.dispatcher.v1.StopToolResponse
+	23, // 60: toolmesh.dispatcher.v1.DispatcherService.DispatchToolCalls:output_type -> toolmesh.dispatcher.v1.DispatchToolCallsResponse
+	26, // 61: toolmesh.dispatcher.v1.DispatcherService.ImportMcpServer:output_type -> toolmesh.dispatcher.v1.ImportMcpServerResponse
+	30, // 62: toolmesh.dispatcher.v1.DispatcherService.ListApprovals:output_type -> toolmesh.dispatcher.v1.ListApprovalsResponse
+	32, // 63: toolmesh.dispatcher.v1.DispatcherService.DecideApproval:output_type -> toolmesh.dispatcher.v1.DecideApprovalResponse
+	54, // [54:64] is the sub-list for method output_type
+	44, // [44:54] is the sub-list for method input_type
+	44, // [44:44] is the sub-list for extension type_name
+	44, // [44:44] is the sub-list for extension extendee
+	0,  // [0:44] is the sub-list for field type_name
 }
 
 func init() { file_toolmesh_dispatcher_v1_dispatcher_proto_init() }

@@ -1307,10 +1307,14 @@ type CallbackEvent struct {
 	// FAILURE and REFUSED: the error and its code.
 	Error *v1.CallError `protobuf:"bytes,9,opt,name=error,proto3" json:"error,omitempty"`
 	// INTERRUPTED and REFUSED: why; PENDING: `awaiting_approval` while held for approval.
-	Reason        string                 `protobuf:"bytes,10,opt,name=reason,proto3" json:"reason,omitempty"`
-	DurationMs    uint32                 `protobuf:"varint,11,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
-	Attempts      uint32                 `protobuf:"varint,12,opt,name=attempts,proto3" json:"attempts,omitempty"`
-	Time          *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=time,proto3" json:"time,omitempty"`
+	Reason     string                 `protobuf:"bytes,10,opt,name=reason,proto3" json:"reason,omitempty"`
+	DurationMs uint32                 `protobuf:"varint,11,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
+	Attempts   uint32                 `protobuf:"varint,12,opt,name=attempts,proto3" json:"attempts,omitempty"`
+	Time       *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=time,proto3" json:"time,omitempty"`
+	// What the call cost, for a tool with a price.
+	Cost *Cost `protobuf:"bytes,14,opt,name=cost,proto3" json:"cost,omitempty"`
+	// Set when the call was answered from the result cache: the call whose result it repeats.
+	CachedFrom    string `protobuf:"bytes,15,opt,name=cached_from,json=cachedFrom,proto3" json:"cached_from,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1434,6 +1438,20 @@ func (x *CallbackEvent) GetTime() *timestamppb.Timestamp {
 		return x.Time
 	}
 	return nil
+}
+
+func (x *CallbackEvent) GetCost() *Cost {
+	if x != nil {
+		return x.Cost
+	}
+	return nil
+}
+
+func (x *CallbackEvent) GetCachedFrom() string {
+	if x != nil {
+		return x.CachedFrom
+	}
+	return ""
 }
 
 // RegistryChanged is published on `toolmesh.registry.changed.<kind>.<name>` after a write.
@@ -1713,7 +1731,7 @@ const file_toolmesh_events_v1_events_proto_rawDesc = "" +
 	"started_at\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12;\n" +
 	"\vfinished_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"finishedAt\x12\x16\n" +
-	"\x06source\x18\x0f \x01(\tR\x06source\"\xcb\x03\n" +
+	"\x06source\x18\x0f \x01(\tR\x06source\"\x9a\x04\n" +
 	"\rCallbackEvent\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x19\n" +
 	"\btrace_id\x18\x02 \x01(\tR\atraceId\x12\x1b\n" +
@@ -1729,7 +1747,10 @@ const file_toolmesh_events_v1_events_proto_rawDesc = "" +
 	"\vduration_ms\x18\v \x01(\rR\n" +
 	"durationMs\x12\x1a\n" +
 	"\battempts\x18\f \x01(\rR\battempts\x12.\n" +
-	"\x04time\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"\xd8\x01\n" +
+	"\x04time\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12,\n" +
+	"\x04cost\x18\x0e \x01(\v2\x18.toolmesh.events.v1.CostR\x04cost\x12\x1f\n" +
+	"\vcached_from\x18\x0f \x01(\tR\n" +
+	"cachedFrom\"\xd8\x01\n" +
 	"\x0fRegistryChanged\x122\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x1e.toolmesh.events.v1.ChangeTypeR\x04type\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x12\n" +
@@ -1848,15 +1869,16 @@ var file_toolmesh_events_v1_events_proto_depIdxs = []int32{
 	14, // 27: toolmesh.events.v1.CallbackEvent.output:type_name -> google.protobuf.Struct
 	17, // 28: toolmesh.events.v1.CallbackEvent.error:type_name -> toolmesh.common.v1.CallError
 	15, // 29: toolmesh.events.v1.CallbackEvent.time:type_name -> google.protobuf.Timestamp
-	3,  // 30: toolmesh.events.v1.RegistryChanged.type:type_name -> toolmesh.events.v1.ChangeType
-	15, // 31: toolmesh.events.v1.RegistryChanged.time:type_name -> google.protobuf.Timestamp
-	3,  // 32: toolmesh.events.v1.PermissionChanged.type:type_name -> toolmesh.events.v1.ChangeType
-	15, // 33: toolmesh.events.v1.PermissionChanged.time:type_name -> google.protobuf.Timestamp
-	34, // [34:34] is the sub-list for method output_type
-	34, // [34:34] is the sub-list for method input_type
-	34, // [34:34] is the sub-list for extension type_name
-	34, // [34:34] is the sub-list for extension extendee
-	0,  // [0:34] is the sub-list for field type_name
+	7,  // 30: toolmesh.events.v1.CallbackEvent.cost:type_name -> toolmesh.events.v1.Cost
+	3,  // 31: toolmesh.events.v1.RegistryChanged.type:type_name -> toolmesh.events.v1.ChangeType
+	15, // 32: toolmesh.events.v1.RegistryChanged.time:type_name -> google.protobuf.Timestamp
+	3,  // 33: toolmesh.events.v1.PermissionChanged.type:type_name -> toolmesh.events.v1.ChangeType
+	15, // 34: toolmesh.events.v1.PermissionChanged.time:type_name -> google.protobuf.Timestamp
+	35, // [35:35] is the sub-list for method output_type
+	35, // [35:35] is the sub-list for method input_type
+	35, // [35:35] is the sub-list for extension type_name
+	35, // [35:35] is the sub-list for extension extendee
+	0,  // [0:35] is the sub-list for field type_name
 }
 
 func init() { file_toolmesh_events_v1_events_proto_init() }

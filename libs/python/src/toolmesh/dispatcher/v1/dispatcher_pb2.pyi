@@ -3,6 +3,7 @@ import datetime
 from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from toolmesh.common.v1 import common_pb2 as _common_pb2
+from toolmesh.events.v1 import events_pb2 as _events_pb2
 from toolmesh.registry.v1 import registry_pb2 as _registry_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
@@ -98,7 +99,7 @@ class DispatchRequest(_message.Message):
     def __init__(self, tool: _Optional[str] = ..., arguments: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., context: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., timeout_ms: _Optional[int] = ...) -> None: ...
 
 class DispatchResponse(_message.Message):
-    __slots__ = ("call_id", "trace_id", "status", "output", "error", "duration_ms", "attempts", "replayed", "refusal_code", "approval_expires_at")
+    __slots__ = ("call_id", "trace_id", "status", "output", "error", "duration_ms", "attempts", "replayed", "refusal_code", "approval_expires_at", "cached_from", "cost")
     CALL_ID_FIELD_NUMBER: _ClassVar[int]
     TRACE_ID_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
@@ -109,6 +110,8 @@ class DispatchResponse(_message.Message):
     REPLAYED_FIELD_NUMBER: _ClassVar[int]
     REFUSAL_CODE_FIELD_NUMBER: _ClassVar[int]
     APPROVAL_EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
+    CACHED_FROM_FIELD_NUMBER: _ClassVar[int]
+    COST_FIELD_NUMBER: _ClassVar[int]
     call_id: str
     trace_id: str
     status: _common_pb2.CallStatus
@@ -119,7 +122,9 @@ class DispatchResponse(_message.Message):
     replayed: bool
     refusal_code: str
     approval_expires_at: _timestamp_pb2.Timestamp
-    def __init__(self, call_id: _Optional[str] = ..., trace_id: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.CallStatus, str]] = ..., output: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., error: _Optional[_Union[_common_pb2.CallError, _Mapping]] = ..., duration_ms: _Optional[int] = ..., attempts: _Optional[int] = ..., replayed: bool = ..., refusal_code: _Optional[str] = ..., approval_expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    cached_from: str
+    cost: _events_pb2.Cost
+    def __init__(self, call_id: _Optional[str] = ..., trace_id: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.CallStatus, str]] = ..., output: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., error: _Optional[_Union[_common_pb2.CallError, _Mapping]] = ..., duration_ms: _Optional[int] = ..., attempts: _Optional[int] = ..., replayed: bool = ..., refusal_code: _Optional[str] = ..., approval_expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., cached_from: _Optional[str] = ..., cost: _Optional[_Union[_events_pb2.Cost, _Mapping]] = ...) -> None: ...
 
 class DispatchBatchRequest(_message.Message):
     __slots__ = ("calls", "trace_id")

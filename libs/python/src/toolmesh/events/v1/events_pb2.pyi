@@ -281,7 +281,7 @@ class Outcome(_message.Message):
     def __init__(self, call_id: _Optional[str] = ..., trace_id: _Optional[str] = ..., parent_id: _Optional[str] = ..., tool: _Optional[str] = ..., agent_id: _Optional[str] = ..., user_id: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.CallStatus, str]] = ..., output: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., error: _Optional[_Union[_common_pb2.CallError, _Mapping]] = ..., reason: _Optional[str] = ..., duration_ms: _Optional[int] = ..., attempts: _Optional[int] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finished_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., source: _Optional[str] = ...) -> None: ...
 
 class CallbackEvent(_message.Message):
-    __slots__ = ("call_id", "trace_id", "parent_id", "tool", "agent_id", "user_id", "status", "output", "error", "reason", "duration_ms", "attempts", "time")
+    __slots__ = ("call_id", "trace_id", "parent_id", "tool", "agent_id", "user_id", "status", "output", "error", "reason", "duration_ms", "attempts", "time", "cost", "cached_from")
     CALL_ID_FIELD_NUMBER: _ClassVar[int]
     TRACE_ID_FIELD_NUMBER: _ClassVar[int]
     PARENT_ID_FIELD_NUMBER: _ClassVar[int]
@@ -295,6 +295,8 @@ class CallbackEvent(_message.Message):
     DURATION_MS_FIELD_NUMBER: _ClassVar[int]
     ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
     TIME_FIELD_NUMBER: _ClassVar[int]
+    COST_FIELD_NUMBER: _ClassVar[int]
+    CACHED_FROM_FIELD_NUMBER: _ClassVar[int]
     call_id: str
     trace_id: str
     parent_id: str
@@ -308,7 +310,9 @@ class CallbackEvent(_message.Message):
     duration_ms: int
     attempts: int
     time: _timestamp_pb2.Timestamp
-    def __init__(self, call_id: _Optional[str] = ..., trace_id: _Optional[str] = ..., parent_id: _Optional[str] = ..., tool: _Optional[str] = ..., agent_id: _Optional[str] = ..., user_id: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.CallStatus, str]] = ..., output: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., error: _Optional[_Union[_common_pb2.CallError, _Mapping]] = ..., reason: _Optional[str] = ..., duration_ms: _Optional[int] = ..., attempts: _Optional[int] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    cost: Cost
+    cached_from: str
+    def __init__(self, call_id: _Optional[str] = ..., trace_id: _Optional[str] = ..., parent_id: _Optional[str] = ..., tool: _Optional[str] = ..., agent_id: _Optional[str] = ..., user_id: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.CallStatus, str]] = ..., output: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., error: _Optional[_Union[_common_pb2.CallError, _Mapping]] = ..., reason: _Optional[str] = ..., duration_ms: _Optional[int] = ..., attempts: _Optional[int] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., cost: _Optional[_Union[Cost, _Mapping]] = ..., cached_from: _Optional[str] = ...) -> None: ...
 
 class RegistryChanged(_message.Message):
     __slots__ = ("type", "kind", "name", "revision", "changed_by", "time")
