@@ -10,7 +10,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { CallStatus, statusName } from "@toolmesh/proto";
-import { startTracing } from "@toolmesh/telemetry";
+import { startTracing, type Tracing } from "@toolmesh/telemetry";
 import { repoRoot } from "@toolmesh/testkit";
 import { CallSpans, dispatcherMetrics } from "../services/dispatcher/src/chain/telemetry.js";
 
@@ -51,7 +51,7 @@ async function cpuPerCall(work: (i: number) => void, flush?: () => Promise<void>
 }
 
 function oneCall(
-  tracing: ReturnType<typeof startTracing> | undefined,
+  tracing: Tracing | undefined,
   metrics: ReturnType<typeof dispatcherMetrics>,
   i: number,
 ) {
@@ -78,8 +78,8 @@ function oneCall(
 
 async function inProcess(sinkUrl: string) {
   const metrics = dispatcherMetrics();
-  const off = startTracing("bench", {});
-  const on = startTracing("bench", {
+  const off = await startTracing("bench", {});
+  const on = await startTracing("bench", {
     OTEL_EXPORTER_OTLP_ENDPOINT: sinkUrl,
     OTEL_BSP_SCHEDULE_DELAY: "200",
   });

@@ -1,5 +1,5 @@
-// npm run build: every service as one plain JavaScript file, dist/<service>.mjs, which Node runs
-// without tsx. The workspace packages (libs/*) export TypeScript sources, so a per-file emit
+// npm run build: every service as plain JavaScript, dist/<service>.mjs (with the dist/chunk-*.mjs
+// it imports), which Node runs without tsx. The workspace packages (libs/*) export TypeScript sources, so a per-file emit
 // could not be run as is; esbuild inlines them and leaves every npm package to node_modules.
 // Type checking is `npm run typecheck` (tsc), which the image's build stage runs first.
 import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
@@ -61,6 +61,11 @@ const result = await build({
   outdir,
   outExtension: { ".js": ".mjs" },
   bundle: true,
+  // What a service loads only when it is used — the Dispatcher's `/mcp` endpoint and the MCP SDK
+  // under it — is a chunk of its own, imported on first use (code shared by several services is
+  // a chunk too). Chunks sit beside the bundles, so paths relative to a module stay the same.
+  splitting: true,
+  chunkNames: "chunk-[hash]",
   platform: "node",
   format: "esm",
   // The oldest Node line package.json's engines allows.

@@ -26,6 +26,8 @@ echo "== Python stubs import"
 "$TOOLMESH_VENV/bin/python" -c "import toolmesh.registry.v1.registry_pb2_grpc, toolmesh.dispatcher.v1.dispatcher_pb2_grpc, toolmesh.events.v1.events_pb2; print('python stubs import')"
 echo "== vitest"
 npx vitest run
+echo "== faults (npm run test:faults: kill -9, full and stopped streams, nats-server killed under calls)"
+npm run -s test:faults
 echo "== docker runtime (vitest against dockerd; skips with one line where there is none)"
 npm run -s test:docker
 echo "== console in chromium (npm run test:browser; screenshots in test-artifacts/console)"

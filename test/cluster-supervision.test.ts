@@ -77,7 +77,7 @@ describe("a Dispatcher replica killed on a three-node cluster", () => {
       lastExit: "signal SIGKILL",
     });
     // Until the launcher had it SERVING again, Audit and Callback answered every time.
-    expect(probes.failures).toEqual([]);
+    expect(probes.failures, probes.failures.slice(0, 3).join("\n")).toEqual([]);
     expect(probes.audit).toBeGreaterThan(0);
     expect(probes.callback).toBeGreaterThan(0);
     // The surviving replica acked calls that started while the victim was down.

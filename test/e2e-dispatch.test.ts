@@ -10,6 +10,7 @@ import {
   TraceEventKind,
   ValidationFailureSchema,
 } from "@toolmesh/proto";
+import { startsCall } from "@toolmesh/records";
 import { startedForFile } from "@toolmesh/testkit/hooks";
 import { describe, expect, it } from "vitest";
 import { startDispatchFixture } from "./dispatch-fixture.js";
@@ -54,7 +55,7 @@ describe("dispatch end to end", () => {
     });
   });
 
-  it("records the call's start and end under one trace id; its trace and outcome derive from them", async () => {
+  it("records the call's start and end under one trace id, as one record; its trace and outcome derive from them", async () => {
     const traceId = "4bf92f3577b34da6a3ce929d0e0e4736";
     const res = await e2e.call(
       "test.echo",
@@ -72,10 +73,12 @@ describe("dispatch end to end", () => {
     expect(events.map((e) => e.sequence)).toEqual([1, 2, 3, 4]);
     expect(events[1]?.customKind).toBe("CACHE_MISS");
     expect(events.every((e) => e.callId === res.callId && e.parentId === "span-1")).toBe(true);
-    const [start, end] = await e2e.audits.waitFor((a) => a.callId === res.callId, 2);
-    expect(start?.action).toBe(AuditAction.TOOL_START);
-    expect(start?.arguments).toEqual({ text: "traced", password: "[redacted]" });
-    expect(end?.action).toBe(AuditAction.TOOL_CALL);
+    // One record: Audit chains a call that ends soon after it starts as its end with the start's
+    // fields.
+    const [record] = await e2e.audits.waitFor((a) => a.callId === res.callId);
+    expect(record?.action).toBe(AuditAction.TOOL_CALL);
+    expect(record && startsCall(record)).toBe(true);
+    expect(record?.arguments).toEqual({ text: "traced", password: "[redacted]" });
     const [outcome] = await e2e.outcomes.waitFor((o) => o.callId === res.callId);
     expect(outcome?.status).toBe(CallStatus.SUCCESS);
     expect(outcome?.output).toMatchObject({ text: "traced" });

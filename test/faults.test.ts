@@ -1,16 +1,24 @@
 import { randomUUID } from "node:crypto";
-import { fromBinary } from "@bufbuild/protobuf";
-import { readWindow, subjects } from "@toolmesh/nats";
-import { CallStatus, OutcomeSchema } from "@toolmesh/proto";
+import { streamNames } from "@toolmesh/nats";
+import { AuditAction, CallStatus } from "@toolmesh/proto";
+import { endsCall, startsCall } from "@toolmesh/records";
 import type { ServedTools } from "@toolmesh/sdk";
-import { chainServices, eventually, startStack, type TestStack } from "@toolmesh/testkit";
-import { consumerOpts, type JsMsg } from "nats";
+import {
+  chainServices,
+  eventually,
+  feedBroadcasts,
+  keepFeed,
+  recordsByCall,
+  startStack,
+  type TestStack,
+} from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readAgentMemory } from "../services/memory-writer/src/layout.js";
 import { serveRecordingTool } from "./recording-tool.js";
 
 const CALLS = Number(process.env.FAULTS_CALLS ?? 2000);
 const AGENTS = ["fault-a", "fault-b", "fault-c", "fault-d"];
+const TOOL = "faults.write";
 /** The processes killed with SIGKILL in turn while the calls run, then started again. */
 const VICTIMS = [
   "audit",
@@ -23,29 +31,32 @@ const VICTIMS = [
 ] as const;
 
 // Every process of the stack, nats-server included, is killed with SIGKILL during a run of calls
-// from several agents, and started again. After recovery, every call the Dispatcher acked has its
-// audit record, its callback event and its memory entry, and every call that reached its backend
-// has an outcome.
+// from several agents, and started again. After recovery, every call that reached its backend has
+// its start record (no tool runs unrecorded); every call the Dispatcher answered has its end
+// record with the status it was answered (no answer before its end record is stored), its
+// broadcast once and its memory entry; a call whose Dispatcher was killed is closed by Audit's
+// sweeper; and the chain verifies.
 describe("kill -9 of every process during calls", () => {
   let stack: TestStack;
   let served: ServedTools;
   /** Call ids that reached the backend. */
   const ran = new Set<string>();
-  /** Call ids the Dispatcher acked, with their agent. */
+  /** Call ids the Dispatcher answered SUCCESS, with their agent. */
   const acked = new Map<string, string>();
 
   beforeAll(async () => {
     stack = await startStack({
       services: [...chainServices, "callback", "memory-writer"],
-      serviceEnv: {
-        dispatcher: {
-          TOOLMESH_DISPATCHER_LOST_AFTER_MS: "3000",
-          TOOLMESH_SWEEP_INTERVAL_MS: "500",
-        },
+      // Audit's sweeper closes the calls of the killed Dispatcher a second past their deadline.
+      env: {
+        TOOLMESH_DISPATCHER_LOST_AFTER_MS: "3000",
+        TOOLMESH_SWEEP_INTERVAL_MS: "500",
+        TOOLMESH_LEASE_GRACE_MS: "1000",
       },
     });
     for (const agent of AGENTS) await stack.grantAll(agent);
-    served = await serveRecordingTool(stack, "faults.write", ran);
+    await keepFeed(stack.nc);
+    served = await serveRecordingTool(stack, TOOL, ran, { timeoutMs: 10_000 });
   }, 120_000);
 
   afterAll(async () => {
@@ -68,7 +79,7 @@ describe("kill -9 of every process during calls", () => {
         try {
           const res = await stack
             .dispatcherClient()
-            .dispatch({ tool: "faults.write", arguments: { n }, context: { callId } }, as);
+            .dispatch({ tool: TOOL, arguments: { n }, context: { callId } }, as);
           expect(res.status).toBe(CallStatus.SUCCESS);
           acked.set(callId, agent);
         } catch {
@@ -100,57 +111,59 @@ describe("kill -9 of every process during calls", () => {
     // A fault that struck while calls ran refuses or interrupts some of them.
     expect(next - acked.size).toBeGreaterThan(0);
 
-    // Every acked call, and every call that reached the backend, ends with a callback event.
-    const js = stack.nc.jetstream();
-    const broadcast = new Map<string, number>();
-    const wanted = new Set([...acked.keys(), ...ran]);
-    await eventually(
-      async () => {
-        const opts = consumerOpts().orderedConsumer().deliverAll();
-        const sub = await js.subscribe("toolmesh.callback.>", opts);
-        broadcast.clear();
-        const info = await (await stack.nc.jetstreamManager()).streams.info("TOOLMESH_CALLBACK");
-        let seen = 0;
-        for await (const m of sub as AsyncIterable<JsMsg>) {
-          const id = m.headers?.get("Nats-Msg-Id") ?? "";
-          broadcast.set(id, (broadcast.get(id) ?? 0) + 1);
-          if (++seen >= info.state.messages) break;
-        }
-        sub.unsubscribe();
-        const missing = [...wanted].filter((id) => !broadcast.has(id));
-        if (missing.length > 0)
-          throw new Error(
-            `${missing.length} calls have no callback event: ${await explain(missing)}`,
-          );
-      },
-      60_000,
-      "a callback event for every acked call",
-    );
-    expect([...broadcast.values()].every((count) => count === 1)).toBe(true);
-
-    // Every acked call has its audit record, and the chain verifies.
+    // Every call that reached the backend has its start record and, once the sweeper closed the
+    // calls of the killed Dispatcher, its end record; an acked call's end says SUCCESS.
     const auditor = stack.as(await stack.agentToken("faults-auditor", { roles: ["auditor"] }));
-    const audited = new Set<string>();
+    const wanted = new Set([...acked.keys(), ...ran]);
+    let audited = new Map<string, { start: boolean; ends: CallStatus[] }>();
     await eventually(
       async () => {
-        for (const agentId of AGENTS) {
-          let pageToken = "";
-          do {
-            const page = await stack
-              .auditClient()
-              .queryRecords({ agentId, tool: "faults.write", pageSize: 1000, pageToken }, auditor);
-            for (const r of page.records) audited.add(r.callId);
-            pageToken = page.nextPageToken;
-          } while (pageToken);
-        }
-        for (const id of wanted) expect(audited.has(id), `audit record of ${id}`).toBe(true);
+        const byCall = await recordsByCall(
+          stack.auditClient(),
+          auditor,
+          AGENTS.map((agentId) => ({ agentId, tool: TOOL })),
+        );
+        audited = new Map(
+          [...byCall].map(([id, records]) => [
+            id,
+            {
+              start: records.some(startsCall),
+              ends: records.filter(endsCall).map((r) => r.status),
+            },
+          ]),
+        );
+        const missing = [...wanted].filter(
+          (id) => !audited.get(id)?.start || audited.get(id)?.ends.length !== 1,
+        );
+        if (missing.length > 0)
+          throw new Error(`${missing.length} calls lack a record: ${await explain(missing)}`);
       },
-      60_000,
-      "an audit record for every acked call",
+      90_000,
+      "the start and end records of every call that ran",
     );
+    for (const id of ran) expect(audited.get(id)?.start, `start record of ${id}`).toBe(true);
+    for (const id of acked.keys())
+      expect(audited.get(id)?.ends, `end record of ${id}`).toEqual([CallStatus.SUCCESS]);
     expect((await stack.auditClient().verifyChain({}, auditor)).ok).toBe(true);
 
-    // Every acked call has its memory entry.
+    // Every call that ended has its broadcast on the feed, once.
+    const broadcast = new Map<string, number>();
+    await eventually(
+      async () => {
+        broadcast.clear();
+        for (const { event } of await feedBroadcasts(stack.nc))
+          broadcast.set(event.callId, (broadcast.get(event.callId) ?? 0) + 1);
+        const missing = [...wanted].filter((id) => !broadcast.has(id));
+        if (missing.length > 0)
+          throw new Error(`${missing.length} calls have no broadcast: ${await explain(missing)}`);
+      },
+      60_000,
+      "a broadcast of every call that ended",
+    );
+    const repeated = [...broadcast].filter(([, count]) => count !== 1);
+    expect(repeated, "calls broadcast more than once").toEqual([]);
+
+    // Every call that ended has its memory entry.
     await eventually(
       async () => {
         const text = (await Promise.all(AGENTS.map((a) => readAgentMemory(stack.dataDir, a)))).join(
@@ -160,44 +173,37 @@ describe("kill -9 of every process during calls", () => {
           expect(text.includes(`"${id}/result"`), `memory of ${id}`).toBe(true);
       },
       60_000,
-      "a memory entry for every acked call",
+      "a memory entry for every call that ended",
     );
+    const interrupted = [...wanted].filter(
+      (id) => audited.get(id)?.ends[0] === CallStatus.INTERRUPTED,
+    ).length;
     console.info(
-      `faults: after recovery ${acked.size} acked calls → ${[...acked.keys()].filter((id) => audited.has(id)).length} audit records, ${[...acked.keys()].filter((id) => broadcast.has(id)).length} callback events, all with memory entries`,
+      `faults: after recovery ${wanted.size} calls that ran or were acked → ${[...wanted].filter((id) => audited.get(id)?.start).length} start records, ${[...wanted].filter((id) => audited.get(id)?.ends.length === 1).length} end records (${interrupted} INTERRUPTED by the sweeper), ${[...wanted].filter((id) => broadcast.get(id) === 1).length} broadcasts, all with memory entries`,
     );
   }, 600_000);
 
-  /** What the bus holds of calls that lack a record, so a failure says where the chain stopped. */
+  /** What the stack holds of calls that lack a record, so a failure says where they stopped. */
   async function explain(ids: string[]): Promise<string> {
     const jsm = await stack.nc.jetstreamManager();
-    // Outcomes are filed under a shard of their call id: the call's is among the shard's.
-    const hasOutcome = async (callId: string) => {
-      let found = false;
-      await readWindow({
-        nc: stack.nc,
-        stream: "TOOLMESH_OUTCOME",
-        subject: subjects.outcome("dispatcher", callId),
-        fromMs: 0,
-        visit: (msg) => {
-          found = fromBinary(OutcomeSchema, msg.data).callId === callId;
-          return found;
-        },
-      });
-      return found;
-    };
+    const auditor = stack.as(await stack.agentToken("faults-auditor", { roles: ["auditor"] }));
     const lines = await Promise.all(
       ids.slice(0, 5).map(async (id) => {
+        const { records } = await stack
+          .auditClient()
+          .getCall({ callId: id }, auditor)
+          .catch(() => ({ records: [] }));
         const facts = {
           acked: acked.has(id),
           ran: ran.has(id),
-          outcome: await hasOutcome(id),
-          lease: (await jsm.streams.info("TOOLMESH_INFLIGHT")).state.messages,
+          records: records.map((r) => `${AuditAction[r.action]}:${CallStatus[r.status]}`),
         };
         return `${id} ${JSON.stringify(facts)}`;
       }),
     );
-    const consumer = await jsm.consumers.info("TOOLMESH_OUTCOME", "callback");
-    const backlog = `callback consumer: ${consumer.num_pending} pending, ${consumer.num_ack_pending} unacked, ${consumer.num_redelivered} redelivered`;
+    const waiting = (await jsm.streams.info(streamNames.records)).state.messages;
+    const follower = await jsm.consumers.info(streamNames.auditLog, "callback");
+    const backlog = `${waiting} record batches not chained; callback consumer: ${follower.num_pending} pending, ${follower.num_ack_pending} unacked, ${follower.num_redelivered} redelivered`;
     return `${lines.join("; ")}; ${backlog}`;
   }
 });

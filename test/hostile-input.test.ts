@@ -1,9 +1,8 @@
 import { randomUUID } from "node:crypto";
-import { clone, create, fromBinary } from "@bufbuild/protobuf";
+import { clone, create } from "@bufbuild/protobuf";
 import type { Client } from "@connectrpc/connect";
 import { Code } from "@toolmesh/errors";
 import {
-  AuditRecordSchema,
   type CallbackService,
   CallStatus,
   RetryInfoSchema,
@@ -20,6 +19,7 @@ import {
   serveOnStack,
   startStack,
   type TestStack,
+  watchLog,
 } from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -181,8 +181,7 @@ describe("hostile input", () => {
   });
 
   it("the audit record keeps every argument key the backend received, __proto__ included, with secrets redacted", async () => {
-    const records: unknown[] = [];
-    const sub = stack.nc.subscribe("toolmesh.audit.>");
+    const log = watchLog(stack.nc);
     const callId = `proto-${randomUUID()}`;
     const args = JSON.parse(
       '{"__proto__": {"polluted": true}, "Authorization": "Basic abc", "headers": {"Cookie": "sid=1"}, "note": "plain"}',
@@ -191,14 +190,12 @@ describe("hostile input", () => {
     expect(reply.output).toEqual({
       keys: ["__proto__", "Authorization", "headers", "note"],
     });
-    for await (const msg of sub) {
-      const record = fromBinary(AuditRecordSchema, msg.data);
-      if (record.callId !== callId) continue;
-      records.push(record.arguments);
-      break;
-    }
-    sub.unsubscribe();
-    const stored = records[0] as Record<string, unknown>;
+    // The record that holds the call's arguments: its start, or the one record of start and end.
+    const [record] = await log.records.waitFor(
+      (r) => r.callId === callId && r.arguments !== undefined,
+    );
+    log.stop();
+    const stored = record?.arguments as Record<string, unknown>;
     expect(Object.keys(stored)).toEqual(["__proto__", "Authorization", "headers", "note"]);
     expect(JSON.stringify(stored)).toBe(
       '{"__proto__":{"polluted":true},"Authorization":"[redacted]","headers":{"Cookie":"[redacted]"},"note":"plain"}',

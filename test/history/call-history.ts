@@ -7,6 +7,7 @@ import { createSecretRedactor } from "@toolmesh/log";
 import { newCallId, newTraceId } from "@toolmesh/names";
 import { JetStreamPublisher, subjects, TYPE_HEADER } from "@toolmesh/nats";
 import {
+  type AuditRecord,
   AuditRecordSchema,
   CallbackEventSchema,
   CallStatus,
@@ -19,6 +20,7 @@ import {
 } from "@toolmesh/proto";
 import { outcomeOf, recordKey } from "@toolmesh/records";
 import { type NatsConnection, headers as natsHeaders } from "nats";
+import { isEnd, isStart, mergedCall } from "../../services/audit/src/call-merge.js";
 import { archiveSettings, auditConfig } from "../../services/audit/src/config.js";
 import {
   addCall,
@@ -101,8 +103,7 @@ export async function writeCallHistory(
     for (let from = 0; from < shape.calls; from += BATCH) {
       for (let i = from; i < Math.min(shape.calls, from + BATCH); i++) {
         recordCall(recorder, i, shape);
-        for (const bytes of written.splice(0)) {
-          const record = fromBinary(AuditRecordSchema, bytes);
+        for (const record of asChained(written.splice(0))) {
           if (record.arguments) record.arguments = auditRedact(record.arguments) as JsonObject;
           const stored = log.append(record);
           const event = outcomeOf(stored);
@@ -152,6 +153,20 @@ export async function writeCallHistory(
   }
   const archive = archiveSettings(audit);
   await archiveLog(nc, archive.dir, archive.segmentBytes);
+}
+
+/**
+ * A call's records as Audit chains them: its start and end as one record (mergedCall), as a call
+ * that ends within TOOLMESH_AUDIT_MERGE_MS of its start is.
+ */
+function asChained(written: Uint8Array[]): AuditRecord[] {
+  const [start, end, ...rest] = written.map((bytes) => ({
+    record: fromBinary(AuditRecordSchema, bytes),
+    body: bytes,
+  }));
+  if (!start || !end || rest.length > 0 || !isStart(start.record) || !isEnd(end.record))
+    return written.map((bytes) => fromBinary(AuditRecordSchema, bytes));
+  return [mergedCall(start, end).record];
 }
 
 /** One finished call through the Dispatcher's recorder: its start and end records. */

@@ -240,6 +240,7 @@ export const busLimitsConfig = {
     callIds: limit("TOOLMESH_CALL_IDS_BUCKET_MAX_BYTES", 256 * MiB)(env),
     dispatchers: limit("TOOLMESH_DISPATCHERS_BUCKET_MAX_BYTES", 16 * MiB)(env),
     approvals: limit("TOOLMESH_APPROVALS_BUCKET_MAX_BYTES", 64 * MiB)(env),
+    mcpTasks: limit("TOOLMESH_MCP_TASKS_BUCKET_MAX_BYTES", 64 * MiB)(env),
     agentSessions: limit("TOOLMESH_AGENT_SESSIONS_BUCKET_MAX_BYTES", 256 * MiB)(env),
     agentTasks: limit("TOOLMESH_AGENT_TASKS_BUCKET_MAX_BYTES", 256 * MiB)(env),
   }),

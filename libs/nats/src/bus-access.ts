@@ -9,7 +9,7 @@
 
 /** The streams of the bus, by JetStream name. */
 export const streamNames = {
-  /** Record batches until Audit chains them (work queue). */
+  /** Record batches until Audit chains them (and trims them). */
   records: "TOOLMESH_RECORDS",
   /** The broadcast feed of outcomes. */
   callback: "TOOLMESH_CALLBACK",
@@ -39,6 +39,8 @@ export const bucketNames = {
   dispatchers: "toolmesh-dispatchers",
   /** Calls held for approval, until decided or expired. */
   approvals: "toolmesh-approvals",
+  /** Which calls are MCP tasks of which caller (tasks/list), as long as outcomes are kept. */
+  mcpTasks: "toolmesh-mcp-tasks",
   /** Hourly usage aggregates per agent, user and tool. */
   usage: "toolmesh-usage",
   /** One key per service whose work runs in one replica at a time (lease.ts). */
@@ -91,14 +93,17 @@ export const busAccess = {
   dispatcher: {
     // Its calls' start and end records, in batches; everything else is derived from them.
     // It asks Audit for a call's records (MCP tasks, the approval sweep): toolmesh.lookup.calls.
-    publishes: ["toolmesh.records.dispatcher", "toolmesh.lookup.calls"],
+    // Replicas ask each other about the calls each runs (an MCP caller's answer, a task's cancel):
+    // toolmesh.dispatchers.<instance>.
+    publishes: ["toolmesh.records.dispatcher", "toolmesh.lookup.calls", "toolmesh.dispatchers.>"],
     writesStreams: ["records"],
     readsStreams: [],
-    ownsBuckets: ["dispatcher", "callIds", "dispatchers", "approvals"],
+    ownsBuckets: ["dispatcher", "callIds", "dispatchers", "approvals", "mcpTasks"],
     // The audit bucket says what holds the audit log, for a refusal to name it.
     readsBuckets: ["registry", "permission", "audit"],
     // MCP tasks wait for a call's broadcast outcome.
     subscribes: ["toolmesh.callback.>"],
+    answers: ["toolmesh.dispatchers.>"],
   },
   callback: {
     publishes: [
@@ -124,6 +129,8 @@ export const busAccess = {
     writesStreams: ["auditLog", "records"],
     readsStreams: ["records", "auditLog"],
     durables: { records: "audit" },
+    // It trims the record stream below what it has chained (records-trim.ts).
+    deletesFrom: ["records"],
     ownsBuckets: ["audit"],
     // The sweeper asks whether the Dispatcher that started a call is still alive.
     readsBuckets: ["permission", "dispatchers"],

@@ -62,6 +62,13 @@ export interface RecordWriterOptions {
    * says whether it had it — before its records are given up as `unknown`.
    */
   retryForMs: number;
+  /**
+   * Bytes of batches given up as `unknown` that are still sent, in the background, until
+   * JetStream takes them (default 16 MiB): their writers were answered, but a record that was
+   * promised to be stored if it can be still is, once NATS is back. Past this, the oldest given up
+   * are sent no more.
+   */
+  keepSendingBytes?: number;
   /** Told of a batch sent again, for a log line. */
   onRetry?(attempt: number, error: unknown): void;
   /** Classifies a publish error: `full` and `refused` stored nothing; the rest may have. */
@@ -79,7 +86,12 @@ interface Batch {
   data: Uint8Array;
   msgId: string;
   firstSentAt: number;
+  /** Given up as `unknown` (its writers were answered), and still sent in the background. */
+  orphan?: boolean;
 }
+
+/** The default of RecordWriterOptions.keepSendingBytes. */
+const KEEP_SENDING_BYTES = 16 * 1024 * 1024;
 
 /**
  * Group commit for records: each record written joins the next batch message, and a batch leaves
@@ -87,7 +99,8 @@ interface Batch {
  * the fsync of the batch before it and its own. Every record's promise settles with its batch's
  * ack. A batch whose ack is lost is sent again, unchanged, until JetStream answers (stored now,
  * or a duplicate of the copy it stored before) — so a record's writer learns the truth instead of
- * guessing — and newer batches wait meanwhile, so batches are stored in the order written.
+ * guessing — and newer batches wait meanwhile, so batches are stored in the order written. A
+ * batch given up after `retryForMs` is still sent in the background (adopt), out of that order.
  */
 export class RecordWriter {
   private queue: Entry[] = [];
@@ -95,6 +108,9 @@ export class RecordWriter {
   private readonly inFlight = new Set<Batch>();
   /** Batches whose ack was lost, oldest first, being sent again. */
   private readonly retrying: Batch[] = [];
+  /** Batches given up as `unknown` and still sent in the background, and their bytes. */
+  private readonly orphans = new Set<Batch>();
+  private orphanBytes = 0;
   private scheduled = false;
   private numbered = 0;
   private closed = false;
@@ -120,6 +136,7 @@ export class RecordWriter {
     let n = this.queue.length;
     for (const batch of this.inFlight) n += batch.entries.length;
     for (const batch of this.retrying) n += batch.entries.length;
+    for (const batch of this.orphans) n += batch.entries.length;
     return n;
   }
 
@@ -171,6 +188,10 @@ export class RecordWriter {
   }
 
   private landed(batch: Batch): void {
+    if (batch.orphan) {
+      this.dropOrphan(batch);
+      return;
+    }
     this.inFlight.delete(batch);
     const at = this.retrying.indexOf(batch);
     if (at >= 0) this.retrying.splice(at, 1);
@@ -180,6 +201,11 @@ export class RecordWriter {
 
   private failed(batch: Batch, error: unknown): void {
     const kind = this.options.classify(error);
+    if (batch.orphan) {
+      if (kind === "maybe" && !this.closed) void this.resendOrphan(batch);
+      else this.dropOrphan(batch);
+      return;
+    }
     if (kind !== "maybe") {
       this.inFlight.delete(batch);
       const message =
@@ -203,6 +229,7 @@ export class RecordWriter {
             { cause: error },
           ),
         );
+      this.adopt(batch);
       this.send();
       return;
     }
@@ -222,6 +249,32 @@ export class RecordWriter {
       await new Promise((resolve) => setTimeout(resolve, 100).unref());
     }
     this.publish(batch);
+  }
+
+  /**
+   * Goes on sending a batch given up as `unknown`, in the background, while the bytes of such
+   * batches stay under keepSendingBytes: once NATS is back it is stored (or found stored), so
+   * what its writers were told — that it may yet be stored — comes true rather than stay open.
+   */
+  private adopt(batch: Batch): void {
+    const cap = this.options.keepSendingBytes ?? KEEP_SENDING_BYTES;
+    if (this.closed || this.orphanBytes + batch.data.length > cap) return;
+    batch.orphan = true;
+    this.orphans.add(batch);
+    this.orphanBytes += batch.data.length;
+    void this.resendOrphan(batch);
+  }
+
+  private dropOrphan(batch: Batch): void {
+    if (this.orphans.delete(batch)) this.orphanBytes -= batch.data.length;
+  }
+
+  private async resendOrphan(batch: Batch): Promise<void> {
+    await new Promise((resolve) => setTimeout(resolve, 500).unref());
+    while (!this.publisher.writable && !this.closed)
+      await new Promise((resolve) => setTimeout(resolve, 200).unref());
+    if (this.closed) this.dropOrphan(batch);
+    else this.publish(batch);
   }
 
   /** Refuses new records; what is in flight still settles. */

@@ -52,6 +52,8 @@ export const subjects = {
     `toolmesh.registry.changed.${subjectToken(kind)}.${subjectToken(name)}`,
   permissionChanged: (kind: string, id: string) =>
     `toolmesh.permission.changed.${subjectToken(kind)}.${subjectToken(id)}`,
+  /** Where one Dispatcher instance answers the others about the calls it runs (request, reply). */
+  dispatcherInstance: (instance: string) => `toolmesh.dispatchers.${subjectToken(instance)}`,
 } as const;
 
 /**
@@ -126,9 +128,11 @@ export const defaultStreamSettings: StreamSettings = {
  * Every stream toolmesh writes; each writer ensures the ones it publishes to exist.
  *
  * The record stream holds work, not history: a batch stays until Audit's chain writer took it
- * into the log (work-queue retention), so its size is Audit's lag, and when full it refuses new
- * batches (discard new) — the Dispatcher then refuses the calls it cannot record, naming what is
- * behind. The hash-chained audit log (Audit's own stream, audit-log.ts) is the store of record;
+ * into the log and Audit's next trim removed it (within a second: records-trim.ts in Audit), so
+ * its size is Audit's lag, and when full it refuses new batches (discard new) — the Dispatcher
+ * then refuses the calls it cannot record, naming what is behind. Trimmed in bulk rather than by
+ * work-queue retention: a work queue deletes each acked message on its own, one more stored write
+ * (fsync) a batch. The hash-chained audit log (Audit's own stream, audit-log.ts) is the store of record;
  * everything else is derived from it. The callback feed and the change stream are notifications
  * of state kept elsewhere, so they drop their oldest; the feed keeps a broadcast only until every
  * durable consumer on it has read it (interest retention).
@@ -142,7 +146,7 @@ export function streamDefinitions(settings: StreamSettings = defaultStreamSettin
       name: streamNames.records,
       subjects: [subjects.allRecords],
       description: "Record batches of calls and admin changes, until Audit chains them",
-      retention: RetentionPolicy.Workqueue,
+      retention: RetentionPolicy.Limits,
       storage: StorageType.File,
       discard: DiscardPolicy.New,
       num_replicas: settings.replicas,

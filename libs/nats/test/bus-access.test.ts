@@ -31,7 +31,9 @@ describe("the bus's permission table", () => {
     // Only the Dispatcher and Callback ask Audit for a call's records.
     expect(publishers(subjects.callLookup)).toEqual(["dispatcher", "callback"]);
     expect(natsPermissions("audit").allow_responses).toBe(true);
-    expect(natsPermissions("dispatcher").allow_responses).toBeUndefined();
+    // Dispatcher replicas answer each other about the calls each runs (an MCP task's cancel).
+    expect(natsPermissions("dispatcher").allow_responses).toBe(true);
+    expect(publishers(subjects.dispatcherInstance("d-1"))).toEqual(["dispatcher"]);
     expect(publishers("$KV.toolmesh-registry.tools.x")).toEqual(["registry"]);
     expect(publishers("$KV.toolmesh-permission.grants.x")).toEqual(["permission"]);
     expect(publishers("toolmesh.auditlog.a.tool")).toEqual(["audit"]);

@@ -18,10 +18,13 @@ describe("stream definitions", () => {
   it("hold records as work (refused when full, never dropped) and drop the oldest of feeds", () => {
     const streams = streamDefinitions(defaultStreamSettings);
     for (const stream of Object.values(streams)) expect(stream.max_bytes).toBeGreaterThan(0);
-    // Record batches stay until Audit takes them: their size is its lag, not age × rate.
-    expect(streams.records.retention).toBe(RetentionPolicy.Workqueue);
+    // Record batches stay until Audit has chained them and trims them: their size is its lag,
+    // never age × rate (no age limit drops a batch not chained yet).
+    expect(streams.records.retention).toBe(RetentionPolicy.Limits);
     expect(streams.records.discard).toBe(DiscardPolicy.New);
     expect(streams.records.max_age).toBe(0);
+    // The broadcast feed keeps a broadcast only for the durables that have not read it.
+    expect(streams.callback.retention).toBe(RetentionPolicy.Interest);
     // The broadcast feed and the change events only announce what is kept elsewhere.
     for (const key of ["callback", "changes"] as const) {
       expect(streams[key].discard).toBe(DiscardPolicy.Old);

@@ -6,7 +6,7 @@ import {
   type RecordWriterOptions,
 } from "@toolmesh/nats";
 import { encodeRecords, recordSlices } from "@toolmesh/records";
-import { startNats, type TestNats } from "@toolmesh/testkit";
+import { eventually, startNats, type TestNats } from "@toolmesh/testkit";
 import {
   connect,
   DiscardPolicy,
@@ -141,4 +141,24 @@ describe("the record writer", () => {
     expect((error as RecordWriteError).failure).toBe("unknown");
     expect((error as RecordWriteError).message).toMatch(/may or may not be stored/);
   });
+
+  it("goes on sending a batch given up as `unknown` once NATS is back, and it is stored once", async () => {
+    await jsm.streams.add({
+      name: "RW_LATE",
+      subjects: ["rw.late"],
+      duplicate_window: 120_000_000_000,
+    });
+    const w = writer("rw.late", { retryForMs: 500 });
+    await nats.kill();
+    const error = await w.write(encode("late")).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    // Its writer was answered: nobody knows yet whether it is stored.
+    expect((error as RecordWriteError).failure).toBe("unknown");
+    expect(w.backlog).toBe(1);
+    await nats.start();
+    await eventually(async () => expect(await batches("RW_LATE")).toEqual([["late"]]), 20_000);
+    await eventually(async () => expect(w.backlog).toBe(0), 5_000);
+  }, 60_000);
 });

@@ -36,6 +36,10 @@ export interface CompiledGrant {
   readonly expiresAtMs: number;
   /** Calls it authorises are held for approval (allow grants only). */
   readonly requiresApproval: boolean;
+  /** Calls it authorises wait for the caller's own confirmation (allow grants only). */
+  readonly requiresConfirmation: boolean;
+  /** The tools it authorises are found by search rather than listed (allow grants only). */
+  readonly unlisted: boolean;
 }
 
 const compiledGrants = new WeakMap<Grant, CompiledGrant>();
@@ -62,6 +66,8 @@ export function compileGrant(grant: Grant): CompiledGrant {
     enabled: spec?.enabled ?? false,
     expiresAtMs: spec?.expiresAt ? timestampMs(spec.expiresAt) : Number.POSITIVE_INFINITY,
     requiresApproval: spec?.requiresApproval ?? false,
+    requiresConfirmation: spec?.requiresConfirmation ?? false,
+    unlisted: spec?.unlisted ?? false,
   };
   compiledGrants.set(grant, c);
   return c;
@@ -134,8 +140,9 @@ interface SideResult {
  * The decision from grants already known to apply to the agent (AGENT and ROLE grants) and to
  * the user (USER grants). Deny wins over allow on either side; then the agent, and the user it
  * acts for, must each be allowed every required scope on their own grants (no confused deputy).
- * A call allowed only with grants that require approval is allowed with `requiresApproval`; one
- * that other grants allow outright needs none.
+ * A call allowed only with grants that require approval (or the caller's confirmation) is allowed
+ * with `requiresApproval` (`requiresConfirmation`); one that other grants allow outright needs
+ * neither. A tool allowed only through unlisted grants is `unlisted`.
  */
 export function decideFor(
   subject: PolicySubject,
@@ -147,17 +154,45 @@ export function decideFor(
   const first = decideOnce(subject, tool, agentGrants, userGrants, nowMs);
   if (!first.allowed) return first;
   const conditional = (g: CompiledGrant) =>
-    g.requiresApproval && first.matchedGrantIds.includes(g.id);
-  if (!agentGrants.some(conditional) && !userGrants.some(conditional)) return first;
-  const outright = decideOnce(
-    subject,
-    tool,
-    agentGrants.filter((g) => !g.requiresApproval),
-    userGrants.filter((g) => !g.requiresApproval),
-    nowMs,
-  );
-  if (outright.allowed) return outright;
-  return { ...first, requiresApproval: true, reason: `${first.reason}, after approval` };
+    (g.requiresApproval || g.requiresConfirmation) && first.matchedGrantIds.includes(g.id);
+  let decided = first;
+  if (agentGrants.some(conditional) || userGrants.some(conditional)) {
+    const outright = (g: CompiledGrant) => !g.requiresApproval && !g.requiresConfirmation;
+    decided = decideOnce(
+      subject,
+      tool,
+      agentGrants.filter(outright),
+      userGrants.filter(outright),
+      nowMs,
+    );
+    if (!decided.allowed) {
+      const held = [...agentGrants, ...userGrants].filter(conditional);
+      const approval = held.some((g) => g.requiresApproval);
+      const confirmation = held.some((g) => g.requiresConfirmation);
+      const after = [approval ? "approval" : "", confirmation ? "the caller's confirmation" : ""];
+      decided = {
+        ...first,
+        requiresApproval: approval,
+        requiresConfirmation: confirmation,
+        reason: `${first.reason}, after ${after.filter(Boolean).join(" and ")}`,
+      };
+    }
+  }
+  return listedOrNot(decided, agentGrants, userGrants);
+}
+
+/** An allowed decision marked `unlisted` when every grant it matched is unlisted. */
+function listedOrNot(
+  decided: Decision,
+  agentGrants: readonly CompiledGrant[],
+  userGrants: readonly CompiledGrant[],
+): Decision {
+  // Almost every decision: no unlisted grant applies, nothing to look up.
+  if (!agentGrants.some((g) => g.unlisted) && !userGrants.some((g) => g.unlisted)) return decided;
+  const matched = new Set(decided.matchedGrantIds);
+  const listed = (g: CompiledGrant) => matched.has(g.id) && !g.unlisted;
+  if (agentGrants.some(listed) || userGrants.some(listed)) return decided;
+  return { ...decided, unlisted: true };
 }
 
 function decideOnce(
@@ -273,5 +308,7 @@ function decision(fields: Partial<Omit<Decision, "$typeName" | "$unknown">>): De
     missingScopes: fields.missingScopes ?? [],
     deniedPrincipal: fields.deniedPrincipal ?? "",
     requiresApproval: fields.requiresApproval ?? false,
+    requiresConfirmation: fields.requiresConfirmation ?? false,
+    unlisted: fields.unlisted ?? false,
   };
 }

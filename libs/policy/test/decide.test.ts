@@ -163,3 +163,71 @@ describe("grants that require approval", () => {
     expect(d).toMatchObject({ allowed: false, requiresApproval: false });
   });
 });
+
+describe("grants that require the caller's confirmation, and unlisted grants", () => {
+  const tool = { name: "files.delete", requiredScopes: [], groups: [] };
+  const grant = (
+    id: string,
+    fields: { requiresConfirmation?: boolean; requiresApproval?: boolean; unlisted?: boolean },
+  ) =>
+    create(GrantSchema, {
+      id,
+      spec: {
+        principal: { kind: PrincipalKind.AGENT, id: "helper" },
+        resource: { kind: ResourceKind.GLOB, pattern: "files.*" },
+        scopes: ["*"],
+        effect: Effect.ALLOW,
+        enabled: true,
+        ...fields,
+      },
+    });
+  const agent = { agentId: "helper", userId: "", roles: [] };
+
+  it("allows a call such a grant authorises, after the caller's confirmation", () => {
+    const d = decide(agent, tool, [grant("g1", { requiresConfirmation: true })], now);
+    expect(d).toMatchObject({
+      allowed: true,
+      requiresConfirmation: true,
+      requiresApproval: false,
+    });
+    expect(d.reason).toContain("after the caller's confirmation");
+  });
+
+  it("needs both when the only grants need approval and confirmation", () => {
+    const d = decide(
+      agent,
+      tool,
+      [grant("g1", { requiresConfirmation: true, requiresApproval: true })],
+      now,
+    );
+    expect(d).toMatchObject({ requiresConfirmation: true, requiresApproval: true });
+    expect(d.reason).toContain("after approval and the caller's confirmation");
+  });
+
+  it("needs no confirmation when another live grant allows the call outright", () => {
+    const d = decide(
+      agent,
+      tool,
+      [grant("g1", { requiresConfirmation: true }), grant("g2", {})],
+      now,
+    );
+    expect(d).toMatchObject({
+      allowed: true,
+      requiresConfirmation: false,
+      matchedGrantIds: ["g2"],
+    });
+  });
+
+  it("marks a tool allowed only through unlisted grants unlisted, and listed by any other", () => {
+    expect(decide(agent, tool, [grant("g1", { unlisted: true })], now)).toMatchObject({
+      allowed: true,
+      unlisted: true,
+    });
+    expect(
+      decide(agent, tool, [grant("g1", { unlisted: true }), grant("g2", {})], now),
+    ).toMatchObject({ allowed: true, unlisted: false });
+    expect(
+      decide(agent, { ...tool, name: "mail.send" }, [grant("g1", { unlisted: true })], now),
+    ).toMatchObject({ allowed: false, unlisted: false });
+  });
+});

@@ -28,10 +28,11 @@ export { callOutcome, outcomeOf } from "./outcome-view.js";
 export {
   CHAIN_VERSION_FIELD,
   HASH_FIELD,
+  onlyFields,
   PREV_HASH_FIELD,
   SEQUENCE_FIELD,
   withoutChainFields,
   withoutFields,
 } from "./record-fields.js";
-export { endsCall, ofCall, recordKey } from "./record-keys.js";
+export { endsCall, ofCall, recordKey, startsCall } from "./record-keys.js";
 export { traceEvents } from "./trace-view.js";

@@ -25,20 +25,29 @@ export function withoutChainFields(data: Uint8Array): Uint8Array {
  * again, so every other byte stays as it was); the same array when it has none.
  */
 export function withoutFields(data: Uint8Array, drop: ReadonlySet<number>): Uint8Array {
+  return cutFields(data, (field) => drop.has(field));
+}
+
+/** The encoded message with only these fields, cut from its bytes as withoutFields does. */
+export function onlyFields(data: Uint8Array, keep: ReadonlySet<number>): Uint8Array {
+  return cutFields(data, (field) => !keep.has(field));
+}
+
+function cutFields(data: Uint8Array, cut: (field: number) => boolean): Uint8Array {
   const reader = new BinaryReader(data);
   const kept: [number, number][] = [];
   let start = 0;
-  let cut = false;
+  let changed = false;
   while (reader.pos < reader.len) {
     const at = reader.pos;
     const [field, wireType] = reader.tag();
     reader.skip(wireType, field);
-    if (!drop.has(field)) continue;
+    if (!cut(field)) continue;
     if (at > start) kept.push([start, at]);
     start = reader.pos;
-    cut = true;
+    changed = true;
   }
-  if (!cut) return data;
+  if (!changed) return data;
   if (start < data.length) kept.push([start, data.length]);
   const out = pooledBytes(kept.reduce((n, [from, to]) => n + to - from, 0));
   let offset = 0;

@@ -26,3 +26,15 @@ export function ofCall(record: Pick<AuditRecord, "action">): boolean {
     record.action !== AuditAction.UNSPECIFIED
   );
 }
+
+/**
+ * True for a record that holds a call's start — its arguments, deadline and Dispatcher instance:
+ * the start record, or the one record Audit chains of a call that ended soon after it started
+ * (its end with the start's fields, which only a start has an instance in).
+ */
+export function startsCall(record: Pick<AuditRecord, "action" | "instance">): boolean {
+  return (
+    record.action === AuditAction.TOOL_START ||
+    (record.action === AuditAction.TOOL_CALL && record.instance !== "")
+  );
+}

@@ -12,7 +12,7 @@ import {
   TraceEventKind,
   TraceEventSchema,
 } from "@toolmesh/proto";
-import { recordKey } from "./record-keys.js";
+import { recordKey, startsCall } from "./record-keys.js";
 
 /** The CALLBACK_* kind that announces a final status. */
 const CALLBACK_KIND: Partial<Record<CallStatus, TraceEventKind>> = {
@@ -26,7 +26,8 @@ const CALLBACK_KIND: Partial<Record<CallStatus, TraceEventKind>> = {
  * A trace's events, derived from its calls' records in chain order — the view GetTrace and
  * `toolmesh trace` show: TOOL_EXECUTE from a start record; the tool's own events and attempts,
  * TOOL_RESULT and the CALLBACK_* of its final status from its end record; TOOL_REFUSED from a
- * refusal; the approval events of a held call. Nothing else keeps a second copy of them.
+ * refusal; the approval events of a held call. A call Audit chained as one record (its start
+ * and end together) gives both parts. Nothing else keeps a second copy of them.
  */
 export function traceEvents(records: readonly AuditRecord[]): TraceEvent[] {
   const out: TraceEvent[] = [];
@@ -69,6 +70,14 @@ export function traceEvents(records: readonly AuditRecord[]): TraceEvent[] {
         });
         break;
       case AuditAction.TOOL_CALL:
+        // A call that ended soon after it started is one record (Audit chains its start and end
+        // together): the start's part is there too.
+        if (startsCall(record))
+          emit(
+            TraceEventKind.TOOL_EXECUTE,
+            { timeout_ms: record.timeoutMs, runtime: record.runtime },
+            { time: record.startedAt ?? record.time },
+          );
         ownEvents(record.events);
         // A held call that ended without running has no result of its own, only its outcome.
         if (record.status !== CallStatus.REFUSED)

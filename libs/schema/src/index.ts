@@ -15,15 +15,25 @@ export class SchemaCompileError extends Error {
   override name = "SchemaCompileError";
 }
 
+/**
+ * Keywords ajv does not know that a valid tool schema may carry, kept as annotations: 2020-12's
+ * `$anchor`, and MCP's `x-mcp-header` (a parameter mirrored in an HTTP header).
+ */
+const ANNOTATIONS = ["$anchor", "x-mcp-header"];
+
 function newAjv(): Ajv2020 {
   // Every `pattern` runs on RE2 (linear time), never on the backtracking RegExp engine.
   const ajv = new Ajv2020({
+    // Strict catches mistyped keywords; a `required` naming a property defined beside it (in
+    // allOf/anyOf/if, as 2020-12 schemas do) is valid JSON Schema, not a mistake.
     strict: true,
+    strictRequired: false,
     allErrors: true,
     logger: false,
     code: { regExp: linearRegExpEngine },
   });
   addFormats(ajv);
+  for (const keyword of ANNOTATIONS) ajv.addKeyword({ keyword, schemaType: "string" });
   return ajv;
 }
 
@@ -40,12 +50,47 @@ export function compileSchema(schema: object): ValidateFunction {
   shared ??= newAjv();
   const ajv = own ? newAjv() : shared;
   try {
-    return ajv.compile(schema);
+    const validate = ajv.compile(schema);
+    const undefinedName = undefinedRequired(schema);
+    if (undefinedName !== undefined)
+      throw new SchemaCompileError(
+        `strict mode: required property "${undefinedName}" is not defined in any "properties" of the schema`,
+      );
+    return validate;
   } catch (error) {
+    if (error instanceof SchemaCompileError) throw error;
     throw new SchemaCompileError((error as Error).message, { cause: error });
   } finally {
     if (!own) ajv.removeSchema(schema);
   }
+}
+
+/**
+ * A name some `required` lists that no `properties` of the schema defines (a typo, as ajv's
+ * strictRequired catches), or undefined. Unlike strictRequired it accepts a `required` beside the
+ * properties it names, as allOf, anyOf and if/then do in 2020-12 schemas.
+ */
+function undefinedRequired(schema: object): string | undefined {
+  const defined = new Set<string>();
+  const required: string[] = [];
+  const walk = (node: unknown, depth: number) => {
+    if (depth > 32 || node === null || typeof node !== "object") return;
+    if (Array.isArray(node)) {
+      for (const item of node) walk(item, depth + 1);
+      return;
+    }
+    const object = node as Record<string, unknown>;
+    const properties = object.properties;
+    if (properties !== null && typeof properties === "object" && !Array.isArray(properties))
+      for (const name of Object.keys(properties)) defined.add(name);
+    if (Array.isArray(object.required))
+      for (const name of object.required) if (typeof name === "string") required.push(name);
+    for (const [key, value] of Object.entries(object))
+      if (key !== "required" && key !== "enum" && key !== "const" && key !== "default")
+        walk(value, depth + 1);
+  };
+  walk(schema, 0);
+  return required.find((name) => !defined.has(name));
 }
 
 /** Compiled validators by schema hash, at most `limit` of them, least recently used dropped first. */

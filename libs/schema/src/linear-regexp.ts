@@ -13,6 +13,14 @@ export const MAX_PATTERN_LENGTH = 1024;
 /** Compiled patterns kept at once; RE2 programs live in a fixed 16 MiB WebAssembly heap. */
 const MAX_COMPILED = 256;
 
+/**
+ * The patterns of JSON Schema's own meta-schemas (`$id`, `$anchor`), which every schema is checked
+ * against: one character class and one optional character between anchors, linear on RegExp too.
+ * They run natively, so a process whose tool schemas have no `pattern` never loads the engine
+ * (about 15 MB of memory: its compiled code and heap).
+ */
+const META_SCHEMA_PATTERNS = new Set(["^[^#]*#?$", "^[A-Za-z_][-A-Za-z0-9._]*$"]);
+
 /** Patterns that exhausted the engine's heap, refused from then on without another try. */
 const MAX_REMEMBERED_FAILURES = 1024;
 
@@ -112,6 +120,7 @@ function linearRegExp(
     );
   if (flags !== "" && flags !== "u")
     throw new PatternError(`pattern flags "${flags}" are not supported`);
+  if (META_SCHEMA_PATTERNS.has(pattern)) return new RegExp(pattern, "u");
   // Compiled now, so a bad pattern fails when the schema compiles, not on a call.
   withPattern(pattern, () => undefined);
   return {

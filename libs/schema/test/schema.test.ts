@@ -42,7 +42,26 @@ describe("compileSchema", () => {
     expect(() => compileSchema({ type: "object", foo: 1 })).toThrow(
       'strict mode: unknown keyword: "foo"',
     );
-    expect(() => compileSchema({ type: "object", required: ["x"] })).toThrow("strictRequired");
+    expect(() => compileSchema({ type: "object", required: ["x"] })).toThrow(
+      'required property "x" is not defined',
+    );
+  });
+
+  it("compiles what JSON Schema 2020-12 and MCP allow that ajv's lints would refuse", () => {
+    const validate = compileSchema({
+      type: "object",
+      $defs: { address: { $anchor: "addressDef", type: "object" } },
+      properties: {
+        phone: { type: "string", "x-mcp-header": "Phone" },
+        email: { type: "string" },
+        address: { $ref: "#/$defs/address" },
+      },
+      // `required` beside the properties it names, as composition does.
+      anyOf: [{ required: ["phone"] }, { required: ["email"] }],
+      additionalProperties: false,
+    });
+    expect(validate({ phone: "1" })).toBe(true);
+    expect(validate({})).toBe(false);
   });
 
   it("compiles two schemas with the same $id independently", () => {

@@ -132,7 +132,9 @@ export function createToolmeshServer(options: ServerOptions): ToolmeshServer {
         session.once("close", () => sessions.delete(session));
       });
       const sockets = new Set<net.Socket>();
-      const server = net.createServer((socket) => {
+      // Nagle off: an HTTP/1.1 response written in two segments (head, then body) otherwise waits
+      // for the client's delayed ACK, 40 ms on every /mcp and facade request.
+      const server = net.createServer({ noDelay: true }, (socket) => {
         sockets.add(socket);
         socket.once("close", () => sockets.delete(socket));
         socket.once("data", (first: Buffer) => {

@@ -19,4 +19,5 @@ export {
   type Tracing,
   traceparentOf,
   tracingRequested,
+  untraced,
 } from "./tracing.js";

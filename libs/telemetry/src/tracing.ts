@@ -11,14 +11,7 @@ import {
   type Tracer,
   trace,
 } from "@opentelemetry/api";
-import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
-import { resourceFromAttributes } from "@opentelemetry/resources";
-import {
-  BatchSpanProcessor,
-  type IdGenerator,
-  RandomIdGenerator,
-  TracerProvider,
-} from "@opentelemetry/sdk-trace";
+import type { IdGenerator } from "@opentelemetry/sdk-trace";
 
 export type { Span } from "@opentelemetry/api";
 
@@ -77,20 +70,27 @@ export function endWithError(span: Span, message: string, attributes?: Attribute
   span.end();
 }
 
+/** `bytes` random bytes as hex, never all zero (W3C trace context forbids zero ids). */
+function randomHexId(bytes: number): string {
+  let id = "";
+  while (id.length < bytes * 2)
+    id += ((Math.random() * 2 ** 32) >>> 0).toString(16).padStart(8, "0");
+  return /^0+$/.test(id) ? randomHexId(bytes) : id;
+}
+
 /**
  * Trace ids for root spans: the one the next root span must carry, handed over synchronously
  * just before it starts; random otherwise.
  */
 class ChosenTraceIds implements IdGenerator {
   next: string | undefined;
-  private readonly random = new RandomIdGenerator();
   generateTraceId(): string {
-    const id = this.next ?? this.random.generateTraceId();
+    const id = this.next ?? randomHexId(16);
     this.next = undefined;
     return id;
   }
   generateSpanId(): string {
-    return this.random.generateSpanId();
+    return randomHexId(8);
   }
 }
 
@@ -111,8 +111,21 @@ export function tracingRequested(env: NodeJS.ProcessEnv): boolean {
  * overrides the name and OTEL_BSP_SCHEDULE_DELAY / OTEL_BSP_MAX_QUEUE_SIZE tune batching.
  * Off, a call still has a span context (for traceparent) but nothing is recorded.
  */
-export function startTracing(service: string, env: NodeJS.ProcessEnv = process.env): Tracing {
-  if (!tracingRequested(env)) return idsOnly();
+export async function startTracing(
+  service: string,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<Tracing> {
+  if (!tracingRequested(env)) return untraced();
+  // Loaded only when export is on: the SDK and its exporter are some 4 MB of a process's memory.
+  const [
+    { OTLPTraceExporter },
+    { resourceFromAttributes },
+    { BatchSpanProcessor, TracerProvider },
+  ] = await Promise.all([
+    import("@opentelemetry/exporter-trace-otlp-http"),
+    import("@opentelemetry/resources"),
+    import("@opentelemetry/sdk-trace"),
+  ]);
   const ids = new ChosenTraceIds();
   const provider = new TracerProvider({
     idGenerator: ids,
@@ -181,15 +194,14 @@ function tracesEndpoint(env: NodeJS.ProcessEnv): string {
  * toolmesh trace id, and a fresh span id) so a backend still receives a traceparent, and every
  * step reuses it. Export off costs about a microsecond a call instead of a tracer's spans.
  */
-function idsOnly(): Tracing {
-  const random = new RandomIdGenerator();
+export function untraced(): Tracing {
   return {
     enabled: false,
     startRoot(_name, options) {
       const remote = parseTraceparent(options.traceparent);
       return trace.wrapSpanContext({
         traceId: remote?.traceId ?? options.traceId,
-        spanId: random.generateSpanId(),
+        spanId: randomHexId(8),
         traceFlags: remote?.traceFlags ?? TraceFlags.NONE,
       });
     },

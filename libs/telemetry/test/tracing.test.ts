@@ -37,8 +37,8 @@ describe("tracing", () => {
     expect(parseTraceparent(`01-${trace}-00f067aa0ba902b7-01-more`)?.traceId).toBe(trace);
   });
 
-  it("off, still gives a call a span context: the caller's trace, or the toolmesh trace id", () => {
-    const tracing = startTracing("test", {});
+  it("off, still gives a call a span context: the caller's trace, or the toolmesh trace id", async () => {
+    const tracing = await startTracing("test", {});
     expect(tracing.enabled).toBe(false);
     const own = tracing.startRoot("call", { traceId: "a".repeat(32) });
     expect(traceparentOf(tracing.startChild(own, "attempt"))).toMatch(/^00-a{32}-[0-9a-f]{16}-00$/);

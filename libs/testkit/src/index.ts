@@ -11,6 +11,15 @@ export { type Engine, reachEngine } from "./docker-engine.js";
 export { Collector, eventually, retryWhile } from "./eventually.js";
 export { failure } from "./failure.js";
 export {
+  callParts,
+  chainedEnd,
+  type FeedBroadcast,
+  feedBroadcasts,
+  keepFeed,
+  type RecordFilter,
+  recordsByCall,
+} from "./history-reads.js";
+export {
   type ImContact,
   type ImFrame,
   type ImServer,
@@ -19,6 +28,12 @@ export {
 export { consumerDrained, TEST_JS_OPTIONS } from "./jetstream.js";
 export { mintJwt, refusedJwts, type TestClaims } from "./jwt.js";
 export { type LogWatch, watchLog } from "./log-watch.js";
+export {
+  type EverythingStack,
+  everythingScript,
+  startEverythingStack,
+  startImportingStack,
+} from "./mcp-server.js";
 export { metricSum } from "./metrics.js";
 export { natsAt, startNats, type TestNats } from "./nats-server.js";
 export { type IsolatedHost, isolatedHost } from "./netns.js";

@@ -158,15 +158,17 @@ export function payTool(ran: string[], name = "pay.send"): ToolDefinition<never>
 
 /**
  * Serves tools with the SDK on a free port and registers them with the stack's Registry as its
- * admin; the tools named in `requiresApproval` wait for an approver.
+ * admin; the tools named in `requiresApproval` wait for an approver, those in
+ * `requiresConfirmation` for their caller's confirmation.
  */
 export async function serveOnStack(
   stack: TestStack,
   tools: ToolDefinition<never>[],
-  options: { requiresApproval?: string[] } = {},
+  options: { requiresApproval?: string[]; requiresConfirmation?: string[] } = {},
 ): Promise<ServedTools> {
   const held = options.requiresApproval ?? [];
-  if (held.length === 0) {
+  const confirmed = options.requiresConfirmation ?? [];
+  if (held.length === 0 && confirmed.length === 0) {
     return serveTools(tools, { registry: { url: stack.registry.url, token: stack.adminToken } });
   }
   const served = await serveTools(tools, { port: 0 });
@@ -174,6 +176,7 @@ export async function serveOnStack(
     for (const tool of tools) {
       const spec = create(ToolSpecSchema, toolSpec(tool, served.address));
       spec.requiresApproval = held.includes(spec.name);
+      spec.requiresConfirmation = confirmed.includes(spec.name);
       await stack.registryClient.registerTool({ tool: spec }, stack.as(stack.adminToken));
     }
   } catch (error) {

@@ -14,6 +14,7 @@ import { answerCallLookup, callOutcome, traceEvents } from "@toolmesh/records";
 import type { JetStreamManager, NatsConnection, Subscription } from "nats";
 import { AUDIT_LOG_STREAM } from "./audit-log.js";
 import type { RecordIndex } from "./record-index.js";
+import { AUDIT_CONSUMER } from "./recorder.js";
 import type { StoredRecords } from "./stored-records.js";
 
 /** The most records one trace returns (a trace of a few hundred calls). */
@@ -43,10 +44,21 @@ export class CallReaders {
     },
   ) {}
 
-  /** A trace's events, in chain order; empty when none of its records is kept. */
+  /**
+   * A trace's events, in chain order; empty when none of its records is kept. A trace with no
+   * record yet, or with a call whose records state no final outcome, is read again once what the
+   * record stream holds now is chained (as callRecords with `wait`): a caller just answered finds
+   * its call's trace whole, though Audit chains a call's start with its end a moment later.
+   */
   async traceEvents(traceId: string): Promise<TraceEvent[]> {
     const { index, stored } = this.deps;
-    return traceEvents(await stored.read(index.recordsOfTrace(traceId, MAX_TRACE_RECORDS)));
+    const read = () => stored.read(index.recordsOfTrace(traceId, MAX_TRACE_RECORDS));
+    let found = await read();
+    if (found.length === 0 || !everyCallEnded(found)) {
+      await this.settled();
+      found = await read();
+    }
+    return traceEvents(found);
   }
 
   /**
@@ -71,11 +83,13 @@ export class CallReaders {
     const { jsm } = this.deps;
     const until = Date.now() + (this.deps.settleMs ?? 3000);
     const target = (await jsm.streams.info(streamNames.records)).state.last_seq;
-    // A work-queue stream drops what its consumer acked: once no message up to `target` is left,
-    // the chain writer stored every one of them in the log.
+    // Once the chain writer's consumer has acked every batch up to `target`, it stored all of
+    // them in the log.
     for (let delayMs = 5; Date.now() < until; delayMs = Math.min(delayMs * 2, 100)) {
-      const { state } = await jsm.streams.info(streamNames.records);
-      if (state.messages === 0 || state.first_seq > target) break;
+      const consumer = await jsm.consumers
+        .info(streamNames.records, AUDIT_CONSUMER)
+        .catch(() => undefined);
+      if ((consumer?.ack_floor.stream_seq ?? 0) >= target) break;
       await new Promise((resolve) => setTimeout(resolve, delayMs));
     }
     const logLast = (await jsm.streams.info(AUDIT_LOG_STREAM)).state.last_seq;
@@ -118,4 +132,20 @@ export class CallReaders {
       },
     });
   }
+}
+
+/** True when each call among these records has a record that states its final outcome. */
+function everyCallEnded(records: readonly AuditRecord[]): boolean {
+  const byCall = new Map<string, AuditRecord[]>();
+  for (const record of records) {
+    if (!record.callId) continue;
+    const own = byCall.get(record.callId) ?? [];
+    own.push(record);
+    byCall.set(record.callId, own);
+  }
+  for (const own of byCall.values()) {
+    const outcome = callOutcome(own);
+    if (!outcome || !isFinal(outcome.status)) return false;
+  }
+  return true;
 }

@@ -45,6 +45,11 @@ export const auditConfig = {
    * rate a block would hold one record, and each block costs a stored write and its headers.
    */
   lingerMs: int("TOOLMESH_AUDIT_LINGER_MS", 20, { min: 0, max: 1000 }),
+  /**
+   * How long a call's start record waits for its end, so that the log keeps a call that ended
+   * within it as one record (0: always two).
+   */
+  mergeMs: int("TOOLMESH_AUDIT_MERGE_MS", 1000, { min: 0, max: 4000 }),
   retentionCheckMs: int("TOOLMESH_AUDIT_RETENTION_CHECK_MS", 60_000, {
     min: 100,
     max: 24 * 60 * 60 * 1000,

@@ -14,6 +14,7 @@ import { upgradeLegacyStreams } from "./legacy-upgrade.js";
 import { LogReader } from "./log-reader.js";
 import { OpenCallSweeper } from "./open-call-sweeper.js";
 import { AuditRecorder } from "./recorder.js";
+import { RecordsTrim } from "./records-trim.js";
 import { RetentionWatch } from "./retention.js";
 import { createAuditServer } from "./server.js";
 import { StoredRecords } from "./stored-records.js";
@@ -78,6 +79,7 @@ await runService({
           onStored: ({ record, seq, pos, data }) => follower.expect(record, seq, pos, data),
           room: archiving.room,
           lingerMs: config.lingerMs,
+          holdMs: config.mergeMs,
         });
         await recorder.start();
         // A data directory of an earlier version: its unchained records and running calls.
@@ -100,8 +102,12 @@ await runService({
           log,
         });
         sweeper.start();
+        // The batches chained leave the record stream in bulk.
+        const trim = new RecordsTrim({ jsm, log });
+        trim.start();
         return async () => {
           archiving.stopRoom();
+          await trim.stop();
           await sweeper.stop();
           await recorder.stop();
           await archiving.stop();

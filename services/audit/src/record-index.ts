@@ -8,6 +8,7 @@ import type { IndexRow } from "./record-mapping.js";
 
 /** The store-once key of a call's end record, whose presence means the call is not open. */
 const endKey = (callId: string) => recordKey({ id: "", callId, action: AuditAction.TOOL_CALL });
+const startKey = (callId: string) => recordKey({ id: "", callId, action: AuditAction.TOOL_START });
 
 /** What QueryRecords filters on; empty fields (and status 0) match everything. */
 export type RecordFilter = Pick<
@@ -37,9 +38,11 @@ export interface Checkpoint {
  * digits (traceIndexKey), not a hash. 4: the open calls (a start record without its end), for
  * the sweeper; a call's records keyed by their store-once key (libs/records recordKey). 5: no
  * copy of each record (half the index's bytes): a row says where its record is (block and place),
- * and queries read it from the log.
+ * and queries read it from the log. 6: whether a row holds its call's start (a start record, or
+ * a call's start and end chained as one record), so a start delivered again is known as stored.
+ * 7: a call's own record id kept without its call id (storedId), 36 bytes less a row.
  */
-const SCHEMA_VERSION = 5;
+const SCHEMA_VERSION = 7;
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS records (
@@ -55,7 +58,8 @@ CREATE TABLE IF NOT EXISTS records (
   record_id TEXT NOT NULL,
   trace_key INTEGER NOT NULL,
   call_key INTEGER NOT NULL,
-  pos INTEGER NOT NULL
+  pos INTEGER NOT NULL,
+  starts INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS records_agent_tool ON records (agent_id, tool, seq, time_ms);
 CREATE INDEX IF NOT EXISTS records_tool ON records (tool, seq, time_ms);
@@ -76,6 +80,16 @@ CREATE INDEX IF NOT EXISTS open_calls_deadline ON open_calls (deadline_ms);
  * A trace id's key: its first 52 bits (libs/names traceKey), so the Dispatcher's trace ids, which
  * begin with their time, arrive in order; anything else is hashed like any id.
  */
+/**
+ * The record id as a row keeps it: a call's own record is keyed `<call id>/<action>`, and the row
+ * has the call id already, so only `/<action>` is kept.
+ */
+function storedId(recordId: string, callId: string): string {
+  return callId !== "" && recordId.startsWith(`${callId}/`)
+    ? recordId.slice(callId.length)
+    : recordId;
+}
+
 export function traceIndexKey(traceId: string): number {
   return traceKey(traceId) ?? idKey(traceId);
 }
@@ -108,19 +122,20 @@ export class RecordIndex {
     // restarted after retention emptied the log reuses sequences whose rows are not pruned yet.
     this.insert = db.prepare(
       `INSERT INTO records (seq, block_seq, time_ms, agent_id, user_id, tool, status,
-        trace_id, call_id, record_id, trace_key, call_key, pos)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        trace_id, call_id, record_id, trace_key, call_key, pos, starts)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         ON CONFLICT (seq) DO UPDATE SET block_seq = excluded.block_seq, time_ms = excluded.time_ms,
           agent_id = excluded.agent_id, user_id = excluded.user_id, tool = excluded.tool,
           status = excluded.status, trace_id = excluded.trace_id, call_id = excluded.call_id,
           record_id = excluded.record_id, trace_key = excluded.trace_key,
-          call_key = excluded.call_key, pos = excluded.pos
+          call_key = excluded.call_key, pos = excluded.pos, starts = excluded.starts
         WHERE excluded.block_seq > records.block_seq`,
     );
     this.lastSeq = db.prepare("SELECT value FROM meta WHERE key = 'last_seq'");
     this.setMeta = db.prepare("UPDATE meta SET value = ? WHERE key = ?");
     this.hasId = db.prepare(
-      "SELECT 1 FROM records WHERE call_key = ? AND call_id = ? AND record_id = ? LIMIT 1",
+      `SELECT 1 FROM records WHERE call_key = ? AND call_id = ?
+        AND (record_id = ? OR (starts = 1 AND ? = 1)) LIMIT 1`,
     );
     this.blockAt = db.prepare(
       "SELECT block_seq FROM records WHERE seq <= ? ORDER BY seq DESC LIMIT 1",
@@ -213,10 +228,11 @@ export class RecordIndex {
           r.status,
           r.traceId,
           r.callId,
-          r.recordId,
+          storedId(r.recordId, r.callId),
           traceIndexKey(r.traceId),
           idKey(r.callId || r.recordId),
           r.pos,
+          r.starts ? 1 : 0,
         );
         if (r.opens) {
           const key = idKey(r.callId);
@@ -226,7 +242,7 @@ export class RecordIndex {
             r.opens.deadlineMs,
             key,
             r.callId,
-            endKey(r.callId),
+            storedId(endKey(r.callId), r.callId),
           );
         } else if (r.closes) {
           this.closedCall.run(r.callId);
@@ -266,9 +282,14 @@ export class RecordIndex {
     return row ? Number(row.block_seq) : undefined;
   }
 
-  /** True when a record with this source id (of this call) is indexed. */
+  /**
+   * True when a record with this source id (of this call) is indexed — a call's start record also
+   * when its start is stored in the one record of its start and end.
+   */
   has(recordId: string, callId: string): boolean {
-    return this.hasId.get(idKey(callId || recordId), callId, recordId) !== undefined;
+    const start = callId !== "" && recordId === startKey(callId) ? 1 : 0;
+    const id = storedId(recordId, callId);
+    return this.hasId.get(idKey(callId || recordId), callId, id, start) !== undefined;
   }
 
   /**

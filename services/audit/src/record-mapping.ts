@@ -4,7 +4,7 @@ import { timestampFromMs, timestampMs } from "@bufbuild/protobuf/wkt";
 import { CHAIN_VERSION, withChainVersion } from "@toolmesh/archive";
 import { TYPE_HEADER } from "@toolmesh/nats";
 import { AuditAction, type AuditRecord, AuditRecordSchema } from "@toolmesh/proto";
-import { ofCall, recordKey, recordSlices } from "@toolmesh/records";
+import { ofCall, recordKey, recordSlices, startsCall } from "@toolmesh/records";
 import type { JsMsg } from "nats";
 import { type RecordChanges, recordBody, sameJson } from "./record-encoding.js";
 
@@ -72,6 +72,8 @@ export interface IndexRow {
   recordId: string;
   /** Its chain hash: the index checkpoint keeps the last one. */
   hash: string;
+  /** True when it holds its call's start: a start record, or a start and end chained as one. */
+  starts: boolean;
   /** A start record opens its call until its end record closes it (the sweeper's view). */
   opens?: { instance: string; deadlineMs: number };
   closes?: boolean;
@@ -102,6 +104,7 @@ export function indexRow(
     traceId: record.traceId,
     callId: record.callId,
     recordId: recordKey(record),
+    starts: startsCall(record),
     hash: record.hash,
     data,
     ...(record.action === AuditAction.TOOL_START

@@ -17,6 +17,7 @@ import {
   type Flight,
   type StoredRecord,
 } from "./block-appender.js";
+import { mergedCall, StartHolds } from "./call-merge.js";
 import { type ReceivedRecord, recordsToChain } from "./record-mapping.js";
 
 export type { StoredRecord } from "./block-appender.js";
@@ -61,8 +62,11 @@ interface Source {
   released: boolean;
 }
 
-/** A record to chain, its store-once key, and the source message it came in. */
-type Pending = ReceivedRecord & { key: string; source: Source };
+/**
+ * A record to chain, its store-once keys and the source messages it came in: one of each, or two
+ * for a call's start and end chained as one record (call-merge.ts).
+ */
+type Pending = ReceivedRecord & { keys: string[]; sources: Source[] };
 
 /** A flight of records, with their source messages. */
 type Batch = { flight: Flight; pending: Pending[] };
@@ -86,6 +90,9 @@ export class AuditRecorder {
   /** Source ids stored lately, and those in flight now. */
   private readonly recent = new Set<string>();
   private readonly inFlight = new Set<string>();
+  /** Starts waiting a moment for their end, to be chained with it as one record. */
+  private readonly holds: StartHolds<Pending>;
+  private holdTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly deps: {
@@ -102,8 +109,16 @@ export class AuditRecorder {
       room?: AppendRoom;
       /** How long a little work waits for more before it is chained (TOOLMESH_AUDIT_LINGER_MS). */
       lingerMs?: number;
+      /** How long a call's start waits for its end, to chain both as one record (0: never). */
+      holdMs?: number;
     },
-  ) {}
+  ) {
+    this.holds = new StartHolds<Pending>(deps.holdMs ?? 0, (start, end) => ({
+      ...mergedCall(start, end),
+      keys: [...end.keys, ...start.keys],
+      sources: [...end.sources, ...start.sources],
+    }));
+  }
 
   async start(): Promise<void> {
     const { nc, js, jsm, log } = this.deps;
@@ -143,6 +158,19 @@ export class AuditRecorder {
       this.stopped = true;
       this.wake?.();
     })();
+    // Held starts keep their batches from being delivered again, and are chained alone once due.
+    const holdMs = this.deps.holdMs ?? 0;
+    if (holdMs > 0) {
+      this.holdTimer = setInterval(
+        () => {
+          for (const source of new Set(this.holds.items().flatMap((p) => p.sources)))
+            if (!source.released) source.msg.working();
+          if (this.holds.due()) this.wake?.();
+        },
+        Math.max(50, Math.floor(holdMs / 4)),
+      );
+      this.holdTimer.unref();
+    }
     this.loop = this.chainLoop();
   }
 
@@ -154,7 +182,7 @@ export class AuditRecorder {
         await this.landOldest(flying);
         continue;
       }
-      if (this.queue.length === 0) {
+      if (this.queue.length === 0 && !this.holds.due()) {
         if (this.stopped) return;
         await new Promise<void>((resolve) => {
           this.wake = resolve;
@@ -181,7 +209,7 @@ export class AuditRecorder {
           continue;
         }
       }
-      const pending = this.admitUpTo(MAX_BATCH, appender);
+      const pending = [...this.holds.expired(), ...this.admitUpTo(MAX_BATCH, appender)];
       if (pending.length === 0) continue;
       try {
         // The flights in flight count against the log's room until they land, and only this
@@ -192,7 +220,7 @@ export class AuditRecorder {
         }
         // While the log has no room, the records waiting are kept from being redelivered.
         await appender.waitForRoom(pending, () => {
-          for (const source of new Set(pending.map((p) => p.source))) source.msg.working();
+          for (const source of new Set(pending.flatMap((p) => p.sources))) source.msg.working();
           for (const msg of this.queue) msg.working();
         });
         flying.push({ flight: appender.send(pending), pending });
@@ -237,16 +265,17 @@ export class AuditRecorder {
       const source: Source = { msg, left: 0, released: false };
       for (const r of received) {
         const key = recordKey(r.record);
-        // Redelivered while its first delivery is in flight (that one acks it), or stored.
+        // Redelivered while its first delivery is in flight (that one acks it), or stored — a
+        // start also when it was chained with its end as one record (the index knows).
         if (this.inFlight.has(key) || this.recent.has(key) || isStored(key, r.record.callId))
           continue;
         this.inFlight.add(key);
         source.left++;
-        pending.push({ ...r, key, source });
+        pending.push({ ...r, keys: [key], sources: [source] });
       }
       if (source.left === 0) msg.ack();
     }
-    return pending;
+    return this.holds.take(pending);
   }
 
   /**
@@ -272,7 +301,7 @@ export class AuditRecorder {
       await this.appendUntilStored(left);
     } catch (failure) {
       await this.giveBack(
-        left.filter((p) => this.inFlight.has(p.key)),
+        left.filter((p) => p.keys.some((k) => this.inFlight.has(k))),
         failure,
       );
     }
@@ -298,7 +327,7 @@ export class AuditRecorder {
   private notFound(todo: Pending[]): Pending[] {
     return this.acked(
       todo,
-      todo.map((p) => this.recent.has(p.key)),
+      todo.map((p) => this.recent.has(p.keys[0] as string)),
     );
   }
 
@@ -310,9 +339,11 @@ export class AuditRecorder {
         left.push(p);
         continue;
       }
-      this.inFlight.delete(p.key);
-      const source = p.source;
-      if (--source.left === 0 && !source.released) source.msg.ack();
+      for (const key of p.keys) {
+        this.inFlight.delete(key);
+        this.remember(key);
+      }
+      for (const source of p.sources) if (--source.left === 0 && !source.released) source.msg.ack();
     }
     return left;
   }
@@ -324,10 +355,12 @@ export class AuditRecorder {
   private async giveBack(pending: Pending[], error: unknown): Promise<void> {
     this.deps.log.warn({ err: error }, "cannot append audit records now; will retry");
     for (const p of pending) {
-      this.inFlight.delete(p.key);
-      if (p.source.released) continue;
-      p.source.released = true;
-      p.source.msg.nak(1000);
+      for (const key of p.keys) this.inFlight.delete(key);
+      for (const source of p.sources) {
+        if (source.released) continue;
+        source.released = true;
+        source.msg.nak(1000);
+      }
     }
     (this.appender as BlockAppender).stale = true;
     await new Promise((resolve) => setTimeout(resolve, 1000));
@@ -364,6 +397,9 @@ export class AuditRecorder {
   /** Stops taking records and waits for the batches in hand. */
   async stop(): Promise<void> {
     this.stopped = true;
+    clearInterval(this.holdTimer);
+    // Unacknowledged, the held starts' batches come back to the next chain writer.
+    for (const p of this.holds.drain()) for (const key of p.keys) this.inFlight.delete(key);
     await this.messages?.close();
     this.wake?.();
     await this.loop;

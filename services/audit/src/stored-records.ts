@@ -6,6 +6,8 @@ import type { RecordPlace } from "./record-index.js";
 
 /** The bytes of recently read blocks kept, at most: a query's page mostly shares a few blocks. */
 const CACHE_BYTES = 16 * 1024 * 1024;
+/** How long a read waits before it looks again for a block found nowhere. */
+const MISS_RETRY_MS = 100;
 
 /**
  * Reads indexed records from where they are stored — the log stream, or the archive once they
@@ -24,7 +26,13 @@ export class StoredRecords {
    * limit dropped it since the index was read) is left out.
    */
   async read(places: readonly RecordPlace[]): Promise<AuditRecord[]> {
-    const slices = await Promise.all(places.map((p) => this.slices(p.blockSeq)));
+    let slices = await Promise.all(places.map((p) => this.slices(p.blockSeq)));
+    // A block found nowhere is looked for once more: one leaving the log for a segment the
+    // archive had not listed yet is there a moment later.
+    if (slices.some((s) => s.length === 0)) {
+      await new Promise((resolve) => setTimeout(resolve, MISS_RETRY_MS));
+      slices = await Promise.all(places.map((p) => this.slices(p.blockSeq)));
+    }
     const out: AuditRecord[] = [];
     for (const [i, place] of places.entries()) {
       const bytes = slices[i]?.[place.pos];
@@ -46,9 +54,13 @@ export class StoredRecords {
     }
     const read = this.reader.block(blockSeq).then(
       (block) => {
-        const slices = block ? recordBytes(block.headers, block.data) : [];
-        this.remember(blockSeq, block?.data.length ?? 0);
-        return slices;
+        // A block found nowhere is not kept: the next read looks for it again.
+        if (!block) {
+          this.blocks.delete(blockSeq);
+          return [];
+        }
+        this.remember(blockSeq, block.data.length);
+        return recordBytes(block.headers, block.data);
       },
       (error: unknown) => {
         this.blocks.delete(blockSeq);

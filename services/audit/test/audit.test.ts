@@ -7,7 +7,7 @@ import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { type Client, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { Code } from "@toolmesh/errors";
-import { ensureStream, publishEvent, streamDefinitions } from "@toolmesh/nats";
+import { ensureStream, publishEvent, streamDefinitions, streamNames } from "@toolmesh/nats";
 import {
   AuditAction,
   type AuditRecord,
@@ -36,8 +36,11 @@ import { queryAll } from "./fixtures.js";
 const JWT_SECRET = randomBytes(32).toString("hex");
 const SECRET = `s3cr3t-${randomUUID()}`;
 const TOTAL = 2000;
-/** The records of the GetTrace test, of other traces: in the chain, not in `traceId`'s count. */
-const TRACE_RECORDS = 5;
+/**
+ * The records the GetTrace test leaves in the chain (of other traces: not in `traceId`'s count):
+ * call-a and call-b one each, call-c two.
+ */
+const TRACE_RECORDS = 4;
 
 function token(sub: string, roles: string[]): Promise<string> {
   return mintJwt(JWT_SECRET, { sub, roles });
@@ -193,6 +196,12 @@ describe("audit service", () => {
     ];
     expect(logs.length).toBeGreaterThan(0);
     expect(logs.some((l) => l.includes(SECRET))).toBe(false);
+    // What is chained leaves the record stream: it holds only work not done yet.
+    await eventually(
+      async () => expect((await jsm.streams.info(streamNames.records)).state.messages).toBe(0),
+      10_000,
+      "the record stream trimmed",
+    );
   });
 
   it("filters QueryRecords and pages through every record once", async () => {
@@ -283,21 +292,23 @@ describe("audit service", () => {
     expect((await client.verifyChain({}, admin)).ok).toBe(true);
   });
 
-  it("GetTrace derives every event of a trace from its calls' records, in chain order", async () => {
+  it("GetTrace derives every event of a trace from its calls' records; a call that ends soon is one record", async () => {
     const id = randomBytes(16).toString("hex");
     const base = { traceId: id, tool: "data.query", agentId: "agent-1", source: "dispatcher" };
     const call = (callId: string, fields: MessageInitShape<typeof AuditRecordSchema>) =>
       create(AuditRecordSchema, { ...base, callId, time: timestampFromMs(Date.now()), ...fields });
-    const written = [
-      call("call-a", { action: AuditAction.TOOL_START, timeoutMs: 5000, runtime: "grpc" }),
-      call("call-b", { action: AuditAction.TOOL_START, timeoutMs: 5000, runtime: "grpc" }),
-      // Another trace in between must not leak in.
-      create(AuditRecordSchema, {
-        ...base,
-        traceId: randomBytes(16).toString("hex"),
-        callId: "call-x",
+    const start = (callId: string) =>
+      call(callId, {
         action: AuditAction.TOOL_START,
-      }),
+        timeoutMs: 5000,
+        runtime: "grpc",
+        instance: "dispatcher-1",
+        arguments: { q: callId },
+      });
+    // call-a and call-b end while their starts wait for them: each is chained as one record.
+    await writeRecords(nc, [
+      start("call-a"),
+      start("call-b"),
       call("call-a", {
         action: AuditAction.TOOL_CALL,
         status: CallStatus.SUCCESS,
@@ -313,37 +324,65 @@ describe("audit service", () => {
         errorCode: "backend_error",
         attempts: 1,
       }),
-    ];
-    expect(written).toHaveLength(TRACE_RECORDS);
-    await writeRecords(nc, written);
+    ]);
+    // call-c runs longer than its start waits: the start is chained alone, then the end.
+    await writeRecords(nc, [start("call-c")]);
+    const [lone] = await eventually(
+      async () => {
+        const res = await client.queryRecords({ callId: "call-c" }, auditor);
+        expect(res.records).toHaveLength(1);
+        return res.records;
+      },
+      20_000,
+      "call-c's start chained alone",
+    );
+    expect(lone?.action).toBe(AuditAction.TOOL_START);
+    await writeRecords(nc, [
+      call("call-c", { action: AuditAction.TOOL_CALL, status: CallStatus.SUCCESS, attempts: 1 }),
+    ]);
     const res = await eventually(
-      () => client.getTrace({ traceId: id }, auditor),
+      async () => {
+        const trace = await client.getTrace({ traceId: id }, auditor);
+        expect(trace.events.filter((e) => e.callId === "call-c")).toHaveLength(3);
+        return trace;
+      },
       20_000,
       "the trace's records indexed",
     );
-    expect(res.events.map((e) => [e.callId, e.kind])).toEqual([
-      ["call-a", TraceEventKind.TOOL_EXECUTE],
-      ["call-b", TraceEventKind.TOOL_EXECUTE],
-      ["call-a", TraceEventKind.DATA_QUERY],
-      ["call-a", TraceEventKind.TOOL_RESULT],
-      ["call-a", TraceEventKind.CALLBACK_SUCCESS],
-      ["call-b", TraceEventKind.TOOL_RESULT],
-      ["call-b", TraceEventKind.CALLBACK_FAILURE],
+    const of = (callId: string) =>
+      res.events.filter((e) => e.callId === callId).map((e) => [TraceEventKind[e.kind], e.id]);
+    const [startAction, endAction] = [AuditAction.TOOL_START, AuditAction.TOOL_CALL];
+    expect(of("call-a")).toEqual([
+      ["TOOL_EXECUTE", `call-a/${endAction}/1`],
+      ["DATA_QUERY", `call-a/${endAction}/2`],
+      ["TOOL_RESULT", `call-a/${endAction}/3`],
+      ["CALLBACK_SUCCESS", `call-a/${endAction}/4`],
     ]);
-    // Each event is numbered within its call, and its id names the record it came from.
-    const [start, end] = [AuditAction.TOOL_START, AuditAction.TOOL_CALL];
-    expect(res.events.map((e) => e.id)).toEqual([
-      `call-a/${start}/1`,
-      `call-b/${start}/1`,
-      `call-a/${end}/2`,
-      `call-a/${end}/3`,
-      `call-a/${end}/4`,
-      `call-b/${end}/2`,
-      `call-b/${end}/3`,
+    expect(of("call-b").map(([kind]) => kind)).toEqual([
+      "TOOL_EXECUTE",
+      "TOOL_RESULT",
+      "CALLBACK_FAILURE",
+    ]);
+    expect(of("call-c")).toEqual([
+      ["TOOL_EXECUTE", `call-c/${startAction}/1`],
+      ["TOOL_RESULT", `call-c/${endAction}/2`],
+      ["CALLBACK_SUCCESS", `call-c/${endAction}/3`],
     ]);
     expect(res.events.find((e) => e.kind === TraceEventKind.CALLBACK_SUCCESS)?.source).toBe(
       "callback",
     );
+    // The merged record is the end record with the start's part: its arguments and instance.
+    const merged = (await client.queryRecords({ callId: "call-a" }, auditor)).records;
+    expect(merged).toHaveLength(1);
+    expect(merged[0]).toMatchObject({
+      action: AuditAction.TOOL_CALL,
+      status: CallStatus.SUCCESS,
+      arguments: { q: "call-a" },
+      instance: "dispatcher-1",
+      runtime: "grpc",
+      timeoutMs: 5000,
+    });
+    expect((await client.verifyChain({}, auditor)).ok).toBe(true);
   });
 
   it("one instance chains while another stands by and takes over when it is killed; a NATS restart loses nothing", async () => {

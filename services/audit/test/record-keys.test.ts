@@ -4,6 +4,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { createLogger } from "@toolmesh/log";
 import { idKey, newCallId, newTraceId } from "@toolmesh/names";
+import { AuditAction } from "@toolmesh/proto";
+import { recordKey } from "@toolmesh/records";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RecordIndex } from "../src/record-index.js";
 import type { IndexRow } from "../src/record-mapping.js";
@@ -20,6 +22,7 @@ const row = (seq: number, callId: string, recordId: string = randomUUID()): Inde
   traceId: "4bf92f3577b34da6a3ce929d0e0e4736",
   callId,
   recordId,
+  starts: false,
   hash: `h${seq}`,
   data: new Uint8Array([seq]),
 });
@@ -80,5 +83,24 @@ describe("keys of the audit index", () => {
     expect(index.recordsOfTrace(newTraceId(), 10)).toEqual([]);
     expect(query(sibling)).toEqual([3]);
     expect(query(chosen)).toEqual([2]);
+  });
+
+  it("knows a call's start as stored when it was chained with its end, not when its end was alone", () => {
+    const merged = newCallId();
+    const alone = newCallId();
+    const key = (callId: string, action: AuditAction) => recordKey({ id: "", callId, action });
+    index.add(
+      [
+        { ...row(10, merged, key(merged, AuditAction.TOOL_CALL)), starts: true },
+        row(11, alone, key(alone, AuditAction.TOOL_CALL)),
+      ],
+      11,
+      "h11",
+    );
+    expect(index.has(key(merged, AuditAction.TOOL_START), merged)).toBe(true);
+    expect(index.has(key(merged, AuditAction.TOOL_CALL), merged)).toBe(true);
+    // An end chained before its start (a batch delivered again after a fault): the start is not.
+    expect(index.has(key(alone, AuditAction.TOOL_START), alone)).toBe(false);
+    expect(index.hasEnd(alone)).toBe(true);
   });
 });

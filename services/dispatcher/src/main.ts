@@ -4,7 +4,7 @@ import { runService } from "@toolmesh/service";
 import { startTracing } from "@toolmesh/telemetry";
 import { ApprovalSweeper } from "./approvals/approval-sweeper.js";
 import { CallLimiter } from "./catalog/rate-limits.js";
-import { followSnapshots } from "./catalog/snapshots.js";
+import { followSnapshots, snapshotsLoaded } from "./catalog/snapshots.js";
 import { dispatcherConfig } from "./config.js";
 import { Heartbeat } from "./records/heartbeat.js";
 import { KvHeldCalls } from "./records/held-calls.js";
@@ -12,8 +12,10 @@ import { KvCallIdOwners, KvIdempotencyStore } from "./records/idempotency.js";
 import { AuditOutcomes } from "./records/outcome-lookup.js";
 import { JetStreamRecords } from "./records/record-sink.js";
 import { StoreCapacity } from "./records/store-capacity.js";
+import { KvTaskIndex } from "./records/task-index.js";
 import { createDispatcher } from "./server.js";
 import type { GrpcPort } from "./transports/grpc-port.js";
+import { NatsReplicaLink } from "./transports/replica-link.js";
 
 await runService({
   name: "dispatcher",
@@ -29,6 +31,7 @@ await runService({
       replicas: config.jetstreamReplicas,
     });
     const snapshots = followSnapshots(nc, log);
+    await snapshotsLoaded(snapshots, log, 10_000);
     const capacity = new StoreCapacity(
       jsm,
       [
@@ -41,7 +44,10 @@ await runService({
       log,
     );
     await capacity.check();
-    capacity.start(2000);
+    // Often enough that what this process publishes between two reads (taken off the room it
+    // read) stays well under the margin at full speed: Audit trims the stream in bulk, so a read
+    // is what keeps the estimate from running ahead of the stream.
+    capacity.start(250);
     // Batches wait for their acks; a lost connection lets them wait too (they are sent again
     // under the same message id until JetStream answers), so a call's answer is the truth.
     const publisher = new JetStreamPublisher(nc, {
@@ -75,7 +81,14 @@ await runService({
       marginMs: 24 * 60 * 60 * 1000,
       replicas: config.jetstreamReplicas,
     });
-    const tracing = startTracing("dispatcher");
+    // MCP tasks are kept as long as call ids are owned: as long as Callback keeps outcomes.
+    const taskIndex = await KvTaskIndex.open(nc, jsm, {
+      ttlMs: config.callTtlDays * 24 * 60 * 60 * 1000,
+      replicas: config.jetstreamReplicas,
+      maxBytes: config.bucketMaxBytes.mcpTasks,
+    });
+    const link = new NatsReplicaLink(nc, instance, log);
+    const tracing = await startTracing("dispatcher");
     if (tracing.enabled) log.info("exporting spans over OTLP (OTEL_EXPORTER_OTLP_* is set)");
     const dispatcher = createDispatcher({
       tools: snapshots.tools,
@@ -91,6 +104,8 @@ await runService({
       settings: config,
       log,
       tracing,
+      taskIndex,
+      link,
     });
     const approvalSweeper = new ApprovalSweeper(
       dispatcher.approvals,

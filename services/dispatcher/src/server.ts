@@ -1,6 +1,5 @@
 import { createClient, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { localhostAllowedOrigins } from "@modelcontextprotocol/server";
 import type { RequestAuthenticator } from "@toolmesh/auth";
 import type { Logger } from "@toolmesh/log";
 import { AgentService, DispatcherService, RegistryService } from "@toolmesh/proto";
@@ -10,12 +9,14 @@ import { ApprovalDesk } from "./approvals/approval-desk.js";
 import type { PermissionGate } from "./catalog/permission-gate.js";
 import type { CallLimiter } from "./catalog/rate-limits.js";
 import { ToolCatalog, type ToolSource } from "./catalog/tool-catalog.js";
+import { ToolSearch } from "./catalog/tool-search.js";
 import { DispatchChain } from "./chain/dispatch-chain.js";
 import { RunningCalls } from "./chain/running-calls.js";
 import { CallRecorder, type RecordSink } from "./records/call-recorder.js";
 import { type HeldCallStore, MemoryHeldCalls } from "./records/held-calls.js";
 import type { CallIdOwners, IdempotencyStore } from "./records/idempotency.js";
 import { NoOutcomes, type OutcomeLookup, type OutcomeReader } from "./records/outcome-lookup.js";
+import { MemoryTaskIndex, type TaskIndex } from "./records/task-index.js";
 import { DockerRuntime } from "./runtimes/docker-runtime.js";
 import { GrpcRuntime } from "./runtimes/grpc-runtime.js";
 import { LocalRuntime } from "./runtimes/local-runtime.js";
@@ -27,7 +28,13 @@ import { fastCallRoutes } from "./transports/call-rpcs.js";
 import { createDispatcherHandlers } from "./transports/grpc-handlers.js";
 import { type GrpcPort, listenGrpcPort } from "./transports/grpc-port.js";
 import { createHttpRoutes } from "./transports/http-routes.js";
-import { McpEndpoint } from "./transports/mcp/mcp-endpoint.js";
+import { Confirmations } from "./transports/inputs/confirmations.js";
+import { InputDesk } from "./transports/inputs/input-desk.js";
+import { RequestStates } from "./transports/inputs/request-state.js";
+import { LazyMcpEndpoint } from "./transports/mcp/lazy-endpoint.js";
+import { type PostedResponse, PushedRequests } from "./transports/mcp/mcp-push.js";
+import type { NatsReplicaLink } from "./transports/replica-link.js";
+import { TaskDesk } from "./transports/tasks/task-desk.js";
 
 /** Settings the Dispatcher's parts read; a subset of DispatcherConfig. */
 export interface DispatcherSettings {
@@ -80,6 +87,10 @@ export interface DispatcherDeps {
   log: Logger;
   /** Spans of each call (startTracing from the OTEL_* variables); off when omitted. */
   tracing?: Tracing;
+  /** Which calls are whose MCP tasks (a KvTaskIndex); in memory when omitted. */
+  taskIndex?: TaskIndex;
+  /** The other Dispatcher replicas, over the bus; none when omitted (one in-process replica). */
+  link?: NatsReplicaLink;
 }
 
 export interface Dispatcher {
@@ -157,6 +168,9 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     createGrpcTransport({ baseUrl: settings.registryUrl }),
   );
   const checks = { catalog, policy: deps.policy, running };
+  const search = new ToolSearch(catalog);
+  const inputs = new InputDesk(deps.instance, new RequestStates(), deps.link);
+  const pushed = new PushedRequests(deps.instance);
   const toolAgent: ToolAgentLink = {
     url: settings.toolAgentUrl,
     client: createClient(AgentService, createGrpcTransport({ baseUrl: settings.toolAgentUrl })),
@@ -170,22 +184,48 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     approverRoles: settings.approverRoles,
     log,
   });
-  const mcp = new McpEndpoint(
+  const confirmations = new Confirmations(heldCalls, approvals);
+  const tasks = new TaskDesk({
+    inputs,
+    running,
+    held: heldCalls,
+    outcomes,
+    index: deps.taskIndex ?? new MemoryTaskIndex(),
+    confirmations,
+    approvals,
+    instance: deps.instance,
+    link: deps.link,
+  });
+  const stopLink = deps.link?.serve({
+    answer: (state, responses, principal) => inputs.answer(state, responses, principal),
+    update: async (callId, responses, principal) => inputs.answerCall(callId, responses, principal),
+    cancel: async (callId, principal) => tasks.cancelHere(callId, principal),
+    waiting: async (callId, principal) => inputs.waiting(callId, principal),
+    deliver: async (response, principal) =>
+      pushed.deliver(response as unknown as PostedResponse, principal),
+  });
+  const mcp = new LazyMcpEndpoint(
     {
       ...checks,
+      search,
       chain,
+      inputs,
+      pushed,
+      confirmations,
+      link: deps.link,
       version: "0.1.0",
-      tasks: { outcomes, held: heldCalls, resultWaitMs: settings.maxTimeoutMs },
+      tasks: { tasks, inputs, pushed, resultWaitMs: settings.maxTimeoutMs },
     },
     {
       authenticate: deps.auth.authenticateRequest,
-      allowedOrigins: [...localhostAllowedOrigins(), ...settings.mcpAllowedOrigins],
+      allowedOrigins: settings.mcpAllowedOrigins,
       authorizationServers: settings.mcpAuthorizationServers,
       maxBodyBytes: settings.maxMessageBytes,
       log,
     },
   );
-  const stopFollowing = deps.tools.onChange?.(() => mcp.toolsChanged());
+  const stopFollowing = mcp.followRegistry(deps.tools);
+  const stopNotices = mcpRuntime.onNotice((notice) => mcp.serverNotice(notice));
   let serving = true;
   const server = createToolmeshServer({
     services: [DispatcherService],
@@ -198,6 +238,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       chain,
       catalog,
       running,
+      inputs,
       authenticateRequest: deps.auth.authenticateRequest,
     }),
     fallback: createHttpRoutes({
@@ -217,9 +258,11 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
           chain,
           catalog,
           running,
+          inputs,
           local,
           docker,
           checks,
+          search: { ...checks, search },
           approvals,
           imports: { mcp: mcpRuntime, catalog, registry },
         }),
@@ -239,6 +282,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
           chain,
           catalog,
           running,
+          inputs,
           authenticateRequest: deps.auth.authenticateRequest,
           log,
           readMaxBytes: settings.maxMessageBytes,
@@ -248,7 +292,10 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       ),
     async close() {
       serving = false;
-      stopFollowing?.();
+      stopFollowing();
+      stopNotices();
+      stopLink?.();
+      pushed.abandon();
       running.interruptAll("shutdown");
       await Promise.all([local.close(), docker.close(), mcp.close(), mcpRuntime.close()]);
       await grpcRuntime.close();

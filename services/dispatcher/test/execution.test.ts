@@ -37,6 +37,15 @@ describe("Dispatcher server on port 0", () => {
     expect(bad.output).toBeUndefined();
   });
 
+  it("takes a deadline in microseconds, as Go's gRPC clients send it", async () => {
+    const headers = { ...as(d.tokens.agent).headers, "grpc-timeout": "2500123u" };
+    const res = await d.client.dispatch(
+      { tool: "test.echo", arguments: { text: "micro" } },
+      { headers },
+    );
+    expect(res).toMatchObject({ status: CallStatus.SUCCESS, output: { text: "micro" } });
+  });
+
   it("interrupts a call at its timeout, aborts the backend and records INTERRUPTED", async () => {
     const res = await d.call("test.slow", { ms: 10_000 }, { timeoutMs: 100 });
     expect(res).toMatchObject({

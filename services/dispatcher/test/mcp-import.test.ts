@@ -1,34 +1,27 @@
-import { type ChildProcess, spawn } from "node:child_process";
-import path from "node:path";
 import { Code } from "@toolmesh/errors";
 import {
   AuditAction,
   CallStatus,
   McpImportChange,
+  McpOperation,
   RuntimeKind,
   TraceEventKind,
 } from "@toolmesh/proto";
 import {
   type CallRecords,
   collectRecords,
+  type EverythingStack,
   freePort,
-  LineWatcher,
-  repoRoot,
-  startStack,
+  startEverythingStack,
   type TestStack,
 } from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-const everything = path.join(
-  repoRoot,
-  "node_modules/@modelcontextprotocol/server-everything/dist/index.js",
-);
-
 // An existing MCP server (the reference server-everything from the npm registry, started here)
 // imported as toolmesh tools and called through the whole chain, over HTTP and over stdio.
 describe("MCP servers as toolmesh tools", () => {
+  let everything: EverythingStack;
   let stack: TestStack;
-  let server: ChildProcess;
   let mcpUrl: string;
   let admin: string;
   let agent: string;
@@ -36,23 +29,8 @@ describe("MCP servers as toolmesh tools", () => {
   let traces: CallRecords["traces"];
 
   beforeAll(async () => {
-    const [port, registryPort] = [await freePort(), await freePort()];
-    server = spawn(process.execPath, [everything, "streamableHttp"], {
-      env: { ...process.env, PORT: String(port) },
-      stdio: ["ignore", "ignore", "pipe"],
-    });
-    const stderr = new LineWatcher(server.stderr as NonNullable<ChildProcess["stderr"]>);
-    [stack] = await Promise.all([
-      // ImportMcpServer writes to the Registry: the Dispatcher is told where it listens.
-      startStack({
-        serviceEnv: {
-          registry: { TOOLMESH_REGISTRY_PORT: String(registryPort) },
-          dispatcher: { TOOLMESH_REGISTRY_URL: `http://127.0.0.1:${registryPort}` },
-        },
-      }),
-      stderr.waitFor((l) => l.includes("listening on port"), 20_000, "server-everything"),
-    ]);
-    mcpUrl = `http://127.0.0.1:${port}/mcp`;
+    everything = await startEverythingStack();
+    ({ stack, url: mcpUrl } = everything);
     ({ traces, audits } = collectRecords(stack.nc));
     admin = stack.adminToken;
     agent = await stack.agentToken("mcp-agent");
@@ -60,8 +38,7 @@ describe("MCP servers as toolmesh tools", () => {
   });
 
   afterAll(async () => {
-    server?.kill();
-    await stack?.stop();
+    await everything?.stop();
   });
 
   it("imports a streamable-HTTP server's tools under a prefix, keeping schemas and annotations", async () => {
@@ -163,7 +140,9 @@ describe("MCP servers as toolmesh tools", () => {
     const imported = await stack.dispatcherClient().importMcpServer(
       {
         prefix: "local-everything",
-        runtime: { command: process.execPath, args: [everything, "stdio"] },
+        runtime: everything.stdio,
+        // The HTTP import owns the server's resource URIs; this one takes its tools.
+        only: [McpOperation.TOOL],
       },
       stack.as(admin),
     );

@@ -22,8 +22,9 @@ const notFound = /^MCP error -32602: task not found: /;
 
 // A call held for approval, over MCP 2025-11-25 with task augmentation, against real processes:
 // the official SDK client gets a task, polls it while an approver decides through
-// DecideApproval, and reads the result tools/call would have answered. Tasks are the caller's
-// own: another agent's task id is "not found".
+// DecideApproval, and reads the result tools/call would have answered; tasks/list lists the
+// caller's tasks and tasks/cancel withdraws a held one. Tasks are the caller's own: another
+// agent's task id is "not found". (The 2026-07-28 Tasks extension: mcp-tasks-ext.test.ts.)
 describe("MCP tasks for held calls", () => {
   let stack: TestStack;
   let served: ServedTools;
@@ -46,6 +47,10 @@ describe("MCP tasks for held calls", () => {
     stack
       .dispatcherClient()
       .decideApproval({ callId, decision, reason }, stack.as(tokens.boss ?? ""));
+  const heldIds = async () =>
+    (await stack.dispatcherClient().listApprovals({}, stack.as(tokens.boss ?? ""))).approvals.map(
+      (a) => a.callId,
+    );
   /** Starts a task-augmented call of pay.send; the SDK checks the answer is a CreateTaskResult. */
   const payAsTask = (client: LegacyMcpClient, invoice: string) =>
     client.request(
@@ -89,7 +94,11 @@ describe("MCP tasks for held calls", () => {
 
   it("declares task support, and lists the tools that wait for an approver as task-capable", async () => {
     const client = await connect("payer");
-    expect(client.getServerCapabilities()?.tasks).toEqual({ requests: { tools: { call: {} } } });
+    expect(client.getServerCapabilities()?.tasks).toEqual({
+      list: {},
+      cancel: {},
+      requests: { tools: { call: {} } },
+    });
     const { tools } = await client.listTools();
     const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
     expect(byName["pay.send"]?.execution).toEqual({ taskSupport: "optional" });
@@ -200,7 +209,8 @@ describe("MCP tasks for held calls", () => {
       await expect(client.experimental.tasks.getTask(hostile)).rejects.toThrow(notFound);
     }
 
-    // 2026-07-28 moved tasks to an extension /mcp does not offer: its clients get the text.
+    // 2026-07-28 moved tasks to an extension (mcp-tasks-ext.test.ts): a client that does not
+    // declare it gets the text.
     const modern = new McpClient(
       { name: "tasks-modern", version: "1.0.0" },
       { versionNegotiation: { mode: { pin: "2026-07-28" } } },
@@ -226,5 +236,34 @@ describe("MCP tasks for held calls", () => {
       "inv-text",
     ]);
     expect(pending.approvals.every((a) => a.state === ApprovalState.PENDING)).toBe(true);
+  });
+
+  it("2025-11-25: tasks/list shows the caller's own tasks, ended ones too; tasks/cancel withdraws a held call", async () => {
+    const client = await connect("payer");
+    const kept = (await payAsTask(client, "list-kept")).task.taskId;
+    const dropped = (await payAsTask(client, "list-dropped")).task.taskId;
+    await decide(kept, ApprovalDecision.APPROVE);
+    const cancelled = await client.experimental.tasks.cancelTask(dropped);
+    expect(cancelled).toMatchObject({ taskId: dropped });
+    expect(await heldIds()).not.toContain(dropped);
+
+    // Listed through the other replica, newest first, with their ends.
+    const elsewhere = await connect("payer", "dispatcher-2");
+    const listed = await eventually(async () => {
+      const { tasks } = await elsewhere.experimental.tasks.listTasks();
+      const byId = Object.fromEntries(tasks.map((t) => [t.taskId, t.status]));
+      expect(byId).toMatchObject({ [kept]: "completed", [dropped]: "cancelled" });
+      return tasks;
+    });
+    const ids = listed.map((t) => t.taskId);
+    expect(ids.indexOf(dropped)).toBeLessThan(ids.indexOf(kept));
+    expect(ran).toContain("list-kept");
+    expect(ran).not.toContain("list-dropped");
+
+    // Another agent lists none of them, and cannot cancel them.
+    const other = await connect("other");
+    const { tasks: theirs } = await other.experimental.tasks.listTasks();
+    expect(theirs.map((t) => t.taskId)).not.toContain(kept);
+    await expect(other.experimental.tasks.cancelTask(kept)).rejects.toThrow(notFound);
   });
 });

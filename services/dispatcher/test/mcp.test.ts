@@ -24,7 +24,12 @@ describe("agent surfaces", () => {
       }),
     );
     const { tools } = await client.listTools();
-    expect(tools.map((t) => t.name)).toEqual(["data.echo", "data.fail", "mail.send"]);
+    expect(tools.map((t) => t.name)).toEqual([
+      "data.echo",
+      "data.fail",
+      "mail.send",
+      "search_tools",
+    ]);
     expect(tools[0]?.annotations).toMatchObject({ readOnlyHint: true, idempotentHint: true });
     expect(tools[2]?.annotations).toMatchObject({ readOnlyHint: false });
     const ok = await client.callTool({ name: "data.echo", arguments: { text: "mcp-new" } });
@@ -52,7 +57,7 @@ describe("agent surfaces", () => {
     );
     expect(client.getServerVersion()?.name).toBe("toolmesh");
     const { tools } = await client.listTools();
-    expect(tools).toHaveLength(3);
+    expect(tools).toHaveLength(4);
     const ok = await client.callTool({ name: "data.echo", arguments: { text: "mcp-old" } });
     expect(ok.structuredContent).toEqual({ text: "mcp-old" });
     await client.close();

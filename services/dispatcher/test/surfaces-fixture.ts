@@ -1,4 +1,5 @@
 import { AuditAction, type AuditRecord, TraceEventKind } from "@toolmesh/proto";
+import { endsCall, startsCall } from "@toolmesh/records";
 import { defineTool, registerTools, type ServedTools, serveTools } from "@toolmesh/sdk";
 import {
   type CallRecords,
@@ -126,13 +127,15 @@ export async function startSurfaces(): Promise<Surfaces> {
 async function summarise(records: CallRecords, find: (a: AuditRecord) => boolean) {
   const [first] = await records.audits.waitFor(find);
   if (!first) throw new Error("no audit record");
-  // A call that ran has a start record (with its arguments) and an end record.
-  const ran = first.action === AuditAction.TOOL_START;
-  const [record = first] = ran
-    ? await records.audits.waitFor(
-        (a) => a.callId === first.callId && a.action === AuditAction.TOOL_CALL,
-      )
-    : [first];
+  // A call that ran has its start (with its arguments) and its end: one record when it ended
+  // soon after it started (Audit chains the two together), else a start record and an end record.
+  const ran = startsCall(first);
+  const [record = first] =
+    ran && !endsCall(first)
+      ? await records.audits.waitFor(
+          (a) => a.callId === first.callId && a.action === AuditAction.TOOL_CALL,
+        )
+      : [first];
   const events = await records.traces.waitFor((e) => e.callId === record.callId, ran ? 3 : 1);
   const outcome = ran
     ? (await records.outcomes.waitFor((o) => o.callId === record.callId))[0]

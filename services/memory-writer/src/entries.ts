@@ -16,6 +16,7 @@ export const resultId = (callId: string) => `${callId}/result`;
 /**
  * The two entries a finished call leaves in memory: the call (what was used, for whom, in which
  * trace) and its result (status and output, error or reason), the result a child of the call.
+ * The call id is each entry's id (the result's with `/result`), not repeated in its content.
  */
 export function entriesOf(
   event: CallbackEvent,
@@ -30,7 +31,6 @@ export function entriesOf(
       timestamp,
       type: "tool_call",
       content: {
-        call_id: event.callId,
         trace_id: event.traceId,
         tool: event.tool,
         user_id: event.userId,
@@ -42,7 +42,6 @@ export function entriesOf(
       timestamp,
       type: "tool_result",
       content: {
-        call_id: event.callId,
         status,
         ...(event.output ? { output: redact(event.output) } : {}),
         ...(event.error

@@ -153,11 +153,10 @@ describe("memory writer", () => {
     expect(call4).toMatchObject({
       parent_id: "call-3",
       type: "tool_call",
-      content: { call_id: "call-4", tool: "data.query", user_id: "user-1" },
+      content: { tool: "data.query", user_id: "user-1" },
     });
     expect(Number.isNaN(Date.parse(call4?.timestamp ?? ""))).toBe(false);
     expect(agent1.find((e) => e.id === "call-4/result")?.content).toEqual({
-      call_id: "call-4",
       status: "failure",
       error: { code: "backend_error", message: "refused", details: { api_key: "[redacted]" } },
       duration_ms: 5,

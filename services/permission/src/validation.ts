@@ -91,6 +91,16 @@ export function validateGrantSpec(
       "grant.requires_approval",
       "applies to allow grants only (a deny grant refuses outright); drop it or make the grant EFFECT_ALLOW",
     );
+  if (spec.requiresConfirmation && spec.effect !== Effect.ALLOW)
+    throw invalidField(
+      "grant.requires_confirmation",
+      "applies to allow grants only (a deny grant refuses outright); drop it or make the grant EFFECT_ALLOW",
+    );
+  if (spec.unlisted && spec.effect !== Effect.ALLOW)
+    throw invalidField(
+      "grant.unlisted",
+      "applies to allow grants only (a deny grant lists nothing); drop it or make the grant EFFECT_ALLOW",
+    );
   if (spec.expiresAt) checkFuture("grant.expires_at", spec.expiresAt, nowMs);
   if (!spec.enabled && !allowDisabled)
     throw invalidField(

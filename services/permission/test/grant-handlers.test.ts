@@ -121,6 +121,16 @@ describe("Grant", () => {
       "grant.requires_approval: applies to allow grants only (a deny grant refuses outright); drop it or make the grant EFFECT_ALLOW",
     ],
     [
+      "a deny grant that requires the caller's confirmation",
+      { effect: Effect.DENY, requiresConfirmation: true },
+      "grant.requires_confirmation: applies to allow grants only (a deny grant refuses outright); drop it or make the grant EFFECT_ALLOW",
+    ],
+    [
+      "an unlisted deny grant",
+      { effect: Effect.DENY, unlisted: true },
+      "grant.unlisted: applies to allow grants only (a deny grant lists nothing); drop it or make the grant EFFECT_ALLOW",
+    ],
+    [
       "a disabled grant",
       { enabled: false },
       "grant.enabled: must be true for a new grant (a disabled one would never apply); disable an existing grant with UpdateGrant",

@@ -145,6 +145,19 @@ describe("ServiceAgent chat", () => {
     expect(toolResults("W1 which tools", 3).at(-1)).toEqual({
       error: { code: "NOT_FOUND", message: expect.stringContaining('tool "mail.send" not found') },
     });
+    // The transcript: the window's messages as the model got them on its last turn, and its answer.
+    const last = model.requestsFor("W1 which tools").at(-1)?.body.messages ?? [];
+    console.info(
+      `transcript (window w1 of alice-bot):\n${[
+        ...last.slice(1),
+        { role: "assistant", content: second.response },
+      ]
+        .map(
+          (m) =>
+            `${m.role}: ${String(m.content ?? JSON.stringify(m.tool_calls ?? null)).slice(0, 200)}`,
+        )
+        .join("\n")}`,
+    );
 
     // Another principal naming the same chat id has a window of its own, and sees no tools.
     const before = model.requestsFor("W1 which tools").length;

@@ -171,6 +171,10 @@ describe.skipIf(!engine.ok)("the CodingAgent builds tools in a sandbox", () => {
       undefined,
     ]);
     expect(task.steps).toBe(5);
+    // The transcript: what the chat answered and what each of the build's steps did.
+    console.info(
+      `transcript: chat "I need a tool that shouts" → "${chat.response}" (task ${id}); the build:\n${task.log.map((e) => `${TaskLogKind[e.kind]} ${e.text}`).join("\n")}`,
+    );
     expect(toolLines(task)).toEqual([
       expect.stringMatching(/^create_docker_env SUCCESS: \{"container":"[0-9a-f]{12}"/),
       expect.stringMatching(/^write_file SUCCESS: \{"path":"www\/cgi-bin\/shout","bytes":\d+\}$/),

@@ -7,20 +7,29 @@ import {
   type Approval,
   ApprovalDecision,
   ApprovalState,
+  AWAITING_APPROVAL,
+  CallStatus,
   type DecideApprovalRequest,
   type DecideApprovalResponse,
   DecideApprovalResponseSchema,
   type DispatchResponse,
+  DispatchResponseSchema,
   type HeldCall,
   type Principal,
 } from "@toolmesh/proto";
 import { approvalEvents } from "../chain/hold.js";
 import { CallRefused } from "../chain/refusal.js";
-import { recordDecision } from "../records/approval-records.js";
+import {
+  awaitingMessage,
+  awaitsConfirmation,
+  recordConfirmation,
+  recordDecision,
+} from "../records/approval-records.js";
 import { decisionRefusal, notAnApprover } from "./approvers.js";
 import {
   type ApprovalDeps,
   closeUnrun,
+  confirmHeld,
   recordOf,
   stateWord,
   transition,
@@ -68,6 +77,22 @@ export async function decideApproval(
       Code.Unavailable,
     );
   const approve = req.decision === ApprovalDecision.APPROVE;
+  if (approve && awaitsConfirmation(approval) && approval.requiredBy.length > 0) {
+    // Confirmed by its caller, the call still waits for an approver.
+    const confirmed = await confirmHeld(deps.store, stored);
+    const record = recordOf(deps.recorder, confirmed);
+    recordConfirmation(record, confirmed.approval as Approval, confirmed.arguments ?? {});
+    await record.flush().catch((error: unknown) => {
+      throw new ConnectError(
+        `the confirmation of call "${req.callId}" could not be recorded (${String(error)}); retry`,
+        Code.Unavailable,
+      );
+    });
+    return create(DecideApprovalResponseSchema, {
+      approval: confirmed.approval,
+      result: stillHeld(confirmed.approval as Approval),
+    });
+  }
   const decided = await transition(deps.store, stored, {
     state: approve ? ApprovalState.APPROVED : ApprovalState.DENIED,
     decidedBy: p.agentId,
@@ -128,4 +153,45 @@ async function runApproved(deps: ApprovalDeps, held: HeldCall): Promise<Dispatch
     if (error instanceof CallRefused) throw error.error;
     throw error;
   }
+}
+
+/** The PENDING response of a held call that still waits. */
+function stillHeld(approval: Approval): DispatchResponse {
+  return create(DispatchResponseSchema, {
+    callId: approval.callId,
+    traceId: approval.traceId,
+    status: CallStatus.PENDING,
+    error: { code: AWAITING_APPROVAL, message: awaitingMessage(approval) },
+    ...(approval.expiresAt ? { approvalExpiresAt: approval.expiresAt } : {}),
+  });
+}
+
+/**
+ * Withdraws a held call of the caller's before anyone decided it (an MCP client cancelling its
+ * task): it ends REFUSED `cancelled` without running. NOT_FOUND for a call that is not the
+ * caller's held call; FAILED_PRECONDITION once decided.
+ */
+export async function withdrawHeld(
+  deps: ApprovalDeps,
+  p: Principal,
+  callId: string,
+): Promise<DispatchResponse> {
+  const stored = await deps.store.get(callId);
+  const approval = stored?.held.approval;
+  if (!stored || !approval || approval.agentId !== p.agentId || approval.userId !== p.userId)
+    throw notFound("held call", callId, "it is not a held call of yours");
+  if (approval.state !== ApprovalState.PENDING)
+    throw new ConnectError(
+      `call "${callId}" was already ${stateWord(approval.state)}; it can no longer be withdrawn`,
+      Code.FailedPrecondition,
+    );
+  const withdrawn = await transition(deps.store, stored, {
+    state: ApprovalState.DENIED,
+    decidedBy: p.agentId,
+    reason: "withdrawn by its caller",
+  });
+  return closeUnrun(deps, withdrawn, {
+    reason: "cancelled",
+    message: `call ${callId} to tool "${approval.tool}" was withdrawn by its caller before it ran`,
+  });
 }

@@ -1,11 +1,12 @@
 import type {
   DecideApprovalRequest,
   DecideApprovalResponse,
+  DispatchResponse,
   ListApprovalsRequest,
   ListApprovalsResponse,
   Principal,
 } from "@toolmesh/proto";
-import { decideApproval } from "./approval-decide.js";
+import { decideApproval, withdrawHeld } from "./approval-decide.js";
 import { listApprovals } from "./approval-list.js";
 import { sweepHeldCalls } from "./approval-sweep.js";
 import type { ApprovalDeps } from "./held-transitions.js";
@@ -27,6 +28,11 @@ export class ApprovalDesk {
   /** DecideApproval: approve (the call runs now) or deny (it ends REFUSED) a held call. */
   decide(p: Principal, req: DecideApprovalRequest): Promise<DecideApprovalResponse> {
     return decideApproval(this.deps, p, req);
+  }
+
+  /** Withdraws a held call of the caller's that nobody decided yet: it ends REFUSED cancelled. */
+  withdraw(p: Principal, callId: string): Promise<DispatchResponse> {
+    return withdrawHeld(this.deps, p, callId);
   }
 
   /** Closes expired holds and decided ones left unfinished; resolves with how many. */

@@ -12,13 +12,19 @@ export function deciderRoles(approval: Approval, approverRoles: readonly string[
 
 /**
  * Why `p` may not decide a held call, or undefined when it may: an admin or a holder of one of
- * the approver roles, and never the agent that made the call (nobody approves their own call).
+ * the approver roles, and never the agent that made the call (nobody approves their own call);
+ * but while the call waits for its caller's confirmation, its caller alone.
  */
 export function decisionRefusal(
   p: Principal,
   approval: Approval,
   approverRoles: readonly string[],
 ): string | undefined {
+  // A call that waits for its caller's confirmation is the caller's to decide, and nobody else's.
+  if (approval.confirmationBy.length > 0 && !approval.confirmedAt) {
+    if (p.agentId === approval.agentId && p.userId === approval.userId) return undefined;
+    return `call "${approval.callId}" waits for the confirmation of its caller (agent "${approval.agentId}"${approval.userId ? ` for user "${approval.userId}"` : ""}); only it may confirm or deny it`;
+  }
   if (p.agentId === approval.agentId)
     return `call "${approval.callId}" was made by agent "${p.agentId}", which you are; another approver must decide it`;
   if (hasRole(p, Role.Admin)) return undefined;

@@ -61,6 +61,26 @@ export async function transition(
   return held;
 }
 
+/**
+ * Marks a held call confirmed by its caller (it stays PENDING for its approver),
+ * compare-and-set as any transition.
+ */
+export async function confirmHeld(store: HeldCallStore, stored: StoredHeldCall): Promise<HeldCall> {
+  const held = clone(HeldCallSchema, stored.held);
+  const a = held.approval as Approval;
+  a.confirmedAt = timestampFromMs(Date.now());
+  try {
+    await store.update(held, stored.revision);
+  } catch (error) {
+    if (!(error instanceof KvConflictError)) throw error;
+    throw new ConnectError(
+      `call "${a.callId}" was decided meanwhile (or expired); read it again`,
+      Code.FailedPrecondition,
+    );
+  }
+  return held;
+}
+
 /** True when a transition lost to another approver or the expiry. */
 export function lostTransition(error: unknown): boolean {
   return error instanceof ConnectError && error.code === Code.FailedPrecondition;

@@ -51,5 +51,6 @@ export function recheckHeld(deps: CheckDeps, held: HeldCall): CheckedCall | Unru
     args: held.arguments ?? {},
     validators,
     approvalBy: [],
+    confirmationBy: [],
   };
 }

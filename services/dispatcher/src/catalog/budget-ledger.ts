@@ -152,7 +152,9 @@ export class BudgetLedger {
     const found: Budget[] = [];
     const look = (kind: BudgetKind, target: string) => {
       for (const period of ["day", "month"] as const) {
-        const budget = this.budgets.get(buckets.permission.budgetKey(budgetId(kind, target, period)));
+        const budget = this.budgets.get(
+          buckets.permission.budgetKey(budgetId(kind, target, period)),
+        );
         if (budget?.spec?.currency === currency) found.push(budget);
       }
     };

@@ -42,3 +42,30 @@ export function followSnapshots(nc: NatsConnection, log: Logger): Snapshots {
     },
   };
 }
+
+/**
+ * Resolves once the tools, the grants and the rate limits have loaded, or after `timeoutMs`:
+ * the Dispatcher reports SERVING only then, so a caller that waited for its health is not refused
+ * "not loaded yet" by a process still reading its buckets. Past the time it serves anyway and
+ * fails closed per call, as when an owning service is not running yet.
+ */
+export async function snapshotsLoaded(
+  snapshots: Snapshots,
+  log: Logger,
+  timeoutMs: number,
+): Promise<void> {
+  const ready = () =>
+    snapshots.tools.isReady && snapshots.policy.isReady && snapshots.limits.isReady;
+  const until = Date.now() + timeoutMs;
+  // The snapshots signal no "loaded" event of their own; their first load takes milliseconds.
+  while (!ready() && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 10));
+  if (!ready())
+    log.warn(
+      {
+        registry: snapshots.tools.isReady,
+        permission: snapshots.policy.isReady,
+        limits: snapshots.limits.isReady,
+      },
+      "serving before every snapshot loaded; calls fail closed until they do",
+    );
+}

@@ -1,7 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { CallErrorSchema, type InvokeRequest, type Tool, TraceEventKind } from "@toolmesh/proto";
 import type { CallRecord } from "../records/call-recorder.js";
-import type { AttemptResult, ToolRuntime } from "../runtimes/runtime.js";
+import type { AttemptResult, CallerChannel, ToolRuntime } from "../runtimes/runtime.js";
 import type { CallSpans } from "./telemetry.js";
 import type { ChainSettings } from "./types.js";
 
@@ -18,6 +18,8 @@ export interface AttemptPlan {
   onEvent: Parameters<ToolRuntime["invoke"]>[0]["onEvent"];
   /** An `attempt` span per attempt, whose traceparent the backend receives. */
   spans?: CallSpans;
+  /** The caller, when it can answer what the tool asks mid-call. */
+  caller?: CallerChannel | undefined;
 }
 
 /**
@@ -45,6 +47,7 @@ export async function runAttempts(
           signal,
           onEvent: plan.onEvent,
           traceparent: span?.traceparent,
+          caller: plan.caller,
         })
       : {
           ok: false,
@@ -99,5 +102,7 @@ export function effectiveTimeout(
   let timeoutMs = toolTimeoutMs || settings.defaultTimeoutMs;
   if (requestTimeoutMs > 0) timeoutMs = Math.min(timeoutMs, requestTimeoutMs);
   if (rpcTimeoutMs !== undefined && rpcTimeoutMs > 0) timeoutMs = Math.min(timeoutMs, rpcTimeoutMs);
-  return Math.max(1, Math.min(timeoutMs, settings.maxTimeoutMs));
+  // Whole milliseconds: a grpc-timeout in micro- or nanoseconds (Go's clients send them) parses
+  // to a fraction, and a fractional deadline is not a Timestamp protobuf can encode.
+  return Math.max(1, Math.floor(Math.min(timeoutMs, settings.maxTimeoutMs)));
 }

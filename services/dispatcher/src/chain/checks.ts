@@ -30,6 +30,18 @@ export function approvalRequirements(
   ];
 }
 
+/** Who requires the caller's own confirmation of a call, in the same words. */
+export function confirmationRequirements(
+  spec: { requiresConfirmation: boolean },
+  decision: Decision,
+): string[] {
+  if (!spec.requiresConfirmation && !decision.requiresConfirmation) return [];
+  return [
+    ...(spec.requiresConfirmation ? ["tool"] : []),
+    ...(decision.requiresConfirmation ? decision.matchedGrantIds.map((id) => `grant:${id}`) : []),
+  ];
+}
+
 /**
  * Every check a call passes before its tool may run, in the order a caller can fix them: its
  * ids, that the snapshots are loaded, that the tool exists and is enabled, that the arguments
@@ -159,6 +171,7 @@ export function checkCall(
     args,
     validators,
     approvalBy: approvalRequirements(spec, decision),
+    confirmationBy: confirmationRequirements(spec, decision),
   };
 }
 

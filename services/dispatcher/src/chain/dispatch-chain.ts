@@ -11,7 +11,7 @@ import {
   type HeldCall,
   type Principal,
 } from "@toolmesh/proto";
-import { parseTraceparent, startTracing, type Tracing } from "@toolmesh/telemetry";
+import { parseTraceparent, type Tracing, untraced } from "@toolmesh/telemetry";
 import { MemoryHeldCalls } from "../records/held-calls.js";
 import { claimCallId, recordIdentity } from "./call-ids.js";
 import { checkCall } from "./checks.js";
@@ -33,7 +33,7 @@ export class DispatchChain {
   private readonly approvals: NonNullable<ChainDeps["approvals"]>;
 
   constructor(private readonly deps: ChainDeps) {
-    this.tracing = deps.tracing ?? startTracing("dispatcher", {});
+    this.tracing = deps.tracing ?? untraced();
     this.approvals = deps.approvals ?? {
       store: new MemoryHeldCalls(),
       settings: { holdMs: 60 * 60 * 1000, approverRoles: ["approver"] },
@@ -83,7 +83,7 @@ export class DispatchChain {
     const started = Date.now();
     req.tool = this.deps.catalog.resolve(req.tool);
     const ctx = req.context;
-    const callId = ctx?.callId || newCallId();
+    const callId = ctx?.callId || options.callId || newCallId();
     // A caller's W3C traceparent names the trace when the request does not: one id everywhere.
     const traceId =
       ctx?.traceId ||
@@ -189,7 +189,10 @@ export class DispatchChain {
     });
   }
 
-  /** Holds a call that needs approval; the reply is PENDING with `approval_expires_at`. */
+  /**
+   * Holds a call that needs approval or its caller's confirmation; the reply is PENDING with
+   * `approval_expires_at`.
+   */
   private async hold(call: Execution): Promise<DispatchResponse> {
     const { record, spans, principal } = call;
     let response: DispatchResponse;
@@ -213,7 +216,9 @@ export class DispatchChain {
   }
 
   private execute(call: Execution): Promise<DispatchResponse> {
-    if (call.checked.approvalBy.length > 0 && !call.approved) return this.hold(call);
+    const { approvalBy, confirmationBy } = call.checked;
+    if ((approvalBy.length > 0 || confirmationBy.length > 0) && !call.approved)
+      return this.hold(call);
     return executeCall(this.deps, this.metrics, call);
   }
 }

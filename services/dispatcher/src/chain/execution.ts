@@ -8,7 +8,7 @@ import {
 } from "@toolmesh/proto";
 import type { ToolRuntime } from "../runtimes/runtime.js";
 import { effectiveTimeout, runAttempts } from "./attempts.js";
-import { traceBackendEvent } from "./backend-events.js";
+import { recordedCaller, traceBackendEvent } from "./backend-events.js";
 import { classify } from "./outcome.js";
 import { limitOutput } from "./record-limits.js";
 import { unrecorded } from "./recording-gate.js";
@@ -101,6 +101,7 @@ export async function executeCall(
           options.onEvent?.(event);
         },
         spans,
+        caller: options.caller && recordedCaller(record, options.caller, deadline),
       });
     }
   } finally {

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@toolmesh/errors";
@@ -64,8 +65,12 @@ export async function holdCall(
     requestedAt: timestampFromMs(call.startedMs),
     expiresAt: timestampFromMs(call.startedMs + settings.holdMs),
     state: ApprovalState.PENDING,
-    approverRoles: [...new Set([...settings.approverRoles, ...spec.approverRoles])],
+    approverRoles:
+      checked.approvalBy.length > 0
+        ? [...new Set([...settings.approverRoles, ...spec.approverRoles])]
+        : [],
     requiredBy: checked.approvalBy,
+    confirmationBy: checked.confirmationBy,
   });
   const held = create(HeldCallSchema, {
     approval,
@@ -76,6 +81,9 @@ export async function holdCall(
     timeoutMs: call.requestTimeoutMs,
     definitionHash: checked.tool.definitionHash,
     idempotencyKey: call.idempotencyKey,
+    ...(checked.confirmationBy.length > 0
+      ? { confirmationNonce: randomBytes(18).toString("base64url") }
+      : {}),
   });
   try {
     await store.create(held);

@@ -56,7 +56,7 @@ export function unrecorded(error: unknown, stage: "start" | "outcome", tool: str
     );
   const end =
     failure === "unknown"
-      ? "whether its end record was stored is not known yet: GetOutcome tells the recorded outcome once it is, and if none is, the call is closed as INTERRUPTED (records_lost)"
+      ? "whether its end record was stored is not known yet (toolmesh goes on sending it): GetOutcome tells the recorded outcome once it is, and if none is, the call is closed as INTERRUPTED (records_lost)"
       : "its end record was not stored: the call will be closed as INTERRUPTED (records_lost)";
   return new ConnectError(
     `tool "${tool}" ran, but ${end}; its output is withheld. ${retry}`,

@@ -1,3 +1,4 @@
+import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { Code, retryLater } from "@toolmesh/errors";
 import type { Logger } from "@toolmesh/log";
@@ -11,7 +12,6 @@ import {
   type ToolSpec,
 } from "@toolmesh/proto";
 import { counter, gauge } from "@toolmesh/telemetry";
-import { create } from "@bufbuild/protobuf";
 import type { CallEnd } from "../records/call-end.js";
 import type { CallRecorder } from "../records/call-recorder.js";
 import {
@@ -53,7 +53,12 @@ export function circuitOpenedRecorder(recorder: CallRecorder, log: Logger) {
     const reason = `circuit breaker of ${what} opened after ${opening.failures} failures in a row; ${toolInstance ? "the instance is replaced" : `calls fail fast until ${new Date(opening.retryAtMs).toISOString()} (${seconds} s), then one probe call goes through`}`;
     metrics.opens.inc({ tool, scope: toolInstance ? "instance" : "tool" });
     log.warn(
-      { tool, tool_instance: toolInstance || undefined, failures: opening.failures, last_error: opening.lastError },
+      {
+        tool,
+        tool_instance: toolInstance || undefined,
+        failures: opening.failures,
+        last_error: opening.lastError,
+      },
       "circuit breaker opened",
     );
     void recorder
@@ -182,11 +187,14 @@ export class ToolBreakers {
 
   /** The breakers of every tool that failed, or of one. */
   statuses(tool?: string): ToolCircuit[] {
-    const entries = tool === undefined ? [...this.breakers] : [[tool, this.breakers.get(tool)] as const];
+    const entries =
+      tool === undefined ? [...this.breakers] : [[tool, this.breakers.get(tool)] as const];
     return entries
       .filter((e): e is [string, CircuitBreaker] => e[1] !== undefined)
       .sort(([a], [b]) => (a < b ? -1 : 1))
-      .map(([name, breaker]) => create(ToolCircuitSchema, { tool: name, breaker: breaker.status() }));
+      .map(([name, breaker]) =>
+        create(ToolCircuitSchema, { tool: name, breaker: breaker.status() }),
+      );
   }
 
   private dropQuiet(): void {

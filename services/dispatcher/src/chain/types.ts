@@ -8,7 +8,7 @@ import type { ToolCatalog, ToolValidators } from "../catalog/tool-catalog.js";
 import type { CallRecord, CallRecorder } from "../records/call-recorder.js";
 import type { HeldCallStore } from "../records/held-calls.js";
 import type { CallIdOwners, IdempotencyStore } from "../records/idempotency.js";
-import type { ToolRuntime } from "../runtimes/runtime.js";
+import type { CallerSide, ToolRuntime } from "../runtimes/runtime.js";
 import type { Refusal } from "./refusal.js";
 import type { RunningCalls } from "./running-calls.js";
 import type { CallSpans, CallTraceContext } from "./telemetry.js";
@@ -64,6 +64,10 @@ export interface DispatchOptions extends CallTraceContext {
   refusal?: Refusal;
   /** Hears the backend's own events after they are traced (MCP progress notifications). */
   onEvent?: (event: BackendEvent) => void;
+  /** The caller, when it can answer what an MCP tool asks mid-call. */
+  caller?: CallerSide | undefined;
+  /** A call id the transport made (newCallId) to know the call by before it answers (MCP tasks). */
+  callId?: string | undefined;
 }
 
 /** What the checks read: the registry snapshot, the grants and the calls running here. */
@@ -82,6 +86,8 @@ export interface CheckedCall {
   validators: ToolValidators;
   /** Why the call must be approved before it runs (`tool`, `grant:<id>`); empty when it need not. */
   approvalBy: string[];
+  /** Why the caller must confirm it before it runs, in the same words; empty when it need not. */
+  confirmationBy: string[];
 }
 
 /** One call that passed its checks, ready to run. */

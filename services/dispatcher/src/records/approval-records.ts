@@ -13,17 +13,38 @@ import type { CallRecord } from "./call-recorder.js";
 
 /** Why a held call ended without running: the reason and error code of its REFUSED outcome. */
 export type UnrunReason =
+  | "cancelled"
   | "approval_denied"
   | "approval_expired"
   | "permission_revoked"
   | "tool_changed"
   | "tool_unavailable";
 
+/** True while a held call waits for its caller's own confirmation. */
+export function awaitsConfirmation(approval: Approval): boolean {
+  return approval.confirmationBy.length > 0 && !approval.confirmedAt;
+}
+
 /** The message a caller reads while its call is held. */
 export function awaitingMessage(approval: Approval): string {
   const until = approval.expiresAt ? timestampDate(approval.expiresAt).toISOString() : "its expiry";
   const why = approval.requiredBy.join(", ");
+  if (awaitsConfirmation(approval))
+    return `tool "${approval.tool}" needs the confirmation of its caller (required by ${approval.confirmationBy.join(", ")}); call ${approval.callId} is held until you confirm or deny it with DecideApproval (call_id ${approval.callId}, as the agent that made it), at most until ${until}${why ? `; then an approver decides (required by ${why})` : ""}. An MCP client is asked instead.`;
   return `tool "${approval.tool}" needs approval (required by ${why}); call ${approval.callId} is held until an approver decides, at most until ${until}. Wait for its outcome with CallbackService.Watch or GetOutcome (call_id ${approval.callId}); do not call again.`;
+}
+
+/** Why a call is held, as its APPROVAL_REQUESTED record says. */
+function heldFor(approval: Approval): string {
+  const parts = [
+    approval.requiredBy.length > 0
+      ? `approval (required by ${approval.requiredBy.join(", ")})`
+      : "",
+    approval.confirmationBy.length > 0
+      ? `the caller's confirmation (required by ${approval.confirmationBy.join(", ")})`
+      : "",
+  ];
+  return `held for ${parts.filter(Boolean).join(" and ")}`;
 }
 
 /**
@@ -38,7 +59,7 @@ export function recordHeld(record: CallRecord, approval: Approval, args: JsonObj
     status: CallStatus.PENDING,
     errorCode: AWAITING_APPROVAL,
     errorMessage: awaitingMessage(approval),
-    reason: `held for approval (required by ${approval.requiredBy.join(", ")})`,
+    reason: heldFor(approval),
     arguments: record.redacted(args),
     ...(approval.expiresAt ? { deadline: approval.expiresAt } : {}),
     events: [
@@ -48,6 +69,9 @@ export function recordHeld(record: CallRecord, approval: Approval, args: JsonObj
           expires_at: approval.expiresAt ? timestampDate(approval.expiresAt).toISOString() : "",
           approver_roles: approval.approverRoles,
           required_by: approval.requiredBy,
+          ...(approval.confirmationBy.length > 0
+            ? { confirmation_by: approval.confirmationBy }
+            : {}),
         },
         time: timestampFromMs(requestedMs),
       }),
@@ -63,7 +87,12 @@ const decisionWord: Partial<Record<ApprovalState, string>> = {
 
 /** The APPROVAL_DECIDED record: approved, denied, or expired, and by whom. */
 export function recordDecision(record: CallRecord, approval: Approval, args: JsonObject): void {
-  const decision = decisionWord[approval.state] ?? "unknown";
+  // A call decided by its own caller was confirmed (or denied) by it, not approved.
+  const byCaller = approval.decidedBy !== "" && approval.decidedBy === approval.agentId;
+  const decision =
+    byCaller && approval.state === ApprovalState.APPROVED
+      ? "confirmed"
+      : (decisionWord[approval.state] ?? "unknown");
   const approved = approval.state === ApprovalState.APPROVED;
   void record.write({
     action: AuditAction.APPROVAL_DECIDED,
@@ -79,6 +108,27 @@ export function recordDecision(record: CallRecord, approval: Approval, args: Jso
       create(BackendEventSchema, {
         kind: TraceEventKind.APPROVAL_DECIDED,
         payload: { decision, decided_by: approval.decidedBy, reason: approval.reason },
+        time: timestampNow(),
+      }),
+    ],
+  });
+}
+
+/**
+ * The record of a caller confirming its call that an approver must still decide: an
+ * APPROVAL_DECIDED that leaves it PENDING.
+ */
+export function recordConfirmation(record: CallRecord, approval: Approval, args: JsonObject): void {
+  void record.write({
+    action: AuditAction.APPROVAL_DECIDED,
+    status: CallStatus.PENDING,
+    reason: `confirmed by its caller ${approval.agentId}; an approver decides next`,
+    arguments: record.redacted(args),
+    decidedBy: approval.agentId,
+    events: [
+      create(BackendEventSchema, {
+        kind: TraceEventKind.APPROVAL_DECIDED,
+        payload: { decision: "confirmed", decided_by: approval.agentId, reason: "" },
         time: timestampNow(),
       }),
     ],

@@ -40,6 +40,13 @@ export interface OutcomeReader {
   readonly retentionMs: number;
   /** The outcomes a call's records state, or undefined when it has none (or is not kept). */
   read(callId: string): Promise<CallOutcomes | undefined>;
+  /**
+   * A call's outcomes and its start record (who made it, which Dispatcher runs it), from one
+   * read of its records.
+   */
+  readCall(
+    callId: string,
+  ): Promise<{ outcomes: CallOutcomes | undefined; start: AuditRecord | undefined }>;
   /** Resolves once the call's outcome is final, or when `signal` aborts. */
   waitForEnd(callId: string, tool: string, signal: AbortSignal): Promise<void>;
 }
@@ -59,9 +66,13 @@ export function outcomesOf(records: readonly AuditRecord[]): CallOutcomes | unde
   return { first, last, createdMs: Math.min(...times), updatedMs: Math.max(...times) };
 }
 
+/** How often a wait for a call's end reads its records again, besides awaiting its broadcast. */
+const END_RECHECK_MS = 5000;
+
 /**
  * A call's outcomes as its records in the audit log state them, asked of Audit over the bus
- * (lookupCall); the end of a call is awaited as its broadcast, never by polling.
+ * (lookupCall); the end of a call is awaited as its broadcast, its records read again every few
+ * seconds only as a backstop.
  */
 export class AuditOutcomes implements OutcomeLookup, OutcomeReader {
   constructor(
@@ -86,23 +97,52 @@ export class AuditOutcomes implements OutcomeLookup, OutcomeReader {
     return outcomesOf(await this.records(callId));
   }
 
+  async readCall(callId: string) {
+    const records = await this.records(callId);
+    return {
+      outcomes: outcomesOf(records),
+      start: records.find((r) => r.action === AuditAction.TOOL_START),
+    };
+  }
+
   async waitForEnd(callId: string, tool: string, signal: AbortSignal): Promise<void> {
     if (signal.aborted) return;
-    // Subscribed before the records are read again, so an end broadcast meanwhile is not missed.
-    const sub = this.nc.subscribe(subjects.callbacksOf(tool));
-    const stop = () => sub.unsubscribe();
-    signal.addEventListener("abort", stop, { once: true });
-    try {
-      const now = await this.read(callId);
-      if (now && hasEnded(now)) return;
-      for await (const msg of sub) {
-        const event = fromBinary(CallbackEventSchema, msg.data);
-        if (event.callId === callId && isFinal(event.status)) return;
-      }
-    } finally {
-      signal.removeEventListener("abort", stop);
-      sub.unsubscribe();
-    }
+    await new Promise<void>((resolve) => {
+      let done = false;
+      const finish = () => {
+        if (done) return;
+        done = true;
+        clearInterval(timer);
+        sub.unsubscribe();
+        signal.removeEventListener("abort", finish);
+        resolve();
+      };
+      // Subscribed before the records are read again, so an end broadcast meanwhile is not missed.
+      const sub = this.nc.subscribe(subjects.callbacksOf(tool), {
+        callback: (error, msg) => {
+          if (error) return finish();
+          try {
+            const event = fromBinary(CallbackEventSchema, msg.data);
+            if (event.callId === callId && isFinal(event.status)) finish();
+          } catch {
+            // Not a broadcast (nothing else is published there by the services); ignored.
+          }
+        },
+      });
+      signal.addEventListener("abort", finish, { once: true });
+      // The records are read again now and, as a backstop, every few seconds: an end broadcast
+      // before the subscription, with a read that gave up settling (a slow Audit), is found then.
+      const check = () =>
+        this.read(callId).then(
+          (now) => {
+            if (now && hasEnded(now)) finish();
+          },
+          () => undefined,
+        );
+      const timer = setInterval(check, END_RECHECK_MS);
+      timer.unref();
+      void check();
+    });
   }
 }
 
@@ -116,6 +156,10 @@ export class NoOutcomes implements OutcomeLookup, OutcomeReader {
 
   async read(): Promise<CallOutcomes | undefined> {
     return undefined;
+  }
+
+  async readCall() {
+    return { outcomes: undefined, start: undefined };
   }
 
   async waitForEnd(): Promise<void> {}

@@ -27,6 +27,7 @@ export class StoreCapacity {
   private timer: NodeJS.Timeout | undefined;
   private readonly rooms = new Map<string, Room>();
   private readonly limits = new Map<string, string>();
+  private checking: Promise<void> | undefined;
 
   constructor(
     private readonly jsm: JetStreamManager,
@@ -41,13 +42,31 @@ export class StoreCapacity {
     return this.fullReason;
   }
 
-  /** Takes a published message off its stream's room. */
+  /**
+   * Takes a published message off its stream's room. Once the estimate falls under the margin
+   * the stream is read again at once — Audit trims what it chained meanwhile, so the estimate
+   * runs ahead of the stream at full speed — and calls are refused on the estimate alone only
+   * when it has used half the margin before the read answers.
+   */
   consume(subject: string, bytes: number): void {
     const stream = this.streams.find((s) => s.prefixes.some((p) => subject.startsWith(p)));
     const room = stream && this.rooms.get(stream.name);
     if (!room) return;
     room.bytes -= bytes;
-    if (room.bytes < this.marginBytes) this.fullReason ??= describe(room, this.marginBytes);
+    if (room.bytes >= this.marginBytes) return;
+    this.recheck();
+    if (room.bytes < this.marginBytes / 2) this.fullReason ??= describe(room, this.marginBytes);
+  }
+
+  /** Reads the streams now, unless a read is under way. */
+  private recheck(): void {
+    this.checking ??= this.check()
+      .catch((error: unknown) => {
+        this.log.debug({ err: error }, "could not read stream limits");
+      })
+      .finally(() => {
+        this.checking = undefined;
+      });
   }
 
   /** Marks the store full after a refused publish, until the next check finds room. */
@@ -56,11 +75,7 @@ export class StoreCapacity {
   }
 
   start(intervalMs: number): void {
-    this.timer = setInterval(() => {
-      this.check().catch((error: unknown) => {
-        this.log.debug({ err: error }, "could not read stream limits");
-      });
-    }, intervalMs);
+    this.timer = setInterval(() => this.recheck(), intervalMs);
     this.timer.unref();
   }
 

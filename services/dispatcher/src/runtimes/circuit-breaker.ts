@@ -92,7 +92,12 @@ export class CircuitBreaker {
    * A call failed (`code`: its error code or `timeout`); returns the opening when this failure
    * opened the breaker (a failed probe always does).
    */
-  failed(probe: boolean, code: string, message: string, callId: string): BreakerOpening | undefined {
+  failed(
+    probe: boolean,
+    code: string,
+    message: string,
+    callId: string,
+  ): BreakerOpening | undefined {
     if (probe) this.probing = false;
     if (this.state === CircuitState.OPEN) return undefined;
     this.consecutive++;

@@ -12,6 +12,68 @@ export interface Attempt {
   onEvent(event: BackendEvent): void;
   /** The W3C traceparent of this attempt's span, sent to the backend so its spans join the trace. */
   traceparent?: string | undefined;
+  /** The caller, when it can answer what the tool asks mid-call (MCP clients, AnswerInput). */
+  caller?: CallerChannel | undefined;
+}
+
+/** One question a tool asks its caller mid-call: an MCP request, answered with its result. */
+export interface InputRequest {
+  /** `elicitation/create`, `sampling/createMessage` or `roots/list`. */
+  method: string;
+  params: JsonObject;
+}
+
+/**
+ * The way back to a call's caller, for an MCP tool that asks for input mid-call (elicitation,
+ * sampling, roots) and for its log messages. Each transport has its own: an MCP 2025-11-25
+ * client is asked on the request's stream, a 2026-07-28 client and a gRPC caller get the call
+ * PENDING with `input_required` and answer later.
+ */
+export interface CallerChannel {
+  /** What the caller can answer: its MCP client capabilities (`elicitation`, `sampling`, `roots`). */
+  readonly capabilities: JsonObject;
+  /**
+   * Asks the caller; resolves with its answer (the request's MCP result). Rejects with a
+   * CallerRefusal when the caller cannot or did not answer, or when the call ends first.
+   */
+  ask(key: string, request: InputRequest): Promise<JsonObject>;
+  /** Answers the caller sent with the call itself (MCP 2026-07-28 `inputResponses`), by key. */
+  readonly presupplied?: Record<string, JsonObject> | undefined;
+  /** The lowest MCP log level the caller wants the tool's log messages at; none when unset. */
+  readonly logLevel?: string | undefined;
+}
+
+/** The call a question comes from, as the caller's side of a transport needs to know it. */
+export interface AskingCall {
+  callId: string;
+  traceId: string;
+  tool: string;
+  /** Epoch ms by which the call must be over: no answer helps after that. */
+  deadlineMs: number;
+}
+
+/**
+ * A transport's side of a caller channel: the chain hands it each question with the call it
+ * comes from (and files both under the call); the runtime sees a CallerChannel.
+ */
+export interface CallerSide {
+  readonly capabilities: JsonObject;
+  readonly presupplied?: Record<string, JsonObject> | undefined;
+  readonly logLevel?: string | undefined;
+  ask(key: string, request: InputRequest, call: AskingCall): Promise<JsonObject>;
+}
+
+/** Why a caller did not answer: an MCP error the tool receives in place of the answer. */
+export class CallerRefusal extends Error {
+  override readonly name = "CallerRefusal";
+  constructor(
+    /** The JSON-RPC error code the tool gets (-32601: the caller lacks the capability). */
+    readonly code: number,
+    message: string,
+    readonly data?: JsonObject,
+  ) {
+    super(message);
+  }
 }
 
 /**

@@ -12,12 +12,16 @@ import {
   type Principal,
 } from "@toolmesh/proto";
 import { type UnaryCall, type UnaryRoutes, unaryRoutes } from "@toolmesh/server";
+import { isMcpBacked } from "../catalog/mcp-entries.js";
 import type { ToolCatalog } from "../catalog/tool-catalog.js";
 import type { DispatchChain } from "../chain/dispatch-chain.js";
 import type { RunningCalls } from "../chain/running-calls.js";
 import type { DispatchOptions } from "../chain/types.js";
 import { runBatch } from "./batch.js";
 import { cancelCall } from "./cancel.js";
+import { dispatchAnswerable } from "./inputs/answerable.js";
+import { DeferredCaller } from "./inputs/deferred-caller.js";
+import { ANSWERS_EVERYTHING, type InputDesk } from "./inputs/input-desk.js";
 import { dispatchToolCalls } from "./tool-calls/dispatch-tool-calls.js";
 
 /** What the call RPCs need. */
@@ -25,6 +29,8 @@ export interface CallRpcDeps {
   chain: DispatchChain;
   catalog: ToolCatalog;
   running: RunningCalls;
+  /** Calls of MCP tools that wait for their caller's answers. */
+  inputs: InputDesk;
 }
 
 /** One call RPC, transport-free: the request, the authenticated caller, the per-call options. */
@@ -41,9 +47,20 @@ export function callRpcs(deps: CallRpcDeps): {
   dispatchToolCalls: CallRpc<DispatchToolCallsRequest, DispatchToolCallsResponse>;
   cancel: CallRpc<CancelRequest, CancelResponse>;
 } {
-  const { chain, catalog, running } = deps;
+  const { chain, catalog, running, inputs } = deps;
   return {
-    dispatch: (req, principal, options) => chain.dispatch(req, principal, options),
+    // A call of an MCP tool may ask its caller for input: the caller answers with AnswerInput.
+    dispatch: (req, principal, options) =>
+      isMcpBacked(catalog.get(catalog.resolve(req.tool)))
+        ? dispatchAnswerable(
+            inputs,
+            chain,
+            req,
+            principal,
+            options,
+            new DeferredCaller(ANSWERS_EVERYTHING),
+          )
+        : chain.dispatch(req, principal, options),
     dispatchBatch: (req, principal, options) => runBatch(chain, catalog, req, principal, options),
     dispatchToolCalls: (req, principal, options) =>
       dispatchToolCalls(chain, catalog, req, principal, options),

@@ -4,6 +4,7 @@ import { hasRole, principalOf, Role, requireRole } from "@toolmesh/auth";
 import { Code, ConnectError, invalidField, notFound } from "@toolmesh/errors";
 import { checkLength } from "@toolmesh/names";
 import {
+  AnswerInputResponseSchema,
   type DispatcherService,
   GetRuntimeStatusResponseSchema,
   StartToolResponseSchema,
@@ -20,18 +21,24 @@ import type { LocalRuntime } from "../runtimes/local-runtime.js";
 import { ToolStartError } from "../runtimes/supervised-backend.js";
 import { AUTH_STARTED } from "./auth-timing.js";
 import { callRpcs } from "./call-rpcs.js";
+import type { InputDesk } from "./inputs/input-desk.js";
 import { type ImportDeps, importMcpServer } from "./mcp/import-server.js";
+import { type SearchDeps, searchTools } from "./search-tools.js";
 
 export interface HandlerDeps {
   chain: DispatchChain;
   catalog: ToolCatalog;
   running: RunningCalls;
+  /** Calls waiting for their caller's answers (AnswerInput). */
+  inputs: InputDesk;
   local: LocalRuntime;
   docker: DockerRuntime;
   /** What ImportMcpServer and the agents' view of running state need. */
   checks: CheckDeps;
   /** ListApprovals and DecideApproval. */
   approvals: ApprovalDesk;
+  /** SearchTools. */
+  search: SearchDeps;
   imports: ImportDeps;
 }
 
@@ -100,6 +107,19 @@ export function createDispatcherHandlers(deps: HandlerDeps): ServiceImpl<typeof 
     },
     decideApproval(req, ctx) {
       return deps.approvals.decide(principalOf(ctx), req);
+    },
+    searchTools(req, ctx) {
+      return searchTools(deps.search, req, principalOf(ctx));
+    },
+    async answerInput(req, ctx) {
+      if (req.requestState === "")
+        throw invalidField(
+          "request_state",
+          "send the request_state of the input_required you answer",
+        );
+      return create(AnswerInputResponseSchema, {
+        result: await deps.inputs.answer(req.requestState, req.responses, principalOf(ctx)),
+      });
     },
     async stopTool(req, ctx) {
       requireRole(ctx, Role.Admin);

@@ -16,11 +16,13 @@ import type { DispatchChain } from "../chain/dispatch-chain.js";
 import type { RunningCalls } from "../chain/running-calls.js";
 import type { DispatchOptions } from "../chain/types.js";
 import { callRpcs } from "./call-rpcs.js";
+import type { InputDesk } from "./inputs/input-desk.js";
 
 export interface GrpcPortDeps {
   chain: DispatchChain;
   catalog: ToolCatalog;
   running: RunningCalls;
+  inputs: InputDesk;
   authenticateRequest: RequestAuthenticator;
   log: Logger;
   readMaxBytes: number;

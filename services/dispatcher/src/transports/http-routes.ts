@@ -8,7 +8,8 @@ import { chat } from "./facade/chat.js";
 import { authenticateRequest, errorResponse, json } from "./facade/http-errors.js";
 import { type FacadeDeps, listTools, runTool } from "./facade/routes.js";
 import { sendWebResponse, toWebRequest } from "./facade/web-bridge.js";
-import { type McpEndpoint, RESOURCE_METADATA_PATH } from "./mcp/mcp-endpoint.js";
+import type { McpRoutes } from "./mcp/lazy-endpoint.js";
+import { RESOURCE_METADATA_PATH } from "./mcp/mcp-paths.js";
 
 /** The part of a Node response (HTTP/1.1 or HTTP/2) the routes write. */
 type NodeResponse = {
@@ -19,7 +20,7 @@ export interface HttpRoutesDeps {
   facade: FacadeDeps;
   /** Where `POST /chat` goes. */
   toolAgent: ToolAgentLink;
-  mcp: McpEndpoint;
+  mcp: McpRoutes;
   authenticate: RequestAuthenticator;
   /** Whether the Dispatcher serves (the health route reports it). */
   serving: () => boolean;

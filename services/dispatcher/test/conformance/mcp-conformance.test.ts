@@ -4,10 +4,11 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { registerTools, type ServedTools, serveTools } from "@toolmesh/sdk";
-import { repoRoot, startStack, type TestStack } from "@toolmesh/testkit";
+import { CallStatus, TaskSupport } from "@toolmesh/proto";
+import { eventually, repoRoot, startImportingStack, type TestStack } from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { conformanceTools } from "./fixture-tools.js";
+import { serveFixture } from "./fixture-server.js";
+import { fixtureTools } from "./fixture-tools.js";
 
 const cli = path.join(repoRoot, "node_modules/@modelcontextprotocol/conformance/dist/index.js");
 const expectedFailures = path.join(import.meta.dirname, "expected-failures.yml");
@@ -15,26 +16,50 @@ const expectedFailures = path.join(import.meta.dirname, "expected-failures.yml")
 const RUN_TIMEOUT_MS = 150_000;
 
 // The official MCP conformance suite (@modelcontextprotocol/conformance, pinned in package.json)
-// against /mcp, at each protocol revision's own wire version. The suite's client sends no
+// against /mcp, at each protocol revision's own wire version. The tools, resources and prompts
+// it expects are an ordinary MCP server's (fixture-server.ts) imported into toolmesh, so every
+// scenario runs through the chain and the `mcp` runtime. The suite's client sends no
 // credential, so it reaches /mcp through a proxy that adds an agent's bearer token, as a
 // client's own token store would; /mcp itself is served exactly as in production.
 describe("MCP conformance suite against /mcp", () => {
   let stack: TestStack;
-  let served: ServedTools;
+  let fixture: Awaited<ReturnType<typeof serveFixture>>;
   let proxy: http.Server;
   let proxyUrl: string;
   let outDir: string;
   let failed = false;
 
   beforeAll(async () => {
-    stack = await startStack();
+    [stack, fixture] = await Promise.all([startImportingStack(), serveFixture()]);
     const token = await stack.agentToken("conformance");
     await stack.grantAll("conformance");
-    served = await serveTools(conformanceTools);
-    await registerTools(conformanceTools, served.address, {
-      url: stack.registry.url,
-      token: stack.adminToken,
-    });
+    // The suite's tools, resources and prompts come from an imported MCP server, under their own
+    // names: the suite exercises the federation path.
+    await stack
+      .dispatcherClient()
+      .importMcpServer({ prefix: "", runtime: { url: fixture.url } }, stack.as(stack.adminToken));
+    // A 2026-07-28 server lists no task support (the Tasks extension lets each server decide):
+    // an operator marks the tools whose calls must be tasks, as it would a long-running tool.
+    for (const tool of fixtureTools.filter((t) => t.taskSupport === "required")) {
+      const { tool: imported } = await stack.registryClient.getTool(
+        { name: tool.name },
+        stack.as(stack.adminToken),
+      );
+      if (!imported?.spec) throw new Error(`${tool.name} was not imported`);
+      await stack.registryClient.updateTool(
+        { tool: { ...imported.spec, taskSupport: TaskSupport.REQUIRED } },
+        stack.as(stack.adminToken),
+      );
+    }
+    await eventually(
+      () =>
+        stack
+          .dispatcherClient()
+          .dispatch({ tool: "test_simple_text" }, stack.as(token))
+          .then((res) => expect(res.status).toBe(CallStatus.SUCCESS)),
+      30_000,
+      "the Dispatcher to know the imported tools",
+    );
     const target = new URL(stack.dispatcher.url);
     proxy = http.createServer((req, res) => {
       const upstream = http.request(
@@ -61,7 +86,7 @@ describe("MCP conformance suite against /mcp", () => {
   afterAll(async () => {
     proxy?.closeAllConnections();
     await new Promise((resolve) => proxy?.close(resolve));
-    await served?.close();
+    await fixture?.close();
     await stack?.stop();
     // A failed run keeps its checks.json files for reading; a passing one leaves nothing behind.
     if (outDir && !failed) await rm(outDir, { recursive: true, force: true });
@@ -97,6 +122,10 @@ describe("MCP conformance suite against /mcp", () => {
         const expected = await expectedScenarios();
         const unexpected = [...failures.failing].filter((s) => !expected.has(s));
         const stale = [...expected].filter((s) => failures.ran.has(s) && !failures.failing.has(s));
+        // The counts an issue's closing note gives, per revision.
+        console.info(
+          `conformance ${revision}: ${failures.ran.size - failures.failing.size} of ${failures.ran.size} scenarios passed, ${[...failures.failing].filter((s) => expected.has(s)).length} expected failures`,
+        );
         if (unexpected.length > 0 || stale.length > 0 || failures.ran.size === 0) {
           failed = true;
           console.error(`${output}\nchecks of every scenario: ${path.join(outDir, revision)}`);

@@ -1,7 +1,7 @@
-import { clone, create, type JsonObject, toJson } from "@bufbuild/protobuf";
+import { create, type JsonObject, toJson } from "@bufbuild/protobuf";
 import type { Client as RpcClient } from "@connectrpc/connect";
-import { Code, ConnectError, invalidField } from "@toolmesh/errors";
-import { checkScope, checkToolName, nameLimits, withDigest } from "@toolmesh/names";
+import { alreadyExists, Code, ConnectError, invalidField } from "@toolmesh/errors";
+import { checkScope, checkToolName, nameLimits } from "@toolmesh/names";
 import {
   type ImportedMcpTool,
   ImportedMcpToolSchema,
@@ -9,32 +9,17 @@ import {
   type ImportMcpServerResponse,
   ImportMcpServerResponseSchema,
   McpImportChange,
-  McpRuntimeSchema,
+  McpOperation,
+  type McpRuntime as McpRuntimeSpec,
   type RegistryService,
+  TaskSupport,
   type ToolSpec,
   ToolSpecSchema,
   ToolStatus,
 } from "@toolmesh/proto";
 import type { ToolCatalog } from "../../catalog/tool-catalog.js";
-import type { McpRuntime } from "../../runtimes/mcp-runtime.js";
-
-/** The tool definition an MCP server lists (the parts an import keeps). */
-export interface ListedMcpTool {
-  name: string;
-  title?: string | undefined;
-  description?: string | undefined;
-  inputSchema: unknown;
-  outputSchema?: unknown;
-  annotations?:
-    | {
-        title?: string | undefined;
-        readOnlyHint?: boolean | undefined;
-        destructiveHint?: boolean | undefined;
-        idempotentHint?: boolean | undefined;
-        openWorldHint?: boolean | undefined;
-      }
-    | undefined;
-}
+import type { McpRuntime, McpServerListing } from "../../runtimes/mcp-runtime.js";
+import { entriesOf } from "./import-entries.js";
 
 export interface ImportDeps {
   mcp: McpRuntime;
@@ -44,15 +29,16 @@ export interface ImportDeps {
 }
 
 /**
- * Registers an MCP server's tools as `<prefix>.<name>` with an `mcp` runtime. Run again, it
- * re-syncs: changed definitions are updated and named, tools the server dropped are disabled.
+ * Registers an MCP server's tools, prompts, resources and resource templates as `<prefix>.<name>`
+ * with an `mcp` runtime (an empty prefix keeps the server's own names). Run again, it re-syncs:
+ * changed definitions are updated and named, entries the server dropped are disabled.
  */
 export async function importMcpServer(
   deps: ImportDeps,
   req: ImportMcpServerRequest,
   authorization: string,
 ): Promise<ImportMcpServerResponse> {
-  checkToolName("prefix", req.prefix);
+  if (req.prefix !== "") checkToolName("prefix", req.prefix);
   if (req.prefix.length > nameLimits.toolName - 8)
     throw invalidField("prefix", `at most ${nameLimits.toolName - 8} characters`);
   req.requiredScopes.forEach((scope, i) => {
@@ -64,22 +50,27 @@ export async function importMcpServer(
   if (runtime.tool !== "")
     throw invalidField("runtime.tool", "leave it empty; each imported tool gets its own");
 
-  let listed: Awaited<ReturnType<McpRuntime["listTools"]>>;
+  let listing: McpServerListing;
   try {
-    listed = await deps.mcp.listTools(runtime);
+    listing = await deps.mcp.listServer(runtime);
   } catch (error) {
     throw new ConnectError(
       `cannot list the MCP server's tools: ${error instanceof Error ? error.message : String(error)}`,
       Code.Unavailable,
     );
   }
+  const wanted = (spec: ToolSpec) => req.only.length === 0 || req.only.includes(operationOf(spec));
+  const specs = entriesOf(req, listing).filter(({ spec }) => wanted(spec));
+  checkUris(deps.catalog, runtime, specs);
   const headers = { headers: { authorization } };
   const results: ImportedMcpTool[] = [];
   const offered = new Set<string>();
-  for (const tool of listed.tools) {
-    const spec = specOf(req, tool as ListedMcpTool);
+  for (const { spec, mcpName } of specs) {
     offered.add(spec.name);
     const existing = await getTool(deps, spec.name, headers);
+    // A 2026-07-28 server lists no task support: what an admin set stays.
+    if (existing && spec.taskSupport === TaskSupport.UNSPECIFIED)
+      spec.taskSupport = existing.taskSupport;
     let change = McpImportChange.ADDED;
     if (existing) {
       const same =
@@ -95,15 +86,18 @@ export async function importMcpServer(
     results.push(
       create(ImportedMcpToolSchema, {
         tool: spec.name,
-        mcpName: tool.name,
+        mcpName,
         change,
+        operation: operationOf(spec),
       }),
     );
   }
   for (const tool of deps.catalog.all()) {
     const spec = tool.spec;
-    if (!spec?.name.startsWith(`${req.prefix}.`) || offered.has(spec.name)) continue;
-    if (spec.runtime?.kind.case !== "mcp" || spec.status === ToolStatus.DISABLED) continue;
+    if (!spec || offered.has(spec.name) || spec.status === ToolStatus.DISABLED) continue;
+    if (spec.runtime?.kind.case !== "mcp" || !sameImport(req, spec.name, spec.runtime.kind.value))
+      continue;
+    if (!wanted(spec)) continue;
     if (!req.dryRun)
       await deps.registry.updateTool(
         { tool: create(ToolSpecSchema, { ...spec, status: ToolStatus.DISABLED }) },
@@ -114,88 +108,83 @@ export async function importMcpServer(
         tool: spec.name,
         mcpName: spec.runtime.kind.value.tool,
         change: McpImportChange.REMOVED,
+        operation: operationOf(spec),
       }),
     );
   }
   return create(ImportMcpServerResponseSchema, {
     tools: results,
-    serverName: listed.server.name,
-    serverVersion: listed.server.version,
+    serverName: listing.server.name,
+    serverVersion: listing.server.version,
   });
 }
 
-/** The registry spec of one listed MCP tool. */
-export function specOf(req: ImportMcpServerRequest, tool: ListedMcpTool): ToolSpec {
-  const hints = tool.annotations ?? {};
-  // MCP's defaults: a tool is not read-only, may be destructive and reaches an open world.
-  const readOnly = hints.readOnlyHint ?? false;
-  return create(ToolSpecSchema, {
-    name: registryName(req.prefix, tool.name),
-    description: tool.description ?? "",
-    category: "mcp",
-    inputSchema: schemaOf(tool.inputSchema) ?? { type: "object" },
-    ...(tool.outputSchema ? { outputSchema: schemaOf(tool.outputSchema) } : {}),
-    requiredScopes: req.requiredScopes,
-    idempotent: hints.idempotentHint ?? false,
-    sideEffects: !readOnly,
-    status: ToolStatus.ACTIVE,
-    annotations: {
-      title: tool.title ?? hints.title ?? "",
-      destructive: !readOnly && (hints.destructiveHint ?? true),
-      openWorld: hints.openWorldHint ?? true,
-    },
-    runtime: {
-      kind: { case: "mcp", value: runtimeFor(req, tool.name) },
-    },
-  });
+/**
+ * Refuses a resource (or template) whose URI an entry of another import already serves: a URI
+ * names one resource, and /mcp reads it from its one owner.
+ */
+function checkUris(
+  catalog: ToolCatalog,
+  runtime: McpRuntimeSpec,
+  specs: { spec: ToolSpec }[],
+): void {
+  const addressed = (operation: McpOperation) =>
+    operation === McpOperation.RESOURCE || operation === McpOperation.RESOURCE_TEMPLATE;
+  const owners = new Map<string, string>();
+  for (const tool of catalog.all()) {
+    const mcp = tool.spec?.runtime?.kind;
+    if (mcp?.case !== "mcp" || !addressed(mcp.value.operation)) continue;
+    if (tool.spec?.status === ToolStatus.DISABLED || serverKey(mcp.value) === serverKey(runtime))
+      continue;
+    owners.set(`${mcp.value.operation}:${mcp.value.tool}`, tool.spec?.name ?? "");
+  }
+  for (const { spec } of specs) {
+    const mcp = spec.runtime?.kind;
+    if (mcp?.case !== "mcp" || !addressed(mcp.value.operation)) continue;
+    const owner = owners.get(`${mcp.value.operation}:${mcp.value.tool}`);
+    if (owner)
+      throw alreadyExists(
+        mcp.value.operation === McpOperation.RESOURCE ? "resource" : "resource template",
+        mcp.value.tool,
+        `registry entry "${owner}" of another MCP server serves it; disable that entry, or import this server without resources (only: tools and prompts)`,
+      );
+  }
 }
 
-/** The server's runtime, naming one of its tools. */
-function runtimeFor(req: ImportMcpServerRequest, tool: string) {
-  const runtime = req.runtime ? clone(McpRuntimeSchema, req.runtime) : create(McpRuntimeSchema);
-  runtime.tool = tool;
-  return runtime;
+/** Whether a registry entry came from this import: the same server, under the same prefix. */
+function sameImport(req: ImportMcpServerRequest, name: string, mcp: McpRuntimeSpec): boolean {
+  if (!req.runtime || serverKey(mcp) !== serverKey(req.runtime)) return false;
+  return req.prefix === "" || name.startsWith(`${req.prefix}.`);
 }
 
-/** `<prefix>.<name>`: the MCP name in snake case, within the registry's name grammar and length. */
-export function registryName(prefix: string, mcpName: string): string {
-  const part =
-    mcpName
-      .replace(/([a-z0-9])([A-Z])/g, "$1_$2")
-      .toLowerCase()
-      .replace(/[^a-z0-9_-]+/g, "_")
-      .replace(/^_+|_+$/g, "") || "tool";
-  const name = `${prefix}.${part}`;
-  return name.length <= nameLimits.toolName
-    ? name
-    : `${prefix}.${withDigest(part, mcpName).slice(-(nameLimits.toolName - prefix.length - 1))}`;
+/** Which server a runtime reaches. */
+function serverKey(runtime: McpRuntimeSpec): string {
+  return JSON.stringify(runtime.url ? [runtime.url] : [runtime.command, runtime.args]);
 }
 
-/** An MCP JSON Schema as the registry keeps it (draft 2020-12: an older `$schema` is dropped). */
-function schemaOf(schema: unknown): JsonObject | undefined {
-  if (schema === null || typeof schema !== "object" || Array.isArray(schema)) return undefined;
-  const copy = JSON.parse(JSON.stringify(schema)) as JsonObject;
-  if (typeof copy.$schema === "string" && !copy.$schema.includes("2020-12")) delete copy.$schema;
-  return copy;
+function operationOf(spec: ToolSpec): McpOperation {
+  const kind = spec.runtime?.kind;
+  return kind?.case === "mcp" ? kind.value.operation : McpOperation.UNSPECIFIED;
 }
 
-/** What an import owns of a tool, as comparable text. */
+/** The fields of an entry an import writes; the others (slugs, groups, timeout) are the admin's. */
+const IMPORTED_FIELDS = [
+  "description",
+  "category",
+  "inputSchema",
+  "outputSchema",
+  "requiredScopes",
+  "idempotent",
+  "sideEffects",
+  "annotations",
+  "runtime",
+  "taskSupport",
+] as const;
+
+/** What an import owns of an entry, as comparable text. */
 function definitionOf(spec: ToolSpec): string {
   const json = toJson(ToolSpecSchema, spec) as JsonObject;
-  const { description, inputSchema, outputSchema, idempotent, sideEffects, annotations, runtime } =
-    json;
-  return JSON.stringify(
-    canonical({
-      description,
-      inputSchema,
-      outputSchema,
-      idempotent,
-      sideEffects,
-      annotations,
-      runtime,
-      scopes: json.requiredScopes,
-    }),
-  );
+  return JSON.stringify(canonical(Object.fromEntries(IMPORTED_FIELDS.map((f) => [f, json[f]]))));
 }
 
 function canonical(value: unknown): unknown {

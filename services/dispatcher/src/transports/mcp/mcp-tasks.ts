@@ -1,109 +1,83 @@
-import { create, type JsonObject } from "@bufbuild/protobuf";
-import { type Timestamp, timestampDate, timestampMs } from "@bufbuild/protobuf/wkt";
+import type { JsonObject } from "@bufbuild/protobuf";
 import {
-  type CreateTaskResult,
-  type GetTaskResult,
-  type JSONRPCRequest,
   ProtocolError,
   ProtocolErrorCode,
   RELATED_TASK_META_KEY,
   type Result,
-  Server,
+  type Server,
   type ServerContext,
   type StandardSchemaV1,
-  type Task,
 } from "@modelcontextprotocol/server";
-import { clipped, withinLimit } from "@toolmesh/names";
-import {
-  type Approval,
-  ApprovalState,
-  awaitsApproval,
-  type CallbackEvent,
-  CallStatus,
-  type DispatchResponse,
-  DispatchResponseSchema,
-  type Principal,
-  type Tool,
-} from "@toolmesh/proto";
-import { approvalRequirements } from "../../chain/checks.js";
-import type { CheckDeps } from "../../chain/types.js";
-import type { HeldCallStore } from "../../records/held-calls.js";
-import { type CallOutcomes, hasEnded, type OutcomeReader } from "../../records/outcome-lookup.js";
+import type { DispatchResponse, Principal } from "@toolmesh/proto";
+import type { PermissionGate } from "../../catalog/permission-gate.js";
+import type { ToolCatalog } from "../../catalog/tool-catalog.js";
+import { approvalRequirements, confirmationRequirements } from "../../chain/checks.js";
+import { CallerRefusal } from "../../runtimes/runtime.js";
+import type { InputDesk } from "../inputs/input-desk.js";
+import { type TaskDesk, TaskNotFound, type TaskView } from "../tasks/task-desk.js";
+import { PushCaller, type PushedRequests } from "./mcp-push.js";
 
-/**
- * A held call as an MCP task (2025-11-25, the experimental tasks utility): the task id is the
- * call id, and every answer is read from the shared approvals bucket and the outcome stream, so
- * any Dispatcher replica answers for a task another one created.
- */
+/** What 2025-11-25 tasks read: the tasks, and the questions their calls wait on. */
 export interface McpTaskDeps {
-  outcomes: OutcomeReader;
-  held: HeldCallStore;
+  tasks: TaskDesk;
+  inputs: InputDesk;
+  pushed: PushedRequests;
   /** The longest tasks/result waits for a call to end (TOOLMESH_MAX_TIMEOUT_MS). */
   resultWaitMs: number;
 }
 
-/** What /mcp declares at initialize: tools/call may be task-augmented; no tasks/list or cancel. */
-export const TASKS_CAPABILITY = { requests: { tools: { call: {} } } };
+/**
+ * What /mcp declares at initialize (2025-11-25): tools/call may be task-augmented, and a
+ * caller lists and cancels its own tasks.
+ */
+export const TASKS_CAPABILITY = { list: {}, cancel: {}, requests: { tools: { call: {} } } };
 
 /** The `_meta` key of CreateTaskResult whose text a host may hand the model while it waits. */
 const MODEL_IMMEDIATE_RESPONSE = "io.modelcontextprotocol/model-immediate-response";
-const MIN_POLL_MS = 1000;
-const MAX_POLL_MS = 30_000;
+/** Tasks a tasks/list answers at most. */
+const LIST_LIMIT = 100;
 
-/**
- * A Server whose tools/call may answer a CreateTaskResult. The SDK checks every tools/call result
- * against CallToolResult, which a task is not; a task-augmented call skips only that check.
- */
-export class TaskingServer extends Server {
-  protected override _wrapHandler(
-    method: string,
-    handler: (request: JSONRPCRequest, ctx: ServerContext) => Promise<Result>,
-  ): (request: JSONRPCRequest, ctx: ServerContext) => Promise<Result> {
-    const checked = super._wrapHandler(method, handler);
-    if (method !== "tools/call") return checked;
-    return (request, ctx) =>
-      request.params?.task !== undefined ? handler(request, ctx) : checked(request, ctx);
-  }
-}
-
-/** Whether a call of this tool by this caller waits for an approver (and so may be a task). */
-export function needsApproval(deps: CheckDeps, principal: Principal, tool: Tool): boolean {
+/** Whether a call of this tool by this caller waits for someone (an approver, or the caller). */
+export function waitsForSomeone(
+  deps: { catalog: ToolCatalog; policy: PermissionGate },
+  principal: Principal,
+  tool: { spec?: { requiresApproval: boolean; requiresConfirmation: boolean } } & Parameters<
+    ToolCatalog["policyView"]
+  >[0],
+): boolean {
   if (!tool.spec) return false;
   const decision = deps.policy.decide(principal, deps.catalog.policyView(tool));
-  return approvalRequirements(tool.spec, decision).length > 0;
+  return (
+    approvalRequirements(tool.spec, decision).length > 0 ||
+    confirmationRequirements(tool.spec, decision).length > 0
+  );
 }
 
-/**
- * The CreateTaskResult of a task-augmented call. A task starts `working` (the spec's rule), even
- * when the call has already ended: tasks/get then reports the end.
- */
-export async function createdTask(
-  deps: McpTaskDeps,
-  response: DispatchResponse,
-): Promise<CreateTaskResult> {
-  const found = await deps.outcomes.read(response.callId);
-  const held = awaitsApproval(response);
-  const approval = held ? (await deps.held.get(response.callId))?.held.approval : undefined;
-  const now = new Date().toISOString();
-  const task: Task = found
-    ? { ...taskOf(found, approval, deps.outcomes.retentionMs), status: "working" }
-    : {
-        taskId: response.callId,
-        status: "working",
-        createdAt: now,
-        lastUpdatedAt: now,
-        ttl: deps.outcomes.retentionMs || null,
-        pollInterval: MIN_POLL_MS,
-      };
-  if (held && approval) task.statusMessage = awaitingText(approval);
-  else if (!held) task.statusMessage = "the call has started; tasks/get reports when it ends";
+/** A task as 2025-11-25 shows it: a call's end other than success or cancellation failed. */
+export function taskOf(view: TaskView, retained: boolean): JsonObject {
+  const status =
+    view.status === "completed" && view.end?.error ? "failed" : (view.status as string);
   return {
-    task,
-    _meta: { [MODEL_IMMEDIATE_RESPONSE]: task.statusMessage ?? "the call has started" },
+    taskId: view.taskId,
+    status,
+    statusMessage: view.statusMessage,
+    createdAt: new Date(view.createdMs).toISOString(),
+    lastUpdatedAt: new Date(view.updatedMs).toISOString(),
+    ttl: retained ? view.ttlMs : null,
+    pollInterval: view.pollIntervalMs,
   };
 }
 
-/** The params of tasks/get and tasks/result (the SDK types no 2025-11-25 task method). */
+/** The CreateTaskResult of a task-augmented tools/call. */
+export function createdTask(view: TaskView): JsonObject {
+  const task = { ...taskOf(view, true), status: view.end ? "working" : taskOf(view, true).status };
+  return {
+    task,
+    _meta: { [MODEL_IMMEDIATE_RESPONSE]: view.statusMessage || "the call has started" },
+  };
+}
+
+/** The params of tasks/get, tasks/result and tasks/cancel. */
 const taskIdParams: StandardSchemaV1<unknown, { taskId: string }> = {
   "~standard": {
     version: 1,
@@ -116,10 +90,13 @@ const taskIdParams: StandardSchemaV1<unknown, { taskId: string }> = {
     },
   },
 };
+const listParams: StandardSchemaV1<unknown, { cursor?: string }> = {
+  "~standard": { version: 1, vendor: "toolmesh", validate: (value) => ({ value: value ?? {} }) },
+};
 
 /**
- * Registers tasks/get and tasks/result on a server of one 2025-11-25 request. `toResult` turns a
- * call's end into the CallToolResult tools/call would have answered.
+ * Registers tasks/get, tasks/result, tasks/list and tasks/cancel on a server of one 2025-11-25
+ * request. `toResult` turns a call's end into the CallToolResult tools/call would have answered.
  */
 export function serveTasks(
   server: Server,
@@ -127,136 +104,91 @@ export function serveTasks(
   caller: { principal: Principal; signal: AbortSignal },
   toResult: (tool: string, response: DispatchResponse) => JsonObject,
 ): void {
-  server.setRequestHandler("tasks/get", { params: taskIdParams }, ({ taskId }) =>
-    getTask(deps, caller.principal, taskId),
+  const found = async (taskId: string) => {
+    try {
+      return await deps.tasks.get(taskId, caller.principal);
+    } catch (error) {
+      if (error instanceof TaskNotFound) throw taskNotFound(taskId);
+      throw error;
+    }
+  };
+  server.setRequestHandler("tasks/get", { params: taskIdParams }, async ({ taskId }) =>
+    taskOf(await found(taskId), true),
   );
-  server.setRequestHandler("tasks/result", { params: taskIdParams }, ({ taskId }) =>
-    taskResult(deps, caller.principal, taskId, caller.signal, toResult),
+  server.setRequestHandler("tasks/list", { params: listParams }, async () => ({
+    tasks: (await deps.tasks.list(caller.principal, LIST_LIMIT)).map((v) => taskOf(v, true)),
+  }));
+  server.setRequestHandler("tasks/cancel", { params: taskIdParams }, async ({ taskId }) => {
+    await found(taskId);
+    await deps.tasks.cancel(taskId, caller.principal);
+    return taskOf(await found(taskId), true);
+  });
+  server.setRequestHandler("tasks/result", { params: taskIdParams }, async ({ taskId }, ctx) =>
+    taskResult(deps, server, caller.principal, taskId, ctx, toResult),
   );
-}
-
-/** tasks/get: the task's state, derived from the call's outcomes and its hold. */
-export async function getTask(
-  deps: McpTaskDeps,
-  principal: Principal,
-  taskId: string,
-): Promise<GetTaskResult> {
-  const found = await ownCall(deps, principal, taskId);
-  const approval = awaitsApproval(found.last)
-    ? (await deps.held.get(taskId))?.held.approval
-    : undefined;
-  return taskOf(found, approval, deps.outcomes.retentionMs);
 }
 
 /**
  * tasks/result: the CallToolResult a direct tools/call would have answered, once the call ends.
- * It blocks until then (the spec's rule), at most until the HTTP request ends or `resultWaitMs`.
+ * It blocks until then (the spec's rule), at most until the HTTP request ends or `resultWaitMs`;
+ * meanwhile a question the call asks is sent on this request's stream, and the answer delivered.
  */
-export async function taskResult(
+async function taskResult(
   deps: McpTaskDeps,
+  server: Server,
   principal: Principal,
   taskId: string,
-  signal: AbortSignal,
+  ctx: ServerContext,
   toResult: (tool: string, response: DispatchResponse) => JsonObject,
 ): Promise<Result> {
-  let found = await ownCall(deps, principal, taskId);
-  if (!hasEnded(found)) {
-    await deps.outcomes.waitForEnd(
-      taskId,
-      found.first.tool,
-      AbortSignal.any([signal, AbortSignal.timeout(deps.resultWaitMs)]),
-    );
-    found = await ownCall(deps, principal, taskId);
-    if (!hasEnded(found))
+  const until = Date.now() + deps.resultWaitMs;
+  const push = new PushCaller(deps.pushed, server, ctx.mcpReq.id, principal);
+  for (;;) {
+    const view = await deps.tasks.get(taskId, principal).catch((error: unknown) => {
+      throw error instanceof TaskNotFound ? taskNotFound(taskId) : error;
+    });
+    if (view.end)
+      return { ...toResult(view.tool, view.end), _meta: { [RELATED_TASK_META_KEY]: { taskId } } };
+    if (view.inputRequests) {
+      const call = { callId: taskId, traceId: "", tool: view.tool, deadlineMs: until };
+      for (const [key, request] of Object.entries(view.inputRequests)) {
+        try {
+          const answer = await push.ask(key, request, call);
+          await deps.tasks.update(taskId, { [key]: answer }, principal);
+        } catch (error) {
+          if (!(error instanceof CallerRefusal)) throw error;
+        }
+      }
+    }
+    if (Date.now() >= until || ctx.mcpReq.signal.aborted)
       throw new ProtocolError(
         ProtocolErrorCode.InternalError,
         `task ${taskId} is still working after ${Math.round(deps.resultWaitMs / 1000)} s; call tasks/result again, or poll tasks/get`,
       );
+    await pause(Math.min(view.pollIntervalMs, until - Date.now()), ctx.mcpReq.signal);
   }
-  const last = found.last;
-  const response = create(DispatchResponseSchema, {
-    callId: last.callId,
-    traceId: last.traceId,
-    status: last.status,
-    ...(last.output ? { output: last.output } : {}),
-    ...(last.error ? { error: last.error } : {}),
-    durationMs: last.durationMs,
-    attempts: last.attempts,
+}
+
+/** Waits `ms`, or less when the request ends. */
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, Math.max(0, ms));
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+    signal.addEventListener("abort", done, { once: true });
   });
-  return { ...toResult(last.tool, response), _meta: { [RELATED_TASK_META_KEY]: { taskId } } };
 }
 
 /**
- * The call behind a task id, if the caller made it. Another agent's (or user's) call answers
- * exactly as an unknown one does, so a task id reveals nothing of calls the caller did not make.
+ * Another agent's (or user's) task answers exactly as an unknown one does, so a task id reveals
+ * nothing of calls the caller did not make.
  */
-async function ownCall(
-  deps: McpTaskDeps,
-  principal: Principal,
-  taskId: string,
-): Promise<CallOutcomes> {
-  const found =
-    taskId !== "" && withinLimit("callId", taskId) ? await deps.outcomes.read(taskId) : undefined;
-  if (
-    !found ||
-    found.first.agentId !== principal.agentId ||
-    found.first.userId !== principal.userId
-  )
-    throw new ProtocolError(
-      ProtocolErrorCode.InvalidParams,
-      `task not found: ${JSON.stringify(clipped("callId", taskId))} is not a task of yours (the taskId of a CreateTaskResult from tools/call), or its records have expired`,
-    );
-  return found;
-}
-
-/**
- * A call's outcomes as a task: PENDING is `working` (a third party approves, not the requestor,
- * so never `input_required`); SUCCESS `completed`; every other end `failed`, as the spec has a
- * tool result with isError.
- */
-function taskOf(found: CallOutcomes, approval: Approval | undefined, retentionMs: number): Task {
-  const { first, last } = found;
-  const createdMs = found.createdMs;
-  const holdMs = approval?.expiresAt ? timestampMs(approval.expiresAt) - createdMs : 0;
-  const updatedMs = Math.max(createdMs, found.updatedMs, msOf(approval?.decidedAt) ?? 0);
-  return {
-    taskId: first.callId,
-    status:
-      last.status === CallStatus.PENDING
-        ? "working"
-        : last.status === CallStatus.SUCCESS
-          ? "completed"
-          : "failed",
-    statusMessage: statusText(last, approval),
-    createdAt: new Date(createdMs).toISOString(),
-    lastUpdatedAt: new Date(updatedMs).toISOString(),
-    // The task lives as long as the outcome stream keeps the call's outcomes.
-    ttl: retentionMs || null,
-    // About a hundred polls over a whole hold, never more than one a second.
-    pollInterval: Math.min(MAX_POLL_MS, Math.max(MIN_POLL_MS, Math.round(holdMs / 100))),
-  };
-}
-
-function statusText(last: CallbackEvent, approval: Approval | undefined): string {
-  if (last.status === CallStatus.SUCCESS) return "completed; tasks/result has the tool's result";
-  if (last.status !== CallStatus.PENDING)
-    return `${last.error?.code || "failed"}: ${last.error?.message ?? "the call failed"}`;
-  if (!awaitsApproval(last))
-    return "the tool accepted the call and reports its outcome later; tasks/result waits for it";
-  if (!approval || approval.state === ApprovalState.PENDING)
-    return approval
-      ? awaitingText(approval)
-      : "the hold has ended: the approved call is running, or its end is being recorded";
-  if (approval.state === ApprovalState.APPROVED)
-    return `approved by ${approval.decidedBy}; the tool is running`;
-  return `the hold ended (${ApprovalState[approval.state]?.toLowerCase()}); its outcome is being recorded`;
-}
-
-function awaitingText(approval: Approval): string {
-  const until = approval.expiresAt ? timestampDate(approval.expiresAt).toISOString() : "its expiry";
-  return `awaiting approval: call ${approval.callId} to tool "${approval.tool}" (required by ${approval.requiredBy.join(", ")}) waits for an approver until ${until}; if nobody decides by then it fails with approval_expired`;
-}
-
-function msOf(timestamp: Timestamp | undefined): number | undefined {
-  return timestamp ? timestampMs(timestamp) : undefined;
+export function taskNotFound(taskId: string): ProtocolError {
+  return new ProtocolError(
+    ProtocolErrorCode.InvalidParams,
+    `task not found: ${JSON.stringify(taskId.slice(0, 64))} is not a task of yours (the taskId of a CreateTaskResult from tools/call), or its records have expired`,
+  );
 }

@@ -1,176 +1,238 @@
 import { create, type JsonObject } from "@bufbuild/protobuf";
-import { ProtocolError, ProtocolErrorCode, Server } from "@modelcontextprotocol/server";
+import { ProtocolError, ProtocolErrorCode, type Server } from "@modelcontextprotocol/server";
 import { Code, ConnectError } from "@toolmesh/errors";
 import {
   awaitsApproval,
   type BackendEvent,
   CallStatus,
+  type DispatchRequest,
   DispatchRequestSchema,
   type DispatchResponse,
   type Principal,
   type Tool,
 } from "@toolmesh/proto";
-import type { ToolCatalog } from "../../catalog/tool-catalog.js";
-import { usableTools } from "../../catalog/visible-tools.js";
-import type { DispatchChain } from "../../chain/dispatch-chain.js";
-import type { CheckDeps } from "../../chain/types.js";
+import { listedEntries } from "../../catalog/visible-tools.js";
+import { DeferredCaller } from "../inputs/deferred-caller.js";
+import { ANSWERS_EVERYTHING } from "../inputs/input-desk.js";
+import type { ReplicaLink } from "../replica-link.js";
+import type { SearchDeps } from "../search-tools.js";
+import {
+  continueTaskable,
+  startTaskable,
+  type Taskable,
+  taskSupportOf,
+} from "../tasks/taskable.js";
+import {
+  deferredCallerOf,
+  dispatchForMcp,
+  inputRequiredResult,
+  type McpCallDeps,
+  type McpRequestOf,
+  missingCapability,
+} from "./mcp-calls.js";
+import { eventRelay } from "./mcp-events.js";
+import { serveFederation } from "./mcp-federation.js";
+import { pageOf } from "./mcp-pages.js";
+import { callSearchTool, SEARCH_TOOL, SEARCH_TOOL_NAME } from "./mcp-search.js";
 import {
   createdTask,
   type McpTaskDeps,
-  needsApproval,
   serveTasks,
   TASKS_CAPABILITY,
-  TaskingServer,
+  waitsForSomeone,
 } from "./mcp-tasks.js";
+import {
+  createTaskResult,
+  serveTasksExtension,
+  TASKS_EXTENSION,
+  TaskingServer,
+  takesTasks,
+  tasksRequired,
+} from "./mcp-tasks-ext.js";
 
-/** Tools per tools/list page. */
-export const MCP_PAGE_SIZE = 100;
-
-export interface McpToolsDeps extends CheckDeps {
-  chain: DispatchChain;
-  catalog: ToolCatalog;
+export interface McpToolsDeps extends SearchDeps, McpCallDeps {
   version: string;
-  /** Held calls as tasks, for 2025-11-25 clients. */
+  /** The other replicas, for answers POSTed to this one (none in-process). */
+  link?: ReplicaLink | undefined;
+  /** MCP tasks: calls that run on without their request. */
   tasks: McpTaskDeps;
 }
 
 /** What a handler needs of its HTTP request. */
 export interface McpCaller {
   principal: Principal;
-  /**
-   * The request's protocol era. Tasks are offered to `legacy` (2025-11-25) requests only: the
-   * 2026-07-28 revision moved them to an extension with another wire shape.
-   */
+  /** The request's protocol era: 2025-11-25 (`legacy`) or 2026-07-28 (`modern`). */
   era: "legacy" | "modern";
   /** Aborts when the HTTP request ends; bounds how long tasks/result waits. */
   signal: AbortSignal;
 }
 
 /**
+ * How long a call of a task-capable tool may take before it becomes a task (2026-07-28): a call
+ * that ends, or asks its caller something, sooner answers in the request itself.
+ */
+const TASK_AFTER_MS = 700;
+/** How long a task-augmented 2025-11-25 call may take to be refused before its task answers. */
+const REFUSAL_WINDOW_MS = 150;
+
+/**
  * The MCP server of one request: tools/list shows the tools the caller's grants allow, in name
- * order with cursor pagination; tools/call runs the whole chain. Built per request (both
- * protocol eras are stateless here), so nothing of one caller reaches another.
+ * order with cursor pagination; tools/call runs the whole chain, and may become a task (the
+ * 2025-11-25 tasks utility, the 2026-07-28 Tasks extension). Built per request (both protocol
+ * eras are stateless here), so nothing of one caller reaches another.
  */
 export function createMcpToolServer(deps: McpToolsDeps, caller: McpCaller): Server {
-  const tasks = caller.era === "legacy";
-  const server = new (tasks ? TaskingServer : Server)(
+  const legacy = caller.era === "legacy";
+  const server = new TaskingServer(
     { name: "toolmesh", version: deps.version },
     {
       capabilities: {
         tools: { listChanged: true },
-        ...(tasks ? { tasks: TASKS_CAPABILITY } : {}),
-      },
+        prompts: { listChanged: true },
+        resources: { subscribe: true, listChanged: true },
+        completions: {},
+        ...(legacy
+          ? { tasks: TASKS_CAPABILITY, logging: {} }
+          : { extensions: { [TASKS_EXTENSION]: {} } }),
+      } as never,
       instructions:
-        "toolmesh tools: each call is authenticated, validated against the tool's schema, permission-checked and recorded.",
+        "toolmesh tools: each call is authenticated, validated against the tool's schema, permission-checked and recorded. search_tools finds tools tools/list does not show.",
     },
   );
+  const support = (tool: Tool | undefined) =>
+    taskSupportOf(tool, tool?.spec ? waitsForSomeone(deps, caller.principal, tool) : false);
   server.setRequestHandler("tools/list", (request) => {
-    const names = usableTools(deps, caller.principal).sort();
-    const cursor = request.params?.cursor;
-    let start = 0;
-    if (cursor !== undefined) {
-      const after = decodeCursor(cursor);
-      start = names.findIndex((name) => name > after);
-      if (start < 0) start = names.length;
-    }
-    const page = names.slice(start, start + MCP_PAGE_SIZE);
+    const names = [
+      SEARCH_TOOL_NAME,
+      ...listedEntries(deps, caller.principal, "tool").flatMap((tool) =>
+        tool.spec && tool.spec.name !== SEARCH_TOOL_NAME ? [tool.spec.name] : [],
+      ),
+    ];
+    const { page, nextCursor } = pageOf(
+      names,
+      (name) => name,
+      request.params?.cursor,
+      "tools/list",
+    );
     const tools = page.flatMap((name) => {
+      if (name === SEARCH_TOOL_NAME) return [SEARCH_TOOL];
       const tool = deps.catalog.get(name);
       if (!tool?.spec) return [];
-      // A call that waits for an approver may run as a task; any other runs at once.
-      return tasks && needsApproval(deps, caller.principal, tool)
-        ? [{ ...mcpToolOf(tool), execution: { taskSupport: "optional" } }]
-        : [mcpToolOf(tool)];
+      const taskSupport = support(tool);
+      return taskSupport === "forbidden"
+        ? [mcpToolOf(tool)]
+        : [{ ...mcpToolOf(tool), execution: { taskSupport } }];
     });
-    const last = page[page.length - 1];
-    return {
-      tools,
-      ...(start + MCP_PAGE_SIZE < names.length && last ? { nextCursor: encodeCursor(last) } : {}),
-    } as never;
+    return { tools, ...(nextCursor ? { nextCursor } : {}) } as never;
   });
   server.setRequestHandler("tools/call", async (request, ctx) => {
     const { name, arguments: args } = request.params;
-    if (tasks && request.params.task !== undefined) return callAsTask(deps, caller, request.params);
-    const progressToken = request.params._meta?.progressToken;
+    if (name === SEARCH_TOOL_NAME)
+      return callSearchTool(deps, caller.principal, (args ?? {}) as JsonObject) as never;
+    const tool = toolNamed(deps, name);
+    const taskSupport = support(tool);
+    const req = create(DispatchRequestSchema, {
+      tool: name,
+      arguments: (args ?? {}) as JsonObject,
+    });
+    const from = { ...caller, server, ctx };
+    const onEvent = eventRelay(ctx, caller.era, request.params._meta?.progressToken);
     let response: DispatchResponse;
     try {
-      response = await deps.chain.dispatch(
-        create(DispatchRequestSchema, { tool: name, arguments: (args ?? {}) as JsonObject }),
-        caller.principal,
-        {
-          signal: ctx.mcpReq.signal,
-          // A tool's PROGRESS events ({progress, total, message}) become MCP progress notifications.
-          ...(progressToken !== undefined
-            ? {
-                onEvent: (event: BackendEvent) => {
-                  if (
-                    event.customKind !== "PROGRESS" ||
-                    typeof event.payload?.progress !== "number"
-                  )
-                    return;
-                  const { progress, total, message } = event.payload;
-                  void ctx.mcpReq
-                    .notify({
-                      method: "notifications/progress",
-                      params: {
-                        progressToken,
-                        progress,
-                        ...(typeof total === "number" ? { total } : {}),
-                        ...(typeof message === "string" ? { message } : {}),
-                      },
-                    })
-                    .catch(() => {});
-                },
-              }
-            : {}),
-        },
-      );
+      const asTask = legacy
+        ? request.params.task !== undefined
+        : takesTasks(ctx) && taskSupport !== "forbidden";
+      if (legacy && asTask && taskSupport === "forbidden")
+        throw new ProtocolError(
+          ProtocolErrorCode.MethodNotFound,
+          `tool "${name}" runs at once, so it cannot be called as a task: only tools with execution.taskSupport in tools/list can; call it without "task"`,
+        );
+      if (taskSupport === "required" && !asTask)
+        throw legacy
+          ? new ProtocolError(
+              ProtocolErrorCode.MethodNotFound,
+              `tool "${name}" runs only as a task: call it with "task"`,
+            )
+          : tasksRequired(`tool "${name}"`);
+      if (asTask) {
+        const ran = await runAsTask(deps, from, req, legacy, onEvent);
+        if ("task" in ran)
+          return (legacy ? createdTask(ran.task) : createTaskResult(ran.task)) as never;
+        response = ran.response;
+      } else {
+        response = await dispatchForMcp(deps, from, req, onEvent);
+      }
     } catch (error) {
+      if (error instanceof ProtocolError) throw error;
       const refusal = ConnectError.from(error);
       // An unknown tool is a protocol error in MCP; every other refusal is a result the model reads.
       if (refusal.code === Code.NotFound)
         throw new ProtocolError(ProtocolErrorCode.InvalidParams, refusal.rawMessage);
       return errorResult(refusal.rawMessage) as never;
     }
-    return callResult(toolNamed(deps, name), response) as never;
+    const asked = inputRequiredResult(response);
+    if (asked) return asked as never;
+    if (response.error?.code === "missing_client_capability")
+      throw missingCapability((response.error.details ?? {}) as JsonObject, response.error.message);
+    return callResult(tool, response) as never;
   });
-  if (tasks)
-    serveTasks(server, deps.tasks, caller, (tool, response) =>
-      callResult(toolNamed(deps, tool), response),
-    );
+  serveFederation(server, deps, caller);
+  const toResult = (name: string, response: DispatchResponse) =>
+    callResult(toolNamed(deps, name), response);
+  if (legacy) {
+    serveTasks(server, deps.tasks, caller, toResult);
+    // Stateless: no level outlives this request; an imported tool's log messages all reach the
+    // request that made its call.
+    server.setRequestHandler("logging/setLevel", () => ({}) as never);
+  } else {
+    serveTasksExtension(server, deps.tasks.tasks, caller.principal, toResult);
+  }
   return server;
 }
 
 /**
- * A task-augmented tools/call: the call is dispatched as any other, and answered with its task.
- * Only a call that waits for an approver may be a task (the spec's -32601 for any other tool); a
- * call refused before it was held creates no task and is a JSON-RPC error.
+ * A call that may run as a task: a 2025-11-25 client that asked gets a task unless the call is
+ * refused at once; a 2026-07-28 client gets one when the call is held, or still runs after
+ * TASK_AFTER_MS (its rounds of input before that are answered in the request).
  */
-async function callAsTask(
+async function runAsTask(
   deps: McpToolsDeps,
-  caller: McpCaller,
-  params: { name: string; arguments?: Record<string, unknown> | undefined },
-): Promise<never> {
-  const tool = toolNamed(deps, params.name);
-  if (tool?.spec && !needsApproval(deps, caller.principal, tool))
-    throw new ProtocolError(
-      ProtocolErrorCode.MethodNotFound,
-      `tool "${params.name}" runs at once, so it cannot be called as a task: only tools that wait for an approver have execution.taskSupport in tools/list; call it without "task"`,
+  from: McpRequestOf,
+  req: DispatchRequest,
+  legacy: boolean,
+  onEvent: ((event: BackendEvent) => void) | undefined,
+): Promise<Taskable> {
+  const taskable = { chain: deps.chain, inputs: deps.inputs, tasks: deps.tasks.tasks };
+  const options = { signal: from.ctx.mcpReq.signal, ...(onEvent ? { onEvent } : {}) };
+  if (legacy)
+    return startTaskable(
+      taskable,
+      req,
+      from.principal,
+      options,
+      new DeferredCaller(ANSWERS_EVERYTHING),
+      REFUSAL_WINDOW_MS,
+      true,
     );
-  let response: DispatchResponse;
-  try {
-    response = await deps.chain.dispatch(
-      create(DispatchRequestSchema, {
-        tool: params.name,
-        arguments: (params.arguments ?? {}) as JsonObject,
-      }),
-      caller.principal,
-      { signal: caller.signal },
-    );
-  } catch (error) {
-    throw new ProtocolError(ProtocolErrorCode.InvalidParams, ConnectError.from(error).rawMessage);
+  const state = from.ctx.mcpReq.requestState<unknown>();
+  const responses = (from.ctx.mcpReq.inputResponses ?? {}) as Record<string, JsonObject>;
+  if (typeof state === "string" && !deps.confirmations.isState(state)) {
+    try {
+      return await continueTaskable(taskable, state, responses, from.principal, TASK_AFTER_MS);
+    } catch (error) {
+      throw new ProtocolError(ProtocolErrorCode.InvalidParams, ConnectError.from(error).rawMessage);
+    }
   }
-  return (await createdTask(deps.tasks, response)) as never;
+  if (typeof state === "string")
+    return { response: await dispatchForMcp(deps, from, req, onEvent) };
+  return startTaskable(
+    taskable,
+    req,
+    from.principal,
+    options,
+    deferredCallerOf(from.ctx),
+    TASK_AFTER_MS,
+  );
 }
 
 function toolNamed(deps: McpToolsDeps, name: string): Tool | undefined {
@@ -259,18 +321,4 @@ function contentBlocks(output: JsonObject): JsonObject[] | undefined {
       typeof block.type === "string",
   );
   return blocks.length === content.length ? blocks : undefined;
-}
-
-function encodeCursor(name: string): string {
-  return Buffer.from(name, "utf8").toString("base64url");
-}
-
-function decodeCursor(cursor: string): string {
-  const name = Buffer.from(cursor, "base64url").toString("utf8");
-  if (cursor.length > 200 || encodeCursor(name) !== cursor)
-    throw new ProtocolError(
-      ProtocolErrorCode.InvalidParams,
-      "invalid cursor: pass back a nextCursor from tools/list",
-    );
-  return name;
 }

@@ -458,11 +458,14 @@ type DispatchResponse struct {
 	// Set when the call is held for approval (status PENDING, error code `awaiting_approval`):
 	// when the hold ends REFUSED `approval_expired` unless an approver decides first.
 	ApprovalExpiresAt *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=approval_expires_at,json=approvalExpiresAt,proto3" json:"approval_expires_at,omitempty"`
+	// Set when the call waits for its caller (status PENDING, error code `input_required`): what
+	// the tool asked, answered with AnswerInput.
+	InputRequired *InputRequired `protobuf:"bytes,11,opt,name=input_required,json=inputRequired,proto3" json:"input_required,omitempty"`
 	// Set when the call was answered from the tool's result cache: the call whose result it
 	// repeats (the tool did not run).
-	CachedFrom string `protobuf:"bytes,11,opt,name=cached_from,json=cachedFrom,proto3" json:"cached_from,omitempty"`
+	CachedFrom string `protobuf:"bytes,12,opt,name=cached_from,json=cachedFrom,proto3" json:"cached_from,omitempty"`
 	// What the call cost, for a tool with a price.
-	Cost          *v11.Cost `protobuf:"bytes,12,opt,name=cost,proto3" json:"cost,omitempty"`
+	Cost          *v11.Cost `protobuf:"bytes,13,opt,name=cost,proto3" json:"cost,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -567,6 +570,13 @@ func (x *DispatchResponse) GetApprovalExpiresAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *DispatchResponse) GetInputRequired() *InputRequired {
+	if x != nil {
+		return x.InputRequired
+	}
+	return nil
+}
+
 func (x *DispatchResponse) GetCachedFrom() string {
 	if x != nil {
 		return x.CachedFrom
@@ -577,6 +587,388 @@ func (x *DispatchResponse) GetCachedFrom() string {
 func (x *DispatchResponse) GetCost() *v11.Cost {
 	if x != nil {
 		return x.Cost
+	}
+	return nil
+}
+
+// InputRequired is what a call waits for from its caller.
+type InputRequired struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The questions by key: each an MCP request the caller answers with its result
+	// (`elicitation/create` → an ElicitResult, `sampling/createMessage` → a CreateMessageResult,
+	// `roots/list` → a ListRootsResult).
+	Requests map[string]*InputRequest `protobuf:"bytes,1,rep,name=requests,proto3" json:"requests,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Opaque, signed and bound to the call, the caller and this round; AnswerInput sends it back.
+	RequestState string `protobuf:"bytes,2,opt,name=request_state,json=requestState,proto3" json:"request_state,omitempty"`
+	// When the call stops waiting (its deadline, or the hold's expiry).
+	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InputRequired) Reset() {
+	*x = InputRequired{}
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InputRequired) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InputRequired) ProtoMessage() {}
+
+func (x *InputRequired) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InputRequired.ProtoReflect.Descriptor instead.
+func (*InputRequired) Descriptor() ([]byte, []int) {
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *InputRequired) GetRequests() map[string]*InputRequest {
+	if x != nil {
+		return x.Requests
+	}
+	return nil
+}
+
+func (x *InputRequired) GetRequestState() string {
+	if x != nil {
+		return x.RequestState
+	}
+	return ""
+}
+
+func (x *InputRequired) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
+// InputRequest is one question of a call to its caller, an MCP request.
+type InputRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// `elicitation/create`, `sampling/createMessage` or `roots/list`.
+	Method        string           `protobuf:"bytes,1,opt,name=method,proto3" json:"method,omitempty"`
+	Params        *structpb.Struct `protobuf:"bytes,2,opt,name=params,proto3" json:"params,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InputRequest) Reset() {
+	*x = InputRequest{}
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InputRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InputRequest) ProtoMessage() {}
+
+func (x *InputRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InputRequest.ProtoReflect.Descriptor instead.
+func (*InputRequest) Descriptor() ([]byte, []int) {
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *InputRequest) GetMethod() string {
+	if x != nil {
+		return x.Method
+	}
+	return ""
+}
+
+func (x *InputRequest) GetParams() *structpb.Struct {
+	if x != nil {
+		return x.Params
+	}
+	return nil
+}
+
+type AnswerInputRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The request_state of the InputRequired being answered.
+	RequestState string `protobuf:"bytes,1,opt,name=request_state,json=requestState,proto3" json:"request_state,omitempty"`
+	// The answers by key (the result of each request); keys not asked are ignored, and a key left
+	// out is asked again.
+	Responses map[string]*structpb.Struct `protobuf:"bytes,2,rep,name=responses,proto3" json:"responses,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Deadline of the wait for the call's next stop; 0 means the call's own.
+	TimeoutMs     uint32 `protobuf:"varint,3,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AnswerInputRequest) Reset() {
+	*x = AnswerInputRequest{}
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AnswerInputRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AnswerInputRequest) ProtoMessage() {}
+
+func (x *AnswerInputRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AnswerInputRequest.ProtoReflect.Descriptor instead.
+func (*AnswerInputRequest) Descriptor() ([]byte, []int) {
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *AnswerInputRequest) GetRequestState() string {
+	if x != nil {
+		return x.RequestState
+	}
+	return ""
+}
+
+func (x *AnswerInputRequest) GetResponses() map[string]*structpb.Struct {
+	if x != nil {
+		return x.Responses
+	}
+	return nil
+}
+
+func (x *AnswerInputRequest) GetTimeoutMs() uint32 {
+	if x != nil {
+		return x.TimeoutMs
+	}
+	return 0
+}
+
+type AnswerInputResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The call's next stop: its result, or PENDING with the next InputRequired.
+	Result        *DispatchResponse `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AnswerInputResponse) Reset() {
+	*x = AnswerInputResponse{}
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AnswerInputResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AnswerInputResponse) ProtoMessage() {}
+
+func (x *AnswerInputResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AnswerInputResponse.ProtoReflect.Descriptor instead.
+func (*AnswerInputResponse) Descriptor() ([]byte, []int) {
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *AnswerInputResponse) GetResult() *DispatchResponse {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+type SearchToolsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Words to look for; at most 500 characters.
+	Query string `protobuf:"bytes,1,opt,name=query,proto3" json:"query,omitempty"`
+	// At most this many tools; 0 means 10, the maximum is 50.
+	Limit         uint32 `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchToolsRequest) Reset() {
+	*x = SearchToolsRequest{}
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchToolsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchToolsRequest) ProtoMessage() {}
+
+func (x *SearchToolsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchToolsRequest.ProtoReflect.Descriptor instead.
+func (*SearchToolsRequest) Descriptor() ([]byte, []int) {
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *SearchToolsRequest) GetQuery() string {
+	if x != nil {
+		return x.Query
+	}
+	return ""
+}
+
+func (x *SearchToolsRequest) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+// FoundTool is one tool SearchTools found.
+type FoundTool struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Tool  *v12.Tool              `protobuf:"bytes,1,opt,name=tool,proto3" json:"tool,omitempty"`
+	// The BM25 score: higher matches better; comparable only within one answer.
+	Score         float64 `protobuf:"fixed64,2,opt,name=score,proto3" json:"score,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FoundTool) Reset() {
+	*x = FoundTool{}
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FoundTool) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FoundTool) ProtoMessage() {}
+
+func (x *FoundTool) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FoundTool.ProtoReflect.Descriptor instead.
+func (*FoundTool) Descriptor() ([]byte, []int) {
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *FoundTool) GetTool() *v12.Tool {
+	if x != nil {
+		return x.Tool
+	}
+	return nil
+}
+
+func (x *FoundTool) GetScore() float64 {
+	if x != nil {
+		return x.Score
+	}
+	return 0
+}
+
+type SearchToolsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Best match first.
+	Tools         []*FoundTool `protobuf:"bytes,1,rep,name=tools,proto3" json:"tools,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchToolsResponse) Reset() {
+	*x = SearchToolsResponse{}
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchToolsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchToolsResponse) ProtoMessage() {}
+
+func (x *SearchToolsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchToolsResponse.ProtoReflect.Descriptor instead.
+func (*SearchToolsResponse) Descriptor() ([]byte, []int) {
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *SearchToolsResponse) GetTools() []*FoundTool {
+	if x != nil {
+		return x.Tools
 	}
 	return nil
 }
@@ -593,7 +985,7 @@ type DispatchBatchRequest struct {
 
 func (x *DispatchBatchRequest) Reset() {
 	*x = DispatchBatchRequest{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[2]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -605,7 +997,7 @@ func (x *DispatchBatchRequest) String() string {
 func (*DispatchBatchRequest) ProtoMessage() {}
 
 func (x *DispatchBatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[2]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -618,7 +1010,7 @@ func (x *DispatchBatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DispatchBatchRequest.ProtoReflect.Descriptor instead.
 func (*DispatchBatchRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{2}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *DispatchBatchRequest) GetCalls() []*DispatchRequest {
@@ -645,7 +1037,7 @@ type DispatchBatchResponse struct {
 
 func (x *DispatchBatchResponse) Reset() {
 	*x = DispatchBatchResponse{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[3]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -657,7 +1049,7 @@ func (x *DispatchBatchResponse) String() string {
 func (*DispatchBatchResponse) ProtoMessage() {}
 
 func (x *DispatchBatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[3]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -670,7 +1062,7 @@ func (x *DispatchBatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DispatchBatchResponse.ProtoReflect.Descriptor instead.
 func (*DispatchBatchResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{3}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *DispatchBatchResponse) GetResults() []*DispatchResponse {
@@ -697,7 +1089,7 @@ type CancelRequest struct {
 
 func (x *CancelRequest) Reset() {
 	*x = CancelRequest{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[4]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -709,7 +1101,7 @@ func (x *CancelRequest) String() string {
 func (*CancelRequest) ProtoMessage() {}
 
 func (x *CancelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[4]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -722,7 +1114,7 @@ func (x *CancelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRequest.ProtoReflect.Descriptor instead.
 func (*CancelRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{4}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CancelRequest) GetCallId() string {
@@ -747,7 +1139,7 @@ type CancelResponse struct {
 
 func (x *CancelResponse) Reset() {
 	*x = CancelResponse{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[5]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -759,7 +1151,7 @@ func (x *CancelResponse) String() string {
 func (*CancelResponse) ProtoMessage() {}
 
 func (x *CancelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[5]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -772,7 +1164,7 @@ func (x *CancelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelResponse.ProtoReflect.Descriptor instead.
 func (*CancelResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{5}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{12}
 }
 
 // RuntimeStatus is one local or docker tool's backends on this Dispatcher. state, pid, port,
@@ -807,7 +1199,7 @@ type RuntimeStatus struct {
 
 func (x *RuntimeStatus) Reset() {
 	*x = RuntimeStatus{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[6]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -819,7 +1211,7 @@ func (x *RuntimeStatus) String() string {
 func (*RuntimeStatus) ProtoMessage() {}
 
 func (x *RuntimeStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[6]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -832,7 +1224,7 @@ func (x *RuntimeStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuntimeStatus.ProtoReflect.Descriptor instead.
 func (*RuntimeStatus) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{6}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RuntimeStatus) GetTool() string {
@@ -969,7 +1361,7 @@ type RuntimeInstance struct {
 
 func (x *RuntimeInstance) Reset() {
 	*x = RuntimeInstance{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[7]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -981,7 +1373,7 @@ func (x *RuntimeInstance) String() string {
 func (*RuntimeInstance) ProtoMessage() {}
 
 func (x *RuntimeInstance) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[7]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -994,7 +1386,7 @@ func (x *RuntimeInstance) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuntimeInstance.ProtoReflect.Descriptor instead.
 func (*RuntimeInstance) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{7}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RuntimeInstance) GetId() uint32 {
@@ -1116,7 +1508,7 @@ type CircuitStatus struct {
 
 func (x *CircuitStatus) Reset() {
 	*x = CircuitStatus{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[8]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1128,7 +1520,7 @@ func (x *CircuitStatus) String() string {
 func (*CircuitStatus) ProtoMessage() {}
 
 func (x *CircuitStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[8]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1141,7 +1533,7 @@ func (x *CircuitStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CircuitStatus.ProtoReflect.Descriptor instead.
 func (*CircuitStatus) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{8}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CircuitStatus) GetState() CircuitState {
@@ -1204,7 +1596,7 @@ type ToolCircuit struct {
 
 func (x *ToolCircuit) Reset() {
 	*x = ToolCircuit{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[9]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1216,7 +1608,7 @@ func (x *ToolCircuit) String() string {
 func (*ToolCircuit) ProtoMessage() {}
 
 func (x *ToolCircuit) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[9]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1229,7 +1621,7 @@ func (x *ToolCircuit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCircuit.ProtoReflect.Descriptor instead.
 func (*ToolCircuit) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{9}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ToolCircuit) GetTool() string {
@@ -1256,7 +1648,7 @@ type GetRuntimeStatusRequest struct {
 
 func (x *GetRuntimeStatusRequest) Reset() {
 	*x = GetRuntimeStatusRequest{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[10]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1268,7 +1660,7 @@ func (x *GetRuntimeStatusRequest) String() string {
 func (*GetRuntimeStatusRequest) ProtoMessage() {}
 
 func (x *GetRuntimeStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[10]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1281,7 +1673,7 @@ func (x *GetRuntimeStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRuntimeStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetRuntimeStatusRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{10}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GetRuntimeStatusRequest) GetTool() string {
@@ -1303,7 +1695,7 @@ type GetRuntimeStatusResponse struct {
 
 func (x *GetRuntimeStatusResponse) Reset() {
 	*x = GetRuntimeStatusResponse{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[11]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1315,7 +1707,7 @@ func (x *GetRuntimeStatusResponse) String() string {
 func (*GetRuntimeStatusResponse) ProtoMessage() {}
 
 func (x *GetRuntimeStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[11]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1328,7 +1720,7 @@ func (x *GetRuntimeStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRuntimeStatusResponse.ProtoReflect.Descriptor instead.
 func (*GetRuntimeStatusResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{11}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetRuntimeStatusResponse) GetRuntimes() []*RuntimeStatus {
@@ -1354,7 +1746,7 @@ type StartToolRequest struct {
 
 func (x *StartToolRequest) Reset() {
 	*x = StartToolRequest{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[12]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1366,7 +1758,7 @@ func (x *StartToolRequest) String() string {
 func (*StartToolRequest) ProtoMessage() {}
 
 func (x *StartToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[12]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1379,7 +1771,7 @@ func (x *StartToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartToolRequest.ProtoReflect.Descriptor instead.
 func (*StartToolRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{12}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *StartToolRequest) GetTool() string {
@@ -1398,7 +1790,7 @@ type StartToolResponse struct {
 
 func (x *StartToolResponse) Reset() {
 	*x = StartToolResponse{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[13]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1410,7 +1802,7 @@ func (x *StartToolResponse) String() string {
 func (*StartToolResponse) ProtoMessage() {}
 
 func (x *StartToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[13]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1423,7 +1815,7 @@ func (x *StartToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartToolResponse.ProtoReflect.Descriptor instead.
 func (*StartToolResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{13}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *StartToolResponse) GetStatus() *RuntimeStatus {
@@ -1442,7 +1834,7 @@ type StopToolRequest struct {
 
 func (x *StopToolRequest) Reset() {
 	*x = StopToolRequest{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[14]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1454,7 +1846,7 @@ func (x *StopToolRequest) String() string {
 func (*StopToolRequest) ProtoMessage() {}
 
 func (x *StopToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[14]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1467,7 +1859,7 @@ func (x *StopToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopToolRequest.ProtoReflect.Descriptor instead.
 func (*StopToolRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{14}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *StopToolRequest) GetTool() string {
@@ -1486,7 +1878,7 @@ type StopToolResponse struct {
 
 func (x *StopToolResponse) Reset() {
 	*x = StopToolResponse{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[15]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1498,7 +1890,7 @@ func (x *StopToolResponse) String() string {
 func (*StopToolResponse) ProtoMessage() {}
 
 func (x *StopToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[15]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1511,7 +1903,7 @@ func (x *StopToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopToolResponse.ProtoReflect.Descriptor instead.
 func (*StopToolResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{15}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *StopToolResponse) GetStatus() *RuntimeStatus {
@@ -1537,7 +1929,7 @@ type DispatchToolCallsRequest struct {
 
 func (x *DispatchToolCallsRequest) Reset() {
 	*x = DispatchToolCallsRequest{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[16]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1549,7 +1941,7 @@ func (x *DispatchToolCallsRequest) String() string {
 func (*DispatchToolCallsRequest) ProtoMessage() {}
 
 func (x *DispatchToolCallsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[16]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1562,7 +1954,7 @@ func (x *DispatchToolCallsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DispatchToolCallsRequest.ProtoReflect.Descriptor instead.
 func (*DispatchToolCallsRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{16}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *DispatchToolCallsRequest) GetMessage() *structpb.Struct {
@@ -1608,7 +2000,7 @@ type DispatchToolCallsResponse struct {
 
 func (x *DispatchToolCallsResponse) Reset() {
 	*x = DispatchToolCallsResponse{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[17]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1620,7 +2012,7 @@ func (x *DispatchToolCallsResponse) String() string {
 func (*DispatchToolCallsResponse) ProtoMessage() {}
 
 func (x *DispatchToolCallsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[17]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1633,7 +2025,7 @@ func (x *DispatchToolCallsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DispatchToolCallsResponse.ProtoReflect.Descriptor instead.
 func (*DispatchToolCallsResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{17}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *DispatchToolCallsResponse) GetDialect() ToolCallDialect {
@@ -1666,21 +2058,26 @@ func (x *DispatchToolCallsResponse) GetTraceId() string {
 
 type ImportMcpServerRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Registry names become `<prefix>.<tool name>`; a valid tool name such as `everything`.
+	// Registry names become `<prefix>.<name>`; a valid tool name such as `everything`. Empty keeps
+	// the server's own names (snake-cased), for a server whose names collide with no other.
 	Prefix string `protobuf:"bytes,1,opt,name=prefix,proto3" json:"prefix,omitempty"`
 	// Where the server runs; `tool` is left empty (each imported tool gets its own name).
 	Runtime *v12.McpRuntime `protobuf:"bytes,2,opt,name=runtime,proto3" json:"runtime,omitempty"`
 	// Scopes every imported tool requires, such as `use:everything`.
 	RequiredScopes []string `protobuf:"bytes,3,rep,name=required_scopes,json=requiredScopes,proto3" json:"required_scopes,omitempty"`
 	// Show what would change without writing to the registry.
-	DryRun        bool `protobuf:"varint,4,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	DryRun bool `protobuf:"varint,4,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	// Import only entries of these kinds (tools, prompts, resources, resource templates); empty
+	// imports every kind the server offers. Entries of other kinds a former import wrote are left
+	// as they are.
+	Only          []v12.McpOperation `protobuf:"varint,5,rep,packed,name=only,proto3,enum=toolmesh.registry.v1.McpOperation" json:"only,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ImportMcpServerRequest) Reset() {
 	*x = ImportMcpServerRequest{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[18]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1692,7 +2089,7 @@ func (x *ImportMcpServerRequest) String() string {
 func (*ImportMcpServerRequest) ProtoMessage() {}
 
 func (x *ImportMcpServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[18]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1705,7 +2102,7 @@ func (x *ImportMcpServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportMcpServerRequest.ProtoReflect.Descriptor instead.
 func (*ImportMcpServerRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{18}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ImportMcpServerRequest) GetPrefix() string {
@@ -1736,20 +2133,29 @@ func (x *ImportMcpServerRequest) GetDryRun() bool {
 	return false
 }
 
+func (x *ImportMcpServerRequest) GetOnly() []v12.McpOperation {
+	if x != nil {
+		return x.Only
+	}
+	return nil
+}
+
 type ImportedMcpTool struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The registry name, `<prefix>.<tool>`.
 	Tool string `protobuf:"bytes,1,opt,name=tool,proto3" json:"tool,omitempty"`
-	// The name on the MCP server.
-	McpName       string          `protobuf:"bytes,2,opt,name=mcp_name,json=mcpName,proto3" json:"mcp_name,omitempty"`
-	Change        McpImportChange `protobuf:"varint,3,opt,name=change,proto3,enum=toolmesh.dispatcher.v1.McpImportChange" json:"change,omitempty"`
+	// The name on the MCP server (a resource's URI, a template's URI template).
+	McpName string          `protobuf:"bytes,2,opt,name=mcp_name,json=mcpName,proto3" json:"mcp_name,omitempty"`
+	Change  McpImportChange `protobuf:"varint,3,opt,name=change,proto3,enum=toolmesh.dispatcher.v1.McpImportChange" json:"change,omitempty"`
+	// A tool, prompt, resource or resource template.
+	Operation     v12.McpOperation `protobuf:"varint,4,opt,name=operation,proto3,enum=toolmesh.registry.v1.McpOperation" json:"operation,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ImportedMcpTool) Reset() {
 	*x = ImportedMcpTool{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[19]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1761,7 +2167,7 @@ func (x *ImportedMcpTool) String() string {
 func (*ImportedMcpTool) ProtoMessage() {}
 
 func (x *ImportedMcpTool) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[19]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1774,7 +2180,7 @@ func (x *ImportedMcpTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportedMcpTool.ProtoReflect.Descriptor instead.
 func (*ImportedMcpTool) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{19}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ImportedMcpTool) GetTool() string {
@@ -1798,6 +2204,13 @@ func (x *ImportedMcpTool) GetChange() McpImportChange {
 	return McpImportChange_MCP_IMPORT_CHANGE_UNSPECIFIED
 }
 
+func (x *ImportedMcpTool) GetOperation() v12.McpOperation {
+	if x != nil {
+		return x.Operation
+	}
+	return v12.McpOperation(0)
+}
+
 type ImportMcpServerResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Tools []*ImportedMcpTool     `protobuf:"bytes,1,rep,name=tools,proto3" json:"tools,omitempty"`
@@ -1810,7 +2223,7 @@ type ImportMcpServerResponse struct {
 
 func (x *ImportMcpServerResponse) Reset() {
 	*x = ImportMcpServerResponse{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[20]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1822,7 +2235,7 @@ func (x *ImportMcpServerResponse) String() string {
 func (*ImportMcpServerResponse) ProtoMessage() {}
 
 func (x *ImportMcpServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[20]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1835,7 +2248,7 @@ func (x *ImportMcpServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportMcpServerResponse.ProtoReflect.Descriptor instead.
 func (*ImportMcpServerResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{20}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ImportMcpServerResponse) GetTools() []*ImportedMcpTool {
@@ -1882,14 +2295,19 @@ type Approval struct {
 	// Roles that may decide it besides `admin`.
 	ApproverRoles []string `protobuf:"bytes,13,rep,name=approver_roles,json=approverRoles,proto3" json:"approver_roles,omitempty"`
 	// Why approval is needed: `tool` (the tool requires it) and/or `grant:<id>` (a grant does).
-	RequiredBy    []string `protobuf:"bytes,14,rep,name=required_by,json=requiredBy,proto3" json:"required_by,omitempty"`
+	// Empty when only the caller's confirmation is.
+	RequiredBy []string `protobuf:"bytes,14,rep,name=required_by,json=requiredBy,proto3" json:"required_by,omitempty"`
+	// Why the caller's own confirmation is needed, in the same words; empty when it is not.
+	ConfirmationBy []string `protobuf:"bytes,15,rep,name=confirmation_by,json=confirmationBy,proto3" json:"confirmation_by,omitempty"`
+	// When the caller confirmed; unset until then (or when no confirmation is needed).
+	ConfirmedAt   *timestamppb.Timestamp `protobuf:"bytes,16,opt,name=confirmed_at,json=confirmedAt,proto3" json:"confirmed_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Approval) Reset() {
 	*x = Approval{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[21]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1901,7 +2319,7 @@ func (x *Approval) String() string {
 func (*Approval) ProtoMessage() {}
 
 func (x *Approval) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[21]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1914,7 +2332,7 @@ func (x *Approval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Approval.ProtoReflect.Descriptor instead.
 func (*Approval) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{21}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Approval) GetCallId() string {
@@ -2015,6 +2433,20 @@ func (x *Approval) GetRequiredBy() []string {
 	return nil
 }
 
+func (x *Approval) GetConfirmationBy() []string {
+	if x != nil {
+		return x.ConfirmationBy
+	}
+	return nil
+}
+
+func (x *Approval) GetConfirmedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ConfirmedAt
+	}
+	return nil
+}
+
 // HeldCall is the value of `calls.<call_id>` in the Dispatcher's bucket `toolmesh-approvals`:
 // everything needed to run the call once approved, by any Dispatcher. Never returned by an RPC.
 type HeldCall struct {
@@ -2032,13 +2464,16 @@ type HeldCall struct {
 	// refused (`tool_changed`).
 	DefinitionHash string `protobuf:"bytes,7,opt,name=definition_hash,json=definitionHash,proto3" json:"definition_hash,omitempty"`
 	IdempotencyKey string `protobuf:"bytes,8,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// For a call that waits for its caller's confirmation: the secret an MCP client's answer
+	// carries back (in its requestState), so only the question this call asked can confirm it.
+	ConfirmationNonce string `protobuf:"bytes,9,opt,name=confirmation_nonce,json=confirmationNonce,proto3" json:"confirmation_nonce,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *HeldCall) Reset() {
 	*x = HeldCall{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[22]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2050,7 +2485,7 @@ func (x *HeldCall) String() string {
 func (*HeldCall) ProtoMessage() {}
 
 func (x *HeldCall) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[22]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2063,7 +2498,7 @@ func (x *HeldCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeldCall.ProtoReflect.Descriptor instead.
 func (*HeldCall) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{22}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *HeldCall) GetApproval() *Approval {
@@ -2122,6 +2557,13 @@ func (x *HeldCall) GetIdempotencyKey() string {
 	return ""
 }
 
+func (x *HeldCall) GetConfirmationNonce() string {
+	if x != nil {
+		return x.ConfirmationNonce
+	}
+	return ""
+}
+
 type ListApprovalsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Only held calls of this tool / agent; empty for all.
@@ -2136,7 +2578,7 @@ type ListApprovalsRequest struct {
 
 func (x *ListApprovalsRequest) Reset() {
 	*x = ListApprovalsRequest{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[23]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2148,7 +2590,7 @@ func (x *ListApprovalsRequest) String() string {
 func (*ListApprovalsRequest) ProtoMessage() {}
 
 func (x *ListApprovalsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[23]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2161,7 +2603,7 @@ func (x *ListApprovalsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListApprovalsRequest.ProtoReflect.Descriptor instead.
 func (*ListApprovalsRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{23}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ListApprovalsRequest) GetTool() string {
@@ -2202,7 +2644,7 @@ type ListApprovalsResponse struct {
 
 func (x *ListApprovalsResponse) Reset() {
 	*x = ListApprovalsResponse{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[24]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2214,7 +2656,7 @@ func (x *ListApprovalsResponse) String() string {
 func (*ListApprovalsResponse) ProtoMessage() {}
 
 func (x *ListApprovalsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[24]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2227,7 +2669,7 @@ func (x *ListApprovalsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListApprovalsResponse.ProtoReflect.Descriptor instead.
 func (*ListApprovalsResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{24}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ListApprovalsResponse) GetApprovals() []*Approval {
@@ -2256,7 +2698,7 @@ type DecideApprovalRequest struct {
 
 func (x *DecideApprovalRequest) Reset() {
 	*x = DecideApprovalRequest{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[25]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2268,7 +2710,7 @@ func (x *DecideApprovalRequest) String() string {
 func (*DecideApprovalRequest) ProtoMessage() {}
 
 func (x *DecideApprovalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[25]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2281,7 +2723,7 @@ func (x *DecideApprovalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecideApprovalRequest.ProtoReflect.Descriptor instead.
 func (*DecideApprovalRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{25}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *DecideApprovalRequest) GetCallId() string {
@@ -2318,7 +2760,7 @@ type DecideApprovalResponse struct {
 
 func (x *DecideApprovalResponse) Reset() {
 	*x = DecideApprovalResponse{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[26]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2330,7 +2772,7 @@ func (x *DecideApprovalResponse) String() string {
 func (*DecideApprovalResponse) ProtoMessage() {}
 
 func (x *DecideApprovalResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[26]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2343,7 +2785,7 @@ func (x *DecideApprovalResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecideApprovalResponse.ProtoReflect.Descriptor instead.
 func (*DecideApprovalResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{26}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *DecideApprovalResponse) GetApproval() *Approval {
@@ -2370,7 +2812,7 @@ const file_toolmesh_dispatcher_v1_dispatcher_proto_rawDesc = "" +
 	"\targuments\x18\x02 \x01(\v2\x17.google.protobuf.StructR\targuments\x129\n" +
 	"\acontext\x18\x03 \x01(\v2\x1f.toolmesh.common.v1.CallContextR\acontext\x12\x1d\n" +
 	"\n" +
-	"timeout_ms\x18\x04 \x01(\rR\ttimeoutMs\"\xfb\x03\n" +
+	"timeout_ms\x18\x04 \x01(\rR\ttimeoutMs\"\xc9\x04\n" +
 	"\x10DispatchResponse\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x19\n" +
 	"\btrace_id\x18\x02 \x01(\tR\atraceId\x126\n" +
@@ -2383,10 +2825,40 @@ const file_toolmesh_dispatcher_v1_dispatcher_proto_rawDesc = "" +
 	"\breplayed\x18\b \x01(\bR\breplayed\x12!\n" +
 	"\frefusal_code\x18\t \x01(\tR\vrefusalCode\x12J\n" +
 	"\x13approval_expires_at\x18\n" +
-	" \x01(\v2\x1a.google.protobuf.TimestampR\x11approvalExpiresAt\x12\x1f\n" +
-	"\vcached_from\x18\v \x01(\tR\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\x11approvalExpiresAt\x12L\n" +
+	"\x0einput_required\x18\v \x01(\v2%.toolmesh.dispatcher.v1.InputRequiredR\rinputRequired\x12\x1f\n" +
+	"\vcached_from\x18\f \x01(\tR\n" +
 	"cachedFrom\x12,\n" +
-	"\x04cost\x18\f \x01(\v2\x18.toolmesh.events.v1.CostR\x04cost\"p\n" +
+	"\x04cost\x18\r \x01(\v2\x18.toolmesh.events.v1.CostR\x04cost\"\xa3\x02\n" +
+	"\rInputRequired\x12O\n" +
+	"\brequests\x18\x01 \x03(\v23.toolmesh.dispatcher.v1.InputRequired.RequestsEntryR\brequests\x12#\n" +
+	"\rrequest_state\x18\x02 \x01(\tR\frequestState\x129\n" +
+	"\n" +
+	"expires_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x1aa\n" +
+	"\rRequestsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12:\n" +
+	"\x05value\x18\x02 \x01(\v2$.toolmesh.dispatcher.v1.InputRequestR\x05value:\x028\x01\"W\n" +
+	"\fInputRequest\x12\x16\n" +
+	"\x06method\x18\x01 \x01(\tR\x06method\x12/\n" +
+	"\x06params\x18\x02 \x01(\v2\x17.google.protobuf.StructR\x06params\"\x88\x02\n" +
+	"\x12AnswerInputRequest\x12#\n" +
+	"\rrequest_state\x18\x01 \x01(\tR\frequestState\x12W\n" +
+	"\tresponses\x18\x02 \x03(\v29.toolmesh.dispatcher.v1.AnswerInputRequest.ResponsesEntryR\tresponses\x12\x1d\n" +
+	"\n" +
+	"timeout_ms\x18\x03 \x01(\rR\ttimeoutMs\x1aU\n" +
+	"\x0eResponsesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12-\n" +
+	"\x05value\x18\x02 \x01(\v2\x17.google.protobuf.StructR\x05value:\x028\x01\"W\n" +
+	"\x13AnswerInputResponse\x12@\n" +
+	"\x06result\x18\x01 \x01(\v2(.toolmesh.dispatcher.v1.DispatchResponseR\x06result\"@\n" +
+	"\x12SearchToolsRequest\x12\x14\n" +
+	"\x05query\x18\x01 \x01(\tR\x05query\x12\x14\n" +
+	"\x05limit\x18\x02 \x01(\rR\x05limit\"Q\n" +
+	"\tFoundTool\x12.\n" +
+	"\x04tool\x18\x01 \x01(\v2\x1a.toolmesh.registry.v1.ToolR\x04tool\x12\x14\n" +
+	"\x05score\x18\x02 \x01(\x01R\x05score\"N\n" +
+	"\x13SearchToolsResponse\x127\n" +
+	"\x05tools\x18\x01 \x03(\v2!.toolmesh.dispatcher.v1.FoundToolR\x05tools\"p\n" +
 	"\x14DispatchBatchRequest\x12=\n" +
 	"\x05calls\x18\x01 \x03(\v2'.toolmesh.dispatcher.v1.DispatchRequestR\x05calls\x12\x19\n" +
 	"\btrace_id\x18\x02 \x01(\tR\atraceId\"v\n" +
@@ -2472,21 +2944,23 @@ const file_toolmesh_dispatcher_v1_dispatcher_proto_rawDesc = "" +
 	"\adialect\x18\x01 \x01(\x0e2'.toolmesh.dispatcher.v1.ToolCallDialectR\adialect\x123\n" +
 	"\bmessages\x18\x02 \x03(\v2\x17.google.protobuf.StructR\bmessages\x12B\n" +
 	"\aresults\x18\x03 \x03(\v2(.toolmesh.dispatcher.v1.DispatchResponseR\aresults\x12\x19\n" +
-	"\btrace_id\x18\x04 \x01(\tR\atraceId\"\xae\x01\n" +
+	"\btrace_id\x18\x04 \x01(\tR\atraceId\"\xe6\x01\n" +
 	"\x16ImportMcpServerRequest\x12\x16\n" +
 	"\x06prefix\x18\x01 \x01(\tR\x06prefix\x12:\n" +
 	"\aruntime\x18\x02 \x01(\v2 .toolmesh.registry.v1.McpRuntimeR\aruntime\x12'\n" +
 	"\x0frequired_scopes\x18\x03 \x03(\tR\x0erequiredScopes\x12\x17\n" +
-	"\adry_run\x18\x04 \x01(\bR\x06dryRun\"\x81\x01\n" +
+	"\adry_run\x18\x04 \x01(\bR\x06dryRun\x126\n" +
+	"\x04only\x18\x05 \x03(\x0e2\".toolmesh.registry.v1.McpOperationR\x04only\"\xc3\x01\n" +
 	"\x0fImportedMcpTool\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x12\x19\n" +
 	"\bmcp_name\x18\x02 \x01(\tR\amcpName\x12?\n" +
-	"\x06change\x18\x03 \x01(\x0e2'.toolmesh.dispatcher.v1.McpImportChangeR\x06change\"\xa0\x01\n" +
+	"\x06change\x18\x03 \x01(\x0e2'.toolmesh.dispatcher.v1.McpImportChangeR\x06change\x12@\n" +
+	"\toperation\x18\x04 \x01(\x0e2\".toolmesh.registry.v1.McpOperationR\toperation\"\xa0\x01\n" +
 	"\x17ImportMcpServerResponse\x12=\n" +
 	"\x05tools\x18\x01 \x03(\v2'.toolmesh.dispatcher.v1.ImportedMcpToolR\x05tools\x12\x1f\n" +
 	"\vserver_name\x18\x02 \x01(\tR\n" +
 	"serverName\x12%\n" +
-	"\x0eserver_version\x18\x03 \x01(\tR\rserverVersion\"\xae\x04\n" +
+	"\x0eserver_version\x18\x03 \x01(\tR\rserverVersion\"\x96\x05\n" +
 	"\bApproval\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x19\n" +
 	"\btrace_id\x18\x02 \x01(\tR\atraceId\x12\x12\n" +
@@ -2506,7 +2980,9 @@ const file_toolmesh_dispatcher_v1_dispatcher_proto_rawDesc = "" +
 	"\x06reason\x18\f \x01(\tR\x06reason\x12%\n" +
 	"\x0eapprover_roles\x18\r \x03(\tR\rapproverRoles\x12\x1f\n" +
 	"\vrequired_by\x18\x0e \x03(\tR\n" +
-	"requiredBy\"\xba\x02\n" +
+	"requiredBy\x12'\n" +
+	"\x0fconfirmation_by\x18\x0f \x03(\tR\x0econfirmationBy\x12=\n" +
+	"\fconfirmed_at\x18\x10 \x01(\v2\x1a.google.protobuf.TimestampR\vconfirmedAt\"\xe9\x02\n" +
 	"\bHeldCall\x12<\n" +
 	"\bapproval\x18\x01 \x01(\v2 .toolmesh.dispatcher.v1.ApprovalR\bapproval\x125\n" +
 	"\targuments\x18\x02 \x01(\v2\x17.google.protobuf.StructR\targuments\x12\x1b\n" +
@@ -2516,7 +2992,8 @@ const file_toolmesh_dispatcher_v1_dispatcher_proto_rawDesc = "" +
 	"\n" +
 	"timeout_ms\x18\x06 \x01(\rR\ttimeoutMs\x12'\n" +
 	"\x0fdefinition_hash\x18\a \x01(\tR\x0edefinitionHash\x12'\n" +
-	"\x0fidempotency_key\x18\b \x01(\tR\x0eidempotencyKey\"\x81\x01\n" +
+	"\x0fidempotency_key\x18\b \x01(\tR\x0eidempotencyKey\x12-\n" +
+	"\x12confirmation_nonce\x18\t \x01(\tR\x11confirmationNonce\"\x81\x01\n" +
 	"\x14ListApprovalsRequest\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x12\x19\n" +
 	"\bagent_id\x18\x02 \x01(\tR\aagentId\x12\x1b\n" +
@@ -2565,7 +3042,8 @@ const file_toolmesh_dispatcher_v1_dispatcher_proto_rawDesc = "" +
 	"\x10ApprovalDecision\x12!\n" +
 	"\x1dAPPROVAL_DECISION_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19APPROVAL_DECISION_APPROVE\x10\x01\x12\x1a\n" +
-	"\x16APPROVAL_DECISION_DENY\x10\x022\xbe\b\n" +
+	"\x16APPROVAL_DECISION_DENY\x10\x022\x8e\n" +
+	"\n" +
 	"\x11DispatcherService\x12]\n" +
 	"\bDispatch\x12'.toolmesh.dispatcher.v1.DispatchRequest\x1a(.toolmesh.dispatcher.v1.DispatchResponse\x12l\n" +
 	"\rDispatchBatch\x12,.toolmesh.dispatcher.v1.DispatchBatchRequest\x1a-.toolmesh.dispatcher.v1.DispatchBatchResponse\x12W\n" +
@@ -2574,7 +3052,9 @@ const file_toolmesh_dispatcher_v1_dispatcher_proto_rawDesc = "" +
 	"\tStartTool\x12(.toolmesh.dispatcher.v1.StartToolRequest\x1a).toolmesh.dispatcher.v1.StartToolResponse\x12]\n" +
 	"\bStopTool\x12'.toolmesh.dispatcher.v1.StopToolRequest\x1a(.toolmesh.dispatcher.v1.StopToolResponse\x12x\n" +
 	"\x11DispatchToolCalls\x120.toolmesh.dispatcher.v1.DispatchToolCallsRequest\x1a1.toolmesh.dispatcher.v1.DispatchToolCallsResponse\x12r\n" +
-	"\x0fImportMcpServer\x12..toolmesh.dispatcher.v1.ImportMcpServerRequest\x1a/.toolmesh.dispatcher.v1.ImportMcpServerResponse\x12l\n" +
+	"\x0fImportMcpServer\x12..toolmesh.dispatcher.v1.ImportMcpServerRequest\x1a/.toolmesh.dispatcher.v1.ImportMcpServerResponse\x12f\n" +
+	"\vAnswerInput\x12*.toolmesh.dispatcher.v1.AnswerInputRequest\x1a+.toolmesh.dispatcher.v1.AnswerInputResponse\x12f\n" +
+	"\vSearchTools\x12*.toolmesh.dispatcher.v1.SearchToolsRequest\x1a+.toolmesh.dispatcher.v1.SearchToolsResponse\x12l\n" +
 	"\rListApprovals\x12,.toolmesh.dispatcher.v1.ListApprovalsRequest\x1a-.toolmesh.dispatcher.v1.ListApprovalsResponse\x12o\n" +
 	"\x0eDecideApproval\x12-.toolmesh.dispatcher.v1.DecideApprovalRequest\x1a..toolmesh.dispatcher.v1.DecideApprovalResponseB\xe0\x01\n" +
 	"\x1acom.toolmesh.dispatcher.v1B\x0fDispatcherProtoP\x01Z7toolmesh.dev/go/gen/toolmesh/dispatcher/v1;dispatcherv1\xa2\x02\x03TDX\xaa\x02\x16Toolmesh.Dispatcher.V1\xca\x02\x16Toolmesh\\Dispatcher\\V1\xe2\x02\"Toolmesh\\Dispatcher\\V1\\GPBMetadata\xea\x02\x18Toolmesh::Dispatcher::V1b\x06proto3"
@@ -2592,7 +3072,7 @@ func file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP() []byte {
 }
 
 var file_toolmesh_dispatcher_v1_dispatcher_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_toolmesh_dispatcher_v1_dispatcher_proto_goTypes = []any{
 	(RuntimeState)(0),                 // 0: toolmesh.dispatcher.v1.RuntimeState
 	(CircuitState)(0),                 // 1: toolmesh.dispatcher.v1.CircuitState
@@ -2602,109 +3082,137 @@ var file_toolmesh_dispatcher_v1_dispatcher_proto_goTypes = []any{
 	(ApprovalDecision)(0),             // 5: toolmesh.dispatcher.v1.ApprovalDecision
 	(*DispatchRequest)(nil),           // 6: toolmesh.dispatcher.v1.DispatchRequest
 	(*DispatchResponse)(nil),          // 7: toolmesh.dispatcher.v1.DispatchResponse
-	(*DispatchBatchRequest)(nil),      // 8: toolmesh.dispatcher.v1.DispatchBatchRequest
-	(*DispatchBatchResponse)(nil),     // 9: toolmesh.dispatcher.v1.DispatchBatchResponse
-	(*CancelRequest)(nil),             // 10: toolmesh.dispatcher.v1.CancelRequest
-	(*CancelResponse)(nil),            // 11: toolmesh.dispatcher.v1.CancelResponse
-	(*RuntimeStatus)(nil),             // 12: toolmesh.dispatcher.v1.RuntimeStatus
-	(*RuntimeInstance)(nil),           // 13: toolmesh.dispatcher.v1.RuntimeInstance
-	(*CircuitStatus)(nil),             // 14: toolmesh.dispatcher.v1.CircuitStatus
-	(*ToolCircuit)(nil),               // 15: toolmesh.dispatcher.v1.ToolCircuit
-	(*GetRuntimeStatusRequest)(nil),   // 16: toolmesh.dispatcher.v1.GetRuntimeStatusRequest
-	(*GetRuntimeStatusResponse)(nil),  // 17: toolmesh.dispatcher.v1.GetRuntimeStatusResponse
-	(*StartToolRequest)(nil),          // 18: toolmesh.dispatcher.v1.StartToolRequest
-	(*StartToolResponse)(nil),         // 19: toolmesh.dispatcher.v1.StartToolResponse
-	(*StopToolRequest)(nil),           // 20: toolmesh.dispatcher.v1.StopToolRequest
-	(*StopToolResponse)(nil),          // 21: toolmesh.dispatcher.v1.StopToolResponse
-	(*DispatchToolCallsRequest)(nil),  // 22: toolmesh.dispatcher.v1.DispatchToolCallsRequest
-	(*DispatchToolCallsResponse)(nil), // 23: toolmesh.dispatcher.v1.DispatchToolCallsResponse
-	(*ImportMcpServerRequest)(nil),    // 24: toolmesh.dispatcher.v1.ImportMcpServerRequest
-	(*ImportedMcpTool)(nil),           // 25: toolmesh.dispatcher.v1.ImportedMcpTool
-	(*ImportMcpServerResponse)(nil),   // 26: toolmesh.dispatcher.v1.ImportMcpServerResponse
-	(*Approval)(nil),                  // 27: toolmesh.dispatcher.v1.Approval
-	(*HeldCall)(nil),                  // 28: toolmesh.dispatcher.v1.HeldCall
-	(*ListApprovalsRequest)(nil),      // 29: toolmesh.dispatcher.v1.ListApprovalsRequest
-	(*ListApprovalsResponse)(nil),     // 30: toolmesh.dispatcher.v1.ListApprovalsResponse
-	(*DecideApprovalRequest)(nil),     // 31: toolmesh.dispatcher.v1.DecideApprovalRequest
-	(*DecideApprovalResponse)(nil),    // 32: toolmesh.dispatcher.v1.DecideApprovalResponse
-	(*structpb.Struct)(nil),           // 33: google.protobuf.Struct
-	(*v1.CallContext)(nil),            // 34: toolmesh.common.v1.CallContext
-	(v1.CallStatus)(0),                // 35: toolmesh.common.v1.CallStatus
-	(*v1.CallError)(nil),              // 36: toolmesh.common.v1.CallError
-	(*timestamppb.Timestamp)(nil),     // 37: google.protobuf.Timestamp
-	(*v11.Cost)(nil),                  // 38: toolmesh.events.v1.Cost
-	(*v12.McpRuntime)(nil),            // 39: toolmesh.registry.v1.McpRuntime
+	(*InputRequired)(nil),             // 8: toolmesh.dispatcher.v1.InputRequired
+	(*InputRequest)(nil),              // 9: toolmesh.dispatcher.v1.InputRequest
+	(*AnswerInputRequest)(nil),        // 10: toolmesh.dispatcher.v1.AnswerInputRequest
+	(*AnswerInputResponse)(nil),       // 11: toolmesh.dispatcher.v1.AnswerInputResponse
+	(*SearchToolsRequest)(nil),        // 12: toolmesh.dispatcher.v1.SearchToolsRequest
+	(*FoundTool)(nil),                 // 13: toolmesh.dispatcher.v1.FoundTool
+	(*SearchToolsResponse)(nil),       // 14: toolmesh.dispatcher.v1.SearchToolsResponse
+	(*DispatchBatchRequest)(nil),      // 15: toolmesh.dispatcher.v1.DispatchBatchRequest
+	(*DispatchBatchResponse)(nil),     // 16: toolmesh.dispatcher.v1.DispatchBatchResponse
+	(*CancelRequest)(nil),             // 17: toolmesh.dispatcher.v1.CancelRequest
+	(*CancelResponse)(nil),            // 18: toolmesh.dispatcher.v1.CancelResponse
+	(*RuntimeStatus)(nil),             // 19: toolmesh.dispatcher.v1.RuntimeStatus
+	(*RuntimeInstance)(nil),           // 20: toolmesh.dispatcher.v1.RuntimeInstance
+	(*CircuitStatus)(nil),             // 21: toolmesh.dispatcher.v1.CircuitStatus
+	(*ToolCircuit)(nil),               // 22: toolmesh.dispatcher.v1.ToolCircuit
+	(*GetRuntimeStatusRequest)(nil),   // 23: toolmesh.dispatcher.v1.GetRuntimeStatusRequest
+	(*GetRuntimeStatusResponse)(nil),  // 24: toolmesh.dispatcher.v1.GetRuntimeStatusResponse
+	(*StartToolRequest)(nil),          // 25: toolmesh.dispatcher.v1.StartToolRequest
+	(*StartToolResponse)(nil),         // 26: toolmesh.dispatcher.v1.StartToolResponse
+	(*StopToolRequest)(nil),           // 27: toolmesh.dispatcher.v1.StopToolRequest
+	(*StopToolResponse)(nil),          // 28: toolmesh.dispatcher.v1.StopToolResponse
+	(*DispatchToolCallsRequest)(nil),  // 29: toolmesh.dispatcher.v1.DispatchToolCallsRequest
+	(*DispatchToolCallsResponse)(nil), // 30: toolmesh.dispatcher.v1.DispatchToolCallsResponse
+	(*ImportMcpServerRequest)(nil),    // 31: toolmesh.dispatcher.v1.ImportMcpServerRequest
+	(*ImportedMcpTool)(nil),           // 32: toolmesh.dispatcher.v1.ImportedMcpTool
+	(*ImportMcpServerResponse)(nil),   // 33: toolmesh.dispatcher.v1.ImportMcpServerResponse
+	(*Approval)(nil),                  // 34: toolmesh.dispatcher.v1.Approval
+	(*HeldCall)(nil),                  // 35: toolmesh.dispatcher.v1.HeldCall
+	(*ListApprovalsRequest)(nil),      // 36: toolmesh.dispatcher.v1.ListApprovalsRequest
+	(*ListApprovalsResponse)(nil),     // 37: toolmesh.dispatcher.v1.ListApprovalsResponse
+	(*DecideApprovalRequest)(nil),     // 38: toolmesh.dispatcher.v1.DecideApprovalRequest
+	(*DecideApprovalResponse)(nil),    // 39: toolmesh.dispatcher.v1.DecideApprovalResponse
+	nil,                               // 40: toolmesh.dispatcher.v1.InputRequired.RequestsEntry
+	nil,                               // 41: toolmesh.dispatcher.v1.AnswerInputRequest.ResponsesEntry
+	(*structpb.Struct)(nil),           // 42: google.protobuf.Struct
+	(*v1.CallContext)(nil),            // 43: toolmesh.common.v1.CallContext
+	(v1.CallStatus)(0),                // 44: toolmesh.common.v1.CallStatus
+	(*v1.CallError)(nil),              // 45: toolmesh.common.v1.CallError
+	(*timestamppb.Timestamp)(nil),     // 46: google.protobuf.Timestamp
+	(*v11.Cost)(nil),                  // 47: toolmesh.events.v1.Cost
+	(*v12.Tool)(nil),                  // 48: toolmesh.registry.v1.Tool
+	(*v12.McpRuntime)(nil),            // 49: toolmesh.registry.v1.McpRuntime
+	(v12.McpOperation)(0),             // 50: toolmesh.registry.v1.McpOperation
 }
 var file_toolmesh_dispatcher_v1_dispatcher_proto_depIdxs = []int32{
-	33, // 0: toolmesh.dispatcher.v1.DispatchRequest.arguments:type_name -> google.protobuf.Struct
-	34, // 1: toolmesh.dispatcher.v1.DispatchRequest.context:type_name -> toolmesh.common.v1.CallContext
-	35, // 2: toolmesh.dispatcher.v1.DispatchResponse.status:type_name -> toolmesh.common.v1.CallStatus
-	33, // 3: toolmesh.dispatcher.v1.DispatchResponse.output:type_name -> google.protobuf.Struct
-	36, // 4: toolmesh.dispatcher.v1.DispatchResponse.error:type_name -> toolmesh.common.v1.CallError
-	37, // 5: toolmesh.dispatcher.v1.DispatchResponse.approval_expires_at:type_name -> google.protobuf.Timestamp
-	38, // 6: toolmesh.dispatcher.v1.DispatchResponse.cost:type_name -> toolmesh.events.v1.Cost
-	6,  // 7: toolmesh.dispatcher.v1.DispatchBatchRequest.calls:type_name -> toolmesh.dispatcher.v1.DispatchRequest
-	7,  // 8: toolmesh.dispatcher.v1.DispatchBatchResponse.results:type_name -> toolmesh.dispatcher.v1.DispatchResponse
-	0,  // 9: toolmesh.dispatcher.v1.RuntimeStatus.state:type_name -> toolmesh.dispatcher.v1.RuntimeState
-	37, // 10: toolmesh.dispatcher.v1.RuntimeStatus.started_at:type_name -> google.protobuf.Timestamp
-	37, // 11: toolmesh.dispatcher.v1.RuntimeStatus.last_used_at:type_name -> google.protobuf.Timestamp
-	13, // 12: toolmesh.dispatcher.v1.RuntimeStatus.instances:type_name -> toolmesh.dispatcher.v1.RuntimeInstance
-	0,  // 13: toolmesh.dispatcher.v1.RuntimeInstance.state:type_name -> toolmesh.dispatcher.v1.RuntimeState
-	37, // 14: toolmesh.dispatcher.v1.RuntimeInstance.started_at:type_name -> google.protobuf.Timestamp
-	37, // 15: toolmesh.dispatcher.v1.RuntimeInstance.last_used_at:type_name -> google.protobuf.Timestamp
-	14, // 16: toolmesh.dispatcher.v1.RuntimeInstance.breaker:type_name -> toolmesh.dispatcher.v1.CircuitStatus
-	1,  // 17: toolmesh.dispatcher.v1.CircuitStatus.state:type_name -> toolmesh.dispatcher.v1.CircuitState
-	37, // 18: toolmesh.dispatcher.v1.CircuitStatus.opened_at:type_name -> google.protobuf.Timestamp
-	37, // 19: toolmesh.dispatcher.v1.CircuitStatus.retry_at:type_name -> google.protobuf.Timestamp
-	14, // 20: toolmesh.dispatcher.v1.ToolCircuit.breaker:type_name -> toolmesh.dispatcher.v1.CircuitStatus
-	12, // 21: toolmesh.dispatcher.v1.GetRuntimeStatusResponse.runtimes:type_name -> toolmesh.dispatcher.v1.RuntimeStatus
-	15, // 22: toolmesh.dispatcher.v1.GetRuntimeStatusResponse.breakers:type_name -> toolmesh.dispatcher.v1.ToolCircuit
-	12, // 23: toolmesh.dispatcher.v1.StartToolResponse.status:type_name -> toolmesh.dispatcher.v1.RuntimeStatus
-	12, // 24: toolmesh.dispatcher.v1.StopToolResponse.status:type_name -> toolmesh.dispatcher.v1.RuntimeStatus
-	33, // 25: toolmesh.dispatcher.v1.DispatchToolCallsRequest.message:type_name -> google.protobuf.Struct
-	2,  // 26: toolmesh.dispatcher.v1.DispatchToolCallsRequest.dialect:type_name -> toolmesh.dispatcher.v1.ToolCallDialect
-	2,  // 27: toolmesh.dispatcher.v1.DispatchToolCallsResponse.dialect:type_name -> toolmesh.dispatcher.v1.ToolCallDialect
-	33, // 28: toolmesh.dispatcher.v1.DispatchToolCallsResponse.messages:type_name -> google.protobuf.Struct
-	7,  // 29: toolmesh.dispatcher.v1.DispatchToolCallsResponse.results:type_name -> toolmesh.dispatcher.v1.DispatchResponse
-	39, // 30: toolmesh.dispatcher.v1.ImportMcpServerRequest.runtime:type_name -> toolmesh.registry.v1.McpRuntime
-	3,  // 31: toolmesh.dispatcher.v1.ImportedMcpTool.change:type_name -> toolmesh.dispatcher.v1.McpImportChange
-	25, // 32: toolmesh.dispatcher.v1.ImportMcpServerResponse.tools:type_name -> toolmesh.dispatcher.v1.ImportedMcpTool
-	33, // 33: toolmesh.dispatcher.v1.Approval.arguments:type_name -> google.protobuf.Struct
-	37, // 34: toolmesh.dispatcher.v1.Approval.requested_at:type_name -> google.protobuf.Timestamp
-	37, // 35: toolmesh.dispatcher.v1.Approval.expires_at:type_name -> google.protobuf.Timestamp
-	4,  // 36: toolmesh.dispatcher.v1.Approval.state:type_name -> toolmesh.dispatcher.v1.ApprovalState
-	37, // 37: toolmesh.dispatcher.v1.Approval.decided_at:type_name -> google.protobuf.Timestamp
-	27, // 38: toolmesh.dispatcher.v1.HeldCall.approval:type_name -> toolmesh.dispatcher.v1.Approval
-	33, // 39: toolmesh.dispatcher.v1.HeldCall.arguments:type_name -> google.protobuf.Struct
-	27, // 40: toolmesh.dispatcher.v1.ListApprovalsResponse.approvals:type_name -> toolmesh.dispatcher.v1.Approval
-	5,  // 41: toolmesh.dispatcher.v1.DecideApprovalRequest.decision:type_name -> toolmesh.dispatcher.v1.ApprovalDecision
-	27, // 42: toolmesh.dispatcher.v1.DecideApprovalResponse.approval:type_name -> toolmesh.dispatcher.v1.Approval
-	7,  // 43: toolmesh.dispatcher.v1.DecideApprovalResponse.result:type_name -> toolmesh.dispatcher.v1.DispatchResponse
-	6,  // 44: toolmesh.dispatcher.v1.DispatcherService.Dispatch:input_type -> toolmesh.dispatcher.v1.DispatchRequest
-	8,  // 45: toolmesh.dispatcher.v1.DispatcherService.DispatchBatch:input_type -> toolmesh.dispatcher.v1.DispatchBatchRequest
-	10, // 46: toolmesh.dispatcher.v1.DispatcherService.Cancel:input_type -> toolmesh.dispatcher.v1.CancelRequest
-	16, // 47: toolmesh.dispatcher.v1.DispatcherService.GetRuntimeStatus:input_type -> toolmesh.dispatcher.v1.GetRuntimeStatusRequest
-	18, // 48: toolmesh.dispatcher.v1.DispatcherService.StartTool:input_type -> toolmesh.dispatcher.v1.StartToolRequest
-	20, // 49: toolmesh.dispatcher.v1.DispatcherService.StopTool:input_type -> toolmesh.dispatcher.v1.StopToolRequest
-	22, // 50: toolmesh.dispatcher.v1.DispatcherService.DispatchToolCalls:input_type -> toolmesh.dispatcher.v1.DispatchToolCallsRequest
-	24, // 51: toolmesh.dispatcher.v1.DispatcherService.ImportMcpServer:input_type -> toolmesh.dispatcher.v1.ImportMcpServerRequest
-	29, // 52: toolmesh.dispatcher.v1.DispatcherService.ListApprovals:input_type -> toolmesh.dispatcher.v1.ListApprovalsRequest
-	31, // 53: toolmesh.dispatcher.v1.DispatcherService.DecideApproval:input_type -> toolmesh.dispatcher.v1.DecideApprovalRequest
-	7,  // 54: toolmesh.dispatcher.v1.DispatcherService.Dispatch:output_type -> toolmesh.dispatcher.v1.DispatchResponse
-	9,  // 55: toolmesh.dispatcher.v1.DispatcherService.DispatchBatch:output_type -> toolmesh.dispatcher.v1.DispatchBatchResponse
-	11, // 56: toolmesh.dispatcher.v1.DispatcherService.Cancel:output_type -> toolmesh.dispatcher.v1.CancelResponse
-	17, // 57: toolmesh.dispatcher.v1.DispatcherService.GetRuntimeStatus:output_type -> toolmesh.dispatcher.v1.GetRuntimeStatusResponse
-	19, // 58: toolmesh.dispatcher.v1.DispatcherService.StartTool:output_type -> toolmesh.dispatcher.v1.StartToolResponse
-	21, // 59: toolmesh.dispatcher.v1.DispatcherService.StopTool:output_type -> toolmesh.dispatcher.v1.StopToolResponse
-	23, // 60: toolmesh.dispatcher.v1.DispatcherService.DispatchToolCalls:output_type -> toolmesh.dispatcher.v1.DispatchToolCallsResponse
-	26, // 61: toolmesh.dispatcher.v1.DispatcherService.ImportMcpServer:output_type -> toolmesh.dispatcher.v1.ImportMcpServerResponse
-	30, // 62: toolmesh.dispatcher.v1.DispatcherService.ListApprovals:output_type -> toolmesh.dispatcher.v1.ListApprovalsResponse
-	32, // 63: toolmesh.dispatcher.v1.DispatcherService.DecideApproval:output_type -> toolmesh.dispatcher.v1.DecideApprovalResponse
-	54, // [54:64] is the sub-list for method output_type
-	44, // [44:54] is the sub-list for method input_type
-	44, // [44:44] is the sub-list for extension type_name
-	44, // [44:44] is the sub-list for extension extendee
-	0,  // [0:44] is the sub-list for field type_name
+	42, // 0: toolmesh.dispatcher.v1.DispatchRequest.arguments:type_name -> google.protobuf.Struct
+	43, // 1: toolmesh.dispatcher.v1.DispatchRequest.context:type_name -> toolmesh.common.v1.CallContext
+	44, // 2: toolmesh.dispatcher.v1.DispatchResponse.status:type_name -> toolmesh.common.v1.CallStatus
+	42, // 3: toolmesh.dispatcher.v1.DispatchResponse.output:type_name -> google.protobuf.Struct
+	45, // 4: toolmesh.dispatcher.v1.DispatchResponse.error:type_name -> toolmesh.common.v1.CallError
+	46, // 5: toolmesh.dispatcher.v1.DispatchResponse.approval_expires_at:type_name -> google.protobuf.Timestamp
+	8,  // 6: toolmesh.dispatcher.v1.DispatchResponse.input_required:type_name -> toolmesh.dispatcher.v1.InputRequired
+	47, // 7: toolmesh.dispatcher.v1.DispatchResponse.cost:type_name -> toolmesh.events.v1.Cost
+	40, // 8: toolmesh.dispatcher.v1.InputRequired.requests:type_name -> toolmesh.dispatcher.v1.InputRequired.RequestsEntry
+	46, // 9: toolmesh.dispatcher.v1.InputRequired.expires_at:type_name -> google.protobuf.Timestamp
+	42, // 10: toolmesh.dispatcher.v1.InputRequest.params:type_name -> google.protobuf.Struct
+	41, // 11: toolmesh.dispatcher.v1.AnswerInputRequest.responses:type_name -> toolmesh.dispatcher.v1.AnswerInputRequest.ResponsesEntry
+	7,  // 12: toolmesh.dispatcher.v1.AnswerInputResponse.result:type_name -> toolmesh.dispatcher.v1.DispatchResponse
+	48, // 13: toolmesh.dispatcher.v1.FoundTool.tool:type_name -> toolmesh.registry.v1.Tool
+	13, // 14: toolmesh.dispatcher.v1.SearchToolsResponse.tools:type_name -> toolmesh.dispatcher.v1.FoundTool
+	6,  // 15: toolmesh.dispatcher.v1.DispatchBatchRequest.calls:type_name -> toolmesh.dispatcher.v1.DispatchRequest
+	7,  // 16: toolmesh.dispatcher.v1.DispatchBatchResponse.results:type_name -> toolmesh.dispatcher.v1.DispatchResponse
+	0,  // 17: toolmesh.dispatcher.v1.RuntimeStatus.state:type_name -> toolmesh.dispatcher.v1.RuntimeState
+	46, // 18: toolmesh.dispatcher.v1.RuntimeStatus.started_at:type_name -> google.protobuf.Timestamp
+	46, // 19: toolmesh.dispatcher.v1.RuntimeStatus.last_used_at:type_name -> google.protobuf.Timestamp
+	20, // 20: toolmesh.dispatcher.v1.RuntimeStatus.instances:type_name -> toolmesh.dispatcher.v1.RuntimeInstance
+	0,  // 21: toolmesh.dispatcher.v1.RuntimeInstance.state:type_name -> toolmesh.dispatcher.v1.RuntimeState
+	46, // 22: toolmesh.dispatcher.v1.RuntimeInstance.started_at:type_name -> google.protobuf.Timestamp
+	46, // 23: toolmesh.dispatcher.v1.RuntimeInstance.last_used_at:type_name -> google.protobuf.Timestamp
+	21, // 24: toolmesh.dispatcher.v1.RuntimeInstance.breaker:type_name -> toolmesh.dispatcher.v1.CircuitStatus
+	1,  // 25: toolmesh.dispatcher.v1.CircuitStatus.state:type_name -> toolmesh.dispatcher.v1.CircuitState
+	46, // 26: toolmesh.dispatcher.v1.CircuitStatus.opened_at:type_name -> google.protobuf.Timestamp
+	46, // 27: toolmesh.dispatcher.v1.CircuitStatus.retry_at:type_name -> google.protobuf.Timestamp
+	21, // 28: toolmesh.dispatcher.v1.ToolCircuit.breaker:type_name -> toolmesh.dispatcher.v1.CircuitStatus
+	19, // 29: toolmesh.dispatcher.v1.GetRuntimeStatusResponse.runtimes:type_name -> toolmesh.dispatcher.v1.RuntimeStatus
+	22, // 30: toolmesh.dispatcher.v1.GetRuntimeStatusResponse.breakers:type_name -> toolmesh.dispatcher.v1.ToolCircuit
+	19, // 31: toolmesh.dispatcher.v1.StartToolResponse.status:type_name -> toolmesh.dispatcher.v1.RuntimeStatus
+	19, // 32: toolmesh.dispatcher.v1.StopToolResponse.status:type_name -> toolmesh.dispatcher.v1.RuntimeStatus
+	42, // 33: toolmesh.dispatcher.v1.DispatchToolCallsRequest.message:type_name -> google.protobuf.Struct
+	2,  // 34: toolmesh.dispatcher.v1.DispatchToolCallsRequest.dialect:type_name -> toolmesh.dispatcher.v1.ToolCallDialect
+	2,  // 35: toolmesh.dispatcher.v1.DispatchToolCallsResponse.dialect:type_name -> toolmesh.dispatcher.v1.ToolCallDialect
+	42, // 36: toolmesh.dispatcher.v1.DispatchToolCallsResponse.messages:type_name -> google.protobuf.Struct
+	7,  // 37: toolmesh.dispatcher.v1.DispatchToolCallsResponse.results:type_name -> toolmesh.dispatcher.v1.DispatchResponse
+	49, // 38: toolmesh.dispatcher.v1.ImportMcpServerRequest.runtime:type_name -> toolmesh.registry.v1.McpRuntime
+	50, // 39: toolmesh.dispatcher.v1.ImportMcpServerRequest.only:type_name -> toolmesh.registry.v1.McpOperation
+	3,  // 40: toolmesh.dispatcher.v1.ImportedMcpTool.change:type_name -> toolmesh.dispatcher.v1.McpImportChange
+	50, // 41: toolmesh.dispatcher.v1.ImportedMcpTool.operation:type_name -> toolmesh.registry.v1.McpOperation
+	32, // 42: toolmesh.dispatcher.v1.ImportMcpServerResponse.tools:type_name -> toolmesh.dispatcher.v1.ImportedMcpTool
+	42, // 43: toolmesh.dispatcher.v1.Approval.arguments:type_name -> google.protobuf.Struct
+	46, // 44: toolmesh.dispatcher.v1.Approval.requested_at:type_name -> google.protobuf.Timestamp
+	46, // 45: toolmesh.dispatcher.v1.Approval.expires_at:type_name -> google.protobuf.Timestamp
+	4,  // 46: toolmesh.dispatcher.v1.Approval.state:type_name -> toolmesh.dispatcher.v1.ApprovalState
+	46, // 47: toolmesh.dispatcher.v1.Approval.decided_at:type_name -> google.protobuf.Timestamp
+	46, // 48: toolmesh.dispatcher.v1.Approval.confirmed_at:type_name -> google.protobuf.Timestamp
+	34, // 49: toolmesh.dispatcher.v1.HeldCall.approval:type_name -> toolmesh.dispatcher.v1.Approval
+	42, // 50: toolmesh.dispatcher.v1.HeldCall.arguments:type_name -> google.protobuf.Struct
+	34, // 51: toolmesh.dispatcher.v1.ListApprovalsResponse.approvals:type_name -> toolmesh.dispatcher.v1.Approval
+	5,  // 52: toolmesh.dispatcher.v1.DecideApprovalRequest.decision:type_name -> toolmesh.dispatcher.v1.ApprovalDecision
+	34, // 53: toolmesh.dispatcher.v1.DecideApprovalResponse.approval:type_name -> toolmesh.dispatcher.v1.Approval
+	7,  // 54: toolmesh.dispatcher.v1.DecideApprovalResponse.result:type_name -> toolmesh.dispatcher.v1.DispatchResponse
+	9,  // 55: toolmesh.dispatcher.v1.InputRequired.RequestsEntry.value:type_name -> toolmesh.dispatcher.v1.InputRequest
+	42, // 56: toolmesh.dispatcher.v1.AnswerInputRequest.ResponsesEntry.value:type_name -> google.protobuf.Struct
+	6,  // 57: toolmesh.dispatcher.v1.DispatcherService.Dispatch:input_type -> toolmesh.dispatcher.v1.DispatchRequest
+	15, // 58: toolmesh.dispatcher.v1.DispatcherService.DispatchBatch:input_type -> toolmesh.dispatcher.v1.DispatchBatchRequest
+	17, // 59: toolmesh.dispatcher.v1.DispatcherService.Cancel:input_type -> toolmesh.dispatcher.v1.CancelRequest
+	23, // 60: toolmesh.dispatcher.v1.DispatcherService.GetRuntimeStatus:input_type -> toolmesh.dispatcher.v1.GetRuntimeStatusRequest
+	25, // 61: toolmesh.dispatcher.v1.DispatcherService.StartTool:input_type -> toolmesh.dispatcher.v1.StartToolRequest
+	27, // 62: toolmesh.dispatcher.v1.DispatcherService.StopTool:input_type -> toolmesh.dispatcher.v1.StopToolRequest
+	29, // 63: toolmesh.dispatcher.v1.DispatcherService.DispatchToolCalls:input_type -> toolmesh.dispatcher.v1.DispatchToolCallsRequest
+	31, // 64: toolmesh.dispatcher.v1.DispatcherService.ImportMcpServer:input_type -> toolmesh.dispatcher.v1.ImportMcpServerRequest
+	10, // 65: toolmesh.dispatcher.v1.DispatcherService.AnswerInput:input_type -> toolmesh.dispatcher.v1.AnswerInputRequest
+	12, // 66: toolmesh.dispatcher.v1.DispatcherService.SearchTools:input_type -> toolmesh.dispatcher.v1.SearchToolsRequest
+	36, // 67: toolmesh.dispatcher.v1.DispatcherService.ListApprovals:input_type -> toolmesh.dispatcher.v1.ListApprovalsRequest
+	38, // 68: toolmesh.dispatcher.v1.DispatcherService.DecideApproval:input_type -> toolmesh.dispatcher.v1.DecideApprovalRequest
+	7,  // 69: toolmesh.dispatcher.v1.DispatcherService.Dispatch:output_type -> toolmesh.dispatcher.v1.DispatchResponse
+	16, // 70: toolmesh.dispatcher.v1.DispatcherService.DispatchBatch:output_type -> toolmesh.dispatcher.v1.DispatchBatchResponse
+	18, // 71: toolmesh.dispatcher.v1.DispatcherService.Cancel:output_type -> toolmesh.dispatcher.v1.CancelResponse
+	24, // 72: toolmesh.dispatcher.v1.DispatcherService.GetRuntimeStatus:output_type -> toolmesh.dispatcher.v1.GetRuntimeStatusResponse
+	26, // 73: toolmesh.dispatcher.v1.DispatcherService.StartTool:output_type -> toolmesh.dispatcher.v1.StartToolResponse
+	28, // 74: toolmesh.dispatcher.v1.DispatcherService.StopTool:output_type -> toolmesh.dispatcher.v1.StopToolResponse
+	30, // 75: toolmesh.dispatcher.v1.DispatcherService.DispatchToolCalls:output_type -> toolmesh.dispatcher.v1.DispatchToolCallsResponse
+	33, // 76: toolmesh.dispatcher.v1.DispatcherService.ImportMcpServer:output_type -> toolmesh.dispatcher.v1.ImportMcpServerResponse
+	11, // 77: toolmesh.dispatcher.v1.DispatcherService.AnswerInput:output_type -> toolmesh.dispatcher.v1.AnswerInputResponse
+	14, // 78: toolmesh.dispatcher.v1.DispatcherService.SearchTools:output_type -> toolmesh.dispatcher.v1.SearchToolsResponse
+	37, // 79: toolmesh.dispatcher.v1.DispatcherService.ListApprovals:output_type -> toolmesh.dispatcher.v1.ListApprovalsResponse
+	39, // 80: toolmesh.dispatcher.v1.DispatcherService.DecideApproval:output_type -> toolmesh.dispatcher.v1.DecideApprovalResponse
+	69, // [69:81] is the sub-list for method output_type
+	57, // [57:69] is the sub-list for method input_type
+	57, // [57:57] is the sub-list for extension type_name
+	57, // [57:57] is the sub-list for extension extendee
+	0,  // [0:57] is the sub-list for field type_name
 }
 
 func init() { file_toolmesh_dispatcher_v1_dispatcher_proto_init() }
@@ -2718,7 +3226,7 @@ func file_toolmesh_dispatcher_v1_dispatcher_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolmesh_dispatcher_v1_dispatcher_proto_rawDesc), len(file_toolmesh_dispatcher_v1_dispatcher_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   27,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -27,6 +27,8 @@ const (
 	DispatcherService_StopTool_FullMethodName          = "/toolmesh.dispatcher.v1.DispatcherService/StopTool"
 	DispatcherService_DispatchToolCalls_FullMethodName = "/toolmesh.dispatcher.v1.DispatcherService/DispatchToolCalls"
 	DispatcherService_ImportMcpServer_FullMethodName   = "/toolmesh.dispatcher.v1.DispatcherService/ImportMcpServer"
+	DispatcherService_AnswerInput_FullMethodName       = "/toolmesh.dispatcher.v1.DispatcherService/AnswerInput"
+	DispatcherService_SearchTools_FullMethodName       = "/toolmesh.dispatcher.v1.DispatcherService/SearchTools"
 	DispatcherService_ListApprovals_FullMethodName     = "/toolmesh.dispatcher.v1.DispatcherService/ListApprovals"
 	DispatcherService_DecideApproval_FullMethodName    = "/toolmesh.dispatcher.v1.DispatcherService/DecideApproval"
 )
@@ -72,10 +74,26 @@ type DispatcherServiceClient interface {
 	DispatchToolCalls(ctx context.Context, in *DispatchToolCallsRequest, opts ...grpc.CallOption) (*DispatchToolCallsResponse, error)
 	// ImportMcpServer registers the tools of an MCP server (streamable HTTP URL or stdio command) as
 	// toolmesh tools named `<prefix>.<tool>` with runtime `mcp`, keeping their schemas and
-	// annotations; run again, it re-syncs and names the tools whose definition changed. Fails with
-	// UNAUTHENTICATED, PERMISSION_DENIED (admin), INVALID_ARGUMENT (bad prefix or runtime),
-	// UNAVAILABLE (the server cannot be reached or listed), and the Registry's errors.
+	// annotations, and its prompts, resources and resource templates as registry entries of the
+	// same runtime (McpRuntime.operation) that /mcp serves as prompts and resources; run again, it
+	// re-syncs and names the entries whose definition changed. Fails with UNAUTHENTICATED,
+	// PERMISSION_DENIED (admin), INVALID_ARGUMENT (bad prefix or runtime), ALREADY_EXISTS (a
+	// resource URI another import owns), UNAVAILABLE (the server cannot be reached or listed), and
+	// the Registry's errors.
 	ImportMcpServer(ctx context.Context, in *ImportMcpServerRequest, opts ...grpc.CallOption) (*ImportMcpServerResponse, error)
+	// AnswerInput answers what a running call asked its caller (a response whose status is PENDING
+	// with `input_required` set: an MCP tool's elicitation, sampling or roots request, or the
+	// confirmation a tool or grant requires). The answer goes to the tool, and the response is the
+	// call's next stop: its result, or PENDING with the next `input_required`. Fails with
+	// UNAUTHENTICATED, INVALID_ARGUMENT (a request_state that is malformed, tampered with, expired
+	// or another caller's; a response that is not a JSON object), FAILED_PRECONDITION (the question
+	// was answered already), NOT_FOUND (the call has ended or its Dispatcher is gone).
+	AnswerInput(ctx context.Context, in *AnswerInputRequest, opts ...grpc.CallOption) (*AnswerInputResponse, error)
+	// SearchTools ranks the tools the caller may call by how well their names, descriptions,
+	// categories and input schemas match the query's words (BM25); what /mcp's `search_tools`
+	// answers. Fails with UNAUTHENTICATED, INVALID_ARGUMENT (empty or oversized query, limit over
+	// 50), UNAVAILABLE (no registry or grant snapshot yet).
+	SearchTools(ctx context.Context, in *SearchToolsRequest, opts ...grpc.CallOption) (*SearchToolsResponse, error)
 	// ListApprovals lists the calls held for approval that the caller may decide, oldest first
 	// (an agent without an approver role sees its own held calls). Arguments are redacted as in
 	// the audit log. Fails with UNAUTHENTICATED, INVALID_ARGUMENT (bad page token or page size,
@@ -83,12 +101,15 @@ type DispatcherServiceClient interface {
 	ListApprovals(ctx context.Context, in *ListApprovalsRequest, opts ...grpc.CallOption) (*ListApprovalsResponse, error)
 	// DecideApproval approves or denies a held call. Approved, the call is checked again (tool
 	// unchanged, grants still allow it) and runs through the rest of the chain; the response
-	// carries its result. Denied, it ends REFUSED (`approval_denied`) with the reason. Fails with
-	// UNAUTHENTICATED, INVALID_ARGUMENT (no call_id or decision, oversized reason), NOT_FOUND (no
-	// held call with that id: never held, already closed, or expired and swept),
-	// PERMISSION_DENIED (not an approver of the tool, or the caller's own call),
-	// FAILED_PRECONDITION (already decided, or expired), UNAVAILABLE (the decision could not be
-	// recorded).
+	// carries its result. Denied, it ends REFUSED (`approval_denied`) with the reason. A call that
+	// waits for its caller's confirmation (Approval.confirmation_by) is decided by the caller
+	// itself (the same agent, for the same user); when it also needs an approver, the caller
+	// confirms first and the approver decides after. Fails with UNAUTHENTICATED, INVALID_ARGUMENT
+	// (no call_id or decision, oversized reason), NOT_FOUND (no held call with that id: never
+	// held, already closed, or expired and swept), PERMISSION_DENIED (not an approver of the tool,
+	// the caller's own call, or another caller's confirmation), FAILED_PRECONDITION (already
+	// decided, expired, or not yet confirmed by its caller), UNAVAILABLE (the decision could not
+	// be recorded).
 	DecideApproval(ctx context.Context, in *DecideApprovalRequest, opts ...grpc.CallOption) (*DecideApprovalResponse, error)
 }
 
@@ -180,6 +201,26 @@ func (c *dispatcherServiceClient) ImportMcpServer(ctx context.Context, in *Impor
 	return out, nil
 }
 
+func (c *dispatcherServiceClient) AnswerInput(ctx context.Context, in *AnswerInputRequest, opts ...grpc.CallOption) (*AnswerInputResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AnswerInputResponse)
+	err := c.cc.Invoke(ctx, DispatcherService_AnswerInput_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *dispatcherServiceClient) SearchTools(ctx context.Context, in *SearchToolsRequest, opts ...grpc.CallOption) (*SearchToolsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SearchToolsResponse)
+	err := c.cc.Invoke(ctx, DispatcherService_SearchTools_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *dispatcherServiceClient) ListApprovals(ctx context.Context, in *ListApprovalsRequest, opts ...grpc.CallOption) (*ListApprovalsResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ListApprovalsResponse)
@@ -241,10 +282,26 @@ type DispatcherServiceServer interface {
 	DispatchToolCalls(context.Context, *DispatchToolCallsRequest) (*DispatchToolCallsResponse, error)
 	// ImportMcpServer registers the tools of an MCP server (streamable HTTP URL or stdio command) as
 	// toolmesh tools named `<prefix>.<tool>` with runtime `mcp`, keeping their schemas and
-	// annotations; run again, it re-syncs and names the tools whose definition changed. Fails with
-	// UNAUTHENTICATED, PERMISSION_DENIED (admin), INVALID_ARGUMENT (bad prefix or runtime),
-	// UNAVAILABLE (the server cannot be reached or listed), and the Registry's errors.
+	// annotations, and its prompts, resources and resource templates as registry entries of the
+	// same runtime (McpRuntime.operation) that /mcp serves as prompts and resources; run again, it
+	// re-syncs and names the entries whose definition changed. Fails with UNAUTHENTICATED,
+	// PERMISSION_DENIED (admin), INVALID_ARGUMENT (bad prefix or runtime), ALREADY_EXISTS (a
+	// resource URI another import owns), UNAVAILABLE (the server cannot be reached or listed), and
+	// the Registry's errors.
 	ImportMcpServer(context.Context, *ImportMcpServerRequest) (*ImportMcpServerResponse, error)
+	// AnswerInput answers what a running call asked its caller (a response whose status is PENDING
+	// with `input_required` set: an MCP tool's elicitation, sampling or roots request, or the
+	// confirmation a tool or grant requires). The answer goes to the tool, and the response is the
+	// call's next stop: its result, or PENDING with the next `input_required`. Fails with
+	// UNAUTHENTICATED, INVALID_ARGUMENT (a request_state that is malformed, tampered with, expired
+	// or another caller's; a response that is not a JSON object), FAILED_PRECONDITION (the question
+	// was answered already), NOT_FOUND (the call has ended or its Dispatcher is gone).
+	AnswerInput(context.Context, *AnswerInputRequest) (*AnswerInputResponse, error)
+	// SearchTools ranks the tools the caller may call by how well their names, descriptions,
+	// categories and input schemas match the query's words (BM25); what /mcp's `search_tools`
+	// answers. Fails with UNAUTHENTICATED, INVALID_ARGUMENT (empty or oversized query, limit over
+	// 50), UNAVAILABLE (no registry or grant snapshot yet).
+	SearchTools(context.Context, *SearchToolsRequest) (*SearchToolsResponse, error)
 	// ListApprovals lists the calls held for approval that the caller may decide, oldest first
 	// (an agent without an approver role sees its own held calls). Arguments are redacted as in
 	// the audit log. Fails with UNAUTHENTICATED, INVALID_ARGUMENT (bad page token or page size,
@@ -252,12 +309,15 @@ type DispatcherServiceServer interface {
 	ListApprovals(context.Context, *ListApprovalsRequest) (*ListApprovalsResponse, error)
 	// DecideApproval approves or denies a held call. Approved, the call is checked again (tool
 	// unchanged, grants still allow it) and runs through the rest of the chain; the response
-	// carries its result. Denied, it ends REFUSED (`approval_denied`) with the reason. Fails with
-	// UNAUTHENTICATED, INVALID_ARGUMENT (no call_id or decision, oversized reason), NOT_FOUND (no
-	// held call with that id: never held, already closed, or expired and swept),
-	// PERMISSION_DENIED (not an approver of the tool, or the caller's own call),
-	// FAILED_PRECONDITION (already decided, or expired), UNAVAILABLE (the decision could not be
-	// recorded).
+	// carries its result. Denied, it ends REFUSED (`approval_denied`) with the reason. A call that
+	// waits for its caller's confirmation (Approval.confirmation_by) is decided by the caller
+	// itself (the same agent, for the same user); when it also needs an approver, the caller
+	// confirms first and the approver decides after. Fails with UNAUTHENTICATED, INVALID_ARGUMENT
+	// (no call_id or decision, oversized reason), NOT_FOUND (no held call with that id: never
+	// held, already closed, or expired and swept), PERMISSION_DENIED (not an approver of the tool,
+	// the caller's own call, or another caller's confirmation), FAILED_PRECONDITION (already
+	// decided, expired, or not yet confirmed by its caller), UNAVAILABLE (the decision could not
+	// be recorded).
 	DecideApproval(context.Context, *DecideApprovalRequest) (*DecideApprovalResponse, error)
 	mustEmbedUnimplementedDispatcherServiceServer()
 }
@@ -292,6 +352,12 @@ func (UnimplementedDispatcherServiceServer) DispatchToolCalls(context.Context, *
 }
 func (UnimplementedDispatcherServiceServer) ImportMcpServer(context.Context, *ImportMcpServerRequest) (*ImportMcpServerResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ImportMcpServer not implemented")
+}
+func (UnimplementedDispatcherServiceServer) AnswerInput(context.Context, *AnswerInputRequest) (*AnswerInputResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AnswerInput not implemented")
+}
+func (UnimplementedDispatcherServiceServer) SearchTools(context.Context, *SearchToolsRequest) (*SearchToolsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SearchTools not implemented")
 }
 func (UnimplementedDispatcherServiceServer) ListApprovals(context.Context, *ListApprovalsRequest) (*ListApprovalsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListApprovals not implemented")
@@ -464,6 +530,42 @@ func _DispatcherService_ImportMcpServer_Handler(srv interface{}, ctx context.Con
 	return interceptor(ctx, in, info, handler)
 }
 
+func _DispatcherService_AnswerInput_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AnswerInputRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(DispatcherServiceServer).AnswerInput(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: DispatcherService_AnswerInput_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(DispatcherServiceServer).AnswerInput(ctx, req.(*AnswerInputRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _DispatcherService_SearchTools_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SearchToolsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(DispatcherServiceServer).SearchTools(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: DispatcherService_SearchTools_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(DispatcherServiceServer).SearchTools(ctx, req.(*SearchToolsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _DispatcherService_ListApprovals_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ListApprovalsRequest)
 	if err := dec(in); err != nil {
@@ -538,6 +640,14 @@ var DispatcherService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ImportMcpServer",
 			Handler:    _DispatcherService_ImportMcpServer_Handler,
+		},
+		{
+			MethodName: "AnswerInput",
+			Handler:    _DispatcherService_AnswerInput_Handler,
+		},
+		{
+			MethodName: "SearchTools",
+			Handler:    _DispatcherService_SearchTools_Handler,
 		},
 		{
 			MethodName: "ListApprovals",

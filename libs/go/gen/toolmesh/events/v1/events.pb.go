@@ -53,9 +53,14 @@ const (
 	TraceEventKind_TRACE_EVENT_KIND_APPROVAL_DECIDED TraceEventKind = 12
 	// The Callback service normalised a REFUSED outcome (a held call denied or expired).
 	TraceEventKind_TRACE_EVENT_KIND_CALLBACK_REFUSED TraceEventKind = 13
+	// The tool asked the caller for input mid-call (an MCP elicitation, sampling or roots request),
+	// relayed to the caller (payload: key, method, params redacted as arguments are).
+	TraceEventKind_TRACE_EVENT_KIND_INPUT_REQUESTED TraceEventKind = 14
+	// The caller's answer, relayed back to the tool (payload: key, result redacted, or error).
+	TraceEventKind_TRACE_EVENT_KIND_INPUT_ANSWERED TraceEventKind = 15
 	// The call was answered from the result cache without running the tool (payload: cached_from,
 	// the call whose result it repeats).
-	TraceEventKind_TRACE_EVENT_KIND_CACHE_HIT TraceEventKind = 14
+	TraceEventKind_TRACE_EVENT_KIND_CACHE_HIT TraceEventKind = 16
 )
 
 // Enum value maps for TraceEventKind.
@@ -75,7 +80,9 @@ var (
 		11: "TRACE_EVENT_KIND_APPROVAL_REQUESTED",
 		12: "TRACE_EVENT_KIND_APPROVAL_DECIDED",
 		13: "TRACE_EVENT_KIND_CALLBACK_REFUSED",
-		14: "TRACE_EVENT_KIND_CACHE_HIT",
+		14: "TRACE_EVENT_KIND_INPUT_REQUESTED",
+		15: "TRACE_EVENT_KIND_INPUT_ANSWERED",
+		16: "TRACE_EVENT_KIND_CACHE_HIT",
 	}
 	TraceEventKind_value = map[string]int32{
 		"TRACE_EVENT_KIND_UNSPECIFIED":          0,
@@ -92,7 +99,9 @@ var (
 		"TRACE_EVENT_KIND_APPROVAL_REQUESTED":   11,
 		"TRACE_EVENT_KIND_APPROVAL_DECIDED":     12,
 		"TRACE_EVENT_KIND_CALLBACK_REFUSED":     13,
-		"TRACE_EVENT_KIND_CACHE_HIT":            14,
+		"TRACE_EVENT_KIND_INPUT_REQUESTED":      14,
+		"TRACE_EVENT_KIND_INPUT_ANSWERED":       15,
+		"TRACE_EVENT_KIND_CACHE_HIT":            16,
 	}
 )
 
@@ -1765,7 +1774,7 @@ const file_toolmesh_events_v1_events_proto_rawDesc = "" +
 	"\x02id\x18\x03 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
 	"changed_by\x18\x04 \x01(\tR\tchangedBy\x12.\n" +
-	"\x04time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x04time*\xad\x04\n" +
+	"\x04time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x04time*\xf8\x04\n" +
 	"\x0eTraceEventKind\x12 \n" +
 	"\x1cTRACE_EVENT_KIND_UNSPECIFIED\x10\x00\x12!\n" +
 	"\x1dTRACE_EVENT_KIND_TOOL_EXECUTE\x10\x01\x12!\n" +
@@ -1781,8 +1790,10 @@ const file_toolmesh_events_v1_events_proto_rawDesc = "" +
 	"\x12'\n" +
 	"#TRACE_EVENT_KIND_APPROVAL_REQUESTED\x10\v\x12%\n" +
 	"!TRACE_EVENT_KIND_APPROVAL_DECIDED\x10\f\x12%\n" +
-	"!TRACE_EVENT_KIND_CALLBACK_REFUSED\x10\r\x12\x1e\n" +
-	"\x1aTRACE_EVENT_KIND_CACHE_HIT\x10\x0e*\xa4\x02\n" +
+	"!TRACE_EVENT_KIND_CALLBACK_REFUSED\x10\r\x12$\n" +
+	" TRACE_EVENT_KIND_INPUT_REQUESTED\x10\x0e\x12#\n" +
+	"\x1fTRACE_EVENT_KIND_INPUT_ANSWERED\x10\x0f\x12\x1e\n" +
+	"\x1aTRACE_EVENT_KIND_CACHE_HIT\x10\x10*\xa4\x02\n" +
 	"\vAuditAction\x12\x1c\n" +
 	"\x18AUDIT_ACTION_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16AUDIT_ACTION_TOOL_CALL\x10\x01\x12\x1d\n" +

@@ -474,8 +474,16 @@ type GrantSpec struct {
 	// Calls this allow grant authorises are held for approval (DispatcherService.DecideApproval),
 	// unless other live allow grants authorise them without it. Only on EFFECT_ALLOW grants.
 	RequiresApproval bool `protobuf:"varint,8,opt,name=requires_approval,json=requiresApproval,proto3" json:"requires_approval,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Calls this allow grant authorises wait for the caller's own confirmation (the user's, asked
+	// over MCP, or DecideApproval by the caller), unless other live allow grants authorise them
+	// without it. Only on EFFECT_ALLOW grants.
+	RequiresConfirmation bool `protobuf:"varint,9,opt,name=requires_confirmation,json=requiresConfirmation,proto3" json:"requires_confirmation,omitempty"`
+	// The tools this allow grant authorises are callable but left out of the caller's MCP
+	// `tools/list` (unless another live allow grant lists them): the caller finds them with
+	// `search_tools` (DispatcherService.SearchTools). Only on EFFECT_ALLOW grants.
+	Unlisted      bool `protobuf:"varint,10,opt,name=unlisted,proto3" json:"unlisted,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GrantSpec) Reset() {
@@ -560,6 +568,20 @@ func (x *GrantSpec) GetDescription() string {
 func (x *GrantSpec) GetRequiresApproval() bool {
 	if x != nil {
 		return x.RequiresApproval
+	}
+	return false
+}
+
+func (x *GrantSpec) GetRequiresConfirmation() bool {
+	if x != nil {
+		return x.RequiresConfirmation
+	}
+	return false
+}
+
+func (x *GrantSpec) GetUnlisted() bool {
+	if x != nil {
+		return x.Unlisted
 	}
 	return false
 }
@@ -1147,8 +1169,12 @@ type Decision struct {
 	// Allowed only through grants that require approval: the call is held until an approver
 	// decides (the tool's own requires_approval is not part of the decision).
 	RequiresApproval bool `protobuf:"varint,7,opt,name=requires_approval,json=requiresApproval,proto3" json:"requires_approval,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Allowed only through grants that require the caller's confirmation.
+	RequiresConfirmation bool `protobuf:"varint,8,opt,name=requires_confirmation,json=requiresConfirmation,proto3" json:"requires_confirmation,omitempty"`
+	// Allowed only through unlisted grants: callable, found by search, not in MCP `tools/list`.
+	Unlisted      bool `protobuf:"varint,9,opt,name=unlisted,proto3" json:"unlisted,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Decision) Reset() {
@@ -1226,6 +1252,20 @@ func (x *Decision) GetDeniedPrincipal() string {
 func (x *Decision) GetRequiresApproval() bool {
 	if x != nil {
 		return x.RequiresApproval
+	}
+	return false
+}
+
+func (x *Decision) GetRequiresConfirmation() bool {
+	if x != nil {
+		return x.RequiresConfirmation
+	}
+	return false
+}
+
+func (x *Decision) GetUnlisted() bool {
+	if x != nil {
+		return x.Unlisted
 	}
 	return false
 }
@@ -2666,7 +2706,7 @@ const file_toolmesh_permission_v1_permission_proto_rawDesc = "" +
 	"\x02id\x18\x02 \x01(\tR\x02id\"^\n" +
 	"\bResource\x128\n" +
 	"\x04kind\x18\x01 \x01(\x0e2$.toolmesh.permission.v1.ResourceKindR\x04kind\x12\x18\n" +
-	"\apattern\x18\x02 \x01(\tR\apattern\"\x81\x03\n" +
+	"\apattern\x18\x02 \x01(\tR\apattern\"\xd2\x03\n" +
 	"\tGrantSpec\x12B\n" +
 	"\tprincipal\x18\x01 \x01(\v2$.toolmesh.permission.v1.PrincipalRefR\tprincipal\x12<\n" +
 	"\bresource\x18\x02 \x01(\v2 .toolmesh.permission.v1.ResourceR\bresource\x12\x16\n" +
@@ -2676,7 +2716,10 @@ const file_toolmesh_permission_v1_permission_proto_rawDesc = "" +
 	"expires_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12\x18\n" +
 	"\aenabled\x18\x06 \x01(\bR\aenabled\x12 \n" +
 	"\vdescription\x18\a \x01(\tR\vdescription\x12+\n" +
-	"\x11requires_approval\x18\b \x01(\bR\x10requiresApproval\"\x9e\x02\n" +
+	"\x11requires_approval\x18\b \x01(\bR\x10requiresApproval\x123\n" +
+	"\x15requires_confirmation\x18\t \x01(\bR\x14requiresConfirmation\x12\x1a\n" +
+	"\bunlisted\x18\n" +
+	" \x01(\bR\bunlisted\"\x9e\x02\n" +
 	"\x05Grant\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x125\n" +
 	"\x04spec\x18\x02 \x01(\v2!.toolmesh.permission.v1.GrantSpecR\x04spec\x12\x1d\n" +
@@ -2715,7 +2758,7 @@ const file_toolmesh_permission_v1_permission_proto_rawDesc = "" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x17\n" +
 	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x14\n" +
 	"\x05roles\x18\x03 \x03(\tR\x05roles\x12\x12\n" +
-	"\x04tool\x18\x04 \x01(\tR\x04tool\"\x8b\x02\n" +
+	"\x04tool\x18\x04 \x01(\tR\x04tool\"\xdc\x02\n" +
 	"\bDecision\x12\x18\n" +
 	"\aallowed\x18\x01 \x01(\bR\aallowed\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12*\n" +
@@ -2723,7 +2766,9 @@ const file_toolmesh_permission_v1_permission_proto_rawDesc = "" +
 	"\rdeny_grant_id\x18\x04 \x01(\tR\vdenyGrantId\x12%\n" +
 	"\x0emissing_scopes\x18\x05 \x03(\tR\rmissingScopes\x12)\n" +
 	"\x10denied_principal\x18\x06 \x01(\tR\x0fdeniedPrincipal\x12+\n" +
-	"\x11requires_approval\x18\a \x01(\bR\x10requiresApproval\"M\n" +
+	"\x11requires_approval\x18\a \x01(\bR\x10requiresApproval\x123\n" +
+	"\x15requires_confirmation\x18\b \x01(\bR\x14requiresConfirmation\x12\x1a\n" +
+	"\bunlisted\x18\t \x01(\bR\bunlisted\"M\n" +
 	"\rCheckResponse\x12<\n" +
 	"\bdecision\x18\x01 \x01(\v2 .toolmesh.permission.v1.DecisionR\bdecision\"\xa5\x02\n" +
 	"\x06ApiKey\x12\x0e\n" +

@@ -190,6 +190,121 @@ func (LocalProtocol) EnumDescriptor() ([]byte, []int) {
 	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{2}
 }
 
+// McpOperation is what a registry entry of an imported MCP server stands for.
+type McpOperation int32
+
+const (
+	// A tool, as every entry written before operations existed.
+	McpOperation_MCP_OPERATION_UNSPECIFIED McpOperation = 0
+	// A tool of the server (tools/call of `tool`).
+	McpOperation_MCP_OPERATION_TOOL McpOperation = 1
+	// A prompt (prompts/get of `tool`, the prompt's name; completion/complete of its arguments).
+	McpOperation_MCP_OPERATION_PROMPT McpOperation = 2
+	// A resource (resources/read, subscribe and unsubscribe of `tool`, the resource's URI).
+	McpOperation_MCP_OPERATION_RESOURCE McpOperation = 3
+	// A resource template (resources/read of a URI matching `tool`, an RFC 6570 URI template;
+	// completion/complete of its variables).
+	McpOperation_MCP_OPERATION_RESOURCE_TEMPLATE McpOperation = 4
+)
+
+// Enum value maps for McpOperation.
+var (
+	McpOperation_name = map[int32]string{
+		0: "MCP_OPERATION_UNSPECIFIED",
+		1: "MCP_OPERATION_TOOL",
+		2: "MCP_OPERATION_PROMPT",
+		3: "MCP_OPERATION_RESOURCE",
+		4: "MCP_OPERATION_RESOURCE_TEMPLATE",
+	}
+	McpOperation_value = map[string]int32{
+		"MCP_OPERATION_UNSPECIFIED":       0,
+		"MCP_OPERATION_TOOL":              1,
+		"MCP_OPERATION_PROMPT":            2,
+		"MCP_OPERATION_RESOURCE":          3,
+		"MCP_OPERATION_RESOURCE_TEMPLATE": 4,
+	}
+)
+
+func (x McpOperation) Enum() *McpOperation {
+	p := new(McpOperation)
+	*p = x
+	return p
+}
+
+func (x McpOperation) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (McpOperation) Descriptor() protoreflect.EnumDescriptor {
+	return file_toolmesh_registry_v1_registry_proto_enumTypes[3].Descriptor()
+}
+
+func (McpOperation) Type() protoreflect.EnumType {
+	return &file_toolmesh_registry_v1_registry_proto_enumTypes[3]
+}
+
+func (x McpOperation) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use McpOperation.Descriptor instead.
+func (McpOperation) EnumDescriptor() ([]byte, []int) {
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{3}
+}
+
+// TaskSupport says how MCP clients that support tasks run a tool's calls.
+type TaskSupport int32
+
+const (
+	// Calls answer at once; only a call that waits (for an approver, the user or input) is a task.
+	TaskSupport_TASK_SUPPORT_UNSPECIFIED TaskSupport = 0
+	// A long-running tool: a client that supports tasks gets a task for each call.
+	TaskSupport_TASK_SUPPORT_OPTIONAL TaskSupport = 1
+	// Every call must be a task: a client that does not support tasks is refused.
+	TaskSupport_TASK_SUPPORT_REQUIRED TaskSupport = 2
+)
+
+// Enum value maps for TaskSupport.
+var (
+	TaskSupport_name = map[int32]string{
+		0: "TASK_SUPPORT_UNSPECIFIED",
+		1: "TASK_SUPPORT_OPTIONAL",
+		2: "TASK_SUPPORT_REQUIRED",
+	}
+	TaskSupport_value = map[string]int32{
+		"TASK_SUPPORT_UNSPECIFIED": 0,
+		"TASK_SUPPORT_OPTIONAL":    1,
+		"TASK_SUPPORT_REQUIRED":    2,
+	}
+)
+
+func (x TaskSupport) Enum() *TaskSupport {
+	p := new(TaskSupport)
+	*p = x
+	return p
+}
+
+func (x TaskSupport) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (TaskSupport) Descriptor() protoreflect.EnumDescriptor {
+	return file_toolmesh_registry_v1_registry_proto_enumTypes[4].Descriptor()
+}
+
+func (TaskSupport) Type() protoreflect.EnumType {
+	return &file_toolmesh_registry_v1_registry_proto_enumTypes[4]
+}
+
+func (x TaskSupport) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use TaskSupport.Descriptor instead.
+func (TaskSupport) EnumDescriptor() ([]byte, []int) {
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{4}
+}
+
 // WatchEventType tells what a WatchToolsResponse carries.
 type WatchEventType int32
 
@@ -234,11 +349,11 @@ func (x WatchEventType) String() string {
 }
 
 func (WatchEventType) Descriptor() protoreflect.EnumDescriptor {
-	return file_toolmesh_registry_v1_registry_proto_enumTypes[3].Descriptor()
+	return file_toolmesh_registry_v1_registry_proto_enumTypes[5].Descriptor()
 }
 
 func (WatchEventType) Type() protoreflect.EnumType {
-	return &file_toolmesh_registry_v1_registry_proto_enumTypes[3]
+	return &file_toolmesh_registry_v1_registry_proto_enumTypes[5]
 }
 
 func (x WatchEventType) Number() protoreflect.EnumNumber {
@@ -247,7 +362,7 @@ func (x WatchEventType) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use WatchEventType.Descriptor instead.
 func (WatchEventType) EnumDescriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{3}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{5}
 }
 
 // SchemaFormat is the model provider a definition is rendered for.
@@ -290,11 +405,11 @@ func (x SchemaFormat) String() string {
 }
 
 func (SchemaFormat) Descriptor() protoreflect.EnumDescriptor {
-	return file_toolmesh_registry_v1_registry_proto_enumTypes[4].Descriptor()
+	return file_toolmesh_registry_v1_registry_proto_enumTypes[6].Descriptor()
 }
 
 func (SchemaFormat) Type() protoreflect.EnumType {
-	return &file_toolmesh_registry_v1_registry_proto_enumTypes[4]
+	return &file_toolmesh_registry_v1_registry_proto_enumTypes[6]
 }
 
 func (x SchemaFormat) Number() protoreflect.EnumNumber {
@@ -303,7 +418,7 @@ func (x SchemaFormat) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use SchemaFormat.Descriptor instead.
 func (SchemaFormat) EnumDescriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{4}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{6}
 }
 
 // GrpcRuntime is a backend serving toolmesh.backend.v1.ToolBackendService.
@@ -985,8 +1100,9 @@ func (x *DockerSecret) GetEnv() string {
 	return ""
 }
 
-// McpRuntime is one tool of an existing MCP server: a streamable HTTP URL, or a command the
-// Dispatcher starts on demand and speaks to over stdio (exactly one of url and command).
+// McpRuntime is one tool, prompt, resource or resource template of an existing MCP server: a
+// streamable HTTP URL, or a command the Dispatcher starts on demand and speaks to over stdio
+// (exactly one of url and command).
 type McpRuntime struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// http:// or https:// URL of the server's MCP endpoint.
@@ -1000,10 +1116,16 @@ type McpRuntime struct {
 	Env map[string]string `protobuf:"bytes,5,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// Working directory; empty means the Dispatcher's.
 	WorkingDir string `protobuf:"bytes,6,opt,name=working_dir,json=workingDir,proto3" json:"working_dir,omitempty"`
-	// The tool's name on the MCP server.
+	// The tool's name on the MCP server; for a prompt its name, for a resource its URI, for a
+	// resource template its URI template (see `operation`).
 	Tool string `protobuf:"bytes,7,opt,name=tool,proto3" json:"tool,omitempty"`
 	// Stop a stdio server after this long without calls; 0 means the Dispatcher's default.
 	IdleTimeoutMs uint32 `protobuf:"varint,8,opt,name=idle_timeout_ms,json=idleTimeoutMs,proto3" json:"idle_timeout_ms,omitempty"`
+	// What this entry stands for on the server.
+	Operation McpOperation `protobuf:"varint,9,opt,name=operation,proto3,enum=toolmesh.registry.v1.McpOperation" json:"operation,omitempty"`
+	// PROMPT, RESOURCE and RESOURCE_TEMPLATE: the object the server listed (its Prompt, Resource or
+	// ResourceTemplate), which /mcp lists under the registry name.
+	Listing       *structpb.Struct `protobuf:"bytes,10,opt,name=listing,proto3" json:"listing,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1092,6 +1214,20 @@ func (x *McpRuntime) GetIdleTimeoutMs() uint32 {
 		return x.IdleTimeoutMs
 	}
 	return 0
+}
+
+func (x *McpRuntime) GetOperation() McpOperation {
+	if x != nil {
+		return x.Operation
+	}
+	return McpOperation_MCP_OPERATION_UNSPECIFIED
+}
+
+func (x *McpRuntime) GetListing() *structpb.Struct {
+	if x != nil {
+		return x.Listing
+	}
+	return nil
 }
 
 // Runtime says where and how a tool runs; exactly one kind is set.
@@ -1394,18 +1530,26 @@ type ToolSpec struct {
 	// Roles (besides `admin` and the Dispatcher's TOOLMESH_APPROVER_ROLES) whose holders may decide
 	// this tool's held calls. Each 1-32 characters of [a-z0-9_-], starting with a letter.
 	ApproverRoles []string `protobuf:"bytes,22,rep,name=approver_roles,json=approverRoles,proto3" json:"approver_roles,omitempty"`
+	// Every call waits for the confirmation of the caller itself (the user an agent acts for):
+	// over MCP the user is asked (an elicitation, or an input-required result); over gRPC the call
+	// is held and the caller decides it with DispatcherService.DecideApproval. Denied or expired,
+	// it ends REFUSED as a held call does. A grant can also require it
+	// (permission.v1.GrantSpec.requires_confirmation).
+	RequiresConfirmation bool `protobuf:"varint,23,opt,name=requires_confirmation,json=requiresConfirmation,proto3" json:"requires_confirmation,omitempty"`
+	// Whether an MCP client runs this tool's calls as tasks.
+	TaskSupport TaskSupport `protobuf:"varint,24,opt,name=task_support,json=taskSupport,proto3,enum=toolmesh.registry.v1.TaskSupport" json:"task_support,omitempty"`
 	// Results of this tool are reused for this long: a call with the same definition, the same
 	// canonical arguments and the same caller visibility (user and authorising grants) within it is
 	// answered from the Dispatcher's cache without running the tool, and recorded as a cache hit.
 	// Only for an idempotent tool without side effects; 0: never cached.
-	CacheTtlMs uint32 `protobuf:"varint,23,opt,name=cache_ttl_ms,json=cacheTtlMs,proto3" json:"cache_ttl_ms,omitempty"`
+	CacheTtlMs uint32 `protobuf:"varint,25,opt,name=cache_ttl_ms,json=cacheTtlMs,proto3" json:"cache_ttl_ms,omitempty"`
 	// Results of this tool kept at most (least recently used go first); 0 means the Dispatcher's
 	// default (TOOLMESH_CACHE_MAX_ENTRIES).
-	CacheMaxEntries uint32 `protobuf:"varint,24,opt,name=cache_max_entries,json=cacheMaxEntries,proto3" json:"cache_max_entries,omitempty"`
+	CacheMaxEntries uint32 `protobuf:"varint,26,opt,name=cache_max_entries,json=cacheMaxEntries,proto3" json:"cache_max_entries,omitempty"`
 	// What a call costs; unset: nothing.
-	Price *Price `protobuf:"bytes,25,opt,name=price,proto3" json:"price,omitempty"`
+	Price *Price `protobuf:"bytes,27,opt,name=price,proto3" json:"price,omitempty"`
 	// When calls stop being sent to a failing tool; unset: the Dispatcher's defaults.
-	CircuitBreaker *CircuitBreaker `protobuf:"bytes,26,opt,name=circuit_breaker,json=circuitBreaker,proto3" json:"circuit_breaker,omitempty"`
+	CircuitBreaker *CircuitBreaker `protobuf:"bytes,28,opt,name=circuit_breaker,json=circuitBreaker,proto3" json:"circuit_breaker,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -1571,6 +1715,20 @@ func (x *ToolSpec) GetApproverRoles() []string {
 		return x.ApproverRoles
 	}
 	return nil
+}
+
+func (x *ToolSpec) GetRequiresConfirmation() bool {
+	if x != nil {
+		return x.RequiresConfirmation
+	}
+	return false
+}
+
+func (x *ToolSpec) GetTaskSupport() TaskSupport {
+	if x != nil {
+		return x.TaskSupport
+	}
+	return TaskSupport_TASK_SUPPORT_UNSPECIFIED
 }
 
 func (x *ToolSpec) GetCacheTtlMs() uint32 {
@@ -3537,7 +3695,7 @@ const file_toolmesh_registry_v1_registry_proto_rawDesc = "" +
 	"\bwritable\x18\x03 \x01(\bR\bwritable\"4\n" +
 	"\fDockerSecret\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
-	"\x03env\x18\x02 \x01(\tR\x03env\"\xa3\x03\n" +
+	"\x03env\x18\x02 \x01(\tR\x03env\"\x98\x04\n" +
 	"\n" +
 	"McpRuntime\x12\x10\n" +
 	"\x03url\x18\x01 \x01(\tR\x03url\x12G\n" +
@@ -3548,7 +3706,10 @@ const file_toolmesh_registry_v1_registry_proto_rawDesc = "" +
 	"\vworking_dir\x18\x06 \x01(\tR\n" +
 	"workingDir\x12\x12\n" +
 	"\x04tool\x18\a \x01(\tR\x04tool\x12&\n" +
-	"\x0fidle_timeout_ms\x18\b \x01(\rR\ridleTimeoutMs\x1a:\n" +
+	"\x0fidle_timeout_ms\x18\b \x01(\rR\ridleTimeoutMs\x12@\n" +
+	"\toperation\x18\t \x01(\x0e2\".toolmesh.registry.v1.McpOperationR\toperation\x121\n" +
+	"\alisting\x18\n" +
+	" \x01(\v2\x17.google.protobuf.StructR\alisting\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a6\n" +
@@ -3570,7 +3731,7 @@ const file_toolmesh_registry_v1_registry_proto_rawDesc = "" +
 	"\vRetryPolicy\x12!\n" +
 	"\fmax_attempts\x18\x01 \x01(\rR\vmaxAttempts\x12,\n" +
 	"\x12initial_backoff_ms\x18\x02 \x01(\rR\x10initialBackoffMs\x12$\n" +
-	"\x0emax_backoff_ms\x18\x03 \x01(\rR\fmaxBackoffMs\"\xe3\b\n" +
+	"\x0emax_backoff_ms\x18\x03 \x01(\rR\fmaxBackoffMs\"\xde\t\n" +
 	"\bToolSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12 \n" +
@@ -3594,12 +3755,14 @@ const file_toolmesh_registry_v1_registry_proto_rawDesc = "" +
 	"\treporters\x18\x10 \x03(\tR\treporters\x12G\n" +
 	"\vannotations\x18\x14 \x01(\v2%.toolmesh.registry.v1.ToolAnnotationsR\vannotations\x12+\n" +
 	"\x11requires_approval\x18\x15 \x01(\bR\x10requiresApproval\x12%\n" +
-	"\x0eapprover_roles\x18\x16 \x03(\tR\rapproverRoles\x12 \n" +
-	"\fcache_ttl_ms\x18\x17 \x01(\rR\n" +
+	"\x0eapprover_roles\x18\x16 \x03(\tR\rapproverRoles\x123\n" +
+	"\x15requires_confirmation\x18\x17 \x01(\bR\x14requiresConfirmation\x12D\n" +
+	"\ftask_support\x18\x18 \x01(\x0e2!.toolmesh.registry.v1.TaskSupportR\vtaskSupport\x12 \n" +
+	"\fcache_ttl_ms\x18\x19 \x01(\rR\n" +
 	"cacheTtlMs\x12*\n" +
-	"\x11cache_max_entries\x18\x18 \x01(\rR\x0fcacheMaxEntries\x121\n" +
-	"\x05price\x18\x19 \x01(\v2\x1b.toolmesh.registry.v1.PriceR\x05price\x12M\n" +
-	"\x0fcircuit_breaker\x18\x1a \x01(\v2$.toolmesh.registry.v1.CircuitBreakerR\x0ecircuitBreaker\x1a9\n" +
+	"\x11cache_max_entries\x18\x1a \x01(\rR\x0fcacheMaxEntries\x121\n" +
+	"\x05price\x18\x1b \x01(\v2\x1b.toolmesh.registry.v1.PriceR\x05price\x12M\n" +
+	"\x0fcircuit_breaker\x18\x1c \x01(\v2$.toolmesh.registry.v1.CircuitBreakerR\x0ecircuitBreaker\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"w\n" +
@@ -3741,7 +3904,17 @@ const file_toolmesh_registry_v1_registry_proto_rawDesc = "" +
 	"\rLocalProtocol\x12\x1e\n" +
 	"\x1aLOCAL_PROTOCOL_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13LOCAL_PROTOCOL_GRPC\x10\x01\x12\x17\n" +
-	"\x13LOCAL_PROTOCOL_HTTP\x10\x02*\xab\x01\n" +
+	"\x13LOCAL_PROTOCOL_HTTP\x10\x02*\xa0\x01\n" +
+	"\fMcpOperation\x12\x1d\n" +
+	"\x19MCP_OPERATION_UNSPECIFIED\x10\x00\x12\x16\n" +
+	"\x12MCP_OPERATION_TOOL\x10\x01\x12\x18\n" +
+	"\x14MCP_OPERATION_PROMPT\x10\x02\x12\x1a\n" +
+	"\x16MCP_OPERATION_RESOURCE\x10\x03\x12#\n" +
+	"\x1fMCP_OPERATION_RESOURCE_TEMPLATE\x10\x04*a\n" +
+	"\vTaskSupport\x12\x1c\n" +
+	"\x18TASK_SUPPORT_UNSPECIFIED\x10\x00\x12\x19\n" +
+	"\x15TASK_SUPPORT_OPTIONAL\x10\x01\x12\x19\n" +
+	"\x15TASK_SUPPORT_REQUIRED\x10\x02*\xab\x01\n" +
 	"\x0eWatchEventType\x12 \n" +
 	"\x1cWATCH_EVENT_TYPE_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19WATCH_EVENT_TYPE_SNAPSHOT\x10\x01\x12!\n" +
@@ -3785,153 +3958,158 @@ func file_toolmesh_registry_v1_registry_proto_rawDescGZIP() []byte {
 	return file_toolmesh_registry_v1_registry_proto_rawDescData
 }
 
-var file_toolmesh_registry_v1_registry_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_toolmesh_registry_v1_registry_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
 var file_toolmesh_registry_v1_registry_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
 var file_toolmesh_registry_v1_registry_proto_goTypes = []any{
 	(ToolStatus)(0),                   // 0: toolmesh.registry.v1.ToolStatus
 	(RuntimeKind)(0),                  // 1: toolmesh.registry.v1.RuntimeKind
 	(LocalProtocol)(0),                // 2: toolmesh.registry.v1.LocalProtocol
-	(WatchEventType)(0),               // 3: toolmesh.registry.v1.WatchEventType
-	(SchemaFormat)(0),                 // 4: toolmesh.registry.v1.SchemaFormat
-	(*GrpcRuntime)(nil),               // 5: toolmesh.registry.v1.GrpcRuntime
-	(*LocalRuntime)(nil),              // 6: toolmesh.registry.v1.LocalRuntime
-	(*RemoteRuntime)(nil),             // 7: toolmesh.registry.v1.RemoteRuntime
-	(*DockerRuntime)(nil),             // 8: toolmesh.registry.v1.DockerRuntime
-	(*WarmHours)(nil),                 // 9: toolmesh.registry.v1.WarmHours
-	(*DockerResources)(nil),           // 10: toolmesh.registry.v1.DockerResources
-	(*DockerMount)(nil),               // 11: toolmesh.registry.v1.DockerMount
-	(*DockerSecret)(nil),              // 12: toolmesh.registry.v1.DockerSecret
-	(*McpRuntime)(nil),                // 13: toolmesh.registry.v1.McpRuntime
-	(*Runtime)(nil),                   // 14: toolmesh.registry.v1.Runtime
-	(*ToolAnnotations)(nil),           // 15: toolmesh.registry.v1.ToolAnnotations
-	(*RetryPolicy)(nil),               // 16: toolmesh.registry.v1.RetryPolicy
-	(*ToolSpec)(nil),                  // 17: toolmesh.registry.v1.ToolSpec
-	(*Price)(nil),                     // 18: toolmesh.registry.v1.Price
-	(*CircuitBreaker)(nil),            // 19: toolmesh.registry.v1.CircuitBreaker
-	(*Tool)(nil),                      // 20: toolmesh.registry.v1.Tool
-	(*ToolDefinition)(nil),            // 21: toolmesh.registry.v1.ToolDefinition
-	(*Group)(nil),                     // 22: toolmesh.registry.v1.Group
-	(*RegisterToolRequest)(nil),       // 23: toolmesh.registry.v1.RegisterToolRequest
-	(*RegisterToolResponse)(nil),      // 24: toolmesh.registry.v1.RegisterToolResponse
-	(*UpdateToolRequest)(nil),         // 25: toolmesh.registry.v1.UpdateToolRequest
-	(*UpdateToolResponse)(nil),        // 26: toolmesh.registry.v1.UpdateToolResponse
-	(*SetToolSlugsRequest)(nil),       // 27: toolmesh.registry.v1.SetToolSlugsRequest
-	(*SetToolSlugsResponse)(nil),      // 28: toolmesh.registry.v1.SetToolSlugsResponse
-	(*DeregisterToolRequest)(nil),     // 29: toolmesh.registry.v1.DeregisterToolRequest
-	(*DeregisterToolResponse)(nil),    // 30: toolmesh.registry.v1.DeregisterToolResponse
-	(*GetToolRequest)(nil),            // 31: toolmesh.registry.v1.GetToolRequest
-	(*GetToolResponse)(nil),           // 32: toolmesh.registry.v1.GetToolResponse
-	(*ListToolsRequest)(nil),          // 33: toolmesh.registry.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),         // 34: toolmesh.registry.v1.ListToolsResponse
-	(*WatchToolsRequest)(nil),         // 35: toolmesh.registry.v1.WatchToolsRequest
-	(*WatchToolsResponse)(nil),        // 36: toolmesh.registry.v1.WatchToolsResponse
-	(*PutGroupRequest)(nil),           // 37: toolmesh.registry.v1.PutGroupRequest
-	(*PutGroupResponse)(nil),          // 38: toolmesh.registry.v1.PutGroupResponse
-	(*GetGroupRequest)(nil),           // 39: toolmesh.registry.v1.GetGroupRequest
-	(*GetGroupResponse)(nil),          // 40: toolmesh.registry.v1.GetGroupResponse
-	(*ListGroupsRequest)(nil),         // 41: toolmesh.registry.v1.ListGroupsRequest
-	(*ListGroupsResponse)(nil),        // 42: toolmesh.registry.v1.ListGroupsResponse
-	(*DeleteGroupRequest)(nil),        // 43: toolmesh.registry.v1.DeleteGroupRequest
-	(*DeleteGroupResponse)(nil),       // 44: toolmesh.registry.v1.DeleteGroupResponse
-	(*ListRuntimesRequest)(nil),       // 45: toolmesh.registry.v1.ListRuntimesRequest
-	(*RuntimeSummary)(nil),            // 46: toolmesh.registry.v1.RuntimeSummary
-	(*ListRuntimesResponse)(nil),      // 47: toolmesh.registry.v1.ListRuntimesResponse
-	(*ExportToolSchemasRequest)(nil),  // 48: toolmesh.registry.v1.ExportToolSchemasRequest
-	(*ExportedTool)(nil),              // 49: toolmesh.registry.v1.ExportedTool
-	(*ExportToolSchemasResponse)(nil), // 50: toolmesh.registry.v1.ExportToolSchemasResponse
-	nil,                               // 51: toolmesh.registry.v1.LocalRuntime.EnvEntry
-	nil,                               // 52: toolmesh.registry.v1.RemoteRuntime.HeadersEntry
-	nil,                               // 53: toolmesh.registry.v1.DockerRuntime.EnvEntry
-	nil,                               // 54: toolmesh.registry.v1.McpRuntime.HeadersEntry
-	nil,                               // 55: toolmesh.registry.v1.McpRuntime.EnvEntry
-	nil,                               // 56: toolmesh.registry.v1.ToolSpec.LabelsEntry
-	(*structpb.Struct)(nil),           // 57: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),     // 58: google.protobuf.Timestamp
+	(McpOperation)(0),                 // 3: toolmesh.registry.v1.McpOperation
+	(TaskSupport)(0),                  // 4: toolmesh.registry.v1.TaskSupport
+	(WatchEventType)(0),               // 5: toolmesh.registry.v1.WatchEventType
+	(SchemaFormat)(0),                 // 6: toolmesh.registry.v1.SchemaFormat
+	(*GrpcRuntime)(nil),               // 7: toolmesh.registry.v1.GrpcRuntime
+	(*LocalRuntime)(nil),              // 8: toolmesh.registry.v1.LocalRuntime
+	(*RemoteRuntime)(nil),             // 9: toolmesh.registry.v1.RemoteRuntime
+	(*DockerRuntime)(nil),             // 10: toolmesh.registry.v1.DockerRuntime
+	(*WarmHours)(nil),                 // 11: toolmesh.registry.v1.WarmHours
+	(*DockerResources)(nil),           // 12: toolmesh.registry.v1.DockerResources
+	(*DockerMount)(nil),               // 13: toolmesh.registry.v1.DockerMount
+	(*DockerSecret)(nil),              // 14: toolmesh.registry.v1.DockerSecret
+	(*McpRuntime)(nil),                // 15: toolmesh.registry.v1.McpRuntime
+	(*Runtime)(nil),                   // 16: toolmesh.registry.v1.Runtime
+	(*ToolAnnotations)(nil),           // 17: toolmesh.registry.v1.ToolAnnotations
+	(*RetryPolicy)(nil),               // 18: toolmesh.registry.v1.RetryPolicy
+	(*ToolSpec)(nil),                  // 19: toolmesh.registry.v1.ToolSpec
+	(*Price)(nil),                     // 20: toolmesh.registry.v1.Price
+	(*CircuitBreaker)(nil),            // 21: toolmesh.registry.v1.CircuitBreaker
+	(*Tool)(nil),                      // 22: toolmesh.registry.v1.Tool
+	(*ToolDefinition)(nil),            // 23: toolmesh.registry.v1.ToolDefinition
+	(*Group)(nil),                     // 24: toolmesh.registry.v1.Group
+	(*RegisterToolRequest)(nil),       // 25: toolmesh.registry.v1.RegisterToolRequest
+	(*RegisterToolResponse)(nil),      // 26: toolmesh.registry.v1.RegisterToolResponse
+	(*UpdateToolRequest)(nil),         // 27: toolmesh.registry.v1.UpdateToolRequest
+	(*UpdateToolResponse)(nil),        // 28: toolmesh.registry.v1.UpdateToolResponse
+	(*SetToolSlugsRequest)(nil),       // 29: toolmesh.registry.v1.SetToolSlugsRequest
+	(*SetToolSlugsResponse)(nil),      // 30: toolmesh.registry.v1.SetToolSlugsResponse
+	(*DeregisterToolRequest)(nil),     // 31: toolmesh.registry.v1.DeregisterToolRequest
+	(*DeregisterToolResponse)(nil),    // 32: toolmesh.registry.v1.DeregisterToolResponse
+	(*GetToolRequest)(nil),            // 33: toolmesh.registry.v1.GetToolRequest
+	(*GetToolResponse)(nil),           // 34: toolmesh.registry.v1.GetToolResponse
+	(*ListToolsRequest)(nil),          // 35: toolmesh.registry.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),         // 36: toolmesh.registry.v1.ListToolsResponse
+	(*WatchToolsRequest)(nil),         // 37: toolmesh.registry.v1.WatchToolsRequest
+	(*WatchToolsResponse)(nil),        // 38: toolmesh.registry.v1.WatchToolsResponse
+	(*PutGroupRequest)(nil),           // 39: toolmesh.registry.v1.PutGroupRequest
+	(*PutGroupResponse)(nil),          // 40: toolmesh.registry.v1.PutGroupResponse
+	(*GetGroupRequest)(nil),           // 41: toolmesh.registry.v1.GetGroupRequest
+	(*GetGroupResponse)(nil),          // 42: toolmesh.registry.v1.GetGroupResponse
+	(*ListGroupsRequest)(nil),         // 43: toolmesh.registry.v1.ListGroupsRequest
+	(*ListGroupsResponse)(nil),        // 44: toolmesh.registry.v1.ListGroupsResponse
+	(*DeleteGroupRequest)(nil),        // 45: toolmesh.registry.v1.DeleteGroupRequest
+	(*DeleteGroupResponse)(nil),       // 46: toolmesh.registry.v1.DeleteGroupResponse
+	(*ListRuntimesRequest)(nil),       // 47: toolmesh.registry.v1.ListRuntimesRequest
+	(*RuntimeSummary)(nil),            // 48: toolmesh.registry.v1.RuntimeSummary
+	(*ListRuntimesResponse)(nil),      // 49: toolmesh.registry.v1.ListRuntimesResponse
+	(*ExportToolSchemasRequest)(nil),  // 50: toolmesh.registry.v1.ExportToolSchemasRequest
+	(*ExportedTool)(nil),              // 51: toolmesh.registry.v1.ExportedTool
+	(*ExportToolSchemasResponse)(nil), // 52: toolmesh.registry.v1.ExportToolSchemasResponse
+	nil,                               // 53: toolmesh.registry.v1.LocalRuntime.EnvEntry
+	nil,                               // 54: toolmesh.registry.v1.RemoteRuntime.HeadersEntry
+	nil,                               // 55: toolmesh.registry.v1.DockerRuntime.EnvEntry
+	nil,                               // 56: toolmesh.registry.v1.McpRuntime.HeadersEntry
+	nil,                               // 57: toolmesh.registry.v1.McpRuntime.EnvEntry
+	nil,                               // 58: toolmesh.registry.v1.ToolSpec.LabelsEntry
+	(*structpb.Struct)(nil),           // 59: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),     // 60: google.protobuf.Timestamp
 }
 var file_toolmesh_registry_v1_registry_proto_depIdxs = []int32{
-	51, // 0: toolmesh.registry.v1.LocalRuntime.env:type_name -> toolmesh.registry.v1.LocalRuntime.EnvEntry
+	53, // 0: toolmesh.registry.v1.LocalRuntime.env:type_name -> toolmesh.registry.v1.LocalRuntime.EnvEntry
 	2,  // 1: toolmesh.registry.v1.LocalRuntime.protocol:type_name -> toolmesh.registry.v1.LocalProtocol
-	9,  // 2: toolmesh.registry.v1.LocalRuntime.warm_hours:type_name -> toolmesh.registry.v1.WarmHours
-	52, // 3: toolmesh.registry.v1.RemoteRuntime.headers:type_name -> toolmesh.registry.v1.RemoteRuntime.HeadersEntry
-	53, // 4: toolmesh.registry.v1.DockerRuntime.env:type_name -> toolmesh.registry.v1.DockerRuntime.EnvEntry
+	11, // 2: toolmesh.registry.v1.LocalRuntime.warm_hours:type_name -> toolmesh.registry.v1.WarmHours
+	54, // 3: toolmesh.registry.v1.RemoteRuntime.headers:type_name -> toolmesh.registry.v1.RemoteRuntime.HeadersEntry
+	55, // 4: toolmesh.registry.v1.DockerRuntime.env:type_name -> toolmesh.registry.v1.DockerRuntime.EnvEntry
 	2,  // 5: toolmesh.registry.v1.DockerRuntime.protocol:type_name -> toolmesh.registry.v1.LocalProtocol
-	10, // 6: toolmesh.registry.v1.DockerRuntime.resources:type_name -> toolmesh.registry.v1.DockerResources
-	11, // 7: toolmesh.registry.v1.DockerRuntime.mounts:type_name -> toolmesh.registry.v1.DockerMount
-	12, // 8: toolmesh.registry.v1.DockerRuntime.secrets:type_name -> toolmesh.registry.v1.DockerSecret
-	9,  // 9: toolmesh.registry.v1.DockerRuntime.warm_hours:type_name -> toolmesh.registry.v1.WarmHours
-	54, // 10: toolmesh.registry.v1.McpRuntime.headers:type_name -> toolmesh.registry.v1.McpRuntime.HeadersEntry
-	55, // 11: toolmesh.registry.v1.McpRuntime.env:type_name -> toolmesh.registry.v1.McpRuntime.EnvEntry
-	5,  // 12: toolmesh.registry.v1.Runtime.grpc:type_name -> toolmesh.registry.v1.GrpcRuntime
-	6,  // 13: toolmesh.registry.v1.Runtime.local:type_name -> toolmesh.registry.v1.LocalRuntime
-	7,  // 14: toolmesh.registry.v1.Runtime.remote:type_name -> toolmesh.registry.v1.RemoteRuntime
-	8,  // 15: toolmesh.registry.v1.Runtime.docker:type_name -> toolmesh.registry.v1.DockerRuntime
-	13, // 16: toolmesh.registry.v1.Runtime.mcp:type_name -> toolmesh.registry.v1.McpRuntime
-	57, // 17: toolmesh.registry.v1.ToolSpec.input_schema:type_name -> google.protobuf.Struct
-	57, // 18: toolmesh.registry.v1.ToolSpec.output_schema:type_name -> google.protobuf.Struct
-	16, // 19: toolmesh.registry.v1.ToolSpec.retry_policy:type_name -> toolmesh.registry.v1.RetryPolicy
-	0,  // 20: toolmesh.registry.v1.ToolSpec.status:type_name -> toolmesh.registry.v1.ToolStatus
-	14, // 21: toolmesh.registry.v1.ToolSpec.runtime:type_name -> toolmesh.registry.v1.Runtime
-	56, // 22: toolmesh.registry.v1.ToolSpec.labels:type_name -> toolmesh.registry.v1.ToolSpec.LabelsEntry
-	15, // 23: toolmesh.registry.v1.ToolSpec.annotations:type_name -> toolmesh.registry.v1.ToolAnnotations
-	18, // 24: toolmesh.registry.v1.ToolSpec.price:type_name -> toolmesh.registry.v1.Price
-	19, // 25: toolmesh.registry.v1.ToolSpec.circuit_breaker:type_name -> toolmesh.registry.v1.CircuitBreaker
-	17, // 26: toolmesh.registry.v1.Tool.spec:type_name -> toolmesh.registry.v1.ToolSpec
-	58, // 27: toolmesh.registry.v1.Tool.created_at:type_name -> google.protobuf.Timestamp
-	58, // 28: toolmesh.registry.v1.Tool.updated_at:type_name -> google.protobuf.Timestamp
-	21, // 29: toolmesh.registry.v1.Tool.history:type_name -> toolmesh.registry.v1.ToolDefinition
-	58, // 30: toolmesh.registry.v1.ToolDefinition.time:type_name -> google.protobuf.Timestamp
-	58, // 31: toolmesh.registry.v1.Group.updated_at:type_name -> google.protobuf.Timestamp
-	17, // 32: toolmesh.registry.v1.RegisterToolRequest.tool:type_name -> toolmesh.registry.v1.ToolSpec
-	20, // 33: toolmesh.registry.v1.RegisterToolResponse.tool:type_name -> toolmesh.registry.v1.Tool
-	17, // 34: toolmesh.registry.v1.UpdateToolRequest.tool:type_name -> toolmesh.registry.v1.ToolSpec
-	20, // 35: toolmesh.registry.v1.UpdateToolResponse.tool:type_name -> toolmesh.registry.v1.Tool
-	20, // 36: toolmesh.registry.v1.SetToolSlugsResponse.tool:type_name -> toolmesh.registry.v1.Tool
-	20, // 37: toolmesh.registry.v1.GetToolResponse.tool:type_name -> toolmesh.registry.v1.Tool
-	1,  // 38: toolmesh.registry.v1.ListToolsRequest.runtime_kind:type_name -> toolmesh.registry.v1.RuntimeKind
-	0,  // 39: toolmesh.registry.v1.ListToolsRequest.status:type_name -> toolmesh.registry.v1.ToolStatus
-	20, // 40: toolmesh.registry.v1.ListToolsResponse.tools:type_name -> toolmesh.registry.v1.Tool
-	3,  // 41: toolmesh.registry.v1.WatchToolsResponse.type:type_name -> toolmesh.registry.v1.WatchEventType
-	20, // 42: toolmesh.registry.v1.WatchToolsResponse.tool:type_name -> toolmesh.registry.v1.Tool
-	22, // 43: toolmesh.registry.v1.PutGroupRequest.group:type_name -> toolmesh.registry.v1.Group
-	22, // 44: toolmesh.registry.v1.PutGroupResponse.group:type_name -> toolmesh.registry.v1.Group
-	22, // 45: toolmesh.registry.v1.GetGroupResponse.group:type_name -> toolmesh.registry.v1.Group
-	22, // 46: toolmesh.registry.v1.ListGroupsResponse.groups:type_name -> toolmesh.registry.v1.Group
-	1,  // 47: toolmesh.registry.v1.RuntimeSummary.kind:type_name -> toolmesh.registry.v1.RuntimeKind
-	46, // 48: toolmesh.registry.v1.ListRuntimesResponse.runtimes:type_name -> toolmesh.registry.v1.RuntimeSummary
-	4,  // 49: toolmesh.registry.v1.ExportToolSchemasRequest.format:type_name -> toolmesh.registry.v1.SchemaFormat
-	57, // 50: toolmesh.registry.v1.ExportedTool.definition:type_name -> google.protobuf.Struct
-	49, // 51: toolmesh.registry.v1.ExportToolSchemasResponse.tools:type_name -> toolmesh.registry.v1.ExportedTool
-	23, // 52: toolmesh.registry.v1.RegistryService.RegisterTool:input_type -> toolmesh.registry.v1.RegisterToolRequest
-	25, // 53: toolmesh.registry.v1.RegistryService.UpdateTool:input_type -> toolmesh.registry.v1.UpdateToolRequest
-	27, // 54: toolmesh.registry.v1.RegistryService.SetToolSlugs:input_type -> toolmesh.registry.v1.SetToolSlugsRequest
-	29, // 55: toolmesh.registry.v1.RegistryService.DeregisterTool:input_type -> toolmesh.registry.v1.DeregisterToolRequest
-	31, // 56: toolmesh.registry.v1.RegistryService.GetTool:input_type -> toolmesh.registry.v1.GetToolRequest
-	33, // 57: toolmesh.registry.v1.RegistryService.ListTools:input_type -> toolmesh.registry.v1.ListToolsRequest
-	35, // 58: toolmesh.registry.v1.RegistryService.WatchTools:input_type -> toolmesh.registry.v1.WatchToolsRequest
-	37, // 59: toolmesh.registry.v1.RegistryService.PutGroup:input_type -> toolmesh.registry.v1.PutGroupRequest
-	39, // 60: toolmesh.registry.v1.RegistryService.GetGroup:input_type -> toolmesh.registry.v1.GetGroupRequest
-	41, // 61: toolmesh.registry.v1.RegistryService.ListGroups:input_type -> toolmesh.registry.v1.ListGroupsRequest
-	43, // 62: toolmesh.registry.v1.RegistryService.DeleteGroup:input_type -> toolmesh.registry.v1.DeleteGroupRequest
-	45, // 63: toolmesh.registry.v1.RegistryService.ListRuntimes:input_type -> toolmesh.registry.v1.ListRuntimesRequest
-	48, // 64: toolmesh.registry.v1.RegistryService.ExportToolSchemas:input_type -> toolmesh.registry.v1.ExportToolSchemasRequest
-	24, // 65: toolmesh.registry.v1.RegistryService.RegisterTool:output_type -> toolmesh.registry.v1.RegisterToolResponse
-	26, // 66: toolmesh.registry.v1.RegistryService.UpdateTool:output_type -> toolmesh.registry.v1.UpdateToolResponse
-	28, // 67: toolmesh.registry.v1.RegistryService.SetToolSlugs:output_type -> toolmesh.registry.v1.SetToolSlugsResponse
-	30, // 68: toolmesh.registry.v1.RegistryService.DeregisterTool:output_type -> toolmesh.registry.v1.DeregisterToolResponse
-	32, // 69: toolmesh.registry.v1.RegistryService.GetTool:output_type -> toolmesh.registry.v1.GetToolResponse
-	34, // 70: toolmesh.registry.v1.RegistryService.ListTools:output_type -> toolmesh.registry.v1.ListToolsResponse
-	36, // 71: toolmesh.registry.v1.RegistryService.WatchTools:output_type -> toolmesh.registry.v1.WatchToolsResponse
-	38, // 72: toolmesh.registry.v1.RegistryService.PutGroup:output_type -> toolmesh.registry.v1.PutGroupResponse
-	40, // 73: toolmesh.registry.v1.RegistryService.GetGroup:output_type -> toolmesh.registry.v1.GetGroupResponse
-	42, // 74: toolmesh.registry.v1.RegistryService.ListGroups:output_type -> toolmesh.registry.v1.ListGroupsResponse
-	44, // 75: toolmesh.registry.v1.RegistryService.DeleteGroup:output_type -> toolmesh.registry.v1.DeleteGroupResponse
-	47, // 76: toolmesh.registry.v1.RegistryService.ListRuntimes:output_type -> toolmesh.registry.v1.ListRuntimesResponse
-	50, // 77: toolmesh.registry.v1.RegistryService.ExportToolSchemas:output_type -> toolmesh.registry.v1.ExportToolSchemasResponse
-	65, // [65:78] is the sub-list for method output_type
-	52, // [52:65] is the sub-list for method input_type
-	52, // [52:52] is the sub-list for extension type_name
-	52, // [52:52] is the sub-list for extension extendee
-	0,  // [0:52] is the sub-list for field type_name
+	12, // 6: toolmesh.registry.v1.DockerRuntime.resources:type_name -> toolmesh.registry.v1.DockerResources
+	13, // 7: toolmesh.registry.v1.DockerRuntime.mounts:type_name -> toolmesh.registry.v1.DockerMount
+	14, // 8: toolmesh.registry.v1.DockerRuntime.secrets:type_name -> toolmesh.registry.v1.DockerSecret
+	11, // 9: toolmesh.registry.v1.DockerRuntime.warm_hours:type_name -> toolmesh.registry.v1.WarmHours
+	56, // 10: toolmesh.registry.v1.McpRuntime.headers:type_name -> toolmesh.registry.v1.McpRuntime.HeadersEntry
+	57, // 11: toolmesh.registry.v1.McpRuntime.env:type_name -> toolmesh.registry.v1.McpRuntime.EnvEntry
+	3,  // 12: toolmesh.registry.v1.McpRuntime.operation:type_name -> toolmesh.registry.v1.McpOperation
+	59, // 13: toolmesh.registry.v1.McpRuntime.listing:type_name -> google.protobuf.Struct
+	7,  // 14: toolmesh.registry.v1.Runtime.grpc:type_name -> toolmesh.registry.v1.GrpcRuntime
+	8,  // 15: toolmesh.registry.v1.Runtime.local:type_name -> toolmesh.registry.v1.LocalRuntime
+	9,  // 16: toolmesh.registry.v1.Runtime.remote:type_name -> toolmesh.registry.v1.RemoteRuntime
+	10, // 17: toolmesh.registry.v1.Runtime.docker:type_name -> toolmesh.registry.v1.DockerRuntime
+	15, // 18: toolmesh.registry.v1.Runtime.mcp:type_name -> toolmesh.registry.v1.McpRuntime
+	59, // 19: toolmesh.registry.v1.ToolSpec.input_schema:type_name -> google.protobuf.Struct
+	59, // 20: toolmesh.registry.v1.ToolSpec.output_schema:type_name -> google.protobuf.Struct
+	18, // 21: toolmesh.registry.v1.ToolSpec.retry_policy:type_name -> toolmesh.registry.v1.RetryPolicy
+	0,  // 22: toolmesh.registry.v1.ToolSpec.status:type_name -> toolmesh.registry.v1.ToolStatus
+	16, // 23: toolmesh.registry.v1.ToolSpec.runtime:type_name -> toolmesh.registry.v1.Runtime
+	58, // 24: toolmesh.registry.v1.ToolSpec.labels:type_name -> toolmesh.registry.v1.ToolSpec.LabelsEntry
+	17, // 25: toolmesh.registry.v1.ToolSpec.annotations:type_name -> toolmesh.registry.v1.ToolAnnotations
+	4,  // 26: toolmesh.registry.v1.ToolSpec.task_support:type_name -> toolmesh.registry.v1.TaskSupport
+	20, // 27: toolmesh.registry.v1.ToolSpec.price:type_name -> toolmesh.registry.v1.Price
+	21, // 28: toolmesh.registry.v1.ToolSpec.circuit_breaker:type_name -> toolmesh.registry.v1.CircuitBreaker
+	19, // 29: toolmesh.registry.v1.Tool.spec:type_name -> toolmesh.registry.v1.ToolSpec
+	60, // 30: toolmesh.registry.v1.Tool.created_at:type_name -> google.protobuf.Timestamp
+	60, // 31: toolmesh.registry.v1.Tool.updated_at:type_name -> google.protobuf.Timestamp
+	23, // 32: toolmesh.registry.v1.Tool.history:type_name -> toolmesh.registry.v1.ToolDefinition
+	60, // 33: toolmesh.registry.v1.ToolDefinition.time:type_name -> google.protobuf.Timestamp
+	60, // 34: toolmesh.registry.v1.Group.updated_at:type_name -> google.protobuf.Timestamp
+	19, // 35: toolmesh.registry.v1.RegisterToolRequest.tool:type_name -> toolmesh.registry.v1.ToolSpec
+	22, // 36: toolmesh.registry.v1.RegisterToolResponse.tool:type_name -> toolmesh.registry.v1.Tool
+	19, // 37: toolmesh.registry.v1.UpdateToolRequest.tool:type_name -> toolmesh.registry.v1.ToolSpec
+	22, // 38: toolmesh.registry.v1.UpdateToolResponse.tool:type_name -> toolmesh.registry.v1.Tool
+	22, // 39: toolmesh.registry.v1.SetToolSlugsResponse.tool:type_name -> toolmesh.registry.v1.Tool
+	22, // 40: toolmesh.registry.v1.GetToolResponse.tool:type_name -> toolmesh.registry.v1.Tool
+	1,  // 41: toolmesh.registry.v1.ListToolsRequest.runtime_kind:type_name -> toolmesh.registry.v1.RuntimeKind
+	0,  // 42: toolmesh.registry.v1.ListToolsRequest.status:type_name -> toolmesh.registry.v1.ToolStatus
+	22, // 43: toolmesh.registry.v1.ListToolsResponse.tools:type_name -> toolmesh.registry.v1.Tool
+	5,  // 44: toolmesh.registry.v1.WatchToolsResponse.type:type_name -> toolmesh.registry.v1.WatchEventType
+	22, // 45: toolmesh.registry.v1.WatchToolsResponse.tool:type_name -> toolmesh.registry.v1.Tool
+	24, // 46: toolmesh.registry.v1.PutGroupRequest.group:type_name -> toolmesh.registry.v1.Group
+	24, // 47: toolmesh.registry.v1.PutGroupResponse.group:type_name -> toolmesh.registry.v1.Group
+	24, // 48: toolmesh.registry.v1.GetGroupResponse.group:type_name -> toolmesh.registry.v1.Group
+	24, // 49: toolmesh.registry.v1.ListGroupsResponse.groups:type_name -> toolmesh.registry.v1.Group
+	1,  // 50: toolmesh.registry.v1.RuntimeSummary.kind:type_name -> toolmesh.registry.v1.RuntimeKind
+	48, // 51: toolmesh.registry.v1.ListRuntimesResponse.runtimes:type_name -> toolmesh.registry.v1.RuntimeSummary
+	6,  // 52: toolmesh.registry.v1.ExportToolSchemasRequest.format:type_name -> toolmesh.registry.v1.SchemaFormat
+	59, // 53: toolmesh.registry.v1.ExportedTool.definition:type_name -> google.protobuf.Struct
+	51, // 54: toolmesh.registry.v1.ExportToolSchemasResponse.tools:type_name -> toolmesh.registry.v1.ExportedTool
+	25, // 55: toolmesh.registry.v1.RegistryService.RegisterTool:input_type -> toolmesh.registry.v1.RegisterToolRequest
+	27, // 56: toolmesh.registry.v1.RegistryService.UpdateTool:input_type -> toolmesh.registry.v1.UpdateToolRequest
+	29, // 57: toolmesh.registry.v1.RegistryService.SetToolSlugs:input_type -> toolmesh.registry.v1.SetToolSlugsRequest
+	31, // 58: toolmesh.registry.v1.RegistryService.DeregisterTool:input_type -> toolmesh.registry.v1.DeregisterToolRequest
+	33, // 59: toolmesh.registry.v1.RegistryService.GetTool:input_type -> toolmesh.registry.v1.GetToolRequest
+	35, // 60: toolmesh.registry.v1.RegistryService.ListTools:input_type -> toolmesh.registry.v1.ListToolsRequest
+	37, // 61: toolmesh.registry.v1.RegistryService.WatchTools:input_type -> toolmesh.registry.v1.WatchToolsRequest
+	39, // 62: toolmesh.registry.v1.RegistryService.PutGroup:input_type -> toolmesh.registry.v1.PutGroupRequest
+	41, // 63: toolmesh.registry.v1.RegistryService.GetGroup:input_type -> toolmesh.registry.v1.GetGroupRequest
+	43, // 64: toolmesh.registry.v1.RegistryService.ListGroups:input_type -> toolmesh.registry.v1.ListGroupsRequest
+	45, // 65: toolmesh.registry.v1.RegistryService.DeleteGroup:input_type -> toolmesh.registry.v1.DeleteGroupRequest
+	47, // 66: toolmesh.registry.v1.RegistryService.ListRuntimes:input_type -> toolmesh.registry.v1.ListRuntimesRequest
+	50, // 67: toolmesh.registry.v1.RegistryService.ExportToolSchemas:input_type -> toolmesh.registry.v1.ExportToolSchemasRequest
+	26, // 68: toolmesh.registry.v1.RegistryService.RegisterTool:output_type -> toolmesh.registry.v1.RegisterToolResponse
+	28, // 69: toolmesh.registry.v1.RegistryService.UpdateTool:output_type -> toolmesh.registry.v1.UpdateToolResponse
+	30, // 70: toolmesh.registry.v1.RegistryService.SetToolSlugs:output_type -> toolmesh.registry.v1.SetToolSlugsResponse
+	32, // 71: toolmesh.registry.v1.RegistryService.DeregisterTool:output_type -> toolmesh.registry.v1.DeregisterToolResponse
+	34, // 72: toolmesh.registry.v1.RegistryService.GetTool:output_type -> toolmesh.registry.v1.GetToolResponse
+	36, // 73: toolmesh.registry.v1.RegistryService.ListTools:output_type -> toolmesh.registry.v1.ListToolsResponse
+	38, // 74: toolmesh.registry.v1.RegistryService.WatchTools:output_type -> toolmesh.registry.v1.WatchToolsResponse
+	40, // 75: toolmesh.registry.v1.RegistryService.PutGroup:output_type -> toolmesh.registry.v1.PutGroupResponse
+	42, // 76: toolmesh.registry.v1.RegistryService.GetGroup:output_type -> toolmesh.registry.v1.GetGroupResponse
+	44, // 77: toolmesh.registry.v1.RegistryService.ListGroups:output_type -> toolmesh.registry.v1.ListGroupsResponse
+	46, // 78: toolmesh.registry.v1.RegistryService.DeleteGroup:output_type -> toolmesh.registry.v1.DeleteGroupResponse
+	49, // 79: toolmesh.registry.v1.RegistryService.ListRuntimes:output_type -> toolmesh.registry.v1.ListRuntimesResponse
+	52, // 80: toolmesh.registry.v1.RegistryService.ExportToolSchemas:output_type -> toolmesh.registry.v1.ExportToolSchemasResponse
+	68, // [68:81] is the sub-list for method output_type
+	55, // [55:68] is the sub-list for method input_type
+	55, // [55:55] is the sub-list for extension type_name
+	55, // [55:55] is the sub-list for extension extendee
+	0,  // [0:55] is the sub-list for field type_name
 }
 
 func init() { file_toolmesh_registry_v1_registry_proto_init() }
@@ -3951,7 +4129,7 @@ func file_toolmesh_registry_v1_registry_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolmesh_registry_v1_registry_proto_rawDesc), len(file_toolmesh_registry_v1_registry_proto_rawDesc)),
-			NumEnums:      5,
+			NumEnums:      7,
 			NumMessages:   52,
 			NumExtensions: 0,
 			NumServices:   1,

@@ -99,7 +99,7 @@ class DispatchRequest(_message.Message):
     def __init__(self, tool: _Optional[str] = ..., arguments: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., context: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., timeout_ms: _Optional[int] = ...) -> None: ...
 
 class DispatchResponse(_message.Message):
-    __slots__ = ("call_id", "trace_id", "status", "output", "error", "duration_ms", "attempts", "replayed", "refusal_code", "approval_expires_at", "cached_from", "cost")
+    __slots__ = ("call_id", "trace_id", "status", "output", "error", "duration_ms", "attempts", "replayed", "refusal_code", "approval_expires_at", "input_required", "cached_from", "cost")
     CALL_ID_FIELD_NUMBER: _ClassVar[int]
     TRACE_ID_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
@@ -110,6 +110,7 @@ class DispatchResponse(_message.Message):
     REPLAYED_FIELD_NUMBER: _ClassVar[int]
     REFUSAL_CODE_FIELD_NUMBER: _ClassVar[int]
     APPROVAL_EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
+    INPUT_REQUIRED_FIELD_NUMBER: _ClassVar[int]
     CACHED_FROM_FIELD_NUMBER: _ClassVar[int]
     COST_FIELD_NUMBER: _ClassVar[int]
     call_id: str
@@ -122,9 +123,80 @@ class DispatchResponse(_message.Message):
     replayed: bool
     refusal_code: str
     approval_expires_at: _timestamp_pb2.Timestamp
+    input_required: InputRequired
     cached_from: str
     cost: _events_pb2.Cost
-    def __init__(self, call_id: _Optional[str] = ..., trace_id: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.CallStatus, str]] = ..., output: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., error: _Optional[_Union[_common_pb2.CallError, _Mapping]] = ..., duration_ms: _Optional[int] = ..., attempts: _Optional[int] = ..., replayed: bool = ..., refusal_code: _Optional[str] = ..., approval_expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., cached_from: _Optional[str] = ..., cost: _Optional[_Union[_events_pb2.Cost, _Mapping]] = ...) -> None: ...
+    def __init__(self, call_id: _Optional[str] = ..., trace_id: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.CallStatus, str]] = ..., output: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., error: _Optional[_Union[_common_pb2.CallError, _Mapping]] = ..., duration_ms: _Optional[int] = ..., attempts: _Optional[int] = ..., replayed: bool = ..., refusal_code: _Optional[str] = ..., approval_expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., input_required: _Optional[_Union[InputRequired, _Mapping]] = ..., cached_from: _Optional[str] = ..., cost: _Optional[_Union[_events_pb2.Cost, _Mapping]] = ...) -> None: ...
+
+class InputRequired(_message.Message):
+    __slots__ = ("requests", "request_state", "expires_at")
+    class RequestsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: InputRequest
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[InputRequest, _Mapping]] = ...) -> None: ...
+    REQUESTS_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_STATE_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
+    requests: _containers.MessageMap[str, InputRequest]
+    request_state: str
+    expires_at: _timestamp_pb2.Timestamp
+    def __init__(self, requests: _Optional[_Mapping[str, InputRequest]] = ..., request_state: _Optional[str] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class InputRequest(_message.Message):
+    __slots__ = ("method", "params")
+    METHOD_FIELD_NUMBER: _ClassVar[int]
+    PARAMS_FIELD_NUMBER: _ClassVar[int]
+    method: str
+    params: _struct_pb2.Struct
+    def __init__(self, method: _Optional[str] = ..., params: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+
+class AnswerInputRequest(_message.Message):
+    __slots__ = ("request_state", "responses", "timeout_ms")
+    class ResponsesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: _struct_pb2.Struct
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+    REQUEST_STATE_FIELD_NUMBER: _ClassVar[int]
+    RESPONSES_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    request_state: str
+    responses: _containers.MessageMap[str, _struct_pb2.Struct]
+    timeout_ms: int
+    def __init__(self, request_state: _Optional[str] = ..., responses: _Optional[_Mapping[str, _struct_pb2.Struct]] = ..., timeout_ms: _Optional[int] = ...) -> None: ...
+
+class AnswerInputResponse(_message.Message):
+    __slots__ = ("result",)
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    result: DispatchResponse
+    def __init__(self, result: _Optional[_Union[DispatchResponse, _Mapping]] = ...) -> None: ...
+
+class SearchToolsRequest(_message.Message):
+    __slots__ = ("query", "limit")
+    QUERY_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    query: str
+    limit: int
+    def __init__(self, query: _Optional[str] = ..., limit: _Optional[int] = ...) -> None: ...
+
+class FoundTool(_message.Message):
+    __slots__ = ("tool", "score")
+    TOOL_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    tool: _registry_pb2.Tool
+    score: float
+    def __init__(self, tool: _Optional[_Union[_registry_pb2.Tool, _Mapping]] = ..., score: _Optional[float] = ...) -> None: ...
+
+class SearchToolsResponse(_message.Message):
+    __slots__ = ("tools",)
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
+    tools: _containers.RepeatedCompositeFieldContainer[FoundTool]
+    def __init__(self, tools: _Optional[_Iterable[_Union[FoundTool, _Mapping]]] = ...) -> None: ...
 
 class DispatchBatchRequest(_message.Message):
     __slots__ = ("calls", "trace_id")
@@ -309,26 +381,30 @@ class DispatchToolCallsResponse(_message.Message):
     def __init__(self, dialect: _Optional[_Union[ToolCallDialect, str]] = ..., messages: _Optional[_Iterable[_Union[_struct_pb2.Struct, _Mapping]]] = ..., results: _Optional[_Iterable[_Union[DispatchResponse, _Mapping]]] = ..., trace_id: _Optional[str] = ...) -> None: ...
 
 class ImportMcpServerRequest(_message.Message):
-    __slots__ = ("prefix", "runtime", "required_scopes", "dry_run")
+    __slots__ = ("prefix", "runtime", "required_scopes", "dry_run", "only")
     PREFIX_FIELD_NUMBER: _ClassVar[int]
     RUNTIME_FIELD_NUMBER: _ClassVar[int]
     REQUIRED_SCOPES_FIELD_NUMBER: _ClassVar[int]
     DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    ONLY_FIELD_NUMBER: _ClassVar[int]
     prefix: str
     runtime: _registry_pb2.McpRuntime
     required_scopes: _containers.RepeatedScalarFieldContainer[str]
     dry_run: bool
-    def __init__(self, prefix: _Optional[str] = ..., runtime: _Optional[_Union[_registry_pb2.McpRuntime, _Mapping]] = ..., required_scopes: _Optional[_Iterable[str]] = ..., dry_run: bool = ...) -> None: ...
+    only: _containers.RepeatedScalarFieldContainer[_registry_pb2.McpOperation]
+    def __init__(self, prefix: _Optional[str] = ..., runtime: _Optional[_Union[_registry_pb2.McpRuntime, _Mapping]] = ..., required_scopes: _Optional[_Iterable[str]] = ..., dry_run: bool = ..., only: _Optional[_Iterable[_Union[_registry_pb2.McpOperation, str]]] = ...) -> None: ...
 
 class ImportedMcpTool(_message.Message):
-    __slots__ = ("tool", "mcp_name", "change")
+    __slots__ = ("tool", "mcp_name", "change", "operation")
     TOOL_FIELD_NUMBER: _ClassVar[int]
     MCP_NAME_FIELD_NUMBER: _ClassVar[int]
     CHANGE_FIELD_NUMBER: _ClassVar[int]
+    OPERATION_FIELD_NUMBER: _ClassVar[int]
     tool: str
     mcp_name: str
     change: McpImportChange
-    def __init__(self, tool: _Optional[str] = ..., mcp_name: _Optional[str] = ..., change: _Optional[_Union[McpImportChange, str]] = ...) -> None: ...
+    operation: _registry_pb2.McpOperation
+    def __init__(self, tool: _Optional[str] = ..., mcp_name: _Optional[str] = ..., change: _Optional[_Union[McpImportChange, str]] = ..., operation: _Optional[_Union[_registry_pb2.McpOperation, str]] = ...) -> None: ...
 
 class ImportMcpServerResponse(_message.Message):
     __slots__ = ("tools", "server_name", "server_version")
@@ -341,7 +417,7 @@ class ImportMcpServerResponse(_message.Message):
     def __init__(self, tools: _Optional[_Iterable[_Union[ImportedMcpTool, _Mapping]]] = ..., server_name: _Optional[str] = ..., server_version: _Optional[str] = ...) -> None: ...
 
 class Approval(_message.Message):
-    __slots__ = ("call_id", "trace_id", "tool", "agent_id", "user_id", "arguments", "requested_at", "expires_at", "state", "decided_by", "decided_at", "reason", "approver_roles", "required_by")
+    __slots__ = ("call_id", "trace_id", "tool", "agent_id", "user_id", "arguments", "requested_at", "expires_at", "state", "decided_by", "decided_at", "reason", "approver_roles", "required_by", "confirmation_by", "confirmed_at")
     CALL_ID_FIELD_NUMBER: _ClassVar[int]
     TRACE_ID_FIELD_NUMBER: _ClassVar[int]
     TOOL_FIELD_NUMBER: _ClassVar[int]
@@ -356,6 +432,8 @@ class Approval(_message.Message):
     REASON_FIELD_NUMBER: _ClassVar[int]
     APPROVER_ROLES_FIELD_NUMBER: _ClassVar[int]
     REQUIRED_BY_FIELD_NUMBER: _ClassVar[int]
+    CONFIRMATION_BY_FIELD_NUMBER: _ClassVar[int]
+    CONFIRMED_AT_FIELD_NUMBER: _ClassVar[int]
     call_id: str
     trace_id: str
     tool: str
@@ -370,10 +448,12 @@ class Approval(_message.Message):
     reason: str
     approver_roles: _containers.RepeatedScalarFieldContainer[str]
     required_by: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, call_id: _Optional[str] = ..., trace_id: _Optional[str] = ..., tool: _Optional[str] = ..., agent_id: _Optional[str] = ..., user_id: _Optional[str] = ..., arguments: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., requested_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., state: _Optional[_Union[ApprovalState, str]] = ..., decided_by: _Optional[str] = ..., decided_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., reason: _Optional[str] = ..., approver_roles: _Optional[_Iterable[str]] = ..., required_by: _Optional[_Iterable[str]] = ...) -> None: ...
+    confirmation_by: _containers.RepeatedScalarFieldContainer[str]
+    confirmed_at: _timestamp_pb2.Timestamp
+    def __init__(self, call_id: _Optional[str] = ..., trace_id: _Optional[str] = ..., tool: _Optional[str] = ..., agent_id: _Optional[str] = ..., user_id: _Optional[str] = ..., arguments: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., requested_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., state: _Optional[_Union[ApprovalState, str]] = ..., decided_by: _Optional[str] = ..., decided_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., reason: _Optional[str] = ..., approver_roles: _Optional[_Iterable[str]] = ..., required_by: _Optional[_Iterable[str]] = ..., confirmation_by: _Optional[_Iterable[str]] = ..., confirmed_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class HeldCall(_message.Message):
-    __slots__ = ("approval", "arguments", "parent_id", "roles", "key_id", "timeout_ms", "definition_hash", "idempotency_key")
+    __slots__ = ("approval", "arguments", "parent_id", "roles", "key_id", "timeout_ms", "definition_hash", "idempotency_key", "confirmation_nonce")
     APPROVAL_FIELD_NUMBER: _ClassVar[int]
     ARGUMENTS_FIELD_NUMBER: _ClassVar[int]
     PARENT_ID_FIELD_NUMBER: _ClassVar[int]
@@ -382,6 +462,7 @@ class HeldCall(_message.Message):
     TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
     DEFINITION_HASH_FIELD_NUMBER: _ClassVar[int]
     IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
+    CONFIRMATION_NONCE_FIELD_NUMBER: _ClassVar[int]
     approval: Approval
     arguments: _struct_pb2.Struct
     parent_id: str
@@ -390,7 +471,8 @@ class HeldCall(_message.Message):
     timeout_ms: int
     definition_hash: str
     idempotency_key: str
-    def __init__(self, approval: _Optional[_Union[Approval, _Mapping]] = ..., arguments: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., parent_id: _Optional[str] = ..., roles: _Optional[_Iterable[str]] = ..., key_id: _Optional[str] = ..., timeout_ms: _Optional[int] = ..., definition_hash: _Optional[str] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
+    confirmation_nonce: str
+    def __init__(self, approval: _Optional[_Union[Approval, _Mapping]] = ..., arguments: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., parent_id: _Optional[str] = ..., roles: _Optional[_Iterable[str]] = ..., key_id: _Optional[str] = ..., timeout_ms: _Optional[int] = ..., definition_hash: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., confirmation_nonce: _Optional[str] = ...) -> None: ...
 
 class ListApprovalsRequest(_message.Message):
     __slots__ = ("tool", "agent_id", "page_size", "page_token")

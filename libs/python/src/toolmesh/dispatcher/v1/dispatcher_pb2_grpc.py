@@ -75,6 +75,16 @@ class DispatcherServiceStub(object):
                 request_serializer=toolmesh_dot_dispatcher_dot_v1_dot_dispatcher__pb2.ImportMcpServerRequest.SerializeToString,
                 response_deserializer=toolmesh_dot_dispatcher_dot_v1_dot_dispatcher__pb2.ImportMcpServerResponse.FromString,
                 _registered_method=True)
+        self.AnswerInput = channel.unary_unary(
+                '/toolmesh.dispatcher.v1.DispatcherService/AnswerInput',
+                request_serializer=toolmesh_dot_dispatcher_dot_v1_dot_dispatcher__pb2.AnswerInputRequest.SerializeToString,
+                response_deserializer=toolmesh_dot_dispatcher_dot_v1_dot_dispatcher__pb2.AnswerInputResponse.FromString,
+                _registered_method=True)
+        self.SearchTools = channel.unary_unary(
+                '/toolmesh.dispatcher.v1.DispatcherService/SearchTools',
+                request_serializer=toolmesh_dot_dispatcher_dot_v1_dot_dispatcher__pb2.SearchToolsRequest.SerializeToString,
+                response_deserializer=toolmesh_dot_dispatcher_dot_v1_dot_dispatcher__pb2.SearchToolsResponse.FromString,
+                _registered_method=True)
         self.ListApprovals = channel.unary_unary(
                 '/toolmesh.dispatcher.v1.DispatcherService/ListApprovals',
                 request_serializer=toolmesh_dot_dispatcher_dot_v1_dot_dispatcher__pb2.ListApprovalsRequest.SerializeToString,
@@ -162,9 +172,35 @@ class DispatcherServiceServicer(object):
     def ImportMcpServer(self, request, context):
         """ImportMcpServer registers the tools of an MCP server (streamable HTTP URL or stdio command) as
         toolmesh tools named `<prefix>.<tool>` with runtime `mcp`, keeping their schemas and
-        annotations; run again, it re-syncs and names the tools whose definition changed. Fails with
-        UNAUTHENTICATED, PERMISSION_DENIED (admin), INVALID_ARGUMENT (bad prefix or runtime),
-        UNAVAILABLE (the server cannot be reached or listed), and the Registry's errors.
+        annotations, and its prompts, resources and resource templates as registry entries of the
+        same runtime (McpRuntime.operation) that /mcp serves as prompts and resources; run again, it
+        re-syncs and names the entries whose definition changed. Fails with UNAUTHENTICATED,
+        PERMISSION_DENIED (admin), INVALID_ARGUMENT (bad prefix or runtime), ALREADY_EXISTS (a
+        resource URI another import owns), UNAVAILABLE (the server cannot be reached or listed), and
+        the Registry's errors.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AnswerInput(self, request, context):
+        """AnswerInput answers what a running call asked its caller (a response whose status is PENDING
+        with `input_required` set: an MCP tool's elicitation, sampling or roots request, or the
+        confirmation a tool or grant requires). The answer goes to the tool, and the response is the
+        call's next stop: its result, or PENDING with the next `input_required`. Fails with
+        UNAUTHENTICATED, INVALID_ARGUMENT (a request_state that is malformed, tampered with, expired
+        or another caller's; a response that is not a JSON object), FAILED_PRECONDITION (the question
+        was answered already), NOT_FOUND (the call has ended or its Dispatcher is gone).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SearchTools(self, request, context):
+        """SearchTools ranks the tools the caller may call by how well their names, descriptions,
+        categories and input schemas match the query's words (BM25); what /mcp's `search_tools`
+        answers. Fails with UNAUTHENTICATED, INVALID_ARGUMENT (empty or oversized query, limit over
+        50), UNAVAILABLE (no registry or grant snapshot yet).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -183,12 +219,15 @@ class DispatcherServiceServicer(object):
     def DecideApproval(self, request, context):
         """DecideApproval approves or denies a held call. Approved, the call is checked again (tool
         unchanged, grants still allow it) and runs through the rest of the chain; the response
-        carries its result. Denied, it ends REFUSED (`approval_denied`) with the reason. Fails with
-        UNAUTHENTICATED, INVALID_ARGUMENT (no call_id or decision, oversized reason), NOT_FOUND (no
-        held call with that id: never held, already closed, or expired and swept),
-        PERMISSION_DENIED (not an approver of the tool, or the caller's own call),
-        FAILED_PRECONDITION (already decided, or expired), UNAVAILABLE (the decision could not be
-        recorded).
+        carries its result. Denied, it ends REFUSED (`approval_denied`) with the reason. A call that
+        waits for its caller's confirmation (Approval.confirmation_by) is decided by the caller
+        itself (the same agent, for the same user); when it also needs an approver, the caller
+        confirms first and the approver decides after. Fails with UNAUTHENTICATED, INVALID_ARGUMENT
+        (no call_id or decision, oversized reason), NOT_FOUND (no held call with that id: never
+        held, already closed, or expired and swept), PERMISSION_DENIED (not an approver of the tool,
+        the caller's own call, or another caller's confirmation), FAILED_PRECONDITION (already
+        decided, expired, or not yet confirmed by its caller), UNAVAILABLE (the decision could not
+        be recorded).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -236,6 +275,16 @@ def add_DispatcherServiceServicer_to_server(servicer, server):
                     servicer.ImportMcpServer,
                     request_deserializer=toolmesh_dot_dispatcher_dot_v1_dot_dispatcher__pb2.ImportMcpServerRequest.FromString,
                     response_serializer=toolmesh_dot_dispatcher_dot_v1_dot_dispatcher__pb2.ImportMcpServerResponse.SerializeToString,
+            ),
+            'AnswerInput': grpc.unary_unary_rpc_method_handler(
+                    servicer.AnswerInput,
+                    request_deserializer=toolmesh_dot_dispatcher_dot_v1_dot_dispatcher__pb2.AnswerInputRequest.FromString,
+                    response_serializer=toolmesh_dot_dispatcher_dot_v1_dot_dispatcher__pb2.AnswerInputResponse.SerializeToString,
+            ),
+            'SearchTools': grpc.unary_unary_rpc_method_handler(
+                    servicer.SearchTools,
+                    request_deserializer=toolmesh_dot_dispatcher_dot_v1_dot_dispatcher__pb2.SearchToolsRequest.FromString,
+                    response_serializer=toolmesh_dot_dispatcher_dot_v1_dot_dispatcher__pb2.SearchToolsResponse.SerializeToString,
             ),
             'ListApprovals': grpc.unary_unary_rpc_method_handler(
                     servicer.ListApprovals,
@@ -465,6 +514,60 @@ class DispatcherService(object):
             '/toolmesh.dispatcher.v1.DispatcherService/ImportMcpServer',
             toolmesh_dot_dispatcher_dot_v1_dot_dispatcher__pb2.ImportMcpServerRequest.SerializeToString,
             toolmesh_dot_dispatcher_dot_v1_dot_dispatcher__pb2.ImportMcpServerResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AnswerInput(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/toolmesh.dispatcher.v1.DispatcherService/AnswerInput',
+            toolmesh_dot_dispatcher_dot_v1_dot_dispatcher__pb2.AnswerInputRequest.SerializeToString,
+            toolmesh_dot_dispatcher_dot_v1_dot_dispatcher__pb2.AnswerInputResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SearchTools(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/toolmesh.dispatcher.v1.DispatcherService/SearchTools',
+            toolmesh_dot_dispatcher_dot_v1_dot_dispatcher__pb2.SearchToolsRequest.SerializeToString,
+            toolmesh_dot_dispatcher_dot_v1_dot_dispatcher__pb2.SearchToolsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -28,6 +28,8 @@ class TraceEventKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     TRACE_EVENT_KIND_APPROVAL_REQUESTED: _ClassVar[TraceEventKind]
     TRACE_EVENT_KIND_APPROVAL_DECIDED: _ClassVar[TraceEventKind]
     TRACE_EVENT_KIND_CALLBACK_REFUSED: _ClassVar[TraceEventKind]
+    TRACE_EVENT_KIND_INPUT_REQUESTED: _ClassVar[TraceEventKind]
+    TRACE_EVENT_KIND_INPUT_ANSWERED: _ClassVar[TraceEventKind]
     TRACE_EVENT_KIND_CACHE_HIT: _ClassVar[TraceEventKind]
 
 class AuditAction(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
@@ -67,6 +69,8 @@ TRACE_EVENT_KIND_CUSTOM: TraceEventKind
 TRACE_EVENT_KIND_APPROVAL_REQUESTED: TraceEventKind
 TRACE_EVENT_KIND_APPROVAL_DECIDED: TraceEventKind
 TRACE_EVENT_KIND_CALLBACK_REFUSED: TraceEventKind
+TRACE_EVENT_KIND_INPUT_REQUESTED: TraceEventKind
+TRACE_EVENT_KIND_INPUT_ANSWERED: TraceEventKind
 TRACE_EVENT_KIND_CACHE_HIT: TraceEventKind
 AUDIT_ACTION_UNSPECIFIED: AuditAction
 AUDIT_ACTION_TOOL_CALL: AuditAction

@@ -91,7 +91,7 @@ class Resource(_message.Message):
     def __init__(self, kind: _Optional[_Union[ResourceKind, str]] = ..., pattern: _Optional[str] = ...) -> None: ...
 
 class GrantSpec(_message.Message):
-    __slots__ = ("principal", "resource", "scopes", "effect", "expires_at", "enabled", "description", "requires_approval")
+    __slots__ = ("principal", "resource", "scopes", "effect", "expires_at", "enabled", "description", "requires_approval", "requires_confirmation", "unlisted")
     PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
     RESOURCE_FIELD_NUMBER: _ClassVar[int]
     SCOPES_FIELD_NUMBER: _ClassVar[int]
@@ -100,6 +100,8 @@ class GrantSpec(_message.Message):
     ENABLED_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
     REQUIRES_APPROVAL_FIELD_NUMBER: _ClassVar[int]
+    REQUIRES_CONFIRMATION_FIELD_NUMBER: _ClassVar[int]
+    UNLISTED_FIELD_NUMBER: _ClassVar[int]
     principal: PrincipalRef
     resource: Resource
     scopes: _containers.RepeatedScalarFieldContainer[str]
@@ -108,7 +110,9 @@ class GrantSpec(_message.Message):
     enabled: bool
     description: str
     requires_approval: bool
-    def __init__(self, principal: _Optional[_Union[PrincipalRef, _Mapping]] = ..., resource: _Optional[_Union[Resource, _Mapping]] = ..., scopes: _Optional[_Iterable[str]] = ..., effect: _Optional[_Union[Effect, str]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., enabled: bool = ..., description: _Optional[str] = ..., requires_approval: bool = ...) -> None: ...
+    requires_confirmation: bool
+    unlisted: bool
+    def __init__(self, principal: _Optional[_Union[PrincipalRef, _Mapping]] = ..., resource: _Optional[_Union[Resource, _Mapping]] = ..., scopes: _Optional[_Iterable[str]] = ..., effect: _Optional[_Union[Effect, str]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., enabled: bool = ..., description: _Optional[str] = ..., requires_approval: bool = ..., requires_confirmation: bool = ..., unlisted: bool = ...) -> None: ...
 
 class Grant(_message.Message):
     __slots__ = ("id", "spec", "created_by", "created_at", "revision", "updated_by", "updated_at")
@@ -199,7 +203,7 @@ class CheckRequest(_message.Message):
     def __init__(self, agent_id: _Optional[str] = ..., user_id: _Optional[str] = ..., roles: _Optional[_Iterable[str]] = ..., tool: _Optional[str] = ...) -> None: ...
 
 class Decision(_message.Message):
-    __slots__ = ("allowed", "reason", "matched_grant_ids", "deny_grant_id", "missing_scopes", "denied_principal", "requires_approval")
+    __slots__ = ("allowed", "reason", "matched_grant_ids", "deny_grant_id", "missing_scopes", "denied_principal", "requires_approval", "requires_confirmation", "unlisted")
     ALLOWED_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
     MATCHED_GRANT_IDS_FIELD_NUMBER: _ClassVar[int]
@@ -207,6 +211,8 @@ class Decision(_message.Message):
     MISSING_SCOPES_FIELD_NUMBER: _ClassVar[int]
     DENIED_PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
     REQUIRES_APPROVAL_FIELD_NUMBER: _ClassVar[int]
+    REQUIRES_CONFIRMATION_FIELD_NUMBER: _ClassVar[int]
+    UNLISTED_FIELD_NUMBER: _ClassVar[int]
     allowed: bool
     reason: str
     matched_grant_ids: _containers.RepeatedScalarFieldContainer[str]
@@ -214,7 +220,9 @@ class Decision(_message.Message):
     missing_scopes: _containers.RepeatedScalarFieldContainer[str]
     denied_principal: str
     requires_approval: bool
-    def __init__(self, allowed: bool = ..., reason: _Optional[str] = ..., matched_grant_ids: _Optional[_Iterable[str]] = ..., deny_grant_id: _Optional[str] = ..., missing_scopes: _Optional[_Iterable[str]] = ..., denied_principal: _Optional[str] = ..., requires_approval: bool = ...) -> None: ...
+    requires_confirmation: bool
+    unlisted: bool
+    def __init__(self, allowed: bool = ..., reason: _Optional[str] = ..., matched_grant_ids: _Optional[_Iterable[str]] = ..., deny_grant_id: _Optional[str] = ..., missing_scopes: _Optional[_Iterable[str]] = ..., denied_principal: _Optional[str] = ..., requires_approval: bool = ..., requires_confirmation: bool = ..., unlisted: bool = ...) -> None: ...
 
 class CheckResponse(_message.Message):
     __slots__ = ("decision",)

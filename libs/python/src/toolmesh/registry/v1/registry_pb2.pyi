@@ -33,6 +33,20 @@ class LocalProtocol(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     LOCAL_PROTOCOL_GRPC: _ClassVar[LocalProtocol]
     LOCAL_PROTOCOL_HTTP: _ClassVar[LocalProtocol]
 
+class McpOperation(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    MCP_OPERATION_UNSPECIFIED: _ClassVar[McpOperation]
+    MCP_OPERATION_TOOL: _ClassVar[McpOperation]
+    MCP_OPERATION_PROMPT: _ClassVar[McpOperation]
+    MCP_OPERATION_RESOURCE: _ClassVar[McpOperation]
+    MCP_OPERATION_RESOURCE_TEMPLATE: _ClassVar[McpOperation]
+
+class TaskSupport(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    TASK_SUPPORT_UNSPECIFIED: _ClassVar[TaskSupport]
+    TASK_SUPPORT_OPTIONAL: _ClassVar[TaskSupport]
+    TASK_SUPPORT_REQUIRED: _ClassVar[TaskSupport]
+
 class WatchEventType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     WATCH_EVENT_TYPE_UNSPECIFIED: _ClassVar[WatchEventType]
@@ -60,6 +74,14 @@ RUNTIME_KIND_MCP: RuntimeKind
 LOCAL_PROTOCOL_UNSPECIFIED: LocalProtocol
 LOCAL_PROTOCOL_GRPC: LocalProtocol
 LOCAL_PROTOCOL_HTTP: LocalProtocol
+MCP_OPERATION_UNSPECIFIED: McpOperation
+MCP_OPERATION_TOOL: McpOperation
+MCP_OPERATION_PROMPT: McpOperation
+MCP_OPERATION_RESOURCE: McpOperation
+MCP_OPERATION_RESOURCE_TEMPLATE: McpOperation
+TASK_SUPPORT_UNSPECIFIED: TaskSupport
+TASK_SUPPORT_OPTIONAL: TaskSupport
+TASK_SUPPORT_REQUIRED: TaskSupport
 WATCH_EVENT_TYPE_UNSPECIFIED: WatchEventType
 WATCH_EVENT_TYPE_SNAPSHOT: WatchEventType
 WATCH_EVENT_TYPE_SNAPSHOT_END: WatchEventType
@@ -208,7 +230,7 @@ class DockerSecret(_message.Message):
     def __init__(self, name: _Optional[str] = ..., env: _Optional[str] = ...) -> None: ...
 
 class McpRuntime(_message.Message):
-    __slots__ = ("url", "headers", "command", "args", "env", "working_dir", "tool", "idle_timeout_ms")
+    __slots__ = ("url", "headers", "command", "args", "env", "working_dir", "tool", "idle_timeout_ms", "operation", "listing")
     class HeadersEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -231,6 +253,8 @@ class McpRuntime(_message.Message):
     WORKING_DIR_FIELD_NUMBER: _ClassVar[int]
     TOOL_FIELD_NUMBER: _ClassVar[int]
     IDLE_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    OPERATION_FIELD_NUMBER: _ClassVar[int]
+    LISTING_FIELD_NUMBER: _ClassVar[int]
     url: str
     headers: _containers.ScalarMap[str, str]
     command: str
@@ -239,7 +263,9 @@ class McpRuntime(_message.Message):
     working_dir: str
     tool: str
     idle_timeout_ms: int
-    def __init__(self, url: _Optional[str] = ..., headers: _Optional[_Mapping[str, str]] = ..., command: _Optional[str] = ..., args: _Optional[_Iterable[str]] = ..., env: _Optional[_Mapping[str, str]] = ..., working_dir: _Optional[str] = ..., tool: _Optional[str] = ..., idle_timeout_ms: _Optional[int] = ...) -> None: ...
+    operation: McpOperation
+    listing: _struct_pb2.Struct
+    def __init__(self, url: _Optional[str] = ..., headers: _Optional[_Mapping[str, str]] = ..., command: _Optional[str] = ..., args: _Optional[_Iterable[str]] = ..., env: _Optional[_Mapping[str, str]] = ..., working_dir: _Optional[str] = ..., tool: _Optional[str] = ..., idle_timeout_ms: _Optional[int] = ..., operation: _Optional[_Union[McpOperation, str]] = ..., listing: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class Runtime(_message.Message):
     __slots__ = ("grpc", "local", "remote", "docker", "mcp")
@@ -276,7 +302,7 @@ class RetryPolicy(_message.Message):
     def __init__(self, max_attempts: _Optional[int] = ..., initial_backoff_ms: _Optional[int] = ..., max_backoff_ms: _Optional[int] = ...) -> None: ...
 
 class ToolSpec(_message.Message):
-    __slots__ = ("name", "version", "description", "category", "input_schema", "output_schema", "required_scopes", "timeout_ms", "retry_policy", "idempotent", "side_effects", "knowhub_slugs", "status", "runtime", "labels", "reporters", "annotations", "requires_approval", "approver_roles", "cache_ttl_ms", "cache_max_entries", "price", "circuit_breaker")
+    __slots__ = ("name", "version", "description", "category", "input_schema", "output_schema", "required_scopes", "timeout_ms", "retry_policy", "idempotent", "side_effects", "knowhub_slugs", "status", "runtime", "labels", "reporters", "annotations", "requires_approval", "approver_roles", "requires_confirmation", "task_support", "cache_ttl_ms", "cache_max_entries", "price", "circuit_breaker")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -303,6 +329,8 @@ class ToolSpec(_message.Message):
     ANNOTATIONS_FIELD_NUMBER: _ClassVar[int]
     REQUIRES_APPROVAL_FIELD_NUMBER: _ClassVar[int]
     APPROVER_ROLES_FIELD_NUMBER: _ClassVar[int]
+    REQUIRES_CONFIRMATION_FIELD_NUMBER: _ClassVar[int]
+    TASK_SUPPORT_FIELD_NUMBER: _ClassVar[int]
     CACHE_TTL_MS_FIELD_NUMBER: _ClassVar[int]
     CACHE_MAX_ENTRIES_FIELD_NUMBER: _ClassVar[int]
     PRICE_FIELD_NUMBER: _ClassVar[int]
@@ -326,11 +354,13 @@ class ToolSpec(_message.Message):
     annotations: ToolAnnotations
     requires_approval: bool
     approver_roles: _containers.RepeatedScalarFieldContainer[str]
+    requires_confirmation: bool
+    task_support: TaskSupport
     cache_ttl_ms: int
     cache_max_entries: int
     price: Price
     circuit_breaker: CircuitBreaker
-    def __init__(self, name: _Optional[str] = ..., version: _Optional[str] = ..., description: _Optional[str] = ..., category: _Optional[str] = ..., input_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., output_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., required_scopes: _Optional[_Iterable[str]] = ..., timeout_ms: _Optional[int] = ..., retry_policy: _Optional[_Union[RetryPolicy, _Mapping]] = ..., idempotent: bool = ..., side_effects: bool = ..., knowhub_slugs: _Optional[_Iterable[str]] = ..., status: _Optional[_Union[ToolStatus, str]] = ..., runtime: _Optional[_Union[Runtime, _Mapping]] = ..., labels: _Optional[_Mapping[str, str]] = ..., reporters: _Optional[_Iterable[str]] = ..., annotations: _Optional[_Union[ToolAnnotations, _Mapping]] = ..., requires_approval: bool = ..., approver_roles: _Optional[_Iterable[str]] = ..., cache_ttl_ms: _Optional[int] = ..., cache_max_entries: _Optional[int] = ..., price: _Optional[_Union[Price, _Mapping]] = ..., circuit_breaker: _Optional[_Union[CircuitBreaker, _Mapping]] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., version: _Optional[str] = ..., description: _Optional[str] = ..., category: _Optional[str] = ..., input_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., output_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., required_scopes: _Optional[_Iterable[str]] = ..., timeout_ms: _Optional[int] = ..., retry_policy: _Optional[_Union[RetryPolicy, _Mapping]] = ..., idempotent: bool = ..., side_effects: bool = ..., knowhub_slugs: _Optional[_Iterable[str]] = ..., status: _Optional[_Union[ToolStatus, str]] = ..., runtime: _Optional[_Union[Runtime, _Mapping]] = ..., labels: _Optional[_Mapping[str, str]] = ..., reporters: _Optional[_Iterable[str]] = ..., annotations: _Optional[_Union[ToolAnnotations, _Mapping]] = ..., requires_approval: bool = ..., approver_roles: _Optional[_Iterable[str]] = ..., requires_confirmation: bool = ..., task_support: _Optional[_Union[TaskSupport, str]] = ..., cache_ttl_ms: _Optional[int] = ..., cache_max_entries: _Optional[int] = ..., price: _Optional[_Union[Price, _Mapping]] = ..., circuit_breaker: _Optional[_Union[CircuitBreaker, _Mapping]] = ...) -> None: ...
 
 class Price(_message.Message):
     __slots__ = ("currency", "per_call_micros", "per_second_micros")

@@ -10,7 +10,7 @@ import type { CallContext, CallError, CallStatus } from "../../common/v1/common_
 import { file_toolmesh_common_v1_common } from "../../common/v1/common_pb.js";
 import type { Cost } from "../../events/v1/events_pb.js";
 import { file_toolmesh_events_v1_events } from "../../events/v1/events_pb.js";
-import type { McpRuntime } from "../../registry/v1/registry_pb.js";
+import type { McpOperation, McpRuntime, Tool } from "../../registry/v1/registry_pb.js";
 import { file_toolmesh_registry_v1_registry } from "../../registry/v1/registry_pb.js";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
 
@@ -18,7 +18,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file toolmesh/dispatcher/v1/dispatcher.proto.
  */
 export const file_toolmesh_dispatcher_v1_dispatcher: GenFile = /*@__PURE__*/
-  fileDesc("Cid0b29sbWVzaC9kaXNwYXRjaGVyL3YxL2Rpc3BhdGNoZXIucHJvdG8SFnRvb2xtZXNoLmRpc3BhdGNoZXIudjEikQEKD0Rpc3BhdGNoUmVxdWVzdBIMCgR0b29sGAEgASgJEioKCWFyZ3VtZW50cxgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSMAoHY29udGV4dBgDIAEoCzIfLnRvb2xtZXNoLmNvbW1vbi52MS5DYWxsQ29udGV4dBISCgp0aW1lb3V0X21zGAQgASgNIoEDChBEaXNwYXRjaFJlc3BvbnNlEg8KB2NhbGxfaWQYASABKAkSEAoIdHJhY2VfaWQYAiABKAkSLgoGc3RhdHVzGAMgASgOMh4udG9vbG1lc2guY29tbW9uLnYxLkNhbGxTdGF0dXMSJwoGb3V0cHV0GAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIsCgVlcnJvchgFIAEoCzIdLnRvb2xtZXNoLmNvbW1vbi52MS5DYWxsRXJyb3ISEwoLZHVyYXRpb25fbXMYBiABKA0SEAoIYXR0ZW1wdHMYByABKA0SEAoIcmVwbGF5ZWQYCCABKAgSFAoMcmVmdXNhbF9jb2RlGAkgASgJEjcKE2FwcHJvdmFsX2V4cGlyZXNfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhMKC2NhY2hlZF9mcm9tGAsgASgJEiYKBGNvc3QYDCABKAsyGC50b29sbWVzaC5ldmVudHMudjEuQ29zdCJgChREaXNwYXRjaEJhdGNoUmVxdWVzdBI2CgVjYWxscxgBIAMoCzInLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuRGlzcGF0Y2hSZXF1ZXN0EhAKCHRyYWNlX2lkGAIgASgJImQKFURpc3BhdGNoQmF0Y2hSZXNwb25zZRI5CgdyZXN1bHRzGAEgAygLMigudG9vbG1lc2guZGlzcGF0Y2hlci52MS5EaXNwYXRjaFJlc3BvbnNlEhAKCHRyYWNlX2lkGAIgASgJIjAKDUNhbmNlbFJlcXVlc3QSDwoHY2FsbF9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkiEAoOQ2FuY2VsUmVzcG9uc2UirAMKDVJ1bnRpbWVTdGF0dXMSDAoEdG9vbBgBIAEoCRIzCgVzdGF0ZRgCIAEoDjIkLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuUnVudGltZVN0YXRlEgsKA3BpZBgDIAEoDRIMCgRwb3J0GAQgASgNEhAKCHJlc3RhcnRzGAUgASgNEhIKCmxhc3RfZXJyb3IYBiABKAkSEQoJaW5fZmxpZ2h0GAcgASgNEi4KCnN0YXJ0ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjAKDGxhc3RfdXNlZF9hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFAoMY29udGFpbmVyX2lkGAogASgJEjoKCWluc3RhbmNlcxgLIAMoCzInLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuUnVudGltZUluc3RhbmNlEhUKDW1pbl9pbnN0YW5jZXMYDCABKA0SFQoNbWF4X2luc3RhbmNlcxgNIAEoDRIUCgxzdGFydHNfc2F2ZWQYDiABKAQSDAoEa2luZBgPIAEoCSKTAwoPUnVudGltZUluc3RhbmNlEgoKAmlkGAEgASgNEjMKBXN0YXRlGAIgASgOMiQudG9vbG1lc2guZGlzcGF0Y2hlci52MS5SdW50aW1lU3RhdGUSCwoDcGlkGAMgASgNEgwKBHBvcnQYBCABKA0SFAoMY29udGFpbmVyX2lkGAUgASgJEhAKCHJlc3RhcnRzGAYgASgNEhIKCmxhc3RfZXJyb3IYByABKAkSEQoJaW5fZmxpZ2h0GAggASgNEg0KBWNhbGxzGAkgASgEEi4KCnN0YXJ0ZWRfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjAKDGxhc3RfdXNlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEwoLc3RhcnRlZF9mb3IYDCABKAkSFwoPaGVhbHRoX2ZhaWx1cmVzGA0gASgNEjYKB2JyZWFrZXIYDiABKAsyJS50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkNpcmN1aXRTdGF0dXMi+AEKDUNpcmN1aXRTdGF0dXMSMwoFc3RhdGUYASABKA4yJC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkNpcmN1aXRTdGF0ZRIcChRjb25zZWN1dGl2ZV9mYWlsdXJlcxgCIAEoDRINCgVvcGVucxgDIAEoDRItCglvcGVuZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCHJldHJ5X2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpsYXN0X2Vycm9yGAYgASgJEhQKDGZhaWxlZF9jYWxscxgHIAMoCSJTCgtUb29sQ2lyY3VpdBIMCgR0b29sGAEgASgJEjYKB2JyZWFrZXIYAiABKAsyJS50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkNpcmN1aXRTdGF0dXMiJwoXR2V0UnVudGltZVN0YXR1c1JlcXVlc3QSDAoEdG9vbBgBIAEoCSKKAQoYR2V0UnVudGltZVN0YXR1c1Jlc3BvbnNlEjcKCHJ1bnRpbWVzGAEgAygLMiUudG9vbG1lc2guZGlzcGF0Y2hlci52MS5SdW50aW1lU3RhdHVzEjUKCGJyZWFrZXJzGAIgAygLMiMudG9vbG1lc2guZGlzcGF0Y2hlci52MS5Ub29sQ2lyY3VpdCIgChBTdGFydFRvb2xSZXF1ZXN0EgwKBHRvb2wYASABKAkiSgoRU3RhcnRUb29sUmVzcG9uc2USNQoGc3RhdHVzGAEgASgLMiUudG9vbG1lc2guZGlzcGF0Y2hlci52MS5SdW50aW1lU3RhdHVzIh8KD1N0b3BUb29sUmVxdWVzdBIMCgR0b29sGAEgASgJIkkKEFN0b3BUb29sUmVzcG9uc2USNQoGc3RhdHVzGAEgASgLMiUudG9vbG1lc2guZGlzcGF0Y2hlci52MS5SdW50aW1lU3RhdHVzIqQBChhEaXNwYXRjaFRvb2xDYWxsc1JlcXVlc3QSKAoHbWVzc2FnZRgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSOAoHZGlhbGVjdBgCIAEoDjInLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuVG9vbENhbGxEaWFsZWN0EhAKCHRyYWNlX2lkGAMgASgJEhIKCnRpbWVvdXRfbXMYBCABKA0izQEKGURpc3BhdGNoVG9vbENhbGxzUmVzcG9uc2USOAoHZGlhbGVjdBgBIAEoDjInLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuVG9vbENhbGxEaWFsZWN0EikKCG1lc3NhZ2VzGAIgAygLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBI5CgdyZXN1bHRzGAMgAygLMigudG9vbG1lc2guZGlzcGF0Y2hlci52MS5EaXNwYXRjaFJlc3BvbnNlEhAKCHRyYWNlX2lkGAQgASgJIoUBChZJbXBvcnRNY3BTZXJ2ZXJSZXF1ZXN0Eg4KBnByZWZpeBgBIAEoCRIxCgdydW50aW1lGAIgASgLMiAudG9vbG1lc2gucmVnaXN0cnkudjEuTWNwUnVudGltZRIXCg9yZXF1aXJlZF9zY29wZXMYAyADKAkSDwoHZHJ5X3J1bhgEIAEoCCJqCg9JbXBvcnRlZE1jcFRvb2wSDAoEdG9vbBgBIAEoCRIQCghtY3BfbmFtZRgCIAEoCRI3CgZjaGFuZ2UYAyABKA4yJy50b29sbWVzaC5kaXNwYXRjaGVyLnYxLk1jcEltcG9ydENoYW5nZSJ+ChdJbXBvcnRNY3BTZXJ2ZXJSZXNwb25zZRI2CgV0b29scxgBIAMoCzInLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuSW1wb3J0ZWRNY3BUb29sEhMKC3NlcnZlcl9uYW1lGAIgASgJEhYKDnNlcnZlcl92ZXJzaW9uGAMgASgJIqMDCghBcHByb3ZhbBIPCgdjYWxsX2lkGAEgASgJEhAKCHRyYWNlX2lkGAIgASgJEgwKBHRvb2wYAyABKAkSEAoIYWdlbnRfaWQYBCABKAkSDwoHdXNlcl9pZBgFIAEoCRIqCglhcmd1bWVudHMYBiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EjAKDHJlcXVlc3RlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKZXhwaXJlc19hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNAoFc3RhdGUYCSABKA4yJS50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkFwcHJvdmFsU3RhdGUSEgoKZGVjaWRlZF9ieRgKIAEoCRIuCgpkZWNpZGVkX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZyZWFzb24YDCABKAkSFgoOYXBwcm92ZXJfcm9sZXMYDSADKAkSEwoLcmVxdWlyZWRfYnkYDiADKAki4gEKCEhlbGRDYWxsEjIKCGFwcHJvdmFsGAEgASgLMiAudG9vbG1lc2guZGlzcGF0Y2hlci52MS5BcHByb3ZhbBIqCglhcmd1bWVudHMYAiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhEKCXBhcmVudF9pZBgDIAEoCRINCgVyb2xlcxgEIAMoCRIOCgZrZXlfaWQYBSABKAkSEgoKdGltZW91dF9tcxgGIAEoDRIXCg9kZWZpbml0aW9uX2hhc2gYByABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAggASgJIl0KFExpc3RBcHByb3ZhbHNSZXF1ZXN0EgwKBHRvb2wYASABKAkSEAoIYWdlbnRfaWQYAiABKAkSEQoJcGFnZV9zaXplGAMgASgNEhIKCnBhZ2VfdG9rZW4YBCABKAkiZQoVTGlzdEFwcHJvdmFsc1Jlc3BvbnNlEjMKCWFwcHJvdmFscxgBIAMoCzIgLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuQXBwcm92YWwSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJInQKFURlY2lkZUFwcHJvdmFsUmVxdWVzdBIPCgdjYWxsX2lkGAEgASgJEjoKCGRlY2lzaW9uGAIgASgOMigudG9vbG1lc2guZGlzcGF0Y2hlci52MS5BcHByb3ZhbERlY2lzaW9uEg4KBnJlYXNvbhgDIAEoCSKGAQoWRGVjaWRlQXBwcm92YWxSZXNwb25zZRIyCghhcHByb3ZhbBgBIAEoCzIgLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuQXBwcm92YWwSOAoGcmVzdWx0GAIgASgLMigudG9vbG1lc2guZGlzcGF0Y2hlci52MS5EaXNwYXRjaFJlc3BvbnNlKrQBCgxSdW50aW1lU3RhdGUSHQoZUlVOVElNRV9TVEFURV9VTlNQRUNJRklFRBAAEhkKFVJVTlRJTUVfU1RBVEVfU1RPUFBFRBABEhoKFlJVTlRJTUVfU1RBVEVfU1RBUlRJTkcQAhIZChVSVU5USU1FX1NUQVRFX1JVTk5JTkcQAxIZChVSVU5USU1FX1NUQVRFX0JBQ0tPRkYQBBIYChRSVU5USU1FX1NUQVRFX0ZBSUxFRBAFKnwKDENpcmN1aXRTdGF0ZRIdChlDSVJDVUlUX1NUQVRFX1VOU1BFQ0lGSUVEEAASGAoUQ0lSQ1VJVF9TVEFURV9DTE9TRUQQARIWChJDSVJDVUlUX1NUQVRFX09QRU4QAhIbChdDSVJDVUlUX1NUQVRFX0hBTEZfT1BFThADKqABCg9Ub29sQ2FsbERpYWxlY3QSIQodVE9PTF9DQUxMX0RJQUxFQ1RfVU5TUEVDSUZJRUQQABIhCh1UT09MX0NBTExfRElBTEVDVF9PUEVOQUlfQ0hBVBABEiYKIlRPT0xfQ0FMTF9ESUFMRUNUX09QRU5BSV9SRVNQT05TRVMQAhIfChtUT09MX0NBTExfRElBTEVDVF9BTlRIUk9QSUMQAyqwAQoPTWNwSW1wb3J0Q2hhbmdlEiEKHU1DUF9JTVBPUlRfQ0hBTkdFX1VOU1BFQ0lGSUVEEAASGwoXTUNQX0lNUE9SVF9DSEFOR0VfQURERUQQARIdChlNQ1BfSU1QT1JUX0NIQU5HRV9DSEFOR0VEEAISHwobTUNQX0lNUE9SVF9DSEFOR0VfVU5DSEFOR0VEEAMSHQoZTUNQX0lNUE9SVF9DSEFOR0VfUkVNT1ZFRBAEKp8BCg1BcHByb3ZhbFN0YXRlEh4KGkFQUFJPVkFMX1NUQVRFX1VOU1BFQ0lGSUVEEAASGgoWQVBQUk9WQUxfU1RBVEVfUEVORElORxABEhsKF0FQUFJPVkFMX1NUQVRFX0FQUFJPVkVEEAISGQoVQVBQUk9WQUxfU1RBVEVfREVOSUVEEAMSGgoWQVBQUk9WQUxfU1RBVEVfRVhQSVJFRBAEKnAKEEFwcHJvdmFsRGVjaXNpb24SIQodQVBQUk9WQUxfREVDSVNJT05fVU5TUEVDSUZJRUQQABIdChlBUFBST1ZBTF9ERUNJU0lPTl9BUFBST1ZFEAESGgoWQVBQUk9WQUxfREVDSVNJT05fREVOWRACMr4IChFEaXNwYXRjaGVyU2VydmljZRJdCghEaXNwYXRjaBInLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuRGlzcGF0Y2hSZXF1ZXN0GigudG9vbG1lc2guZGlzcGF0Y2hlci52MS5EaXNwYXRjaFJlc3BvbnNlEmwKDURpc3BhdGNoQmF0Y2gSLC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkRpc3BhdGNoQmF0Y2hSZXF1ZXN0Gi0udG9vbG1lc2guZGlzcGF0Y2hlci52MS5EaXNwYXRjaEJhdGNoUmVzcG9uc2USVwoGQ2FuY2VsEiUudG9vbG1lc2guZGlzcGF0Y2hlci52MS5DYW5jZWxSZXF1ZXN0GiYudG9vbG1lc2guZGlzcGF0Y2hlci52MS5DYW5jZWxSZXNwb25zZRJ1ChBHZXRSdW50aW1lU3RhdHVzEi8udG9vbG1lc2guZGlzcGF0Y2hlci52MS5HZXRSdW50aW1lU3RhdHVzUmVxdWVzdBowLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuR2V0UnVudGltZVN0YXR1c1Jlc3BvbnNlEmAKCVN0YXJ0VG9vbBIoLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuU3RhcnRUb29sUmVxdWVzdBopLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuU3RhcnRUb29sUmVzcG9uc2USXQoIU3RvcFRvb2wSJy50b29sbWVzaC5kaXNwYXRjaGVyLnYxLlN0b3BUb29sUmVxdWVzdBooLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuU3RvcFRvb2xSZXNwb25zZRJ4ChFEaXNwYXRjaFRvb2xDYWxscxIwLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuRGlzcGF0Y2hUb29sQ2FsbHNSZXF1ZXN0GjEudG9vbG1lc2guZGlzcGF0Y2hlci52MS5EaXNwYXRjaFRvb2xDYWxsc1Jlc3BvbnNlEnIKD0ltcG9ydE1jcFNlcnZlchIuLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuSW1wb3J0TWNwU2VydmVyUmVxdWVzdBovLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuSW1wb3J0TWNwU2VydmVyUmVzcG9uc2USbAoNTGlzdEFwcHJvdmFscxIsLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuTGlzdEFwcHJvdmFsc1JlcXVlc3QaLS50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkxpc3RBcHByb3ZhbHNSZXNwb25zZRJvCg5EZWNpZGVBcHByb3ZhbBItLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuRGVjaWRlQXBwcm92YWxSZXF1ZXN0Gi4udG9vbG1lc2guZGlzcGF0Y2hlci52MS5EZWNpZGVBcHByb3ZhbFJlc3BvbnNlQuABChpjb20udG9vbG1lc2guZGlzcGF0Y2hlci52MUIPRGlzcGF0Y2hlclByb3RvUAFaN3Rvb2xtZXNoLmRldi9nby9nZW4vdG9vbG1lc2gvZGlzcGF0Y2hlci92MTtkaXNwYXRjaGVydjGiAgNURFiqAhZUb29sbWVzaC5EaXNwYXRjaGVyLlYxygIWVG9vbG1lc2hcRGlzcGF0Y2hlclxWMeICIlRvb2xtZXNoXERpc3BhdGNoZXJcVjFcR1BCTWV0YWRhdGHqAhhUb29sbWVzaDo6RGlzcGF0Y2hlcjo6VjFiBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_toolmesh_common_v1_common, file_toolmesh_events_v1_events, file_toolmesh_registry_v1_registry]);
+  fileDesc("Cid0b29sbWVzaC9kaXNwYXRjaGVyL3YxL2Rpc3BhdGNoZXIucHJvdG8SFnRvb2xtZXNoLmRpc3BhdGNoZXIudjEikQEKD0Rpc3BhdGNoUmVxdWVzdBIMCgR0b29sGAEgASgJEioKCWFyZ3VtZW50cxgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSMAoHY29udGV4dBgDIAEoCzIfLnRvb2xtZXNoLmNvbW1vbi52MS5DYWxsQ29udGV4dBISCgp0aW1lb3V0X21zGAQgASgNIsADChBEaXNwYXRjaFJlc3BvbnNlEg8KB2NhbGxfaWQYASABKAkSEAoIdHJhY2VfaWQYAiABKAkSLgoGc3RhdHVzGAMgASgOMh4udG9vbG1lc2guY29tbW9uLnYxLkNhbGxTdGF0dXMSJwoGb3V0cHV0GAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIsCgVlcnJvchgFIAEoCzIdLnRvb2xtZXNoLmNvbW1vbi52MS5DYWxsRXJyb3ISEwoLZHVyYXRpb25fbXMYBiABKA0SEAoIYXR0ZW1wdHMYByABKA0SEAoIcmVwbGF5ZWQYCCABKAgSFAoMcmVmdXNhbF9jb2RlGAkgASgJEjcKE2FwcHJvdmFsX2V4cGlyZXNfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEj0KDmlucHV0X3JlcXVpcmVkGAsgASgLMiUudG9vbG1lc2guZGlzcGF0Y2hlci52MS5JbnB1dFJlcXVpcmVkEhMKC2NhY2hlZF9mcm9tGAwgASgJEiYKBGNvc3QYDSABKAsyGC50b29sbWVzaC5ldmVudHMudjEuQ29zdCL0AQoNSW5wdXRSZXF1aXJlZBJFCghyZXF1ZXN0cxgBIAMoCzIzLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuSW5wdXRSZXF1aXJlZC5SZXF1ZXN0c0VudHJ5EhUKDXJlcXVlc3Rfc3RhdGUYAiABKAkSLgoKZXhwaXJlc19hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAaVQoNUmVxdWVzdHNFbnRyeRILCgNrZXkYASABKAkSMwoFdmFsdWUYAiABKAsyJC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLklucHV0UmVxdWVzdDoCOAEiRwoMSW5wdXRSZXF1ZXN0Eg4KBm1ldGhvZBgBIAEoCRInCgZwYXJhbXMYAiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0ItgBChJBbnN3ZXJJbnB1dFJlcXVlc3QSFQoNcmVxdWVzdF9zdGF0ZRgBIAEoCRJMCglyZXNwb25zZXMYAiADKAsyOS50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkFuc3dlcklucHV0UmVxdWVzdC5SZXNwb25zZXNFbnRyeRISCgp0aW1lb3V0X21zGAMgASgNGkkKDlJlc3BvbnNlc0VudHJ5EgsKA2tleRgBIAEoCRImCgV2YWx1ZRgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3Q6AjgBIk8KE0Fuc3dlcklucHV0UmVzcG9uc2USOAoGcmVzdWx0GAEgASgLMigudG9vbG1lc2guZGlzcGF0Y2hlci52MS5EaXNwYXRjaFJlc3BvbnNlIjIKElNlYXJjaFRvb2xzUmVxdWVzdBINCgVxdWVyeRgBIAEoCRINCgVsaW1pdBgCIAEoDSJECglGb3VuZFRvb2wSKAoEdG9vbBgBIAEoCzIaLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlRvb2wSDQoFc2NvcmUYAiABKAEiRwoTU2VhcmNoVG9vbHNSZXNwb25zZRIwCgV0b29scxgBIAMoCzIhLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuRm91bmRUb29sImAKFERpc3BhdGNoQmF0Y2hSZXF1ZXN0EjYKBWNhbGxzGAEgAygLMicudG9vbG1lc2guZGlzcGF0Y2hlci52MS5EaXNwYXRjaFJlcXVlc3QSEAoIdHJhY2VfaWQYAiABKAkiZAoVRGlzcGF0Y2hCYXRjaFJlc3BvbnNlEjkKB3Jlc3VsdHMYASADKAsyKC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkRpc3BhdGNoUmVzcG9uc2USEAoIdHJhY2VfaWQYAiABKAkiMAoNQ2FuY2VsUmVxdWVzdBIPCgdjYWxsX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCSIQCg5DYW5jZWxSZXNwb25zZSKsAwoNUnVudGltZVN0YXR1cxIMCgR0b29sGAEgASgJEjMKBXN0YXRlGAIgASgOMiQudG9vbG1lc2guZGlzcGF0Y2hlci52MS5SdW50aW1lU3RhdGUSCwoDcGlkGAMgASgNEgwKBHBvcnQYBCABKA0SEAoIcmVzdGFydHMYBSABKA0SEgoKbGFzdF9lcnJvchgGIAEoCRIRCglpbl9mbGlnaHQYByABKA0SLgoKc3RhcnRlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMAoMbGFzdF91c2VkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIUCgxjb250YWluZXJfaWQYCiABKAkSOgoJaW5zdGFuY2VzGAsgAygLMicudG9vbG1lc2guZGlzcGF0Y2hlci52MS5SdW50aW1lSW5zdGFuY2USFQoNbWluX2luc3RhbmNlcxgMIAEoDRIVCg1tYXhfaW5zdGFuY2VzGA0gASgNEhQKDHN0YXJ0c19zYXZlZBgOIAEoBBIMCgRraW5kGA8gASgJIpMDCg9SdW50aW1lSW5zdGFuY2USCgoCaWQYASABKA0SMwoFc3RhdGUYAiABKA4yJC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLlJ1bnRpbWVTdGF0ZRILCgNwaWQYAyABKA0SDAoEcG9ydBgEIAEoDRIUCgxjb250YWluZXJfaWQYBSABKAkSEAoIcmVzdGFydHMYBiABKA0SEgoKbGFzdF9lcnJvchgHIAEoCRIRCglpbl9mbGlnaHQYCCABKA0SDQoFY2FsbHMYCSABKAQSLgoKc3RhcnRlZF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMAoMbGFzdF91c2VkX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBITCgtzdGFydGVkX2ZvchgMIAEoCRIXCg9oZWFsdGhfZmFpbHVyZXMYDSABKA0SNgoHYnJlYWtlchgOIAEoCzIlLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuQ2lyY3VpdFN0YXR1cyL4AQoNQ2lyY3VpdFN0YXR1cxIzCgVzdGF0ZRgBIAEoDjIkLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuQ2lyY3VpdFN0YXRlEhwKFGNvbnNlY3V0aXZlX2ZhaWx1cmVzGAIgASgNEg0KBW9wZW5zGAMgASgNEi0KCW9wZW5lZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoIcmV0cnlfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhIKCmxhc3RfZXJyb3IYBiABKAkSFAoMZmFpbGVkX2NhbGxzGAcgAygJIlMKC1Rvb2xDaXJjdWl0EgwKBHRvb2wYASABKAkSNgoHYnJlYWtlchgCIAEoCzIlLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuQ2lyY3VpdFN0YXR1cyInChdHZXRSdW50aW1lU3RhdHVzUmVxdWVzdBIMCgR0b29sGAEgASgJIooBChhHZXRSdW50aW1lU3RhdHVzUmVzcG9uc2USNwoIcnVudGltZXMYASADKAsyJS50b29sbWVzaC5kaXNwYXRjaGVyLnYxLlJ1bnRpbWVTdGF0dXMSNQoIYnJlYWtlcnMYAiADKAsyIy50b29sbWVzaC5kaXNwYXRjaGVyLnYxLlRvb2xDaXJjdWl0IiAKEFN0YXJ0VG9vbFJlcXVlc3QSDAoEdG9vbBgBIAEoCSJKChFTdGFydFRvb2xSZXNwb25zZRI1CgZzdGF0dXMYASABKAsyJS50b29sbWVzaC5kaXNwYXRjaGVyLnYxLlJ1bnRpbWVTdGF0dXMiHwoPU3RvcFRvb2xSZXF1ZXN0EgwKBHRvb2wYASABKAkiSQoQU3RvcFRvb2xSZXNwb25zZRI1CgZzdGF0dXMYASABKAsyJS50b29sbWVzaC5kaXNwYXRjaGVyLnYxLlJ1bnRpbWVTdGF0dXMipAEKGERpc3BhdGNoVG9vbENhbGxzUmVxdWVzdBIoCgdtZXNzYWdlGAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBI4CgdkaWFsZWN0GAIgASgOMicudG9vbG1lc2guZGlzcGF0Y2hlci52MS5Ub29sQ2FsbERpYWxlY3QSEAoIdHJhY2VfaWQYAyABKAkSEgoKdGltZW91dF9tcxgEIAEoDSLNAQoZRGlzcGF0Y2hUb29sQ2FsbHNSZXNwb25zZRI4CgdkaWFsZWN0GAEgASgOMicudG9vbG1lc2guZGlzcGF0Y2hlci52MS5Ub29sQ2FsbERpYWxlY3QSKQoIbWVzc2FnZXMYAiADKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EjkKB3Jlc3VsdHMYAyADKAsyKC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkRpc3BhdGNoUmVzcG9uc2USEAoIdHJhY2VfaWQYBCABKAkitwEKFkltcG9ydE1jcFNlcnZlclJlcXVlc3QSDgoGcHJlZml4GAEgASgJEjEKB3J1bnRpbWUYAiABKAsyIC50b29sbWVzaC5yZWdpc3RyeS52MS5NY3BSdW50aW1lEhcKD3JlcXVpcmVkX3Njb3BlcxgDIAMoCRIPCgdkcnlfcnVuGAQgASgIEjAKBG9ubHkYBSADKA4yIi50b29sbWVzaC5yZWdpc3RyeS52MS5NY3BPcGVyYXRpb24ioQEKD0ltcG9ydGVkTWNwVG9vbBIMCgR0b29sGAEgASgJEhAKCG1jcF9uYW1lGAIgASgJEjcKBmNoYW5nZRgDIAEoDjInLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuTWNwSW1wb3J0Q2hhbmdlEjUKCW9wZXJhdGlvbhgEIAEoDjIiLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLk1jcE9wZXJhdGlvbiJ+ChdJbXBvcnRNY3BTZXJ2ZXJSZXNwb25zZRI2CgV0b29scxgBIAMoCzInLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuSW1wb3J0ZWRNY3BUb29sEhMKC3NlcnZlcl9uYW1lGAIgASgJEhYKDnNlcnZlcl92ZXJzaW9uGAMgASgJIu4DCghBcHByb3ZhbBIPCgdjYWxsX2lkGAEgASgJEhAKCHRyYWNlX2lkGAIgASgJEgwKBHRvb2wYAyABKAkSEAoIYWdlbnRfaWQYBCABKAkSDwoHdXNlcl9pZBgFIAEoCRIqCglhcmd1bWVudHMYBiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EjAKDHJlcXVlc3RlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKZXhwaXJlc19hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNAoFc3RhdGUYCSABKA4yJS50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkFwcHJvdmFsU3RhdGUSEgoKZGVjaWRlZF9ieRgKIAEoCRIuCgpkZWNpZGVkX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZyZWFzb24YDCABKAkSFgoOYXBwcm92ZXJfcm9sZXMYDSADKAkSEwoLcmVxdWlyZWRfYnkYDiADKAkSFwoPY29uZmlybWF0aW9uX2J5GA8gAygJEjAKDGNvbmZpcm1lZF9hdBgQIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAi/gEKCEhlbGRDYWxsEjIKCGFwcHJvdmFsGAEgASgLMiAudG9vbG1lc2guZGlzcGF0Y2hlci52MS5BcHByb3ZhbBIqCglhcmd1bWVudHMYAiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhEKCXBhcmVudF9pZBgDIAEoCRINCgVyb2xlcxgEIAMoCRIOCgZrZXlfaWQYBSABKAkSEgoKdGltZW91dF9tcxgGIAEoDRIXCg9kZWZpbml0aW9uX2hhc2gYByABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAggASgJEhoKEmNvbmZpcm1hdGlvbl9ub25jZRgJIAEoCSJdChRMaXN0QXBwcm92YWxzUmVxdWVzdBIMCgR0b29sGAEgASgJEhAKCGFnZW50X2lkGAIgASgJEhEKCXBhZ2Vfc2l6ZRgDIAEoDRISCgpwYWdlX3Rva2VuGAQgASgJImUKFUxpc3RBcHByb3ZhbHNSZXNwb25zZRIzCglhcHByb3ZhbHMYASADKAsyIC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkFwcHJvdmFsEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJ0ChVEZWNpZGVBcHByb3ZhbFJlcXVlc3QSDwoHY2FsbF9pZBgBIAEoCRI6CghkZWNpc2lvbhgCIAEoDjIoLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuQXBwcm92YWxEZWNpc2lvbhIOCgZyZWFzb24YAyABKAkihgEKFkRlY2lkZUFwcHJvdmFsUmVzcG9uc2USMgoIYXBwcm92YWwYASABKAsyIC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkFwcHJvdmFsEjgKBnJlc3VsdBgCIAEoCzIoLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuRGlzcGF0Y2hSZXNwb25zZSq0AQoMUnVudGltZVN0YXRlEh0KGVJVTlRJTUVfU1RBVEVfVU5TUEVDSUZJRUQQABIZChVSVU5USU1FX1NUQVRFX1NUT1BQRUQQARIaChZSVU5USU1FX1NUQVRFX1NUQVJUSU5HEAISGQoVUlVOVElNRV9TVEFURV9SVU5OSU5HEAMSGQoVUlVOVElNRV9TVEFURV9CQUNLT0ZGEAQSGAoUUlVOVElNRV9TVEFURV9GQUlMRUQQBSp8CgxDaXJjdWl0U3RhdGUSHQoZQ0lSQ1VJVF9TVEFURV9VTlNQRUNJRklFRBAAEhgKFENJUkNVSVRfU1RBVEVfQ0xPU0VEEAESFgoSQ0lSQ1VJVF9TVEFURV9PUEVOEAISGwoXQ0lSQ1VJVF9TVEFURV9IQUxGX09QRU4QAyqgAQoPVG9vbENhbGxEaWFsZWN0EiEKHVRPT0xfQ0FMTF9ESUFMRUNUX1VOU1BFQ0lGSUVEEAASIQodVE9PTF9DQUxMX0RJQUxFQ1RfT1BFTkFJX0NIQVQQARImCiJUT09MX0NBTExfRElBTEVDVF9PUEVOQUlfUkVTUE9OU0VTEAISHwobVE9PTF9DQUxMX0RJQUxFQ1RfQU5USFJPUElDEAMqsAEKD01jcEltcG9ydENoYW5nZRIhCh1NQ1BfSU1QT1JUX0NIQU5HRV9VTlNQRUNJRklFRBAAEhsKF01DUF9JTVBPUlRfQ0hBTkdFX0FEREVEEAESHQoZTUNQX0lNUE9SVF9DSEFOR0VfQ0hBTkdFRBACEh8KG01DUF9JTVBPUlRfQ0hBTkdFX1VOQ0hBTkdFRBADEh0KGU1DUF9JTVBPUlRfQ0hBTkdFX1JFTU9WRUQQBCqfAQoNQXBwcm92YWxTdGF0ZRIeChpBUFBST1ZBTF9TVEFURV9VTlNQRUNJRklFRBAAEhoKFkFQUFJPVkFMX1NUQVRFX1BFTkRJTkcQARIbChdBUFBST1ZBTF9TVEFURV9BUFBST1ZFRBACEhkKFUFQUFJPVkFMX1NUQVRFX0RFTklFRBADEhoKFkFQUFJPVkFMX1NUQVRFX0VYUElSRUQQBCpwChBBcHByb3ZhbERlY2lzaW9uEiEKHUFQUFJPVkFMX0RFQ0lTSU9OX1VOU1BFQ0lGSUVEEAASHQoZQVBQUk9WQUxfREVDSVNJT05fQVBQUk9WRRABEhoKFkFQUFJPVkFMX0RFQ0lTSU9OX0RFTlkQAjKOCgoRRGlzcGF0Y2hlclNlcnZpY2USXQoIRGlzcGF0Y2gSJy50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkRpc3BhdGNoUmVxdWVzdBooLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuRGlzcGF0Y2hSZXNwb25zZRJsCg1EaXNwYXRjaEJhdGNoEiwudG9vbG1lc2guZGlzcGF0Y2hlci52MS5EaXNwYXRjaEJhdGNoUmVxdWVzdBotLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuRGlzcGF0Y2hCYXRjaFJlc3BvbnNlElcKBkNhbmNlbBIlLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuQ2FuY2VsUmVxdWVzdBomLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuQ2FuY2VsUmVzcG9uc2USdQoQR2V0UnVudGltZVN0YXR1cxIvLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuR2V0UnVudGltZVN0YXR1c1JlcXVlc3QaMC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkdldFJ1bnRpbWVTdGF0dXNSZXNwb25zZRJgCglTdGFydFRvb2wSKC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLlN0YXJ0VG9vbFJlcXVlc3QaKS50b29sbWVzaC5kaXNwYXRjaGVyLnYxLlN0YXJ0VG9vbFJlc3BvbnNlEl0KCFN0b3BUb29sEicudG9vbG1lc2guZGlzcGF0Y2hlci52MS5TdG9wVG9vbFJlcXVlc3QaKC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLlN0b3BUb29sUmVzcG9uc2USeAoRRGlzcGF0Y2hUb29sQ2FsbHMSMC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkRpc3BhdGNoVG9vbENhbGxzUmVxdWVzdBoxLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuRGlzcGF0Y2hUb29sQ2FsbHNSZXNwb25zZRJyCg9JbXBvcnRNY3BTZXJ2ZXISLi50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkltcG9ydE1jcFNlcnZlclJlcXVlc3QaLy50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkltcG9ydE1jcFNlcnZlclJlc3BvbnNlEmYKC0Fuc3dlcklucHV0EioudG9vbG1lc2guZGlzcGF0Y2hlci52MS5BbnN3ZXJJbnB1dFJlcXVlc3QaKy50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkFuc3dlcklucHV0UmVzcG9uc2USZgoLU2VhcmNoVG9vbHMSKi50b29sbWVzaC5kaXNwYXRjaGVyLnYxLlNlYXJjaFRvb2xzUmVxdWVzdBorLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuU2VhcmNoVG9vbHNSZXNwb25zZRJsCg1MaXN0QXBwcm92YWxzEiwudG9vbG1lc2guZGlzcGF0Y2hlci52MS5MaXN0QXBwcm92YWxzUmVxdWVzdBotLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuTGlzdEFwcHJvdmFsc1Jlc3BvbnNlEm8KDkRlY2lkZUFwcHJvdmFsEi0udG9vbG1lc2guZGlzcGF0Y2hlci52MS5EZWNpZGVBcHByb3ZhbFJlcXVlc3QaLi50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkRlY2lkZUFwcHJvdmFsUmVzcG9uc2VC4AEKGmNvbS50b29sbWVzaC5kaXNwYXRjaGVyLnYxQg9EaXNwYXRjaGVyUHJvdG9QAVo3dG9vbG1lc2guZGV2L2dvL2dlbi90b29sbWVzaC9kaXNwYXRjaGVyL3YxO2Rpc3BhdGNoZXJ2MaICA1REWKoCFlRvb2xtZXNoLkRpc3BhdGNoZXIuVjHKAhZUb29sbWVzaFxEaXNwYXRjaGVyXFYx4gIiVG9vbG1lc2hcRGlzcGF0Y2hlclxWMVxHUEJNZXRhZGF0YeoCGFRvb2xtZXNoOjpEaXNwYXRjaGVyOjpWMWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_toolmesh_common_v1_common, file_toolmesh_events_v1_events, file_toolmesh_registry_v1_registry]);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.DispatchRequest
@@ -120,17 +120,25 @@ export type DispatchResponse = Message<"toolmesh.dispatcher.v1.DispatchResponse"
   approvalExpiresAt?: Timestamp | undefined;
 
   /**
+   * Set when the call waits for its caller (status PENDING, error code `input_required`): what
+   * the tool asked, answered with AnswerInput.
+   *
+   * @generated from field: toolmesh.dispatcher.v1.InputRequired input_required = 11;
+   */
+  inputRequired?: InputRequired | undefined;
+
+  /**
    * Set when the call was answered from the tool's result cache: the call whose result it
    * repeats (the tool did not run).
    *
-   * @generated from field: string cached_from = 11;
+   * @generated from field: string cached_from = 12;
    */
   cachedFrom: string;
 
   /**
    * What the call cost, for a tool with a price.
    *
-   * @generated from field: toolmesh.events.v1.Cost cost = 12;
+   * @generated from field: toolmesh.events.v1.Cost cost = 13;
    */
   cost?: Cost | undefined;
 };
@@ -141,6 +149,193 @@ export type DispatchResponse = Message<"toolmesh.dispatcher.v1.DispatchResponse"
  */
 export const DispatchResponseSchema: GenMessage<DispatchResponse> = /*@__PURE__*/
   messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 1);
+
+/**
+ * InputRequired is what a call waits for from its caller.
+ *
+ * @generated from message toolmesh.dispatcher.v1.InputRequired
+ */
+export type InputRequired = Message<"toolmesh.dispatcher.v1.InputRequired"> & {
+  /**
+   * The questions by key: each an MCP request the caller answers with its result
+   * (`elicitation/create` → an ElicitResult, `sampling/createMessage` → a CreateMessageResult,
+   * `roots/list` → a ListRootsResult).
+   *
+   * @generated from field: map<string, toolmesh.dispatcher.v1.InputRequest> requests = 1;
+   */
+  requests: { [key: string]: InputRequest };
+
+  /**
+   * Opaque, signed and bound to the call, the caller and this round; AnswerInput sends it back.
+   *
+   * @generated from field: string request_state = 2;
+   */
+  requestState: string;
+
+  /**
+   * When the call stops waiting (its deadline, or the hold's expiry).
+   *
+   * @generated from field: google.protobuf.Timestamp expires_at = 3;
+   */
+  expiresAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message toolmesh.dispatcher.v1.InputRequired.
+ * Use `create(InputRequiredSchema)` to create a new message.
+ */
+export const InputRequiredSchema: GenMessage<InputRequired> = /*@__PURE__*/
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 2);
+
+/**
+ * InputRequest is one question of a call to its caller, an MCP request.
+ *
+ * @generated from message toolmesh.dispatcher.v1.InputRequest
+ */
+export type InputRequest = Message<"toolmesh.dispatcher.v1.InputRequest"> & {
+  /**
+   * `elicitation/create`, `sampling/createMessage` or `roots/list`.
+   *
+   * @generated from field: string method = 1;
+   */
+  method: string;
+
+  /**
+   * @generated from field: google.protobuf.Struct params = 2;
+   */
+  params?: JsonObject | undefined;
+};
+
+/**
+ * Describes the message toolmesh.dispatcher.v1.InputRequest.
+ * Use `create(InputRequestSchema)` to create a new message.
+ */
+export const InputRequestSchema: GenMessage<InputRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 3);
+
+/**
+ * @generated from message toolmesh.dispatcher.v1.AnswerInputRequest
+ */
+export type AnswerInputRequest = Message<"toolmesh.dispatcher.v1.AnswerInputRequest"> & {
+  /**
+   * The request_state of the InputRequired being answered.
+   *
+   * @generated from field: string request_state = 1;
+   */
+  requestState: string;
+
+  /**
+   * The answers by key (the result of each request); keys not asked are ignored, and a key left
+   * out is asked again.
+   *
+   * @generated from field: map<string, google.protobuf.Struct> responses = 2;
+   */
+  responses: { [key: string]: JsonObject };
+
+  /**
+   * Deadline of the wait for the call's next stop; 0 means the call's own.
+   *
+   * @generated from field: uint32 timeout_ms = 3;
+   */
+  timeoutMs: number;
+};
+
+/**
+ * Describes the message toolmesh.dispatcher.v1.AnswerInputRequest.
+ * Use `create(AnswerInputRequestSchema)` to create a new message.
+ */
+export const AnswerInputRequestSchema: GenMessage<AnswerInputRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 4);
+
+/**
+ * @generated from message toolmesh.dispatcher.v1.AnswerInputResponse
+ */
+export type AnswerInputResponse = Message<"toolmesh.dispatcher.v1.AnswerInputResponse"> & {
+  /**
+   * The call's next stop: its result, or PENDING with the next InputRequired.
+   *
+   * @generated from field: toolmesh.dispatcher.v1.DispatchResponse result = 1;
+   */
+  result?: DispatchResponse | undefined;
+};
+
+/**
+ * Describes the message toolmesh.dispatcher.v1.AnswerInputResponse.
+ * Use `create(AnswerInputResponseSchema)` to create a new message.
+ */
+export const AnswerInputResponseSchema: GenMessage<AnswerInputResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 5);
+
+/**
+ * @generated from message toolmesh.dispatcher.v1.SearchToolsRequest
+ */
+export type SearchToolsRequest = Message<"toolmesh.dispatcher.v1.SearchToolsRequest"> & {
+  /**
+   * Words to look for; at most 500 characters.
+   *
+   * @generated from field: string query = 1;
+   */
+  query: string;
+
+  /**
+   * At most this many tools; 0 means 10, the maximum is 50.
+   *
+   * @generated from field: uint32 limit = 2;
+   */
+  limit: number;
+};
+
+/**
+ * Describes the message toolmesh.dispatcher.v1.SearchToolsRequest.
+ * Use `create(SearchToolsRequestSchema)` to create a new message.
+ */
+export const SearchToolsRequestSchema: GenMessage<SearchToolsRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 6);
+
+/**
+ * FoundTool is one tool SearchTools found.
+ *
+ * @generated from message toolmesh.dispatcher.v1.FoundTool
+ */
+export type FoundTool = Message<"toolmesh.dispatcher.v1.FoundTool"> & {
+  /**
+   * @generated from field: toolmesh.registry.v1.Tool tool = 1;
+   */
+  tool?: Tool | undefined;
+
+  /**
+   * The BM25 score: higher matches better; comparable only within one answer.
+   *
+   * @generated from field: double score = 2;
+   */
+  score: number;
+};
+
+/**
+ * Describes the message toolmesh.dispatcher.v1.FoundTool.
+ * Use `create(FoundToolSchema)` to create a new message.
+ */
+export const FoundToolSchema: GenMessage<FoundTool> = /*@__PURE__*/
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 7);
+
+/**
+ * @generated from message toolmesh.dispatcher.v1.SearchToolsResponse
+ */
+export type SearchToolsResponse = Message<"toolmesh.dispatcher.v1.SearchToolsResponse"> & {
+  /**
+   * Best match first.
+   *
+   * @generated from field: repeated toolmesh.dispatcher.v1.FoundTool tools = 1;
+   */
+  tools: FoundTool[];
+};
+
+/**
+ * Describes the message toolmesh.dispatcher.v1.SearchToolsResponse.
+ * Use `create(SearchToolsResponseSchema)` to create a new message.
+ */
+export const SearchToolsResponseSchema: GenMessage<SearchToolsResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 8);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.DispatchBatchRequest
@@ -166,7 +361,7 @@ export type DispatchBatchRequest = Message<"toolmesh.dispatcher.v1.DispatchBatch
  * Use `create(DispatchBatchRequestSchema)` to create a new message.
  */
 export const DispatchBatchRequestSchema: GenMessage<DispatchBatchRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 2);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 9);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.DispatchBatchResponse
@@ -188,7 +383,7 @@ export type DispatchBatchResponse = Message<"toolmesh.dispatcher.v1.DispatchBatc
  * Use `create(DispatchBatchResponseSchema)` to create a new message.
  */
 export const DispatchBatchResponseSchema: GenMessage<DispatchBatchResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 3);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 10);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.CancelRequest
@@ -210,7 +405,7 @@ export type CancelRequest = Message<"toolmesh.dispatcher.v1.CancelRequest"> & {
  * Use `create(CancelRequestSchema)` to create a new message.
  */
 export const CancelRequestSchema: GenMessage<CancelRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 4);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 11);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.CancelResponse
@@ -223,7 +418,7 @@ export type CancelResponse = Message<"toolmesh.dispatcher.v1.CancelResponse"> & 
  * Use `create(CancelResponseSchema)` to create a new message.
  */
 export const CancelResponseSchema: GenMessage<CancelResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 5);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 12);
 
 /**
  * RuntimeStatus is one local or docker tool's backends on this Dispatcher. state, pid, port,
@@ -325,7 +520,7 @@ export type RuntimeStatus = Message<"toolmesh.dispatcher.v1.RuntimeStatus"> & {
  * Use `create(RuntimeStatusSchema)` to create a new message.
  */
 export const RuntimeStatusSchema: GenMessage<RuntimeStatus> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 6);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 13);
 
 /**
  * RuntimeInstance is one process or container of a tool.
@@ -420,7 +615,7 @@ export type RuntimeInstance = Message<"toolmesh.dispatcher.v1.RuntimeInstance"> 
  * Use `create(RuntimeInstanceSchema)` to create a new message.
  */
 export const RuntimeInstanceSchema: GenMessage<RuntimeInstance> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 7);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 14);
 
 /**
  * CircuitStatus is one breaker: a tool's, or one instance's.
@@ -479,7 +674,7 @@ export type CircuitStatus = Message<"toolmesh.dispatcher.v1.CircuitStatus"> & {
  * Use `create(CircuitStatusSchema)` to create a new message.
  */
 export const CircuitStatusSchema: GenMessage<CircuitStatus> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 8);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 15);
 
 /**
  * ToolCircuit is a tool's breaker on this Dispatcher.
@@ -503,7 +698,7 @@ export type ToolCircuit = Message<"toolmesh.dispatcher.v1.ToolCircuit"> & {
  * Use `create(ToolCircuitSchema)` to create a new message.
  */
 export const ToolCircuitSchema: GenMessage<ToolCircuit> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 9);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 16);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.GetRuntimeStatusRequest
@@ -522,7 +717,7 @@ export type GetRuntimeStatusRequest = Message<"toolmesh.dispatcher.v1.GetRuntime
  * Use `create(GetRuntimeStatusRequestSchema)` to create a new message.
  */
 export const GetRuntimeStatusRequestSchema: GenMessage<GetRuntimeStatusRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 10);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 17);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.GetRuntimeStatusResponse
@@ -547,7 +742,7 @@ export type GetRuntimeStatusResponse = Message<"toolmesh.dispatcher.v1.GetRuntim
  * Use `create(GetRuntimeStatusResponseSchema)` to create a new message.
  */
 export const GetRuntimeStatusResponseSchema: GenMessage<GetRuntimeStatusResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 11);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 18);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.StartToolRequest
@@ -564,7 +759,7 @@ export type StartToolRequest = Message<"toolmesh.dispatcher.v1.StartToolRequest"
  * Use `create(StartToolRequestSchema)` to create a new message.
  */
 export const StartToolRequestSchema: GenMessage<StartToolRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 12);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 19);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.StartToolResponse
@@ -581,7 +776,7 @@ export type StartToolResponse = Message<"toolmesh.dispatcher.v1.StartToolRespons
  * Use `create(StartToolResponseSchema)` to create a new message.
  */
 export const StartToolResponseSchema: GenMessage<StartToolResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 13);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 20);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.StopToolRequest
@@ -598,7 +793,7 @@ export type StopToolRequest = Message<"toolmesh.dispatcher.v1.StopToolRequest"> 
  * Use `create(StopToolRequestSchema)` to create a new message.
  */
 export const StopToolRequestSchema: GenMessage<StopToolRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 14);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 21);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.StopToolResponse
@@ -615,7 +810,7 @@ export type StopToolResponse = Message<"toolmesh.dispatcher.v1.StopToolResponse"
  * Use `create(StopToolResponseSchema)` to create a new message.
  */
 export const StopToolResponseSchema: GenMessage<StopToolResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 15);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 22);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.DispatchToolCallsRequest
@@ -655,7 +850,7 @@ export type DispatchToolCallsRequest = Message<"toolmesh.dispatcher.v1.DispatchT
  * Use `create(DispatchToolCallsRequestSchema)` to create a new message.
  */
 export const DispatchToolCallsRequestSchema: GenMessage<DispatchToolCallsRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 16);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 23);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.DispatchToolCallsResponse
@@ -693,14 +888,15 @@ export type DispatchToolCallsResponse = Message<"toolmesh.dispatcher.v1.Dispatch
  * Use `create(DispatchToolCallsResponseSchema)` to create a new message.
  */
 export const DispatchToolCallsResponseSchema: GenMessage<DispatchToolCallsResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 17);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 24);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.ImportMcpServerRequest
  */
 export type ImportMcpServerRequest = Message<"toolmesh.dispatcher.v1.ImportMcpServerRequest"> & {
   /**
-   * Registry names become `<prefix>.<tool name>`; a valid tool name such as `everything`.
+   * Registry names become `<prefix>.<name>`; a valid tool name such as `everything`. Empty keeps
+   * the server's own names (snake-cased), for a server whose names collide with no other.
    *
    * @generated from field: string prefix = 1;
    */
@@ -726,6 +922,15 @@ export type ImportMcpServerRequest = Message<"toolmesh.dispatcher.v1.ImportMcpSe
    * @generated from field: bool dry_run = 4;
    */
   dryRun: boolean;
+
+  /**
+   * Import only entries of these kinds (tools, prompts, resources, resource templates); empty
+   * imports every kind the server offers. Entries of other kinds a former import wrote are left
+   * as they are.
+   *
+   * @generated from field: repeated toolmesh.registry.v1.McpOperation only = 5;
+   */
+  only: McpOperation[];
 };
 
 /**
@@ -733,7 +938,7 @@ export type ImportMcpServerRequest = Message<"toolmesh.dispatcher.v1.ImportMcpSe
  * Use `create(ImportMcpServerRequestSchema)` to create a new message.
  */
 export const ImportMcpServerRequestSchema: GenMessage<ImportMcpServerRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 18);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 25);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.ImportedMcpTool
@@ -747,7 +952,7 @@ export type ImportedMcpTool = Message<"toolmesh.dispatcher.v1.ImportedMcpTool"> 
   tool: string;
 
   /**
-   * The name on the MCP server.
+   * The name on the MCP server (a resource's URI, a template's URI template).
    *
    * @generated from field: string mcp_name = 2;
    */
@@ -757,6 +962,13 @@ export type ImportedMcpTool = Message<"toolmesh.dispatcher.v1.ImportedMcpTool"> 
    * @generated from field: toolmesh.dispatcher.v1.McpImportChange change = 3;
    */
   change: McpImportChange;
+
+  /**
+   * A tool, prompt, resource or resource template.
+   *
+   * @generated from field: toolmesh.registry.v1.McpOperation operation = 4;
+   */
+  operation: McpOperation;
 };
 
 /**
@@ -764,7 +976,7 @@ export type ImportedMcpTool = Message<"toolmesh.dispatcher.v1.ImportedMcpTool"> 
  * Use `create(ImportedMcpToolSchema)` to create a new message.
  */
 export const ImportedMcpToolSchema: GenMessage<ImportedMcpTool> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 19);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 26);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.ImportMcpServerResponse
@@ -793,7 +1005,7 @@ export type ImportMcpServerResponse = Message<"toolmesh.dispatcher.v1.ImportMcpS
  * Use `create(ImportMcpServerResponseSchema)` to create a new message.
  */
 export const ImportMcpServerResponseSchema: GenMessage<ImportMcpServerResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 20);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 27);
 
 /**
  * Approval is a call held for approval as approvers see it (arguments redacted).
@@ -880,10 +1092,25 @@ export type Approval = Message<"toolmesh.dispatcher.v1.Approval"> & {
 
   /**
    * Why approval is needed: `tool` (the tool requires it) and/or `grant:<id>` (a grant does).
+   * Empty when only the caller's confirmation is.
    *
    * @generated from field: repeated string required_by = 14;
    */
   requiredBy: string[];
+
+  /**
+   * Why the caller's own confirmation is needed, in the same words; empty when it is not.
+   *
+   * @generated from field: repeated string confirmation_by = 15;
+   */
+  confirmationBy: string[];
+
+  /**
+   * When the caller confirmed; unset until then (or when no confirmation is needed).
+   *
+   * @generated from field: google.protobuf.Timestamp confirmed_at = 16;
+   */
+  confirmedAt?: Timestamp | undefined;
 };
 
 /**
@@ -891,7 +1118,7 @@ export type Approval = Message<"toolmesh.dispatcher.v1.Approval"> & {
  * Use `create(ApprovalSchema)` to create a new message.
  */
 export const ApprovalSchema: GenMessage<Approval> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 21);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 28);
 
 /**
  * HeldCall is the value of `calls.<call_id>` in the Dispatcher's bucket `toolmesh-approvals`:
@@ -948,6 +1175,14 @@ export type HeldCall = Message<"toolmesh.dispatcher.v1.HeldCall"> & {
    * @generated from field: string idempotency_key = 8;
    */
   idempotencyKey: string;
+
+  /**
+   * For a call that waits for its caller's confirmation: the secret an MCP client's answer
+   * carries back (in its requestState), so only the question this call asked can confirm it.
+   *
+   * @generated from field: string confirmation_nonce = 9;
+   */
+  confirmationNonce: string;
 };
 
 /**
@@ -955,7 +1190,7 @@ export type HeldCall = Message<"toolmesh.dispatcher.v1.HeldCall"> & {
  * Use `create(HeldCallSchema)` to create a new message.
  */
 export const HeldCallSchema: GenMessage<HeldCall> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 22);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 29);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.ListApprovalsRequest
@@ -991,7 +1226,7 @@ export type ListApprovalsRequest = Message<"toolmesh.dispatcher.v1.ListApprovals
  * Use `create(ListApprovalsRequestSchema)` to create a new message.
  */
 export const ListApprovalsRequestSchema: GenMessage<ListApprovalsRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 23);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 30);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.ListApprovalsResponse
@@ -1013,7 +1248,7 @@ export type ListApprovalsResponse = Message<"toolmesh.dispatcher.v1.ListApproval
  * Use `create(ListApprovalsResponseSchema)` to create a new message.
  */
 export const ListApprovalsResponseSchema: GenMessage<ListApprovalsResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 24);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 31);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.DecideApprovalRequest
@@ -1042,7 +1277,7 @@ export type DecideApprovalRequest = Message<"toolmesh.dispatcher.v1.DecideApprov
  * Use `create(DecideApprovalRequestSchema)` to create a new message.
  */
 export const DecideApprovalRequestSchema: GenMessage<DecideApprovalRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 25);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 32);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.DecideApprovalResponse
@@ -1069,7 +1304,7 @@ export type DecideApprovalResponse = Message<"toolmesh.dispatcher.v1.DecideAppro
  * Use `create(DecideApprovalResponseSchema)` to create a new message.
  */
 export const DecideApprovalResponseSchema: GenMessage<DecideApprovalResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 26);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 33);
 
 /**
  * RuntimeState is the life-cycle state of a tool's backend.
@@ -1415,9 +1650,12 @@ export const DispatcherService: GenService<{
   /**
    * ImportMcpServer registers the tools of an MCP server (streamable HTTP URL or stdio command) as
    * toolmesh tools named `<prefix>.<tool>` with runtime `mcp`, keeping their schemas and
-   * annotations; run again, it re-syncs and names the tools whose definition changed. Fails with
-   * UNAUTHENTICATED, PERMISSION_DENIED (admin), INVALID_ARGUMENT (bad prefix or runtime),
-   * UNAVAILABLE (the server cannot be reached or listed), and the Registry's errors.
+   * annotations, and its prompts, resources and resource templates as registry entries of the
+   * same runtime (McpRuntime.operation) that /mcp serves as prompts and resources; run again, it
+   * re-syncs and names the entries whose definition changed. Fails with UNAUTHENTICATED,
+   * PERMISSION_DENIED (admin), INVALID_ARGUMENT (bad prefix or runtime), ALREADY_EXISTS (a
+   * resource URI another import owns), UNAVAILABLE (the server cannot be reached or listed), and
+   * the Registry's errors.
    *
    * @generated from rpc toolmesh.dispatcher.v1.DispatcherService.ImportMcpServer
    */
@@ -1425,6 +1663,35 @@ export const DispatcherService: GenService<{
     methodKind: "unary";
     input: typeof ImportMcpServerRequestSchema;
     output: typeof ImportMcpServerResponseSchema;
+  },
+  /**
+   * AnswerInput answers what a running call asked its caller (a response whose status is PENDING
+   * with `input_required` set: an MCP tool's elicitation, sampling or roots request, or the
+   * confirmation a tool or grant requires). The answer goes to the tool, and the response is the
+   * call's next stop: its result, or PENDING with the next `input_required`. Fails with
+   * UNAUTHENTICATED, INVALID_ARGUMENT (a request_state that is malformed, tampered with, expired
+   * or another caller's; a response that is not a JSON object), FAILED_PRECONDITION (the question
+   * was answered already), NOT_FOUND (the call has ended or its Dispatcher is gone).
+   *
+   * @generated from rpc toolmesh.dispatcher.v1.DispatcherService.AnswerInput
+   */
+  answerInput: {
+    methodKind: "unary";
+    input: typeof AnswerInputRequestSchema;
+    output: typeof AnswerInputResponseSchema;
+  },
+  /**
+   * SearchTools ranks the tools the caller may call by how well their names, descriptions,
+   * categories and input schemas match the query's words (BM25); what /mcp's `search_tools`
+   * answers. Fails with UNAUTHENTICATED, INVALID_ARGUMENT (empty or oversized query, limit over
+   * 50), UNAVAILABLE (no registry or grant snapshot yet).
+   *
+   * @generated from rpc toolmesh.dispatcher.v1.DispatcherService.SearchTools
+   */
+  searchTools: {
+    methodKind: "unary";
+    input: typeof SearchToolsRequestSchema;
+    output: typeof SearchToolsResponseSchema;
   },
   /**
    * ListApprovals lists the calls held for approval that the caller may decide, oldest first
@@ -1442,12 +1709,15 @@ export const DispatcherService: GenService<{
   /**
    * DecideApproval approves or denies a held call. Approved, the call is checked again (tool
    * unchanged, grants still allow it) and runs through the rest of the chain; the response
-   * carries its result. Denied, it ends REFUSED (`approval_denied`) with the reason. Fails with
-   * UNAUTHENTICATED, INVALID_ARGUMENT (no call_id or decision, oversized reason), NOT_FOUND (no
-   * held call with that id: never held, already closed, or expired and swept),
-   * PERMISSION_DENIED (not an approver of the tool, or the caller's own call),
-   * FAILED_PRECONDITION (already decided, or expired), UNAVAILABLE (the decision could not be
-   * recorded).
+   * carries its result. Denied, it ends REFUSED (`approval_denied`) with the reason. A call that
+   * waits for its caller's confirmation (Approval.confirmation_by) is decided by the caller
+   * itself (the same agent, for the same user); when it also needs an approver, the caller
+   * confirms first and the approver decides after. Fails with UNAUTHENTICATED, INVALID_ARGUMENT
+   * (no call_id or decision, oversized reason), NOT_FOUND (no held call with that id: never
+   * held, already closed, or expired and swept), PERMISSION_DENIED (not an approver of the tool,
+   * the caller's own call, or another caller's confirmation), FAILED_PRECONDITION (already
+   * decided, expired, or not yet confirmed by its caller), UNAVAILABLE (the decision could not
+   * be recorded).
    *
    * @generated from rpc toolmesh.dispatcher.v1.DispatcherService.DecideApproval
    */
