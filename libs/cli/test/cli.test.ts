@@ -299,7 +299,7 @@ describe("toolmesh CLI", () => {
   it("approves and denies held calls, and shows usage", async () => {
     const tool = (await readFile(path.join(dir, "tool.yaml"), "utf8"))
       .replace("name: cli.echo", "name: cli.pay")
-      .concat("\nrequiresApproval: true\n");
+      .concat("\nrequiresApproval: true\nprice: {currency: CREDITS, perCallMicros: 250000}\n");
     await writeFile(path.join(dir, "pay.yaml"), tool);
     await ok(["tools", "register", "-f", "pay.yaml"]);
     await ok(["grants", "add", "--agent", "cli-bot", "--tool", "cli.pay", "--scopes", "*"]);
@@ -346,10 +346,18 @@ describe("toolmesh CLI", () => {
       r.stdout.includes('"calls": "2"'),
     );
     expect(JSON.parse(usage.stdout)).toMatchObject([
-      { agentId: "cli-bot", tool: "cli.pay", calls: "2", errors: "1", refused: "1" },
+      {
+        agentId: "cli-bot",
+        tool: "cli.pay",
+        calls: "2",
+        errors: "1",
+        refused: "1",
+        // The approved call ran and cost its price; the denied one never ran.
+        costMicros: { CREDITS: "250000" },
+      },
     ]);
     expect((await ok(["usage", "--tool", "cli.pay"])).stdout).toMatch(
-      /cli-bot\s+-\s+cli\.pay\s+2\s+1\s+0\s+0\s+1/,
+      /cli-bot\s+-\s+cli\.pay\s+2\s+1\s+0\s+0\s+1\s+\d+\s+0\.25 CREDITS/,
     );
   });
 

@@ -3,6 +3,7 @@ import { JetStreamPublisher } from "@toolmesh/nats";
 import { runService } from "@toolmesh/service";
 import { startTracing } from "@toolmesh/telemetry";
 import { ApprovalSweeper } from "./approvals/approval-sweeper.js";
+import { BudgetLedger } from "./catalog/budget-ledger.js";
 import { CallLimiter } from "./catalog/rate-limits.js";
 import { followSnapshots, snapshotsLoaded } from "./catalog/snapshots.js";
 import { dispatcherConfig } from "./config.js";
@@ -94,6 +95,7 @@ await runService({
       tools: snapshots.tools,
       policy: snapshots.policy,
       limits: new CallLimiter(snapshots.limits, config.dispatcherReplicas),
+      budgets: new BudgetLedger(snapshots.budgets, snapshots.spend, instance),
       records,
       instance,
       idempotency,

@@ -6,6 +6,7 @@ import { AgentService, DispatcherService, RegistryService } from "@toolmesh/prot
 import { createToolmeshServer, type ToolmeshServer } from "@toolmesh/server";
 import type { Tracing } from "@toolmesh/telemetry";
 import { ApprovalDesk } from "./approvals/approval-desk.js";
+import type { BudgetLedger } from "./catalog/budget-ledger.js";
 import type { PermissionGate } from "./catalog/permission-gate.js";
 import type { CallLimiter } from "./catalog/rate-limits.js";
 import { ToolCatalog, type ToolSource } from "./catalog/tool-catalog.js";
@@ -70,6 +71,8 @@ export interface DispatcherDeps {
   policy: PermissionGate;
   /** The rate limits Permission keeps, followed from its bucket (a CallLimiter). */
   limits?: CallLimiter;
+  /** The budgets Permission keeps and Callback's spend against them; none enforced when omitted. */
+  budgets?: BudgetLedger;
   /** Where the calls' records go (JetStreamRecords: batches on the record stream). */
   records: RecordSink;
   /** This process's instance id, named in each call's start record for the sweeper. */
@@ -159,6 +162,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     callIds: deps.callIds,
     running,
     limits: deps.limits,
+    budgets: deps.budgets,
     settings: { defaultTimeoutMs: settings.defaultTimeoutMs, maxTimeoutMs: settings.maxTimeoutMs },
     log,
     ...(deps.tracing ? { tracing: deps.tracing } : {}),
@@ -167,7 +171,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     RegistryService,
     createGrpcTransport({ baseUrl: settings.registryUrl }),
   );
-  const checks = { catalog, policy: deps.policy, running };
+  const checks = { catalog, policy: deps.policy, running, budgets: deps.budgets };
   const search = new ToolSearch(catalog);
   const inputs = new InputDesk(deps.instance, new RequestStates(), deps.link);
   const pushed = new PushedRequests(deps.instance);

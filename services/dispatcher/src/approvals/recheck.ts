@@ -14,7 +14,7 @@ export interface Unrunnable {
  * The checks an approved call passes again before it runs, since time passed while it waited:
  * the tool still exists, is enabled and has the definition the approver saw, and the grants
  * still allow the caller (a grant revoked meanwhile refuses it). Rate limits counted the call
- * when it was held and are not asked again.
+ * when it was held and are not asked again, nor are budgets, though its cost counts against them.
  */
 export function recheckHeld(deps: CheckDeps, held: HeldCall): CheckedCall | Unrunnable {
   const tool = held.approval?.tool ?? "";
@@ -30,7 +30,8 @@ export function recheckHeld(deps: CheckDeps, held: HeldCall): CheckedCall | Unru
       reason: "tool_changed",
       message: `tool "${tool}" changed while call ${callId} waited for approval (the approver saw another definition); it did not run. Call again to have the new definition approved`,
     };
-  const decision = deps.policy.decide(heldPrincipal(held), deps.catalog.policyView(found));
+  const principal = heldPrincipal(held);
+  const decision = deps.policy.decide(principal, deps.catalog.policyView(found));
   if (!decision.allowed)
     return {
       reason: "permission_revoked",
@@ -52,5 +53,12 @@ export function recheckHeld(deps: CheckDeps, held: HeldCall): CheckedCall | Unru
     validators,
     approvalBy: [],
     confirmationBy: [],
+    budgeted: found.spec.price
+      ? {
+          agentId: principal.agentId,
+          userId: principal.userId,
+          grantIds: decision.matchedGrantIds,
+        }
+      : undefined,
   };
 }

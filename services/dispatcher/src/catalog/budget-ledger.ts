@@ -79,42 +79,49 @@ export class BudgetLedger {
   }
 
   /**
-   * Checks a call of a priced tool against every budget that applies in its currency, and holds
-   * its per-call price against them; undefined when it has no budget, else the hold (to end with
-   * `charge` or `release`). Throws nothing: an exceeded budget is returned as `over`.
+   * The first budget (of those that apply in the price's currency) that the call's per-call price
+   * would take past its limit, counting what is spent and what calls running here hold; undefined
+   * when every one has room.
    */
-  admit(
-    call: BudgetedCall,
-    price: Price,
-    /** Hold it even over a budget (a call an approver let run): its cost still counts. */
-    force = false,
-  ): { hold?: BudgetHold; over?: OverBudget } {
-    const applying = this.applying(call, price.currency);
-    if (applying.length === 0) return {};
+  over(call: BudgetedCall, price: Price): OverBudget | undefined {
     const nowMs = this.now();
     const callMicros = price.perCallMicros;
-    const keys: string[] = [];
-    for (const budget of applying) {
+    for (const budget of this.applying(call, price.currency)) {
       const { key, window } = this.keyOf(budget.id, nowMs);
       const limit = budget.spec?.limitMicros ?? 0n;
       const remaining = limit - this.spentAt(key) - (this.reserved.get(key) ?? 0n);
-      if (!force && (remaining <= 0n || callMicros > remaining))
+      if (remaining <= 0n || callMicros > remaining)
         return {
-          over: {
-            budget,
-            remainingMicros: remaining > 0n ? remaining : 0n,
-            callMicros,
-            resetsAtMs: window.endMs,
-          },
+          budget,
+          remainingMicros: remaining > 0n ? remaining : 0n,
+          callMicros,
+          resetsAtMs: window.endMs,
         };
-      keys.push(key);
     }
-    for (const key of keys) this.reserved.set(key, (this.reserved.get(key) ?? 0n) + callMicros);
-    return { hold: { budgetIds: applying.map((b) => b.id), keys, reservedMicros: callMicros } };
+    return undefined;
   }
 
-  /** A held call that will not run after all: its reservation is given back. */
-  release(hold: BudgetHold): void {
+  /**
+   * Holds a running call's per-call price against the budgets that apply to it (checked with
+   * `over` before), so calls running at once see each other; undefined when none applies. End it
+   * with `charge`.
+   */
+  hold(call: BudgetedCall, price: Price): BudgetHold | undefined {
+    const applying = this.applying(call, price.currency);
+    if (applying.length === 0) return undefined;
+    const nowMs = this.now();
+    const keys = applying.map((budget) => this.keyOf(budget.id, nowMs).key);
+    for (const key of keys)
+      this.reserved.set(key, (this.reserved.get(key) ?? 0n) + price.perCallMicros);
+    return {
+      budgetIds: applying.map((b) => b.id),
+      keys,
+      reservedMicros: price.perCallMicros,
+    };
+  }
+
+  /** Gives a hold's reservation back. */
+  private release(hold: BudgetHold): void {
     for (const key of hold.keys) {
       const left = (this.reserved.get(key) ?? 0n) - hold.reservedMicros;
       if (left > 0n) this.reserved.set(key, left);

@@ -9,6 +9,7 @@ import {
 import type { ToolRuntime } from "../runtimes/runtime.js";
 import { effectiveTimeout, runAttempts } from "./attempts.js";
 import { recordedCaller, traceBackendEvent } from "./backend-events.js";
+import { callCost, holdBudgets } from "./budgets.js";
 import { classify } from "./outcome.js";
 import { limitOutput } from "./record-limits.js";
 import { unrecorded } from "./recording-gate.js";
@@ -54,6 +55,7 @@ export async function executeCall(
     running.delete(callId);
   };
 
+  const budgetHold = holdBudgets(deps.budgets, checked.budgeted, spec.price);
   spans.step("execute");
   const startAcked = record.start({
     args,
@@ -68,6 +70,7 @@ export async function executeCall(
       await startAcked;
     } catch (error) {
       cleanup();
+      if (budgetHold) deps.budgets?.charge(budgetHold, 0n, Date.now());
       throw new CallRefused(unrecorded(error, "start", spec.name), callId, traceId);
     }
     call.approved?.onStarted();
@@ -109,6 +112,13 @@ export async function executeCall(
   }
 
   const finished = Date.now();
+  const cost = callCost(spec.price, {
+    attempts: ran.attempts,
+    durationMs: finished - started,
+    reportedMicros: ran.result?.costMicros ?? 0n,
+  });
+  // Counted here at once, so this Dispatcher's next call sees it before Callback has it.
+  if (budgetHold) deps.budgets?.charge(budgetHold, cost?.micros ?? 0n, finished);
   if (ran.attempts > 1) metrics.retries.inc({ tool: spec.name }, ran.attempts - 1);
   spans.step("record");
   const end = limitOutput(
@@ -132,6 +142,8 @@ export async function executeCall(
       attempts: ran.attempts,
       startedMs: started,
       finishedMs: finished,
+      cost,
+      budgets: budgetHold?.budgetIds ?? [],
     }),
   );
   const response = create(DispatchResponseSchema, {
@@ -142,6 +154,7 @@ export async function executeCall(
     error: end.error,
     durationMs: finished - started,
     attempts: ran.attempts,
+    cost,
   });
   // The output goes back only once the call's end record is stored.
   try {

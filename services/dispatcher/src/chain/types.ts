@@ -2,6 +2,7 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import type { Logger } from "@toolmesh/log";
 import type { BackendEvent, Principal, Tool } from "@toolmesh/proto";
 import type { Tracing } from "@toolmesh/telemetry";
+import type { BudgetedCall, BudgetLedger } from "../catalog/budget-ledger.js";
 import type { PermissionGate } from "../catalog/permission-gate.js";
 import type { CallLimiter } from "../catalog/rate-limits.js";
 import type { ToolCatalog, ToolValidators } from "../catalog/tool-catalog.js";
@@ -41,6 +42,8 @@ export interface ChainDeps {
   callIds: CallIdOwners;
   running: RunningCalls;
   limits?: CallLimiter | undefined;
+  /** The budgets and what was spent against them; none are enforced when absent. */
+  budgets?: BudgetLedger | undefined;
   /**
    * Where calls that need approval wait, and how long (docs/services.md, approvals); in memory
    * with a 1 h hold when omitted (in-process tests).
@@ -77,6 +80,8 @@ export interface CheckDeps {
   running: RunningCalls;
   /** The rate limits; none are enforced when absent (in-process tests). */
   limits?: CallLimiter | undefined;
+  /** The budgets; none are enforced when absent (in-process tests). */
+  budgets?: BudgetLedger | undefined;
 }
 
 /** A call that passed every check: the tool to run and its validated arguments. */
@@ -88,6 +93,8 @@ export interface CheckedCall {
   approvalBy: string[];
   /** Why the caller must confirm it before it runs, in the same words; empty when it need not. */
   confirmationBy: string[];
+  /** Who its cost counts against, when a budget applies to it. */
+  budgeted?: BudgetedCall | undefined;
 }
 
 /** One call that passed its checks, ready to run. */

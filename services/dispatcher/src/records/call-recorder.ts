@@ -211,7 +211,7 @@ export class CallRecord {
       cache?: CacheUse;
       cachedFrom?: string;
       cost?: Cost | undefined;
-      /** The budgets the cost counts against; the record then names this instance. */
+      /** The budgets the cost counts against; the record then names this instance as counting it. */
       budgets?: string[];
     },
   ): Promise<void> {
@@ -221,7 +221,7 @@ export class CallRecord {
       cachedFrom: run.cachedFrom ?? "",
       ...(run.cost ? { cost: run.cost } : {}),
       budgets,
-      instance: budgets.length > 0 ? this.instance : "",
+      countedBy: budgets.length > 0 ? this.instance : "",
       action: AuditAction.TOOL_CALL,
       time: timestampFromMs(run.finishedMs),
       startedAt: timestampFromMs(run.startedMs),

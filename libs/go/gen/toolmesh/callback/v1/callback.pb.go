@@ -663,7 +663,7 @@ type StoredSpend struct {
 	Period      string `protobuf:"bytes,2,opt,name=period,proto3" json:"period,omitempty"`
 	Currency    string `protobuf:"bytes,3,opt,name=currency,proto3" json:"currency,omitempty"`
 	SpentMicros uint64 `protobuf:"varint,4,opt,name=spent_micros,json=spentMicros,proto3" json:"spent_micros,omitempty"`
-	// Of spent_micros, what the calls each Dispatcher instance counted cost (AuditRecord.instance):
+	// Of spent_micros, what the calls each Dispatcher instance counted cost (AuditRecord.counted_by):
 	// a Dispatcher adds to Callback's figure only what it counted and Callback has not yet.
 	ByInstance    map[string]uint64 `protobuf:"bytes,5,rep,name=by_instance,json=byInstance,proto3" json:"by_instance,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
 	CountedBlocks []uint64          `protobuf:"varint,6,rep,packed,name=counted_blocks,json=countedBlocks,proto3" json:"counted_blocks,omitempty"`

@@ -766,8 +766,7 @@ type AuditRecord struct {
 	// its attempts (TOOL_ATTEMPT), in order, each with its time.
 	Events []*BackendEvent `protobuf:"bytes,24,rep,name=events,proto3" json:"events,omitempty"`
 	// TOOL_START: the Dispatcher instance running the call; its sweeper question is whether that
-	// instance is still alive. TOOL_CALL with budgets, and CIRCUIT_OPENED: the Dispatcher instance
-	// that wrote it.
+	// instance is still alive. CIRCUIT_OPENED: the Dispatcher instance that wrote it.
 	Instance string `protobuf:"bytes,25,opt,name=instance,proto3" json:"instance,omitempty"`
 	// TOOL_START: when the call must be over, retries included.
 	Deadline *timestamppb.Timestamp `protobuf:"bytes,26,opt,name=deadline,proto3" json:"deadline,omitempty"`
@@ -790,13 +789,15 @@ type AuditRecord struct {
 	// TOOL_CALL of a tool with a price: what the call cost.
 	Cost *Cost `protobuf:"bytes,34,opt,name=cost,proto3" json:"cost,omitempty"`
 	// TOOL_CALL: the budgets its cost counts against (ids, such as `agent.planner.day`); with them
-	// `instance` names the Dispatcher that counted it, which reads Callback's spend of its own.
+	// `counted_by` names the Dispatcher that counted it, which reads Callback's spend of its own.
 	Budgets []string `protobuf:"bytes,35,rep,name=budgets,proto3" json:"budgets,omitempty"`
 	// CIRCUIT_OPENED: the calls whose failures opened the breaker, oldest first.
 	FailedCalls []string `protobuf:"bytes,36,rep,name=failed_calls,json=failedCalls,proto3" json:"failed_calls,omitempty"`
 	// CIRCUIT_OPENED: the instance of a local or docker tool whose own breaker opened (its
 	// RuntimeInstance.id); empty for the tool's breaker.
-	ToolInstance  string `protobuf:"bytes,37,opt,name=tool_instance,json=toolInstance,proto3" json:"tool_instance,omitempty"`
+	ToolInstance string `protobuf:"bytes,37,opt,name=tool_instance,json=toolInstance,proto3" json:"tool_instance,omitempty"`
+	// TOOL_CALL with budgets: the Dispatcher instance that counted its cost against them.
+	CountedBy     string `protobuf:"bytes,38,opt,name=counted_by,json=countedBy,proto3" json:"counted_by,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1086,6 +1087,13 @@ func (x *AuditRecord) GetFailedCalls() []string {
 func (x *AuditRecord) GetToolInstance() string {
 	if x != nil {
 		return x.ToolInstance
+	}
+	return ""
+}
+
+func (x *AuditRecord) GetCountedBy() string {
+	if x != nil {
+		return x.CountedBy
 	}
 	return ""
 }
@@ -1672,7 +1680,7 @@ const file_toolmesh_events_v1_events_proto_rawDesc = "" +
 	"\x04Cost\x12\x1a\n" +
 	"\bcurrency\x18\x01 \x01(\tR\bcurrency\x12\x16\n" +
 	"\x06micros\x18\x02 \x01(\x04R\x06micros\x12'\n" +
-	"\x0freported_micros\x18\x03 \x01(\x04R\x0ereportedMicros\"\xbc\n" +
+	"\x0freported_micros\x18\x03 \x01(\x04R\x0ereportedMicros\"\xdb\n" +
 	"\n" +
 	"\vAuditRecord\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12.\n" +
@@ -1718,7 +1726,9 @@ const file_toolmesh_events_v1_events_proto_rawDesc = "" +
 	"\x04cost\x18\" \x01(\v2\x18.toolmesh.events.v1.CostR\x04cost\x12\x18\n" +
 	"\abudgets\x18# \x03(\tR\abudgets\x12!\n" +
 	"\ffailed_calls\x18$ \x03(\tR\vfailedCalls\x12#\n" +
-	"\rtool_instance\x18% \x01(\tR\ftoolInstance\"H\n" +
+	"\rtool_instance\x18% \x01(\tR\ftoolInstance\x12\x1d\n" +
+	"\n" +
+	"counted_by\x18& \x01(\tR\tcountedBy\"H\n" +
 	"\vRecordBatch\x129\n" +
 	"\arecords\x18\x01 \x03(\v2\x1f.toolmesh.events.v1.AuditRecordR\arecords\"\xa5\x04\n" +
 	"\aOutcome\x12\x17\n" +

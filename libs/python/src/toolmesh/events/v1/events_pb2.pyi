@@ -167,7 +167,7 @@ class Cost(_message.Message):
     def __init__(self, currency: _Optional[str] = ..., micros: _Optional[int] = ..., reported_micros: _Optional[int] = ...) -> None: ...
 
 class AuditRecord(_message.Message):
-    __slots__ = ("id", "time", "action", "tool", "agent_id", "user_id", "roles", "call_id", "trace_id", "arguments", "status", "error_code", "error_message", "reason", "duration_ms", "attempts", "source", "sequence", "prev_hash", "hash", "decided_by", "parent_id", "output", "events", "instance", "deadline", "timeout_ms", "runtime", "started_at", "chain_version", "error_details", "cache", "cached_from", "cost", "budgets", "failed_calls", "tool_instance")
+    __slots__ = ("id", "time", "action", "tool", "agent_id", "user_id", "roles", "call_id", "trace_id", "arguments", "status", "error_code", "error_message", "reason", "duration_ms", "attempts", "source", "sequence", "prev_hash", "hash", "decided_by", "parent_id", "output", "events", "instance", "deadline", "timeout_ms", "runtime", "started_at", "chain_version", "error_details", "cache", "cached_from", "cost", "budgets", "failed_calls", "tool_instance", "counted_by")
     ID_FIELD_NUMBER: _ClassVar[int]
     TIME_FIELD_NUMBER: _ClassVar[int]
     ACTION_FIELD_NUMBER: _ClassVar[int]
@@ -205,6 +205,7 @@ class AuditRecord(_message.Message):
     BUDGETS_FIELD_NUMBER: _ClassVar[int]
     FAILED_CALLS_FIELD_NUMBER: _ClassVar[int]
     TOOL_INSTANCE_FIELD_NUMBER: _ClassVar[int]
+    COUNTED_BY_FIELD_NUMBER: _ClassVar[int]
     id: str
     time: _timestamp_pb2.Timestamp
     action: AuditAction
@@ -242,7 +243,8 @@ class AuditRecord(_message.Message):
     budgets: _containers.RepeatedScalarFieldContainer[str]
     failed_calls: _containers.RepeatedScalarFieldContainer[str]
     tool_instance: str
-    def __init__(self, id: _Optional[str] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., action: _Optional[_Union[AuditAction, str]] = ..., tool: _Optional[str] = ..., agent_id: _Optional[str] = ..., user_id: _Optional[str] = ..., roles: _Optional[_Iterable[str]] = ..., call_id: _Optional[str] = ..., trace_id: _Optional[str] = ..., arguments: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., status: _Optional[_Union[_common_pb2.CallStatus, str]] = ..., error_code: _Optional[str] = ..., error_message: _Optional[str] = ..., reason: _Optional[str] = ..., duration_ms: _Optional[int] = ..., attempts: _Optional[int] = ..., source: _Optional[str] = ..., sequence: _Optional[int] = ..., prev_hash: _Optional[str] = ..., hash: _Optional[str] = ..., decided_by: _Optional[str] = ..., parent_id: _Optional[str] = ..., output: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., events: _Optional[_Iterable[_Union[BackendEvent, _Mapping]]] = ..., instance: _Optional[str] = ..., deadline: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., timeout_ms: _Optional[int] = ..., runtime: _Optional[str] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., chain_version: _Optional[int] = ..., error_details: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., cache: _Optional[_Union[CacheUse, str]] = ..., cached_from: _Optional[str] = ..., cost: _Optional[_Union[Cost, _Mapping]] = ..., budgets: _Optional[_Iterable[str]] = ..., failed_calls: _Optional[_Iterable[str]] = ..., tool_instance: _Optional[str] = ...) -> None: ...
+    counted_by: str
+    def __init__(self, id: _Optional[str] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., action: _Optional[_Union[AuditAction, str]] = ..., tool: _Optional[str] = ..., agent_id: _Optional[str] = ..., user_id: _Optional[str] = ..., roles: _Optional[_Iterable[str]] = ..., call_id: _Optional[str] = ..., trace_id: _Optional[str] = ..., arguments: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., status: _Optional[_Union[_common_pb2.CallStatus, str]] = ..., error_code: _Optional[str] = ..., error_message: _Optional[str] = ..., reason: _Optional[str] = ..., duration_ms: _Optional[int] = ..., attempts: _Optional[int] = ..., source: _Optional[str] = ..., sequence: _Optional[int] = ..., prev_hash: _Optional[str] = ..., hash: _Optional[str] = ..., decided_by: _Optional[str] = ..., parent_id: _Optional[str] = ..., output: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., events: _Optional[_Iterable[_Union[BackendEvent, _Mapping]]] = ..., instance: _Optional[str] = ..., deadline: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., timeout_ms: _Optional[int] = ..., runtime: _Optional[str] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., chain_version: _Optional[int] = ..., error_details: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., cache: _Optional[_Union[CacheUse, str]] = ..., cached_from: _Optional[str] = ..., cost: _Optional[_Union[Cost, _Mapping]] = ..., budgets: _Optional[_Iterable[str]] = ..., failed_calls: _Optional[_Iterable[str]] = ..., tool_instance: _Optional[str] = ..., counted_by: _Optional[str] = ...) -> None: ...
 
 class RecordBatch(_message.Message):
     __slots__ = ("records",)

@@ -366,7 +366,7 @@ export type StoredSpend = Message<"toolmesh.callback.v1.StoredSpend"> & {
   spentMicros: bigint;
 
   /**
-   * Of spent_micros, what the calls each Dispatcher instance counted cost (AuditRecord.instance):
+   * Of spent_micros, what the calls each Dispatcher instance counted cost (AuditRecord.counted_by):
    * a Dispatcher adds to Callback's figure only what it counted and Callback has not yet.
    *
    * @generated from field: map<string, uint64> by_instance = 5;
