@@ -13,6 +13,7 @@ import { ToolCatalog, type ToolSource } from "./catalog/tool-catalog.js";
 import { ToolSearch } from "./catalog/tool-search.js";
 import { DispatchChain } from "./chain/dispatch-chain.js";
 import { RunningCalls } from "./chain/running-calls.js";
+import { circuitOpenedRecorder, ToolBreakers } from "./chain/tool-breakers.js";
 import { CallRecorder, type RecordSink } from "./records/call-recorder.js";
 import { type HeldCallStore, MemoryHeldCalls } from "./records/held-calls.js";
 import type { CallIdOwners, IdempotencyStore } from "./records/idempotency.js";
@@ -62,6 +63,9 @@ export interface DispatcherSettings {
   toolSecretsDir: string;
   approvalTimeoutMs: number;
   approverRoles: string[];
+  /** A tool's circuit breaker defaults (TOOLMESH_BREAKER_*): 5 failures in a row, open 30 s. */
+  breakerFailures?: number;
+  breakerOpenMs?: number;
 }
 
 export interface DispatcherDeps {
@@ -147,6 +151,22 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     log,
   );
   const recorder = new CallRecorder(deps.records, settings.redactKeys, deps.instance);
+  const recordOpening = circuitOpenedRecorder(recorder, log);
+  const breakers = new ToolBreakers(
+    { failures: settings.breakerFailures ?? 5, openMs: settings.breakerOpenMs ?? 30_000 },
+    (opened) => {
+      recordOpening(opened);
+      // A local or docker tool that keeps failing is restarted: stopped now, its probe starts it.
+      const tool = catalog.get(opened.tool);
+      const runtime = tool && [local, docker].find((r) => r.runs(tool));
+      if (runtime)
+        void runtime
+          .stop(opened.tool)
+          .catch((error: unknown) =>
+            log.warn({ err: error, tool: opened.tool }, "could not restart a failing tool"),
+          );
+    },
+  );
   const heldCalls = deps.heldCalls ?? new MemoryHeldCalls();
   const outcomes = deps.outcomes ?? new NoOutcomes();
   const chain = new DispatchChain({
@@ -163,6 +183,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     running,
     limits: deps.limits,
     budgets: deps.budgets,
+    breakers,
     settings: { defaultTimeoutMs: settings.defaultTimeoutMs, maxTimeoutMs: settings.maxTimeoutMs },
     log,
     ...(deps.tracing ? { tracing: deps.tracing } : {}),
@@ -171,7 +192,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     RegistryService,
     createGrpcTransport({ baseUrl: settings.registryUrl }),
   );
-  const checks = { catalog, policy: deps.policy, running, budgets: deps.budgets };
+  const checks = { catalog, policy: deps.policy, running, budgets: deps.budgets, breakers };
   const search = new ToolSearch(catalog);
   const inputs = new InputDesk(deps.instance, new RequestStates(), deps.link);
   const pushed = new PushedRequests(deps.instance);

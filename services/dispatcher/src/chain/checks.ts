@@ -46,7 +46,7 @@ export function confirmationRequirements(
 /**
  * Every check a call passes before its tool may run, in the order a caller can fix them: its
  * ids, that the snapshots are loaded, that the tool exists and is enabled, that the arguments
- * match the input schema, and that the agent (and the user it acts for) may call it, within its rate limits and budgets. Throws a
+ * match the input schema, and that the agent (and the user it acts for) may call it, within its rate limits and budgets, and that its circuit breaker is not open. Throws a
  * Refusal naming what to fix.
  */
 export function checkCall(
@@ -168,6 +168,8 @@ export function checkCall(
   }
   checkLimits(deps.limits, principal, spec.name, decision);
   const budgeted = checkBudgets(deps.budgets, principal, spec.price, decision);
+  // Last, so a call refused for anything else is never taken as a breaker's probe.
+  const probe = deps.breakers?.admit(spec) ?? false;
   return {
     tool: tool as CheckedCall["tool"],
     args,
@@ -175,6 +177,7 @@ export function checkCall(
     approvalBy: approvalRequirements(spec, decision),
     confirmationBy: confirmationRequirements(spec, decision),
     budgeted,
+    probe,
   };
 }
 

@@ -71,6 +71,7 @@ export async function executeCall(
     } catch (error) {
       cleanup();
       if (budgetHold) deps.budgets?.charge(budgetHold, 0n, Date.now());
+      if (checked.probe) deps.breakers?.unprobe(spec.name);
       throw new CallRefused(unrecorded(error, "start", spec.name), callId, traceId);
     }
     call.approved?.onStarted();
@@ -134,6 +135,7 @@ export async function executeCall(
     }),
     deps.recorder.maxPayload,
   );
+  deps.breakers?.settle(spec, end, callId, checked.probe ?? false);
   // The end record follows the start record's ack, so a call's records never tell two stories:
   // an end without its start is never stored, and one whose start failed is never written.
   const endStored = startAcked.then(() =>

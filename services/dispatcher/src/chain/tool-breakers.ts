@@ -159,14 +159,21 @@ export class ToolBreakers {
     this.breakers.get(tool)?.unprobe();
   }
 
-  /** Counts how a call that ran ended. */
+  /**
+   * Counts how a call that ran ended: SUCCESS ends a run of failures (and closes a half-open
+   * breaker), FAILURE or a timeout adds to it; anything else (cancelled, still pending) neither.
+   */
   settle(spec: ToolSpec, end: CallEnd, callId: string, probe: boolean): void {
     const failed =
       end.status === CallStatus.FAILURE ||
       (end.status === CallStatus.INTERRUPTED && end.reason === "timeout");
     let breaker = this.breakers.get(spec.name);
+    if (end.status === CallStatus.SUCCESS) {
+      breaker?.succeeded(probe);
+      return;
+    }
     if (!failed) {
-      if (breaker) breaker.succeeded(probe);
+      if (probe) breaker?.unprobe();
       return;
     }
     if (!breaker) {

@@ -13,6 +13,7 @@ import type { CallerSide, ToolRuntime } from "../runtimes/runtime.js";
 import type { Refusal } from "./refusal.js";
 import type { RunningCalls } from "./running-calls.js";
 import type { CallSpans, CallTraceContext } from "./telemetry.js";
+import type { ToolBreakers } from "./tool-breakers.js";
 
 // The shapes the chain's stages share, in one file, so no two stages import each other.
 
@@ -44,6 +45,8 @@ export interface ChainDeps {
   limits?: CallLimiter | undefined;
   /** The budgets and what was spent against them; none are enforced when absent. */
   budgets?: BudgetLedger | undefined;
+  /** The tools' circuit breakers; none open when absent. */
+  breakers?: ToolBreakers | undefined;
   /**
    * Where calls that need approval wait, and how long (docs/services.md, approvals); in memory
    * with a 1 h hold when omitted (in-process tests).
@@ -82,6 +85,8 @@ export interface CheckDeps {
   limits?: CallLimiter | undefined;
   /** The budgets; none are enforced when absent (in-process tests). */
   budgets?: BudgetLedger | undefined;
+  /** The tools' circuit breakers; none open when absent (in-process tests). */
+  breakers?: ToolBreakers | undefined;
 }
 
 /** A call that passed every check: the tool to run and its validated arguments. */
@@ -95,6 +100,8 @@ export interface CheckedCall {
   confirmationBy: string[];
   /** Who its cost counts against, when a budget applies to it. */
   budgeted?: BudgetedCall | undefined;
+  /** It is the probe call of its tool's half-open circuit breaker. */
+  probe?: boolean;
 }
 
 /** One call that passed its checks, ready to run. */

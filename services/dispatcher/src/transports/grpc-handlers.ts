@@ -77,8 +77,11 @@ export function createDispatcherHandlers(deps: HandlerDeps): ServiceImpl<typeof 
         req.tool === ""
           ? [...local.statuses(), ...docker.statuses()]
           : supervised(req.tool).runtime.statuses(req.tool);
+      // The breakers of tools of any runtime that failed (all of them when no tool is named).
+      const breakers = deps.checks.breakers?.statuses(req.tool || undefined) ?? [];
       return create(GetRuntimeStatusResponseSchema, {
         runtimes: callable ? runtimes.filter((r) => callable.has(r.tool)) : runtimes,
+        breakers: callable ? breakers.filter((b) => callable.has(b.tool)) : breakers,
       });
     },
     dispatchToolCalls: (req, ctx) =>
