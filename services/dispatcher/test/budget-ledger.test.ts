@@ -37,34 +37,36 @@ describe("BudgetLedger", () => {
   it("refuses the call whose price would pass the limit, and is whole again the next day", () => {
     let now = 100 * DAY + 5000;
     const { ledger } = ledgerAt(() => now);
-    expect(ledger.applies(call, "USD")).toBe(true);
-    expect(ledger.applies(call, "EUR")).toBe(false);
+    const applying = ledger.applying(call, "USD");
+    expect(applying.map((b) => b.id)).toEqual(["user.u.day"]);
+    expect(ledger.applying(call, "EUR")).toEqual([]);
     for (let i = 0; i < 3; i++) {
-      expect(ledger.over(call, price)).toBeUndefined();
-      const hold = ledger.hold(call, price);
+      expect(ledger.over(applying, price)).toBeUndefined();
+      const hold = ledger.hold(applying, price);
       expect(hold?.budgetIds).toEqual(["user.u.day"]);
       if (hold) ledger.charge(hold, 300_000n, now);
     }
-    expect(ledger.over(call, price)).toEqual({
+    expect(ledger.over(applying, price)).toEqual({
       budget: expect.objectContaining({ id: "user.u.day" }),
       remainingMicros: 100_000n,
       callMicros: 300_000n,
       resetsAtMs: 101 * DAY,
     });
     now = 101 * DAY;
-    expect(ledger.over(call, price)).toBeUndefined();
+    expect(ledger.over(applying, price)).toBeUndefined();
   });
 
   it("counts calls running here, and adds only what Callback has not counted of its own", () => {
     const now = 100 * DAY;
     const { ledger, spend } = ledgerAt(() => now);
+    const applying = ledger.applying(call, "USD");
     // Two calls running at once hold their price: the third finds too little left.
-    const first = ledger.hold(call, price);
-    ledger.hold(call, price);
-    ledger.hold(call, price);
-    expect(ledger.over(call, price)?.remainingMicros).toBe(100_000n);
+    const first = ledger.hold(applying, price);
+    ledger.hold(applying, price);
+    ledger.hold(applying, price);
+    expect(ledger.over(applying, price)?.remainingMicros).toBe(100_000n);
     if (first) ledger.charge(first, 250_000n, now);
-    expect(ledger.over(call, price)?.remainingMicros).toBe(150_000n);
+    expect(ledger.over(applying, price)?.remainingMicros).toBe(150_000n);
 
     // Callback counted 400_000: 250_000 of this instance's (so none is added twice) and 150_000
     // of another Dispatcher's.
@@ -77,6 +79,6 @@ describe("BudgetLedger", () => {
         byInstance: { me: 250_000n, other: 150_000n },
       }),
     );
-    expect(ledger.over(call, price)?.remainingMicros).toBe(0n);
+    expect(ledger.over(applying, price)?.remainingMicros).toBe(0n);
   });
 });

@@ -1,4 +1,4 @@
-import { type HeldCall, ToolStatus } from "@toolmesh/proto";
+import { type HeldCall, type Price, ToolStatus } from "@toolmesh/proto";
 import { SchemaCompileError } from "../catalog/tool-catalog.js";
 import { heldPrincipal } from "../chain/hold.js";
 import type { CheckDeps, CheckedCall } from "../chain/types.js";
@@ -53,12 +53,19 @@ export function recheckHeld(deps: CheckDeps, held: HeldCall): CheckedCall | Unru
     validators,
     approvalBy: [],
     confirmationBy: [],
-    budgeted: found.spec.price
-      ? {
-          agentId: principal.agentId,
-          userId: principal.userId,
-          grantIds: decision.matchedGrantIds,
-        }
-      : undefined,
+    budgeted: budgetedOf(deps, principal, found.spec.price, decision.matchedGrantIds),
   };
+}
+
+/** Who an approved call's cost counts against, and the budgets that apply to it now. */
+function budgetedOf(
+  deps: CheckDeps,
+  principal: { agentId: string; userId: string },
+  price: Price | undefined,
+  grantIds: readonly string[],
+): CheckedCall["budgeted"] {
+  if (!deps.budgets || !price) return undefined;
+  const who = { agentId: principal.agentId, userId: principal.userId, grantIds };
+  const budgets = deps.budgets.applying(who, price.currency);
+  return budgets.length > 0 ? { ...who, budgets } : undefined;
 }

@@ -1,6 +1,13 @@
 import type { Logger } from "@toolmesh/log";
 import { buckets, FollowedBucket, type SnapshotView } from "@toolmesh/nats";
-import { type BudgetKind, budgetId, budgetPeriodOf, budgetWindow } from "@toolmesh/policy";
+import {
+  type BudgetKind,
+  type BudgetPeriodWord,
+  type BudgetWindow,
+  budgetId,
+  budgetPeriodOf,
+  budgetWindow,
+} from "@toolmesh/policy";
 import {
   type Budget,
   BudgetPeriod,
@@ -16,6 +23,11 @@ export interface BudgetedCall {
   userId: string;
   /** The allow grants that authorised the call. */
   grantIds: readonly string[];
+}
+
+/** A call that budgets apply to, and those budgets. */
+export interface BudgetedCallOf extends BudgetedCall {
+  budgets: readonly Budget[];
 }
 
 /** A call over a budget: which, what is left, and when it is whole again. */
@@ -49,6 +61,7 @@ const MAX_COUNTED_KEYS = 100_000;
 export class BudgetLedger {
   private readonly counted = new Map<string, bigint>();
   private readonly reserved = new Map<string, bigint>();
+  private readonly windows: Partial<Record<BudgetPeriodWord, BudgetWindow>> = {};
 
   constructor(
     private readonly budgets: SnapshotView<typeof BudgetSchema>,
@@ -73,20 +86,15 @@ export class BudgetLedger {
     return this.spend.isReady;
   }
 
-  /** Whether any budget applies to a call of a tool priced in `currency`. */
-  applies(call: BudgetedCall, currency: string): boolean {
-    return this.applying(call, currency).length > 0;
-  }
-
   /**
    * The first budget (of those that apply in the price's currency) that the call's per-call price
    * would take past its limit, counting what is spent and what calls running here hold; undefined
    * when every one has room.
    */
-  over(call: BudgetedCall, price: Price): OverBudget | undefined {
+  over(applying: readonly Budget[], price: Price): OverBudget | undefined {
     const nowMs = this.now();
     const callMicros = price.perCallMicros;
-    for (const budget of this.applying(call, price.currency)) {
+    for (const budget of applying) {
       const { key, window } = this.keyOf(budget.id, nowMs);
       const limit = budget.spec?.limitMicros ?? 0n;
       const remaining = limit - this.spentAt(key) - (this.reserved.get(key) ?? 0n);
@@ -106,8 +114,7 @@ export class BudgetLedger {
    * `over` before), so calls running at once see each other; undefined when none applies. End it
    * with `charge`.
    */
-  hold(call: BudgetedCall, price: Price): BudgetHold | undefined {
-    const applying = this.applying(call, price.currency);
+  hold(applying: readonly Budget[], price: Price): BudgetHold | undefined {
     if (applying.length === 0) return undefined;
     const nowMs = this.now();
     const keys = applying.map((budget) => this.keyOf(budget.id, nowMs).key);
@@ -150,12 +157,21 @@ export class BudgetLedger {
   }
 
   private keyOf(id: string, ms: number) {
-    const window = budgetWindow(budgetPeriodOf(id) ?? "day", ms);
+    const window = this.windowOf(budgetPeriodOf(id) ?? "day", ms);
     return { key: buckets.usage.spendKey(id, window.token), window };
   }
 
+  /** The day or month `ms` falls in, kept while it lasts: naming it formats a date. */
+  private windowOf(period: BudgetPeriodWord, ms: number): BudgetWindow {
+    const kept = this.windows[period];
+    if (kept && ms >= kept.startMs && ms < kept.endMs) return kept;
+    const window = budgetWindow(period, ms);
+    this.windows[period] = window;
+    return window;
+  }
+
   /** The budgets of the call's agent, user and grants counted in `currency`. */
-  private applying(call: BudgetedCall, currency: string): Budget[] {
+  applying(call: BudgetedCall, currency: string): Budget[] {
     const found: Budget[] = [];
     const look = (kind: BudgetKind, target: string) => {
       for (const period of ["day", "month"] as const) {

@@ -11,7 +11,7 @@ import {
   type Principal,
 } from "@toolmesh/proto";
 import {
-  type BudgetedCall,
+  type BudgetedCallOf,
   type BudgetHold,
   type BudgetLedger,
   periodWord,
@@ -29,7 +29,7 @@ export function checkBudgets(
   principal: Principal,
   price: Price | undefined,
   decision: Decision,
-): BudgetedCall | undefined {
+): BudgetedCallOf | undefined {
   if (!ledger || !price) return undefined;
   if (!ledger.budgetsReady)
     throw new Refusal(
@@ -40,12 +40,13 @@ export function checkBudgets(
       "snapshot not ready",
     );
   if (ledger.empty) return undefined;
-  const call: BudgetedCall = {
+  const who = {
     agentId: principal.agentId,
     userId: principal.userId,
     grantIds: decision.matchedGrantIds,
   };
-  if (!ledger.applies(call, price.currency)) return undefined;
+  const budgets = ledger.applying(who, price.currency);
+  if (budgets.length === 0) return undefined;
   if (!ledger.spendReady)
     throw new Refusal(
       new ConnectError(
@@ -54,8 +55,8 @@ export function checkBudgets(
       ),
       "snapshot not ready",
     );
-  const over = ledger.over(call, price);
-  if (!over) return call;
+  const over = ledger.over(budgets, price);
+  if (!over) return { ...who, budgets };
   const { budget, remainingMicros, callMicros, resetsAtMs } = over;
   const currency = price.currency;
   const limit = budget.spec?.limitMicros ?? 0n;
@@ -105,10 +106,10 @@ export function callCost(
 /** A running call's hold on its budgets, ended with its cost once it ends. */
 export function holdBudgets(
   ledger: BudgetLedger | undefined,
-  call: BudgetedCall | undefined,
+  call: BudgetedCallOf | undefined,
   price: Price | undefined,
 ): BudgetHold | undefined {
   if (!ledger || !call || !price) return undefined;
   // Checked already: held even if a call that began meanwhile took the rest.
-  return ledger.hold(call, price);
+  return ledger.hold(call.budgets, price);
 }

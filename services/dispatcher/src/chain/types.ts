@@ -2,7 +2,7 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import type { Logger } from "@toolmesh/log";
 import type { BackendEvent, Principal, Tool } from "@toolmesh/proto";
 import type { Tracing } from "@toolmesh/telemetry";
-import type { BudgetedCall, BudgetLedger } from "../catalog/budget-ledger.js";
+import type { BudgetedCallOf, BudgetLedger } from "../catalog/budget-ledger.js";
 import type { PermissionGate } from "../catalog/permission-gate.js";
 import type { CallLimiter } from "../catalog/rate-limits.js";
 import type { ToolCatalog, ToolValidators } from "../catalog/tool-catalog.js";
@@ -99,7 +99,7 @@ export interface CheckedCall {
   /** Why the caller must confirm it before it runs, in the same words; empty when it need not. */
   confirmationBy: string[];
   /** Who its cost counts against, when a budget applies to it. */
-  budgeted?: BudgetedCall | undefined;
+  budgeted?: BudgetedCallOf | undefined;
   /** It is the probe call of its tool's half-open circuit breaker. */
   probe?: boolean;
 }
