@@ -46,6 +46,7 @@ export function outcomeOf(record: AuditRecord): CallbackEvent | undefined {
     attempts: record.attempts,
     time: record.time,
     ...(record.cost ? { cost: record.cost } : {}),
+    cachedFrom: record.cachedFrom,
   });
 }
 

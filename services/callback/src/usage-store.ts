@@ -4,6 +4,7 @@ import { nameLimits } from "@toolmesh/names";
 import { bucketNames, kvKeyToken, openBucket } from "@toolmesh/nats";
 import {
   type AuditRecord,
+  CacheUse,
   type CallbackEvent,
   CallStatus,
   StoredSpendSchema,
@@ -72,12 +73,18 @@ export interface CountedCall {
   /** The budgets its cost counts against, and the Dispatcher instance that counted it. */
   budgets?: string[];
   countedBy?: string;
+  /** Whether its tool's result cache answered it. */
+  cache?: CacheUse;
 }
 
 /** A finished call's outcome, and its end record, as usage counts it. */
 export function countedCall(
   event: CallbackEvent,
-  record: Pick<AuditRecord, "budgets" | "countedBy"> = { budgets: [], countedBy: "" },
+  record: Pick<AuditRecord, "budgets" | "countedBy" | "cache"> = {
+    budgets: [],
+    countedBy: "",
+    cache: CacheUse.UNSPECIFIED,
+  },
 ): CountedCall {
   const endedMs = event.time ? timestampMs(event.time) : Date.now();
   return {
@@ -91,6 +98,7 @@ export function countedCall(
     ...(event.cost ? { cost: { currency: event.cost.currency, micros: event.cost.micros } } : {}),
     budgets: record.budgets,
     countedBy: record.countedBy,
+    cache: record.cache,
   };
 }
 
@@ -102,7 +110,7 @@ export function usageKeyOf(call: CountedCall): string {
 /** One finished call, as it adds to its hour. */
 export function addCall(
   usage: Usage,
-  call: Pick<CountedCall, "status" | "durationMs" | "cost">,
+  call: Pick<CountedCall, "status" | "durationMs" | "cost" | "cache">,
 ): void {
   usage.calls += 1n;
   if (call.status === CallStatus.FAILURE) usage.failures += 1n;
@@ -110,6 +118,8 @@ export function addCall(
   if (call.status === CallStatus.REFUSED) usage.refused += 1n;
   if (call.status !== CallStatus.SUCCESS) usage.errors += 1n;
   usage.durationMs += BigInt(call.durationMs);
+  if (call.cache === CacheUse.HIT) usage.cacheHits += 1n;
+  if (call.cache === CacheUse.MISS) usage.cacheMisses += 1n;
   if (call.cost && call.cost.micros > 0n)
     usage.costMicros[call.cost.currency] =
       (usage.costMicros[call.cost.currency] ?? 0n) + call.cost.micros;

@@ -41,6 +41,10 @@ export const dispatcherConfig = {
   breakerFailures: int("TOOLMESH_BREAKER_FAILURES", 5, { min: 0, max: 10_000 }),
   /** How long an open breaker fails calls fast before it lets a probe call through. */
   breakerOpenMs: int("TOOLMESH_BREAKER_OPEN_MS", 30_000, { min: 100, max: 3_600_000 }),
+  /** Output bytes the result cache holds at most across every tool (least recently used go). */
+  cacheMaxBytes: int("TOOLMESH_CACHE_MAX_BYTES", 64 * 1024 * 1024, { min: 0, max: 2 ** 40 }),
+  /** Results kept at most per tool whose spec sets no cache_max_entries. */
+  cacheMaxEntries: int("TOOLMESH_CACHE_MAX_ENTRIES", 1000, { min: 1, max: 1_000_000 }),
   /** This process's name in start records and heartbeats; a fresh one each start when unset. */
   instanceId: optionalStr("TOOLMESH_INSTANCE_ID"),
   /**

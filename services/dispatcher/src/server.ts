@@ -12,6 +12,7 @@ import type { CallLimiter } from "./catalog/rate-limits.js";
 import { ToolCatalog, type ToolSource } from "./catalog/tool-catalog.js";
 import { ToolSearch } from "./catalog/tool-search.js";
 import { DispatchChain } from "./chain/dispatch-chain.js";
+import { ResultCache } from "./chain/result-cache.js";
 import { RunningCalls } from "./chain/running-calls.js";
 import { circuitOpenedRecorder, ToolBreakers } from "./chain/tool-breakers.js";
 import { CallRecorder, type RecordSink } from "./records/call-recorder.js";
@@ -66,6 +67,9 @@ export interface DispatcherSettings {
   /** A tool's circuit breaker defaults (TOOLMESH_BREAKER_*): 5 failures in a row, open 30 s. */
   breakerFailures?: number;
   breakerOpenMs?: number;
+  /** The result cache's bounds (TOOLMESH_CACHE_*): 64 MiB in all, 1000 results a tool. */
+  cacheMaxBytes?: number;
+  cacheMaxEntries?: number;
 }
 
 export interface DispatcherDeps {
@@ -184,6 +188,10 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     limits: deps.limits,
     budgets: deps.budgets,
     breakers,
+    cache: new ResultCache({
+      maxBytes: settings.cacheMaxBytes ?? 64 * 1024 * 1024,
+      maxEntries: settings.cacheMaxEntries ?? 1000,
+    }),
     settings: { defaultTimeoutMs: settings.defaultTimeoutMs, maxTimeoutMs: settings.maxTimeoutMs },
     log,
     ...(deps.tracing ? { tracing: deps.tracing } : {}),

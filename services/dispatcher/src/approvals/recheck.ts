@@ -54,6 +54,7 @@ export function recheckHeld(deps: CheckDeps, held: HeldCall): CheckedCall | Unru
     approvalBy: [],
     confirmationBy: [],
     budgeted: budgetedOf(deps, principal, found.spec.price, decision.matchedGrantIds),
+    grantIds: decision.matchedGrantIds,
   };
 }
 

@@ -178,6 +178,7 @@ export function checkCall(
     confirmationBy: confirmationRequirements(spec, decision),
     budgeted,
     probe,
+    grantIds: decision.matchedGrantIds,
   };
 }
 

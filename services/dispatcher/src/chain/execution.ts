@@ -1,10 +1,13 @@
 import { create } from "@bufbuild/protobuf";
 import {
+  CacheUse,
+  CallStatus,
   type DispatchResponse,
   DispatchResponseSchema,
   InvokeRequestSchema,
   RuntimeKind,
   statusName,
+  TraceEventKind,
 } from "@toolmesh/proto";
 import type { ToolRuntime } from "../runtimes/runtime.js";
 import { effectiveTimeout, runAttempts } from "./attempts.js";
@@ -91,8 +94,16 @@ export async function executeCall(
     },
   });
   let ran: Awaited<ReturnType<typeof runAttempts>> = { result: undefined, attempts: 0 };
+  // A tool with a cache answers a call it answered before for the same definition, arguments
+  // and visibility from the cache, without running; the call is recorded all the same.
+  const cacheKey = deps.cache?.keyOf(tool, args, principal, checked.grantIds);
+  const hit = cacheKey !== undefined ? deps.cache?.get(tool, cacheKey) : undefined;
+  if (hit) {
+    record.trace(TraceEventKind.CACHE_HIT, { cached_from: hit.callId });
+    ran = { result: { ok: true, output: hit.output }, attempts: 0 };
+  }
   try {
-    if (!controller.signal.aborted) {
+    if (!controller.signal.aborted && !hit) {
       ran = await runAttempts({
         tool,
         runtime: runtimeOf(deps.runtimes, spec.runtime?.kind.case),
@@ -135,7 +146,11 @@ export async function executeCall(
     }),
     deps.recorder.maxPayload,
   );
-  deps.breakers?.settle(spec, end, callId, checked.probe ?? false);
+  if (hit) {
+    if (checked.probe) deps.breakers?.unprobe(spec.name);
+  } else deps.breakers?.settle(spec, end, callId, checked.probe ?? false);
+  if (cacheKey !== undefined && !hit && end.status === CallStatus.SUCCESS && end.output)
+    deps.cache?.put(tool, cacheKey, end.output, callId);
   // The end record follows the start record's ack, so a call's records never tell two stories:
   // an end without its start is never stored, and one whose start failed is never written.
   const endStored = startAcked.then(() =>
@@ -146,6 +161,9 @@ export async function executeCall(
       finishedMs: finished,
       cost,
       budgets: budgetHold?.budgetIds ?? [],
+      ...(cacheKey !== undefined
+        ? { cache: hit ? CacheUse.HIT : CacheUse.MISS, cachedFrom: hit?.callId ?? "" }
+        : {}),
     }),
   );
   const response = create(DispatchResponseSchema, {
@@ -157,6 +175,7 @@ export async function executeCall(
     durationMs: finished - started,
     attempts: ran.attempts,
     cost,
+    cachedFrom: hit?.callId ?? "",
   });
   // The output goes back only once the call's end record is stored.
   try {

@@ -11,6 +11,7 @@ import type { HeldCallStore } from "../records/held-calls.js";
 import type { CallIdOwners, IdempotencyStore } from "../records/idempotency.js";
 import type { CallerSide, ToolRuntime } from "../runtimes/runtime.js";
 import type { Refusal } from "./refusal.js";
+import type { ResultCache } from "./result-cache.js";
 import type { RunningCalls } from "./running-calls.js";
 import type { CallSpans, CallTraceContext } from "./telemetry.js";
 import type { ToolBreakers } from "./tool-breakers.js";
@@ -47,6 +48,8 @@ export interface ChainDeps {
   budgets?: BudgetLedger | undefined;
   /** The tools' circuit breakers; none open when absent. */
   breakers?: ToolBreakers | undefined;
+  /** Results of tools with a cache (cache_ttl_ms); nothing is cached when absent. */
+  cache?: ResultCache | undefined;
   /**
    * Where calls that need approval wait, and how long (docs/services.md, approvals); in memory
    * with a 1 h hold when omitted (in-process tests).
@@ -102,6 +105,8 @@ export interface CheckedCall {
   budgeted?: BudgetedCallOf | undefined;
   /** It is the probe call of its tool's half-open circuit breaker. */
   probe?: boolean;
+  /** The allow grants that authorised it: with its user, what it may see (the cache's key). */
+  grantIds: readonly string[];
 }
 
 /** One call that passed its checks, ready to run. */
