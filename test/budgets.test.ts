@@ -14,7 +14,7 @@ import {
   RetryInfoSchema,
   ToolSpecSchema,
 } from "@toolmesh/proto";
-import { type ServedTools, serveTools, toolSpec } from "@toolmesh/sdk";
+import { defineTool, type ServedTools, serveTools, toolSpec } from "@toolmesh/sdk";
 import {
   chainServices,
   echoTool,
@@ -50,7 +50,21 @@ describe("budgets", () => {
       tokens[agent] = await stack.agentToken(agent);
       await stack.grantAll(agent);
     }
-    served = await serveTools([echoTool("priced.echo"), echoTool("free.echo")], { port: 0 });
+    const sdkPaid = defineTool({
+      name: "sdk.paid",
+      description: "Reports what it cost it.",
+      inputSchema: { type: "object" },
+      handler: (_args, ctx) => {
+        ctx.reportCost(7000);
+        return {};
+      },
+    });
+    served = await serveTools([echoTool("priced.echo"), echoTool("free.echo"), sdkPaid], {
+      port: 0,
+    });
+    const paidSpec = toolSpec(sdkPaid, served.address);
+    paidSpec.price = create(PriceSchema, { currency: "CREDITS", perCallMicros: 1000n });
+    await stack.registryClient.registerTool({ tool: paidSpec }, admin());
     const priced = create(ToolSpecSchema, toolSpec(echoTool("priced.echo"), served.address));
     priced.price = create(PriceSchema, {
       currency: "CREDITS",
@@ -209,6 +223,8 @@ describe("budgets", () => {
     const reply = await eventually(() => call("other", "reporting.paid"));
     expect(reply.status).toBe(CallStatus.SUCCESS);
     expect(reply.cost).toMatchObject({ currency: "CREDITS", micros: 6000n, reportedMicros: 5000n });
+    const sdk = await eventually(() => call("other", "sdk.paid"));
+    expect(sdk.cost).toMatchObject({ currency: "CREDITS", micros: 8000n, reportedMicros: 7000n });
   });
 
   it("enforces what Callback counted from the records after a Dispatcher restarts", async () => {
