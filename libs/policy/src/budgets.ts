@@ -48,11 +48,3 @@ export function budgetWindow(period: BudgetPeriodWord, ms: number): BudgetWindow
     endMs: Date.UTC(year, month + 1, 1),
   };
 }
-
-/** A price or cost in millionths, as text: `0.25 USD`. */
-export function formatMicros(micros: bigint | number, currency: string): string {
-  const n = typeof micros === "bigint" ? micros : BigInt(Math.round(micros));
-  const whole = n / 1_000_000n;
-  const fraction = (n % 1_000_000n).toString().padStart(6, "0").replace(/0+$/, "");
-  return `${whole}${fraction ? `.${fraction}` : ""} ${currency}`.trim();
-}

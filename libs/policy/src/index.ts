@@ -6,7 +6,6 @@ export {
   budgetPeriodOf,
   budgetWindow,
   CURRENCY,
-  formatMicros,
 } from "./budgets.js";
 export {
   ANY,

@@ -124,6 +124,7 @@ describe("web console in chromium", () => {
       }
     }
     // web.broken fails every call (nothing listens at its address): one failure opens its breaker.
+    // Each call that reaches it costs 0.25 CREDITS.
     await registry.registerTool(
       {
         tool: {
@@ -134,6 +135,7 @@ describe("web console in chromium", () => {
           status: ToolStatus.ACTIVE,
           runtime: { kind: { case: "remote", value: { url: "http://127.0.0.1:1/" } } },
           circuitBreaker: { failures: 1, openMs: 600_000 },
+          price: { currency: "CREDITS", perCallMicros: 250_000n },
         },
       },
       admin(),
@@ -212,6 +214,18 @@ describe("web console in chromium", () => {
     expect(await row.textContent()).toContain("OPEN");
     expect(await row.textContent()).toContain("backend_unavailable");
     await shot("2b-breakers");
+  });
+
+  it("shows the cost of calls on the usage page", async () => {
+    // Usage is counted from the audit log within a second or so: the page is opened until it shows.
+    const row = page.locator("table.usage tr", { hasText: "web.broken" });
+    await eventually(async () => {
+      await page.click("nav >> text=Audit");
+      await page.click("nav >> text=Usage");
+      await row.waitFor({ timeout: 2000 });
+    }, 20_000);
+    expect(await row.textContent()).toContain("0.25 CREDITS");
+    await shot("2c-usage");
   });
 
   it("shows an agent's call live and opens its trace waterfall", async () => {

@@ -2,7 +2,6 @@ import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { buckets } from "@toolmesh/nats";
-import { formatMicros } from "@toolmesh/policy";
 import {
   type Budget,
   BudgetPeriod,
@@ -10,6 +9,7 @@ import {
   type BudgetSpec,
   BudgetSubject,
   DeleteBudgetResponseSchema,
+  formatMicros,
   ListBudgetsResponseSchema,
   type PermissionService,
   PutBudgetResponseSchema,

@@ -1,4 +1,3 @@
-import { formatMicros } from "@toolmesh/policy";
 import {
   type Approval,
   ApprovalDecision,
@@ -7,6 +6,7 @@ import {
   CallStatus,
   DecideApprovalResponseSchema,
   DispatcherService,
+  formatCosts,
   type Usage,
   UsageSchema,
 } from "@toolmesh/proto";
@@ -166,18 +166,10 @@ export const usage: Leaf = {
             String(u.interrupted),
             String(u.refused),
             String(u.durationMs),
-            costText(u.costMicros),
+            formatCosts(u.costMicros),
           ]),
         ),
     );
     return 0;
   },
 };
-
-/** An hour's cost per currency, `0.25 USD, 3 CREDITS`; `-` when nothing cost anything. */
-function costText(costMicros: Record<string, bigint>): string {
-  const parts = Object.entries(costMicros)
-    .sort(([a], [b]) => a.localeCompare(b))
-    .map(([currency, micros]) => formatMicros(micros, currency));
-  return parts.length > 0 ? parts.join(", ") : "-";
-}

@@ -10,6 +10,7 @@ import { HealthPage } from "./pages/health.js";
 import { LivePage } from "./pages/live.js";
 import { ToolsPage } from "./pages/tools.js";
 import { TracePage } from "./pages/trace.js";
+import { UsagePage } from "./pages/usage.js";
 import "./style.css";
 
 const PAGES: [string, string][] = [
@@ -18,6 +19,7 @@ const PAGES: [string, string][] = [
   ["tools", "Tools & groups"],
   ["access", "Keys & grants"],
   ["audit", "Audit"],
+  ["usage", "Usage"],
   ["agent", "Tool agent"],
   ["health", "Health"],
 ];
@@ -100,6 +102,7 @@ function App() {
         {page === "tools" && <ToolsPage />}
         {page === "access" && <AccessPage />}
         {page === "audit" && <AuditPage />}
+        {page === "usage" && <UsagePage />}
         {page === "agent" && <AgentPage />}
         {page === "health" && <HealthPage />}
         {page === "trace" && <TracePage traceId={arg} />}

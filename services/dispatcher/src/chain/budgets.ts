@@ -1,12 +1,12 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, retryLater } from "@toolmesh/errors";
-import { formatMicros } from "@toolmesh/policy";
 import {
   BudgetExceededSchema,
   type Cost,
   CostSchema,
   type Decision,
+  formatMicros,
   type Price,
   type Principal,
 } from "@toolmesh/proto";
