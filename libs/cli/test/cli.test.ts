@@ -282,6 +282,36 @@ describe("toolmesh CLI", () => {
     ]);
   });
 
+  it("turns a failing tool into a repair task with its failures attached", async () => {
+    // Nothing listens at cli.broken's address: every call fails.
+    const broken = (await readFile(path.join(dir, "tool.yaml"), "utf8"))
+      .replace("name: cli.echo", "name: cli.broken")
+      .replace(/url: "[^"]*"/, 'url: "http://127.0.0.1:1/"');
+    await writeFile(path.join(dir, "broken.yaml"), broken);
+    await ok(["tools", "register", "-f", "broken.yaml"]);
+    await ok(["grants", "add", "--agent", "admin", "--tool", "cli.broken", "--scopes", "*"]);
+    const failed: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      const run = await until(["call", "cli.broken", "{}", "--json"], (r) =>
+        r.stdout.includes("CALL_STATUS_FAILURE"),
+      );
+      failed.push(JSON.parse(run.stdout).callId);
+    }
+    await until(["audit", "query", "--tool", "cli.broken", "--json"], (r) =>
+      failed.every((id) => r.stdout.includes(id)),
+    );
+    const made = await ok(["tasks", "repair", "cli.broken", "--json"]);
+    const { taskId, failures } = JSON.parse(made.stdout);
+    expect(failures).toBeGreaterThanOrEqual(2);
+    const task = JSON.parse((await ok(["tasks", "get", taskId, "--json"])).stdout);
+    expect(task.spec.description).toContain('Repair the tool "cli.broken"');
+    for (const id of failed) expect(task.spec.description).toContain(id);
+    expect(task.spec.description).toContain("backend_unavailable");
+    const none = await cli(["tasks", "repair", "cli.echo"]);
+    expect(none.code).toBe(1);
+    expect(none.stdout).toContain('tool "cli.echo" has no failure in the audit log');
+  });
+
   it("queries the audit log and verifies its chain", async () => {
     const records = JSON.parse(
       (
