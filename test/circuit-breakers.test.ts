@@ -169,4 +169,13 @@ describe("circuit breakers", () => {
     expect(probe.output?.pid).not.toBe(before);
     expect((await breakerOf("flaky.local"))?.state).toBe(CircuitState.CLOSED);
   });
+
+  it("closes a breaker when an operator starts the tool", async () => {
+    for (let i = 0; i < 2; i++)
+      expect((await call("flaky.local", { fail: true })).status).toBe(CallStatus.FAILURE);
+    expect((await failure(call("flaky.local"))).code).toBe(Code.Unavailable);
+    await stack.dispatcherClient().startTool({ tool: "flaky.local" }, admin());
+    expect((await breakerOf("flaky.local"))?.state).toBe(CircuitState.CLOSED);
+    expect((await call("flaky.local")).status).toBe(CallStatus.SUCCESS);
+  });
 });

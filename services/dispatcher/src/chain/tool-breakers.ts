@@ -187,7 +187,7 @@ export class ToolBreakers {
     if (opening) this.onOpened({ tool: spec.name, toolInstance: "", opening });
   }
 
-  /** Closes a tool's breaker (its instances were restarted by an operator). */
+  /** Closes a tool's breaker: an operator started the tool afresh (StartTool). */
   reset(tool: string): void {
     this.breakers.get(tool)?.reset();
   }

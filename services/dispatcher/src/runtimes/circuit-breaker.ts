@@ -53,10 +53,6 @@ export class CircuitBreaker {
     return this.state === CircuitState.CLOSED && this.opens === 0 && this.consecutive === 0;
   }
 
-  get isOpen(): boolean {
-    return this.state === CircuitState.OPEN;
-  }
-
   /** Asks to send one call; a half-open breaker admits one probe at a time. */
   admit(): Admission {
     if (this.state === CircuitState.CLOSED) return { admitted: true, probe: false };

@@ -94,7 +94,10 @@ export function createDispatcherHandlers(deps: HandlerDeps): ServiceImpl<typeof 
       requireRole(ctx, Role.Admin);
       const { tool, runtime } = supervised(req.tool);
       try {
-        return create(StartToolResponseSchema, { status: await runtime.start(tool) });
+        const status = await runtime.start(tool);
+        // Started by an operator, the tool gets its calls again at once.
+        deps.checks.breakers?.reset(req.tool);
+        return create(StartToolResponseSchema, { status });
       } catch (error) {
         if (error instanceof ToolStartError) {
           throw new ConnectError(
