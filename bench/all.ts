@@ -11,6 +11,7 @@ const SECTIONS: Record<string, string> = {
   audit: "audit-scale.ts",
   registry: "registry-scale.ts",
   start: "start-time.ts",
+  secrets: "secrets.ts",
   // Last: growing two stacks to 1,000,000 calls takes about twenty-five minutes (about twelve a
   // shape on the two shared cores).
   history: "history.ts",

@@ -292,12 +292,13 @@ describe("the limits of a running stack", () => {
     );
     for (const [name, limit] of Object.entries(limits)) {
       expect(limit.maxBytes, name).toBeGreaterThan(0);
-      // Tools and grants are state, not history: an age would delete them. The audit log's
+      // Tools, grants and the vault's secrets are state, not history: an age would delete them. The audit log's
       // blocks leave it only once archived; the archive's age limit is the history's. The
       // record stream holds work: what Audit has not chained yet, however old.
       const ageless = [
         `KV_${bucketNames.registry}`,
         `KV_${bucketNames.permission}`,
+        `KV_${bucketNames.vault}`,
         streamNames.auditLog,
         streamNames.records,
       ].includes(name);

@@ -9,13 +9,19 @@ import { verifyArchive } from "../src/archive-verifier.js";
 
 const writerScript = path.join(path.dirname(fileURLToPath(import.meta.url)), "write-segments.ts");
 
-/** Starts the writer, lets it run `ms` after its first line, and kills it with SIGKILL. */
-async function writeAndKill(dir: string, ms: number): Promise<void> {
-  const child = spawn(process.execPath, ["--import", "tsx", writerScript, dir], {
-    stdio: ["ignore", "pipe", "inherit"],
-  });
+/**
+ * Starts the writer, lets it run `ms` after it printed `line`, and kills it with SIGKILL
+ * (`mid-segment`: the writer stops inside its second segment and prints that).
+ */
+async function writeAndKill(dir: string, ms: number, line = "writing"): Promise<void> {
+  const args = ["--import", "tsx", writerScript, dir, ...(line === "mid-segment" ? [line] : [])];
+  const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "inherit"] });
   await new Promise<void>((resolve, reject) => {
-    child.stdout.once("data", () => resolve());
+    let out = "";
+    child.stdout.on("data", (chunk: Buffer) => {
+      out += chunk.toString();
+      if (out.split("\n").includes(line)) resolve();
+    });
     child.once("exit", (code) => reject(new Error(`the writer exited early (${code})`)));
   });
   const exited = new Promise((resolve) => child.once("exit", resolve));
@@ -33,10 +39,12 @@ describe("a writer killed at any moment", () => {
   it("leaves whole segments or none: every sealed one verifies, the cut one is only a temp file", async () => {
     let sealed = 0;
     let unsealed = 0;
-    for (const ms of [150, 420, 730, 1100, 1500]) {
+    // Kills at moments the machine's speed decides, and one that lands inside a segment always.
+    const kills: [number, string?][] = [[150], [420], [730], [1100], [1500], [0, "mid-segment"]];
+    for (const [ms, line] of kills) {
       const dir = await mkdtemp(path.join(tmpdir(), "toolmesh-archive-crash-"));
       dirs.push(dir);
-      await writeAndKill(dir, ms);
+      await writeAndKill(dir, ms, line);
       const segments = await listSegments(dir);
       sealed += segments.length;
       if (segments.length > 0) {

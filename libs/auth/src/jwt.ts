@@ -3,6 +3,8 @@ import { Code, ConnectError } from "@toolmesh/errors";
 import { checkPrincipalId } from "@toolmesh/names";
 import {
   createLocalJWKSet,
+  importJWK,
+  type JWK,
   type JWTPayload,
   type JWTVerifyGetKey,
   errors as joseErrors,
@@ -27,6 +29,11 @@ export interface JwtSettings {
    * changes nothing a caller can observe; 0 turns it off.
    */
   cacheMs?: number;
+  /**
+   * toolmesh's own signing keys (permission.v1.SigningKey, followed from the permission bucket):
+   * a JWT whose `kid` is one of them verifies with it, during a rotation's overlap too.
+   */
+  signingKeys?: (kid: string) => { publicJwk: string; algorithm: string } | undefined;
 }
 
 /** Most verified JWTs remembered at once; the cache starts over when full. */
@@ -41,6 +48,7 @@ export function createJwtVerifier(settings: JwtSettings): JwtVerifier {
   if (settings.secret) keys.push(new TextEncoder().encode(settings.secret));
   if (settings.jwksFile)
     keys.push(createLocalJWKSet(JSON.parse(readFileSync(settings.jwksFile, "utf8"))));
+  if (settings.signingKeys) keys.push(followedKeys(settings.signingKeys));
   const cacheMs = settings.cacheMs ?? 0;
   const cache = new Map<string, { principal: Principal; until: number }>();
   /** Verifications under way: concurrent calls with one token wait for the same one. */
@@ -66,7 +74,9 @@ export function createJwtVerifier(settings: JwtSettings): JwtVerifier {
         }
         return verified;
       } catch (error) {
-        lastError = error;
+        // The key that told most about the token speaks for it: a signature that verified but
+        // an expired or wrong-audience claim, over a key that does not match the token at all.
+        if (lastError === undefined || telling(error) >= telling(lastError)) lastError = error;
       }
     }
     throw new ConnectError(
@@ -87,6 +97,39 @@ export function createJwtVerifier(settings: JwtSettings): JwtVerifier {
     return pending;
   };
 }
+
+/** A key lookup over toolmesh's signing keys, each public key imported once per kid. */
+function followedKeys(lookup: NonNullable<JwtSettings["signingKeys"]>): JWTVerifyGetKey {
+  const imported = new Map<string, { jwk: string; key: Promise<CryptoKeyLike> }>();
+  return async (header) => {
+    const kid = header.kid ?? "";
+    const found = kid ? lookup(kid) : undefined;
+    if (!found) throw new joseErrors.JWKSNoMatchingKey();
+    let entry = imported.get(kid);
+    if (entry?.jwk !== found.publicJwk) {
+      entry = {
+        jwk: found.publicJwk,
+        key: importJWK(JSON.parse(found.publicJwk) as JWK, found.algorithm),
+      };
+      if (imported.size > 1000) imported.clear();
+      imported.set(kid, entry);
+    }
+    return entry.key;
+  };
+}
+
+/** How much an error of one key says about a token: none of its kind, a bad signature, its claims. */
+function telling(error: unknown): number {
+  if (
+    error instanceof joseErrors.JWKSNoMatchingKey ||
+    error instanceof joseErrors.JOSEAlgNotAllowed
+  )
+    return 0;
+  if (error instanceof joseErrors.JWSSignatureVerificationFailed) return 1;
+  return 2;
+}
+
+type CryptoKeyLike = Awaited<ReturnType<typeof importJWK>>;
 
 function toPrincipal(payload: JWTPayload, settings: JwtSettings): Principal {
   if (typeof payload.sub !== "string" || payload.sub === "") {
@@ -134,6 +177,8 @@ function describe(error: unknown, settings: JwtSettings): string {
   }
   if (error instanceof joseErrors.JWSSignatureVerificationFailed)
     return "the JWT signature does not verify";
+  if (error instanceof joseErrors.JWKSNoMatchingKey)
+    return "no key of this server verifies it (JWTs verify with TOOLMESH_JWT_SECRET, TOOLMESH_JWKS_FILE, or a toolmesh signing key that is not retired)";
   if (error instanceof joseErrors.JOSEError) return error.message;
   if (error instanceof ConnectError)
     return error.rawMessage.replace(/^bearer token rejected: /, "");

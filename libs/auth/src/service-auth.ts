@@ -2,7 +2,7 @@ import type { Interceptor } from "@connectrpc/connect";
 import { Code, ConnectError } from "@toolmesh/errors";
 import type { Logger } from "@toolmesh/log";
 import { buckets, loadWhenCreated, ReconnectingKvSnapshot } from "@toolmesh/nats";
-import { ApiKeyRecordSchema } from "@toolmesh/proto";
+import { ApiKeyRecordSchema, SigningKeySchema } from "@toolmesh/proto";
 import type { NatsConnection } from "nats";
 import { createApiKeyVerifier, isApiKeyToken } from "./api-key.js";
 import { AuthGuard, type AuthGuardSettings, defaultAuthGuardSettings } from "./auth-guard.js";
@@ -58,18 +58,18 @@ export async function startServiceAuth(options: {
 }): Promise<ServiceAuth> {
   const { config, nc, log } = options;
   const guard = new AuthGuard(log, options.guard ?? guardSettings(config));
-  const jwt: JwtVerifier | undefined =
-    config.jwtSecret || config.jwksFile
-      ? createJwtVerifier({
-          ...(config.jwtSecret ? { secret: config.jwtSecret } : {}),
-          ...(config.jwksFile ? { jwksFile: config.jwksFile } : {}),
-          issuer: config.jwtIssuer,
-          audience: config.jwtAudience,
-          userClaim: config.jwtUserClaim,
-          rolesClaim: config.jwtRolesClaim,
-          cacheMs: config.jwtCacheMs ?? 0,
-        })
-      : undefined;
+  let signingKeys: ReconnectingKvSnapshot<typeof SigningKeySchema> | undefined;
+  // JWTs verify with the configured secret or JWKS file, and with toolmesh's own signing keys.
+  const jwt: JwtVerifier = createJwtVerifier({
+    ...(config.jwtSecret ? { secret: config.jwtSecret } : {}),
+    ...(config.jwksFile ? { jwksFile: config.jwksFile } : {}),
+    issuer: config.jwtIssuer,
+    audience: config.jwtAudience,
+    userClaim: config.jwtUserClaim,
+    rolesClaim: config.jwtRolesClaim,
+    cacheMs: config.jwtCacheMs ?? 0,
+    signingKeys: (kid) => signingKeys?.get(buckets.permission.signingKeyKey(kid)),
+  });
 
   let verifyApiKey: ((token: string) => Principal) | undefined;
   let snapshot: ReconnectingKvSnapshot<typeof ApiKeyRecordSchema> | undefined;
@@ -89,12 +89,21 @@ export async function startServiceAuth(options: {
         ApiKeyRecordSchema,
         log,
       );
-      await keys.start();
+      const signing = new ReconnectingKvSnapshot(
+        nc,
+        kv,
+        buckets.permission.signingKeyPrefix,
+        SigningKeySchema,
+        log,
+      );
+      await Promise.all([keys.start(), signing.start()]);
       if (stopped) {
         keys.stop();
+        signing.stop();
         return;
       }
       snapshot = keys;
+      signingKeys = signing;
       verifyApiKey = createApiKeyVerifier(keys);
     },
   });
@@ -102,14 +111,7 @@ export async function startServiceAuth(options: {
   await load.firstAttempt;
 
   const authenticate: Authenticator = async (token) => {
-    if (looksLikeJwt(token)) {
-      if (!jwt)
-        throw new ConnectError(
-          "bearer token rejected: JWTs are not enabled on this server",
-          Code.Unauthenticated,
-        );
-      return jwt(token);
-    }
+    if (looksLikeJwt(token)) return jwt(token);
     if (isApiKeyToken(token)) {
       if (!verifyApiKey)
         throw new ConnectError(
@@ -131,6 +133,7 @@ export async function startServiceAuth(options: {
     stop() {
       stopped = true;
       snapshot?.stop();
+      signingKeys?.stop();
     },
   };
 }

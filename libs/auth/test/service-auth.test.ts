@@ -110,7 +110,8 @@ describe("startServiceAuth with API keys", () => {
     const wrongSecret = `${minted.token.slice(0, -2)}AA`;
     expect((await failure(auth.authenticate(wrongSecret))).rawMessage).toContain("unknown API key");
     const jwt = await failure(auth.authenticate("a.b.c"));
-    expect(jwt.rawMessage).toContain("JWTs are not enabled");
+    expect(jwt.code).toBe(Code.Unauthenticated);
+    expect(jwt.rawMessage).toContain("bearer token rejected");
 
     await kv.put(buckets.permission.apiKeyKey(minted.id), record(minted, true));
     // Within a second, polling with pauses: a loop of calls that resolve at once would never let

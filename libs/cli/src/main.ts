@@ -7,6 +7,7 @@ import { approvals, usage } from "./commands/governance.js";
 import { audit, status } from "./commands/operate.js";
 import { grants, keys } from "./commands/permission.js";
 import { groups, tools } from "./commands/registry.js";
+import { connections, secrets } from "./commands/vault.js";
 import { CliContext, UsageError } from "./context.js";
 import { Output } from "./output.js";
 
@@ -16,6 +17,8 @@ export const commands: Record<string, Command> = {
   groups,
   grants,
   keys,
+  secrets,
+  connections,
   call,
   batch,
   trace,

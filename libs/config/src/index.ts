@@ -236,6 +236,7 @@ export const busLimitsConfig = {
   bucketMaxBytes: (env: NodeJS.ProcessEnv) => ({
     registry: limit("TOOLMESH_REGISTRY_BUCKET_MAX_BYTES", 64 * MiB)(env),
     permission: limit("TOOLMESH_PERMISSION_BUCKET_MAX_BYTES", 64 * MiB)(env),
+    vault: limit("TOOLMESH_VAULT_BUCKET_MAX_BYTES", 64 * MiB)(env),
     dispatcher: limit("TOOLMESH_DISPATCHER_BUCKET_MAX_BYTES", 256 * MiB)(env),
     callIds: limit("TOOLMESH_CALL_IDS_BUCKET_MAX_BYTES", 256 * MiB)(env),
     dispatchers: limit("TOOLMESH_DISPATCHERS_BUCKET_MAX_BYTES", 16 * MiB)(env),

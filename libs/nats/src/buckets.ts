@@ -40,6 +40,18 @@ export const buckets = {
     /** Budgets by id (`<subject>.<escaped target>.<day|month>`). */
     budgetKey: (id: string) => `budgets.${id}`,
     budgetPrefix: "budgets.>",
+    /** What the vault tells about a secret (permission.v1.Secret, never its value), by id. */
+    secretKey: (id: string) => `secrets.${id}`,
+    secretPrefix: "secrets.>",
+    /** OAuth upstreams (permission.v1.OAuthProvider, never their client secret), by name. */
+    oauthProviderKey: (name: string) => `oauth.${name}`,
+    oauthProviderPrefix: "oauth.>",
+    /** Users' connections to upstreams (permission.v1.OAuthConnection, never tokens), by id. */
+    connectionKey: (id: string) => `connections.${id}`,
+    connectionPrefix: "connections.>",
+    /** JWT signing keys' public halves (permission.v1.SigningKey), by kid. */
+    signingKeyKey: (kid: string) => `signing.${kid}`,
+    signingKeyPrefix: "signing.>",
   },
   /**
    * Owned by Callback: `hours.…` → callback.v1.StoredUsage (its usage store), and
@@ -50,6 +62,23 @@ export const buckets = {
     name: bucketNames.usage,
     spendKey: (budget: string, period: string) => `spend.${budget}.${period}`,
     spendPrefix: "spend.>",
+  },
+  /**
+   * Owned and read by Permission alone; every value sealed with the vault key (libs/vault
+   * VaultCipher, the bucket key as associated data): `values.<secret id>` → the secret's value,
+   * `clients.<provider>` → an upstream's client secret, `tokens.<connection id>` → a user's
+   * tokens of an upstream, `signing.<kid>` → a signing key's private half, `pending.<state>` →
+   * an authorization under way (PKCE verifier), `meta.key` → which key the vault is sealed with.
+   */
+  vault: {
+    name: bucketNames.vault,
+    valueKey: (id: string) => `values.${id}`,
+    clientSecretKey: (provider: string) => `clients.${provider}`,
+    tokensKey: (connectionId: string) => `tokens.${connectionId}`,
+    signingKey: (kid: string) => `signing.${kid}`,
+    pendingKey: (state: string) => `pending.${state}`,
+    pendingPrefix: "pending.>",
+    metaKey: "meta.key",
   },
   /**
    * Owned by the Dispatchers together: `instances.<id>` → the time of that instance's last

@@ -31,6 +31,8 @@ export const legacyStreamNames = {
 export const bucketNames = {
   registry: "toolmesh-registry",
   permission: "toolmesh-permission",
+  /** Secret values, OAuth tokens and signing keys, sealed; only Permission reads it. */
+  vault: "toolmesh-vault",
   /** Idempotency keys. */
   dispatcher: "toolmesh-dispatcher",
   /** Which agent owns a caller-chosen call id. */
@@ -94,8 +96,15 @@ export const busAccess = {
     // Its calls' start and end records, in batches; everything else is derived from them.
     // It asks Audit for a call's records (MCP tasks, the approval sweep): toolmesh.lookup.calls.
     // Replicas ask each other about the calls each runs (an MCP caller's answer, a task's cancel):
-    // toolmesh.dispatchers.<instance>.
-    publishes: ["toolmesh.records.dispatcher", "toolmesh.lookup.calls", "toolmesh.dispatchers.>"],
+    // toolmesh.dispatchers.<instance>. It asks Permission for the secrets a call needs:
+    // toolmesh.vault.resolve (and .link).
+    publishes: [
+      "toolmesh.records.dispatcher",
+      "toolmesh.lookup.calls",
+      "toolmesh.dispatchers.>",
+      "toolmesh.vault.resolve",
+      "toolmesh.vault.link",
+    ],
     writesStreams: ["records"],
     readsStreams: [],
     ownsBuckets: ["dispatcher", "callIds", "dispatchers", "approvals", "mcpTasks"],
@@ -159,9 +168,12 @@ export const busAccess = {
     publishes: ["toolmesh.records.permission", "toolmesh.permission.changed.>"],
     writesStreams: ["records", "changes"],
     readsStreams: [],
-    ownsBuckets: ["permission"],
+    // The vault is its own: no other user reads it, and its values are stored only sealed.
+    ownsBuckets: ["permission", "vault"],
     readsBuckets: ["registry"],
     subscribes: [],
+    // The Dispatcher's requests for a call's secret values and for a connect link.
+    answers: ["toolmesh.vault.resolve", "toolmesh.vault.link"],
   },
   "memory-writer": {
     publishes: [],

@@ -20,6 +20,7 @@ export {
   processUsers,
   streamNames,
 } from "./bus-access.js";
+export { answerOverBus, requestOverBus } from "./bus-request.js";
 export {
   BusCredentialError,
   type BusCredentials,
@@ -62,6 +63,7 @@ export {
   type PublishFailure,
   type StoredAck,
 } from "./publisher.js";
+export { READ_YOUR_WRITE_MS, untilSnapshotShows } from "./read-your-write.js";
 export { ReconnectingKvSnapshot } from "./reconnecting-snapshot.js";
 export {
   type BatchAck,

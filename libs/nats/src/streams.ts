@@ -32,6 +32,13 @@ export const subjects = {
    * stream of any version captures it, so a reply always comes from Audit.
    */
   callLookup: "toolmesh.lookup.calls",
+  /**
+   * Where the Dispatcher asks Permission for the secret values a call needs (request and reply);
+   * never captured by a stream, so a value is never stored on the bus.
+   */
+  vaultResolve: "toolmesh.vault.resolve",
+  /** Where the Dispatcher asks Permission for the link that connects a user's account. */
+  vaultConnectLink: "toolmesh.vault.link",
   callback: (status: string, tool: string) =>
     `toolmesh.callback.${subjectToken(status)}.${subjectToken(tool)}`,
   /** Every broadcast of one tool's calls, whatever their status (a filter). */

@@ -1,16 +1,13 @@
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@toolmesh/errors";
-import { subjects } from "@toolmesh/nats";
+import { answerOverBus, requestOverBus, subjects } from "@toolmesh/nats";
 import {
   type AuditRecord,
   GetCallRequestSchema,
   type GetCallResponse,
   GetCallResponseSchema,
 } from "@toolmesh/proto";
-import { type Msg, type NatsConnection, headers as natsHeaders } from "nats";
-
-/** The header a call lookup's answer carries its error in (`<code> <message>`). */
-const ERROR_HEADER = "Toolmesh-Error";
+import type { Msg, NatsConnection } from "nats";
 
 /**
  * A call's records from the audit log, asked of Audit over the bus (request and reply on
@@ -24,39 +21,25 @@ export async function lookupCall(
   callId: string,
   options: { wait: boolean; timeoutMs: number },
 ): Promise<AuditRecord[]> {
-  let reply: Msg;
+  let data: Uint8Array;
   try {
-    reply = await nc.request(
+    data = await requestOverBus(
+      nc,
       subjects.callLookup,
       toBinary(GetCallRequestSchema, create(GetCallRequestSchema, { callId, wait: options.wait })),
-      { timeout: options.timeoutMs },
+      { timeoutMs: options.timeoutMs, what: `the audit log (for call "${callId}")` },
     );
   } catch (error) {
-    throw new ConnectError(
-      `the audit log could not be asked for call "${callId}" (${String((error as Error)?.message ?? error)}); retry shortly`,
-      Code.Unavailable,
-      undefined,
-      undefined,
-      error,
-    );
+    if (error instanceof ConnectError && error.code === Code.NotFound) return [];
+    throw error;
   }
-  const failed = reply.headers?.get(ERROR_HEADER);
-  if (failed) {
-    const space = failed.indexOf(" ");
-    const code = Number(failed.slice(0, space)) as Code;
-    if (code === Code.NotFound) return [];
-    throw new ConnectError(decodeURIComponent(failed.slice(space + 1)), code);
-  }
-  return fromBinary(GetCallResponseSchema, reply.data).records;
+  return fromBinary(GetCallResponseSchema, data).records;
 }
 
 /** Answers one call lookup (Audit's side): its records, or an error the asker rethrows. */
 export function answerCallLookup(msg: Msg, answer: GetCallResponse | ConnectError): void {
-  if (answer instanceof ConnectError) {
-    const h = natsHeaders();
-    h.set(ERROR_HEADER, `${answer.code} ${encodeURIComponent(answer.rawMessage)}`);
-    msg.respond(new Uint8Array(0), { headers: h });
-    return;
-  }
-  msg.respond(toBinary(GetCallResponseSchema, answer));
+  answerOverBus(
+    msg,
+    answer instanceof ConnectError ? answer : toBinary(GetCallResponseSchema, answer),
+  );
 }

@@ -57,8 +57,8 @@ export interface RunningService {
   server?: ToolmeshServer;
   /** Fields of the "ready" line of a service without a server. */
   ready?: Record<string, unknown>;
-  /** Runs once the server listens (a second port opens after the main one …). */
-  listening?(): Promise<void>;
+  /** Runs once the server listens, with where (a second port opens after the main one …). */
+  listening?(server: ListeningServer): Promise<void>;
   /** Runs alongside the server's drain, when shutdown begins (a second port closes too …). */
   draining?(): Promise<void>;
   /** Stops what start() started, after the server stopped taking calls; NATS drains after. */
@@ -147,7 +147,7 @@ export async function runService<C extends ServiceConfig>(spec: ServiceSpec<C>):
   if (running.server) {
     listening = await running.server.listen(config.port ?? 0, config.host);
     followBusHealth(nc, running.server.health, log, () => draining);
-    await running.listening?.();
+    await running.listening?.(listening);
   } else {
     // No RPC port: the launcher and tests wait for this line.
     log.info(running.ready ?? {}, "ready");

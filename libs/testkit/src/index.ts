@@ -38,11 +38,19 @@ export { metricSum } from "./metrics.js";
 export { natsAt, startNats, type TestNats } from "./nats-server.js";
 export { type IsolatedHost, isolatedHost } from "./netns.js";
 export {
+  connectAs,
+  type ProtectedTool,
+  startOAuthServer,
+  startProtectedTool,
+  type TestOAuthServer,
+} from "./oauth-server.js";
+export {
   type OneService,
   type OneServiceOptions,
   startOneService,
 } from "./one-service.js";
 export { type OperatorStack, startOperatorStack } from "./operator-stack.js";
+export { type ProtectedMcp, startProtectedMcp } from "./protected-mcp.js";
 export {
   endRecord,
   lastRecordWritten,
@@ -58,6 +66,7 @@ export {
   type ScriptedModel,
   startScriptedModel,
 } from "./scripted-model.js";
+export { filesUnder, type StreamSearch, secretsFound, secretsInStreams } from "./secret-search.js";
 export { portEnvOf, repoRoot, type ServiceProcess, startService } from "./service-process.js";
 export { chainServices, startStack, type TestStack, type TestStackOptions } from "./stack.js";
 export { allowAllSpec, allowSpec, tableGrant, tableGrantSpec } from "./table-grants.js";
@@ -85,3 +94,4 @@ export {
   toolLog,
   tracedEchoTool,
 } from "./test-tools.js";
+export { putTestProvider, putUsersSecret } from "./vault-secrets.js";

@@ -17,6 +17,8 @@ export interface EverythingStack {
   url: string;
   /** The runtime that starts server-everything over stdio. */
   stdio: { command: string; args: string[] };
+  /** Where Permission listens (its OAuth callback is below it). */
+  permissionUrl: string;
   stop(): Promise<void>;
 }
 
@@ -24,23 +26,33 @@ export interface EverythingStack {
  * A stack whose Dispatchers know where its Registry listens, so ImportMcpServer (which writes
  * there with the admin's credential) works.
  */
-export async function startImportingStack(options: TestStackOptions = {}): Promise<TestStack> {
-  const registryPort = await freePort();
+export async function startImportingStack(
+  options: TestStackOptions = {},
+): Promise<TestStack & { permissionUrl: string }> {
+  const [registryPort, permissionPort] = [await freePort(), await freePort()];
   const registry = `http://127.0.0.1:${registryPort}`;
-  return startStack({
+  const permissionUrl = `http://127.0.0.1:${permissionPort}`;
+  // ImportMcpServer writes to the Registry and, for a server protected by OAuth, asks Permission.
+  const urls = { TOOLMESH_REGISTRY_URL: registry, TOOLMESH_PERMISSION_URL: permissionUrl };
+  const stack = await startStack({
     ...options,
     serviceEnv: {
       ...options.serviceEnv,
       registry: { ...options.serviceEnv?.registry, TOOLMESH_REGISTRY_PORT: String(registryPort) },
-      dispatcher: { ...options.serviceEnv?.dispatcher, TOOLMESH_REGISTRY_URL: registry },
+      permission: {
+        ...options.serviceEnv?.permission,
+        TOOLMESH_PERMISSION_PORT: String(permissionPort),
+      },
+      dispatcher: { ...options.serviceEnv?.dispatcher, ...urls },
       ...Object.fromEntries(
         Array.from({ length: dispatchers(options) - 1 }, (_, i) => [
           `dispatcher-${i + 2}`,
-          { ...options.serviceEnv?.[`dispatcher-${i + 2}`], TOOLMESH_REGISTRY_URL: registry },
+          { ...options.serviceEnv?.[`dispatcher-${i + 2}`], ...urls },
         ]),
       ),
     },
   });
+  return Object.assign(stack, { permissionUrl });
 }
 
 /** server-everything over streamable HTTP on a free port, and an importing stack beside it. */
@@ -53,7 +65,7 @@ export async function startEverythingStack(
     stdio: ["ignore", "ignore", "pipe"],
   });
   const stderr = new LineWatcher(server.stderr as NonNullable<ChildProcess["stderr"]>);
-  let stack: TestStack;
+  let stack: TestStack & { permissionUrl: string };
   try {
     [stack] = await Promise.all([
       startImportingStack(options),
@@ -67,6 +79,7 @@ export async function startEverythingStack(
     stack,
     url: `http://127.0.0.1:${port}/mcp`,
     stdio: { command: process.execPath, args: [everythingScript, "stdio"] },
+    permissionUrl: stack.permissionUrl,
     async stop() {
       server.kill();
       await stack.stop();

@@ -1,7 +1,6 @@
-import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { mkdir } from "node:fs/promises";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
 import path from "node:path";
 import { type Client, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
@@ -26,10 +25,10 @@ import {
   repoRoot,
   startOperatorStack,
 } from "@toolmesh/testkit";
-import { type BrowserContext, chromium, type Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { launchBrowser, type TestBrowser } from "./browser.js";
 
-const CHROMIUM = process.env.CHROMIUM_BIN ?? "/usr/bin/chromium";
 const artifacts = path.join(repoRoot, "test-artifacts", "console");
 
 // The console in a real browser (Debian's chromium driven by playwright-core) against the whole
@@ -38,9 +37,8 @@ const artifacts = path.join(repoRoot, "test-artifacts", "console");
 describe("web console in chromium", () => {
   let op: OperatorStack;
   let backend: http.Server;
-  let context: BrowserContext;
+  let browser: TestBrowser;
   let page: Page;
-  let profile: string;
   let consoleUrl: string;
   let agentSecret: string;
   let agentKeyId: string;
@@ -148,28 +146,12 @@ describe("web console in chromium", () => {
     agentSecret = key.secret;
     agentKeyId = key.apiKey?.id ?? "";
 
-    profile = await mkdtemp(path.join(tmpdir(), "toolmesh-chromium-"));
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-      ],
-      viewport: { width: 1280, height: 860 },
-    });
-    page = context.pages()[0] ?? (await context.newPage());
-    page.on("dialog", (dialog) => void dialog.accept());
+    browser = await launchBrowser();
+    page = browser.page;
   }, 180_000);
 
   afterAll(async () => {
-    await context?.close();
-    if (profile) await rm(profile, { recursive: true, force: true });
+    await browser?.close();
     await op?.stop();
     backend?.close();
   });
@@ -319,7 +301,7 @@ describe("web console in chromium", () => {
       { agentId: "web-auditor", name: "browser test", roles: ["auditor"] },
       admin(),
     );
-    const auditor = await context.newPage();
+    const auditor = await browser.context.newPage();
     try {
       await auditor.goto(consoleUrl);
       await auditor.fill('input[name="token"]', key.secret);

@@ -11,6 +11,7 @@ import {
   str,
   url,
 } from "@toolmesh/config";
+import { vaultSharedConfig } from "@toolmesh/vault";
 
 /** Every setting of the Dispatcher, read from the environment. */
 export const dispatcherConfig = {
@@ -78,6 +79,12 @@ export const dispatcherConfig = {
   toolAgentUrl: serviceUrl("tool-agent"),
   /** The Registry, which ImportMcpServer writes imported tools to (with the admin's credential). */
   registryUrl: url("TOOLMESH_REGISTRY_URL", "http://127.0.0.1:7101", ["http:", "https:"]),
+  /**
+   * Permission, which ImportMcpServer asks (with the admin's credential) to register the OAuth
+   * provider of a server protected by OAuth: TOOLMESH_PERMISSION_URL, else TOOLMESH_HOST and
+   * TOOLMESH_PERMISSION_PORT.
+   */
+  permissionUrl: serviceUrl("permission"),
   /** Close an idle MCP server connection (stop a stdio server) after this long. */
   mcpIdleTimeoutMs: int("TOOLMESH_MCP_IDLE_TIMEOUT_MS", 5 * 60 * 1000, { min: 100 }),
   /** Hostnames a browser Origin may name on /mcp, beyond localhost; others get 403. */
@@ -105,6 +112,7 @@ export const dispatcherConfig = {
   }),
   /** Roles whose holders may decide every held call (admins always may). */
   approverRoles: list("TOOLMESH_APPROVER_ROLES", ["approver"]),
+  ...vaultSharedConfig,
 };
 
 export type DispatcherConfig = ConfigOf<typeof dispatcherConfig>;

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { JetStreamPublisher } from "@toolmesh/nats";
 import { runService } from "@toolmesh/service";
 import { startTracing } from "@toolmesh/telemetry";
+import { requestConnectLink, requestSecrets } from "@toolmesh/vault";
 import { ApprovalSweeper } from "./approvals/approval-sweeper.js";
 import { BudgetLedger } from "./catalog/budget-ledger.js";
 import { CallLimiter } from "./catalog/rate-limits.js";
@@ -17,6 +18,9 @@ import { KvTaskIndex } from "./records/task-index.js";
 import { createDispatcher } from "./server.js";
 import type { GrpcPort } from "./transports/grpc-port.js";
 import { NatsReplicaLink } from "./transports/replica-link.js";
+
+/** How long a call waits for Permission to give its secrets (an OAuth refresh included). */
+const VAULT_REQUEST_MS = 15_000;
 
 await runService({
   name: "dispatcher",
@@ -96,6 +100,13 @@ await runService({
       policy: snapshots.policy,
       limits: new CallLimiter(snapshots.limits, config.dispatcherReplicas),
       budgets: new BudgetLedger(snapshots.budgets, snapshots.spend, instance),
+      vault: {
+        view: snapshots.vault,
+        link: {
+          resolve: (request) => requestSecrets(nc, request, VAULT_REQUEST_MS),
+          link: (provider, user) => requestConnectLink(nc, provider, user, VAULT_REQUEST_MS),
+        },
+      },
       records,
       instance,
       idempotency,

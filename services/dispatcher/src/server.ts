@@ -1,8 +1,18 @@
 import { createClient, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import type { RequestAuthenticator } from "@toolmesh/auth";
+import { Code, ConnectError } from "@toolmesh/errors";
 import type { Logger } from "@toolmesh/log";
-import { AgentService, DispatcherService, RegistryService } from "@toolmesh/proto";
+import { MemorySnapshot } from "@toolmesh/nats";
+import {
+  AgentService,
+  DispatcherService,
+  OAuthConnectionSchema,
+  OAuthProviderSchema,
+  PermissionService,
+  RegistryService,
+  SecretSchema,
+} from "@toolmesh/proto";
 import { createToolmeshServer, type ToolmeshServer } from "@toolmesh/server";
 import type { Tracing } from "@toolmesh/telemetry";
 import { ApprovalDesk } from "./approvals/approval-desk.js";
@@ -20,11 +30,13 @@ import { type HeldCallStore, MemoryHeldCalls } from "./records/held-calls.js";
 import type { CallIdOwners, IdempotencyStore } from "./records/idempotency.js";
 import { NoOutcomes, type OutcomeLookup, type OutcomeReader } from "./records/outcome-lookup.js";
 import { MemoryTaskIndex, type TaskIndex } from "./records/task-index.js";
+import { CallSecrets, type VaultLink, type VaultView } from "./runtimes/call-secrets.js";
 import { DockerRuntime } from "./runtimes/docker-runtime.js";
 import { GrpcRuntime } from "./runtimes/grpc-runtime.js";
 import { LocalRuntime } from "./runtimes/local-runtime.js";
 import { McpRuntime } from "./runtimes/mcp-runtime.js";
 import { RemoteRuntime } from "./runtimes/remote-runtime.js";
+import { withSecrets } from "./runtimes/secret-injection.js";
 import { forwardAgentService, type ToolAgentLink } from "./transports/agent/agent-forward.js";
 import { authTimingInterceptor } from "./transports/auth-timing.js";
 import { fastCallRoutes } from "./transports/call-rpcs.js";
@@ -50,6 +62,7 @@ export interface DispatcherSettings {
   localMaxConcurrency: number;
   localStartTimeoutMs: number;
   registryUrl: string;
+  permissionUrl: string;
   toolAgentUrl: string;
   mcpIdleTimeoutMs: number;
   mcpAllowedOrigins: string[];
@@ -70,6 +83,8 @@ export interface DispatcherSettings {
   /** The result cache's bounds (TOOLMESH_CACHE_*): 64 MiB in all, 1000 results a tool. */
   cacheMaxBytes?: number;
   cacheMaxEntries?: number;
+  /** An access token is asked for again once it expires within this long. */
+  oauthRefreshMarginMs: number;
 }
 
 export interface DispatcherDeps {
@@ -102,7 +117,26 @@ export interface DispatcherDeps {
   taskIndex?: TaskIndex;
   /** The other Dispatcher replicas, over the bus; none when omitted (one in-process replica). */
   link?: NatsReplicaLink;
+  /**
+   * The vault's index, followed from the permission bucket, and Permission asked for values; when
+   * omitted (in-process tests) a tool that names a secret is refused.
+   */
+  vault?: { view: VaultView; link: VaultLink };
 }
+
+/** No vault: an empty index (loaded), and no values to give. */
+const noVault: { view: VaultView; link: VaultLink } = {
+  view: {
+    secrets: new MemorySnapshot(SecretSchema),
+    providers: new MemorySnapshot(OAuthProviderSchema),
+    connections: new MemorySnapshot(OAuthConnectionSchema),
+  },
+  link: {
+    resolve: () =>
+      Promise.reject(new ConnectError("this Dispatcher has no vault", Code.Unavailable)),
+    link: () => Promise.reject(new ConnectError("this Dispatcher has no vault", Code.Unavailable)),
+  },
+};
 
 export interface Dispatcher {
   readonly server: ToolmeshServer;
@@ -154,6 +188,11 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     },
     log,
   );
+  const secrets = new CallSecrets(
+    deps.vault?.view ?? noVault.view,
+    deps.vault?.link ?? noVault.link,
+    settings.oauthRefreshMarginMs,
+  );
   const recorder = new CallRecorder(deps.records, settings.redactKeys, deps.instance);
   const recordOpening = circuitOpenedRecorder(recorder, log);
   const breakers = new ToolBreakers(
@@ -181,7 +220,15 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       store: heldCalls,
       settings: { holdMs: settings.approvalTimeoutMs, approverRoles: settings.approverRoles },
     },
-    runtimes: { grpc: grpcRuntime, local, remote, docker, mcp: mcpRuntime },
+    // Every runtime gets the secrets its tools name; a tool without secrets passes straight through.
+    runtimes: {
+      grpc: withSecrets(grpcRuntime, secrets),
+      local: withSecrets(local, secrets),
+      remote: withSecrets(remote, secrets),
+      docker: withSecrets(docker, secrets),
+      mcp: withSecrets(mcpRuntime, secrets),
+    },
+    secrets,
     idempotency: deps.idempotency,
     callIds: deps.callIds,
     running,
@@ -200,7 +247,14 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     RegistryService,
     createGrpcTransport({ baseUrl: settings.registryUrl }),
   );
-  const checks = { catalog, policy: deps.policy, running, budgets: deps.budgets, breakers };
+  const checks = {
+    catalog,
+    policy: deps.policy,
+    running,
+    secrets,
+    budgets: deps.budgets,
+    breakers,
+  };
   const search = new ToolSearch(catalog);
   const inputs = new InputDesk(deps.instance, new RequestStates(), deps.link);
   const pushed = new PushedRequests(deps.instance);
@@ -297,7 +351,18 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
           checks,
           search: { ...checks, search },
           approvals,
-          imports: { mcp: mcpRuntime, catalog, registry },
+          imports: {
+            mcp: mcpRuntime,
+            catalog,
+            registry,
+            oauth: {
+              permission: createClient(
+                PermissionService,
+                createGrpcTransport({ baseUrl: settings.permissionUrl }),
+              ),
+              secrets,
+            },
+          },
         }),
       );
     },

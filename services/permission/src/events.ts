@@ -6,7 +6,15 @@ import type { JetStreamClient } from "nats";
 
 /** What changed: a grant, an API key, a rate limit or a budget, created, updated or removed. */
 export interface PermissionChange {
-  kind: "grant" | "api_key" | "rate_limit" | "budget";
+  kind:
+    | "grant"
+    | "api_key"
+    | "rate_limit"
+    | "budget"
+    | "secret"
+    | "oauth_provider"
+    | "connection"
+    | "signing_key";
   id: string;
   type: ChangeType;
   /** One sentence for the audit record, never a secret. */

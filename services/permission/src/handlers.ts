@@ -37,7 +37,9 @@ import {
 import { pageTokens } from "@toolmesh/server";
 import { createBudgetHandlers } from "./budget-handlers.js";
 import type { PermissionEvents } from "./events.js";
+import { createOAuthHandlers } from "./oauth-handlers.js";
 import { createRateLimitHandlers } from "./rate-limit-handlers.js";
+import { createSigningHandlers } from "./signing-handlers.js";
 import type { PermissionStore } from "./store.js";
 import {
   checkIssuedId,
@@ -46,6 +48,8 @@ import {
   validateCreateApiKey,
   validateGrantSpec,
 } from "./validation.js";
+import { createSecretHandlers } from "./vault-handlers.js";
+import type { VaultParts } from "./vault-parts.js";
 
 export interface PermissionDeps {
   store: PermissionStore;
@@ -53,6 +57,10 @@ export interface PermissionDeps {
   /** The Registry's tools, for the scopes and groups a decision needs (a followed snapshot). */
   tools: SnapshotView<typeof ToolSchema>;
   log: Logger;
+  /** The vault, and the signing keys and OAuth connections built on it. */
+  vault: VaultParts;
+  /** What toolmesh's own JWTs say (the verifiers' TOOLMESH_JWT_* settings). */
+  jwt: { issuer: string; audience: string; userClaim: string; rolesClaim: string };
   /** The clock; tests may pin it. */
   now?: () => number;
 }
@@ -88,7 +96,7 @@ function policyTool(tools: SnapshotView<typeof ToolSchema>, name: string): Polic
   return { name, requiredScopes: tool.spec.requiredScopes, groups: tool.groups };
 }
 
-/** PermissionService: grants and API keys (admin only) and Check. */
+/** PermissionService: grants, API keys, rate limits, the vault (admin only), and Check. */
 export function createPermissionHandlers(
   deps: PermissionDeps,
 ): ServiceImpl<typeof PermissionService> {
@@ -96,9 +104,27 @@ export function createPermissionHandlers(
   const now = deps.now ?? Date.now;
   const admin = (ctx: HandlerContext) => requireRole(ctx, Role.Admin);
 
+  const { vault } = deps;
   return {
     ...createRateLimitHandlers(deps),
     ...createBudgetHandlers(deps),
+    ...createSecretHandlers({
+      store,
+      vault: vault.vault,
+      events,
+      log: deps.log,
+      maxSecrets: vault.maxSecrets,
+      now,
+    }),
+    ...createOAuthHandlers({
+      index: store.vaultIndex,
+      vault: vault.vault,
+      connections: vault.connections,
+      events,
+      log: deps.log,
+      now,
+    }),
+    ...createSigningHandlers({ signing: vault.signing, events, log: deps.log, jwt: deps.jwt }),
 
     async grant(req, ctx) {
       const caller = admin(ctx);

@@ -6,6 +6,7 @@ import {
   KvConflictError,
   ReconnectingKvSnapshot,
   type SnapshotChange,
+  untilSnapshotShows,
   updateWithRetry,
 } from "@toolmesh/nats";
 import { PolicySnapshot } from "@toolmesh/policy";
@@ -22,9 +23,7 @@ import {
 } from "@toolmesh/proto";
 import type { KV, NatsConnection } from "nats";
 import type { BootstrapStep, PermissionStore } from "./store.js";
-
-/** How long a write waits for its own watch to show it, so a read right after sees the write. */
-const READ_YOUR_WRITE_MS = 2000;
+import { KvVaultIndex } from "./vault-index.js";
 
 /** Marks that the admin and service keys were bootstrapped; created atomically by one replica. */
 export const BOOTSTRAP_KEY = "meta.admin_bootstrapped";
@@ -43,6 +42,7 @@ export class KvPermissionStore implements PermissionStore {
   readonly keys: ReconnectingKvSnapshot<typeof ApiKeyRecordSchema>;
   readonly rateLimits: ReconnectingKvSnapshot<typeof RateLimitSchema>;
   readonly budgets: ReconnectingKvSnapshot<typeof BudgetSchema>;
+  readonly vaultIndex: KvVaultIndex;
 
   constructor(
     nc: NatsConnection,
@@ -71,6 +71,7 @@ export class KvPermissionStore implements PermissionStore {
       BudgetSchema,
       log,
     );
+    this.vaultIndex = new KvVaultIndex(nc, kv, log);
   }
 
   /** Creates the bucket if needed and loads both snapshots. */
@@ -86,6 +87,7 @@ export class KvPermissionStore implements PermissionStore {
       store.keys.start(),
       store.rateLimits.start(),
       store.budgets.start(),
+      store.vaultIndex.start(),
     ]);
     return store;
   }
@@ -95,6 +97,7 @@ export class KvPermissionStore implements PermissionStore {
     this.keys.stop();
     this.rateLimits.stop();
     this.budgets.stop();
+    this.vaultIndex.stop();
   }
 
   getGrant(id: string): Grant | undefined {
@@ -234,20 +237,6 @@ export class KvPermissionStore implements PermissionStore {
     snapshot: { onChange(listener: (change: SnapshotChange<unknown>) => void): () => void },
     done: () => boolean,
   ): Promise<void> {
-    if (done()) return Promise.resolve();
-    return new Promise<void>((resolve) => {
-      const timer = setTimeout(() => {
-        unsubscribe();
-        this.log.warn({ wait_ms: READ_YOUR_WRITE_MS }, "watch did not show a write in time");
-        resolve();
-      }, READ_YOUR_WRITE_MS);
-      const unsubscribe = snapshot.onChange(() => {
-        if (done()) {
-          clearTimeout(timer);
-          unsubscribe();
-          resolve();
-        }
-      });
-    });
+    return untilSnapshotShows(snapshot, done, this.log);
   }
 }

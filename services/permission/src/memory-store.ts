@@ -13,6 +13,7 @@ import {
   RateLimitSchema,
 } from "@toolmesh/proto";
 import type { BootstrapStep, PermissionStore } from "./store.js";
+import { MemoryVaultIndex } from "./vault-index.js";
 
 /**
  * Grants and API keys in memory, with the KV store's semantics (keys as in the bucket, writes
@@ -24,6 +25,7 @@ export class MemoryPermissionStore implements PermissionStore {
   readonly keys = new MemorySnapshot(ApiKeyRecordSchema);
   readonly rateLimits = new MemorySnapshot(RateLimitSchema);
   readonly budgets = new MemorySnapshot(BudgetSchema);
+  readonly vaultIndex = new MemoryVaultIndex();
   private readonly bootstrapped = new Set<BootstrapStep>();
 
   getGrant(id: string): Grant | undefined {

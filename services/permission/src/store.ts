@@ -7,8 +7,12 @@ import type {
   Budget,
   BudgetSchema,
   Grant,
+  OAuthConnectionSchema,
+  OAuthProviderSchema,
   RateLimit,
   RateLimitSchema,
+  SecretSchema,
+  SigningKeySchema,
 } from "@toolmesh/proto";
 
 /**
@@ -25,6 +29,9 @@ export interface PermissionStore {
   readonly rateLimits: SnapshotView<typeof RateLimitSchema>;
   /** The budgets, keyed `budgets.<id>` as the Dispatchers follow them. */
   readonly budgets: SnapshotView<typeof BudgetSchema>;
+
+  /** What the vault tells about secrets, upstreams, connections and signing keys: never values. */
+  readonly vaultIndex: VaultIndex;
 
   getGrant(id: string): Grant | undefined;
   getKey(id: string): ApiKeyRecord | undefined;
@@ -63,3 +70,25 @@ export interface PermissionStore {
 
 /** The bootstrap steps, each done once per bucket (a marker key `meta.<step>_bootstrapped`). */
 export type BootstrapStep = "admin" | "tool_agent";
+
+/**
+ * The vault's public side, in the `toolmesh-permission` bucket every Dispatcher follows (names,
+ * scopes, versions, expiries, public keys); the values are in the vault bucket only.
+ */
+export interface VaultIndex {
+  readonly secrets: SnapshotView<typeof SecretSchema>;
+  readonly providers: SnapshotView<typeof OAuthProviderSchema>;
+  readonly connections: SnapshotView<typeof OAuthConnectionSchema>;
+  readonly signingKeys: SnapshotView<typeof SigningKeySchema>;
+  /** Writes one entry and resolves once this process's snapshot shows it. */
+  put<K extends VaultIndexKind>(kind: K, key: string, value: VaultIndexValue<K>): Promise<void>;
+  /** Deletes one entry; false when there was none. */
+  delete(kind: VaultIndexKind, key: string): Promise<boolean>;
+}
+
+export type VaultIndexKind = "secrets" | "providers" | "connections" | "signingKeys";
+
+/** The message each kind of index entry holds. */
+export type VaultIndexValue<K extends VaultIndexKind> = NonNullable<
+  ReturnType<VaultIndex[K]["get"]>
+>;

@@ -3,6 +3,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { type ServiceProcess, startNats, startService, type TestNats } from "@toolmesh/testkit";
+import { newVaultKey } from "@toolmesh/vault";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 // Two replicas starting at once against a fresh bucket: exactly one bootstraps the keys.
@@ -15,12 +16,15 @@ describe("bootstrap with two replicas", () => {
     nats = await startNats();
     for (let i = 0; i < 2; i++)
       dirs.push(await mkdtemp(path.join(tmpdir(), `toolmesh-replica-${i}-`)));
+    // Replicas with data dirs of their own share the vault key, as a deployment of them must.
+    const vaultKey = newVaultKey();
     const started = await Promise.allSettled(
       dirs.map((dir) =>
         startService("permission", {
           NATS_URL: nats.url,
           TOOLMESH_PERMISSION_PORT: "0",
           TOOLMESH_DATA_DIR: path.join(dir, "data"),
+          TOOLMESH_VAULT_KEY: vaultKey,
         }),
       ),
     );

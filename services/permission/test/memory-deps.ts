@@ -9,9 +9,12 @@ import { createLogger } from "@toolmesh/log";
 import { buckets, MemorySnapshot } from "@toolmesh/nats";
 import { ToolSchema } from "@toolmesh/proto";
 import { testSigner } from "@toolmesh/testkit";
+import { newVaultKey, parseVaultKey, VaultCipher } from "@toolmesh/vault";
 import { RecordedPermissionEvents } from "../src/events.js";
 import type { PermissionDeps } from "../src/handlers.js";
 import { MemoryPermissionStore } from "../src/memory-store.js";
+import { createVaultParts } from "../src/vault-parts.js";
+import { MemorySealedBucket, Vault } from "../src/vault-store.js";
 
 /** The Registry's tools as the in-memory snapshot holds them: scopes and groups. */
 export const registryTools: { name: string; requiredScopes: string[]; groups: string[] }[] = [
@@ -25,6 +28,8 @@ export const registryTools: { name: string; requiredScopes: string[]; groups: st
 export interface MemoryPermission {
   deps: PermissionDeps;
   store: MemoryPermissionStore;
+  /** The vault's sealed values, as the bucket would hold them. */
+  sealed: MemorySealedBucket;
   events: RecordedPermissionEvents;
   tools: MemorySnapshot<typeof ToolSchema>;
   /** The handlers' and the key verifier's clock; a test moves it. */
@@ -62,8 +67,42 @@ export async function memoryPermission(): Promise<MemoryPermission> {
     isApiKeyToken(token) ? verifyKey(token) : verifyJwt(token);
   const jwt = (claims: { sub: string; roles?: string[]; onBehalfOf?: string }) =>
     signer.token(claims.sub, claims.roles, claims.onBehalfOf);
+  const log = createLogger("permission-test", "silent");
+  const sealed = new MemorySealedBucket();
+  const vault = await Vault.open(
+    sealed,
+    new VaultCipher(parseVaultKey(newVaultKey(), "a test key")),
+    log,
+  );
+  const vaultParts = createVaultParts(
+    store.vaultIndex,
+    vault,
+    {
+      publicUrl: () => "http://permission.test",
+      refreshMarginMs: 60_000,
+      linkTtlMs: 600_000,
+      maxSecrets: 100,
+      issuer: "toolmesh",
+    },
+    log,
+    now,
+  );
   return {
-    deps: { store, events, tools, log: createLogger("permission-test", "silent"), now },
+    sealed,
+    deps: {
+      store,
+      events,
+      tools,
+      log,
+      now,
+      vault: vaultParts,
+      jwt: {
+        issuer: "toolmesh",
+        audience: "toolmesh",
+        userClaim: "on_behalf_of",
+        rolesClaim: "roles",
+      },
+    },
     store,
     events,
     tools,

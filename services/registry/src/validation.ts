@@ -15,6 +15,7 @@ import {
   ToolStatus,
 } from "@toolmesh/proto";
 import { SchemaCompileError, schemaHash, type ValidatorCache } from "@toolmesh/schema";
+import { injectionProblem } from "@toolmesh/vault";
 import { checkDockerRuntime } from "./docker-validation.js";
 import { ENV_KEY, maxCount, maxLength } from "./field-checks.js";
 import { checkOperation, checkSupervision, operationLimits } from "./operation-checks.js";
@@ -29,6 +30,8 @@ export const limits = {
   knowhubSlugs: 32,
   reporters: 16,
   approverRoles: 16,
+  /** Secrets one tool may name. */
+  secrets: 16,
   labels: 32,
   labelKeyLength: 63,
   labelValueLength: 256,
@@ -149,6 +152,7 @@ export function checkToolSpec(spec: ToolSpec | undefined, validators: ValidatorC
     throw invalidField("tool.status", `${spec.status} is not a ToolStatus`);
   checkRuntime(spec);
   checkOperation(spec);
+  checkSecretInjections(spec);
 
   const normalised = create(ToolSpecSchema, spec);
   if (normalised.status === ToolStatus.UNSPECIFIED) normalised.status = ToolStatus.ACTIVE;
@@ -265,6 +269,30 @@ function checkRuntime(spec: ToolSpec): void {
       return;
     }
   }
+}
+
+/** Checks the secrets a tool names: each one source, a target its runtime can take, no repeats. */
+function checkSecretInjections(spec: ToolSpec): void {
+  maxCount("tool.secrets", spec.secrets.length, limits.secrets);
+  const kind = spec.runtime?.kind;
+  const mcpOverHttp = kind?.case === "mcp" && kind.value.url !== "";
+  const targets = new Set<string>();
+  spec.secrets.forEach((injection, i) => {
+    const field = `tool.secrets[${i}]`;
+    if (injection.secret !== "") checkToolName(`${field}.secret`, injection.secret);
+    if (injection.oauthProvider !== "")
+      checkToolName(`${field}.oauth_provider`, injection.oauthProvider);
+    const problem = injectionProblem(injection, kind?.case, mcpOverHttp);
+    if (problem) throw invalidField(field, problem);
+    maxLength(`${field}.prefix`, injection.prefix, 64);
+    const target = `${injection.target.case}:${String(injection.target.value).toLowerCase()}`;
+    if (targets.has(target))
+      throw invalidField(
+        field,
+        `${injection.target.case} ${injection.target.value} is given a value twice`,
+      );
+    targets.add(target);
+  });
 }
 
 function checkUrl(field: string, url: string): void {

@@ -11,6 +11,7 @@ import { LivePage } from "./pages/live.js";
 import { ToolsPage } from "./pages/tools.js";
 import { TracePage } from "./pages/trace.js";
 import { UsagePage } from "./pages/usage.js";
+import { VaultPage } from "./pages/vault.js";
 import "./style.css";
 
 const PAGES: [string, string][] = [
@@ -18,6 +19,7 @@ const PAGES: [string, string][] = [
   ["approvals", "Approvals"],
   ["tools", "Tools & groups"],
   ["access", "Keys & grants"],
+  ["vault", "Secrets & connections"],
   ["audit", "Audit"],
   ["usage", "Usage"],
   ["agent", "Tool agent"],
@@ -101,6 +103,7 @@ function App() {
         {page === "approvals" && <ApprovalsPage />}
         {page === "tools" && <ToolsPage />}
         {page === "access" && <AccessPage />}
+        {page === "vault" && <VaultPage />}
         {page === "audit" && <AuditPage />}
         {page === "usage" && <UsagePage />}
         {page === "agent" && <AgentPage />}

@@ -34,7 +34,7 @@ import {
   stateWord,
   transition,
 } from "./held-transitions.js";
-import { recheckHeld } from "./recheck.js";
+import { recheckHeld, recheckSecrets } from "./recheck.js";
 
 /** The longest reason an approver may give. */
 const MAX_REASON = 512;
@@ -115,7 +115,11 @@ export async function decideApproval(
 /** Runs an approved call after checking it again; a failed check ends it REFUSED. */
 async function runApproved(deps: ApprovalDeps, held: HeldCall): Promise<DispatchResponse> {
   const a = held.approval as Approval;
-  const checked = recheckHeld(deps.checks, held);
+  const rechecked = recheckHeld(deps.checks, held);
+  const checked =
+    "reason" in rechecked
+      ? rechecked
+      : ((await recheckSecrets(deps.checks, held, rechecked)) ?? rechecked);
   const record = recordOf(deps.recorder, held);
   recordDecision(record, a, held.arguments ?? {});
   if ("reason" in checked) {

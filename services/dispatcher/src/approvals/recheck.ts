@@ -1,3 +1,4 @@
+import { Code, ConnectError } from "@toolmesh/errors";
 import { type HeldCall, type Price, ToolStatus } from "@toolmesh/proto";
 import { SchemaCompileError } from "../catalog/tool-catalog.js";
 import { heldPrincipal } from "../chain/hold.js";
@@ -69,4 +70,27 @@ function budgetedOf(
   const who = { agentId: principal.agentId, userId: principal.userId, grantIds };
   const budgets = deps.budgets.applying(who, price.currency);
   return budgets.length > 0 ? { ...who, budgets } : undefined;
+}
+
+/**
+ * The vault check an approved call passes again: a secret its tool needs may have been deleted,
+ * or the user's connection revoked, while it waited. Undefined when it may run; an UNAVAILABLE
+ * (the vault's index not loaded, Permission not answering) is thrown, as a failed record is.
+ */
+export async function recheckSecrets(
+  deps: CheckDeps,
+  held: HeldCall,
+  checked: CheckedCall,
+): Promise<Unrunnable | undefined> {
+  if (!deps.secrets || checked.tool.spec.secrets.length === 0) return undefined;
+  try {
+    await deps.secrets.check(checked.tool, heldPrincipal(held));
+    return undefined;
+  } catch (error) {
+    if (!(error instanceof ConnectError) || error.code !== Code.FailedPrecondition) throw error;
+    return {
+      reason: "secret_missing",
+      message: `call ${held.approval?.callId ?? ""} did not run: ${error.rawMessage}`,
+    };
+  }
 }

@@ -1,7 +1,14 @@
 import type { Logger } from "@toolmesh/log";
-import { type FollowedBucket, followRegistryTools } from "@toolmesh/nats";
+import { buckets, FollowedBucket, followRegistryTools } from "@toolmesh/nats";
 import { PolicySnapshot } from "@toolmesh/policy";
-import type { BudgetSchema, RateLimitSchema, StoredSpendSchema } from "@toolmesh/proto";
+import {
+  type BudgetSchema,
+  OAuthConnectionSchema,
+  OAuthProviderSchema,
+  type RateLimitSchema,
+  SecretSchema,
+  type StoredSpendSchema,
+} from "@toolmesh/proto";
 import type { NatsConnection } from "nats";
 import { followBudgets, followSpend } from "./budget-ledger.js";
 import type { PermissionGate } from "./permission-gate.js";
@@ -19,6 +26,12 @@ export interface Snapshots {
   limits: FollowedBucket<typeof RateLimitSchema>;
   budgets: FollowedBucket<typeof BudgetSchema>;
   spend: FollowedBucket<typeof StoredSpendSchema>;
+  /** The vault's index (names, scopes, versions; never values), from the permission bucket. */
+  vault: {
+    secrets: FollowedBucket<typeof SecretSchema>;
+    providers: FollowedBucket<typeof OAuthProviderSchema>;
+    connections: FollowedBucket<typeof OAuthConnectionSchema>;
+  };
   stop(): void;
 }
 
@@ -37,6 +50,26 @@ export function followSnapshots(nc: NatsConnection, log: Logger): Snapshots {
   const limits = followRateLimits(nc, log);
   const budgets = followBudgets(nc, log);
   const spend = followSpend(nc, log);
+  const follow = <
+    D extends typeof SecretSchema | typeof OAuthProviderSchema | typeof OAuthConnectionSchema,
+  >(
+    prefix: string,
+    schema: D,
+  ) =>
+    new FollowedBucket({
+      nc,
+      bucket: buckets.permission.name,
+      prefix,
+      schema,
+      log,
+      meanwhile: "tools that name secrets are refused until the Permission service creates it",
+      readyMessage: `vault index (${prefix}) loaded`,
+    });
+  const vault = {
+    secrets: follow(buckets.permission.secretPrefix, SecretSchema),
+    providers: follow(buckets.permission.oauthProviderPrefix, OAuthProviderSchema),
+    connections: follow(buckets.permission.connectionPrefix, OAuthConnectionSchema),
+  };
   const unwatch = watchSnapshotMetrics({ registry: tools, permission: policy.grants });
   return {
     tools,
@@ -44,7 +77,11 @@ export function followSnapshots(nc: NatsConnection, log: Logger): Snapshots {
     limits,
     budgets,
     spend,
+    vault,
     stop() {
+      vault.secrets.stop();
+      vault.providers.stop();
+      vault.connections.stop();
       unwatch();
       tools.stop();
       policy.stop();

@@ -12,6 +12,7 @@ import { type Decision, type DispatchRequest, type Principal, ToolStatus } from 
 import { toViolations } from "@toolmesh/schema";
 import { SchemaCompileError, type ToolValidators } from "../catalog/tool-catalog.js";
 import { usableTools } from "../catalog/visible-tools.js";
+import type { CallSecrets } from "../runtimes/call-secrets.js";
 import { checkBudgets } from "./budgets.js";
 import { checkLimits } from "./limits.js";
 import { checkPin } from "./pins.js";
@@ -188,6 +189,24 @@ function bounded(check: () => void, reason: string): void {
     check();
   } catch (error) {
     if (error instanceof ConnectError) throw new Refusal(error, reason);
+    throw error;
+  }
+}
+
+/**
+ * Refuses a call whose tool needs a secret its caller has none of (FAILED_PRECONDITION naming
+ * it and how to provide it; for OAuth, the link that connects the account). Only for tools that
+ * name secrets: the others never come here.
+ */
+export async function requireSecrets(
+  secrets: CallSecrets,
+  tool: CheckedCall["tool"],
+  principal: Principal,
+): Promise<void> {
+  try {
+    await secrets.check(tool, principal);
+  } catch (error) {
+    if (error instanceof ConnectError) throw new Refusal(error, "secret missing");
     throw error;
   }
 }

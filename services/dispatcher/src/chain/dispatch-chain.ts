@@ -14,7 +14,7 @@ import {
 import { parseTraceparent, type Tracing, untraced } from "@toolmesh/telemetry";
 import { MemoryHeldCalls } from "../records/held-calls.js";
 import { claimCallId, recordIdentity } from "./call-ids.js";
-import { checkCall } from "./checks.js";
+import { checkCall, requireSecrets } from "./checks.js";
 import { executeCall } from "./execution.js";
 import { heldPrincipal, holdCall } from "./hold.js";
 import { checkRecordable, recordRefusal } from "./recording-gate.js";
@@ -110,6 +110,8 @@ export class DispatchChain {
       spans.step("resolve");
       checked = checkCall(this.deps, req, principal, callId, (step) => spans.step(step));
       checkRecordable(this.deps.recorder, checked);
+      if (this.deps.secrets && checked.tool.spec.secrets.length > 0)
+        await requireSecrets(this.deps.secrets, checked.tool, principal);
       // A call id the Dispatcher made is this call's alone; one a caller chose must be claimed.
       if (ctx?.callId) await claimCallId(this.deps.callIds, record.call.callId, principal);
     } catch (error) {

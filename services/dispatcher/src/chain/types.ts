@@ -9,6 +9,7 @@ import type { ToolCatalog, ToolValidators } from "../catalog/tool-catalog.js";
 import type { CallRecord, CallRecorder } from "../records/call-recorder.js";
 import type { HeldCallStore } from "../records/held-calls.js";
 import type { CallIdOwners, IdempotencyStore } from "../records/idempotency.js";
+import type { CallSecrets } from "../runtimes/call-secrets.js";
 import type { CallerSide, ToolRuntime } from "../runtimes/runtime.js";
 import type { Refusal } from "./refusal.js";
 import type { ResultCache } from "./result-cache.js";
@@ -29,9 +30,7 @@ export interface HoldSettings {
   approverRoles: string[];
 }
 
-export interface ChainDeps {
-  catalog: ToolCatalog;
-  policy: PermissionGate;
+export interface ChainDeps extends CheckDeps {
   recorder: CallRecorder;
   runtimes: {
     grpc: ToolRuntime;
@@ -42,12 +41,6 @@ export interface ChainDeps {
   };
   idempotency: IdempotencyStore;
   callIds: CallIdOwners;
-  running: RunningCalls;
-  limits?: CallLimiter | undefined;
-  /** The budgets and what was spent against them; none are enforced when absent. */
-  budgets?: BudgetLedger | undefined;
-  /** The tools' circuit breakers; none open when absent. */
-  breakers?: ToolBreakers | undefined;
   /** Results of tools with a cache (cache_ttl_ms); nothing is cached when absent. */
   cache?: ResultCache | undefined;
   /**
@@ -90,6 +83,11 @@ export interface CheckDeps {
   budgets?: BudgetLedger | undefined;
   /** The tools' circuit breakers; none open when absent (in-process tests). */
   breakers?: ToolBreakers | undefined;
+  /**
+   * The vault's secrets of the tools: a call missing one is refused before it runs, and a held
+   * call again once approved.
+   */
+  secrets?: CallSecrets | undefined;
 }
 
 /** A call that passed every check: the tool to run and its validated arguments. */

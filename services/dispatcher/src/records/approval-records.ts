@@ -17,6 +17,7 @@ export type UnrunReason =
   | "approval_denied"
   | "approval_expired"
   | "permission_revoked"
+  | "secret_missing"
   | "tool_changed"
   | "tool_unavailable";
 

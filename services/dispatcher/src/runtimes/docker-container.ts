@@ -3,8 +3,11 @@ import { freePort, portIsFree } from "@toolmesh/config";
 import { isolatedHostConfig, NOBODY } from "@toolmesh/docker";
 import type { Logger } from "@toolmesh/log";
 import type { DockerRuntime as DockerRuntimeSpec } from "@toolmesh/proto";
+import { hideSecrets } from "@toolmesh/vault";
 import type Docker from "dockerode";
-import { hideSecrets, resolveSecrets } from "./docker-secrets.js";
+import type { CallSecretValues } from "./call-secrets.js";
+import { resolveSecrets } from "./docker-secrets.js";
+import { secretEnv, writeSecretFiles } from "./secret-files.js";
 import { type LaunchedBackend, ToolStartError } from "./supervised-backend.js";
 
 /** How docker tools are run when their spec leaves a value at zero, from the configuration. */
@@ -22,6 +25,8 @@ export interface DockerSettings {
 /** Labels that mark a container as one the Dispatcher runs. */
 export const LABEL_TOOL = "toolmesh.tool";
 export const LABEL_OWNER = "toolmesh.owner";
+/** Where a container finds the vault's file secrets (TOOLMESH_SECRETS_DIR). */
+const SECRETS_MOUNT = "/run/toolmesh/secrets";
 /** How long a container gets to exit after SIGTERM before Docker kills it. */
 const STOP_GRACE_S = 2;
 /** Lines of a crashed container's output kept for its status. */
@@ -40,6 +45,7 @@ export async function launchContainer(
   spec: DockerRuntimeSpec,
   settings: DockerSettings,
   log: Logger,
+  vaultSecrets?: CallSecretValues,
 ): Promise<LaunchedBackend> {
   let port = spec.port;
   if (port === 0) port = await freePort();
@@ -48,9 +54,15 @@ export async function launchContainer(
       `port ${port} on 127.0.0.1 is already in use; stop what holds it or register the tool with port 0`,
     );
   const secrets = await resolveSecrets(spec.secrets, settings.secretsDir);
+  secrets.values.push(...(vaultSecrets?.values ?? []));
+  const user = spec.user || NOBODY;
+  // The vault's file secrets: a directory only the container's user can read, mounted read-only.
+  const files = await writeSecretFiles(vaultSecrets, ownerOf(user));
   const env = {
     ...spec.env,
     ...secrets.env,
+    ...secretEnv(vaultSecrets),
+    ...(files ? { TOOLMESH_SECRETS_DIR: SECRETS_MOUNT } : {}),
     TOOLMESH_TOOL_PORT: String(port),
     TOOLMESH_TOOL_HOST: "127.0.0.1",
   };
@@ -64,7 +76,7 @@ export async function launchContainer(
       ...(spec.command.length > 0
         ? { Entrypoint: spec.command.slice(0, 1), Cmd: spec.command.slice(1) }
         : {}),
-      User: spec.user || NOBODY,
+      User: user,
       Env: Object.entries(env).map(([key, value]) => `${key}=${value}`),
       Labels: { [LABEL_TOOL]: tool, [LABEL_OWNER]: owner },
       HostConfig: {
@@ -73,11 +85,14 @@ export async function launchContainer(
           memoryBytes: memory,
           cpuMillis: spec.resources?.cpuMillis || settings.cpuMillis,
           pids: spec.resources?.pids || settings.pids,
-          mounts: spec.mounts.map((m) => ({
-            source: m.hostPath,
-            target: m.containerPath,
-            writable: m.writable,
-          })),
+          mounts: [
+            ...spec.mounts.map((m) => ({
+              source: m.hostPath,
+              target: m.containerPath,
+              writable: m.writable,
+            })),
+            ...(files ? [{ source: files.dir, target: SECRETS_MOUNT, writable: false }] : []),
+          ],
         }),
         RestartPolicy: { Name: "no" },
         LogConfig: { Type: "json-file", Config: { "max-size": "1m", "max-file": "1" } },
@@ -85,12 +100,14 @@ export async function launchContainer(
       abortSignal: signal,
     } as Docker.ContainerCreateOptions);
   } catch (error) {
+    await files?.remove();
     throw startError(error, "create", spec.image, settings.socket, secrets.values);
   }
   try {
     await container.start({ abortSignal: signal });
   } catch (error) {
     await container.remove({ force: true }).catch(() => {});
+    await files?.remove();
     throw startError(error, "start", spec.image, settings.socket, secrets.values);
   }
   // Asked after the start, "not-running" answers at once for a container that already exited
@@ -108,6 +125,7 @@ export async function launchContainer(
       await container.remove({ force: true }).catch((error: unknown) => {
         log.warn({ err: error, container_id: id.slice(0, 12) }, "could not remove container");
       });
+      await files?.remove();
       return how;
     });
   return {
@@ -182,4 +200,11 @@ function startError(
 
 function describe(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+/** The uid and gid of a container's `uid[:gid]` user (gid defaults to the uid). */
+function ownerOf(user: string): { uid: number; gid: number } {
+  const [uid, gid] = user.split(":");
+  const u = Number(uid);
+  return { uid: u, gid: gid === undefined ? u : Number(gid) };
 }

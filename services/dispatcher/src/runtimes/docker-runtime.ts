@@ -42,11 +42,11 @@ export class DockerRuntime extends SupervisedRuntime<DockerRuntimeSpec> {
           const kind = tool.spec?.runtime?.kind;
           return kind?.case === "docker" ? kind.value : undefined;
         },
-        launcher: (tool, toolLog) => async (spec) => {
+        launcher: (tool, toolLog, secrets) => async (spec) => {
           const engineClient = await engine();
           swept ??= removeOrphans(engineClient, log);
           await swept;
-          return launchContainer(engineClient, tool, owner, spec, docker, toolLog);
+          return launchContainer(engineClient, tool, owner, spec, docker, toolLog, secrets);
         },
       },
       grpcRuntime,

@@ -52,10 +52,3 @@ export async function resolveSecrets(
   }
   return resolved;
 }
-
-/** Text with every secret value replaced, for messages an operator or the audit log may see. */
-export function hideSecrets(text: string, values: readonly string[]): string {
-  let hidden = text;
-  for (const value of values) hidden = hidden.split(value).join("[redacted]");
-  return hidden;
-}

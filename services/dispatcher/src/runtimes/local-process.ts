@@ -1,6 +1,9 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { freePort } from "@toolmesh/config";
 import type { LocalRuntime as LocalRuntimeSpec } from "@toolmesh/proto";
+import { hideSecrets } from "@toolmesh/vault";
+import type { CallSecretValues } from "./call-secrets.js";
+import { secretEnv, writeSecretFiles } from "./secret-files.js";
 import { type LaunchedBackend, ToolStartError } from "./supervised-backend.js";
 
 /** How long a local tool gets to exit after SIGTERM before it is killed. */
@@ -27,16 +30,25 @@ export function toolEnvironment(
  * Starts a local tool's command on a free port (TOOLMESH_TOOL_PORT); the supervisor health-checks,
  * restarts and stops it.
  */
-export async function launchProcess(spec: LocalRuntimeSpec): Promise<LaunchedBackend> {
+export async function launchProcess(
+  spec: LocalRuntimeSpec,
+  secrets?: CallSecretValues,
+): Promise<LaunchedBackend> {
   const port = await freePort();
+  const files = await writeSecretFiles(secrets);
   let child: ChildProcess;
   try {
     child = spawn(spec.command, spec.args, {
       cwd: spec.workingDir || process.cwd(),
-      env: toolEnvironment(process.env, spec.env, port),
+      env: {
+        ...toolEnvironment(process.env, spec.env, port),
+        ...secretEnv(secrets),
+        ...(files ? { TOOLMESH_SECRETS_DIR: files.dir } : {}),
+      },
       stdio: ["ignore", "ignore", "pipe"],
     });
   } catch (error) {
+    await files?.remove();
     throw new ToolStartError(`cannot start ${spec.command}: ${String(error)}`);
   }
   let stderrTail = "";
@@ -47,9 +59,13 @@ export async function launchProcess(spec: LocalRuntimeSpec): Promise<LaunchedBac
   const ended = new Promise<string>((resolve) => {
     child.once("error", (error) => resolve(`cannot start ${spec.command}: ${error.message}`));
     child.once("exit", (code, sig) => {
-      const tail = stderrTail.trim();
+      // A tool that prints its secret must not put it in a status or a record.
+      const tail = hideSecrets(stderrTail.trim(), secrets?.values ?? []);
       resolve(`exited with ${sig ?? `code ${code}`}${tail ? `: ${tail}` : ""}`);
     });
+  }).then(async (how) => {
+    await files?.remove();
+    return how;
   });
   return {
     port,

@@ -24,7 +24,7 @@ export class LocalRuntime extends SupervisedRuntime<LocalRuntimeSpec> {
           const kind = tool.spec?.runtime?.kind;
           return kind?.case === "local" ? kind.value : undefined;
         },
-        launcher: () => launchProcess,
+        launcher: (_tool, _log, secrets) => (spec) => launchProcess(spec, secrets),
       },
       grpcRuntime,
       remote,

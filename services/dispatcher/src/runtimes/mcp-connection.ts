@@ -7,6 +7,7 @@ import {
   type McpRuntime as McpRuntimeSpec,
   TraceEventKind,
 } from "@toolmesh/proto";
+import type { CallSecretValues } from "./call-secrets.js";
 import { type Attempt, type CallerChannel, CallerRefusal } from "./runtime.js";
 
 /** How MCP servers are reached, from the Dispatcher's configuration. */
@@ -67,6 +68,10 @@ export class McpConnection {
     private readonly settings: McpSettings,
     private readonly log: Logger,
     private readonly notice: (notice: ServerNotice) => void,
+    /** The caller's secrets for this server: headers over HTTP, environment over stdio. */
+    private readonly injected: CallSecretValues["injected"] = [],
+    /** Told when the connection closes for idleness (a user's connection is then forgotten). */
+    private readonly onIdle: () => void = () => {},
   ) {}
 
   /**
@@ -111,14 +116,19 @@ export class McpConnection {
         capabilities: { elicitation: { form: {}, url: {} }, sampling: {}, roots: {} },
       },
     );
+    const secrets: Record<string, string> = {};
+    for (const { injection, text } of this.injected) {
+      const target = injection.target;
+      if (target.case === "header" || target.case === "env") secrets[target.value] = text;
+    }
     const transport = spec.url
       ? new StreamableHTTPClientTransport(new URL(spec.url), {
-          requestInit: { headers: spec.headers },
+          requestInit: { headers: { ...spec.headers, ...secrets } },
         })
       : new StdioClientTransport({
           command: spec.command,
           args: spec.args,
-          env: { ...(process.env as Record<string, string>), ...spec.env },
+          env: { ...(process.env as Record<string, string>), ...spec.env, ...secrets },
           ...(spec.workingDir ? { cwd: spec.workingDir } : {}),
           stderr: "ignore",
         });
@@ -225,7 +235,10 @@ export class McpConnection {
   private armIdle(): void {
     if (this.inFlight.size > 0) return;
     const idleMs = this.spec.idleTimeoutMs || this.settings.idleTimeoutMs;
-    this.idleTimer = setTimeout(() => void this.close(), idleMs);
+    this.idleTimer = setTimeout(() => {
+      this.onIdle();
+      void this.close();
+    }, idleMs);
     this.idleTimer.unref();
   }
 

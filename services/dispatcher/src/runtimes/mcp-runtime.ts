@@ -8,6 +8,7 @@ import {
   type McpRuntime as McpRuntimeSpec,
   TraceEventKind,
 } from "@toolmesh/proto";
+import type { CallSecretValues } from "./call-secrets.js";
 import { failure } from "./grpc-runtime.js";
 import {
   checkCapable,
@@ -92,7 +93,7 @@ export class McpRuntime implements ToolRuntime {
         ),
     };
     try {
-      const connection = this.connectionOf(spec);
+      const connection = this.connectionOf(spec, attempt.secrets);
       return await connection.with(attempt, async (client) => {
         const meta = envelopeOf(attempt.caller);
         const complete = args.complete as JsonObject | undefined;
@@ -152,8 +153,8 @@ export class McpRuntime implements ToolRuntime {
   }
 
   /** Lists a server's tools, prompts, resources and templates, and its handshake (ImportMcpServer). */
-  async listServer(spec: McpRuntimeSpec): Promise<McpServerListing> {
-    return this.connectionOf(spec).with(undefined, async (client) => {
+  async listServer(spec: McpRuntimeSpec, secrets?: CallSecretValues): Promise<McpServerListing> {
+    return this.connectionOf(spec, secrets).with(undefined, async (client) => {
       const capabilities = client.getServerCapabilities() ?? {};
       const info = client.getServerVersion();
       const listed = <T>(offered: unknown, list: () => Promise<T>, empty: T) =>
@@ -188,7 +189,11 @@ export class McpRuntime implements ToolRuntime {
     });
   }
 
-  private connectionOf(spec: McpRuntimeSpec): McpConnection {
+  /**
+   * The connection to a server, one per distinct set of the caller's secrets (a user's token is
+   * a connection of that user's), keyed on where they came from, never on their values.
+   */
+  private connectionOf(spec: McpRuntimeSpec, secrets?: CallSecretValues): McpConnection {
     const key = JSON.stringify([
       spec.url,
       spec.headers,
@@ -196,12 +201,22 @@ export class McpRuntime implements ToolRuntime {
       spec.args,
       spec.env,
       spec.workingDir,
+      secrets?.fingerprint ?? "",
     ]);
     let connection = this.connections.get(key);
     if (!connection) {
-      connection = new McpConnection(spec, this.settings, this.log, (notice) => {
-        for (const listener of this.listeners) listener(notice);
-      });
+      connection = new McpConnection(
+        spec,
+        this.settings,
+        this.log,
+        (notice) => {
+          for (const listener of this.listeners) listener(notice);
+        },
+        secrets?.injected,
+        // A connection with a caller's secrets is that caller's: forgotten once idle, so the
+        // connections of every user and token ever seen do not pile up.
+        secrets ? () => this.connections.delete(key) : undefined,
+      );
       this.connections.set(key, connection);
     }
     return connection;

@@ -25,12 +25,14 @@ export class RemoteRuntime implements ToolRuntime {
     attempt: Attempt,
   ): Promise<AttemptResult> {
     const ctx = attempt.request.context;
+    const injected = injectHttp(url, attempt);
     let response: Response;
     try {
-      response = await fetch(url, {
+      response = await fetch(injected.url, {
         method: "POST",
         headers: {
           ...headers,
+          ...injected.headers,
           "content-type": "application/json",
           accept: "application/json",
           "x-toolmesh-trace-id": ctx?.traceId ?? "",
@@ -118,4 +120,27 @@ async function readCapped(response: Response, maxBytes: number): Promise<string>
   const text = await readBody(response.body, maxBytes);
   if (text === undefined) throw new TooLargeError();
   return text;
+}
+
+/**
+ * The URL and headers of a request with the call's secrets in it (header and query injections):
+ * only the request to the backend ever holds them.
+ */
+function injectHttp(
+  url: string,
+  attempt: Attempt,
+): { url: string; headers: Record<string, string> } {
+  const injected = attempt.secrets?.injected;
+  if (!injected || injected.length === 0) return { url, headers: {} };
+  const headers: Record<string, string> = {};
+  let withQuery: URL | undefined;
+  for (const { injection, text } of injected) {
+    const target = injection.target;
+    if (target.case === "header") headers[target.value.toLowerCase()] = text;
+    else if (target.case === "query") {
+      withQuery ??= new URL(url);
+      withQuery.searchParams.set(target.value, text);
+    }
+  }
+  return { url: withQuery?.toString() ?? url, headers };
 }

@@ -1,5 +1,6 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { BackendEvent, CallError, InvokeRequest, Tool } from "@toolmesh/proto";
+import type { CallSecretValues } from "./call-secrets.js";
 
 /** One attempt to run a tool on its backend. */
 export interface Attempt {
@@ -14,6 +15,8 @@ export interface Attempt {
   traceparent?: string | undefined;
   /** The caller, when it can answer what the tool asks mid-call (MCP clients, AnswerInput). */
   caller?: CallerChannel | undefined;
+  /** The tool's secrets for this caller, to inject into the backend request only (withSecrets). */
+  secrets?: CallSecretValues | undefined;
 }
 
 /** One question a tool asks its caller mid-call: an MCP request, answered with its result. */

@@ -86,6 +86,8 @@ export class SupervisedBackend<S extends SupervisedSpec> {
     /** Called when a backend on a port is gone, so cached channels to it are dropped. */
     private readonly onGone: (port: number) => void,
     private readonly log: Logger,
+    /** Told when the backend stops for idleness. */
+    private readonly onIdle: () => void = () => {},
   ) {}
 
   private get maxConcurrency(): number {
@@ -130,6 +132,7 @@ export class SupervisedBackend<S extends SupervisedSpec> {
     this.idleTimer = setTimeout(() => {
       if (this.inFlight === 0 && this.state === RuntimeState.RUNNING) {
         this.log.info({ idle_ms: idleMs }, "stopping idle tool backend");
+        this.onIdle();
         void this.stop();
       }
     }, idleMs);

@@ -1,4 +1,5 @@
 import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@toolmesh/errors";
 import type { Logger } from "@toolmesh/log";
 import {
   LocalProtocol,
@@ -7,6 +8,7 @@ import {
   RuntimeStatusSchema,
   type Tool,
 } from "@toolmesh/proto";
+import type { CallSecretValues } from "./call-secrets.js";
 import { failure, type GrpcRuntime } from "./grpc-runtime.js";
 import type { RemoteRuntime } from "./remote-runtime.js";
 import type { Attempt, AttemptResult, ToolRuntime } from "./runtime.js";
@@ -29,8 +31,8 @@ export interface SupervisedKind<S extends RunnableSpec> {
   noun: string;
   /** The tool's spec of this kind, or undefined when the tool has another runtime. */
   specOf(tool: Tool): S | undefined;
-  /** Starts a backend for a tool. */
-  launcher(tool: string, log: Logger): Launch<S>;
+  /** Starts a backend for a tool, with the caller's secrets when the tool names some. */
+  launcher(tool: string, log: Logger, secrets?: CallSecretValues): Launch<S>;
 }
 
 /**
@@ -53,7 +55,7 @@ export class SupervisedRuntime<S extends RunnableSpec> implements ToolRuntime {
     if (!spec) {
       return failure("backend_misconfigured", `the tool is not a ${this.kind.noun}`, false);
     }
-    const backend = this.backendOf(attempt.tool.spec?.name ?? "", spec);
+    const backend = this.backendOf(attempt.tool.spec?.name ?? "", spec, attempt.secrets);
     try {
       await backend.acquire(attempt.signal);
     } catch {
@@ -91,50 +93,72 @@ export class SupervisedRuntime<S extends RunnableSpec> implements ToolRuntime {
     return this.kind.specOf(tool) !== undefined;
   }
 
-  /** Status of one tool's backend, or of every tool of this kind seen. */
+  /** Status of one tool's backends (one per set of secrets), or of every tool of this kind seen. */
   statuses(tool?: string): RuntimeStatus[] {
     if (tool !== undefined) {
-      const backend = this.backends.get(tool);
-      return [
-        backend
-          ? backend.status()
-          : create(RuntimeStatusSchema, { tool, state: RuntimeState.STOPPED }),
-      ];
+      const backends = this.backendsOf(tool);
+      return backends.length > 0
+        ? backends.map(([, b]) => b.status())
+        : [create(RuntimeStatusSchema, { tool, state: RuntimeState.STOPPED })];
     }
     return [...this.backends.values()].map((b) => b.status());
   }
 
-  /** Starts a tool's backend now and waits until it is healthy. */
+  /**
+   * Starts a tool's backend now and waits until it is healthy; FAILED_PRECONDITION for a tool with
+   * secrets, whose backends carry their callers' values and start on each caller's first call.
+   */
   async start(tool: Tool): Promise<RuntimeStatus> {
     const spec = this.kind.specOf(tool);
     const name = tool.spec?.name ?? "";
     if (!spec) throw new ToolStartError(`tool "${name}" is not a ${this.kind.noun}`);
+    if ((tool.spec?.secrets.length ?? 0) > 0)
+      throw new ConnectError(
+        `tool "${name}" names secrets of the vault: it runs a backend per caller's values, started by that caller's first call, and cannot be started ahead`,
+        Code.FailedPrecondition,
+      );
     const backend = this.backendOf(name, spec);
     await backend.ensureRunning(new AbortController().signal);
     return backend.status();
   }
 
-  /** Stops a tool's backend. */
+  /** Stops a tool's backends (every caller's, for a tool with secrets). */
   async stop(tool: string): Promise<RuntimeStatus> {
-    const backend = this.backends.get(tool);
-    if (!backend) return create(RuntimeStatusSchema, { tool, state: RuntimeState.STOPPED });
-    await backend.stop();
-    return backend.status();
+    const backends = this.backendsOf(tool);
+    await Promise.all(backends.map(([, b]) => b.stop()));
+    // A caller's backend, once stopped, is forgotten as an idle one is.
+    for (const [key] of backends) if (key !== tool) this.backends.delete(key);
+    return (
+      backends[0]?.[1].status() ??
+      create(RuntimeStatusSchema, { tool, state: RuntimeState.STOPPED })
+    );
   }
 
-  private backendOf(tool: string, spec: S): SupervisedBackend<S> {
-    let backend = this.backends.get(tool);
+  /** A tool's backends: its own, and one per set of secrets (keyed `<tool>#<fingerprint>`). */
+  private backendsOf(tool: string): [string, SupervisedBackend<S>][] {
+    return [...this.backends].filter(([key]) => key === tool || key.startsWith(`${tool}#`));
+  }
+
+  /**
+   * The backend of a tool; a tool with secrets has one per distinct set of them (a user's
+   * environment or files are that user's backend's), keyed on where they came from and their
+   * versions, and forgotten once idle.
+   */
+  private backendOf(tool: string, spec: S, secrets?: CallSecretValues): SupervisedBackend<S> {
+    const key = secrets ? `${tool}#${secrets.fingerprint}` : tool;
+    let backend = this.backends.get(key);
     if (!backend) {
       const log = this.log.child({ tool });
       backend = new SupervisedBackend(
         tool,
         spec,
-        this.kind.launcher(tool, log),
+        this.kind.launcher(tool, log, secrets),
         this.settings,
         (port) => this.grpcRuntime.forget(`127.0.0.1:${port}`),
         log,
+        secrets ? () => this.backends.delete(key) : undefined,
       );
-      this.backends.set(tool, backend);
+      this.backends.set(key, backend);
     } else {
       backend.spec = spec;
     }

@@ -88,7 +88,12 @@ export function createDispatcherHandlers(deps: HandlerDeps): ServiceImpl<typeof 
       rpcs.dispatchToolCalls(req, principalOf(ctx), callOptions(ctx)),
     importMcpServer(req, ctx) {
       requireRole(ctx, Role.Admin);
-      return importMcpServer(deps.imports, req, ctx.requestHeader.get("authorization") ?? "");
+      return importMcpServer(
+        deps.imports,
+        req,
+        ctx.requestHeader.get("authorization") ?? "",
+        principalOf(ctx),
+      );
     },
     async startTool(req, ctx) {
       requireRole(ctx, Role.Admin);

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
+	"syscall"
 )
 
 func main() {
@@ -69,17 +71,38 @@ func invoke(w http.ResponseWriter, r *http.Request) {
 		sum := sha256.Sum256([]byte(token))
 		out["token_sha256"] = hex.EncodeToString(sum[:])
 	}
+	if dir, ok := os.LookupEnv("TOOLMESH_SECRETS_DIR"); ok {
+		out["secrets_dir"] = dir
+	}
 	if req.Read != "" {
 		data, err := os.ReadFile(req.Read)
 		if err != nil {
 			out["read_error"] = err.Error()
 		} else {
 			out["read"] = string(data)
+			sum := sha256.Sum256(data)
+			out["read_sha256"] = hex.EncodeToString(sum[:])
 		}
 		out["read_dir_writable"] = writable(req.Read + ".write-probe")
+		out["read_file"] = owner(req.Read)
+		out["read_dir"] = owner(filepath.Dir(req.Read))
 	}
 	w.Header().Set("content-type", "application/json")
 	_ = json.NewEncoder(w).Encode(out)
+}
+
+// owner tells a path's permission bits (octal) and owner, as the container sees them.
+func owner(path string) map[string]any {
+	info, err := os.Stat(path)
+	if err != nil {
+		return map[string]any{"error": err.Error()}
+	}
+	out := map[string]any{"mode": fmt.Sprintf("%o", info.Mode().Perm())}
+	if st, ok := info.Sys().(*syscall.Stat_t); ok {
+		out["uid"] = st.Uid
+		out["gid"] = st.Gid
+	}
+	return out
 }
 
 func writable(path string) bool {

@@ -6,9 +6,9 @@ import {
   PrincipalKind,
   ResourceKind,
 } from "@toolmesh/proto";
-import { useCallback, useEffect, useState } from "preact/hooks";
-import { auth, client, describeError, when } from "../api.js";
-import { Field, Head } from "../widgets.js";
+import { useState } from "preact/hooks";
+import { auth, client, when } from "../api.js";
+import { Field, Head, usePageActions } from "../widgets.js";
 
 const permission = () => client(PermissionService);
 
@@ -16,24 +16,15 @@ const permission = () => client(PermissionService);
 export function AccessPage() {
   const [keys, setKeys] = useState<ApiKey[]>([]);
   const [grants, setGrants] = useState<Grant[]>([]);
-  const [error, setError] = useState("");
   const [secret, setSecret] = useState("");
-  const reload = useCallback(() => {
-    Promise.all([
+  const { error, act } = usePageActions(async () => {
+    const [k, g] = await Promise.all([
       permission().listApiKeys({ includeRevoked: true, pageSize: 500 }, auth()),
       permission().listGrants({ pageSize: 500 }, auth()),
-    ])
-      .then(([k, g]) => {
-        setKeys(k.apiKeys);
-        setGrants(g.grants);
-      })
-      .catch((e: unknown) => setError(describeError(e)));
-  }, []);
-  useEffect(reload, []);
-  const act = (work: () => Promise<unknown>) => () => {
-    setError("");
-    work().then(reload, (e: unknown) => setError(describeError(e)));
-  };
+    ]);
+    setKeys(k.apiKeys);
+    setGrants(g.grants);
+  });
 
   const [agent, setAgent] = useState("");
   const [keyName, setKeyName] = useState("");

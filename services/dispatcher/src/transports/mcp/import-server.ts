@@ -1,5 +1,6 @@
 import { create, type JsonObject, toJson } from "@bufbuild/protobuf";
 import type { Client as RpcClient } from "@connectrpc/connect";
+import type { Principal } from "@toolmesh/auth";
 import { alreadyExists, Code, ConnectError, invalidField } from "@toolmesh/errors";
 import { checkScope, checkToolName, nameLimits } from "@toolmesh/names";
 import {
@@ -20,12 +21,15 @@ import {
 import type { ToolCatalog } from "../../catalog/tool-catalog.js";
 import type { McpRuntime, McpServerListing } from "../../runtimes/mcp-runtime.js";
 import { entriesOf } from "./import-entries.js";
+import { type ImportAuth, type ImportOAuthDeps, oauthForImport } from "./import-oauth.js";
 
 export interface ImportDeps {
   mcp: McpRuntime;
   catalog: ToolCatalog;
   /** The Registry, called with the importing admin's own credential. */
   registry: RpcClient<typeof RegistryService>;
+  /** For servers protected by OAuth: Permission and the callers' secrets. */
+  oauth?: ImportOAuthDeps;
 }
 
 /**
@@ -37,6 +41,7 @@ export async function importMcpServer(
   deps: ImportDeps,
   req: ImportMcpServerRequest,
   authorization: string,
+  caller: Principal,
 ): Promise<ImportMcpServerResponse> {
   if (req.prefix !== "") checkToolName("prefix", req.prefix);
   if (req.prefix.length > nameLimits.toolName - 8)
@@ -51,16 +56,24 @@ export async function importMcpServer(
     throw invalidField("runtime.tool", "leave it empty; each imported tool gets its own");
 
   let listing: McpServerListing;
+  let auth: ImportAuth | undefined;
   try {
     listing = await deps.mcp.listServer(runtime);
   } catch (error) {
-    throw new ConnectError(
-      `cannot list the MCP server's tools: ${error instanceof Error ? error.message : String(error)}`,
-      Code.Unavailable,
-    );
+    // A server over HTTP that refused may be protected by OAuth: list with the user's token.
+    if (runtime.url !== "" && deps.oauth)
+      auth = await oauthForImport(deps.oauth, req.prefix, runtime, caller, authorization);
+    if (!auth) throw unlisted(error);
+    try {
+      listing = await deps.mcp.listServer(runtime, auth.values);
+    } catch (again) {
+      throw unlisted(again);
+    }
   }
   const wanted = (spec: ToolSpec) => req.only.length === 0 || req.only.includes(operationOf(spec));
   const specs = entriesOf(req, listing).filter(({ spec }) => wanted(spec));
+  // Each caller's token goes with every entry of a server protected by OAuth.
+  if (auth) for (const { spec } of specs) spec.secrets = [auth.injection];
   checkUris(deps.catalog, runtime, specs);
   const headers = { headers: { authorization } };
   const results: ImportedMcpTool[] = [];
@@ -117,6 +130,13 @@ export async function importMcpServer(
     serverName: listing.server.name,
     serverVersion: listing.server.version,
   });
+}
+
+function unlisted(error: unknown): ConnectError {
+  return new ConnectError(
+    `cannot list the MCP server's tools: ${error instanceof Error ? error.message : String(error)}`,
+    Code.Unavailable,
+  );
 }
 
 /**
@@ -179,6 +199,7 @@ const IMPORTED_FIELDS = [
   "annotations",
   "runtime",
   "taskSupport",
+  "secrets",
 ] as const;
 
 /** What an import owns of an entry, as comparable text. */

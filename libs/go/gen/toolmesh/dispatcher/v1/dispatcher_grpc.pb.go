@@ -76,10 +76,13 @@ type DispatcherServiceClient interface {
 	// toolmesh tools named `<prefix>.<tool>` with runtime `mcp`, keeping their schemas and
 	// annotations, and its prompts, resources and resource templates as registry entries of the
 	// same runtime (McpRuntime.operation) that /mcp serves as prompts and resources; run again, it
-	// re-syncs and names the entries whose definition changed. Fails with UNAUTHENTICATED,
-	// PERMISSION_DENIED (admin), INVALID_ARGUMENT (bad prefix or runtime), ALREADY_EXISTS (a
-	// resource URI another import owns), UNAVAILABLE (the server cannot be reached or listed), and
-	// the Registry's errors.
+	// re-syncs and names the entries whose definition changed. A server over HTTP protected by
+	// OAuth (401 with protected-resource metadata, RFC 9728) gets the OAuth provider `<prefix>` and
+	// its entries are listed with the token of the user the caller acts for. Fails with
+	// UNAUTHENTICATED, PERMISSION_DENIED (admin), INVALID_ARGUMENT (bad prefix or runtime),
+	// ALREADY_EXISTS (a resource URI another import owns), FAILED_PRECONDITION (OAuth: the caller's
+	// user has not connected, with the link; no user; no client registration), UNAVAILABLE (the
+	// server cannot be reached or listed), and the Registry's and Permission's errors.
 	ImportMcpServer(ctx context.Context, in *ImportMcpServerRequest, opts ...grpc.CallOption) (*ImportMcpServerResponse, error)
 	// AnswerInput answers what a running call asked its caller (a response whose status is PENDING
 	// with `input_required` set: an MCP tool's elicitation, sampling or roots request, or the
@@ -284,10 +287,13 @@ type DispatcherServiceServer interface {
 	// toolmesh tools named `<prefix>.<tool>` with runtime `mcp`, keeping their schemas and
 	// annotations, and its prompts, resources and resource templates as registry entries of the
 	// same runtime (McpRuntime.operation) that /mcp serves as prompts and resources; run again, it
-	// re-syncs and names the entries whose definition changed. Fails with UNAUTHENTICATED,
-	// PERMISSION_DENIED (admin), INVALID_ARGUMENT (bad prefix or runtime), ALREADY_EXISTS (a
-	// resource URI another import owns), UNAVAILABLE (the server cannot be reached or listed), and
-	// the Registry's errors.
+	// re-syncs and names the entries whose definition changed. A server over HTTP protected by
+	// OAuth (401 with protected-resource metadata, RFC 9728) gets the OAuth provider `<prefix>` and
+	// its entries are listed with the token of the user the caller acts for. Fails with
+	// UNAUTHENTICATED, PERMISSION_DENIED (admin), INVALID_ARGUMENT (bad prefix or runtime),
+	// ALREADY_EXISTS (a resource URI another import owns), FAILED_PRECONDITION (OAuth: the caller's
+	// user has not connected, with the link; no user; no client registration), UNAVAILABLE (the
+	// server cannot be reached or listed), and the Registry's and Permission's errors.
 	ImportMcpServer(context.Context, *ImportMcpServerRequest) (*ImportMcpServerResponse, error)
 	// AnswerInput answers what a running call asked its caller (a response whose status is PENDING
 	// with `input_required` set: an MCP tool's elicitation, sampling or roots request, or the

@@ -349,6 +349,174 @@ func (BudgetPeriod) EnumDescriptor() ([]byte, []int) {
 	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{5}
 }
 
+// SecretToolKind says which tools a secret serves.
+type SecretToolKind int32
+
+const (
+	SecretToolKind_SECRET_TOOL_KIND_UNSPECIFIED SecretToolKind = 0
+	// One tool, by exact name.
+	SecretToolKind_SECRET_TOOL_KIND_TOOL SecretToolKind = 1
+	// A glob over tool names (`*` within a dotted segment, `**` across); `**` is every tool.
+	SecretToolKind_SECRET_TOOL_KIND_GLOB SecretToolKind = 2
+	// Every tool of one runtime kind: grpc, local, remote, docker or mcp.
+	SecretToolKind_SECRET_TOOL_KIND_RUNTIME SecretToolKind = 3
+)
+
+// Enum value maps for SecretToolKind.
+var (
+	SecretToolKind_name = map[int32]string{
+		0: "SECRET_TOOL_KIND_UNSPECIFIED",
+		1: "SECRET_TOOL_KIND_TOOL",
+		2: "SECRET_TOOL_KIND_GLOB",
+		3: "SECRET_TOOL_KIND_RUNTIME",
+	}
+	SecretToolKind_value = map[string]int32{
+		"SECRET_TOOL_KIND_UNSPECIFIED": 0,
+		"SECRET_TOOL_KIND_TOOL":        1,
+		"SECRET_TOOL_KIND_GLOB":        2,
+		"SECRET_TOOL_KIND_RUNTIME":     3,
+	}
+)
+
+func (x SecretToolKind) Enum() *SecretToolKind {
+	p := new(SecretToolKind)
+	*p = x
+	return p
+}
+
+func (x SecretToolKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (SecretToolKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_toolmesh_permission_v1_permission_proto_enumTypes[6].Descriptor()
+}
+
+func (SecretToolKind) Type() protoreflect.EnumType {
+	return &file_toolmesh_permission_v1_permission_proto_enumTypes[6]
+}
+
+func (x SecretToolKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use SecretToolKind.Descriptor instead.
+func (SecretToolKind) EnumDescriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{6}
+}
+
+// SecretHolderKind says whose calls a secret serves.
+type SecretHolderKind int32
+
+const (
+	SecretHolderKind_SECRET_HOLDER_KIND_UNSPECIFIED SecretHolderKind = 0
+	// Every caller.
+	SecretHolderKind_SECRET_HOLDER_KIND_EVERYONE SecretHolderKind = 1
+	// Callers with one role.
+	SecretHolderKind_SECRET_HOLDER_KIND_ROLE SecretHolderKind = 2
+	// One agent, whoever it acts for.
+	SecretHolderKind_SECRET_HOLDER_KIND_AGENT SecretHolderKind = 3
+	// Calls on behalf of one user, whichever agent makes them.
+	SecretHolderKind_SECRET_HOLDER_KIND_USER SecretHolderKind = 4
+)
+
+// Enum value maps for SecretHolderKind.
+var (
+	SecretHolderKind_name = map[int32]string{
+		0: "SECRET_HOLDER_KIND_UNSPECIFIED",
+		1: "SECRET_HOLDER_KIND_EVERYONE",
+		2: "SECRET_HOLDER_KIND_ROLE",
+		3: "SECRET_HOLDER_KIND_AGENT",
+		4: "SECRET_HOLDER_KIND_USER",
+	}
+	SecretHolderKind_value = map[string]int32{
+		"SECRET_HOLDER_KIND_UNSPECIFIED": 0,
+		"SECRET_HOLDER_KIND_EVERYONE":    1,
+		"SECRET_HOLDER_KIND_ROLE":        2,
+		"SECRET_HOLDER_KIND_AGENT":       3,
+		"SECRET_HOLDER_KIND_USER":        4,
+	}
+)
+
+func (x SecretHolderKind) Enum() *SecretHolderKind {
+	p := new(SecretHolderKind)
+	*p = x
+	return p
+}
+
+func (x SecretHolderKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (SecretHolderKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_toolmesh_permission_v1_permission_proto_enumTypes[7].Descriptor()
+}
+
+func (SecretHolderKind) Type() protoreflect.EnumType {
+	return &file_toolmesh_permission_v1_permission_proto_enumTypes[7]
+}
+
+func (x SecretHolderKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use SecretHolderKind.Descriptor instead.
+func (SecretHolderKind) EnumDescriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{7}
+}
+
+// SigningKeyState says what a signing key does.
+type SigningKeyState int32
+
+const (
+	SigningKeyState_SIGNING_KEY_STATE_UNSPECIFIED SigningKeyState = 0
+	// Signs new tokens, and verifies.
+	SigningKeyState_SIGNING_KEY_STATE_ACTIVE SigningKeyState = 1
+	// Verifies the tokens it signed until it is retired.
+	SigningKeyState_SIGNING_KEY_STATE_VERIFYING SigningKeyState = 2
+)
+
+// Enum value maps for SigningKeyState.
+var (
+	SigningKeyState_name = map[int32]string{
+		0: "SIGNING_KEY_STATE_UNSPECIFIED",
+		1: "SIGNING_KEY_STATE_ACTIVE",
+		2: "SIGNING_KEY_STATE_VERIFYING",
+	}
+	SigningKeyState_value = map[string]int32{
+		"SIGNING_KEY_STATE_UNSPECIFIED": 0,
+		"SIGNING_KEY_STATE_ACTIVE":      1,
+		"SIGNING_KEY_STATE_VERIFYING":   2,
+	}
+)
+
+func (x SigningKeyState) Enum() *SigningKeyState {
+	p := new(SigningKeyState)
+	*p = x
+	return p
+}
+
+func (x SigningKeyState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (SigningKeyState) Descriptor() protoreflect.EnumDescriptor {
+	return file_toolmesh_permission_v1_permission_proto_enumTypes[8].Descriptor()
+}
+
+func (SigningKeyState) Type() protoreflect.EnumType {
+	return &file_toolmesh_permission_v1_permission_proto_enumTypes[8]
+}
+
+func (x SigningKeyState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use SigningKeyState.Descriptor instead.
+func (SigningKeyState) EnumDescriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{8}
+}
+
 // PrincipalRef names who a grant applies to.
 type PrincipalRef struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2696,6 +2864,2116 @@ func (x *ListBudgetsResponse) GetNextPageToken() string {
 	return ""
 }
 
+// SecretScope is which calls a secret serves: a call takes the secret of its user first, then of
+// its agent, then of its roles, then everyone's; for one holder, a tool's own before a glob's
+// before a runtime's.
+type SecretScope struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	ToolKind SecretToolKind         `protobuf:"varint,1,opt,name=tool_kind,json=toolKind,proto3,enum=toolmesh.permission.v1.SecretToolKind" json:"tool_kind,omitempty"`
+	// The tool name, glob or runtime kind.
+	Tool       string           `protobuf:"bytes,2,opt,name=tool,proto3" json:"tool,omitempty"`
+	HolderKind SecretHolderKind `protobuf:"varint,3,opt,name=holder_kind,json=holderKind,proto3,enum=toolmesh.permission.v1.SecretHolderKind" json:"holder_kind,omitempty"`
+	// The role, agent id or user id; empty for everyone.
+	Holder        string `protobuf:"bytes,4,opt,name=holder,proto3" json:"holder,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SecretScope) Reset() {
+	*x = SecretScope{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SecretScope) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SecretScope) ProtoMessage() {}
+
+func (x *SecretScope) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SecretScope.ProtoReflect.Descriptor instead.
+func (*SecretScope) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *SecretScope) GetToolKind() SecretToolKind {
+	if x != nil {
+		return x.ToolKind
+	}
+	return SecretToolKind_SECRET_TOOL_KIND_UNSPECIFIED
+}
+
+func (x *SecretScope) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *SecretScope) GetHolderKind() SecretHolderKind {
+	if x != nil {
+		return x.HolderKind
+	}
+	return SecretHolderKind_SECRET_HOLDER_KIND_UNSPECIFIED
+}
+
+func (x *SecretScope) GetHolder() string {
+	if x != nil {
+		return x.Holder
+	}
+	return ""
+}
+
+// Secret is what the vault tells about a secret: never its value.
+type Secret struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Derived from the name and the scope: putting both again replaces the value.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// What tools ask for (registry.v1.SecretInjection.secret): 1-64 characters of [a-z0-9_.-],
+	// starting with a letter.
+	Name  string       `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Scope *SecretScope `protobuf:"bytes,3,opt,name=scope,proto3" json:"scope,omitempty"`
+	// 1 when put, bumped by every put of a new value.
+	Version uint64 `protobuf:"varint,4,opt,name=version,proto3" json:"version,omitempty"`
+	// Why the secret exists.
+	Description   string                 `protobuf:"bytes,5,opt,name=description,proto3" json:"description,omitempty"`
+	UpdatedBy     string                 `protobuf:"bytes,6,opt,name=updated_by,json=updatedBy,proto3" json:"updated_by,omitempty"`
+	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Secret) Reset() {
+	*x = Secret{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Secret) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Secret) ProtoMessage() {}
+
+func (x *Secret) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Secret.ProtoReflect.Descriptor instead.
+func (*Secret) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *Secret) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Secret) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Secret) GetScope() *SecretScope {
+	if x != nil {
+		return x.Scope
+	}
+	return nil
+}
+
+func (x *Secret) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *Secret) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *Secret) GetUpdatedBy() string {
+	if x != nil {
+		return x.UpdatedBy
+	}
+	return ""
+}
+
+func (x *Secret) GetUpdatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdatedAt
+	}
+	return nil
+}
+
+type PutSecretRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Scope *SecretScope           `protobuf:"bytes,2,opt,name=scope,proto3" json:"scope,omitempty"`
+	// The value: 1 to 65,536 bytes of UTF-8. Stored encrypted; never returned.
+	Value         string `protobuf:"bytes,3,opt,name=value,proto3" json:"value,omitempty"`
+	Description   string `protobuf:"bytes,4,opt,name=description,proto3" json:"description,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutSecretRequest) Reset() {
+	*x = PutSecretRequest{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutSecretRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutSecretRequest) ProtoMessage() {}
+
+func (x *PutSecretRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutSecretRequest.ProtoReflect.Descriptor instead.
+func (*PutSecretRequest) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *PutSecretRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PutSecretRequest) GetScope() *SecretScope {
+	if x != nil {
+		return x.Scope
+	}
+	return nil
+}
+
+func (x *PutSecretRequest) GetValue() string {
+	if x != nil {
+		return x.Value
+	}
+	return ""
+}
+
+func (x *PutSecretRequest) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+type PutSecretResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Secret        *Secret                `protobuf:"bytes,1,opt,name=secret,proto3" json:"secret,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutSecretResponse) Reset() {
+	*x = PutSecretResponse{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutSecretResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutSecretResponse) ProtoMessage() {}
+
+func (x *PutSecretResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutSecretResponse.ProtoReflect.Descriptor instead.
+func (*PutSecretResponse) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *PutSecretResponse) GetSecret() *Secret {
+	if x != nil {
+		return x.Secret
+	}
+	return nil
+}
+
+type DeleteSecretRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteSecretRequest) Reset() {
+	*x = DeleteSecretRequest{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteSecretRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteSecretRequest) ProtoMessage() {}
+
+func (x *DeleteSecretRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteSecretRequest.ProtoReflect.Descriptor instead.
+func (*DeleteSecretRequest) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *DeleteSecretRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type DeleteSecretResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteSecretResponse) Reset() {
+	*x = DeleteSecretResponse{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteSecretResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteSecretResponse) ProtoMessage() {}
+
+func (x *DeleteSecretResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteSecretResponse.ProtoReflect.Descriptor instead.
+func (*DeleteSecretResponse) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{44}
+}
+
+type ListSecretsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only secrets of this name.
+	Name          string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	PageSize      uint32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	PageToken     string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSecretsRequest) Reset() {
+	*x = ListSecretsRequest{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSecretsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSecretsRequest) ProtoMessage() {}
+
+func (x *ListSecretsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSecretsRequest.ProtoReflect.Descriptor instead.
+func (*ListSecretsRequest) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *ListSecretsRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ListSecretsRequest) GetPageSize() uint32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListSecretsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+type ListSecretsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Secrets       []*Secret              `protobuf:"bytes,1,rep,name=secrets,proto3" json:"secrets,omitempty"`
+	NextPageToken string                 `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSecretsResponse) Reset() {
+	*x = ListSecretsResponse{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSecretsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSecretsResponse) ProtoMessage() {}
+
+func (x *ListSecretsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSecretsResponse.ProtoReflect.Descriptor instead.
+func (*ListSecretsResponse) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *ListSecretsResponse) GetSecrets() []*Secret {
+	if x != nil {
+		return x.Secrets
+	}
+	return nil
+}
+
+func (x *ListSecretsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+// OAuthProviderSpec is an upstream authorization server toolmesh is a client of.
+type OAuthProviderSpec struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// What tools name (registry.v1.SecretInjection.oauth_provider); as a secret name.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The issuer: its metadata is read from /.well-known/oauth-authorization-server (RFC 8414) or
+	// /.well-known/openid-configuration below it.
+	Issuer string `protobuf:"bytes,2,opt,name=issuer,proto3" json:"issuer,omitempty"`
+	// Endpoints; discovered from the issuer when empty.
+	AuthorizationEndpoint string `protobuf:"bytes,3,opt,name=authorization_endpoint,json=authorizationEndpoint,proto3" json:"authorization_endpoint,omitempty"`
+	TokenEndpoint         string `protobuf:"bytes,4,opt,name=token_endpoint,json=tokenEndpoint,proto3" json:"token_endpoint,omitempty"`
+	// Empty when the issuer has none: revoking a connection then only forgets its tokens.
+	RevocationEndpoint string `protobuf:"bytes,5,opt,name=revocation_endpoint,json=revocationEndpoint,proto3" json:"revocation_endpoint,omitempty"`
+	// The client toolmesh is at the upstream (its client secret is in PutOAuthProviderRequest).
+	// Empty in a put: Permission registers toolmesh at the issuer (RFC 7591) and fills it in.
+	ClientId string `protobuf:"bytes,6,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// Scopes asked for when a user connects (`offline_access` is how many issuers give refresh tokens).
+	Scopes []string `protobuf:"bytes,7,rep,name=scopes,proto3" json:"scopes,omitempty"`
+	// The resource indicator (RFC 8707) asked for: the protected tool's or MCP server's URL.
+	Resource string `protobuf:"bytes,8,opt,name=resource,proto3" json:"resource,omitempty"`
+	// Instead of a connection per user, exchange the caller's identity (a JWT toolmesh signs, sub =
+	// the user) for an upstream token (RFC 8693 token exchange) on every call that needs one.
+	TokenExchange bool   `protobuf:"varint,9,opt,name=token_exchange,json=tokenExchange,proto3" json:"token_exchange,omitempty"`
+	Description   string `protobuf:"bytes,10,opt,name=description,proto3" json:"description,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OAuthProviderSpec) Reset() {
+	*x = OAuthProviderSpec{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OAuthProviderSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OAuthProviderSpec) ProtoMessage() {}
+
+func (x *OAuthProviderSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OAuthProviderSpec.ProtoReflect.Descriptor instead.
+func (*OAuthProviderSpec) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *OAuthProviderSpec) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *OAuthProviderSpec) GetIssuer() string {
+	if x != nil {
+		return x.Issuer
+	}
+	return ""
+}
+
+func (x *OAuthProviderSpec) GetAuthorizationEndpoint() string {
+	if x != nil {
+		return x.AuthorizationEndpoint
+	}
+	return ""
+}
+
+func (x *OAuthProviderSpec) GetTokenEndpoint() string {
+	if x != nil {
+		return x.TokenEndpoint
+	}
+	return ""
+}
+
+func (x *OAuthProviderSpec) GetRevocationEndpoint() string {
+	if x != nil {
+		return x.RevocationEndpoint
+	}
+	return ""
+}
+
+func (x *OAuthProviderSpec) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *OAuthProviderSpec) GetScopes() []string {
+	if x != nil {
+		return x.Scopes
+	}
+	return nil
+}
+
+func (x *OAuthProviderSpec) GetResource() string {
+	if x != nil {
+		return x.Resource
+	}
+	return ""
+}
+
+func (x *OAuthProviderSpec) GetTokenExchange() bool {
+	if x != nil {
+		return x.TokenExchange
+	}
+	return false
+}
+
+func (x *OAuthProviderSpec) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+// OAuthProvider is a stored upstream.
+type OAuthProvider struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Spec  *OAuthProviderSpec     `protobuf:"bytes,1,opt,name=spec,proto3" json:"spec,omitempty"`
+	// The redirect URI to register at the upstream for this client.
+	RedirectUri string `protobuf:"bytes,2,opt,name=redirect_uri,json=redirectUri,proto3" json:"redirect_uri,omitempty"`
+	// Whether a client secret is stored in the vault (a public client has none).
+	HasClientSecret bool                   `protobuf:"varint,3,opt,name=has_client_secret,json=hasClientSecret,proto3" json:"has_client_secret,omitempty"`
+	UpdatedBy       string                 `protobuf:"bytes,4,opt,name=updated_by,json=updatedBy,proto3" json:"updated_by,omitempty"`
+	UpdatedAt       *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *OAuthProvider) Reset() {
+	*x = OAuthProvider{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OAuthProvider) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OAuthProvider) ProtoMessage() {}
+
+func (x *OAuthProvider) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OAuthProvider.ProtoReflect.Descriptor instead.
+func (*OAuthProvider) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *OAuthProvider) GetSpec() *OAuthProviderSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+func (x *OAuthProvider) GetRedirectUri() string {
+	if x != nil {
+		return x.RedirectUri
+	}
+	return ""
+}
+
+func (x *OAuthProvider) GetHasClientSecret() bool {
+	if x != nil {
+		return x.HasClientSecret
+	}
+	return false
+}
+
+func (x *OAuthProvider) GetUpdatedBy() string {
+	if x != nil {
+		return x.UpdatedBy
+	}
+	return ""
+}
+
+func (x *OAuthProvider) GetUpdatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdatedAt
+	}
+	return nil
+}
+
+type PutOAuthProviderRequest struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Provider *OAuthProviderSpec     `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
+	// The client secret, stored in the vault; empty for a public client (PKCE only). A put without
+	// one keeps the secret already stored unless `clear_client_secret`.
+	ClientSecret      string `protobuf:"bytes,2,opt,name=client_secret,json=clientSecret,proto3" json:"client_secret,omitempty"`
+	ClearClientSecret bool   `protobuf:"varint,3,opt,name=clear_client_secret,json=clearClientSecret,proto3" json:"clear_client_secret,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *PutOAuthProviderRequest) Reset() {
+	*x = PutOAuthProviderRequest{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutOAuthProviderRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutOAuthProviderRequest) ProtoMessage() {}
+
+func (x *PutOAuthProviderRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutOAuthProviderRequest.ProtoReflect.Descriptor instead.
+func (*PutOAuthProviderRequest) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *PutOAuthProviderRequest) GetProvider() *OAuthProviderSpec {
+	if x != nil {
+		return x.Provider
+	}
+	return nil
+}
+
+func (x *PutOAuthProviderRequest) GetClientSecret() string {
+	if x != nil {
+		return x.ClientSecret
+	}
+	return ""
+}
+
+func (x *PutOAuthProviderRequest) GetClearClientSecret() bool {
+	if x != nil {
+		return x.ClearClientSecret
+	}
+	return false
+}
+
+type PutOAuthProviderResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Provider      *OAuthProvider         `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutOAuthProviderResponse) Reset() {
+	*x = PutOAuthProviderResponse{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutOAuthProviderResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutOAuthProviderResponse) ProtoMessage() {}
+
+func (x *PutOAuthProviderResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutOAuthProviderResponse.ProtoReflect.Descriptor instead.
+func (*PutOAuthProviderResponse) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *PutOAuthProviderResponse) GetProvider() *OAuthProvider {
+	if x != nil {
+		return x.Provider
+	}
+	return nil
+}
+
+type DeleteOAuthProviderRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteOAuthProviderRequest) Reset() {
+	*x = DeleteOAuthProviderRequest{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteOAuthProviderRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteOAuthProviderRequest) ProtoMessage() {}
+
+func (x *DeleteOAuthProviderRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteOAuthProviderRequest.ProtoReflect.Descriptor instead.
+func (*DeleteOAuthProviderRequest) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *DeleteOAuthProviderRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type DeleteOAuthProviderResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteOAuthProviderResponse) Reset() {
+	*x = DeleteOAuthProviderResponse{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteOAuthProviderResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteOAuthProviderResponse) ProtoMessage() {}
+
+func (x *DeleteOAuthProviderResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteOAuthProviderResponse.ProtoReflect.Descriptor instead.
+func (*DeleteOAuthProviderResponse) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{52}
+}
+
+type ListOAuthProvidersRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListOAuthProvidersRequest) Reset() {
+	*x = ListOAuthProvidersRequest{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListOAuthProvidersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListOAuthProvidersRequest) ProtoMessage() {}
+
+func (x *ListOAuthProvidersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListOAuthProvidersRequest.ProtoReflect.Descriptor instead.
+func (*ListOAuthProvidersRequest) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{53}
+}
+
+type ListOAuthProvidersResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Providers     []*OAuthProvider       `protobuf:"bytes,1,rep,name=providers,proto3" json:"providers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListOAuthProvidersResponse) Reset() {
+	*x = ListOAuthProvidersResponse{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListOAuthProvidersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListOAuthProvidersResponse) ProtoMessage() {}
+
+func (x *ListOAuthProvidersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListOAuthProvidersResponse.ProtoReflect.Descriptor instead.
+func (*ListOAuthProvidersResponse) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *ListOAuthProvidersResponse) GetProviders() []*OAuthProvider {
+	if x != nil {
+		return x.Providers
+	}
+	return nil
+}
+
+type ConnectAccountRequest struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Provider string                 `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
+	// The user to connect; empty means the user the caller acts for.
+	UserId        string `protobuf:"bytes,2,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConnectAccountRequest) Reset() {
+	*x = ConnectAccountRequest{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConnectAccountRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConnectAccountRequest) ProtoMessage() {}
+
+func (x *ConnectAccountRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConnectAccountRequest.ProtoReflect.Descriptor instead.
+func (*ConnectAccountRequest) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *ConnectAccountRequest) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *ConnectAccountRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+type ConnectAccountResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Open in a browser: it goes on to the upstream's authorization page and back to toolmesh.
+	Url           string                 `protobuf:"bytes,1,opt,name=url,proto3" json:"url,omitempty"`
+	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConnectAccountResponse) Reset() {
+	*x = ConnectAccountResponse{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConnectAccountResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConnectAccountResponse) ProtoMessage() {}
+
+func (x *ConnectAccountResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConnectAccountResponse.ProtoReflect.Descriptor instead.
+func (*ConnectAccountResponse) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *ConnectAccountResponse) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *ConnectAccountResponse) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
+// OAuthConnection is a user's connection to an upstream: never its tokens.
+type OAuthConnection struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Provider string                 `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
+	UserId   string                 `protobuf:"bytes,2,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// Bumped by every new token (connection and refresh alike).
+	Version     uint64                 `protobuf:"varint,3,opt,name=version,proto3" json:"version,omitempty"`
+	ConnectedAt *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=connected_at,json=connectedAt,proto3" json:"connected_at,omitempty"`
+	// When the current access token expires; toolmesh refreshes it before.
+	AccessExpiresAt *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=access_expires_at,json=accessExpiresAt,proto3" json:"access_expires_at,omitempty"`
+	RefreshedAt     *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=refreshed_at,json=refreshedAt,proto3" json:"refreshed_at,omitempty"`
+	// The scopes the upstream granted.
+	Scopes          []string `protobuf:"bytes,7,rep,name=scopes,proto3" json:"scopes,omitempty"`
+	HasRefreshToken bool     `protobuf:"varint,8,opt,name=has_refresh_token,json=hasRefreshToken,proto3" json:"has_refresh_token,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *OAuthConnection) Reset() {
+	*x = OAuthConnection{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OAuthConnection) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OAuthConnection) ProtoMessage() {}
+
+func (x *OAuthConnection) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OAuthConnection.ProtoReflect.Descriptor instead.
+func (*OAuthConnection) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *OAuthConnection) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *OAuthConnection) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *OAuthConnection) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *OAuthConnection) GetConnectedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ConnectedAt
+	}
+	return nil
+}
+
+func (x *OAuthConnection) GetAccessExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.AccessExpiresAt
+	}
+	return nil
+}
+
+func (x *OAuthConnection) GetRefreshedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RefreshedAt
+	}
+	return nil
+}
+
+func (x *OAuthConnection) GetScopes() []string {
+	if x != nil {
+		return x.Scopes
+	}
+	return nil
+}
+
+func (x *OAuthConnection) GetHasRefreshToken() bool {
+	if x != nil {
+		return x.HasRefreshToken
+	}
+	return false
+}
+
+type ListConnectionsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only connections to this provider.
+	Provider string `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
+	// Only connections of this user (admins; others see their own user's).
+	UserId        string `protobuf:"bytes,2,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListConnectionsRequest) Reset() {
+	*x = ListConnectionsRequest{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListConnectionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListConnectionsRequest) ProtoMessage() {}
+
+func (x *ListConnectionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListConnectionsRequest.ProtoReflect.Descriptor instead.
+func (*ListConnectionsRequest) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *ListConnectionsRequest) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *ListConnectionsRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+type ListConnectionsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Connections   []*OAuthConnection     `protobuf:"bytes,1,rep,name=connections,proto3" json:"connections,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListConnectionsResponse) Reset() {
+	*x = ListConnectionsResponse{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListConnectionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListConnectionsResponse) ProtoMessage() {}
+
+func (x *ListConnectionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListConnectionsResponse.ProtoReflect.Descriptor instead.
+func (*ListConnectionsResponse) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *ListConnectionsResponse) GetConnections() []*OAuthConnection {
+	if x != nil {
+		return x.Connections
+	}
+	return nil
+}
+
+type RevokeConnectionRequest struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Provider string                 `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
+	// Empty means the user the caller acts for.
+	UserId        string `protobuf:"bytes,2,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeConnectionRequest) Reset() {
+	*x = RevokeConnectionRequest{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeConnectionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeConnectionRequest) ProtoMessage() {}
+
+func (x *RevokeConnectionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeConnectionRequest.ProtoReflect.Descriptor instead.
+func (*RevokeConnectionRequest) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{60}
+}
+
+func (x *RevokeConnectionRequest) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *RevokeConnectionRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+type RevokeConnectionResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeConnectionResponse) Reset() {
+	*x = RevokeConnectionResponse{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeConnectionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeConnectionResponse) ProtoMessage() {}
+
+func (x *RevokeConnectionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeConnectionResponse.ProtoReflect.Descriptor instead.
+func (*RevokeConnectionResponse) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{61}
+}
+
+// SigningKey is a JWT signing key's public half, as every service verifies with it.
+type SigningKey struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The JWT header's `kid`.
+	Kid string `protobuf:"bytes,1,opt,name=kid,proto3" json:"kid,omitempty"`
+	// `EdDSA`.
+	Algorithm string `protobuf:"bytes,2,opt,name=algorithm,proto3" json:"algorithm,omitempty"`
+	// The public key as a JWK (JSON).
+	PublicJwk     string                 `protobuf:"bytes,3,opt,name=public_jwk,json=publicJwk,proto3" json:"public_jwk,omitempty"`
+	State         SigningKeyState        `protobuf:"varint,4,opt,name=state,proto3,enum=toolmesh.permission.v1.SigningKeyState" json:"state,omitempty"`
+	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	CreatedBy     string                 `protobuf:"bytes,6,opt,name=created_by,json=createdBy,proto3" json:"created_by,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SigningKey) Reset() {
+	*x = SigningKey{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SigningKey) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SigningKey) ProtoMessage() {}
+
+func (x *SigningKey) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SigningKey.ProtoReflect.Descriptor instead.
+func (*SigningKey) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{62}
+}
+
+func (x *SigningKey) GetKid() string {
+	if x != nil {
+		return x.Kid
+	}
+	return ""
+}
+
+func (x *SigningKey) GetAlgorithm() string {
+	if x != nil {
+		return x.Algorithm
+	}
+	return ""
+}
+
+func (x *SigningKey) GetPublicJwk() string {
+	if x != nil {
+		return x.PublicJwk
+	}
+	return ""
+}
+
+func (x *SigningKey) GetState() SigningKeyState {
+	if x != nil {
+		return x.State
+	}
+	return SigningKeyState_SIGNING_KEY_STATE_UNSPECIFIED
+}
+
+func (x *SigningKey) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *SigningKey) GetCreatedBy() string {
+	if x != nil {
+		return x.CreatedBy
+	}
+	return ""
+}
+
+type AddSigningKeyRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddSigningKeyRequest) Reset() {
+	*x = AddSigningKeyRequest{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddSigningKeyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddSigningKeyRequest) ProtoMessage() {}
+
+func (x *AddSigningKeyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddSigningKeyRequest.ProtoReflect.Descriptor instead.
+func (*AddSigningKeyRequest) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{63}
+}
+
+type AddSigningKeyResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           *SigningKey            `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddSigningKeyResponse) Reset() {
+	*x = AddSigningKeyResponse{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddSigningKeyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddSigningKeyResponse) ProtoMessage() {}
+
+func (x *AddSigningKeyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddSigningKeyResponse.ProtoReflect.Descriptor instead.
+func (*AddSigningKeyResponse) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{64}
+}
+
+func (x *AddSigningKeyResponse) GetKey() *SigningKey {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+type RetireSigningKeyRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Kid           string                 `protobuf:"bytes,1,opt,name=kid,proto3" json:"kid,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RetireSigningKeyRequest) Reset() {
+	*x = RetireSigningKeyRequest{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[65]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RetireSigningKeyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RetireSigningKeyRequest) ProtoMessage() {}
+
+func (x *RetireSigningKeyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[65]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RetireSigningKeyRequest.ProtoReflect.Descriptor instead.
+func (*RetireSigningKeyRequest) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{65}
+}
+
+func (x *RetireSigningKeyRequest) GetKid() string {
+	if x != nil {
+		return x.Kid
+	}
+	return ""
+}
+
+type RetireSigningKeyResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RetireSigningKeyResponse) Reset() {
+	*x = RetireSigningKeyResponse{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[66]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RetireSigningKeyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RetireSigningKeyResponse) ProtoMessage() {}
+
+func (x *RetireSigningKeyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[66]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RetireSigningKeyResponse.ProtoReflect.Descriptor instead.
+func (*RetireSigningKeyResponse) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{66}
+}
+
+type ListSigningKeysRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSigningKeysRequest) Reset() {
+	*x = ListSigningKeysRequest{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[67]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSigningKeysRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSigningKeysRequest) ProtoMessage() {}
+
+func (x *ListSigningKeysRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[67]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSigningKeysRequest.ProtoReflect.Descriptor instead.
+func (*ListSigningKeysRequest) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{67}
+}
+
+type ListSigningKeysResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Keys          []*SigningKey          `protobuf:"bytes,1,rep,name=keys,proto3" json:"keys,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSigningKeysResponse) Reset() {
+	*x = ListSigningKeysResponse{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[68]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSigningKeysResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSigningKeysResponse) ProtoMessage() {}
+
+func (x *ListSigningKeysResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[68]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSigningKeysResponse.ProtoReflect.Descriptor instead.
+func (*ListSigningKeysResponse) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{68}
+}
+
+func (x *ListSigningKeysResponse) GetKeys() []*SigningKey {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+type IssueTokenRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	AgentId string                 `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	// The user the agent acts for; empty for none.
+	UserId string `protobuf:"bytes,2,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// Defaults to [`agent`].
+	Roles []string `protobuf:"bytes,3,rep,name=roles,proto3" json:"roles,omitempty"`
+	// Lifetime in seconds: 1 to 86,400; 0 means 3,600.
+	TtlSeconds    uint32 `protobuf:"varint,4,opt,name=ttl_seconds,json=ttlSeconds,proto3" json:"ttl_seconds,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IssueTokenRequest) Reset() {
+	*x = IssueTokenRequest{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[69]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IssueTokenRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IssueTokenRequest) ProtoMessage() {}
+
+func (x *IssueTokenRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[69]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IssueTokenRequest.ProtoReflect.Descriptor instead.
+func (*IssueTokenRequest) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{69}
+}
+
+func (x *IssueTokenRequest) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
+	}
+	return ""
+}
+
+func (x *IssueTokenRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *IssueTokenRequest) GetRoles() []string {
+	if x != nil {
+		return x.Roles
+	}
+	return nil
+}
+
+func (x *IssueTokenRequest) GetTtlSeconds() uint32 {
+	if x != nil {
+		return x.TtlSeconds
+	}
+	return 0
+}
+
+type IssueTokenResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Token         string                 `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IssueTokenResponse) Reset() {
+	*x = IssueTokenResponse{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[70]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IssueTokenResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IssueTokenResponse) ProtoMessage() {}
+
+func (x *IssueTokenResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[70]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IssueTokenResponse.ProtoReflect.Descriptor instead.
+func (*IssueTokenResponse) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{70}
+}
+
+func (x *IssueTokenResponse) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *IssueTokenResponse) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
+// SecretNeed is one secret a call needs, as the Dispatcher asks the vault for it over the bus
+// (`toolmesh.vault.resolve`). Never leaves NATS.
+type SecretNeed struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A vault secret name, or (with `oauth`) an OAuth provider name.
+	Name          string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Oauth         bool   `protobuf:"varint,2,opt,name=oauth,proto3" json:"oauth,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SecretNeed) Reset() {
+	*x = SecretNeed{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[71]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SecretNeed) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SecretNeed) ProtoMessage() {}
+
+func (x *SecretNeed) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[71]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SecretNeed.ProtoReflect.Descriptor instead.
+func (*SecretNeed) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{71}
+}
+
+func (x *SecretNeed) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *SecretNeed) GetOauth() bool {
+	if x != nil {
+		return x.Oauth
+	}
+	return false
+}
+
+// ResolveSecretsRequest asks Permission for the values a call needs. Never leaves NATS.
+type ResolveSecretsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Tool  string                 `protobuf:"bytes,1,opt,name=tool,proto3" json:"tool,omitempty"`
+	// The tool's runtime kind word (grpc, local, remote, docker, mcp).
+	Runtime       string        `protobuf:"bytes,2,opt,name=runtime,proto3" json:"runtime,omitempty"`
+	AgentId       string        `protobuf:"bytes,3,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	UserId        string        `protobuf:"bytes,4,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	Roles         []string      `protobuf:"bytes,5,rep,name=roles,proto3" json:"roles,omitempty"`
+	Needs         []*SecretNeed `protobuf:"bytes,6,rep,name=needs,proto3" json:"needs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResolveSecretsRequest) Reset() {
+	*x = ResolveSecretsRequest{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[72]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResolveSecretsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResolveSecretsRequest) ProtoMessage() {}
+
+func (x *ResolveSecretsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[72]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResolveSecretsRequest.ProtoReflect.Descriptor instead.
+func (*ResolveSecretsRequest) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{72}
+}
+
+func (x *ResolveSecretsRequest) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *ResolveSecretsRequest) GetRuntime() string {
+	if x != nil {
+		return x.Runtime
+	}
+	return ""
+}
+
+func (x *ResolveSecretsRequest) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
+	}
+	return ""
+}
+
+func (x *ResolveSecretsRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *ResolveSecretsRequest) GetRoles() []string {
+	if x != nil {
+		return x.Roles
+	}
+	return nil
+}
+
+func (x *ResolveSecretsRequest) GetNeeds() []*SecretNeed {
+	if x != nil {
+		return x.Needs
+	}
+	return nil
+}
+
+// ResolvedSecret is one value, in the order of the needs. Never leaves NATS.
+type ResolvedSecret struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Value string                 `protobuf:"bytes,1,opt,name=value,proto3" json:"value,omitempty"`
+	// The secret or connection it came from, and its version: what a cached value is keyed on.
+	Source  string `protobuf:"bytes,2,opt,name=source,proto3" json:"source,omitempty"`
+	Version uint64 `protobuf:"varint,3,opt,name=version,proto3" json:"version,omitempty"`
+	// When the value stops being valid (an access token); unset for a static secret.
+	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResolvedSecret) Reset() {
+	*x = ResolvedSecret{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[73]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResolvedSecret) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResolvedSecret) ProtoMessage() {}
+
+func (x *ResolvedSecret) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[73]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResolvedSecret.ProtoReflect.Descriptor instead.
+func (*ResolvedSecret) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{73}
+}
+
+func (x *ResolvedSecret) GetValue() string {
+	if x != nil {
+		return x.Value
+	}
+	return ""
+}
+
+func (x *ResolvedSecret) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *ResolvedSecret) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *ResolvedSecret) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
+// ResolveSecretsResponse answers a ResolveSecretsRequest: every need resolved, or an error
+// header naming the one that is missing. Never leaves NATS.
+type ResolveSecretsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Secrets       []*ResolvedSecret      `protobuf:"bytes,1,rep,name=secrets,proto3" json:"secrets,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResolveSecretsResponse) Reset() {
+	*x = ResolveSecretsResponse{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[74]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResolveSecretsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResolveSecretsResponse) ProtoMessage() {}
+
+func (x *ResolveSecretsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[74]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResolveSecretsResponse.ProtoReflect.Descriptor instead.
+func (*ResolveSecretsResponse) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{74}
+}
+
+func (x *ResolveSecretsResponse) GetSecrets() []*ResolvedSecret {
+	if x != nil {
+		return x.Secrets
+	}
+	return nil
+}
+
+// ConnectLinkRequest asks Permission for the link that connects a user's account (a refusal
+// names it). Never leaves NATS.
+type ConnectLinkRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Provider      string                 `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
+	UserId        string                 `protobuf:"bytes,2,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConnectLinkRequest) Reset() {
+	*x = ConnectLinkRequest{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[75]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConnectLinkRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConnectLinkRequest) ProtoMessage() {}
+
+func (x *ConnectLinkRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[75]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConnectLinkRequest.ProtoReflect.Descriptor instead.
+func (*ConnectLinkRequest) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{75}
+}
+
+func (x *ConnectLinkRequest) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *ConnectLinkRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
 var File_toolmesh_permission_v1_permission_proto protoreflect.FileDescriptor
 
 const file_toolmesh_permission_v1_permission_proto_rawDesc = "" +
@@ -2867,7 +5145,150 @@ const file_toolmesh_permission_v1_permission_proto_rawDesc = "" +
 	"page_token\x18\x02 \x01(\tR\tpageToken\"w\n" +
 	"\x13ListBudgetsResponse\x128\n" +
 	"\abudgets\x18\x01 \x03(\v2\x1e.toolmesh.permission.v1.BudgetR\abudgets\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken*{\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xc9\x01\n" +
+	"\vSecretScope\x12C\n" +
+	"\ttool_kind\x18\x01 \x01(\x0e2&.toolmesh.permission.v1.SecretToolKindR\btoolKind\x12\x12\n" +
+	"\x04tool\x18\x02 \x01(\tR\x04tool\x12I\n" +
+	"\vholder_kind\x18\x03 \x01(\x0e2(.toolmesh.permission.v1.SecretHolderKindR\n" +
+	"holderKind\x12\x16\n" +
+	"\x06holder\x18\x04 \x01(\tR\x06holder\"\xfd\x01\n" +
+	"\x06Secret\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x129\n" +
+	"\x05scope\x18\x03 \x01(\v2#.toolmesh.permission.v1.SecretScopeR\x05scope\x12\x18\n" +
+	"\aversion\x18\x04 \x01(\x04R\aversion\x12 \n" +
+	"\vdescription\x18\x05 \x01(\tR\vdescription\x12\x1d\n" +
+	"\n" +
+	"updated_by\x18\x06 \x01(\tR\tupdatedBy\x129\n" +
+	"\n" +
+	"updated_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\x99\x01\n" +
+	"\x10PutSecretRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x129\n" +
+	"\x05scope\x18\x02 \x01(\v2#.toolmesh.permission.v1.SecretScopeR\x05scope\x12\x14\n" +
+	"\x05value\x18\x03 \x01(\tR\x05value\x12 \n" +
+	"\vdescription\x18\x04 \x01(\tR\vdescription\"K\n" +
+	"\x11PutSecretResponse\x126\n" +
+	"\x06secret\x18\x01 \x01(\v2\x1e.toolmesh.permission.v1.SecretR\x06secret\"%\n" +
+	"\x13DeleteSecretRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"\x16\n" +
+	"\x14DeleteSecretResponse\"d\n" +
+	"\x12ListSecretsRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1b\n" +
+	"\tpage_size\x18\x02 \x01(\rR\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x03 \x01(\tR\tpageToken\"w\n" +
+	"\x13ListSecretsResponse\x128\n" +
+	"\asecrets\x18\x01 \x03(\v2\x1e.toolmesh.permission.v1.SecretR\asecrets\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xe8\x02\n" +
+	"\x11OAuthProviderSpec\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
+	"\x06issuer\x18\x02 \x01(\tR\x06issuer\x125\n" +
+	"\x16authorization_endpoint\x18\x03 \x01(\tR\x15authorizationEndpoint\x12%\n" +
+	"\x0etoken_endpoint\x18\x04 \x01(\tR\rtokenEndpoint\x12/\n" +
+	"\x13revocation_endpoint\x18\x05 \x01(\tR\x12revocationEndpoint\x12\x1b\n" +
+	"\tclient_id\x18\x06 \x01(\tR\bclientId\x12\x16\n" +
+	"\x06scopes\x18\a \x03(\tR\x06scopes\x12\x1a\n" +
+	"\bresource\x18\b \x01(\tR\bresource\x12%\n" +
+	"\x0etoken_exchange\x18\t \x01(\bR\rtokenExchange\x12 \n" +
+	"\vdescription\x18\n" +
+	" \x01(\tR\vdescription\"\xf7\x01\n" +
+	"\rOAuthProvider\x12=\n" +
+	"\x04spec\x18\x01 \x01(\v2).toolmesh.permission.v1.OAuthProviderSpecR\x04spec\x12!\n" +
+	"\fredirect_uri\x18\x02 \x01(\tR\vredirectUri\x12*\n" +
+	"\x11has_client_secret\x18\x03 \x01(\bR\x0fhasClientSecret\x12\x1d\n" +
+	"\n" +
+	"updated_by\x18\x04 \x01(\tR\tupdatedBy\x129\n" +
+	"\n" +
+	"updated_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xb5\x01\n" +
+	"\x17PutOAuthProviderRequest\x12E\n" +
+	"\bprovider\x18\x01 \x01(\v2).toolmesh.permission.v1.OAuthProviderSpecR\bprovider\x12#\n" +
+	"\rclient_secret\x18\x02 \x01(\tR\fclientSecret\x12.\n" +
+	"\x13clear_client_secret\x18\x03 \x01(\bR\x11clearClientSecret\"]\n" +
+	"\x18PutOAuthProviderResponse\x12A\n" +
+	"\bprovider\x18\x01 \x01(\v2%.toolmesh.permission.v1.OAuthProviderR\bprovider\"0\n" +
+	"\x1aDeleteOAuthProviderRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\x1d\n" +
+	"\x1bDeleteOAuthProviderResponse\"\x1b\n" +
+	"\x19ListOAuthProvidersRequest\"a\n" +
+	"\x1aListOAuthProvidersResponse\x12C\n" +
+	"\tproviders\x18\x01 \x03(\v2%.toolmesh.permission.v1.OAuthProviderR\tproviders\"L\n" +
+	"\x15ConnectAccountRequest\x12\x1a\n" +
+	"\bprovider\x18\x01 \x01(\tR\bprovider\x12\x17\n" +
+	"\auser_id\x18\x02 \x01(\tR\x06userId\"e\n" +
+	"\x16ConnectAccountResponse\x12\x10\n" +
+	"\x03url\x18\x01 \x01(\tR\x03url\x129\n" +
+	"\n" +
+	"expires_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\xea\x02\n" +
+	"\x0fOAuthConnection\x12\x1a\n" +
+	"\bprovider\x18\x01 \x01(\tR\bprovider\x12\x17\n" +
+	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x18\n" +
+	"\aversion\x18\x03 \x01(\x04R\aversion\x12=\n" +
+	"\fconnected_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\vconnectedAt\x12F\n" +
+	"\x11access_expires_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x0faccessExpiresAt\x12=\n" +
+	"\frefreshed_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\vrefreshedAt\x12\x16\n" +
+	"\x06scopes\x18\a \x03(\tR\x06scopes\x12*\n" +
+	"\x11has_refresh_token\x18\b \x01(\bR\x0fhasRefreshToken\"M\n" +
+	"\x16ListConnectionsRequest\x12\x1a\n" +
+	"\bprovider\x18\x01 \x01(\tR\bprovider\x12\x17\n" +
+	"\auser_id\x18\x02 \x01(\tR\x06userId\"d\n" +
+	"\x17ListConnectionsResponse\x12I\n" +
+	"\vconnections\x18\x01 \x03(\v2'.toolmesh.permission.v1.OAuthConnectionR\vconnections\"N\n" +
+	"\x17RevokeConnectionRequest\x12\x1a\n" +
+	"\bprovider\x18\x01 \x01(\tR\bprovider\x12\x17\n" +
+	"\auser_id\x18\x02 \x01(\tR\x06userId\"\x1a\n" +
+	"\x18RevokeConnectionResponse\"\xf4\x01\n" +
+	"\n" +
+	"SigningKey\x12\x10\n" +
+	"\x03kid\x18\x01 \x01(\tR\x03kid\x12\x1c\n" +
+	"\talgorithm\x18\x02 \x01(\tR\talgorithm\x12\x1d\n" +
+	"\n" +
+	"public_jwk\x18\x03 \x01(\tR\tpublicJwk\x12=\n" +
+	"\x05state\x18\x04 \x01(\x0e2'.toolmesh.permission.v1.SigningKeyStateR\x05state\x129\n" +
+	"\n" +
+	"created_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12\x1d\n" +
+	"\n" +
+	"created_by\x18\x06 \x01(\tR\tcreatedBy\"\x16\n" +
+	"\x14AddSigningKeyRequest\"M\n" +
+	"\x15AddSigningKeyResponse\x124\n" +
+	"\x03key\x18\x01 \x01(\v2\".toolmesh.permission.v1.SigningKeyR\x03key\"+\n" +
+	"\x17RetireSigningKeyRequest\x12\x10\n" +
+	"\x03kid\x18\x01 \x01(\tR\x03kid\"\x1a\n" +
+	"\x18RetireSigningKeyResponse\"\x18\n" +
+	"\x16ListSigningKeysRequest\"Q\n" +
+	"\x17ListSigningKeysResponse\x126\n" +
+	"\x04keys\x18\x01 \x03(\v2\".toolmesh.permission.v1.SigningKeyR\x04keys\"~\n" +
+	"\x11IssueTokenRequest\x12\x19\n" +
+	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x17\n" +
+	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x14\n" +
+	"\x05roles\x18\x03 \x03(\tR\x05roles\x12\x1f\n" +
+	"\vttl_seconds\x18\x04 \x01(\rR\n" +
+	"ttlSeconds\"e\n" +
+	"\x12IssueTokenResponse\x12\x14\n" +
+	"\x05token\x18\x01 \x01(\tR\x05token\x129\n" +
+	"\n" +
+	"expires_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"6\n" +
+	"\n" +
+	"SecretNeed\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05oauth\x18\x02 \x01(\bR\x05oauth\"\xc9\x01\n" +
+	"\x15ResolveSecretsRequest\x12\x12\n" +
+	"\x04tool\x18\x01 \x01(\tR\x04tool\x12\x18\n" +
+	"\aruntime\x18\x02 \x01(\tR\aruntime\x12\x19\n" +
+	"\bagent_id\x18\x03 \x01(\tR\aagentId\x12\x17\n" +
+	"\auser_id\x18\x04 \x01(\tR\x06userId\x12\x14\n" +
+	"\x05roles\x18\x05 \x03(\tR\x05roles\x128\n" +
+	"\x05needs\x18\x06 \x03(\v2\".toolmesh.permission.v1.SecretNeedR\x05needs\"\x93\x01\n" +
+	"\x0eResolvedSecret\x12\x14\n" +
+	"\x05value\x18\x01 \x01(\tR\x05value\x12\x16\n" +
+	"\x06source\x18\x02 \x01(\tR\x06source\x12\x18\n" +
+	"\aversion\x18\x03 \x01(\x04R\aversion\x129\n" +
+	"\n" +
+	"expires_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"Z\n" +
+	"\x16ResolveSecretsResponse\x12@\n" +
+	"\asecrets\x18\x01 \x03(\v2&.toolmesh.permission.v1.ResolvedSecretR\asecrets\"I\n" +
+	"\x12ConnectLinkRequest\x12\x1a\n" +
+	"\bprovider\x18\x01 \x01(\tR\bprovider\x12\x17\n" +
+	"\auser_id\x18\x02 \x01(\tR\x06userId*{\n" +
 	"\rPrincipalKind\x12\x1e\n" +
 	"\x1aPRINCIPAL_KIND_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14PRINCIPAL_KIND_AGENT\x10\x01\x12\x17\n" +
@@ -2896,7 +5317,22 @@ const file_toolmesh_permission_v1_permission_proto_rawDesc = "" +
 	"\fBudgetPeriod\x12\x1d\n" +
 	"\x19BUDGET_PERIOD_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11BUDGET_PERIOD_DAY\x10\x01\x12\x17\n" +
-	"\x13BUDGET_PERIOD_MONTH\x10\x022\xa8\v\n" +
+	"\x13BUDGET_PERIOD_MONTH\x10\x02*\x86\x01\n" +
+	"\x0eSecretToolKind\x12 \n" +
+	"\x1cSECRET_TOOL_KIND_UNSPECIFIED\x10\x00\x12\x19\n" +
+	"\x15SECRET_TOOL_KIND_TOOL\x10\x01\x12\x19\n" +
+	"\x15SECRET_TOOL_KIND_GLOB\x10\x02\x12\x1c\n" +
+	"\x18SECRET_TOOL_KIND_RUNTIME\x10\x03*\xaf\x01\n" +
+	"\x10SecretHolderKind\x12\"\n" +
+	"\x1eSECRET_HOLDER_KIND_UNSPECIFIED\x10\x00\x12\x1f\n" +
+	"\x1bSECRET_HOLDER_KIND_EVERYONE\x10\x01\x12\x1b\n" +
+	"\x17SECRET_HOLDER_KIND_ROLE\x10\x02\x12\x1c\n" +
+	"\x18SECRET_HOLDER_KIND_AGENT\x10\x03\x12\x1b\n" +
+	"\x17SECRET_HOLDER_KIND_USER\x10\x04*s\n" +
+	"\x0fSigningKeyState\x12!\n" +
+	"\x1dSIGNING_KEY_STATE_UNSPECIFIED\x10\x00\x12\x1c\n" +
+	"\x18SIGNING_KEY_STATE_ACTIVE\x10\x01\x12\x1f\n" +
+	"\x1bSIGNING_KEY_STATE_VERIFYING\x10\x022\xeb\x16\n" +
 	"\x11PermissionService\x12T\n" +
 	"\x05Grant\x12$.toolmesh.permission.v1.GrantRequest\x1a%.toolmesh.permission.v1.GrantResponse\x12W\n" +
 	"\x06Revoke\x12%.toolmesh.permission.v1.RevokeRequest\x1a&.toolmesh.permission.v1.RevokeResponse\x12f\n" +
@@ -2912,7 +5348,21 @@ const file_toolmesh_permission_v1_permission_proto_rawDesc = "" +
 	"\x0eListRateLimits\x12-.toolmesh.permission.v1.ListRateLimitsRequest\x1a..toolmesh.permission.v1.ListRateLimitsResponse\x12`\n" +
 	"\tPutBudget\x12(.toolmesh.permission.v1.PutBudgetRequest\x1a).toolmesh.permission.v1.PutBudgetResponse\x12i\n" +
 	"\fDeleteBudget\x12+.toolmesh.permission.v1.DeleteBudgetRequest\x1a,.toolmesh.permission.v1.DeleteBudgetResponse\x12f\n" +
-	"\vListBudgets\x12*.toolmesh.permission.v1.ListBudgetsRequest\x1a+.toolmesh.permission.v1.ListBudgetsResponseB\xe0\x01\n" +
+	"\vListBudgets\x12*.toolmesh.permission.v1.ListBudgetsRequest\x1a+.toolmesh.permission.v1.ListBudgetsResponse\x12`\n" +
+	"\tPutSecret\x12(.toolmesh.permission.v1.PutSecretRequest\x1a).toolmesh.permission.v1.PutSecretResponse\x12i\n" +
+	"\fDeleteSecret\x12+.toolmesh.permission.v1.DeleteSecretRequest\x1a,.toolmesh.permission.v1.DeleteSecretResponse\x12f\n" +
+	"\vListSecrets\x12*.toolmesh.permission.v1.ListSecretsRequest\x1a+.toolmesh.permission.v1.ListSecretsResponse\x12u\n" +
+	"\x10PutOAuthProvider\x12/.toolmesh.permission.v1.PutOAuthProviderRequest\x1a0.toolmesh.permission.v1.PutOAuthProviderResponse\x12~\n" +
+	"\x13DeleteOAuthProvider\x122.toolmesh.permission.v1.DeleteOAuthProviderRequest\x1a3.toolmesh.permission.v1.DeleteOAuthProviderResponse\x12{\n" +
+	"\x12ListOAuthProviders\x121.toolmesh.permission.v1.ListOAuthProvidersRequest\x1a2.toolmesh.permission.v1.ListOAuthProvidersResponse\x12o\n" +
+	"\x0eConnectAccount\x12-.toolmesh.permission.v1.ConnectAccountRequest\x1a..toolmesh.permission.v1.ConnectAccountResponse\x12r\n" +
+	"\x0fListConnections\x12..toolmesh.permission.v1.ListConnectionsRequest\x1a/.toolmesh.permission.v1.ListConnectionsResponse\x12u\n" +
+	"\x10RevokeConnection\x12/.toolmesh.permission.v1.RevokeConnectionRequest\x1a0.toolmesh.permission.v1.RevokeConnectionResponse\x12l\n" +
+	"\rAddSigningKey\x12,.toolmesh.permission.v1.AddSigningKeyRequest\x1a-.toolmesh.permission.v1.AddSigningKeyResponse\x12u\n" +
+	"\x10RetireSigningKey\x12/.toolmesh.permission.v1.RetireSigningKeyRequest\x1a0.toolmesh.permission.v1.RetireSigningKeyResponse\x12r\n" +
+	"\x0fListSigningKeys\x12..toolmesh.permission.v1.ListSigningKeysRequest\x1a/.toolmesh.permission.v1.ListSigningKeysResponse\x12c\n" +
+	"\n" +
+	"IssueToken\x12).toolmesh.permission.v1.IssueTokenRequest\x1a*.toolmesh.permission.v1.IssueTokenResponseB\xe0\x01\n" +
 	"\x1acom.toolmesh.permission.v1B\x0fPermissionProtoP\x01Z7toolmesh.dev/go/gen/toolmesh/permission/v1;permissionv1\xa2\x02\x03TPX\xaa\x02\x16Toolmesh.Permission.V1\xca\x02\x16Toolmesh\\Permission\\V1\xe2\x02\"Toolmesh\\Permission\\V1\\GPBMetadata\xea\x02\x18Toolmesh::Permission::V1b\x06proto3"
 
 var (
@@ -2927,125 +5377,216 @@ func file_toolmesh_permission_v1_permission_proto_rawDescGZIP() []byte {
 	return file_toolmesh_permission_v1_permission_proto_rawDescData
 }
 
-var file_toolmesh_permission_v1_permission_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_toolmesh_permission_v1_permission_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
+var file_toolmesh_permission_v1_permission_proto_enumTypes = make([]protoimpl.EnumInfo, 9)
+var file_toolmesh_permission_v1_permission_proto_msgTypes = make([]protoimpl.MessageInfo, 76)
 var file_toolmesh_permission_v1_permission_proto_goTypes = []any{
-	(PrincipalKind)(0),              // 0: toolmesh.permission.v1.PrincipalKind
-	(ResourceKind)(0),               // 1: toolmesh.permission.v1.ResourceKind
-	(Effect)(0),                     // 2: toolmesh.permission.v1.Effect
-	(RateLimitSubject)(0),           // 3: toolmesh.permission.v1.RateLimitSubject
-	(BudgetSubject)(0),              // 4: toolmesh.permission.v1.BudgetSubject
-	(BudgetPeriod)(0),               // 5: toolmesh.permission.v1.BudgetPeriod
-	(*PrincipalRef)(nil),            // 6: toolmesh.permission.v1.PrincipalRef
-	(*Resource)(nil),                // 7: toolmesh.permission.v1.Resource
-	(*GrantSpec)(nil),               // 8: toolmesh.permission.v1.GrantSpec
-	(*Grant)(nil),                   // 9: toolmesh.permission.v1.Grant
-	(*GrantRequest)(nil),            // 10: toolmesh.permission.v1.GrantRequest
-	(*GrantResponse)(nil),           // 11: toolmesh.permission.v1.GrantResponse
-	(*RevokeRequest)(nil),           // 12: toolmesh.permission.v1.RevokeRequest
-	(*RevokeResponse)(nil),          // 13: toolmesh.permission.v1.RevokeResponse
-	(*UpdateGrantRequest)(nil),      // 14: toolmesh.permission.v1.UpdateGrantRequest
-	(*UpdateGrantResponse)(nil),     // 15: toolmesh.permission.v1.UpdateGrantResponse
-	(*ListGrantsRequest)(nil),       // 16: toolmesh.permission.v1.ListGrantsRequest
-	(*ListGrantsResponse)(nil),      // 17: toolmesh.permission.v1.ListGrantsResponse
-	(*CheckRequest)(nil),            // 18: toolmesh.permission.v1.CheckRequest
-	(*Decision)(nil),                // 19: toolmesh.permission.v1.Decision
-	(*CheckResponse)(nil),           // 20: toolmesh.permission.v1.CheckResponse
-	(*ApiKey)(nil),                  // 21: toolmesh.permission.v1.ApiKey
-	(*CreateApiKeyRequest)(nil),     // 22: toolmesh.permission.v1.CreateApiKeyRequest
-	(*CreateApiKeyResponse)(nil),    // 23: toolmesh.permission.v1.CreateApiKeyResponse
-	(*RevokeApiKeyRequest)(nil),     // 24: toolmesh.permission.v1.RevokeApiKeyRequest
-	(*RevokeApiKeyResponse)(nil),    // 25: toolmesh.permission.v1.RevokeApiKeyResponse
-	(*ListApiKeysRequest)(nil),      // 26: toolmesh.permission.v1.ListApiKeysRequest
-	(*ListApiKeysResponse)(nil),     // 27: toolmesh.permission.v1.ListApiKeysResponse
-	(*ApiKeyRecord)(nil),            // 28: toolmesh.permission.v1.ApiKeyRecord
-	(*RateLimitSpec)(nil),           // 29: toolmesh.permission.v1.RateLimitSpec
-	(*RateLimit)(nil),               // 30: toolmesh.permission.v1.RateLimit
-	(*PutRateLimitRequest)(nil),     // 31: toolmesh.permission.v1.PutRateLimitRequest
-	(*PutRateLimitResponse)(nil),    // 32: toolmesh.permission.v1.PutRateLimitResponse
-	(*DeleteRateLimitRequest)(nil),  // 33: toolmesh.permission.v1.DeleteRateLimitRequest
-	(*DeleteRateLimitResponse)(nil), // 34: toolmesh.permission.v1.DeleteRateLimitResponse
-	(*ListRateLimitsRequest)(nil),   // 35: toolmesh.permission.v1.ListRateLimitsRequest
-	(*ListRateLimitsResponse)(nil),  // 36: toolmesh.permission.v1.ListRateLimitsResponse
-	(*BudgetSpec)(nil),              // 37: toolmesh.permission.v1.BudgetSpec
-	(*Budget)(nil),                  // 38: toolmesh.permission.v1.Budget
-	(*PutBudgetRequest)(nil),        // 39: toolmesh.permission.v1.PutBudgetRequest
-	(*PutBudgetResponse)(nil),       // 40: toolmesh.permission.v1.PutBudgetResponse
-	(*DeleteBudgetRequest)(nil),     // 41: toolmesh.permission.v1.DeleteBudgetRequest
-	(*DeleteBudgetResponse)(nil),    // 42: toolmesh.permission.v1.DeleteBudgetResponse
-	(*ListBudgetsRequest)(nil),      // 43: toolmesh.permission.v1.ListBudgetsRequest
-	(*ListBudgetsResponse)(nil),     // 44: toolmesh.permission.v1.ListBudgetsResponse
-	(*timestamppb.Timestamp)(nil),   // 45: google.protobuf.Timestamp
+	(PrincipalKind)(0),                  // 0: toolmesh.permission.v1.PrincipalKind
+	(ResourceKind)(0),                   // 1: toolmesh.permission.v1.ResourceKind
+	(Effect)(0),                         // 2: toolmesh.permission.v1.Effect
+	(RateLimitSubject)(0),               // 3: toolmesh.permission.v1.RateLimitSubject
+	(BudgetSubject)(0),                  // 4: toolmesh.permission.v1.BudgetSubject
+	(BudgetPeriod)(0),                   // 5: toolmesh.permission.v1.BudgetPeriod
+	(SecretToolKind)(0),                 // 6: toolmesh.permission.v1.SecretToolKind
+	(SecretHolderKind)(0),               // 7: toolmesh.permission.v1.SecretHolderKind
+	(SigningKeyState)(0),                // 8: toolmesh.permission.v1.SigningKeyState
+	(*PrincipalRef)(nil),                // 9: toolmesh.permission.v1.PrincipalRef
+	(*Resource)(nil),                    // 10: toolmesh.permission.v1.Resource
+	(*GrantSpec)(nil),                   // 11: toolmesh.permission.v1.GrantSpec
+	(*Grant)(nil),                       // 12: toolmesh.permission.v1.Grant
+	(*GrantRequest)(nil),                // 13: toolmesh.permission.v1.GrantRequest
+	(*GrantResponse)(nil),               // 14: toolmesh.permission.v1.GrantResponse
+	(*RevokeRequest)(nil),               // 15: toolmesh.permission.v1.RevokeRequest
+	(*RevokeResponse)(nil),              // 16: toolmesh.permission.v1.RevokeResponse
+	(*UpdateGrantRequest)(nil),          // 17: toolmesh.permission.v1.UpdateGrantRequest
+	(*UpdateGrantResponse)(nil),         // 18: toolmesh.permission.v1.UpdateGrantResponse
+	(*ListGrantsRequest)(nil),           // 19: toolmesh.permission.v1.ListGrantsRequest
+	(*ListGrantsResponse)(nil),          // 20: toolmesh.permission.v1.ListGrantsResponse
+	(*CheckRequest)(nil),                // 21: toolmesh.permission.v1.CheckRequest
+	(*Decision)(nil),                    // 22: toolmesh.permission.v1.Decision
+	(*CheckResponse)(nil),               // 23: toolmesh.permission.v1.CheckResponse
+	(*ApiKey)(nil),                      // 24: toolmesh.permission.v1.ApiKey
+	(*CreateApiKeyRequest)(nil),         // 25: toolmesh.permission.v1.CreateApiKeyRequest
+	(*CreateApiKeyResponse)(nil),        // 26: toolmesh.permission.v1.CreateApiKeyResponse
+	(*RevokeApiKeyRequest)(nil),         // 27: toolmesh.permission.v1.RevokeApiKeyRequest
+	(*RevokeApiKeyResponse)(nil),        // 28: toolmesh.permission.v1.RevokeApiKeyResponse
+	(*ListApiKeysRequest)(nil),          // 29: toolmesh.permission.v1.ListApiKeysRequest
+	(*ListApiKeysResponse)(nil),         // 30: toolmesh.permission.v1.ListApiKeysResponse
+	(*ApiKeyRecord)(nil),                // 31: toolmesh.permission.v1.ApiKeyRecord
+	(*RateLimitSpec)(nil),               // 32: toolmesh.permission.v1.RateLimitSpec
+	(*RateLimit)(nil),                   // 33: toolmesh.permission.v1.RateLimit
+	(*PutRateLimitRequest)(nil),         // 34: toolmesh.permission.v1.PutRateLimitRequest
+	(*PutRateLimitResponse)(nil),        // 35: toolmesh.permission.v1.PutRateLimitResponse
+	(*DeleteRateLimitRequest)(nil),      // 36: toolmesh.permission.v1.DeleteRateLimitRequest
+	(*DeleteRateLimitResponse)(nil),     // 37: toolmesh.permission.v1.DeleteRateLimitResponse
+	(*ListRateLimitsRequest)(nil),       // 38: toolmesh.permission.v1.ListRateLimitsRequest
+	(*ListRateLimitsResponse)(nil),      // 39: toolmesh.permission.v1.ListRateLimitsResponse
+	(*BudgetSpec)(nil),                  // 40: toolmesh.permission.v1.BudgetSpec
+	(*Budget)(nil),                      // 41: toolmesh.permission.v1.Budget
+	(*PutBudgetRequest)(nil),            // 42: toolmesh.permission.v1.PutBudgetRequest
+	(*PutBudgetResponse)(nil),           // 43: toolmesh.permission.v1.PutBudgetResponse
+	(*DeleteBudgetRequest)(nil),         // 44: toolmesh.permission.v1.DeleteBudgetRequest
+	(*DeleteBudgetResponse)(nil),        // 45: toolmesh.permission.v1.DeleteBudgetResponse
+	(*ListBudgetsRequest)(nil),          // 46: toolmesh.permission.v1.ListBudgetsRequest
+	(*ListBudgetsResponse)(nil),         // 47: toolmesh.permission.v1.ListBudgetsResponse
+	(*SecretScope)(nil),                 // 48: toolmesh.permission.v1.SecretScope
+	(*Secret)(nil),                      // 49: toolmesh.permission.v1.Secret
+	(*PutSecretRequest)(nil),            // 50: toolmesh.permission.v1.PutSecretRequest
+	(*PutSecretResponse)(nil),           // 51: toolmesh.permission.v1.PutSecretResponse
+	(*DeleteSecretRequest)(nil),         // 52: toolmesh.permission.v1.DeleteSecretRequest
+	(*DeleteSecretResponse)(nil),        // 53: toolmesh.permission.v1.DeleteSecretResponse
+	(*ListSecretsRequest)(nil),          // 54: toolmesh.permission.v1.ListSecretsRequest
+	(*ListSecretsResponse)(nil),         // 55: toolmesh.permission.v1.ListSecretsResponse
+	(*OAuthProviderSpec)(nil),           // 56: toolmesh.permission.v1.OAuthProviderSpec
+	(*OAuthProvider)(nil),               // 57: toolmesh.permission.v1.OAuthProvider
+	(*PutOAuthProviderRequest)(nil),     // 58: toolmesh.permission.v1.PutOAuthProviderRequest
+	(*PutOAuthProviderResponse)(nil),    // 59: toolmesh.permission.v1.PutOAuthProviderResponse
+	(*DeleteOAuthProviderRequest)(nil),  // 60: toolmesh.permission.v1.DeleteOAuthProviderRequest
+	(*DeleteOAuthProviderResponse)(nil), // 61: toolmesh.permission.v1.DeleteOAuthProviderResponse
+	(*ListOAuthProvidersRequest)(nil),   // 62: toolmesh.permission.v1.ListOAuthProvidersRequest
+	(*ListOAuthProvidersResponse)(nil),  // 63: toolmesh.permission.v1.ListOAuthProvidersResponse
+	(*ConnectAccountRequest)(nil),       // 64: toolmesh.permission.v1.ConnectAccountRequest
+	(*ConnectAccountResponse)(nil),      // 65: toolmesh.permission.v1.ConnectAccountResponse
+	(*OAuthConnection)(nil),             // 66: toolmesh.permission.v1.OAuthConnection
+	(*ListConnectionsRequest)(nil),      // 67: toolmesh.permission.v1.ListConnectionsRequest
+	(*ListConnectionsResponse)(nil),     // 68: toolmesh.permission.v1.ListConnectionsResponse
+	(*RevokeConnectionRequest)(nil),     // 69: toolmesh.permission.v1.RevokeConnectionRequest
+	(*RevokeConnectionResponse)(nil),    // 70: toolmesh.permission.v1.RevokeConnectionResponse
+	(*SigningKey)(nil),                  // 71: toolmesh.permission.v1.SigningKey
+	(*AddSigningKeyRequest)(nil),        // 72: toolmesh.permission.v1.AddSigningKeyRequest
+	(*AddSigningKeyResponse)(nil),       // 73: toolmesh.permission.v1.AddSigningKeyResponse
+	(*RetireSigningKeyRequest)(nil),     // 74: toolmesh.permission.v1.RetireSigningKeyRequest
+	(*RetireSigningKeyResponse)(nil),    // 75: toolmesh.permission.v1.RetireSigningKeyResponse
+	(*ListSigningKeysRequest)(nil),      // 76: toolmesh.permission.v1.ListSigningKeysRequest
+	(*ListSigningKeysResponse)(nil),     // 77: toolmesh.permission.v1.ListSigningKeysResponse
+	(*IssueTokenRequest)(nil),           // 78: toolmesh.permission.v1.IssueTokenRequest
+	(*IssueTokenResponse)(nil),          // 79: toolmesh.permission.v1.IssueTokenResponse
+	(*SecretNeed)(nil),                  // 80: toolmesh.permission.v1.SecretNeed
+	(*ResolveSecretsRequest)(nil),       // 81: toolmesh.permission.v1.ResolveSecretsRequest
+	(*ResolvedSecret)(nil),              // 82: toolmesh.permission.v1.ResolvedSecret
+	(*ResolveSecretsResponse)(nil),      // 83: toolmesh.permission.v1.ResolveSecretsResponse
+	(*ConnectLinkRequest)(nil),          // 84: toolmesh.permission.v1.ConnectLinkRequest
+	(*timestamppb.Timestamp)(nil),       // 85: google.protobuf.Timestamp
 }
 var file_toolmesh_permission_v1_permission_proto_depIdxs = []int32{
 	0,  // 0: toolmesh.permission.v1.PrincipalRef.kind:type_name -> toolmesh.permission.v1.PrincipalKind
 	1,  // 1: toolmesh.permission.v1.Resource.kind:type_name -> toolmesh.permission.v1.ResourceKind
-	6,  // 2: toolmesh.permission.v1.GrantSpec.principal:type_name -> toolmesh.permission.v1.PrincipalRef
-	7,  // 3: toolmesh.permission.v1.GrantSpec.resource:type_name -> toolmesh.permission.v1.Resource
+	9,  // 2: toolmesh.permission.v1.GrantSpec.principal:type_name -> toolmesh.permission.v1.PrincipalRef
+	10, // 3: toolmesh.permission.v1.GrantSpec.resource:type_name -> toolmesh.permission.v1.Resource
 	2,  // 4: toolmesh.permission.v1.GrantSpec.effect:type_name -> toolmesh.permission.v1.Effect
-	45, // 5: toolmesh.permission.v1.GrantSpec.expires_at:type_name -> google.protobuf.Timestamp
-	8,  // 6: toolmesh.permission.v1.Grant.spec:type_name -> toolmesh.permission.v1.GrantSpec
-	45, // 7: toolmesh.permission.v1.Grant.created_at:type_name -> google.protobuf.Timestamp
-	45, // 8: toolmesh.permission.v1.Grant.updated_at:type_name -> google.protobuf.Timestamp
-	8,  // 9: toolmesh.permission.v1.GrantRequest.grant:type_name -> toolmesh.permission.v1.GrantSpec
-	9,  // 10: toolmesh.permission.v1.GrantResponse.grant:type_name -> toolmesh.permission.v1.Grant
-	8,  // 11: toolmesh.permission.v1.UpdateGrantRequest.grant:type_name -> toolmesh.permission.v1.GrantSpec
-	9,  // 12: toolmesh.permission.v1.UpdateGrantResponse.grant:type_name -> toolmesh.permission.v1.Grant
-	6,  // 13: toolmesh.permission.v1.ListGrantsRequest.principal:type_name -> toolmesh.permission.v1.PrincipalRef
-	9,  // 14: toolmesh.permission.v1.ListGrantsResponse.grants:type_name -> toolmesh.permission.v1.Grant
-	19, // 15: toolmesh.permission.v1.CheckResponse.decision:type_name -> toolmesh.permission.v1.Decision
-	45, // 16: toolmesh.permission.v1.ApiKey.created_at:type_name -> google.protobuf.Timestamp
-	45, // 17: toolmesh.permission.v1.ApiKey.expires_at:type_name -> google.protobuf.Timestamp
-	45, // 18: toolmesh.permission.v1.CreateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
-	21, // 19: toolmesh.permission.v1.CreateApiKeyResponse.api_key:type_name -> toolmesh.permission.v1.ApiKey
-	21, // 20: toolmesh.permission.v1.ListApiKeysResponse.api_keys:type_name -> toolmesh.permission.v1.ApiKey
-	21, // 21: toolmesh.permission.v1.ApiKeyRecord.api_key:type_name -> toolmesh.permission.v1.ApiKey
+	85, // 5: toolmesh.permission.v1.GrantSpec.expires_at:type_name -> google.protobuf.Timestamp
+	11, // 6: toolmesh.permission.v1.Grant.spec:type_name -> toolmesh.permission.v1.GrantSpec
+	85, // 7: toolmesh.permission.v1.Grant.created_at:type_name -> google.protobuf.Timestamp
+	85, // 8: toolmesh.permission.v1.Grant.updated_at:type_name -> google.protobuf.Timestamp
+	11, // 9: toolmesh.permission.v1.GrantRequest.grant:type_name -> toolmesh.permission.v1.GrantSpec
+	12, // 10: toolmesh.permission.v1.GrantResponse.grant:type_name -> toolmesh.permission.v1.Grant
+	11, // 11: toolmesh.permission.v1.UpdateGrantRequest.grant:type_name -> toolmesh.permission.v1.GrantSpec
+	12, // 12: toolmesh.permission.v1.UpdateGrantResponse.grant:type_name -> toolmesh.permission.v1.Grant
+	9,  // 13: toolmesh.permission.v1.ListGrantsRequest.principal:type_name -> toolmesh.permission.v1.PrincipalRef
+	12, // 14: toolmesh.permission.v1.ListGrantsResponse.grants:type_name -> toolmesh.permission.v1.Grant
+	22, // 15: toolmesh.permission.v1.CheckResponse.decision:type_name -> toolmesh.permission.v1.Decision
+	85, // 16: toolmesh.permission.v1.ApiKey.created_at:type_name -> google.protobuf.Timestamp
+	85, // 17: toolmesh.permission.v1.ApiKey.expires_at:type_name -> google.protobuf.Timestamp
+	85, // 18: toolmesh.permission.v1.CreateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
+	24, // 19: toolmesh.permission.v1.CreateApiKeyResponse.api_key:type_name -> toolmesh.permission.v1.ApiKey
+	24, // 20: toolmesh.permission.v1.ListApiKeysResponse.api_keys:type_name -> toolmesh.permission.v1.ApiKey
+	24, // 21: toolmesh.permission.v1.ApiKeyRecord.api_key:type_name -> toolmesh.permission.v1.ApiKey
 	3,  // 22: toolmesh.permission.v1.RateLimitSpec.subject:type_name -> toolmesh.permission.v1.RateLimitSubject
-	29, // 23: toolmesh.permission.v1.RateLimit.spec:type_name -> toolmesh.permission.v1.RateLimitSpec
-	45, // 24: toolmesh.permission.v1.RateLimit.updated_at:type_name -> google.protobuf.Timestamp
-	29, // 25: toolmesh.permission.v1.PutRateLimitRequest.limit:type_name -> toolmesh.permission.v1.RateLimitSpec
-	30, // 26: toolmesh.permission.v1.PutRateLimitResponse.limit:type_name -> toolmesh.permission.v1.RateLimit
-	30, // 27: toolmesh.permission.v1.ListRateLimitsResponse.limits:type_name -> toolmesh.permission.v1.RateLimit
+	32, // 23: toolmesh.permission.v1.RateLimit.spec:type_name -> toolmesh.permission.v1.RateLimitSpec
+	85, // 24: toolmesh.permission.v1.RateLimit.updated_at:type_name -> google.protobuf.Timestamp
+	32, // 25: toolmesh.permission.v1.PutRateLimitRequest.limit:type_name -> toolmesh.permission.v1.RateLimitSpec
+	33, // 26: toolmesh.permission.v1.PutRateLimitResponse.limit:type_name -> toolmesh.permission.v1.RateLimit
+	33, // 27: toolmesh.permission.v1.ListRateLimitsResponse.limits:type_name -> toolmesh.permission.v1.RateLimit
 	4,  // 28: toolmesh.permission.v1.BudgetSpec.subject:type_name -> toolmesh.permission.v1.BudgetSubject
 	5,  // 29: toolmesh.permission.v1.BudgetSpec.period:type_name -> toolmesh.permission.v1.BudgetPeriod
-	37, // 30: toolmesh.permission.v1.Budget.spec:type_name -> toolmesh.permission.v1.BudgetSpec
-	45, // 31: toolmesh.permission.v1.Budget.updated_at:type_name -> google.protobuf.Timestamp
-	37, // 32: toolmesh.permission.v1.PutBudgetRequest.budget:type_name -> toolmesh.permission.v1.BudgetSpec
-	38, // 33: toolmesh.permission.v1.PutBudgetResponse.budget:type_name -> toolmesh.permission.v1.Budget
-	38, // 34: toolmesh.permission.v1.ListBudgetsResponse.budgets:type_name -> toolmesh.permission.v1.Budget
-	10, // 35: toolmesh.permission.v1.PermissionService.Grant:input_type -> toolmesh.permission.v1.GrantRequest
-	12, // 36: toolmesh.permission.v1.PermissionService.Revoke:input_type -> toolmesh.permission.v1.RevokeRequest
-	14, // 37: toolmesh.permission.v1.PermissionService.UpdateGrant:input_type -> toolmesh.permission.v1.UpdateGrantRequest
-	16, // 38: toolmesh.permission.v1.PermissionService.ListGrants:input_type -> toolmesh.permission.v1.ListGrantsRequest
-	18, // 39: toolmesh.permission.v1.PermissionService.Check:input_type -> toolmesh.permission.v1.CheckRequest
-	22, // 40: toolmesh.permission.v1.PermissionService.CreateApiKey:input_type -> toolmesh.permission.v1.CreateApiKeyRequest
-	24, // 41: toolmesh.permission.v1.PermissionService.RevokeApiKey:input_type -> toolmesh.permission.v1.RevokeApiKeyRequest
-	26, // 42: toolmesh.permission.v1.PermissionService.ListApiKeys:input_type -> toolmesh.permission.v1.ListApiKeysRequest
-	31, // 43: toolmesh.permission.v1.PermissionService.PutRateLimit:input_type -> toolmesh.permission.v1.PutRateLimitRequest
-	33, // 44: toolmesh.permission.v1.PermissionService.DeleteRateLimit:input_type -> toolmesh.permission.v1.DeleteRateLimitRequest
-	35, // 45: toolmesh.permission.v1.PermissionService.ListRateLimits:input_type -> toolmesh.permission.v1.ListRateLimitsRequest
-	39, // 46: toolmesh.permission.v1.PermissionService.PutBudget:input_type -> toolmesh.permission.v1.PutBudgetRequest
-	41, // 47: toolmesh.permission.v1.PermissionService.DeleteBudget:input_type -> toolmesh.permission.v1.DeleteBudgetRequest
-	43, // 48: toolmesh.permission.v1.PermissionService.ListBudgets:input_type -> toolmesh.permission.v1.ListBudgetsRequest
-	11, // 49: toolmesh.permission.v1.PermissionService.Grant:output_type -> toolmesh.permission.v1.GrantResponse
-	13, // 50: toolmesh.permission.v1.PermissionService.Revoke:output_type -> toolmesh.permission.v1.RevokeResponse
-	15, // 51: toolmesh.permission.v1.PermissionService.UpdateGrant:output_type -> toolmesh.permission.v1.UpdateGrantResponse
-	17, // 52: toolmesh.permission.v1.PermissionService.ListGrants:output_type -> toolmesh.permission.v1.ListGrantsResponse
-	20, // 53: toolmesh.permission.v1.PermissionService.Check:output_type -> toolmesh.permission.v1.CheckResponse
-	23, // 54: toolmesh.permission.v1.PermissionService.CreateApiKey:output_type -> toolmesh.permission.v1.CreateApiKeyResponse
-	25, // 55: toolmesh.permission.v1.PermissionService.RevokeApiKey:output_type -> toolmesh.permission.v1.RevokeApiKeyResponse
-	27, // 56: toolmesh.permission.v1.PermissionService.ListApiKeys:output_type -> toolmesh.permission.v1.ListApiKeysResponse
-	32, // 57: toolmesh.permission.v1.PermissionService.PutRateLimit:output_type -> toolmesh.permission.v1.PutRateLimitResponse
-	34, // 58: toolmesh.permission.v1.PermissionService.DeleteRateLimit:output_type -> toolmesh.permission.v1.DeleteRateLimitResponse
-	36, // 59: toolmesh.permission.v1.PermissionService.ListRateLimits:output_type -> toolmesh.permission.v1.ListRateLimitsResponse
-	40, // 60: toolmesh.permission.v1.PermissionService.PutBudget:output_type -> toolmesh.permission.v1.PutBudgetResponse
-	42, // 61: toolmesh.permission.v1.PermissionService.DeleteBudget:output_type -> toolmesh.permission.v1.DeleteBudgetResponse
-	44, // 62: toolmesh.permission.v1.PermissionService.ListBudgets:output_type -> toolmesh.permission.v1.ListBudgetsResponse
-	49, // [49:63] is the sub-list for method output_type
-	35, // [35:49] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	40, // 30: toolmesh.permission.v1.Budget.spec:type_name -> toolmesh.permission.v1.BudgetSpec
+	85, // 31: toolmesh.permission.v1.Budget.updated_at:type_name -> google.protobuf.Timestamp
+	40, // 32: toolmesh.permission.v1.PutBudgetRequest.budget:type_name -> toolmesh.permission.v1.BudgetSpec
+	41, // 33: toolmesh.permission.v1.PutBudgetResponse.budget:type_name -> toolmesh.permission.v1.Budget
+	41, // 34: toolmesh.permission.v1.ListBudgetsResponse.budgets:type_name -> toolmesh.permission.v1.Budget
+	6,  // 35: toolmesh.permission.v1.SecretScope.tool_kind:type_name -> toolmesh.permission.v1.SecretToolKind
+	7,  // 36: toolmesh.permission.v1.SecretScope.holder_kind:type_name -> toolmesh.permission.v1.SecretHolderKind
+	48, // 37: toolmesh.permission.v1.Secret.scope:type_name -> toolmesh.permission.v1.SecretScope
+	85, // 38: toolmesh.permission.v1.Secret.updated_at:type_name -> google.protobuf.Timestamp
+	48, // 39: toolmesh.permission.v1.PutSecretRequest.scope:type_name -> toolmesh.permission.v1.SecretScope
+	49, // 40: toolmesh.permission.v1.PutSecretResponse.secret:type_name -> toolmesh.permission.v1.Secret
+	49, // 41: toolmesh.permission.v1.ListSecretsResponse.secrets:type_name -> toolmesh.permission.v1.Secret
+	56, // 42: toolmesh.permission.v1.OAuthProvider.spec:type_name -> toolmesh.permission.v1.OAuthProviderSpec
+	85, // 43: toolmesh.permission.v1.OAuthProvider.updated_at:type_name -> google.protobuf.Timestamp
+	56, // 44: toolmesh.permission.v1.PutOAuthProviderRequest.provider:type_name -> toolmesh.permission.v1.OAuthProviderSpec
+	57, // 45: toolmesh.permission.v1.PutOAuthProviderResponse.provider:type_name -> toolmesh.permission.v1.OAuthProvider
+	57, // 46: toolmesh.permission.v1.ListOAuthProvidersResponse.providers:type_name -> toolmesh.permission.v1.OAuthProvider
+	85, // 47: toolmesh.permission.v1.ConnectAccountResponse.expires_at:type_name -> google.protobuf.Timestamp
+	85, // 48: toolmesh.permission.v1.OAuthConnection.connected_at:type_name -> google.protobuf.Timestamp
+	85, // 49: toolmesh.permission.v1.OAuthConnection.access_expires_at:type_name -> google.protobuf.Timestamp
+	85, // 50: toolmesh.permission.v1.OAuthConnection.refreshed_at:type_name -> google.protobuf.Timestamp
+	66, // 51: toolmesh.permission.v1.ListConnectionsResponse.connections:type_name -> toolmesh.permission.v1.OAuthConnection
+	8,  // 52: toolmesh.permission.v1.SigningKey.state:type_name -> toolmesh.permission.v1.SigningKeyState
+	85, // 53: toolmesh.permission.v1.SigningKey.created_at:type_name -> google.protobuf.Timestamp
+	71, // 54: toolmesh.permission.v1.AddSigningKeyResponse.key:type_name -> toolmesh.permission.v1.SigningKey
+	71, // 55: toolmesh.permission.v1.ListSigningKeysResponse.keys:type_name -> toolmesh.permission.v1.SigningKey
+	85, // 56: toolmesh.permission.v1.IssueTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
+	80, // 57: toolmesh.permission.v1.ResolveSecretsRequest.needs:type_name -> toolmesh.permission.v1.SecretNeed
+	85, // 58: toolmesh.permission.v1.ResolvedSecret.expires_at:type_name -> google.protobuf.Timestamp
+	82, // 59: toolmesh.permission.v1.ResolveSecretsResponse.secrets:type_name -> toolmesh.permission.v1.ResolvedSecret
+	13, // 60: toolmesh.permission.v1.PermissionService.Grant:input_type -> toolmesh.permission.v1.GrantRequest
+	15, // 61: toolmesh.permission.v1.PermissionService.Revoke:input_type -> toolmesh.permission.v1.RevokeRequest
+	17, // 62: toolmesh.permission.v1.PermissionService.UpdateGrant:input_type -> toolmesh.permission.v1.UpdateGrantRequest
+	19, // 63: toolmesh.permission.v1.PermissionService.ListGrants:input_type -> toolmesh.permission.v1.ListGrantsRequest
+	21, // 64: toolmesh.permission.v1.PermissionService.Check:input_type -> toolmesh.permission.v1.CheckRequest
+	25, // 65: toolmesh.permission.v1.PermissionService.CreateApiKey:input_type -> toolmesh.permission.v1.CreateApiKeyRequest
+	27, // 66: toolmesh.permission.v1.PermissionService.RevokeApiKey:input_type -> toolmesh.permission.v1.RevokeApiKeyRequest
+	29, // 67: toolmesh.permission.v1.PermissionService.ListApiKeys:input_type -> toolmesh.permission.v1.ListApiKeysRequest
+	34, // 68: toolmesh.permission.v1.PermissionService.PutRateLimit:input_type -> toolmesh.permission.v1.PutRateLimitRequest
+	36, // 69: toolmesh.permission.v1.PermissionService.DeleteRateLimit:input_type -> toolmesh.permission.v1.DeleteRateLimitRequest
+	38, // 70: toolmesh.permission.v1.PermissionService.ListRateLimits:input_type -> toolmesh.permission.v1.ListRateLimitsRequest
+	42, // 71: toolmesh.permission.v1.PermissionService.PutBudget:input_type -> toolmesh.permission.v1.PutBudgetRequest
+	44, // 72: toolmesh.permission.v1.PermissionService.DeleteBudget:input_type -> toolmesh.permission.v1.DeleteBudgetRequest
+	46, // 73: toolmesh.permission.v1.PermissionService.ListBudgets:input_type -> toolmesh.permission.v1.ListBudgetsRequest
+	50, // 74: toolmesh.permission.v1.PermissionService.PutSecret:input_type -> toolmesh.permission.v1.PutSecretRequest
+	52, // 75: toolmesh.permission.v1.PermissionService.DeleteSecret:input_type -> toolmesh.permission.v1.DeleteSecretRequest
+	54, // 76: toolmesh.permission.v1.PermissionService.ListSecrets:input_type -> toolmesh.permission.v1.ListSecretsRequest
+	58, // 77: toolmesh.permission.v1.PermissionService.PutOAuthProvider:input_type -> toolmesh.permission.v1.PutOAuthProviderRequest
+	60, // 78: toolmesh.permission.v1.PermissionService.DeleteOAuthProvider:input_type -> toolmesh.permission.v1.DeleteOAuthProviderRequest
+	62, // 79: toolmesh.permission.v1.PermissionService.ListOAuthProviders:input_type -> toolmesh.permission.v1.ListOAuthProvidersRequest
+	64, // 80: toolmesh.permission.v1.PermissionService.ConnectAccount:input_type -> toolmesh.permission.v1.ConnectAccountRequest
+	67, // 81: toolmesh.permission.v1.PermissionService.ListConnections:input_type -> toolmesh.permission.v1.ListConnectionsRequest
+	69, // 82: toolmesh.permission.v1.PermissionService.RevokeConnection:input_type -> toolmesh.permission.v1.RevokeConnectionRequest
+	72, // 83: toolmesh.permission.v1.PermissionService.AddSigningKey:input_type -> toolmesh.permission.v1.AddSigningKeyRequest
+	74, // 84: toolmesh.permission.v1.PermissionService.RetireSigningKey:input_type -> toolmesh.permission.v1.RetireSigningKeyRequest
+	76, // 85: toolmesh.permission.v1.PermissionService.ListSigningKeys:input_type -> toolmesh.permission.v1.ListSigningKeysRequest
+	78, // 86: toolmesh.permission.v1.PermissionService.IssueToken:input_type -> toolmesh.permission.v1.IssueTokenRequest
+	14, // 87: toolmesh.permission.v1.PermissionService.Grant:output_type -> toolmesh.permission.v1.GrantResponse
+	16, // 88: toolmesh.permission.v1.PermissionService.Revoke:output_type -> toolmesh.permission.v1.RevokeResponse
+	18, // 89: toolmesh.permission.v1.PermissionService.UpdateGrant:output_type -> toolmesh.permission.v1.UpdateGrantResponse
+	20, // 90: toolmesh.permission.v1.PermissionService.ListGrants:output_type -> toolmesh.permission.v1.ListGrantsResponse
+	23, // 91: toolmesh.permission.v1.PermissionService.Check:output_type -> toolmesh.permission.v1.CheckResponse
+	26, // 92: toolmesh.permission.v1.PermissionService.CreateApiKey:output_type -> toolmesh.permission.v1.CreateApiKeyResponse
+	28, // 93: toolmesh.permission.v1.PermissionService.RevokeApiKey:output_type -> toolmesh.permission.v1.RevokeApiKeyResponse
+	30, // 94: toolmesh.permission.v1.PermissionService.ListApiKeys:output_type -> toolmesh.permission.v1.ListApiKeysResponse
+	35, // 95: toolmesh.permission.v1.PermissionService.PutRateLimit:output_type -> toolmesh.permission.v1.PutRateLimitResponse
+	37, // 96: toolmesh.permission.v1.PermissionService.DeleteRateLimit:output_type -> toolmesh.permission.v1.DeleteRateLimitResponse
+	39, // 97: toolmesh.permission.v1.PermissionService.ListRateLimits:output_type -> toolmesh.permission.v1.ListRateLimitsResponse
+	43, // 98: toolmesh.permission.v1.PermissionService.PutBudget:output_type -> toolmesh.permission.v1.PutBudgetResponse
+	45, // 99: toolmesh.permission.v1.PermissionService.DeleteBudget:output_type -> toolmesh.permission.v1.DeleteBudgetResponse
+	47, // 100: toolmesh.permission.v1.PermissionService.ListBudgets:output_type -> toolmesh.permission.v1.ListBudgetsResponse
+	51, // 101: toolmesh.permission.v1.PermissionService.PutSecret:output_type -> toolmesh.permission.v1.PutSecretResponse
+	53, // 102: toolmesh.permission.v1.PermissionService.DeleteSecret:output_type -> toolmesh.permission.v1.DeleteSecretResponse
+	55, // 103: toolmesh.permission.v1.PermissionService.ListSecrets:output_type -> toolmesh.permission.v1.ListSecretsResponse
+	59, // 104: toolmesh.permission.v1.PermissionService.PutOAuthProvider:output_type -> toolmesh.permission.v1.PutOAuthProviderResponse
+	61, // 105: toolmesh.permission.v1.PermissionService.DeleteOAuthProvider:output_type -> toolmesh.permission.v1.DeleteOAuthProviderResponse
+	63, // 106: toolmesh.permission.v1.PermissionService.ListOAuthProviders:output_type -> toolmesh.permission.v1.ListOAuthProvidersResponse
+	65, // 107: toolmesh.permission.v1.PermissionService.ConnectAccount:output_type -> toolmesh.permission.v1.ConnectAccountResponse
+	68, // 108: toolmesh.permission.v1.PermissionService.ListConnections:output_type -> toolmesh.permission.v1.ListConnectionsResponse
+	70, // 109: toolmesh.permission.v1.PermissionService.RevokeConnection:output_type -> toolmesh.permission.v1.RevokeConnectionResponse
+	73, // 110: toolmesh.permission.v1.PermissionService.AddSigningKey:output_type -> toolmesh.permission.v1.AddSigningKeyResponse
+	75, // 111: toolmesh.permission.v1.PermissionService.RetireSigningKey:output_type -> toolmesh.permission.v1.RetireSigningKeyResponse
+	77, // 112: toolmesh.permission.v1.PermissionService.ListSigningKeys:output_type -> toolmesh.permission.v1.ListSigningKeysResponse
+	79, // 113: toolmesh.permission.v1.PermissionService.IssueToken:output_type -> toolmesh.permission.v1.IssueTokenResponse
+	87, // [87:114] is the sub-list for method output_type
+	60, // [60:87] is the sub-list for method input_type
+	60, // [60:60] is the sub-list for extension type_name
+	60, // [60:60] is the sub-list for extension extendee
+	0,  // [0:60] is the sub-list for field type_name
 }
 
 func init() { file_toolmesh_permission_v1_permission_proto_init() }
@@ -3058,8 +5599,8 @@ func file_toolmesh_permission_v1_permission_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolmesh_permission_v1_permission_proto_rawDesc), len(file_toolmesh_permission_v1_permission_proto_rawDesc)),
-			NumEnums:      6,
-			NumMessages:   39,
+			NumEnums:      9,
+			NumMessages:   76,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

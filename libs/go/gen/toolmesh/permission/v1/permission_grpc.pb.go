@@ -19,20 +19,33 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	PermissionService_Grant_FullMethodName           = "/toolmesh.permission.v1.PermissionService/Grant"
-	PermissionService_Revoke_FullMethodName          = "/toolmesh.permission.v1.PermissionService/Revoke"
-	PermissionService_UpdateGrant_FullMethodName     = "/toolmesh.permission.v1.PermissionService/UpdateGrant"
-	PermissionService_ListGrants_FullMethodName      = "/toolmesh.permission.v1.PermissionService/ListGrants"
-	PermissionService_Check_FullMethodName           = "/toolmesh.permission.v1.PermissionService/Check"
-	PermissionService_CreateApiKey_FullMethodName    = "/toolmesh.permission.v1.PermissionService/CreateApiKey"
-	PermissionService_RevokeApiKey_FullMethodName    = "/toolmesh.permission.v1.PermissionService/RevokeApiKey"
-	PermissionService_ListApiKeys_FullMethodName     = "/toolmesh.permission.v1.PermissionService/ListApiKeys"
-	PermissionService_PutRateLimit_FullMethodName    = "/toolmesh.permission.v1.PermissionService/PutRateLimit"
-	PermissionService_DeleteRateLimit_FullMethodName = "/toolmesh.permission.v1.PermissionService/DeleteRateLimit"
-	PermissionService_ListRateLimits_FullMethodName  = "/toolmesh.permission.v1.PermissionService/ListRateLimits"
-	PermissionService_PutBudget_FullMethodName       = "/toolmesh.permission.v1.PermissionService/PutBudget"
-	PermissionService_DeleteBudget_FullMethodName    = "/toolmesh.permission.v1.PermissionService/DeleteBudget"
-	PermissionService_ListBudgets_FullMethodName     = "/toolmesh.permission.v1.PermissionService/ListBudgets"
+	PermissionService_Grant_FullMethodName               = "/toolmesh.permission.v1.PermissionService/Grant"
+	PermissionService_Revoke_FullMethodName              = "/toolmesh.permission.v1.PermissionService/Revoke"
+	PermissionService_UpdateGrant_FullMethodName         = "/toolmesh.permission.v1.PermissionService/UpdateGrant"
+	PermissionService_ListGrants_FullMethodName          = "/toolmesh.permission.v1.PermissionService/ListGrants"
+	PermissionService_Check_FullMethodName               = "/toolmesh.permission.v1.PermissionService/Check"
+	PermissionService_CreateApiKey_FullMethodName        = "/toolmesh.permission.v1.PermissionService/CreateApiKey"
+	PermissionService_RevokeApiKey_FullMethodName        = "/toolmesh.permission.v1.PermissionService/RevokeApiKey"
+	PermissionService_ListApiKeys_FullMethodName         = "/toolmesh.permission.v1.PermissionService/ListApiKeys"
+	PermissionService_PutRateLimit_FullMethodName        = "/toolmesh.permission.v1.PermissionService/PutRateLimit"
+	PermissionService_DeleteRateLimit_FullMethodName     = "/toolmesh.permission.v1.PermissionService/DeleteRateLimit"
+	PermissionService_ListRateLimits_FullMethodName      = "/toolmesh.permission.v1.PermissionService/ListRateLimits"
+	PermissionService_PutBudget_FullMethodName           = "/toolmesh.permission.v1.PermissionService/PutBudget"
+	PermissionService_DeleteBudget_FullMethodName        = "/toolmesh.permission.v1.PermissionService/DeleteBudget"
+	PermissionService_ListBudgets_FullMethodName         = "/toolmesh.permission.v1.PermissionService/ListBudgets"
+	PermissionService_PutSecret_FullMethodName           = "/toolmesh.permission.v1.PermissionService/PutSecret"
+	PermissionService_DeleteSecret_FullMethodName        = "/toolmesh.permission.v1.PermissionService/DeleteSecret"
+	PermissionService_ListSecrets_FullMethodName         = "/toolmesh.permission.v1.PermissionService/ListSecrets"
+	PermissionService_PutOAuthProvider_FullMethodName    = "/toolmesh.permission.v1.PermissionService/PutOAuthProvider"
+	PermissionService_DeleteOAuthProvider_FullMethodName = "/toolmesh.permission.v1.PermissionService/DeleteOAuthProvider"
+	PermissionService_ListOAuthProviders_FullMethodName  = "/toolmesh.permission.v1.PermissionService/ListOAuthProviders"
+	PermissionService_ConnectAccount_FullMethodName      = "/toolmesh.permission.v1.PermissionService/ConnectAccount"
+	PermissionService_ListConnections_FullMethodName     = "/toolmesh.permission.v1.PermissionService/ListConnections"
+	PermissionService_RevokeConnection_FullMethodName    = "/toolmesh.permission.v1.PermissionService/RevokeConnection"
+	PermissionService_AddSigningKey_FullMethodName       = "/toolmesh.permission.v1.PermissionService/AddSigningKey"
+	PermissionService_RetireSigningKey_FullMethodName    = "/toolmesh.permission.v1.PermissionService/RetireSigningKey"
+	PermissionService_ListSigningKeys_FullMethodName     = "/toolmesh.permission.v1.PermissionService/ListSigningKeys"
+	PermissionService_IssueToken_FullMethodName          = "/toolmesh.permission.v1.PermissionService/IssueToken"
 )
 
 // PermissionServiceClient is the client API for PermissionService service.
@@ -87,6 +100,59 @@ type PermissionServiceClient interface {
 	// ListBudgets lists budgets by id. Fails with INVALID_ARGUMENT (bad page token),
 	// UNAUTHENTICATED, PERMISSION_DENIED.
 	ListBudgets(ctx context.Context, in *ListBudgetsRequest, opts ...grpc.CallOption) (*ListBudgetsResponse, error)
+	// PutSecret stores a secret of the vault under a name and a scope, encrypted at rest; the same
+	// name and scope again replaces the value and bumps its version. The value never comes back out
+	// of any RPC. An admin may put any scope; a caller acting for a user may put secrets scoped to
+	// that user only. Fails with INVALID_ARGUMENT (bad name, scope or value), RESOURCE_EXHAUSTED
+	// (the vault holds TOOLMESH_VAULT_MAX_SECRETS), UNAUTHENTICATED, PERMISSION_DENIED.
+	PutSecret(ctx context.Context, in *PutSecretRequest, opts ...grpc.CallOption) (*PutSecretResponse, error)
+	// DeleteSecret removes a secret; the next call that needs it is refused. Fails with
+	// INVALID_ARGUMENT, NOT_FOUND, UNAUTHENTICATED, PERMISSION_DENIED (as PutSecret).
+	DeleteSecret(ctx context.Context, in *DeleteSecretRequest, opts ...grpc.CallOption) (*DeleteSecretResponse, error)
+	// ListSecrets lists secrets by id: names, scopes and versions, never values. An admin sees
+	// every secret, a caller acting for a user those of that user. Fails with INVALID_ARGUMENT (bad
+	// page token), UNAUTHENTICATED.
+	ListSecrets(ctx context.Context, in *ListSecretsRequest, opts ...grpc.CallOption) (*ListSecretsResponse, error)
+	// PutOAuthProvider creates or replaces an OAuth 2.1 upstream (an authorization server toolmesh
+	// is a client of), discovering its endpoints from the issuer when they are not given. Fails
+	// with INVALID_ARGUMENT (bad name or URL), FAILED_PRECONDITION (discovery failed: the message
+	// says what the issuer answered; no client id and the issuer offers no dynamic registration:
+	// the message names the redirect URI to register), UNAUTHENTICATED, PERMISSION_DENIED.
+	PutOAuthProvider(ctx context.Context, in *PutOAuthProviderRequest, opts ...grpc.CallOption) (*PutOAuthProviderResponse, error)
+	// DeleteOAuthProvider removes an upstream and every user's connection to it. Fails with
+	// INVALID_ARGUMENT, NOT_FOUND, UNAUTHENTICATED, PERMISSION_DENIED.
+	DeleteOAuthProvider(ctx context.Context, in *DeleteOAuthProviderRequest, opts ...grpc.CallOption) (*DeleteOAuthProviderResponse, error)
+	// ListOAuthProviders lists the upstreams, never their client secrets. Fails with
+	// UNAUTHENTICATED, PERMISSION_DENIED.
+	ListOAuthProviders(ctx context.Context, in *ListOAuthProvidersRequest, opts ...grpc.CallOption) (*ListOAuthProvidersResponse, error)
+	// ConnectAccount gives the link a user opens in a browser to connect their account of an
+	// upstream (authorization code with PKCE, toolmesh as the client). A caller acting for a user
+	// gets the link of that user; an admin may name any user. Fails with INVALID_ARGUMENT,
+	// NOT_FOUND (unknown provider), FAILED_PRECONDITION (no user to connect), UNAUTHENTICATED,
+	// PERMISSION_DENIED.
+	ConnectAccount(ctx context.Context, in *ConnectAccountRequest, opts ...grpc.CallOption) (*ConnectAccountResponse, error)
+	// ListConnections lists users' connections to upstreams, never their tokens. Fails with
+	// INVALID_ARGUMENT, UNAUTHENTICATED.
+	ListConnections(ctx context.Context, in *ListConnectionsRequest, opts ...grpc.CallOption) (*ListConnectionsResponse, error)
+	// RevokeConnection forgets a user's tokens of an upstream (and revokes them there when it has a
+	// revocation endpoint); the user's next call that needs them is refused with the link to
+	// connect again. Fails with INVALID_ARGUMENT, NOT_FOUND, UNAUTHENTICATED, PERMISSION_DENIED.
+	RevokeConnection(ctx context.Context, in *RevokeConnectionRequest, opts ...grpc.CallOption) (*RevokeConnectionResponse, error)
+	// AddSigningKey makes a new JWT signing key (its private half kept in the vault) the one that
+	// signs; the keys before it keep verifying until retired, so tokens of both verify during the
+	// overlap. Fails with UNAUTHENTICATED, PERMISSION_DENIED.
+	AddSigningKey(ctx context.Context, in *AddSigningKeyRequest, opts ...grpc.CallOption) (*AddSigningKeyResponse, error)
+	// RetireSigningKey stops a key verifying: tokens it signed are refused everywhere within a
+	// second. Fails with INVALID_ARGUMENT, NOT_FOUND, FAILED_PRECONDITION (the key signs and no
+	// other key could take over: add one first), UNAUTHENTICATED, PERMISSION_DENIED.
+	RetireSigningKey(ctx context.Context, in *RetireSigningKeyRequest, opts ...grpc.CallOption) (*RetireSigningKeyResponse, error)
+	// ListSigningKeys lists the signing keys with their public halves. Fails with UNAUTHENTICATED,
+	// PERMISSION_DENIED.
+	ListSigningKeys(ctx context.Context, in *ListSigningKeysRequest, opts ...grpc.CallOption) (*ListSigningKeysResponse, error)
+	// IssueToken signs a JWT for an agent (and the user it acts for) with the signing key, which
+	// every service verifies. Fails with INVALID_ARGUMENT, FAILED_PRECONDITION (no signing key: add
+	// one), UNAUTHENTICATED, PERMISSION_DENIED.
+	IssueToken(ctx context.Context, in *IssueTokenRequest, opts ...grpc.CallOption) (*IssueTokenResponse, error)
 }
 
 type permissionServiceClient struct {
@@ -237,6 +303,136 @@ func (c *permissionServiceClient) ListBudgets(ctx context.Context, in *ListBudge
 	return out, nil
 }
 
+func (c *permissionServiceClient) PutSecret(ctx context.Context, in *PutSecretRequest, opts ...grpc.CallOption) (*PutSecretResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PutSecretResponse)
+	err := c.cc.Invoke(ctx, PermissionService_PutSecret_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *permissionServiceClient) DeleteSecret(ctx context.Context, in *DeleteSecretRequest, opts ...grpc.CallOption) (*DeleteSecretResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteSecretResponse)
+	err := c.cc.Invoke(ctx, PermissionService_DeleteSecret_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *permissionServiceClient) ListSecrets(ctx context.Context, in *ListSecretsRequest, opts ...grpc.CallOption) (*ListSecretsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListSecretsResponse)
+	err := c.cc.Invoke(ctx, PermissionService_ListSecrets_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *permissionServiceClient) PutOAuthProvider(ctx context.Context, in *PutOAuthProviderRequest, opts ...grpc.CallOption) (*PutOAuthProviderResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PutOAuthProviderResponse)
+	err := c.cc.Invoke(ctx, PermissionService_PutOAuthProvider_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *permissionServiceClient) DeleteOAuthProvider(ctx context.Context, in *DeleteOAuthProviderRequest, opts ...grpc.CallOption) (*DeleteOAuthProviderResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteOAuthProviderResponse)
+	err := c.cc.Invoke(ctx, PermissionService_DeleteOAuthProvider_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *permissionServiceClient) ListOAuthProviders(ctx context.Context, in *ListOAuthProvidersRequest, opts ...grpc.CallOption) (*ListOAuthProvidersResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListOAuthProvidersResponse)
+	err := c.cc.Invoke(ctx, PermissionService_ListOAuthProviders_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *permissionServiceClient) ConnectAccount(ctx context.Context, in *ConnectAccountRequest, opts ...grpc.CallOption) (*ConnectAccountResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ConnectAccountResponse)
+	err := c.cc.Invoke(ctx, PermissionService_ConnectAccount_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *permissionServiceClient) ListConnections(ctx context.Context, in *ListConnectionsRequest, opts ...grpc.CallOption) (*ListConnectionsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListConnectionsResponse)
+	err := c.cc.Invoke(ctx, PermissionService_ListConnections_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *permissionServiceClient) RevokeConnection(ctx context.Context, in *RevokeConnectionRequest, opts ...grpc.CallOption) (*RevokeConnectionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RevokeConnectionResponse)
+	err := c.cc.Invoke(ctx, PermissionService_RevokeConnection_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *permissionServiceClient) AddSigningKey(ctx context.Context, in *AddSigningKeyRequest, opts ...grpc.CallOption) (*AddSigningKeyResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AddSigningKeyResponse)
+	err := c.cc.Invoke(ctx, PermissionService_AddSigningKey_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *permissionServiceClient) RetireSigningKey(ctx context.Context, in *RetireSigningKeyRequest, opts ...grpc.CallOption) (*RetireSigningKeyResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RetireSigningKeyResponse)
+	err := c.cc.Invoke(ctx, PermissionService_RetireSigningKey_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *permissionServiceClient) ListSigningKeys(ctx context.Context, in *ListSigningKeysRequest, opts ...grpc.CallOption) (*ListSigningKeysResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListSigningKeysResponse)
+	err := c.cc.Invoke(ctx, PermissionService_ListSigningKeys_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *permissionServiceClient) IssueToken(ctx context.Context, in *IssueTokenRequest, opts ...grpc.CallOption) (*IssueTokenResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(IssueTokenResponse)
+	err := c.cc.Invoke(ctx, PermissionService_IssueToken_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // PermissionServiceServer is the server API for PermissionService service.
 // All implementations must embed UnimplementedPermissionServiceServer
 // for forward compatibility.
@@ -289,6 +485,59 @@ type PermissionServiceServer interface {
 	// ListBudgets lists budgets by id. Fails with INVALID_ARGUMENT (bad page token),
 	// UNAUTHENTICATED, PERMISSION_DENIED.
 	ListBudgets(context.Context, *ListBudgetsRequest) (*ListBudgetsResponse, error)
+	// PutSecret stores a secret of the vault under a name and a scope, encrypted at rest; the same
+	// name and scope again replaces the value and bumps its version. The value never comes back out
+	// of any RPC. An admin may put any scope; a caller acting for a user may put secrets scoped to
+	// that user only. Fails with INVALID_ARGUMENT (bad name, scope or value), RESOURCE_EXHAUSTED
+	// (the vault holds TOOLMESH_VAULT_MAX_SECRETS), UNAUTHENTICATED, PERMISSION_DENIED.
+	PutSecret(context.Context, *PutSecretRequest) (*PutSecretResponse, error)
+	// DeleteSecret removes a secret; the next call that needs it is refused. Fails with
+	// INVALID_ARGUMENT, NOT_FOUND, UNAUTHENTICATED, PERMISSION_DENIED (as PutSecret).
+	DeleteSecret(context.Context, *DeleteSecretRequest) (*DeleteSecretResponse, error)
+	// ListSecrets lists secrets by id: names, scopes and versions, never values. An admin sees
+	// every secret, a caller acting for a user those of that user. Fails with INVALID_ARGUMENT (bad
+	// page token), UNAUTHENTICATED.
+	ListSecrets(context.Context, *ListSecretsRequest) (*ListSecretsResponse, error)
+	// PutOAuthProvider creates or replaces an OAuth 2.1 upstream (an authorization server toolmesh
+	// is a client of), discovering its endpoints from the issuer when they are not given. Fails
+	// with INVALID_ARGUMENT (bad name or URL), FAILED_PRECONDITION (discovery failed: the message
+	// says what the issuer answered; no client id and the issuer offers no dynamic registration:
+	// the message names the redirect URI to register), UNAUTHENTICATED, PERMISSION_DENIED.
+	PutOAuthProvider(context.Context, *PutOAuthProviderRequest) (*PutOAuthProviderResponse, error)
+	// DeleteOAuthProvider removes an upstream and every user's connection to it. Fails with
+	// INVALID_ARGUMENT, NOT_FOUND, UNAUTHENTICATED, PERMISSION_DENIED.
+	DeleteOAuthProvider(context.Context, *DeleteOAuthProviderRequest) (*DeleteOAuthProviderResponse, error)
+	// ListOAuthProviders lists the upstreams, never their client secrets. Fails with
+	// UNAUTHENTICATED, PERMISSION_DENIED.
+	ListOAuthProviders(context.Context, *ListOAuthProvidersRequest) (*ListOAuthProvidersResponse, error)
+	// ConnectAccount gives the link a user opens in a browser to connect their account of an
+	// upstream (authorization code with PKCE, toolmesh as the client). A caller acting for a user
+	// gets the link of that user; an admin may name any user. Fails with INVALID_ARGUMENT,
+	// NOT_FOUND (unknown provider), FAILED_PRECONDITION (no user to connect), UNAUTHENTICATED,
+	// PERMISSION_DENIED.
+	ConnectAccount(context.Context, *ConnectAccountRequest) (*ConnectAccountResponse, error)
+	// ListConnections lists users' connections to upstreams, never their tokens. Fails with
+	// INVALID_ARGUMENT, UNAUTHENTICATED.
+	ListConnections(context.Context, *ListConnectionsRequest) (*ListConnectionsResponse, error)
+	// RevokeConnection forgets a user's tokens of an upstream (and revokes them there when it has a
+	// revocation endpoint); the user's next call that needs them is refused with the link to
+	// connect again. Fails with INVALID_ARGUMENT, NOT_FOUND, UNAUTHENTICATED, PERMISSION_DENIED.
+	RevokeConnection(context.Context, *RevokeConnectionRequest) (*RevokeConnectionResponse, error)
+	// AddSigningKey makes a new JWT signing key (its private half kept in the vault) the one that
+	// signs; the keys before it keep verifying until retired, so tokens of both verify during the
+	// overlap. Fails with UNAUTHENTICATED, PERMISSION_DENIED.
+	AddSigningKey(context.Context, *AddSigningKeyRequest) (*AddSigningKeyResponse, error)
+	// RetireSigningKey stops a key verifying: tokens it signed are refused everywhere within a
+	// second. Fails with INVALID_ARGUMENT, NOT_FOUND, FAILED_PRECONDITION (the key signs and no
+	// other key could take over: add one first), UNAUTHENTICATED, PERMISSION_DENIED.
+	RetireSigningKey(context.Context, *RetireSigningKeyRequest) (*RetireSigningKeyResponse, error)
+	// ListSigningKeys lists the signing keys with their public halves. Fails with UNAUTHENTICATED,
+	// PERMISSION_DENIED.
+	ListSigningKeys(context.Context, *ListSigningKeysRequest) (*ListSigningKeysResponse, error)
+	// IssueToken signs a JWT for an agent (and the user it acts for) with the signing key, which
+	// every service verifies. Fails with INVALID_ARGUMENT, FAILED_PRECONDITION (no signing key: add
+	// one), UNAUTHENTICATED, PERMISSION_DENIED.
+	IssueToken(context.Context, *IssueTokenRequest) (*IssueTokenResponse, error)
 	mustEmbedUnimplementedPermissionServiceServer()
 }
 
@@ -340,6 +589,45 @@ func (UnimplementedPermissionServiceServer) DeleteBudget(context.Context, *Delet
 }
 func (UnimplementedPermissionServiceServer) ListBudgets(context.Context, *ListBudgetsRequest) (*ListBudgetsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListBudgets not implemented")
+}
+func (UnimplementedPermissionServiceServer) PutSecret(context.Context, *PutSecretRequest) (*PutSecretResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PutSecret not implemented")
+}
+func (UnimplementedPermissionServiceServer) DeleteSecret(context.Context, *DeleteSecretRequest) (*DeleteSecretResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteSecret not implemented")
+}
+func (UnimplementedPermissionServiceServer) ListSecrets(context.Context, *ListSecretsRequest) (*ListSecretsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListSecrets not implemented")
+}
+func (UnimplementedPermissionServiceServer) PutOAuthProvider(context.Context, *PutOAuthProviderRequest) (*PutOAuthProviderResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PutOAuthProvider not implemented")
+}
+func (UnimplementedPermissionServiceServer) DeleteOAuthProvider(context.Context, *DeleteOAuthProviderRequest) (*DeleteOAuthProviderResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteOAuthProvider not implemented")
+}
+func (UnimplementedPermissionServiceServer) ListOAuthProviders(context.Context, *ListOAuthProvidersRequest) (*ListOAuthProvidersResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListOAuthProviders not implemented")
+}
+func (UnimplementedPermissionServiceServer) ConnectAccount(context.Context, *ConnectAccountRequest) (*ConnectAccountResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ConnectAccount not implemented")
+}
+func (UnimplementedPermissionServiceServer) ListConnections(context.Context, *ListConnectionsRequest) (*ListConnectionsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListConnections not implemented")
+}
+func (UnimplementedPermissionServiceServer) RevokeConnection(context.Context, *RevokeConnectionRequest) (*RevokeConnectionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RevokeConnection not implemented")
+}
+func (UnimplementedPermissionServiceServer) AddSigningKey(context.Context, *AddSigningKeyRequest) (*AddSigningKeyResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AddSigningKey not implemented")
+}
+func (UnimplementedPermissionServiceServer) RetireSigningKey(context.Context, *RetireSigningKeyRequest) (*RetireSigningKeyResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RetireSigningKey not implemented")
+}
+func (UnimplementedPermissionServiceServer) ListSigningKeys(context.Context, *ListSigningKeysRequest) (*ListSigningKeysResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListSigningKeys not implemented")
+}
+func (UnimplementedPermissionServiceServer) IssueToken(context.Context, *IssueTokenRequest) (*IssueTokenResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method IssueToken not implemented")
 }
 func (UnimplementedPermissionServiceServer) mustEmbedUnimplementedPermissionServiceServer() {}
 func (UnimplementedPermissionServiceServer) testEmbeddedByValue()                           {}
@@ -614,6 +902,240 @@ func _PermissionService_ListBudgets_Handler(srv interface{}, ctx context.Context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _PermissionService_PutSecret_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PutSecretRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PermissionServiceServer).PutSecret(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PermissionService_PutSecret_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PermissionServiceServer).PutSecret(ctx, req.(*PutSecretRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PermissionService_DeleteSecret_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteSecretRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PermissionServiceServer).DeleteSecret(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PermissionService_DeleteSecret_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PermissionServiceServer).DeleteSecret(ctx, req.(*DeleteSecretRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PermissionService_ListSecrets_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListSecretsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PermissionServiceServer).ListSecrets(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PermissionService_ListSecrets_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PermissionServiceServer).ListSecrets(ctx, req.(*ListSecretsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PermissionService_PutOAuthProvider_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PutOAuthProviderRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PermissionServiceServer).PutOAuthProvider(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PermissionService_PutOAuthProvider_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PermissionServiceServer).PutOAuthProvider(ctx, req.(*PutOAuthProviderRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PermissionService_DeleteOAuthProvider_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteOAuthProviderRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PermissionServiceServer).DeleteOAuthProvider(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PermissionService_DeleteOAuthProvider_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PermissionServiceServer).DeleteOAuthProvider(ctx, req.(*DeleteOAuthProviderRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PermissionService_ListOAuthProviders_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListOAuthProvidersRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PermissionServiceServer).ListOAuthProviders(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PermissionService_ListOAuthProviders_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PermissionServiceServer).ListOAuthProviders(ctx, req.(*ListOAuthProvidersRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PermissionService_ConnectAccount_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ConnectAccountRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PermissionServiceServer).ConnectAccount(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PermissionService_ConnectAccount_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PermissionServiceServer).ConnectAccount(ctx, req.(*ConnectAccountRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PermissionService_ListConnections_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListConnectionsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PermissionServiceServer).ListConnections(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PermissionService_ListConnections_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PermissionServiceServer).ListConnections(ctx, req.(*ListConnectionsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PermissionService_RevokeConnection_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RevokeConnectionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PermissionServiceServer).RevokeConnection(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PermissionService_RevokeConnection_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PermissionServiceServer).RevokeConnection(ctx, req.(*RevokeConnectionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PermissionService_AddSigningKey_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AddSigningKeyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PermissionServiceServer).AddSigningKey(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PermissionService_AddSigningKey_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PermissionServiceServer).AddSigningKey(ctx, req.(*AddSigningKeyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PermissionService_RetireSigningKey_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RetireSigningKeyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PermissionServiceServer).RetireSigningKey(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PermissionService_RetireSigningKey_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PermissionServiceServer).RetireSigningKey(ctx, req.(*RetireSigningKeyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PermissionService_ListSigningKeys_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListSigningKeysRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PermissionServiceServer).ListSigningKeys(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PermissionService_ListSigningKeys_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PermissionServiceServer).ListSigningKeys(ctx, req.(*ListSigningKeysRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PermissionService_IssueToken_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(IssueTokenRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PermissionServiceServer).IssueToken(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PermissionService_IssueToken_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PermissionServiceServer).IssueToken(ctx, req.(*IssueTokenRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // PermissionService_ServiceDesc is the grpc.ServiceDesc for PermissionService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -676,6 +1198,58 @@ var PermissionService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListBudgets",
 			Handler:    _PermissionService_ListBudgets_Handler,
+		},
+		{
+			MethodName: "PutSecret",
+			Handler:    _PermissionService_PutSecret_Handler,
+		},
+		{
+			MethodName: "DeleteSecret",
+			Handler:    _PermissionService_DeleteSecret_Handler,
+		},
+		{
+			MethodName: "ListSecrets",
+			Handler:    _PermissionService_ListSecrets_Handler,
+		},
+		{
+			MethodName: "PutOAuthProvider",
+			Handler:    _PermissionService_PutOAuthProvider_Handler,
+		},
+		{
+			MethodName: "DeleteOAuthProvider",
+			Handler:    _PermissionService_DeleteOAuthProvider_Handler,
+		},
+		{
+			MethodName: "ListOAuthProviders",
+			Handler:    _PermissionService_ListOAuthProviders_Handler,
+		},
+		{
+			MethodName: "ConnectAccount",
+			Handler:    _PermissionService_ConnectAccount_Handler,
+		},
+		{
+			MethodName: "ListConnections",
+			Handler:    _PermissionService_ListConnections_Handler,
+		},
+		{
+			MethodName: "RevokeConnection",
+			Handler:    _PermissionService_RevokeConnection_Handler,
+		},
+		{
+			MethodName: "AddSigningKey",
+			Handler:    _PermissionService_AddSigningKey_Handler,
+		},
+		{
+			MethodName: "RetireSigningKey",
+			Handler:    _PermissionService_RetireSigningKey_Handler,
+		},
+		{
+			MethodName: "ListSigningKeys",
+			Handler:    _PermissionService_ListSigningKeys_Handler,
+		},
+		{
+			MethodName: "IssueToken",
+			Handler:    _PermissionService_IssueToken_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -50,6 +50,27 @@ class BudgetPeriod(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     BUDGET_PERIOD_UNSPECIFIED: _ClassVar[BudgetPeriod]
     BUDGET_PERIOD_DAY: _ClassVar[BudgetPeriod]
     BUDGET_PERIOD_MONTH: _ClassVar[BudgetPeriod]
+
+class SecretToolKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SECRET_TOOL_KIND_UNSPECIFIED: _ClassVar[SecretToolKind]
+    SECRET_TOOL_KIND_TOOL: _ClassVar[SecretToolKind]
+    SECRET_TOOL_KIND_GLOB: _ClassVar[SecretToolKind]
+    SECRET_TOOL_KIND_RUNTIME: _ClassVar[SecretToolKind]
+
+class SecretHolderKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SECRET_HOLDER_KIND_UNSPECIFIED: _ClassVar[SecretHolderKind]
+    SECRET_HOLDER_KIND_EVERYONE: _ClassVar[SecretHolderKind]
+    SECRET_HOLDER_KIND_ROLE: _ClassVar[SecretHolderKind]
+    SECRET_HOLDER_KIND_AGENT: _ClassVar[SecretHolderKind]
+    SECRET_HOLDER_KIND_USER: _ClassVar[SecretHolderKind]
+
+class SigningKeyState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SIGNING_KEY_STATE_UNSPECIFIED: _ClassVar[SigningKeyState]
+    SIGNING_KEY_STATE_ACTIVE: _ClassVar[SigningKeyState]
+    SIGNING_KEY_STATE_VERIFYING: _ClassVar[SigningKeyState]
 PRINCIPAL_KIND_UNSPECIFIED: PrincipalKind
 PRINCIPAL_KIND_AGENT: PrincipalKind
 PRINCIPAL_KIND_USER: PrincipalKind
@@ -73,6 +94,18 @@ BUDGET_SUBJECT_GRANT: BudgetSubject
 BUDGET_PERIOD_UNSPECIFIED: BudgetPeriod
 BUDGET_PERIOD_DAY: BudgetPeriod
 BUDGET_PERIOD_MONTH: BudgetPeriod
+SECRET_TOOL_KIND_UNSPECIFIED: SecretToolKind
+SECRET_TOOL_KIND_TOOL: SecretToolKind
+SECRET_TOOL_KIND_GLOB: SecretToolKind
+SECRET_TOOL_KIND_RUNTIME: SecretToolKind
+SECRET_HOLDER_KIND_UNSPECIFIED: SecretHolderKind
+SECRET_HOLDER_KIND_EVERYONE: SecretHolderKind
+SECRET_HOLDER_KIND_ROLE: SecretHolderKind
+SECRET_HOLDER_KIND_AGENT: SecretHolderKind
+SECRET_HOLDER_KIND_USER: SecretHolderKind
+SIGNING_KEY_STATE_UNSPECIFIED: SigningKeyState
+SIGNING_KEY_STATE_ACTIVE: SigningKeyState
+SIGNING_KEY_STATE_VERIFYING: SigningKeyState
 
 class PrincipalRef(_message.Message):
     __slots__ = ("kind", "id")
@@ -447,3 +480,331 @@ class ListBudgetsResponse(_message.Message):
     budgets: _containers.RepeatedCompositeFieldContainer[Budget]
     next_page_token: str
     def __init__(self, budgets: _Optional[_Iterable[_Union[Budget, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class SecretScope(_message.Message):
+    __slots__ = ("tool_kind", "tool", "holder_kind", "holder")
+    TOOL_KIND_FIELD_NUMBER: _ClassVar[int]
+    TOOL_FIELD_NUMBER: _ClassVar[int]
+    HOLDER_KIND_FIELD_NUMBER: _ClassVar[int]
+    HOLDER_FIELD_NUMBER: _ClassVar[int]
+    tool_kind: SecretToolKind
+    tool: str
+    holder_kind: SecretHolderKind
+    holder: str
+    def __init__(self, tool_kind: _Optional[_Union[SecretToolKind, str]] = ..., tool: _Optional[str] = ..., holder_kind: _Optional[_Union[SecretHolderKind, str]] = ..., holder: _Optional[str] = ...) -> None: ...
+
+class Secret(_message.Message):
+    __slots__ = ("id", "name", "scope", "version", "description", "updated_by", "updated_at")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_BY_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_AT_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    name: str
+    scope: SecretScope
+    version: int
+    description: str
+    updated_by: str
+    updated_at: _timestamp_pb2.Timestamp
+    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., scope: _Optional[_Union[SecretScope, _Mapping]] = ..., version: _Optional[int] = ..., description: _Optional[str] = ..., updated_by: _Optional[str] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class PutSecretRequest(_message.Message):
+    __slots__ = ("name", "scope", "value", "description")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    scope: SecretScope
+    value: str
+    description: str
+    def __init__(self, name: _Optional[str] = ..., scope: _Optional[_Union[SecretScope, _Mapping]] = ..., value: _Optional[str] = ..., description: _Optional[str] = ...) -> None: ...
+
+class PutSecretResponse(_message.Message):
+    __slots__ = ("secret",)
+    SECRET_FIELD_NUMBER: _ClassVar[int]
+    secret: Secret
+    def __init__(self, secret: _Optional[_Union[Secret, _Mapping]] = ...) -> None: ...
+
+class DeleteSecretRequest(_message.Message):
+    __slots__ = ("id",)
+    ID_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    def __init__(self, id: _Optional[str] = ...) -> None: ...
+
+class DeleteSecretResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListSecretsRequest(_message.Message):
+    __slots__ = ("name", "page_size", "page_token")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    page_size: int
+    page_token: str
+    def __init__(self, name: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListSecretsResponse(_message.Message):
+    __slots__ = ("secrets", "next_page_token")
+    SECRETS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    secrets: _containers.RepeatedCompositeFieldContainer[Secret]
+    next_page_token: str
+    def __init__(self, secrets: _Optional[_Iterable[_Union[Secret, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class OAuthProviderSpec(_message.Message):
+    __slots__ = ("name", "issuer", "authorization_endpoint", "token_endpoint", "revocation_endpoint", "client_id", "scopes", "resource", "token_exchange", "description")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ISSUER_FIELD_NUMBER: _ClassVar[int]
+    AUTHORIZATION_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    REVOCATION_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    SCOPES_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_EXCHANGE_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    issuer: str
+    authorization_endpoint: str
+    token_endpoint: str
+    revocation_endpoint: str
+    client_id: str
+    scopes: _containers.RepeatedScalarFieldContainer[str]
+    resource: str
+    token_exchange: bool
+    description: str
+    def __init__(self, name: _Optional[str] = ..., issuer: _Optional[str] = ..., authorization_endpoint: _Optional[str] = ..., token_endpoint: _Optional[str] = ..., revocation_endpoint: _Optional[str] = ..., client_id: _Optional[str] = ..., scopes: _Optional[_Iterable[str]] = ..., resource: _Optional[str] = ..., token_exchange: bool = ..., description: _Optional[str] = ...) -> None: ...
+
+class OAuthProvider(_message.Message):
+    __slots__ = ("spec", "redirect_uri", "has_client_secret", "updated_by", "updated_at")
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    REDIRECT_URI_FIELD_NUMBER: _ClassVar[int]
+    HAS_CLIENT_SECRET_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_BY_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_AT_FIELD_NUMBER: _ClassVar[int]
+    spec: OAuthProviderSpec
+    redirect_uri: str
+    has_client_secret: bool
+    updated_by: str
+    updated_at: _timestamp_pb2.Timestamp
+    def __init__(self, spec: _Optional[_Union[OAuthProviderSpec, _Mapping]] = ..., redirect_uri: _Optional[str] = ..., has_client_secret: bool = ..., updated_by: _Optional[str] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class PutOAuthProviderRequest(_message.Message):
+    __slots__ = ("provider", "client_secret", "clear_client_secret")
+    PROVIDER_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_SECRET_FIELD_NUMBER: _ClassVar[int]
+    CLEAR_CLIENT_SECRET_FIELD_NUMBER: _ClassVar[int]
+    provider: OAuthProviderSpec
+    client_secret: str
+    clear_client_secret: bool
+    def __init__(self, provider: _Optional[_Union[OAuthProviderSpec, _Mapping]] = ..., client_secret: _Optional[str] = ..., clear_client_secret: bool = ...) -> None: ...
+
+class PutOAuthProviderResponse(_message.Message):
+    __slots__ = ("provider",)
+    PROVIDER_FIELD_NUMBER: _ClassVar[int]
+    provider: OAuthProvider
+    def __init__(self, provider: _Optional[_Union[OAuthProvider, _Mapping]] = ...) -> None: ...
+
+class DeleteOAuthProviderRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class DeleteOAuthProviderResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListOAuthProvidersRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListOAuthProvidersResponse(_message.Message):
+    __slots__ = ("providers",)
+    PROVIDERS_FIELD_NUMBER: _ClassVar[int]
+    providers: _containers.RepeatedCompositeFieldContainer[OAuthProvider]
+    def __init__(self, providers: _Optional[_Iterable[_Union[OAuthProvider, _Mapping]]] = ...) -> None: ...
+
+class ConnectAccountRequest(_message.Message):
+    __slots__ = ("provider", "user_id")
+    PROVIDER_FIELD_NUMBER: _ClassVar[int]
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    provider: str
+    user_id: str
+    def __init__(self, provider: _Optional[str] = ..., user_id: _Optional[str] = ...) -> None: ...
+
+class ConnectAccountResponse(_message.Message):
+    __slots__ = ("url", "expires_at")
+    URL_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
+    url: str
+    expires_at: _timestamp_pb2.Timestamp
+    def __init__(self, url: _Optional[str] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class OAuthConnection(_message.Message):
+    __slots__ = ("provider", "user_id", "version", "connected_at", "access_expires_at", "refreshed_at", "scopes", "has_refresh_token")
+    PROVIDER_FIELD_NUMBER: _ClassVar[int]
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    CONNECTED_AT_FIELD_NUMBER: _ClassVar[int]
+    ACCESS_EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
+    REFRESHED_AT_FIELD_NUMBER: _ClassVar[int]
+    SCOPES_FIELD_NUMBER: _ClassVar[int]
+    HAS_REFRESH_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    provider: str
+    user_id: str
+    version: int
+    connected_at: _timestamp_pb2.Timestamp
+    access_expires_at: _timestamp_pb2.Timestamp
+    refreshed_at: _timestamp_pb2.Timestamp
+    scopes: _containers.RepeatedScalarFieldContainer[str]
+    has_refresh_token: bool
+    def __init__(self, provider: _Optional[str] = ..., user_id: _Optional[str] = ..., version: _Optional[int] = ..., connected_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., access_expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., refreshed_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., scopes: _Optional[_Iterable[str]] = ..., has_refresh_token: bool = ...) -> None: ...
+
+class ListConnectionsRequest(_message.Message):
+    __slots__ = ("provider", "user_id")
+    PROVIDER_FIELD_NUMBER: _ClassVar[int]
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    provider: str
+    user_id: str
+    def __init__(self, provider: _Optional[str] = ..., user_id: _Optional[str] = ...) -> None: ...
+
+class ListConnectionsResponse(_message.Message):
+    __slots__ = ("connections",)
+    CONNECTIONS_FIELD_NUMBER: _ClassVar[int]
+    connections: _containers.RepeatedCompositeFieldContainer[OAuthConnection]
+    def __init__(self, connections: _Optional[_Iterable[_Union[OAuthConnection, _Mapping]]] = ...) -> None: ...
+
+class RevokeConnectionRequest(_message.Message):
+    __slots__ = ("provider", "user_id")
+    PROVIDER_FIELD_NUMBER: _ClassVar[int]
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    provider: str
+    user_id: str
+    def __init__(self, provider: _Optional[str] = ..., user_id: _Optional[str] = ...) -> None: ...
+
+class RevokeConnectionResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class SigningKey(_message.Message):
+    __slots__ = ("kid", "algorithm", "public_jwk", "state", "created_at", "created_by")
+    KID_FIELD_NUMBER: _ClassVar[int]
+    ALGORITHM_FIELD_NUMBER: _ClassVar[int]
+    PUBLIC_JWK_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    CREATED_BY_FIELD_NUMBER: _ClassVar[int]
+    kid: str
+    algorithm: str
+    public_jwk: str
+    state: SigningKeyState
+    created_at: _timestamp_pb2.Timestamp
+    created_by: str
+    def __init__(self, kid: _Optional[str] = ..., algorithm: _Optional[str] = ..., public_jwk: _Optional[str] = ..., state: _Optional[_Union[SigningKeyState, str]] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., created_by: _Optional[str] = ...) -> None: ...
+
+class AddSigningKeyRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class AddSigningKeyResponse(_message.Message):
+    __slots__ = ("key",)
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    key: SigningKey
+    def __init__(self, key: _Optional[_Union[SigningKey, _Mapping]] = ...) -> None: ...
+
+class RetireSigningKeyRequest(_message.Message):
+    __slots__ = ("kid",)
+    KID_FIELD_NUMBER: _ClassVar[int]
+    kid: str
+    def __init__(self, kid: _Optional[str] = ...) -> None: ...
+
+class RetireSigningKeyResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListSigningKeysRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListSigningKeysResponse(_message.Message):
+    __slots__ = ("keys",)
+    KEYS_FIELD_NUMBER: _ClassVar[int]
+    keys: _containers.RepeatedCompositeFieldContainer[SigningKey]
+    def __init__(self, keys: _Optional[_Iterable[_Union[SigningKey, _Mapping]]] = ...) -> None: ...
+
+class IssueTokenRequest(_message.Message):
+    __slots__ = ("agent_id", "user_id", "roles", "ttl_seconds")
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    ROLES_FIELD_NUMBER: _ClassVar[int]
+    TTL_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    agent_id: str
+    user_id: str
+    roles: _containers.RepeatedScalarFieldContainer[str]
+    ttl_seconds: int
+    def __init__(self, agent_id: _Optional[str] = ..., user_id: _Optional[str] = ..., roles: _Optional[_Iterable[str]] = ..., ttl_seconds: _Optional[int] = ...) -> None: ...
+
+class IssueTokenResponse(_message.Message):
+    __slots__ = ("token", "expires_at")
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
+    token: str
+    expires_at: _timestamp_pb2.Timestamp
+    def __init__(self, token: _Optional[str] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class SecretNeed(_message.Message):
+    __slots__ = ("name", "oauth")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    OAUTH_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    oauth: bool
+    def __init__(self, name: _Optional[str] = ..., oauth: bool = ...) -> None: ...
+
+class ResolveSecretsRequest(_message.Message):
+    __slots__ = ("tool", "runtime", "agent_id", "user_id", "roles", "needs")
+    TOOL_FIELD_NUMBER: _ClassVar[int]
+    RUNTIME_FIELD_NUMBER: _ClassVar[int]
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    ROLES_FIELD_NUMBER: _ClassVar[int]
+    NEEDS_FIELD_NUMBER: _ClassVar[int]
+    tool: str
+    runtime: str
+    agent_id: str
+    user_id: str
+    roles: _containers.RepeatedScalarFieldContainer[str]
+    needs: _containers.RepeatedCompositeFieldContainer[SecretNeed]
+    def __init__(self, tool: _Optional[str] = ..., runtime: _Optional[str] = ..., agent_id: _Optional[str] = ..., user_id: _Optional[str] = ..., roles: _Optional[_Iterable[str]] = ..., needs: _Optional[_Iterable[_Union[SecretNeed, _Mapping]]] = ...) -> None: ...
+
+class ResolvedSecret(_message.Message):
+    __slots__ = ("value", "source", "version", "expires_at")
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
+    value: str
+    source: str
+    version: int
+    expires_at: _timestamp_pb2.Timestamp
+    def __init__(self, value: _Optional[str] = ..., source: _Optional[str] = ..., version: _Optional[int] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class ResolveSecretsResponse(_message.Message):
+    __slots__ = ("secrets",)
+    SECRETS_FIELD_NUMBER: _ClassVar[int]
+    secrets: _containers.RepeatedCompositeFieldContainer[ResolvedSecret]
+    def __init__(self, secrets: _Optional[_Iterable[_Union[ResolvedSecret, _Mapping]]] = ...) -> None: ...
+
+class ConnectLinkRequest(_message.Message):
+    __slots__ = ("provider", "user_id")
+    PROVIDER_FIELD_NUMBER: _ClassVar[int]
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    provider: str
+    user_id: str
+    def __init__(self, provider: _Optional[str] = ..., user_id: _Optional[str] = ...) -> None: ...

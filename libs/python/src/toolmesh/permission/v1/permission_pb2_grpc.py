@@ -106,6 +106,71 @@ class PermissionServiceStub(object):
                 request_serializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.ListBudgetsRequest.SerializeToString,
                 response_deserializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.ListBudgetsResponse.FromString,
                 _registered_method=True)
+        self.PutSecret = channel.unary_unary(
+                '/toolmesh.permission.v1.PermissionService/PutSecret',
+                request_serializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.PutSecretRequest.SerializeToString,
+                response_deserializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.PutSecretResponse.FromString,
+                _registered_method=True)
+        self.DeleteSecret = channel.unary_unary(
+                '/toolmesh.permission.v1.PermissionService/DeleteSecret',
+                request_serializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.DeleteSecretRequest.SerializeToString,
+                response_deserializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.DeleteSecretResponse.FromString,
+                _registered_method=True)
+        self.ListSecrets = channel.unary_unary(
+                '/toolmesh.permission.v1.PermissionService/ListSecrets',
+                request_serializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.ListSecretsRequest.SerializeToString,
+                response_deserializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.ListSecretsResponse.FromString,
+                _registered_method=True)
+        self.PutOAuthProvider = channel.unary_unary(
+                '/toolmesh.permission.v1.PermissionService/PutOAuthProvider',
+                request_serializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.PutOAuthProviderRequest.SerializeToString,
+                response_deserializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.PutOAuthProviderResponse.FromString,
+                _registered_method=True)
+        self.DeleteOAuthProvider = channel.unary_unary(
+                '/toolmesh.permission.v1.PermissionService/DeleteOAuthProvider',
+                request_serializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.DeleteOAuthProviderRequest.SerializeToString,
+                response_deserializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.DeleteOAuthProviderResponse.FromString,
+                _registered_method=True)
+        self.ListOAuthProviders = channel.unary_unary(
+                '/toolmesh.permission.v1.PermissionService/ListOAuthProviders',
+                request_serializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.ListOAuthProvidersRequest.SerializeToString,
+                response_deserializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.ListOAuthProvidersResponse.FromString,
+                _registered_method=True)
+        self.ConnectAccount = channel.unary_unary(
+                '/toolmesh.permission.v1.PermissionService/ConnectAccount',
+                request_serializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.ConnectAccountRequest.SerializeToString,
+                response_deserializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.ConnectAccountResponse.FromString,
+                _registered_method=True)
+        self.ListConnections = channel.unary_unary(
+                '/toolmesh.permission.v1.PermissionService/ListConnections',
+                request_serializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.ListConnectionsRequest.SerializeToString,
+                response_deserializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.ListConnectionsResponse.FromString,
+                _registered_method=True)
+        self.RevokeConnection = channel.unary_unary(
+                '/toolmesh.permission.v1.PermissionService/RevokeConnection',
+                request_serializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.RevokeConnectionRequest.SerializeToString,
+                response_deserializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.RevokeConnectionResponse.FromString,
+                _registered_method=True)
+        self.AddSigningKey = channel.unary_unary(
+                '/toolmesh.permission.v1.PermissionService/AddSigningKey',
+                request_serializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.AddSigningKeyRequest.SerializeToString,
+                response_deserializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.AddSigningKeyResponse.FromString,
+                _registered_method=True)
+        self.RetireSigningKey = channel.unary_unary(
+                '/toolmesh.permission.v1.PermissionService/RetireSigningKey',
+                request_serializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.RetireSigningKeyRequest.SerializeToString,
+                response_deserializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.RetireSigningKeyResponse.FromString,
+                _registered_method=True)
+        self.ListSigningKeys = channel.unary_unary(
+                '/toolmesh.permission.v1.PermissionService/ListSigningKeys',
+                request_serializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.ListSigningKeysRequest.SerializeToString,
+                response_deserializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.ListSigningKeysResponse.FromString,
+                _registered_method=True)
+        self.IssueToken = channel.unary_unary(
+                '/toolmesh.permission.v1.PermissionService/IssueToken',
+                request_serializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.IssueTokenRequest.SerializeToString,
+                response_deserializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.IssueTokenResponse.FromString,
+                _registered_method=True)
 
 
 class PermissionServiceServicer(object):
@@ -228,6 +293,124 @@ class PermissionServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def PutSecret(self, request, context):
+        """PutSecret stores a secret of the vault under a name and a scope, encrypted at rest; the same
+        name and scope again replaces the value and bumps its version. The value never comes back out
+        of any RPC. An admin may put any scope; a caller acting for a user may put secrets scoped to
+        that user only. Fails with INVALID_ARGUMENT (bad name, scope or value), RESOURCE_EXHAUSTED
+        (the vault holds TOOLMESH_VAULT_MAX_SECRETS), UNAUTHENTICATED, PERMISSION_DENIED.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteSecret(self, request, context):
+        """DeleteSecret removes a secret; the next call that needs it is refused. Fails with
+        INVALID_ARGUMENT, NOT_FOUND, UNAUTHENTICATED, PERMISSION_DENIED (as PutSecret).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListSecrets(self, request, context):
+        """ListSecrets lists secrets by id: names, scopes and versions, never values. An admin sees
+        every secret, a caller acting for a user those of that user. Fails with INVALID_ARGUMENT (bad
+        page token), UNAUTHENTICATED.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PutOAuthProvider(self, request, context):
+        """PutOAuthProvider creates or replaces an OAuth 2.1 upstream (an authorization server toolmesh
+        is a client of), discovering its endpoints from the issuer when they are not given. Fails
+        with INVALID_ARGUMENT (bad name or URL), FAILED_PRECONDITION (discovery failed: the message
+        says what the issuer answered; no client id and the issuer offers no dynamic registration:
+        the message names the redirect URI to register), UNAUTHENTICATED, PERMISSION_DENIED.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteOAuthProvider(self, request, context):
+        """DeleteOAuthProvider removes an upstream and every user's connection to it. Fails with
+        INVALID_ARGUMENT, NOT_FOUND, UNAUTHENTICATED, PERMISSION_DENIED.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListOAuthProviders(self, request, context):
+        """ListOAuthProviders lists the upstreams, never their client secrets. Fails with
+        UNAUTHENTICATED, PERMISSION_DENIED.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ConnectAccount(self, request, context):
+        """ConnectAccount gives the link a user opens in a browser to connect their account of an
+        upstream (authorization code with PKCE, toolmesh as the client). A caller acting for a user
+        gets the link of that user; an admin may name any user. Fails with INVALID_ARGUMENT,
+        NOT_FOUND (unknown provider), FAILED_PRECONDITION (no user to connect), UNAUTHENTICATED,
+        PERMISSION_DENIED.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListConnections(self, request, context):
+        """ListConnections lists users' connections to upstreams, never their tokens. Fails with
+        INVALID_ARGUMENT, UNAUTHENTICATED.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RevokeConnection(self, request, context):
+        """RevokeConnection forgets a user's tokens of an upstream (and revokes them there when it has a
+        revocation endpoint); the user's next call that needs them is refused with the link to
+        connect again. Fails with INVALID_ARGUMENT, NOT_FOUND, UNAUTHENTICATED, PERMISSION_DENIED.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AddSigningKey(self, request, context):
+        """AddSigningKey makes a new JWT signing key (its private half kept in the vault) the one that
+        signs; the keys before it keep verifying until retired, so tokens of both verify during the
+        overlap. Fails with UNAUTHENTICATED, PERMISSION_DENIED.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RetireSigningKey(self, request, context):
+        """RetireSigningKey stops a key verifying: tokens it signed are refused everywhere within a
+        second. Fails with INVALID_ARGUMENT, NOT_FOUND, FAILED_PRECONDITION (the key signs and no
+        other key could take over: add one first), UNAUTHENTICATED, PERMISSION_DENIED.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListSigningKeys(self, request, context):
+        """ListSigningKeys lists the signing keys with their public halves. Fails with UNAUTHENTICATED,
+        PERMISSION_DENIED.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def IssueToken(self, request, context):
+        """IssueToken signs a JWT for an agent (and the user it acts for) with the signing key, which
+        every service verifies. Fails with INVALID_ARGUMENT, FAILED_PRECONDITION (no signing key: add
+        one), UNAUTHENTICATED, PERMISSION_DENIED.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_PermissionServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -300,6 +483,71 @@ def add_PermissionServiceServicer_to_server(servicer, server):
                     servicer.ListBudgets,
                     request_deserializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.ListBudgetsRequest.FromString,
                     response_serializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.ListBudgetsResponse.SerializeToString,
+            ),
+            'PutSecret': grpc.unary_unary_rpc_method_handler(
+                    servicer.PutSecret,
+                    request_deserializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.PutSecretRequest.FromString,
+                    response_serializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.PutSecretResponse.SerializeToString,
+            ),
+            'DeleteSecret': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteSecret,
+                    request_deserializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.DeleteSecretRequest.FromString,
+                    response_serializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.DeleteSecretResponse.SerializeToString,
+            ),
+            'ListSecrets': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListSecrets,
+                    request_deserializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.ListSecretsRequest.FromString,
+                    response_serializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.ListSecretsResponse.SerializeToString,
+            ),
+            'PutOAuthProvider': grpc.unary_unary_rpc_method_handler(
+                    servicer.PutOAuthProvider,
+                    request_deserializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.PutOAuthProviderRequest.FromString,
+                    response_serializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.PutOAuthProviderResponse.SerializeToString,
+            ),
+            'DeleteOAuthProvider': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteOAuthProvider,
+                    request_deserializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.DeleteOAuthProviderRequest.FromString,
+                    response_serializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.DeleteOAuthProviderResponse.SerializeToString,
+            ),
+            'ListOAuthProviders': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListOAuthProviders,
+                    request_deserializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.ListOAuthProvidersRequest.FromString,
+                    response_serializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.ListOAuthProvidersResponse.SerializeToString,
+            ),
+            'ConnectAccount': grpc.unary_unary_rpc_method_handler(
+                    servicer.ConnectAccount,
+                    request_deserializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.ConnectAccountRequest.FromString,
+                    response_serializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.ConnectAccountResponse.SerializeToString,
+            ),
+            'ListConnections': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListConnections,
+                    request_deserializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.ListConnectionsRequest.FromString,
+                    response_serializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.ListConnectionsResponse.SerializeToString,
+            ),
+            'RevokeConnection': grpc.unary_unary_rpc_method_handler(
+                    servicer.RevokeConnection,
+                    request_deserializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.RevokeConnectionRequest.FromString,
+                    response_serializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.RevokeConnectionResponse.SerializeToString,
+            ),
+            'AddSigningKey': grpc.unary_unary_rpc_method_handler(
+                    servicer.AddSigningKey,
+                    request_deserializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.AddSigningKeyRequest.FromString,
+                    response_serializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.AddSigningKeyResponse.SerializeToString,
+            ),
+            'RetireSigningKey': grpc.unary_unary_rpc_method_handler(
+                    servicer.RetireSigningKey,
+                    request_deserializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.RetireSigningKeyRequest.FromString,
+                    response_serializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.RetireSigningKeyResponse.SerializeToString,
+            ),
+            'ListSigningKeys': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListSigningKeys,
+                    request_deserializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.ListSigningKeysRequest.FromString,
+                    response_serializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.ListSigningKeysResponse.SerializeToString,
+            ),
+            'IssueToken': grpc.unary_unary_rpc_method_handler(
+                    servicer.IssueToken,
+                    request_deserializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.IssueTokenRequest.FromString,
+                    response_serializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.IssueTokenResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -682,6 +930,357 @@ class PermissionService(object):
             '/toolmesh.permission.v1.PermissionService/ListBudgets',
             toolmesh_dot_permission_dot_v1_dot_permission__pb2.ListBudgetsRequest.SerializeToString,
             toolmesh_dot_permission_dot_v1_dot_permission__pb2.ListBudgetsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PutSecret(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/toolmesh.permission.v1.PermissionService/PutSecret',
+            toolmesh_dot_permission_dot_v1_dot_permission__pb2.PutSecretRequest.SerializeToString,
+            toolmesh_dot_permission_dot_v1_dot_permission__pb2.PutSecretResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteSecret(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/toolmesh.permission.v1.PermissionService/DeleteSecret',
+            toolmesh_dot_permission_dot_v1_dot_permission__pb2.DeleteSecretRequest.SerializeToString,
+            toolmesh_dot_permission_dot_v1_dot_permission__pb2.DeleteSecretResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListSecrets(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/toolmesh.permission.v1.PermissionService/ListSecrets',
+            toolmesh_dot_permission_dot_v1_dot_permission__pb2.ListSecretsRequest.SerializeToString,
+            toolmesh_dot_permission_dot_v1_dot_permission__pb2.ListSecretsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PutOAuthProvider(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/toolmesh.permission.v1.PermissionService/PutOAuthProvider',
+            toolmesh_dot_permission_dot_v1_dot_permission__pb2.PutOAuthProviderRequest.SerializeToString,
+            toolmesh_dot_permission_dot_v1_dot_permission__pb2.PutOAuthProviderResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteOAuthProvider(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/toolmesh.permission.v1.PermissionService/DeleteOAuthProvider',
+            toolmesh_dot_permission_dot_v1_dot_permission__pb2.DeleteOAuthProviderRequest.SerializeToString,
+            toolmesh_dot_permission_dot_v1_dot_permission__pb2.DeleteOAuthProviderResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListOAuthProviders(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/toolmesh.permission.v1.PermissionService/ListOAuthProviders',
+            toolmesh_dot_permission_dot_v1_dot_permission__pb2.ListOAuthProvidersRequest.SerializeToString,
+            toolmesh_dot_permission_dot_v1_dot_permission__pb2.ListOAuthProvidersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ConnectAccount(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/toolmesh.permission.v1.PermissionService/ConnectAccount',
+            toolmesh_dot_permission_dot_v1_dot_permission__pb2.ConnectAccountRequest.SerializeToString,
+            toolmesh_dot_permission_dot_v1_dot_permission__pb2.ConnectAccountResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListConnections(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/toolmesh.permission.v1.PermissionService/ListConnections',
+            toolmesh_dot_permission_dot_v1_dot_permission__pb2.ListConnectionsRequest.SerializeToString,
+            toolmesh_dot_permission_dot_v1_dot_permission__pb2.ListConnectionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RevokeConnection(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/toolmesh.permission.v1.PermissionService/RevokeConnection',
+            toolmesh_dot_permission_dot_v1_dot_permission__pb2.RevokeConnectionRequest.SerializeToString,
+            toolmesh_dot_permission_dot_v1_dot_permission__pb2.RevokeConnectionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AddSigningKey(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/toolmesh.permission.v1.PermissionService/AddSigningKey',
+            toolmesh_dot_permission_dot_v1_dot_permission__pb2.AddSigningKeyRequest.SerializeToString,
+            toolmesh_dot_permission_dot_v1_dot_permission__pb2.AddSigningKeyResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RetireSigningKey(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/toolmesh.permission.v1.PermissionService/RetireSigningKey',
+            toolmesh_dot_permission_dot_v1_dot_permission__pb2.RetireSigningKeyRequest.SerializeToString,
+            toolmesh_dot_permission_dot_v1_dot_permission__pb2.RetireSigningKeyResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListSigningKeys(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/toolmesh.permission.v1.PermissionService/ListSigningKeys',
+            toolmesh_dot_permission_dot_v1_dot_permission__pb2.ListSigningKeysRequest.SerializeToString,
+            toolmesh_dot_permission_dot_v1_dot_permission__pb2.ListSigningKeysResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def IssueToken(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/toolmesh.permission.v1.PermissionService/IssueToken',
+            toolmesh_dot_permission_dot_v1_dot_permission__pb2.IssueTokenRequest.SerializeToString,
+            toolmesh_dot_permission_dot_v1_dot_permission__pb2.IssueTokenResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -302,7 +302,7 @@ class RetryPolicy(_message.Message):
     def __init__(self, max_attempts: _Optional[int] = ..., initial_backoff_ms: _Optional[int] = ..., max_backoff_ms: _Optional[int] = ...) -> None: ...
 
 class ToolSpec(_message.Message):
-    __slots__ = ("name", "version", "description", "category", "input_schema", "output_schema", "required_scopes", "timeout_ms", "retry_policy", "idempotent", "side_effects", "knowhub_slugs", "status", "runtime", "labels", "reporters", "annotations", "requires_approval", "approver_roles", "requires_confirmation", "task_support", "cache_ttl_ms", "cache_max_entries", "price", "circuit_breaker")
+    __slots__ = ("name", "version", "description", "category", "input_schema", "output_schema", "required_scopes", "timeout_ms", "retry_policy", "idempotent", "side_effects", "knowhub_slugs", "status", "runtime", "labels", "reporters", "annotations", "requires_approval", "approver_roles", "requires_confirmation", "task_support", "cache_ttl_ms", "cache_max_entries", "price", "circuit_breaker", "secrets")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -335,6 +335,7 @@ class ToolSpec(_message.Message):
     CACHE_MAX_ENTRIES_FIELD_NUMBER: _ClassVar[int]
     PRICE_FIELD_NUMBER: _ClassVar[int]
     CIRCUIT_BREAKER_FIELD_NUMBER: _ClassVar[int]
+    SECRETS_FIELD_NUMBER: _ClassVar[int]
     name: str
     version: str
     description: str
@@ -360,7 +361,8 @@ class ToolSpec(_message.Message):
     cache_max_entries: int
     price: Price
     circuit_breaker: CircuitBreaker
-    def __init__(self, name: _Optional[str] = ..., version: _Optional[str] = ..., description: _Optional[str] = ..., category: _Optional[str] = ..., input_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., output_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., required_scopes: _Optional[_Iterable[str]] = ..., timeout_ms: _Optional[int] = ..., retry_policy: _Optional[_Union[RetryPolicy, _Mapping]] = ..., idempotent: bool = ..., side_effects: bool = ..., knowhub_slugs: _Optional[_Iterable[str]] = ..., status: _Optional[_Union[ToolStatus, str]] = ..., runtime: _Optional[_Union[Runtime, _Mapping]] = ..., labels: _Optional[_Mapping[str, str]] = ..., reporters: _Optional[_Iterable[str]] = ..., annotations: _Optional[_Union[ToolAnnotations, _Mapping]] = ..., requires_approval: bool = ..., approver_roles: _Optional[_Iterable[str]] = ..., requires_confirmation: bool = ..., task_support: _Optional[_Union[TaskSupport, str]] = ..., cache_ttl_ms: _Optional[int] = ..., cache_max_entries: _Optional[int] = ..., price: _Optional[_Union[Price, _Mapping]] = ..., circuit_breaker: _Optional[_Union[CircuitBreaker, _Mapping]] = ...) -> None: ...
+    secrets: _containers.RepeatedCompositeFieldContainer[SecretInjection]
+    def __init__(self, name: _Optional[str] = ..., version: _Optional[str] = ..., description: _Optional[str] = ..., category: _Optional[str] = ..., input_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., output_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., required_scopes: _Optional[_Iterable[str]] = ..., timeout_ms: _Optional[int] = ..., retry_policy: _Optional[_Union[RetryPolicy, _Mapping]] = ..., idempotent: bool = ..., side_effects: bool = ..., knowhub_slugs: _Optional[_Iterable[str]] = ..., status: _Optional[_Union[ToolStatus, str]] = ..., runtime: _Optional[_Union[Runtime, _Mapping]] = ..., labels: _Optional[_Mapping[str, str]] = ..., reporters: _Optional[_Iterable[str]] = ..., annotations: _Optional[_Union[ToolAnnotations, _Mapping]] = ..., requires_approval: bool = ..., approver_roles: _Optional[_Iterable[str]] = ..., requires_confirmation: bool = ..., task_support: _Optional[_Union[TaskSupport, str]] = ..., cache_ttl_ms: _Optional[int] = ..., cache_max_entries: _Optional[int] = ..., price: _Optional[_Union[Price, _Mapping]] = ..., circuit_breaker: _Optional[_Union[CircuitBreaker, _Mapping]] = ..., secrets: _Optional[_Iterable[_Union[SecretInjection, _Mapping]]] = ...) -> None: ...
 
 class Price(_message.Message):
     __slots__ = ("currency", "per_call_micros", "per_second_micros")
@@ -381,6 +383,24 @@ class CircuitBreaker(_message.Message):
     open_ms: int
     disabled: bool
     def __init__(self, failures: _Optional[int] = ..., open_ms: _Optional[int] = ..., disabled: bool = ...) -> None: ...
+
+class SecretInjection(_message.Message):
+    __slots__ = ("secret", "oauth_provider", "header", "query", "env", "file", "prefix")
+    SECRET_FIELD_NUMBER: _ClassVar[int]
+    OAUTH_PROVIDER_FIELD_NUMBER: _ClassVar[int]
+    HEADER_FIELD_NUMBER: _ClassVar[int]
+    QUERY_FIELD_NUMBER: _ClassVar[int]
+    ENV_FIELD_NUMBER: _ClassVar[int]
+    FILE_FIELD_NUMBER: _ClassVar[int]
+    PREFIX_FIELD_NUMBER: _ClassVar[int]
+    secret: str
+    oauth_provider: str
+    header: str
+    query: str
+    env: str
+    file: str
+    prefix: str
+    def __init__(self, secret: _Optional[str] = ..., oauth_provider: _Optional[str] = ..., header: _Optional[str] = ..., query: _Optional[str] = ..., env: _Optional[str] = ..., file: _Optional[str] = ..., prefix: _Optional[str] = ...) -> None: ...
 
 class Tool(_message.Message):
     __slots__ = ("spec", "schema_hash", "revision", "groups", "created_at", "updated_at", "updated_by", "definition_hash", "history")

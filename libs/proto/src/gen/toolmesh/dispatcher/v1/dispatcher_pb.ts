@@ -1652,10 +1652,13 @@ export const DispatcherService: GenService<{
    * toolmesh tools named `<prefix>.<tool>` with runtime `mcp`, keeping their schemas and
    * annotations, and its prompts, resources and resource templates as registry entries of the
    * same runtime (McpRuntime.operation) that /mcp serves as prompts and resources; run again, it
-   * re-syncs and names the entries whose definition changed. Fails with UNAUTHENTICATED,
-   * PERMISSION_DENIED (admin), INVALID_ARGUMENT (bad prefix or runtime), ALREADY_EXISTS (a
-   * resource URI another import owns), UNAVAILABLE (the server cannot be reached or listed), and
-   * the Registry's errors.
+   * re-syncs and names the entries whose definition changed. A server over HTTP protected by
+   * OAuth (401 with protected-resource metadata, RFC 9728) gets the OAuth provider `<prefix>` and
+   * its entries are listed with the token of the user the caller acts for. Fails with
+   * UNAUTHENTICATED, PERMISSION_DENIED (admin), INVALID_ARGUMENT (bad prefix or runtime),
+   * ALREADY_EXISTS (a resource URI another import owns), FAILED_PRECONDITION (OAuth: the caller's
+   * user has not connected, with the link; no user; no client registration), UNAVAILABLE (the
+   * server cannot be reached or listed), and the Registry's and Permission's errors.
    *
    * @generated from rpc toolmesh.dispatcher.v1.DispatcherService.ImportMcpServer
    */

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file toolmesh/permission/v1/permission.proto.
  */
 export const file_toolmesh_permission_v1_permission: GenFile = /*@__PURE__*/
-  fileDesc("Cid0b29sbWVzaC9wZXJtaXNzaW9uL3YxL3Blcm1pc3Npb24ucHJvdG8SFnRvb2xtZXNoLnBlcm1pc3Npb24udjEiTwoMUHJpbmNpcGFsUmVmEjMKBGtpbmQYASABKA4yJS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlByaW5jaXBhbEtpbmQSCgoCaWQYAiABKAkiTwoIUmVzb3VyY2USMgoEa2luZBgBIAEoDjIkLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUmVzb3VyY2VLaW5kEg8KB3BhdHRlcm4YAiABKAki2gIKCUdyYW50U3BlYxI3CglwcmluY2lwYWwYASABKAsyJC50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlByaW5jaXBhbFJlZhIyCghyZXNvdXJjZRgCIAEoCzIgLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUmVzb3VyY2USDgoGc2NvcGVzGAMgAygJEi4KBmVmZmVjdBgEIAEoDjIeLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuRWZmZWN0Ei4KCmV4cGlyZXNfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB2VuYWJsZWQYBiABKAgSEwoLZGVzY3JpcHRpb24YByABKAkSGQoRcmVxdWlyZXNfYXBwcm92YWwYCCABKAgSHQoVcmVxdWlyZXNfY29uZmlybWF0aW9uGAkgASgIEhAKCHVubGlzdGVkGAogASgIIt4BCgVHcmFudBIKCgJpZBgBIAEoCRIvCgRzcGVjGAIgASgLMiEudG9vbG1lc2gucGVybWlzc2lvbi52MS5HcmFudFNwZWMSEgoKY3JlYXRlZF9ieRgDIAEoCRIuCgpjcmVhdGVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIQCghyZXZpc2lvbhgFIAEoBBISCgp1cGRhdGVkX2J5GAYgASgJEi4KCnVwZGF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIkAKDEdyYW50UmVxdWVzdBIwCgVncmFudBgBIAEoCzIhLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuR3JhbnRTcGVjIj0KDUdyYW50UmVzcG9uc2USLAoFZ3JhbnQYASABKAsyHS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkdyYW50IiEKDVJldm9rZVJlcXVlc3QSEAoIZ3JhbnRfaWQYASABKAkiEAoOUmV2b2tlUmVzcG9uc2UicwoSVXBkYXRlR3JhbnRSZXF1ZXN0EhAKCGdyYW50X2lkGAEgASgJEjAKBWdyYW50GAIgASgLMiEudG9vbG1lc2gucGVybWlzc2lvbi52MS5HcmFudFNwZWMSGQoRZXhwZWN0ZWRfcmV2aXNpb24YAyABKAQiQwoTVXBkYXRlR3JhbnRSZXNwb25zZRIsCgVncmFudBgBIAEoCzIdLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuR3JhbnQihQEKEUxpc3RHcmFudHNSZXF1ZXN0EjcKCXByaW5jaXBhbBgBIAEoCzIkLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUHJpbmNpcGFsUmVmEhAKCHJlc291cmNlGAIgASgJEhEKCXBhZ2Vfc2l6ZRgDIAEoDRISCgpwYWdlX3Rva2VuGAQgASgJIlwKEkxpc3RHcmFudHNSZXNwb25zZRItCgZncmFudHMYASADKAsyHS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkdyYW50EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJOCgxDaGVja1JlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRINCgVyb2xlcxgDIAMoCRIMCgR0b29sGAQgASgJItsBCghEZWNpc2lvbhIPCgdhbGxvd2VkGAEgASgIEg4KBnJlYXNvbhgCIAEoCRIZChFtYXRjaGVkX2dyYW50X2lkcxgDIAMoCRIVCg1kZW55X2dyYW50X2lkGAQgASgJEhYKDm1pc3Npbmdfc2NvcGVzGAUgAygJEhgKEGRlbmllZF9wcmluY2lwYWwYBiABKAkSGQoRcmVxdWlyZXNfYXBwcm92YWwYByABKAgSHQoVcmVxdWlyZXNfY29uZmlybWF0aW9uGAggASgIEhAKCHVubGlzdGVkGAkgASgIIkMKDUNoZWNrUmVzcG9uc2USMgoIZGVjaXNpb24YASABKAsyIC50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkRlY2lzaW9uItkBCgZBcGlLZXkSCgoCaWQYASABKAkSEAoIYWdlbnRfaWQYAiABKAkSDwoHdXNlcl9pZBgDIAEoCRINCgVyb2xlcxgEIAMoCRIMCgRuYW1lGAUgASgJEi4KCmNyZWF0ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB3Jldm9rZWQYCCABKAgSEgoKY3JlYXRlZF9ieRgJIAEoCSKFAQoTQ3JlYXRlQXBpS2V5UmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEg0KBXJvbGVzGAMgAygJEgwKBG5hbWUYBCABKAkSLgoKZXhwaXJlc19hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiVwoUQ3JlYXRlQXBpS2V5UmVzcG9uc2USLwoHYXBpX2tleRgBIAEoCzIeLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuQXBpS2V5Eg4KBnNlY3JldBgCIAEoCSIhChNSZXZva2VBcGlLZXlSZXF1ZXN0EgoKAmlkGAEgASgJIhYKFFJldm9rZUFwaUtleVJlc3BvbnNlImYKEkxpc3RBcGlLZXlzUmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRIXCg9pbmNsdWRlX3Jldm9rZWQYAiABKAgSEQoJcGFnZV9zaXplGAMgASgNEhIKCnBhZ2VfdG9rZW4YBCABKAkiYAoTTGlzdEFwaUtleXNSZXNwb25zZRIwCghhcGlfa2V5cxgBIAMoCzIeLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuQXBpS2V5EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJzCgxBcGlLZXlSZWNvcmQSLwoHYXBpX2tleRgBIAEoCzIeLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuQXBpS2V5EgwKBHNhbHQYAiABKAkSDAoEaGFzaBgDIAEoCRIWCg5oYXNoX2FsZ29yaXRobRgEIAEoCSKyAQoNUmF0ZUxpbWl0U3BlYxI5CgdzdWJqZWN0GAEgASgOMigudG9vbG1lc2gucGVybWlzc2lvbi52MS5SYXRlTGltaXRTdWJqZWN0Eg4KBnRhcmdldBgCIAEoCRIbChNyZXF1ZXN0c19wZXJfc2Vjb25kGAMgASgBEg0KBWJ1cnN0GAQgASgNEhUKDWNhbGxzX3Blcl9kYXkYBSABKA0SEwoLZGVzY3JpcHRpb24YBiABKAkikAEKCVJhdGVMaW1pdBIKCgJpZBgBIAEoCRIzCgRzcGVjGAIgASgLMiUudG9vbG1lc2gucGVybWlzc2lvbi52MS5SYXRlTGltaXRTcGVjEhIKCnVwZGF0ZWRfYnkYAyABKAkSLgoKdXBkYXRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiSwoTUHV0UmF0ZUxpbWl0UmVxdWVzdBI0CgVsaW1pdBgBIAEoCzIlLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUmF0ZUxpbWl0U3BlYyJIChRQdXRSYXRlTGltaXRSZXNwb25zZRIwCgVsaW1pdBgBIAEoCzIhLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUmF0ZUxpbWl0IiQKFkRlbGV0ZVJhdGVMaW1pdFJlcXVlc3QSCgoCaWQYASABKAkiGQoXRGVsZXRlUmF0ZUxpbWl0UmVzcG9uc2UiPgoVTGlzdFJhdGVMaW1pdHNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoDRISCgpwYWdlX3Rva2VuGAIgASgJImQKFkxpc3RSYXRlTGltaXRzUmVzcG9uc2USMQoGbGltaXRzGAEgAygLMiEudG9vbG1lc2gucGVybWlzc2lvbi52MS5SYXRlTGltaXQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIscBCgpCdWRnZXRTcGVjEjYKB3N1YmplY3QYASABKA4yJS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkJ1ZGdldFN1YmplY3QSDgoGdGFyZ2V0GAIgASgJEjQKBnBlcmlvZBgDIAEoDjIkLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuQnVkZ2V0UGVyaW9kEhAKCGN1cnJlbmN5GAQgASgJEhQKDGxpbWl0X21pY3JvcxgFIAEoBBITCgtkZXNjcmlwdGlvbhgGIAEoCSKKAQoGQnVkZ2V0EgoKAmlkGAEgASgJEjAKBHNwZWMYAiABKAsyIi50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkJ1ZGdldFNwZWMSEgoKdXBkYXRlZF9ieRgDIAEoCRIuCgp1cGRhdGVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJGChBQdXRCdWRnZXRSZXF1ZXN0EjIKBmJ1ZGdldBgBIAEoCzIiLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuQnVkZ2V0U3BlYyJDChFQdXRCdWRnZXRSZXNwb25zZRIuCgZidWRnZXQYASABKAsyHi50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkJ1ZGdldCIhChNEZWxldGVCdWRnZXRSZXF1ZXN0EgoKAmlkGAEgASgJIhYKFERlbGV0ZUJ1ZGdldFJlc3BvbnNlIjsKEkxpc3RCdWRnZXRzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKA0SEgoKcGFnZV90b2tlbhgCIAEoCSJfChNMaXN0QnVkZ2V0c1Jlc3BvbnNlEi8KB2J1ZGdldHMYASADKAsyHi50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkJ1ZGdldBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkqewoNUHJpbmNpcGFsS2luZBIeChpQUklOQ0lQQUxfS0lORF9VTlNQRUNJRklFRBAAEhgKFFBSSU5DSVBBTF9LSU5EX0FHRU5UEAESFwoTUFJJTkNJUEFMX0tJTkRfVVNFUhACEhcKE1BSSU5DSVBBTF9LSU5EX1JPTEUQAyp2CgxSZXNvdXJjZUtpbmQSHQoZUkVTT1VSQ0VfS0lORF9VTlNQRUNJRklFRBAAEhYKElJFU09VUkNFX0tJTkRfVE9PTBABEhYKElJFU09VUkNFX0tJTkRfR0xPQhACEhcKE1JFU09VUkNFX0tJTkRfR1JPVVAQAypDCgZFZmZlY3QSFgoSRUZGRUNUX1VOU1BFQ0lGSUVEEAASEAoMRUZGRUNUX0FMTE9XEAESDwoLRUZGRUNUX0RFTlkQAiqsAQoQUmF0ZUxpbWl0U3ViamVjdBIiCh5SQVRFX0xJTUlUX1NVQkpFQ1RfVU5TUEVDSUZJRUQQABIcChhSQVRFX0xJTUlUX1NVQkpFQ1RfQUdFTlQQARIbChdSQVRFX0xJTUlUX1NVQkpFQ1RfVVNFUhACEhsKF1JBVEVfTElNSVRfU1VCSkVDVF9UT09MEAMSHAoYUkFURV9MSU1JVF9TVUJKRUNUX0dSQU5UEAQqfAoNQnVkZ2V0U3ViamVjdBIeChpCVURHRVRfU1VCSkVDVF9VTlNQRUNJRklFRBAAEhgKFEJVREdFVF9TVUJKRUNUX0FHRU5UEAESFwoTQlVER0VUX1NVQkpFQ1RfVVNFUhACEhgKFEJVREdFVF9TVUJKRUNUX0dSQU5UEAMqXQoMQnVkZ2V0UGVyaW9kEh0KGUJVREdFVF9QRVJJT0RfVU5TUEVDSUZJRUQQABIVChFCVURHRVRfUEVSSU9EX0RBWRABEhcKE0JVREdFVF9QRVJJT0RfTU9OVEgQAjKoCwoRUGVybWlzc2lvblNlcnZpY2USVAoFR3JhbnQSJC50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkdyYW50UmVxdWVzdBolLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuR3JhbnRSZXNwb25zZRJXCgZSZXZva2USJS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlJldm9rZVJlcXVlc3QaJi50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlJldm9rZVJlc3BvbnNlEmYKC1VwZGF0ZUdyYW50EioudG9vbG1lc2gucGVybWlzc2lvbi52MS5VcGRhdGVHcmFudFJlcXVlc3QaKy50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlVwZGF0ZUdyYW50UmVzcG9uc2USYwoKTGlzdEdyYW50cxIpLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuTGlzdEdyYW50c1JlcXVlc3QaKi50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkxpc3RHcmFudHNSZXNwb25zZRJUCgVDaGVjaxIkLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuQ2hlY2tSZXF1ZXN0GiUudG9vbG1lc2gucGVybWlzc2lvbi52MS5DaGVja1Jlc3BvbnNlEmkKDENyZWF0ZUFwaUtleRIrLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuQ3JlYXRlQXBpS2V5UmVxdWVzdBosLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuQ3JlYXRlQXBpS2V5UmVzcG9uc2USaQoMUmV2b2tlQXBpS2V5EisudG9vbG1lc2gucGVybWlzc2lvbi52MS5SZXZva2VBcGlLZXlSZXF1ZXN0GiwudG9vbG1lc2gucGVybWlzc2lvbi52MS5SZXZva2VBcGlLZXlSZXNwb25zZRJmCgtMaXN0QXBpS2V5cxIqLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuTGlzdEFwaUtleXNSZXF1ZXN0GisudG9vbG1lc2gucGVybWlzc2lvbi52MS5MaXN0QXBpS2V5c1Jlc3BvbnNlEmkKDFB1dFJhdGVMaW1pdBIrLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUHV0UmF0ZUxpbWl0UmVxdWVzdBosLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUHV0UmF0ZUxpbWl0UmVzcG9uc2UScgoPRGVsZXRlUmF0ZUxpbWl0Ei4udG9vbG1lc2gucGVybWlzc2lvbi52MS5EZWxldGVSYXRlTGltaXRSZXF1ZXN0Gi8udG9vbG1lc2gucGVybWlzc2lvbi52MS5EZWxldGVSYXRlTGltaXRSZXNwb25zZRJvCg5MaXN0UmF0ZUxpbWl0cxItLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuTGlzdFJhdGVMaW1pdHNSZXF1ZXN0Gi4udG9vbG1lc2gucGVybWlzc2lvbi52MS5MaXN0UmF0ZUxpbWl0c1Jlc3BvbnNlEmAKCVB1dEJ1ZGdldBIoLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUHV0QnVkZ2V0UmVxdWVzdBopLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUHV0QnVkZ2V0UmVzcG9uc2USaQoMRGVsZXRlQnVkZ2V0EisudG9vbG1lc2gucGVybWlzc2lvbi52MS5EZWxldGVCdWRnZXRSZXF1ZXN0GiwudG9vbG1lc2gucGVybWlzc2lvbi52MS5EZWxldGVCdWRnZXRSZXNwb25zZRJmCgtMaXN0QnVkZ2V0cxIqLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuTGlzdEJ1ZGdldHNSZXF1ZXN0GisudG9vbG1lc2gucGVybWlzc2lvbi52MS5MaXN0QnVkZ2V0c1Jlc3BvbnNlQuABChpjb20udG9vbG1lc2gucGVybWlzc2lvbi52MUIPUGVybWlzc2lvblByb3RvUAFaN3Rvb2xtZXNoLmRldi9nby9nZW4vdG9vbG1lc2gvcGVybWlzc2lvbi92MTtwZXJtaXNzaW9udjGiAgNUUFiqAhZUb29sbWVzaC5QZXJtaXNzaW9uLlYxygIWVG9vbG1lc2hcUGVybWlzc2lvblxWMeICIlRvb2xtZXNoXFBlcm1pc3Npb25cVjFcR1BCTWV0YWRhdGHqAhhUb29sbWVzaDo6UGVybWlzc2lvbjo6VjFiBnByb3RvMw", [file_google_protobuf_timestamp]);
+  fileDesc("Cid0b29sbWVzaC9wZXJtaXNzaW9uL3YxL3Blcm1pc3Npb24ucHJvdG8SFnRvb2xtZXNoLnBlcm1pc3Npb24udjEiTwoMUHJpbmNpcGFsUmVmEjMKBGtpbmQYASABKA4yJS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlByaW5jaXBhbEtpbmQSCgoCaWQYAiABKAkiTwoIUmVzb3VyY2USMgoEa2luZBgBIAEoDjIkLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUmVzb3VyY2VLaW5kEg8KB3BhdHRlcm4YAiABKAki2gIKCUdyYW50U3BlYxI3CglwcmluY2lwYWwYASABKAsyJC50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlByaW5jaXBhbFJlZhIyCghyZXNvdXJjZRgCIAEoCzIgLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUmVzb3VyY2USDgoGc2NvcGVzGAMgAygJEi4KBmVmZmVjdBgEIAEoDjIeLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuRWZmZWN0Ei4KCmV4cGlyZXNfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB2VuYWJsZWQYBiABKAgSEwoLZGVzY3JpcHRpb24YByABKAkSGQoRcmVxdWlyZXNfYXBwcm92YWwYCCABKAgSHQoVcmVxdWlyZXNfY29uZmlybWF0aW9uGAkgASgIEhAKCHVubGlzdGVkGAogASgIIt4BCgVHcmFudBIKCgJpZBgBIAEoCRIvCgRzcGVjGAIgASgLMiEudG9vbG1lc2gucGVybWlzc2lvbi52MS5HcmFudFNwZWMSEgoKY3JlYXRlZF9ieRgDIAEoCRIuCgpjcmVhdGVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIQCghyZXZpc2lvbhgFIAEoBBISCgp1cGRhdGVkX2J5GAYgASgJEi4KCnVwZGF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIkAKDEdyYW50UmVxdWVzdBIwCgVncmFudBgBIAEoCzIhLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuR3JhbnRTcGVjIj0KDUdyYW50UmVzcG9uc2USLAoFZ3JhbnQYASABKAsyHS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkdyYW50IiEKDVJldm9rZVJlcXVlc3QSEAoIZ3JhbnRfaWQYASABKAkiEAoOUmV2b2tlUmVzcG9uc2UicwoSVXBkYXRlR3JhbnRSZXF1ZXN0EhAKCGdyYW50X2lkGAEgASgJEjAKBWdyYW50GAIgASgLMiEudG9vbG1lc2gucGVybWlzc2lvbi52MS5HcmFudFNwZWMSGQoRZXhwZWN0ZWRfcmV2aXNpb24YAyABKAQiQwoTVXBkYXRlR3JhbnRSZXNwb25zZRIsCgVncmFudBgBIAEoCzIdLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuR3JhbnQihQEKEUxpc3RHcmFudHNSZXF1ZXN0EjcKCXByaW5jaXBhbBgBIAEoCzIkLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUHJpbmNpcGFsUmVmEhAKCHJlc291cmNlGAIgASgJEhEKCXBhZ2Vfc2l6ZRgDIAEoDRISCgpwYWdlX3Rva2VuGAQgASgJIlwKEkxpc3RHcmFudHNSZXNwb25zZRItCgZncmFudHMYASADKAsyHS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkdyYW50EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJOCgxDaGVja1JlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRINCgVyb2xlcxgDIAMoCRIMCgR0b29sGAQgASgJItsBCghEZWNpc2lvbhIPCgdhbGxvd2VkGAEgASgIEg4KBnJlYXNvbhgCIAEoCRIZChFtYXRjaGVkX2dyYW50X2lkcxgDIAMoCRIVCg1kZW55X2dyYW50X2lkGAQgASgJEhYKDm1pc3Npbmdfc2NvcGVzGAUgAygJEhgKEGRlbmllZF9wcmluY2lwYWwYBiABKAkSGQoRcmVxdWlyZXNfYXBwcm92YWwYByABKAgSHQoVcmVxdWlyZXNfY29uZmlybWF0aW9uGAggASgIEhAKCHVubGlzdGVkGAkgASgIIkMKDUNoZWNrUmVzcG9uc2USMgoIZGVjaXNpb24YASABKAsyIC50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkRlY2lzaW9uItkBCgZBcGlLZXkSCgoCaWQYASABKAkSEAoIYWdlbnRfaWQYAiABKAkSDwoHdXNlcl9pZBgDIAEoCRINCgVyb2xlcxgEIAMoCRIMCgRuYW1lGAUgASgJEi4KCmNyZWF0ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB3Jldm9rZWQYCCABKAgSEgoKY3JlYXRlZF9ieRgJIAEoCSKFAQoTQ3JlYXRlQXBpS2V5UmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEg0KBXJvbGVzGAMgAygJEgwKBG5hbWUYBCABKAkSLgoKZXhwaXJlc19hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiVwoUQ3JlYXRlQXBpS2V5UmVzcG9uc2USLwoHYXBpX2tleRgBIAEoCzIeLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuQXBpS2V5Eg4KBnNlY3JldBgCIAEoCSIhChNSZXZva2VBcGlLZXlSZXF1ZXN0EgoKAmlkGAEgASgJIhYKFFJldm9rZUFwaUtleVJlc3BvbnNlImYKEkxpc3RBcGlLZXlzUmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRIXCg9pbmNsdWRlX3Jldm9rZWQYAiABKAgSEQoJcGFnZV9zaXplGAMgASgNEhIKCnBhZ2VfdG9rZW4YBCABKAkiYAoTTGlzdEFwaUtleXNSZXNwb25zZRIwCghhcGlfa2V5cxgBIAMoCzIeLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuQXBpS2V5EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJzCgxBcGlLZXlSZWNvcmQSLwoHYXBpX2tleRgBIAEoCzIeLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuQXBpS2V5EgwKBHNhbHQYAiABKAkSDAoEaGFzaBgDIAEoCRIWCg5oYXNoX2FsZ29yaXRobRgEIAEoCSKyAQoNUmF0ZUxpbWl0U3BlYxI5CgdzdWJqZWN0GAEgASgOMigudG9vbG1lc2gucGVybWlzc2lvbi52MS5SYXRlTGltaXRTdWJqZWN0Eg4KBnRhcmdldBgCIAEoCRIbChNyZXF1ZXN0c19wZXJfc2Vjb25kGAMgASgBEg0KBWJ1cnN0GAQgASgNEhUKDWNhbGxzX3Blcl9kYXkYBSABKA0SEwoLZGVzY3JpcHRpb24YBiABKAkikAEKCVJhdGVMaW1pdBIKCgJpZBgBIAEoCRIzCgRzcGVjGAIgASgLMiUudG9vbG1lc2gucGVybWlzc2lvbi52MS5SYXRlTGltaXRTcGVjEhIKCnVwZGF0ZWRfYnkYAyABKAkSLgoKdXBkYXRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiSwoTUHV0UmF0ZUxpbWl0UmVxdWVzdBI0CgVsaW1pdBgBIAEoCzIlLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUmF0ZUxpbWl0U3BlYyJIChRQdXRSYXRlTGltaXRSZXNwb25zZRIwCgVsaW1pdBgBIAEoCzIhLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUmF0ZUxpbWl0IiQKFkRlbGV0ZVJhdGVMaW1pdFJlcXVlc3QSCgoCaWQYASABKAkiGQoXRGVsZXRlUmF0ZUxpbWl0UmVzcG9uc2UiPgoVTGlzdFJhdGVMaW1pdHNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoDRISCgpwYWdlX3Rva2VuGAIgASgJImQKFkxpc3RSYXRlTGltaXRzUmVzcG9uc2USMQoGbGltaXRzGAEgAygLMiEudG9vbG1lc2gucGVybWlzc2lvbi52MS5SYXRlTGltaXQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIscBCgpCdWRnZXRTcGVjEjYKB3N1YmplY3QYASABKA4yJS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkJ1ZGdldFN1YmplY3QSDgoGdGFyZ2V0GAIgASgJEjQKBnBlcmlvZBgDIAEoDjIkLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuQnVkZ2V0UGVyaW9kEhAKCGN1cnJlbmN5GAQgASgJEhQKDGxpbWl0X21pY3JvcxgFIAEoBBITCgtkZXNjcmlwdGlvbhgGIAEoCSKKAQoGQnVkZ2V0EgoKAmlkGAEgASgJEjAKBHNwZWMYAiABKAsyIi50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkJ1ZGdldFNwZWMSEgoKdXBkYXRlZF9ieRgDIAEoCRIuCgp1cGRhdGVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJGChBQdXRCdWRnZXRSZXF1ZXN0EjIKBmJ1ZGdldBgBIAEoCzIiLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuQnVkZ2V0U3BlYyJDChFQdXRCdWRnZXRSZXNwb25zZRIuCgZidWRnZXQYASABKAsyHi50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkJ1ZGdldCIhChNEZWxldGVCdWRnZXRSZXF1ZXN0EgoKAmlkGAEgASgJIhYKFERlbGV0ZUJ1ZGdldFJlc3BvbnNlIjsKEkxpc3RCdWRnZXRzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKA0SEgoKcGFnZV90b2tlbhgCIAEoCSJfChNMaXN0QnVkZ2V0c1Jlc3BvbnNlEi8KB2J1ZGdldHMYASADKAsyHi50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkJ1ZGdldBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkipQEKC1NlY3JldFNjb3BlEjkKCXRvb2xfa2luZBgBIAEoDjImLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuU2VjcmV0VG9vbEtpbmQSDAoEdG9vbBgCIAEoCRI9Cgtob2xkZXJfa2luZBgDIAEoDjIoLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuU2VjcmV0SG9sZGVyS2luZBIOCgZob2xkZXIYBCABKAkiwAEKBlNlY3JldBIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEjIKBXNjb3BlGAMgASgLMiMudG9vbG1lc2gucGVybWlzc2lvbi52MS5TZWNyZXRTY29wZRIPCgd2ZXJzaW9uGAQgASgEEhMKC2Rlc2NyaXB0aW9uGAUgASgJEhIKCnVwZGF0ZWRfYnkYBiABKAkSLgoKdXBkYXRlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAieAoQUHV0U2VjcmV0UmVxdWVzdBIMCgRuYW1lGAEgASgJEjIKBXNjb3BlGAIgASgLMiMudG9vbG1lc2gucGVybWlzc2lvbi52MS5TZWNyZXRTY29wZRINCgV2YWx1ZRgDIAEoCRITCgtkZXNjcmlwdGlvbhgEIAEoCSJDChFQdXRTZWNyZXRSZXNwb25zZRIuCgZzZWNyZXQYASABKAsyHi50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlNlY3JldCIhChNEZWxldGVTZWNyZXRSZXF1ZXN0EgoKAmlkGAEgASgJIhYKFERlbGV0ZVNlY3JldFJlc3BvbnNlIkkKEkxpc3RTZWNyZXRzUmVxdWVzdBIMCgRuYW1lGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoDRISCgpwYWdlX3Rva2VuGAMgASgJIl8KE0xpc3RTZWNyZXRzUmVzcG9uc2USLwoHc2VjcmV0cxgBIAMoCzIeLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuU2VjcmV0EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSLoAQoRT0F1dGhQcm92aWRlclNwZWMSDAoEbmFtZRgBIAEoCRIOCgZpc3N1ZXIYAiABKAkSHgoWYXV0aG9yaXphdGlvbl9lbmRwb2ludBgDIAEoCRIWCg50b2tlbl9lbmRwb2ludBgEIAEoCRIbChNyZXZvY2F0aW9uX2VuZHBvaW50GAUgASgJEhEKCWNsaWVudF9pZBgGIAEoCRIOCgZzY29wZXMYByADKAkSEAoIcmVzb3VyY2UYCCABKAkSFgoOdG9rZW5fZXhjaGFuZ2UYCSABKAgSEwoLZGVzY3JpcHRpb24YCiABKAkivQEKDU9BdXRoUHJvdmlkZXISNwoEc3BlYxgBIAEoCzIpLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuT0F1dGhQcm92aWRlclNwZWMSFAoMcmVkaXJlY3RfdXJpGAIgASgJEhkKEWhhc19jbGllbnRfc2VjcmV0GAMgASgIEhIKCnVwZGF0ZWRfYnkYBCABKAkSLgoKdXBkYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiigEKF1B1dE9BdXRoUHJvdmlkZXJSZXF1ZXN0EjsKCHByb3ZpZGVyGAEgASgLMikudG9vbG1lc2gucGVybWlzc2lvbi52MS5PQXV0aFByb3ZpZGVyU3BlYxIVCg1jbGllbnRfc2VjcmV0GAIgASgJEhsKE2NsZWFyX2NsaWVudF9zZWNyZXQYAyABKAgiUwoYUHV0T0F1dGhQcm92aWRlclJlc3BvbnNlEjcKCHByb3ZpZGVyGAEgASgLMiUudG9vbG1lc2gucGVybWlzc2lvbi52MS5PQXV0aFByb3ZpZGVyIioKGkRlbGV0ZU9BdXRoUHJvdmlkZXJSZXF1ZXN0EgwKBG5hbWUYASABKAkiHQobRGVsZXRlT0F1dGhQcm92aWRlclJlc3BvbnNlIhsKGUxpc3RPQXV0aFByb3ZpZGVyc1JlcXVlc3QiVgoaTGlzdE9BdXRoUHJvdmlkZXJzUmVzcG9uc2USOAoJcHJvdmlkZXJzGAEgAygLMiUudG9vbG1lc2gucGVybWlzc2lvbi52MS5PQXV0aFByb3ZpZGVyIjoKFUNvbm5lY3RBY2NvdW50UmVxdWVzdBIQCghwcm92aWRlchgBIAEoCRIPCgd1c2VyX2lkGAIgASgJIlUKFkNvbm5lY3RBY2NvdW50UmVzcG9uc2USCwoDdXJsGAEgASgJEi4KCmV4cGlyZXNfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIosCCg9PQXV0aENvbm5lY3Rpb24SEAoIcHJvdmlkZXIYASABKAkSDwoHdXNlcl9pZBgCIAEoCRIPCgd2ZXJzaW9uGAMgASgEEjAKDGNvbm5lY3RlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNQoRYWNjZXNzX2V4cGlyZXNfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjAKDHJlZnJlc2hlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDgoGc2NvcGVzGAcgAygJEhkKEWhhc19yZWZyZXNoX3Rva2VuGAggASgIIjsKFkxpc3RDb25uZWN0aW9uc1JlcXVlc3QSEAoIcHJvdmlkZXIYASABKAkSDwoHdXNlcl9pZBgCIAEoCSJXChdMaXN0Q29ubmVjdGlvbnNSZXNwb25zZRI8Cgtjb25uZWN0aW9ucxgBIAMoCzInLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuT0F1dGhDb25uZWN0aW9uIjwKF1Jldm9rZUNvbm5lY3Rpb25SZXF1ZXN0EhAKCHByb3ZpZGVyGAEgASgJEg8KB3VzZXJfaWQYAiABKAkiGgoYUmV2b2tlQ29ubmVjdGlvblJlc3BvbnNlIrwBCgpTaWduaW5nS2V5EgsKA2tpZBgBIAEoCRIRCglhbGdvcml0aG0YAiABKAkSEgoKcHVibGljX2p3axgDIAEoCRI2CgVzdGF0ZRgEIAEoDjInLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuU2lnbmluZ0tleVN0YXRlEi4KCmNyZWF0ZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhIKCmNyZWF0ZWRfYnkYBiABKAkiFgoUQWRkU2lnbmluZ0tleVJlcXVlc3QiSAoVQWRkU2lnbmluZ0tleVJlc3BvbnNlEi8KA2tleRgBIAEoCzIiLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuU2lnbmluZ0tleSImChdSZXRpcmVTaWduaW5nS2V5UmVxdWVzdBILCgNraWQYASABKAkiGgoYUmV0aXJlU2lnbmluZ0tleVJlc3BvbnNlIhgKFkxpc3RTaWduaW5nS2V5c1JlcXVlc3QiSwoXTGlzdFNpZ25pbmdLZXlzUmVzcG9uc2USMAoEa2V5cxgBIAMoCzIiLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuU2lnbmluZ0tleSJaChFJc3N1ZVRva2VuUmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEg0KBXJvbGVzGAMgAygJEhMKC3R0bF9zZWNvbmRzGAQgASgNIlMKEklzc3VlVG9rZW5SZXNwb25zZRINCgV0b2tlbhgBIAEoCRIuCgpleHBpcmVzX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCIpCgpTZWNyZXROZWVkEgwKBG5hbWUYASABKAkSDQoFb2F1dGgYAiABKAgimwEKFVJlc29sdmVTZWNyZXRzUmVxdWVzdBIMCgR0b29sGAEgASgJEg8KB3J1bnRpbWUYAiABKAkSEAoIYWdlbnRfaWQYAyABKAkSDwoHdXNlcl9pZBgEIAEoCRINCgVyb2xlcxgFIAMoCRIxCgVuZWVkcxgGIAMoCzIiLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuU2VjcmV0TmVlZCJwCg5SZXNvbHZlZFNlY3JldBINCgV2YWx1ZRgBIAEoCRIOCgZzb3VyY2UYAiABKAkSDwoHdmVyc2lvbhgDIAEoBBIuCgpleHBpcmVzX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJRChZSZXNvbHZlU2VjcmV0c1Jlc3BvbnNlEjcKB3NlY3JldHMYASADKAsyJi50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlJlc29sdmVkU2VjcmV0IjcKEkNvbm5lY3RMaW5rUmVxdWVzdBIQCghwcm92aWRlchgBIAEoCRIPCgd1c2VyX2lkGAIgASgJKnsKDVByaW5jaXBhbEtpbmQSHgoaUFJJTkNJUEFMX0tJTkRfVU5TUEVDSUZJRUQQABIYChRQUklOQ0lQQUxfS0lORF9BR0VOVBABEhcKE1BSSU5DSVBBTF9LSU5EX1VTRVIQAhIXChNQUklOQ0lQQUxfS0lORF9ST0xFEAMqdgoMUmVzb3VyY2VLaW5kEh0KGVJFU09VUkNFX0tJTkRfVU5TUEVDSUZJRUQQABIWChJSRVNPVVJDRV9LSU5EX1RPT0wQARIWChJSRVNPVVJDRV9LSU5EX0dMT0IQAhIXChNSRVNPVVJDRV9LSU5EX0dST1VQEAMqQwoGRWZmZWN0EhYKEkVGRkVDVF9VTlNQRUNJRklFRBAAEhAKDEVGRkVDVF9BTExPVxABEg8KC0VGRkVDVF9ERU5ZEAIqrAEKEFJhdGVMaW1pdFN1YmplY3QSIgoeUkFURV9MSU1JVF9TVUJKRUNUX1VOU1BFQ0lGSUVEEAASHAoYUkFURV9MSU1JVF9TVUJKRUNUX0FHRU5UEAESGwoXUkFURV9MSU1JVF9TVUJKRUNUX1VTRVIQAhIbChdSQVRFX0xJTUlUX1NVQkpFQ1RfVE9PTBADEhwKGFJBVEVfTElNSVRfU1VCSkVDVF9HUkFOVBAEKnwKDUJ1ZGdldFN1YmplY3QSHgoaQlVER0VUX1NVQkpFQ1RfVU5TUEVDSUZJRUQQABIYChRCVURHRVRfU1VCSkVDVF9BR0VOVBABEhcKE0JVREdFVF9TVUJKRUNUX1VTRVIQAhIYChRCVURHRVRfU1VCSkVDVF9HUkFOVBADKl0KDEJ1ZGdldFBlcmlvZBIdChlCVURHRVRfUEVSSU9EX1VOU1BFQ0lGSUVEEAASFQoRQlVER0VUX1BFUklPRF9EQVkQARIXChNCVURHRVRfUEVSSU9EX01PTlRIEAIqhgEKDlNlY3JldFRvb2xLaW5kEiAKHFNFQ1JFVF9UT09MX0tJTkRfVU5TUEVDSUZJRUQQABIZChVTRUNSRVRfVE9PTF9LSU5EX1RPT0wQARIZChVTRUNSRVRfVE9PTF9LSU5EX0dMT0IQAhIcChhTRUNSRVRfVE9PTF9LSU5EX1JVTlRJTUUQAyqvAQoQU2VjcmV0SG9sZGVyS2luZBIiCh5TRUNSRVRfSE9MREVSX0tJTkRfVU5TUEVDSUZJRUQQABIfChtTRUNSRVRfSE9MREVSX0tJTkRfRVZFUllPTkUQARIbChdTRUNSRVRfSE9MREVSX0tJTkRfUk9MRRACEhwKGFNFQ1JFVF9IT0xERVJfS0lORF9BR0VOVBADEhsKF1NFQ1JFVF9IT0xERVJfS0lORF9VU0VSEAQqcwoPU2lnbmluZ0tleVN0YXRlEiEKHVNJR05JTkdfS0VZX1NUQVRFX1VOU1BFQ0lGSUVEEAASHAoYU0lHTklOR19LRVlfU1RBVEVfQUNUSVZFEAESHwobU0lHTklOR19LRVlfU1RBVEVfVkVSSUZZSU5HEAIy6xYKEVBlcm1pc3Npb25TZXJ2aWNlElQKBUdyYW50EiQudG9vbG1lc2gucGVybWlzc2lvbi52MS5HcmFudFJlcXVlc3QaJS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkdyYW50UmVzcG9uc2USVwoGUmV2b2tlEiUudG9vbG1lc2gucGVybWlzc2lvbi52MS5SZXZva2VSZXF1ZXN0GiYudG9vbG1lc2gucGVybWlzc2lvbi52MS5SZXZva2VSZXNwb25zZRJmCgtVcGRhdGVHcmFudBIqLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuVXBkYXRlR3JhbnRSZXF1ZXN0GisudG9vbG1lc2gucGVybWlzc2lvbi52MS5VcGRhdGVHcmFudFJlc3BvbnNlEmMKCkxpc3RHcmFudHMSKS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkxpc3RHcmFudHNSZXF1ZXN0GioudG9vbG1lc2gucGVybWlzc2lvbi52MS5MaXN0R3JhbnRzUmVzcG9uc2USVAoFQ2hlY2sSJC50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkNoZWNrUmVxdWVzdBolLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuQ2hlY2tSZXNwb25zZRJpCgxDcmVhdGVBcGlLZXkSKy50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkNyZWF0ZUFwaUtleVJlcXVlc3QaLC50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkNyZWF0ZUFwaUtleVJlc3BvbnNlEmkKDFJldm9rZUFwaUtleRIrLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUmV2b2tlQXBpS2V5UmVxdWVzdBosLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUmV2b2tlQXBpS2V5UmVzcG9uc2USZgoLTGlzdEFwaUtleXMSKi50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkxpc3RBcGlLZXlzUmVxdWVzdBorLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuTGlzdEFwaUtleXNSZXNwb25zZRJpCgxQdXRSYXRlTGltaXQSKy50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlB1dFJhdGVMaW1pdFJlcXVlc3QaLC50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlB1dFJhdGVMaW1pdFJlc3BvbnNlEnIKD0RlbGV0ZVJhdGVMaW1pdBIuLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuRGVsZXRlUmF0ZUxpbWl0UmVxdWVzdBovLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuRGVsZXRlUmF0ZUxpbWl0UmVzcG9uc2USbwoOTGlzdFJhdGVMaW1pdHMSLS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkxpc3RSYXRlTGltaXRzUmVxdWVzdBouLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuTGlzdFJhdGVMaW1pdHNSZXNwb25zZRJgCglQdXRCdWRnZXQSKC50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlB1dEJ1ZGdldFJlcXVlc3QaKS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlB1dEJ1ZGdldFJlc3BvbnNlEmkKDERlbGV0ZUJ1ZGdldBIrLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuRGVsZXRlQnVkZ2V0UmVxdWVzdBosLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuRGVsZXRlQnVkZ2V0UmVzcG9uc2USZgoLTGlzdEJ1ZGdldHMSKi50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkxpc3RCdWRnZXRzUmVxdWVzdBorLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuTGlzdEJ1ZGdldHNSZXNwb25zZRJgCglQdXRTZWNyZXQSKC50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlB1dFNlY3JldFJlcXVlc3QaKS50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlB1dFNlY3JldFJlc3BvbnNlEmkKDERlbGV0ZVNlY3JldBIrLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuRGVsZXRlU2VjcmV0UmVxdWVzdBosLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuRGVsZXRlU2VjcmV0UmVzcG9uc2USZgoLTGlzdFNlY3JldHMSKi50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkxpc3RTZWNyZXRzUmVxdWVzdBorLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuTGlzdFNlY3JldHNSZXNwb25zZRJ1ChBQdXRPQXV0aFByb3ZpZGVyEi8udG9vbG1lc2gucGVybWlzc2lvbi52MS5QdXRPQXV0aFByb3ZpZGVyUmVxdWVzdBowLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUHV0T0F1dGhQcm92aWRlclJlc3BvbnNlEn4KE0RlbGV0ZU9BdXRoUHJvdmlkZXISMi50b29sbWVzaC5wZXJtaXNzaW9uLnYxLkRlbGV0ZU9BdXRoUHJvdmlkZXJSZXF1ZXN0GjMudG9vbG1lc2gucGVybWlzc2lvbi52MS5EZWxldGVPQXV0aFByb3ZpZGVyUmVzcG9uc2USewoSTGlzdE9BdXRoUHJvdmlkZXJzEjEudG9vbG1lc2gucGVybWlzc2lvbi52MS5MaXN0T0F1dGhQcm92aWRlcnNSZXF1ZXN0GjIudG9vbG1lc2gucGVybWlzc2lvbi52MS5MaXN0T0F1dGhQcm92aWRlcnNSZXNwb25zZRJvCg5Db25uZWN0QWNjb3VudBItLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuQ29ubmVjdEFjY291bnRSZXF1ZXN0Gi4udG9vbG1lc2gucGVybWlzc2lvbi52MS5Db25uZWN0QWNjb3VudFJlc3BvbnNlEnIKD0xpc3RDb25uZWN0aW9ucxIuLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuTGlzdENvbm5lY3Rpb25zUmVxdWVzdBovLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuTGlzdENvbm5lY3Rpb25zUmVzcG9uc2USdQoQUmV2b2tlQ29ubmVjdGlvbhIvLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuUmV2b2tlQ29ubmVjdGlvblJlcXVlc3QaMC50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlJldm9rZUNvbm5lY3Rpb25SZXNwb25zZRJsCg1BZGRTaWduaW5nS2V5EiwudG9vbG1lc2gucGVybWlzc2lvbi52MS5BZGRTaWduaW5nS2V5UmVxdWVzdBotLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuQWRkU2lnbmluZ0tleVJlc3BvbnNlEnUKEFJldGlyZVNpZ25pbmdLZXkSLy50b29sbWVzaC5wZXJtaXNzaW9uLnYxLlJldGlyZVNpZ25pbmdLZXlSZXF1ZXN0GjAudG9vbG1lc2gucGVybWlzc2lvbi52MS5SZXRpcmVTaWduaW5nS2V5UmVzcG9uc2UScgoPTGlzdFNpZ25pbmdLZXlzEi4udG9vbG1lc2gucGVybWlzc2lvbi52MS5MaXN0U2lnbmluZ0tleXNSZXF1ZXN0Gi8udG9vbG1lc2gucGVybWlzc2lvbi52MS5MaXN0U2lnbmluZ0tleXNSZXNwb25zZRJjCgpJc3N1ZVRva2VuEikudG9vbG1lc2gucGVybWlzc2lvbi52MS5Jc3N1ZVRva2VuUmVxdWVzdBoqLnRvb2xtZXNoLnBlcm1pc3Npb24udjEuSXNzdWVUb2tlblJlc3BvbnNlQuABChpjb20udG9vbG1lc2gucGVybWlzc2lvbi52MUIPUGVybWlzc2lvblByb3RvUAFaN3Rvb2xtZXNoLmRldi9nby9nZW4vdG9vbG1lc2gvcGVybWlzc2lvbi92MTtwZXJtaXNzaW9udjGiAgNUUFiqAhZUb29sbWVzaC5QZXJtaXNzaW9uLlYxygIWVG9vbG1lc2hcUGVybWlzc2lvblxWMeICIlRvb2xtZXNoXFBlcm1pc3Npb25cVjFcR1BCTWV0YWRhdGHqAhhUb29sbWVzaDo6UGVybWlzc2lvbjo6VjFiBnByb3RvMw", [file_google_protobuf_timestamp]);
 
 /**
  * PrincipalRef names who a grant applies to.
@@ -1164,6 +1164,1013 @@ export const ListBudgetsResponseSchema: GenMessage<ListBudgetsResponse> = /*@__P
   messageDesc(file_toolmesh_permission_v1_permission, 38);
 
 /**
+ * SecretScope is which calls a secret serves: a call takes the secret of its user first, then of
+ * its agent, then of its roles, then everyone's; for one holder, a tool's own before a glob's
+ * before a runtime's.
+ *
+ * @generated from message toolmesh.permission.v1.SecretScope
+ */
+export type SecretScope = Message<"toolmesh.permission.v1.SecretScope"> & {
+  /**
+   * @generated from field: toolmesh.permission.v1.SecretToolKind tool_kind = 1;
+   */
+  toolKind: SecretToolKind;
+
+  /**
+   * The tool name, glob or runtime kind.
+   *
+   * @generated from field: string tool = 2;
+   */
+  tool: string;
+
+  /**
+   * @generated from field: toolmesh.permission.v1.SecretHolderKind holder_kind = 3;
+   */
+  holderKind: SecretHolderKind;
+
+  /**
+   * The role, agent id or user id; empty for everyone.
+   *
+   * @generated from field: string holder = 4;
+   */
+  holder: string;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.SecretScope.
+ * Use `create(SecretScopeSchema)` to create a new message.
+ */
+export const SecretScopeSchema: GenMessage<SecretScope> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 39);
+
+/**
+ * Secret is what the vault tells about a secret: never its value.
+ *
+ * @generated from message toolmesh.permission.v1.Secret
+ */
+export type Secret = Message<"toolmesh.permission.v1.Secret"> & {
+  /**
+   * Derived from the name and the scope: putting both again replaces the value.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * What tools ask for (registry.v1.SecretInjection.secret): 1-64 characters of [a-z0-9_.-],
+   * starting with a letter.
+   *
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * @generated from field: toolmesh.permission.v1.SecretScope scope = 3;
+   */
+  scope?: SecretScope | undefined;
+
+  /**
+   * 1 when put, bumped by every put of a new value.
+   *
+   * @generated from field: uint64 version = 4;
+   */
+  version: bigint;
+
+  /**
+   * Why the secret exists.
+   *
+   * @generated from field: string description = 5;
+   */
+  description: string;
+
+  /**
+   * @generated from field: string updated_by = 6;
+   */
+  updatedBy: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp updated_at = 7;
+   */
+  updatedAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.Secret.
+ * Use `create(SecretSchema)` to create a new message.
+ */
+export const SecretSchema: GenMessage<Secret> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 40);
+
+/**
+ * @generated from message toolmesh.permission.v1.PutSecretRequest
+ */
+export type PutSecretRequest = Message<"toolmesh.permission.v1.PutSecretRequest"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * @generated from field: toolmesh.permission.v1.SecretScope scope = 2;
+   */
+  scope?: SecretScope | undefined;
+
+  /**
+   * The value: 1 to 65,536 bytes of UTF-8. Stored encrypted; never returned.
+   *
+   * @generated from field: string value = 3;
+   */
+  value: string;
+
+  /**
+   * @generated from field: string description = 4;
+   */
+  description: string;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.PutSecretRequest.
+ * Use `create(PutSecretRequestSchema)` to create a new message.
+ */
+export const PutSecretRequestSchema: GenMessage<PutSecretRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 41);
+
+/**
+ * @generated from message toolmesh.permission.v1.PutSecretResponse
+ */
+export type PutSecretResponse = Message<"toolmesh.permission.v1.PutSecretResponse"> & {
+  /**
+   * @generated from field: toolmesh.permission.v1.Secret secret = 1;
+   */
+  secret?: Secret | undefined;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.PutSecretResponse.
+ * Use `create(PutSecretResponseSchema)` to create a new message.
+ */
+export const PutSecretResponseSchema: GenMessage<PutSecretResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 42);
+
+/**
+ * @generated from message toolmesh.permission.v1.DeleteSecretRequest
+ */
+export type DeleteSecretRequest = Message<"toolmesh.permission.v1.DeleteSecretRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.DeleteSecretRequest.
+ * Use `create(DeleteSecretRequestSchema)` to create a new message.
+ */
+export const DeleteSecretRequestSchema: GenMessage<DeleteSecretRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 43);
+
+/**
+ * @generated from message toolmesh.permission.v1.DeleteSecretResponse
+ */
+export type DeleteSecretResponse = Message<"toolmesh.permission.v1.DeleteSecretResponse"> & {
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.DeleteSecretResponse.
+ * Use `create(DeleteSecretResponseSchema)` to create a new message.
+ */
+export const DeleteSecretResponseSchema: GenMessage<DeleteSecretResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 44);
+
+/**
+ * @generated from message toolmesh.permission.v1.ListSecretsRequest
+ */
+export type ListSecretsRequest = Message<"toolmesh.permission.v1.ListSecretsRequest"> & {
+  /**
+   * Only secrets of this name.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * @generated from field: uint32 page_size = 2;
+   */
+  pageSize: number;
+
+  /**
+   * @generated from field: string page_token = 3;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.ListSecretsRequest.
+ * Use `create(ListSecretsRequestSchema)` to create a new message.
+ */
+export const ListSecretsRequestSchema: GenMessage<ListSecretsRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 45);
+
+/**
+ * @generated from message toolmesh.permission.v1.ListSecretsResponse
+ */
+export type ListSecretsResponse = Message<"toolmesh.permission.v1.ListSecretsResponse"> & {
+  /**
+   * @generated from field: repeated toolmesh.permission.v1.Secret secrets = 1;
+   */
+  secrets: Secret[];
+
+  /**
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.ListSecretsResponse.
+ * Use `create(ListSecretsResponseSchema)` to create a new message.
+ */
+export const ListSecretsResponseSchema: GenMessage<ListSecretsResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 46);
+
+/**
+ * OAuthProviderSpec is an upstream authorization server toolmesh is a client of.
+ *
+ * @generated from message toolmesh.permission.v1.OAuthProviderSpec
+ */
+export type OAuthProviderSpec = Message<"toolmesh.permission.v1.OAuthProviderSpec"> & {
+  /**
+   * What tools name (registry.v1.SecretInjection.oauth_provider); as a secret name.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * The issuer: its metadata is read from /.well-known/oauth-authorization-server (RFC 8414) or
+   * /.well-known/openid-configuration below it.
+   *
+   * @generated from field: string issuer = 2;
+   */
+  issuer: string;
+
+  /**
+   * Endpoints; discovered from the issuer when empty.
+   *
+   * @generated from field: string authorization_endpoint = 3;
+   */
+  authorizationEndpoint: string;
+
+  /**
+   * @generated from field: string token_endpoint = 4;
+   */
+  tokenEndpoint: string;
+
+  /**
+   * Empty when the issuer has none: revoking a connection then only forgets its tokens.
+   *
+   * @generated from field: string revocation_endpoint = 5;
+   */
+  revocationEndpoint: string;
+
+  /**
+   * The client toolmesh is at the upstream (its client secret is in PutOAuthProviderRequest).
+   * Empty in a put: Permission registers toolmesh at the issuer (RFC 7591) and fills it in.
+   *
+   * @generated from field: string client_id = 6;
+   */
+  clientId: string;
+
+  /**
+   * Scopes asked for when a user connects (`offline_access` is how many issuers give refresh tokens).
+   *
+   * @generated from field: repeated string scopes = 7;
+   */
+  scopes: string[];
+
+  /**
+   * The resource indicator (RFC 8707) asked for: the protected tool's or MCP server's URL.
+   *
+   * @generated from field: string resource = 8;
+   */
+  resource: string;
+
+  /**
+   * Instead of a connection per user, exchange the caller's identity (a JWT toolmesh signs, sub =
+   * the user) for an upstream token (RFC 8693 token exchange) on every call that needs one.
+   *
+   * @generated from field: bool token_exchange = 9;
+   */
+  tokenExchange: boolean;
+
+  /**
+   * @generated from field: string description = 10;
+   */
+  description: string;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.OAuthProviderSpec.
+ * Use `create(OAuthProviderSpecSchema)` to create a new message.
+ */
+export const OAuthProviderSpecSchema: GenMessage<OAuthProviderSpec> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 47);
+
+/**
+ * OAuthProvider is a stored upstream.
+ *
+ * @generated from message toolmesh.permission.v1.OAuthProvider
+ */
+export type OAuthProvider = Message<"toolmesh.permission.v1.OAuthProvider"> & {
+  /**
+   * @generated from field: toolmesh.permission.v1.OAuthProviderSpec spec = 1;
+   */
+  spec?: OAuthProviderSpec | undefined;
+
+  /**
+   * The redirect URI to register at the upstream for this client.
+   *
+   * @generated from field: string redirect_uri = 2;
+   */
+  redirectUri: string;
+
+  /**
+   * Whether a client secret is stored in the vault (a public client has none).
+   *
+   * @generated from field: bool has_client_secret = 3;
+   */
+  hasClientSecret: boolean;
+
+  /**
+   * @generated from field: string updated_by = 4;
+   */
+  updatedBy: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp updated_at = 5;
+   */
+  updatedAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.OAuthProvider.
+ * Use `create(OAuthProviderSchema)` to create a new message.
+ */
+export const OAuthProviderSchema: GenMessage<OAuthProvider> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 48);
+
+/**
+ * @generated from message toolmesh.permission.v1.PutOAuthProviderRequest
+ */
+export type PutOAuthProviderRequest = Message<"toolmesh.permission.v1.PutOAuthProviderRequest"> & {
+  /**
+   * @generated from field: toolmesh.permission.v1.OAuthProviderSpec provider = 1;
+   */
+  provider?: OAuthProviderSpec | undefined;
+
+  /**
+   * The client secret, stored in the vault; empty for a public client (PKCE only). A put without
+   * one keeps the secret already stored unless `clear_client_secret`.
+   *
+   * @generated from field: string client_secret = 2;
+   */
+  clientSecret: string;
+
+  /**
+   * @generated from field: bool clear_client_secret = 3;
+   */
+  clearClientSecret: boolean;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.PutOAuthProviderRequest.
+ * Use `create(PutOAuthProviderRequestSchema)` to create a new message.
+ */
+export const PutOAuthProviderRequestSchema: GenMessage<PutOAuthProviderRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 49);
+
+/**
+ * @generated from message toolmesh.permission.v1.PutOAuthProviderResponse
+ */
+export type PutOAuthProviderResponse = Message<"toolmesh.permission.v1.PutOAuthProviderResponse"> & {
+  /**
+   * @generated from field: toolmesh.permission.v1.OAuthProvider provider = 1;
+   */
+  provider?: OAuthProvider | undefined;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.PutOAuthProviderResponse.
+ * Use `create(PutOAuthProviderResponseSchema)` to create a new message.
+ */
+export const PutOAuthProviderResponseSchema: GenMessage<PutOAuthProviderResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 50);
+
+/**
+ * @generated from message toolmesh.permission.v1.DeleteOAuthProviderRequest
+ */
+export type DeleteOAuthProviderRequest = Message<"toolmesh.permission.v1.DeleteOAuthProviderRequest"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.DeleteOAuthProviderRequest.
+ * Use `create(DeleteOAuthProviderRequestSchema)` to create a new message.
+ */
+export const DeleteOAuthProviderRequestSchema: GenMessage<DeleteOAuthProviderRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 51);
+
+/**
+ * @generated from message toolmesh.permission.v1.DeleteOAuthProviderResponse
+ */
+export type DeleteOAuthProviderResponse = Message<"toolmesh.permission.v1.DeleteOAuthProviderResponse"> & {
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.DeleteOAuthProviderResponse.
+ * Use `create(DeleteOAuthProviderResponseSchema)` to create a new message.
+ */
+export const DeleteOAuthProviderResponseSchema: GenMessage<DeleteOAuthProviderResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 52);
+
+/**
+ * @generated from message toolmesh.permission.v1.ListOAuthProvidersRequest
+ */
+export type ListOAuthProvidersRequest = Message<"toolmesh.permission.v1.ListOAuthProvidersRequest"> & {
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.ListOAuthProvidersRequest.
+ * Use `create(ListOAuthProvidersRequestSchema)` to create a new message.
+ */
+export const ListOAuthProvidersRequestSchema: GenMessage<ListOAuthProvidersRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 53);
+
+/**
+ * @generated from message toolmesh.permission.v1.ListOAuthProvidersResponse
+ */
+export type ListOAuthProvidersResponse = Message<"toolmesh.permission.v1.ListOAuthProvidersResponse"> & {
+  /**
+   * @generated from field: repeated toolmesh.permission.v1.OAuthProvider providers = 1;
+   */
+  providers: OAuthProvider[];
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.ListOAuthProvidersResponse.
+ * Use `create(ListOAuthProvidersResponseSchema)` to create a new message.
+ */
+export const ListOAuthProvidersResponseSchema: GenMessage<ListOAuthProvidersResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 54);
+
+/**
+ * @generated from message toolmesh.permission.v1.ConnectAccountRequest
+ */
+export type ConnectAccountRequest = Message<"toolmesh.permission.v1.ConnectAccountRequest"> & {
+  /**
+   * @generated from field: string provider = 1;
+   */
+  provider: string;
+
+  /**
+   * The user to connect; empty means the user the caller acts for.
+   *
+   * @generated from field: string user_id = 2;
+   */
+  userId: string;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.ConnectAccountRequest.
+ * Use `create(ConnectAccountRequestSchema)` to create a new message.
+ */
+export const ConnectAccountRequestSchema: GenMessage<ConnectAccountRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 55);
+
+/**
+ * @generated from message toolmesh.permission.v1.ConnectAccountResponse
+ */
+export type ConnectAccountResponse = Message<"toolmesh.permission.v1.ConnectAccountResponse"> & {
+  /**
+   * Open in a browser: it goes on to the upstream's authorization page and back to toolmesh.
+   *
+   * @generated from field: string url = 1;
+   */
+  url: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp expires_at = 2;
+   */
+  expiresAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.ConnectAccountResponse.
+ * Use `create(ConnectAccountResponseSchema)` to create a new message.
+ */
+export const ConnectAccountResponseSchema: GenMessage<ConnectAccountResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 56);
+
+/**
+ * OAuthConnection is a user's connection to an upstream: never its tokens.
+ *
+ * @generated from message toolmesh.permission.v1.OAuthConnection
+ */
+export type OAuthConnection = Message<"toolmesh.permission.v1.OAuthConnection"> & {
+  /**
+   * @generated from field: string provider = 1;
+   */
+  provider: string;
+
+  /**
+   * @generated from field: string user_id = 2;
+   */
+  userId: string;
+
+  /**
+   * Bumped by every new token (connection and refresh alike).
+   *
+   * @generated from field: uint64 version = 3;
+   */
+  version: bigint;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp connected_at = 4;
+   */
+  connectedAt?: Timestamp | undefined;
+
+  /**
+   * When the current access token expires; toolmesh refreshes it before.
+   *
+   * @generated from field: google.protobuf.Timestamp access_expires_at = 5;
+   */
+  accessExpiresAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp refreshed_at = 6;
+   */
+  refreshedAt?: Timestamp | undefined;
+
+  /**
+   * The scopes the upstream granted.
+   *
+   * @generated from field: repeated string scopes = 7;
+   */
+  scopes: string[];
+
+  /**
+   * @generated from field: bool has_refresh_token = 8;
+   */
+  hasRefreshToken: boolean;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.OAuthConnection.
+ * Use `create(OAuthConnectionSchema)` to create a new message.
+ */
+export const OAuthConnectionSchema: GenMessage<OAuthConnection> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 57);
+
+/**
+ * @generated from message toolmesh.permission.v1.ListConnectionsRequest
+ */
+export type ListConnectionsRequest = Message<"toolmesh.permission.v1.ListConnectionsRequest"> & {
+  /**
+   * Only connections to this provider.
+   *
+   * @generated from field: string provider = 1;
+   */
+  provider: string;
+
+  /**
+   * Only connections of this user (admins; others see their own user's).
+   *
+   * @generated from field: string user_id = 2;
+   */
+  userId: string;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.ListConnectionsRequest.
+ * Use `create(ListConnectionsRequestSchema)` to create a new message.
+ */
+export const ListConnectionsRequestSchema: GenMessage<ListConnectionsRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 58);
+
+/**
+ * @generated from message toolmesh.permission.v1.ListConnectionsResponse
+ */
+export type ListConnectionsResponse = Message<"toolmesh.permission.v1.ListConnectionsResponse"> & {
+  /**
+   * @generated from field: repeated toolmesh.permission.v1.OAuthConnection connections = 1;
+   */
+  connections: OAuthConnection[];
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.ListConnectionsResponse.
+ * Use `create(ListConnectionsResponseSchema)` to create a new message.
+ */
+export const ListConnectionsResponseSchema: GenMessage<ListConnectionsResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 59);
+
+/**
+ * @generated from message toolmesh.permission.v1.RevokeConnectionRequest
+ */
+export type RevokeConnectionRequest = Message<"toolmesh.permission.v1.RevokeConnectionRequest"> & {
+  /**
+   * @generated from field: string provider = 1;
+   */
+  provider: string;
+
+  /**
+   * Empty means the user the caller acts for.
+   *
+   * @generated from field: string user_id = 2;
+   */
+  userId: string;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.RevokeConnectionRequest.
+ * Use `create(RevokeConnectionRequestSchema)` to create a new message.
+ */
+export const RevokeConnectionRequestSchema: GenMessage<RevokeConnectionRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 60);
+
+/**
+ * @generated from message toolmesh.permission.v1.RevokeConnectionResponse
+ */
+export type RevokeConnectionResponse = Message<"toolmesh.permission.v1.RevokeConnectionResponse"> & {
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.RevokeConnectionResponse.
+ * Use `create(RevokeConnectionResponseSchema)` to create a new message.
+ */
+export const RevokeConnectionResponseSchema: GenMessage<RevokeConnectionResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 61);
+
+/**
+ * SigningKey is a JWT signing key's public half, as every service verifies with it.
+ *
+ * @generated from message toolmesh.permission.v1.SigningKey
+ */
+export type SigningKey = Message<"toolmesh.permission.v1.SigningKey"> & {
+  /**
+   * The JWT header's `kid`.
+   *
+   * @generated from field: string kid = 1;
+   */
+  kid: string;
+
+  /**
+   * `EdDSA`.
+   *
+   * @generated from field: string algorithm = 2;
+   */
+  algorithm: string;
+
+  /**
+   * The public key as a JWK (JSON).
+   *
+   * @generated from field: string public_jwk = 3;
+   */
+  publicJwk: string;
+
+  /**
+   * @generated from field: toolmesh.permission.v1.SigningKeyState state = 4;
+   */
+  state: SigningKeyState;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp created_at = 5;
+   */
+  createdAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: string created_by = 6;
+   */
+  createdBy: string;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.SigningKey.
+ * Use `create(SigningKeySchema)` to create a new message.
+ */
+export const SigningKeySchema: GenMessage<SigningKey> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 62);
+
+/**
+ * @generated from message toolmesh.permission.v1.AddSigningKeyRequest
+ */
+export type AddSigningKeyRequest = Message<"toolmesh.permission.v1.AddSigningKeyRequest"> & {
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.AddSigningKeyRequest.
+ * Use `create(AddSigningKeyRequestSchema)` to create a new message.
+ */
+export const AddSigningKeyRequestSchema: GenMessage<AddSigningKeyRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 63);
+
+/**
+ * @generated from message toolmesh.permission.v1.AddSigningKeyResponse
+ */
+export type AddSigningKeyResponse = Message<"toolmesh.permission.v1.AddSigningKeyResponse"> & {
+  /**
+   * @generated from field: toolmesh.permission.v1.SigningKey key = 1;
+   */
+  key?: SigningKey | undefined;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.AddSigningKeyResponse.
+ * Use `create(AddSigningKeyResponseSchema)` to create a new message.
+ */
+export const AddSigningKeyResponseSchema: GenMessage<AddSigningKeyResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 64);
+
+/**
+ * @generated from message toolmesh.permission.v1.RetireSigningKeyRequest
+ */
+export type RetireSigningKeyRequest = Message<"toolmesh.permission.v1.RetireSigningKeyRequest"> & {
+  /**
+   * @generated from field: string kid = 1;
+   */
+  kid: string;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.RetireSigningKeyRequest.
+ * Use `create(RetireSigningKeyRequestSchema)` to create a new message.
+ */
+export const RetireSigningKeyRequestSchema: GenMessage<RetireSigningKeyRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 65);
+
+/**
+ * @generated from message toolmesh.permission.v1.RetireSigningKeyResponse
+ */
+export type RetireSigningKeyResponse = Message<"toolmesh.permission.v1.RetireSigningKeyResponse"> & {
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.RetireSigningKeyResponse.
+ * Use `create(RetireSigningKeyResponseSchema)` to create a new message.
+ */
+export const RetireSigningKeyResponseSchema: GenMessage<RetireSigningKeyResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 66);
+
+/**
+ * @generated from message toolmesh.permission.v1.ListSigningKeysRequest
+ */
+export type ListSigningKeysRequest = Message<"toolmesh.permission.v1.ListSigningKeysRequest"> & {
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.ListSigningKeysRequest.
+ * Use `create(ListSigningKeysRequestSchema)` to create a new message.
+ */
+export const ListSigningKeysRequestSchema: GenMessage<ListSigningKeysRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 67);
+
+/**
+ * @generated from message toolmesh.permission.v1.ListSigningKeysResponse
+ */
+export type ListSigningKeysResponse = Message<"toolmesh.permission.v1.ListSigningKeysResponse"> & {
+  /**
+   * @generated from field: repeated toolmesh.permission.v1.SigningKey keys = 1;
+   */
+  keys: SigningKey[];
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.ListSigningKeysResponse.
+ * Use `create(ListSigningKeysResponseSchema)` to create a new message.
+ */
+export const ListSigningKeysResponseSchema: GenMessage<ListSigningKeysResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 68);
+
+/**
+ * @generated from message toolmesh.permission.v1.IssueTokenRequest
+ */
+export type IssueTokenRequest = Message<"toolmesh.permission.v1.IssueTokenRequest"> & {
+  /**
+   * @generated from field: string agent_id = 1;
+   */
+  agentId: string;
+
+  /**
+   * The user the agent acts for; empty for none.
+   *
+   * @generated from field: string user_id = 2;
+   */
+  userId: string;
+
+  /**
+   * Defaults to [`agent`].
+   *
+   * @generated from field: repeated string roles = 3;
+   */
+  roles: string[];
+
+  /**
+   * Lifetime in seconds: 1 to 86,400; 0 means 3,600.
+   *
+   * @generated from field: uint32 ttl_seconds = 4;
+   */
+  ttlSeconds: number;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.IssueTokenRequest.
+ * Use `create(IssueTokenRequestSchema)` to create a new message.
+ */
+export const IssueTokenRequestSchema: GenMessage<IssueTokenRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 69);
+
+/**
+ * @generated from message toolmesh.permission.v1.IssueTokenResponse
+ */
+export type IssueTokenResponse = Message<"toolmesh.permission.v1.IssueTokenResponse"> & {
+  /**
+   * @generated from field: string token = 1;
+   */
+  token: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp expires_at = 2;
+   */
+  expiresAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.IssueTokenResponse.
+ * Use `create(IssueTokenResponseSchema)` to create a new message.
+ */
+export const IssueTokenResponseSchema: GenMessage<IssueTokenResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 70);
+
+/**
+ * SecretNeed is one secret a call needs, as the Dispatcher asks the vault for it over the bus
+ * (`toolmesh.vault.resolve`). Never leaves NATS.
+ *
+ * @generated from message toolmesh.permission.v1.SecretNeed
+ */
+export type SecretNeed = Message<"toolmesh.permission.v1.SecretNeed"> & {
+  /**
+   * A vault secret name, or (with `oauth`) an OAuth provider name.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * @generated from field: bool oauth = 2;
+   */
+  oauth: boolean;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.SecretNeed.
+ * Use `create(SecretNeedSchema)` to create a new message.
+ */
+export const SecretNeedSchema: GenMessage<SecretNeed> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 71);
+
+/**
+ * ResolveSecretsRequest asks Permission for the values a call needs. Never leaves NATS.
+ *
+ * @generated from message toolmesh.permission.v1.ResolveSecretsRequest
+ */
+export type ResolveSecretsRequest = Message<"toolmesh.permission.v1.ResolveSecretsRequest"> & {
+  /**
+   * @generated from field: string tool = 1;
+   */
+  tool: string;
+
+  /**
+   * The tool's runtime kind word (grpc, local, remote, docker, mcp).
+   *
+   * @generated from field: string runtime = 2;
+   */
+  runtime: string;
+
+  /**
+   * @generated from field: string agent_id = 3;
+   */
+  agentId: string;
+
+  /**
+   * @generated from field: string user_id = 4;
+   */
+  userId: string;
+
+  /**
+   * @generated from field: repeated string roles = 5;
+   */
+  roles: string[];
+
+  /**
+   * @generated from field: repeated toolmesh.permission.v1.SecretNeed needs = 6;
+   */
+  needs: SecretNeed[];
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.ResolveSecretsRequest.
+ * Use `create(ResolveSecretsRequestSchema)` to create a new message.
+ */
+export const ResolveSecretsRequestSchema: GenMessage<ResolveSecretsRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 72);
+
+/**
+ * ResolvedSecret is one value, in the order of the needs. Never leaves NATS.
+ *
+ * @generated from message toolmesh.permission.v1.ResolvedSecret
+ */
+export type ResolvedSecret = Message<"toolmesh.permission.v1.ResolvedSecret"> & {
+  /**
+   * @generated from field: string value = 1;
+   */
+  value: string;
+
+  /**
+   * The secret or connection it came from, and its version: what a cached value is keyed on.
+   *
+   * @generated from field: string source = 2;
+   */
+  source: string;
+
+  /**
+   * @generated from field: uint64 version = 3;
+   */
+  version: bigint;
+
+  /**
+   * When the value stops being valid (an access token); unset for a static secret.
+   *
+   * @generated from field: google.protobuf.Timestamp expires_at = 4;
+   */
+  expiresAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.ResolvedSecret.
+ * Use `create(ResolvedSecretSchema)` to create a new message.
+ */
+export const ResolvedSecretSchema: GenMessage<ResolvedSecret> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 73);
+
+/**
+ * ResolveSecretsResponse answers a ResolveSecretsRequest: every need resolved, or an error
+ * header naming the one that is missing. Never leaves NATS.
+ *
+ * @generated from message toolmesh.permission.v1.ResolveSecretsResponse
+ */
+export type ResolveSecretsResponse = Message<"toolmesh.permission.v1.ResolveSecretsResponse"> & {
+  /**
+   * @generated from field: repeated toolmesh.permission.v1.ResolvedSecret secrets = 1;
+   */
+  secrets: ResolvedSecret[];
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.ResolveSecretsResponse.
+ * Use `create(ResolveSecretsResponseSchema)` to create a new message.
+ */
+export const ResolveSecretsResponseSchema: GenMessage<ResolveSecretsResponse> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 74);
+
+/**
+ * ConnectLinkRequest asks Permission for the link that connects a user's account (a refusal
+ * names it). Never leaves NATS.
+ *
+ * @generated from message toolmesh.permission.v1.ConnectLinkRequest
+ */
+export type ConnectLinkRequest = Message<"toolmesh.permission.v1.ConnectLinkRequest"> & {
+  /**
+   * @generated from field: string provider = 1;
+   */
+  provider: string;
+
+  /**
+   * @generated from field: string user_id = 2;
+   */
+  userId: string;
+};
+
+/**
+ * Describes the message toolmesh.permission.v1.ConnectLinkRequest.
+ * Use `create(ConnectLinkRequestSchema)` to create a new message.
+ */
+export const ConnectLinkRequestSchema: GenMessage<ConnectLinkRequest> = /*@__PURE__*/
+  messageDesc(file_toolmesh_permission_v1_permission, 75);
+
+/**
  * PrincipalKind says what a grant's principal names.
  *
  * @generated from enum toolmesh.permission.v1.PrincipalKind
@@ -1381,6 +2388,123 @@ export const BudgetPeriodSchema: GenEnum<BudgetPeriod> = /*@__PURE__*/
   enumDesc(file_toolmesh_permission_v1_permission, 5);
 
 /**
+ * SecretToolKind says which tools a secret serves.
+ *
+ * @generated from enum toolmesh.permission.v1.SecretToolKind
+ */
+export enum SecretToolKind {
+  /**
+   * @generated from enum value: SECRET_TOOL_KIND_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * One tool, by exact name.
+   *
+   * @generated from enum value: SECRET_TOOL_KIND_TOOL = 1;
+   */
+  TOOL = 1,
+
+  /**
+   * A glob over tool names (`*` within a dotted segment, `**` across); `**` is every tool.
+   *
+   * @generated from enum value: SECRET_TOOL_KIND_GLOB = 2;
+   */
+  GLOB = 2,
+
+  /**
+   * Every tool of one runtime kind: grpc, local, remote, docker or mcp.
+   *
+   * @generated from enum value: SECRET_TOOL_KIND_RUNTIME = 3;
+   */
+  RUNTIME = 3,
+}
+
+/**
+ * Describes the enum toolmesh.permission.v1.SecretToolKind.
+ */
+export const SecretToolKindSchema: GenEnum<SecretToolKind> = /*@__PURE__*/
+  enumDesc(file_toolmesh_permission_v1_permission, 6);
+
+/**
+ * SecretHolderKind says whose calls a secret serves.
+ *
+ * @generated from enum toolmesh.permission.v1.SecretHolderKind
+ */
+export enum SecretHolderKind {
+  /**
+   * @generated from enum value: SECRET_HOLDER_KIND_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Every caller.
+   *
+   * @generated from enum value: SECRET_HOLDER_KIND_EVERYONE = 1;
+   */
+  EVERYONE = 1,
+
+  /**
+   * Callers with one role.
+   *
+   * @generated from enum value: SECRET_HOLDER_KIND_ROLE = 2;
+   */
+  ROLE = 2,
+
+  /**
+   * One agent, whoever it acts for.
+   *
+   * @generated from enum value: SECRET_HOLDER_KIND_AGENT = 3;
+   */
+  AGENT = 3,
+
+  /**
+   * Calls on behalf of one user, whichever agent makes them.
+   *
+   * @generated from enum value: SECRET_HOLDER_KIND_USER = 4;
+   */
+  USER = 4,
+}
+
+/**
+ * Describes the enum toolmesh.permission.v1.SecretHolderKind.
+ */
+export const SecretHolderKindSchema: GenEnum<SecretHolderKind> = /*@__PURE__*/
+  enumDesc(file_toolmesh_permission_v1_permission, 7);
+
+/**
+ * SigningKeyState says what a signing key does.
+ *
+ * @generated from enum toolmesh.permission.v1.SigningKeyState
+ */
+export enum SigningKeyState {
+  /**
+   * @generated from enum value: SIGNING_KEY_STATE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Signs new tokens, and verifies.
+   *
+   * @generated from enum value: SIGNING_KEY_STATE_ACTIVE = 1;
+   */
+  ACTIVE = 1,
+
+  /**
+   * Verifies the tokens it signed until it is retired.
+   *
+   * @generated from enum value: SIGNING_KEY_STATE_VERIFYING = 2;
+   */
+  VERIFYING = 2,
+}
+
+/**
+ * Describes the enum toolmesh.permission.v1.SigningKeyState.
+ */
+export const SigningKeyStateSchema: GenEnum<SigningKeyState> = /*@__PURE__*/
+  enumDesc(file_toolmesh_permission_v1_permission, 8);
+
+/**
  * PermissionService owns grants and API keys. Every RPC needs a bearer token; all but Check
  * need the `admin` role (Check also accepts `service`, and an agent may check itself).
  *
@@ -1543,6 +2667,163 @@ export const PermissionService: GenService<{
     methodKind: "unary";
     input: typeof ListBudgetsRequestSchema;
     output: typeof ListBudgetsResponseSchema;
+  },
+  /**
+   * PutSecret stores a secret of the vault under a name and a scope, encrypted at rest; the same
+   * name and scope again replaces the value and bumps its version. The value never comes back out
+   * of any RPC. An admin may put any scope; a caller acting for a user may put secrets scoped to
+   * that user only. Fails with INVALID_ARGUMENT (bad name, scope or value), RESOURCE_EXHAUSTED
+   * (the vault holds TOOLMESH_VAULT_MAX_SECRETS), UNAUTHENTICATED, PERMISSION_DENIED.
+   *
+   * @generated from rpc toolmesh.permission.v1.PermissionService.PutSecret
+   */
+  putSecret: {
+    methodKind: "unary";
+    input: typeof PutSecretRequestSchema;
+    output: typeof PutSecretResponseSchema;
+  },
+  /**
+   * DeleteSecret removes a secret; the next call that needs it is refused. Fails with
+   * INVALID_ARGUMENT, NOT_FOUND, UNAUTHENTICATED, PERMISSION_DENIED (as PutSecret).
+   *
+   * @generated from rpc toolmesh.permission.v1.PermissionService.DeleteSecret
+   */
+  deleteSecret: {
+    methodKind: "unary";
+    input: typeof DeleteSecretRequestSchema;
+    output: typeof DeleteSecretResponseSchema;
+  },
+  /**
+   * ListSecrets lists secrets by id: names, scopes and versions, never values. An admin sees
+   * every secret, a caller acting for a user those of that user. Fails with INVALID_ARGUMENT (bad
+   * page token), UNAUTHENTICATED.
+   *
+   * @generated from rpc toolmesh.permission.v1.PermissionService.ListSecrets
+   */
+  listSecrets: {
+    methodKind: "unary";
+    input: typeof ListSecretsRequestSchema;
+    output: typeof ListSecretsResponseSchema;
+  },
+  /**
+   * PutOAuthProvider creates or replaces an OAuth 2.1 upstream (an authorization server toolmesh
+   * is a client of), discovering its endpoints from the issuer when they are not given. Fails
+   * with INVALID_ARGUMENT (bad name or URL), FAILED_PRECONDITION (discovery failed: the message
+   * says what the issuer answered; no client id and the issuer offers no dynamic registration:
+   * the message names the redirect URI to register), UNAUTHENTICATED, PERMISSION_DENIED.
+   *
+   * @generated from rpc toolmesh.permission.v1.PermissionService.PutOAuthProvider
+   */
+  putOAuthProvider: {
+    methodKind: "unary";
+    input: typeof PutOAuthProviderRequestSchema;
+    output: typeof PutOAuthProviderResponseSchema;
+  },
+  /**
+   * DeleteOAuthProvider removes an upstream and every user's connection to it. Fails with
+   * INVALID_ARGUMENT, NOT_FOUND, UNAUTHENTICATED, PERMISSION_DENIED.
+   *
+   * @generated from rpc toolmesh.permission.v1.PermissionService.DeleteOAuthProvider
+   */
+  deleteOAuthProvider: {
+    methodKind: "unary";
+    input: typeof DeleteOAuthProviderRequestSchema;
+    output: typeof DeleteOAuthProviderResponseSchema;
+  },
+  /**
+   * ListOAuthProviders lists the upstreams, never their client secrets. Fails with
+   * UNAUTHENTICATED, PERMISSION_DENIED.
+   *
+   * @generated from rpc toolmesh.permission.v1.PermissionService.ListOAuthProviders
+   */
+  listOAuthProviders: {
+    methodKind: "unary";
+    input: typeof ListOAuthProvidersRequestSchema;
+    output: typeof ListOAuthProvidersResponseSchema;
+  },
+  /**
+   * ConnectAccount gives the link a user opens in a browser to connect their account of an
+   * upstream (authorization code with PKCE, toolmesh as the client). A caller acting for a user
+   * gets the link of that user; an admin may name any user. Fails with INVALID_ARGUMENT,
+   * NOT_FOUND (unknown provider), FAILED_PRECONDITION (no user to connect), UNAUTHENTICATED,
+   * PERMISSION_DENIED.
+   *
+   * @generated from rpc toolmesh.permission.v1.PermissionService.ConnectAccount
+   */
+  connectAccount: {
+    methodKind: "unary";
+    input: typeof ConnectAccountRequestSchema;
+    output: typeof ConnectAccountResponseSchema;
+  },
+  /**
+   * ListConnections lists users' connections to upstreams, never their tokens. Fails with
+   * INVALID_ARGUMENT, UNAUTHENTICATED.
+   *
+   * @generated from rpc toolmesh.permission.v1.PermissionService.ListConnections
+   */
+  listConnections: {
+    methodKind: "unary";
+    input: typeof ListConnectionsRequestSchema;
+    output: typeof ListConnectionsResponseSchema;
+  },
+  /**
+   * RevokeConnection forgets a user's tokens of an upstream (and revokes them there when it has a
+   * revocation endpoint); the user's next call that needs them is refused with the link to
+   * connect again. Fails with INVALID_ARGUMENT, NOT_FOUND, UNAUTHENTICATED, PERMISSION_DENIED.
+   *
+   * @generated from rpc toolmesh.permission.v1.PermissionService.RevokeConnection
+   */
+  revokeConnection: {
+    methodKind: "unary";
+    input: typeof RevokeConnectionRequestSchema;
+    output: typeof RevokeConnectionResponseSchema;
+  },
+  /**
+   * AddSigningKey makes a new JWT signing key (its private half kept in the vault) the one that
+   * signs; the keys before it keep verifying until retired, so tokens of both verify during the
+   * overlap. Fails with UNAUTHENTICATED, PERMISSION_DENIED.
+   *
+   * @generated from rpc toolmesh.permission.v1.PermissionService.AddSigningKey
+   */
+  addSigningKey: {
+    methodKind: "unary";
+    input: typeof AddSigningKeyRequestSchema;
+    output: typeof AddSigningKeyResponseSchema;
+  },
+  /**
+   * RetireSigningKey stops a key verifying: tokens it signed are refused everywhere within a
+   * second. Fails with INVALID_ARGUMENT, NOT_FOUND, FAILED_PRECONDITION (the key signs and no
+   * other key could take over: add one first), UNAUTHENTICATED, PERMISSION_DENIED.
+   *
+   * @generated from rpc toolmesh.permission.v1.PermissionService.RetireSigningKey
+   */
+  retireSigningKey: {
+    methodKind: "unary";
+    input: typeof RetireSigningKeyRequestSchema;
+    output: typeof RetireSigningKeyResponseSchema;
+  },
+  /**
+   * ListSigningKeys lists the signing keys with their public halves. Fails with UNAUTHENTICATED,
+   * PERMISSION_DENIED.
+   *
+   * @generated from rpc toolmesh.permission.v1.PermissionService.ListSigningKeys
+   */
+  listSigningKeys: {
+    methodKind: "unary";
+    input: typeof ListSigningKeysRequestSchema;
+    output: typeof ListSigningKeysResponseSchema;
+  },
+  /**
+   * IssueToken signs a JWT for an agent (and the user it acts for) with the signing key, which
+   * every service verifies. Fails with INVALID_ARGUMENT, FAILED_PRECONDITION (no signing key: add
+   * one), UNAUTHENTICATED, PERMISSION_DENIED.
+   *
+   * @generated from rpc toolmesh.permission.v1.PermissionService.IssueToken
+   */
+  issueToken: {
+    methodKind: "unary";
+    input: typeof IssueTokenRequestSchema;
+    output: typeof IssueTokenResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_toolmesh_permission_v1_permission, 0);

@@ -12,7 +12,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file toolmesh/registry/v1/registry.proto.
  */
 export const file_toolmesh_registry_v1_registry: GenFile = /*@__PURE__*/
-  fileDesc("CiN0b29sbWVzaC9yZWdpc3RyeS92MS9yZWdpc3RyeS5wcm90bxIUdG9vbG1lc2gucmVnaXN0cnkudjEiHgoLR3JwY1J1bnRpbWUSDwoHYWRkcmVzcxgBIAEoCSKjAwoMTG9jYWxSdW50aW1lEg8KB2NvbW1hbmQYASABKAkSDAoEYXJncxgCIAMoCRI4CgNlbnYYAyADKAsyKy50b29sbWVzaC5yZWdpc3RyeS52MS5Mb2NhbFJ1bnRpbWUuRW52RW50cnkSNQoIcHJvdG9jb2wYBCABKA4yIy50b29sbWVzaC5yZWdpc3RyeS52MS5Mb2NhbFByb3RvY29sEhMKC3dvcmtpbmdfZGlyGAUgASgJEhcKD21heF9jb25jdXJyZW5jeRgGIAEoDRIXCg9pZGxlX3RpbWVvdXRfbXMYByABKA0SEQoJaHR0cF9wYXRoGAggASgJEhUKDW1pbl9pbnN0YW5jZXMYCSABKA0SFQoNbWF4X2luc3RhbmNlcxgKIAEoDRIzCgp3YXJtX2hvdXJzGAsgAygLMh8udG9vbG1lc2gucmVnaXN0cnkudjEuV2FybUhvdXJzEhoKEmhlYWx0aF9pbnRlcnZhbF9tcxgMIAEoDRoqCghFbnZFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIo8BCg1SZW1vdGVSdW50aW1lEgsKA3VybBgBIAEoCRJBCgdoZWFkZXJzGAIgAygLMjAudG9vbG1lc2gucmVnaXN0cnkudjEuUmVtb3RlUnVudGltZS5IZWFkZXJzRW50cnkaLgoMSGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEizwQKDURvY2tlclJ1bnRpbWUSDQoFaW1hZ2UYASABKAkSDwoHY29tbWFuZBgCIAMoCRI5CgNlbnYYAyADKAsyLC50b29sbWVzaC5yZWdpc3RyeS52MS5Eb2NrZXJSdW50aW1lLkVudkVudHJ5EgwKBHBvcnQYBCABKA0SNQoIcHJvdG9jb2wYBSABKA4yIy50b29sbWVzaC5yZWdpc3RyeS52MS5Mb2NhbFByb3RvY29sEhEKCWh0dHBfcGF0aBgGIAEoCRI4CglyZXNvdXJjZXMYByABKAsyJS50b29sbWVzaC5yZWdpc3RyeS52MS5Eb2NrZXJSZXNvdXJjZXMSMQoGbW91bnRzGAggAygLMiEudG9vbG1lc2gucmVnaXN0cnkudjEuRG9ja2VyTW91bnQSMwoHc2VjcmV0cxgJIAMoCzIiLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkRvY2tlclNlY3JldBIMCgR1c2VyGAogASgJEhcKD21heF9jb25jdXJyZW5jeRgLIAEoDRIXCg9pZGxlX3RpbWVvdXRfbXMYDCABKA0SFQoNbWluX2luc3RhbmNlcxgNIAEoDRIVCg1tYXhfaW5zdGFuY2VzGA4gASgNEjMKCndhcm1faG91cnMYDyADKAsyHy50b29sbWVzaC5yZWdpc3RyeS52MS5XYXJtSG91cnMSGgoSaGVhbHRoX2ludGVydmFsX21zGBAgASgNGioKCEVudkVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiQwoJV2FybUhvdXJzEhIKCnN0YXJ0X2hvdXIYASABKA0SEAoIZW5kX2hvdXIYAiABKA0SEAoId2Vla2RheXMYAyADKA0iSQoPRG9ja2VyUmVzb3VyY2VzEhQKDG1lbW9yeV9ieXRlcxgBIAEoBBISCgpjcHVfbWlsbGlzGAIgASgNEgwKBHBpZHMYAyABKA0iSgoLRG9ja2VyTW91bnQSEQoJaG9zdF9wYXRoGAEgASgJEhYKDmNvbnRhaW5lcl9wYXRoGAIgASgJEhAKCHdyaXRhYmxlGAMgASgIIikKDERvY2tlclNlY3JldBIMCgRuYW1lGAEgASgJEgsKA2VudhgCIAEoCSKpAwoKTWNwUnVudGltZRILCgN1cmwYASABKAkSPgoHaGVhZGVycxgCIAMoCzItLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLk1jcFJ1bnRpbWUuSGVhZGVyc0VudHJ5Eg8KB2NvbW1hbmQYAyABKAkSDAoEYXJncxgEIAMoCRI2CgNlbnYYBSADKAsyKS50b29sbWVzaC5yZWdpc3RyeS52MS5NY3BSdW50aW1lLkVudkVudHJ5EhMKC3dvcmtpbmdfZGlyGAYgASgJEgwKBHRvb2wYByABKAkSFwoPaWRsZV90aW1lb3V0X21zGAggASgNEjUKCW9wZXJhdGlvbhgJIAEoDjIiLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLk1jcE9wZXJhdGlvbhIoCgdsaXN0aW5nGAogASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBouCgxIZWFkZXJzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ARoqCghFbnZFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIpgCCgdSdW50aW1lEjEKBGdycGMYASABKAsyIS50b29sbWVzaC5yZWdpc3RyeS52MS5HcnBjUnVudGltZUgAEjMKBWxvY2FsGAIgASgLMiIudG9vbG1lc2gucmVnaXN0cnkudjEuTG9jYWxSdW50aW1lSAASNQoGcmVtb3RlGAMgASgLMiMudG9vbG1lc2gucmVnaXN0cnkudjEuUmVtb3RlUnVudGltZUgAEjUKBmRvY2tlchgEIAEoCzIjLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkRvY2tlclJ1bnRpbWVIABIvCgNtY3AYBSABKAsyIC50b29sbWVzaC5yZWdpc3RyeS52MS5NY3BSdW50aW1lSABCBgoEa2luZCJJCg9Ub29sQW5ub3RhdGlvbnMSDQoFdGl0bGUYASABKAkSEwoLZGVzdHJ1Y3RpdmUYAiABKAgSEgoKb3Blbl93b3JsZBgDIAEoCCJXCgtSZXRyeVBvbGljeRIUCgxtYXhfYXR0ZW1wdHMYASABKA0SGgoSaW5pdGlhbF9iYWNrb2ZmX21zGAIgASgNEhYKDm1heF9iYWNrb2ZmX21zGAMgASgNIpkHCghUb29sU3BlYxIMCgRuYW1lGAEgASgJEg8KB3ZlcnNpb24YAiABKAkSEwoLZGVzY3JpcHRpb24YAyABKAkSEAoIY2F0ZWdvcnkYBCABKAkSLQoMaW5wdXRfc2NoZW1hGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIuCg1vdXRwdXRfc2NoZW1hGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIXCg9yZXF1aXJlZF9zY29wZXMYByADKAkSEgoKdGltZW91dF9tcxgIIAEoDRI3CgxyZXRyeV9wb2xpY3kYCSABKAsyIS50b29sbWVzaC5yZWdpc3RyeS52MS5SZXRyeVBvbGljeRISCgppZGVtcG90ZW50GAogASgIEhQKDHNpZGVfZWZmZWN0cxgLIAEoCBIVCg1rbm93aHViX3NsdWdzGAwgAygJEjAKBnN0YXR1cxgNIAEoDjIgLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlRvb2xTdGF0dXMSLgoHcnVudGltZRgOIAEoCzIdLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlJ1bnRpbWUSOgoGbGFiZWxzGA8gAygLMioudG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbFNwZWMuTGFiZWxzRW50cnkSEQoJcmVwb3J0ZXJzGBAgAygJEjoKC2Fubm90YXRpb25zGBQgASgLMiUudG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbEFubm90YXRpb25zEhkKEXJlcXVpcmVzX2FwcHJvdmFsGBUgASgIEhYKDmFwcHJvdmVyX3JvbGVzGBYgAygJEh0KFXJlcXVpcmVzX2NvbmZpcm1hdGlvbhgXIAEoCBI3Cgx0YXNrX3N1cHBvcnQYGCABKA4yIS50b29sbWVzaC5yZWdpc3RyeS52MS5UYXNrU3VwcG9ydBIUCgxjYWNoZV90dGxfbXMYGSABKA0SGQoRY2FjaGVfbWF4X2VudHJpZXMYGiABKA0SKgoFcHJpY2UYGyABKAsyGy50b29sbWVzaC5yZWdpc3RyeS52MS5QcmljZRI9Cg9jaXJjdWl0X2JyZWFrZXIYHCABKAsyJC50b29sbWVzaC5yZWdpc3RyeS52MS5DaXJjdWl0QnJlYWtlchotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIk0KBVByaWNlEhAKCGN1cnJlbmN5GAEgASgJEhcKD3Blcl9jYWxsX21pY3JvcxgCIAEoBBIZChFwZXJfc2Vjb25kX21pY3JvcxgDIAEoBCJFCg5DaXJjdWl0QnJlYWtlchIQCghmYWlsdXJlcxgBIAEoDRIPCgdvcGVuX21zGAIgASgNEhAKCGRpc2FibGVkGAMgASgIIq8CCgRUb29sEiwKBHNwZWMYASABKAsyHi50b29sbWVzaC5yZWdpc3RyeS52MS5Ub29sU3BlYxITCgtzY2hlbWFfaGFzaBgCIAEoCRIQCghyZXZpc2lvbhgDIAEoBBIOCgZncm91cHMYBCADKAkSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKdXBkYXRlZF9ieRgHIAEoCRIXCg9kZWZpbml0aW9uX2hhc2gYCCABKAkSNQoHaGlzdG9yeRgJIAMoCzIkLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlRvb2xEZWZpbml0aW9uIswBCg5Ub29sRGVmaW5pdGlvbhIQCghyZXZpc2lvbhgBIAEoBBIPCgd2ZXJzaW9uGAIgASgJEhcKD2RlZmluaXRpb25faGFzaBgDIAEoCRITCgtzY2hlbWFfaGFzaBgEIAEoCRIYChBkZXNjcmlwdGlvbl9oYXNoGAUgASgJEhQKDHJ1bnRpbWVfaGFzaBgGIAEoCRIPCgdjaGFuZ2VkGAcgAygJEigKBHRpbWUYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wInoKBUdyb3VwEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSDQoFdG9vbHMYAyADKAkSDwoHZXhhbXBsZRgEIAEoCRIuCgp1cGRhdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJDChNSZWdpc3RlclRvb2xSZXF1ZXN0EiwKBHRvb2wYASABKAsyHi50b29sbWVzaC5yZWdpc3RyeS52MS5Ub29sU3BlYyJAChRSZWdpc3RlclRvb2xSZXNwb25zZRIoCgR0b29sGAEgASgLMhoudG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbCJcChFVcGRhdGVUb29sUmVxdWVzdBIsCgR0b29sGAEgASgLMh4udG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbFNwZWMSGQoRZXhwZWN0ZWRfcmV2aXNpb24YAiABKAQiPgoSVXBkYXRlVG9vbFJlc3BvbnNlEigKBHRvb2wYASABKAsyGi50b29sbWVzaC5yZWdpc3RyeS52MS5Ub29sIlUKE1NldFRvb2xTbHVnc1JlcXVlc3QSDAoEbmFtZRgBIAEoCRIVCg1rbm93aHViX3NsdWdzGAIgAygJEhkKEWV4cGVjdGVkX3JldmlzaW9uGAMgASgEIkAKFFNldFRvb2xTbHVnc1Jlc3BvbnNlEigKBHRvb2wYASABKAsyGi50b29sbWVzaC5yZWdpc3RyeS52MS5Ub29sIiUKFURlcmVnaXN0ZXJUb29sUmVxdWVzdBIMCgRuYW1lGAEgASgJIjUKFkRlcmVnaXN0ZXJUb29sUmVzcG9uc2USGwoTcmVtb3ZlZF9mcm9tX2dyb3VwcxgBIAMoCSIeCg5HZXRUb29sUmVxdWVzdBIMCgRuYW1lGAEgASgJIjsKD0dldFRvb2xSZXNwb25zZRIoCgR0b29sGAEgASgLMhoudG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbCLWAQoQTGlzdFRvb2xzUmVxdWVzdBIQCghjYXRlZ29yeRgBIAEoCRIPCgdrZXl3b3JkGAIgASgJEjcKDHJ1bnRpbWVfa2luZBgDIAEoDjIhLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlJ1bnRpbWVLaW5kEg0KBWdyb3VwGAQgASgJEjAKBnN0YXR1cxgFIAEoDjIgLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlRvb2xTdGF0dXMSEQoJcGFnZV9zaXplGAYgASgNEhIKCnBhZ2VfdG9rZW4YByABKAkiVwoRTGlzdFRvb2xzUmVzcG9uc2USKQoFdG9vbHMYASADKAsyGi50b29sbWVzaC5yZWdpc3RyeS52MS5Ub29sEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSITChFXYXRjaFRvb2xzUmVxdWVzdCKRAQoSV2F0Y2hUb29sc1Jlc3BvbnNlEjIKBHR5cGUYASABKA4yJC50b29sbWVzaC5yZWdpc3RyeS52MS5XYXRjaEV2ZW50VHlwZRIoCgR0b29sGAIgASgLMhoudG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbBIMCgRuYW1lGAMgASgJEg8KB2NoYW5nZWQYBCADKAkiPQoPUHV0R3JvdXBSZXF1ZXN0EioKBWdyb3VwGAEgASgLMhsudG9vbG1lc2gucmVnaXN0cnkudjEuR3JvdXAiPgoQUHV0R3JvdXBSZXNwb25zZRIqCgVncm91cBgBIAEoCzIbLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkdyb3VwIh8KD0dldEdyb3VwUmVxdWVzdBIMCgRuYW1lGAEgASgJIj4KEEdldEdyb3VwUmVzcG9uc2USKgoFZ3JvdXAYASABKAsyGy50b29sbWVzaC5yZWdpc3RyeS52MS5Hcm91cCI6ChFMaXN0R3JvdXBzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKA0SEgoKcGFnZV90b2tlbhgCIAEoCSJaChJMaXN0R3JvdXBzUmVzcG9uc2USKwoGZ3JvdXBzGAEgAygLMhsudG9vbG1lc2gucmVnaXN0cnkudjEuR3JvdXASFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIiIKEkRlbGV0ZUdyb3VwUmVxdWVzdBIMCgRuYW1lGAEgASgJIhUKE0RlbGV0ZUdyb3VwUmVzcG9uc2UiFQoTTGlzdFJ1bnRpbWVzUmVxdWVzdCKsAQoOUnVudGltZVN1bW1hcnkSLwoEa2luZBgBIAEoDjIhLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlJ1bnRpbWVLaW5kEhIKCnRvb2xfY291bnQYAiABKA0SFAoMYWN0aXZlX2NvdW50GAMgASgNEhgKEGRlcHJlY2F0ZWRfY291bnQYBCABKA0SFgoOZGlzYWJsZWRfY291bnQYBSABKA0SDQoFdG9vbHMYBiADKAkiTgoUTGlzdFJ1bnRpbWVzUmVzcG9uc2USNgoIcnVudGltZXMYASADKAsyJC50b29sbWVzaC5yZWdpc3RyeS52MS5SdW50aW1lU3VtbWFyeSKIAQoYRXhwb3J0VG9vbFNjaGVtYXNSZXF1ZXN0EjIKBmZvcm1hdBgBIAEoDjIiLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlNjaGVtYUZvcm1hdBINCgVncm91cBgCIAEoCRINCgVuYW1lcxgDIAMoCRIaChJpbmNsdWRlX2RlcHJlY2F0ZWQYBCABKAgiYAoMRXhwb3J0ZWRUb29sEgwKBHRvb2wYASABKAkSFQoNZXhwb3J0ZWRfbmFtZRgCIAEoCRIrCgpkZWZpbml0aW9uGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCJOChlFeHBvcnRUb29sU2NoZW1hc1Jlc3BvbnNlEjEKBXRvb2xzGAEgAygLMiIudG9vbG1lc2gucmVnaXN0cnkudjEuRXhwb3J0ZWRUb29sKncKClRvb2xTdGF0dXMSGwoXVE9PTF9TVEFUVVNfVU5TUEVDSUZJRUQQABIWChJUT09MX1NUQVRVU19BQ1RJVkUQARIaChZUT09MX1NUQVRVU19ERVBSRUNBVEVEEAISGAoUVE9PTF9TVEFUVVNfRElTQUJMRUQQAyqiAQoLUnVudGltZUtpbmQSHAoYUlVOVElNRV9LSU5EX1VOU1BFQ0lGSUVEEAASFQoRUlVOVElNRV9LSU5EX0dSUEMQARIWChJSVU5USU1FX0tJTkRfTE9DQUwQAhIXChNSVU5USU1FX0tJTkRfUkVNT1RFEAMSFwoTUlVOVElNRV9LSU5EX0RPQ0tFUhAEEhQKEFJVTlRJTUVfS0lORF9NQ1AQBSphCg1Mb2NhbFByb3RvY29sEh4KGkxPQ0FMX1BST1RPQ09MX1VOU1BFQ0lGSUVEEAASFwoTTE9DQUxfUFJPVE9DT0xfR1JQQxABEhcKE0xPQ0FMX1BST1RPQ09MX0hUVFAQAiqgAQoMTWNwT3BlcmF0aW9uEh0KGU1DUF9PUEVSQVRJT05fVU5TUEVDSUZJRUQQABIWChJNQ1BfT1BFUkFUSU9OX1RPT0wQARIYChRNQ1BfT1BFUkFUSU9OX1BST01QVBACEhoKFk1DUF9PUEVSQVRJT05fUkVTT1VSQ0UQAxIjCh9NQ1BfT1BFUkFUSU9OX1JFU09VUkNFX1RFTVBMQVRFEAQqYQoLVGFza1N1cHBvcnQSHAoYVEFTS19TVVBQT1JUX1VOU1BFQ0lGSUVEEAASGQoVVEFTS19TVVBQT1JUX09QVElPTkFMEAESGQoVVEFTS19TVVBQT1JUX1JFUVVJUkVEEAIqqwEKDldhdGNoRXZlbnRUeXBlEiAKHFdBVENIX0VWRU5UX1RZUEVfVU5TUEVDSUZJRUQQABIdChlXQVRDSF9FVkVOVF9UWVBFX1NOQVBTSE9UEAESIQodV0FUQ0hfRVZFTlRfVFlQRV9TTkFQU0hPVF9FTkQQAhIYChRXQVRDSF9FVkVOVF9UWVBFX1BVVBADEhsKF1dBVENIX0VWRU5UX1RZUEVfREVMRVRFEAQqewoMU2NoZW1hRm9ybWF0Eh0KGVNDSEVNQV9GT1JNQVRfVU5TUEVDSUZJRUQQABIYChRTQ0hFTUFfRk9STUFUX09QRU5BSRABEhsKF1NDSEVNQV9GT1JNQVRfQU5USFJPUElDEAISFQoRU0NIRU1BX0ZPUk1BVF9NQ1AQAzKeCgoPUmVnaXN0cnlTZXJ2aWNlEmUKDFJlZ2lzdGVyVG9vbBIpLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlJlZ2lzdGVyVG9vbFJlcXVlc3QaKi50b29sbWVzaC5yZWdpc3RyeS52MS5SZWdpc3RlclRvb2xSZXNwb25zZRJfCgpVcGRhdGVUb29sEicudG9vbG1lc2gucmVnaXN0cnkudjEuVXBkYXRlVG9vbFJlcXVlc3QaKC50b29sbWVzaC5yZWdpc3RyeS52MS5VcGRhdGVUb29sUmVzcG9uc2USZQoMU2V0VG9vbFNsdWdzEikudG9vbG1lc2gucmVnaXN0cnkudjEuU2V0VG9vbFNsdWdzUmVxdWVzdBoqLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlNldFRvb2xTbHVnc1Jlc3BvbnNlEmsKDkRlcmVnaXN0ZXJUb29sEisudG9vbG1lc2gucmVnaXN0cnkudjEuRGVyZWdpc3RlclRvb2xSZXF1ZXN0GiwudG9vbG1lc2gucmVnaXN0cnkudjEuRGVyZWdpc3RlclRvb2xSZXNwb25zZRJWCgdHZXRUb29sEiQudG9vbG1lc2gucmVnaXN0cnkudjEuR2V0VG9vbFJlcXVlc3QaJS50b29sbWVzaC5yZWdpc3RyeS52MS5HZXRUb29sUmVzcG9uc2USXAoJTGlzdFRvb2xzEiYudG9vbG1lc2gucmVnaXN0cnkudjEuTGlzdFRvb2xzUmVxdWVzdBonLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkxpc3RUb29sc1Jlc3BvbnNlEmEKCldhdGNoVG9vbHMSJy50b29sbWVzaC5yZWdpc3RyeS52MS5XYXRjaFRvb2xzUmVxdWVzdBooLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLldhdGNoVG9vbHNSZXNwb25zZTABElkKCFB1dEdyb3VwEiUudG9vbG1lc2gucmVnaXN0cnkudjEuUHV0R3JvdXBSZXF1ZXN0GiYudG9vbG1lc2gucmVnaXN0cnkudjEuUHV0R3JvdXBSZXNwb25zZRJZCghHZXRHcm91cBIlLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkdldEdyb3VwUmVxdWVzdBomLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkdldEdyb3VwUmVzcG9uc2USXwoKTGlzdEdyb3VwcxInLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkxpc3RHcm91cHNSZXF1ZXN0GigudG9vbG1lc2gucmVnaXN0cnkudjEuTGlzdEdyb3Vwc1Jlc3BvbnNlEmIKC0RlbGV0ZUdyb3VwEigudG9vbG1lc2gucmVnaXN0cnkudjEuRGVsZXRlR3JvdXBSZXF1ZXN0GikudG9vbG1lc2gucmVnaXN0cnkudjEuRGVsZXRlR3JvdXBSZXNwb25zZRJlCgxMaXN0UnVudGltZXMSKS50b29sbWVzaC5yZWdpc3RyeS52MS5MaXN0UnVudGltZXNSZXF1ZXN0GioudG9vbG1lc2gucmVnaXN0cnkudjEuTGlzdFJ1bnRpbWVzUmVzcG9uc2USdAoRRXhwb3J0VG9vbFNjaGVtYXMSLi50b29sbWVzaC5yZWdpc3RyeS52MS5FeHBvcnRUb29sU2NoZW1hc1JlcXVlc3QaLy50b29sbWVzaC5yZWdpc3RyeS52MS5FeHBvcnRUb29sU2NoZW1hc1Jlc3BvbnNlQtABChhjb20udG9vbG1lc2gucmVnaXN0cnkudjFCDVJlZ2lzdHJ5UHJvdG9QAVozdG9vbG1lc2guZGV2L2dvL2dlbi90b29sbWVzaC9yZWdpc3RyeS92MTtyZWdpc3RyeXYxogIDVFJYqgIUVG9vbG1lc2guUmVnaXN0cnkuVjHKAhRUb29sbWVzaFxSZWdpc3RyeVxWMeICIFRvb2xtZXNoXFJlZ2lzdHJ5XFYxXEdQQk1ldGFkYXRh6gIWVG9vbG1lc2g6OlJlZ2lzdHJ5OjpWMWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("CiN0b29sbWVzaC9yZWdpc3RyeS92MS9yZWdpc3RyeS5wcm90bxIUdG9vbG1lc2gucmVnaXN0cnkudjEiHgoLR3JwY1J1bnRpbWUSDwoHYWRkcmVzcxgBIAEoCSKjAwoMTG9jYWxSdW50aW1lEg8KB2NvbW1hbmQYASABKAkSDAoEYXJncxgCIAMoCRI4CgNlbnYYAyADKAsyKy50b29sbWVzaC5yZWdpc3RyeS52MS5Mb2NhbFJ1bnRpbWUuRW52RW50cnkSNQoIcHJvdG9jb2wYBCABKA4yIy50b29sbWVzaC5yZWdpc3RyeS52MS5Mb2NhbFByb3RvY29sEhMKC3dvcmtpbmdfZGlyGAUgASgJEhcKD21heF9jb25jdXJyZW5jeRgGIAEoDRIXCg9pZGxlX3RpbWVvdXRfbXMYByABKA0SEQoJaHR0cF9wYXRoGAggASgJEhUKDW1pbl9pbnN0YW5jZXMYCSABKA0SFQoNbWF4X2luc3RhbmNlcxgKIAEoDRIzCgp3YXJtX2hvdXJzGAsgAygLMh8udG9vbG1lc2gucmVnaXN0cnkudjEuV2FybUhvdXJzEhoKEmhlYWx0aF9pbnRlcnZhbF9tcxgMIAEoDRoqCghFbnZFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIo8BCg1SZW1vdGVSdW50aW1lEgsKA3VybBgBIAEoCRJBCgdoZWFkZXJzGAIgAygLMjAudG9vbG1lc2gucmVnaXN0cnkudjEuUmVtb3RlUnVudGltZS5IZWFkZXJzRW50cnkaLgoMSGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEizwQKDURvY2tlclJ1bnRpbWUSDQoFaW1hZ2UYASABKAkSDwoHY29tbWFuZBgCIAMoCRI5CgNlbnYYAyADKAsyLC50b29sbWVzaC5yZWdpc3RyeS52MS5Eb2NrZXJSdW50aW1lLkVudkVudHJ5EgwKBHBvcnQYBCABKA0SNQoIcHJvdG9jb2wYBSABKA4yIy50b29sbWVzaC5yZWdpc3RyeS52MS5Mb2NhbFByb3RvY29sEhEKCWh0dHBfcGF0aBgGIAEoCRI4CglyZXNvdXJjZXMYByABKAsyJS50b29sbWVzaC5yZWdpc3RyeS52MS5Eb2NrZXJSZXNvdXJjZXMSMQoGbW91bnRzGAggAygLMiEudG9vbG1lc2gucmVnaXN0cnkudjEuRG9ja2VyTW91bnQSMwoHc2VjcmV0cxgJIAMoCzIiLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkRvY2tlclNlY3JldBIMCgR1c2VyGAogASgJEhcKD21heF9jb25jdXJyZW5jeRgLIAEoDRIXCg9pZGxlX3RpbWVvdXRfbXMYDCABKA0SFQoNbWluX2luc3RhbmNlcxgNIAEoDRIVCg1tYXhfaW5zdGFuY2VzGA4gASgNEjMKCndhcm1faG91cnMYDyADKAsyHy50b29sbWVzaC5yZWdpc3RyeS52MS5XYXJtSG91cnMSGgoSaGVhbHRoX2ludGVydmFsX21zGBAgASgNGioKCEVudkVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiQwoJV2FybUhvdXJzEhIKCnN0YXJ0X2hvdXIYASABKA0SEAoIZW5kX2hvdXIYAiABKA0SEAoId2Vla2RheXMYAyADKA0iSQoPRG9ja2VyUmVzb3VyY2VzEhQKDG1lbW9yeV9ieXRlcxgBIAEoBBISCgpjcHVfbWlsbGlzGAIgASgNEgwKBHBpZHMYAyABKA0iSgoLRG9ja2VyTW91bnQSEQoJaG9zdF9wYXRoGAEgASgJEhYKDmNvbnRhaW5lcl9wYXRoGAIgASgJEhAKCHdyaXRhYmxlGAMgASgIIikKDERvY2tlclNlY3JldBIMCgRuYW1lGAEgASgJEgsKA2VudhgCIAEoCSKpAwoKTWNwUnVudGltZRILCgN1cmwYASABKAkSPgoHaGVhZGVycxgCIAMoCzItLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLk1jcFJ1bnRpbWUuSGVhZGVyc0VudHJ5Eg8KB2NvbW1hbmQYAyABKAkSDAoEYXJncxgEIAMoCRI2CgNlbnYYBSADKAsyKS50b29sbWVzaC5yZWdpc3RyeS52MS5NY3BSdW50aW1lLkVudkVudHJ5EhMKC3dvcmtpbmdfZGlyGAYgASgJEgwKBHRvb2wYByABKAkSFwoPaWRsZV90aW1lb3V0X21zGAggASgNEjUKCW9wZXJhdGlvbhgJIAEoDjIiLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLk1jcE9wZXJhdGlvbhIoCgdsaXN0aW5nGAogASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBouCgxIZWFkZXJzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ARoqCghFbnZFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIpgCCgdSdW50aW1lEjEKBGdycGMYASABKAsyIS50b29sbWVzaC5yZWdpc3RyeS52MS5HcnBjUnVudGltZUgAEjMKBWxvY2FsGAIgASgLMiIudG9vbG1lc2gucmVnaXN0cnkudjEuTG9jYWxSdW50aW1lSAASNQoGcmVtb3RlGAMgASgLMiMudG9vbG1lc2gucmVnaXN0cnkudjEuUmVtb3RlUnVudGltZUgAEjUKBmRvY2tlchgEIAEoCzIjLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkRvY2tlclJ1bnRpbWVIABIvCgNtY3AYBSABKAsyIC50b29sbWVzaC5yZWdpc3RyeS52MS5NY3BSdW50aW1lSABCBgoEa2luZCJJCg9Ub29sQW5ub3RhdGlvbnMSDQoFdGl0bGUYASABKAkSEwoLZGVzdHJ1Y3RpdmUYAiABKAgSEgoKb3Blbl93b3JsZBgDIAEoCCJXCgtSZXRyeVBvbGljeRIUCgxtYXhfYXR0ZW1wdHMYASABKA0SGgoSaW5pdGlhbF9iYWNrb2ZmX21zGAIgASgNEhYKDm1heF9iYWNrb2ZmX21zGAMgASgNItEHCghUb29sU3BlYxIMCgRuYW1lGAEgASgJEg8KB3ZlcnNpb24YAiABKAkSEwoLZGVzY3JpcHRpb24YAyABKAkSEAoIY2F0ZWdvcnkYBCABKAkSLQoMaW5wdXRfc2NoZW1hGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIuCg1vdXRwdXRfc2NoZW1hGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIXCg9yZXF1aXJlZF9zY29wZXMYByADKAkSEgoKdGltZW91dF9tcxgIIAEoDRI3CgxyZXRyeV9wb2xpY3kYCSABKAsyIS50b29sbWVzaC5yZWdpc3RyeS52MS5SZXRyeVBvbGljeRISCgppZGVtcG90ZW50GAogASgIEhQKDHNpZGVfZWZmZWN0cxgLIAEoCBIVCg1rbm93aHViX3NsdWdzGAwgAygJEjAKBnN0YXR1cxgNIAEoDjIgLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlRvb2xTdGF0dXMSLgoHcnVudGltZRgOIAEoCzIdLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlJ1bnRpbWUSOgoGbGFiZWxzGA8gAygLMioudG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbFNwZWMuTGFiZWxzRW50cnkSEQoJcmVwb3J0ZXJzGBAgAygJEjoKC2Fubm90YXRpb25zGBQgASgLMiUudG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbEFubm90YXRpb25zEhkKEXJlcXVpcmVzX2FwcHJvdmFsGBUgASgIEhYKDmFwcHJvdmVyX3JvbGVzGBYgAygJEh0KFXJlcXVpcmVzX2NvbmZpcm1hdGlvbhgXIAEoCBI3Cgx0YXNrX3N1cHBvcnQYGCABKA4yIS50b29sbWVzaC5yZWdpc3RyeS52MS5UYXNrU3VwcG9ydBIUCgxjYWNoZV90dGxfbXMYGSABKA0SGQoRY2FjaGVfbWF4X2VudHJpZXMYGiABKA0SKgoFcHJpY2UYGyABKAsyGy50b29sbWVzaC5yZWdpc3RyeS52MS5QcmljZRI9Cg9jaXJjdWl0X2JyZWFrZXIYHCABKAsyJC50b29sbWVzaC5yZWdpc3RyeS52MS5DaXJjdWl0QnJlYWtlchI2CgdzZWNyZXRzGB0gAygLMiUudG9vbG1lc2gucmVnaXN0cnkudjEuU2VjcmV0SW5qZWN0aW9uGi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiTQoFUHJpY2USEAoIY3VycmVuY3kYASABKAkSFwoPcGVyX2NhbGxfbWljcm9zGAIgASgEEhkKEXBlcl9zZWNvbmRfbWljcm9zGAMgASgEIkUKDkNpcmN1aXRCcmVha2VyEhAKCGZhaWx1cmVzGAEgASgNEg8KB29wZW5fbXMYAiABKA0SEAoIZGlzYWJsZWQYAyABKAgilQEKD1NlY3JldEluamVjdGlvbhIOCgZzZWNyZXQYASABKAkSFgoOb2F1dGhfcHJvdmlkZXIYAiABKAkSEAoGaGVhZGVyGAMgASgJSAASDwoFcXVlcnkYBCABKAlIABINCgNlbnYYBSABKAlIABIOCgRmaWxlGAYgASgJSAASDgoGcHJlZml4GAcgASgJQggKBnRhcmdldCKvAgoEVG9vbBIsCgRzcGVjGAEgASgLMh4udG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbFNwZWMSEwoLc2NoZW1hX2hhc2gYAiABKAkSEAoIcmV2aXNpb24YAyABKAQSDgoGZ3JvdXBzGAQgAygJEi4KCmNyZWF0ZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhIKCnVwZGF0ZWRfYnkYByABKAkSFwoPZGVmaW5pdGlvbl9oYXNoGAggASgJEjUKB2hpc3RvcnkYCSADKAsyJC50b29sbWVzaC5yZWdpc3RyeS52MS5Ub29sRGVmaW5pdGlvbiLMAQoOVG9vbERlZmluaXRpb24SEAoIcmV2aXNpb24YASABKAQSDwoHdmVyc2lvbhgCIAEoCRIXCg9kZWZpbml0aW9uX2hhc2gYAyABKAkSEwoLc2NoZW1hX2hhc2gYBCABKAkSGAoQZGVzY3JpcHRpb25faGFzaBgFIAEoCRIUCgxydW50aW1lX2hhc2gYBiABKAkSDwoHY2hhbmdlZBgHIAMoCRIoCgR0aW1lGAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJ6CgVHcm91cBIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEg0KBXRvb2xzGAMgAygJEg8KB2V4YW1wbGUYBCABKAkSLgoKdXBkYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiQwoTUmVnaXN0ZXJUb29sUmVxdWVzdBIsCgR0b29sGAEgASgLMh4udG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbFNwZWMiQAoUUmVnaXN0ZXJUb29sUmVzcG9uc2USKAoEdG9vbBgBIAEoCzIaLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlRvb2wiXAoRVXBkYXRlVG9vbFJlcXVlc3QSLAoEdG9vbBgBIAEoCzIeLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlRvb2xTcGVjEhkKEWV4cGVjdGVkX3JldmlzaW9uGAIgASgEIj4KElVwZGF0ZVRvb2xSZXNwb25zZRIoCgR0b29sGAEgASgLMhoudG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbCJVChNTZXRUb29sU2x1Z3NSZXF1ZXN0EgwKBG5hbWUYASABKAkSFQoNa25vd2h1Yl9zbHVncxgCIAMoCRIZChFleHBlY3RlZF9yZXZpc2lvbhgDIAEoBCJAChRTZXRUb29sU2x1Z3NSZXNwb25zZRIoCgR0b29sGAEgASgLMhoudG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbCIlChVEZXJlZ2lzdGVyVG9vbFJlcXVlc3QSDAoEbmFtZRgBIAEoCSI1ChZEZXJlZ2lzdGVyVG9vbFJlc3BvbnNlEhsKE3JlbW92ZWRfZnJvbV9ncm91cHMYASADKAkiHgoOR2V0VG9vbFJlcXVlc3QSDAoEbmFtZRgBIAEoCSI7Cg9HZXRUb29sUmVzcG9uc2USKAoEdG9vbBgBIAEoCzIaLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlRvb2wi1gEKEExpc3RUb29sc1JlcXVlc3QSEAoIY2F0ZWdvcnkYASABKAkSDwoHa2V5d29yZBgCIAEoCRI3CgxydW50aW1lX2tpbmQYAyABKA4yIS50b29sbWVzaC5yZWdpc3RyeS52MS5SdW50aW1lS2luZBINCgVncm91cBgEIAEoCRIwCgZzdGF0dXMYBSABKA4yIC50b29sbWVzaC5yZWdpc3RyeS52MS5Ub29sU3RhdHVzEhEKCXBhZ2Vfc2l6ZRgGIAEoDRISCgpwYWdlX3Rva2VuGAcgASgJIlcKEUxpc3RUb29sc1Jlc3BvbnNlEikKBXRvb2xzGAEgAygLMhoudG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiEwoRV2F0Y2hUb29sc1JlcXVlc3QikQEKEldhdGNoVG9vbHNSZXNwb25zZRIyCgR0eXBlGAEgASgOMiQudG9vbG1lc2gucmVnaXN0cnkudjEuV2F0Y2hFdmVudFR5cGUSKAoEdG9vbBgCIAEoCzIaLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlRvb2wSDAoEbmFtZRgDIAEoCRIPCgdjaGFuZ2VkGAQgAygJIj0KD1B1dEdyb3VwUmVxdWVzdBIqCgVncm91cBgBIAEoCzIbLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkdyb3VwIj4KEFB1dEdyb3VwUmVzcG9uc2USKgoFZ3JvdXAYASABKAsyGy50b29sbWVzaC5yZWdpc3RyeS52MS5Hcm91cCIfCg9HZXRHcm91cFJlcXVlc3QSDAoEbmFtZRgBIAEoCSI+ChBHZXRHcm91cFJlc3BvbnNlEioKBWdyb3VwGAEgASgLMhsudG9vbG1lc2gucmVnaXN0cnkudjEuR3JvdXAiOgoRTGlzdEdyb3Vwc1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgNEhIKCnBhZ2VfdG9rZW4YAiABKAkiWgoSTGlzdEdyb3Vwc1Jlc3BvbnNlEisKBmdyb3VwcxgBIAMoCzIbLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkdyb3VwEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIiChJEZWxldGVHcm91cFJlcXVlc3QSDAoEbmFtZRgBIAEoCSIVChNEZWxldGVHcm91cFJlc3BvbnNlIhUKE0xpc3RSdW50aW1lc1JlcXVlc3QirAEKDlJ1bnRpbWVTdW1tYXJ5Ei8KBGtpbmQYASABKA4yIS50b29sbWVzaC5yZWdpc3RyeS52MS5SdW50aW1lS2luZBISCgp0b29sX2NvdW50GAIgASgNEhQKDGFjdGl2ZV9jb3VudBgDIAEoDRIYChBkZXByZWNhdGVkX2NvdW50GAQgASgNEhYKDmRpc2FibGVkX2NvdW50GAUgASgNEg0KBXRvb2xzGAYgAygJIk4KFExpc3RSdW50aW1lc1Jlc3BvbnNlEjYKCHJ1bnRpbWVzGAEgAygLMiQudG9vbG1lc2gucmVnaXN0cnkudjEuUnVudGltZVN1bW1hcnkiiAEKGEV4cG9ydFRvb2xTY2hlbWFzUmVxdWVzdBIyCgZmb3JtYXQYASABKA4yIi50b29sbWVzaC5yZWdpc3RyeS52MS5TY2hlbWFGb3JtYXQSDQoFZ3JvdXAYAiABKAkSDQoFbmFtZXMYAyADKAkSGgoSaW5jbHVkZV9kZXByZWNhdGVkGAQgASgIImAKDEV4cG9ydGVkVG9vbBIMCgR0b29sGAEgASgJEhUKDWV4cG9ydGVkX25hbWUYAiABKAkSKwoKZGVmaW5pdGlvbhgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiTgoZRXhwb3J0VG9vbFNjaGVtYXNSZXNwb25zZRIxCgV0b29scxgBIAMoCzIiLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkV4cG9ydGVkVG9vbCp3CgpUb29sU3RhdHVzEhsKF1RPT0xfU1RBVFVTX1VOU1BFQ0lGSUVEEAASFgoSVE9PTF9TVEFUVVNfQUNUSVZFEAESGgoWVE9PTF9TVEFUVVNfREVQUkVDQVRFRBACEhgKFFRPT0xfU1RBVFVTX0RJU0FCTEVEEAMqogEKC1J1bnRpbWVLaW5kEhwKGFJVTlRJTUVfS0lORF9VTlNQRUNJRklFRBAAEhUKEVJVTlRJTUVfS0lORF9HUlBDEAESFgoSUlVOVElNRV9LSU5EX0xPQ0FMEAISFwoTUlVOVElNRV9LSU5EX1JFTU9URRADEhcKE1JVTlRJTUVfS0lORF9ET0NLRVIQBBIUChBSVU5USU1FX0tJTkRfTUNQEAUqYQoNTG9jYWxQcm90b2NvbBIeChpMT0NBTF9QUk9UT0NPTF9VTlNQRUNJRklFRBAAEhcKE0xPQ0FMX1BST1RPQ09MX0dSUEMQARIXChNMT0NBTF9QUk9UT0NPTF9IVFRQEAIqoAEKDE1jcE9wZXJhdGlvbhIdChlNQ1BfT1BFUkFUSU9OX1VOU1BFQ0lGSUVEEAASFgoSTUNQX09QRVJBVElPTl9UT09MEAESGAoUTUNQX09QRVJBVElPTl9QUk9NUFQQAhIaChZNQ1BfT1BFUkFUSU9OX1JFU09VUkNFEAMSIwofTUNQX09QRVJBVElPTl9SRVNPVVJDRV9URU1QTEFURRAEKmEKC1Rhc2tTdXBwb3J0EhwKGFRBU0tfU1VQUE9SVF9VTlNQRUNJRklFRBAAEhkKFVRBU0tfU1VQUE9SVF9PUFRJT05BTBABEhkKFVRBU0tfU1VQUE9SVF9SRVFVSVJFRBACKqsBCg5XYXRjaEV2ZW50VHlwZRIgChxXQVRDSF9FVkVOVF9UWVBFX1VOU1BFQ0lGSUVEEAASHQoZV0FUQ0hfRVZFTlRfVFlQRV9TTkFQU0hPVBABEiEKHVdBVENIX0VWRU5UX1RZUEVfU05BUFNIT1RfRU5EEAISGAoUV0FUQ0hfRVZFTlRfVFlQRV9QVVQQAxIbChdXQVRDSF9FVkVOVF9UWVBFX0RFTEVURRAEKnsKDFNjaGVtYUZvcm1hdBIdChlTQ0hFTUFfRk9STUFUX1VOU1BFQ0lGSUVEEAASGAoUU0NIRU1BX0ZPUk1BVF9PUEVOQUkQARIbChdTQ0hFTUFfRk9STUFUX0FOVEhST1BJQxACEhUKEVNDSEVNQV9GT1JNQVRfTUNQEAMyngoKD1JlZ2lzdHJ5U2VydmljZRJlCgxSZWdpc3RlclRvb2wSKS50b29sbWVzaC5yZWdpc3RyeS52MS5SZWdpc3RlclRvb2xSZXF1ZXN0GioudG9vbG1lc2gucmVnaXN0cnkudjEuUmVnaXN0ZXJUb29sUmVzcG9uc2USXwoKVXBkYXRlVG9vbBInLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlVwZGF0ZVRvb2xSZXF1ZXN0GigudG9vbG1lc2gucmVnaXN0cnkudjEuVXBkYXRlVG9vbFJlc3BvbnNlEmUKDFNldFRvb2xTbHVncxIpLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlNldFRvb2xTbHVnc1JlcXVlc3QaKi50b29sbWVzaC5yZWdpc3RyeS52MS5TZXRUb29sU2x1Z3NSZXNwb25zZRJrCg5EZXJlZ2lzdGVyVG9vbBIrLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkRlcmVnaXN0ZXJUb29sUmVxdWVzdBosLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkRlcmVnaXN0ZXJUb29sUmVzcG9uc2USVgoHR2V0VG9vbBIkLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkdldFRvb2xSZXF1ZXN0GiUudG9vbG1lc2gucmVnaXN0cnkudjEuR2V0VG9vbFJlc3BvbnNlElwKCUxpc3RUb29scxImLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkxpc3RUb29sc1JlcXVlc3QaJy50b29sbWVzaC5yZWdpc3RyeS52MS5MaXN0VG9vbHNSZXNwb25zZRJhCgpXYXRjaFRvb2xzEicudG9vbG1lc2gucmVnaXN0cnkudjEuV2F0Y2hUb29sc1JlcXVlc3QaKC50b29sbWVzaC5yZWdpc3RyeS52MS5XYXRjaFRvb2xzUmVzcG9uc2UwARJZCghQdXRHcm91cBIlLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlB1dEdyb3VwUmVxdWVzdBomLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlB1dEdyb3VwUmVzcG9uc2USWQoIR2V0R3JvdXASJS50b29sbWVzaC5yZWdpc3RyeS52MS5HZXRHcm91cFJlcXVlc3QaJi50b29sbWVzaC5yZWdpc3RyeS52MS5HZXRHcm91cFJlc3BvbnNlEl8KCkxpc3RHcm91cHMSJy50b29sbWVzaC5yZWdpc3RyeS52MS5MaXN0R3JvdXBzUmVxdWVzdBooLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkxpc3RHcm91cHNSZXNwb25zZRJiCgtEZWxldGVHcm91cBIoLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkRlbGV0ZUdyb3VwUmVxdWVzdBopLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkRlbGV0ZUdyb3VwUmVzcG9uc2USZQoMTGlzdFJ1bnRpbWVzEikudG9vbG1lc2gucmVnaXN0cnkudjEuTGlzdFJ1bnRpbWVzUmVxdWVzdBoqLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkxpc3RSdW50aW1lc1Jlc3BvbnNlEnQKEUV4cG9ydFRvb2xTY2hlbWFzEi4udG9vbG1lc2gucmVnaXN0cnkudjEuRXhwb3J0VG9vbFNjaGVtYXNSZXF1ZXN0Gi8udG9vbG1lc2gucmVnaXN0cnkudjEuRXhwb3J0VG9vbFNjaGVtYXNSZXNwb25zZULQAQoYY29tLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxQg1SZWdpc3RyeVByb3RvUAFaM3Rvb2xtZXNoLmRldi9nby9nZW4vdG9vbG1lc2gvcmVnaXN0cnkvdjE7cmVnaXN0cnl2MaICA1RSWKoCFFRvb2xtZXNoLlJlZ2lzdHJ5LlYxygIUVG9vbG1lc2hcUmVnaXN0cnlcVjHiAiBUb29sbWVzaFxSZWdpc3RyeVxWMVxHUEJNZXRhZGF0YeoCFlRvb2xtZXNoOjpSZWdpc3RyeTo6VjFiBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * GrpcRuntime is a backend serving toolmesh.backend.v1.ToolBackendService.
@@ -807,6 +807,15 @@ export type ToolSpec = Message<"toolmesh.registry.v1.ToolSpec"> & {
    * @generated from field: toolmesh.registry.v1.CircuitBreaker circuit_breaker = 28;
    */
   circuitBreaker?: CircuitBreaker | undefined;
+
+  /**
+   * Secrets of the vault the Dispatcher injects into the backend request at call time, resolved
+   * for the call's user (then agent, then roles, then everyone). A call whose secret is missing is
+   * refused with FAILED_PRECONDITION naming it. Never shown to the tool's callers as values.
+   *
+   * @generated from field: repeated toolmesh.registry.v1.SecretInjection secrets = 29;
+   */
+  secrets: SecretInjection[];
 };
 
 /**
@@ -891,6 +900,81 @@ export const CircuitBreakerSchema: GenMessage<CircuitBreaker> = /*@__PURE__*/
   messageDesc(file_toolmesh_registry_v1_registry, 14);
 
 /**
+ * SecretInjection is one secret a tool needs and where it goes in the backend request.
+ *
+ * @generated from message toolmesh.registry.v1.SecretInjection
+ */
+export type SecretInjection = Message<"toolmesh.registry.v1.SecretInjection"> & {
+  /**
+   * A vault secret name (permission.v1.PutSecret); exactly one of secret and oauth_provider.
+   *
+   * @generated from field: string secret = 1;
+   */
+  secret: string;
+
+  /**
+   * An OAuth upstream (permission.v1.PutOAuthProvider): the caller's user's access token of it.
+   *
+   * @generated from field: string oauth_provider = 2;
+   */
+  oauthProvider: string;
+
+  /**
+   * Where the value goes; exactly one is set.
+   *
+   * @generated from oneof toolmesh.registry.v1.SecretInjection.target
+   */
+  target: {
+    /**
+     * An HTTP header: remote tools, and MCP servers over HTTP (`authorization`).
+     *
+     * @generated from field: string header = 3;
+     */
+    value: string;
+    case: "header";
+  } | {
+    /**
+     * A query parameter of the URL: remote tools.
+     *
+     * @generated from field: string query = 4;
+     */
+    value: string;
+    case: "query";
+  } | {
+    /**
+     * An environment variable: local and docker tools, MCP servers started over stdio.
+     *
+     * @generated from field: string env = 5;
+     */
+    value: string;
+    case: "env";
+  } | {
+    /**
+     * A file of this name in the directory TOOLMESH_SECRETS_DIR names, readable only by the
+     * tool's user: local and docker tools. 1-128 characters of [A-Za-z0-9_.-].
+     *
+     * @generated from field: string file = 6;
+     */
+    value: string;
+    case: "file";
+  } | { case: undefined; value?: undefined };
+
+  /**
+   * Written before the value, such as `Bearer ` (the default for an OAuth token in a header).
+   *
+   * @generated from field: string prefix = 7;
+   */
+  prefix: string;
+};
+
+/**
+ * Describes the message toolmesh.registry.v1.SecretInjection.
+ * Use `create(SecretInjectionSchema)` to create a new message.
+ */
+export const SecretInjectionSchema: GenMessage<SecretInjection> = /*@__PURE__*/
+  messageDesc(file_toolmesh_registry_v1_registry, 15);
+
+/**
  * Tool is a registered tool: the spec plus what the registry derives from it.
  *
  * @generated from message toolmesh.registry.v1.Tool
@@ -960,7 +1044,7 @@ export type Tool = Message<"toolmesh.registry.v1.Tool"> & {
  * Use `create(ToolSchema)` to create a new message.
  */
 export const ToolSchema: GenMessage<Tool> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 15);
+  messageDesc(file_toolmesh_registry_v1_registry, 16);
 
 /**
  * ToolDefinition is one definition a tool had: the hashes of its parts, so a pinned call can say
@@ -1024,7 +1108,7 @@ export type ToolDefinition = Message<"toolmesh.registry.v1.ToolDefinition"> & {
  * Use `create(ToolDefinitionSchema)` to create a new message.
  */
 export const ToolDefinitionSchema: GenMessage<ToolDefinition> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 16);
+  messageDesc(file_toolmesh_registry_v1_registry, 17);
 
 /**
  * Group bundles tools that are used together.
@@ -1069,7 +1153,7 @@ export type Group = Message<"toolmesh.registry.v1.Group"> & {
  * Use `create(GroupSchema)` to create a new message.
  */
 export const GroupSchema: GenMessage<Group> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 17);
+  messageDesc(file_toolmesh_registry_v1_registry, 18);
 
 /**
  * @generated from message toolmesh.registry.v1.RegisterToolRequest
@@ -1086,7 +1170,7 @@ export type RegisterToolRequest = Message<"toolmesh.registry.v1.RegisterToolRequ
  * Use `create(RegisterToolRequestSchema)` to create a new message.
  */
 export const RegisterToolRequestSchema: GenMessage<RegisterToolRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 18);
+  messageDesc(file_toolmesh_registry_v1_registry, 19);
 
 /**
  * @generated from message toolmesh.registry.v1.RegisterToolResponse
@@ -1103,7 +1187,7 @@ export type RegisterToolResponse = Message<"toolmesh.registry.v1.RegisterToolRes
  * Use `create(RegisterToolResponseSchema)` to create a new message.
  */
 export const RegisterToolResponseSchema: GenMessage<RegisterToolResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 19);
+  messageDesc(file_toolmesh_registry_v1_registry, 20);
 
 /**
  * @generated from message toolmesh.registry.v1.UpdateToolRequest
@@ -1127,7 +1211,7 @@ export type UpdateToolRequest = Message<"toolmesh.registry.v1.UpdateToolRequest"
  * Use `create(UpdateToolRequestSchema)` to create a new message.
  */
 export const UpdateToolRequestSchema: GenMessage<UpdateToolRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 20);
+  messageDesc(file_toolmesh_registry_v1_registry, 21);
 
 /**
  * @generated from message toolmesh.registry.v1.UpdateToolResponse
@@ -1144,7 +1228,7 @@ export type UpdateToolResponse = Message<"toolmesh.registry.v1.UpdateToolRespons
  * Use `create(UpdateToolResponseSchema)` to create a new message.
  */
 export const UpdateToolResponseSchema: GenMessage<UpdateToolResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 21);
+  messageDesc(file_toolmesh_registry_v1_registry, 22);
 
 /**
  * @generated from message toolmesh.registry.v1.SetToolSlugsRequest
@@ -1177,7 +1261,7 @@ export type SetToolSlugsRequest = Message<"toolmesh.registry.v1.SetToolSlugsRequ
  * Use `create(SetToolSlugsRequestSchema)` to create a new message.
  */
 export const SetToolSlugsRequestSchema: GenMessage<SetToolSlugsRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 22);
+  messageDesc(file_toolmesh_registry_v1_registry, 23);
 
 /**
  * @generated from message toolmesh.registry.v1.SetToolSlugsResponse
@@ -1194,7 +1278,7 @@ export type SetToolSlugsResponse = Message<"toolmesh.registry.v1.SetToolSlugsRes
  * Use `create(SetToolSlugsResponseSchema)` to create a new message.
  */
 export const SetToolSlugsResponseSchema: GenMessage<SetToolSlugsResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 23);
+  messageDesc(file_toolmesh_registry_v1_registry, 24);
 
 /**
  * @generated from message toolmesh.registry.v1.DeregisterToolRequest
@@ -1211,7 +1295,7 @@ export type DeregisterToolRequest = Message<"toolmesh.registry.v1.DeregisterTool
  * Use `create(DeregisterToolRequestSchema)` to create a new message.
  */
 export const DeregisterToolRequestSchema: GenMessage<DeregisterToolRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 24);
+  messageDesc(file_toolmesh_registry_v1_registry, 25);
 
 /**
  * @generated from message toolmesh.registry.v1.DeregisterToolResponse
@@ -1230,7 +1314,7 @@ export type DeregisterToolResponse = Message<"toolmesh.registry.v1.DeregisterToo
  * Use `create(DeregisterToolResponseSchema)` to create a new message.
  */
 export const DeregisterToolResponseSchema: GenMessage<DeregisterToolResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 25);
+  messageDesc(file_toolmesh_registry_v1_registry, 26);
 
 /**
  * @generated from message toolmesh.registry.v1.GetToolRequest
@@ -1247,7 +1331,7 @@ export type GetToolRequest = Message<"toolmesh.registry.v1.GetToolRequest"> & {
  * Use `create(GetToolRequestSchema)` to create a new message.
  */
 export const GetToolRequestSchema: GenMessage<GetToolRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 26);
+  messageDesc(file_toolmesh_registry_v1_registry, 27);
 
 /**
  * @generated from message toolmesh.registry.v1.GetToolResponse
@@ -1264,7 +1348,7 @@ export type GetToolResponse = Message<"toolmesh.registry.v1.GetToolResponse"> & 
  * Use `create(GetToolResponseSchema)` to create a new message.
  */
 export const GetToolResponseSchema: GenMessage<GetToolResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 27);
+  messageDesc(file_toolmesh_registry_v1_registry, 28);
 
 /**
  * @generated from message toolmesh.registry.v1.ListToolsRequest
@@ -1321,7 +1405,7 @@ export type ListToolsRequest = Message<"toolmesh.registry.v1.ListToolsRequest"> 
  * Use `create(ListToolsRequestSchema)` to create a new message.
  */
 export const ListToolsRequestSchema: GenMessage<ListToolsRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 28);
+  messageDesc(file_toolmesh_registry_v1_registry, 29);
 
 /**
  * @generated from message toolmesh.registry.v1.ListToolsResponse
@@ -1345,7 +1429,7 @@ export type ListToolsResponse = Message<"toolmesh.registry.v1.ListToolsResponse"
  * Use `create(ListToolsResponseSchema)` to create a new message.
  */
 export const ListToolsResponseSchema: GenMessage<ListToolsResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 29);
+  messageDesc(file_toolmesh_registry_v1_registry, 30);
 
 /**
  * @generated from message toolmesh.registry.v1.WatchToolsRequest
@@ -1358,7 +1442,7 @@ export type WatchToolsRequest = Message<"toolmesh.registry.v1.WatchToolsRequest"
  * Use `create(WatchToolsRequestSchema)` to create a new message.
  */
 export const WatchToolsRequestSchema: GenMessage<WatchToolsRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 30);
+  messageDesc(file_toolmesh_registry_v1_registry, 31);
 
 /**
  * @generated from message toolmesh.registry.v1.WatchToolsResponse
@@ -1397,7 +1481,7 @@ export type WatchToolsResponse = Message<"toolmesh.registry.v1.WatchToolsRespons
  * Use `create(WatchToolsResponseSchema)` to create a new message.
  */
 export const WatchToolsResponseSchema: GenMessage<WatchToolsResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 31);
+  messageDesc(file_toolmesh_registry_v1_registry, 32);
 
 /**
  * @generated from message toolmesh.registry.v1.PutGroupRequest
@@ -1414,7 +1498,7 @@ export type PutGroupRequest = Message<"toolmesh.registry.v1.PutGroupRequest"> & 
  * Use `create(PutGroupRequestSchema)` to create a new message.
  */
 export const PutGroupRequestSchema: GenMessage<PutGroupRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 32);
+  messageDesc(file_toolmesh_registry_v1_registry, 33);
 
 /**
  * @generated from message toolmesh.registry.v1.PutGroupResponse
@@ -1431,7 +1515,7 @@ export type PutGroupResponse = Message<"toolmesh.registry.v1.PutGroupResponse"> 
  * Use `create(PutGroupResponseSchema)` to create a new message.
  */
 export const PutGroupResponseSchema: GenMessage<PutGroupResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 33);
+  messageDesc(file_toolmesh_registry_v1_registry, 34);
 
 /**
  * @generated from message toolmesh.registry.v1.GetGroupRequest
@@ -1448,7 +1532,7 @@ export type GetGroupRequest = Message<"toolmesh.registry.v1.GetGroupRequest"> & 
  * Use `create(GetGroupRequestSchema)` to create a new message.
  */
 export const GetGroupRequestSchema: GenMessage<GetGroupRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 34);
+  messageDesc(file_toolmesh_registry_v1_registry, 35);
 
 /**
  * @generated from message toolmesh.registry.v1.GetGroupResponse
@@ -1465,7 +1549,7 @@ export type GetGroupResponse = Message<"toolmesh.registry.v1.GetGroupResponse"> 
  * Use `create(GetGroupResponseSchema)` to create a new message.
  */
 export const GetGroupResponseSchema: GenMessage<GetGroupResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 35);
+  messageDesc(file_toolmesh_registry_v1_registry, 36);
 
 /**
  * @generated from message toolmesh.registry.v1.ListGroupsRequest
@@ -1487,7 +1571,7 @@ export type ListGroupsRequest = Message<"toolmesh.registry.v1.ListGroupsRequest"
  * Use `create(ListGroupsRequestSchema)` to create a new message.
  */
 export const ListGroupsRequestSchema: GenMessage<ListGroupsRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 36);
+  messageDesc(file_toolmesh_registry_v1_registry, 37);
 
 /**
  * @generated from message toolmesh.registry.v1.ListGroupsResponse
@@ -1509,7 +1593,7 @@ export type ListGroupsResponse = Message<"toolmesh.registry.v1.ListGroupsRespons
  * Use `create(ListGroupsResponseSchema)` to create a new message.
  */
 export const ListGroupsResponseSchema: GenMessage<ListGroupsResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 37);
+  messageDesc(file_toolmesh_registry_v1_registry, 38);
 
 /**
  * @generated from message toolmesh.registry.v1.DeleteGroupRequest
@@ -1526,7 +1610,7 @@ export type DeleteGroupRequest = Message<"toolmesh.registry.v1.DeleteGroupReques
  * Use `create(DeleteGroupRequestSchema)` to create a new message.
  */
 export const DeleteGroupRequestSchema: GenMessage<DeleteGroupRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 38);
+  messageDesc(file_toolmesh_registry_v1_registry, 39);
 
 /**
  * @generated from message toolmesh.registry.v1.DeleteGroupResponse
@@ -1539,7 +1623,7 @@ export type DeleteGroupResponse = Message<"toolmesh.registry.v1.DeleteGroupRespo
  * Use `create(DeleteGroupResponseSchema)` to create a new message.
  */
 export const DeleteGroupResponseSchema: GenMessage<DeleteGroupResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 39);
+  messageDesc(file_toolmesh_registry_v1_registry, 40);
 
 /**
  * @generated from message toolmesh.registry.v1.ListRuntimesRequest
@@ -1552,7 +1636,7 @@ export type ListRuntimesRequest = Message<"toolmesh.registry.v1.ListRuntimesRequ
  * Use `create(ListRuntimesRequestSchema)` to create a new message.
  */
 export const ListRuntimesRequestSchema: GenMessage<ListRuntimesRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 40);
+  messageDesc(file_toolmesh_registry_v1_registry, 41);
 
 /**
  * RuntimeSummary counts tools of one runtime kind.
@@ -1598,7 +1682,7 @@ export type RuntimeSummary = Message<"toolmesh.registry.v1.RuntimeSummary"> & {
  * Use `create(RuntimeSummarySchema)` to create a new message.
  */
 export const RuntimeSummarySchema: GenMessage<RuntimeSummary> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 41);
+  messageDesc(file_toolmesh_registry_v1_registry, 42);
 
 /**
  * @generated from message toolmesh.registry.v1.ListRuntimesResponse
@@ -1615,7 +1699,7 @@ export type ListRuntimesResponse = Message<"toolmesh.registry.v1.ListRuntimesRes
  * Use `create(ListRuntimesResponseSchema)` to create a new message.
  */
 export const ListRuntimesResponseSchema: GenMessage<ListRuntimesResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 42);
+  messageDesc(file_toolmesh_registry_v1_registry, 43);
 
 /**
  * @generated from message toolmesh.registry.v1.ExportToolSchemasRequest
@@ -1653,7 +1737,7 @@ export type ExportToolSchemasRequest = Message<"toolmesh.registry.v1.ExportToolS
  * Use `create(ExportToolSchemasRequestSchema)` to create a new message.
  */
 export const ExportToolSchemasRequestSchema: GenMessage<ExportToolSchemasRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 43);
+  messageDesc(file_toolmesh_registry_v1_registry, 44);
 
 /**
  * ExportedTool is one tool rendered for a provider.
@@ -1686,7 +1770,7 @@ export type ExportedTool = Message<"toolmesh.registry.v1.ExportedTool"> & {
  * Use `create(ExportedToolSchema)` to create a new message.
  */
 export const ExportedToolSchema: GenMessage<ExportedTool> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 44);
+  messageDesc(file_toolmesh_registry_v1_registry, 45);
 
 /**
  * @generated from message toolmesh.registry.v1.ExportToolSchemasResponse
@@ -1703,7 +1787,7 @@ export type ExportToolSchemasResponse = Message<"toolmesh.registry.v1.ExportTool
  * Use `create(ExportToolSchemasResponseSchema)` to create a new message.
  */
 export const ExportToolSchemasResponseSchema: GenMessage<ExportToolSchemasResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 45);
+  messageDesc(file_toolmesh_registry_v1_registry, 46);
 
 /**
  * ToolStatus tells whether agents may call a tool.
