@@ -282,6 +282,36 @@ describe("toolmesh CLI", () => {
     ]);
   });
 
+  it("turns a failing tool into a repair task with its failures attached", async () => {
+    // Nothing listens at cli.broken's address: every call fails.
+    const broken = (await readFile(path.join(dir, "tool.yaml"), "utf8"))
+      .replace("name: cli.echo", "name: cli.broken")
+      .replace(/url: "[^"]*"/, 'url: "http://127.0.0.1:1/"');
+    await writeFile(path.join(dir, "broken.yaml"), broken);
+    await ok(["tools", "register", "-f", "broken.yaml"]);
+    await ok(["grants", "add", "--agent", "admin", "--tool", "cli.broken", "--scopes", "*"]);
+    const failed: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      const run = await until(["call", "cli.broken", "{}", "--json"], (r) =>
+        r.stdout.includes("CALL_STATUS_FAILURE"),
+      );
+      failed.push(JSON.parse(run.stdout).callId);
+    }
+    await until(["audit", "query", "--tool", "cli.broken", "--json"], (r) =>
+      failed.every((id) => r.stdout.includes(id)),
+    );
+    const made = await ok(["tasks", "repair", "cli.broken", "--json"]);
+    const { taskId, failures } = JSON.parse(made.stdout);
+    expect(failures).toBeGreaterThanOrEqual(2);
+    const task = JSON.parse((await ok(["tasks", "get", taskId, "--json"])).stdout);
+    expect(task.spec.description).toContain('Repair the tool "cli.broken"');
+    for (const id of failed) expect(task.spec.description).toContain(id);
+    expect(task.spec.description).toContain("backend_unavailable");
+    const none = await cli(["tasks", "repair", "cli.echo"]);
+    expect(none.code).toBe(1);
+    expect(none.stdout).toContain('tool "cli.echo" has no failure in the audit log');
+  });
+
   it("queries the audit log and verifies its chain", async () => {
     const records = JSON.parse(
       (
@@ -299,7 +329,7 @@ describe("toolmesh CLI", () => {
   it("approves and denies held calls, and shows usage", async () => {
     const tool = (await readFile(path.join(dir, "tool.yaml"), "utf8"))
       .replace("name: cli.echo", "name: cli.pay")
-      .concat("\nrequiresApproval: true\n");
+      .concat("\nrequiresApproval: true\nprice: {currency: CREDITS, perCallMicros: 250000}\n");
     await writeFile(path.join(dir, "pay.yaml"), tool);
     await ok(["tools", "register", "-f", "pay.yaml"]);
     await ok(["grants", "add", "--agent", "cli-bot", "--tool", "cli.pay", "--scopes", "*"]);
@@ -346,10 +376,18 @@ describe("toolmesh CLI", () => {
       r.stdout.includes('"calls": "2"'),
     );
     expect(JSON.parse(usage.stdout)).toMatchObject([
-      { agentId: "cli-bot", tool: "cli.pay", calls: "2", errors: "1", refused: "1" },
+      {
+        agentId: "cli-bot",
+        tool: "cli.pay",
+        calls: "2",
+        errors: "1",
+        refused: "1",
+        // The approved call ran and cost its price; the denied one never ran.
+        costMicros: { CREDITS: "250000" },
+      },
     ]);
     expect((await ok(["usage", "--tool", "cli.pay"])).stdout).toMatch(
-      /cli-bot\s+-\s+cli\.pay\s+2\s+1\s+0\s+0\s+1/,
+      /cli-bot\s+-\s+cli\.pay\s+2\s+1\s+0\s+0\s+1\s+\d+\s+0\.25 CREDITS/,
     );
   });
 

@@ -114,10 +114,21 @@ export function codeName(code: Code): string {
   return Code[code].replace(/([a-z])([A-Z])/g, "$1_$2").toUpperCase();
 }
 
-/** RESOURCE_EXHAUSTED with a google.rpc.RetryInfo detail saying when to try again. */
-export function retryLater(message: string, waitMs: number): ConnectError {
+/** A detail an error carries out (a proto message and its schema). */
+export type OutgoingDetail = NonNullable<ConstructorParameters<typeof ConnectError>[3]>[number];
+
+/**
+ * RESOURCE_EXHAUSTED (or `code`) with a google.rpc.RetryInfo detail saying when to try again,
+ * and any details of the refusal's own (a BudgetExceeded, a CircuitOpen).
+ */
+export function retryLater(
+  message: string,
+  waitMs: number,
+  options: { code?: Code; details?: OutgoingDetail[] } = {},
+): ConnectError {
   const ms = Math.max(0, Math.ceil(waitMs));
-  return new ConnectError(message, Code.ResourceExhausted, undefined, [
+  return new ConnectError(message, options.code ?? Code.ResourceExhausted, undefined, [
+    ...(options.details ?? []),
     {
       desc: RetryInfoSchema,
       value: create(RetryInfoSchema, {

@@ -37,6 +37,9 @@ export const buckets = {
     /** Rate limits by id (`<subject>.<escaped target>`). */
     rateLimitKey: (id: string) => `limits.${id}`,
     rateLimitPrefix: "limits.>",
+    /** Budgets by id (`<subject>.<escaped target>.<day|month>`). */
+    budgetKey: (id: string) => `budgets.${id}`,
+    budgetPrefix: "budgets.>",
     /** What the vault tells about a secret (permission.v1.Secret, never its value), by id. */
     secretKey: (id: string) => `secrets.${id}`,
     secretPrefix: "secrets.>",
@@ -49,6 +52,16 @@ export const buckets = {
     /** JWT signing keys' public halves (permission.v1.SigningKey), by kid. */
     signingKeyKey: (kid: string) => `signing.${kid}`,
     signingKeyPrefix: "signing.>",
+  },
+  /**
+   * Owned by Callback: `hours.…` → callback.v1.StoredUsage (its usage store), and
+   * `spend.<budget id>.<period>` → callback.v1.StoredSpend, which the Dispatchers follow to
+   * enforce budgets.
+   */
+  usage: {
+    name: bucketNames.usage,
+    spendKey: (budget: string, period: string) => `spend.${budget}.${period}`,
+    spendPrefix: "spend.>",
   },
   /**
    * Owned and read by Permission alone; every value sealed with the vault key (libs/vault

@@ -108,8 +108,9 @@ export const busAccess = {
     writesStreams: ["records"],
     readsStreams: [],
     ownsBuckets: ["dispatcher", "callIds", "dispatchers", "approvals", "mcpTasks"],
-    // The audit bucket says what holds the audit log, for a refusal to name it.
-    readsBuckets: ["registry", "permission", "audit"],
+    // The audit bucket says what holds the audit log, for a refusal to name it; the usage bucket
+    // what was spent against budgets.
+    readsBuckets: ["registry", "permission", "audit", "usage"],
     // MCP tasks wait for a call's broadcast outcome.
     subscribes: ["toolmesh.callback.>"],
     answers: ["toolmesh.dispatchers.>"],

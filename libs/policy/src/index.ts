@@ -1,4 +1,13 @@
 export {
+  type BudgetKind,
+  type BudgetPeriodWord,
+  type BudgetWindow,
+  budgetId,
+  budgetPeriodOf,
+  budgetWindow,
+  CURRENCY,
+} from "./budgets.js";
+export {
   ANY,
   appliesToAgent,
   appliesToUser,

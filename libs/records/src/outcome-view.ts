@@ -45,6 +45,8 @@ export function outcomeOf(record: AuditRecord): CallbackEvent | undefined {
     durationMs: record.durationMs,
     attempts: record.attempts,
     time: record.time,
+    ...(record.cost ? { cost: record.cost } : {}),
+    cachedFrom: record.cachedFrom,
   });
 }
 

@@ -15,9 +15,16 @@ export function endsCall(record: Pick<AuditRecord, "action">): boolean {
   return record.action === AuditAction.TOOL_CALL;
 }
 
-/** True for a record the Dispatcher writes for a call (as opposed to an admin change). */
+/**
+ * True for a record the Dispatcher writes for a call (as opposed to an admin change or a circuit
+ * breaker opening, which have ids of their own).
+ */
 export function ofCall(record: Pick<AuditRecord, "action">): boolean {
-  return record.action !== AuditAction.ADMIN && record.action !== AuditAction.UNSPECIFIED;
+  return (
+    record.action !== AuditAction.ADMIN &&
+    record.action !== AuditAction.CIRCUIT_OPENED &&
+    record.action !== AuditAction.UNSPECIFIED
+  );
 }
 
 /**

@@ -1,7 +1,8 @@
 import { createHash } from "node:crypto";
-import { create, toJson } from "@bufbuild/protobuf";
+import { create, type JsonValue, toJson } from "@bufbuild/protobuf";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import {
+  type Runtime,
   RuntimeSchema,
   type Tool,
   type ToolDefinition,
@@ -26,7 +27,7 @@ export function toolDefinition(
 ): ToolDefinition {
   const schema = schemaHash(spec.inputSchema, spec.outputSchema);
   const description = sha256(spec.description);
-  const runtime = sha256(canonicalJson(spec.runtime ? toJson(RuntimeSchema, spec.runtime) : null));
+  const runtime = sha256(canonicalJson(spec.runtime ? runtimeDefinition(spec.runtime) : null));
   return create(ToolDefinitionSchema, {
     revision,
     version: spec.version,
@@ -36,6 +37,22 @@ export function toolDefinition(
     runtimeHash: runtime,
     ...(time ? { time } : {}),
   });
+}
+
+/**
+ * How many instances of a tool run, and when, is capacity, not what the tool is: changing it
+ * breaks no pin and keeps its cached results.
+ */
+const CAPACITY_FIELDS = ["minInstances", "maxInstances", "warmHours", "healthIntervalMs"];
+
+/** A runtime as its definition hash reads it: its JSON without the capacity fields. */
+function runtimeDefinition(runtime: Runtime): JsonValue {
+  const json = toJson(RuntimeSchema, runtime) as Record<string, Record<string, JsonValue>>;
+  for (const kind of ["local", "docker"]) {
+    const value = json[kind];
+    if (value) for (const field of CAPACITY_FIELDS) delete value[field];
+  }
+  return json;
 }
 
 /** What differs between two definitions, in a fixed order. */

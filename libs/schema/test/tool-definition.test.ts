@@ -34,6 +34,31 @@ function updated(
 }
 
 describe("tool definitions", () => {
+  it("keeps a local tool's definition when only its instances change, not its command", () => {
+    const local = (value: Record<string, unknown>) =>
+      create(ToolSpecSchema, { runtime: { kind: { case: "local", value: value as never } } })
+        .runtime;
+    const first = updated(registered(), (s) => {
+      s.runtime = local({ command: "node" });
+    });
+    const warm = updated(first, (s) => {
+      s.runtime = local({
+        command: "node",
+        minInstances: 1,
+        maxInstances: 2,
+        warmHours: [{ startHour: 8, endHour: 18 }],
+        healthIntervalMs: 500,
+      });
+    });
+    expect(warm.definitionHash).toBe(first.definitionHash);
+    expect(pinBroken(warm, first.definitionHash)).toBeUndefined();
+    const moved = updated(warm, (s) => {
+      s.runtime = local({ command: "python3", minInstances: 1, maxInstances: 2 });
+    });
+    expect(moved.definitionHash).not.toBe(first.definitionHash);
+    expect(moved.history.at(-1)?.changed).toEqual(["runtime"]);
+  });
+
   it("names each part that changed since a pinned definition", () => {
     const first = registered();
     const pin = first.definitionHash;

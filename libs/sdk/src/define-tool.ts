@@ -26,6 +26,12 @@ export interface ToolContext {
    * (serveTools' `reports`). For jobs that outlive a request.
    */
   defer(work: () => Promise<JsonObject>): Deferred;
+  /**
+   * Adds what this call cost the tool itself (an LLM's tokens, a paid API), in millionths of the
+   * currency of its price: the Dispatcher adds it to the call's cost. Ignored for a tool without
+   * a price.
+   */
+  reportCost(micros: number | bigint): void;
 }
 
 /** A tool as the SDK serves and registers it. */

@@ -141,6 +141,7 @@ async function invoke(
   call.once("cancelled", () => {
     if (!finished) abort.abort(new Error("the Dispatcher cancelled the call"));
   });
+  let costMicros = 0n;
   const ctx: ToolContext = {
     traceId: req.context?.traceId ?? "",
     callId: req.context?.callId ?? "",
@@ -157,6 +158,11 @@ async function invoke(
       );
     },
     defer: (work) => new Deferred(work),
+    reportCost(micros) {
+      if (typeof micros === "number" && !Number.isFinite(micros)) return;
+      const whole = typeof micros === "bigint" ? micros : BigInt(Math.round(micros));
+      if (whole > 0n) costMicros += whole;
+    },
   };
   let result: InvokeResponse;
   try {
@@ -175,7 +181,7 @@ async function invoke(
       });
     } else {
       result = create(InvokeResponseSchema, {
-        message: { case: "result", value: create(InvokeResultSchema, { output }) },
+        message: { case: "result", value: create(InvokeResultSchema, { output, costMicros }) },
       });
     }
   } catch (error) {
@@ -191,7 +197,10 @@ async function invoke(
             message: error instanceof Error ? error.message : String(error),
           });
     result = create(InvokeResponseSchema, {
-      message: { case: "result", value: create(InvokeResultSchema, { error: callError }) },
+      message: {
+        case: "result",
+        value: create(InvokeResultSchema, { error: callError, costMicros }),
+      },
     });
   } finally {
     stopping.removeEventListener("abort", onStop);

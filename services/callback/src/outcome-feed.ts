@@ -102,7 +102,7 @@ export class OutcomeFeed {
         const event = outcomeOf(record);
         if (!event) continue;
         outcomes.push({ event, msgId: recordKey(record) });
-        if (isFinal(event.status)) calls.push(countedCall(event));
+        if (isFinal(event.status)) calls.push(countedCall(event, record));
       }
       const taken = { held: { block, calls }, outcomes };
       this.inHand.set(block.seq, taken.held);

@@ -2,6 +2,7 @@ import type { Logger } from "@toolmesh/log";
 import { statusWord } from "@toolmesh/proto";
 import type { LogBlock } from "@toolmesh/records";
 import { counter } from "@toolmesh/telemetry";
+import { spendOf } from "./spend.js";
 import { type CountedBlock, type CountedCall, type UsageStore, usageKeyOf } from "./usage-store.js";
 
 /**
@@ -34,7 +35,8 @@ export interface HeldBlock {
 }
 
 /**
- * Counts the finished calls of audit log blocks into the hourly usage aggregates and acks each
+ * Counts the finished calls of audit log blocks into the hourly usage aggregates (and the cost of
+ * those under budgets into the budgets' spend) and acks each
  * block once its calls are written. Blocks gather for a second (or FLUSH_BLOCKS), then each usage
  * key they touch is written once with the blocks it counted, so a block delivered again — after
  * a crash, a lost ack, or to another replica — adds nothing twice (usage-store.ts); a write that
@@ -95,12 +97,18 @@ export class UsageCounter {
         byKey.set(key, blocks);
       }
     }
+    const spend = spendOf(batch);
     for (;;) {
       try {
         const floor = await this.deps.ackFloor().catch(() => 0);
-        const added = await Promise.all(
-          [...byKey].map(([key, blocks]) => this.deps.usage.add(key, blocks, floor)),
-        );
+        const [added] = await Promise.all([
+          Promise.all([...byKey].map(([key, blocks]) => this.deps.usage.add(key, blocks, floor))),
+          Promise.all(
+            [...spend].map(([key, { budget, blocks }]) =>
+              this.deps.usage.addSpend(key, budget, blocks, floor),
+            ),
+          ),
+        ]);
         for (const call of added.flat()) {
           this.metrics.calls.inc({
             agent: call.agentId,

@@ -1,22 +1,19 @@
-import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { create, fromBinary } from "@bufbuild/protobuf";
 import { timestampFromMs, timestampMs } from "@bufbuild/protobuf/wkt";
 import { nameLimits } from "@toolmesh/names";
+import { bucketNames, kvKeyToken, openBucket } from "@toolmesh/nats";
 import {
-  bucketNames,
-  compareAndSet,
-  kvKeyToken,
-  openBucket,
-  updateWithRetry,
-} from "@toolmesh/nats";
-import {
+  type AuditRecord,
+  CacheUse,
   type CallbackEvent,
   CallStatus,
-  type StoredUsage,
+  StoredSpendSchema,
   StoredUsageSchema,
   type Usage,
   UsageSchema,
 } from "@toolmesh/proto";
 import type { JetStreamClient, JetStreamManager, KV } from "nats";
+import { addBlocksOnce, type BlockShare } from "./counted-blocks.js";
 
 /** The bucket of hourly usage aggregates, owned by the Callback service. */
 export const USAGE_BUCKET = bucketNames.usage;
@@ -69,17 +66,39 @@ export interface CountedCall {
   durationMs: number;
   /** The hour it counts in: the hour it ended. */
   hourMs: number;
+  /** When it ended (epoch ms): the day and month of budgets it counts in. */
+  endedMs?: number;
+  /** What it cost, for a priced tool. */
+  cost?: { currency: string; micros: bigint };
+  /** The budgets its cost counts against, and the Dispatcher instance that counted it. */
+  budgets?: string[];
+  countedBy?: string;
+  /** Whether its tool's result cache answered it. */
+  cache?: CacheUse;
 }
 
-/** A finished call's outcome as usage counts it. */
-export function countedCall(event: CallbackEvent): CountedCall {
+/** A finished call's outcome, and its end record, as usage counts it. */
+export function countedCall(
+  event: CallbackEvent,
+  record: Pick<AuditRecord, "budgets" | "countedBy" | "cache"> = {
+    budgets: [],
+    countedBy: "",
+    cache: CacheUse.UNSPECIFIED,
+  },
+): CountedCall {
+  const endedMs = event.time ? timestampMs(event.time) : Date.now();
   return {
     agentId: event.agentId,
     userId: event.userId,
     tool: event.tool,
     status: event.status,
     durationMs: event.durationMs,
-    hourMs: hourOf(event.time ? timestampMs(event.time) : Date.now()),
+    endedMs,
+    hourMs: hourOf(endedMs),
+    ...(event.cost ? { cost: { currency: event.cost.currency, micros: event.cost.micros } } : {}),
+    budgets: record.budgets,
+    countedBy: record.countedBy,
+    cache: record.cache,
   };
 }
 
@@ -89,20 +108,31 @@ export function usageKeyOf(call: CountedCall): string {
 }
 
 /** One finished call, as it adds to its hour. */
-export function addCall(usage: Usage, call: Pick<CountedCall, "status" | "durationMs">): void {
+export function addCall(
+  usage: Usage,
+  call: Pick<CountedCall, "status" | "durationMs" | "cost" | "cache">,
+): void {
   usage.calls += 1n;
   if (call.status === CallStatus.FAILURE) usage.failures += 1n;
   if (call.status === CallStatus.INTERRUPTED) usage.interrupted += 1n;
   if (call.status === CallStatus.REFUSED) usage.refused += 1n;
   if (call.status !== CallStatus.SUCCESS) usage.errors += 1n;
   usage.durationMs += BigInt(call.durationMs);
+  if (call.cache === CacheUse.HIT) usage.cacheHits += 1n;
+  if (call.cache === CacheUse.MISS) usage.cacheMisses += 1n;
+  if (call.cost && call.cost.micros > 0n)
+    usage.costMicros[call.cost.currency] =
+      (usage.costMicros[call.cost.currency] ?? 0n) + call.cost.micros;
 }
 
 /** The calls one audit log block adds to one usage key. */
-export interface CountedBlock {
-  /** The block's sequence in the audit log. */
-  seq: number;
+export interface CountedBlock extends BlockShare {
   calls: CountedCall[];
+}
+
+/** What the calls of one audit log block cost against one budget's period. */
+export interface SpentBlock extends BlockShare {
+  costs: { micros: bigint; countedBy: string }[];
 }
 
 /** Hourly usage per agent, user and tool in NATS KV, bounded by age and bytes. */
@@ -120,47 +150,52 @@ export class UsageStore {
   }
 
   /**
-   * Adds the calls of audit log blocks to one key's hour, each block once: the key remembers the
-   * blocks it counted (those above the consumer's ack `floor`), so a block delivered again — to
-   * this replica or another, in any order — adds nothing. Blocks at or below the floor were acked
-   * and never come again, so they are forgotten. Returns the calls it added.
+   * Adds the calls of audit log blocks to one key's hour, each block once (counted-blocks.ts).
+   * Returns the calls it added.
    */
   async add(key: string, blocks: readonly CountedBlock[], floor: number): Promise<CountedCall[]> {
     const first = blocks[0]?.calls[0];
     if (!first) return [];
-    // Another replica may write the key meanwhile: read it again and add what it has not.
-    return updateWithRetry(`usage key "${key}"`, async () => {
-      const entry = await this.kv.get(key);
-      const stored: StoredUsage | undefined =
-        entry?.operation === "PUT" && entry.value.length > 0
-          ? fromBinary(StoredUsageSchema, entry.value)
-          : undefined;
-      const counted = new Set((stored?.countedBlocks ?? []).map(Number));
-      const fresh = blocks.filter((b) => !counted.has(b.seq));
-      if (fresh.length === 0) return [];
-      const usage =
-        stored?.usage ??
-        create(UsageSchema, {
-          hour: timestampFromMs(first.hourMs),
-          agentId: first.agentId,
-          userId: first.userId,
-          tool: first.tool,
-        });
-      for (const block of fresh) for (const call of block.calls) addCall(usage, call);
-      for (const block of fresh) counted.add(block.seq);
-      const value = toBinary(
-        StoredUsageSchema,
-        create(StoredUsageSchema, {
-          usage,
-          countedBlocks: [...counted]
-            .filter((seq) => seq > floor)
-            .sort((x, y) => x - y)
-            .map(BigInt),
-        }),
-      );
-      if (entry && stored) await compareAndSet(() => this.kv.update(key, value, entry.revision));
-      else await compareAndSet(() => this.kv.create(key, value));
-      return fresh.flatMap((b) => b.calls);
+    const fresh = await addBlocksOnce(
+      this.kv,
+      key,
+      StoredUsageSchema,
+      blocks,
+      floor,
+      (stored, fresh) => {
+        const usage =
+          stored?.usage ??
+          create(UsageSchema, {
+            hour: timestampFromMs(first.hourMs),
+            agentId: first.agentId,
+            userId: first.userId,
+            tool: first.tool,
+          });
+        for (const block of fresh) for (const call of block.calls) addCall(usage, call);
+        return create(StoredUsageSchema, { usage });
+      },
+    );
+    return fresh.flatMap((b) => b.calls);
+  }
+
+  /**
+   * Adds what the calls of audit log blocks cost to one budget's period (`spend.<budget>.<period>`),
+   * each block once, and by the Dispatcher instance that counted each.
+   */
+  async addSpend(
+    key: string,
+    spend: { budgetId: string; period: string; currency: string },
+    blocks: readonly SpentBlock[],
+    floor: number,
+  ): Promise<void> {
+    await addBlocksOnce(this.kv, key, StoredSpendSchema, blocks, floor, (stored, fresh) => {
+      const next = stored ?? create(StoredSpendSchema, spend);
+      for (const block of fresh)
+        for (const { micros, countedBy } of block.costs) {
+          next.spentMicros += micros;
+          next.byInstance[countedBy] = (next.byInstance[countedBy] ?? 0n) + micros;
+        }
+      return next;
     });
   }
 

@@ -18,6 +18,7 @@ import {
   ToolStatus,
 } from "@toolmesh/proto";
 import {
+  allowSpec,
   eventually,
   failure,
   type OperatorStack,
@@ -120,6 +121,24 @@ describe("web console in chromium", () => {
         );
       }
     }
+    // web.broken fails every call (nothing listens at its address): one failure opens its breaker.
+    // Each call that reaches it costs 0.25 CREDITS.
+    await registry.registerTool(
+      {
+        tool: {
+          name: "web.broken",
+          version: "1.0.0",
+          description: "Always fails.",
+          inputSchema: { type: "object" },
+          status: ToolStatus.ACTIVE,
+          runtime: { kind: { case: "remote", value: { url: "http://127.0.0.1:1/" } } },
+          circuitBreaker: { failures: 1, openMs: 600_000 },
+          price: { currency: "CREDITS", perCallMicros: 250_000n },
+        },
+      },
+      admin(),
+    );
+    await permission.grant({ grant: allowSpec("role:admin", "tool:web.broken", ["*"]) }, admin());
     const key = await permission.createApiKey(
       { agentId: "web-bot", name: "browser test", roles: ["agent"] },
       admin(),
@@ -165,6 +184,30 @@ describe("web console in chromium", () => {
     await page.waitForSelector(".result .status.success");
     expect(await page.textContent(".result pre")).toContain('"greeting": "hello"');
     await shot("2-call");
+  });
+
+  it("shows the circuit breaker of a failing tool on the tools page", async () => {
+    const failed = await dispatcher.dispatch({ tool: "web.broken" }, admin());
+    expect(failed.status).toBe(CallStatus.FAILURE);
+    await page.click("nav >> text=Live calls");
+    await page.click("nav >> text=Tools & groups");
+    const row = page.locator("table.breakers tr", { hasText: "web.broken" });
+    await row.waitFor({ timeout: 15_000 });
+    expect(await row.textContent()).toContain("OPEN");
+    expect(await row.textContent()).toContain("backend_unavailable");
+    await shot("2b-breakers");
+  });
+
+  it("shows the cost of calls on the usage page", async () => {
+    // Usage is counted from the audit log within a second or so: the page is opened until it shows.
+    const row = page.locator("table.usage tr", { hasText: "web.broken" });
+    await eventually(async () => {
+      await page.click("nav >> text=Audit");
+      await page.click("nav >> text=Usage");
+      await row.waitFor({ timeout: 2000 });
+    }, 20_000);
+    expect(await row.textContent()).toContain("0.25 CREDITS");
+    await shot("2c-usage");
   });
 
   it("shows an agent's call live and opens its trace waterfall", async () => {

@@ -38,6 +38,14 @@ export const dispatcherConfig = {
   localIdleTimeoutMs: int("TOOLMESH_LOCAL_IDLE_TIMEOUT_MS", 5 * 60 * 1000, { min: 100 }),
   localMaxConcurrency: int("TOOLMESH_LOCAL_MAX_CONCURRENCY", 8, { min: 1, max: 10_000 }),
   localStartTimeoutMs: int("TOOLMESH_LOCAL_START_TIMEOUT_MS", 15_000, { min: 100 }),
+  /** Failures (or timeouts) in a row of one tool that open its circuit breaker; 0: never. */
+  breakerFailures: int("TOOLMESH_BREAKER_FAILURES", 5, { min: 0, max: 10_000 }),
+  /** How long an open breaker fails calls fast before it lets a probe call through. */
+  breakerOpenMs: int("TOOLMESH_BREAKER_OPEN_MS", 30_000, { min: 100, max: 3_600_000 }),
+  /** Output bytes the result cache holds at most across every tool (least recently used go). */
+  cacheMaxBytes: int("TOOLMESH_CACHE_MAX_BYTES", 64 * 1024 * 1024, { min: 0, max: 2 ** 40 }),
+  /** Results kept at most per tool whose spec sets no cache_max_entries. */
+  cacheMaxEntries: int("TOOLMESH_CACHE_MAX_ENTRIES", 1000, { min: 1, max: 1_000_000 }),
   /** This process's name in start records and heartbeats; a fresh one each start when unset. */
   instanceId: optionalStr("TOOLMESH_INSTANCE_ID"),
   /**

@@ -4,6 +4,7 @@ import { runService } from "@toolmesh/service";
 import { startTracing } from "@toolmesh/telemetry";
 import { requestConnectLink, requestSecrets } from "@toolmesh/vault";
 import { ApprovalSweeper } from "./approvals/approval-sweeper.js";
+import { BudgetLedger } from "./catalog/budget-ledger.js";
 import { CallLimiter } from "./catalog/rate-limits.js";
 import { followSnapshots, snapshotsLoaded } from "./catalog/snapshots.js";
 import { dispatcherConfig } from "./config.js";
@@ -98,6 +99,7 @@ await runService({
       tools: snapshots.tools,
       policy: snapshots.policy,
       limits: new CallLimiter(snapshots.limits, config.dispatcherReplicas),
+      budgets: new BudgetLedger(snapshots.budgets, snapshots.spend, instance),
       vault: {
         view: snapshots.vault,
         link: {

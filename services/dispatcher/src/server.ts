@@ -16,12 +16,15 @@ import {
 import { createToolmeshServer, type ToolmeshServer } from "@toolmesh/server";
 import type { Tracing } from "@toolmesh/telemetry";
 import { ApprovalDesk } from "./approvals/approval-desk.js";
+import type { BudgetLedger } from "./catalog/budget-ledger.js";
 import type { PermissionGate } from "./catalog/permission-gate.js";
 import type { CallLimiter } from "./catalog/rate-limits.js";
 import { ToolCatalog, type ToolSource } from "./catalog/tool-catalog.js";
 import { ToolSearch } from "./catalog/tool-search.js";
 import { DispatchChain } from "./chain/dispatch-chain.js";
+import { ResultCache } from "./chain/result-cache.js";
 import { RunningCalls } from "./chain/running-calls.js";
+import { circuitOpenedRecorder, ToolBreakers } from "./chain/tool-breakers.js";
 import { CallRecorder, type RecordSink } from "./records/call-recorder.js";
 import { type HeldCallStore, MemoryHeldCalls } from "./records/held-calls.js";
 import type { CallIdOwners, IdempotencyStore } from "./records/idempotency.js";
@@ -74,6 +77,12 @@ export interface DispatcherSettings {
   toolSecretsDir: string;
   approvalTimeoutMs: number;
   approverRoles: string[];
+  /** A tool's circuit breaker defaults (TOOLMESH_BREAKER_*): 5 failures in a row, open 30 s. */
+  breakerFailures?: number;
+  breakerOpenMs?: number;
+  /** The result cache's bounds (TOOLMESH_CACHE_*): 64 MiB in all, 1000 results a tool. */
+  cacheMaxBytes?: number;
+  cacheMaxEntries?: number;
   /** An access token is asked for again once it expires within this long. */
   oauthRefreshMarginMs: number;
 }
@@ -85,6 +94,8 @@ export interface DispatcherDeps {
   policy: PermissionGate;
   /** The rate limits Permission keeps, followed from its bucket (a CallLimiter). */
   limits?: CallLimiter;
+  /** The budgets Permission keeps and Callback's spend against them; none enforced when omitted. */
+  budgets?: BudgetLedger;
   /** Where the calls' records go (JetStreamRecords: batches on the record stream). */
   records: RecordSink;
   /** This process's instance id, named in each call's start record for the sweeper. */
@@ -183,6 +194,22 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     settings.oauthRefreshMarginMs,
   );
   const recorder = new CallRecorder(deps.records, settings.redactKeys, deps.instance);
+  const recordOpening = circuitOpenedRecorder(recorder, log);
+  const breakers = new ToolBreakers(
+    { failures: settings.breakerFailures ?? 5, openMs: settings.breakerOpenMs ?? 30_000 },
+    (opened) => {
+      recordOpening(opened);
+      // A local or docker tool that keeps failing is restarted: stopped now, its probe starts it.
+      const tool = catalog.get(opened.tool);
+      const runtime = tool && [local, docker].find((r) => r.runs(tool));
+      if (runtime)
+        void runtime
+          .stop(opened.tool)
+          .catch((error: unknown) =>
+            log.warn({ err: error, tool: opened.tool }, "could not restart a failing tool"),
+          );
+    },
+  );
   const heldCalls = deps.heldCalls ?? new MemoryHeldCalls();
   const outcomes = deps.outcomes ?? new NoOutcomes();
   const chain = new DispatchChain({
@@ -206,6 +233,12 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     callIds: deps.callIds,
     running,
     limits: deps.limits,
+    budgets: deps.budgets,
+    breakers,
+    cache: new ResultCache({
+      maxBytes: settings.cacheMaxBytes ?? 64 * 1024 * 1024,
+      maxEntries: settings.cacheMaxEntries ?? 1000,
+    }),
     settings: { defaultTimeoutMs: settings.defaultTimeoutMs, maxTimeoutMs: settings.maxTimeoutMs },
     log,
     ...(deps.tracing ? { tracing: deps.tracing } : {}),
@@ -214,7 +247,14 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     RegistryService,
     createGrpcTransport({ baseUrl: settings.registryUrl }),
   );
-  const checks = { catalog, policy: deps.policy, running, secrets };
+  const checks = {
+    catalog,
+    policy: deps.policy,
+    running,
+    secrets,
+    budgets: deps.budgets,
+    breakers,
+  };
   const search = new ToolSearch(catalog);
   const inputs = new InputDesk(deps.instance, new RequestStates(), deps.link);
   const pushed = new PushedRequests(deps.instance);

@@ -1,4 +1,5 @@
-// A local tool speaking JSON over HTTP: GET /healthz, POST /invoke echoes its arguments.
+// A local tool speaking JSON over HTTP: GET /healthz, POST /invoke echoes its arguments (and
+// answers 400, a failure, when they ask it to: {"fail": true}).
 import http from "node:http";
 
 const server = http.createServer((req, res) => {
@@ -8,8 +9,10 @@ const server = http.createServer((req, res) => {
     body += chunk;
   });
   req.on("end", () => {
+    const args = JSON.parse(body || "{}");
+    if (args.fail === true) return void res.writeHead(400).end("failing as asked");
     res.writeHead(200, { "content-type": "application/json" });
-    res.end(JSON.stringify({ pid: process.pid, args: JSON.parse(body || "{}") }));
+    res.end(JSON.stringify({ pid: process.pid, args }));
   });
 });
 server.listen(Number(process.env.TOOLMESH_TOOL_PORT), "127.0.0.1");

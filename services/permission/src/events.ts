@@ -4,12 +4,13 @@ import { AdminEvents, subjects } from "@toolmesh/nats";
 import { type ChangeType, PermissionChangedSchema, type Principal } from "@toolmesh/proto";
 import type { JetStreamClient } from "nats";
 
-/** What changed: a grant, an API key or a rate limit, created, updated or removed. */
+/** What changed: a grant, an API key, a rate limit or a budget, created, updated or removed. */
 export interface PermissionChange {
   kind:
     | "grant"
     | "api_key"
     | "rate_limit"
+    | "budget"
     | "secret"
     | "oauth_provider"
     | "connection"

@@ -35,6 +35,7 @@ import {
   UpdateGrantResponseSchema,
 } from "@toolmesh/proto";
 import { pageTokens } from "@toolmesh/server";
+import { createBudgetHandlers } from "./budget-handlers.js";
 import type { PermissionEvents } from "./events.js";
 import { createOAuthHandlers } from "./oauth-handlers.js";
 import { createRateLimitHandlers } from "./rate-limit-handlers.js";
@@ -106,6 +107,7 @@ export function createPermissionHandlers(
   const { vault } = deps;
   return {
     ...createRateLimitHandlers(deps),
+    ...createBudgetHandlers(deps),
     ...createSecretHandlers({
       store,
       vault: vault.vault,

@@ -14,6 +14,8 @@ import {
   type ApiKey,
   type ApiKeyRecord,
   ApiKeyRecordSchema,
+  type Budget,
+  BudgetSchema,
   type Grant,
   GrantSchema,
   type RateLimit,
@@ -39,6 +41,7 @@ export class KvPermissionStore implements PermissionStore {
   readonly policy: PolicySnapshot & { start(): Promise<void> };
   readonly keys: ReconnectingKvSnapshot<typeof ApiKeyRecordSchema>;
   readonly rateLimits: ReconnectingKvSnapshot<typeof RateLimitSchema>;
+  readonly budgets: ReconnectingKvSnapshot<typeof BudgetSchema>;
   readonly vaultIndex: KvVaultIndex;
 
   constructor(
@@ -61,6 +64,13 @@ export class KvPermissionStore implements PermissionStore {
       RateLimitSchema,
       log,
     );
+    this.budgets = new ReconnectingKvSnapshot(
+      nc,
+      kv,
+      buckets.permission.budgetPrefix,
+      BudgetSchema,
+      log,
+    );
     this.vaultIndex = new KvVaultIndex(nc, kv, log);
   }
 
@@ -76,6 +86,7 @@ export class KvPermissionStore implements PermissionStore {
       store.policy.start(),
       store.keys.start(),
       store.rateLimits.start(),
+      store.budgets.start(),
       store.vaultIndex.start(),
     ]);
     return store;
@@ -85,6 +96,7 @@ export class KvPermissionStore implements PermissionStore {
     this.policy.stop();
     this.keys.stop();
     this.rateLimits.stop();
+    this.budgets.stop();
     this.vaultIndex.stop();
   }
 
@@ -143,20 +155,43 @@ export class KvPermissionStore implements PermissionStore {
 
   async putRateLimit(limit: RateLimit): Promise<void> {
     const key = buckets.permission.rateLimitKey(limit.id);
-    await this.kv.put(key, toBinary(RateLimitSchema, limit));
-    const written = limit.updatedAt?.seconds;
-    await this.settle(
-      this.rateLimits,
-      () => this.rateLimits.get(key)?.updatedAt?.seconds === written,
-    );
+    await this.putEntry(this.rateLimits, key, toBinary(RateLimitSchema, limit), limit.updatedAt);
   }
 
-  async deleteRateLimit(id: string): Promise<boolean> {
-    const key = buckets.permission.rateLimitKey(id);
+  deleteRateLimit(id: string): Promise<boolean> {
+    return this.deleteEntry(this.rateLimits, buckets.permission.rateLimitKey(id));
+  }
+
+  async putBudget(budget: Budget): Promise<void> {
+    const key = buckets.permission.budgetKey(budget.id);
+    await this.putEntry(this.budgets, key, toBinary(BudgetSchema, budget), budget.updatedAt);
+  }
+
+  deleteBudget(id: string): Promise<boolean> {
+    return this.deleteEntry(this.budgets, buckets.permission.budgetKey(id));
+  }
+
+  /** Writes an admin entry stamped `updatedAt` and waits until its snapshot shows it. */
+  private async putEntry(
+    snapshot: ReconnectingKvSnapshot<typeof RateLimitSchema | typeof BudgetSchema>,
+    key: string,
+    value: Uint8Array,
+    updatedAt: { seconds: bigint } | undefined,
+  ): Promise<void> {
+    await this.kv.put(key, value);
+    const written = updatedAt?.seconds;
+    await this.settle(snapshot, () => snapshot.get(key)?.updatedAt?.seconds === written);
+  }
+
+  /** Deletes an admin entry; false when there is none. */
+  private async deleteEntry(
+    snapshot: ReconnectingKvSnapshot<typeof RateLimitSchema | typeof BudgetSchema>,
+    key: string,
+  ): Promise<boolean> {
     const entry = await this.kv.get(key);
     if (entry?.operation !== "PUT") return false;
     await this.kv.delete(key);
-    await this.settle(this.rateLimits, () => this.rateLimits.get(key) === undefined);
+    await this.settle(snapshot, () => snapshot.get(key) === undefined);
     return true;
   }
 

@@ -5,6 +5,8 @@ import {
   type ApiKey,
   type ApiKeyRecord,
   ApiKeyRecordSchema,
+  type Budget,
+  BudgetSchema,
   type Grant,
   GrantSchema,
   type RateLimit,
@@ -22,6 +24,7 @@ export class MemoryPermissionStore implements PermissionStore {
   readonly policy = new PolicySnapshot(this.grants);
   readonly keys = new MemorySnapshot(ApiKeyRecordSchema);
   readonly rateLimits = new MemorySnapshot(RateLimitSchema);
+  readonly budgets = new MemorySnapshot(BudgetSchema);
   readonly vaultIndex = new MemoryVaultIndex();
   private readonly bootstrapped = new Set<BootstrapStep>();
 
@@ -64,6 +67,14 @@ export class MemoryPermissionStore implements PermissionStore {
 
   async deleteRateLimit(id: string): Promise<boolean> {
     return this.rateLimits.delete(buckets.permission.rateLimitKey(id));
+  }
+
+  async putBudget(budget: Budget): Promise<void> {
+    this.budgets.put(buckets.permission.budgetKey(budget.id), clone(BudgetSchema, budget));
+  }
+
+  async deleteBudget(id: string): Promise<boolean> {
+    return this.budgets.delete(buckets.permission.budgetKey(id));
   }
 
   async createKey(record: ApiKeyRecord): Promise<void> {

@@ -4,6 +4,8 @@ import type {
   ApiKey,
   ApiKeyRecord,
   ApiKeyRecordSchema,
+  Budget,
+  BudgetSchema,
   Grant,
   OAuthConnectionSchema,
   OAuthProviderSchema,
@@ -25,6 +27,8 @@ export interface PermissionStore {
   readonly keys: SnapshotView<typeof ApiKeyRecordSchema>;
   /** The rate limits, keyed `limits.<id>` as the Dispatchers follow them. */
   readonly rateLimits: SnapshotView<typeof RateLimitSchema>;
+  /** The budgets, keyed `budgets.<id>` as the Dispatchers follow them. */
+  readonly budgets: SnapshotView<typeof BudgetSchema>;
 
   /** What the vault tells about secrets, upstreams, connections and signing keys: never values. */
   readonly vaultIndex: VaultIndex;
@@ -48,6 +52,10 @@ export interface PermissionStore {
   putRateLimit(limit: RateLimit): Promise<void>;
   /** Deletes a rate limit; false when there is none with the id. */
   deleteRateLimit(id: string): Promise<boolean>;
+  /** Creates or replaces a budget (one per subject, target and period). */
+  putBudget(budget: Budget): Promise<void>;
+  /** Deletes a budget; false when there is none with the id. */
+  deleteBudget(id: string): Promise<boolean>;
   /** Stores a new key record; rejects when its id is taken. */
   createKey(record: ApiKeyRecord): Promise<void>;
   /** Marks a key revoked (again is a no-op); undefined when there is none with the id. */

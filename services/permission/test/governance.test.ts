@@ -1,5 +1,11 @@
 import { Code } from "@toolmesh/errors";
-import { AuditAction, PrincipalKind, RateLimitSubject } from "@toolmesh/proto";
+import {
+  AuditAction,
+  BudgetPeriod,
+  BudgetSubject,
+  PrincipalKind,
+  RateLimitSubject,
+} from "@toolmesh/proto";
 import { failure, lastRecordWritten, mintJwt } from "@toolmesh/testkit";
 import { startedForFile } from "@toolmesh/testkit/hooks";
 import { describe, expect, it } from "vitest";
@@ -163,5 +169,75 @@ describe("rate limits", () => {
     const agent = await mintJwt(stack.jwtSecret, { sub: "planner", roles: ["agent"] });
     const denied = await failure(stack.client.listRateLimits({}, stack.as(agent)));
     expect(denied.code).toBe(Code.PermissionDenied);
+  });
+});
+
+describe("budgets", () => {
+  const daily = (target: string, limitMicros: bigint) => ({
+    subject: BudgetSubject.AGENT,
+    target,
+    period: BudgetPeriod.DAY,
+    currency: "USD",
+    limitMicros,
+  });
+
+  it("puts, replaces, lists and deletes budgets, each audited", async () => {
+    const put = await stack.client.putBudget({ budget: daily("planner", 5_000_000n) }, admin());
+    expect(put.budget?.id).toBe("agent.planner.day");
+    expect(put.budget?.updatedBy).toBe("admin");
+    expect(await lastAdminReason()).toContain(
+      'created budget agent.planner.day: 5 USD a day for agent "planner"',
+    );
+    await stack.client.putBudget({ budget: daily("planner", 2_500_000n) }, admin());
+    expect(await lastAdminReason()).toContain("replaced budget agent.planner.day: 2.5 USD a day");
+    await stack.client.putBudget(
+      {
+        budget: {
+          subject: BudgetSubject.USER,
+          target: "ann@example.com",
+          period: BudgetPeriod.MONTH,
+          currency: "CREDITS",
+          limitMicros: 1n,
+        },
+      },
+      admin(),
+    );
+    const listed = await stack.client.listBudgets({}, admin());
+    expect(listed.budgets.map((b) => [b.id, b.spec?.limitMicros])).toEqual([
+      ["agent.planner.day", 2_500_000n],
+      ["user.ann=40example=2Ecom.month", 1n],
+    ]);
+    await stack.client.deleteBudget({ id: "agent.planner.day" }, admin());
+    expect(await lastAdminReason()).toContain("deleted budget agent.planner.day");
+    const gone = await failure(stack.client.deleteBudget({ id: "agent.planner.day" }, admin()));
+    expect(gone.code).toBe(Code.NotFound);
+    const bad = await failure(stack.client.deleteBudget({ id: "agent.planner" }, admin()));
+    expect(bad.code).toBe(Code.InvalidArgument);
+  });
+
+  it.each([
+    ["no subject", { target: "a", period: BudgetPeriod.DAY }, "budget.subject"],
+    ["no period", { ...daily("a", 1n), period: BudgetPeriod.UNSPECIFIED }, "budget.period"],
+    ["a lower-case currency", { ...daily("a", 1n), currency: "usd" }, "budget.currency"],
+    ["no limit", daily("a", 0n), "budget.limit_micros"],
+    [
+      "a grant id that was never issued",
+      { ...daily("a", 1n), subject: BudgetSubject.GRANT, target: "Not An Id" },
+      "budget.target",
+    ],
+  ])("refuses %s with INVALID_ARGUMENT", async (_name, budget, field) => {
+    const error = await failure(stack.client.putBudget({ budget }, admin()));
+    expect(error.code).toBe(Code.InvalidArgument);
+    expect(error.rawMessage).toContain(field);
+  });
+
+  it("is admin only", async () => {
+    const agent = await mintJwt(stack.jwtSecret, { sub: "planner", roles: ["agent"] });
+    const denied = await failure(stack.client.listBudgets({}, stack.as(agent)));
+    expect(denied.code).toBe(Code.PermissionDenied);
+    const put = await failure(
+      stack.client.putBudget({ budget: daily("planner", 1n) }, stack.as(agent)),
+    );
+    expect(put.code).toBe(Code.PermissionDenied);
   });
 });

@@ -1,6 +1,7 @@
 import { invalidField } from "@toolmesh/errors";
 import { type DockerRuntime, LocalProtocol } from "@toolmesh/proto";
 import { ENV_KEY, maxCount, maxLength } from "./field-checks.js";
+import { checkSupervision } from "./operation-checks.js";
 
 /** The limits a docker runtime shares with a local one. */
 export interface SharedRuntimeLimits {
@@ -10,8 +11,6 @@ export interface SharedRuntimeLimits {
   envKeyLength: number;
   envValueLength: number;
   httpPathLength: number;
-  maxConcurrency: number;
-  idleTimeoutMs: number;
 }
 
 /** Size limits of a docker runtime; a value over a limit is INVALID_ARGUMENT naming the field. */
@@ -153,16 +152,7 @@ export function checkDockerRuntime(docker: DockerRuntime, limits: SharedRuntimeL
       throw invalidField(at("user"), "is root (0); docker tools run as a non-root user");
   }
 
-  if (docker.maxConcurrency > limits.maxConcurrency)
-    throw invalidField(
-      at("max_concurrency"),
-      `is ${docker.maxConcurrency}; at most ${limits.maxConcurrency} allowed`,
-    );
-  if (docker.idleTimeoutMs > limits.idleTimeoutMs)
-    throw invalidField(
-      at("idle_timeout_ms"),
-      `is ${docker.idleTimeoutMs}; at most ${limits.idleTimeoutMs} (24 hours) allowed`,
-    );
+  checkSupervision(at, docker);
 }
 
 function checkPath(field: string, value: string): void {

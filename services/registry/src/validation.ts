@@ -18,6 +18,7 @@ import { SchemaCompileError, schemaHash, type ValidatorCache } from "@toolmesh/s
 import { injectionProblem } from "@toolmesh/vault";
 import { checkDockerRuntime } from "./docker-validation.js";
 import { ENV_KEY, maxCount, maxLength } from "./field-checks.js";
+import { checkOperation, checkSupervision, operationLimits } from "./operation-checks.js";
 
 /** Size limits of a tool or group; a value over a limit is INVALID_ARGUMENT naming the field. */
 export const limits = {
@@ -46,8 +47,8 @@ export const limits = {
   envValueLength: 4096,
   workingDirLength: 1024,
   httpPathLength: 256,
-  maxConcurrency: 1024,
-  idleTimeoutMs: 24 * 60 * 60 * 1000,
+  maxConcurrency: operationLimits.maxConcurrency,
+  idleTimeoutMs: operationLimits.idleTimeoutMs,
   urlLength: 2048,
   headers: 32,
   headerNameLength: 256,
@@ -150,6 +151,7 @@ export function checkToolSpec(spec: ToolSpec | undefined, validators: ValidatorC
   if (spec.status !== ToolStatus.UNSPECIFIED && !(spec.status in ToolStatus))
     throw invalidField("tool.status", `${spec.status} is not a ToolStatus`);
   checkRuntime(spec);
+  checkOperation(spec);
   checkSecretInjections(spec);
 
   const normalised = create(ToolSpecSchema, spec);
@@ -223,16 +225,7 @@ function checkRuntime(spec: ToolSpec): void {
         if (!local.httpPath.startsWith("/"))
           throw invalidField("tool.runtime.local.http_path", 'must start with "/"');
       }
-      if (local.maxConcurrency > limits.maxConcurrency)
-        throw invalidField(
-          "tool.runtime.local.max_concurrency",
-          `is ${local.maxConcurrency}; at most ${limits.maxConcurrency} allowed`,
-        );
-      if (local.idleTimeoutMs > limits.idleTimeoutMs)
-        throw invalidField(
-          "tool.runtime.local.idle_timeout_ms",
-          `is ${local.idleTimeoutMs}; at most ${limits.idleTimeoutMs} (24 hours) allowed`,
-        );
+      checkSupervision((field) => `tool.runtime.local.${field}`, local);
       return;
     }
     case "remote": {

@@ -208,7 +208,79 @@ describe("RegisterTool", () => {
       },
       'tool.runtime.remote.headers["a b"]: is not an HTTP header name',
     ],
+    [
+      "a cache on a tool with side effects",
+      { cacheTtlMs: 1000, idempotent: true, sideEffects: true },
+      "tool.cache_ttl_ms: only a read-only, idempotent tool may be cached",
+    ],
+    [
+      "a cache on a tool that is not idempotent",
+      { cacheTtlMs: 1000 },
+      "tool.cache_ttl_ms: only a read-only, idempotent tool may be cached",
+    ],
+    [
+      "a cache size without a cache",
+      { cacheMaxEntries: 10 },
+      "tool.cache_max_entries: needs cache_ttl_ms",
+    ],
+    [
+      "a price in a lower-case currency",
+      { price: { currency: "usd", perCallMicros: 1n } },
+      "tool.price.currency: must be 1-8 upper-case letters",
+    ],
+    [
+      "a breaker open for more than an hour",
+      { circuitBreaker: { openMs: 3_600_001 } },
+      "tool.circuit_breaker.open_ms: is 3600001; at most 3600000 (1 hour) allowed",
+    ],
+    [
+      "more warm instances than instances",
+      {
+        runtime: {
+          kind: { case: "local", value: { command: "node", minInstances: 2, maxInstances: 1 } },
+        },
+      },
+      "tool.runtime.local.min_instances: is 2, more than max_instances (1)",
+    ],
+    [
+      "warm hours across midnight",
+      {
+        runtime: {
+          kind: {
+            case: "docker",
+            value: {
+              image: "toolmesh/echo:1",
+              minInstances: 1,
+              warmHours: [{ startHour: 22, endHour: 6 }],
+            },
+          },
+        },
+      },
+      "tool.runtime.docker.warm_hours[0]: end_hour must be after start_hour",
+    ],
+    [
+      "a health interval of 10 ms",
+      { runtime: { kind: { case: "local", value: { command: "node", healthIntervalMs: 10 } } } },
+      "tool.runtime.local.health_interval_ms: must be 0 (the Dispatcher's default) or between 100",
+    ],
   ];
+  it("refuses warm-pool settings with UNIMPLEMENTED until pools exist, and keeps nothing", async () => {
+    const error = await failure(
+      ctx.client.registerTool(
+        {
+          tool: spec("data.query", {
+            runtime: {
+              kind: { case: "local", value: { command: "node", minInstances: 1, maxInstances: 2 } },
+            },
+          }),
+        },
+        admin,
+      ),
+    );
+    expect(error.code).toBe(Code.Unimplemented);
+    expect(error.rawMessage).toContain("warm pools are not supported yet; leave them unset");
+    expect([...ctx.store.tools()]).toHaveLength(0);
+  });
   for (const [what, overrides, message] of badInputs) {
     it(`refuses ${what} with INVALID_ARGUMENT naming the field`, async () => {
       const error = await failure(

@@ -8,6 +8,7 @@ import {
 } from "@toolmesh/proto";
 import { enumName, flag, type Group, jsonOf, when } from "../command.js";
 import { type CliContext, UsageError } from "../context.js";
+import { repair } from "./repair.js";
 
 /** The tool agent's RPCs, at the Dispatcher's address (which forwards them). */
 const agent = (ctx: CliContext) => ctx.client("dispatcher", AgentService);
@@ -16,8 +17,9 @@ const word = (status: TaskStatus) => enumName(TaskStatus, status);
 
 /** `toolmesh tasks …`: the task specs the CodingAgent builds. */
 export const tasks: Group = {
-  summary: "the tool agent's task specs: list them, show one with its build log",
+  summary: "the tool agent's task specs: list them, show one with its build log, repair a tool",
   sub: {
+    repair,
     ls: {
       summary: "list tasks, newest first (yours; an admin's: everyone's)",
       usage: "tasks ls [--status pending|running|succeeded|failed]",

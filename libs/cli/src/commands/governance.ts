@@ -6,6 +6,7 @@ import {
   CallStatus,
   DecideApprovalResponseSchema,
   DispatcherService,
+  formatCosts,
   type Usage,
   UsageSchema,
 } from "@toolmesh/proto";
@@ -105,13 +106,14 @@ export const approvals: Group = {
   },
 };
 
-/** `toolmesh usage`: hourly calls, errors and execution time. */
+/** `toolmesh usage`: hourly calls, errors, execution time and cost. */
 export const usage: Leaf = {
-  summary: "hourly calls, errors and execution time per agent, user and tool",
+  summary: "hourly calls, errors, execution time and cost per agent, user and tool",
   usage: "usage [--agent ID] [--user ID] [--tool NAME] [--since ISO] [--until ISO]",
   details: [
     "Admins and auditors see every agent; anyone else their own agent's usage.",
     "--since and --until are rounded down to the hour; --until is the first hour left out.",
+    "COST is what the calls of priced tools cost, per currency (- for none).",
   ],
   options: {
     agent: { type: "string" },
@@ -151,6 +153,7 @@ export const usage: Leaf = {
             "INTERRUPTED",
             "REFUSED",
             "EXEC MS",
+            "COST",
           ],
           rows.map((u) => [
             when(u.hour),
@@ -163,6 +166,7 @@ export const usage: Leaf = {
             String(u.interrupted),
             String(u.refused),
             String(u.durationMs),
+            formatCosts(u.costMicros),
           ]),
         ),
     );

@@ -10,6 +10,7 @@ import { HealthPage } from "./pages/health.js";
 import { LivePage } from "./pages/live.js";
 import { ToolsPage } from "./pages/tools.js";
 import { TracePage } from "./pages/trace.js";
+import { UsagePage } from "./pages/usage.js";
 import { VaultPage } from "./pages/vault.js";
 import "./style.css";
 
@@ -20,6 +21,7 @@ const PAGES: [string, string][] = [
   ["access", "Keys & grants"],
   ["vault", "Secrets & connections"],
   ["audit", "Audit"],
+  ["usage", "Usage"],
   ["agent", "Tool agent"],
   ["health", "Health"],
 ];
@@ -103,6 +105,7 @@ function App() {
         {page === "access" && <AccessPage />}
         {page === "vault" && <VaultPage />}
         {page === "audit" && <AuditPage />}
+        {page === "usage" && <UsagePage />}
         {page === "agent" && <AgentPage />}
         {page === "health" && <HealthPage />}
         {page === "trace" && <TracePage traceId={arg} />}

@@ -1,5 +1,5 @@
 import { Code, ConnectError } from "@toolmesh/errors";
-import { type HeldCall, ToolStatus } from "@toolmesh/proto";
+import { type HeldCall, type Price, ToolStatus } from "@toolmesh/proto";
 import { SchemaCompileError } from "../catalog/tool-catalog.js";
 import { heldPrincipal } from "../chain/hold.js";
 import type { CheckDeps, CheckedCall } from "../chain/types.js";
@@ -15,7 +15,7 @@ export interface Unrunnable {
  * The checks an approved call passes again before it runs, since time passed while it waited:
  * the tool still exists, is enabled and has the definition the approver saw, and the grants
  * still allow the caller (a grant revoked meanwhile refuses it). Rate limits counted the call
- * when it was held and are not asked again.
+ * when it was held and are not asked again, nor are budgets, though its cost counts against them.
  */
 export function recheckHeld(deps: CheckDeps, held: HeldCall): CheckedCall | Unrunnable {
   const tool = held.approval?.tool ?? "";
@@ -31,7 +31,8 @@ export function recheckHeld(deps: CheckDeps, held: HeldCall): CheckedCall | Unru
       reason: "tool_changed",
       message: `tool "${tool}" changed while call ${callId} waited for approval (the approver saw another definition); it did not run. Call again to have the new definition approved`,
     };
-  const decision = deps.policy.decide(heldPrincipal(held), deps.catalog.policyView(found));
+  const principal = heldPrincipal(held);
+  const decision = deps.policy.decide(principal, deps.catalog.policyView(found));
   if (!decision.allowed)
     return {
       reason: "permission_revoked",
@@ -53,7 +54,22 @@ export function recheckHeld(deps: CheckDeps, held: HeldCall): CheckedCall | Unru
     validators,
     approvalBy: [],
     confirmationBy: [],
+    budgeted: budgetedOf(deps, principal, found.spec.price, decision.matchedGrantIds),
+    grantIds: decision.matchedGrantIds,
   };
+}
+
+/** Who an approved call's cost counts against, and the budgets that apply to it now. */
+function budgetedOf(
+  deps: CheckDeps,
+  principal: { agentId: string; userId: string },
+  price: Price | undefined,
+  grantIds: readonly string[],
+): CheckedCall["budgeted"] {
+  if (!deps.budgets || !price) return undefined;
+  const who = { agentId: principal.agentId, userId: principal.userId, grantIds };
+  const budgets = deps.budgets.applying(who, price.currency);
+  return budgets.length > 0 ? { ...who, budgets } : undefined;
 }
 
 /**

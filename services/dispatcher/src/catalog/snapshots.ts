@@ -2,22 +2,30 @@ import type { Logger } from "@toolmesh/log";
 import { buckets, FollowedBucket, followRegistryTools } from "@toolmesh/nats";
 import { PolicySnapshot } from "@toolmesh/policy";
 import {
+  type BudgetSchema,
   OAuthConnectionSchema,
   OAuthProviderSchema,
   type RateLimitSchema,
   SecretSchema,
+  type StoredSpendSchema,
 } from "@toolmesh/proto";
 import type { NatsConnection } from "nats";
+import { followBudgets, followSpend } from "./budget-ledger.js";
 import type { PermissionGate } from "./permission-gate.js";
 import { followRateLimits } from "./rate-limits.js";
 import { watchSnapshotMetrics } from "./snapshot-metrics.js";
 import type { ToolSource } from "./tool-catalog.js";
 
-/** The registry's tools, the grants and the rate limits, read from their owners' KV buckets. */
+/**
+ * The registry's tools, the grants, the rate limits and budgets, and the spend against budgets,
+ * read from their owners' KV buckets.
+ */
 export interface Snapshots {
   tools: ToolSource;
   policy: PermissionGate;
   limits: FollowedBucket<typeof RateLimitSchema>;
+  budgets: FollowedBucket<typeof BudgetSchema>;
+  spend: FollowedBucket<typeof StoredSpendSchema>;
   /** The vault's index (names, scopes, versions; never values), from the permission bucket. */
   vault: {
     secrets: FollowedBucket<typeof SecretSchema>;
@@ -40,6 +48,8 @@ export function followSnapshots(nc: NatsConnection, log: Logger): Snapshots {
     "calls fail closed until the Permission service creates it",
   );
   const limits = followRateLimits(nc, log);
+  const budgets = followBudgets(nc, log);
+  const spend = followSpend(nc, log);
   const follow = <
     D extends typeof SecretSchema | typeof OAuthProviderSchema | typeof OAuthConnectionSchema,
   >(
@@ -65,6 +75,8 @@ export function followSnapshots(nc: NatsConnection, log: Logger): Snapshots {
     tools,
     policy,
     limits,
+    budgets,
+    spend,
     vault,
     stop() {
       vault.secrets.stop();
@@ -74,12 +86,14 @@ export function followSnapshots(nc: NatsConnection, log: Logger): Snapshots {
       tools.stop();
       policy.stop();
       limits.stop();
+      budgets.stop();
+      spend.stop();
     },
   };
 }
 
 /**
- * Resolves once the tools, the grants and the rate limits have loaded, or after `timeoutMs`:
+ * Resolves once the tools, the grants, the rate limits and budgets have loaded, or after `timeoutMs`:
  * the Dispatcher reports SERVING only then, so a caller that waited for its health is not refused
  * "not loaded yet" by a process still reading its buckets. Past the time it serves anyway and
  * fails closed per call, as when an owning service is not running yet.
@@ -90,7 +104,10 @@ export async function snapshotsLoaded(
   timeoutMs: number,
 ): Promise<void> {
   const ready = () =>
-    snapshots.tools.isReady && snapshots.policy.isReady && snapshots.limits.isReady;
+    snapshots.tools.isReady &&
+    snapshots.policy.isReady &&
+    snapshots.limits.isReady &&
+    snapshots.budgets.isReady;
   const until = Date.now() + timeoutMs;
   // The snapshots signal no "loaded" event of their own; their first load takes milliseconds.
   while (!ready() && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 10));
@@ -100,6 +117,7 @@ export async function snapshotsLoaded(
         registry: snapshots.tools.isReady,
         permission: snapshots.policy.isReady,
         limits: snapshots.limits.isReady,
+        budgets: snapshots.budgets.isReady,
       },
       "serving before every snapshot loaded; calls fail closed until they do",
     );

@@ -13,6 +13,7 @@ import { toViolations } from "@toolmesh/schema";
 import { SchemaCompileError, type ToolValidators } from "../catalog/tool-catalog.js";
 import { usableTools } from "../catalog/visible-tools.js";
 import type { CallSecrets } from "../runtimes/call-secrets.js";
+import { checkBudgets } from "./budgets.js";
 import { checkLimits } from "./limits.js";
 import { checkPin } from "./pins.js";
 import { Refusal } from "./refusal.js";
@@ -46,7 +47,7 @@ export function confirmationRequirements(
 /**
  * Every check a call passes before its tool may run, in the order a caller can fix them: its
  * ids, that the snapshots are loaded, that the tool exists and is enabled, that the arguments
- * match the input schema, and that the agent (and the user it acts for) may call it. Throws a
+ * match the input schema, and that the agent (and the user it acts for) may call it, within its rate limits and budgets, and that its circuit breaker is not open. Throws a
  * Refusal naming what to fix.
  */
 export function checkCall(
@@ -167,12 +168,18 @@ export function checkCall(
     );
   }
   checkLimits(deps.limits, principal, spec.name, decision);
+  const budgeted = checkBudgets(deps.budgets, principal, spec.price, decision);
+  // Last, so a call refused for anything else is never taken as a breaker's probe.
+  const probe = deps.breakers?.admit(spec) ?? false;
   return {
     tool: tool as CheckedCall["tool"],
     args,
     validators,
     approvalBy: approvalRequirements(spec, decision),
     confirmationBy: confirmationRequirements(spec, decision),
+    budgeted,
+    probe,
+    grantIds: decision.matchedGrantIds,
   };
 }
 

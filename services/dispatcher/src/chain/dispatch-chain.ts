@@ -104,7 +104,7 @@ export class DispatchChain {
       options,
     );
 
-    let checked: CheckedCall;
+    let checked: CheckedCall | undefined;
     try {
       if (options.refusal) throw options.refusal;
       spans.step("resolve");
@@ -116,6 +116,7 @@ export class DispatchChain {
       if (ctx?.callId) await claimCallId(this.deps.callIds, record.call.callId, principal);
     } catch (error) {
       if (!(error instanceof Refusal)) throw error;
+      this.unprobe(checked);
       // Another call's id: the refusal is filed under a fresh id, so that call is left alone.
       const filed = error.foreignCallId
         ? this.deps.recorder.begin({ ...record.call, callId: newCallId() })
@@ -143,9 +144,15 @@ export class DispatchChain {
     if (key === "") return this.execute(execution);
     const slot = `${principal.agentId}\u0000${key}`;
     const inflight = this.inflightKeys.get(slot);
-    if (inflight) return this.replayed(spans, await inflight);
+    if (inflight) {
+      this.unprobe(checked);
+      return this.replayed(spans, await inflight);
+    }
     const stored = await this.deps.idempotency.get(principal.agentId, key);
-    if (stored) return this.replayed(spans, stored);
+    if (stored) {
+      this.unprobe(checked);
+      return this.replayed(spans, stored);
+    }
     const running = this.execute(execution);
     this.inflightKeys.set(slot, running);
     try {
@@ -153,6 +160,11 @@ export class DispatchChain {
     } finally {
       this.inflightKeys.delete(slot);
     }
+  }
+
+  /** A breaker's probe that will not run after all: the next call may probe. */
+  private unprobe(checked: CheckedCall | undefined): void {
+    if (checked?.probe) this.deps.breakers?.unprobe(checked.tool.spec.name);
   }
 
   private replayed(spans: CallSpans, response: DispatchResponse): DispatchResponse {
@@ -219,8 +231,10 @@ export class DispatchChain {
 
   private execute(call: Execution): Promise<DispatchResponse> {
     const { approvalBy, confirmationBy } = call.checked;
-    if ((approvalBy.length > 0 || confirmationBy.length > 0) && !call.approved)
+    if ((approvalBy.length > 0 || confirmationBy.length > 0) && !call.approved) {
+      this.unprobe(call.checked);
       return this.hold(call);
+    }
     return executeCall(this.deps, this.metrics, call);
   }
 }

@@ -1,14 +1,18 @@
 import { create } from "@bufbuild/protobuf";
 import {
+  CacheUse,
+  CallStatus,
   type DispatchResponse,
   DispatchResponseSchema,
   InvokeRequestSchema,
   RuntimeKind,
   statusName,
+  TraceEventKind,
 } from "@toolmesh/proto";
 import type { ToolRuntime } from "../runtimes/runtime.js";
 import { effectiveTimeout, runAttempts } from "./attempts.js";
 import { recordedCaller, traceBackendEvent } from "./backend-events.js";
+import { callCost, holdBudgets } from "./budgets.js";
 import { classify } from "./outcome.js";
 import { limitOutput } from "./record-limits.js";
 import { unrecorded } from "./recording-gate.js";
@@ -54,6 +58,7 @@ export async function executeCall(
     running.delete(callId);
   };
 
+  const budgetHold = holdBudgets(deps.budgets, checked.budgeted, spec.price);
   spans.step("execute");
   const startAcked = record.start({
     args,
@@ -68,6 +73,8 @@ export async function executeCall(
       await startAcked;
     } catch (error) {
       cleanup();
+      if (budgetHold) deps.budgets?.charge(budgetHold, 0n, Date.now());
+      if (checked.probe) deps.breakers?.unprobe(spec.name);
       throw new CallRefused(unrecorded(error, "start", spec.name), callId, traceId);
     }
     call.approved?.onStarted();
@@ -87,8 +94,16 @@ export async function executeCall(
     },
   });
   let ran: Awaited<ReturnType<typeof runAttempts>> = { result: undefined, attempts: 0 };
+  // A tool with a cache answers a call it answered before for the same definition, arguments
+  // and visibility from the cache, without running; the call is recorded all the same.
+  const cacheKey = deps.cache?.keyOf(tool, args, principal, checked.grantIds);
+  const hit = cacheKey !== undefined ? deps.cache?.get(tool, cacheKey) : undefined;
+  if (hit) {
+    record.trace(TraceEventKind.CACHE_HIT, { cached_from: hit.callId });
+    ran = { result: { ok: true, output: hit.output }, attempts: 0 };
+  }
   try {
-    if (!controller.signal.aborted) {
+    if (!controller.signal.aborted && !hit) {
       ran = await runAttempts({
         tool,
         runtime: runtimeOf(deps.runtimes, spec.runtime?.kind.case),
@@ -109,6 +124,13 @@ export async function executeCall(
   }
 
   const finished = Date.now();
+  const cost = callCost(spec.price, {
+    attempts: ran.attempts,
+    durationMs: finished - started,
+    reportedMicros: ran.result?.costMicros ?? 0n,
+  });
+  // Counted here at once, so this Dispatcher's next call sees it before Callback has it.
+  if (budgetHold) deps.budgets?.charge(budgetHold, cost?.micros ?? 0n, finished);
   if (ran.attempts > 1) metrics.retries.inc({ tool: spec.name }, ran.attempts - 1);
   spans.step("record");
   const end = limitOutput(
@@ -124,6 +146,11 @@ export async function executeCall(
     }),
     deps.recorder.maxPayload,
   );
+  if (hit) {
+    if (checked.probe) deps.breakers?.unprobe(spec.name);
+  } else deps.breakers?.settle(spec, end, callId, checked.probe ?? false);
+  if (cacheKey !== undefined && !hit && end.status === CallStatus.SUCCESS && end.output)
+    deps.cache?.put(tool, cacheKey, end.output, callId);
   // The end record follows the start record's ack, so a call's records never tell two stories:
   // an end without its start is never stored, and one whose start failed is never written.
   const endStored = startAcked.then(() =>
@@ -132,6 +159,11 @@ export async function executeCall(
       attempts: ran.attempts,
       startedMs: started,
       finishedMs: finished,
+      cost,
+      budgets: budgetHold?.budgetIds ?? [],
+      ...(cacheKey !== undefined
+        ? { cache: hit ? CacheUse.HIT : CacheUse.MISS, cachedFrom: hit?.callId ?? "" }
+        : {}),
     }),
   );
   const response = create(DispatchResponseSchema, {
@@ -142,6 +174,8 @@ export async function executeCall(
     error: end.error,
     durationMs: finished - started,
     attempts: ran.attempts,
+    cost,
+    cachedFrom: hit?.callId ?? "",
   });
   // The output goes back only once the call's end record is stored.
   try {

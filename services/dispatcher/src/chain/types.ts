@@ -2,6 +2,7 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import type { Logger } from "@toolmesh/log";
 import type { BackendEvent, Principal, Tool } from "@toolmesh/proto";
 import type { Tracing } from "@toolmesh/telemetry";
+import type { BudgetedCallOf, BudgetLedger } from "../catalog/budget-ledger.js";
 import type { PermissionGate } from "../catalog/permission-gate.js";
 import type { CallLimiter } from "../catalog/rate-limits.js";
 import type { ToolCatalog, ToolValidators } from "../catalog/tool-catalog.js";
@@ -11,8 +12,10 @@ import type { CallIdOwners, IdempotencyStore } from "../records/idempotency.js";
 import type { CallSecrets } from "../runtimes/call-secrets.js";
 import type { CallerSide, ToolRuntime } from "../runtimes/runtime.js";
 import type { Refusal } from "./refusal.js";
+import type { ResultCache } from "./result-cache.js";
 import type { RunningCalls } from "./running-calls.js";
 import type { CallSpans, CallTraceContext } from "./telemetry.js";
+import type { ToolBreakers } from "./tool-breakers.js";
 
 // The shapes the chain's stages share, in one file, so no two stages import each other.
 
@@ -38,6 +41,8 @@ export interface ChainDeps extends CheckDeps {
   };
   idempotency: IdempotencyStore;
   callIds: CallIdOwners;
+  /** Results of tools with a cache (cache_ttl_ms); nothing is cached when absent. */
+  cache?: ResultCache | undefined;
   /**
    * Where calls that need approval wait, and how long (docs/services.md, approvals); in memory
    * with a 1 h hold when omitted (in-process tests).
@@ -74,6 +79,10 @@ export interface CheckDeps {
   running: RunningCalls;
   /** The rate limits; none are enforced when absent (in-process tests). */
   limits?: CallLimiter | undefined;
+  /** The budgets; none are enforced when absent (in-process tests). */
+  budgets?: BudgetLedger | undefined;
+  /** The tools' circuit breakers; none open when absent (in-process tests). */
+  breakers?: ToolBreakers | undefined;
   /**
    * The vault's secrets of the tools: a call missing one is refused before it runs, and a held
    * call again once approved.
@@ -90,6 +99,12 @@ export interface CheckedCall {
   approvalBy: string[];
   /** Why the caller must confirm it before it runs, in the same words; empty when it need not. */
   confirmationBy: string[];
+  /** Who its cost counts against, when a budget applies to it. */
+  budgeted?: BudgetedCallOf | undefined;
+  /** It is the probe call of its tool's half-open circuit breaker. */
+  probe?: boolean;
+  /** The allow grants that authorised it: with its user, what it may see (the cache's key). */
+  grantIds: readonly string[];
 }
 
 /** One call that passed its checks, ready to run. */

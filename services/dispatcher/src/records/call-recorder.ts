@@ -7,7 +7,9 @@ import {
   AuditRecordSchema,
   type BackendEvent,
   BackendEventSchema,
+  CacheUse,
   CallStatus,
+  type Cost,
   type Principal,
   type TraceEventKind,
 } from "@toolmesh/proto";
@@ -82,6 +84,41 @@ export class CallRecorder {
   /** Why the record store has no room now, or undefined. */
   get full(): string | undefined {
     return this.sink.full;
+  }
+
+  /**
+   * The record of a circuit breaker opening (a tool's, or an instance's): not a call's, so it has
+   * an id of its own. Resolves once stored.
+   */
+  circuitOpened(opened: {
+    id: string;
+    tool: string;
+    toolInstance: string;
+    reason: string;
+    errorCode: string;
+    errorMessage: string;
+    failedCalls: string[];
+  }): Promise<void> {
+    return this.sink.write(
+      toBinary(
+        AuditRecordSchema,
+        create(AuditRecordSchema, {
+          id: opened.id,
+          time: timestampNow(),
+          action: AuditAction.CIRCUIT_OPENED,
+          source: SOURCE,
+          tool: opened.tool,
+          agentId: SOURCE,
+          status: CallStatus.FAILURE,
+          reason: opened.reason,
+          errorCode: opened.errorCode,
+          errorMessage: opened.errorMessage,
+          failedCalls: opened.failedCalls,
+          toolInstance: opened.toolInstance,
+          instance: this.instance,
+        }),
+      ),
+    );
   }
 }
 
@@ -165,9 +202,26 @@ export class CallRecord {
    */
   finished(
     end: CallEnd,
-    run: { args: JsonObject; attempts: number; startedMs: number; finishedMs: number },
+    run: {
+      args: JsonObject;
+      attempts: number;
+      startedMs: number;
+      finishedMs: number;
+      /** How the tool's result cache took part, and the call a hit repeats. */
+      cache?: CacheUse;
+      cachedFrom?: string;
+      cost?: Cost | undefined;
+      /** The budgets the cost counts against; the record then names this instance as counting it. */
+      budgets?: string[];
+    },
   ): Promise<void> {
+    const budgets = run.budgets ?? [];
     return this.write({
+      cache: run.cache ?? CacheUse.UNSPECIFIED,
+      cachedFrom: run.cachedFrom ?? "",
+      ...(run.cost ? { cost: run.cost } : {}),
+      budgets,
+      countedBy: budgets.length > 0 ? this.instance : "",
       action: AuditAction.TOOL_CALL,
       time: timestampFromMs(run.finishedMs),
       startedAt: timestampFromMs(run.startedMs),

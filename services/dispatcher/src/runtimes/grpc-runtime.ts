@@ -75,8 +75,8 @@ export class GrpcRuntime implements ToolRuntime {
         } else if (m.case === "result" && !result) {
           const r = m.value;
           result = r.error
-            ? { ok: false, error: r.error, transient: false }
-            : { ok: true, output: r.output ?? {}, pending: r.pending };
+            ? { ok: false, error: r.error, transient: false, costMicros: r.costMicros }
+            : { ok: true, output: r.output ?? {}, pending: r.pending, costMicros: r.costMicros };
         }
       });
       call.on("error", (error: grpc.ServiceError) =>

@@ -1,7 +1,7 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { readBody } from "@toolmesh/server";
 import { failure } from "./grpc-runtime.js";
-import type { Attempt, AttemptResult, ToolRuntime } from "./runtime.js";
+import { type Attempt, type AttemptResult, COST_HEADER, type ToolRuntime } from "./runtime.js";
 
 /**
  * POSTs the arguments as JSON to an HTTP endpoint: 2xx is success with the JSON object body as
@@ -70,6 +70,7 @@ export class RemoteRuntime implements ToolRuntime {
         true,
       );
     }
+    const costMicros = reportedCost(response.headers.get(COST_HEADER));
     if (response.status >= 500) {
       return failure(
         "backend_unavailable",
@@ -97,8 +98,13 @@ export class RemoteRuntime implements ToolRuntime {
     if (body === null || typeof body !== "object" || Array.isArray(body)) {
       return failure("invalid_output", "the tool answered JSON that is not an object", false);
     }
-    return { ok: true, output: body as JsonObject };
+    return { ok: true, output: body as JsonObject, costMicros };
   }
+}
+
+/** A cost an HTTP tool reported: a whole number of millionths, else nothing. */
+function reportedCost(header: string | null): bigint {
+  return header !== null && /^\d{1,18}$/.test(header.trim()) ? BigInt(header.trim()) : 0n;
 }
 
 class TooLargeError extends Error {

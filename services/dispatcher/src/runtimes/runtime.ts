@@ -79,10 +79,17 @@ export class CallerRefusal extends Error {
   }
 }
 
-/** How an attempt ended. transient failures may be retried for idempotent tools. */
+/**
+ * How an attempt ended. transient failures may be retried for idempotent tools; costMicros is
+ * what the tool reported the attempt cost it (InvokeResult.cost_micros, or the HTTP response
+ * header `toolmesh-cost-micros`).
+ */
 export type AttemptResult =
-  | { ok: true; output: JsonObject; pending?: boolean }
-  | { ok: false; error: CallError; transient: boolean };
+  | { ok: true; output: JsonObject; pending?: boolean; costMicros?: bigint }
+  | { ok: false; error: CallError; transient: boolean; costMicros?: bigint };
+
+/** The response header an HTTP tool reports its own cost in (millionths of its currency). */
+export const COST_HEADER = "toolmesh-cost-micros";
 
 /** Runs attempts for one kind of runtime. */
 export interface ToolRuntime {

@@ -77,8 +77,11 @@ export function createDispatcherHandlers(deps: HandlerDeps): ServiceImpl<typeof 
         req.tool === ""
           ? [...local.statuses(), ...docker.statuses()]
           : supervised(req.tool).runtime.statuses(req.tool);
+      // The breakers of tools of any runtime that failed (all of them when no tool is named).
+      const breakers = deps.checks.breakers?.statuses(req.tool || undefined) ?? [];
       return create(GetRuntimeStatusResponseSchema, {
         runtimes: callable ? runtimes.filter((r) => callable.has(r.tool)) : runtimes,
+        breakers: callable ? breakers.filter((b) => callable.has(b.tool)) : breakers,
       });
     },
     dispatchToolCalls: (req, ctx) =>
@@ -96,7 +99,10 @@ export function createDispatcherHandlers(deps: HandlerDeps): ServiceImpl<typeof 
       requireRole(ctx, Role.Admin);
       const { tool, runtime } = supervised(req.tool);
       try {
-        return create(StartToolResponseSchema, { status: await runtime.start(tool) });
+        const status = await runtime.start(tool);
+        // Started by an operator, the tool gets its calls again at once.
+        deps.checks.breakers?.reset(req.tool);
+        return create(StartToolResponseSchema, { status });
       } catch (error) {
         if (error instanceof ToolStartError) {
           throw new ConnectError(

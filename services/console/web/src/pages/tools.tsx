@@ -1,5 +1,6 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import {
+  CircuitState,
   DispatcherService,
   type DispatchResponse,
   type Group,
@@ -9,17 +10,22 @@ import {
   statusName,
   statusWord,
   type Tool,
+  type ToolCircuit,
   ToolStatus,
 } from "@toolmesh/proto";
 import { useEffect, useState } from "preact/hooks";
-import { auth, client, describeError } from "../api.js";
+import { auth, client, describeError, when } from "../api.js";
 import { Head } from "../widgets.js";
 
-/** Tools with their schemas and runtimes, groups, local tool processes, and a call form. */
+/**
+ * Tools with their schemas and runtimes, groups, local tool processes, the circuit breakers of
+ * tools that failed, and a call form.
+ */
 export function ToolsPage() {
   const [tools, setTools] = useState<Tool[]>([]);
   const [groups, setGroups] = useState<Group[]>([]);
   const [runtimes, setRuntimes] = useState<RuntimeStatus[]>([]);
+  const [breakers, setBreakers] = useState<ToolCircuit[]>([]);
   const [selected, setSelected] = useState<string>("");
   const [error, setError] = useState("");
   useEffect(() => {
@@ -33,6 +39,7 @@ export function ToolsPage() {
         setTools(t.tools);
         setGroups(g.groups);
         setRuntimes(r.runtimes);
+        setBreakers(r.breakers);
       })
       .catch((e: unknown) => setError(describeError(e)));
   }, []);
@@ -106,6 +113,22 @@ export function ToolsPage() {
               <td>{r.restarts}</td>
               <td>{r.inFlight}</td>
               <td>{r.lastError || "-"}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <h2>Circuit breakers</h2>
+      <table class="breakers">
+        <Head columns={["tool", "state", "failures in a row", "opens", "retry at", "last error"]} />
+        <tbody>
+          {breakers.map(({ tool, breaker }) => (
+            <tr key={tool}>
+              <td>{tool}</td>
+              <td>{CircuitState[breaker?.state ?? CircuitState.UNSPECIFIED]}</td>
+              <td>{breaker?.consecutiveFailures ?? 0}</td>
+              <td>{breaker?.opens ?? 0}</td>
+              <td>{breaker?.retryAt ? when(breaker.retryAt) : "-"}</td>
+              <td>{breaker?.lastError || "-"}</td>
             </tr>
           ))}
         </tbody>

@@ -121,7 +121,10 @@ type InvokeResult struct {
 	// Set when the tool failed; output is then ignored.
 	Error *v1.CallError `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
 	// The tool accepted the job and will report through CallbackService.Report.
-	Pending       bool `protobuf:"varint,3,opt,name=pending,proto3" json:"pending,omitempty"`
+	Pending bool `protobuf:"varint,3,opt,name=pending,proto3" json:"pending,omitempty"`
+	// What the call cost the tool itself (an LLM's tokens, a paid API), in millionths of the
+	// currency of the tool's price; added to the call's cost. Ignored for a tool without a price.
+	CostMicros    uint64 `protobuf:"varint,4,opt,name=cost_micros,json=costMicros,proto3" json:"cost_micros,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -175,6 +178,13 @@ func (x *InvokeResult) GetPending() bool {
 		return x.Pending
 	}
 	return false
+}
+
+func (x *InvokeResult) GetCostMicros() uint64 {
+	if x != nil {
+		return x.CostMicros
+	}
+	return 0
 }
 
 type InvokeResponse struct {
@@ -271,11 +281,13 @@ const file_toolmesh_backend_v1_backend_proto_rawDesc = "" +
 	"\tprincipal\x18\x04 \x01(\v2\x1d.toolmesh.common.v1.PrincipalR\tprincipal\x12\x18\n" +
 	"\aattempt\x18\x05 \x01(\rR\aattempt\x12\x1f\n" +
 	"\vdeadline_ms\x18\x06 \x01(\rR\n" +
-	"deadlineMs\"\x8e\x01\n" +
+	"deadlineMs\"\xaf\x01\n" +
 	"\fInvokeResult\x12/\n" +
 	"\x06output\x18\x01 \x01(\v2\x17.google.protobuf.StructR\x06output\x123\n" +
 	"\x05error\x18\x02 \x01(\v2\x1d.toolmesh.common.v1.CallErrorR\x05error\x12\x18\n" +
-	"\apending\x18\x03 \x01(\bR\apending\"\x92\x01\n" +
+	"\apending\x18\x03 \x01(\bR\apending\x12\x1f\n" +
+	"\vcost_micros\x18\x04 \x01(\x04R\n" +
+	"costMicros\"\x92\x01\n" +
 	"\x0eInvokeResponse\x128\n" +
 	"\x05event\x18\x01 \x01(\v2 .toolmesh.events.v1.BackendEventH\x00R\x05event\x12;\n" +
 	"\x06result\x18\x02 \x01(\v2!.toolmesh.backend.v1.InvokeResultH\x00R\x06resultB\t\n" +

@@ -521,7 +521,12 @@ type Usage struct {
 	Interrupted uint64 `protobuf:"varint,8,opt,name=interrupted,proto3" json:"interrupted,omitempty"`
 	Refused     uint64 `protobuf:"varint,9,opt,name=refused,proto3" json:"refused,omitempty"`
 	// Execution time of those calls, summed (their duration_ms).
-	DurationMs    uint64 `protobuf:"varint,10,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
+	DurationMs uint64 `protobuf:"varint,10,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
+	// Calls of a tool with a result cache answered from it, and those that ran the tool.
+	CacheHits   uint64 `protobuf:"varint,11,opt,name=cache_hits,json=cacheHits,proto3" json:"cache_hits,omitempty"`
+	CacheMisses uint64 `protobuf:"varint,12,opt,name=cache_misses,json=cacheMisses,proto3" json:"cache_misses,omitempty"`
+	// What those calls cost, by currency, in millionths (ToolSpec.price and what tools reported).
+	CostMicros    map[string]uint64 `protobuf:"bytes,13,rep,name=cost_micros,json=costMicros,proto3" json:"cost_micros,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -626,6 +631,118 @@ func (x *Usage) GetDurationMs() uint64 {
 	return 0
 }
 
+func (x *Usage) GetCacheHits() uint64 {
+	if x != nil {
+		return x.CacheHits
+	}
+	return 0
+}
+
+func (x *Usage) GetCacheMisses() uint64 {
+	if x != nil {
+		return x.CacheMisses
+	}
+	return 0
+}
+
+func (x *Usage) GetCostMicros() map[string]uint64 {
+	if x != nil {
+		return x.CostMicros
+	}
+	return nil
+}
+
+// StoredSpend is the value of a key `spend.<budget id>.<period>` of the Callback service's bucket
+// `toolmesh-usage`: what the calls counted against one budget cost in one period, from their end
+// records, each block of the audit log once (as StoredUsage). The Dispatchers read it to enforce
+// budgets; never returned by an RPC.
+type StoredSpend struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	BudgetId string                 `protobuf:"bytes,1,opt,name=budget_id,json=budgetId,proto3" json:"budget_id,omitempty"`
+	// `2026-07-28` for a day, `2026-07` for a month (UTC).
+	Period      string `protobuf:"bytes,2,opt,name=period,proto3" json:"period,omitempty"`
+	Currency    string `protobuf:"bytes,3,opt,name=currency,proto3" json:"currency,omitempty"`
+	SpentMicros uint64 `protobuf:"varint,4,opt,name=spent_micros,json=spentMicros,proto3" json:"spent_micros,omitempty"`
+	// Of spent_micros, what the calls each Dispatcher instance counted cost (AuditRecord.counted_by):
+	// a Dispatcher adds to Callback's figure only what it counted and Callback has not yet.
+	ByInstance    map[string]uint64 `protobuf:"bytes,5,rep,name=by_instance,json=byInstance,proto3" json:"by_instance,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	CountedBlocks []uint64          `protobuf:"varint,6,rep,packed,name=counted_blocks,json=countedBlocks,proto3" json:"counted_blocks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StoredSpend) Reset() {
+	*x = StoredSpend{}
+	mi := &file_toolmesh_callback_v1_callback_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StoredSpend) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StoredSpend) ProtoMessage() {}
+
+func (x *StoredSpend) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_callback_v1_callback_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StoredSpend.ProtoReflect.Descriptor instead.
+func (*StoredSpend) Descriptor() ([]byte, []int) {
+	return file_toolmesh_callback_v1_callback_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *StoredSpend) GetBudgetId() string {
+	if x != nil {
+		return x.BudgetId
+	}
+	return ""
+}
+
+func (x *StoredSpend) GetPeriod() string {
+	if x != nil {
+		return x.Period
+	}
+	return ""
+}
+
+func (x *StoredSpend) GetCurrency() string {
+	if x != nil {
+		return x.Currency
+	}
+	return ""
+}
+
+func (x *StoredSpend) GetSpentMicros() uint64 {
+	if x != nil {
+		return x.SpentMicros
+	}
+	return 0
+}
+
+func (x *StoredSpend) GetByInstance() map[string]uint64 {
+	if x != nil {
+		return x.ByInstance
+	}
+	return nil
+}
+
+func (x *StoredSpend) GetCountedBlocks() []uint64 {
+	if x != nil {
+		return x.CountedBlocks
+	}
+	return nil
+}
+
 // StoredUsage is the value of a key of the Callback service's bucket `toolmesh-usage`: one hour's
 // aggregate and which audit log blocks it counted, so a block delivered again (to this replica or
 // another, in any order) adds nothing twice. Never returned by an RPC.
@@ -645,7 +762,7 @@ type StoredUsage struct {
 
 func (x *StoredUsage) Reset() {
 	*x = StoredUsage{}
-	mi := &file_toolmesh_callback_v1_callback_proto_msgTypes[9]
+	mi := &file_toolmesh_callback_v1_callback_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -657,7 +774,7 @@ func (x *StoredUsage) String() string {
 func (*StoredUsage) ProtoMessage() {}
 
 func (x *StoredUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_callback_v1_callback_proto_msgTypes[9]
+	mi := &file_toolmesh_callback_v1_callback_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -670,7 +787,7 @@ func (x *StoredUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoredUsage.ProtoReflect.Descriptor instead.
 func (*StoredUsage) Descriptor() ([]byte, []int) {
-	return file_toolmesh_callback_v1_callback_proto_rawDescGZIP(), []int{9}
+	return file_toolmesh_callback_v1_callback_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *StoredUsage) GetUsage() *Usage {
@@ -731,7 +848,7 @@ const file_toolmesh_callback_v1_callback_proto_rawDesc = "" +
 	"page_token\x18\a \x01(\tR\tpageToken\"m\n" +
 	"\x10GetUsageResponse\x121\n" +
 	"\x05usage\x18\x01 \x03(\v2\x1b.toolmesh.callback.v1.UsageR\x05usage\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xa6\x02\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xf5\x03\n" +
 	"\x05Usage\x12.\n" +
 	"\x04hour\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04hour\x12\x19\n" +
 	"\bagent_id\x18\x02 \x01(\tR\aagentId\x12\x17\n" +
@@ -744,7 +861,26 @@ const file_toolmesh_callback_v1_callback_proto_rawDesc = "" +
 	"\arefused\x18\t \x01(\x04R\arefused\x12\x1f\n" +
 	"\vduration_ms\x18\n" +
 	" \x01(\x04R\n" +
-	"durationMs\"\x92\x01\n" +
+	"durationMs\x12\x1d\n" +
+	"\n" +
+	"cache_hits\x18\v \x01(\x04R\tcacheHits\x12!\n" +
+	"\fcache_misses\x18\f \x01(\x04R\vcacheMisses\x12L\n" +
+	"\vcost_micros\x18\r \x03(\v2+.toolmesh.callback.v1.Usage.CostMicrosEntryR\n" +
+	"costMicros\x1a=\n" +
+	"\x0fCostMicrosEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\"\xbb\x02\n" +
+	"\vStoredSpend\x12\x1b\n" +
+	"\tbudget_id\x18\x01 \x01(\tR\bbudgetId\x12\x16\n" +
+	"\x06period\x18\x02 \x01(\tR\x06period\x12\x1a\n" +
+	"\bcurrency\x18\x03 \x01(\tR\bcurrency\x12!\n" +
+	"\fspent_micros\x18\x04 \x01(\x04R\vspentMicros\x12R\n" +
+	"\vby_instance\x18\x05 \x03(\v21.toolmesh.callback.v1.StoredSpend.ByInstanceEntryR\n" +
+	"byInstance\x12%\n" +
+	"\x0ecounted_blocks\x18\x06 \x03(\x04R\rcountedBlocks\x1a=\n" +
+	"\x0fByInstanceEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\"\x92\x01\n" +
 	"\vStoredUsage\x121\n" +
 	"\x05usage\x18\x01 \x01(\v2\x1b.toolmesh.callback.v1.UsageR\x05usage\x12)\n" +
 	"\x10applied_sequence\x18\x02 \x01(\x04R\x0fappliedSequence\x12%\n" +
@@ -769,7 +905,7 @@ func file_toolmesh_callback_v1_callback_proto_rawDescGZIP() []byte {
 	return file_toolmesh_callback_v1_callback_proto_rawDescData
 }
 
-var file_toolmesh_callback_v1_callback_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_toolmesh_callback_v1_callback_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_toolmesh_callback_v1_callback_proto_goTypes = []any{
 	(*ReportRequest)(nil),         // 0: toolmesh.callback.v1.ReportRequest
 	(*ReportResponse)(nil),        // 1: toolmesh.callback.v1.ReportResponse
@@ -780,39 +916,44 @@ var file_toolmesh_callback_v1_callback_proto_goTypes = []any{
 	(*GetUsageRequest)(nil),       // 6: toolmesh.callback.v1.GetUsageRequest
 	(*GetUsageResponse)(nil),      // 7: toolmesh.callback.v1.GetUsageResponse
 	(*Usage)(nil),                 // 8: toolmesh.callback.v1.Usage
-	(*StoredUsage)(nil),           // 9: toolmesh.callback.v1.StoredUsage
-	(v1.CallStatus)(0),            // 10: toolmesh.common.v1.CallStatus
-	(*structpb.Struct)(nil),       // 11: google.protobuf.Struct
-	(*v1.CallError)(nil),          // 12: toolmesh.common.v1.CallError
-	(*v11.CallbackEvent)(nil),     // 13: toolmesh.events.v1.CallbackEvent
-	(*timestamppb.Timestamp)(nil), // 14: google.protobuf.Timestamp
+	(*StoredSpend)(nil),           // 9: toolmesh.callback.v1.StoredSpend
+	(*StoredUsage)(nil),           // 10: toolmesh.callback.v1.StoredUsage
+	nil,                           // 11: toolmesh.callback.v1.Usage.CostMicrosEntry
+	nil,                           // 12: toolmesh.callback.v1.StoredSpend.ByInstanceEntry
+	(v1.CallStatus)(0),            // 13: toolmesh.common.v1.CallStatus
+	(*structpb.Struct)(nil),       // 14: google.protobuf.Struct
+	(*v1.CallError)(nil),          // 15: toolmesh.common.v1.CallError
+	(*v11.CallbackEvent)(nil),     // 16: toolmesh.events.v1.CallbackEvent
+	(*timestamppb.Timestamp)(nil), // 17: google.protobuf.Timestamp
 }
 var file_toolmesh_callback_v1_callback_proto_depIdxs = []int32{
-	10, // 0: toolmesh.callback.v1.ReportRequest.status:type_name -> toolmesh.common.v1.CallStatus
-	11, // 1: toolmesh.callback.v1.ReportRequest.output:type_name -> google.protobuf.Struct
-	12, // 2: toolmesh.callback.v1.ReportRequest.error:type_name -> toolmesh.common.v1.CallError
-	13, // 3: toolmesh.callback.v1.ReportResponse.event:type_name -> toolmesh.events.v1.CallbackEvent
-	13, // 4: toolmesh.callback.v1.GetOutcomeResponse.event:type_name -> toolmesh.events.v1.CallbackEvent
-	10, // 5: toolmesh.callback.v1.WatchRequest.status:type_name -> toolmesh.common.v1.CallStatus
-	13, // 6: toolmesh.callback.v1.WatchResponse.event:type_name -> toolmesh.events.v1.CallbackEvent
-	14, // 7: toolmesh.callback.v1.GetUsageRequest.start_hour:type_name -> google.protobuf.Timestamp
-	14, // 8: toolmesh.callback.v1.GetUsageRequest.end_hour:type_name -> google.protobuf.Timestamp
+	13, // 0: toolmesh.callback.v1.ReportRequest.status:type_name -> toolmesh.common.v1.CallStatus
+	14, // 1: toolmesh.callback.v1.ReportRequest.output:type_name -> google.protobuf.Struct
+	15, // 2: toolmesh.callback.v1.ReportRequest.error:type_name -> toolmesh.common.v1.CallError
+	16, // 3: toolmesh.callback.v1.ReportResponse.event:type_name -> toolmesh.events.v1.CallbackEvent
+	16, // 4: toolmesh.callback.v1.GetOutcomeResponse.event:type_name -> toolmesh.events.v1.CallbackEvent
+	13, // 5: toolmesh.callback.v1.WatchRequest.status:type_name -> toolmesh.common.v1.CallStatus
+	16, // 6: toolmesh.callback.v1.WatchResponse.event:type_name -> toolmesh.events.v1.CallbackEvent
+	17, // 7: toolmesh.callback.v1.GetUsageRequest.start_hour:type_name -> google.protobuf.Timestamp
+	17, // 8: toolmesh.callback.v1.GetUsageRequest.end_hour:type_name -> google.protobuf.Timestamp
 	8,  // 9: toolmesh.callback.v1.GetUsageResponse.usage:type_name -> toolmesh.callback.v1.Usage
-	14, // 10: toolmesh.callback.v1.Usage.hour:type_name -> google.protobuf.Timestamp
-	8,  // 11: toolmesh.callback.v1.StoredUsage.usage:type_name -> toolmesh.callback.v1.Usage
-	0,  // 12: toolmesh.callback.v1.CallbackService.Report:input_type -> toolmesh.callback.v1.ReportRequest
-	2,  // 13: toolmesh.callback.v1.CallbackService.GetOutcome:input_type -> toolmesh.callback.v1.GetOutcomeRequest
-	4,  // 14: toolmesh.callback.v1.CallbackService.Watch:input_type -> toolmesh.callback.v1.WatchRequest
-	6,  // 15: toolmesh.callback.v1.CallbackService.GetUsage:input_type -> toolmesh.callback.v1.GetUsageRequest
-	1,  // 16: toolmesh.callback.v1.CallbackService.Report:output_type -> toolmesh.callback.v1.ReportResponse
-	3,  // 17: toolmesh.callback.v1.CallbackService.GetOutcome:output_type -> toolmesh.callback.v1.GetOutcomeResponse
-	5,  // 18: toolmesh.callback.v1.CallbackService.Watch:output_type -> toolmesh.callback.v1.WatchResponse
-	7,  // 19: toolmesh.callback.v1.CallbackService.GetUsage:output_type -> toolmesh.callback.v1.GetUsageResponse
-	16, // [16:20] is the sub-list for method output_type
-	12, // [12:16] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	17, // 10: toolmesh.callback.v1.Usage.hour:type_name -> google.protobuf.Timestamp
+	11, // 11: toolmesh.callback.v1.Usage.cost_micros:type_name -> toolmesh.callback.v1.Usage.CostMicrosEntry
+	12, // 12: toolmesh.callback.v1.StoredSpend.by_instance:type_name -> toolmesh.callback.v1.StoredSpend.ByInstanceEntry
+	8,  // 13: toolmesh.callback.v1.StoredUsage.usage:type_name -> toolmesh.callback.v1.Usage
+	0,  // 14: toolmesh.callback.v1.CallbackService.Report:input_type -> toolmesh.callback.v1.ReportRequest
+	2,  // 15: toolmesh.callback.v1.CallbackService.GetOutcome:input_type -> toolmesh.callback.v1.GetOutcomeRequest
+	4,  // 16: toolmesh.callback.v1.CallbackService.Watch:input_type -> toolmesh.callback.v1.WatchRequest
+	6,  // 17: toolmesh.callback.v1.CallbackService.GetUsage:input_type -> toolmesh.callback.v1.GetUsageRequest
+	1,  // 18: toolmesh.callback.v1.CallbackService.Report:output_type -> toolmesh.callback.v1.ReportResponse
+	3,  // 19: toolmesh.callback.v1.CallbackService.GetOutcome:output_type -> toolmesh.callback.v1.GetOutcomeResponse
+	5,  // 20: toolmesh.callback.v1.CallbackService.Watch:output_type -> toolmesh.callback.v1.WatchResponse
+	7,  // 21: toolmesh.callback.v1.CallbackService.GetUsage:output_type -> toolmesh.callback.v1.GetUsageResponse
+	18, // [18:22] is the sub-list for method output_type
+	14, // [14:18] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_toolmesh_callback_v1_callback_proto_init() }
@@ -826,7 +967,7 @@ func file_toolmesh_callback_v1_callback_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolmesh_callback_v1_callback_proto_rawDesc), len(file_toolmesh_callback_v1_callback_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   10,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -10,6 +10,7 @@ import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	structpb "google.golang.org/protobuf/types/known/structpb"
+	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -636,11 +637,174 @@ func (x *BadField) GetDescription() string {
 	return ""
 }
 
+// BudgetExceeded is attached to RESOURCE_EXHAUSTED errors of a call refused by a budget.
+type BudgetExceeded struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The budget's id, such as `agent.planner.day`.
+	BudgetId string `protobuf:"bytes,1,opt,name=budget_id,json=budgetId,proto3" json:"budget_id,omitempty"`
+	Currency string `protobuf:"bytes,2,opt,name=currency,proto3" json:"currency,omitempty"`
+	// The budget for its period, in millionths of the currency.
+	LimitMicros uint64 `protobuf:"varint,3,opt,name=limit_micros,json=limitMicros,proto3" json:"limit_micros,omitempty"`
+	// What is left of it in this period (spent and reserved by calls running counted).
+	RemainingMicros uint64 `protobuf:"varint,4,opt,name=remaining_micros,json=remainingMicros,proto3" json:"remaining_micros,omitempty"`
+	// What this call would cost at least (the tool's per-call price).
+	CallMicros uint64 `protobuf:"varint,5,opt,name=call_micros,json=callMicros,proto3" json:"call_micros,omitempty"`
+	// When the period ends and the budget is whole again.
+	ResetsAt      *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=resets_at,json=resetsAt,proto3" json:"resets_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BudgetExceeded) Reset() {
+	*x = BudgetExceeded{}
+	mi := &file_toolmesh_common_v1_common_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BudgetExceeded) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BudgetExceeded) ProtoMessage() {}
+
+func (x *BudgetExceeded) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_common_v1_common_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BudgetExceeded.ProtoReflect.Descriptor instead.
+func (*BudgetExceeded) Descriptor() ([]byte, []int) {
+	return file_toolmesh_common_v1_common_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *BudgetExceeded) GetBudgetId() string {
+	if x != nil {
+		return x.BudgetId
+	}
+	return ""
+}
+
+func (x *BudgetExceeded) GetCurrency() string {
+	if x != nil {
+		return x.Currency
+	}
+	return ""
+}
+
+func (x *BudgetExceeded) GetLimitMicros() uint64 {
+	if x != nil {
+		return x.LimitMicros
+	}
+	return 0
+}
+
+func (x *BudgetExceeded) GetRemainingMicros() uint64 {
+	if x != nil {
+		return x.RemainingMicros
+	}
+	return 0
+}
+
+func (x *BudgetExceeded) GetCallMicros() uint64 {
+	if x != nil {
+		return x.CallMicros
+	}
+	return 0
+}
+
+func (x *BudgetExceeded) GetResetsAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ResetsAt
+	}
+	return nil
+}
+
+// CircuitOpen is attached to UNAVAILABLE errors of a call refused because its tool's circuit
+// breaker is open.
+type CircuitOpen struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Tool  string                 `protobuf:"bytes,1,opt,name=tool,proto3" json:"tool,omitempty"`
+	// When the breaker lets a probe call through.
+	RetryAt *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=retry_at,json=retryAt,proto3" json:"retry_at,omitempty"`
+	// Failures in a row that opened it.
+	Failures uint32 `protobuf:"varint,3,opt,name=failures,proto3" json:"failures,omitempty"`
+	// The last failure's code and message.
+	LastError     string `protobuf:"bytes,4,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CircuitOpen) Reset() {
+	*x = CircuitOpen{}
+	mi := &file_toolmesh_common_v1_common_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CircuitOpen) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CircuitOpen) ProtoMessage() {}
+
+func (x *CircuitOpen) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_common_v1_common_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CircuitOpen.ProtoReflect.Descriptor instead.
+func (*CircuitOpen) Descriptor() ([]byte, []int) {
+	return file_toolmesh_common_v1_common_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *CircuitOpen) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *CircuitOpen) GetRetryAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RetryAt
+	}
+	return nil
+}
+
+func (x *CircuitOpen) GetFailures() uint32 {
+	if x != nil {
+		return x.Failures
+	}
+	return 0
+}
+
+func (x *CircuitOpen) GetLastError() string {
+	if x != nil {
+		return x.LastError
+	}
+	return ""
+}
+
 var File_toolmesh_common_v1_common_proto protoreflect.FileDescriptor
 
 const file_toolmesh_common_v1_common_proto_rawDesc = "" +
 	"\n" +
-	"\x1ftoolmesh/common/v1/common.proto\x12\x12toolmesh.common.v1\x1a\x1cgoogle/protobuf/struct.proto\"l\n" +
+	"\x1ftoolmesh/common/v1/common.proto\x12\x12toolmesh.common.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"l\n" +
 	"\tPrincipal\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x17\n" +
 	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x14\n" +
@@ -679,7 +843,21 @@ const file_toolmesh_common_v1_common_proto_rawDesc = "" +
 	"\x06reason\x18\x05 \x01(\tR\x06reason\"B\n" +
 	"\bBadField\x12\x14\n" +
 	"\x05field\x18\x01 \x01(\tR\x05field\x12 \n" +
-	"\vdescription\x18\x02 \x01(\tR\vdescription*\xaa\x01\n" +
+	"\vdescription\x18\x02 \x01(\tR\vdescription\"\xf1\x01\n" +
+	"\x0eBudgetExceeded\x12\x1b\n" +
+	"\tbudget_id\x18\x01 \x01(\tR\bbudgetId\x12\x1a\n" +
+	"\bcurrency\x18\x02 \x01(\tR\bcurrency\x12!\n" +
+	"\flimit_micros\x18\x03 \x01(\x04R\vlimitMicros\x12)\n" +
+	"\x10remaining_micros\x18\x04 \x01(\x04R\x0fremainingMicros\x12\x1f\n" +
+	"\vcall_micros\x18\x05 \x01(\x04R\n" +
+	"callMicros\x127\n" +
+	"\tresets_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\bresetsAt\"\x93\x01\n" +
+	"\vCircuitOpen\x12\x12\n" +
+	"\x04tool\x18\x01 \x01(\tR\x04tool\x125\n" +
+	"\bretry_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\aretryAt\x12\x1a\n" +
+	"\bfailures\x18\x03 \x01(\rR\bfailures\x12\x1d\n" +
+	"\n" +
+	"last_error\x18\x04 \x01(\tR\tlastError*\xaa\x01\n" +
 	"\n" +
 	"CallStatus\x12\x1b\n" +
 	"\x17CALL_STATUS_UNSPECIFIED\x10\x00\x12\x17\n" +
@@ -703,28 +881,33 @@ func file_toolmesh_common_v1_common_proto_rawDescGZIP() []byte {
 }
 
 var file_toolmesh_common_v1_common_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_toolmesh_common_v1_common_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_toolmesh_common_v1_common_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_toolmesh_common_v1_common_proto_goTypes = []any{
-	(CallStatus)(0),           // 0: toolmesh.common.v1.CallStatus
-	(*Principal)(nil),         // 1: toolmesh.common.v1.Principal
-	(*CallContext)(nil),       // 2: toolmesh.common.v1.CallContext
-	(*CallError)(nil),         // 3: toolmesh.common.v1.CallError
-	(*FieldViolation)(nil),    // 4: toolmesh.common.v1.FieldViolation
-	(*ValidationFailure)(nil), // 5: toolmesh.common.v1.ValidationFailure
-	(*ToolNotFound)(nil),      // 6: toolmesh.common.v1.ToolNotFound
-	(*PermissionDenial)(nil),  // 7: toolmesh.common.v1.PermissionDenial
-	(*BadField)(nil),          // 8: toolmesh.common.v1.BadField
-	(*structpb.Struct)(nil),   // 9: google.protobuf.Struct
+	(CallStatus)(0),               // 0: toolmesh.common.v1.CallStatus
+	(*Principal)(nil),             // 1: toolmesh.common.v1.Principal
+	(*CallContext)(nil),           // 2: toolmesh.common.v1.CallContext
+	(*CallError)(nil),             // 3: toolmesh.common.v1.CallError
+	(*FieldViolation)(nil),        // 4: toolmesh.common.v1.FieldViolation
+	(*ValidationFailure)(nil),     // 5: toolmesh.common.v1.ValidationFailure
+	(*ToolNotFound)(nil),          // 6: toolmesh.common.v1.ToolNotFound
+	(*PermissionDenial)(nil),      // 7: toolmesh.common.v1.PermissionDenial
+	(*BadField)(nil),              // 8: toolmesh.common.v1.BadField
+	(*BudgetExceeded)(nil),        // 9: toolmesh.common.v1.BudgetExceeded
+	(*CircuitOpen)(nil),           // 10: toolmesh.common.v1.CircuitOpen
+	(*structpb.Struct)(nil),       // 11: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil), // 12: google.protobuf.Timestamp
 }
 var file_toolmesh_common_v1_common_proto_depIdxs = []int32{
-	9, // 0: toolmesh.common.v1.CallError.details:type_name -> google.protobuf.Struct
-	9, // 1: toolmesh.common.v1.FieldViolation.params:type_name -> google.protobuf.Struct
-	4, // 2: toolmesh.common.v1.ValidationFailure.violations:type_name -> toolmesh.common.v1.FieldViolation
-	3, // [3:3] is the sub-list for method output_type
-	3, // [3:3] is the sub-list for method input_type
-	3, // [3:3] is the sub-list for extension type_name
-	3, // [3:3] is the sub-list for extension extendee
-	0, // [0:3] is the sub-list for field type_name
+	11, // 0: toolmesh.common.v1.CallError.details:type_name -> google.protobuf.Struct
+	11, // 1: toolmesh.common.v1.FieldViolation.params:type_name -> google.protobuf.Struct
+	4,  // 2: toolmesh.common.v1.ValidationFailure.violations:type_name -> toolmesh.common.v1.FieldViolation
+	12, // 3: toolmesh.common.v1.BudgetExceeded.resets_at:type_name -> google.protobuf.Timestamp
+	12, // 4: toolmesh.common.v1.CircuitOpen.retry_at:type_name -> google.protobuf.Timestamp
+	5,  // [5:5] is the sub-list for method output_type
+	5,  // [5:5] is the sub-list for method input_type
+	5,  // [5:5] is the sub-list for extension type_name
+	5,  // [5:5] is the sub-list for extension extendee
+	0,  // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_toolmesh_common_v1_common_proto_init() }
@@ -738,7 +921,7 @@ func file_toolmesh_common_v1_common_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolmesh_common_v1_common_proto_rawDesc), len(file_toolmesh_common_v1_common_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   8,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -14,7 +14,8 @@ import (
 	reflect "reflect"
 	sync "sync"
 	v1 "toolmesh.dev/go/gen/toolmesh/common/v1"
-	v11 "toolmesh.dev/go/gen/toolmesh/registry/v1"
+	v11 "toolmesh.dev/go/gen/toolmesh/events/v1"
+	v12 "toolmesh.dev/go/gen/toolmesh/registry/v1"
 	unsafe "unsafe"
 )
 
@@ -84,6 +85,62 @@ func (RuntimeState) EnumDescriptor() ([]byte, []int) {
 	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{0}
 }
 
+// CircuitState is where a circuit breaker stands.
+type CircuitState int32
+
+const (
+	CircuitState_CIRCUIT_STATE_UNSPECIFIED CircuitState = 0
+	// Calls go through.
+	CircuitState_CIRCUIT_STATE_CLOSED CircuitState = 1
+	// Calls fail fast with UNAVAILABLE until retry_at.
+	CircuitState_CIRCUIT_STATE_OPEN CircuitState = 2
+	// One probe call is let through; its success closes the breaker, its failure opens it again.
+	CircuitState_CIRCUIT_STATE_HALF_OPEN CircuitState = 3
+)
+
+// Enum value maps for CircuitState.
+var (
+	CircuitState_name = map[int32]string{
+		0: "CIRCUIT_STATE_UNSPECIFIED",
+		1: "CIRCUIT_STATE_CLOSED",
+		2: "CIRCUIT_STATE_OPEN",
+		3: "CIRCUIT_STATE_HALF_OPEN",
+	}
+	CircuitState_value = map[string]int32{
+		"CIRCUIT_STATE_UNSPECIFIED": 0,
+		"CIRCUIT_STATE_CLOSED":      1,
+		"CIRCUIT_STATE_OPEN":        2,
+		"CIRCUIT_STATE_HALF_OPEN":   3,
+	}
+)
+
+func (x CircuitState) Enum() *CircuitState {
+	p := new(CircuitState)
+	*p = x
+	return p
+}
+
+func (x CircuitState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (CircuitState) Descriptor() protoreflect.EnumDescriptor {
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_enumTypes[1].Descriptor()
+}
+
+func (CircuitState) Type() protoreflect.EnumType {
+	return &file_toolmesh_dispatcher_v1_dispatcher_proto_enumTypes[1]
+}
+
+func (x CircuitState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use CircuitState.Descriptor instead.
+func (CircuitState) EnumDescriptor() ([]byte, []int) {
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{1}
+}
+
 // ToolCallDialect is the shape of a model's reply and of the tool-result messages returned for it.
 type ToolCallDialect int32
 
@@ -128,11 +185,11 @@ func (x ToolCallDialect) String() string {
 }
 
 func (ToolCallDialect) Descriptor() protoreflect.EnumDescriptor {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_enumTypes[1].Descriptor()
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_enumTypes[2].Descriptor()
 }
 
 func (ToolCallDialect) Type() protoreflect.EnumType {
-	return &file_toolmesh_dispatcher_v1_dispatcher_proto_enumTypes[1]
+	return &file_toolmesh_dispatcher_v1_dispatcher_proto_enumTypes[2]
 }
 
 func (x ToolCallDialect) Number() protoreflect.EnumNumber {
@@ -141,7 +198,7 @@ func (x ToolCallDialect) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ToolCallDialect.Descriptor instead.
 func (ToolCallDialect) EnumDescriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{1}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{2}
 }
 
 // McpImportChange tells what an import did to one tool.
@@ -188,11 +245,11 @@ func (x McpImportChange) String() string {
 }
 
 func (McpImportChange) Descriptor() protoreflect.EnumDescriptor {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_enumTypes[2].Descriptor()
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_enumTypes[3].Descriptor()
 }
 
 func (McpImportChange) Type() protoreflect.EnumType {
-	return &file_toolmesh_dispatcher_v1_dispatcher_proto_enumTypes[2]
+	return &file_toolmesh_dispatcher_v1_dispatcher_proto_enumTypes[3]
 }
 
 func (x McpImportChange) Number() protoreflect.EnumNumber {
@@ -201,7 +258,7 @@ func (x McpImportChange) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use McpImportChange.Descriptor instead.
 func (McpImportChange) EnumDescriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{2}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{3}
 }
 
 // ApprovalState is where a held call stands.
@@ -248,11 +305,11 @@ func (x ApprovalState) String() string {
 }
 
 func (ApprovalState) Descriptor() protoreflect.EnumDescriptor {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_enumTypes[3].Descriptor()
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_enumTypes[4].Descriptor()
 }
 
 func (ApprovalState) Type() protoreflect.EnumType {
-	return &file_toolmesh_dispatcher_v1_dispatcher_proto_enumTypes[3]
+	return &file_toolmesh_dispatcher_v1_dispatcher_proto_enumTypes[4]
 }
 
 func (x ApprovalState) Number() protoreflect.EnumNumber {
@@ -261,7 +318,7 @@ func (x ApprovalState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ApprovalState.Descriptor instead.
 func (ApprovalState) EnumDescriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{3}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{4}
 }
 
 // ApprovalDecision is an approver's answer.
@@ -298,11 +355,11 @@ func (x ApprovalDecision) String() string {
 }
 
 func (ApprovalDecision) Descriptor() protoreflect.EnumDescriptor {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_enumTypes[4].Descriptor()
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_enumTypes[5].Descriptor()
 }
 
 func (ApprovalDecision) Type() protoreflect.EnumType {
-	return &file_toolmesh_dispatcher_v1_dispatcher_proto_enumTypes[4]
+	return &file_toolmesh_dispatcher_v1_dispatcher_proto_enumTypes[5]
 }
 
 func (x ApprovalDecision) Number() protoreflect.EnumNumber {
@@ -311,7 +368,7 @@ func (x ApprovalDecision) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ApprovalDecision.Descriptor instead.
 func (ApprovalDecision) EnumDescriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{4}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{5}
 }
 
 type DispatchRequest struct {
@@ -404,6 +461,11 @@ type DispatchResponse struct {
 	// Set when the call waits for its caller (status PENDING, error code `input_required`): what
 	// the tool asked, answered with AnswerInput.
 	InputRequired *InputRequired `protobuf:"bytes,11,opt,name=input_required,json=inputRequired,proto3" json:"input_required,omitempty"`
+	// Set when the call was answered from the tool's result cache: the call whose result it
+	// repeats (the tool did not run).
+	CachedFrom string `protobuf:"bytes,12,opt,name=cached_from,json=cachedFrom,proto3" json:"cached_from,omitempty"`
+	// What the call cost, for a tool with a price.
+	Cost          *v11.Cost `protobuf:"bytes,13,opt,name=cost,proto3" json:"cost,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -511,6 +573,20 @@ func (x *DispatchResponse) GetApprovalExpiresAt() *timestamppb.Timestamp {
 func (x *DispatchResponse) GetInputRequired() *InputRequired {
 	if x != nil {
 		return x.InputRequired
+	}
+	return nil
+}
+
+func (x *DispatchResponse) GetCachedFrom() string {
+	if x != nil {
+		return x.CachedFrom
+	}
+	return ""
+}
+
+func (x *DispatchResponse) GetCost() *v11.Cost {
+	if x != nil {
+		return x.Cost
 	}
 	return nil
 }
@@ -801,7 +877,7 @@ func (x *SearchToolsRequest) GetLimit() uint32 {
 // FoundTool is one tool SearchTools found.
 type FoundTool struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	Tool  *v11.Tool              `protobuf:"bytes,1,opt,name=tool,proto3" json:"tool,omitempty"`
+	Tool  *v12.Tool              `protobuf:"bytes,1,opt,name=tool,proto3" json:"tool,omitempty"`
 	// The BM25 score: higher matches better; comparable only within one answer.
 	Score         float64 `protobuf:"fixed64,2,opt,name=score,proto3" json:"score,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -838,7 +914,7 @@ func (*FoundTool) Descriptor() ([]byte, []int) {
 	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{7}
 }
 
-func (x *FoundTool) GetTool() *v11.Tool {
+func (x *FoundTool) GetTool() *v12.Tool {
 	if x != nil {
 		return x.Tool
 	}
@@ -1091,6 +1167,9 @@ func (*CancelResponse) Descriptor() ([]byte, []int) {
 	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{12}
 }
 
+// RuntimeStatus is one local or docker tool's backends on this Dispatcher. state, pid, port,
+// container_id, started_at and last_error are those of its first instance; restarts, in_flight
+// and last_used_at are summed or latest over all of them.
 type RuntimeStatus struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	Tool       string                 `protobuf:"bytes,1,opt,name=tool,proto3" json:"tool,omitempty"`
@@ -1103,7 +1182,17 @@ type RuntimeStatus struct {
 	StartedAt  *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
 	LastUsedAt *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=last_used_at,json=lastUsedAt,proto3" json:"last_used_at,omitempty"`
 	// The running container of a docker tool (pid is 0 for those).
-	ContainerId   string `protobuf:"bytes,10,opt,name=container_id,json=containerId,proto3" json:"container_id,omitempty"`
+	ContainerId string `protobuf:"bytes,10,opt,name=container_id,json=containerId,proto3" json:"container_id,omitempty"`
+	// Every instance, in the order they were made.
+	Instances []*RuntimeInstance `protobuf:"bytes,11,rep,name=instances,proto3" json:"instances,omitempty"`
+	// The tool's runtime settings as they apply now: min_instances is 0 outside its warm hours.
+	MinInstances uint32 `protobuf:"varint,12,opt,name=min_instances,json=minInstances,proto3" json:"min_instances,omitempty"`
+	MaxInstances uint32 `protobuf:"varint,13,opt,name=max_instances,json=maxInstances,proto3" json:"max_instances,omitempty"`
+	// Calls that found an instance started ahead of need (min_instances, warm hours, a rise in
+	// calls) and so did not wait for a start.
+	StartsSaved uint64 `protobuf:"varint,14,opt,name=starts_saved,json=startsSaved,proto3" json:"starts_saved,omitempty"`
+	// `local` or `docker`.
+	Kind          string `protobuf:"bytes,15,opt,name=kind,proto3" json:"kind,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1208,6 +1297,347 @@ func (x *RuntimeStatus) GetContainerId() string {
 	return ""
 }
 
+func (x *RuntimeStatus) GetInstances() []*RuntimeInstance {
+	if x != nil {
+		return x.Instances
+	}
+	return nil
+}
+
+func (x *RuntimeStatus) GetMinInstances() uint32 {
+	if x != nil {
+		return x.MinInstances
+	}
+	return 0
+}
+
+func (x *RuntimeStatus) GetMaxInstances() uint32 {
+	if x != nil {
+		return x.MaxInstances
+	}
+	return 0
+}
+
+func (x *RuntimeStatus) GetStartsSaved() uint64 {
+	if x != nil {
+		return x.StartsSaved
+	}
+	return 0
+}
+
+func (x *RuntimeStatus) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+// RuntimeInstance is one process or container of a tool.
+type RuntimeInstance struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Its number within the tool, from 1, never reused while the Dispatcher runs.
+	Id          uint32       `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	State       RuntimeState `protobuf:"varint,2,opt,name=state,proto3,enum=toolmesh.dispatcher.v1.RuntimeState" json:"state,omitempty"`
+	Pid         uint32       `protobuf:"varint,3,opt,name=pid,proto3" json:"pid,omitempty"`
+	Port        uint32       `protobuf:"varint,4,opt,name=port,proto3" json:"port,omitempty"`
+	ContainerId string       `protobuf:"bytes,5,opt,name=container_id,json=containerId,proto3" json:"container_id,omitempty"`
+	Restarts    uint32       `protobuf:"varint,6,opt,name=restarts,proto3" json:"restarts,omitempty"`
+	LastError   string       `protobuf:"bytes,7,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
+	InFlight    uint32       `protobuf:"varint,8,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
+	// Calls it has served.
+	Calls      uint64                 `protobuf:"varint,9,opt,name=calls,proto3" json:"calls,omitempty"`
+	StartedAt  *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
+	LastUsedAt *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=last_used_at,json=lastUsedAt,proto3" json:"last_used_at,omitempty"`
+	// Why it was started: `call` (a call needed it), `warm` (min_instances), `ahead` (calls rose),
+	// `replace` (it replaced a failed one), `operator` (StartTool).
+	StartedFor string `protobuf:"bytes,12,opt,name=started_for,json=startedFor,proto3" json:"started_for,omitempty"`
+	// Health checks failed in a row.
+	HealthFailures uint32 `protobuf:"varint,13,opt,name=health_failures,json=healthFailures,proto3" json:"health_failures,omitempty"`
+	// Its own breaker: calls it failed in a row open it, and it is restarted.
+	Breaker       *CircuitStatus `protobuf:"bytes,14,opt,name=breaker,proto3" json:"breaker,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RuntimeInstance) Reset() {
+	*x = RuntimeInstance{}
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RuntimeInstance) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RuntimeInstance) ProtoMessage() {}
+
+func (x *RuntimeInstance) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RuntimeInstance.ProtoReflect.Descriptor instead.
+func (*RuntimeInstance) Descriptor() ([]byte, []int) {
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *RuntimeInstance) GetId() uint32 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *RuntimeInstance) GetState() RuntimeState {
+	if x != nil {
+		return x.State
+	}
+	return RuntimeState_RUNTIME_STATE_UNSPECIFIED
+}
+
+func (x *RuntimeInstance) GetPid() uint32 {
+	if x != nil {
+		return x.Pid
+	}
+	return 0
+}
+
+func (x *RuntimeInstance) GetPort() uint32 {
+	if x != nil {
+		return x.Port
+	}
+	return 0
+}
+
+func (x *RuntimeInstance) GetContainerId() string {
+	if x != nil {
+		return x.ContainerId
+	}
+	return ""
+}
+
+func (x *RuntimeInstance) GetRestarts() uint32 {
+	if x != nil {
+		return x.Restarts
+	}
+	return 0
+}
+
+func (x *RuntimeInstance) GetLastError() string {
+	if x != nil {
+		return x.LastError
+	}
+	return ""
+}
+
+func (x *RuntimeInstance) GetInFlight() uint32 {
+	if x != nil {
+		return x.InFlight
+	}
+	return 0
+}
+
+func (x *RuntimeInstance) GetCalls() uint64 {
+	if x != nil {
+		return x.Calls
+	}
+	return 0
+}
+
+func (x *RuntimeInstance) GetStartedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartedAt
+	}
+	return nil
+}
+
+func (x *RuntimeInstance) GetLastUsedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastUsedAt
+	}
+	return nil
+}
+
+func (x *RuntimeInstance) GetStartedFor() string {
+	if x != nil {
+		return x.StartedFor
+	}
+	return ""
+}
+
+func (x *RuntimeInstance) GetHealthFailures() uint32 {
+	if x != nil {
+		return x.HealthFailures
+	}
+	return 0
+}
+
+func (x *RuntimeInstance) GetBreaker() *CircuitStatus {
+	if x != nil {
+		return x.Breaker
+	}
+	return nil
+}
+
+// CircuitStatus is one breaker: a tool's, or one instance's.
+type CircuitStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	State CircuitState           `protobuf:"varint,1,opt,name=state,proto3,enum=toolmesh.dispatcher.v1.CircuitState" json:"state,omitempty"`
+	// Failures in a row so far.
+	ConsecutiveFailures uint32 `protobuf:"varint,2,opt,name=consecutive_failures,json=consecutiveFailures,proto3" json:"consecutive_failures,omitempty"`
+	// How many times it opened since the Dispatcher started.
+	Opens    uint32                 `protobuf:"varint,3,opt,name=opens,proto3" json:"opens,omitempty"`
+	OpenedAt *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=opened_at,json=openedAt,proto3" json:"opened_at,omitempty"`
+	// When an open breaker lets its probe through.
+	RetryAt *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=retry_at,json=retryAt,proto3" json:"retry_at,omitempty"`
+	// The last failure's code and message.
+	LastError string `protobuf:"bytes,6,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
+	// The calls of the run of failures that last opened it (at most 20, oldest first).
+	FailedCalls   []string `protobuf:"bytes,7,rep,name=failed_calls,json=failedCalls,proto3" json:"failed_calls,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CircuitStatus) Reset() {
+	*x = CircuitStatus{}
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CircuitStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CircuitStatus) ProtoMessage() {}
+
+func (x *CircuitStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CircuitStatus.ProtoReflect.Descriptor instead.
+func (*CircuitStatus) Descriptor() ([]byte, []int) {
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *CircuitStatus) GetState() CircuitState {
+	if x != nil {
+		return x.State
+	}
+	return CircuitState_CIRCUIT_STATE_UNSPECIFIED
+}
+
+func (x *CircuitStatus) GetConsecutiveFailures() uint32 {
+	if x != nil {
+		return x.ConsecutiveFailures
+	}
+	return 0
+}
+
+func (x *CircuitStatus) GetOpens() uint32 {
+	if x != nil {
+		return x.Opens
+	}
+	return 0
+}
+
+func (x *CircuitStatus) GetOpenedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.OpenedAt
+	}
+	return nil
+}
+
+func (x *CircuitStatus) GetRetryAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RetryAt
+	}
+	return nil
+}
+
+func (x *CircuitStatus) GetLastError() string {
+	if x != nil {
+		return x.LastError
+	}
+	return ""
+}
+
+func (x *CircuitStatus) GetFailedCalls() []string {
+	if x != nil {
+		return x.FailedCalls
+	}
+	return nil
+}
+
+// ToolCircuit is a tool's breaker on this Dispatcher.
+type ToolCircuit struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tool          string                 `protobuf:"bytes,1,opt,name=tool,proto3" json:"tool,omitempty"`
+	Breaker       *CircuitStatus         `protobuf:"bytes,2,opt,name=breaker,proto3" json:"breaker,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolCircuit) Reset() {
+	*x = ToolCircuit{}
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolCircuit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolCircuit) ProtoMessage() {}
+
+func (x *ToolCircuit) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolCircuit.ProtoReflect.Descriptor instead.
+func (*ToolCircuit) Descriptor() ([]byte, []int) {
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *ToolCircuit) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *ToolCircuit) GetBreaker() *CircuitStatus {
+	if x != nil {
+		return x.Breaker
+	}
+	return nil
+}
+
 type GetRuntimeStatusRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// One tool; empty for every local and docker tool the Dispatcher has run.
@@ -1218,7 +1648,7 @@ type GetRuntimeStatusRequest struct {
 
 func (x *GetRuntimeStatusRequest) Reset() {
 	*x = GetRuntimeStatusRequest{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[14]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1230,7 +1660,7 @@ func (x *GetRuntimeStatusRequest) String() string {
 func (*GetRuntimeStatusRequest) ProtoMessage() {}
 
 func (x *GetRuntimeStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[14]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1243,7 +1673,7 @@ func (x *GetRuntimeStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRuntimeStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetRuntimeStatusRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{14}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GetRuntimeStatusRequest) GetTool() string {
@@ -1254,15 +1684,18 @@ func (x *GetRuntimeStatusRequest) GetTool() string {
 }
 
 type GetRuntimeStatusResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Runtimes      []*RuntimeStatus       `protobuf:"bytes,1,rep,name=runtimes,proto3" json:"runtimes,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Runtimes []*RuntimeStatus       `protobuf:"bytes,1,rep,name=runtimes,proto3" json:"runtimes,omitempty"`
+	// The breakers of the tools (of any runtime) that failed since this Dispatcher started, by
+	// tool name; a tool that never failed has none.
+	Breakers      []*ToolCircuit `protobuf:"bytes,2,rep,name=breakers,proto3" json:"breakers,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetRuntimeStatusResponse) Reset() {
 	*x = GetRuntimeStatusResponse{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[15]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1274,7 +1707,7 @@ func (x *GetRuntimeStatusResponse) String() string {
 func (*GetRuntimeStatusResponse) ProtoMessage() {}
 
 func (x *GetRuntimeStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[15]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1287,12 +1720,19 @@ func (x *GetRuntimeStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRuntimeStatusResponse.ProtoReflect.Descriptor instead.
 func (*GetRuntimeStatusResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{15}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetRuntimeStatusResponse) GetRuntimes() []*RuntimeStatus {
 	if x != nil {
 		return x.Runtimes
+	}
+	return nil
+}
+
+func (x *GetRuntimeStatusResponse) GetBreakers() []*ToolCircuit {
+	if x != nil {
+		return x.Breakers
 	}
 	return nil
 }
@@ -1306,7 +1746,7 @@ type StartToolRequest struct {
 
 func (x *StartToolRequest) Reset() {
 	*x = StartToolRequest{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[16]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1318,7 +1758,7 @@ func (x *StartToolRequest) String() string {
 func (*StartToolRequest) ProtoMessage() {}
 
 func (x *StartToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[16]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1331,7 +1771,7 @@ func (x *StartToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartToolRequest.ProtoReflect.Descriptor instead.
 func (*StartToolRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{16}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *StartToolRequest) GetTool() string {
@@ -1350,7 +1790,7 @@ type StartToolResponse struct {
 
 func (x *StartToolResponse) Reset() {
 	*x = StartToolResponse{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[17]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1362,7 +1802,7 @@ func (x *StartToolResponse) String() string {
 func (*StartToolResponse) ProtoMessage() {}
 
 func (x *StartToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[17]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1375,7 +1815,7 @@ func (x *StartToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartToolResponse.ProtoReflect.Descriptor instead.
 func (*StartToolResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{17}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *StartToolResponse) GetStatus() *RuntimeStatus {
@@ -1394,7 +1834,7 @@ type StopToolRequest struct {
 
 func (x *StopToolRequest) Reset() {
 	*x = StopToolRequest{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[18]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1406,7 +1846,7 @@ func (x *StopToolRequest) String() string {
 func (*StopToolRequest) ProtoMessage() {}
 
 func (x *StopToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[18]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1419,7 +1859,7 @@ func (x *StopToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopToolRequest.ProtoReflect.Descriptor instead.
 func (*StopToolRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{18}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *StopToolRequest) GetTool() string {
@@ -1438,7 +1878,7 @@ type StopToolResponse struct {
 
 func (x *StopToolResponse) Reset() {
 	*x = StopToolResponse{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[19]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1450,7 +1890,7 @@ func (x *StopToolResponse) String() string {
 func (*StopToolResponse) ProtoMessage() {}
 
 func (x *StopToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[19]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1463,7 +1903,7 @@ func (x *StopToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopToolResponse.ProtoReflect.Descriptor instead.
 func (*StopToolResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{19}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *StopToolResponse) GetStatus() *RuntimeStatus {
@@ -1489,7 +1929,7 @@ type DispatchToolCallsRequest struct {
 
 func (x *DispatchToolCallsRequest) Reset() {
 	*x = DispatchToolCallsRequest{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[20]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1501,7 +1941,7 @@ func (x *DispatchToolCallsRequest) String() string {
 func (*DispatchToolCallsRequest) ProtoMessage() {}
 
 func (x *DispatchToolCallsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[20]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1514,7 +1954,7 @@ func (x *DispatchToolCallsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DispatchToolCallsRequest.ProtoReflect.Descriptor instead.
 func (*DispatchToolCallsRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{20}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *DispatchToolCallsRequest) GetMessage() *structpb.Struct {
@@ -1560,7 +2000,7 @@ type DispatchToolCallsResponse struct {
 
 func (x *DispatchToolCallsResponse) Reset() {
 	*x = DispatchToolCallsResponse{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[21]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1572,7 +2012,7 @@ func (x *DispatchToolCallsResponse) String() string {
 func (*DispatchToolCallsResponse) ProtoMessage() {}
 
 func (x *DispatchToolCallsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[21]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1585,7 +2025,7 @@ func (x *DispatchToolCallsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DispatchToolCallsResponse.ProtoReflect.Descriptor instead.
 func (*DispatchToolCallsResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{21}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *DispatchToolCallsResponse) GetDialect() ToolCallDialect {
@@ -1622,7 +2062,7 @@ type ImportMcpServerRequest struct {
 	// the server's own names (snake-cased), for a server whose names collide with no other.
 	Prefix string `protobuf:"bytes,1,opt,name=prefix,proto3" json:"prefix,omitempty"`
 	// Where the server runs; `tool` is left empty (each imported tool gets its own name).
-	Runtime *v11.McpRuntime `protobuf:"bytes,2,opt,name=runtime,proto3" json:"runtime,omitempty"`
+	Runtime *v12.McpRuntime `protobuf:"bytes,2,opt,name=runtime,proto3" json:"runtime,omitempty"`
 	// Scopes every imported tool requires, such as `use:everything`.
 	RequiredScopes []string `protobuf:"bytes,3,rep,name=required_scopes,json=requiredScopes,proto3" json:"required_scopes,omitempty"`
 	// Show what would change without writing to the registry.
@@ -1630,14 +2070,14 @@ type ImportMcpServerRequest struct {
 	// Import only entries of these kinds (tools, prompts, resources, resource templates); empty
 	// imports every kind the server offers. Entries of other kinds a former import wrote are left
 	// as they are.
-	Only          []v11.McpOperation `protobuf:"varint,5,rep,packed,name=only,proto3,enum=toolmesh.registry.v1.McpOperation" json:"only,omitempty"`
+	Only          []v12.McpOperation `protobuf:"varint,5,rep,packed,name=only,proto3,enum=toolmesh.registry.v1.McpOperation" json:"only,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ImportMcpServerRequest) Reset() {
 	*x = ImportMcpServerRequest{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[22]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1649,7 +2089,7 @@ func (x *ImportMcpServerRequest) String() string {
 func (*ImportMcpServerRequest) ProtoMessage() {}
 
 func (x *ImportMcpServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[22]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1662,7 +2102,7 @@ func (x *ImportMcpServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportMcpServerRequest.ProtoReflect.Descriptor instead.
 func (*ImportMcpServerRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{22}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ImportMcpServerRequest) GetPrefix() string {
@@ -1672,7 +2112,7 @@ func (x *ImportMcpServerRequest) GetPrefix() string {
 	return ""
 }
 
-func (x *ImportMcpServerRequest) GetRuntime() *v11.McpRuntime {
+func (x *ImportMcpServerRequest) GetRuntime() *v12.McpRuntime {
 	if x != nil {
 		return x.Runtime
 	}
@@ -1693,7 +2133,7 @@ func (x *ImportMcpServerRequest) GetDryRun() bool {
 	return false
 }
 
-func (x *ImportMcpServerRequest) GetOnly() []v11.McpOperation {
+func (x *ImportMcpServerRequest) GetOnly() []v12.McpOperation {
 	if x != nil {
 		return x.Only
 	}
@@ -1708,14 +2148,14 @@ type ImportedMcpTool struct {
 	McpName string          `protobuf:"bytes,2,opt,name=mcp_name,json=mcpName,proto3" json:"mcp_name,omitempty"`
 	Change  McpImportChange `protobuf:"varint,3,opt,name=change,proto3,enum=toolmesh.dispatcher.v1.McpImportChange" json:"change,omitempty"`
 	// A tool, prompt, resource or resource template.
-	Operation     v11.McpOperation `protobuf:"varint,4,opt,name=operation,proto3,enum=toolmesh.registry.v1.McpOperation" json:"operation,omitempty"`
+	Operation     v12.McpOperation `protobuf:"varint,4,opt,name=operation,proto3,enum=toolmesh.registry.v1.McpOperation" json:"operation,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ImportedMcpTool) Reset() {
 	*x = ImportedMcpTool{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[23]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1727,7 +2167,7 @@ func (x *ImportedMcpTool) String() string {
 func (*ImportedMcpTool) ProtoMessage() {}
 
 func (x *ImportedMcpTool) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[23]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1740,7 +2180,7 @@ func (x *ImportedMcpTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportedMcpTool.ProtoReflect.Descriptor instead.
 func (*ImportedMcpTool) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{23}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ImportedMcpTool) GetTool() string {
@@ -1764,11 +2204,11 @@ func (x *ImportedMcpTool) GetChange() McpImportChange {
 	return McpImportChange_MCP_IMPORT_CHANGE_UNSPECIFIED
 }
 
-func (x *ImportedMcpTool) GetOperation() v11.McpOperation {
+func (x *ImportedMcpTool) GetOperation() v12.McpOperation {
 	if x != nil {
 		return x.Operation
 	}
-	return v11.McpOperation(0)
+	return v12.McpOperation(0)
 }
 
 type ImportMcpServerResponse struct {
@@ -1783,7 +2223,7 @@ type ImportMcpServerResponse struct {
 
 func (x *ImportMcpServerResponse) Reset() {
 	*x = ImportMcpServerResponse{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[24]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1795,7 +2235,7 @@ func (x *ImportMcpServerResponse) String() string {
 func (*ImportMcpServerResponse) ProtoMessage() {}
 
 func (x *ImportMcpServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[24]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1808,7 +2248,7 @@ func (x *ImportMcpServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportMcpServerResponse.ProtoReflect.Descriptor instead.
 func (*ImportMcpServerResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{24}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ImportMcpServerResponse) GetTools() []*ImportedMcpTool {
@@ -1867,7 +2307,7 @@ type Approval struct {
 
 func (x *Approval) Reset() {
 	*x = Approval{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[25]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1879,7 +2319,7 @@ func (x *Approval) String() string {
 func (*Approval) ProtoMessage() {}
 
 func (x *Approval) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[25]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1892,7 +2332,7 @@ func (x *Approval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Approval.ProtoReflect.Descriptor instead.
 func (*Approval) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{25}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Approval) GetCallId() string {
@@ -2033,7 +2473,7 @@ type HeldCall struct {
 
 func (x *HeldCall) Reset() {
 	*x = HeldCall{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[26]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2045,7 +2485,7 @@ func (x *HeldCall) String() string {
 func (*HeldCall) ProtoMessage() {}
 
 func (x *HeldCall) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[26]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2058,7 +2498,7 @@ func (x *HeldCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeldCall.ProtoReflect.Descriptor instead.
 func (*HeldCall) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{26}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *HeldCall) GetApproval() *Approval {
@@ -2138,7 +2578,7 @@ type ListApprovalsRequest struct {
 
 func (x *ListApprovalsRequest) Reset() {
 	*x = ListApprovalsRequest{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[27]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2150,7 +2590,7 @@ func (x *ListApprovalsRequest) String() string {
 func (*ListApprovalsRequest) ProtoMessage() {}
 
 func (x *ListApprovalsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[27]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2163,7 +2603,7 @@ func (x *ListApprovalsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListApprovalsRequest.ProtoReflect.Descriptor instead.
 func (*ListApprovalsRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{27}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ListApprovalsRequest) GetTool() string {
@@ -2204,7 +2644,7 @@ type ListApprovalsResponse struct {
 
 func (x *ListApprovalsResponse) Reset() {
 	*x = ListApprovalsResponse{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[28]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2216,7 +2656,7 @@ func (x *ListApprovalsResponse) String() string {
 func (*ListApprovalsResponse) ProtoMessage() {}
 
 func (x *ListApprovalsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[28]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2229,7 +2669,7 @@ func (x *ListApprovalsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListApprovalsResponse.ProtoReflect.Descriptor instead.
 func (*ListApprovalsResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{28}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ListApprovalsResponse) GetApprovals() []*Approval {
@@ -2258,7 +2698,7 @@ type DecideApprovalRequest struct {
 
 func (x *DecideApprovalRequest) Reset() {
 	*x = DecideApprovalRequest{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[29]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2270,7 +2710,7 @@ func (x *DecideApprovalRequest) String() string {
 func (*DecideApprovalRequest) ProtoMessage() {}
 
 func (x *DecideApprovalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[29]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2283,7 +2723,7 @@ func (x *DecideApprovalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecideApprovalRequest.ProtoReflect.Descriptor instead.
 func (*DecideApprovalRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{29}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *DecideApprovalRequest) GetCallId() string {
@@ -2320,7 +2760,7 @@ type DecideApprovalResponse struct {
 
 func (x *DecideApprovalResponse) Reset() {
 	*x = DecideApprovalResponse{}
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[30]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2332,7 +2772,7 @@ func (x *DecideApprovalResponse) String() string {
 func (*DecideApprovalResponse) ProtoMessage() {}
 
 func (x *DecideApprovalResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[30]
+	mi := &file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2345,7 +2785,7 @@ func (x *DecideApprovalResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecideApprovalResponse.ProtoReflect.Descriptor instead.
 func (*DecideApprovalResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{30}
+	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *DecideApprovalResponse) GetApproval() *Approval {
@@ -2366,13 +2806,13 @@ var File_toolmesh_dispatcher_v1_dispatcher_proto protoreflect.FileDescriptor
 
 const file_toolmesh_dispatcher_v1_dispatcher_proto_rawDesc = "" +
 	"\n" +
-	"'toolmesh/dispatcher/v1/dispatcher.proto\x12\x16toolmesh.dispatcher.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1ftoolmesh/common/v1/common.proto\x1a#toolmesh/registry/v1/registry.proto\"\xb6\x01\n" +
+	"'toolmesh/dispatcher/v1/dispatcher.proto\x12\x16toolmesh.dispatcher.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1ftoolmesh/common/v1/common.proto\x1a\x1ftoolmesh/events/v1/events.proto\x1a#toolmesh/registry/v1/registry.proto\"\xb6\x01\n" +
 	"\x0fDispatchRequest\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x125\n" +
 	"\targuments\x18\x02 \x01(\v2\x17.google.protobuf.StructR\targuments\x129\n" +
 	"\acontext\x18\x03 \x01(\v2\x1f.toolmesh.common.v1.CallContextR\acontext\x12\x1d\n" +
 	"\n" +
-	"timeout_ms\x18\x04 \x01(\rR\ttimeoutMs\"\xfa\x03\n" +
+	"timeout_ms\x18\x04 \x01(\rR\ttimeoutMs\"\xc9\x04\n" +
 	"\x10DispatchResponse\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x19\n" +
 	"\btrace_id\x18\x02 \x01(\tR\atraceId\x126\n" +
@@ -2386,7 +2826,10 @@ const file_toolmesh_dispatcher_v1_dispatcher_proto_rawDesc = "" +
 	"\frefusal_code\x18\t \x01(\tR\vrefusalCode\x12J\n" +
 	"\x13approval_expires_at\x18\n" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\x11approvalExpiresAt\x12L\n" +
-	"\x0einput_required\x18\v \x01(\v2%.toolmesh.dispatcher.v1.InputRequiredR\rinputRequired\"\xa3\x02\n" +
+	"\x0einput_required\x18\v \x01(\v2%.toolmesh.dispatcher.v1.InputRequiredR\rinputRequired\x12\x1f\n" +
+	"\vcached_from\x18\f \x01(\tR\n" +
+	"cachedFrom\x12,\n" +
+	"\x04cost\x18\r \x01(\v2\x18.toolmesh.events.v1.CostR\x04cost\"\xa3\x02\n" +
 	"\rInputRequired\x12O\n" +
 	"\brequests\x18\x01 \x03(\v23.toolmesh.dispatcher.v1.InputRequired.RequestsEntryR\brequests\x12#\n" +
 	"\rrequest_state\x18\x02 \x01(\tR\frequestState\x129\n" +
@@ -2425,7 +2868,7 @@ const file_toolmesh_dispatcher_v1_dispatcher_proto_rawDesc = "" +
 	"\rCancelRequest\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"\x10\n" +
-	"\x0eCancelResponse\"\xf9\x02\n" +
+	"\x0eCancelResponse\"\xc1\x04\n" +
 	"\rRuntimeStatus\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x12:\n" +
 	"\x05state\x18\x02 \x01(\x0e2$.toolmesh.dispatcher.v1.RuntimeStateR\x05state\x12\x10\n" +
@@ -2440,11 +2883,49 @@ const file_toolmesh_dispatcher_v1_dispatcher_proto_rawDesc = "" +
 	"\flast_used_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"lastUsedAt\x12!\n" +
 	"\fcontainer_id\x18\n" +
-	" \x01(\tR\vcontainerId\"-\n" +
+	" \x01(\tR\vcontainerId\x12E\n" +
+	"\tinstances\x18\v \x03(\v2'.toolmesh.dispatcher.v1.RuntimeInstanceR\tinstances\x12#\n" +
+	"\rmin_instances\x18\f \x01(\rR\fminInstances\x12#\n" +
+	"\rmax_instances\x18\r \x01(\rR\fmaxInstances\x12!\n" +
+	"\fstarts_saved\x18\x0e \x01(\x04R\vstartsSaved\x12\x12\n" +
+	"\x04kind\x18\x0f \x01(\tR\x04kind\"\x98\x04\n" +
+	"\x0fRuntimeInstance\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\rR\x02id\x12:\n" +
+	"\x05state\x18\x02 \x01(\x0e2$.toolmesh.dispatcher.v1.RuntimeStateR\x05state\x12\x10\n" +
+	"\x03pid\x18\x03 \x01(\rR\x03pid\x12\x12\n" +
+	"\x04port\x18\x04 \x01(\rR\x04port\x12!\n" +
+	"\fcontainer_id\x18\x05 \x01(\tR\vcontainerId\x12\x1a\n" +
+	"\brestarts\x18\x06 \x01(\rR\brestarts\x12\x1d\n" +
+	"\n" +
+	"last_error\x18\a \x01(\tR\tlastError\x12\x1b\n" +
+	"\tin_flight\x18\b \x01(\rR\binFlight\x12\x14\n" +
+	"\x05calls\x18\t \x01(\x04R\x05calls\x129\n" +
+	"\n" +
+	"started_at\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12<\n" +
+	"\flast_used_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"lastUsedAt\x12\x1f\n" +
+	"\vstarted_for\x18\f \x01(\tR\n" +
+	"startedFor\x12'\n" +
+	"\x0fhealth_failures\x18\r \x01(\rR\x0ehealthFailures\x12?\n" +
+	"\abreaker\x18\x0e \x01(\v2%.toolmesh.dispatcher.v1.CircuitStatusR\abreaker\"\xc6\x02\n" +
+	"\rCircuitStatus\x12:\n" +
+	"\x05state\x18\x01 \x01(\x0e2$.toolmesh.dispatcher.v1.CircuitStateR\x05state\x121\n" +
+	"\x14consecutive_failures\x18\x02 \x01(\rR\x13consecutiveFailures\x12\x14\n" +
+	"\x05opens\x18\x03 \x01(\rR\x05opens\x127\n" +
+	"\topened_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\bopenedAt\x125\n" +
+	"\bretry_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\aretryAt\x12\x1d\n" +
+	"\n" +
+	"last_error\x18\x06 \x01(\tR\tlastError\x12!\n" +
+	"\ffailed_calls\x18\a \x03(\tR\vfailedCalls\"b\n" +
+	"\vToolCircuit\x12\x12\n" +
+	"\x04tool\x18\x01 \x01(\tR\x04tool\x12?\n" +
+	"\abreaker\x18\x02 \x01(\v2%.toolmesh.dispatcher.v1.CircuitStatusR\abreaker\"-\n" +
 	"\x17GetRuntimeStatusRequest\x12\x12\n" +
-	"\x04tool\x18\x01 \x01(\tR\x04tool\"]\n" +
+	"\x04tool\x18\x01 \x01(\tR\x04tool\"\x9e\x01\n" +
 	"\x18GetRuntimeStatusResponse\x12A\n" +
-	"\bruntimes\x18\x01 \x03(\v2%.toolmesh.dispatcher.v1.RuntimeStatusR\bruntimes\"&\n" +
+	"\bruntimes\x18\x01 \x03(\v2%.toolmesh.dispatcher.v1.RuntimeStatusR\bruntimes\x12?\n" +
+	"\bbreakers\x18\x02 \x03(\v2#.toolmesh.dispatcher.v1.ToolCircuitR\bbreakers\"&\n" +
 	"\x10StartToolRequest\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\"R\n" +
 	"\x11StartToolResponse\x12=\n" +
@@ -2535,7 +3016,12 @@ const file_toolmesh_dispatcher_v1_dispatcher_proto_rawDesc = "" +
 	"\x16RUNTIME_STATE_STARTING\x10\x02\x12\x19\n" +
 	"\x15RUNTIME_STATE_RUNNING\x10\x03\x12\x19\n" +
 	"\x15RUNTIME_STATE_BACKOFF\x10\x04\x12\x18\n" +
-	"\x14RUNTIME_STATE_FAILED\x10\x05*\xa0\x01\n" +
+	"\x14RUNTIME_STATE_FAILED\x10\x05*|\n" +
+	"\fCircuitState\x12\x1d\n" +
+	"\x19CIRCUIT_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
+	"\x14CIRCUIT_STATE_CLOSED\x10\x01\x12\x16\n" +
+	"\x12CIRCUIT_STATE_OPEN\x10\x02\x12\x1b\n" +
+	"\x17CIRCUIT_STATE_HALF_OPEN\x10\x03*\xa0\x01\n" +
 	"\x0fToolCallDialect\x12!\n" +
 	"\x1dTOOL_CALL_DIALECT_UNSPECIFIED\x10\x00\x12!\n" +
 	"\x1dTOOL_CALL_DIALECT_OPENAI_CHAT\x10\x01\x12&\n" +
@@ -2585,132 +3071,148 @@ func file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescGZIP() []byte {
 	return file_toolmesh_dispatcher_v1_dispatcher_proto_rawDescData
 }
 
-var file_toolmesh_dispatcher_v1_dispatcher_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
+var file_toolmesh_dispatcher_v1_dispatcher_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
+var file_toolmesh_dispatcher_v1_dispatcher_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_toolmesh_dispatcher_v1_dispatcher_proto_goTypes = []any{
 	(RuntimeState)(0),                 // 0: toolmesh.dispatcher.v1.RuntimeState
-	(ToolCallDialect)(0),              // 1: toolmesh.dispatcher.v1.ToolCallDialect
-	(McpImportChange)(0),              // 2: toolmesh.dispatcher.v1.McpImportChange
-	(ApprovalState)(0),                // 3: toolmesh.dispatcher.v1.ApprovalState
-	(ApprovalDecision)(0),             // 4: toolmesh.dispatcher.v1.ApprovalDecision
-	(*DispatchRequest)(nil),           // 5: toolmesh.dispatcher.v1.DispatchRequest
-	(*DispatchResponse)(nil),          // 6: toolmesh.dispatcher.v1.DispatchResponse
-	(*InputRequired)(nil),             // 7: toolmesh.dispatcher.v1.InputRequired
-	(*InputRequest)(nil),              // 8: toolmesh.dispatcher.v1.InputRequest
-	(*AnswerInputRequest)(nil),        // 9: toolmesh.dispatcher.v1.AnswerInputRequest
-	(*AnswerInputResponse)(nil),       // 10: toolmesh.dispatcher.v1.AnswerInputResponse
-	(*SearchToolsRequest)(nil),        // 11: toolmesh.dispatcher.v1.SearchToolsRequest
-	(*FoundTool)(nil),                 // 12: toolmesh.dispatcher.v1.FoundTool
-	(*SearchToolsResponse)(nil),       // 13: toolmesh.dispatcher.v1.SearchToolsResponse
-	(*DispatchBatchRequest)(nil),      // 14: toolmesh.dispatcher.v1.DispatchBatchRequest
-	(*DispatchBatchResponse)(nil),     // 15: toolmesh.dispatcher.v1.DispatchBatchResponse
-	(*CancelRequest)(nil),             // 16: toolmesh.dispatcher.v1.CancelRequest
-	(*CancelResponse)(nil),            // 17: toolmesh.dispatcher.v1.CancelResponse
-	(*RuntimeStatus)(nil),             // 18: toolmesh.dispatcher.v1.RuntimeStatus
-	(*GetRuntimeStatusRequest)(nil),   // 19: toolmesh.dispatcher.v1.GetRuntimeStatusRequest
-	(*GetRuntimeStatusResponse)(nil),  // 20: toolmesh.dispatcher.v1.GetRuntimeStatusResponse
-	(*StartToolRequest)(nil),          // 21: toolmesh.dispatcher.v1.StartToolRequest
-	(*StartToolResponse)(nil),         // 22: toolmesh.dispatcher.v1.StartToolResponse
-	(*StopToolRequest)(nil),           // 23: toolmesh.dispatcher.v1.StopToolRequest
-	(*StopToolResponse)(nil),          // 24: toolmesh.dispatcher.v1.StopToolResponse
-	(*DispatchToolCallsRequest)(nil),  // 25: toolmesh.dispatcher.v1.DispatchToolCallsRequest
-	(*DispatchToolCallsResponse)(nil), // 26: toolmesh.dispatcher.v1.DispatchToolCallsResponse
-	(*ImportMcpServerRequest)(nil),    // 27: toolmesh.dispatcher.v1.ImportMcpServerRequest
-	(*ImportedMcpTool)(nil),           // 28: toolmesh.dispatcher.v1.ImportedMcpTool
-	(*ImportMcpServerResponse)(nil),   // 29: toolmesh.dispatcher.v1.ImportMcpServerResponse
-	(*Approval)(nil),                  // 30: toolmesh.dispatcher.v1.Approval
-	(*HeldCall)(nil),                  // 31: toolmesh.dispatcher.v1.HeldCall
-	(*ListApprovalsRequest)(nil),      // 32: toolmesh.dispatcher.v1.ListApprovalsRequest
-	(*ListApprovalsResponse)(nil),     // 33: toolmesh.dispatcher.v1.ListApprovalsResponse
-	(*DecideApprovalRequest)(nil),     // 34: toolmesh.dispatcher.v1.DecideApprovalRequest
-	(*DecideApprovalResponse)(nil),    // 35: toolmesh.dispatcher.v1.DecideApprovalResponse
-	nil,                               // 36: toolmesh.dispatcher.v1.InputRequired.RequestsEntry
-	nil,                               // 37: toolmesh.dispatcher.v1.AnswerInputRequest.ResponsesEntry
-	(*structpb.Struct)(nil),           // 38: google.protobuf.Struct
-	(*v1.CallContext)(nil),            // 39: toolmesh.common.v1.CallContext
-	(v1.CallStatus)(0),                // 40: toolmesh.common.v1.CallStatus
-	(*v1.CallError)(nil),              // 41: toolmesh.common.v1.CallError
-	(*timestamppb.Timestamp)(nil),     // 42: google.protobuf.Timestamp
-	(*v11.Tool)(nil),                  // 43: toolmesh.registry.v1.Tool
-	(*v11.McpRuntime)(nil),            // 44: toolmesh.registry.v1.McpRuntime
-	(v11.McpOperation)(0),             // 45: toolmesh.registry.v1.McpOperation
+	(CircuitState)(0),                 // 1: toolmesh.dispatcher.v1.CircuitState
+	(ToolCallDialect)(0),              // 2: toolmesh.dispatcher.v1.ToolCallDialect
+	(McpImportChange)(0),              // 3: toolmesh.dispatcher.v1.McpImportChange
+	(ApprovalState)(0),                // 4: toolmesh.dispatcher.v1.ApprovalState
+	(ApprovalDecision)(0),             // 5: toolmesh.dispatcher.v1.ApprovalDecision
+	(*DispatchRequest)(nil),           // 6: toolmesh.dispatcher.v1.DispatchRequest
+	(*DispatchResponse)(nil),          // 7: toolmesh.dispatcher.v1.DispatchResponse
+	(*InputRequired)(nil),             // 8: toolmesh.dispatcher.v1.InputRequired
+	(*InputRequest)(nil),              // 9: toolmesh.dispatcher.v1.InputRequest
+	(*AnswerInputRequest)(nil),        // 10: toolmesh.dispatcher.v1.AnswerInputRequest
+	(*AnswerInputResponse)(nil),       // 11: toolmesh.dispatcher.v1.AnswerInputResponse
+	(*SearchToolsRequest)(nil),        // 12: toolmesh.dispatcher.v1.SearchToolsRequest
+	(*FoundTool)(nil),                 // 13: toolmesh.dispatcher.v1.FoundTool
+	(*SearchToolsResponse)(nil),       // 14: toolmesh.dispatcher.v1.SearchToolsResponse
+	(*DispatchBatchRequest)(nil),      // 15: toolmesh.dispatcher.v1.DispatchBatchRequest
+	(*DispatchBatchResponse)(nil),     // 16: toolmesh.dispatcher.v1.DispatchBatchResponse
+	(*CancelRequest)(nil),             // 17: toolmesh.dispatcher.v1.CancelRequest
+	(*CancelResponse)(nil),            // 18: toolmesh.dispatcher.v1.CancelResponse
+	(*RuntimeStatus)(nil),             // 19: toolmesh.dispatcher.v1.RuntimeStatus
+	(*RuntimeInstance)(nil),           // 20: toolmesh.dispatcher.v1.RuntimeInstance
+	(*CircuitStatus)(nil),             // 21: toolmesh.dispatcher.v1.CircuitStatus
+	(*ToolCircuit)(nil),               // 22: toolmesh.dispatcher.v1.ToolCircuit
+	(*GetRuntimeStatusRequest)(nil),   // 23: toolmesh.dispatcher.v1.GetRuntimeStatusRequest
+	(*GetRuntimeStatusResponse)(nil),  // 24: toolmesh.dispatcher.v1.GetRuntimeStatusResponse
+	(*StartToolRequest)(nil),          // 25: toolmesh.dispatcher.v1.StartToolRequest
+	(*StartToolResponse)(nil),         // 26: toolmesh.dispatcher.v1.StartToolResponse
+	(*StopToolRequest)(nil),           // 27: toolmesh.dispatcher.v1.StopToolRequest
+	(*StopToolResponse)(nil),          // 28: toolmesh.dispatcher.v1.StopToolResponse
+	(*DispatchToolCallsRequest)(nil),  // 29: toolmesh.dispatcher.v1.DispatchToolCallsRequest
+	(*DispatchToolCallsResponse)(nil), // 30: toolmesh.dispatcher.v1.DispatchToolCallsResponse
+	(*ImportMcpServerRequest)(nil),    // 31: toolmesh.dispatcher.v1.ImportMcpServerRequest
+	(*ImportedMcpTool)(nil),           // 32: toolmesh.dispatcher.v1.ImportedMcpTool
+	(*ImportMcpServerResponse)(nil),   // 33: toolmesh.dispatcher.v1.ImportMcpServerResponse
+	(*Approval)(nil),                  // 34: toolmesh.dispatcher.v1.Approval
+	(*HeldCall)(nil),                  // 35: toolmesh.dispatcher.v1.HeldCall
+	(*ListApprovalsRequest)(nil),      // 36: toolmesh.dispatcher.v1.ListApprovalsRequest
+	(*ListApprovalsResponse)(nil),     // 37: toolmesh.dispatcher.v1.ListApprovalsResponse
+	(*DecideApprovalRequest)(nil),     // 38: toolmesh.dispatcher.v1.DecideApprovalRequest
+	(*DecideApprovalResponse)(nil),    // 39: toolmesh.dispatcher.v1.DecideApprovalResponse
+	nil,                               // 40: toolmesh.dispatcher.v1.InputRequired.RequestsEntry
+	nil,                               // 41: toolmesh.dispatcher.v1.AnswerInputRequest.ResponsesEntry
+	(*structpb.Struct)(nil),           // 42: google.protobuf.Struct
+	(*v1.CallContext)(nil),            // 43: toolmesh.common.v1.CallContext
+	(v1.CallStatus)(0),                // 44: toolmesh.common.v1.CallStatus
+	(*v1.CallError)(nil),              // 45: toolmesh.common.v1.CallError
+	(*timestamppb.Timestamp)(nil),     // 46: google.protobuf.Timestamp
+	(*v11.Cost)(nil),                  // 47: toolmesh.events.v1.Cost
+	(*v12.Tool)(nil),                  // 48: toolmesh.registry.v1.Tool
+	(*v12.McpRuntime)(nil),            // 49: toolmesh.registry.v1.McpRuntime
+	(v12.McpOperation)(0),             // 50: toolmesh.registry.v1.McpOperation
 }
 var file_toolmesh_dispatcher_v1_dispatcher_proto_depIdxs = []int32{
-	38, // 0: toolmesh.dispatcher.v1.DispatchRequest.arguments:type_name -> google.protobuf.Struct
-	39, // 1: toolmesh.dispatcher.v1.DispatchRequest.context:type_name -> toolmesh.common.v1.CallContext
-	40, // 2: toolmesh.dispatcher.v1.DispatchResponse.status:type_name -> toolmesh.common.v1.CallStatus
-	38, // 3: toolmesh.dispatcher.v1.DispatchResponse.output:type_name -> google.protobuf.Struct
-	41, // 4: toolmesh.dispatcher.v1.DispatchResponse.error:type_name -> toolmesh.common.v1.CallError
-	42, // 5: toolmesh.dispatcher.v1.DispatchResponse.approval_expires_at:type_name -> google.protobuf.Timestamp
-	7,  // 6: toolmesh.dispatcher.v1.DispatchResponse.input_required:type_name -> toolmesh.dispatcher.v1.InputRequired
-	36, // 7: toolmesh.dispatcher.v1.InputRequired.requests:type_name -> toolmesh.dispatcher.v1.InputRequired.RequestsEntry
-	42, // 8: toolmesh.dispatcher.v1.InputRequired.expires_at:type_name -> google.protobuf.Timestamp
-	38, // 9: toolmesh.dispatcher.v1.InputRequest.params:type_name -> google.protobuf.Struct
-	37, // 10: toolmesh.dispatcher.v1.AnswerInputRequest.responses:type_name -> toolmesh.dispatcher.v1.AnswerInputRequest.ResponsesEntry
-	6,  // 11: toolmesh.dispatcher.v1.AnswerInputResponse.result:type_name -> toolmesh.dispatcher.v1.DispatchResponse
-	43, // 12: toolmesh.dispatcher.v1.FoundTool.tool:type_name -> toolmesh.registry.v1.Tool
-	12, // 13: toolmesh.dispatcher.v1.SearchToolsResponse.tools:type_name -> toolmesh.dispatcher.v1.FoundTool
-	5,  // 14: toolmesh.dispatcher.v1.DispatchBatchRequest.calls:type_name -> toolmesh.dispatcher.v1.DispatchRequest
-	6,  // 15: toolmesh.dispatcher.v1.DispatchBatchResponse.results:type_name -> toolmesh.dispatcher.v1.DispatchResponse
-	0,  // 16: toolmesh.dispatcher.v1.RuntimeStatus.state:type_name -> toolmesh.dispatcher.v1.RuntimeState
-	42, // 17: toolmesh.dispatcher.v1.RuntimeStatus.started_at:type_name -> google.protobuf.Timestamp
-	42, // 18: toolmesh.dispatcher.v1.RuntimeStatus.last_used_at:type_name -> google.protobuf.Timestamp
-	18, // 19: toolmesh.dispatcher.v1.GetRuntimeStatusResponse.runtimes:type_name -> toolmesh.dispatcher.v1.RuntimeStatus
-	18, // 20: toolmesh.dispatcher.v1.StartToolResponse.status:type_name -> toolmesh.dispatcher.v1.RuntimeStatus
-	18, // 21: toolmesh.dispatcher.v1.StopToolResponse.status:type_name -> toolmesh.dispatcher.v1.RuntimeStatus
-	38, // 22: toolmesh.dispatcher.v1.DispatchToolCallsRequest.message:type_name -> google.protobuf.Struct
-	1,  // 23: toolmesh.dispatcher.v1.DispatchToolCallsRequest.dialect:type_name -> toolmesh.dispatcher.v1.ToolCallDialect
-	1,  // 24: toolmesh.dispatcher.v1.DispatchToolCallsResponse.dialect:type_name -> toolmesh.dispatcher.v1.ToolCallDialect
-	38, // 25: toolmesh.dispatcher.v1.DispatchToolCallsResponse.messages:type_name -> google.protobuf.Struct
-	6,  // 26: toolmesh.dispatcher.v1.DispatchToolCallsResponse.results:type_name -> toolmesh.dispatcher.v1.DispatchResponse
-	44, // 27: toolmesh.dispatcher.v1.ImportMcpServerRequest.runtime:type_name -> toolmesh.registry.v1.McpRuntime
-	45, // 28: toolmesh.dispatcher.v1.ImportMcpServerRequest.only:type_name -> toolmesh.registry.v1.McpOperation
-	2,  // 29: toolmesh.dispatcher.v1.ImportedMcpTool.change:type_name -> toolmesh.dispatcher.v1.McpImportChange
-	45, // 30: toolmesh.dispatcher.v1.ImportedMcpTool.operation:type_name -> toolmesh.registry.v1.McpOperation
-	28, // 31: toolmesh.dispatcher.v1.ImportMcpServerResponse.tools:type_name -> toolmesh.dispatcher.v1.ImportedMcpTool
-	38, // 32: toolmesh.dispatcher.v1.Approval.arguments:type_name -> google.protobuf.Struct
-	42, // 33: toolmesh.dispatcher.v1.Approval.requested_at:type_name -> google.protobuf.Timestamp
-	42, // 34: toolmesh.dispatcher.v1.Approval.expires_at:type_name -> google.protobuf.Timestamp
-	3,  // 35: toolmesh.dispatcher.v1.Approval.state:type_name -> toolmesh.dispatcher.v1.ApprovalState
-	42, // 36: toolmesh.dispatcher.v1.Approval.decided_at:type_name -> google.protobuf.Timestamp
-	42, // 37: toolmesh.dispatcher.v1.Approval.confirmed_at:type_name -> google.protobuf.Timestamp
-	30, // 38: toolmesh.dispatcher.v1.HeldCall.approval:type_name -> toolmesh.dispatcher.v1.Approval
-	38, // 39: toolmesh.dispatcher.v1.HeldCall.arguments:type_name -> google.protobuf.Struct
-	30, // 40: toolmesh.dispatcher.v1.ListApprovalsResponse.approvals:type_name -> toolmesh.dispatcher.v1.Approval
-	4,  // 41: toolmesh.dispatcher.v1.DecideApprovalRequest.decision:type_name -> toolmesh.dispatcher.v1.ApprovalDecision
-	30, // 42: toolmesh.dispatcher.v1.DecideApprovalResponse.approval:type_name -> toolmesh.dispatcher.v1.Approval
-	6,  // 43: toolmesh.dispatcher.v1.DecideApprovalResponse.result:type_name -> toolmesh.dispatcher.v1.DispatchResponse
-	8,  // 44: toolmesh.dispatcher.v1.InputRequired.RequestsEntry.value:type_name -> toolmesh.dispatcher.v1.InputRequest
-	38, // 45: toolmesh.dispatcher.v1.AnswerInputRequest.ResponsesEntry.value:type_name -> google.protobuf.Struct
-	5,  // 46: toolmesh.dispatcher.v1.DispatcherService.Dispatch:input_type -> toolmesh.dispatcher.v1.DispatchRequest
-	14, // 47: toolmesh.dispatcher.v1.DispatcherService.DispatchBatch:input_type -> toolmesh.dispatcher.v1.DispatchBatchRequest
-	16, // 48: toolmesh.dispatcher.v1.DispatcherService.Cancel:input_type -> toolmesh.dispatcher.v1.CancelRequest
-	19, // 49: toolmesh.dispatcher.v1.DispatcherService.GetRuntimeStatus:input_type -> toolmesh.dispatcher.v1.GetRuntimeStatusRequest
-	21, // 50: toolmesh.dispatcher.v1.DispatcherService.StartTool:input_type -> toolmesh.dispatcher.v1.StartToolRequest
-	23, // 51: toolmesh.dispatcher.v1.DispatcherService.StopTool:input_type -> toolmesh.dispatcher.v1.StopToolRequest
-	25, // 52: toolmesh.dispatcher.v1.DispatcherService.DispatchToolCalls:input_type -> toolmesh.dispatcher.v1.DispatchToolCallsRequest
-	27, // 53: toolmesh.dispatcher.v1.DispatcherService.ImportMcpServer:input_type -> toolmesh.dispatcher.v1.ImportMcpServerRequest
-	9,  // 54: toolmesh.dispatcher.v1.DispatcherService.AnswerInput:input_type -> toolmesh.dispatcher.v1.AnswerInputRequest
-	11, // 55: toolmesh.dispatcher.v1.DispatcherService.SearchTools:input_type -> toolmesh.dispatcher.v1.SearchToolsRequest
-	32, // 56: toolmesh.dispatcher.v1.DispatcherService.ListApprovals:input_type -> toolmesh.dispatcher.v1.ListApprovalsRequest
-	34, // 57: toolmesh.dispatcher.v1.DispatcherService.DecideApproval:input_type -> toolmesh.dispatcher.v1.DecideApprovalRequest
-	6,  // 58: toolmesh.dispatcher.v1.DispatcherService.Dispatch:output_type -> toolmesh.dispatcher.v1.DispatchResponse
-	15, // 59: toolmesh.dispatcher.v1.DispatcherService.DispatchBatch:output_type -> toolmesh.dispatcher.v1.DispatchBatchResponse
-	17, // 60: toolmesh.dispatcher.v1.DispatcherService.Cancel:output_type -> toolmesh.dispatcher.v1.CancelResponse
-	20, // 61: toolmesh.dispatcher.v1.DispatcherService.GetRuntimeStatus:output_type -> toolmesh.dispatcher.v1.GetRuntimeStatusResponse
-	22, // 62: toolmesh.dispatcher.v1.DispatcherService.StartTool:output_type -> toolmesh.dispatcher.v1.StartToolResponse
-	24, // 63: toolmesh.dispatcher.v1.DispatcherService.StopTool:output_type -> toolmesh.dispatcher.v1.StopToolResponse
-	26, // 64: toolmesh.dispatcher.v1.DispatcherService.DispatchToolCalls:output_type -> toolmesh.dispatcher.v1.DispatchToolCallsResponse
-	29, // 65: toolmesh.dispatcher.v1.DispatcherService.ImportMcpServer:output_type -> toolmesh.dispatcher.v1.ImportMcpServerResponse
-	10, // 66: toolmesh.dispatcher.v1.DispatcherService.AnswerInput:output_type -> toolmesh.dispatcher.v1.AnswerInputResponse
-	13, // 67: toolmesh.dispatcher.v1.DispatcherService.SearchTools:output_type -> toolmesh.dispatcher.v1.SearchToolsResponse
-	33, // 68: toolmesh.dispatcher.v1.DispatcherService.ListApprovals:output_type -> toolmesh.dispatcher.v1.ListApprovalsResponse
-	35, // 69: toolmesh.dispatcher.v1.DispatcherService.DecideApproval:output_type -> toolmesh.dispatcher.v1.DecideApprovalResponse
-	58, // [58:70] is the sub-list for method output_type
-	46, // [46:58] is the sub-list for method input_type
-	46, // [46:46] is the sub-list for extension type_name
-	46, // [46:46] is the sub-list for extension extendee
-	0,  // [0:46] is the sub-list for field type_name
+	42, // 0: toolmesh.dispatcher.v1.DispatchRequest.arguments:type_name -> google.protobuf.Struct
+	43, // 1: toolmesh.dispatcher.v1.DispatchRequest.context:type_name -> toolmesh.common.v1.CallContext
+	44, // 2: toolmesh.dispatcher.v1.DispatchResponse.status:type_name -> toolmesh.common.v1.CallStatus
+	42, // 3: toolmesh.dispatcher.v1.DispatchResponse.output:type_name -> google.protobuf.Struct
+	45, // 4: toolmesh.dispatcher.v1.DispatchResponse.error:type_name -> toolmesh.common.v1.CallError
+	46, // 5: toolmesh.dispatcher.v1.DispatchResponse.approval_expires_at:type_name -> google.protobuf.Timestamp
+	8,  // 6: toolmesh.dispatcher.v1.DispatchResponse.input_required:type_name -> toolmesh.dispatcher.v1.InputRequired
+	47, // 7: toolmesh.dispatcher.v1.DispatchResponse.cost:type_name -> toolmesh.events.v1.Cost
+	40, // 8: toolmesh.dispatcher.v1.InputRequired.requests:type_name -> toolmesh.dispatcher.v1.InputRequired.RequestsEntry
+	46, // 9: toolmesh.dispatcher.v1.InputRequired.expires_at:type_name -> google.protobuf.Timestamp
+	42, // 10: toolmesh.dispatcher.v1.InputRequest.params:type_name -> google.protobuf.Struct
+	41, // 11: toolmesh.dispatcher.v1.AnswerInputRequest.responses:type_name -> toolmesh.dispatcher.v1.AnswerInputRequest.ResponsesEntry
+	7,  // 12: toolmesh.dispatcher.v1.AnswerInputResponse.result:type_name -> toolmesh.dispatcher.v1.DispatchResponse
+	48, // 13: toolmesh.dispatcher.v1.FoundTool.tool:type_name -> toolmesh.registry.v1.Tool
+	13, // 14: toolmesh.dispatcher.v1.SearchToolsResponse.tools:type_name -> toolmesh.dispatcher.v1.FoundTool
+	6,  // 15: toolmesh.dispatcher.v1.DispatchBatchRequest.calls:type_name -> toolmesh.dispatcher.v1.DispatchRequest
+	7,  // 16: toolmesh.dispatcher.v1.DispatchBatchResponse.results:type_name -> toolmesh.dispatcher.v1.DispatchResponse
+	0,  // 17: toolmesh.dispatcher.v1.RuntimeStatus.state:type_name -> toolmesh.dispatcher.v1.RuntimeState
+	46, // 18: toolmesh.dispatcher.v1.RuntimeStatus.started_at:type_name -> google.protobuf.Timestamp
+	46, // 19: toolmesh.dispatcher.v1.RuntimeStatus.last_used_at:type_name -> google.protobuf.Timestamp
+	20, // 20: toolmesh.dispatcher.v1.RuntimeStatus.instances:type_name -> toolmesh.dispatcher.v1.RuntimeInstance
+	0,  // 21: toolmesh.dispatcher.v1.RuntimeInstance.state:type_name -> toolmesh.dispatcher.v1.RuntimeState
+	46, // 22: toolmesh.dispatcher.v1.RuntimeInstance.started_at:type_name -> google.protobuf.Timestamp
+	46, // 23: toolmesh.dispatcher.v1.RuntimeInstance.last_used_at:type_name -> google.protobuf.Timestamp
+	21, // 24: toolmesh.dispatcher.v1.RuntimeInstance.breaker:type_name -> toolmesh.dispatcher.v1.CircuitStatus
+	1,  // 25: toolmesh.dispatcher.v1.CircuitStatus.state:type_name -> toolmesh.dispatcher.v1.CircuitState
+	46, // 26: toolmesh.dispatcher.v1.CircuitStatus.opened_at:type_name -> google.protobuf.Timestamp
+	46, // 27: toolmesh.dispatcher.v1.CircuitStatus.retry_at:type_name -> google.protobuf.Timestamp
+	21, // 28: toolmesh.dispatcher.v1.ToolCircuit.breaker:type_name -> toolmesh.dispatcher.v1.CircuitStatus
+	19, // 29: toolmesh.dispatcher.v1.GetRuntimeStatusResponse.runtimes:type_name -> toolmesh.dispatcher.v1.RuntimeStatus
+	22, // 30: toolmesh.dispatcher.v1.GetRuntimeStatusResponse.breakers:type_name -> toolmesh.dispatcher.v1.ToolCircuit
+	19, // 31: toolmesh.dispatcher.v1.StartToolResponse.status:type_name -> toolmesh.dispatcher.v1.RuntimeStatus
+	19, // 32: toolmesh.dispatcher.v1.StopToolResponse.status:type_name -> toolmesh.dispatcher.v1.RuntimeStatus
+	42, // 33: toolmesh.dispatcher.v1.DispatchToolCallsRequest.message:type_name -> google.protobuf.Struct
+	2,  // 34: toolmesh.dispatcher.v1.DispatchToolCallsRequest.dialect:type_name -> toolmesh.dispatcher.v1.ToolCallDialect
+	2,  // 35: toolmesh.dispatcher.v1.DispatchToolCallsResponse.dialect:type_name -> toolmesh.dispatcher.v1.ToolCallDialect
+	42, // 36: toolmesh.dispatcher.v1.DispatchToolCallsResponse.messages:type_name -> google.protobuf.Struct
+	7,  // 37: toolmesh.dispatcher.v1.DispatchToolCallsResponse.results:type_name -> toolmesh.dispatcher.v1.DispatchResponse
+	49, // 38: toolmesh.dispatcher.v1.ImportMcpServerRequest.runtime:type_name -> toolmesh.registry.v1.McpRuntime
+	50, // 39: toolmesh.dispatcher.v1.ImportMcpServerRequest.only:type_name -> toolmesh.registry.v1.McpOperation
+	3,  // 40: toolmesh.dispatcher.v1.ImportedMcpTool.change:type_name -> toolmesh.dispatcher.v1.McpImportChange
+	50, // 41: toolmesh.dispatcher.v1.ImportedMcpTool.operation:type_name -> toolmesh.registry.v1.McpOperation
+	32, // 42: toolmesh.dispatcher.v1.ImportMcpServerResponse.tools:type_name -> toolmesh.dispatcher.v1.ImportedMcpTool
+	42, // 43: toolmesh.dispatcher.v1.Approval.arguments:type_name -> google.protobuf.Struct
+	46, // 44: toolmesh.dispatcher.v1.Approval.requested_at:type_name -> google.protobuf.Timestamp
+	46, // 45: toolmesh.dispatcher.v1.Approval.expires_at:type_name -> google.protobuf.Timestamp
+	4,  // 46: toolmesh.dispatcher.v1.Approval.state:type_name -> toolmesh.dispatcher.v1.ApprovalState
+	46, // 47: toolmesh.dispatcher.v1.Approval.decided_at:type_name -> google.protobuf.Timestamp
+	46, // 48: toolmesh.dispatcher.v1.Approval.confirmed_at:type_name -> google.protobuf.Timestamp
+	34, // 49: toolmesh.dispatcher.v1.HeldCall.approval:type_name -> toolmesh.dispatcher.v1.Approval
+	42, // 50: toolmesh.dispatcher.v1.HeldCall.arguments:type_name -> google.protobuf.Struct
+	34, // 51: toolmesh.dispatcher.v1.ListApprovalsResponse.approvals:type_name -> toolmesh.dispatcher.v1.Approval
+	5,  // 52: toolmesh.dispatcher.v1.DecideApprovalRequest.decision:type_name -> toolmesh.dispatcher.v1.ApprovalDecision
+	34, // 53: toolmesh.dispatcher.v1.DecideApprovalResponse.approval:type_name -> toolmesh.dispatcher.v1.Approval
+	7,  // 54: toolmesh.dispatcher.v1.DecideApprovalResponse.result:type_name -> toolmesh.dispatcher.v1.DispatchResponse
+	9,  // 55: toolmesh.dispatcher.v1.InputRequired.RequestsEntry.value:type_name -> toolmesh.dispatcher.v1.InputRequest
+	42, // 56: toolmesh.dispatcher.v1.AnswerInputRequest.ResponsesEntry.value:type_name -> google.protobuf.Struct
+	6,  // 57: toolmesh.dispatcher.v1.DispatcherService.Dispatch:input_type -> toolmesh.dispatcher.v1.DispatchRequest
+	15, // 58: toolmesh.dispatcher.v1.DispatcherService.DispatchBatch:input_type -> toolmesh.dispatcher.v1.DispatchBatchRequest
+	17, // 59: toolmesh.dispatcher.v1.DispatcherService.Cancel:input_type -> toolmesh.dispatcher.v1.CancelRequest
+	23, // 60: toolmesh.dispatcher.v1.DispatcherService.GetRuntimeStatus:input_type -> toolmesh.dispatcher.v1.GetRuntimeStatusRequest
+	25, // 61: toolmesh.dispatcher.v1.DispatcherService.StartTool:input_type -> toolmesh.dispatcher.v1.StartToolRequest
+	27, // 62: toolmesh.dispatcher.v1.DispatcherService.StopTool:input_type -> toolmesh.dispatcher.v1.StopToolRequest
+	29, // 63: toolmesh.dispatcher.v1.DispatcherService.DispatchToolCalls:input_type -> toolmesh.dispatcher.v1.DispatchToolCallsRequest
+	31, // 64: toolmesh.dispatcher.v1.DispatcherService.ImportMcpServer:input_type -> toolmesh.dispatcher.v1.ImportMcpServerRequest
+	10, // 65: toolmesh.dispatcher.v1.DispatcherService.AnswerInput:input_type -> toolmesh.dispatcher.v1.AnswerInputRequest
+	12, // 66: toolmesh.dispatcher.v1.DispatcherService.SearchTools:input_type -> toolmesh.dispatcher.v1.SearchToolsRequest
+	36, // 67: toolmesh.dispatcher.v1.DispatcherService.ListApprovals:input_type -> toolmesh.dispatcher.v1.ListApprovalsRequest
+	38, // 68: toolmesh.dispatcher.v1.DispatcherService.DecideApproval:input_type -> toolmesh.dispatcher.v1.DecideApprovalRequest
+	7,  // 69: toolmesh.dispatcher.v1.DispatcherService.Dispatch:output_type -> toolmesh.dispatcher.v1.DispatchResponse
+	16, // 70: toolmesh.dispatcher.v1.DispatcherService.DispatchBatch:output_type -> toolmesh.dispatcher.v1.DispatchBatchResponse
+	18, // 71: toolmesh.dispatcher.v1.DispatcherService.Cancel:output_type -> toolmesh.dispatcher.v1.CancelResponse
+	24, // 72: toolmesh.dispatcher.v1.DispatcherService.GetRuntimeStatus:output_type -> toolmesh.dispatcher.v1.GetRuntimeStatusResponse
+	26, // 73: toolmesh.dispatcher.v1.DispatcherService.StartTool:output_type -> toolmesh.dispatcher.v1.StartToolResponse
+	28, // 74: toolmesh.dispatcher.v1.DispatcherService.StopTool:output_type -> toolmesh.dispatcher.v1.StopToolResponse
+	30, // 75: toolmesh.dispatcher.v1.DispatcherService.DispatchToolCalls:output_type -> toolmesh.dispatcher.v1.DispatchToolCallsResponse
+	33, // 76: toolmesh.dispatcher.v1.DispatcherService.ImportMcpServer:output_type -> toolmesh.dispatcher.v1.ImportMcpServerResponse
+	11, // 77: toolmesh.dispatcher.v1.DispatcherService.AnswerInput:output_type -> toolmesh.dispatcher.v1.AnswerInputResponse
+	14, // 78: toolmesh.dispatcher.v1.DispatcherService.SearchTools:output_type -> toolmesh.dispatcher.v1.SearchToolsResponse
+	37, // 79: toolmesh.dispatcher.v1.DispatcherService.ListApprovals:output_type -> toolmesh.dispatcher.v1.ListApprovalsResponse
+	39, // 80: toolmesh.dispatcher.v1.DispatcherService.DecideApproval:output_type -> toolmesh.dispatcher.v1.DecideApprovalResponse
+	69, // [69:81] is the sub-list for method output_type
+	57, // [57:69] is the sub-list for method input_type
+	57, // [57:57] is the sub-list for extension type_name
+	57, // [57:57] is the sub-list for extension extendee
+	0,  // [0:57] is the sub-list for field type_name
 }
 
 func init() { file_toolmesh_dispatcher_v1_dispatcher_proto_init() }
@@ -2723,8 +3225,8 @@ func file_toolmesh_dispatcher_v1_dispatcher_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolmesh_dispatcher_v1_dispatcher_proto_rawDesc), len(file_toolmesh_dispatcher_v1_dispatcher_proto_rawDesc)),
-			NumEnums:      5,
-			NumMessages:   33,
+			NumEnums:      6,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

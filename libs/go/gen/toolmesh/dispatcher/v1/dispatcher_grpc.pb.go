@@ -44,8 +44,9 @@ type DispatcherServiceClient interface {
 	// INVALID_ARGUMENT (ValidationFailure detail), PERMISSION_DENIED (PermissionDenial detail),
 	// FAILED_PRECONDITION (tool disabled, or changed since the definition pinned by
 	// context.tool_pin), RESOURCE_EXHAUSTED (over a rate limit or daily quota, with a
-	// google.rpc.RetryInfo detail), ALREADY_EXISTS (a call with this call_id is running),
-	// UNAVAILABLE (no registry or grant snapshot yet).
+	// google.rpc.RetryInfo detail; over a budget, with a BudgetExceeded detail), ALREADY_EXISTS (a
+	// call with this call_id is running), UNAVAILABLE (no registry or grant snapshot yet; the tool's
+	// circuit breaker is open, with CircuitOpen and RetryInfo details).
 	Dispatch(ctx context.Context, in *DispatchRequest, opts ...grpc.CallOption) (*DispatchResponse, error)
 	// DispatchBatch runs many calls; results come in request order, each with its own status.
 	// Read-only tools run in parallel, tools with side effects one at a time in order. Fails with
@@ -54,7 +55,8 @@ type DispatcherServiceClient interface {
 	// Cancel interrupts a running call of the caller's (admins may cancel any). Fails with
 	// NOT_FOUND (no such running call), UNAUTHENTICATED, PERMISSION_DENIED.
 	Cancel(ctx context.Context, in *CancelRequest, opts ...grpc.CallOption) (*CancelResponse, error)
-	// GetRuntimeStatus shows local tool processes and docker tool containers. Fails with UNAUTHENTICATED,
+	// GetRuntimeStatus shows local tool processes and docker tool containers (each tool's instances),
+	// and the circuit breakers of every tool that has failed. Fails with UNAUTHENTICATED,
 	// PERMISSION_DENIED (admin), NOT_FOUND (unknown tool).
 	GetRuntimeStatus(ctx context.Context, in *GetRuntimeStatusRequest, opts ...grpc.CallOption) (*GetRuntimeStatusResponse, error)
 	// StartTool starts a local tool's process or a docker tool's container now. Fails with NOT_FOUND,
@@ -253,8 +255,9 @@ type DispatcherServiceServer interface {
 	// INVALID_ARGUMENT (ValidationFailure detail), PERMISSION_DENIED (PermissionDenial detail),
 	// FAILED_PRECONDITION (tool disabled, or changed since the definition pinned by
 	// context.tool_pin), RESOURCE_EXHAUSTED (over a rate limit or daily quota, with a
-	// google.rpc.RetryInfo detail), ALREADY_EXISTS (a call with this call_id is running),
-	// UNAVAILABLE (no registry or grant snapshot yet).
+	// google.rpc.RetryInfo detail; over a budget, with a BudgetExceeded detail), ALREADY_EXISTS (a
+	// call with this call_id is running), UNAVAILABLE (no registry or grant snapshot yet; the tool's
+	// circuit breaker is open, with CircuitOpen and RetryInfo details).
 	Dispatch(context.Context, *DispatchRequest) (*DispatchResponse, error)
 	// DispatchBatch runs many calls; results come in request order, each with its own status.
 	// Read-only tools run in parallel, tools with side effects one at a time in order. Fails with
@@ -263,7 +266,8 @@ type DispatcherServiceServer interface {
 	// Cancel interrupts a running call of the caller's (admins may cancel any). Fails with
 	// NOT_FOUND (no such running call), UNAUTHENTICATED, PERMISSION_DENIED.
 	Cancel(context.Context, *CancelRequest) (*CancelResponse, error)
-	// GetRuntimeStatus shows local tool processes and docker tool containers. Fails with UNAUTHENTICATED,
+	// GetRuntimeStatus shows local tool processes and docker tool containers (each tool's instances),
+	// and the circuit breakers of every tool that has failed. Fails with UNAUTHENTICATED,
 	// PERMISSION_DENIED (admin), NOT_FOUND (unknown tool).
 	GetRuntimeStatus(context.Context, *GetRuntimeStatusRequest) (*GetRuntimeStatusResponse, error)
 	// StartTool starts a local tool's process or a docker tool's container now. Fails with NOT_FOUND,

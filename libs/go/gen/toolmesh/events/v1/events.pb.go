@@ -58,6 +58,9 @@ const (
 	TraceEventKind_TRACE_EVENT_KIND_INPUT_REQUESTED TraceEventKind = 14
 	// The caller's answer, relayed back to the tool (payload: key, result redacted, or error).
 	TraceEventKind_TRACE_EVENT_KIND_INPUT_ANSWERED TraceEventKind = 15
+	// The call was answered from the result cache without running the tool (payload: cached_from,
+	// the call whose result it repeats).
+	TraceEventKind_TRACE_EVENT_KIND_CACHE_HIT TraceEventKind = 16
 )
 
 // Enum value maps for TraceEventKind.
@@ -79,6 +82,7 @@ var (
 		13: "TRACE_EVENT_KIND_CALLBACK_REFUSED",
 		14: "TRACE_EVENT_KIND_INPUT_REQUESTED",
 		15: "TRACE_EVENT_KIND_INPUT_ANSWERED",
+		16: "TRACE_EVENT_KIND_CACHE_HIT",
 	}
 	TraceEventKind_value = map[string]int32{
 		"TRACE_EVENT_KIND_UNSPECIFIED":          0,
@@ -97,6 +101,7 @@ var (
 		"TRACE_EVENT_KIND_CALLBACK_REFUSED":     13,
 		"TRACE_EVENT_KIND_INPUT_REQUESTED":      14,
 		"TRACE_EVENT_KIND_INPUT_ANSWERED":       15,
+		"TRACE_EVENT_KIND_CACHE_HIT":            16,
 	}
 )
 
@@ -148,6 +153,10 @@ const (
 	AuditAction_AUDIT_ACTION_TOOL_START AuditAction = 6
 	// The final outcome an asynchronous tool reported for a call its TOOL_CALL left PENDING.
 	AuditAction_AUDIT_ACTION_TOOL_REPORTED AuditAction = 7
+	// A tool's circuit breaker opened (or one instance's of a local or docker tool): `reason` says
+	// after how many failures and until when, `error_code`/`error_message` the last failure,
+	// `failed_calls` the calls that failed, `tool_instance` the instance (empty for the tool's).
+	AuditAction_AUDIT_ACTION_CIRCUIT_OPENED AuditAction = 8
 )
 
 // Enum value maps for AuditAction.
@@ -161,6 +170,7 @@ var (
 		5: "AUDIT_ACTION_APPROVAL_DECIDED",
 		6: "AUDIT_ACTION_TOOL_START",
 		7: "AUDIT_ACTION_TOOL_REPORTED",
+		8: "AUDIT_ACTION_CIRCUIT_OPENED",
 	}
 	AuditAction_value = map[string]int32{
 		"AUDIT_ACTION_UNSPECIFIED":        0,
@@ -171,6 +181,7 @@ var (
 		"AUDIT_ACTION_APPROVAL_DECIDED":   5,
 		"AUDIT_ACTION_TOOL_START":         6,
 		"AUDIT_ACTION_TOOL_REPORTED":      7,
+		"AUDIT_ACTION_CIRCUIT_OPENED":     8,
 	}
 )
 
@@ -199,6 +210,59 @@ func (x AuditAction) Number() protoreflect.EnumNumber {
 // Deprecated: Use AuditAction.Descriptor instead.
 func (AuditAction) EnumDescriptor() ([]byte, []int) {
 	return file_toolmesh_events_v1_events_proto_rawDescGZIP(), []int{1}
+}
+
+// CacheUse says whether a call of a cacheable tool was answered from the result cache.
+type CacheUse int32
+
+const (
+	// The tool has no cache (or the call ended before it could be looked up).
+	CacheUse_CACHE_USE_UNSPECIFIED CacheUse = 0
+	// Not in the cache: the tool ran (a SUCCESS is kept for the tool's cache_ttl_ms).
+	CacheUse_CACHE_USE_MISS CacheUse = 1
+	// Answered from the cache; `cached_from` names the call whose result it repeats.
+	CacheUse_CACHE_USE_HIT CacheUse = 2
+)
+
+// Enum value maps for CacheUse.
+var (
+	CacheUse_name = map[int32]string{
+		0: "CACHE_USE_UNSPECIFIED",
+		1: "CACHE_USE_MISS",
+		2: "CACHE_USE_HIT",
+	}
+	CacheUse_value = map[string]int32{
+		"CACHE_USE_UNSPECIFIED": 0,
+		"CACHE_USE_MISS":        1,
+		"CACHE_USE_HIT":         2,
+	}
+)
+
+func (x CacheUse) Enum() *CacheUse {
+	p := new(CacheUse)
+	*p = x
+	return p
+}
+
+func (x CacheUse) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (CacheUse) Descriptor() protoreflect.EnumDescriptor {
+	return file_toolmesh_events_v1_events_proto_enumTypes[2].Descriptor()
+}
+
+func (CacheUse) Type() protoreflect.EnumType {
+	return &file_toolmesh_events_v1_events_proto_enumTypes[2]
+}
+
+func (x CacheUse) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use CacheUse.Descriptor instead.
+func (CacheUse) EnumDescriptor() ([]byte, []int) {
+	return file_toolmesh_events_v1_events_proto_rawDescGZIP(), []int{2}
 }
 
 // ChangeType says what happened to a stored object.
@@ -235,11 +299,11 @@ func (x ChangeType) String() string {
 }
 
 func (ChangeType) Descriptor() protoreflect.EnumDescriptor {
-	return file_toolmesh_events_v1_events_proto_enumTypes[2].Descriptor()
+	return file_toolmesh_events_v1_events_proto_enumTypes[3].Descriptor()
 }
 
 func (ChangeType) Type() protoreflect.EnumType {
-	return &file_toolmesh_events_v1_events_proto_enumTypes[2]
+	return &file_toolmesh_events_v1_events_proto_enumTypes[3]
 }
 
 func (x ChangeType) Number() protoreflect.EnumNumber {
@@ -248,7 +312,7 @@ func (x ChangeType) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ChangeType.Descriptor instead.
 func (ChangeType) EnumDescriptor() ([]byte, []int) {
-	return file_toolmesh_events_v1_events_proto_rawDescGZIP(), []int{2}
+	return file_toolmesh_events_v1_events_proto_rawDescGZIP(), []int{3}
 }
 
 // BackendEvent is what a tool emits through its context (ctx.trace(kind, payload)).
@@ -598,6 +662,69 @@ func (x *CallLease) GetDeadline() *timestamppb.Timestamp {
 	return nil
 }
 
+// Cost is what a call cost, in millionths of a currency.
+type Cost struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Currency string                 `protobuf:"bytes,1,opt,name=currency,proto3" json:"currency,omitempty"`
+	// Everything: the tool's price (per call and per second of execution) and what it reported.
+	Micros uint64 `protobuf:"varint,2,opt,name=micros,proto3" json:"micros,omitempty"`
+	// The part the tool reported itself (InvokeResult.cost_micros).
+	ReportedMicros uint64 `protobuf:"varint,3,opt,name=reported_micros,json=reportedMicros,proto3" json:"reported_micros,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *Cost) Reset() {
+	*x = Cost{}
+	mi := &file_toolmesh_events_v1_events_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Cost) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Cost) ProtoMessage() {}
+
+func (x *Cost) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_events_v1_events_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Cost.ProtoReflect.Descriptor instead.
+func (*Cost) Descriptor() ([]byte, []int) {
+	return file_toolmesh_events_v1_events_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Cost) GetCurrency() string {
+	if x != nil {
+		return x.Currency
+	}
+	return ""
+}
+
+func (x *Cost) GetMicros() uint64 {
+	if x != nil {
+		return x.Micros
+	}
+	return 0
+}
+
+func (x *Cost) GetReportedMicros() uint64 {
+	if x != nil {
+		return x.ReportedMicros
+	}
+	return 0
+}
+
 // AuditRecord is published on `toolmesh.audit.<agent>.<tool>` by whoever handled the access;
 // the Audit service assigns sequence, prev_hash and hash when it stores it.
 type AuditRecord struct {
@@ -639,7 +766,7 @@ type AuditRecord struct {
 	// its attempts (TOOL_ATTEMPT), in order, each with its time.
 	Events []*BackendEvent `protobuf:"bytes,24,rep,name=events,proto3" json:"events,omitempty"`
 	// TOOL_START: the Dispatcher instance running the call; its sweeper question is whether that
-	// instance is still alive.
+	// instance is still alive. CIRCUIT_OPENED: the Dispatcher instance that wrote it.
 	Instance string `protobuf:"bytes,25,opt,name=instance,proto3" json:"instance,omitempty"`
 	// TOOL_START: when the call must be over, retries included.
 	Deadline *timestamppb.Timestamp `protobuf:"bytes,26,opt,name=deadline,proto3" json:"deadline,omitempty"`
@@ -654,14 +781,30 @@ type AuditRecord struct {
 	// bytes without fields 18 to 20 (cheaper, and as strict). Set by the Audit service.
 	ChainVersion uint32 `protobuf:"varint,30,opt,name=chain_version,json=chainVersion,proto3" json:"chain_version,omitempty"`
 	// TOOL_CALL and TOOL_REPORTED: the details of the outcome's error (CallError.details).
-	ErrorDetails  *structpb.Struct `protobuf:"bytes,31,opt,name=error_details,json=errorDetails,proto3" json:"error_details,omitempty"`
+	ErrorDetails *structpb.Struct `protobuf:"bytes,31,opt,name=error_details,json=errorDetails,proto3" json:"error_details,omitempty"`
+	// TOOL_CALL of a tool with a cache: whether it was answered from it.
+	Cache CacheUse `protobuf:"varint,32,opt,name=cache,proto3,enum=toolmesh.events.v1.CacheUse" json:"cache,omitempty"`
+	// TOOL_CALL answered from the cache: the call whose result it repeats; no tool ran.
+	CachedFrom string `protobuf:"bytes,33,opt,name=cached_from,json=cachedFrom,proto3" json:"cached_from,omitempty"`
+	// TOOL_CALL of a tool with a price: what the call cost.
+	Cost *Cost `protobuf:"bytes,34,opt,name=cost,proto3" json:"cost,omitempty"`
+	// TOOL_CALL: the budgets its cost counts against (ids, such as `agent.planner.day`); with them
+	// `counted_by` names the Dispatcher that counted it, which reads Callback's spend of its own.
+	Budgets []string `protobuf:"bytes,35,rep,name=budgets,proto3" json:"budgets,omitempty"`
+	// CIRCUIT_OPENED: the calls whose failures opened the breaker, oldest first.
+	FailedCalls []string `protobuf:"bytes,36,rep,name=failed_calls,json=failedCalls,proto3" json:"failed_calls,omitempty"`
+	// CIRCUIT_OPENED: the instance of a local or docker tool whose own breaker opened (its
+	// RuntimeInstance.id); empty for the tool's breaker.
+	ToolInstance string `protobuf:"bytes,37,opt,name=tool_instance,json=toolInstance,proto3" json:"tool_instance,omitempty"`
+	// TOOL_CALL with budgets: the Dispatcher instance that counted its cost against them.
+	CountedBy     string `protobuf:"bytes,38,opt,name=counted_by,json=countedBy,proto3" json:"counted_by,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AuditRecord) Reset() {
 	*x = AuditRecord{}
-	mi := &file_toolmesh_events_v1_events_proto_msgTypes[3]
+	mi := &file_toolmesh_events_v1_events_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -673,7 +816,7 @@ func (x *AuditRecord) String() string {
 func (*AuditRecord) ProtoMessage() {}
 
 func (x *AuditRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_events_v1_events_proto_msgTypes[3]
+	mi := &file_toolmesh_events_v1_events_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -686,7 +829,7 @@ func (x *AuditRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditRecord.ProtoReflect.Descriptor instead.
 func (*AuditRecord) Descriptor() ([]byte, []int) {
-	return file_toolmesh_events_v1_events_proto_rawDescGZIP(), []int{3}
+	return file_toolmesh_events_v1_events_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *AuditRecord) GetId() string {
@@ -906,6 +1049,55 @@ func (x *AuditRecord) GetErrorDetails() *structpb.Struct {
 	return nil
 }
 
+func (x *AuditRecord) GetCache() CacheUse {
+	if x != nil {
+		return x.Cache
+	}
+	return CacheUse_CACHE_USE_UNSPECIFIED
+}
+
+func (x *AuditRecord) GetCachedFrom() string {
+	if x != nil {
+		return x.CachedFrom
+	}
+	return ""
+}
+
+func (x *AuditRecord) GetCost() *Cost {
+	if x != nil {
+		return x.Cost
+	}
+	return nil
+}
+
+func (x *AuditRecord) GetBudgets() []string {
+	if x != nil {
+		return x.Budgets
+	}
+	return nil
+}
+
+func (x *AuditRecord) GetFailedCalls() []string {
+	if x != nil {
+		return x.FailedCalls
+	}
+	return nil
+}
+
+func (x *AuditRecord) GetToolInstance() string {
+	if x != nil {
+		return x.ToolInstance
+	}
+	return ""
+}
+
+func (x *AuditRecord) GetCountedBy() string {
+	if x != nil {
+		return x.CountedBy
+	}
+	return ""
+}
+
 // RecordBatch is one message of the record stream (`TOOLMESH_RECORDS`): records of concurrent
 // calls written together, so they share one stored (fsynced) write. Records are unchained; the
 // Audit service chains them into the log in the order it takes them.
@@ -918,7 +1110,7 @@ type RecordBatch struct {
 
 func (x *RecordBatch) Reset() {
 	*x = RecordBatch{}
-	mi := &file_toolmesh_events_v1_events_proto_msgTypes[4]
+	mi := &file_toolmesh_events_v1_events_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -930,7 +1122,7 @@ func (x *RecordBatch) String() string {
 func (*RecordBatch) ProtoMessage() {}
 
 func (x *RecordBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_events_v1_events_proto_msgTypes[4]
+	mi := &file_toolmesh_events_v1_events_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -943,7 +1135,7 @@ func (x *RecordBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordBatch.ProtoReflect.Descriptor instead.
 func (*RecordBatch) Descriptor() ([]byte, []int) {
-	return file_toolmesh_events_v1_events_proto_rawDescGZIP(), []int{4}
+	return file_toolmesh_events_v1_events_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *RecordBatch) GetRecords() []*AuditRecord {
@@ -981,7 +1173,7 @@ type Outcome struct {
 
 func (x *Outcome) Reset() {
 	*x = Outcome{}
-	mi := &file_toolmesh_events_v1_events_proto_msgTypes[5]
+	mi := &file_toolmesh_events_v1_events_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -993,7 +1185,7 @@ func (x *Outcome) String() string {
 func (*Outcome) ProtoMessage() {}
 
 func (x *Outcome) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_events_v1_events_proto_msgTypes[5]
+	mi := &file_toolmesh_events_v1_events_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1006,7 +1198,7 @@ func (x *Outcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Outcome.ProtoReflect.Descriptor instead.
 func (*Outcome) Descriptor() ([]byte, []int) {
-	return file_toolmesh_events_v1_events_proto_rawDescGZIP(), []int{5}
+	return file_toolmesh_events_v1_events_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Outcome) GetCallId() string {
@@ -1132,17 +1324,21 @@ type CallbackEvent struct {
 	// FAILURE and REFUSED: the error and its code.
 	Error *v1.CallError `protobuf:"bytes,9,opt,name=error,proto3" json:"error,omitempty"`
 	// INTERRUPTED and REFUSED: why; PENDING: `awaiting_approval` while held for approval.
-	Reason        string                 `protobuf:"bytes,10,opt,name=reason,proto3" json:"reason,omitempty"`
-	DurationMs    uint32                 `protobuf:"varint,11,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
-	Attempts      uint32                 `protobuf:"varint,12,opt,name=attempts,proto3" json:"attempts,omitempty"`
-	Time          *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=time,proto3" json:"time,omitempty"`
+	Reason     string                 `protobuf:"bytes,10,opt,name=reason,proto3" json:"reason,omitempty"`
+	DurationMs uint32                 `protobuf:"varint,11,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
+	Attempts   uint32                 `protobuf:"varint,12,opt,name=attempts,proto3" json:"attempts,omitempty"`
+	Time       *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=time,proto3" json:"time,omitempty"`
+	// What the call cost, for a tool with a price.
+	Cost *Cost `protobuf:"bytes,14,opt,name=cost,proto3" json:"cost,omitempty"`
+	// Set when the call was answered from the result cache: the call whose result it repeats.
+	CachedFrom    string `protobuf:"bytes,15,opt,name=cached_from,json=cachedFrom,proto3" json:"cached_from,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CallbackEvent) Reset() {
 	*x = CallbackEvent{}
-	mi := &file_toolmesh_events_v1_events_proto_msgTypes[6]
+	mi := &file_toolmesh_events_v1_events_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1154,7 +1350,7 @@ func (x *CallbackEvent) String() string {
 func (*CallbackEvent) ProtoMessage() {}
 
 func (x *CallbackEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_events_v1_events_proto_msgTypes[6]
+	mi := &file_toolmesh_events_v1_events_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1167,7 +1363,7 @@ func (x *CallbackEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallbackEvent.ProtoReflect.Descriptor instead.
 func (*CallbackEvent) Descriptor() ([]byte, []int) {
-	return file_toolmesh_events_v1_events_proto_rawDescGZIP(), []int{6}
+	return file_toolmesh_events_v1_events_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *CallbackEvent) GetCallId() string {
@@ -1261,6 +1457,20 @@ func (x *CallbackEvent) GetTime() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *CallbackEvent) GetCost() *Cost {
+	if x != nil {
+		return x.Cost
+	}
+	return nil
+}
+
+func (x *CallbackEvent) GetCachedFrom() string {
+	if x != nil {
+		return x.CachedFrom
+	}
+	return ""
+}
+
 // RegistryChanged is published on `toolmesh.registry.changed.<kind>.<name>` after a write.
 type RegistryChanged struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1277,7 +1487,7 @@ type RegistryChanged struct {
 
 func (x *RegistryChanged) Reset() {
 	*x = RegistryChanged{}
-	mi := &file_toolmesh_events_v1_events_proto_msgTypes[7]
+	mi := &file_toolmesh_events_v1_events_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1289,7 +1499,7 @@ func (x *RegistryChanged) String() string {
 func (*RegistryChanged) ProtoMessage() {}
 
 func (x *RegistryChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_events_v1_events_proto_msgTypes[7]
+	mi := &file_toolmesh_events_v1_events_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1302,7 +1512,7 @@ func (x *RegistryChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegistryChanged.ProtoReflect.Descriptor instead.
 func (*RegistryChanged) Descriptor() ([]byte, []int) {
-	return file_toolmesh_events_v1_events_proto_rawDescGZIP(), []int{7}
+	return file_toolmesh_events_v1_events_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *RegistryChanged) GetType() ChangeType {
@@ -1362,7 +1572,7 @@ type PermissionChanged struct {
 
 func (x *PermissionChanged) Reset() {
 	*x = PermissionChanged{}
-	mi := &file_toolmesh_events_v1_events_proto_msgTypes[8]
+	mi := &file_toolmesh_events_v1_events_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1374,7 +1584,7 @@ func (x *PermissionChanged) String() string {
 func (*PermissionChanged) ProtoMessage() {}
 
 func (x *PermissionChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_events_v1_events_proto_msgTypes[8]
+	mi := &file_toolmesh_events_v1_events_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1387,7 +1597,7 @@ func (x *PermissionChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionChanged.ProtoReflect.Descriptor instead.
 func (*PermissionChanged) Descriptor() ([]byte, []int) {
-	return file_toolmesh_events_v1_events_proto_rawDescGZIP(), []int{8}
+	return file_toolmesh_events_v1_events_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *PermissionChanged) GetType() ChangeType {
@@ -1466,7 +1676,12 @@ const file_toolmesh_events_v1_events_proto_rawDesc = "" +
 	"\n" +
 	"started_at\x18\n" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x126\n" +
-	"\bdeadline\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\"\xd7\b\n" +
+	"\bdeadline\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\"c\n" +
+	"\x04Cost\x12\x1a\n" +
+	"\bcurrency\x18\x01 \x01(\tR\bcurrency\x12\x16\n" +
+	"\x06micros\x18\x02 \x01(\x04R\x06micros\x12'\n" +
+	"\x0freported_micros\x18\x03 \x01(\x04R\x0ereportedMicros\"\xdb\n" +
+	"\n" +
 	"\vAuditRecord\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12.\n" +
 	"\x04time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x127\n" +
@@ -1504,7 +1719,16 @@ const file_toolmesh_events_v1_events_proto_rawDesc = "" +
 	"\n" +
 	"started_at\x18\x1d \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12#\n" +
 	"\rchain_version\x18\x1e \x01(\rR\fchainVersion\x12<\n" +
-	"\rerror_details\x18\x1f \x01(\v2\x17.google.protobuf.StructR\ferrorDetails\"H\n" +
+	"\rerror_details\x18\x1f \x01(\v2\x17.google.protobuf.StructR\ferrorDetails\x122\n" +
+	"\x05cache\x18  \x01(\x0e2\x1c.toolmesh.events.v1.CacheUseR\x05cache\x12\x1f\n" +
+	"\vcached_from\x18! \x01(\tR\n" +
+	"cachedFrom\x12,\n" +
+	"\x04cost\x18\" \x01(\v2\x18.toolmesh.events.v1.CostR\x04cost\x12\x18\n" +
+	"\abudgets\x18# \x03(\tR\abudgets\x12!\n" +
+	"\ffailed_calls\x18$ \x03(\tR\vfailedCalls\x12#\n" +
+	"\rtool_instance\x18% \x01(\tR\ftoolInstance\x12\x1d\n" +
+	"\n" +
+	"counted_by\x18& \x01(\tR\tcountedBy\"H\n" +
 	"\vRecordBatch\x129\n" +
 	"\arecords\x18\x01 \x03(\v2\x1f.toolmesh.events.v1.AuditRecordR\arecords\"\xa5\x04\n" +
 	"\aOutcome\x12\x17\n" +
@@ -1526,7 +1750,7 @@ const file_toolmesh_events_v1_events_proto_rawDesc = "" +
 	"started_at\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12;\n" +
 	"\vfinished_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"finishedAt\x12\x16\n" +
-	"\x06source\x18\x0f \x01(\tR\x06source\"\xcb\x03\n" +
+	"\x06source\x18\x0f \x01(\tR\x06source\"\x9a\x04\n" +
 	"\rCallbackEvent\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x19\n" +
 	"\btrace_id\x18\x02 \x01(\tR\atraceId\x12\x1b\n" +
@@ -1542,7 +1766,10 @@ const file_toolmesh_events_v1_events_proto_rawDesc = "" +
 	"\vduration_ms\x18\v \x01(\rR\n" +
 	"durationMs\x12\x1a\n" +
 	"\battempts\x18\f \x01(\rR\battempts\x12.\n" +
-	"\x04time\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"\xd8\x01\n" +
+	"\x04time\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12,\n" +
+	"\x04cost\x18\x0e \x01(\v2\x18.toolmesh.events.v1.CostR\x04cost\x12\x1f\n" +
+	"\vcached_from\x18\x0f \x01(\tR\n" +
+	"cachedFrom\"\xd8\x01\n" +
 	"\x0fRegistryChanged\x122\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x1e.toolmesh.events.v1.ChangeTypeR\x04type\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x12\n" +
@@ -1557,7 +1784,7 @@ const file_toolmesh_events_v1_events_proto_rawDesc = "" +
 	"\x02id\x18\x03 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
 	"changed_by\x18\x04 \x01(\tR\tchangedBy\x12.\n" +
-	"\x04time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x04time*\xd8\x04\n" +
+	"\x04time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x04time*\xf8\x04\n" +
 	"\x0eTraceEventKind\x12 \n" +
 	"\x1cTRACE_EVENT_KIND_UNSPECIFIED\x10\x00\x12!\n" +
 	"\x1dTRACE_EVENT_KIND_TOOL_EXECUTE\x10\x01\x12!\n" +
@@ -1575,7 +1802,8 @@ const file_toolmesh_events_v1_events_proto_rawDesc = "" +
 	"!TRACE_EVENT_KIND_APPROVAL_DECIDED\x10\f\x12%\n" +
 	"!TRACE_EVENT_KIND_CALLBACK_REFUSED\x10\r\x12$\n" +
 	" TRACE_EVENT_KIND_INPUT_REQUESTED\x10\x0e\x12#\n" +
-	"\x1fTRACE_EVENT_KIND_INPUT_ANSWERED\x10\x0f*\x83\x02\n" +
+	"\x1fTRACE_EVENT_KIND_INPUT_ANSWERED\x10\x0f\x12\x1e\n" +
+	"\x1aTRACE_EVENT_KIND_CACHE_HIT\x10\x10*\xa4\x02\n" +
 	"\vAuditAction\x12\x1c\n" +
 	"\x18AUDIT_ACTION_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16AUDIT_ACTION_TOOL_CALL\x10\x01\x12\x1d\n" +
@@ -1584,7 +1812,12 @@ const file_toolmesh_events_v1_events_proto_rawDesc = "" +
 	"\x1fAUDIT_ACTION_APPROVAL_REQUESTED\x10\x04\x12!\n" +
 	"\x1dAUDIT_ACTION_APPROVAL_DECIDED\x10\x05\x12\x1b\n" +
 	"\x17AUDIT_ACTION_TOOL_START\x10\x06\x12\x1e\n" +
-	"\x1aAUDIT_ACTION_TOOL_REPORTED\x10\a*V\n" +
+	"\x1aAUDIT_ACTION_TOOL_REPORTED\x10\a\x12\x1f\n" +
+	"\x1bAUDIT_ACTION_CIRCUIT_OPENED\x10\b*L\n" +
+	"\bCacheUse\x12\x19\n" +
+	"\x15CACHE_USE_UNSPECIFIED\x10\x00\x12\x12\n" +
+	"\x0eCACHE_USE_MISS\x10\x01\x12\x11\n" +
+	"\rCACHE_USE_HIT\x10\x02*V\n" +
 	"\n" +
 	"ChangeType\x12\x1b\n" +
 	"\x17CHANGE_TYPE_UNSPECIFIED\x10\x00\x12\x13\n" +
@@ -1604,64 +1837,69 @@ func file_toolmesh_events_v1_events_proto_rawDescGZIP() []byte {
 	return file_toolmesh_events_v1_events_proto_rawDescData
 }
 
-var file_toolmesh_events_v1_events_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_toolmesh_events_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_toolmesh_events_v1_events_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_toolmesh_events_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_toolmesh_events_v1_events_proto_goTypes = []any{
 	(TraceEventKind)(0),           // 0: toolmesh.events.v1.TraceEventKind
 	(AuditAction)(0),              // 1: toolmesh.events.v1.AuditAction
-	(ChangeType)(0),               // 2: toolmesh.events.v1.ChangeType
-	(*BackendEvent)(nil),          // 3: toolmesh.events.v1.BackendEvent
-	(*TraceEvent)(nil),            // 4: toolmesh.events.v1.TraceEvent
-	(*CallLease)(nil),             // 5: toolmesh.events.v1.CallLease
-	(*AuditRecord)(nil),           // 6: toolmesh.events.v1.AuditRecord
-	(*RecordBatch)(nil),           // 7: toolmesh.events.v1.RecordBatch
-	(*Outcome)(nil),               // 8: toolmesh.events.v1.Outcome
-	(*CallbackEvent)(nil),         // 9: toolmesh.events.v1.CallbackEvent
-	(*RegistryChanged)(nil),       // 10: toolmesh.events.v1.RegistryChanged
-	(*PermissionChanged)(nil),     // 11: toolmesh.events.v1.PermissionChanged
-	(*structpb.Struct)(nil),       // 12: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil), // 13: google.protobuf.Timestamp
-	(v1.CallStatus)(0),            // 14: toolmesh.common.v1.CallStatus
-	(*v1.CallError)(nil),          // 15: toolmesh.common.v1.CallError
+	(CacheUse)(0),                 // 2: toolmesh.events.v1.CacheUse
+	(ChangeType)(0),               // 3: toolmesh.events.v1.ChangeType
+	(*BackendEvent)(nil),          // 4: toolmesh.events.v1.BackendEvent
+	(*TraceEvent)(nil),            // 5: toolmesh.events.v1.TraceEvent
+	(*CallLease)(nil),             // 6: toolmesh.events.v1.CallLease
+	(*Cost)(nil),                  // 7: toolmesh.events.v1.Cost
+	(*AuditRecord)(nil),           // 8: toolmesh.events.v1.AuditRecord
+	(*RecordBatch)(nil),           // 9: toolmesh.events.v1.RecordBatch
+	(*Outcome)(nil),               // 10: toolmesh.events.v1.Outcome
+	(*CallbackEvent)(nil),         // 11: toolmesh.events.v1.CallbackEvent
+	(*RegistryChanged)(nil),       // 12: toolmesh.events.v1.RegistryChanged
+	(*PermissionChanged)(nil),     // 13: toolmesh.events.v1.PermissionChanged
+	(*structpb.Struct)(nil),       // 14: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil), // 15: google.protobuf.Timestamp
+	(v1.CallStatus)(0),            // 16: toolmesh.common.v1.CallStatus
+	(*v1.CallError)(nil),          // 17: toolmesh.common.v1.CallError
 }
 var file_toolmesh_events_v1_events_proto_depIdxs = []int32{
 	0,  // 0: toolmesh.events.v1.BackendEvent.kind:type_name -> toolmesh.events.v1.TraceEventKind
-	12, // 1: toolmesh.events.v1.BackendEvent.payload:type_name -> google.protobuf.Struct
-	13, // 2: toolmesh.events.v1.BackendEvent.time:type_name -> google.protobuf.Timestamp
+	14, // 1: toolmesh.events.v1.BackendEvent.payload:type_name -> google.protobuf.Struct
+	15, // 2: toolmesh.events.v1.BackendEvent.time:type_name -> google.protobuf.Timestamp
 	0,  // 3: toolmesh.events.v1.TraceEvent.kind:type_name -> toolmesh.events.v1.TraceEventKind
-	13, // 4: toolmesh.events.v1.TraceEvent.time:type_name -> google.protobuf.Timestamp
-	12, // 5: toolmesh.events.v1.TraceEvent.payload:type_name -> google.protobuf.Struct
-	12, // 6: toolmesh.events.v1.CallLease.arguments:type_name -> google.protobuf.Struct
-	13, // 7: toolmesh.events.v1.CallLease.started_at:type_name -> google.protobuf.Timestamp
-	13, // 8: toolmesh.events.v1.CallLease.deadline:type_name -> google.protobuf.Timestamp
-	13, // 9: toolmesh.events.v1.AuditRecord.time:type_name -> google.protobuf.Timestamp
+	15, // 4: toolmesh.events.v1.TraceEvent.time:type_name -> google.protobuf.Timestamp
+	14, // 5: toolmesh.events.v1.TraceEvent.payload:type_name -> google.protobuf.Struct
+	14, // 6: toolmesh.events.v1.CallLease.arguments:type_name -> google.protobuf.Struct
+	15, // 7: toolmesh.events.v1.CallLease.started_at:type_name -> google.protobuf.Timestamp
+	15, // 8: toolmesh.events.v1.CallLease.deadline:type_name -> google.protobuf.Timestamp
+	15, // 9: toolmesh.events.v1.AuditRecord.time:type_name -> google.protobuf.Timestamp
 	1,  // 10: toolmesh.events.v1.AuditRecord.action:type_name -> toolmesh.events.v1.AuditAction
-	12, // 11: toolmesh.events.v1.AuditRecord.arguments:type_name -> google.protobuf.Struct
-	14, // 12: toolmesh.events.v1.AuditRecord.status:type_name -> toolmesh.common.v1.CallStatus
-	12, // 13: toolmesh.events.v1.AuditRecord.output:type_name -> google.protobuf.Struct
-	3,  // 14: toolmesh.events.v1.AuditRecord.events:type_name -> toolmesh.events.v1.BackendEvent
-	13, // 15: toolmesh.events.v1.AuditRecord.deadline:type_name -> google.protobuf.Timestamp
-	13, // 16: toolmesh.events.v1.AuditRecord.started_at:type_name -> google.protobuf.Timestamp
-	12, // 17: toolmesh.events.v1.AuditRecord.error_details:type_name -> google.protobuf.Struct
-	6,  // 18: toolmesh.events.v1.RecordBatch.records:type_name -> toolmesh.events.v1.AuditRecord
-	14, // 19: toolmesh.events.v1.Outcome.status:type_name -> toolmesh.common.v1.CallStatus
-	12, // 20: toolmesh.events.v1.Outcome.output:type_name -> google.protobuf.Struct
-	15, // 21: toolmesh.events.v1.Outcome.error:type_name -> toolmesh.common.v1.CallError
-	13, // 22: toolmesh.events.v1.Outcome.started_at:type_name -> google.protobuf.Timestamp
-	13, // 23: toolmesh.events.v1.Outcome.finished_at:type_name -> google.protobuf.Timestamp
-	14, // 24: toolmesh.events.v1.CallbackEvent.status:type_name -> toolmesh.common.v1.CallStatus
-	12, // 25: toolmesh.events.v1.CallbackEvent.output:type_name -> google.protobuf.Struct
-	15, // 26: toolmesh.events.v1.CallbackEvent.error:type_name -> toolmesh.common.v1.CallError
-	13, // 27: toolmesh.events.v1.CallbackEvent.time:type_name -> google.protobuf.Timestamp
-	2,  // 28: toolmesh.events.v1.RegistryChanged.type:type_name -> toolmesh.events.v1.ChangeType
-	13, // 29: toolmesh.events.v1.RegistryChanged.time:type_name -> google.protobuf.Timestamp
-	2,  // 30: toolmesh.events.v1.PermissionChanged.type:type_name -> toolmesh.events.v1.ChangeType
-	13, // 31: toolmesh.events.v1.PermissionChanged.time:type_name -> google.protobuf.Timestamp
-	32, // [32:32] is the sub-list for method output_type
-	32, // [32:32] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	14, // 11: toolmesh.events.v1.AuditRecord.arguments:type_name -> google.protobuf.Struct
+	16, // 12: toolmesh.events.v1.AuditRecord.status:type_name -> toolmesh.common.v1.CallStatus
+	14, // 13: toolmesh.events.v1.AuditRecord.output:type_name -> google.protobuf.Struct
+	4,  // 14: toolmesh.events.v1.AuditRecord.events:type_name -> toolmesh.events.v1.BackendEvent
+	15, // 15: toolmesh.events.v1.AuditRecord.deadline:type_name -> google.protobuf.Timestamp
+	15, // 16: toolmesh.events.v1.AuditRecord.started_at:type_name -> google.protobuf.Timestamp
+	14, // 17: toolmesh.events.v1.AuditRecord.error_details:type_name -> google.protobuf.Struct
+	2,  // 18: toolmesh.events.v1.AuditRecord.cache:type_name -> toolmesh.events.v1.CacheUse
+	7,  // 19: toolmesh.events.v1.AuditRecord.cost:type_name -> toolmesh.events.v1.Cost
+	8,  // 20: toolmesh.events.v1.RecordBatch.records:type_name -> toolmesh.events.v1.AuditRecord
+	16, // 21: toolmesh.events.v1.Outcome.status:type_name -> toolmesh.common.v1.CallStatus
+	14, // 22: toolmesh.events.v1.Outcome.output:type_name -> google.protobuf.Struct
+	17, // 23: toolmesh.events.v1.Outcome.error:type_name -> toolmesh.common.v1.CallError
+	15, // 24: toolmesh.events.v1.Outcome.started_at:type_name -> google.protobuf.Timestamp
+	15, // 25: toolmesh.events.v1.Outcome.finished_at:type_name -> google.protobuf.Timestamp
+	16, // 26: toolmesh.events.v1.CallbackEvent.status:type_name -> toolmesh.common.v1.CallStatus
+	14, // 27: toolmesh.events.v1.CallbackEvent.output:type_name -> google.protobuf.Struct
+	17, // 28: toolmesh.events.v1.CallbackEvent.error:type_name -> toolmesh.common.v1.CallError
+	15, // 29: toolmesh.events.v1.CallbackEvent.time:type_name -> google.protobuf.Timestamp
+	7,  // 30: toolmesh.events.v1.CallbackEvent.cost:type_name -> toolmesh.events.v1.Cost
+	3,  // 31: toolmesh.events.v1.RegistryChanged.type:type_name -> toolmesh.events.v1.ChangeType
+	15, // 32: toolmesh.events.v1.RegistryChanged.time:type_name -> google.protobuf.Timestamp
+	3,  // 33: toolmesh.events.v1.PermissionChanged.type:type_name -> toolmesh.events.v1.ChangeType
+	15, // 34: toolmesh.events.v1.PermissionChanged.time:type_name -> google.protobuf.Timestamp
+	35, // [35:35] is the sub-list for method output_type
+	35, // [35:35] is the sub-list for method input_type
+	35, // [35:35] is the sub-list for extension type_name
+	35, // [35:35] is the sub-list for extension extendee
+	0,  // [0:35] is the sub-list for field type_name
 }
 
 func init() { file_toolmesh_events_v1_events_proto_init() }
@@ -1674,8 +1912,8 @@ func file_toolmesh_events_v1_events_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolmesh_events_v1_events_proto_rawDesc), len(file_toolmesh_events_v1_events_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   9,
+			NumEnums:      4,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -241,6 +241,114 @@ func (RateLimitSubject) EnumDescriptor() ([]byte, []int) {
 	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{3}
 }
 
+// BudgetSubject says whose calls a budget counts.
+type BudgetSubject int32
+
+const (
+	BudgetSubject_BUDGET_SUBJECT_UNSPECIFIED BudgetSubject = 0
+	// Calls of one agent id.
+	BudgetSubject_BUDGET_SUBJECT_AGENT BudgetSubject = 1
+	// Calls on behalf of one user id.
+	BudgetSubject_BUDGET_SUBJECT_USER BudgetSubject = 2
+	// Calls an allow grant authorised (the grant is among the decision's matched grants).
+	BudgetSubject_BUDGET_SUBJECT_GRANT BudgetSubject = 3
+)
+
+// Enum value maps for BudgetSubject.
+var (
+	BudgetSubject_name = map[int32]string{
+		0: "BUDGET_SUBJECT_UNSPECIFIED",
+		1: "BUDGET_SUBJECT_AGENT",
+		2: "BUDGET_SUBJECT_USER",
+		3: "BUDGET_SUBJECT_GRANT",
+	}
+	BudgetSubject_value = map[string]int32{
+		"BUDGET_SUBJECT_UNSPECIFIED": 0,
+		"BUDGET_SUBJECT_AGENT":       1,
+		"BUDGET_SUBJECT_USER":        2,
+		"BUDGET_SUBJECT_GRANT":       3,
+	}
+)
+
+func (x BudgetSubject) Enum() *BudgetSubject {
+	p := new(BudgetSubject)
+	*p = x
+	return p
+}
+
+func (x BudgetSubject) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (BudgetSubject) Descriptor() protoreflect.EnumDescriptor {
+	return file_toolmesh_permission_v1_permission_proto_enumTypes[4].Descriptor()
+}
+
+func (BudgetSubject) Type() protoreflect.EnumType {
+	return &file_toolmesh_permission_v1_permission_proto_enumTypes[4]
+}
+
+func (x BudgetSubject) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use BudgetSubject.Descriptor instead.
+func (BudgetSubject) EnumDescriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{4}
+}
+
+// BudgetPeriod is how long a budget lasts before it is whole again (UTC).
+type BudgetPeriod int32
+
+const (
+	BudgetPeriod_BUDGET_PERIOD_UNSPECIFIED BudgetPeriod = 0
+	// From 00:00 UTC to the next.
+	BudgetPeriod_BUDGET_PERIOD_DAY BudgetPeriod = 1
+	// From the first of the month, 00:00 UTC, to the next.
+	BudgetPeriod_BUDGET_PERIOD_MONTH BudgetPeriod = 2
+)
+
+// Enum value maps for BudgetPeriod.
+var (
+	BudgetPeriod_name = map[int32]string{
+		0: "BUDGET_PERIOD_UNSPECIFIED",
+		1: "BUDGET_PERIOD_DAY",
+		2: "BUDGET_PERIOD_MONTH",
+	}
+	BudgetPeriod_value = map[string]int32{
+		"BUDGET_PERIOD_UNSPECIFIED": 0,
+		"BUDGET_PERIOD_DAY":         1,
+		"BUDGET_PERIOD_MONTH":       2,
+	}
+)
+
+func (x BudgetPeriod) Enum() *BudgetPeriod {
+	p := new(BudgetPeriod)
+	*p = x
+	return p
+}
+
+func (x BudgetPeriod) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (BudgetPeriod) Descriptor() protoreflect.EnumDescriptor {
+	return file_toolmesh_permission_v1_permission_proto_enumTypes[5].Descriptor()
+}
+
+func (BudgetPeriod) Type() protoreflect.EnumType {
+	return &file_toolmesh_permission_v1_permission_proto_enumTypes[5]
+}
+
+func (x BudgetPeriod) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use BudgetPeriod.Descriptor instead.
+func (BudgetPeriod) EnumDescriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{5}
+}
+
 // SecretToolKind says which tools a secret serves.
 type SecretToolKind int32
 
@@ -281,11 +389,11 @@ func (x SecretToolKind) String() string {
 }
 
 func (SecretToolKind) Descriptor() protoreflect.EnumDescriptor {
-	return file_toolmesh_permission_v1_permission_proto_enumTypes[4].Descriptor()
+	return file_toolmesh_permission_v1_permission_proto_enumTypes[6].Descriptor()
 }
 
 func (SecretToolKind) Type() protoreflect.EnumType {
-	return &file_toolmesh_permission_v1_permission_proto_enumTypes[4]
+	return &file_toolmesh_permission_v1_permission_proto_enumTypes[6]
 }
 
 func (x SecretToolKind) Number() protoreflect.EnumNumber {
@@ -294,7 +402,7 @@ func (x SecretToolKind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use SecretToolKind.Descriptor instead.
 func (SecretToolKind) EnumDescriptor() ([]byte, []int) {
-	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{4}
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{6}
 }
 
 // SecretHolderKind says whose calls a secret serves.
@@ -341,11 +449,11 @@ func (x SecretHolderKind) String() string {
 }
 
 func (SecretHolderKind) Descriptor() protoreflect.EnumDescriptor {
-	return file_toolmesh_permission_v1_permission_proto_enumTypes[5].Descriptor()
+	return file_toolmesh_permission_v1_permission_proto_enumTypes[7].Descriptor()
 }
 
 func (SecretHolderKind) Type() protoreflect.EnumType {
-	return &file_toolmesh_permission_v1_permission_proto_enumTypes[5]
+	return &file_toolmesh_permission_v1_permission_proto_enumTypes[7]
 }
 
 func (x SecretHolderKind) Number() protoreflect.EnumNumber {
@@ -354,7 +462,7 @@ func (x SecretHolderKind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use SecretHolderKind.Descriptor instead.
 func (SecretHolderKind) EnumDescriptor() ([]byte, []int) {
-	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{5}
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{7}
 }
 
 // SigningKeyState says what a signing key does.
@@ -393,11 +501,11 @@ func (x SigningKeyState) String() string {
 }
 
 func (SigningKeyState) Descriptor() protoreflect.EnumDescriptor {
-	return file_toolmesh_permission_v1_permission_proto_enumTypes[6].Descriptor()
+	return file_toolmesh_permission_v1_permission_proto_enumTypes[8].Descriptor()
 }
 
 func (SigningKeyState) Type() protoreflect.EnumType {
-	return &file_toolmesh_permission_v1_permission_proto_enumTypes[6]
+	return &file_toolmesh_permission_v1_permission_proto_enumTypes[8]
 }
 
 func (x SigningKeyState) Number() protoreflect.EnumNumber {
@@ -406,7 +514,7 @@ func (x SigningKeyState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use SigningKeyState.Descriptor instead.
 func (SigningKeyState) EnumDescriptor() ([]byte, []int) {
-	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{6}
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{8}
 }
 
 // PrincipalRef names who a grant applies to.
@@ -2324,6 +2432,438 @@ func (x *ListRateLimitsResponse) GetNextPageToken() string {
 	return ""
 }
 
+// BudgetSpec is what an admin writes: how much the calls of one agent, user or grant may cost in
+// a period, counted from the prices of the tools they call (ToolSpec.price) in one currency.
+type BudgetSpec struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Subject BudgetSubject          `protobuf:"varint,1,opt,name=subject,proto3,enum=toolmesh.permission.v1.BudgetSubject" json:"subject,omitempty"`
+	// The agent id, user id or grant id whose calls are counted.
+	Target string       `protobuf:"bytes,2,opt,name=target,proto3" json:"target,omitempty"`
+	Period BudgetPeriod `protobuf:"varint,3,opt,name=period,proto3,enum=toolmesh.permission.v1.BudgetPeriod" json:"period,omitempty"`
+	// The currency it counts; calls of tools priced in another currency do not count against it.
+	Currency string `protobuf:"bytes,4,opt,name=currency,proto3" json:"currency,omitempty"`
+	// The budget for each period, in millionths of the currency; at least 1.
+	LimitMicros uint64 `protobuf:"varint,5,opt,name=limit_micros,json=limitMicros,proto3" json:"limit_micros,omitempty"`
+	// Why the budget exists.
+	Description   string `protobuf:"bytes,6,opt,name=description,proto3" json:"description,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BudgetSpec) Reset() {
+	*x = BudgetSpec{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BudgetSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BudgetSpec) ProtoMessage() {}
+
+func (x *BudgetSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BudgetSpec.ProtoReflect.Descriptor instead.
+func (*BudgetSpec) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *BudgetSpec) GetSubject() BudgetSubject {
+	if x != nil {
+		return x.Subject
+	}
+	return BudgetSubject_BUDGET_SUBJECT_UNSPECIFIED
+}
+
+func (x *BudgetSpec) GetTarget() string {
+	if x != nil {
+		return x.Target
+	}
+	return ""
+}
+
+func (x *BudgetSpec) GetPeriod() BudgetPeriod {
+	if x != nil {
+		return x.Period
+	}
+	return BudgetPeriod_BUDGET_PERIOD_UNSPECIFIED
+}
+
+func (x *BudgetSpec) GetCurrency() string {
+	if x != nil {
+		return x.Currency
+	}
+	return ""
+}
+
+func (x *BudgetSpec) GetLimitMicros() uint64 {
+	if x != nil {
+		return x.LimitMicros
+	}
+	return 0
+}
+
+func (x *BudgetSpec) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+// Budget is a stored budget, under `budgets.<id>` of the `toolmesh-permission` bucket.
+type Budget struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// `<subject>.<target>.<period>`, for example `agent.planner.day`; derived from the spec.
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Spec          *BudgetSpec            `protobuf:"bytes,2,opt,name=spec,proto3" json:"spec,omitempty"`
+	UpdatedBy     string                 `protobuf:"bytes,3,opt,name=updated_by,json=updatedBy,proto3" json:"updated_by,omitempty"`
+	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Budget) Reset() {
+	*x = Budget{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Budget) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Budget) ProtoMessage() {}
+
+func (x *Budget) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Budget.ProtoReflect.Descriptor instead.
+func (*Budget) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *Budget) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Budget) GetSpec() *BudgetSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+func (x *Budget) GetUpdatedBy() string {
+	if x != nil {
+		return x.UpdatedBy
+	}
+	return ""
+}
+
+func (x *Budget) GetUpdatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdatedAt
+	}
+	return nil
+}
+
+type PutBudgetRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Budget        *BudgetSpec            `protobuf:"bytes,1,opt,name=budget,proto3" json:"budget,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutBudgetRequest) Reset() {
+	*x = PutBudgetRequest{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutBudgetRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutBudgetRequest) ProtoMessage() {}
+
+func (x *PutBudgetRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutBudgetRequest.ProtoReflect.Descriptor instead.
+func (*PutBudgetRequest) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *PutBudgetRequest) GetBudget() *BudgetSpec {
+	if x != nil {
+		return x.Budget
+	}
+	return nil
+}
+
+type PutBudgetResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Budget        *Budget                `protobuf:"bytes,1,opt,name=budget,proto3" json:"budget,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutBudgetResponse) Reset() {
+	*x = PutBudgetResponse{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutBudgetResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutBudgetResponse) ProtoMessage() {}
+
+func (x *PutBudgetResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutBudgetResponse.ProtoReflect.Descriptor instead.
+func (*PutBudgetResponse) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *PutBudgetResponse) GetBudget() *Budget {
+	if x != nil {
+		return x.Budget
+	}
+	return nil
+}
+
+type DeleteBudgetRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteBudgetRequest) Reset() {
+	*x = DeleteBudgetRequest{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteBudgetRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteBudgetRequest) ProtoMessage() {}
+
+func (x *DeleteBudgetRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteBudgetRequest.ProtoReflect.Descriptor instead.
+func (*DeleteBudgetRequest) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *DeleteBudgetRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type DeleteBudgetResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteBudgetResponse) Reset() {
+	*x = DeleteBudgetResponse{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteBudgetResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteBudgetResponse) ProtoMessage() {}
+
+func (x *DeleteBudgetResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteBudgetResponse.ProtoReflect.Descriptor instead.
+func (*DeleteBudgetResponse) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{36}
+}
+
+type ListBudgetsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	PageSize      uint32                 `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	PageToken     string                 `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListBudgetsRequest) Reset() {
+	*x = ListBudgetsRequest{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListBudgetsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListBudgetsRequest) ProtoMessage() {}
+
+func (x *ListBudgetsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListBudgetsRequest.ProtoReflect.Descriptor instead.
+func (*ListBudgetsRequest) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *ListBudgetsRequest) GetPageSize() uint32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListBudgetsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+type ListBudgetsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Budgets       []*Budget              `protobuf:"bytes,1,rep,name=budgets,proto3" json:"budgets,omitempty"`
+	NextPageToken string                 `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListBudgetsResponse) Reset() {
+	*x = ListBudgetsResponse{}
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListBudgetsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListBudgetsResponse) ProtoMessage() {}
+
+func (x *ListBudgetsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListBudgetsResponse.ProtoReflect.Descriptor instead.
+func (*ListBudgetsResponse) Descriptor() ([]byte, []int) {
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *ListBudgetsResponse) GetBudgets() []*Budget {
+	if x != nil {
+		return x.Budgets
+	}
+	return nil
+}
+
+func (x *ListBudgetsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
 // SecretScope is which calls a secret serves: a call takes the secret of its user first, then of
 // its agent, then of its roles, then everyone's; for one holder, a tool's own before a glob's
 // before a runtime's.
@@ -2341,7 +2881,7 @@ type SecretScope struct {
 
 func (x *SecretScope) Reset() {
 	*x = SecretScope{}
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[31]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2353,7 +2893,7 @@ func (x *SecretScope) String() string {
 func (*SecretScope) ProtoMessage() {}
 
 func (x *SecretScope) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[31]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2366,7 +2906,7 @@ func (x *SecretScope) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretScope.ProtoReflect.Descriptor instead.
 func (*SecretScope) Descriptor() ([]byte, []int) {
-	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{31}
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *SecretScope) GetToolKind() SecretToolKind {
@@ -2418,7 +2958,7 @@ type Secret struct {
 
 func (x *Secret) Reset() {
 	*x = Secret{}
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[32]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2430,7 +2970,7 @@ func (x *Secret) String() string {
 func (*Secret) ProtoMessage() {}
 
 func (x *Secret) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[32]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2443,7 +2983,7 @@ func (x *Secret) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Secret.ProtoReflect.Descriptor instead.
 func (*Secret) Descriptor() ([]byte, []int) {
-	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{32}
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *Secret) GetId() string {
@@ -2508,7 +3048,7 @@ type PutSecretRequest struct {
 
 func (x *PutSecretRequest) Reset() {
 	*x = PutSecretRequest{}
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[33]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2520,7 +3060,7 @@ func (x *PutSecretRequest) String() string {
 func (*PutSecretRequest) ProtoMessage() {}
 
 func (x *PutSecretRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[33]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2533,7 +3073,7 @@ func (x *PutSecretRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutSecretRequest.ProtoReflect.Descriptor instead.
 func (*PutSecretRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{33}
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *PutSecretRequest) GetName() string {
@@ -2573,7 +3113,7 @@ type PutSecretResponse struct {
 
 func (x *PutSecretResponse) Reset() {
 	*x = PutSecretResponse{}
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[34]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2585,7 +3125,7 @@ func (x *PutSecretResponse) String() string {
 func (*PutSecretResponse) ProtoMessage() {}
 
 func (x *PutSecretResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[34]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2598,7 +3138,7 @@ func (x *PutSecretResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutSecretResponse.ProtoReflect.Descriptor instead.
 func (*PutSecretResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{34}
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *PutSecretResponse) GetSecret() *Secret {
@@ -2617,7 +3157,7 @@ type DeleteSecretRequest struct {
 
 func (x *DeleteSecretRequest) Reset() {
 	*x = DeleteSecretRequest{}
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[35]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2629,7 +3169,7 @@ func (x *DeleteSecretRequest) String() string {
 func (*DeleteSecretRequest) ProtoMessage() {}
 
 func (x *DeleteSecretRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[35]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2642,7 +3182,7 @@ func (x *DeleteSecretRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSecretRequest.ProtoReflect.Descriptor instead.
 func (*DeleteSecretRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{35}
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *DeleteSecretRequest) GetId() string {
@@ -2660,7 +3200,7 @@ type DeleteSecretResponse struct {
 
 func (x *DeleteSecretResponse) Reset() {
 	*x = DeleteSecretResponse{}
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[36]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2672,7 +3212,7 @@ func (x *DeleteSecretResponse) String() string {
 func (*DeleteSecretResponse) ProtoMessage() {}
 
 func (x *DeleteSecretResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[36]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2685,7 +3225,7 @@ func (x *DeleteSecretResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSecretResponse.ProtoReflect.Descriptor instead.
 func (*DeleteSecretResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{36}
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{44}
 }
 
 type ListSecretsRequest struct {
@@ -2700,7 +3240,7 @@ type ListSecretsRequest struct {
 
 func (x *ListSecretsRequest) Reset() {
 	*x = ListSecretsRequest{}
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[37]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2712,7 +3252,7 @@ func (x *ListSecretsRequest) String() string {
 func (*ListSecretsRequest) ProtoMessage() {}
 
 func (x *ListSecretsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[37]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2725,7 +3265,7 @@ func (x *ListSecretsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSecretsRequest.ProtoReflect.Descriptor instead.
 func (*ListSecretsRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{37}
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ListSecretsRequest) GetName() string {
@@ -2759,7 +3299,7 @@ type ListSecretsResponse struct {
 
 func (x *ListSecretsResponse) Reset() {
 	*x = ListSecretsResponse{}
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[38]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2771,7 +3311,7 @@ func (x *ListSecretsResponse) String() string {
 func (*ListSecretsResponse) ProtoMessage() {}
 
 func (x *ListSecretsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[38]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2784,7 +3324,7 @@ func (x *ListSecretsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSecretsResponse.ProtoReflect.Descriptor instead.
 func (*ListSecretsResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{38}
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ListSecretsResponse) GetSecrets() []*Secret {
@@ -2831,7 +3371,7 @@ type OAuthProviderSpec struct {
 
 func (x *OAuthProviderSpec) Reset() {
 	*x = OAuthProviderSpec{}
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[39]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2843,7 +3383,7 @@ func (x *OAuthProviderSpec) String() string {
 func (*OAuthProviderSpec) ProtoMessage() {}
 
 func (x *OAuthProviderSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[39]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2856,7 +3396,7 @@ func (x *OAuthProviderSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OAuthProviderSpec.ProtoReflect.Descriptor instead.
 func (*OAuthProviderSpec) Descriptor() ([]byte, []int) {
-	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{39}
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *OAuthProviderSpec) GetName() string {
@@ -2945,7 +3485,7 @@ type OAuthProvider struct {
 
 func (x *OAuthProvider) Reset() {
 	*x = OAuthProvider{}
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[40]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2957,7 +3497,7 @@ func (x *OAuthProvider) String() string {
 func (*OAuthProvider) ProtoMessage() {}
 
 func (x *OAuthProvider) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[40]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2970,7 +3510,7 @@ func (x *OAuthProvider) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OAuthProvider.ProtoReflect.Descriptor instead.
 func (*OAuthProvider) Descriptor() ([]byte, []int) {
-	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{40}
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *OAuthProvider) GetSpec() *OAuthProviderSpec {
@@ -3021,7 +3561,7 @@ type PutOAuthProviderRequest struct {
 
 func (x *PutOAuthProviderRequest) Reset() {
 	*x = PutOAuthProviderRequest{}
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[41]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3033,7 +3573,7 @@ func (x *PutOAuthProviderRequest) String() string {
 func (*PutOAuthProviderRequest) ProtoMessage() {}
 
 func (x *PutOAuthProviderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[41]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3046,7 +3586,7 @@ func (x *PutOAuthProviderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutOAuthProviderRequest.ProtoReflect.Descriptor instead.
 func (*PutOAuthProviderRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{41}
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *PutOAuthProviderRequest) GetProvider() *OAuthProviderSpec {
@@ -3079,7 +3619,7 @@ type PutOAuthProviderResponse struct {
 
 func (x *PutOAuthProviderResponse) Reset() {
 	*x = PutOAuthProviderResponse{}
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[42]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3091,7 +3631,7 @@ func (x *PutOAuthProviderResponse) String() string {
 func (*PutOAuthProviderResponse) ProtoMessage() {}
 
 func (x *PutOAuthProviderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[42]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3104,7 +3644,7 @@ func (x *PutOAuthProviderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutOAuthProviderResponse.ProtoReflect.Descriptor instead.
 func (*PutOAuthProviderResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{42}
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *PutOAuthProviderResponse) GetProvider() *OAuthProvider {
@@ -3123,7 +3663,7 @@ type DeleteOAuthProviderRequest struct {
 
 func (x *DeleteOAuthProviderRequest) Reset() {
 	*x = DeleteOAuthProviderRequest{}
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[43]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3135,7 +3675,7 @@ func (x *DeleteOAuthProviderRequest) String() string {
 func (*DeleteOAuthProviderRequest) ProtoMessage() {}
 
 func (x *DeleteOAuthProviderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[43]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3148,7 +3688,7 @@ func (x *DeleteOAuthProviderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteOAuthProviderRequest.ProtoReflect.Descriptor instead.
 func (*DeleteOAuthProviderRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{43}
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *DeleteOAuthProviderRequest) GetName() string {
@@ -3166,7 +3706,7 @@ type DeleteOAuthProviderResponse struct {
 
 func (x *DeleteOAuthProviderResponse) Reset() {
 	*x = DeleteOAuthProviderResponse{}
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[44]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3178,7 +3718,7 @@ func (x *DeleteOAuthProviderResponse) String() string {
 func (*DeleteOAuthProviderResponse) ProtoMessage() {}
 
 func (x *DeleteOAuthProviderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[44]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3191,7 +3731,7 @@ func (x *DeleteOAuthProviderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteOAuthProviderResponse.ProtoReflect.Descriptor instead.
 func (*DeleteOAuthProviderResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{44}
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{52}
 }
 
 type ListOAuthProvidersRequest struct {
@@ -3202,7 +3742,7 @@ type ListOAuthProvidersRequest struct {
 
 func (x *ListOAuthProvidersRequest) Reset() {
 	*x = ListOAuthProvidersRequest{}
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[45]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3214,7 +3754,7 @@ func (x *ListOAuthProvidersRequest) String() string {
 func (*ListOAuthProvidersRequest) ProtoMessage() {}
 
 func (x *ListOAuthProvidersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[45]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3227,7 +3767,7 @@ func (x *ListOAuthProvidersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOAuthProvidersRequest.ProtoReflect.Descriptor instead.
 func (*ListOAuthProvidersRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{45}
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{53}
 }
 
 type ListOAuthProvidersResponse struct {
@@ -3239,7 +3779,7 @@ type ListOAuthProvidersResponse struct {
 
 func (x *ListOAuthProvidersResponse) Reset() {
 	*x = ListOAuthProvidersResponse{}
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[46]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3251,7 +3791,7 @@ func (x *ListOAuthProvidersResponse) String() string {
 func (*ListOAuthProvidersResponse) ProtoMessage() {}
 
 func (x *ListOAuthProvidersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[46]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3264,7 +3804,7 @@ func (x *ListOAuthProvidersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOAuthProvidersResponse.ProtoReflect.Descriptor instead.
 func (*ListOAuthProvidersResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{46}
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ListOAuthProvidersResponse) GetProviders() []*OAuthProvider {
@@ -3285,7 +3825,7 @@ type ConnectAccountRequest struct {
 
 func (x *ConnectAccountRequest) Reset() {
 	*x = ConnectAccountRequest{}
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[47]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3297,7 +3837,7 @@ func (x *ConnectAccountRequest) String() string {
 func (*ConnectAccountRequest) ProtoMessage() {}
 
 func (x *ConnectAccountRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[47]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3310,7 +3850,7 @@ func (x *ConnectAccountRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConnectAccountRequest.ProtoReflect.Descriptor instead.
 func (*ConnectAccountRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{47}
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ConnectAccountRequest) GetProvider() string {
@@ -3338,7 +3878,7 @@ type ConnectAccountResponse struct {
 
 func (x *ConnectAccountResponse) Reset() {
 	*x = ConnectAccountResponse{}
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[48]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3350,7 +3890,7 @@ func (x *ConnectAccountResponse) String() string {
 func (*ConnectAccountResponse) ProtoMessage() {}
 
 func (x *ConnectAccountResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[48]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3363,7 +3903,7 @@ func (x *ConnectAccountResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConnectAccountResponse.ProtoReflect.Descriptor instead.
 func (*ConnectAccountResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{48}
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ConnectAccountResponse) GetUrl() string {
@@ -3400,7 +3940,7 @@ type OAuthConnection struct {
 
 func (x *OAuthConnection) Reset() {
 	*x = OAuthConnection{}
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[49]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3412,7 +3952,7 @@ func (x *OAuthConnection) String() string {
 func (*OAuthConnection) ProtoMessage() {}
 
 func (x *OAuthConnection) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[49]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3425,7 +3965,7 @@ func (x *OAuthConnection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OAuthConnection.ProtoReflect.Descriptor instead.
 func (*OAuthConnection) Descriptor() ([]byte, []int) {
-	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{49}
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *OAuthConnection) GetProvider() string {
@@ -3496,7 +4036,7 @@ type ListConnectionsRequest struct {
 
 func (x *ListConnectionsRequest) Reset() {
 	*x = ListConnectionsRequest{}
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[50]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3508,7 +4048,7 @@ func (x *ListConnectionsRequest) String() string {
 func (*ListConnectionsRequest) ProtoMessage() {}
 
 func (x *ListConnectionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[50]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3521,7 +4061,7 @@ func (x *ListConnectionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListConnectionsRequest.ProtoReflect.Descriptor instead.
 func (*ListConnectionsRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{50}
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *ListConnectionsRequest) GetProvider() string {
@@ -3547,7 +4087,7 @@ type ListConnectionsResponse struct {
 
 func (x *ListConnectionsResponse) Reset() {
 	*x = ListConnectionsResponse{}
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[51]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3559,7 +4099,7 @@ func (x *ListConnectionsResponse) String() string {
 func (*ListConnectionsResponse) ProtoMessage() {}
 
 func (x *ListConnectionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[51]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3572,7 +4112,7 @@ func (x *ListConnectionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListConnectionsResponse.ProtoReflect.Descriptor instead.
 func (*ListConnectionsResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{51}
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ListConnectionsResponse) GetConnections() []*OAuthConnection {
@@ -3593,7 +4133,7 @@ type RevokeConnectionRequest struct {
 
 func (x *RevokeConnectionRequest) Reset() {
 	*x = RevokeConnectionRequest{}
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[52]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3605,7 +4145,7 @@ func (x *RevokeConnectionRequest) String() string {
 func (*RevokeConnectionRequest) ProtoMessage() {}
 
 func (x *RevokeConnectionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[52]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3618,7 +4158,7 @@ func (x *RevokeConnectionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeConnectionRequest.ProtoReflect.Descriptor instead.
 func (*RevokeConnectionRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{52}
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *RevokeConnectionRequest) GetProvider() string {
@@ -3643,7 +4183,7 @@ type RevokeConnectionResponse struct {
 
 func (x *RevokeConnectionResponse) Reset() {
 	*x = RevokeConnectionResponse{}
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[53]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3655,7 +4195,7 @@ func (x *RevokeConnectionResponse) String() string {
 func (*RevokeConnectionResponse) ProtoMessage() {}
 
 func (x *RevokeConnectionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[53]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3668,7 +4208,7 @@ func (x *RevokeConnectionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeConnectionResponse.ProtoReflect.Descriptor instead.
 func (*RevokeConnectionResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{53}
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{61}
 }
 
 // SigningKey is a JWT signing key's public half, as every service verifies with it.
@@ -3689,7 +4229,7 @@ type SigningKey struct {
 
 func (x *SigningKey) Reset() {
 	*x = SigningKey{}
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[54]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3701,7 +4241,7 @@ func (x *SigningKey) String() string {
 func (*SigningKey) ProtoMessage() {}
 
 func (x *SigningKey) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[54]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3714,7 +4254,7 @@ func (x *SigningKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SigningKey.ProtoReflect.Descriptor instead.
 func (*SigningKey) Descriptor() ([]byte, []int) {
-	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{54}
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *SigningKey) GetKid() string {
@@ -3767,7 +4307,7 @@ type AddSigningKeyRequest struct {
 
 func (x *AddSigningKeyRequest) Reset() {
 	*x = AddSigningKeyRequest{}
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[55]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3779,7 +4319,7 @@ func (x *AddSigningKeyRequest) String() string {
 func (*AddSigningKeyRequest) ProtoMessage() {}
 
 func (x *AddSigningKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[55]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3792,7 +4332,7 @@ func (x *AddSigningKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddSigningKeyRequest.ProtoReflect.Descriptor instead.
 func (*AddSigningKeyRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{55}
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{63}
 }
 
 type AddSigningKeyResponse struct {
@@ -3804,7 +4344,7 @@ type AddSigningKeyResponse struct {
 
 func (x *AddSigningKeyResponse) Reset() {
 	*x = AddSigningKeyResponse{}
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[56]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3816,7 +4356,7 @@ func (x *AddSigningKeyResponse) String() string {
 func (*AddSigningKeyResponse) ProtoMessage() {}
 
 func (x *AddSigningKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[56]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3829,7 +4369,7 @@ func (x *AddSigningKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddSigningKeyResponse.ProtoReflect.Descriptor instead.
 func (*AddSigningKeyResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{56}
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *AddSigningKeyResponse) GetKey() *SigningKey {
@@ -3848,7 +4388,7 @@ type RetireSigningKeyRequest struct {
 
 func (x *RetireSigningKeyRequest) Reset() {
 	*x = RetireSigningKeyRequest{}
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[57]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3860,7 +4400,7 @@ func (x *RetireSigningKeyRequest) String() string {
 func (*RetireSigningKeyRequest) ProtoMessage() {}
 
 func (x *RetireSigningKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[57]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3873,7 +4413,7 @@ func (x *RetireSigningKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetireSigningKeyRequest.ProtoReflect.Descriptor instead.
 func (*RetireSigningKeyRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{57}
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *RetireSigningKeyRequest) GetKid() string {
@@ -3891,7 +4431,7 @@ type RetireSigningKeyResponse struct {
 
 func (x *RetireSigningKeyResponse) Reset() {
 	*x = RetireSigningKeyResponse{}
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[58]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3903,7 +4443,7 @@ func (x *RetireSigningKeyResponse) String() string {
 func (*RetireSigningKeyResponse) ProtoMessage() {}
 
 func (x *RetireSigningKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[58]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3916,7 +4456,7 @@ func (x *RetireSigningKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetireSigningKeyResponse.ProtoReflect.Descriptor instead.
 func (*RetireSigningKeyResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{58}
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{66}
 }
 
 type ListSigningKeysRequest struct {
@@ -3927,7 +4467,7 @@ type ListSigningKeysRequest struct {
 
 func (x *ListSigningKeysRequest) Reset() {
 	*x = ListSigningKeysRequest{}
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[59]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3939,7 +4479,7 @@ func (x *ListSigningKeysRequest) String() string {
 func (*ListSigningKeysRequest) ProtoMessage() {}
 
 func (x *ListSigningKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[59]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3952,7 +4492,7 @@ func (x *ListSigningKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSigningKeysRequest.ProtoReflect.Descriptor instead.
 func (*ListSigningKeysRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{59}
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{67}
 }
 
 type ListSigningKeysResponse struct {
@@ -3964,7 +4504,7 @@ type ListSigningKeysResponse struct {
 
 func (x *ListSigningKeysResponse) Reset() {
 	*x = ListSigningKeysResponse{}
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[60]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3976,7 +4516,7 @@ func (x *ListSigningKeysResponse) String() string {
 func (*ListSigningKeysResponse) ProtoMessage() {}
 
 func (x *ListSigningKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[60]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3989,7 +4529,7 @@ func (x *ListSigningKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSigningKeysResponse.ProtoReflect.Descriptor instead.
 func (*ListSigningKeysResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{60}
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *ListSigningKeysResponse) GetKeys() []*SigningKey {
@@ -4014,7 +4554,7 @@ type IssueTokenRequest struct {
 
 func (x *IssueTokenRequest) Reset() {
 	*x = IssueTokenRequest{}
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[61]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4026,7 +4566,7 @@ func (x *IssueTokenRequest) String() string {
 func (*IssueTokenRequest) ProtoMessage() {}
 
 func (x *IssueTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[61]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4039,7 +4579,7 @@ func (x *IssueTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IssueTokenRequest.ProtoReflect.Descriptor instead.
 func (*IssueTokenRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{61}
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *IssueTokenRequest) GetAgentId() string {
@@ -4080,7 +4620,7 @@ type IssueTokenResponse struct {
 
 func (x *IssueTokenResponse) Reset() {
 	*x = IssueTokenResponse{}
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[62]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4092,7 +4632,7 @@ func (x *IssueTokenResponse) String() string {
 func (*IssueTokenResponse) ProtoMessage() {}
 
 func (x *IssueTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[62]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4105,7 +4645,7 @@ func (x *IssueTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IssueTokenResponse.ProtoReflect.Descriptor instead.
 func (*IssueTokenResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{62}
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *IssueTokenResponse) GetToken() string {
@@ -4135,7 +4675,7 @@ type SecretNeed struct {
 
 func (x *SecretNeed) Reset() {
 	*x = SecretNeed{}
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[63]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4147,7 +4687,7 @@ func (x *SecretNeed) String() string {
 func (*SecretNeed) ProtoMessage() {}
 
 func (x *SecretNeed) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[63]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4160,7 +4700,7 @@ func (x *SecretNeed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretNeed.ProtoReflect.Descriptor instead.
 func (*SecretNeed) Descriptor() ([]byte, []int) {
-	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{63}
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *SecretNeed) GetName() string {
@@ -4193,7 +4733,7 @@ type ResolveSecretsRequest struct {
 
 func (x *ResolveSecretsRequest) Reset() {
 	*x = ResolveSecretsRequest{}
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[64]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4205,7 +4745,7 @@ func (x *ResolveSecretsRequest) String() string {
 func (*ResolveSecretsRequest) ProtoMessage() {}
 
 func (x *ResolveSecretsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[64]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4218,7 +4758,7 @@ func (x *ResolveSecretsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveSecretsRequest.ProtoReflect.Descriptor instead.
 func (*ResolveSecretsRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{64}
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *ResolveSecretsRequest) GetTool() string {
@@ -4278,7 +4818,7 @@ type ResolvedSecret struct {
 
 func (x *ResolvedSecret) Reset() {
 	*x = ResolvedSecret{}
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[65]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4290,7 +4830,7 @@ func (x *ResolvedSecret) String() string {
 func (*ResolvedSecret) ProtoMessage() {}
 
 func (x *ResolvedSecret) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[65]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4303,7 +4843,7 @@ func (x *ResolvedSecret) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolvedSecret.ProtoReflect.Descriptor instead.
 func (*ResolvedSecret) Descriptor() ([]byte, []int) {
-	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{65}
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *ResolvedSecret) GetValue() string {
@@ -4345,7 +4885,7 @@ type ResolveSecretsResponse struct {
 
 func (x *ResolveSecretsResponse) Reset() {
 	*x = ResolveSecretsResponse{}
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[66]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4357,7 +4897,7 @@ func (x *ResolveSecretsResponse) String() string {
 func (*ResolveSecretsResponse) ProtoMessage() {}
 
 func (x *ResolveSecretsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[66]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4370,7 +4910,7 @@ func (x *ResolveSecretsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveSecretsResponse.ProtoReflect.Descriptor instead.
 func (*ResolveSecretsResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{66}
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *ResolveSecretsResponse) GetSecrets() []*ResolvedSecret {
@@ -4392,7 +4932,7 @@ type ConnectLinkRequest struct {
 
 func (x *ConnectLinkRequest) Reset() {
 	*x = ConnectLinkRequest{}
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[67]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4404,7 +4944,7 @@ func (x *ConnectLinkRequest) String() string {
 func (*ConnectLinkRequest) ProtoMessage() {}
 
 func (x *ConnectLinkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[67]
+	mi := &file_toolmesh_permission_v1_permission_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4417,7 +4957,7 @@ func (x *ConnectLinkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConnectLinkRequest.ProtoReflect.Descriptor instead.
 func (*ConnectLinkRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{67}
+	return file_toolmesh_permission_v1_permission_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *ConnectLinkRequest) GetProvider() string {
@@ -4576,6 +5116,35 @@ const file_toolmesh_permission_v1_permission_proto_rawDesc = "" +
 	"page_token\x18\x02 \x01(\tR\tpageToken\"{\n" +
 	"\x16ListRateLimitsResponse\x129\n" +
 	"\x06limits\x18\x01 \x03(\v2!.toolmesh.permission.v1.RateLimitR\x06limits\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x84\x02\n" +
+	"\n" +
+	"BudgetSpec\x12?\n" +
+	"\asubject\x18\x01 \x01(\x0e2%.toolmesh.permission.v1.BudgetSubjectR\asubject\x12\x16\n" +
+	"\x06target\x18\x02 \x01(\tR\x06target\x12<\n" +
+	"\x06period\x18\x03 \x01(\x0e2$.toolmesh.permission.v1.BudgetPeriodR\x06period\x12\x1a\n" +
+	"\bcurrency\x18\x04 \x01(\tR\bcurrency\x12!\n" +
+	"\flimit_micros\x18\x05 \x01(\x04R\vlimitMicros\x12 \n" +
+	"\vdescription\x18\x06 \x01(\tR\vdescription\"\xaa\x01\n" +
+	"\x06Budget\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x126\n" +
+	"\x04spec\x18\x02 \x01(\v2\".toolmesh.permission.v1.BudgetSpecR\x04spec\x12\x1d\n" +
+	"\n" +
+	"updated_by\x18\x03 \x01(\tR\tupdatedBy\x129\n" +
+	"\n" +
+	"updated_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"N\n" +
+	"\x10PutBudgetRequest\x12:\n" +
+	"\x06budget\x18\x01 \x01(\v2\".toolmesh.permission.v1.BudgetSpecR\x06budget\"K\n" +
+	"\x11PutBudgetResponse\x126\n" +
+	"\x06budget\x18\x01 \x01(\v2\x1e.toolmesh.permission.v1.BudgetR\x06budget\"%\n" +
+	"\x13DeleteBudgetRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"\x16\n" +
+	"\x14DeleteBudgetResponse\"P\n" +
+	"\x12ListBudgetsRequest\x12\x1b\n" +
+	"\tpage_size\x18\x01 \x01(\rR\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x02 \x01(\tR\tpageToken\"w\n" +
+	"\x13ListBudgetsResponse\x128\n" +
+	"\abudgets\x18\x01 \x03(\v2\x1e.toolmesh.permission.v1.BudgetR\abudgets\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xc9\x01\n" +
 	"\vSecretScope\x12C\n" +
 	"\ttool_kind\x18\x01 \x01(\x0e2&.toolmesh.permission.v1.SecretToolKindR\btoolKind\x12\x12\n" +
@@ -4739,7 +5308,16 @@ const file_toolmesh_permission_v1_permission_proto_rawDesc = "" +
 	"\x18RATE_LIMIT_SUBJECT_AGENT\x10\x01\x12\x1b\n" +
 	"\x17RATE_LIMIT_SUBJECT_USER\x10\x02\x12\x1b\n" +
 	"\x17RATE_LIMIT_SUBJECT_TOOL\x10\x03\x12\x1c\n" +
-	"\x18RATE_LIMIT_SUBJECT_GRANT\x10\x04*\x86\x01\n" +
+	"\x18RATE_LIMIT_SUBJECT_GRANT\x10\x04*|\n" +
+	"\rBudgetSubject\x12\x1e\n" +
+	"\x1aBUDGET_SUBJECT_UNSPECIFIED\x10\x00\x12\x18\n" +
+	"\x14BUDGET_SUBJECT_AGENT\x10\x01\x12\x17\n" +
+	"\x13BUDGET_SUBJECT_USER\x10\x02\x12\x18\n" +
+	"\x14BUDGET_SUBJECT_GRANT\x10\x03*]\n" +
+	"\fBudgetPeriod\x12\x1d\n" +
+	"\x19BUDGET_PERIOD_UNSPECIFIED\x10\x00\x12\x15\n" +
+	"\x11BUDGET_PERIOD_DAY\x10\x01\x12\x17\n" +
+	"\x13BUDGET_PERIOD_MONTH\x10\x02*\x86\x01\n" +
 	"\x0eSecretToolKind\x12 \n" +
 	"\x1cSECRET_TOOL_KIND_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15SECRET_TOOL_KIND_TOOL\x10\x01\x12\x19\n" +
@@ -4754,7 +5332,7 @@ const file_toolmesh_permission_v1_permission_proto_rawDesc = "" +
 	"\x0fSigningKeyState\x12!\n" +
 	"\x1dSIGNING_KEY_STATE_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18SIGNING_KEY_STATE_ACTIVE\x10\x01\x12\x1f\n" +
-	"\x1bSIGNING_KEY_STATE_VERIFYING\x10\x022\xb6\x14\n" +
+	"\x1bSIGNING_KEY_STATE_VERIFYING\x10\x022\xeb\x16\n" +
 	"\x11PermissionService\x12T\n" +
 	"\x05Grant\x12$.toolmesh.permission.v1.GrantRequest\x1a%.toolmesh.permission.v1.GrantResponse\x12W\n" +
 	"\x06Revoke\x12%.toolmesh.permission.v1.RevokeRequest\x1a&.toolmesh.permission.v1.RevokeResponse\x12f\n" +
@@ -4768,6 +5346,9 @@ const file_toolmesh_permission_v1_permission_proto_rawDesc = "" +
 	"\fPutRateLimit\x12+.toolmesh.permission.v1.PutRateLimitRequest\x1a,.toolmesh.permission.v1.PutRateLimitResponse\x12r\n" +
 	"\x0fDeleteRateLimit\x12..toolmesh.permission.v1.DeleteRateLimitRequest\x1a/.toolmesh.permission.v1.DeleteRateLimitResponse\x12o\n" +
 	"\x0eListRateLimits\x12-.toolmesh.permission.v1.ListRateLimitsRequest\x1a..toolmesh.permission.v1.ListRateLimitsResponse\x12`\n" +
+	"\tPutBudget\x12(.toolmesh.permission.v1.PutBudgetRequest\x1a).toolmesh.permission.v1.PutBudgetResponse\x12i\n" +
+	"\fDeleteBudget\x12+.toolmesh.permission.v1.DeleteBudgetRequest\x1a,.toolmesh.permission.v1.DeleteBudgetResponse\x12f\n" +
+	"\vListBudgets\x12*.toolmesh.permission.v1.ListBudgetsRequest\x1a+.toolmesh.permission.v1.ListBudgetsResponse\x12`\n" +
 	"\tPutSecret\x12(.toolmesh.permission.v1.PutSecretRequest\x1a).toolmesh.permission.v1.PutSecretResponse\x12i\n" +
 	"\fDeleteSecret\x12+.toolmesh.permission.v1.DeleteSecretRequest\x1a,.toolmesh.permission.v1.DeleteSecretResponse\x12f\n" +
 	"\vListSecrets\x12*.toolmesh.permission.v1.ListSecretsRequest\x1a+.toolmesh.permission.v1.ListSecretsResponse\x12u\n" +
@@ -4796,193 +5377,216 @@ func file_toolmesh_permission_v1_permission_proto_rawDescGZIP() []byte {
 	return file_toolmesh_permission_v1_permission_proto_rawDescData
 }
 
-var file_toolmesh_permission_v1_permission_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
-var file_toolmesh_permission_v1_permission_proto_msgTypes = make([]protoimpl.MessageInfo, 68)
+var file_toolmesh_permission_v1_permission_proto_enumTypes = make([]protoimpl.EnumInfo, 9)
+var file_toolmesh_permission_v1_permission_proto_msgTypes = make([]protoimpl.MessageInfo, 76)
 var file_toolmesh_permission_v1_permission_proto_goTypes = []any{
 	(PrincipalKind)(0),                  // 0: toolmesh.permission.v1.PrincipalKind
 	(ResourceKind)(0),                   // 1: toolmesh.permission.v1.ResourceKind
 	(Effect)(0),                         // 2: toolmesh.permission.v1.Effect
 	(RateLimitSubject)(0),               // 3: toolmesh.permission.v1.RateLimitSubject
-	(SecretToolKind)(0),                 // 4: toolmesh.permission.v1.SecretToolKind
-	(SecretHolderKind)(0),               // 5: toolmesh.permission.v1.SecretHolderKind
-	(SigningKeyState)(0),                // 6: toolmesh.permission.v1.SigningKeyState
-	(*PrincipalRef)(nil),                // 7: toolmesh.permission.v1.PrincipalRef
-	(*Resource)(nil),                    // 8: toolmesh.permission.v1.Resource
-	(*GrantSpec)(nil),                   // 9: toolmesh.permission.v1.GrantSpec
-	(*Grant)(nil),                       // 10: toolmesh.permission.v1.Grant
-	(*GrantRequest)(nil),                // 11: toolmesh.permission.v1.GrantRequest
-	(*GrantResponse)(nil),               // 12: toolmesh.permission.v1.GrantResponse
-	(*RevokeRequest)(nil),               // 13: toolmesh.permission.v1.RevokeRequest
-	(*RevokeResponse)(nil),              // 14: toolmesh.permission.v1.RevokeResponse
-	(*UpdateGrantRequest)(nil),          // 15: toolmesh.permission.v1.UpdateGrantRequest
-	(*UpdateGrantResponse)(nil),         // 16: toolmesh.permission.v1.UpdateGrantResponse
-	(*ListGrantsRequest)(nil),           // 17: toolmesh.permission.v1.ListGrantsRequest
-	(*ListGrantsResponse)(nil),          // 18: toolmesh.permission.v1.ListGrantsResponse
-	(*CheckRequest)(nil),                // 19: toolmesh.permission.v1.CheckRequest
-	(*Decision)(nil),                    // 20: toolmesh.permission.v1.Decision
-	(*CheckResponse)(nil),               // 21: toolmesh.permission.v1.CheckResponse
-	(*ApiKey)(nil),                      // 22: toolmesh.permission.v1.ApiKey
-	(*CreateApiKeyRequest)(nil),         // 23: toolmesh.permission.v1.CreateApiKeyRequest
-	(*CreateApiKeyResponse)(nil),        // 24: toolmesh.permission.v1.CreateApiKeyResponse
-	(*RevokeApiKeyRequest)(nil),         // 25: toolmesh.permission.v1.RevokeApiKeyRequest
-	(*RevokeApiKeyResponse)(nil),        // 26: toolmesh.permission.v1.RevokeApiKeyResponse
-	(*ListApiKeysRequest)(nil),          // 27: toolmesh.permission.v1.ListApiKeysRequest
-	(*ListApiKeysResponse)(nil),         // 28: toolmesh.permission.v1.ListApiKeysResponse
-	(*ApiKeyRecord)(nil),                // 29: toolmesh.permission.v1.ApiKeyRecord
-	(*RateLimitSpec)(nil),               // 30: toolmesh.permission.v1.RateLimitSpec
-	(*RateLimit)(nil),                   // 31: toolmesh.permission.v1.RateLimit
-	(*PutRateLimitRequest)(nil),         // 32: toolmesh.permission.v1.PutRateLimitRequest
-	(*PutRateLimitResponse)(nil),        // 33: toolmesh.permission.v1.PutRateLimitResponse
-	(*DeleteRateLimitRequest)(nil),      // 34: toolmesh.permission.v1.DeleteRateLimitRequest
-	(*DeleteRateLimitResponse)(nil),     // 35: toolmesh.permission.v1.DeleteRateLimitResponse
-	(*ListRateLimitsRequest)(nil),       // 36: toolmesh.permission.v1.ListRateLimitsRequest
-	(*ListRateLimitsResponse)(nil),      // 37: toolmesh.permission.v1.ListRateLimitsResponse
-	(*SecretScope)(nil),                 // 38: toolmesh.permission.v1.SecretScope
-	(*Secret)(nil),                      // 39: toolmesh.permission.v1.Secret
-	(*PutSecretRequest)(nil),            // 40: toolmesh.permission.v1.PutSecretRequest
-	(*PutSecretResponse)(nil),           // 41: toolmesh.permission.v1.PutSecretResponse
-	(*DeleteSecretRequest)(nil),         // 42: toolmesh.permission.v1.DeleteSecretRequest
-	(*DeleteSecretResponse)(nil),        // 43: toolmesh.permission.v1.DeleteSecretResponse
-	(*ListSecretsRequest)(nil),          // 44: toolmesh.permission.v1.ListSecretsRequest
-	(*ListSecretsResponse)(nil),         // 45: toolmesh.permission.v1.ListSecretsResponse
-	(*OAuthProviderSpec)(nil),           // 46: toolmesh.permission.v1.OAuthProviderSpec
-	(*OAuthProvider)(nil),               // 47: toolmesh.permission.v1.OAuthProvider
-	(*PutOAuthProviderRequest)(nil),     // 48: toolmesh.permission.v1.PutOAuthProviderRequest
-	(*PutOAuthProviderResponse)(nil),    // 49: toolmesh.permission.v1.PutOAuthProviderResponse
-	(*DeleteOAuthProviderRequest)(nil),  // 50: toolmesh.permission.v1.DeleteOAuthProviderRequest
-	(*DeleteOAuthProviderResponse)(nil), // 51: toolmesh.permission.v1.DeleteOAuthProviderResponse
-	(*ListOAuthProvidersRequest)(nil),   // 52: toolmesh.permission.v1.ListOAuthProvidersRequest
-	(*ListOAuthProvidersResponse)(nil),  // 53: toolmesh.permission.v1.ListOAuthProvidersResponse
-	(*ConnectAccountRequest)(nil),       // 54: toolmesh.permission.v1.ConnectAccountRequest
-	(*ConnectAccountResponse)(nil),      // 55: toolmesh.permission.v1.ConnectAccountResponse
-	(*OAuthConnection)(nil),             // 56: toolmesh.permission.v1.OAuthConnection
-	(*ListConnectionsRequest)(nil),      // 57: toolmesh.permission.v1.ListConnectionsRequest
-	(*ListConnectionsResponse)(nil),     // 58: toolmesh.permission.v1.ListConnectionsResponse
-	(*RevokeConnectionRequest)(nil),     // 59: toolmesh.permission.v1.RevokeConnectionRequest
-	(*RevokeConnectionResponse)(nil),    // 60: toolmesh.permission.v1.RevokeConnectionResponse
-	(*SigningKey)(nil),                  // 61: toolmesh.permission.v1.SigningKey
-	(*AddSigningKeyRequest)(nil),        // 62: toolmesh.permission.v1.AddSigningKeyRequest
-	(*AddSigningKeyResponse)(nil),       // 63: toolmesh.permission.v1.AddSigningKeyResponse
-	(*RetireSigningKeyRequest)(nil),     // 64: toolmesh.permission.v1.RetireSigningKeyRequest
-	(*RetireSigningKeyResponse)(nil),    // 65: toolmesh.permission.v1.RetireSigningKeyResponse
-	(*ListSigningKeysRequest)(nil),      // 66: toolmesh.permission.v1.ListSigningKeysRequest
-	(*ListSigningKeysResponse)(nil),     // 67: toolmesh.permission.v1.ListSigningKeysResponse
-	(*IssueTokenRequest)(nil),           // 68: toolmesh.permission.v1.IssueTokenRequest
-	(*IssueTokenResponse)(nil),          // 69: toolmesh.permission.v1.IssueTokenResponse
-	(*SecretNeed)(nil),                  // 70: toolmesh.permission.v1.SecretNeed
-	(*ResolveSecretsRequest)(nil),       // 71: toolmesh.permission.v1.ResolveSecretsRequest
-	(*ResolvedSecret)(nil),              // 72: toolmesh.permission.v1.ResolvedSecret
-	(*ResolveSecretsResponse)(nil),      // 73: toolmesh.permission.v1.ResolveSecretsResponse
-	(*ConnectLinkRequest)(nil),          // 74: toolmesh.permission.v1.ConnectLinkRequest
-	(*timestamppb.Timestamp)(nil),       // 75: google.protobuf.Timestamp
+	(BudgetSubject)(0),                  // 4: toolmesh.permission.v1.BudgetSubject
+	(BudgetPeriod)(0),                   // 5: toolmesh.permission.v1.BudgetPeriod
+	(SecretToolKind)(0),                 // 6: toolmesh.permission.v1.SecretToolKind
+	(SecretHolderKind)(0),               // 7: toolmesh.permission.v1.SecretHolderKind
+	(SigningKeyState)(0),                // 8: toolmesh.permission.v1.SigningKeyState
+	(*PrincipalRef)(nil),                // 9: toolmesh.permission.v1.PrincipalRef
+	(*Resource)(nil),                    // 10: toolmesh.permission.v1.Resource
+	(*GrantSpec)(nil),                   // 11: toolmesh.permission.v1.GrantSpec
+	(*Grant)(nil),                       // 12: toolmesh.permission.v1.Grant
+	(*GrantRequest)(nil),                // 13: toolmesh.permission.v1.GrantRequest
+	(*GrantResponse)(nil),               // 14: toolmesh.permission.v1.GrantResponse
+	(*RevokeRequest)(nil),               // 15: toolmesh.permission.v1.RevokeRequest
+	(*RevokeResponse)(nil),              // 16: toolmesh.permission.v1.RevokeResponse
+	(*UpdateGrantRequest)(nil),          // 17: toolmesh.permission.v1.UpdateGrantRequest
+	(*UpdateGrantResponse)(nil),         // 18: toolmesh.permission.v1.UpdateGrantResponse
+	(*ListGrantsRequest)(nil),           // 19: toolmesh.permission.v1.ListGrantsRequest
+	(*ListGrantsResponse)(nil),          // 20: toolmesh.permission.v1.ListGrantsResponse
+	(*CheckRequest)(nil),                // 21: toolmesh.permission.v1.CheckRequest
+	(*Decision)(nil),                    // 22: toolmesh.permission.v1.Decision
+	(*CheckResponse)(nil),               // 23: toolmesh.permission.v1.CheckResponse
+	(*ApiKey)(nil),                      // 24: toolmesh.permission.v1.ApiKey
+	(*CreateApiKeyRequest)(nil),         // 25: toolmesh.permission.v1.CreateApiKeyRequest
+	(*CreateApiKeyResponse)(nil),        // 26: toolmesh.permission.v1.CreateApiKeyResponse
+	(*RevokeApiKeyRequest)(nil),         // 27: toolmesh.permission.v1.RevokeApiKeyRequest
+	(*RevokeApiKeyResponse)(nil),        // 28: toolmesh.permission.v1.RevokeApiKeyResponse
+	(*ListApiKeysRequest)(nil),          // 29: toolmesh.permission.v1.ListApiKeysRequest
+	(*ListApiKeysResponse)(nil),         // 30: toolmesh.permission.v1.ListApiKeysResponse
+	(*ApiKeyRecord)(nil),                // 31: toolmesh.permission.v1.ApiKeyRecord
+	(*RateLimitSpec)(nil),               // 32: toolmesh.permission.v1.RateLimitSpec
+	(*RateLimit)(nil),                   // 33: toolmesh.permission.v1.RateLimit
+	(*PutRateLimitRequest)(nil),         // 34: toolmesh.permission.v1.PutRateLimitRequest
+	(*PutRateLimitResponse)(nil),        // 35: toolmesh.permission.v1.PutRateLimitResponse
+	(*DeleteRateLimitRequest)(nil),      // 36: toolmesh.permission.v1.DeleteRateLimitRequest
+	(*DeleteRateLimitResponse)(nil),     // 37: toolmesh.permission.v1.DeleteRateLimitResponse
+	(*ListRateLimitsRequest)(nil),       // 38: toolmesh.permission.v1.ListRateLimitsRequest
+	(*ListRateLimitsResponse)(nil),      // 39: toolmesh.permission.v1.ListRateLimitsResponse
+	(*BudgetSpec)(nil),                  // 40: toolmesh.permission.v1.BudgetSpec
+	(*Budget)(nil),                      // 41: toolmesh.permission.v1.Budget
+	(*PutBudgetRequest)(nil),            // 42: toolmesh.permission.v1.PutBudgetRequest
+	(*PutBudgetResponse)(nil),           // 43: toolmesh.permission.v1.PutBudgetResponse
+	(*DeleteBudgetRequest)(nil),         // 44: toolmesh.permission.v1.DeleteBudgetRequest
+	(*DeleteBudgetResponse)(nil),        // 45: toolmesh.permission.v1.DeleteBudgetResponse
+	(*ListBudgetsRequest)(nil),          // 46: toolmesh.permission.v1.ListBudgetsRequest
+	(*ListBudgetsResponse)(nil),         // 47: toolmesh.permission.v1.ListBudgetsResponse
+	(*SecretScope)(nil),                 // 48: toolmesh.permission.v1.SecretScope
+	(*Secret)(nil),                      // 49: toolmesh.permission.v1.Secret
+	(*PutSecretRequest)(nil),            // 50: toolmesh.permission.v1.PutSecretRequest
+	(*PutSecretResponse)(nil),           // 51: toolmesh.permission.v1.PutSecretResponse
+	(*DeleteSecretRequest)(nil),         // 52: toolmesh.permission.v1.DeleteSecretRequest
+	(*DeleteSecretResponse)(nil),        // 53: toolmesh.permission.v1.DeleteSecretResponse
+	(*ListSecretsRequest)(nil),          // 54: toolmesh.permission.v1.ListSecretsRequest
+	(*ListSecretsResponse)(nil),         // 55: toolmesh.permission.v1.ListSecretsResponse
+	(*OAuthProviderSpec)(nil),           // 56: toolmesh.permission.v1.OAuthProviderSpec
+	(*OAuthProvider)(nil),               // 57: toolmesh.permission.v1.OAuthProvider
+	(*PutOAuthProviderRequest)(nil),     // 58: toolmesh.permission.v1.PutOAuthProviderRequest
+	(*PutOAuthProviderResponse)(nil),    // 59: toolmesh.permission.v1.PutOAuthProviderResponse
+	(*DeleteOAuthProviderRequest)(nil),  // 60: toolmesh.permission.v1.DeleteOAuthProviderRequest
+	(*DeleteOAuthProviderResponse)(nil), // 61: toolmesh.permission.v1.DeleteOAuthProviderResponse
+	(*ListOAuthProvidersRequest)(nil),   // 62: toolmesh.permission.v1.ListOAuthProvidersRequest
+	(*ListOAuthProvidersResponse)(nil),  // 63: toolmesh.permission.v1.ListOAuthProvidersResponse
+	(*ConnectAccountRequest)(nil),       // 64: toolmesh.permission.v1.ConnectAccountRequest
+	(*ConnectAccountResponse)(nil),      // 65: toolmesh.permission.v1.ConnectAccountResponse
+	(*OAuthConnection)(nil),             // 66: toolmesh.permission.v1.OAuthConnection
+	(*ListConnectionsRequest)(nil),      // 67: toolmesh.permission.v1.ListConnectionsRequest
+	(*ListConnectionsResponse)(nil),     // 68: toolmesh.permission.v1.ListConnectionsResponse
+	(*RevokeConnectionRequest)(nil),     // 69: toolmesh.permission.v1.RevokeConnectionRequest
+	(*RevokeConnectionResponse)(nil),    // 70: toolmesh.permission.v1.RevokeConnectionResponse
+	(*SigningKey)(nil),                  // 71: toolmesh.permission.v1.SigningKey
+	(*AddSigningKeyRequest)(nil),        // 72: toolmesh.permission.v1.AddSigningKeyRequest
+	(*AddSigningKeyResponse)(nil),       // 73: toolmesh.permission.v1.AddSigningKeyResponse
+	(*RetireSigningKeyRequest)(nil),     // 74: toolmesh.permission.v1.RetireSigningKeyRequest
+	(*RetireSigningKeyResponse)(nil),    // 75: toolmesh.permission.v1.RetireSigningKeyResponse
+	(*ListSigningKeysRequest)(nil),      // 76: toolmesh.permission.v1.ListSigningKeysRequest
+	(*ListSigningKeysResponse)(nil),     // 77: toolmesh.permission.v1.ListSigningKeysResponse
+	(*IssueTokenRequest)(nil),           // 78: toolmesh.permission.v1.IssueTokenRequest
+	(*IssueTokenResponse)(nil),          // 79: toolmesh.permission.v1.IssueTokenResponse
+	(*SecretNeed)(nil),                  // 80: toolmesh.permission.v1.SecretNeed
+	(*ResolveSecretsRequest)(nil),       // 81: toolmesh.permission.v1.ResolveSecretsRequest
+	(*ResolvedSecret)(nil),              // 82: toolmesh.permission.v1.ResolvedSecret
+	(*ResolveSecretsResponse)(nil),      // 83: toolmesh.permission.v1.ResolveSecretsResponse
+	(*ConnectLinkRequest)(nil),          // 84: toolmesh.permission.v1.ConnectLinkRequest
+	(*timestamppb.Timestamp)(nil),       // 85: google.protobuf.Timestamp
 }
 var file_toolmesh_permission_v1_permission_proto_depIdxs = []int32{
 	0,  // 0: toolmesh.permission.v1.PrincipalRef.kind:type_name -> toolmesh.permission.v1.PrincipalKind
 	1,  // 1: toolmesh.permission.v1.Resource.kind:type_name -> toolmesh.permission.v1.ResourceKind
-	7,  // 2: toolmesh.permission.v1.GrantSpec.principal:type_name -> toolmesh.permission.v1.PrincipalRef
-	8,  // 3: toolmesh.permission.v1.GrantSpec.resource:type_name -> toolmesh.permission.v1.Resource
+	9,  // 2: toolmesh.permission.v1.GrantSpec.principal:type_name -> toolmesh.permission.v1.PrincipalRef
+	10, // 3: toolmesh.permission.v1.GrantSpec.resource:type_name -> toolmesh.permission.v1.Resource
 	2,  // 4: toolmesh.permission.v1.GrantSpec.effect:type_name -> toolmesh.permission.v1.Effect
-	75, // 5: toolmesh.permission.v1.GrantSpec.expires_at:type_name -> google.protobuf.Timestamp
-	9,  // 6: toolmesh.permission.v1.Grant.spec:type_name -> toolmesh.permission.v1.GrantSpec
-	75, // 7: toolmesh.permission.v1.Grant.created_at:type_name -> google.protobuf.Timestamp
-	75, // 8: toolmesh.permission.v1.Grant.updated_at:type_name -> google.protobuf.Timestamp
-	9,  // 9: toolmesh.permission.v1.GrantRequest.grant:type_name -> toolmesh.permission.v1.GrantSpec
-	10, // 10: toolmesh.permission.v1.GrantResponse.grant:type_name -> toolmesh.permission.v1.Grant
-	9,  // 11: toolmesh.permission.v1.UpdateGrantRequest.grant:type_name -> toolmesh.permission.v1.GrantSpec
-	10, // 12: toolmesh.permission.v1.UpdateGrantResponse.grant:type_name -> toolmesh.permission.v1.Grant
-	7,  // 13: toolmesh.permission.v1.ListGrantsRequest.principal:type_name -> toolmesh.permission.v1.PrincipalRef
-	10, // 14: toolmesh.permission.v1.ListGrantsResponse.grants:type_name -> toolmesh.permission.v1.Grant
-	20, // 15: toolmesh.permission.v1.CheckResponse.decision:type_name -> toolmesh.permission.v1.Decision
-	75, // 16: toolmesh.permission.v1.ApiKey.created_at:type_name -> google.protobuf.Timestamp
-	75, // 17: toolmesh.permission.v1.ApiKey.expires_at:type_name -> google.protobuf.Timestamp
-	75, // 18: toolmesh.permission.v1.CreateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
-	22, // 19: toolmesh.permission.v1.CreateApiKeyResponse.api_key:type_name -> toolmesh.permission.v1.ApiKey
-	22, // 20: toolmesh.permission.v1.ListApiKeysResponse.api_keys:type_name -> toolmesh.permission.v1.ApiKey
-	22, // 21: toolmesh.permission.v1.ApiKeyRecord.api_key:type_name -> toolmesh.permission.v1.ApiKey
+	85, // 5: toolmesh.permission.v1.GrantSpec.expires_at:type_name -> google.protobuf.Timestamp
+	11, // 6: toolmesh.permission.v1.Grant.spec:type_name -> toolmesh.permission.v1.GrantSpec
+	85, // 7: toolmesh.permission.v1.Grant.created_at:type_name -> google.protobuf.Timestamp
+	85, // 8: toolmesh.permission.v1.Grant.updated_at:type_name -> google.protobuf.Timestamp
+	11, // 9: toolmesh.permission.v1.GrantRequest.grant:type_name -> toolmesh.permission.v1.GrantSpec
+	12, // 10: toolmesh.permission.v1.GrantResponse.grant:type_name -> toolmesh.permission.v1.Grant
+	11, // 11: toolmesh.permission.v1.UpdateGrantRequest.grant:type_name -> toolmesh.permission.v1.GrantSpec
+	12, // 12: toolmesh.permission.v1.UpdateGrantResponse.grant:type_name -> toolmesh.permission.v1.Grant
+	9,  // 13: toolmesh.permission.v1.ListGrantsRequest.principal:type_name -> toolmesh.permission.v1.PrincipalRef
+	12, // 14: toolmesh.permission.v1.ListGrantsResponse.grants:type_name -> toolmesh.permission.v1.Grant
+	22, // 15: toolmesh.permission.v1.CheckResponse.decision:type_name -> toolmesh.permission.v1.Decision
+	85, // 16: toolmesh.permission.v1.ApiKey.created_at:type_name -> google.protobuf.Timestamp
+	85, // 17: toolmesh.permission.v1.ApiKey.expires_at:type_name -> google.protobuf.Timestamp
+	85, // 18: toolmesh.permission.v1.CreateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
+	24, // 19: toolmesh.permission.v1.CreateApiKeyResponse.api_key:type_name -> toolmesh.permission.v1.ApiKey
+	24, // 20: toolmesh.permission.v1.ListApiKeysResponse.api_keys:type_name -> toolmesh.permission.v1.ApiKey
+	24, // 21: toolmesh.permission.v1.ApiKeyRecord.api_key:type_name -> toolmesh.permission.v1.ApiKey
 	3,  // 22: toolmesh.permission.v1.RateLimitSpec.subject:type_name -> toolmesh.permission.v1.RateLimitSubject
-	30, // 23: toolmesh.permission.v1.RateLimit.spec:type_name -> toolmesh.permission.v1.RateLimitSpec
-	75, // 24: toolmesh.permission.v1.RateLimit.updated_at:type_name -> google.protobuf.Timestamp
-	30, // 25: toolmesh.permission.v1.PutRateLimitRequest.limit:type_name -> toolmesh.permission.v1.RateLimitSpec
-	31, // 26: toolmesh.permission.v1.PutRateLimitResponse.limit:type_name -> toolmesh.permission.v1.RateLimit
-	31, // 27: toolmesh.permission.v1.ListRateLimitsResponse.limits:type_name -> toolmesh.permission.v1.RateLimit
-	4,  // 28: toolmesh.permission.v1.SecretScope.tool_kind:type_name -> toolmesh.permission.v1.SecretToolKind
-	5,  // 29: toolmesh.permission.v1.SecretScope.holder_kind:type_name -> toolmesh.permission.v1.SecretHolderKind
-	38, // 30: toolmesh.permission.v1.Secret.scope:type_name -> toolmesh.permission.v1.SecretScope
-	75, // 31: toolmesh.permission.v1.Secret.updated_at:type_name -> google.protobuf.Timestamp
-	38, // 32: toolmesh.permission.v1.PutSecretRequest.scope:type_name -> toolmesh.permission.v1.SecretScope
-	39, // 33: toolmesh.permission.v1.PutSecretResponse.secret:type_name -> toolmesh.permission.v1.Secret
-	39, // 34: toolmesh.permission.v1.ListSecretsResponse.secrets:type_name -> toolmesh.permission.v1.Secret
-	46, // 35: toolmesh.permission.v1.OAuthProvider.spec:type_name -> toolmesh.permission.v1.OAuthProviderSpec
-	75, // 36: toolmesh.permission.v1.OAuthProvider.updated_at:type_name -> google.protobuf.Timestamp
-	46, // 37: toolmesh.permission.v1.PutOAuthProviderRequest.provider:type_name -> toolmesh.permission.v1.OAuthProviderSpec
-	47, // 38: toolmesh.permission.v1.PutOAuthProviderResponse.provider:type_name -> toolmesh.permission.v1.OAuthProvider
-	47, // 39: toolmesh.permission.v1.ListOAuthProvidersResponse.providers:type_name -> toolmesh.permission.v1.OAuthProvider
-	75, // 40: toolmesh.permission.v1.ConnectAccountResponse.expires_at:type_name -> google.protobuf.Timestamp
-	75, // 41: toolmesh.permission.v1.OAuthConnection.connected_at:type_name -> google.protobuf.Timestamp
-	75, // 42: toolmesh.permission.v1.OAuthConnection.access_expires_at:type_name -> google.protobuf.Timestamp
-	75, // 43: toolmesh.permission.v1.OAuthConnection.refreshed_at:type_name -> google.protobuf.Timestamp
-	56, // 44: toolmesh.permission.v1.ListConnectionsResponse.connections:type_name -> toolmesh.permission.v1.OAuthConnection
-	6,  // 45: toolmesh.permission.v1.SigningKey.state:type_name -> toolmesh.permission.v1.SigningKeyState
-	75, // 46: toolmesh.permission.v1.SigningKey.created_at:type_name -> google.protobuf.Timestamp
-	61, // 47: toolmesh.permission.v1.AddSigningKeyResponse.key:type_name -> toolmesh.permission.v1.SigningKey
-	61, // 48: toolmesh.permission.v1.ListSigningKeysResponse.keys:type_name -> toolmesh.permission.v1.SigningKey
-	75, // 49: toolmesh.permission.v1.IssueTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
-	70, // 50: toolmesh.permission.v1.ResolveSecretsRequest.needs:type_name -> toolmesh.permission.v1.SecretNeed
-	75, // 51: toolmesh.permission.v1.ResolvedSecret.expires_at:type_name -> google.protobuf.Timestamp
-	72, // 52: toolmesh.permission.v1.ResolveSecretsResponse.secrets:type_name -> toolmesh.permission.v1.ResolvedSecret
-	11, // 53: toolmesh.permission.v1.PermissionService.Grant:input_type -> toolmesh.permission.v1.GrantRequest
-	13, // 54: toolmesh.permission.v1.PermissionService.Revoke:input_type -> toolmesh.permission.v1.RevokeRequest
-	15, // 55: toolmesh.permission.v1.PermissionService.UpdateGrant:input_type -> toolmesh.permission.v1.UpdateGrantRequest
-	17, // 56: toolmesh.permission.v1.PermissionService.ListGrants:input_type -> toolmesh.permission.v1.ListGrantsRequest
-	19, // 57: toolmesh.permission.v1.PermissionService.Check:input_type -> toolmesh.permission.v1.CheckRequest
-	23, // 58: toolmesh.permission.v1.PermissionService.CreateApiKey:input_type -> toolmesh.permission.v1.CreateApiKeyRequest
-	25, // 59: toolmesh.permission.v1.PermissionService.RevokeApiKey:input_type -> toolmesh.permission.v1.RevokeApiKeyRequest
-	27, // 60: toolmesh.permission.v1.PermissionService.ListApiKeys:input_type -> toolmesh.permission.v1.ListApiKeysRequest
-	32, // 61: toolmesh.permission.v1.PermissionService.PutRateLimit:input_type -> toolmesh.permission.v1.PutRateLimitRequest
-	34, // 62: toolmesh.permission.v1.PermissionService.DeleteRateLimit:input_type -> toolmesh.permission.v1.DeleteRateLimitRequest
-	36, // 63: toolmesh.permission.v1.PermissionService.ListRateLimits:input_type -> toolmesh.permission.v1.ListRateLimitsRequest
-	40, // 64: toolmesh.permission.v1.PermissionService.PutSecret:input_type -> toolmesh.permission.v1.PutSecretRequest
-	42, // 65: toolmesh.permission.v1.PermissionService.DeleteSecret:input_type -> toolmesh.permission.v1.DeleteSecretRequest
-	44, // 66: toolmesh.permission.v1.PermissionService.ListSecrets:input_type -> toolmesh.permission.v1.ListSecretsRequest
-	48, // 67: toolmesh.permission.v1.PermissionService.PutOAuthProvider:input_type -> toolmesh.permission.v1.PutOAuthProviderRequest
-	50, // 68: toolmesh.permission.v1.PermissionService.DeleteOAuthProvider:input_type -> toolmesh.permission.v1.DeleteOAuthProviderRequest
-	52, // 69: toolmesh.permission.v1.PermissionService.ListOAuthProviders:input_type -> toolmesh.permission.v1.ListOAuthProvidersRequest
-	54, // 70: toolmesh.permission.v1.PermissionService.ConnectAccount:input_type -> toolmesh.permission.v1.ConnectAccountRequest
-	57, // 71: toolmesh.permission.v1.PermissionService.ListConnections:input_type -> toolmesh.permission.v1.ListConnectionsRequest
-	59, // 72: toolmesh.permission.v1.PermissionService.RevokeConnection:input_type -> toolmesh.permission.v1.RevokeConnectionRequest
-	62, // 73: toolmesh.permission.v1.PermissionService.AddSigningKey:input_type -> toolmesh.permission.v1.AddSigningKeyRequest
-	64, // 74: toolmesh.permission.v1.PermissionService.RetireSigningKey:input_type -> toolmesh.permission.v1.RetireSigningKeyRequest
-	66, // 75: toolmesh.permission.v1.PermissionService.ListSigningKeys:input_type -> toolmesh.permission.v1.ListSigningKeysRequest
-	68, // 76: toolmesh.permission.v1.PermissionService.IssueToken:input_type -> toolmesh.permission.v1.IssueTokenRequest
-	12, // 77: toolmesh.permission.v1.PermissionService.Grant:output_type -> toolmesh.permission.v1.GrantResponse
-	14, // 78: toolmesh.permission.v1.PermissionService.Revoke:output_type -> toolmesh.permission.v1.RevokeResponse
-	16, // 79: toolmesh.permission.v1.PermissionService.UpdateGrant:output_type -> toolmesh.permission.v1.UpdateGrantResponse
-	18, // 80: toolmesh.permission.v1.PermissionService.ListGrants:output_type -> toolmesh.permission.v1.ListGrantsResponse
-	21, // 81: toolmesh.permission.v1.PermissionService.Check:output_type -> toolmesh.permission.v1.CheckResponse
-	24, // 82: toolmesh.permission.v1.PermissionService.CreateApiKey:output_type -> toolmesh.permission.v1.CreateApiKeyResponse
-	26, // 83: toolmesh.permission.v1.PermissionService.RevokeApiKey:output_type -> toolmesh.permission.v1.RevokeApiKeyResponse
-	28, // 84: toolmesh.permission.v1.PermissionService.ListApiKeys:output_type -> toolmesh.permission.v1.ListApiKeysResponse
-	33, // 85: toolmesh.permission.v1.PermissionService.PutRateLimit:output_type -> toolmesh.permission.v1.PutRateLimitResponse
-	35, // 86: toolmesh.permission.v1.PermissionService.DeleteRateLimit:output_type -> toolmesh.permission.v1.DeleteRateLimitResponse
-	37, // 87: toolmesh.permission.v1.PermissionService.ListRateLimits:output_type -> toolmesh.permission.v1.ListRateLimitsResponse
-	41, // 88: toolmesh.permission.v1.PermissionService.PutSecret:output_type -> toolmesh.permission.v1.PutSecretResponse
-	43, // 89: toolmesh.permission.v1.PermissionService.DeleteSecret:output_type -> toolmesh.permission.v1.DeleteSecretResponse
-	45, // 90: toolmesh.permission.v1.PermissionService.ListSecrets:output_type -> toolmesh.permission.v1.ListSecretsResponse
-	49, // 91: toolmesh.permission.v1.PermissionService.PutOAuthProvider:output_type -> toolmesh.permission.v1.PutOAuthProviderResponse
-	51, // 92: toolmesh.permission.v1.PermissionService.DeleteOAuthProvider:output_type -> toolmesh.permission.v1.DeleteOAuthProviderResponse
-	53, // 93: toolmesh.permission.v1.PermissionService.ListOAuthProviders:output_type -> toolmesh.permission.v1.ListOAuthProvidersResponse
-	55, // 94: toolmesh.permission.v1.PermissionService.ConnectAccount:output_type -> toolmesh.permission.v1.ConnectAccountResponse
-	58, // 95: toolmesh.permission.v1.PermissionService.ListConnections:output_type -> toolmesh.permission.v1.ListConnectionsResponse
-	60, // 96: toolmesh.permission.v1.PermissionService.RevokeConnection:output_type -> toolmesh.permission.v1.RevokeConnectionResponse
-	63, // 97: toolmesh.permission.v1.PermissionService.AddSigningKey:output_type -> toolmesh.permission.v1.AddSigningKeyResponse
-	65, // 98: toolmesh.permission.v1.PermissionService.RetireSigningKey:output_type -> toolmesh.permission.v1.RetireSigningKeyResponse
-	67, // 99: toolmesh.permission.v1.PermissionService.ListSigningKeys:output_type -> toolmesh.permission.v1.ListSigningKeysResponse
-	69, // 100: toolmesh.permission.v1.PermissionService.IssueToken:output_type -> toolmesh.permission.v1.IssueTokenResponse
-	77, // [77:101] is the sub-list for method output_type
-	53, // [53:77] is the sub-list for method input_type
-	53, // [53:53] is the sub-list for extension type_name
-	53, // [53:53] is the sub-list for extension extendee
-	0,  // [0:53] is the sub-list for field type_name
+	32, // 23: toolmesh.permission.v1.RateLimit.spec:type_name -> toolmesh.permission.v1.RateLimitSpec
+	85, // 24: toolmesh.permission.v1.RateLimit.updated_at:type_name -> google.protobuf.Timestamp
+	32, // 25: toolmesh.permission.v1.PutRateLimitRequest.limit:type_name -> toolmesh.permission.v1.RateLimitSpec
+	33, // 26: toolmesh.permission.v1.PutRateLimitResponse.limit:type_name -> toolmesh.permission.v1.RateLimit
+	33, // 27: toolmesh.permission.v1.ListRateLimitsResponse.limits:type_name -> toolmesh.permission.v1.RateLimit
+	4,  // 28: toolmesh.permission.v1.BudgetSpec.subject:type_name -> toolmesh.permission.v1.BudgetSubject
+	5,  // 29: toolmesh.permission.v1.BudgetSpec.period:type_name -> toolmesh.permission.v1.BudgetPeriod
+	40, // 30: toolmesh.permission.v1.Budget.spec:type_name -> toolmesh.permission.v1.BudgetSpec
+	85, // 31: toolmesh.permission.v1.Budget.updated_at:type_name -> google.protobuf.Timestamp
+	40, // 32: toolmesh.permission.v1.PutBudgetRequest.budget:type_name -> toolmesh.permission.v1.BudgetSpec
+	41, // 33: toolmesh.permission.v1.PutBudgetResponse.budget:type_name -> toolmesh.permission.v1.Budget
+	41, // 34: toolmesh.permission.v1.ListBudgetsResponse.budgets:type_name -> toolmesh.permission.v1.Budget
+	6,  // 35: toolmesh.permission.v1.SecretScope.tool_kind:type_name -> toolmesh.permission.v1.SecretToolKind
+	7,  // 36: toolmesh.permission.v1.SecretScope.holder_kind:type_name -> toolmesh.permission.v1.SecretHolderKind
+	48, // 37: toolmesh.permission.v1.Secret.scope:type_name -> toolmesh.permission.v1.SecretScope
+	85, // 38: toolmesh.permission.v1.Secret.updated_at:type_name -> google.protobuf.Timestamp
+	48, // 39: toolmesh.permission.v1.PutSecretRequest.scope:type_name -> toolmesh.permission.v1.SecretScope
+	49, // 40: toolmesh.permission.v1.PutSecretResponse.secret:type_name -> toolmesh.permission.v1.Secret
+	49, // 41: toolmesh.permission.v1.ListSecretsResponse.secrets:type_name -> toolmesh.permission.v1.Secret
+	56, // 42: toolmesh.permission.v1.OAuthProvider.spec:type_name -> toolmesh.permission.v1.OAuthProviderSpec
+	85, // 43: toolmesh.permission.v1.OAuthProvider.updated_at:type_name -> google.protobuf.Timestamp
+	56, // 44: toolmesh.permission.v1.PutOAuthProviderRequest.provider:type_name -> toolmesh.permission.v1.OAuthProviderSpec
+	57, // 45: toolmesh.permission.v1.PutOAuthProviderResponse.provider:type_name -> toolmesh.permission.v1.OAuthProvider
+	57, // 46: toolmesh.permission.v1.ListOAuthProvidersResponse.providers:type_name -> toolmesh.permission.v1.OAuthProvider
+	85, // 47: toolmesh.permission.v1.ConnectAccountResponse.expires_at:type_name -> google.protobuf.Timestamp
+	85, // 48: toolmesh.permission.v1.OAuthConnection.connected_at:type_name -> google.protobuf.Timestamp
+	85, // 49: toolmesh.permission.v1.OAuthConnection.access_expires_at:type_name -> google.protobuf.Timestamp
+	85, // 50: toolmesh.permission.v1.OAuthConnection.refreshed_at:type_name -> google.protobuf.Timestamp
+	66, // 51: toolmesh.permission.v1.ListConnectionsResponse.connections:type_name -> toolmesh.permission.v1.OAuthConnection
+	8,  // 52: toolmesh.permission.v1.SigningKey.state:type_name -> toolmesh.permission.v1.SigningKeyState
+	85, // 53: toolmesh.permission.v1.SigningKey.created_at:type_name -> google.protobuf.Timestamp
+	71, // 54: toolmesh.permission.v1.AddSigningKeyResponse.key:type_name -> toolmesh.permission.v1.SigningKey
+	71, // 55: toolmesh.permission.v1.ListSigningKeysResponse.keys:type_name -> toolmesh.permission.v1.SigningKey
+	85, // 56: toolmesh.permission.v1.IssueTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
+	80, // 57: toolmesh.permission.v1.ResolveSecretsRequest.needs:type_name -> toolmesh.permission.v1.SecretNeed
+	85, // 58: toolmesh.permission.v1.ResolvedSecret.expires_at:type_name -> google.protobuf.Timestamp
+	82, // 59: toolmesh.permission.v1.ResolveSecretsResponse.secrets:type_name -> toolmesh.permission.v1.ResolvedSecret
+	13, // 60: toolmesh.permission.v1.PermissionService.Grant:input_type -> toolmesh.permission.v1.GrantRequest
+	15, // 61: toolmesh.permission.v1.PermissionService.Revoke:input_type -> toolmesh.permission.v1.RevokeRequest
+	17, // 62: toolmesh.permission.v1.PermissionService.UpdateGrant:input_type -> toolmesh.permission.v1.UpdateGrantRequest
+	19, // 63: toolmesh.permission.v1.PermissionService.ListGrants:input_type -> toolmesh.permission.v1.ListGrantsRequest
+	21, // 64: toolmesh.permission.v1.PermissionService.Check:input_type -> toolmesh.permission.v1.CheckRequest
+	25, // 65: toolmesh.permission.v1.PermissionService.CreateApiKey:input_type -> toolmesh.permission.v1.CreateApiKeyRequest
+	27, // 66: toolmesh.permission.v1.PermissionService.RevokeApiKey:input_type -> toolmesh.permission.v1.RevokeApiKeyRequest
+	29, // 67: toolmesh.permission.v1.PermissionService.ListApiKeys:input_type -> toolmesh.permission.v1.ListApiKeysRequest
+	34, // 68: toolmesh.permission.v1.PermissionService.PutRateLimit:input_type -> toolmesh.permission.v1.PutRateLimitRequest
+	36, // 69: toolmesh.permission.v1.PermissionService.DeleteRateLimit:input_type -> toolmesh.permission.v1.DeleteRateLimitRequest
+	38, // 70: toolmesh.permission.v1.PermissionService.ListRateLimits:input_type -> toolmesh.permission.v1.ListRateLimitsRequest
+	42, // 71: toolmesh.permission.v1.PermissionService.PutBudget:input_type -> toolmesh.permission.v1.PutBudgetRequest
+	44, // 72: toolmesh.permission.v1.PermissionService.DeleteBudget:input_type -> toolmesh.permission.v1.DeleteBudgetRequest
+	46, // 73: toolmesh.permission.v1.PermissionService.ListBudgets:input_type -> toolmesh.permission.v1.ListBudgetsRequest
+	50, // 74: toolmesh.permission.v1.PermissionService.PutSecret:input_type -> toolmesh.permission.v1.PutSecretRequest
+	52, // 75: toolmesh.permission.v1.PermissionService.DeleteSecret:input_type -> toolmesh.permission.v1.DeleteSecretRequest
+	54, // 76: toolmesh.permission.v1.PermissionService.ListSecrets:input_type -> toolmesh.permission.v1.ListSecretsRequest
+	58, // 77: toolmesh.permission.v1.PermissionService.PutOAuthProvider:input_type -> toolmesh.permission.v1.PutOAuthProviderRequest
+	60, // 78: toolmesh.permission.v1.PermissionService.DeleteOAuthProvider:input_type -> toolmesh.permission.v1.DeleteOAuthProviderRequest
+	62, // 79: toolmesh.permission.v1.PermissionService.ListOAuthProviders:input_type -> toolmesh.permission.v1.ListOAuthProvidersRequest
+	64, // 80: toolmesh.permission.v1.PermissionService.ConnectAccount:input_type -> toolmesh.permission.v1.ConnectAccountRequest
+	67, // 81: toolmesh.permission.v1.PermissionService.ListConnections:input_type -> toolmesh.permission.v1.ListConnectionsRequest
+	69, // 82: toolmesh.permission.v1.PermissionService.RevokeConnection:input_type -> toolmesh.permission.v1.RevokeConnectionRequest
+	72, // 83: toolmesh.permission.v1.PermissionService.AddSigningKey:input_type -> toolmesh.permission.v1.AddSigningKeyRequest
+	74, // 84: toolmesh.permission.v1.PermissionService.RetireSigningKey:input_type -> toolmesh.permission.v1.RetireSigningKeyRequest
+	76, // 85: toolmesh.permission.v1.PermissionService.ListSigningKeys:input_type -> toolmesh.permission.v1.ListSigningKeysRequest
+	78, // 86: toolmesh.permission.v1.PermissionService.IssueToken:input_type -> toolmesh.permission.v1.IssueTokenRequest
+	14, // 87: toolmesh.permission.v1.PermissionService.Grant:output_type -> toolmesh.permission.v1.GrantResponse
+	16, // 88: toolmesh.permission.v1.PermissionService.Revoke:output_type -> toolmesh.permission.v1.RevokeResponse
+	18, // 89: toolmesh.permission.v1.PermissionService.UpdateGrant:output_type -> toolmesh.permission.v1.UpdateGrantResponse
+	20, // 90: toolmesh.permission.v1.PermissionService.ListGrants:output_type -> toolmesh.permission.v1.ListGrantsResponse
+	23, // 91: toolmesh.permission.v1.PermissionService.Check:output_type -> toolmesh.permission.v1.CheckResponse
+	26, // 92: toolmesh.permission.v1.PermissionService.CreateApiKey:output_type -> toolmesh.permission.v1.CreateApiKeyResponse
+	28, // 93: toolmesh.permission.v1.PermissionService.RevokeApiKey:output_type -> toolmesh.permission.v1.RevokeApiKeyResponse
+	30, // 94: toolmesh.permission.v1.PermissionService.ListApiKeys:output_type -> toolmesh.permission.v1.ListApiKeysResponse
+	35, // 95: toolmesh.permission.v1.PermissionService.PutRateLimit:output_type -> toolmesh.permission.v1.PutRateLimitResponse
+	37, // 96: toolmesh.permission.v1.PermissionService.DeleteRateLimit:output_type -> toolmesh.permission.v1.DeleteRateLimitResponse
+	39, // 97: toolmesh.permission.v1.PermissionService.ListRateLimits:output_type -> toolmesh.permission.v1.ListRateLimitsResponse
+	43, // 98: toolmesh.permission.v1.PermissionService.PutBudget:output_type -> toolmesh.permission.v1.PutBudgetResponse
+	45, // 99: toolmesh.permission.v1.PermissionService.DeleteBudget:output_type -> toolmesh.permission.v1.DeleteBudgetResponse
+	47, // 100: toolmesh.permission.v1.PermissionService.ListBudgets:output_type -> toolmesh.permission.v1.ListBudgetsResponse
+	51, // 101: toolmesh.permission.v1.PermissionService.PutSecret:output_type -> toolmesh.permission.v1.PutSecretResponse
+	53, // 102: toolmesh.permission.v1.PermissionService.DeleteSecret:output_type -> toolmesh.permission.v1.DeleteSecretResponse
+	55, // 103: toolmesh.permission.v1.PermissionService.ListSecrets:output_type -> toolmesh.permission.v1.ListSecretsResponse
+	59, // 104: toolmesh.permission.v1.PermissionService.PutOAuthProvider:output_type -> toolmesh.permission.v1.PutOAuthProviderResponse
+	61, // 105: toolmesh.permission.v1.PermissionService.DeleteOAuthProvider:output_type -> toolmesh.permission.v1.DeleteOAuthProviderResponse
+	63, // 106: toolmesh.permission.v1.PermissionService.ListOAuthProviders:output_type -> toolmesh.permission.v1.ListOAuthProvidersResponse
+	65, // 107: toolmesh.permission.v1.PermissionService.ConnectAccount:output_type -> toolmesh.permission.v1.ConnectAccountResponse
+	68, // 108: toolmesh.permission.v1.PermissionService.ListConnections:output_type -> toolmesh.permission.v1.ListConnectionsResponse
+	70, // 109: toolmesh.permission.v1.PermissionService.RevokeConnection:output_type -> toolmesh.permission.v1.RevokeConnectionResponse
+	73, // 110: toolmesh.permission.v1.PermissionService.AddSigningKey:output_type -> toolmesh.permission.v1.AddSigningKeyResponse
+	75, // 111: toolmesh.permission.v1.PermissionService.RetireSigningKey:output_type -> toolmesh.permission.v1.RetireSigningKeyResponse
+	77, // 112: toolmesh.permission.v1.PermissionService.ListSigningKeys:output_type -> toolmesh.permission.v1.ListSigningKeysResponse
+	79, // 113: toolmesh.permission.v1.PermissionService.IssueToken:output_type -> toolmesh.permission.v1.IssueTokenResponse
+	87, // [87:114] is the sub-list for method output_type
+	60, // [60:87] is the sub-list for method input_type
+	60, // [60:60] is the sub-list for extension type_name
+	60, // [60:60] is the sub-list for extension extendee
+	0,  // [0:60] is the sub-list for field type_name
 }
 
 func init() { file_toolmesh_permission_v1_permission_proto_init() }
@@ -4995,8 +5599,8 @@ func file_toolmesh_permission_v1_permission_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolmesh_permission_v1_permission_proto_rawDesc), len(file_toolmesh_permission_v1_permission_proto_rawDesc)),
-			NumEnums:      7,
-			NumMessages:   68,
+			NumEnums:      9,
+			NumMessages:   76,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

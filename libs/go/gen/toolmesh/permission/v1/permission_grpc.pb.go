@@ -30,6 +30,9 @@ const (
 	PermissionService_PutRateLimit_FullMethodName        = "/toolmesh.permission.v1.PermissionService/PutRateLimit"
 	PermissionService_DeleteRateLimit_FullMethodName     = "/toolmesh.permission.v1.PermissionService/DeleteRateLimit"
 	PermissionService_ListRateLimits_FullMethodName      = "/toolmesh.permission.v1.PermissionService/ListRateLimits"
+	PermissionService_PutBudget_FullMethodName           = "/toolmesh.permission.v1.PermissionService/PutBudget"
+	PermissionService_DeleteBudget_FullMethodName        = "/toolmesh.permission.v1.PermissionService/DeleteBudget"
+	PermissionService_ListBudgets_FullMethodName         = "/toolmesh.permission.v1.PermissionService/ListBudgets"
 	PermissionService_PutSecret_FullMethodName           = "/toolmesh.permission.v1.PermissionService/PutSecret"
 	PermissionService_DeleteSecret_FullMethodName        = "/toolmesh.permission.v1.PermissionService/DeleteSecret"
 	PermissionService_ListSecrets_FullMethodName         = "/toolmesh.permission.v1.PermissionService/ListSecrets"
@@ -87,6 +90,16 @@ type PermissionServiceClient interface {
 	// ListRateLimits lists rate limits by id. Fails with INVALID_ARGUMENT (bad page token),
 	// UNAUTHENTICATED, PERMISSION_DENIED.
 	ListRateLimits(ctx context.Context, in *ListRateLimitsRequest, opts ...grpc.CallOption) (*ListRateLimitsResponse, error)
+	// PutBudget creates or replaces the budget of one agent, user or grant for a day or a month;
+	// the Dispatcher refuses a call that would exceed it within a second. Fails with
+	// INVALID_ARGUMENT, RESOURCE_EXHAUSTED (too many budgets), UNAUTHENTICATED, PERMISSION_DENIED.
+	PutBudget(ctx context.Context, in *PutBudgetRequest, opts ...grpc.CallOption) (*PutBudgetResponse, error)
+	// DeleteBudget removes a budget. Fails with INVALID_ARGUMENT, NOT_FOUND, UNAUTHENTICATED,
+	// PERMISSION_DENIED.
+	DeleteBudget(ctx context.Context, in *DeleteBudgetRequest, opts ...grpc.CallOption) (*DeleteBudgetResponse, error)
+	// ListBudgets lists budgets by id. Fails with INVALID_ARGUMENT (bad page token),
+	// UNAUTHENTICATED, PERMISSION_DENIED.
+	ListBudgets(ctx context.Context, in *ListBudgetsRequest, opts ...grpc.CallOption) (*ListBudgetsResponse, error)
 	// PutSecret stores a secret of the vault under a name and a scope, encrypted at rest; the same
 	// name and scope again replaces the value and bumps its version. The value never comes back out
 	// of any RPC. An admin may put any scope; a caller acting for a user may put secrets scoped to
@@ -254,6 +267,36 @@ func (c *permissionServiceClient) ListRateLimits(ctx context.Context, in *ListRa
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ListRateLimitsResponse)
 	err := c.cc.Invoke(ctx, PermissionService_ListRateLimits_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *permissionServiceClient) PutBudget(ctx context.Context, in *PutBudgetRequest, opts ...grpc.CallOption) (*PutBudgetResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PutBudgetResponse)
+	err := c.cc.Invoke(ctx, PermissionService_PutBudget_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *permissionServiceClient) DeleteBudget(ctx context.Context, in *DeleteBudgetRequest, opts ...grpc.CallOption) (*DeleteBudgetResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteBudgetResponse)
+	err := c.cc.Invoke(ctx, PermissionService_DeleteBudget_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *permissionServiceClient) ListBudgets(ctx context.Context, in *ListBudgetsRequest, opts ...grpc.CallOption) (*ListBudgetsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListBudgetsResponse)
+	err := c.cc.Invoke(ctx, PermissionService_ListBudgets_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -432,6 +475,16 @@ type PermissionServiceServer interface {
 	// ListRateLimits lists rate limits by id. Fails with INVALID_ARGUMENT (bad page token),
 	// UNAUTHENTICATED, PERMISSION_DENIED.
 	ListRateLimits(context.Context, *ListRateLimitsRequest) (*ListRateLimitsResponse, error)
+	// PutBudget creates or replaces the budget of one agent, user or grant for a day or a month;
+	// the Dispatcher refuses a call that would exceed it within a second. Fails with
+	// INVALID_ARGUMENT, RESOURCE_EXHAUSTED (too many budgets), UNAUTHENTICATED, PERMISSION_DENIED.
+	PutBudget(context.Context, *PutBudgetRequest) (*PutBudgetResponse, error)
+	// DeleteBudget removes a budget. Fails with INVALID_ARGUMENT, NOT_FOUND, UNAUTHENTICATED,
+	// PERMISSION_DENIED.
+	DeleteBudget(context.Context, *DeleteBudgetRequest) (*DeleteBudgetResponse, error)
+	// ListBudgets lists budgets by id. Fails with INVALID_ARGUMENT (bad page token),
+	// UNAUTHENTICATED, PERMISSION_DENIED.
+	ListBudgets(context.Context, *ListBudgetsRequest) (*ListBudgetsResponse, error)
 	// PutSecret stores a secret of the vault under a name and a scope, encrypted at rest; the same
 	// name and scope again replaces the value and bumps its version. The value never comes back out
 	// of any RPC. An admin may put any scope; a caller acting for a user may put secrets scoped to
@@ -527,6 +580,15 @@ func (UnimplementedPermissionServiceServer) DeleteRateLimit(context.Context, *De
 }
 func (UnimplementedPermissionServiceServer) ListRateLimits(context.Context, *ListRateLimitsRequest) (*ListRateLimitsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListRateLimits not implemented")
+}
+func (UnimplementedPermissionServiceServer) PutBudget(context.Context, *PutBudgetRequest) (*PutBudgetResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PutBudget not implemented")
+}
+func (UnimplementedPermissionServiceServer) DeleteBudget(context.Context, *DeleteBudgetRequest) (*DeleteBudgetResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteBudget not implemented")
+}
+func (UnimplementedPermissionServiceServer) ListBudgets(context.Context, *ListBudgetsRequest) (*ListBudgetsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListBudgets not implemented")
 }
 func (UnimplementedPermissionServiceServer) PutSecret(context.Context, *PutSecretRequest) (*PutSecretResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method PutSecret not implemented")
@@ -782,6 +844,60 @@ func _PermissionService_ListRateLimits_Handler(srv interface{}, ctx context.Cont
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(PermissionServiceServer).ListRateLimits(ctx, req.(*ListRateLimitsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PermissionService_PutBudget_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PutBudgetRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PermissionServiceServer).PutBudget(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PermissionService_PutBudget_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PermissionServiceServer).PutBudget(ctx, req.(*PutBudgetRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PermissionService_DeleteBudget_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteBudgetRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PermissionServiceServer).DeleteBudget(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PermissionService_DeleteBudget_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PermissionServiceServer).DeleteBudget(ctx, req.(*DeleteBudgetRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PermissionService_ListBudgets_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListBudgetsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PermissionServiceServer).ListBudgets(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PermissionService_ListBudgets_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PermissionServiceServer).ListBudgets(ctx, req.(*ListBudgetsRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -1070,6 +1186,18 @@ var PermissionService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListRateLimits",
 			Handler:    _PermissionService_ListRateLimits_Handler,
+		},
+		{
+			MethodName: "PutBudget",
+			Handler:    _PermissionService_PutBudget_Handler,
+		},
+		{
+			MethodName: "DeleteBudget",
+			Handler:    _PermissionService_DeleteBudget_Handler,
+		},
+		{
+			MethodName: "ListBudgets",
+			Handler:    _PermissionService_ListBudgets_Handler,
 		},
 		{
 			MethodName: "PutSecret",

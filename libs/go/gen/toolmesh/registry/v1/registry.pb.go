@@ -484,9 +484,22 @@ type LocalRuntime struct {
 	// Stop the process after this long without calls; 0 means the Dispatcher's default.
 	IdleTimeoutMs uint32 `protobuf:"varint,7,opt,name=idle_timeout_ms,json=idleTimeoutMs,proto3" json:"idle_timeout_ms,omitempty"`
 	// HTTP path for the LOCAL_PROTOCOL_HTTP protocol, default `/invoke`.
-	HttpPath      string `protobuf:"bytes,8,opt,name=http_path,json=httpPath,proto3" json:"http_path,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	HttpPath string `protobuf:"bytes,8,opt,name=http_path,json=httpPath,proto3" json:"http_path,omitempty"`
+	// Warm pools (min_instances, max_instances above 1, warm_hours, health_interval_ms) are
+	// reserved: not built yet, a Registry refuses them with UNIMPLEMENTED.
+	// Instances kept running (warm) ahead of any call, so a call never waits for a start; during
+	// `warm_hours` only, when they are set. 0: none, the first call starts one.
+	MinInstances uint32 `protobuf:"varint,9,opt,name=min_instances,json=minInstances,proto3" json:"min_instances,omitempty"`
+	// Instances at most; calls are spread over the running ones (fewest calls in flight first), and
+	// one more is started ahead of need when every running one is busy. 0 means 1.
+	MaxInstances uint32 `protobuf:"varint,10,opt,name=max_instances,json=maxInstances,proto3" json:"max_instances,omitempty"`
+	// When `min_instances` apply (UTC); empty means always.
+	WarmHours []*WarmHours `protobuf:"bytes,11,rep,name=warm_hours,json=warmHours,proto3" json:"warm_hours,omitempty"`
+	// How often a running instance is health-checked; one failing two checks in a row is taken out
+	// and replaced. 0 means the Dispatcher's default (TOOLMESH_HEALTH_INTERVAL_MS).
+	HealthIntervalMs uint32 `protobuf:"varint,12,opt,name=health_interval_ms,json=healthIntervalMs,proto3" json:"health_interval_ms,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *LocalRuntime) Reset() {
@@ -575,6 +588,34 @@ func (x *LocalRuntime) GetHttpPath() string {
 	return ""
 }
 
+func (x *LocalRuntime) GetMinInstances() uint32 {
+	if x != nil {
+		return x.MinInstances
+	}
+	return 0
+}
+
+func (x *LocalRuntime) GetMaxInstances() uint32 {
+	if x != nil {
+		return x.MaxInstances
+	}
+	return 0
+}
+
+func (x *LocalRuntime) GetWarmHours() []*WarmHours {
+	if x != nil {
+		return x.WarmHours
+	}
+	return nil
+}
+
+func (x *LocalRuntime) GetHealthIntervalMs() uint32 {
+	if x != nil {
+		return x.HealthIntervalMs
+	}
+	return 0
+}
+
 // RemoteRuntime is an HTTP endpoint the Dispatcher POSTs the arguments to as JSON.
 type RemoteRuntime struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -661,8 +702,13 @@ type DockerRuntime struct {
 	MaxConcurrency uint32 `protobuf:"varint,11,opt,name=max_concurrency,json=maxConcurrency,proto3" json:"max_concurrency,omitempty"`
 	// Stop the container after this long without calls; 0 means the Dispatcher's default.
 	IdleTimeoutMs uint32 `protobuf:"varint,12,opt,name=idle_timeout_ms,json=idleTimeoutMs,proto3" json:"idle_timeout_ms,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// As for LocalRuntime: containers kept warm, at most, when, and how often health-checked.
+	MinInstances     uint32       `protobuf:"varint,13,opt,name=min_instances,json=minInstances,proto3" json:"min_instances,omitempty"`
+	MaxInstances     uint32       `protobuf:"varint,14,opt,name=max_instances,json=maxInstances,proto3" json:"max_instances,omitempty"`
+	WarmHours        []*WarmHours `protobuf:"bytes,15,rep,name=warm_hours,json=warmHours,proto3" json:"warm_hours,omitempty"`
+	HealthIntervalMs uint32       `protobuf:"varint,16,opt,name=health_interval_ms,json=healthIntervalMs,proto3" json:"health_interval_ms,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *DockerRuntime) Reset() {
@@ -779,6 +825,99 @@ func (x *DockerRuntime) GetIdleTimeoutMs() uint32 {
 	return 0
 }
 
+func (x *DockerRuntime) GetMinInstances() uint32 {
+	if x != nil {
+		return x.MinInstances
+	}
+	return 0
+}
+
+func (x *DockerRuntime) GetMaxInstances() uint32 {
+	if x != nil {
+		return x.MaxInstances
+	}
+	return 0
+}
+
+func (x *DockerRuntime) GetWarmHours() []*WarmHours {
+	if x != nil {
+		return x.WarmHours
+	}
+	return nil
+}
+
+func (x *DockerRuntime) GetHealthIntervalMs() uint32 {
+	if x != nil {
+		return x.HealthIntervalMs
+	}
+	return 0
+}
+
+// WarmHours is a daily window (UTC) in which a tool's `min_instances` are kept running; outside
+// every window of a tool, instances stop when idle like any other.
+type WarmHours struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The first hour of the window, 0-23.
+	StartHour uint32 `protobuf:"varint,1,opt,name=start_hour,json=startHour,proto3" json:"start_hour,omitempty"`
+	// The hour the window ends, 1-24, after start_hour.
+	EndHour uint32 `protobuf:"varint,2,opt,name=end_hour,json=endHour,proto3" json:"end_hour,omitempty"`
+	// Days of the week it applies, 0 (Sunday) to 6 (Saturday); empty means every day.
+	Weekdays      []uint32 `protobuf:"varint,3,rep,packed,name=weekdays,proto3" json:"weekdays,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WarmHours) Reset() {
+	*x = WarmHours{}
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WarmHours) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WarmHours) ProtoMessage() {}
+
+func (x *WarmHours) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WarmHours.ProtoReflect.Descriptor instead.
+func (*WarmHours) Descriptor() ([]byte, []int) {
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *WarmHours) GetStartHour() uint32 {
+	if x != nil {
+		return x.StartHour
+	}
+	return 0
+}
+
+func (x *WarmHours) GetEndHour() uint32 {
+	if x != nil {
+		return x.EndHour
+	}
+	return 0
+}
+
+func (x *WarmHours) GetWeekdays() []uint32 {
+	if x != nil {
+		return x.Weekdays
+	}
+	return nil
+}
+
 // DockerResources bounds what one container may use.
 type DockerResources struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -794,7 +933,7 @@ type DockerResources struct {
 
 func (x *DockerResources) Reset() {
 	*x = DockerResources{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[4]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -806,7 +945,7 @@ func (x *DockerResources) String() string {
 func (*DockerResources) ProtoMessage() {}
 
 func (x *DockerResources) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[4]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -819,7 +958,7 @@ func (x *DockerResources) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DockerResources.ProtoReflect.Descriptor instead.
 func (*DockerResources) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{4}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *DockerResources) GetMemoryBytes() uint64 {
@@ -857,7 +996,7 @@ type DockerMount struct {
 
 func (x *DockerMount) Reset() {
 	*x = DockerMount{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[5]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -869,7 +1008,7 @@ func (x *DockerMount) String() string {
 func (*DockerMount) ProtoMessage() {}
 
 func (x *DockerMount) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[5]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -882,7 +1021,7 @@ func (x *DockerMount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DockerMount.ProtoReflect.Descriptor instead.
 func (*DockerMount) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{5}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *DockerMount) GetHostPath() string {
@@ -921,7 +1060,7 @@ type DockerSecret struct {
 
 func (x *DockerSecret) Reset() {
 	*x = DockerSecret{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[6]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -933,7 +1072,7 @@ func (x *DockerSecret) String() string {
 func (*DockerSecret) ProtoMessage() {}
 
 func (x *DockerSecret) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[6]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -946,7 +1085,7 @@ func (x *DockerSecret) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DockerSecret.ProtoReflect.Descriptor instead.
 func (*DockerSecret) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{6}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *DockerSecret) GetName() string {
@@ -995,7 +1134,7 @@ type McpRuntime struct {
 
 func (x *McpRuntime) Reset() {
 	*x = McpRuntime{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[7]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1007,7 +1146,7 @@ func (x *McpRuntime) String() string {
 func (*McpRuntime) ProtoMessage() {}
 
 func (x *McpRuntime) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[7]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1020,7 +1159,7 @@ func (x *McpRuntime) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpRuntime.ProtoReflect.Descriptor instead.
 func (*McpRuntime) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{7}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *McpRuntime) GetUrl() string {
@@ -1110,7 +1249,7 @@ type Runtime struct {
 
 func (x *Runtime) Reset() {
 	*x = Runtime{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[8]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1122,7 +1261,7 @@ func (x *Runtime) String() string {
 func (*Runtime) ProtoMessage() {}
 
 func (x *Runtime) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[8]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1135,7 +1274,7 @@ func (x *Runtime) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Runtime.ProtoReflect.Descriptor instead.
 func (*Runtime) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{8}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Runtime) GetKind() isRuntime_Kind {
@@ -1239,7 +1378,7 @@ type ToolAnnotations struct {
 
 func (x *ToolAnnotations) Reset() {
 	*x = ToolAnnotations{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[9]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1251,7 +1390,7 @@ func (x *ToolAnnotations) String() string {
 func (*ToolAnnotations) ProtoMessage() {}
 
 func (x *ToolAnnotations) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[9]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1264,7 +1403,7 @@ func (x *ToolAnnotations) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolAnnotations.ProtoReflect.Descriptor instead.
 func (*ToolAnnotations) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{9}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ToolAnnotations) GetTitle() string {
@@ -1303,7 +1442,7 @@ type RetryPolicy struct {
 
 func (x *RetryPolicy) Reset() {
 	*x = RetryPolicy{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[10]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1315,7 +1454,7 @@ func (x *RetryPolicy) String() string {
 func (*RetryPolicy) ProtoMessage() {}
 
 func (x *RetryPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[10]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1328,7 +1467,7 @@ func (x *RetryPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetryPolicy.ProtoReflect.Descriptor instead.
 func (*RetryPolicy) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{10}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RetryPolicy) GetMaxAttempts() uint32 {
@@ -1401,6 +1540,18 @@ type ToolSpec struct {
 	RequiresConfirmation bool `protobuf:"varint,23,opt,name=requires_confirmation,json=requiresConfirmation,proto3" json:"requires_confirmation,omitempty"`
 	// Whether an MCP client runs this tool's calls as tasks.
 	TaskSupport TaskSupport `protobuf:"varint,24,opt,name=task_support,json=taskSupport,proto3,enum=toolmesh.registry.v1.TaskSupport" json:"task_support,omitempty"`
+	// Results of this tool are reused for this long: a call with the same definition, the same
+	// canonical arguments and the same caller visibility (user and authorising grants) within it is
+	// answered from the Dispatcher's cache without running the tool, and recorded as a cache hit.
+	// Only for an idempotent tool without side effects; 0: never cached.
+	CacheTtlMs uint32 `protobuf:"varint,25,opt,name=cache_ttl_ms,json=cacheTtlMs,proto3" json:"cache_ttl_ms,omitempty"`
+	// Results of this tool kept at most (least recently used go first); 0 means the Dispatcher's
+	// default (TOOLMESH_CACHE_MAX_ENTRIES).
+	CacheMaxEntries uint32 `protobuf:"varint,26,opt,name=cache_max_entries,json=cacheMaxEntries,proto3" json:"cache_max_entries,omitempty"`
+	// What a call costs; unset: nothing.
+	Price *Price `protobuf:"bytes,27,opt,name=price,proto3" json:"price,omitempty"`
+	// When calls stop being sent to a failing tool; unset: the Dispatcher's defaults.
+	CircuitBreaker *CircuitBreaker `protobuf:"bytes,28,opt,name=circuit_breaker,json=circuitBreaker,proto3" json:"circuit_breaker,omitempty"`
 	// Secrets of the vault the Dispatcher injects into the backend request at call time, resolved
 	// for the call's user (then agent, then roles, then everyone). A call whose secret is missing is
 	// refused with FAILED_PRECONDITION naming it. Never shown to the tool's callers as values.
@@ -1411,7 +1562,7 @@ type ToolSpec struct {
 
 func (x *ToolSpec) Reset() {
 	*x = ToolSpec{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[11]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1423,7 +1574,7 @@ func (x *ToolSpec) String() string {
 func (*ToolSpec) ProtoMessage() {}
 
 func (x *ToolSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[11]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1436,7 +1587,7 @@ func (x *ToolSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolSpec.ProtoReflect.Descriptor instead.
 func (*ToolSpec) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{11}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ToolSpec) GetName() string {
@@ -1586,11 +1737,171 @@ func (x *ToolSpec) GetTaskSupport() TaskSupport {
 	return TaskSupport_TASK_SUPPORT_UNSPECIFIED
 }
 
+func (x *ToolSpec) GetCacheTtlMs() uint32 {
+	if x != nil {
+		return x.CacheTtlMs
+	}
+	return 0
+}
+
+func (x *ToolSpec) GetCacheMaxEntries() uint32 {
+	if x != nil {
+		return x.CacheMaxEntries
+	}
+	return 0
+}
+
+func (x *ToolSpec) GetPrice() *Price {
+	if x != nil {
+		return x.Price
+	}
+	return nil
+}
+
+func (x *ToolSpec) GetCircuitBreaker() *CircuitBreaker {
+	if x != nil {
+		return x.CircuitBreaker
+	}
+	return nil
+}
+
 func (x *ToolSpec) GetSecrets() []*SecretInjection {
 	if x != nil {
 		return x.Secrets
 	}
 	return nil
+}
+
+// Price is what one call of a tool costs, in a currency the operator names. A call costs
+// per_call_micros plus per_second_micros for each second of its execution (prorated by the
+// millisecond), plus what the tool reports itself (InvokeResult.cost_micros).
+type Price struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 1-8 upper-case letters or digits, starting with a letter: `USD`, `EUR`, `CREDITS`.
+	Currency string `protobuf:"bytes,1,opt,name=currency,proto3" json:"currency,omitempty"`
+	// Millionths of the currency per call.
+	PerCallMicros uint64 `protobuf:"varint,2,opt,name=per_call_micros,json=perCallMicros,proto3" json:"per_call_micros,omitempty"`
+	// Millionths of the currency per second of execution.
+	PerSecondMicros uint64 `protobuf:"varint,3,opt,name=per_second_micros,json=perSecondMicros,proto3" json:"per_second_micros,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *Price) Reset() {
+	*x = Price{}
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Price) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Price) ProtoMessage() {}
+
+func (x *Price) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Price.ProtoReflect.Descriptor instead.
+func (*Price) Descriptor() ([]byte, []int) {
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *Price) GetCurrency() string {
+	if x != nil {
+		return x.Currency
+	}
+	return ""
+}
+
+func (x *Price) GetPerCallMicros() uint64 {
+	if x != nil {
+		return x.PerCallMicros
+	}
+	return 0
+}
+
+func (x *Price) GetPerSecondMicros() uint64 {
+	if x != nil {
+		return x.PerSecondMicros
+	}
+	return 0
+}
+
+// CircuitBreaker says when the Dispatcher stops sending calls to a failing tool: after
+// `failures` calls in a row fail (FAILURE from the backend, or a timeout) it fails calls fast with
+// UNAVAILABLE for `open_ms`, then lets one probe call through; its success closes the breaker.
+type CircuitBreaker struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Failures in a row that open it; 0 means the Dispatcher's default (TOOLMESH_BREAKER_FAILURES).
+	Failures uint32 `protobuf:"varint,1,opt,name=failures,proto3" json:"failures,omitempty"`
+	// How long it stays open before a probe; 0 means the default (TOOLMESH_BREAKER_OPEN_MS).
+	OpenMs uint32 `protobuf:"varint,2,opt,name=open_ms,json=openMs,proto3" json:"open_ms,omitempty"`
+	// Never open a breaker for this tool.
+	Disabled      bool `protobuf:"varint,3,opt,name=disabled,proto3" json:"disabled,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CircuitBreaker) Reset() {
+	*x = CircuitBreaker{}
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CircuitBreaker) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CircuitBreaker) ProtoMessage() {}
+
+func (x *CircuitBreaker) ProtoReflect() protoreflect.Message {
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CircuitBreaker.ProtoReflect.Descriptor instead.
+func (*CircuitBreaker) Descriptor() ([]byte, []int) {
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *CircuitBreaker) GetFailures() uint32 {
+	if x != nil {
+		return x.Failures
+	}
+	return 0
+}
+
+func (x *CircuitBreaker) GetOpenMs() uint32 {
+	if x != nil {
+		return x.OpenMs
+	}
+	return 0
+}
+
+func (x *CircuitBreaker) GetDisabled() bool {
+	if x != nil {
+		return x.Disabled
+	}
+	return false
 }
 
 // SecretInjection is one secret a tool needs and where it goes in the backend request.
@@ -1617,7 +1928,7 @@ type SecretInjection struct {
 
 func (x *SecretInjection) Reset() {
 	*x = SecretInjection{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[12]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1629,7 +1940,7 @@ func (x *SecretInjection) String() string {
 func (*SecretInjection) ProtoMessage() {}
 
 func (x *SecretInjection) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[12]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1642,7 +1953,7 @@ func (x *SecretInjection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretInjection.ProtoReflect.Descriptor instead.
 func (*SecretInjection) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{12}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SecretInjection) GetSecret() string {
@@ -1767,7 +2078,7 @@ type Tool struct {
 
 func (x *Tool) Reset() {
 	*x = Tool{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[13]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1779,7 +2090,7 @@ func (x *Tool) String() string {
 func (*Tool) ProtoMessage() {}
 
 func (x *Tool) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[13]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1792,7 +2103,7 @@ func (x *Tool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tool.ProtoReflect.Descriptor instead.
 func (*Tool) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{13}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Tool) GetSpec() *ToolSpec {
@@ -1881,7 +2192,7 @@ type ToolDefinition struct {
 
 func (x *ToolDefinition) Reset() {
 	*x = ToolDefinition{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[14]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1893,7 +2204,7 @@ func (x *ToolDefinition) String() string {
 func (*ToolDefinition) ProtoMessage() {}
 
 func (x *ToolDefinition) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[14]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1906,7 +2217,7 @@ func (x *ToolDefinition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolDefinition.ProtoReflect.Descriptor instead.
 func (*ToolDefinition) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{14}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ToolDefinition) GetRevision() uint64 {
@@ -1982,7 +2293,7 @@ type Group struct {
 
 func (x *Group) Reset() {
 	*x = Group{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[15]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1994,7 +2305,7 @@ func (x *Group) String() string {
 func (*Group) ProtoMessage() {}
 
 func (x *Group) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[15]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2007,7 +2318,7 @@ func (x *Group) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Group.ProtoReflect.Descriptor instead.
 func (*Group) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{15}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Group) GetName() string {
@@ -2054,7 +2365,7 @@ type RegisterToolRequest struct {
 
 func (x *RegisterToolRequest) Reset() {
 	*x = RegisterToolRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[16]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2066,7 +2377,7 @@ func (x *RegisterToolRequest) String() string {
 func (*RegisterToolRequest) ProtoMessage() {}
 
 func (x *RegisterToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[16]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2079,7 +2390,7 @@ func (x *RegisterToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterToolRequest.ProtoReflect.Descriptor instead.
 func (*RegisterToolRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{16}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *RegisterToolRequest) GetTool() *ToolSpec {
@@ -2098,7 +2409,7 @@ type RegisterToolResponse struct {
 
 func (x *RegisterToolResponse) Reset() {
 	*x = RegisterToolResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[17]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2110,7 +2421,7 @@ func (x *RegisterToolResponse) String() string {
 func (*RegisterToolResponse) ProtoMessage() {}
 
 func (x *RegisterToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[17]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2123,7 +2434,7 @@ func (x *RegisterToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterToolResponse.ProtoReflect.Descriptor instead.
 func (*RegisterToolResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{17}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *RegisterToolResponse) GetTool() *Tool {
@@ -2144,7 +2455,7 @@ type UpdateToolRequest struct {
 
 func (x *UpdateToolRequest) Reset() {
 	*x = UpdateToolRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[18]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2156,7 +2467,7 @@ func (x *UpdateToolRequest) String() string {
 func (*UpdateToolRequest) ProtoMessage() {}
 
 func (x *UpdateToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[18]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2169,7 +2480,7 @@ func (x *UpdateToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateToolRequest.ProtoReflect.Descriptor instead.
 func (*UpdateToolRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{18}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *UpdateToolRequest) GetTool() *ToolSpec {
@@ -2195,7 +2506,7 @@ type UpdateToolResponse struct {
 
 func (x *UpdateToolResponse) Reset() {
 	*x = UpdateToolResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[19]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2207,7 +2518,7 @@ func (x *UpdateToolResponse) String() string {
 func (*UpdateToolResponse) ProtoMessage() {}
 
 func (x *UpdateToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[19]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2220,7 +2531,7 @@ func (x *UpdateToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateToolResponse.ProtoReflect.Descriptor instead.
 func (*UpdateToolResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{19}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *UpdateToolResponse) GetTool() *Tool {
@@ -2244,7 +2555,7 @@ type SetToolSlugsRequest struct {
 
 func (x *SetToolSlugsRequest) Reset() {
 	*x = SetToolSlugsRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[20]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2256,7 +2567,7 @@ func (x *SetToolSlugsRequest) String() string {
 func (*SetToolSlugsRequest) ProtoMessage() {}
 
 func (x *SetToolSlugsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[20]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2269,7 +2580,7 @@ func (x *SetToolSlugsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetToolSlugsRequest.ProtoReflect.Descriptor instead.
 func (*SetToolSlugsRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{20}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *SetToolSlugsRequest) GetName() string {
@@ -2302,7 +2613,7 @@ type SetToolSlugsResponse struct {
 
 func (x *SetToolSlugsResponse) Reset() {
 	*x = SetToolSlugsResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[21]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2314,7 +2625,7 @@ func (x *SetToolSlugsResponse) String() string {
 func (*SetToolSlugsResponse) ProtoMessage() {}
 
 func (x *SetToolSlugsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[21]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2327,7 +2638,7 @@ func (x *SetToolSlugsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetToolSlugsResponse.ProtoReflect.Descriptor instead.
 func (*SetToolSlugsResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{21}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *SetToolSlugsResponse) GetTool() *Tool {
@@ -2346,7 +2657,7 @@ type DeregisterToolRequest struct {
 
 func (x *DeregisterToolRequest) Reset() {
 	*x = DeregisterToolRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[22]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2358,7 +2669,7 @@ func (x *DeregisterToolRequest) String() string {
 func (*DeregisterToolRequest) ProtoMessage() {}
 
 func (x *DeregisterToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[22]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2371,7 +2682,7 @@ func (x *DeregisterToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeregisterToolRequest.ProtoReflect.Descriptor instead.
 func (*DeregisterToolRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{22}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *DeregisterToolRequest) GetName() string {
@@ -2391,7 +2702,7 @@ type DeregisterToolResponse struct {
 
 func (x *DeregisterToolResponse) Reset() {
 	*x = DeregisterToolResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[23]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2403,7 +2714,7 @@ func (x *DeregisterToolResponse) String() string {
 func (*DeregisterToolResponse) ProtoMessage() {}
 
 func (x *DeregisterToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[23]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2416,7 +2727,7 @@ func (x *DeregisterToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeregisterToolResponse.ProtoReflect.Descriptor instead.
 func (*DeregisterToolResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{23}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *DeregisterToolResponse) GetRemovedFromGroups() []string {
@@ -2435,7 +2746,7 @@ type GetToolRequest struct {
 
 func (x *GetToolRequest) Reset() {
 	*x = GetToolRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[24]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2447,7 +2758,7 @@ func (x *GetToolRequest) String() string {
 func (*GetToolRequest) ProtoMessage() {}
 
 func (x *GetToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[24]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2460,7 +2771,7 @@ func (x *GetToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetToolRequest.ProtoReflect.Descriptor instead.
 func (*GetToolRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{24}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *GetToolRequest) GetName() string {
@@ -2479,7 +2790,7 @@ type GetToolResponse struct {
 
 func (x *GetToolResponse) Reset() {
 	*x = GetToolResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[25]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2491,7 +2802,7 @@ func (x *GetToolResponse) String() string {
 func (*GetToolResponse) ProtoMessage() {}
 
 func (x *GetToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[25]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2504,7 +2815,7 @@ func (x *GetToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetToolResponse.ProtoReflect.Descriptor instead.
 func (*GetToolResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{25}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *GetToolResponse) GetTool() *Tool {
@@ -2534,7 +2845,7 @@ type ListToolsRequest struct {
 
 func (x *ListToolsRequest) Reset() {
 	*x = ListToolsRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[26]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2546,7 +2857,7 @@ func (x *ListToolsRequest) String() string {
 func (*ListToolsRequest) ProtoMessage() {}
 
 func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[26]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2559,7 +2870,7 @@ func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsRequest.ProtoReflect.Descriptor instead.
 func (*ListToolsRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{26}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ListToolsRequest) GetCategory() string {
@@ -2622,7 +2933,7 @@ type ListToolsResponse struct {
 
 func (x *ListToolsResponse) Reset() {
 	*x = ListToolsResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[27]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2634,7 +2945,7 @@ func (x *ListToolsResponse) String() string {
 func (*ListToolsResponse) ProtoMessage() {}
 
 func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[27]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2647,7 +2958,7 @@ func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsResponse.ProtoReflect.Descriptor instead.
 func (*ListToolsResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{27}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ListToolsResponse) GetTools() []*Tool {
@@ -2672,7 +2983,7 @@ type WatchToolsRequest struct {
 
 func (x *WatchToolsRequest) Reset() {
 	*x = WatchToolsRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[28]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2684,7 +2995,7 @@ func (x *WatchToolsRequest) String() string {
 func (*WatchToolsRequest) ProtoMessage() {}
 
 func (x *WatchToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[28]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2697,7 +3008,7 @@ func (x *WatchToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchToolsRequest.ProtoReflect.Descriptor instead.
 func (*WatchToolsRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{28}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{31}
 }
 
 type WatchToolsResponse struct {
@@ -2716,7 +3027,7 @@ type WatchToolsResponse struct {
 
 func (x *WatchToolsResponse) Reset() {
 	*x = WatchToolsResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[29]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2728,7 +3039,7 @@ func (x *WatchToolsResponse) String() string {
 func (*WatchToolsResponse) ProtoMessage() {}
 
 func (x *WatchToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[29]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2741,7 +3052,7 @@ func (x *WatchToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchToolsResponse.ProtoReflect.Descriptor instead.
 func (*WatchToolsResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{29}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *WatchToolsResponse) GetType() WatchEventType {
@@ -2781,7 +3092,7 @@ type PutGroupRequest struct {
 
 func (x *PutGroupRequest) Reset() {
 	*x = PutGroupRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[30]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2793,7 +3104,7 @@ func (x *PutGroupRequest) String() string {
 func (*PutGroupRequest) ProtoMessage() {}
 
 func (x *PutGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[30]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2806,7 +3117,7 @@ func (x *PutGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutGroupRequest.ProtoReflect.Descriptor instead.
 func (*PutGroupRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{30}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *PutGroupRequest) GetGroup() *Group {
@@ -2825,7 +3136,7 @@ type PutGroupResponse struct {
 
 func (x *PutGroupResponse) Reset() {
 	*x = PutGroupResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[31]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2837,7 +3148,7 @@ func (x *PutGroupResponse) String() string {
 func (*PutGroupResponse) ProtoMessage() {}
 
 func (x *PutGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[31]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2850,7 +3161,7 @@ func (x *PutGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutGroupResponse.ProtoReflect.Descriptor instead.
 func (*PutGroupResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{31}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *PutGroupResponse) GetGroup() *Group {
@@ -2869,7 +3180,7 @@ type GetGroupRequest struct {
 
 func (x *GetGroupRequest) Reset() {
 	*x = GetGroupRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[32]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2881,7 +3192,7 @@ func (x *GetGroupRequest) String() string {
 func (*GetGroupRequest) ProtoMessage() {}
 
 func (x *GetGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[32]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2894,7 +3205,7 @@ func (x *GetGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGroupRequest.ProtoReflect.Descriptor instead.
 func (*GetGroupRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{32}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *GetGroupRequest) GetName() string {
@@ -2913,7 +3224,7 @@ type GetGroupResponse struct {
 
 func (x *GetGroupResponse) Reset() {
 	*x = GetGroupResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[33]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2925,7 +3236,7 @@ func (x *GetGroupResponse) String() string {
 func (*GetGroupResponse) ProtoMessage() {}
 
 func (x *GetGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[33]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2938,7 +3249,7 @@ func (x *GetGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGroupResponse.ProtoReflect.Descriptor instead.
 func (*GetGroupResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{33}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *GetGroupResponse) GetGroup() *Group {
@@ -2958,7 +3269,7 @@ type ListGroupsRequest struct {
 
 func (x *ListGroupsRequest) Reset() {
 	*x = ListGroupsRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[34]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2970,7 +3281,7 @@ func (x *ListGroupsRequest) String() string {
 func (*ListGroupsRequest) ProtoMessage() {}
 
 func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[34]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2983,7 +3294,7 @@ func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsRequest.ProtoReflect.Descriptor instead.
 func (*ListGroupsRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{34}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ListGroupsRequest) GetPageSize() uint32 {
@@ -3010,7 +3321,7 @@ type ListGroupsResponse struct {
 
 func (x *ListGroupsResponse) Reset() {
 	*x = ListGroupsResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[35]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3022,7 +3333,7 @@ func (x *ListGroupsResponse) String() string {
 func (*ListGroupsResponse) ProtoMessage() {}
 
 func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[35]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3035,7 +3346,7 @@ func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsResponse.ProtoReflect.Descriptor instead.
 func (*ListGroupsResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{35}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ListGroupsResponse) GetGroups() []*Group {
@@ -3061,7 +3372,7 @@ type DeleteGroupRequest struct {
 
 func (x *DeleteGroupRequest) Reset() {
 	*x = DeleteGroupRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[36]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3073,7 +3384,7 @@ func (x *DeleteGroupRequest) String() string {
 func (*DeleteGroupRequest) ProtoMessage() {}
 
 func (x *DeleteGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[36]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3086,7 +3397,7 @@ func (x *DeleteGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteGroupRequest.ProtoReflect.Descriptor instead.
 func (*DeleteGroupRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{36}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *DeleteGroupRequest) GetName() string {
@@ -3104,7 +3415,7 @@ type DeleteGroupResponse struct {
 
 func (x *DeleteGroupResponse) Reset() {
 	*x = DeleteGroupResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[37]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3116,7 +3427,7 @@ func (x *DeleteGroupResponse) String() string {
 func (*DeleteGroupResponse) ProtoMessage() {}
 
 func (x *DeleteGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[37]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3129,7 +3440,7 @@ func (x *DeleteGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteGroupResponse.ProtoReflect.Descriptor instead.
 func (*DeleteGroupResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{37}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{40}
 }
 
 type ListRuntimesRequest struct {
@@ -3140,7 +3451,7 @@ type ListRuntimesRequest struct {
 
 func (x *ListRuntimesRequest) Reset() {
 	*x = ListRuntimesRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[38]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3152,7 +3463,7 @@ func (x *ListRuntimesRequest) String() string {
 func (*ListRuntimesRequest) ProtoMessage() {}
 
 func (x *ListRuntimesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[38]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3165,7 +3476,7 @@ func (x *ListRuntimesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRuntimesRequest.ProtoReflect.Descriptor instead.
 func (*ListRuntimesRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{38}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{41}
 }
 
 // RuntimeSummary counts tools of one runtime kind.
@@ -3184,7 +3495,7 @@ type RuntimeSummary struct {
 
 func (x *RuntimeSummary) Reset() {
 	*x = RuntimeSummary{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[39]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3196,7 +3507,7 @@ func (x *RuntimeSummary) String() string {
 func (*RuntimeSummary) ProtoMessage() {}
 
 func (x *RuntimeSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[39]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3209,7 +3520,7 @@ func (x *RuntimeSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuntimeSummary.ProtoReflect.Descriptor instead.
 func (*RuntimeSummary) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{39}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *RuntimeSummary) GetKind() RuntimeKind {
@@ -3263,7 +3574,7 @@ type ListRuntimesResponse struct {
 
 func (x *ListRuntimesResponse) Reset() {
 	*x = ListRuntimesResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[40]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3275,7 +3586,7 @@ func (x *ListRuntimesResponse) String() string {
 func (*ListRuntimesResponse) ProtoMessage() {}
 
 func (x *ListRuntimesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[40]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3288,7 +3599,7 @@ func (x *ListRuntimesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRuntimesResponse.ProtoReflect.Descriptor instead.
 func (*ListRuntimesResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{40}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ListRuntimesResponse) GetRuntimes() []*RuntimeSummary {
@@ -3313,7 +3624,7 @@ type ExportToolSchemasRequest struct {
 
 func (x *ExportToolSchemasRequest) Reset() {
 	*x = ExportToolSchemasRequest{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[41]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3325,7 +3636,7 @@ func (x *ExportToolSchemasRequest) String() string {
 func (*ExportToolSchemasRequest) ProtoMessage() {}
 
 func (x *ExportToolSchemasRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[41]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3338,7 +3649,7 @@ func (x *ExportToolSchemasRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportToolSchemasRequest.ProtoReflect.Descriptor instead.
 func (*ExportToolSchemasRequest) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{41}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ExportToolSchemasRequest) GetFormat() SchemaFormat {
@@ -3383,7 +3694,7 @@ type ExportedTool struct {
 
 func (x *ExportedTool) Reset() {
 	*x = ExportedTool{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[42]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3395,7 +3706,7 @@ func (x *ExportedTool) String() string {
 func (*ExportedTool) ProtoMessage() {}
 
 func (x *ExportedTool) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[42]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3408,7 +3719,7 @@ func (x *ExportedTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportedTool.ProtoReflect.Descriptor instead.
 func (*ExportedTool) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{42}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ExportedTool) GetTool() string {
@@ -3441,7 +3752,7 @@ type ExportToolSchemasResponse struct {
 
 func (x *ExportToolSchemasResponse) Reset() {
 	*x = ExportToolSchemasResponse{}
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[43]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3453,7 +3764,7 @@ func (x *ExportToolSchemasResponse) String() string {
 func (*ExportToolSchemasResponse) ProtoMessage() {}
 
 func (x *ExportToolSchemasResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[43]
+	mi := &file_toolmesh_registry_v1_registry_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3466,7 +3777,7 @@ func (x *ExportToolSchemasResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportToolSchemasResponse.ProtoReflect.Descriptor instead.
 func (*ExportToolSchemasResponse) Descriptor() ([]byte, []int) {
-	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{43}
+	return file_toolmesh_registry_v1_registry_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ExportToolSchemasResponse) GetTools() []*ExportedTool {
@@ -3482,7 +3793,7 @@ const file_toolmesh_registry_v1_registry_proto_rawDesc = "" +
 	"\n" +
 	"#toolmesh/registry/v1/registry.proto\x12\x14toolmesh.registry.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"'\n" +
 	"\vGrpcRuntime\x12\x18\n" +
-	"\aaddress\x18\x01 \x01(\tR\aaddress\"\x83\x03\n" +
+	"\aaddress\x18\x01 \x01(\tR\aaddress\"\xbb\x04\n" +
 	"\fLocalRuntime\x12\x18\n" +
 	"\acommand\x18\x01 \x01(\tR\acommand\x12\x12\n" +
 	"\x04args\x18\x02 \x03(\tR\x04args\x12=\n" +
@@ -3492,7 +3803,13 @@ const file_toolmesh_registry_v1_registry_proto_rawDesc = "" +
 	"workingDir\x12'\n" +
 	"\x0fmax_concurrency\x18\x06 \x01(\rR\x0emaxConcurrency\x12&\n" +
 	"\x0fidle_timeout_ms\x18\a \x01(\rR\ridleTimeoutMs\x12\x1b\n" +
-	"\thttp_path\x18\b \x01(\tR\bhttpPath\x1a6\n" +
+	"\thttp_path\x18\b \x01(\tR\bhttpPath\x12#\n" +
+	"\rmin_instances\x18\t \x01(\rR\fminInstances\x12#\n" +
+	"\rmax_instances\x18\n" +
+	" \x01(\rR\fmaxInstances\x12>\n" +
+	"\n" +
+	"warm_hours\x18\v \x03(\v2\x1f.toolmesh.registry.v1.WarmHoursR\twarmHours\x12,\n" +
+	"\x12health_interval_ms\x18\f \x01(\rR\x10healthIntervalMs\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa9\x01\n" +
@@ -3501,7 +3818,7 @@ const file_toolmesh_registry_v1_registry_proto_rawDesc = "" +
 	"\aheaders\x18\x02 \x03(\v20.toolmesh.registry.v1.RemoteRuntime.HeadersEntryR\aheaders\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xcc\x04\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x84\x06\n" +
 	"\rDockerRuntime\x12\x14\n" +
 	"\x05image\x18\x01 \x01(\tR\x05image\x12\x18\n" +
 	"\acommand\x18\x02 \x03(\tR\acommand\x12>\n" +
@@ -3515,10 +3832,20 @@ const file_toolmesh_registry_v1_registry_proto_rawDesc = "" +
 	"\x04user\x18\n" +
 	" \x01(\tR\x04user\x12'\n" +
 	"\x0fmax_concurrency\x18\v \x01(\rR\x0emaxConcurrency\x12&\n" +
-	"\x0fidle_timeout_ms\x18\f \x01(\rR\ridleTimeoutMs\x1a6\n" +
+	"\x0fidle_timeout_ms\x18\f \x01(\rR\ridleTimeoutMs\x12#\n" +
+	"\rmin_instances\x18\r \x01(\rR\fminInstances\x12#\n" +
+	"\rmax_instances\x18\x0e \x01(\rR\fmaxInstances\x12>\n" +
+	"\n" +
+	"warm_hours\x18\x0f \x03(\v2\x1f.toolmesh.registry.v1.WarmHoursR\twarmHours\x12,\n" +
+	"\x12health_interval_ms\x18\x10 \x01(\rR\x10healthIntervalMs\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"g\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"a\n" +
+	"\tWarmHours\x12\x1d\n" +
+	"\n" +
+	"start_hour\x18\x01 \x01(\rR\tstartHour\x12\x19\n" +
+	"\bend_hour\x18\x02 \x01(\rR\aendHour\x12\x1a\n" +
+	"\bweekdays\x18\x03 \x03(\rR\bweekdays\"g\n" +
 	"\x0fDockerResources\x12!\n" +
 	"\fmemory_bytes\x18\x01 \x01(\x04R\vmemoryBytes\x12\x1d\n" +
 	"\n" +
@@ -3566,7 +3893,8 @@ const file_toolmesh_registry_v1_registry_proto_rawDesc = "" +
 	"\vRetryPolicy\x12!\n" +
 	"\fmax_attempts\x18\x01 \x01(\rR\vmaxAttempts\x12,\n" +
 	"\x12initial_backoff_ms\x18\x02 \x01(\rR\x10initialBackoffMs\x12$\n" +
-	"\x0emax_backoff_ms\x18\x03 \x01(\rR\fmaxBackoffMs\"\xcf\b\n" +
+	"\x0emax_backoff_ms\x18\x03 \x01(\rR\fmaxBackoffMs\"\x9f\n" +
+	"\n" +
 	"\bToolSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12 \n" +
@@ -3592,11 +3920,24 @@ const file_toolmesh_registry_v1_registry_proto_rawDesc = "" +
 	"\x11requires_approval\x18\x15 \x01(\bR\x10requiresApproval\x12%\n" +
 	"\x0eapprover_roles\x18\x16 \x03(\tR\rapproverRoles\x123\n" +
 	"\x15requires_confirmation\x18\x17 \x01(\bR\x14requiresConfirmation\x12D\n" +
-	"\ftask_support\x18\x18 \x01(\x0e2!.toolmesh.registry.v1.TaskSupportR\vtaskSupport\x12?\n" +
+	"\ftask_support\x18\x18 \x01(\x0e2!.toolmesh.registry.v1.TaskSupportR\vtaskSupport\x12 \n" +
+	"\fcache_ttl_ms\x18\x19 \x01(\rR\n" +
+	"cacheTtlMs\x12*\n" +
+	"\x11cache_max_entries\x18\x1a \x01(\rR\x0fcacheMaxEntries\x121\n" +
+	"\x05price\x18\x1b \x01(\v2\x1b.toolmesh.registry.v1.PriceR\x05price\x12M\n" +
+	"\x0fcircuit_breaker\x18\x1c \x01(\v2$.toolmesh.registry.v1.CircuitBreakerR\x0ecircuitBreaker\x12?\n" +
 	"\asecrets\x18\x1d \x03(\v2%.toolmesh.registry.v1.SecretInjectionR\asecrets\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xce\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"w\n" +
+	"\x05Price\x12\x1a\n" +
+	"\bcurrency\x18\x01 \x01(\tR\bcurrency\x12&\n" +
+	"\x0fper_call_micros\x18\x02 \x01(\x04R\rperCallMicros\x12*\n" +
+	"\x11per_second_micros\x18\x03 \x01(\x04R\x0fperSecondMicros\"a\n" +
+	"\x0eCircuitBreaker\x12\x1a\n" +
+	"\bfailures\x18\x01 \x01(\rR\bfailures\x12\x17\n" +
+	"\aopen_ms\x18\x02 \x01(\rR\x06openMs\x12\x1a\n" +
+	"\bdisabled\x18\x03 \x01(\bR\bdisabled\"\xce\x01\n" +
 	"\x0fSecretInjection\x12\x16\n" +
 	"\x06secret\x18\x01 \x01(\tR\x06secret\x12%\n" +
 	"\x0eoauth_provider\x18\x02 \x01(\tR\roauthProvider\x12\x18\n" +
@@ -3791,7 +4132,7 @@ func file_toolmesh_registry_v1_registry_proto_rawDescGZIP() []byte {
 }
 
 var file_toolmesh_registry_v1_registry_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
-var file_toolmesh_registry_v1_registry_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
+var file_toolmesh_registry_v1_registry_proto_msgTypes = make([]protoimpl.MessageInfo, 53)
 var file_toolmesh_registry_v1_registry_proto_goTypes = []any{
 	(ToolStatus)(0),                   // 0: toolmesh.registry.v1.ToolStatus
 	(RuntimeKind)(0),                  // 1: toolmesh.registry.v1.RuntimeKind
@@ -3804,139 +4145,146 @@ var file_toolmesh_registry_v1_registry_proto_goTypes = []any{
 	(*LocalRuntime)(nil),              // 8: toolmesh.registry.v1.LocalRuntime
 	(*RemoteRuntime)(nil),             // 9: toolmesh.registry.v1.RemoteRuntime
 	(*DockerRuntime)(nil),             // 10: toolmesh.registry.v1.DockerRuntime
-	(*DockerResources)(nil),           // 11: toolmesh.registry.v1.DockerResources
-	(*DockerMount)(nil),               // 12: toolmesh.registry.v1.DockerMount
-	(*DockerSecret)(nil),              // 13: toolmesh.registry.v1.DockerSecret
-	(*McpRuntime)(nil),                // 14: toolmesh.registry.v1.McpRuntime
-	(*Runtime)(nil),                   // 15: toolmesh.registry.v1.Runtime
-	(*ToolAnnotations)(nil),           // 16: toolmesh.registry.v1.ToolAnnotations
-	(*RetryPolicy)(nil),               // 17: toolmesh.registry.v1.RetryPolicy
-	(*ToolSpec)(nil),                  // 18: toolmesh.registry.v1.ToolSpec
-	(*SecretInjection)(nil),           // 19: toolmesh.registry.v1.SecretInjection
-	(*Tool)(nil),                      // 20: toolmesh.registry.v1.Tool
-	(*ToolDefinition)(nil),            // 21: toolmesh.registry.v1.ToolDefinition
-	(*Group)(nil),                     // 22: toolmesh.registry.v1.Group
-	(*RegisterToolRequest)(nil),       // 23: toolmesh.registry.v1.RegisterToolRequest
-	(*RegisterToolResponse)(nil),      // 24: toolmesh.registry.v1.RegisterToolResponse
-	(*UpdateToolRequest)(nil),         // 25: toolmesh.registry.v1.UpdateToolRequest
-	(*UpdateToolResponse)(nil),        // 26: toolmesh.registry.v1.UpdateToolResponse
-	(*SetToolSlugsRequest)(nil),       // 27: toolmesh.registry.v1.SetToolSlugsRequest
-	(*SetToolSlugsResponse)(nil),      // 28: toolmesh.registry.v1.SetToolSlugsResponse
-	(*DeregisterToolRequest)(nil),     // 29: toolmesh.registry.v1.DeregisterToolRequest
-	(*DeregisterToolResponse)(nil),    // 30: toolmesh.registry.v1.DeregisterToolResponse
-	(*GetToolRequest)(nil),            // 31: toolmesh.registry.v1.GetToolRequest
-	(*GetToolResponse)(nil),           // 32: toolmesh.registry.v1.GetToolResponse
-	(*ListToolsRequest)(nil),          // 33: toolmesh.registry.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),         // 34: toolmesh.registry.v1.ListToolsResponse
-	(*WatchToolsRequest)(nil),         // 35: toolmesh.registry.v1.WatchToolsRequest
-	(*WatchToolsResponse)(nil),        // 36: toolmesh.registry.v1.WatchToolsResponse
-	(*PutGroupRequest)(nil),           // 37: toolmesh.registry.v1.PutGroupRequest
-	(*PutGroupResponse)(nil),          // 38: toolmesh.registry.v1.PutGroupResponse
-	(*GetGroupRequest)(nil),           // 39: toolmesh.registry.v1.GetGroupRequest
-	(*GetGroupResponse)(nil),          // 40: toolmesh.registry.v1.GetGroupResponse
-	(*ListGroupsRequest)(nil),         // 41: toolmesh.registry.v1.ListGroupsRequest
-	(*ListGroupsResponse)(nil),        // 42: toolmesh.registry.v1.ListGroupsResponse
-	(*DeleteGroupRequest)(nil),        // 43: toolmesh.registry.v1.DeleteGroupRequest
-	(*DeleteGroupResponse)(nil),       // 44: toolmesh.registry.v1.DeleteGroupResponse
-	(*ListRuntimesRequest)(nil),       // 45: toolmesh.registry.v1.ListRuntimesRequest
-	(*RuntimeSummary)(nil),            // 46: toolmesh.registry.v1.RuntimeSummary
-	(*ListRuntimesResponse)(nil),      // 47: toolmesh.registry.v1.ListRuntimesResponse
-	(*ExportToolSchemasRequest)(nil),  // 48: toolmesh.registry.v1.ExportToolSchemasRequest
-	(*ExportedTool)(nil),              // 49: toolmesh.registry.v1.ExportedTool
-	(*ExportToolSchemasResponse)(nil), // 50: toolmesh.registry.v1.ExportToolSchemasResponse
-	nil,                               // 51: toolmesh.registry.v1.LocalRuntime.EnvEntry
-	nil,                               // 52: toolmesh.registry.v1.RemoteRuntime.HeadersEntry
-	nil,                               // 53: toolmesh.registry.v1.DockerRuntime.EnvEntry
-	nil,                               // 54: toolmesh.registry.v1.McpRuntime.HeadersEntry
-	nil,                               // 55: toolmesh.registry.v1.McpRuntime.EnvEntry
-	nil,                               // 56: toolmesh.registry.v1.ToolSpec.LabelsEntry
-	(*structpb.Struct)(nil),           // 57: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),     // 58: google.protobuf.Timestamp
+	(*WarmHours)(nil),                 // 11: toolmesh.registry.v1.WarmHours
+	(*DockerResources)(nil),           // 12: toolmesh.registry.v1.DockerResources
+	(*DockerMount)(nil),               // 13: toolmesh.registry.v1.DockerMount
+	(*DockerSecret)(nil),              // 14: toolmesh.registry.v1.DockerSecret
+	(*McpRuntime)(nil),                // 15: toolmesh.registry.v1.McpRuntime
+	(*Runtime)(nil),                   // 16: toolmesh.registry.v1.Runtime
+	(*ToolAnnotations)(nil),           // 17: toolmesh.registry.v1.ToolAnnotations
+	(*RetryPolicy)(nil),               // 18: toolmesh.registry.v1.RetryPolicy
+	(*ToolSpec)(nil),                  // 19: toolmesh.registry.v1.ToolSpec
+	(*Price)(nil),                     // 20: toolmesh.registry.v1.Price
+	(*CircuitBreaker)(nil),            // 21: toolmesh.registry.v1.CircuitBreaker
+	(*SecretInjection)(nil),           // 22: toolmesh.registry.v1.SecretInjection
+	(*Tool)(nil),                      // 23: toolmesh.registry.v1.Tool
+	(*ToolDefinition)(nil),            // 24: toolmesh.registry.v1.ToolDefinition
+	(*Group)(nil),                     // 25: toolmesh.registry.v1.Group
+	(*RegisterToolRequest)(nil),       // 26: toolmesh.registry.v1.RegisterToolRequest
+	(*RegisterToolResponse)(nil),      // 27: toolmesh.registry.v1.RegisterToolResponse
+	(*UpdateToolRequest)(nil),         // 28: toolmesh.registry.v1.UpdateToolRequest
+	(*UpdateToolResponse)(nil),        // 29: toolmesh.registry.v1.UpdateToolResponse
+	(*SetToolSlugsRequest)(nil),       // 30: toolmesh.registry.v1.SetToolSlugsRequest
+	(*SetToolSlugsResponse)(nil),      // 31: toolmesh.registry.v1.SetToolSlugsResponse
+	(*DeregisterToolRequest)(nil),     // 32: toolmesh.registry.v1.DeregisterToolRequest
+	(*DeregisterToolResponse)(nil),    // 33: toolmesh.registry.v1.DeregisterToolResponse
+	(*GetToolRequest)(nil),            // 34: toolmesh.registry.v1.GetToolRequest
+	(*GetToolResponse)(nil),           // 35: toolmesh.registry.v1.GetToolResponse
+	(*ListToolsRequest)(nil),          // 36: toolmesh.registry.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),         // 37: toolmesh.registry.v1.ListToolsResponse
+	(*WatchToolsRequest)(nil),         // 38: toolmesh.registry.v1.WatchToolsRequest
+	(*WatchToolsResponse)(nil),        // 39: toolmesh.registry.v1.WatchToolsResponse
+	(*PutGroupRequest)(nil),           // 40: toolmesh.registry.v1.PutGroupRequest
+	(*PutGroupResponse)(nil),          // 41: toolmesh.registry.v1.PutGroupResponse
+	(*GetGroupRequest)(nil),           // 42: toolmesh.registry.v1.GetGroupRequest
+	(*GetGroupResponse)(nil),          // 43: toolmesh.registry.v1.GetGroupResponse
+	(*ListGroupsRequest)(nil),         // 44: toolmesh.registry.v1.ListGroupsRequest
+	(*ListGroupsResponse)(nil),        // 45: toolmesh.registry.v1.ListGroupsResponse
+	(*DeleteGroupRequest)(nil),        // 46: toolmesh.registry.v1.DeleteGroupRequest
+	(*DeleteGroupResponse)(nil),       // 47: toolmesh.registry.v1.DeleteGroupResponse
+	(*ListRuntimesRequest)(nil),       // 48: toolmesh.registry.v1.ListRuntimesRequest
+	(*RuntimeSummary)(nil),            // 49: toolmesh.registry.v1.RuntimeSummary
+	(*ListRuntimesResponse)(nil),      // 50: toolmesh.registry.v1.ListRuntimesResponse
+	(*ExportToolSchemasRequest)(nil),  // 51: toolmesh.registry.v1.ExportToolSchemasRequest
+	(*ExportedTool)(nil),              // 52: toolmesh.registry.v1.ExportedTool
+	(*ExportToolSchemasResponse)(nil), // 53: toolmesh.registry.v1.ExportToolSchemasResponse
+	nil,                               // 54: toolmesh.registry.v1.LocalRuntime.EnvEntry
+	nil,                               // 55: toolmesh.registry.v1.RemoteRuntime.HeadersEntry
+	nil,                               // 56: toolmesh.registry.v1.DockerRuntime.EnvEntry
+	nil,                               // 57: toolmesh.registry.v1.McpRuntime.HeadersEntry
+	nil,                               // 58: toolmesh.registry.v1.McpRuntime.EnvEntry
+	nil,                               // 59: toolmesh.registry.v1.ToolSpec.LabelsEntry
+	(*structpb.Struct)(nil),           // 60: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),     // 61: google.protobuf.Timestamp
 }
 var file_toolmesh_registry_v1_registry_proto_depIdxs = []int32{
-	51, // 0: toolmesh.registry.v1.LocalRuntime.env:type_name -> toolmesh.registry.v1.LocalRuntime.EnvEntry
+	54, // 0: toolmesh.registry.v1.LocalRuntime.env:type_name -> toolmesh.registry.v1.LocalRuntime.EnvEntry
 	2,  // 1: toolmesh.registry.v1.LocalRuntime.protocol:type_name -> toolmesh.registry.v1.LocalProtocol
-	52, // 2: toolmesh.registry.v1.RemoteRuntime.headers:type_name -> toolmesh.registry.v1.RemoteRuntime.HeadersEntry
-	53, // 3: toolmesh.registry.v1.DockerRuntime.env:type_name -> toolmesh.registry.v1.DockerRuntime.EnvEntry
-	2,  // 4: toolmesh.registry.v1.DockerRuntime.protocol:type_name -> toolmesh.registry.v1.LocalProtocol
-	11, // 5: toolmesh.registry.v1.DockerRuntime.resources:type_name -> toolmesh.registry.v1.DockerResources
-	12, // 6: toolmesh.registry.v1.DockerRuntime.mounts:type_name -> toolmesh.registry.v1.DockerMount
-	13, // 7: toolmesh.registry.v1.DockerRuntime.secrets:type_name -> toolmesh.registry.v1.DockerSecret
-	54, // 8: toolmesh.registry.v1.McpRuntime.headers:type_name -> toolmesh.registry.v1.McpRuntime.HeadersEntry
-	55, // 9: toolmesh.registry.v1.McpRuntime.env:type_name -> toolmesh.registry.v1.McpRuntime.EnvEntry
-	3,  // 10: toolmesh.registry.v1.McpRuntime.operation:type_name -> toolmesh.registry.v1.McpOperation
-	57, // 11: toolmesh.registry.v1.McpRuntime.listing:type_name -> google.protobuf.Struct
-	7,  // 12: toolmesh.registry.v1.Runtime.grpc:type_name -> toolmesh.registry.v1.GrpcRuntime
-	8,  // 13: toolmesh.registry.v1.Runtime.local:type_name -> toolmesh.registry.v1.LocalRuntime
-	9,  // 14: toolmesh.registry.v1.Runtime.remote:type_name -> toolmesh.registry.v1.RemoteRuntime
-	10, // 15: toolmesh.registry.v1.Runtime.docker:type_name -> toolmesh.registry.v1.DockerRuntime
-	14, // 16: toolmesh.registry.v1.Runtime.mcp:type_name -> toolmesh.registry.v1.McpRuntime
-	57, // 17: toolmesh.registry.v1.ToolSpec.input_schema:type_name -> google.protobuf.Struct
-	57, // 18: toolmesh.registry.v1.ToolSpec.output_schema:type_name -> google.protobuf.Struct
-	17, // 19: toolmesh.registry.v1.ToolSpec.retry_policy:type_name -> toolmesh.registry.v1.RetryPolicy
-	0,  // 20: toolmesh.registry.v1.ToolSpec.status:type_name -> toolmesh.registry.v1.ToolStatus
-	15, // 21: toolmesh.registry.v1.ToolSpec.runtime:type_name -> toolmesh.registry.v1.Runtime
-	56, // 22: toolmesh.registry.v1.ToolSpec.labels:type_name -> toolmesh.registry.v1.ToolSpec.LabelsEntry
-	16, // 23: toolmesh.registry.v1.ToolSpec.annotations:type_name -> toolmesh.registry.v1.ToolAnnotations
-	4,  // 24: toolmesh.registry.v1.ToolSpec.task_support:type_name -> toolmesh.registry.v1.TaskSupport
-	19, // 25: toolmesh.registry.v1.ToolSpec.secrets:type_name -> toolmesh.registry.v1.SecretInjection
-	18, // 26: toolmesh.registry.v1.Tool.spec:type_name -> toolmesh.registry.v1.ToolSpec
-	58, // 27: toolmesh.registry.v1.Tool.created_at:type_name -> google.protobuf.Timestamp
-	58, // 28: toolmesh.registry.v1.Tool.updated_at:type_name -> google.protobuf.Timestamp
-	21, // 29: toolmesh.registry.v1.Tool.history:type_name -> toolmesh.registry.v1.ToolDefinition
-	58, // 30: toolmesh.registry.v1.ToolDefinition.time:type_name -> google.protobuf.Timestamp
-	58, // 31: toolmesh.registry.v1.Group.updated_at:type_name -> google.protobuf.Timestamp
-	18, // 32: toolmesh.registry.v1.RegisterToolRequest.tool:type_name -> toolmesh.registry.v1.ToolSpec
-	20, // 33: toolmesh.registry.v1.RegisterToolResponse.tool:type_name -> toolmesh.registry.v1.Tool
-	18, // 34: toolmesh.registry.v1.UpdateToolRequest.tool:type_name -> toolmesh.registry.v1.ToolSpec
-	20, // 35: toolmesh.registry.v1.UpdateToolResponse.tool:type_name -> toolmesh.registry.v1.Tool
-	20, // 36: toolmesh.registry.v1.SetToolSlugsResponse.tool:type_name -> toolmesh.registry.v1.Tool
-	20, // 37: toolmesh.registry.v1.GetToolResponse.tool:type_name -> toolmesh.registry.v1.Tool
-	1,  // 38: toolmesh.registry.v1.ListToolsRequest.runtime_kind:type_name -> toolmesh.registry.v1.RuntimeKind
-	0,  // 39: toolmesh.registry.v1.ListToolsRequest.status:type_name -> toolmesh.registry.v1.ToolStatus
-	20, // 40: toolmesh.registry.v1.ListToolsResponse.tools:type_name -> toolmesh.registry.v1.Tool
-	5,  // 41: toolmesh.registry.v1.WatchToolsResponse.type:type_name -> toolmesh.registry.v1.WatchEventType
-	20, // 42: toolmesh.registry.v1.WatchToolsResponse.tool:type_name -> toolmesh.registry.v1.Tool
-	22, // 43: toolmesh.registry.v1.PutGroupRequest.group:type_name -> toolmesh.registry.v1.Group
-	22, // 44: toolmesh.registry.v1.PutGroupResponse.group:type_name -> toolmesh.registry.v1.Group
-	22, // 45: toolmesh.registry.v1.GetGroupResponse.group:type_name -> toolmesh.registry.v1.Group
-	22, // 46: toolmesh.registry.v1.ListGroupsResponse.groups:type_name -> toolmesh.registry.v1.Group
-	1,  // 47: toolmesh.registry.v1.RuntimeSummary.kind:type_name -> toolmesh.registry.v1.RuntimeKind
-	46, // 48: toolmesh.registry.v1.ListRuntimesResponse.runtimes:type_name -> toolmesh.registry.v1.RuntimeSummary
-	6,  // 49: toolmesh.registry.v1.ExportToolSchemasRequest.format:type_name -> toolmesh.registry.v1.SchemaFormat
-	57, // 50: toolmesh.registry.v1.ExportedTool.definition:type_name -> google.protobuf.Struct
-	49, // 51: toolmesh.registry.v1.ExportToolSchemasResponse.tools:type_name -> toolmesh.registry.v1.ExportedTool
-	23, // 52: toolmesh.registry.v1.RegistryService.RegisterTool:input_type -> toolmesh.registry.v1.RegisterToolRequest
-	25, // 53: toolmesh.registry.v1.RegistryService.UpdateTool:input_type -> toolmesh.registry.v1.UpdateToolRequest
-	27, // 54: toolmesh.registry.v1.RegistryService.SetToolSlugs:input_type -> toolmesh.registry.v1.SetToolSlugsRequest
-	29, // 55: toolmesh.registry.v1.RegistryService.DeregisterTool:input_type -> toolmesh.registry.v1.DeregisterToolRequest
-	31, // 56: toolmesh.registry.v1.RegistryService.GetTool:input_type -> toolmesh.registry.v1.GetToolRequest
-	33, // 57: toolmesh.registry.v1.RegistryService.ListTools:input_type -> toolmesh.registry.v1.ListToolsRequest
-	35, // 58: toolmesh.registry.v1.RegistryService.WatchTools:input_type -> toolmesh.registry.v1.WatchToolsRequest
-	37, // 59: toolmesh.registry.v1.RegistryService.PutGroup:input_type -> toolmesh.registry.v1.PutGroupRequest
-	39, // 60: toolmesh.registry.v1.RegistryService.GetGroup:input_type -> toolmesh.registry.v1.GetGroupRequest
-	41, // 61: toolmesh.registry.v1.RegistryService.ListGroups:input_type -> toolmesh.registry.v1.ListGroupsRequest
-	43, // 62: toolmesh.registry.v1.RegistryService.DeleteGroup:input_type -> toolmesh.registry.v1.DeleteGroupRequest
-	45, // 63: toolmesh.registry.v1.RegistryService.ListRuntimes:input_type -> toolmesh.registry.v1.ListRuntimesRequest
-	48, // 64: toolmesh.registry.v1.RegistryService.ExportToolSchemas:input_type -> toolmesh.registry.v1.ExportToolSchemasRequest
-	24, // 65: toolmesh.registry.v1.RegistryService.RegisterTool:output_type -> toolmesh.registry.v1.RegisterToolResponse
-	26, // 66: toolmesh.registry.v1.RegistryService.UpdateTool:output_type -> toolmesh.registry.v1.UpdateToolResponse
-	28, // 67: toolmesh.registry.v1.RegistryService.SetToolSlugs:output_type -> toolmesh.registry.v1.SetToolSlugsResponse
-	30, // 68: toolmesh.registry.v1.RegistryService.DeregisterTool:output_type -> toolmesh.registry.v1.DeregisterToolResponse
-	32, // 69: toolmesh.registry.v1.RegistryService.GetTool:output_type -> toolmesh.registry.v1.GetToolResponse
-	34, // 70: toolmesh.registry.v1.RegistryService.ListTools:output_type -> toolmesh.registry.v1.ListToolsResponse
-	36, // 71: toolmesh.registry.v1.RegistryService.WatchTools:output_type -> toolmesh.registry.v1.WatchToolsResponse
-	38, // 72: toolmesh.registry.v1.RegistryService.PutGroup:output_type -> toolmesh.registry.v1.PutGroupResponse
-	40, // 73: toolmesh.registry.v1.RegistryService.GetGroup:output_type -> toolmesh.registry.v1.GetGroupResponse
-	42, // 74: toolmesh.registry.v1.RegistryService.ListGroups:output_type -> toolmesh.registry.v1.ListGroupsResponse
-	44, // 75: toolmesh.registry.v1.RegistryService.DeleteGroup:output_type -> toolmesh.registry.v1.DeleteGroupResponse
-	47, // 76: toolmesh.registry.v1.RegistryService.ListRuntimes:output_type -> toolmesh.registry.v1.ListRuntimesResponse
-	50, // 77: toolmesh.registry.v1.RegistryService.ExportToolSchemas:output_type -> toolmesh.registry.v1.ExportToolSchemasResponse
-	65, // [65:78] is the sub-list for method output_type
-	52, // [52:65] is the sub-list for method input_type
-	52, // [52:52] is the sub-list for extension type_name
-	52, // [52:52] is the sub-list for extension extendee
-	0,  // [0:52] is the sub-list for field type_name
+	11, // 2: toolmesh.registry.v1.LocalRuntime.warm_hours:type_name -> toolmesh.registry.v1.WarmHours
+	55, // 3: toolmesh.registry.v1.RemoteRuntime.headers:type_name -> toolmesh.registry.v1.RemoteRuntime.HeadersEntry
+	56, // 4: toolmesh.registry.v1.DockerRuntime.env:type_name -> toolmesh.registry.v1.DockerRuntime.EnvEntry
+	2,  // 5: toolmesh.registry.v1.DockerRuntime.protocol:type_name -> toolmesh.registry.v1.LocalProtocol
+	12, // 6: toolmesh.registry.v1.DockerRuntime.resources:type_name -> toolmesh.registry.v1.DockerResources
+	13, // 7: toolmesh.registry.v1.DockerRuntime.mounts:type_name -> toolmesh.registry.v1.DockerMount
+	14, // 8: toolmesh.registry.v1.DockerRuntime.secrets:type_name -> toolmesh.registry.v1.DockerSecret
+	11, // 9: toolmesh.registry.v1.DockerRuntime.warm_hours:type_name -> toolmesh.registry.v1.WarmHours
+	57, // 10: toolmesh.registry.v1.McpRuntime.headers:type_name -> toolmesh.registry.v1.McpRuntime.HeadersEntry
+	58, // 11: toolmesh.registry.v1.McpRuntime.env:type_name -> toolmesh.registry.v1.McpRuntime.EnvEntry
+	3,  // 12: toolmesh.registry.v1.McpRuntime.operation:type_name -> toolmesh.registry.v1.McpOperation
+	60, // 13: toolmesh.registry.v1.McpRuntime.listing:type_name -> google.protobuf.Struct
+	7,  // 14: toolmesh.registry.v1.Runtime.grpc:type_name -> toolmesh.registry.v1.GrpcRuntime
+	8,  // 15: toolmesh.registry.v1.Runtime.local:type_name -> toolmesh.registry.v1.LocalRuntime
+	9,  // 16: toolmesh.registry.v1.Runtime.remote:type_name -> toolmesh.registry.v1.RemoteRuntime
+	10, // 17: toolmesh.registry.v1.Runtime.docker:type_name -> toolmesh.registry.v1.DockerRuntime
+	15, // 18: toolmesh.registry.v1.Runtime.mcp:type_name -> toolmesh.registry.v1.McpRuntime
+	60, // 19: toolmesh.registry.v1.ToolSpec.input_schema:type_name -> google.protobuf.Struct
+	60, // 20: toolmesh.registry.v1.ToolSpec.output_schema:type_name -> google.protobuf.Struct
+	18, // 21: toolmesh.registry.v1.ToolSpec.retry_policy:type_name -> toolmesh.registry.v1.RetryPolicy
+	0,  // 22: toolmesh.registry.v1.ToolSpec.status:type_name -> toolmesh.registry.v1.ToolStatus
+	16, // 23: toolmesh.registry.v1.ToolSpec.runtime:type_name -> toolmesh.registry.v1.Runtime
+	59, // 24: toolmesh.registry.v1.ToolSpec.labels:type_name -> toolmesh.registry.v1.ToolSpec.LabelsEntry
+	17, // 25: toolmesh.registry.v1.ToolSpec.annotations:type_name -> toolmesh.registry.v1.ToolAnnotations
+	4,  // 26: toolmesh.registry.v1.ToolSpec.task_support:type_name -> toolmesh.registry.v1.TaskSupport
+	20, // 27: toolmesh.registry.v1.ToolSpec.price:type_name -> toolmesh.registry.v1.Price
+	21, // 28: toolmesh.registry.v1.ToolSpec.circuit_breaker:type_name -> toolmesh.registry.v1.CircuitBreaker
+	22, // 29: toolmesh.registry.v1.ToolSpec.secrets:type_name -> toolmesh.registry.v1.SecretInjection
+	19, // 30: toolmesh.registry.v1.Tool.spec:type_name -> toolmesh.registry.v1.ToolSpec
+	61, // 31: toolmesh.registry.v1.Tool.created_at:type_name -> google.protobuf.Timestamp
+	61, // 32: toolmesh.registry.v1.Tool.updated_at:type_name -> google.protobuf.Timestamp
+	24, // 33: toolmesh.registry.v1.Tool.history:type_name -> toolmesh.registry.v1.ToolDefinition
+	61, // 34: toolmesh.registry.v1.ToolDefinition.time:type_name -> google.protobuf.Timestamp
+	61, // 35: toolmesh.registry.v1.Group.updated_at:type_name -> google.protobuf.Timestamp
+	19, // 36: toolmesh.registry.v1.RegisterToolRequest.tool:type_name -> toolmesh.registry.v1.ToolSpec
+	23, // 37: toolmesh.registry.v1.RegisterToolResponse.tool:type_name -> toolmesh.registry.v1.Tool
+	19, // 38: toolmesh.registry.v1.UpdateToolRequest.tool:type_name -> toolmesh.registry.v1.ToolSpec
+	23, // 39: toolmesh.registry.v1.UpdateToolResponse.tool:type_name -> toolmesh.registry.v1.Tool
+	23, // 40: toolmesh.registry.v1.SetToolSlugsResponse.tool:type_name -> toolmesh.registry.v1.Tool
+	23, // 41: toolmesh.registry.v1.GetToolResponse.tool:type_name -> toolmesh.registry.v1.Tool
+	1,  // 42: toolmesh.registry.v1.ListToolsRequest.runtime_kind:type_name -> toolmesh.registry.v1.RuntimeKind
+	0,  // 43: toolmesh.registry.v1.ListToolsRequest.status:type_name -> toolmesh.registry.v1.ToolStatus
+	23, // 44: toolmesh.registry.v1.ListToolsResponse.tools:type_name -> toolmesh.registry.v1.Tool
+	5,  // 45: toolmesh.registry.v1.WatchToolsResponse.type:type_name -> toolmesh.registry.v1.WatchEventType
+	23, // 46: toolmesh.registry.v1.WatchToolsResponse.tool:type_name -> toolmesh.registry.v1.Tool
+	25, // 47: toolmesh.registry.v1.PutGroupRequest.group:type_name -> toolmesh.registry.v1.Group
+	25, // 48: toolmesh.registry.v1.PutGroupResponse.group:type_name -> toolmesh.registry.v1.Group
+	25, // 49: toolmesh.registry.v1.GetGroupResponse.group:type_name -> toolmesh.registry.v1.Group
+	25, // 50: toolmesh.registry.v1.ListGroupsResponse.groups:type_name -> toolmesh.registry.v1.Group
+	1,  // 51: toolmesh.registry.v1.RuntimeSummary.kind:type_name -> toolmesh.registry.v1.RuntimeKind
+	49, // 52: toolmesh.registry.v1.ListRuntimesResponse.runtimes:type_name -> toolmesh.registry.v1.RuntimeSummary
+	6,  // 53: toolmesh.registry.v1.ExportToolSchemasRequest.format:type_name -> toolmesh.registry.v1.SchemaFormat
+	60, // 54: toolmesh.registry.v1.ExportedTool.definition:type_name -> google.protobuf.Struct
+	52, // 55: toolmesh.registry.v1.ExportToolSchemasResponse.tools:type_name -> toolmesh.registry.v1.ExportedTool
+	26, // 56: toolmesh.registry.v1.RegistryService.RegisterTool:input_type -> toolmesh.registry.v1.RegisterToolRequest
+	28, // 57: toolmesh.registry.v1.RegistryService.UpdateTool:input_type -> toolmesh.registry.v1.UpdateToolRequest
+	30, // 58: toolmesh.registry.v1.RegistryService.SetToolSlugs:input_type -> toolmesh.registry.v1.SetToolSlugsRequest
+	32, // 59: toolmesh.registry.v1.RegistryService.DeregisterTool:input_type -> toolmesh.registry.v1.DeregisterToolRequest
+	34, // 60: toolmesh.registry.v1.RegistryService.GetTool:input_type -> toolmesh.registry.v1.GetToolRequest
+	36, // 61: toolmesh.registry.v1.RegistryService.ListTools:input_type -> toolmesh.registry.v1.ListToolsRequest
+	38, // 62: toolmesh.registry.v1.RegistryService.WatchTools:input_type -> toolmesh.registry.v1.WatchToolsRequest
+	40, // 63: toolmesh.registry.v1.RegistryService.PutGroup:input_type -> toolmesh.registry.v1.PutGroupRequest
+	42, // 64: toolmesh.registry.v1.RegistryService.GetGroup:input_type -> toolmesh.registry.v1.GetGroupRequest
+	44, // 65: toolmesh.registry.v1.RegistryService.ListGroups:input_type -> toolmesh.registry.v1.ListGroupsRequest
+	46, // 66: toolmesh.registry.v1.RegistryService.DeleteGroup:input_type -> toolmesh.registry.v1.DeleteGroupRequest
+	48, // 67: toolmesh.registry.v1.RegistryService.ListRuntimes:input_type -> toolmesh.registry.v1.ListRuntimesRequest
+	51, // 68: toolmesh.registry.v1.RegistryService.ExportToolSchemas:input_type -> toolmesh.registry.v1.ExportToolSchemasRequest
+	27, // 69: toolmesh.registry.v1.RegistryService.RegisterTool:output_type -> toolmesh.registry.v1.RegisterToolResponse
+	29, // 70: toolmesh.registry.v1.RegistryService.UpdateTool:output_type -> toolmesh.registry.v1.UpdateToolResponse
+	31, // 71: toolmesh.registry.v1.RegistryService.SetToolSlugs:output_type -> toolmesh.registry.v1.SetToolSlugsResponse
+	33, // 72: toolmesh.registry.v1.RegistryService.DeregisterTool:output_type -> toolmesh.registry.v1.DeregisterToolResponse
+	35, // 73: toolmesh.registry.v1.RegistryService.GetTool:output_type -> toolmesh.registry.v1.GetToolResponse
+	37, // 74: toolmesh.registry.v1.RegistryService.ListTools:output_type -> toolmesh.registry.v1.ListToolsResponse
+	39, // 75: toolmesh.registry.v1.RegistryService.WatchTools:output_type -> toolmesh.registry.v1.WatchToolsResponse
+	41, // 76: toolmesh.registry.v1.RegistryService.PutGroup:output_type -> toolmesh.registry.v1.PutGroupResponse
+	43, // 77: toolmesh.registry.v1.RegistryService.GetGroup:output_type -> toolmesh.registry.v1.GetGroupResponse
+	45, // 78: toolmesh.registry.v1.RegistryService.ListGroups:output_type -> toolmesh.registry.v1.ListGroupsResponse
+	47, // 79: toolmesh.registry.v1.RegistryService.DeleteGroup:output_type -> toolmesh.registry.v1.DeleteGroupResponse
+	50, // 80: toolmesh.registry.v1.RegistryService.ListRuntimes:output_type -> toolmesh.registry.v1.ListRuntimesResponse
+	53, // 81: toolmesh.registry.v1.RegistryService.ExportToolSchemas:output_type -> toolmesh.registry.v1.ExportToolSchemasResponse
+	69, // [69:82] is the sub-list for method output_type
+	56, // [56:69] is the sub-list for method input_type
+	56, // [56:56] is the sub-list for extension type_name
+	56, // [56:56] is the sub-list for extension extendee
+	0,  // [0:56] is the sub-list for field type_name
 }
 
 func init() { file_toolmesh_registry_v1_registry_proto_init() }
@@ -3944,14 +4292,14 @@ func file_toolmesh_registry_v1_registry_proto_init() {
 	if File_toolmesh_registry_v1_registry_proto != nil {
 		return
 	}
-	file_toolmesh_registry_v1_registry_proto_msgTypes[8].OneofWrappers = []any{
+	file_toolmesh_registry_v1_registry_proto_msgTypes[9].OneofWrappers = []any{
 		(*Runtime_Grpc)(nil),
 		(*Runtime_Local)(nil),
 		(*Runtime_Remote)(nil),
 		(*Runtime_Docker)(nil),
 		(*Runtime_Mcp)(nil),
 	}
-	file_toolmesh_registry_v1_registry_proto_msgTypes[12].OneofWrappers = []any{
+	file_toolmesh_registry_v1_registry_proto_msgTypes[15].OneofWrappers = []any{
 		(*SecretInjection_Header)(nil),
 		(*SecretInjection_Query)(nil),
 		(*SecretInjection_Env)(nil),
@@ -3963,7 +4311,7 @@ func file_toolmesh_registry_v1_registry_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolmesh_registry_v1_registry_proto_rawDesc), len(file_toolmesh_registry_v1_registry_proto_rawDesc)),
 			NumEnums:      7,
-			NumMessages:   50,
+			NumMessages:   53,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -27,7 +27,7 @@ from toolmesh.common.v1 import common_pb2 as toolmesh_dot_common_dot_v1_dot_comm
 from toolmesh.events.v1 import events_pb2 as toolmesh_dot_events_dot_v1_dot_events__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!toolmesh/backend/v1/backend.proto\x12\x13toolmesh.backend.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1ftoolmesh/common/v1/common.proto\x1a\x1ftoolmesh/events/v1/events.proto\"\xd3\x01\n\rInvokeRequest\x12\x0c\n\x04tool\x18\x01 \x01(\t\x12*\n\targuments\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x30\n\x07\x63ontext\x18\x03 \x01(\x0b\x32\x1f.toolmesh.common.v1.CallContext\x12\x30\n\tprincipal\x18\x04 \x01(\x0b\x32\x1d.toolmesh.common.v1.Principal\x12\x0f\n\x07\x61ttempt\x18\x05 \x01(\r\x12\x13\n\x0b\x64\x65\x61\x64line_ms\x18\x06 \x01(\r\"v\n\x0cInvokeResult\x12\'\n\x06output\x18\x01 \x01(\x0b\x32\x17.google.protobuf.Struct\x12,\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x1d.toolmesh.common.v1.CallError\x12\x0f\n\x07pending\x18\x03 \x01(\x08\"\x83\x01\n\x0eInvokeResponse\x12\x31\n\x05\x65vent\x18\x01 \x01(\x0b\x32 .toolmesh.events.v1.BackendEventH\x00\x12\x33\n\x06result\x18\x02 \x01(\x0b\x32!.toolmesh.backend.v1.InvokeResultH\x00\x42\t\n\x07message2i\n\x12ToolBackendService\x12S\n\x06Invoke\x12\".toolmesh.backend.v1.InvokeRequest\x1a#.toolmesh.backend.v1.InvokeResponse0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!toolmesh/backend/v1/backend.proto\x12\x13toolmesh.backend.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1ftoolmesh/common/v1/common.proto\x1a\x1ftoolmesh/events/v1/events.proto\"\xd3\x01\n\rInvokeRequest\x12\x0c\n\x04tool\x18\x01 \x01(\t\x12*\n\targuments\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x30\n\x07\x63ontext\x18\x03 \x01(\x0b\x32\x1f.toolmesh.common.v1.CallContext\x12\x30\n\tprincipal\x18\x04 \x01(\x0b\x32\x1d.toolmesh.common.v1.Principal\x12\x0f\n\x07\x61ttempt\x18\x05 \x01(\r\x12\x13\n\x0b\x64\x65\x61\x64line_ms\x18\x06 \x01(\r\"\x8b\x01\n\x0cInvokeResult\x12\'\n\x06output\x18\x01 \x01(\x0b\x32\x17.google.protobuf.Struct\x12,\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x1d.toolmesh.common.v1.CallError\x12\x0f\n\x07pending\x18\x03 \x01(\x08\x12\x13\n\x0b\x63ost_micros\x18\x04 \x01(\x04\"\x83\x01\n\x0eInvokeResponse\x12\x31\n\x05\x65vent\x18\x01 \x01(\x0b\x32 .toolmesh.events.v1.BackendEventH\x00\x12\x33\n\x06result\x18\x02 \x01(\x0b\x32!.toolmesh.backend.v1.InvokeResultH\x00\x42\t\n\x07message2i\n\x12ToolBackendService\x12S\n\x06Invoke\x12\".toolmesh.backend.v1.InvokeRequest\x1a#.toolmesh.backend.v1.InvokeResponse0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,10 +36,10 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_INVOKEREQUEST']._serialized_start=155
   _globals['_INVOKEREQUEST']._serialized_end=366
-  _globals['_INVOKERESULT']._serialized_start=368
-  _globals['_INVOKERESULT']._serialized_end=486
-  _globals['_INVOKERESPONSE']._serialized_start=489
-  _globals['_INVOKERESPONSE']._serialized_end=620
-  _globals['_TOOLBACKENDSERVICE']._serialized_start=622
-  _globals['_TOOLBACKENDSERVICE']._serialized_end=727
+  _globals['_INVOKERESULT']._serialized_start=369
+  _globals['_INVOKERESULT']._serialized_end=508
+  _globals['_INVOKERESPONSE']._serialized_start=511
+  _globals['_INVOKERESPONSE']._serialized_end=642
+  _globals['_TOOLBACKENDSERVICE']._serialized_start=644
+  _globals['_TOOLBACKENDSERVICE']._serialized_end=749
 # @@protoc_insertion_point(module_scope)

@@ -25,14 +25,16 @@ class InvokeRequest(_message.Message):
     def __init__(self, tool: _Optional[str] = ..., arguments: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., context: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., principal: _Optional[_Union[_common_pb2.Principal, _Mapping]] = ..., attempt: _Optional[int] = ..., deadline_ms: _Optional[int] = ...) -> None: ...
 
 class InvokeResult(_message.Message):
-    __slots__ = ("output", "error", "pending")
+    __slots__ = ("output", "error", "pending", "cost_micros")
     OUTPUT_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
     PENDING_FIELD_NUMBER: _ClassVar[int]
+    COST_MICROS_FIELD_NUMBER: _ClassVar[int]
     output: _struct_pb2.Struct
     error: _common_pb2.CallError
     pending: bool
-    def __init__(self, output: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., error: _Optional[_Union[_common_pb2.CallError, _Mapping]] = ..., pending: bool = ...) -> None: ...
+    cost_micros: int
+    def __init__(self, output: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., error: _Optional[_Union[_common_pb2.CallError, _Mapping]] = ..., pending: bool = ..., cost_micros: _Optional[int] = ...) -> None: ...
 
 class InvokeResponse(_message.Message):
     __slots__ = ("event", "result")

@@ -91,7 +91,14 @@ class GetUsageResponse(_message.Message):
     def __init__(self, usage: _Optional[_Iterable[_Union[Usage, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class Usage(_message.Message):
-    __slots__ = ("hour", "agent_id", "user_id", "tool", "calls", "errors", "failures", "interrupted", "refused", "duration_ms")
+    __slots__ = ("hour", "agent_id", "user_id", "tool", "calls", "errors", "failures", "interrupted", "refused", "duration_ms", "cache_hits", "cache_misses", "cost_micros")
+    class CostMicrosEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
     HOUR_FIELD_NUMBER: _ClassVar[int]
     AGENT_ID_FIELD_NUMBER: _ClassVar[int]
     USER_ID_FIELD_NUMBER: _ClassVar[int]
@@ -102,6 +109,9 @@ class Usage(_message.Message):
     INTERRUPTED_FIELD_NUMBER: _ClassVar[int]
     REFUSED_FIELD_NUMBER: _ClassVar[int]
     DURATION_MS_FIELD_NUMBER: _ClassVar[int]
+    CACHE_HITS_FIELD_NUMBER: _ClassVar[int]
+    CACHE_MISSES_FIELD_NUMBER: _ClassVar[int]
+    COST_MICROS_FIELD_NUMBER: _ClassVar[int]
     hour: _timestamp_pb2.Timestamp
     agent_id: str
     user_id: str
@@ -112,7 +122,33 @@ class Usage(_message.Message):
     interrupted: int
     refused: int
     duration_ms: int
-    def __init__(self, hour: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., agent_id: _Optional[str] = ..., user_id: _Optional[str] = ..., tool: _Optional[str] = ..., calls: _Optional[int] = ..., errors: _Optional[int] = ..., failures: _Optional[int] = ..., interrupted: _Optional[int] = ..., refused: _Optional[int] = ..., duration_ms: _Optional[int] = ...) -> None: ...
+    cache_hits: int
+    cache_misses: int
+    cost_micros: _containers.ScalarMap[str, int]
+    def __init__(self, hour: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., agent_id: _Optional[str] = ..., user_id: _Optional[str] = ..., tool: _Optional[str] = ..., calls: _Optional[int] = ..., errors: _Optional[int] = ..., failures: _Optional[int] = ..., interrupted: _Optional[int] = ..., refused: _Optional[int] = ..., duration_ms: _Optional[int] = ..., cache_hits: _Optional[int] = ..., cache_misses: _Optional[int] = ..., cost_micros: _Optional[_Mapping[str, int]] = ...) -> None: ...
+
+class StoredSpend(_message.Message):
+    __slots__ = ("budget_id", "period", "currency", "spent_micros", "by_instance", "counted_blocks")
+    class ByInstanceEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    BUDGET_ID_FIELD_NUMBER: _ClassVar[int]
+    PERIOD_FIELD_NUMBER: _ClassVar[int]
+    CURRENCY_FIELD_NUMBER: _ClassVar[int]
+    SPENT_MICROS_FIELD_NUMBER: _ClassVar[int]
+    BY_INSTANCE_FIELD_NUMBER: _ClassVar[int]
+    COUNTED_BLOCKS_FIELD_NUMBER: _ClassVar[int]
+    budget_id: str
+    period: str
+    currency: str
+    spent_micros: int
+    by_instance: _containers.ScalarMap[str, int]
+    counted_blocks: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, budget_id: _Optional[str] = ..., period: _Optional[str] = ..., currency: _Optional[str] = ..., spent_micros: _Optional[int] = ..., by_instance: _Optional[_Mapping[str, int]] = ..., counted_blocks: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class StoredUsage(_message.Message):
     __slots__ = ("usage", "applied_sequence", "counted_blocks")

@@ -23,31 +23,36 @@ _sym_db = _symbol_database.Default()
 
 
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
+from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1ftoolmesh/common/v1/common.proto\x12\x12toolmesh.common.v1\x1a\x1cgoogle/protobuf/struct.proto\"M\n\tPrincipal\x12\x10\n\x08\x61gent_id\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\x12\r\n\x05roles\x18\x03 \x03(\t\x12\x0e\n\x06key_id\x18\x04 \x01(\t\"n\n\x0b\x43\x61llContext\x12\x10\n\x08trace_id\x18\x01 \x01(\t\x12\x11\n\tparent_id\x18\x02 \x01(\t\x12\x0f\n\x07\x63\x61ll_id\x18\x03 \x01(\t\x12\x17\n\x0fidempotency_key\x18\x04 \x01(\t\x12\x10\n\x08tool_pin\x18\x05 \x01(\t\"T\n\tCallError\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12(\n\x07\x64\x65tails\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\"~\n\x0e\x46ieldViolation\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x0f\n\x07keyword\x18\x03 \x01(\t\x12\'\n\x06params\x18\x04 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x13\n\x0bschema_path\x18\x05 \x01(\t\"\\\n\x11ValidationFailure\x12\x0f\n\x07subject\x18\x01 \x01(\t\x12\x36\n\nviolations\x18\x02 \x03(\x0b\x32\".toolmesh.common.v1.FieldViolation\":\n\x0cToolNotFound\x12\x11\n\trequested\x18\x01 \x01(\t\x12\x17\n\x0f\x61vailable_tools\x18\x02 \x03(\t\"v\n\x10PermissionDenial\x12\x10\n\x08resource\x18\x01 \x01(\t\x12\x16\n\x0emissing_scopes\x18\x02 \x03(\t\x12\x15\n\rdeny_grant_id\x18\x03 \x01(\t\x12\x11\n\tprincipal\x18\x04 \x01(\t\x12\x0e\n\x06reason\x18\x05 \x01(\t\".\n\x08\x42\x61\x64\x46ield\x12\r\n\x05\x66ield\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t*\xaa\x01\n\nCallStatus\x12\x1b\n\x17\x43\x41LL_STATUS_UNSPECIFIED\x10\x00\x12\x17\n\x13\x43\x41LL_STATUS_SUCCESS\x10\x01\x12\x17\n\x13\x43\x41LL_STATUS_FAILURE\x10\x02\x12\x1b\n\x17\x43\x41LL_STATUS_INTERRUPTED\x10\x03\x12\x17\n\x13\x43\x41LL_STATUS_PENDING\x10\x04\x12\x17\n\x13\x43\x41LL_STATUS_REFUSED\x10\x05\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1ftoolmesh/common/v1/common.proto\x12\x12toolmesh.common.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"M\n\tPrincipal\x12\x10\n\x08\x61gent_id\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\x12\r\n\x05roles\x18\x03 \x03(\t\x12\x0e\n\x06key_id\x18\x04 \x01(\t\"n\n\x0b\x43\x61llContext\x12\x10\n\x08trace_id\x18\x01 \x01(\t\x12\x11\n\tparent_id\x18\x02 \x01(\t\x12\x0f\n\x07\x63\x61ll_id\x18\x03 \x01(\t\x12\x17\n\x0fidempotency_key\x18\x04 \x01(\t\x12\x10\n\x08tool_pin\x18\x05 \x01(\t\"T\n\tCallError\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12(\n\x07\x64\x65tails\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\"~\n\x0e\x46ieldViolation\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x0f\n\x07keyword\x18\x03 \x01(\t\x12\'\n\x06params\x18\x04 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x13\n\x0bschema_path\x18\x05 \x01(\t\"\\\n\x11ValidationFailure\x12\x0f\n\x07subject\x18\x01 \x01(\t\x12\x36\n\nviolations\x18\x02 \x03(\x0b\x32\".toolmesh.common.v1.FieldViolation\":\n\x0cToolNotFound\x12\x11\n\trequested\x18\x01 \x01(\t\x12\x17\n\x0f\x61vailable_tools\x18\x02 \x03(\t\"v\n\x10PermissionDenial\x12\x10\n\x08resource\x18\x01 \x01(\t\x12\x16\n\x0emissing_scopes\x18\x02 \x03(\t\x12\x15\n\rdeny_grant_id\x18\x03 \x01(\t\x12\x11\n\tprincipal\x18\x04 \x01(\t\x12\x0e\n\x06reason\x18\x05 \x01(\t\".\n\x08\x42\x61\x64\x46ield\x12\r\n\x05\x66ield\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\"\xa9\x01\n\x0e\x42udgetExceeded\x12\x11\n\tbudget_id\x18\x01 \x01(\t\x12\x10\n\x08\x63urrency\x18\x02 \x01(\t\x12\x14\n\x0climit_micros\x18\x03 \x01(\x04\x12\x18\n\x10remaining_micros\x18\x04 \x01(\x04\x12\x13\n\x0b\x63\x61ll_micros\x18\x05 \x01(\x04\x12-\n\tresets_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"o\n\x0b\x43ircuitOpen\x12\x0c\n\x04tool\x18\x01 \x01(\t\x12,\n\x08retry_at\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x10\n\x08\x66\x61ilures\x18\x03 \x01(\r\x12\x12\n\nlast_error\x18\x04 \x01(\t*\xaa\x01\n\nCallStatus\x12\x1b\n\x17\x43\x41LL_STATUS_UNSPECIFIED\x10\x00\x12\x17\n\x13\x43\x41LL_STATUS_SUCCESS\x10\x01\x12\x17\n\x13\x43\x41LL_STATUS_FAILURE\x10\x02\x12\x1b\n\x17\x43\x41LL_STATUS_INTERRUPTED\x10\x03\x12\x17\n\x13\x43\x41LL_STATUS_PENDING\x10\x04\x12\x17\n\x13\x43\x41LL_STATUS_REFUSED\x10\x05\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'toolmesh.common.v1.common_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_CALLSTATUS']._serialized_start=813
-  _globals['_CALLSTATUS']._serialized_end=983
-  _globals['_PRINCIPAL']._serialized_start=85
-  _globals['_PRINCIPAL']._serialized_end=162
-  _globals['_CALLCONTEXT']._serialized_start=164
-  _globals['_CALLCONTEXT']._serialized_end=274
-  _globals['_CALLERROR']._serialized_start=276
-  _globals['_CALLERROR']._serialized_end=360
-  _globals['_FIELDVIOLATION']._serialized_start=362
-  _globals['_FIELDVIOLATION']._serialized_end=488
-  _globals['_VALIDATIONFAILURE']._serialized_start=490
-  _globals['_VALIDATIONFAILURE']._serialized_end=582
-  _globals['_TOOLNOTFOUND']._serialized_start=584
-  _globals['_TOOLNOTFOUND']._serialized_end=642
-  _globals['_PERMISSIONDENIAL']._serialized_start=644
-  _globals['_PERMISSIONDENIAL']._serialized_end=762
-  _globals['_BADFIELD']._serialized_start=764
-  _globals['_BADFIELD']._serialized_end=810
+  _globals['_CALLSTATUS']._serialized_start=1131
+  _globals['_CALLSTATUS']._serialized_end=1301
+  _globals['_PRINCIPAL']._serialized_start=118
+  _globals['_PRINCIPAL']._serialized_end=195
+  _globals['_CALLCONTEXT']._serialized_start=197
+  _globals['_CALLCONTEXT']._serialized_end=307
+  _globals['_CALLERROR']._serialized_start=309
+  _globals['_CALLERROR']._serialized_end=393
+  _globals['_FIELDVIOLATION']._serialized_start=395
+  _globals['_FIELDVIOLATION']._serialized_end=521
+  _globals['_VALIDATIONFAILURE']._serialized_start=523
+  _globals['_VALIDATIONFAILURE']._serialized_end=615
+  _globals['_TOOLNOTFOUND']._serialized_start=617
+  _globals['_TOOLNOTFOUND']._serialized_end=675
+  _globals['_PERMISSIONDENIAL']._serialized_start=677
+  _globals['_PERMISSIONDENIAL']._serialized_end=795
+  _globals['_BADFIELD']._serialized_start=797
+  _globals['_BADFIELD']._serialized_end=843
+  _globals['_BUDGETEXCEEDED']._serialized_start=846
+  _globals['_BUDGETEXCEEDED']._serialized_end=1015
+  _globals['_CIRCUITOPEN']._serialized_start=1017
+  _globals['_CIRCUITOPEN']._serialized_end=1128
 # @@protoc_insertion_point(module_scope)

@@ -1,4 +1,7 @@
+import datetime
+
 from google.protobuf import struct_pb2 as _struct_pb2
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
@@ -110,3 +113,31 @@ class BadField(_message.Message):
     field: str
     description: str
     def __init__(self, field: _Optional[str] = ..., description: _Optional[str] = ...) -> None: ...
+
+class BudgetExceeded(_message.Message):
+    __slots__ = ("budget_id", "currency", "limit_micros", "remaining_micros", "call_micros", "resets_at")
+    BUDGET_ID_FIELD_NUMBER: _ClassVar[int]
+    CURRENCY_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_MICROS_FIELD_NUMBER: _ClassVar[int]
+    REMAINING_MICROS_FIELD_NUMBER: _ClassVar[int]
+    CALL_MICROS_FIELD_NUMBER: _ClassVar[int]
+    RESETS_AT_FIELD_NUMBER: _ClassVar[int]
+    budget_id: str
+    currency: str
+    limit_micros: int
+    remaining_micros: int
+    call_micros: int
+    resets_at: _timestamp_pb2.Timestamp
+    def __init__(self, budget_id: _Optional[str] = ..., currency: _Optional[str] = ..., limit_micros: _Optional[int] = ..., remaining_micros: _Optional[int] = ..., call_micros: _Optional[int] = ..., resets_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class CircuitOpen(_message.Message):
+    __slots__ = ("tool", "retry_at", "failures", "last_error")
+    TOOL_FIELD_NUMBER: _ClassVar[int]
+    RETRY_AT_FIELD_NUMBER: _ClassVar[int]
+    FAILURES_FIELD_NUMBER: _ClassVar[int]
+    LAST_ERROR_FIELD_NUMBER: _ClassVar[int]
+    tool: str
+    retry_at: _timestamp_pb2.Timestamp
+    failures: int
+    last_error: str
+    def __init__(self, tool: _Optional[str] = ..., retry_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., failures: _Optional[int] = ..., last_error: _Optional[str] = ...) -> None: ...

@@ -3,6 +3,7 @@ import datetime
 from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from toolmesh.common.v1 import common_pb2 as _common_pb2
+from toolmesh.events.v1 import events_pb2 as _events_pb2
 from toolmesh.registry.v1 import registry_pb2 as _registry_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
@@ -21,6 +22,13 @@ class RuntimeState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     RUNTIME_STATE_RUNNING: _ClassVar[RuntimeState]
     RUNTIME_STATE_BACKOFF: _ClassVar[RuntimeState]
     RUNTIME_STATE_FAILED: _ClassVar[RuntimeState]
+
+class CircuitState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    CIRCUIT_STATE_UNSPECIFIED: _ClassVar[CircuitState]
+    CIRCUIT_STATE_CLOSED: _ClassVar[CircuitState]
+    CIRCUIT_STATE_OPEN: _ClassVar[CircuitState]
+    CIRCUIT_STATE_HALF_OPEN: _ClassVar[CircuitState]
 
 class ToolCallDialect(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -56,6 +64,10 @@ RUNTIME_STATE_STARTING: RuntimeState
 RUNTIME_STATE_RUNNING: RuntimeState
 RUNTIME_STATE_BACKOFF: RuntimeState
 RUNTIME_STATE_FAILED: RuntimeState
+CIRCUIT_STATE_UNSPECIFIED: CircuitState
+CIRCUIT_STATE_CLOSED: CircuitState
+CIRCUIT_STATE_OPEN: CircuitState
+CIRCUIT_STATE_HALF_OPEN: CircuitState
 TOOL_CALL_DIALECT_UNSPECIFIED: ToolCallDialect
 TOOL_CALL_DIALECT_OPENAI_CHAT: ToolCallDialect
 TOOL_CALL_DIALECT_OPENAI_RESPONSES: ToolCallDialect
@@ -87,7 +99,7 @@ class DispatchRequest(_message.Message):
     def __init__(self, tool: _Optional[str] = ..., arguments: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., context: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., timeout_ms: _Optional[int] = ...) -> None: ...
 
 class DispatchResponse(_message.Message):
-    __slots__ = ("call_id", "trace_id", "status", "output", "error", "duration_ms", "attempts", "replayed", "refusal_code", "approval_expires_at", "input_required")
+    __slots__ = ("call_id", "trace_id", "status", "output", "error", "duration_ms", "attempts", "replayed", "refusal_code", "approval_expires_at", "input_required", "cached_from", "cost")
     CALL_ID_FIELD_NUMBER: _ClassVar[int]
     TRACE_ID_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
@@ -99,6 +111,8 @@ class DispatchResponse(_message.Message):
     REFUSAL_CODE_FIELD_NUMBER: _ClassVar[int]
     APPROVAL_EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
     INPUT_REQUIRED_FIELD_NUMBER: _ClassVar[int]
+    CACHED_FROM_FIELD_NUMBER: _ClassVar[int]
+    COST_FIELD_NUMBER: _ClassVar[int]
     call_id: str
     trace_id: str
     status: _common_pb2.CallStatus
@@ -110,7 +124,9 @@ class DispatchResponse(_message.Message):
     refusal_code: str
     approval_expires_at: _timestamp_pb2.Timestamp
     input_required: InputRequired
-    def __init__(self, call_id: _Optional[str] = ..., trace_id: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.CallStatus, str]] = ..., output: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., error: _Optional[_Union[_common_pb2.CallError, _Mapping]] = ..., duration_ms: _Optional[int] = ..., attempts: _Optional[int] = ..., replayed: bool = ..., refusal_code: _Optional[str] = ..., approval_expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., input_required: _Optional[_Union[InputRequired, _Mapping]] = ...) -> None: ...
+    cached_from: str
+    cost: _events_pb2.Cost
+    def __init__(self, call_id: _Optional[str] = ..., trace_id: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.CallStatus, str]] = ..., output: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., error: _Optional[_Union[_common_pb2.CallError, _Mapping]] = ..., duration_ms: _Optional[int] = ..., attempts: _Optional[int] = ..., replayed: bool = ..., refusal_code: _Optional[str] = ..., approval_expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., input_required: _Optional[_Union[InputRequired, _Mapping]] = ..., cached_from: _Optional[str] = ..., cost: _Optional[_Union[_events_pb2.Cost, _Mapping]] = ...) -> None: ...
 
 class InputRequired(_message.Message):
     __slots__ = ("requests", "request_state", "expires_at")
@@ -211,7 +227,7 @@ class CancelResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class RuntimeStatus(_message.Message):
-    __slots__ = ("tool", "state", "pid", "port", "restarts", "last_error", "in_flight", "started_at", "last_used_at", "container_id")
+    __slots__ = ("tool", "state", "pid", "port", "restarts", "last_error", "in_flight", "started_at", "last_used_at", "container_id", "instances", "min_instances", "max_instances", "starts_saved", "kind")
     TOOL_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     PID_FIELD_NUMBER: _ClassVar[int]
@@ -222,6 +238,11 @@ class RuntimeStatus(_message.Message):
     STARTED_AT_FIELD_NUMBER: _ClassVar[int]
     LAST_USED_AT_FIELD_NUMBER: _ClassVar[int]
     CONTAINER_ID_FIELD_NUMBER: _ClassVar[int]
+    INSTANCES_FIELD_NUMBER: _ClassVar[int]
+    MIN_INSTANCES_FIELD_NUMBER: _ClassVar[int]
+    MAX_INSTANCES_FIELD_NUMBER: _ClassVar[int]
+    STARTS_SAVED_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
     tool: str
     state: RuntimeState
     pid: int
@@ -232,7 +253,70 @@ class RuntimeStatus(_message.Message):
     started_at: _timestamp_pb2.Timestamp
     last_used_at: _timestamp_pb2.Timestamp
     container_id: str
-    def __init__(self, tool: _Optional[str] = ..., state: _Optional[_Union[RuntimeState, str]] = ..., pid: _Optional[int] = ..., port: _Optional[int] = ..., restarts: _Optional[int] = ..., last_error: _Optional[str] = ..., in_flight: _Optional[int] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_used_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., container_id: _Optional[str] = ...) -> None: ...
+    instances: _containers.RepeatedCompositeFieldContainer[RuntimeInstance]
+    min_instances: int
+    max_instances: int
+    starts_saved: int
+    kind: str
+    def __init__(self, tool: _Optional[str] = ..., state: _Optional[_Union[RuntimeState, str]] = ..., pid: _Optional[int] = ..., port: _Optional[int] = ..., restarts: _Optional[int] = ..., last_error: _Optional[str] = ..., in_flight: _Optional[int] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_used_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., container_id: _Optional[str] = ..., instances: _Optional[_Iterable[_Union[RuntimeInstance, _Mapping]]] = ..., min_instances: _Optional[int] = ..., max_instances: _Optional[int] = ..., starts_saved: _Optional[int] = ..., kind: _Optional[str] = ...) -> None: ...
+
+class RuntimeInstance(_message.Message):
+    __slots__ = ("id", "state", "pid", "port", "container_id", "restarts", "last_error", "in_flight", "calls", "started_at", "last_used_at", "started_for", "health_failures", "breaker")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    PID_FIELD_NUMBER: _ClassVar[int]
+    PORT_FIELD_NUMBER: _ClassVar[int]
+    CONTAINER_ID_FIELD_NUMBER: _ClassVar[int]
+    RESTARTS_FIELD_NUMBER: _ClassVar[int]
+    LAST_ERROR_FIELD_NUMBER: _ClassVar[int]
+    IN_FLIGHT_FIELD_NUMBER: _ClassVar[int]
+    CALLS_FIELD_NUMBER: _ClassVar[int]
+    STARTED_AT_FIELD_NUMBER: _ClassVar[int]
+    LAST_USED_AT_FIELD_NUMBER: _ClassVar[int]
+    STARTED_FOR_FIELD_NUMBER: _ClassVar[int]
+    HEALTH_FAILURES_FIELD_NUMBER: _ClassVar[int]
+    BREAKER_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    state: RuntimeState
+    pid: int
+    port: int
+    container_id: str
+    restarts: int
+    last_error: str
+    in_flight: int
+    calls: int
+    started_at: _timestamp_pb2.Timestamp
+    last_used_at: _timestamp_pb2.Timestamp
+    started_for: str
+    health_failures: int
+    breaker: CircuitStatus
+    def __init__(self, id: _Optional[int] = ..., state: _Optional[_Union[RuntimeState, str]] = ..., pid: _Optional[int] = ..., port: _Optional[int] = ..., container_id: _Optional[str] = ..., restarts: _Optional[int] = ..., last_error: _Optional[str] = ..., in_flight: _Optional[int] = ..., calls: _Optional[int] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_used_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., started_for: _Optional[str] = ..., health_failures: _Optional[int] = ..., breaker: _Optional[_Union[CircuitStatus, _Mapping]] = ...) -> None: ...
+
+class CircuitStatus(_message.Message):
+    __slots__ = ("state", "consecutive_failures", "opens", "opened_at", "retry_at", "last_error", "failed_calls")
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    CONSECUTIVE_FAILURES_FIELD_NUMBER: _ClassVar[int]
+    OPENS_FIELD_NUMBER: _ClassVar[int]
+    OPENED_AT_FIELD_NUMBER: _ClassVar[int]
+    RETRY_AT_FIELD_NUMBER: _ClassVar[int]
+    LAST_ERROR_FIELD_NUMBER: _ClassVar[int]
+    FAILED_CALLS_FIELD_NUMBER: _ClassVar[int]
+    state: CircuitState
+    consecutive_failures: int
+    opens: int
+    opened_at: _timestamp_pb2.Timestamp
+    retry_at: _timestamp_pb2.Timestamp
+    last_error: str
+    failed_calls: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, state: _Optional[_Union[CircuitState, str]] = ..., consecutive_failures: _Optional[int] = ..., opens: _Optional[int] = ..., opened_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., retry_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_error: _Optional[str] = ..., failed_calls: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ToolCircuit(_message.Message):
+    __slots__ = ("tool", "breaker")
+    TOOL_FIELD_NUMBER: _ClassVar[int]
+    BREAKER_FIELD_NUMBER: _ClassVar[int]
+    tool: str
+    breaker: CircuitStatus
+    def __init__(self, tool: _Optional[str] = ..., breaker: _Optional[_Union[CircuitStatus, _Mapping]] = ...) -> None: ...
 
 class GetRuntimeStatusRequest(_message.Message):
     __slots__ = ("tool",)
@@ -241,10 +325,12 @@ class GetRuntimeStatusRequest(_message.Message):
     def __init__(self, tool: _Optional[str] = ...) -> None: ...
 
 class GetRuntimeStatusResponse(_message.Message):
-    __slots__ = ("runtimes",)
+    __slots__ = ("runtimes", "breakers")
     RUNTIMES_FIELD_NUMBER: _ClassVar[int]
+    BREAKERS_FIELD_NUMBER: _ClassVar[int]
     runtimes: _containers.RepeatedCompositeFieldContainer[RuntimeStatus]
-    def __init__(self, runtimes: _Optional[_Iterable[_Union[RuntimeStatus, _Mapping]]] = ...) -> None: ...
+    breakers: _containers.RepeatedCompositeFieldContainer[ToolCircuit]
+    def __init__(self, runtimes: _Optional[_Iterable[_Union[RuntimeStatus, _Mapping]]] = ..., breakers: _Optional[_Iterable[_Union[ToolCircuit, _Mapping]]] = ...) -> None: ...
 
 class StartToolRequest(_message.Message):
     __slots__ = ("tool",)

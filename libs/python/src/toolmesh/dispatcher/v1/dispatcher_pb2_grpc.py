@@ -107,8 +107,9 @@ class DispatcherServiceServicer(object):
         INVALID_ARGUMENT (ValidationFailure detail), PERMISSION_DENIED (PermissionDenial detail),
         FAILED_PRECONDITION (tool disabled, or changed since the definition pinned by
         context.tool_pin), RESOURCE_EXHAUSTED (over a rate limit or daily quota, with a
-        google.rpc.RetryInfo detail), ALREADY_EXISTS (a call with this call_id is running),
-        UNAVAILABLE (no registry or grant snapshot yet).
+        google.rpc.RetryInfo detail; over a budget, with a BudgetExceeded detail), ALREADY_EXISTS (a
+        call with this call_id is running), UNAVAILABLE (no registry or grant snapshot yet; the tool's
+        circuit breaker is open, with CircuitOpen and RetryInfo details).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -132,7 +133,8 @@ class DispatcherServiceServicer(object):
         raise NotImplementedError('Method not implemented!')
 
     def GetRuntimeStatus(self, request, context):
-        """GetRuntimeStatus shows local tool processes and docker tool containers. Fails with UNAUTHENTICATED,
+        """GetRuntimeStatus shows local tool processes and docker tool containers (each tool's instances),
+        and the circuit breakers of every tool that has failed. Fails with UNAUTHENTICATED,
         PERMISSION_DENIED (admin), NOT_FOUND (unknown tool).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)

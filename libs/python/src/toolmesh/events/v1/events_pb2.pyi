@@ -30,6 +30,7 @@ class TraceEventKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     TRACE_EVENT_KIND_CALLBACK_REFUSED: _ClassVar[TraceEventKind]
     TRACE_EVENT_KIND_INPUT_REQUESTED: _ClassVar[TraceEventKind]
     TRACE_EVENT_KIND_INPUT_ANSWERED: _ClassVar[TraceEventKind]
+    TRACE_EVENT_KIND_CACHE_HIT: _ClassVar[TraceEventKind]
 
 class AuditAction(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -41,6 +42,13 @@ class AuditAction(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     AUDIT_ACTION_APPROVAL_DECIDED: _ClassVar[AuditAction]
     AUDIT_ACTION_TOOL_START: _ClassVar[AuditAction]
     AUDIT_ACTION_TOOL_REPORTED: _ClassVar[AuditAction]
+    AUDIT_ACTION_CIRCUIT_OPENED: _ClassVar[AuditAction]
+
+class CacheUse(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    CACHE_USE_UNSPECIFIED: _ClassVar[CacheUse]
+    CACHE_USE_MISS: _ClassVar[CacheUse]
+    CACHE_USE_HIT: _ClassVar[CacheUse]
 
 class ChangeType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -63,6 +71,7 @@ TRACE_EVENT_KIND_APPROVAL_DECIDED: TraceEventKind
 TRACE_EVENT_KIND_CALLBACK_REFUSED: TraceEventKind
 TRACE_EVENT_KIND_INPUT_REQUESTED: TraceEventKind
 TRACE_EVENT_KIND_INPUT_ANSWERED: TraceEventKind
+TRACE_EVENT_KIND_CACHE_HIT: TraceEventKind
 AUDIT_ACTION_UNSPECIFIED: AuditAction
 AUDIT_ACTION_TOOL_CALL: AuditAction
 AUDIT_ACTION_TOOL_REFUSED: AuditAction
@@ -71,6 +80,10 @@ AUDIT_ACTION_APPROVAL_REQUESTED: AuditAction
 AUDIT_ACTION_APPROVAL_DECIDED: AuditAction
 AUDIT_ACTION_TOOL_START: AuditAction
 AUDIT_ACTION_TOOL_REPORTED: AuditAction
+AUDIT_ACTION_CIRCUIT_OPENED: AuditAction
+CACHE_USE_UNSPECIFIED: CacheUse
+CACHE_USE_MISS: CacheUse
+CACHE_USE_HIT: CacheUse
 CHANGE_TYPE_UNSPECIFIED: ChangeType
 CHANGE_TYPE_PUT: ChangeType
 CHANGE_TYPE_DELETE: ChangeType
@@ -143,8 +156,18 @@ class CallLease(_message.Message):
     deadline: _timestamp_pb2.Timestamp
     def __init__(self, instance: _Optional[str] = ..., call_id: _Optional[str] = ..., trace_id: _Optional[str] = ..., parent_id: _Optional[str] = ..., tool: _Optional[str] = ..., agent_id: _Optional[str] = ..., user_id: _Optional[str] = ..., roles: _Optional[_Iterable[str]] = ..., arguments: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., deadline: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
+class Cost(_message.Message):
+    __slots__ = ("currency", "micros", "reported_micros")
+    CURRENCY_FIELD_NUMBER: _ClassVar[int]
+    MICROS_FIELD_NUMBER: _ClassVar[int]
+    REPORTED_MICROS_FIELD_NUMBER: _ClassVar[int]
+    currency: str
+    micros: int
+    reported_micros: int
+    def __init__(self, currency: _Optional[str] = ..., micros: _Optional[int] = ..., reported_micros: _Optional[int] = ...) -> None: ...
+
 class AuditRecord(_message.Message):
-    __slots__ = ("id", "time", "action", "tool", "agent_id", "user_id", "roles", "call_id", "trace_id", "arguments", "status", "error_code", "error_message", "reason", "duration_ms", "attempts", "source", "sequence", "prev_hash", "hash", "decided_by", "parent_id", "output", "events", "instance", "deadline", "timeout_ms", "runtime", "started_at", "chain_version", "error_details")
+    __slots__ = ("id", "time", "action", "tool", "agent_id", "user_id", "roles", "call_id", "trace_id", "arguments", "status", "error_code", "error_message", "reason", "duration_ms", "attempts", "source", "sequence", "prev_hash", "hash", "decided_by", "parent_id", "output", "events", "instance", "deadline", "timeout_ms", "runtime", "started_at", "chain_version", "error_details", "cache", "cached_from", "cost", "budgets", "failed_calls", "tool_instance", "counted_by")
     ID_FIELD_NUMBER: _ClassVar[int]
     TIME_FIELD_NUMBER: _ClassVar[int]
     ACTION_FIELD_NUMBER: _ClassVar[int]
@@ -176,6 +199,13 @@ class AuditRecord(_message.Message):
     STARTED_AT_FIELD_NUMBER: _ClassVar[int]
     CHAIN_VERSION_FIELD_NUMBER: _ClassVar[int]
     ERROR_DETAILS_FIELD_NUMBER: _ClassVar[int]
+    CACHE_FIELD_NUMBER: _ClassVar[int]
+    CACHED_FROM_FIELD_NUMBER: _ClassVar[int]
+    COST_FIELD_NUMBER: _ClassVar[int]
+    BUDGETS_FIELD_NUMBER: _ClassVar[int]
+    FAILED_CALLS_FIELD_NUMBER: _ClassVar[int]
+    TOOL_INSTANCE_FIELD_NUMBER: _ClassVar[int]
+    COUNTED_BY_FIELD_NUMBER: _ClassVar[int]
     id: str
     time: _timestamp_pb2.Timestamp
     action: AuditAction
@@ -207,7 +237,14 @@ class AuditRecord(_message.Message):
     started_at: _timestamp_pb2.Timestamp
     chain_version: int
     error_details: _struct_pb2.Struct
-    def __init__(self, id: _Optional[str] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., action: _Optional[_Union[AuditAction, str]] = ..., tool: _Optional[str] = ..., agent_id: _Optional[str] = ..., user_id: _Optional[str] = ..., roles: _Optional[_Iterable[str]] = ..., call_id: _Optional[str] = ..., trace_id: _Optional[str] = ..., arguments: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., status: _Optional[_Union[_common_pb2.CallStatus, str]] = ..., error_code: _Optional[str] = ..., error_message: _Optional[str] = ..., reason: _Optional[str] = ..., duration_ms: _Optional[int] = ..., attempts: _Optional[int] = ..., source: _Optional[str] = ..., sequence: _Optional[int] = ..., prev_hash: _Optional[str] = ..., hash: _Optional[str] = ..., decided_by: _Optional[str] = ..., parent_id: _Optional[str] = ..., output: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., events: _Optional[_Iterable[_Union[BackendEvent, _Mapping]]] = ..., instance: _Optional[str] = ..., deadline: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., timeout_ms: _Optional[int] = ..., runtime: _Optional[str] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., chain_version: _Optional[int] = ..., error_details: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+    cache: CacheUse
+    cached_from: str
+    cost: Cost
+    budgets: _containers.RepeatedScalarFieldContainer[str]
+    failed_calls: _containers.RepeatedScalarFieldContainer[str]
+    tool_instance: str
+    counted_by: str
+    def __init__(self, id: _Optional[str] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., action: _Optional[_Union[AuditAction, str]] = ..., tool: _Optional[str] = ..., agent_id: _Optional[str] = ..., user_id: _Optional[str] = ..., roles: _Optional[_Iterable[str]] = ..., call_id: _Optional[str] = ..., trace_id: _Optional[str] = ..., arguments: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., status: _Optional[_Union[_common_pb2.CallStatus, str]] = ..., error_code: _Optional[str] = ..., error_message: _Optional[str] = ..., reason: _Optional[str] = ..., duration_ms: _Optional[int] = ..., attempts: _Optional[int] = ..., source: _Optional[str] = ..., sequence: _Optional[int] = ..., prev_hash: _Optional[str] = ..., hash: _Optional[str] = ..., decided_by: _Optional[str] = ..., parent_id: _Optional[str] = ..., output: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., events: _Optional[_Iterable[_Union[BackendEvent, _Mapping]]] = ..., instance: _Optional[str] = ..., deadline: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., timeout_ms: _Optional[int] = ..., runtime: _Optional[str] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., chain_version: _Optional[int] = ..., error_details: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., cache: _Optional[_Union[CacheUse, str]] = ..., cached_from: _Optional[str] = ..., cost: _Optional[_Union[Cost, _Mapping]] = ..., budgets: _Optional[_Iterable[str]] = ..., failed_calls: _Optional[_Iterable[str]] = ..., tool_instance: _Optional[str] = ..., counted_by: _Optional[str] = ...) -> None: ...
 
 class RecordBatch(_message.Message):
     __slots__ = ("records",)
@@ -250,7 +287,7 @@ class Outcome(_message.Message):
     def __init__(self, call_id: _Optional[str] = ..., trace_id: _Optional[str] = ..., parent_id: _Optional[str] = ..., tool: _Optional[str] = ..., agent_id: _Optional[str] = ..., user_id: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.CallStatus, str]] = ..., output: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., error: _Optional[_Union[_common_pb2.CallError, _Mapping]] = ..., reason: _Optional[str] = ..., duration_ms: _Optional[int] = ..., attempts: _Optional[int] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finished_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., source: _Optional[str] = ...) -> None: ...
 
 class CallbackEvent(_message.Message):
-    __slots__ = ("call_id", "trace_id", "parent_id", "tool", "agent_id", "user_id", "status", "output", "error", "reason", "duration_ms", "attempts", "time")
+    __slots__ = ("call_id", "trace_id", "parent_id", "tool", "agent_id", "user_id", "status", "output", "error", "reason", "duration_ms", "attempts", "time", "cost", "cached_from")
     CALL_ID_FIELD_NUMBER: _ClassVar[int]
     TRACE_ID_FIELD_NUMBER: _ClassVar[int]
     PARENT_ID_FIELD_NUMBER: _ClassVar[int]
@@ -264,6 +301,8 @@ class CallbackEvent(_message.Message):
     DURATION_MS_FIELD_NUMBER: _ClassVar[int]
     ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
     TIME_FIELD_NUMBER: _ClassVar[int]
+    COST_FIELD_NUMBER: _ClassVar[int]
+    CACHED_FROM_FIELD_NUMBER: _ClassVar[int]
     call_id: str
     trace_id: str
     parent_id: str
@@ -277,7 +316,9 @@ class CallbackEvent(_message.Message):
     duration_ms: int
     attempts: int
     time: _timestamp_pb2.Timestamp
-    def __init__(self, call_id: _Optional[str] = ..., trace_id: _Optional[str] = ..., parent_id: _Optional[str] = ..., tool: _Optional[str] = ..., agent_id: _Optional[str] = ..., user_id: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.CallStatus, str]] = ..., output: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., error: _Optional[_Union[_common_pb2.CallError, _Mapping]] = ..., reason: _Optional[str] = ..., duration_ms: _Optional[int] = ..., attempts: _Optional[int] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    cost: Cost
+    cached_from: str
+    def __init__(self, call_id: _Optional[str] = ..., trace_id: _Optional[str] = ..., parent_id: _Optional[str] = ..., tool: _Optional[str] = ..., agent_id: _Optional[str] = ..., user_id: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.CallStatus, str]] = ..., output: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., error: _Optional[_Union[_common_pb2.CallError, _Mapping]] = ..., reason: _Optional[str] = ..., duration_ms: _Optional[int] = ..., attempts: _Optional[int] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., cost: _Optional[_Union[Cost, _Mapping]] = ..., cached_from: _Optional[str] = ...) -> None: ...
 
 class RegistryChanged(_message.Message):
     __slots__ = ("type", "kind", "name", "revision", "changed_by", "time")

@@ -38,6 +38,19 @@ class RateLimitSubject(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     RATE_LIMIT_SUBJECT_TOOL: _ClassVar[RateLimitSubject]
     RATE_LIMIT_SUBJECT_GRANT: _ClassVar[RateLimitSubject]
 
+class BudgetSubject(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    BUDGET_SUBJECT_UNSPECIFIED: _ClassVar[BudgetSubject]
+    BUDGET_SUBJECT_AGENT: _ClassVar[BudgetSubject]
+    BUDGET_SUBJECT_USER: _ClassVar[BudgetSubject]
+    BUDGET_SUBJECT_GRANT: _ClassVar[BudgetSubject]
+
+class BudgetPeriod(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    BUDGET_PERIOD_UNSPECIFIED: _ClassVar[BudgetPeriod]
+    BUDGET_PERIOD_DAY: _ClassVar[BudgetPeriod]
+    BUDGET_PERIOD_MONTH: _ClassVar[BudgetPeriod]
+
 class SecretToolKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     SECRET_TOOL_KIND_UNSPECIFIED: _ClassVar[SecretToolKind]
@@ -74,6 +87,13 @@ RATE_LIMIT_SUBJECT_AGENT: RateLimitSubject
 RATE_LIMIT_SUBJECT_USER: RateLimitSubject
 RATE_LIMIT_SUBJECT_TOOL: RateLimitSubject
 RATE_LIMIT_SUBJECT_GRANT: RateLimitSubject
+BUDGET_SUBJECT_UNSPECIFIED: BudgetSubject
+BUDGET_SUBJECT_AGENT: BudgetSubject
+BUDGET_SUBJECT_USER: BudgetSubject
+BUDGET_SUBJECT_GRANT: BudgetSubject
+BUDGET_PERIOD_UNSPECIFIED: BudgetPeriod
+BUDGET_PERIOD_DAY: BudgetPeriod
+BUDGET_PERIOD_MONTH: BudgetPeriod
 SECRET_TOOL_KIND_UNSPECIFIED: SecretToolKind
 SECRET_TOOL_KIND_TOOL: SecretToolKind
 SECRET_TOOL_KIND_GLOB: SecretToolKind
@@ -394,6 +414,72 @@ class ListRateLimitsResponse(_message.Message):
     limits: _containers.RepeatedCompositeFieldContainer[RateLimit]
     next_page_token: str
     def __init__(self, limits: _Optional[_Iterable[_Union[RateLimit, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class BudgetSpec(_message.Message):
+    __slots__ = ("subject", "target", "period", "currency", "limit_micros", "description")
+    SUBJECT_FIELD_NUMBER: _ClassVar[int]
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    PERIOD_FIELD_NUMBER: _ClassVar[int]
+    CURRENCY_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_MICROS_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    subject: BudgetSubject
+    target: str
+    period: BudgetPeriod
+    currency: str
+    limit_micros: int
+    description: str
+    def __init__(self, subject: _Optional[_Union[BudgetSubject, str]] = ..., target: _Optional[str] = ..., period: _Optional[_Union[BudgetPeriod, str]] = ..., currency: _Optional[str] = ..., limit_micros: _Optional[int] = ..., description: _Optional[str] = ...) -> None: ...
+
+class Budget(_message.Message):
+    __slots__ = ("id", "spec", "updated_by", "updated_at")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_BY_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_AT_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    spec: BudgetSpec
+    updated_by: str
+    updated_at: _timestamp_pb2.Timestamp
+    def __init__(self, id: _Optional[str] = ..., spec: _Optional[_Union[BudgetSpec, _Mapping]] = ..., updated_by: _Optional[str] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class PutBudgetRequest(_message.Message):
+    __slots__ = ("budget",)
+    BUDGET_FIELD_NUMBER: _ClassVar[int]
+    budget: BudgetSpec
+    def __init__(self, budget: _Optional[_Union[BudgetSpec, _Mapping]] = ...) -> None: ...
+
+class PutBudgetResponse(_message.Message):
+    __slots__ = ("budget",)
+    BUDGET_FIELD_NUMBER: _ClassVar[int]
+    budget: Budget
+    def __init__(self, budget: _Optional[_Union[Budget, _Mapping]] = ...) -> None: ...
+
+class DeleteBudgetRequest(_message.Message):
+    __slots__ = ("id",)
+    ID_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    def __init__(self, id: _Optional[str] = ...) -> None: ...
+
+class DeleteBudgetResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListBudgetsRequest(_message.Message):
+    __slots__ = ("page_size", "page_token")
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    page_size: int
+    page_token: str
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListBudgetsResponse(_message.Message):
+    __slots__ = ("budgets", "next_page_token")
+    BUDGETS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    budgets: _containers.RepeatedCompositeFieldContainer[Budget]
+    next_page_token: str
+    def __init__(self, budgets: _Optional[_Iterable[_Union[Budget, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class SecretScope(_message.Message):
     __slots__ = ("tool_kind", "tool", "holder_kind", "holder")

@@ -91,6 +91,21 @@ class PermissionServiceStub(object):
                 request_serializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.ListRateLimitsRequest.SerializeToString,
                 response_deserializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.ListRateLimitsResponse.FromString,
                 _registered_method=True)
+        self.PutBudget = channel.unary_unary(
+                '/toolmesh.permission.v1.PermissionService/PutBudget',
+                request_serializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.PutBudgetRequest.SerializeToString,
+                response_deserializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.PutBudgetResponse.FromString,
+                _registered_method=True)
+        self.DeleteBudget = channel.unary_unary(
+                '/toolmesh.permission.v1.PermissionService/DeleteBudget',
+                request_serializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.DeleteBudgetRequest.SerializeToString,
+                response_deserializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.DeleteBudgetResponse.FromString,
+                _registered_method=True)
+        self.ListBudgets = channel.unary_unary(
+                '/toolmesh.permission.v1.PermissionService/ListBudgets',
+                request_serializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.ListBudgetsRequest.SerializeToString,
+                response_deserializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.ListBudgetsResponse.FromString,
+                _registered_method=True)
         self.PutSecret = channel.unary_unary(
                 '/toolmesh.permission.v1.PermissionService/PutSecret',
                 request_serializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.PutSecretRequest.SerializeToString,
@@ -247,6 +262,31 @@ class PermissionServiceServicer(object):
 
     def ListRateLimits(self, request, context):
         """ListRateLimits lists rate limits by id. Fails with INVALID_ARGUMENT (bad page token),
+        UNAUTHENTICATED, PERMISSION_DENIED.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PutBudget(self, request, context):
+        """PutBudget creates or replaces the budget of one agent, user or grant for a day or a month;
+        the Dispatcher refuses a call that would exceed it within a second. Fails with
+        INVALID_ARGUMENT, RESOURCE_EXHAUSTED (too many budgets), UNAUTHENTICATED, PERMISSION_DENIED.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteBudget(self, request, context):
+        """DeleteBudget removes a budget. Fails with INVALID_ARGUMENT, NOT_FOUND, UNAUTHENTICATED,
+        PERMISSION_DENIED.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListBudgets(self, request, context):
+        """ListBudgets lists budgets by id. Fails with INVALID_ARGUMENT (bad page token),
         UNAUTHENTICATED, PERMISSION_DENIED.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -428,6 +468,21 @@ def add_PermissionServiceServicer_to_server(servicer, server):
                     servicer.ListRateLimits,
                     request_deserializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.ListRateLimitsRequest.FromString,
                     response_serializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.ListRateLimitsResponse.SerializeToString,
+            ),
+            'PutBudget': grpc.unary_unary_rpc_method_handler(
+                    servicer.PutBudget,
+                    request_deserializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.PutBudgetRequest.FromString,
+                    response_serializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.PutBudgetResponse.SerializeToString,
+            ),
+            'DeleteBudget': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteBudget,
+                    request_deserializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.DeleteBudgetRequest.FromString,
+                    response_serializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.DeleteBudgetResponse.SerializeToString,
+            ),
+            'ListBudgets': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListBudgets,
+                    request_deserializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.ListBudgetsRequest.FromString,
+                    response_serializer=toolmesh_dot_permission_dot_v1_dot_permission__pb2.ListBudgetsResponse.SerializeToString,
             ),
             'PutSecret': grpc.unary_unary_rpc_method_handler(
                     servicer.PutSecret,
@@ -794,6 +849,87 @@ class PermissionService(object):
             '/toolmesh.permission.v1.PermissionService/ListRateLimits',
             toolmesh_dot_permission_dot_v1_dot_permission__pb2.ListRateLimitsRequest.SerializeToString,
             toolmesh_dot_permission_dot_v1_dot_permission__pb2.ListRateLimitsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PutBudget(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/toolmesh.permission.v1.PermissionService/PutBudget',
+            toolmesh_dot_permission_dot_v1_dot_permission__pb2.PutBudgetRequest.SerializeToString,
+            toolmesh_dot_permission_dot_v1_dot_permission__pb2.PutBudgetResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteBudget(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/toolmesh.permission.v1.PermissionService/DeleteBudget',
+            toolmesh_dot_permission_dot_v1_dot_permission__pb2.DeleteBudgetRequest.SerializeToString,
+            toolmesh_dot_permission_dot_v1_dot_permission__pb2.DeleteBudgetResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListBudgets(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/toolmesh.permission.v1.PermissionService/ListBudgets',
+            toolmesh_dot_permission_dot_v1_dot_permission__pb2.ListBudgetsRequest.SerializeToString,
+            toolmesh_dot_permission_dot_v1_dot_permission__pb2.ListBudgetsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -99,7 +99,7 @@ class GrpcRuntime(_message.Message):
     def __init__(self, address: _Optional[str] = ...) -> None: ...
 
 class LocalRuntime(_message.Message):
-    __slots__ = ("command", "args", "env", "protocol", "working_dir", "max_concurrency", "idle_timeout_ms", "http_path")
+    __slots__ = ("command", "args", "env", "protocol", "working_dir", "max_concurrency", "idle_timeout_ms", "http_path", "min_instances", "max_instances", "warm_hours", "health_interval_ms")
     class EnvEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -115,6 +115,10 @@ class LocalRuntime(_message.Message):
     MAX_CONCURRENCY_FIELD_NUMBER: _ClassVar[int]
     IDLE_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
     HTTP_PATH_FIELD_NUMBER: _ClassVar[int]
+    MIN_INSTANCES_FIELD_NUMBER: _ClassVar[int]
+    MAX_INSTANCES_FIELD_NUMBER: _ClassVar[int]
+    WARM_HOURS_FIELD_NUMBER: _ClassVar[int]
+    HEALTH_INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
     command: str
     args: _containers.RepeatedScalarFieldContainer[str]
     env: _containers.ScalarMap[str, str]
@@ -123,7 +127,11 @@ class LocalRuntime(_message.Message):
     max_concurrency: int
     idle_timeout_ms: int
     http_path: str
-    def __init__(self, command: _Optional[str] = ..., args: _Optional[_Iterable[str]] = ..., env: _Optional[_Mapping[str, str]] = ..., protocol: _Optional[_Union[LocalProtocol, str]] = ..., working_dir: _Optional[str] = ..., max_concurrency: _Optional[int] = ..., idle_timeout_ms: _Optional[int] = ..., http_path: _Optional[str] = ...) -> None: ...
+    min_instances: int
+    max_instances: int
+    warm_hours: _containers.RepeatedCompositeFieldContainer[WarmHours]
+    health_interval_ms: int
+    def __init__(self, command: _Optional[str] = ..., args: _Optional[_Iterable[str]] = ..., env: _Optional[_Mapping[str, str]] = ..., protocol: _Optional[_Union[LocalProtocol, str]] = ..., working_dir: _Optional[str] = ..., max_concurrency: _Optional[int] = ..., idle_timeout_ms: _Optional[int] = ..., http_path: _Optional[str] = ..., min_instances: _Optional[int] = ..., max_instances: _Optional[int] = ..., warm_hours: _Optional[_Iterable[_Union[WarmHours, _Mapping]]] = ..., health_interval_ms: _Optional[int] = ...) -> None: ...
 
 class RemoteRuntime(_message.Message):
     __slots__ = ("url", "headers")
@@ -141,7 +149,7 @@ class RemoteRuntime(_message.Message):
     def __init__(self, url: _Optional[str] = ..., headers: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class DockerRuntime(_message.Message):
-    __slots__ = ("image", "command", "env", "port", "protocol", "http_path", "resources", "mounts", "secrets", "user", "max_concurrency", "idle_timeout_ms")
+    __slots__ = ("image", "command", "env", "port", "protocol", "http_path", "resources", "mounts", "secrets", "user", "max_concurrency", "idle_timeout_ms", "min_instances", "max_instances", "warm_hours", "health_interval_ms")
     class EnvEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -161,6 +169,10 @@ class DockerRuntime(_message.Message):
     USER_FIELD_NUMBER: _ClassVar[int]
     MAX_CONCURRENCY_FIELD_NUMBER: _ClassVar[int]
     IDLE_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    MIN_INSTANCES_FIELD_NUMBER: _ClassVar[int]
+    MAX_INSTANCES_FIELD_NUMBER: _ClassVar[int]
+    WARM_HOURS_FIELD_NUMBER: _ClassVar[int]
+    HEALTH_INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
     image: str
     command: _containers.RepeatedScalarFieldContainer[str]
     env: _containers.ScalarMap[str, str]
@@ -173,7 +185,21 @@ class DockerRuntime(_message.Message):
     user: str
     max_concurrency: int
     idle_timeout_ms: int
-    def __init__(self, image: _Optional[str] = ..., command: _Optional[_Iterable[str]] = ..., env: _Optional[_Mapping[str, str]] = ..., port: _Optional[int] = ..., protocol: _Optional[_Union[LocalProtocol, str]] = ..., http_path: _Optional[str] = ..., resources: _Optional[_Union[DockerResources, _Mapping]] = ..., mounts: _Optional[_Iterable[_Union[DockerMount, _Mapping]]] = ..., secrets: _Optional[_Iterable[_Union[DockerSecret, _Mapping]]] = ..., user: _Optional[str] = ..., max_concurrency: _Optional[int] = ..., idle_timeout_ms: _Optional[int] = ...) -> None: ...
+    min_instances: int
+    max_instances: int
+    warm_hours: _containers.RepeatedCompositeFieldContainer[WarmHours]
+    health_interval_ms: int
+    def __init__(self, image: _Optional[str] = ..., command: _Optional[_Iterable[str]] = ..., env: _Optional[_Mapping[str, str]] = ..., port: _Optional[int] = ..., protocol: _Optional[_Union[LocalProtocol, str]] = ..., http_path: _Optional[str] = ..., resources: _Optional[_Union[DockerResources, _Mapping]] = ..., mounts: _Optional[_Iterable[_Union[DockerMount, _Mapping]]] = ..., secrets: _Optional[_Iterable[_Union[DockerSecret, _Mapping]]] = ..., user: _Optional[str] = ..., max_concurrency: _Optional[int] = ..., idle_timeout_ms: _Optional[int] = ..., min_instances: _Optional[int] = ..., max_instances: _Optional[int] = ..., warm_hours: _Optional[_Iterable[_Union[WarmHours, _Mapping]]] = ..., health_interval_ms: _Optional[int] = ...) -> None: ...
+
+class WarmHours(_message.Message):
+    __slots__ = ("start_hour", "end_hour", "weekdays")
+    START_HOUR_FIELD_NUMBER: _ClassVar[int]
+    END_HOUR_FIELD_NUMBER: _ClassVar[int]
+    WEEKDAYS_FIELD_NUMBER: _ClassVar[int]
+    start_hour: int
+    end_hour: int
+    weekdays: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, start_hour: _Optional[int] = ..., end_hour: _Optional[int] = ..., weekdays: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class DockerResources(_message.Message):
     __slots__ = ("memory_bytes", "cpu_millis", "pids")
@@ -276,7 +302,7 @@ class RetryPolicy(_message.Message):
     def __init__(self, max_attempts: _Optional[int] = ..., initial_backoff_ms: _Optional[int] = ..., max_backoff_ms: _Optional[int] = ...) -> None: ...
 
 class ToolSpec(_message.Message):
-    __slots__ = ("name", "version", "description", "category", "input_schema", "output_schema", "required_scopes", "timeout_ms", "retry_policy", "idempotent", "side_effects", "knowhub_slugs", "status", "runtime", "labels", "reporters", "annotations", "requires_approval", "approver_roles", "requires_confirmation", "task_support", "secrets")
+    __slots__ = ("name", "version", "description", "category", "input_schema", "output_schema", "required_scopes", "timeout_ms", "retry_policy", "idempotent", "side_effects", "knowhub_slugs", "status", "runtime", "labels", "reporters", "annotations", "requires_approval", "approver_roles", "requires_confirmation", "task_support", "cache_ttl_ms", "cache_max_entries", "price", "circuit_breaker", "secrets")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -305,6 +331,10 @@ class ToolSpec(_message.Message):
     APPROVER_ROLES_FIELD_NUMBER: _ClassVar[int]
     REQUIRES_CONFIRMATION_FIELD_NUMBER: _ClassVar[int]
     TASK_SUPPORT_FIELD_NUMBER: _ClassVar[int]
+    CACHE_TTL_MS_FIELD_NUMBER: _ClassVar[int]
+    CACHE_MAX_ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    PRICE_FIELD_NUMBER: _ClassVar[int]
+    CIRCUIT_BREAKER_FIELD_NUMBER: _ClassVar[int]
     SECRETS_FIELD_NUMBER: _ClassVar[int]
     name: str
     version: str
@@ -327,8 +357,32 @@ class ToolSpec(_message.Message):
     approver_roles: _containers.RepeatedScalarFieldContainer[str]
     requires_confirmation: bool
     task_support: TaskSupport
+    cache_ttl_ms: int
+    cache_max_entries: int
+    price: Price
+    circuit_breaker: CircuitBreaker
     secrets: _containers.RepeatedCompositeFieldContainer[SecretInjection]
-    def __init__(self, name: _Optional[str] = ..., version: _Optional[str] = ..., description: _Optional[str] = ..., category: _Optional[str] = ..., input_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., output_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., required_scopes: _Optional[_Iterable[str]] = ..., timeout_ms: _Optional[int] = ..., retry_policy: _Optional[_Union[RetryPolicy, _Mapping]] = ..., idempotent: bool = ..., side_effects: bool = ..., knowhub_slugs: _Optional[_Iterable[str]] = ..., status: _Optional[_Union[ToolStatus, str]] = ..., runtime: _Optional[_Union[Runtime, _Mapping]] = ..., labels: _Optional[_Mapping[str, str]] = ..., reporters: _Optional[_Iterable[str]] = ..., annotations: _Optional[_Union[ToolAnnotations, _Mapping]] = ..., requires_approval: bool = ..., approver_roles: _Optional[_Iterable[str]] = ..., requires_confirmation: bool = ..., task_support: _Optional[_Union[TaskSupport, str]] = ..., secrets: _Optional[_Iterable[_Union[SecretInjection, _Mapping]]] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., version: _Optional[str] = ..., description: _Optional[str] = ..., category: _Optional[str] = ..., input_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., output_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., required_scopes: _Optional[_Iterable[str]] = ..., timeout_ms: _Optional[int] = ..., retry_policy: _Optional[_Union[RetryPolicy, _Mapping]] = ..., idempotent: bool = ..., side_effects: bool = ..., knowhub_slugs: _Optional[_Iterable[str]] = ..., status: _Optional[_Union[ToolStatus, str]] = ..., runtime: _Optional[_Union[Runtime, _Mapping]] = ..., labels: _Optional[_Mapping[str, str]] = ..., reporters: _Optional[_Iterable[str]] = ..., annotations: _Optional[_Union[ToolAnnotations, _Mapping]] = ..., requires_approval: bool = ..., approver_roles: _Optional[_Iterable[str]] = ..., requires_confirmation: bool = ..., task_support: _Optional[_Union[TaskSupport, str]] = ..., cache_ttl_ms: _Optional[int] = ..., cache_max_entries: _Optional[int] = ..., price: _Optional[_Union[Price, _Mapping]] = ..., circuit_breaker: _Optional[_Union[CircuitBreaker, _Mapping]] = ..., secrets: _Optional[_Iterable[_Union[SecretInjection, _Mapping]]] = ...) -> None: ...
+
+class Price(_message.Message):
+    __slots__ = ("currency", "per_call_micros", "per_second_micros")
+    CURRENCY_FIELD_NUMBER: _ClassVar[int]
+    PER_CALL_MICROS_FIELD_NUMBER: _ClassVar[int]
+    PER_SECOND_MICROS_FIELD_NUMBER: _ClassVar[int]
+    currency: str
+    per_call_micros: int
+    per_second_micros: int
+    def __init__(self, currency: _Optional[str] = ..., per_call_micros: _Optional[int] = ..., per_second_micros: _Optional[int] = ...) -> None: ...
+
+class CircuitBreaker(_message.Message):
+    __slots__ = ("failures", "open_ms", "disabled")
+    FAILURES_FIELD_NUMBER: _ClassVar[int]
+    OPEN_MS_FIELD_NUMBER: _ClassVar[int]
+    DISABLED_FIELD_NUMBER: _ClassVar[int]
+    failures: int
+    open_ms: int
+    disabled: bool
+    def __init__(self, failures: _Optional[int] = ..., open_ms: _Optional[int] = ..., disabled: bool = ...) -> None: ...
 
 class SecretInjection(_message.Message):
     __slots__ = ("secret", "oauth_provider", "header", "query", "env", "file", "prefix")

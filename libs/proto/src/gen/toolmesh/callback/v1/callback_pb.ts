@@ -16,7 +16,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file toolmesh/callback/v1/callback.proto.
  */
 export const file_toolmesh_callback_v1_callback: GenFile = /*@__PURE__*/
-  fileDesc("CiN0b29sbWVzaC9jYWxsYmFjay92MS9jYWxsYmFjay5wcm90bxIUdG9vbG1lc2guY2FsbGJhY2sudjEitwEKDVJlcG9ydFJlcXVlc3QSDwoHY2FsbF9pZBgBIAEoCRIuCgZzdGF0dXMYAiABKA4yHi50b29sbWVzaC5jb21tb24udjEuQ2FsbFN0YXR1cxInCgZvdXRwdXQYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiwKBWVycm9yGAQgASgLMh0udG9vbG1lc2guY29tbW9uLnYxLkNhbGxFcnJvchIOCgZyZWFzb24YBSABKAkiVQoOUmVwb3J0UmVzcG9uc2USMAoFZXZlbnQYASABKAsyIS50b29sbWVzaC5ldmVudHMudjEuQ2FsbGJhY2tFdmVudBIRCglkdXBsaWNhdGUYAiABKAgiJAoRR2V0T3V0Y29tZVJlcXVlc3QSDwoHY2FsbF9pZBgBIAEoCSJGChJHZXRPdXRjb21lUmVzcG9uc2USMAoFZXZlbnQYASABKAsyIS50b29sbWVzaC5ldmVudHMudjEuQ2FsbGJhY2tFdmVudCJvCgxXYXRjaFJlcXVlc3QSDwoHY2FsbF9pZBgBIAEoCRIQCghhZ2VudF9pZBgCIAEoCRIMCgR0b29sGAMgASgJEi4KBnN0YXR1cxgEIAEoDjIeLnRvb2xtZXNoLmNvbW1vbi52MS5DYWxsU3RhdHVzIkEKDVdhdGNoUmVzcG9uc2USMAoFZXZlbnQYASABKAsyIS50b29sbWVzaC5ldmVudHMudjEuQ2FsbGJhY2tFdmVudCLHAQoPR2V0VXNhZ2VSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSDAoEdG9vbBgDIAEoCRIuCgpzdGFydF9ob3VyGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghlbmRfaG91chgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJcGFnZV9zaXplGAYgASgNEhIKCnBhZ2VfdG9rZW4YByABKAkiVwoQR2V0VXNhZ2VSZXNwb25zZRIqCgV1c2FnZRgBIAMoCzIbLnRvb2xtZXNoLmNhbGxiYWNrLnYxLlVzYWdlEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSLOAQoFVXNhZ2USKAoEaG91chgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEAoIYWdlbnRfaWQYAiABKAkSDwoHdXNlcl9pZBgDIAEoCRIMCgR0b29sGAQgASgJEg0KBWNhbGxzGAUgASgEEg4KBmVycm9ycxgGIAEoBBIQCghmYWlsdXJlcxgHIAEoBBITCgtpbnRlcnJ1cHRlZBgIIAEoBBIPCgdyZWZ1c2VkGAkgASgEEhMKC2R1cmF0aW9uX21zGAogASgEImsKC1N0b3JlZFVzYWdlEioKBXVzYWdlGAEgASgLMhsudG9vbG1lc2guY2FsbGJhY2sudjEuVXNhZ2USGAoQYXBwbGllZF9zZXF1ZW5jZRgCIAEoBBIWCg5jb3VudGVkX2Jsb2NrcxgDIAMoBDL2AgoPQ2FsbGJhY2tTZXJ2aWNlElMKBlJlcG9ydBIjLnRvb2xtZXNoLmNhbGxiYWNrLnYxLlJlcG9ydFJlcXVlc3QaJC50b29sbWVzaC5jYWxsYmFjay52MS5SZXBvcnRSZXNwb25zZRJfCgpHZXRPdXRjb21lEicudG9vbG1lc2guY2FsbGJhY2sudjEuR2V0T3V0Y29tZVJlcXVlc3QaKC50b29sbWVzaC5jYWxsYmFjay52MS5HZXRPdXRjb21lUmVzcG9uc2USUgoFV2F0Y2gSIi50b29sbWVzaC5jYWxsYmFjay52MS5XYXRjaFJlcXVlc3QaIy50b29sbWVzaC5jYWxsYmFjay52MS5XYXRjaFJlc3BvbnNlMAESWQoIR2V0VXNhZ2USJS50b29sbWVzaC5jYWxsYmFjay52MS5HZXRVc2FnZVJlcXVlc3QaJi50b29sbWVzaC5jYWxsYmFjay52MS5HZXRVc2FnZVJlc3BvbnNlQtABChhjb20udG9vbG1lc2guY2FsbGJhY2sudjFCDUNhbGxiYWNrUHJvdG9QAVozdG9vbG1lc2guZGV2L2dvL2dlbi90b29sbWVzaC9jYWxsYmFjay92MTtjYWxsYmFja3YxogIDVENYqgIUVG9vbG1lc2guQ2FsbGJhY2suVjHKAhRUb29sbWVzaFxDYWxsYmFja1xWMeICIFRvb2xtZXNoXENhbGxiYWNrXFYxXEdQQk1ldGFkYXRh6gIWVG9vbG1lc2g6OkNhbGxiYWNrOjpWMWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_toolmesh_common_v1_common, file_toolmesh_events_v1_events]);
+  fileDesc("CiN0b29sbWVzaC9jYWxsYmFjay92MS9jYWxsYmFjay5wcm90bxIUdG9vbG1lc2guY2FsbGJhY2sudjEitwEKDVJlcG9ydFJlcXVlc3QSDwoHY2FsbF9pZBgBIAEoCRIuCgZzdGF0dXMYAiABKA4yHi50b29sbWVzaC5jb21tb24udjEuQ2FsbFN0YXR1cxInCgZvdXRwdXQYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiwKBWVycm9yGAQgASgLMh0udG9vbG1lc2guY29tbW9uLnYxLkNhbGxFcnJvchIOCgZyZWFzb24YBSABKAkiVQoOUmVwb3J0UmVzcG9uc2USMAoFZXZlbnQYASABKAsyIS50b29sbWVzaC5ldmVudHMudjEuQ2FsbGJhY2tFdmVudBIRCglkdXBsaWNhdGUYAiABKAgiJAoRR2V0T3V0Y29tZVJlcXVlc3QSDwoHY2FsbF9pZBgBIAEoCSJGChJHZXRPdXRjb21lUmVzcG9uc2USMAoFZXZlbnQYASABKAsyIS50b29sbWVzaC5ldmVudHMudjEuQ2FsbGJhY2tFdmVudCJvCgxXYXRjaFJlcXVlc3QSDwoHY2FsbF9pZBgBIAEoCRIQCghhZ2VudF9pZBgCIAEoCRIMCgR0b29sGAMgASgJEi4KBnN0YXR1cxgEIAEoDjIeLnRvb2xtZXNoLmNvbW1vbi52MS5DYWxsU3RhdHVzIkEKDVdhdGNoUmVzcG9uc2USMAoFZXZlbnQYASABKAsyIS50b29sbWVzaC5ldmVudHMudjEuQ2FsbGJhY2tFdmVudCLHAQoPR2V0VXNhZ2VSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSDAoEdG9vbBgDIAEoCRIuCgpzdGFydF9ob3VyGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghlbmRfaG91chgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJcGFnZV9zaXplGAYgASgNEhIKCnBhZ2VfdG9rZW4YByABKAkiVwoQR2V0VXNhZ2VSZXNwb25zZRIqCgV1c2FnZRgBIAMoCzIbLnRvb2xtZXNoLmNhbGxiYWNrLnYxLlVzYWdlEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSLtAgoFVXNhZ2USKAoEaG91chgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEAoIYWdlbnRfaWQYAiABKAkSDwoHdXNlcl9pZBgDIAEoCRIMCgR0b29sGAQgASgJEg0KBWNhbGxzGAUgASgEEg4KBmVycm9ycxgGIAEoBBIQCghmYWlsdXJlcxgHIAEoBBITCgtpbnRlcnJ1cHRlZBgIIAEoBBIPCgdyZWZ1c2VkGAkgASgEEhMKC2R1cmF0aW9uX21zGAogASgEEhIKCmNhY2hlX2hpdHMYCyABKAQSFAoMY2FjaGVfbWlzc2VzGAwgASgEEkAKC2Nvc3RfbWljcm9zGA0gAygLMisudG9vbG1lc2guY2FsbGJhY2sudjEuVXNhZ2UuQ29zdE1pY3Jvc0VudHJ5GjEKD0Nvc3RNaWNyb3NFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAQ6AjgBIusBCgtTdG9yZWRTcGVuZBIRCglidWRnZXRfaWQYASABKAkSDgoGcGVyaW9kGAIgASgJEhAKCGN1cnJlbmN5GAMgASgJEhQKDHNwZW50X21pY3JvcxgEIAEoBBJGCgtieV9pbnN0YW5jZRgFIAMoCzIxLnRvb2xtZXNoLmNhbGxiYWNrLnYxLlN0b3JlZFNwZW5kLkJ5SW5zdGFuY2VFbnRyeRIWCg5jb3VudGVkX2Jsb2NrcxgGIAMoBBoxCg9CeUluc3RhbmNlRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgEOgI4ASJrCgtTdG9yZWRVc2FnZRIqCgV1c2FnZRgBIAEoCzIbLnRvb2xtZXNoLmNhbGxiYWNrLnYxLlVzYWdlEhgKEGFwcGxpZWRfc2VxdWVuY2UYAiABKAQSFgoOY291bnRlZF9ibG9ja3MYAyADKAQy9gIKD0NhbGxiYWNrU2VydmljZRJTCgZSZXBvcnQSIy50b29sbWVzaC5jYWxsYmFjay52MS5SZXBvcnRSZXF1ZXN0GiQudG9vbG1lc2guY2FsbGJhY2sudjEuUmVwb3J0UmVzcG9uc2USXwoKR2V0T3V0Y29tZRInLnRvb2xtZXNoLmNhbGxiYWNrLnYxLkdldE91dGNvbWVSZXF1ZXN0GigudG9vbG1lc2guY2FsbGJhY2sudjEuR2V0T3V0Y29tZVJlc3BvbnNlElIKBVdhdGNoEiIudG9vbG1lc2guY2FsbGJhY2sudjEuV2F0Y2hSZXF1ZXN0GiMudG9vbG1lc2guY2FsbGJhY2sudjEuV2F0Y2hSZXNwb25zZTABElkKCEdldFVzYWdlEiUudG9vbG1lc2guY2FsbGJhY2sudjEuR2V0VXNhZ2VSZXF1ZXN0GiYudG9vbG1lc2guY2FsbGJhY2sudjEuR2V0VXNhZ2VSZXNwb25zZULQAQoYY29tLnRvb2xtZXNoLmNhbGxiYWNrLnYxQg1DYWxsYmFja1Byb3RvUAFaM3Rvb2xtZXNoLmRldi9nby9nZW4vdG9vbG1lc2gvY2FsbGJhY2svdjE7Y2FsbGJhY2t2MaICA1RDWKoCFFRvb2xtZXNoLkNhbGxiYWNrLlYxygIUVG9vbG1lc2hcQ2FsbGJhY2tcVjHiAiBUb29sbWVzaFxDYWxsYmFja1xWMVxHUEJNZXRhZGF0YeoCFlRvb2xtZXNoOjpDYWxsYmFjazo6VjFiBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_toolmesh_common_v1_common, file_toolmesh_events_v1_events]);
 
 /**
  * @generated from message toolmesh.callback.v1.ReportRequest
@@ -306,6 +306,25 @@ export type Usage = Message<"toolmesh.callback.v1.Usage"> & {
    * @generated from field: uint64 duration_ms = 10;
    */
   durationMs: bigint;
+
+  /**
+   * Calls of a tool with a result cache answered from it, and those that ran the tool.
+   *
+   * @generated from field: uint64 cache_hits = 11;
+   */
+  cacheHits: bigint;
+
+  /**
+   * @generated from field: uint64 cache_misses = 12;
+   */
+  cacheMisses: bigint;
+
+  /**
+   * What those calls cost, by currency, in millionths (ToolSpec.price and what tools reported).
+   *
+   * @generated from field: map<string, uint64> cost_micros = 13;
+   */
+  costMicros: { [key: string]: bigint };
 };
 
 /**
@@ -314,6 +333,58 @@ export type Usage = Message<"toolmesh.callback.v1.Usage"> & {
  */
 export const UsageSchema: GenMessage<Usage> = /*@__PURE__*/
   messageDesc(file_toolmesh_callback_v1_callback, 8);
+
+/**
+ * StoredSpend is the value of a key `spend.<budget id>.<period>` of the Callback service's bucket
+ * `toolmesh-usage`: what the calls counted against one budget cost in one period, from their end
+ * records, each block of the audit log once (as StoredUsage). The Dispatchers read it to enforce
+ * budgets; never returned by an RPC.
+ *
+ * @generated from message toolmesh.callback.v1.StoredSpend
+ */
+export type StoredSpend = Message<"toolmesh.callback.v1.StoredSpend"> & {
+  /**
+   * @generated from field: string budget_id = 1;
+   */
+  budgetId: string;
+
+  /**
+   * `2026-07-28` for a day, `2026-07` for a month (UTC).
+   *
+   * @generated from field: string period = 2;
+   */
+  period: string;
+
+  /**
+   * @generated from field: string currency = 3;
+   */
+  currency: string;
+
+  /**
+   * @generated from field: uint64 spent_micros = 4;
+   */
+  spentMicros: bigint;
+
+  /**
+   * Of spent_micros, what the calls each Dispatcher instance counted cost (AuditRecord.counted_by):
+   * a Dispatcher adds to Callback's figure only what it counted and Callback has not yet.
+   *
+   * @generated from field: map<string, uint64> by_instance = 5;
+   */
+  byInstance: { [key: string]: bigint };
+
+  /**
+   * @generated from field: repeated uint64 counted_blocks = 6;
+   */
+  countedBlocks: bigint[];
+};
+
+/**
+ * Describes the message toolmesh.callback.v1.StoredSpend.
+ * Use `create(StoredSpendSchema)` to create a new message.
+ */
+export const StoredSpendSchema: GenMessage<StoredSpend> = /*@__PURE__*/
+  messageDesc(file_toolmesh_callback_v1_callback, 9);
 
 /**
  * StoredUsage is the value of a key of the Callback service's bucket `toolmesh-usage`: one hour's
@@ -351,7 +422,7 @@ export type StoredUsage = Message<"toolmesh.callback.v1.StoredUsage"> & {
  * Use `create(StoredUsageSchema)` to create a new message.
  */
 export const StoredUsageSchema: GenMessage<StoredUsage> = /*@__PURE__*/
-  messageDesc(file_toolmesh_callback_v1_callback, 9);
+  messageDesc(file_toolmesh_callback_v1_callback, 10);
 
 /**
  * CallbackService normalises outcomes and lets agents wait for them over gRPC. Every RPC needs

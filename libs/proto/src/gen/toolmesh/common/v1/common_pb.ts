@@ -4,14 +4,15 @@
 
 import type { GenEnum, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
-import { file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
+import type { Timestamp } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file toolmesh/common/v1/common.proto.
  */
 export const file_toolmesh_common_v1_common: GenFile = /*@__PURE__*/
-  fileDesc("Ch90b29sbWVzaC9jb21tb24vdjEvY29tbW9uLnByb3RvEhJ0b29sbWVzaC5jb21tb24udjEiTQoJUHJpbmNpcGFsEhAKCGFnZW50X2lkGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSDQoFcm9sZXMYAyADKAkSDgoGa2V5X2lkGAQgASgJIm4KC0NhbGxDb250ZXh0EhAKCHRyYWNlX2lkGAEgASgJEhEKCXBhcmVudF9pZBgCIAEoCRIPCgdjYWxsX2lkGAMgASgJEhcKD2lkZW1wb3RlbmN5X2tleRgEIAEoCRIQCgh0b29sX3BpbhgFIAEoCSJUCglDYWxsRXJyb3ISDAoEY29kZRgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEigKB2RldGFpbHMYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0In4KDkZpZWxkVmlvbGF0aW9uEgwKBHBhdGgYASABKAkSDwoHbWVzc2FnZRgCIAEoCRIPCgdrZXl3b3JkGAMgASgJEicKBnBhcmFtcxgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEwoLc2NoZW1hX3BhdGgYBSABKAkiXAoRVmFsaWRhdGlvbkZhaWx1cmUSDwoHc3ViamVjdBgBIAEoCRI2Cgp2aW9sYXRpb25zGAIgAygLMiIudG9vbG1lc2guY29tbW9uLnYxLkZpZWxkVmlvbGF0aW9uIjoKDFRvb2xOb3RGb3VuZBIRCglyZXF1ZXN0ZWQYASABKAkSFwoPYXZhaWxhYmxlX3Rvb2xzGAIgAygJInYKEFBlcm1pc3Npb25EZW5pYWwSEAoIcmVzb3VyY2UYASABKAkSFgoObWlzc2luZ19zY29wZXMYAiADKAkSFQoNZGVueV9ncmFudF9pZBgDIAEoCRIRCglwcmluY2lwYWwYBCABKAkSDgoGcmVhc29uGAUgASgJIi4KCEJhZEZpZWxkEg0KBWZpZWxkGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJKqoBCgpDYWxsU3RhdHVzEhsKF0NBTExfU1RBVFVTX1VOU1BFQ0lGSUVEEAASFwoTQ0FMTF9TVEFUVVNfU1VDQ0VTUxABEhcKE0NBTExfU1RBVFVTX0ZBSUxVUkUQAhIbChdDQUxMX1NUQVRVU19JTlRFUlJVUFRFRBADEhcKE0NBTExfU1RBVFVTX1BFTkRJTkcQBBIXChNDQUxMX1NUQVRVU19SRUZVU0VEEAVCwAEKFmNvbS50b29sbWVzaC5jb21tb24udjFCC0NvbW1vblByb3RvUAFaL3Rvb2xtZXNoLmRldi9nby9nZW4vdG9vbG1lc2gvY29tbW9uL3YxO2NvbW1vbnYxogIDVENYqgISVG9vbG1lc2guQ29tbW9uLlYxygISVG9vbG1lc2hcQ29tbW9uXFYx4gIeVG9vbG1lc2hcQ29tbW9uXFYxXEdQQk1ldGFkYXRh6gIUVG9vbG1lc2g6OkNvbW1vbjo6VjFiBnByb3RvMw", [file_google_protobuf_struct]);
+  fileDesc("Ch90b29sbWVzaC9jb21tb24vdjEvY29tbW9uLnByb3RvEhJ0b29sbWVzaC5jb21tb24udjEiTQoJUHJpbmNpcGFsEhAKCGFnZW50X2lkGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSDQoFcm9sZXMYAyADKAkSDgoGa2V5X2lkGAQgASgJIm4KC0NhbGxDb250ZXh0EhAKCHRyYWNlX2lkGAEgASgJEhEKCXBhcmVudF9pZBgCIAEoCRIPCgdjYWxsX2lkGAMgASgJEhcKD2lkZW1wb3RlbmN5X2tleRgEIAEoCRIQCgh0b29sX3BpbhgFIAEoCSJUCglDYWxsRXJyb3ISDAoEY29kZRgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEigKB2RldGFpbHMYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0In4KDkZpZWxkVmlvbGF0aW9uEgwKBHBhdGgYASABKAkSDwoHbWVzc2FnZRgCIAEoCRIPCgdrZXl3b3JkGAMgASgJEicKBnBhcmFtcxgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEwoLc2NoZW1hX3BhdGgYBSABKAkiXAoRVmFsaWRhdGlvbkZhaWx1cmUSDwoHc3ViamVjdBgBIAEoCRI2Cgp2aW9sYXRpb25zGAIgAygLMiIudG9vbG1lc2guY29tbW9uLnYxLkZpZWxkVmlvbGF0aW9uIjoKDFRvb2xOb3RGb3VuZBIRCglyZXF1ZXN0ZWQYASABKAkSFwoPYXZhaWxhYmxlX3Rvb2xzGAIgAygJInYKEFBlcm1pc3Npb25EZW5pYWwSEAoIcmVzb3VyY2UYASABKAkSFgoObWlzc2luZ19zY29wZXMYAiADKAkSFQoNZGVueV9ncmFudF9pZBgDIAEoCRIRCglwcmluY2lwYWwYBCABKAkSDgoGcmVhc29uGAUgASgJIi4KCEJhZEZpZWxkEg0KBWZpZWxkGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJIqkBCg5CdWRnZXRFeGNlZWRlZBIRCglidWRnZXRfaWQYASABKAkSEAoIY3VycmVuY3kYAiABKAkSFAoMbGltaXRfbWljcm9zGAMgASgEEhgKEHJlbWFpbmluZ19taWNyb3MYBCABKAQSEwoLY2FsbF9taWNyb3MYBSABKAQSLQoJcmVzZXRzX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJvCgtDaXJjdWl0T3BlbhIMCgR0b29sGAEgASgJEiwKCHJldHJ5X2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIQCghmYWlsdXJlcxgDIAEoDRISCgpsYXN0X2Vycm9yGAQgASgJKqoBCgpDYWxsU3RhdHVzEhsKF0NBTExfU1RBVFVTX1VOU1BFQ0lGSUVEEAASFwoTQ0FMTF9TVEFUVVNfU1VDQ0VTUxABEhcKE0NBTExfU1RBVFVTX0ZBSUxVUkUQAhIbChdDQUxMX1NUQVRVU19JTlRFUlJVUFRFRBADEhcKE0NBTExfU1RBVFVTX1BFTkRJTkcQBBIXChNDQUxMX1NUQVRVU19SRUZVU0VEEAVCwAEKFmNvbS50b29sbWVzaC5jb21tb24udjFCC0NvbW1vblByb3RvUAFaL3Rvb2xtZXNoLmRldi9nby9nZW4vdG9vbG1lc2gvY29tbW9uL3YxO2NvbW1vbnYxogIDVENYqgISVG9vbG1lc2guQ29tbW9uLlYxygISVG9vbG1lc2hcQ29tbW9uXFYx4gIeVG9vbG1lc2hcQ29tbW9uXFYxXEdQQk1ldGFkYXRh6gIUVG9vbG1lc2g6OkNvbW1vbjo6VjFiBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * Principal is who is calling: the agent, the user it acts for and its roles.
@@ -321,6 +322,101 @@ export type BadField = Message<"toolmesh.common.v1.BadField"> & {
  */
 export const BadFieldSchema: GenMessage<BadField> = /*@__PURE__*/
   messageDesc(file_toolmesh_common_v1_common, 7);
+
+/**
+ * BudgetExceeded is attached to RESOURCE_EXHAUSTED errors of a call refused by a budget.
+ *
+ * @generated from message toolmesh.common.v1.BudgetExceeded
+ */
+export type BudgetExceeded = Message<"toolmesh.common.v1.BudgetExceeded"> & {
+  /**
+   * The budget's id, such as `agent.planner.day`.
+   *
+   * @generated from field: string budget_id = 1;
+   */
+  budgetId: string;
+
+  /**
+   * @generated from field: string currency = 2;
+   */
+  currency: string;
+
+  /**
+   * The budget for its period, in millionths of the currency.
+   *
+   * @generated from field: uint64 limit_micros = 3;
+   */
+  limitMicros: bigint;
+
+  /**
+   * What is left of it in this period (spent and reserved by calls running counted).
+   *
+   * @generated from field: uint64 remaining_micros = 4;
+   */
+  remainingMicros: bigint;
+
+  /**
+   * What this call would cost at least (the tool's per-call price).
+   *
+   * @generated from field: uint64 call_micros = 5;
+   */
+  callMicros: bigint;
+
+  /**
+   * When the period ends and the budget is whole again.
+   *
+   * @generated from field: google.protobuf.Timestamp resets_at = 6;
+   */
+  resetsAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message toolmesh.common.v1.BudgetExceeded.
+ * Use `create(BudgetExceededSchema)` to create a new message.
+ */
+export const BudgetExceededSchema: GenMessage<BudgetExceeded> = /*@__PURE__*/
+  messageDesc(file_toolmesh_common_v1_common, 8);
+
+/**
+ * CircuitOpen is attached to UNAVAILABLE errors of a call refused because its tool's circuit
+ * breaker is open.
+ *
+ * @generated from message toolmesh.common.v1.CircuitOpen
+ */
+export type CircuitOpen = Message<"toolmesh.common.v1.CircuitOpen"> & {
+  /**
+   * @generated from field: string tool = 1;
+   */
+  tool: string;
+
+  /**
+   * When the breaker lets a probe call through.
+   *
+   * @generated from field: google.protobuf.Timestamp retry_at = 2;
+   */
+  retryAt?: Timestamp | undefined;
+
+  /**
+   * Failures in a row that opened it.
+   *
+   * @generated from field: uint32 failures = 3;
+   */
+  failures: number;
+
+  /**
+   * The last failure's code and message.
+   *
+   * @generated from field: string last_error = 4;
+   */
+  lastError: string;
+};
+
+/**
+ * Describes the message toolmesh.common.v1.CircuitOpen.
+ * Use `create(CircuitOpenSchema)` to create a new message.
+ */
+export const CircuitOpenSchema: GenMessage<CircuitOpen> = /*@__PURE__*/
+  messageDesc(file_toolmesh_common_v1_common, 9);
 
 /**
  * CallStatus is the normalised outcome of a tool call.

@@ -8,6 +8,8 @@ import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { CallContext, CallError, CallStatus } from "../../common/v1/common_pb.js";
 import { file_toolmesh_common_v1_common } from "../../common/v1/common_pb.js";
+import type { Cost } from "../../events/v1/events_pb.js";
+import { file_toolmesh_events_v1_events } from "../../events/v1/events_pb.js";
 import type { McpOperation, McpRuntime, Tool } from "../../registry/v1/registry_pb.js";
 import { file_toolmesh_registry_v1_registry } from "../../registry/v1/registry_pb.js";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
@@ -16,7 +18,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file toolmesh/dispatcher/v1/dispatcher.proto.
  */
 export const file_toolmesh_dispatcher_v1_dispatcher: GenFile = /*@__PURE__*/
-  fileDesc("Cid0b29sbWVzaC9kaXNwYXRjaGVyL3YxL2Rpc3BhdGNoZXIucHJvdG8SFnRvb2xtZXNoLmRpc3BhdGNoZXIudjEikQEKD0Rpc3BhdGNoUmVxdWVzdBIMCgR0b29sGAEgASgJEioKCWFyZ3VtZW50cxgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSMAoHY29udGV4dBgDIAEoCzIfLnRvb2xtZXNoLmNvbW1vbi52MS5DYWxsQ29udGV4dBISCgp0aW1lb3V0X21zGAQgASgNIoMDChBEaXNwYXRjaFJlc3BvbnNlEg8KB2NhbGxfaWQYASABKAkSEAoIdHJhY2VfaWQYAiABKAkSLgoGc3RhdHVzGAMgASgOMh4udG9vbG1lc2guY29tbW9uLnYxLkNhbGxTdGF0dXMSJwoGb3V0cHV0GAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIsCgVlcnJvchgFIAEoCzIdLnRvb2xtZXNoLmNvbW1vbi52MS5DYWxsRXJyb3ISEwoLZHVyYXRpb25fbXMYBiABKA0SEAoIYXR0ZW1wdHMYByABKA0SEAoIcmVwbGF5ZWQYCCABKAgSFAoMcmVmdXNhbF9jb2RlGAkgASgJEjcKE2FwcHJvdmFsX2V4cGlyZXNfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEj0KDmlucHV0X3JlcXVpcmVkGAsgASgLMiUudG9vbG1lc2guZGlzcGF0Y2hlci52MS5JbnB1dFJlcXVpcmVkIvQBCg1JbnB1dFJlcXVpcmVkEkUKCHJlcXVlc3RzGAEgAygLMjMudG9vbG1lc2guZGlzcGF0Y2hlci52MS5JbnB1dFJlcXVpcmVkLlJlcXVlc3RzRW50cnkSFQoNcmVxdWVzdF9zdGF0ZRgCIAEoCRIuCgpleHBpcmVzX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBpVCg1SZXF1ZXN0c0VudHJ5EgsKA2tleRgBIAEoCRIzCgV2YWx1ZRgCIAEoCzIkLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuSW5wdXRSZXF1ZXN0OgI4ASJHCgxJbnB1dFJlcXVlc3QSDgoGbWV0aG9kGAEgASgJEicKBnBhcmFtcxgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3Qi2AEKEkFuc3dlcklucHV0UmVxdWVzdBIVCg1yZXF1ZXN0X3N0YXRlGAEgASgJEkwKCXJlc3BvbnNlcxgCIAMoCzI5LnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuQW5zd2VySW5wdXRSZXF1ZXN0LlJlc3BvbnNlc0VudHJ5EhIKCnRpbWVvdXRfbXMYAyABKA0aSQoOUmVzcG9uc2VzRW50cnkSCwoDa2V5GAEgASgJEiYKBXZhbHVlGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdDoCOAEiTwoTQW5zd2VySW5wdXRSZXNwb25zZRI4CgZyZXN1bHQYASABKAsyKC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkRpc3BhdGNoUmVzcG9uc2UiMgoSU2VhcmNoVG9vbHNSZXF1ZXN0Eg0KBXF1ZXJ5GAEgASgJEg0KBWxpbWl0GAIgASgNIkQKCUZvdW5kVG9vbBIoCgR0b29sGAEgASgLMhoudG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbBINCgVzY29yZRgCIAEoASJHChNTZWFyY2hUb29sc1Jlc3BvbnNlEjAKBXRvb2xzGAEgAygLMiEudG9vbG1lc2guZGlzcGF0Y2hlci52MS5Gb3VuZFRvb2wiYAoURGlzcGF0Y2hCYXRjaFJlcXVlc3QSNgoFY2FsbHMYASADKAsyJy50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkRpc3BhdGNoUmVxdWVzdBIQCgh0cmFjZV9pZBgCIAEoCSJkChVEaXNwYXRjaEJhdGNoUmVzcG9uc2USOQoHcmVzdWx0cxgBIAMoCzIoLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuRGlzcGF0Y2hSZXNwb25zZRIQCgh0cmFjZV9pZBgCIAEoCSIwCg1DYW5jZWxSZXF1ZXN0Eg8KB2NhbGxfaWQYASABKAkSDgoGcmVhc29uGAIgASgJIhAKDkNhbmNlbFJlc3BvbnNlIp4CCg1SdW50aW1lU3RhdHVzEgwKBHRvb2wYASABKAkSMwoFc3RhdGUYAiABKA4yJC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLlJ1bnRpbWVTdGF0ZRILCgNwaWQYAyABKA0SDAoEcG9ydBgEIAEoDRIQCghyZXN0YXJ0cxgFIAEoDRISCgpsYXN0X2Vycm9yGAYgASgJEhEKCWluX2ZsaWdodBgHIAEoDRIuCgpzdGFydGVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIwCgxsYXN0X3VzZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhQKDGNvbnRhaW5lcl9pZBgKIAEoCSInChdHZXRSdW50aW1lU3RhdHVzUmVxdWVzdBIMCgR0b29sGAEgASgJIlMKGEdldFJ1bnRpbWVTdGF0dXNSZXNwb25zZRI3CghydW50aW1lcxgBIAMoCzIlLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuUnVudGltZVN0YXR1cyIgChBTdGFydFRvb2xSZXF1ZXN0EgwKBHRvb2wYASABKAkiSgoRU3RhcnRUb29sUmVzcG9uc2USNQoGc3RhdHVzGAEgASgLMiUudG9vbG1lc2guZGlzcGF0Y2hlci52MS5SdW50aW1lU3RhdHVzIh8KD1N0b3BUb29sUmVxdWVzdBIMCgR0b29sGAEgASgJIkkKEFN0b3BUb29sUmVzcG9uc2USNQoGc3RhdHVzGAEgASgLMiUudG9vbG1lc2guZGlzcGF0Y2hlci52MS5SdW50aW1lU3RhdHVzIqQBChhEaXNwYXRjaFRvb2xDYWxsc1JlcXVlc3QSKAoHbWVzc2FnZRgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSOAoHZGlhbGVjdBgCIAEoDjInLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuVG9vbENhbGxEaWFsZWN0EhAKCHRyYWNlX2lkGAMgASgJEhIKCnRpbWVvdXRfbXMYBCABKA0izQEKGURpc3BhdGNoVG9vbENhbGxzUmVzcG9uc2USOAoHZGlhbGVjdBgBIAEoDjInLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuVG9vbENhbGxEaWFsZWN0EikKCG1lc3NhZ2VzGAIgAygLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBI5CgdyZXN1bHRzGAMgAygLMigudG9vbG1lc2guZGlzcGF0Y2hlci52MS5EaXNwYXRjaFJlc3BvbnNlEhAKCHRyYWNlX2lkGAQgASgJIrcBChZJbXBvcnRNY3BTZXJ2ZXJSZXF1ZXN0Eg4KBnByZWZpeBgBIAEoCRIxCgdydW50aW1lGAIgASgLMiAudG9vbG1lc2gucmVnaXN0cnkudjEuTWNwUnVudGltZRIXCg9yZXF1aXJlZF9zY29wZXMYAyADKAkSDwoHZHJ5X3J1bhgEIAEoCBIwCgRvbmx5GAUgAygOMiIudG9vbG1lc2gucmVnaXN0cnkudjEuTWNwT3BlcmF0aW9uIqEBCg9JbXBvcnRlZE1jcFRvb2wSDAoEdG9vbBgBIAEoCRIQCghtY3BfbmFtZRgCIAEoCRI3CgZjaGFuZ2UYAyABKA4yJy50b29sbWVzaC5kaXNwYXRjaGVyLnYxLk1jcEltcG9ydENoYW5nZRI1CglvcGVyYXRpb24YBCABKA4yIi50b29sbWVzaC5yZWdpc3RyeS52MS5NY3BPcGVyYXRpb24ifgoXSW1wb3J0TWNwU2VydmVyUmVzcG9uc2USNgoFdG9vbHMYASADKAsyJy50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkltcG9ydGVkTWNwVG9vbBITCgtzZXJ2ZXJfbmFtZRgCIAEoCRIWCg5zZXJ2ZXJfdmVyc2lvbhgDIAEoCSLuAwoIQXBwcm92YWwSDwoHY2FsbF9pZBgBIAEoCRIQCgh0cmFjZV9pZBgCIAEoCRIMCgR0b29sGAMgASgJEhAKCGFnZW50X2lkGAQgASgJEg8KB3VzZXJfaWQYBSABKAkSKgoJYXJndW1lbnRzGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIwCgxyZXF1ZXN0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjQKBXN0YXRlGAkgASgOMiUudG9vbG1lc2guZGlzcGF0Y2hlci52MS5BcHByb3ZhbFN0YXRlEhIKCmRlY2lkZWRfYnkYCiABKAkSLgoKZGVjaWRlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDgoGcmVhc29uGAwgASgJEhYKDmFwcHJvdmVyX3JvbGVzGA0gAygJEhMKC3JlcXVpcmVkX2J5GA4gAygJEhcKD2NvbmZpcm1hdGlvbl9ieRgPIAMoCRIwCgxjb25maXJtZWRfYXQYECABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIv4BCghIZWxkQ2FsbBIyCghhcHByb3ZhbBgBIAEoCzIgLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuQXBwcm92YWwSKgoJYXJndW1lbnRzGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIRCglwYXJlbnRfaWQYAyABKAkSDQoFcm9sZXMYBCADKAkSDgoGa2V5X2lkGAUgASgJEhIKCnRpbWVvdXRfbXMYBiABKA0SFwoPZGVmaW5pdGlvbl9oYXNoGAcgASgJEhcKD2lkZW1wb3RlbmN5X2tleRgIIAEoCRIaChJjb25maXJtYXRpb25fbm9uY2UYCSABKAkiXQoUTGlzdEFwcHJvdmFsc1JlcXVlc3QSDAoEdG9vbBgBIAEoCRIQCghhZ2VudF9pZBgCIAEoCRIRCglwYWdlX3NpemUYAyABKA0SEgoKcGFnZV90b2tlbhgEIAEoCSJlChVMaXN0QXBwcm92YWxzUmVzcG9uc2USMwoJYXBwcm92YWxzGAEgAygLMiAudG9vbG1lc2guZGlzcGF0Y2hlci52MS5BcHByb3ZhbBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkidAoVRGVjaWRlQXBwcm92YWxSZXF1ZXN0Eg8KB2NhbGxfaWQYASABKAkSOgoIZGVjaXNpb24YAiABKA4yKC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkFwcHJvdmFsRGVjaXNpb24SDgoGcmVhc29uGAMgASgJIoYBChZEZWNpZGVBcHByb3ZhbFJlc3BvbnNlEjIKCGFwcHJvdmFsGAEgASgLMiAudG9vbG1lc2guZGlzcGF0Y2hlci52MS5BcHByb3ZhbBI4CgZyZXN1bHQYAiABKAsyKC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkRpc3BhdGNoUmVzcG9uc2UqtAEKDFJ1bnRpbWVTdGF0ZRIdChlSVU5USU1FX1NUQVRFX1VOU1BFQ0lGSUVEEAASGQoVUlVOVElNRV9TVEFURV9TVE9QUEVEEAESGgoWUlVOVElNRV9TVEFURV9TVEFSVElORxACEhkKFVJVTlRJTUVfU1RBVEVfUlVOTklORxADEhkKFVJVTlRJTUVfU1RBVEVfQkFDS09GRhAEEhgKFFJVTlRJTUVfU1RBVEVfRkFJTEVEEAUqoAEKD1Rvb2xDYWxsRGlhbGVjdBIhCh1UT09MX0NBTExfRElBTEVDVF9VTlNQRUNJRklFRBAAEiEKHVRPT0xfQ0FMTF9ESUFMRUNUX09QRU5BSV9DSEFUEAESJgoiVE9PTF9DQUxMX0RJQUxFQ1RfT1BFTkFJX1JFU1BPTlNFUxACEh8KG1RPT0xfQ0FMTF9ESUFMRUNUX0FOVEhST1BJQxADKrABCg9NY3BJbXBvcnRDaGFuZ2USIQodTUNQX0lNUE9SVF9DSEFOR0VfVU5TUEVDSUZJRUQQABIbChdNQ1BfSU1QT1JUX0NIQU5HRV9BRERFRBABEh0KGU1DUF9JTVBPUlRfQ0hBTkdFX0NIQU5HRUQQAhIfChtNQ1BfSU1QT1JUX0NIQU5HRV9VTkNIQU5HRUQQAxIdChlNQ1BfSU1QT1JUX0NIQU5HRV9SRU1PVkVEEAQqnwEKDUFwcHJvdmFsU3RhdGUSHgoaQVBQUk9WQUxfU1RBVEVfVU5TUEVDSUZJRUQQABIaChZBUFBST1ZBTF9TVEFURV9QRU5ESU5HEAESGwoXQVBQUk9WQUxfU1RBVEVfQVBQUk9WRUQQAhIZChVBUFBST1ZBTF9TVEFURV9ERU5JRUQQAxIaChZBUFBST1ZBTF9TVEFURV9FWFBJUkVEEAQqcAoQQXBwcm92YWxEZWNpc2lvbhIhCh1BUFBST1ZBTF9ERUNJU0lPTl9VTlNQRUNJRklFRBAAEh0KGUFQUFJPVkFMX0RFQ0lTSU9OX0FQUFJPVkUQARIaChZBUFBST1ZBTF9ERUNJU0lPTl9ERU5ZEAIyjgoKEURpc3BhdGNoZXJTZXJ2aWNlEl0KCERpc3BhdGNoEicudG9vbG1lc2guZGlzcGF0Y2hlci52MS5EaXNwYXRjaFJlcXVlc3QaKC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkRpc3BhdGNoUmVzcG9uc2USbAoNRGlzcGF0Y2hCYXRjaBIsLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuRGlzcGF0Y2hCYXRjaFJlcXVlc3QaLS50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkRpc3BhdGNoQmF0Y2hSZXNwb25zZRJXCgZDYW5jZWwSJS50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkNhbmNlbFJlcXVlc3QaJi50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkNhbmNlbFJlc3BvbnNlEnUKEEdldFJ1bnRpbWVTdGF0dXMSLy50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkdldFJ1bnRpbWVTdGF0dXNSZXF1ZXN0GjAudG9vbG1lc2guZGlzcGF0Y2hlci52MS5HZXRSdW50aW1lU3RhdHVzUmVzcG9uc2USYAoJU3RhcnRUb29sEigudG9vbG1lc2guZGlzcGF0Y2hlci52MS5TdGFydFRvb2xSZXF1ZXN0GikudG9vbG1lc2guZGlzcGF0Y2hlci52MS5TdGFydFRvb2xSZXNwb25zZRJdCghTdG9wVG9vbBInLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuU3RvcFRvb2xSZXF1ZXN0GigudG9vbG1lc2guZGlzcGF0Y2hlci52MS5TdG9wVG9vbFJlc3BvbnNlEngKEURpc3BhdGNoVG9vbENhbGxzEjAudG9vbG1lc2guZGlzcGF0Y2hlci52MS5EaXNwYXRjaFRvb2xDYWxsc1JlcXVlc3QaMS50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkRpc3BhdGNoVG9vbENhbGxzUmVzcG9uc2UScgoPSW1wb3J0TWNwU2VydmVyEi4udG9vbG1lc2guZGlzcGF0Y2hlci52MS5JbXBvcnRNY3BTZXJ2ZXJSZXF1ZXN0Gi8udG9vbG1lc2guZGlzcGF0Y2hlci52MS5JbXBvcnRNY3BTZXJ2ZXJSZXNwb25zZRJmCgtBbnN3ZXJJbnB1dBIqLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuQW5zd2VySW5wdXRSZXF1ZXN0GisudG9vbG1lc2guZGlzcGF0Y2hlci52MS5BbnN3ZXJJbnB1dFJlc3BvbnNlEmYKC1NlYXJjaFRvb2xzEioudG9vbG1lc2guZGlzcGF0Y2hlci52MS5TZWFyY2hUb29sc1JlcXVlc3QaKy50b29sbWVzaC5kaXNwYXRjaGVyLnYxLlNlYXJjaFRvb2xzUmVzcG9uc2USbAoNTGlzdEFwcHJvdmFscxIsLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuTGlzdEFwcHJvdmFsc1JlcXVlc3QaLS50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkxpc3RBcHByb3ZhbHNSZXNwb25zZRJvCg5EZWNpZGVBcHByb3ZhbBItLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuRGVjaWRlQXBwcm92YWxSZXF1ZXN0Gi4udG9vbG1lc2guZGlzcGF0Y2hlci52MS5EZWNpZGVBcHByb3ZhbFJlc3BvbnNlQuABChpjb20udG9vbG1lc2guZGlzcGF0Y2hlci52MUIPRGlzcGF0Y2hlclByb3RvUAFaN3Rvb2xtZXNoLmRldi9nby9nZW4vdG9vbG1lc2gvZGlzcGF0Y2hlci92MTtkaXNwYXRjaGVydjGiAgNURFiqAhZUb29sbWVzaC5EaXNwYXRjaGVyLlYxygIWVG9vbG1lc2hcRGlzcGF0Y2hlclxWMeICIlRvb2xtZXNoXERpc3BhdGNoZXJcVjFcR1BCTWV0YWRhdGHqAhhUb29sbWVzaDo6RGlzcGF0Y2hlcjo6VjFiBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_toolmesh_common_v1_common, file_toolmesh_registry_v1_registry]);
+  fileDesc("Cid0b29sbWVzaC9kaXNwYXRjaGVyL3YxL2Rpc3BhdGNoZXIucHJvdG8SFnRvb2xtZXNoLmRpc3BhdGNoZXIudjEikQEKD0Rpc3BhdGNoUmVxdWVzdBIMCgR0b29sGAEgASgJEioKCWFyZ3VtZW50cxgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSMAoHY29udGV4dBgDIAEoCzIfLnRvb2xtZXNoLmNvbW1vbi52MS5DYWxsQ29udGV4dBISCgp0aW1lb3V0X21zGAQgASgNIsADChBEaXNwYXRjaFJlc3BvbnNlEg8KB2NhbGxfaWQYASABKAkSEAoIdHJhY2VfaWQYAiABKAkSLgoGc3RhdHVzGAMgASgOMh4udG9vbG1lc2guY29tbW9uLnYxLkNhbGxTdGF0dXMSJwoGb3V0cHV0GAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIsCgVlcnJvchgFIAEoCzIdLnRvb2xtZXNoLmNvbW1vbi52MS5DYWxsRXJyb3ISEwoLZHVyYXRpb25fbXMYBiABKA0SEAoIYXR0ZW1wdHMYByABKA0SEAoIcmVwbGF5ZWQYCCABKAgSFAoMcmVmdXNhbF9jb2RlGAkgASgJEjcKE2FwcHJvdmFsX2V4cGlyZXNfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEj0KDmlucHV0X3JlcXVpcmVkGAsgASgLMiUudG9vbG1lc2guZGlzcGF0Y2hlci52MS5JbnB1dFJlcXVpcmVkEhMKC2NhY2hlZF9mcm9tGAwgASgJEiYKBGNvc3QYDSABKAsyGC50b29sbWVzaC5ldmVudHMudjEuQ29zdCL0AQoNSW5wdXRSZXF1aXJlZBJFCghyZXF1ZXN0cxgBIAMoCzIzLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuSW5wdXRSZXF1aXJlZC5SZXF1ZXN0c0VudHJ5EhUKDXJlcXVlc3Rfc3RhdGUYAiABKAkSLgoKZXhwaXJlc19hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAaVQoNUmVxdWVzdHNFbnRyeRILCgNrZXkYASABKAkSMwoFdmFsdWUYAiABKAsyJC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLklucHV0UmVxdWVzdDoCOAEiRwoMSW5wdXRSZXF1ZXN0Eg4KBm1ldGhvZBgBIAEoCRInCgZwYXJhbXMYAiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0ItgBChJBbnN3ZXJJbnB1dFJlcXVlc3QSFQoNcmVxdWVzdF9zdGF0ZRgBIAEoCRJMCglyZXNwb25zZXMYAiADKAsyOS50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkFuc3dlcklucHV0UmVxdWVzdC5SZXNwb25zZXNFbnRyeRISCgp0aW1lb3V0X21zGAMgASgNGkkKDlJlc3BvbnNlc0VudHJ5EgsKA2tleRgBIAEoCRImCgV2YWx1ZRgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3Q6AjgBIk8KE0Fuc3dlcklucHV0UmVzcG9uc2USOAoGcmVzdWx0GAEgASgLMigudG9vbG1lc2guZGlzcGF0Y2hlci52MS5EaXNwYXRjaFJlc3BvbnNlIjIKElNlYXJjaFRvb2xzUmVxdWVzdBINCgVxdWVyeRgBIAEoCRINCgVsaW1pdBgCIAEoDSJECglGb3VuZFRvb2wSKAoEdG9vbBgBIAEoCzIaLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlRvb2wSDQoFc2NvcmUYAiABKAEiRwoTU2VhcmNoVG9vbHNSZXNwb25zZRIwCgV0b29scxgBIAMoCzIhLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuRm91bmRUb29sImAKFERpc3BhdGNoQmF0Y2hSZXF1ZXN0EjYKBWNhbGxzGAEgAygLMicudG9vbG1lc2guZGlzcGF0Y2hlci52MS5EaXNwYXRjaFJlcXVlc3QSEAoIdHJhY2VfaWQYAiABKAkiZAoVRGlzcGF0Y2hCYXRjaFJlc3BvbnNlEjkKB3Jlc3VsdHMYASADKAsyKC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkRpc3BhdGNoUmVzcG9uc2USEAoIdHJhY2VfaWQYAiABKAkiMAoNQ2FuY2VsUmVxdWVzdBIPCgdjYWxsX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCSIQCg5DYW5jZWxSZXNwb25zZSKsAwoNUnVudGltZVN0YXR1cxIMCgR0b29sGAEgASgJEjMKBXN0YXRlGAIgASgOMiQudG9vbG1lc2guZGlzcGF0Y2hlci52MS5SdW50aW1lU3RhdGUSCwoDcGlkGAMgASgNEgwKBHBvcnQYBCABKA0SEAoIcmVzdGFydHMYBSABKA0SEgoKbGFzdF9lcnJvchgGIAEoCRIRCglpbl9mbGlnaHQYByABKA0SLgoKc3RhcnRlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMAoMbGFzdF91c2VkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIUCgxjb250YWluZXJfaWQYCiABKAkSOgoJaW5zdGFuY2VzGAsgAygLMicudG9vbG1lc2guZGlzcGF0Y2hlci52MS5SdW50aW1lSW5zdGFuY2USFQoNbWluX2luc3RhbmNlcxgMIAEoDRIVCg1tYXhfaW5zdGFuY2VzGA0gASgNEhQKDHN0YXJ0c19zYXZlZBgOIAEoBBIMCgRraW5kGA8gASgJIpMDCg9SdW50aW1lSW5zdGFuY2USCgoCaWQYASABKA0SMwoFc3RhdGUYAiABKA4yJC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLlJ1bnRpbWVTdGF0ZRILCgNwaWQYAyABKA0SDAoEcG9ydBgEIAEoDRIUCgxjb250YWluZXJfaWQYBSABKAkSEAoIcmVzdGFydHMYBiABKA0SEgoKbGFzdF9lcnJvchgHIAEoCRIRCglpbl9mbGlnaHQYCCABKA0SDQoFY2FsbHMYCSABKAQSLgoKc3RhcnRlZF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMAoMbGFzdF91c2VkX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBITCgtzdGFydGVkX2ZvchgMIAEoCRIXCg9oZWFsdGhfZmFpbHVyZXMYDSABKA0SNgoHYnJlYWtlchgOIAEoCzIlLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuQ2lyY3VpdFN0YXR1cyL4AQoNQ2lyY3VpdFN0YXR1cxIzCgVzdGF0ZRgBIAEoDjIkLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuQ2lyY3VpdFN0YXRlEhwKFGNvbnNlY3V0aXZlX2ZhaWx1cmVzGAIgASgNEg0KBW9wZW5zGAMgASgNEi0KCW9wZW5lZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoIcmV0cnlfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhIKCmxhc3RfZXJyb3IYBiABKAkSFAoMZmFpbGVkX2NhbGxzGAcgAygJIlMKC1Rvb2xDaXJjdWl0EgwKBHRvb2wYASABKAkSNgoHYnJlYWtlchgCIAEoCzIlLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuQ2lyY3VpdFN0YXR1cyInChdHZXRSdW50aW1lU3RhdHVzUmVxdWVzdBIMCgR0b29sGAEgASgJIooBChhHZXRSdW50aW1lU3RhdHVzUmVzcG9uc2USNwoIcnVudGltZXMYASADKAsyJS50b29sbWVzaC5kaXNwYXRjaGVyLnYxLlJ1bnRpbWVTdGF0dXMSNQoIYnJlYWtlcnMYAiADKAsyIy50b29sbWVzaC5kaXNwYXRjaGVyLnYxLlRvb2xDaXJjdWl0IiAKEFN0YXJ0VG9vbFJlcXVlc3QSDAoEdG9vbBgBIAEoCSJKChFTdGFydFRvb2xSZXNwb25zZRI1CgZzdGF0dXMYASABKAsyJS50b29sbWVzaC5kaXNwYXRjaGVyLnYxLlJ1bnRpbWVTdGF0dXMiHwoPU3RvcFRvb2xSZXF1ZXN0EgwKBHRvb2wYASABKAkiSQoQU3RvcFRvb2xSZXNwb25zZRI1CgZzdGF0dXMYASABKAsyJS50b29sbWVzaC5kaXNwYXRjaGVyLnYxLlJ1bnRpbWVTdGF0dXMipAEKGERpc3BhdGNoVG9vbENhbGxzUmVxdWVzdBIoCgdtZXNzYWdlGAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBI4CgdkaWFsZWN0GAIgASgOMicudG9vbG1lc2guZGlzcGF0Y2hlci52MS5Ub29sQ2FsbERpYWxlY3QSEAoIdHJhY2VfaWQYAyABKAkSEgoKdGltZW91dF9tcxgEIAEoDSLNAQoZRGlzcGF0Y2hUb29sQ2FsbHNSZXNwb25zZRI4CgdkaWFsZWN0GAEgASgOMicudG9vbG1lc2guZGlzcGF0Y2hlci52MS5Ub29sQ2FsbERpYWxlY3QSKQoIbWVzc2FnZXMYAiADKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EjkKB3Jlc3VsdHMYAyADKAsyKC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkRpc3BhdGNoUmVzcG9uc2USEAoIdHJhY2VfaWQYBCABKAkitwEKFkltcG9ydE1jcFNlcnZlclJlcXVlc3QSDgoGcHJlZml4GAEgASgJEjEKB3J1bnRpbWUYAiABKAsyIC50b29sbWVzaC5yZWdpc3RyeS52MS5NY3BSdW50aW1lEhcKD3JlcXVpcmVkX3Njb3BlcxgDIAMoCRIPCgdkcnlfcnVuGAQgASgIEjAKBG9ubHkYBSADKA4yIi50b29sbWVzaC5yZWdpc3RyeS52MS5NY3BPcGVyYXRpb24ioQEKD0ltcG9ydGVkTWNwVG9vbBIMCgR0b29sGAEgASgJEhAKCG1jcF9uYW1lGAIgASgJEjcKBmNoYW5nZRgDIAEoDjInLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuTWNwSW1wb3J0Q2hhbmdlEjUKCW9wZXJhdGlvbhgEIAEoDjIiLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLk1jcE9wZXJhdGlvbiJ+ChdJbXBvcnRNY3BTZXJ2ZXJSZXNwb25zZRI2CgV0b29scxgBIAMoCzInLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuSW1wb3J0ZWRNY3BUb29sEhMKC3NlcnZlcl9uYW1lGAIgASgJEhYKDnNlcnZlcl92ZXJzaW9uGAMgASgJIu4DCghBcHByb3ZhbBIPCgdjYWxsX2lkGAEgASgJEhAKCHRyYWNlX2lkGAIgASgJEgwKBHRvb2wYAyABKAkSEAoIYWdlbnRfaWQYBCABKAkSDwoHdXNlcl9pZBgFIAEoCRIqCglhcmd1bWVudHMYBiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EjAKDHJlcXVlc3RlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKZXhwaXJlc19hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNAoFc3RhdGUYCSABKA4yJS50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkFwcHJvdmFsU3RhdGUSEgoKZGVjaWRlZF9ieRgKIAEoCRIuCgpkZWNpZGVkX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZyZWFzb24YDCABKAkSFgoOYXBwcm92ZXJfcm9sZXMYDSADKAkSEwoLcmVxdWlyZWRfYnkYDiADKAkSFwoPY29uZmlybWF0aW9uX2J5GA8gAygJEjAKDGNvbmZpcm1lZF9hdBgQIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAi/gEKCEhlbGRDYWxsEjIKCGFwcHJvdmFsGAEgASgLMiAudG9vbG1lc2guZGlzcGF0Y2hlci52MS5BcHByb3ZhbBIqCglhcmd1bWVudHMYAiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhEKCXBhcmVudF9pZBgDIAEoCRINCgVyb2xlcxgEIAMoCRIOCgZrZXlfaWQYBSABKAkSEgoKdGltZW91dF9tcxgGIAEoDRIXCg9kZWZpbml0aW9uX2hhc2gYByABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAggASgJEhoKEmNvbmZpcm1hdGlvbl9ub25jZRgJIAEoCSJdChRMaXN0QXBwcm92YWxzUmVxdWVzdBIMCgR0b29sGAEgASgJEhAKCGFnZW50X2lkGAIgASgJEhEKCXBhZ2Vfc2l6ZRgDIAEoDRISCgpwYWdlX3Rva2VuGAQgASgJImUKFUxpc3RBcHByb3ZhbHNSZXNwb25zZRIzCglhcHByb3ZhbHMYASADKAsyIC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkFwcHJvdmFsEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJ0ChVEZWNpZGVBcHByb3ZhbFJlcXVlc3QSDwoHY2FsbF9pZBgBIAEoCRI6CghkZWNpc2lvbhgCIAEoDjIoLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuQXBwcm92YWxEZWNpc2lvbhIOCgZyZWFzb24YAyABKAkihgEKFkRlY2lkZUFwcHJvdmFsUmVzcG9uc2USMgoIYXBwcm92YWwYASABKAsyIC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkFwcHJvdmFsEjgKBnJlc3VsdBgCIAEoCzIoLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuRGlzcGF0Y2hSZXNwb25zZSq0AQoMUnVudGltZVN0YXRlEh0KGVJVTlRJTUVfU1RBVEVfVU5TUEVDSUZJRUQQABIZChVSVU5USU1FX1NUQVRFX1NUT1BQRUQQARIaChZSVU5USU1FX1NUQVRFX1NUQVJUSU5HEAISGQoVUlVOVElNRV9TVEFURV9SVU5OSU5HEAMSGQoVUlVOVElNRV9TVEFURV9CQUNLT0ZGEAQSGAoUUlVOVElNRV9TVEFURV9GQUlMRUQQBSp8CgxDaXJjdWl0U3RhdGUSHQoZQ0lSQ1VJVF9TVEFURV9VTlNQRUNJRklFRBAAEhgKFENJUkNVSVRfU1RBVEVfQ0xPU0VEEAESFgoSQ0lSQ1VJVF9TVEFURV9PUEVOEAISGwoXQ0lSQ1VJVF9TVEFURV9IQUxGX09QRU4QAyqgAQoPVG9vbENhbGxEaWFsZWN0EiEKHVRPT0xfQ0FMTF9ESUFMRUNUX1VOU1BFQ0lGSUVEEAASIQodVE9PTF9DQUxMX0RJQUxFQ1RfT1BFTkFJX0NIQVQQARImCiJUT09MX0NBTExfRElBTEVDVF9PUEVOQUlfUkVTUE9OU0VTEAISHwobVE9PTF9DQUxMX0RJQUxFQ1RfQU5USFJPUElDEAMqsAEKD01jcEltcG9ydENoYW5nZRIhCh1NQ1BfSU1QT1JUX0NIQU5HRV9VTlNQRUNJRklFRBAAEhsKF01DUF9JTVBPUlRfQ0hBTkdFX0FEREVEEAESHQoZTUNQX0lNUE9SVF9DSEFOR0VfQ0hBTkdFRBACEh8KG01DUF9JTVBPUlRfQ0hBTkdFX1VOQ0hBTkdFRBADEh0KGU1DUF9JTVBPUlRfQ0hBTkdFX1JFTU9WRUQQBCqfAQoNQXBwcm92YWxTdGF0ZRIeChpBUFBST1ZBTF9TVEFURV9VTlNQRUNJRklFRBAAEhoKFkFQUFJPVkFMX1NUQVRFX1BFTkRJTkcQARIbChdBUFBST1ZBTF9TVEFURV9BUFBST1ZFRBACEhkKFUFQUFJPVkFMX1NUQVRFX0RFTklFRBADEhoKFkFQUFJPVkFMX1NUQVRFX0VYUElSRUQQBCpwChBBcHByb3ZhbERlY2lzaW9uEiEKHUFQUFJPVkFMX0RFQ0lTSU9OX1VOU1BFQ0lGSUVEEAASHQoZQVBQUk9WQUxfREVDSVNJT05fQVBQUk9WRRABEhoKFkFQUFJPVkFMX0RFQ0lTSU9OX0RFTlkQAjKOCgoRRGlzcGF0Y2hlclNlcnZpY2USXQoIRGlzcGF0Y2gSJy50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkRpc3BhdGNoUmVxdWVzdBooLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuRGlzcGF0Y2hSZXNwb25zZRJsCg1EaXNwYXRjaEJhdGNoEiwudG9vbG1lc2guZGlzcGF0Y2hlci52MS5EaXNwYXRjaEJhdGNoUmVxdWVzdBotLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuRGlzcGF0Y2hCYXRjaFJlc3BvbnNlElcKBkNhbmNlbBIlLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuQ2FuY2VsUmVxdWVzdBomLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuQ2FuY2VsUmVzcG9uc2USdQoQR2V0UnVudGltZVN0YXR1cxIvLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuR2V0UnVudGltZVN0YXR1c1JlcXVlc3QaMC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkdldFJ1bnRpbWVTdGF0dXNSZXNwb25zZRJgCglTdGFydFRvb2wSKC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLlN0YXJ0VG9vbFJlcXVlc3QaKS50b29sbWVzaC5kaXNwYXRjaGVyLnYxLlN0YXJ0VG9vbFJlc3BvbnNlEl0KCFN0b3BUb29sEicudG9vbG1lc2guZGlzcGF0Y2hlci52MS5TdG9wVG9vbFJlcXVlc3QaKC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLlN0b3BUb29sUmVzcG9uc2USeAoRRGlzcGF0Y2hUb29sQ2FsbHMSMC50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkRpc3BhdGNoVG9vbENhbGxzUmVxdWVzdBoxLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuRGlzcGF0Y2hUb29sQ2FsbHNSZXNwb25zZRJyCg9JbXBvcnRNY3BTZXJ2ZXISLi50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkltcG9ydE1jcFNlcnZlclJlcXVlc3QaLy50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkltcG9ydE1jcFNlcnZlclJlc3BvbnNlEmYKC0Fuc3dlcklucHV0EioudG9vbG1lc2guZGlzcGF0Y2hlci52MS5BbnN3ZXJJbnB1dFJlcXVlc3QaKy50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkFuc3dlcklucHV0UmVzcG9uc2USZgoLU2VhcmNoVG9vbHMSKi50b29sbWVzaC5kaXNwYXRjaGVyLnYxLlNlYXJjaFRvb2xzUmVxdWVzdBorLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuU2VhcmNoVG9vbHNSZXNwb25zZRJsCg1MaXN0QXBwcm92YWxzEiwudG9vbG1lc2guZGlzcGF0Y2hlci52MS5MaXN0QXBwcm92YWxzUmVxdWVzdBotLnRvb2xtZXNoLmRpc3BhdGNoZXIudjEuTGlzdEFwcHJvdmFsc1Jlc3BvbnNlEm8KDkRlY2lkZUFwcHJvdmFsEi0udG9vbG1lc2guZGlzcGF0Y2hlci52MS5EZWNpZGVBcHByb3ZhbFJlcXVlc3QaLi50b29sbWVzaC5kaXNwYXRjaGVyLnYxLkRlY2lkZUFwcHJvdmFsUmVzcG9uc2VC4AEKGmNvbS50b29sbWVzaC5kaXNwYXRjaGVyLnYxQg9EaXNwYXRjaGVyUHJvdG9QAVo3dG9vbG1lc2guZGV2L2dvL2dlbi90b29sbWVzaC9kaXNwYXRjaGVyL3YxO2Rpc3BhdGNoZXJ2MaICA1REWKoCFlRvb2xtZXNoLkRpc3BhdGNoZXIuVjHKAhZUb29sbWVzaFxEaXNwYXRjaGVyXFYx4gIiVG9vbG1lc2hcRGlzcGF0Y2hlclxWMVxHUEJNZXRhZGF0YeoCGFRvb2xtZXNoOjpEaXNwYXRjaGVyOjpWMWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_toolmesh_common_v1_common, file_toolmesh_events_v1_events, file_toolmesh_registry_v1_registry]);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.DispatchRequest
@@ -124,6 +126,21 @@ export type DispatchResponse = Message<"toolmesh.dispatcher.v1.DispatchResponse"
    * @generated from field: toolmesh.dispatcher.v1.InputRequired input_required = 11;
    */
   inputRequired?: InputRequired | undefined;
+
+  /**
+   * Set when the call was answered from the tool's result cache: the call whose result it
+   * repeats (the tool did not run).
+   *
+   * @generated from field: string cached_from = 12;
+   */
+  cachedFrom: string;
+
+  /**
+   * What the call cost, for a tool with a price.
+   *
+   * @generated from field: toolmesh.events.v1.Cost cost = 13;
+   */
+  cost?: Cost | undefined;
 };
 
 /**
@@ -404,6 +421,10 @@ export const CancelResponseSchema: GenMessage<CancelResponse> = /*@__PURE__*/
   messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 12);
 
 /**
+ * RuntimeStatus is one local or docker tool's backends on this Dispatcher. state, pid, port,
+ * container_id, started_at and last_error are those of its first instance; restarts, in_flight
+ * and last_used_at are summed or latest over all of them.
+ *
  * @generated from message toolmesh.dispatcher.v1.RuntimeStatus
  */
 export type RuntimeStatus = Message<"toolmesh.dispatcher.v1.RuntimeStatus"> & {
@@ -458,6 +479,40 @@ export type RuntimeStatus = Message<"toolmesh.dispatcher.v1.RuntimeStatus"> & {
    * @generated from field: string container_id = 10;
    */
   containerId: string;
+
+  /**
+   * Every instance, in the order they were made.
+   *
+   * @generated from field: repeated toolmesh.dispatcher.v1.RuntimeInstance instances = 11;
+   */
+  instances: RuntimeInstance[];
+
+  /**
+   * The tool's runtime settings as they apply now: min_instances is 0 outside its warm hours.
+   *
+   * @generated from field: uint32 min_instances = 12;
+   */
+  minInstances: number;
+
+  /**
+   * @generated from field: uint32 max_instances = 13;
+   */
+  maxInstances: number;
+
+  /**
+   * Calls that found an instance started ahead of need (min_instances, warm hours, a rise in
+   * calls) and so did not wait for a start.
+   *
+   * @generated from field: uint64 starts_saved = 14;
+   */
+  startsSaved: bigint;
+
+  /**
+   * `local` or `docker`.
+   *
+   * @generated from field: string kind = 15;
+   */
+  kind: string;
 };
 
 /**
@@ -466,6 +521,184 @@ export type RuntimeStatus = Message<"toolmesh.dispatcher.v1.RuntimeStatus"> & {
  */
 export const RuntimeStatusSchema: GenMessage<RuntimeStatus> = /*@__PURE__*/
   messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 13);
+
+/**
+ * RuntimeInstance is one process or container of a tool.
+ *
+ * @generated from message toolmesh.dispatcher.v1.RuntimeInstance
+ */
+export type RuntimeInstance = Message<"toolmesh.dispatcher.v1.RuntimeInstance"> & {
+  /**
+   * Its number within the tool, from 1, never reused while the Dispatcher runs.
+   *
+   * @generated from field: uint32 id = 1;
+   */
+  id: number;
+
+  /**
+   * @generated from field: toolmesh.dispatcher.v1.RuntimeState state = 2;
+   */
+  state: RuntimeState;
+
+  /**
+   * @generated from field: uint32 pid = 3;
+   */
+  pid: number;
+
+  /**
+   * @generated from field: uint32 port = 4;
+   */
+  port: number;
+
+  /**
+   * @generated from field: string container_id = 5;
+   */
+  containerId: string;
+
+  /**
+   * @generated from field: uint32 restarts = 6;
+   */
+  restarts: number;
+
+  /**
+   * @generated from field: string last_error = 7;
+   */
+  lastError: string;
+
+  /**
+   * @generated from field: uint32 in_flight = 8;
+   */
+  inFlight: number;
+
+  /**
+   * Calls it has served.
+   *
+   * @generated from field: uint64 calls = 9;
+   */
+  calls: bigint;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp started_at = 10;
+   */
+  startedAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp last_used_at = 11;
+   */
+  lastUsedAt?: Timestamp | undefined;
+
+  /**
+   * Why it was started: `call` (a call needed it), `warm` (min_instances), `ahead` (calls rose),
+   * `replace` (it replaced a failed one), `operator` (StartTool).
+   *
+   * @generated from field: string started_for = 12;
+   */
+  startedFor: string;
+
+  /**
+   * Health checks failed in a row.
+   *
+   * @generated from field: uint32 health_failures = 13;
+   */
+  healthFailures: number;
+
+  /**
+   * Its own breaker: calls it failed in a row open it, and it is restarted.
+   *
+   * @generated from field: toolmesh.dispatcher.v1.CircuitStatus breaker = 14;
+   */
+  breaker?: CircuitStatus | undefined;
+};
+
+/**
+ * Describes the message toolmesh.dispatcher.v1.RuntimeInstance.
+ * Use `create(RuntimeInstanceSchema)` to create a new message.
+ */
+export const RuntimeInstanceSchema: GenMessage<RuntimeInstance> = /*@__PURE__*/
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 14);
+
+/**
+ * CircuitStatus is one breaker: a tool's, or one instance's.
+ *
+ * @generated from message toolmesh.dispatcher.v1.CircuitStatus
+ */
+export type CircuitStatus = Message<"toolmesh.dispatcher.v1.CircuitStatus"> & {
+  /**
+   * @generated from field: toolmesh.dispatcher.v1.CircuitState state = 1;
+   */
+  state: CircuitState;
+
+  /**
+   * Failures in a row so far.
+   *
+   * @generated from field: uint32 consecutive_failures = 2;
+   */
+  consecutiveFailures: number;
+
+  /**
+   * How many times it opened since the Dispatcher started.
+   *
+   * @generated from field: uint32 opens = 3;
+   */
+  opens: number;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp opened_at = 4;
+   */
+  openedAt?: Timestamp | undefined;
+
+  /**
+   * When an open breaker lets its probe through.
+   *
+   * @generated from field: google.protobuf.Timestamp retry_at = 5;
+   */
+  retryAt?: Timestamp | undefined;
+
+  /**
+   * The last failure's code and message.
+   *
+   * @generated from field: string last_error = 6;
+   */
+  lastError: string;
+
+  /**
+   * The calls of the run of failures that last opened it (at most 20, oldest first).
+   *
+   * @generated from field: repeated string failed_calls = 7;
+   */
+  failedCalls: string[];
+};
+
+/**
+ * Describes the message toolmesh.dispatcher.v1.CircuitStatus.
+ * Use `create(CircuitStatusSchema)` to create a new message.
+ */
+export const CircuitStatusSchema: GenMessage<CircuitStatus> = /*@__PURE__*/
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 15);
+
+/**
+ * ToolCircuit is a tool's breaker on this Dispatcher.
+ *
+ * @generated from message toolmesh.dispatcher.v1.ToolCircuit
+ */
+export type ToolCircuit = Message<"toolmesh.dispatcher.v1.ToolCircuit"> & {
+  /**
+   * @generated from field: string tool = 1;
+   */
+  tool: string;
+
+  /**
+   * @generated from field: toolmesh.dispatcher.v1.CircuitStatus breaker = 2;
+   */
+  breaker?: CircuitStatus | undefined;
+};
+
+/**
+ * Describes the message toolmesh.dispatcher.v1.ToolCircuit.
+ * Use `create(ToolCircuitSchema)` to create a new message.
+ */
+export const ToolCircuitSchema: GenMessage<ToolCircuit> = /*@__PURE__*/
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 16);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.GetRuntimeStatusRequest
@@ -484,7 +717,7 @@ export type GetRuntimeStatusRequest = Message<"toolmesh.dispatcher.v1.GetRuntime
  * Use `create(GetRuntimeStatusRequestSchema)` to create a new message.
  */
 export const GetRuntimeStatusRequestSchema: GenMessage<GetRuntimeStatusRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 14);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 17);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.GetRuntimeStatusResponse
@@ -494,6 +727,14 @@ export type GetRuntimeStatusResponse = Message<"toolmesh.dispatcher.v1.GetRuntim
    * @generated from field: repeated toolmesh.dispatcher.v1.RuntimeStatus runtimes = 1;
    */
   runtimes: RuntimeStatus[];
+
+  /**
+   * The breakers of the tools (of any runtime) that failed since this Dispatcher started, by
+   * tool name; a tool that never failed has none.
+   *
+   * @generated from field: repeated toolmesh.dispatcher.v1.ToolCircuit breakers = 2;
+   */
+  breakers: ToolCircuit[];
 };
 
 /**
@@ -501,7 +742,7 @@ export type GetRuntimeStatusResponse = Message<"toolmesh.dispatcher.v1.GetRuntim
  * Use `create(GetRuntimeStatusResponseSchema)` to create a new message.
  */
 export const GetRuntimeStatusResponseSchema: GenMessage<GetRuntimeStatusResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 15);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 18);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.StartToolRequest
@@ -518,7 +759,7 @@ export type StartToolRequest = Message<"toolmesh.dispatcher.v1.StartToolRequest"
  * Use `create(StartToolRequestSchema)` to create a new message.
  */
 export const StartToolRequestSchema: GenMessage<StartToolRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 16);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 19);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.StartToolResponse
@@ -535,7 +776,7 @@ export type StartToolResponse = Message<"toolmesh.dispatcher.v1.StartToolRespons
  * Use `create(StartToolResponseSchema)` to create a new message.
  */
 export const StartToolResponseSchema: GenMessage<StartToolResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 17);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 20);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.StopToolRequest
@@ -552,7 +793,7 @@ export type StopToolRequest = Message<"toolmesh.dispatcher.v1.StopToolRequest"> 
  * Use `create(StopToolRequestSchema)` to create a new message.
  */
 export const StopToolRequestSchema: GenMessage<StopToolRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 18);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 21);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.StopToolResponse
@@ -569,7 +810,7 @@ export type StopToolResponse = Message<"toolmesh.dispatcher.v1.StopToolResponse"
  * Use `create(StopToolResponseSchema)` to create a new message.
  */
 export const StopToolResponseSchema: GenMessage<StopToolResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 19);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 22);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.DispatchToolCallsRequest
@@ -609,7 +850,7 @@ export type DispatchToolCallsRequest = Message<"toolmesh.dispatcher.v1.DispatchT
  * Use `create(DispatchToolCallsRequestSchema)` to create a new message.
  */
 export const DispatchToolCallsRequestSchema: GenMessage<DispatchToolCallsRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 20);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 23);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.DispatchToolCallsResponse
@@ -647,7 +888,7 @@ export type DispatchToolCallsResponse = Message<"toolmesh.dispatcher.v1.Dispatch
  * Use `create(DispatchToolCallsResponseSchema)` to create a new message.
  */
 export const DispatchToolCallsResponseSchema: GenMessage<DispatchToolCallsResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 21);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 24);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.ImportMcpServerRequest
@@ -697,7 +938,7 @@ export type ImportMcpServerRequest = Message<"toolmesh.dispatcher.v1.ImportMcpSe
  * Use `create(ImportMcpServerRequestSchema)` to create a new message.
  */
 export const ImportMcpServerRequestSchema: GenMessage<ImportMcpServerRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 22);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 25);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.ImportedMcpTool
@@ -735,7 +976,7 @@ export type ImportedMcpTool = Message<"toolmesh.dispatcher.v1.ImportedMcpTool"> 
  * Use `create(ImportedMcpToolSchema)` to create a new message.
  */
 export const ImportedMcpToolSchema: GenMessage<ImportedMcpTool> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 23);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 26);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.ImportMcpServerResponse
@@ -764,7 +1005,7 @@ export type ImportMcpServerResponse = Message<"toolmesh.dispatcher.v1.ImportMcpS
  * Use `create(ImportMcpServerResponseSchema)` to create a new message.
  */
 export const ImportMcpServerResponseSchema: GenMessage<ImportMcpServerResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 24);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 27);
 
 /**
  * Approval is a call held for approval as approvers see it (arguments redacted).
@@ -877,7 +1118,7 @@ export type Approval = Message<"toolmesh.dispatcher.v1.Approval"> & {
  * Use `create(ApprovalSchema)` to create a new message.
  */
 export const ApprovalSchema: GenMessage<Approval> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 25);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 28);
 
 /**
  * HeldCall is the value of `calls.<call_id>` in the Dispatcher's bucket `toolmesh-approvals`:
@@ -949,7 +1190,7 @@ export type HeldCall = Message<"toolmesh.dispatcher.v1.HeldCall"> & {
  * Use `create(HeldCallSchema)` to create a new message.
  */
 export const HeldCallSchema: GenMessage<HeldCall> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 26);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 29);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.ListApprovalsRequest
@@ -985,7 +1226,7 @@ export type ListApprovalsRequest = Message<"toolmesh.dispatcher.v1.ListApprovals
  * Use `create(ListApprovalsRequestSchema)` to create a new message.
  */
 export const ListApprovalsRequestSchema: GenMessage<ListApprovalsRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 27);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 30);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.ListApprovalsResponse
@@ -1007,7 +1248,7 @@ export type ListApprovalsResponse = Message<"toolmesh.dispatcher.v1.ListApproval
  * Use `create(ListApprovalsResponseSchema)` to create a new message.
  */
 export const ListApprovalsResponseSchema: GenMessage<ListApprovalsResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 28);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 31);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.DecideApprovalRequest
@@ -1036,7 +1277,7 @@ export type DecideApprovalRequest = Message<"toolmesh.dispatcher.v1.DecideApprov
  * Use `create(DecideApprovalRequestSchema)` to create a new message.
  */
 export const DecideApprovalRequestSchema: GenMessage<DecideApprovalRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 29);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 32);
 
 /**
  * @generated from message toolmesh.dispatcher.v1.DecideApprovalResponse
@@ -1063,7 +1304,7 @@ export type DecideApprovalResponse = Message<"toolmesh.dispatcher.v1.DecideAppro
  * Use `create(DecideApprovalResponseSchema)` to create a new message.
  */
 export const DecideApprovalResponseSchema: GenMessage<DecideApprovalResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 30);
+  messageDesc(file_toolmesh_dispatcher_v1_dispatcher, 33);
 
 /**
  * RuntimeState is the life-cycle state of a tool's backend.
@@ -1109,6 +1350,45 @@ export const RuntimeStateSchema: GenEnum<RuntimeState> = /*@__PURE__*/
   enumDesc(file_toolmesh_dispatcher_v1_dispatcher, 0);
 
 /**
+ * CircuitState is where a circuit breaker stands.
+ *
+ * @generated from enum toolmesh.dispatcher.v1.CircuitState
+ */
+export enum CircuitState {
+  /**
+   * @generated from enum value: CIRCUIT_STATE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Calls go through.
+   *
+   * @generated from enum value: CIRCUIT_STATE_CLOSED = 1;
+   */
+  CLOSED = 1,
+
+  /**
+   * Calls fail fast with UNAVAILABLE until retry_at.
+   *
+   * @generated from enum value: CIRCUIT_STATE_OPEN = 2;
+   */
+  OPEN = 2,
+
+  /**
+   * One probe call is let through; its success closes the breaker, its failure opens it again.
+   *
+   * @generated from enum value: CIRCUIT_STATE_HALF_OPEN = 3;
+   */
+  HALF_OPEN = 3,
+}
+
+/**
+ * Describes the enum toolmesh.dispatcher.v1.CircuitState.
+ */
+export const CircuitStateSchema: GenEnum<CircuitState> = /*@__PURE__*/
+  enumDesc(file_toolmesh_dispatcher_v1_dispatcher, 1);
+
+/**
  * ToolCallDialect is the shape of a model's reply and of the tool-result messages returned for it.
  *
  * @generated from enum toolmesh.dispatcher.v1.ToolCallDialect
@@ -1150,7 +1430,7 @@ export enum ToolCallDialect {
  * Describes the enum toolmesh.dispatcher.v1.ToolCallDialect.
  */
 export const ToolCallDialectSchema: GenEnum<ToolCallDialect> = /*@__PURE__*/
-  enumDesc(file_toolmesh_dispatcher_v1_dispatcher, 1);
+  enumDesc(file_toolmesh_dispatcher_v1_dispatcher, 2);
 
 /**
  * McpImportChange tells what an import did to one tool.
@@ -1196,7 +1476,7 @@ export enum McpImportChange {
  * Describes the enum toolmesh.dispatcher.v1.McpImportChange.
  */
 export const McpImportChangeSchema: GenEnum<McpImportChange> = /*@__PURE__*/
-  enumDesc(file_toolmesh_dispatcher_v1_dispatcher, 2);
+  enumDesc(file_toolmesh_dispatcher_v1_dispatcher, 3);
 
 /**
  * ApprovalState is where a held call stands.
@@ -1242,7 +1522,7 @@ export enum ApprovalState {
  * Describes the enum toolmesh.dispatcher.v1.ApprovalState.
  */
 export const ApprovalStateSchema: GenEnum<ApprovalState> = /*@__PURE__*/
-  enumDesc(file_toolmesh_dispatcher_v1_dispatcher, 3);
+  enumDesc(file_toolmesh_dispatcher_v1_dispatcher, 4);
 
 /**
  * ApprovalDecision is an approver's answer.
@@ -1270,7 +1550,7 @@ export enum ApprovalDecision {
  * Describes the enum toolmesh.dispatcher.v1.ApprovalDecision.
  */
 export const ApprovalDecisionSchema: GenEnum<ApprovalDecision> = /*@__PURE__*/
-  enumDesc(file_toolmesh_dispatcher_v1_dispatcher, 4);
+  enumDesc(file_toolmesh_dispatcher_v1_dispatcher, 5);
 
 /**
  * DispatcherService runs tool calls through the whole chain. Every RPC needs a bearer token.
@@ -1284,8 +1564,9 @@ export const DispatcherService: GenService<{
    * INVALID_ARGUMENT (ValidationFailure detail), PERMISSION_DENIED (PermissionDenial detail),
    * FAILED_PRECONDITION (tool disabled, or changed since the definition pinned by
    * context.tool_pin), RESOURCE_EXHAUSTED (over a rate limit or daily quota, with a
-   * google.rpc.RetryInfo detail), ALREADY_EXISTS (a call with this call_id is running),
-   * UNAVAILABLE (no registry or grant snapshot yet).
+   * google.rpc.RetryInfo detail; over a budget, with a BudgetExceeded detail), ALREADY_EXISTS (a
+   * call with this call_id is running), UNAVAILABLE (no registry or grant snapshot yet; the tool's
+   * circuit breaker is open, with CircuitOpen and RetryInfo details).
    *
    * @generated from rpc toolmesh.dispatcher.v1.DispatcherService.Dispatch
    */
@@ -1318,7 +1599,8 @@ export const DispatcherService: GenService<{
     output: typeof CancelResponseSchema;
   },
   /**
-   * GetRuntimeStatus shows local tool processes and docker tool containers. Fails with UNAUTHENTICATED,
+   * GetRuntimeStatus shows local tool processes and docker tool containers (each tool's instances),
+   * and the circuit breakers of every tool that has failed. Fails with UNAUTHENTICATED,
    * PERMISSION_DENIED (admin), NOT_FOUND (unknown tool).
    *
    * @generated from rpc toolmesh.dispatcher.v1.DispatcherService.GetRuntimeStatus

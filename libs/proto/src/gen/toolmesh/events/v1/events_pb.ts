@@ -14,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file toolmesh/events/v1/events.proto.
  */
 export const file_toolmesh_events_v1_events: GenFile = /*@__PURE__*/
-  fileDesc("Ch90b29sbWVzaC9ldmVudHMvdjEvZXZlbnRzLnByb3RvEhJ0b29sbWVzaC5ldmVudHMudjEiqQEKDEJhY2tlbmRFdmVudBIwCgRraW5kGAEgASgOMiIudG9vbG1lc2guZXZlbnRzLnYxLlRyYWNlRXZlbnRLaW5kEhMKC2N1c3RvbV9raW5kGAIgASgJEigKB3BheWxvYWQYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EigKBHRpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIrwCCgpUcmFjZUV2ZW50EgoKAmlkGAEgASgJEhAKCHRyYWNlX2lkGAIgASgJEg8KB2NhbGxfaWQYAyABKAkSEQoJcGFyZW50X2lkGAQgASgJEjAKBGtpbmQYBSABKA4yIi50b29sbWVzaC5ldmVudHMudjEuVHJhY2VFdmVudEtpbmQSEwoLY3VzdG9tX2tpbmQYBiABKAkSDAoEdG9vbBgHIAEoCRIQCghhZ2VudF9pZBgIIAEoCRIPCgd1c2VyX2lkGAkgASgJEigKBHRpbWUYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhAKCHNlcXVlbmNlGAsgASgNEigKB3BheWxvYWQYDCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg4KBnNvdXJjZRgNIAEoCSKdAgoJQ2FsbExlYXNlEhAKCGluc3RhbmNlGAEgASgJEg8KB2NhbGxfaWQYAiABKAkSEAoIdHJhY2VfaWQYAyABKAkSEQoJcGFyZW50X2lkGAQgASgJEgwKBHRvb2wYBSABKAkSEAoIYWdlbnRfaWQYBiABKAkSDwoHdXNlcl9pZBgHIAEoCRINCgVyb2xlcxgIIAMoCRIqCglhcmd1bWVudHMYCSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei4KCnN0YXJ0ZWRfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCGRlYWRsaW5lGAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCK2BgoLQXVkaXRSZWNvcmQSCgoCaWQYASABKAkSKAoEdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoGYWN0aW9uGAMgASgOMh8udG9vbG1lc2guZXZlbnRzLnYxLkF1ZGl0QWN0aW9uEgwKBHRvb2wYBCABKAkSEAoIYWdlbnRfaWQYBSABKAkSDwoHdXNlcl9pZBgGIAEoCRINCgVyb2xlcxgHIAMoCRIPCgdjYWxsX2lkGAggASgJEhAKCHRyYWNlX2lkGAkgASgJEioKCWFyZ3VtZW50cxgKIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLgoGc3RhdHVzGAsgASgOMh4udG9vbG1lc2guY29tbW9uLnYxLkNhbGxTdGF0dXMSEgoKZXJyb3JfY29kZRgMIAEoCRIVCg1lcnJvcl9tZXNzYWdlGA0gASgJEg4KBnJlYXNvbhgOIAEoCRITCgtkdXJhdGlvbl9tcxgPIAEoDRIQCghhdHRlbXB0cxgQIAEoDRIOCgZzb3VyY2UYESABKAkSEAoIc2VxdWVuY2UYEiABKAQSEQoJcHJldl9oYXNoGBMgASgJEgwKBGhhc2gYFCABKAkSEgoKZGVjaWRlZF9ieRgVIAEoCRIRCglwYXJlbnRfaWQYFiABKAkSJwoGb3V0cHV0GBcgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIwCgZldmVudHMYGCADKAsyIC50b29sbWVzaC5ldmVudHMudjEuQmFja2VuZEV2ZW50EhAKCGluc3RhbmNlGBkgASgJEiwKCGRlYWRsaW5lGBogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgp0aW1lb3V0X21zGBsgASgNEg8KB3J1bnRpbWUYHCABKAkSLgoKc3RhcnRlZF9hdBgdIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFQoNY2hhaW5fdmVyc2lvbhgeIAEoDRIuCg1lcnJvcl9kZXRhaWxzGB8gASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCI/CgtSZWNvcmRCYXRjaBIwCgdyZWNvcmRzGAEgAygLMh8udG9vbG1lc2guZXZlbnRzLnYxLkF1ZGl0UmVjb3JkIp8DCgdPdXRjb21lEg8KB2NhbGxfaWQYASABKAkSEAoIdHJhY2VfaWQYAiABKAkSEQoJcGFyZW50X2lkGAMgASgJEgwKBHRvb2wYBCABKAkSEAoIYWdlbnRfaWQYBSABKAkSDwoHdXNlcl9pZBgGIAEoCRIuCgZzdGF0dXMYByABKA4yHi50b29sbWVzaC5jb21tb24udjEuQ2FsbFN0YXR1cxInCgZvdXRwdXQYCCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiwKBWVycm9yGAkgASgLMh0udG9vbG1lc2guY29tbW9uLnYxLkNhbGxFcnJvchIOCgZyZWFzb24YCiABKAkSEwoLZHVyYXRpb25fbXMYCyABKA0SEAoIYXR0ZW1wdHMYDCABKA0SLgoKc3RhcnRlZF9hdBgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLZmluaXNoZWRfYXQYDiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg4KBnNvdXJjZRgPIAEoCSLeAgoNQ2FsbGJhY2tFdmVudBIPCgdjYWxsX2lkGAEgASgJEhAKCHRyYWNlX2lkGAIgASgJEhEKCXBhcmVudF9pZBgDIAEoCRIMCgR0b29sGAQgASgJEhAKCGFnZW50X2lkGAUgASgJEg8KB3VzZXJfaWQYBiABKAkSLgoGc3RhdHVzGAcgASgOMh4udG9vbG1lc2guY29tbW9uLnYxLkNhbGxTdGF0dXMSJwoGb3V0cHV0GAggASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIsCgVlcnJvchgJIAEoCzIdLnRvb2xtZXNoLmNvbW1vbi52MS5DYWxsRXJyb3ISDgoGcmVhc29uGAogASgJEhMKC2R1cmF0aW9uX21zGAsgASgNEhAKCGF0dGVtcHRzGAwgASgNEigKBHRpbWUYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIqsBCg9SZWdpc3RyeUNoYW5nZWQSLAoEdHlwZRgBIAEoDjIeLnRvb2xtZXNoLmV2ZW50cy52MS5DaGFuZ2VUeXBlEgwKBGtpbmQYAiABKAkSDAoEbmFtZRgDIAEoCRIQCghyZXZpc2lvbhgEIAEoBBISCgpjaGFuZ2VkX2J5GAUgASgJEigKBHRpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIpkBChFQZXJtaXNzaW9uQ2hhbmdlZBIsCgR0eXBlGAEgASgOMh4udG9vbG1lc2guZXZlbnRzLnYxLkNoYW5nZVR5cGUSDAoEa2luZBgCIAEoCRIKCgJpZBgDIAEoCRISCgpjaGFuZ2VkX2J5GAQgASgJEigKBHRpbWUYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wKtgECg5UcmFjZUV2ZW50S2luZBIgChxUUkFDRV9FVkVOVF9LSU5EX1VOU1BFQ0lGSUVEEAASIQodVFJBQ0VfRVZFTlRfS0lORF9UT09MX0VYRUNVVEUQARIhCh1UUkFDRV9FVkVOVF9LSU5EX1RPT0xfQVRURU1QVBACEiAKHFRSQUNFX0VWRU5UX0tJTkRfVE9PTF9SRVNVTFQQAxIfChtUUkFDRV9FVkVOVF9LSU5EX0RBVEFfUVVFUlkQBBIgChxUUkFDRV9FVkVOVF9LSU5EX0RBVEFfUkVTVUxUEAUSJQohVFJBQ0VfRVZFTlRfS0lORF9DQUxMQkFDS19TVUNDRVNTEAYSJQohVFJBQ0VfRVZFTlRfS0lORF9DQUxMQkFDS19GQUlMVVJFEAcSKQolVFJBQ0VfRVZFTlRfS0lORF9DQUxMQkFDS19JTlRFUlJVUFRFRBAIEiEKHVRSQUNFX0VWRU5UX0tJTkRfVE9PTF9SRUZVU0VEEAkSGwoXVFJBQ0VfRVZFTlRfS0lORF9DVVNUT00QChInCiNUUkFDRV9FVkVOVF9LSU5EX0FQUFJPVkFMX1JFUVVFU1RFRBALEiUKIVRSQUNFX0VWRU5UX0tJTkRfQVBQUk9WQUxfREVDSURFRBAMEiUKIVRSQUNFX0VWRU5UX0tJTkRfQ0FMTEJBQ0tfUkVGVVNFRBANEiQKIFRSQUNFX0VWRU5UX0tJTkRfSU5QVVRfUkVRVUVTVEVEEA4SIwofVFJBQ0VfRVZFTlRfS0lORF9JTlBVVF9BTlNXRVJFRBAPKoMCCgtBdWRpdEFjdGlvbhIcChhBVURJVF9BQ1RJT05fVU5TUEVDSUZJRUQQABIaChZBVURJVF9BQ1RJT05fVE9PTF9DQUxMEAESHQoZQVVESVRfQUNUSU9OX1RPT0xfUkVGVVNFRBACEhYKEkFVRElUX0FDVElPTl9BRE1JThADEiMKH0FVRElUX0FDVElPTl9BUFBST1ZBTF9SRVFVRVNURUQQBBIhCh1BVURJVF9BQ1RJT05fQVBQUk9WQUxfREVDSURFRBAFEhsKF0FVRElUX0FDVElPTl9UT09MX1NUQVJUEAYSHgoaQVVESVRfQUNUSU9OX1RPT0xfUkVQT1JURUQQBypWCgpDaGFuZ2VUeXBlEhsKF0NIQU5HRV9UWVBFX1VOU1BFQ0lGSUVEEAASEwoPQ0hBTkdFX1RZUEVfUFVUEAESFgoSQ0hBTkdFX1RZUEVfREVMRVRFEAJCwAEKFmNvbS50b29sbWVzaC5ldmVudHMudjFCC0V2ZW50c1Byb3RvUAFaL3Rvb2xtZXNoLmRldi9nby9nZW4vdG9vbG1lc2gvZXZlbnRzL3YxO2V2ZW50c3YxogIDVEVYqgISVG9vbG1lc2guRXZlbnRzLlYxygISVG9vbG1lc2hcRXZlbnRzXFYx4gIeVG9vbG1lc2hcRXZlbnRzXFYxXEdQQk1ldGFkYXRh6gIUVG9vbG1lc2g6OkV2ZW50czo6VjFiBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_toolmesh_common_v1_common]);
+  fileDesc("Ch90b29sbWVzaC9ldmVudHMvdjEvZXZlbnRzLnByb3RvEhJ0b29sbWVzaC5ldmVudHMudjEiqQEKDEJhY2tlbmRFdmVudBIwCgRraW5kGAEgASgOMiIudG9vbG1lc2guZXZlbnRzLnYxLlRyYWNlRXZlbnRLaW5kEhMKC2N1c3RvbV9raW5kGAIgASgJEigKB3BheWxvYWQYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EigKBHRpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIrwCCgpUcmFjZUV2ZW50EgoKAmlkGAEgASgJEhAKCHRyYWNlX2lkGAIgASgJEg8KB2NhbGxfaWQYAyABKAkSEQoJcGFyZW50X2lkGAQgASgJEjAKBGtpbmQYBSABKA4yIi50b29sbWVzaC5ldmVudHMudjEuVHJhY2VFdmVudEtpbmQSEwoLY3VzdG9tX2tpbmQYBiABKAkSDAoEdG9vbBgHIAEoCRIQCghhZ2VudF9pZBgIIAEoCRIPCgd1c2VyX2lkGAkgASgJEigKBHRpbWUYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhAKCHNlcXVlbmNlGAsgASgNEigKB3BheWxvYWQYDCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg4KBnNvdXJjZRgNIAEoCSKdAgoJQ2FsbExlYXNlEhAKCGluc3RhbmNlGAEgASgJEg8KB2NhbGxfaWQYAiABKAkSEAoIdHJhY2VfaWQYAyABKAkSEQoJcGFyZW50X2lkGAQgASgJEgwKBHRvb2wYBSABKAkSEAoIYWdlbnRfaWQYBiABKAkSDwoHdXNlcl9pZBgHIAEoCRINCgVyb2xlcxgIIAMoCRIqCglhcmd1bWVudHMYCSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei4KCnN0YXJ0ZWRfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCGRlYWRsaW5lGAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJBCgRDb3N0EhAKCGN1cnJlbmN5GAEgASgJEg4KBm1pY3JvcxgCIAEoBBIXCg9yZXBvcnRlZF9taWNyb3MYAyABKAQi8gcKC0F1ZGl0UmVjb3JkEgoKAmlkGAEgASgJEigKBHRpbWUYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KBmFjdGlvbhgDIAEoDjIfLnRvb2xtZXNoLmV2ZW50cy52MS5BdWRpdEFjdGlvbhIMCgR0b29sGAQgASgJEhAKCGFnZW50X2lkGAUgASgJEg8KB3VzZXJfaWQYBiABKAkSDQoFcm9sZXMYByADKAkSDwoHY2FsbF9pZBgIIAEoCRIQCgh0cmFjZV9pZBgJIAEoCRIqCglhcmd1bWVudHMYCiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei4KBnN0YXR1cxgLIAEoDjIeLnRvb2xtZXNoLmNvbW1vbi52MS5DYWxsU3RhdHVzEhIKCmVycm9yX2NvZGUYDCABKAkSFQoNZXJyb3JfbWVzc2FnZRgNIAEoCRIOCgZyZWFzb24YDiABKAkSEwoLZHVyYXRpb25fbXMYDyABKA0SEAoIYXR0ZW1wdHMYECABKA0SDgoGc291cmNlGBEgASgJEhAKCHNlcXVlbmNlGBIgASgEEhEKCXByZXZfaGFzaBgTIAEoCRIMCgRoYXNoGBQgASgJEhIKCmRlY2lkZWRfYnkYFSABKAkSEQoJcGFyZW50X2lkGBYgASgJEicKBm91dHB1dBgXIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSMAoGZXZlbnRzGBggAygLMiAudG9vbG1lc2guZXZlbnRzLnYxLkJhY2tlbmRFdmVudBIQCghpbnN0YW5jZRgZIAEoCRIsCghkZWFkbGluZRgaIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKdGltZW91dF9tcxgbIAEoDRIPCgdydW50aW1lGBwgASgJEi4KCnN0YXJ0ZWRfYXQYHSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhUKDWNoYWluX3ZlcnNpb24YHiABKA0SLgoNZXJyb3JfZGV0YWlscxgfIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSKwoFY2FjaGUYICABKA4yHC50b29sbWVzaC5ldmVudHMudjEuQ2FjaGVVc2USEwoLY2FjaGVkX2Zyb20YISABKAkSJgoEY29zdBgiIAEoCzIYLnRvb2xtZXNoLmV2ZW50cy52MS5Db3N0Eg8KB2J1ZGdldHMYIyADKAkSFAoMZmFpbGVkX2NhbGxzGCQgAygJEhUKDXRvb2xfaW5zdGFuY2UYJSABKAkSEgoKY291bnRlZF9ieRgmIAEoCSI/CgtSZWNvcmRCYXRjaBIwCgdyZWNvcmRzGAEgAygLMh8udG9vbG1lc2guZXZlbnRzLnYxLkF1ZGl0UmVjb3JkIp8DCgdPdXRjb21lEg8KB2NhbGxfaWQYASABKAkSEAoIdHJhY2VfaWQYAiABKAkSEQoJcGFyZW50X2lkGAMgASgJEgwKBHRvb2wYBCABKAkSEAoIYWdlbnRfaWQYBSABKAkSDwoHdXNlcl9pZBgGIAEoCRIuCgZzdGF0dXMYByABKA4yHi50b29sbWVzaC5jb21tb24udjEuQ2FsbFN0YXR1cxInCgZvdXRwdXQYCCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiwKBWVycm9yGAkgASgLMh0udG9vbG1lc2guY29tbW9uLnYxLkNhbGxFcnJvchIOCgZyZWFzb24YCiABKAkSEwoLZHVyYXRpb25fbXMYCyABKA0SEAoIYXR0ZW1wdHMYDCABKA0SLgoKc3RhcnRlZF9hdBgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLZmluaXNoZWRfYXQYDiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg4KBnNvdXJjZRgPIAEoCSKbAwoNQ2FsbGJhY2tFdmVudBIPCgdjYWxsX2lkGAEgASgJEhAKCHRyYWNlX2lkGAIgASgJEhEKCXBhcmVudF9pZBgDIAEoCRIMCgR0b29sGAQgASgJEhAKCGFnZW50X2lkGAUgASgJEg8KB3VzZXJfaWQYBiABKAkSLgoGc3RhdHVzGAcgASgOMh4udG9vbG1lc2guY29tbW9uLnYxLkNhbGxTdGF0dXMSJwoGb3V0cHV0GAggASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIsCgVlcnJvchgJIAEoCzIdLnRvb2xtZXNoLmNvbW1vbi52MS5DYWxsRXJyb3ISDgoGcmVhc29uGAogASgJEhMKC2R1cmF0aW9uX21zGAsgASgNEhAKCGF0dGVtcHRzGAwgASgNEigKBHRpbWUYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiYKBGNvc3QYDiABKAsyGC50b29sbWVzaC5ldmVudHMudjEuQ29zdBITCgtjYWNoZWRfZnJvbRgPIAEoCSKrAQoPUmVnaXN0cnlDaGFuZ2VkEiwKBHR5cGUYASABKA4yHi50b29sbWVzaC5ldmVudHMudjEuQ2hhbmdlVHlwZRIMCgRraW5kGAIgASgJEgwKBG5hbWUYAyABKAkSEAoIcmV2aXNpb24YBCABKAQSEgoKY2hhbmdlZF9ieRgFIAEoCRIoCgR0aW1lGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKZAQoRUGVybWlzc2lvbkNoYW5nZWQSLAoEdHlwZRgBIAEoDjIeLnRvb2xtZXNoLmV2ZW50cy52MS5DaGFuZ2VUeXBlEgwKBGtpbmQYAiABKAkSCgoCaWQYAyABKAkSEgoKY2hhbmdlZF9ieRgEIAEoCRIoCgR0aW1lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCr4BAoOVHJhY2VFdmVudEtpbmQSIAocVFJBQ0VfRVZFTlRfS0lORF9VTlNQRUNJRklFRBAAEiEKHVRSQUNFX0VWRU5UX0tJTkRfVE9PTF9FWEVDVVRFEAESIQodVFJBQ0VfRVZFTlRfS0lORF9UT09MX0FUVEVNUFQQAhIgChxUUkFDRV9FVkVOVF9LSU5EX1RPT0xfUkVTVUxUEAMSHwobVFJBQ0VfRVZFTlRfS0lORF9EQVRBX1FVRVJZEAQSIAocVFJBQ0VfRVZFTlRfS0lORF9EQVRBX1JFU1VMVBAFEiUKIVRSQUNFX0VWRU5UX0tJTkRfQ0FMTEJBQ0tfU1VDQ0VTUxAGEiUKIVRSQUNFX0VWRU5UX0tJTkRfQ0FMTEJBQ0tfRkFJTFVSRRAHEikKJVRSQUNFX0VWRU5UX0tJTkRfQ0FMTEJBQ0tfSU5URVJSVVBURUQQCBIhCh1UUkFDRV9FVkVOVF9LSU5EX1RPT0xfUkVGVVNFRBAJEhsKF1RSQUNFX0VWRU5UX0tJTkRfQ1VTVE9NEAoSJwojVFJBQ0VfRVZFTlRfS0lORF9BUFBST1ZBTF9SRVFVRVNURUQQCxIlCiFUUkFDRV9FVkVOVF9LSU5EX0FQUFJPVkFMX0RFQ0lERUQQDBIlCiFUUkFDRV9FVkVOVF9LSU5EX0NBTExCQUNLX1JFRlVTRUQQDRIkCiBUUkFDRV9FVkVOVF9LSU5EX0lOUFVUX1JFUVVFU1RFRBAOEiMKH1RSQUNFX0VWRU5UX0tJTkRfSU5QVVRfQU5TV0VSRUQQDxIeChpUUkFDRV9FVkVOVF9LSU5EX0NBQ0hFX0hJVBAQKqQCCgtBdWRpdEFjdGlvbhIcChhBVURJVF9BQ1RJT05fVU5TUEVDSUZJRUQQABIaChZBVURJVF9BQ1RJT05fVE9PTF9DQUxMEAESHQoZQVVESVRfQUNUSU9OX1RPT0xfUkVGVVNFRBACEhYKEkFVRElUX0FDVElPTl9BRE1JThADEiMKH0FVRElUX0FDVElPTl9BUFBST1ZBTF9SRVFVRVNURUQQBBIhCh1BVURJVF9BQ1RJT05fQVBQUk9WQUxfREVDSURFRBAFEhsKF0FVRElUX0FDVElPTl9UT09MX1NUQVJUEAYSHgoaQVVESVRfQUNUSU9OX1RPT0xfUkVQT1JURUQQBxIfChtBVURJVF9BQ1RJT05fQ0lSQ1VJVF9PUEVORUQQCCpMCghDYWNoZVVzZRIZChVDQUNIRV9VU0VfVU5TUEVDSUZJRUQQABISCg5DQUNIRV9VU0VfTUlTUxABEhEKDUNBQ0hFX1VTRV9ISVQQAipWCgpDaGFuZ2VUeXBlEhsKF0NIQU5HRV9UWVBFX1VOU1BFQ0lGSUVEEAASEwoPQ0hBTkdFX1RZUEVfUFVUEAESFgoSQ0hBTkdFX1RZUEVfREVMRVRFEAJCwAEKFmNvbS50b29sbWVzaC5ldmVudHMudjFCC0V2ZW50c1Byb3RvUAFaL3Rvb2xtZXNoLmRldi9nby9nZW4vdG9vbG1lc2gvZXZlbnRzL3YxO2V2ZW50c3YxogIDVEVYqgISVG9vbG1lc2guRXZlbnRzLlYxygISVG9vbG1lc2hcRXZlbnRzXFYx4gIeVG9vbG1lc2hcRXZlbnRzXFYxXEdQQk1ldGFkYXRh6gIUVG9vbG1lc2g6OkV2ZW50czo6VjFiBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_toolmesh_common_v1_common]);
 
 /**
  * BackendEvent is what a tool emits through its context (ctx.trace(kind, payload)).
@@ -219,6 +219,39 @@ export const CallLeaseSchema: GenMessage<CallLease> = /*@__PURE__*/
   messageDesc(file_toolmesh_events_v1_events, 2);
 
 /**
+ * Cost is what a call cost, in millionths of a currency.
+ *
+ * @generated from message toolmesh.events.v1.Cost
+ */
+export type Cost = Message<"toolmesh.events.v1.Cost"> & {
+  /**
+   * @generated from field: string currency = 1;
+   */
+  currency: string;
+
+  /**
+   * Everything: the tool's price (per call and per second of execution) and what it reported.
+   *
+   * @generated from field: uint64 micros = 2;
+   */
+  micros: bigint;
+
+  /**
+   * The part the tool reported itself (InvokeResult.cost_micros).
+   *
+   * @generated from field: uint64 reported_micros = 3;
+   */
+  reportedMicros: bigint;
+};
+
+/**
+ * Describes the message toolmesh.events.v1.Cost.
+ * Use `create(CostSchema)` to create a new message.
+ */
+export const CostSchema: GenMessage<Cost> = /*@__PURE__*/
+  messageDesc(file_toolmesh_events_v1_events, 3);
+
+/**
  * AuditRecord is published on `toolmesh.audit.<agent>.<tool>` by whoever handled the access;
  * the Audit service assigns sequence, prev_hash and hash when it stores it.
  *
@@ -370,7 +403,7 @@ export type AuditRecord = Message<"toolmesh.events.v1.AuditRecord"> & {
 
   /**
    * TOOL_START: the Dispatcher instance running the call; its sweeper question is whether that
-   * instance is still alive.
+   * instance is still alive. CIRCUIT_OPENED: the Dispatcher instance that wrote it.
    *
    * @generated from field: string instance = 25;
    */
@@ -419,6 +452,57 @@ export type AuditRecord = Message<"toolmesh.events.v1.AuditRecord"> & {
    * @generated from field: google.protobuf.Struct error_details = 31;
    */
   errorDetails?: JsonObject | undefined;
+
+  /**
+   * TOOL_CALL of a tool with a cache: whether it was answered from it.
+   *
+   * @generated from field: toolmesh.events.v1.CacheUse cache = 32;
+   */
+  cache: CacheUse;
+
+  /**
+   * TOOL_CALL answered from the cache: the call whose result it repeats; no tool ran.
+   *
+   * @generated from field: string cached_from = 33;
+   */
+  cachedFrom: string;
+
+  /**
+   * TOOL_CALL of a tool with a price: what the call cost.
+   *
+   * @generated from field: toolmesh.events.v1.Cost cost = 34;
+   */
+  cost?: Cost | undefined;
+
+  /**
+   * TOOL_CALL: the budgets its cost counts against (ids, such as `agent.planner.day`); with them
+   * `counted_by` names the Dispatcher that counted it, which reads Callback's spend of its own.
+   *
+   * @generated from field: repeated string budgets = 35;
+   */
+  budgets: string[];
+
+  /**
+   * CIRCUIT_OPENED: the calls whose failures opened the breaker, oldest first.
+   *
+   * @generated from field: repeated string failed_calls = 36;
+   */
+  failedCalls: string[];
+
+  /**
+   * CIRCUIT_OPENED: the instance of a local or docker tool whose own breaker opened (its
+   * RuntimeInstance.id); empty for the tool's breaker.
+   *
+   * @generated from field: string tool_instance = 37;
+   */
+  toolInstance: string;
+
+  /**
+   * TOOL_CALL with budgets: the Dispatcher instance that counted its cost against them.
+   *
+   * @generated from field: string counted_by = 38;
+   */
+  countedBy: string;
 };
 
 /**
@@ -426,7 +510,7 @@ export type AuditRecord = Message<"toolmesh.events.v1.AuditRecord"> & {
  * Use `create(AuditRecordSchema)` to create a new message.
  */
 export const AuditRecordSchema: GenMessage<AuditRecord> = /*@__PURE__*/
-  messageDesc(file_toolmesh_events_v1_events, 3);
+  messageDesc(file_toolmesh_events_v1_events, 4);
 
 /**
  * RecordBatch is one message of the record stream (`TOOLMESH_RECORDS`): records of concurrent
@@ -447,7 +531,7 @@ export type RecordBatch = Message<"toolmesh.events.v1.RecordBatch"> & {
  * Use `create(RecordBatchSchema)` to create a new message.
  */
 export const RecordBatchSchema: GenMessage<RecordBatch> = /*@__PURE__*/
-  messageDesc(file_toolmesh_events_v1_events, 4);
+  messageDesc(file_toolmesh_events_v1_events, 5);
 
 /**
  * Outcome is the Dispatcher's result of a call, published on `toolmesh.outcome.<call_id>`.
@@ -542,7 +626,7 @@ export type Outcome = Message<"toolmesh.events.v1.Outcome"> & {
  * Use `create(OutcomeSchema)` to create a new message.
  */
 export const OutcomeSchema: GenMessage<Outcome> = /*@__PURE__*/
-  messageDesc(file_toolmesh_events_v1_events, 5);
+  messageDesc(file_toolmesh_events_v1_events, 6);
 
 /**
  * CallbackEvent is the normalised outcome broadcast on `toolmesh.callback.<status>.<tool>`
@@ -624,6 +708,20 @@ export type CallbackEvent = Message<"toolmesh.events.v1.CallbackEvent"> & {
    * @generated from field: google.protobuf.Timestamp time = 13;
    */
   time?: Timestamp | undefined;
+
+  /**
+   * What the call cost, for a tool with a price.
+   *
+   * @generated from field: toolmesh.events.v1.Cost cost = 14;
+   */
+  cost?: Cost | undefined;
+
+  /**
+   * Set when the call was answered from the result cache: the call whose result it repeats.
+   *
+   * @generated from field: string cached_from = 15;
+   */
+  cachedFrom: string;
 };
 
 /**
@@ -631,7 +729,7 @@ export type CallbackEvent = Message<"toolmesh.events.v1.CallbackEvent"> & {
  * Use `create(CallbackEventSchema)` to create a new message.
  */
 export const CallbackEventSchema: GenMessage<CallbackEvent> = /*@__PURE__*/
-  messageDesc(file_toolmesh_events_v1_events, 6);
+  messageDesc(file_toolmesh_events_v1_events, 7);
 
 /**
  * RegistryChanged is published on `toolmesh.registry.changed.<kind>.<name>` after a write.
@@ -677,7 +775,7 @@ export type RegistryChanged = Message<"toolmesh.events.v1.RegistryChanged"> & {
  * Use `create(RegistryChangedSchema)` to create a new message.
  */
 export const RegistryChangedSchema: GenMessage<RegistryChanged> = /*@__PURE__*/
-  messageDesc(file_toolmesh_events_v1_events, 7);
+  messageDesc(file_toolmesh_events_v1_events, 8);
 
 /**
  * PermissionChanged is published on `toolmesh.permission.changed.<kind>.<id>` after a write.
@@ -718,7 +816,7 @@ export type PermissionChanged = Message<"toolmesh.events.v1.PermissionChanged"> 
  * Use `create(PermissionChangedSchema)` to create a new message.
  */
 export const PermissionChangedSchema: GenMessage<PermissionChanged> = /*@__PURE__*/
-  messageDesc(file_toolmesh_events_v1_events, 8);
+  messageDesc(file_toolmesh_events_v1_events, 9);
 
 /**
  * TraceEventKind names a step of a call chain.
@@ -832,6 +930,14 @@ export enum TraceEventKind {
    * @generated from enum value: TRACE_EVENT_KIND_INPUT_ANSWERED = 15;
    */
   INPUT_ANSWERED = 15,
+
+  /**
+   * The call was answered from the result cache without running the tool (payload: cached_from,
+   * the call whose result it repeats).
+   *
+   * @generated from enum value: TRACE_EVENT_KIND_CACHE_HIT = 16;
+   */
+  CACHE_HIT = 16,
 }
 
 /**
@@ -901,6 +1007,15 @@ export enum AuditAction {
    * @generated from enum value: AUDIT_ACTION_TOOL_REPORTED = 7;
    */
   TOOL_REPORTED = 7,
+
+  /**
+   * A tool's circuit breaker opened (or one instance's of a local or docker tool): `reason` says
+   * after how many failures and until when, `error_code`/`error_message` the last failure,
+   * `failed_calls` the calls that failed, `tool_instance` the instance (empty for the tool's).
+   *
+   * @generated from enum value: AUDIT_ACTION_CIRCUIT_OPENED = 8;
+   */
+  CIRCUIT_OPENED = 8,
 }
 
 /**
@@ -908,6 +1023,40 @@ export enum AuditAction {
  */
 export const AuditActionSchema: GenEnum<AuditAction> = /*@__PURE__*/
   enumDesc(file_toolmesh_events_v1_events, 1);
+
+/**
+ * CacheUse says whether a call of a cacheable tool was answered from the result cache.
+ *
+ * @generated from enum toolmesh.events.v1.CacheUse
+ */
+export enum CacheUse {
+  /**
+   * The tool has no cache (or the call ended before it could be looked up).
+   *
+   * @generated from enum value: CACHE_USE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Not in the cache: the tool ran (a SUCCESS is kept for the tool's cache_ttl_ms).
+   *
+   * @generated from enum value: CACHE_USE_MISS = 1;
+   */
+  MISS = 1,
+
+  /**
+   * Answered from the cache; `cached_from` names the call whose result it repeats.
+   *
+   * @generated from enum value: CACHE_USE_HIT = 2;
+   */
+  HIT = 2,
+}
+
+/**
+ * Describes the enum toolmesh.events.v1.CacheUse.
+ */
+export const CacheUseSchema: GenEnum<CacheUse> = /*@__PURE__*/
+  enumDesc(file_toolmesh_events_v1_events, 2);
 
 /**
  * ChangeType says what happened to a stored object.
@@ -935,5 +1084,5 @@ export enum ChangeType {
  * Describes the enum toolmesh.events.v1.ChangeType.
  */
 export const ChangeTypeSchema: GenEnum<ChangeType> = /*@__PURE__*/
-  enumDesc(file_toolmesh_events_v1_events, 2);
+  enumDesc(file_toolmesh_events_v1_events, 3);
 

@@ -12,7 +12,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file toolmesh/registry/v1/registry.proto.
  */
 export const file_toolmesh_registry_v1_registry: GenFile = /*@__PURE__*/
-  fileDesc("CiN0b29sbWVzaC9yZWdpc3RyeS92MS9yZWdpc3RyeS5wcm90bxIUdG9vbG1lc2gucmVnaXN0cnkudjEiHgoLR3JwY1J1bnRpbWUSDwoHYWRkcmVzcxgBIAEoCSKkAgoMTG9jYWxSdW50aW1lEg8KB2NvbW1hbmQYASABKAkSDAoEYXJncxgCIAMoCRI4CgNlbnYYAyADKAsyKy50b29sbWVzaC5yZWdpc3RyeS52MS5Mb2NhbFJ1bnRpbWUuRW52RW50cnkSNQoIcHJvdG9jb2wYBCABKA4yIy50b29sbWVzaC5yZWdpc3RyeS52MS5Mb2NhbFByb3RvY29sEhMKC3dvcmtpbmdfZGlyGAUgASgJEhcKD21heF9jb25jdXJyZW5jeRgGIAEoDRIXCg9pZGxlX3RpbWVvdXRfbXMYByABKA0SEQoJaHR0cF9wYXRoGAggASgJGioKCEVudkVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEijwEKDVJlbW90ZVJ1bnRpbWUSCwoDdXJsGAEgASgJEkEKB2hlYWRlcnMYAiADKAsyMC50b29sbWVzaC5yZWdpc3RyeS52MS5SZW1vdGVSdW50aW1lLkhlYWRlcnNFbnRyeRouCgxIZWFkZXJzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASLQAwoNRG9ja2VyUnVudGltZRINCgVpbWFnZRgBIAEoCRIPCgdjb21tYW5kGAIgAygJEjkKA2VudhgDIAMoCzIsLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkRvY2tlclJ1bnRpbWUuRW52RW50cnkSDAoEcG9ydBgEIAEoDRI1Cghwcm90b2NvbBgFIAEoDjIjLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkxvY2FsUHJvdG9jb2wSEQoJaHR0cF9wYXRoGAYgASgJEjgKCXJlc291cmNlcxgHIAEoCzIlLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkRvY2tlclJlc291cmNlcxIxCgZtb3VudHMYCCADKAsyIS50b29sbWVzaC5yZWdpc3RyeS52MS5Eb2NrZXJNb3VudBIzCgdzZWNyZXRzGAkgAygLMiIudG9vbG1lc2gucmVnaXN0cnkudjEuRG9ja2VyU2VjcmV0EgwKBHVzZXIYCiABKAkSFwoPbWF4X2NvbmN1cnJlbmN5GAsgASgNEhcKD2lkbGVfdGltZW91dF9tcxgMIAEoDRoqCghFbnZFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIkkKD0RvY2tlclJlc291cmNlcxIUCgxtZW1vcnlfYnl0ZXMYASABKAQSEgoKY3B1X21pbGxpcxgCIAEoDRIMCgRwaWRzGAMgASgNIkoKC0RvY2tlck1vdW50EhEKCWhvc3RfcGF0aBgBIAEoCRIWCg5jb250YWluZXJfcGF0aBgCIAEoCRIQCgh3cml0YWJsZRgDIAEoCCIpCgxEb2NrZXJTZWNyZXQSDAoEbmFtZRgBIAEoCRILCgNlbnYYAiABKAkiqQMKCk1jcFJ1bnRpbWUSCwoDdXJsGAEgASgJEj4KB2hlYWRlcnMYAiADKAsyLS50b29sbWVzaC5yZWdpc3RyeS52MS5NY3BSdW50aW1lLkhlYWRlcnNFbnRyeRIPCgdjb21tYW5kGAMgASgJEgwKBGFyZ3MYBCADKAkSNgoDZW52GAUgAygLMikudG9vbG1lc2gucmVnaXN0cnkudjEuTWNwUnVudGltZS5FbnZFbnRyeRITCgt3b3JraW5nX2RpchgGIAEoCRIMCgR0b29sGAcgASgJEhcKD2lkbGVfdGltZW91dF9tcxgIIAEoDRI1CglvcGVyYXRpb24YCSABKA4yIi50b29sbWVzaC5yZWdpc3RyeS52MS5NY3BPcGVyYXRpb24SKAoHbGlzdGluZxgKIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QaLgoMSGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEaKgoIRW52RW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASKYAgoHUnVudGltZRIxCgRncnBjGAEgASgLMiEudG9vbG1lc2gucmVnaXN0cnkudjEuR3JwY1J1bnRpbWVIABIzCgVsb2NhbBgCIAEoCzIiLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkxvY2FsUnVudGltZUgAEjUKBnJlbW90ZRgDIAEoCzIjLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlJlbW90ZVJ1bnRpbWVIABI1CgZkb2NrZXIYBCABKAsyIy50b29sbWVzaC5yZWdpc3RyeS52MS5Eb2NrZXJSdW50aW1lSAASLwoDbWNwGAUgASgLMiAudG9vbG1lc2gucmVnaXN0cnkudjEuTWNwUnVudGltZUgAQgYKBGtpbmQiSQoPVG9vbEFubm90YXRpb25zEg0KBXRpdGxlGAEgASgJEhMKC2Rlc3RydWN0aXZlGAIgASgIEhIKCm9wZW5fd29ybGQYAyABKAgiVwoLUmV0cnlQb2xpY3kSFAoMbWF4X2F0dGVtcHRzGAEgASgNEhoKEmluaXRpYWxfYmFja29mZl9tcxgCIAEoDRIWCg5tYXhfYmFja29mZl9tcxgDIAEoDSK1BgoIVG9vbFNwZWMSDAoEbmFtZRgBIAEoCRIPCgd2ZXJzaW9uGAIgASgJEhMKC2Rlc2NyaXB0aW9uGAMgASgJEhAKCGNhdGVnb3J5GAQgASgJEi0KDGlucHV0X3NjaGVtYRgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLgoNb3V0cHV0X3NjaGVtYRgGIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFwoPcmVxdWlyZWRfc2NvcGVzGAcgAygJEhIKCnRpbWVvdXRfbXMYCCABKA0SNwoMcmV0cnlfcG9saWN5GAkgASgLMiEudG9vbG1lc2gucmVnaXN0cnkudjEuUmV0cnlQb2xpY3kSEgoKaWRlbXBvdGVudBgKIAEoCBIUCgxzaWRlX2VmZmVjdHMYCyABKAgSFQoNa25vd2h1Yl9zbHVncxgMIAMoCRIwCgZzdGF0dXMYDSABKA4yIC50b29sbWVzaC5yZWdpc3RyeS52MS5Ub29sU3RhdHVzEi4KB3J1bnRpbWUYDiABKAsyHS50b29sbWVzaC5yZWdpc3RyeS52MS5SdW50aW1lEjoKBmxhYmVscxgPIAMoCzIqLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlRvb2xTcGVjLkxhYmVsc0VudHJ5EhEKCXJlcG9ydGVycxgQIAMoCRI6Cgthbm5vdGF0aW9ucxgUIAEoCzIlLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlRvb2xBbm5vdGF0aW9ucxIZChFyZXF1aXJlc19hcHByb3ZhbBgVIAEoCBIWCg5hcHByb3Zlcl9yb2xlcxgWIAMoCRIdChVyZXF1aXJlc19jb25maXJtYXRpb24YFyABKAgSNwoMdGFza19zdXBwb3J0GBggASgOMiEudG9vbG1lc2gucmVnaXN0cnkudjEuVGFza1N1cHBvcnQSNgoHc2VjcmV0cxgdIAMoCzIlLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlNlY3JldEluamVjdGlvbhotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIpUBCg9TZWNyZXRJbmplY3Rpb24SDgoGc2VjcmV0GAEgASgJEhYKDm9hdXRoX3Byb3ZpZGVyGAIgASgJEhAKBmhlYWRlchgDIAEoCUgAEg8KBXF1ZXJ5GAQgASgJSAASDQoDZW52GAUgASgJSAASDgoEZmlsZRgGIAEoCUgAEg4KBnByZWZpeBgHIAEoCUIICgZ0YXJnZXQirwIKBFRvb2wSLAoEc3BlYxgBIAEoCzIeLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlRvb2xTcGVjEhMKC3NjaGVtYV9oYXNoGAIgASgJEhAKCHJldmlzaW9uGAMgASgEEg4KBmdyb3VwcxgEIAMoCRIuCgpjcmVhdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgp1cGRhdGVkX2J5GAcgASgJEhcKD2RlZmluaXRpb25faGFzaBgIIAEoCRI1CgdoaXN0b3J5GAkgAygLMiQudG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbERlZmluaXRpb24izAEKDlRvb2xEZWZpbml0aW9uEhAKCHJldmlzaW9uGAEgASgEEg8KB3ZlcnNpb24YAiABKAkSFwoPZGVmaW5pdGlvbl9oYXNoGAMgASgJEhMKC3NjaGVtYV9oYXNoGAQgASgJEhgKEGRlc2NyaXB0aW9uX2hhc2gYBSABKAkSFAoMcnVudGltZV9oYXNoGAYgASgJEg8KB2NoYW5nZWQYByADKAkSKAoEdGltZRgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiegoFR3JvdXASDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRINCgV0b29scxgDIAMoCRIPCgdleGFtcGxlGAQgASgJEi4KCnVwZGF0ZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIkMKE1JlZ2lzdGVyVG9vbFJlcXVlc3QSLAoEdG9vbBgBIAEoCzIeLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlRvb2xTcGVjIkAKFFJlZ2lzdGVyVG9vbFJlc3BvbnNlEigKBHRvb2wYASABKAsyGi50b29sbWVzaC5yZWdpc3RyeS52MS5Ub29sIlwKEVVwZGF0ZVRvb2xSZXF1ZXN0EiwKBHRvb2wYASABKAsyHi50b29sbWVzaC5yZWdpc3RyeS52MS5Ub29sU3BlYxIZChFleHBlY3RlZF9yZXZpc2lvbhgCIAEoBCI+ChJVcGRhdGVUb29sUmVzcG9uc2USKAoEdG9vbBgBIAEoCzIaLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlRvb2wiVQoTU2V0VG9vbFNsdWdzUmVxdWVzdBIMCgRuYW1lGAEgASgJEhUKDWtub3dodWJfc2x1Z3MYAiADKAkSGQoRZXhwZWN0ZWRfcmV2aXNpb24YAyABKAQiQAoUU2V0VG9vbFNsdWdzUmVzcG9uc2USKAoEdG9vbBgBIAEoCzIaLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlRvb2wiJQoVRGVyZWdpc3RlclRvb2xSZXF1ZXN0EgwKBG5hbWUYASABKAkiNQoWRGVyZWdpc3RlclRvb2xSZXNwb25zZRIbChNyZW1vdmVkX2Zyb21fZ3JvdXBzGAEgAygJIh4KDkdldFRvb2xSZXF1ZXN0EgwKBG5hbWUYASABKAkiOwoPR2V0VG9vbFJlc3BvbnNlEigKBHRvb2wYASABKAsyGi50b29sbWVzaC5yZWdpc3RyeS52MS5Ub29sItYBChBMaXN0VG9vbHNSZXF1ZXN0EhAKCGNhdGVnb3J5GAEgASgJEg8KB2tleXdvcmQYAiABKAkSNwoMcnVudGltZV9raW5kGAMgASgOMiEudG9vbG1lc2gucmVnaXN0cnkudjEuUnVudGltZUtpbmQSDQoFZ3JvdXAYBCABKAkSMAoGc3RhdHVzGAUgASgOMiAudG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbFN0YXR1cxIRCglwYWdlX3NpemUYBiABKA0SEgoKcGFnZV90b2tlbhgHIAEoCSJXChFMaXN0VG9vbHNSZXNwb25zZRIpCgV0b29scxgBIAMoCzIaLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlRvb2wSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIhMKEVdhdGNoVG9vbHNSZXF1ZXN0IpEBChJXYXRjaFRvb2xzUmVzcG9uc2USMgoEdHlwZRgBIAEoDjIkLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLldhdGNoRXZlbnRUeXBlEigKBHRvb2wYAiABKAsyGi50b29sbWVzaC5yZWdpc3RyeS52MS5Ub29sEgwKBG5hbWUYAyABKAkSDwoHY2hhbmdlZBgEIAMoCSI9Cg9QdXRHcm91cFJlcXVlc3QSKgoFZ3JvdXAYASABKAsyGy50b29sbWVzaC5yZWdpc3RyeS52MS5Hcm91cCI+ChBQdXRHcm91cFJlc3BvbnNlEioKBWdyb3VwGAEgASgLMhsudG9vbG1lc2gucmVnaXN0cnkudjEuR3JvdXAiHwoPR2V0R3JvdXBSZXF1ZXN0EgwKBG5hbWUYASABKAkiPgoQR2V0R3JvdXBSZXNwb25zZRIqCgVncm91cBgBIAEoCzIbLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkdyb3VwIjoKEUxpc3RHcm91cHNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoDRISCgpwYWdlX3Rva2VuGAIgASgJIloKEkxpc3RHcm91cHNSZXNwb25zZRIrCgZncm91cHMYASADKAsyGy50b29sbWVzaC5yZWdpc3RyeS52MS5Hcm91cBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiIgoSRGVsZXRlR3JvdXBSZXF1ZXN0EgwKBG5hbWUYASABKAkiFQoTRGVsZXRlR3JvdXBSZXNwb25zZSIVChNMaXN0UnVudGltZXNSZXF1ZXN0IqwBCg5SdW50aW1lU3VtbWFyeRIvCgRraW5kGAEgASgOMiEudG9vbG1lc2gucmVnaXN0cnkudjEuUnVudGltZUtpbmQSEgoKdG9vbF9jb3VudBgCIAEoDRIUCgxhY3RpdmVfY291bnQYAyABKA0SGAoQZGVwcmVjYXRlZF9jb3VudBgEIAEoDRIWCg5kaXNhYmxlZF9jb3VudBgFIAEoDRINCgV0b29scxgGIAMoCSJOChRMaXN0UnVudGltZXNSZXNwb25zZRI2CghydW50aW1lcxgBIAMoCzIkLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlJ1bnRpbWVTdW1tYXJ5IogBChhFeHBvcnRUb29sU2NoZW1hc1JlcXVlc3QSMgoGZm9ybWF0GAEgASgOMiIudG9vbG1lc2gucmVnaXN0cnkudjEuU2NoZW1hRm9ybWF0Eg0KBWdyb3VwGAIgASgJEg0KBW5hbWVzGAMgAygJEhoKEmluY2x1ZGVfZGVwcmVjYXRlZBgEIAEoCCJgCgxFeHBvcnRlZFRvb2wSDAoEdG9vbBgBIAEoCRIVCg1leHBvcnRlZF9uYW1lGAIgASgJEisKCmRlZmluaXRpb24YAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ik4KGUV4cG9ydFRvb2xTY2hlbWFzUmVzcG9uc2USMQoFdG9vbHMYASADKAsyIi50b29sbWVzaC5yZWdpc3RyeS52MS5FeHBvcnRlZFRvb2wqdwoKVG9vbFN0YXR1cxIbChdUT09MX1NUQVRVU19VTlNQRUNJRklFRBAAEhYKElRPT0xfU1RBVFVTX0FDVElWRRABEhoKFlRPT0xfU1RBVFVTX0RFUFJFQ0FURUQQAhIYChRUT09MX1NUQVRVU19ESVNBQkxFRBADKqIBCgtSdW50aW1lS2luZBIcChhSVU5USU1FX0tJTkRfVU5TUEVDSUZJRUQQABIVChFSVU5USU1FX0tJTkRfR1JQQxABEhYKElJVTlRJTUVfS0lORF9MT0NBTBACEhcKE1JVTlRJTUVfS0lORF9SRU1PVEUQAxIXChNSVU5USU1FX0tJTkRfRE9DS0VSEAQSFAoQUlVOVElNRV9LSU5EX01DUBAFKmEKDUxvY2FsUHJvdG9jb2wSHgoaTE9DQUxfUFJPVE9DT0xfVU5TUEVDSUZJRUQQABIXChNMT0NBTF9QUk9UT0NPTF9HUlBDEAESFwoTTE9DQUxfUFJPVE9DT0xfSFRUUBACKqABCgxNY3BPcGVyYXRpb24SHQoZTUNQX09QRVJBVElPTl9VTlNQRUNJRklFRBAAEhYKEk1DUF9PUEVSQVRJT05fVE9PTBABEhgKFE1DUF9PUEVSQVRJT05fUFJPTVBUEAISGgoWTUNQX09QRVJBVElPTl9SRVNPVVJDRRADEiMKH01DUF9PUEVSQVRJT05fUkVTT1VSQ0VfVEVNUExBVEUQBCphCgtUYXNrU3VwcG9ydBIcChhUQVNLX1NVUFBPUlRfVU5TUEVDSUZJRUQQABIZChVUQVNLX1NVUFBPUlRfT1BUSU9OQUwQARIZChVUQVNLX1NVUFBPUlRfUkVRVUlSRUQQAiqrAQoOV2F0Y2hFdmVudFR5cGUSIAocV0FUQ0hfRVZFTlRfVFlQRV9VTlNQRUNJRklFRBAAEh0KGVdBVENIX0VWRU5UX1RZUEVfU05BUFNIT1QQARIhCh1XQVRDSF9FVkVOVF9UWVBFX1NOQVBTSE9UX0VORBACEhgKFFdBVENIX0VWRU5UX1RZUEVfUFVUEAMSGwoXV0FUQ0hfRVZFTlRfVFlQRV9ERUxFVEUQBCp7CgxTY2hlbWFGb3JtYXQSHQoZU0NIRU1BX0ZPUk1BVF9VTlNQRUNJRklFRBAAEhgKFFNDSEVNQV9GT1JNQVRfT1BFTkFJEAESGwoXU0NIRU1BX0ZPUk1BVF9BTlRIUk9QSUMQAhIVChFTQ0hFTUFfRk9STUFUX01DUBADMp4KCg9SZWdpc3RyeVNlcnZpY2USZQoMUmVnaXN0ZXJUb29sEikudG9vbG1lc2gucmVnaXN0cnkudjEuUmVnaXN0ZXJUb29sUmVxdWVzdBoqLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlJlZ2lzdGVyVG9vbFJlc3BvbnNlEl8KClVwZGF0ZVRvb2wSJy50b29sbWVzaC5yZWdpc3RyeS52MS5VcGRhdGVUb29sUmVxdWVzdBooLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlVwZGF0ZVRvb2xSZXNwb25zZRJlCgxTZXRUb29sU2x1Z3MSKS50b29sbWVzaC5yZWdpc3RyeS52MS5TZXRUb29sU2x1Z3NSZXF1ZXN0GioudG9vbG1lc2gucmVnaXN0cnkudjEuU2V0VG9vbFNsdWdzUmVzcG9uc2USawoORGVyZWdpc3RlclRvb2wSKy50b29sbWVzaC5yZWdpc3RyeS52MS5EZXJlZ2lzdGVyVG9vbFJlcXVlc3QaLC50b29sbWVzaC5yZWdpc3RyeS52MS5EZXJlZ2lzdGVyVG9vbFJlc3BvbnNlElYKB0dldFRvb2wSJC50b29sbWVzaC5yZWdpc3RyeS52MS5HZXRUb29sUmVxdWVzdBolLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkdldFRvb2xSZXNwb25zZRJcCglMaXN0VG9vbHMSJi50b29sbWVzaC5yZWdpc3RyeS52MS5MaXN0VG9vbHNSZXF1ZXN0GicudG9vbG1lc2gucmVnaXN0cnkudjEuTGlzdFRvb2xzUmVzcG9uc2USYQoKV2F0Y2hUb29scxInLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLldhdGNoVG9vbHNSZXF1ZXN0GigudG9vbG1lc2gucmVnaXN0cnkudjEuV2F0Y2hUb29sc1Jlc3BvbnNlMAESWQoIUHV0R3JvdXASJS50b29sbWVzaC5yZWdpc3RyeS52MS5QdXRHcm91cFJlcXVlc3QaJi50b29sbWVzaC5yZWdpc3RyeS52MS5QdXRHcm91cFJlc3BvbnNlElkKCEdldEdyb3VwEiUudG9vbG1lc2gucmVnaXN0cnkudjEuR2V0R3JvdXBSZXF1ZXN0GiYudG9vbG1lc2gucmVnaXN0cnkudjEuR2V0R3JvdXBSZXNwb25zZRJfCgpMaXN0R3JvdXBzEicudG9vbG1lc2gucmVnaXN0cnkudjEuTGlzdEdyb3Vwc1JlcXVlc3QaKC50b29sbWVzaC5yZWdpc3RyeS52MS5MaXN0R3JvdXBzUmVzcG9uc2USYgoLRGVsZXRlR3JvdXASKC50b29sbWVzaC5yZWdpc3RyeS52MS5EZWxldGVHcm91cFJlcXVlc3QaKS50b29sbWVzaC5yZWdpc3RyeS52MS5EZWxldGVHcm91cFJlc3BvbnNlEmUKDExpc3RSdW50aW1lcxIpLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkxpc3RSdW50aW1lc1JlcXVlc3QaKi50b29sbWVzaC5yZWdpc3RyeS52MS5MaXN0UnVudGltZXNSZXNwb25zZRJ0ChFFeHBvcnRUb29sU2NoZW1hcxIuLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkV4cG9ydFRvb2xTY2hlbWFzUmVxdWVzdBovLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkV4cG9ydFRvb2xTY2hlbWFzUmVzcG9uc2VC0AEKGGNvbS50b29sbWVzaC5yZWdpc3RyeS52MUINUmVnaXN0cnlQcm90b1ABWjN0b29sbWVzaC5kZXYvZ28vZ2VuL3Rvb2xtZXNoL3JlZ2lzdHJ5L3YxO3JlZ2lzdHJ5djGiAgNUUliqAhRUb29sbWVzaC5SZWdpc3RyeS5WMcoCFFRvb2xtZXNoXFJlZ2lzdHJ5XFYx4gIgVG9vbG1lc2hcUmVnaXN0cnlcVjFcR1BCTWV0YWRhdGHqAhZUb29sbWVzaDo6UmVnaXN0cnk6OlYxYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("CiN0b29sbWVzaC9yZWdpc3RyeS92MS9yZWdpc3RyeS5wcm90bxIUdG9vbG1lc2gucmVnaXN0cnkudjEiHgoLR3JwY1J1bnRpbWUSDwoHYWRkcmVzcxgBIAEoCSKjAwoMTG9jYWxSdW50aW1lEg8KB2NvbW1hbmQYASABKAkSDAoEYXJncxgCIAMoCRI4CgNlbnYYAyADKAsyKy50b29sbWVzaC5yZWdpc3RyeS52MS5Mb2NhbFJ1bnRpbWUuRW52RW50cnkSNQoIcHJvdG9jb2wYBCABKA4yIy50b29sbWVzaC5yZWdpc3RyeS52MS5Mb2NhbFByb3RvY29sEhMKC3dvcmtpbmdfZGlyGAUgASgJEhcKD21heF9jb25jdXJyZW5jeRgGIAEoDRIXCg9pZGxlX3RpbWVvdXRfbXMYByABKA0SEQoJaHR0cF9wYXRoGAggASgJEhUKDW1pbl9pbnN0YW5jZXMYCSABKA0SFQoNbWF4X2luc3RhbmNlcxgKIAEoDRIzCgp3YXJtX2hvdXJzGAsgAygLMh8udG9vbG1lc2gucmVnaXN0cnkudjEuV2FybUhvdXJzEhoKEmhlYWx0aF9pbnRlcnZhbF9tcxgMIAEoDRoqCghFbnZFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIo8BCg1SZW1vdGVSdW50aW1lEgsKA3VybBgBIAEoCRJBCgdoZWFkZXJzGAIgAygLMjAudG9vbG1lc2gucmVnaXN0cnkudjEuUmVtb3RlUnVudGltZS5IZWFkZXJzRW50cnkaLgoMSGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEizwQKDURvY2tlclJ1bnRpbWUSDQoFaW1hZ2UYASABKAkSDwoHY29tbWFuZBgCIAMoCRI5CgNlbnYYAyADKAsyLC50b29sbWVzaC5yZWdpc3RyeS52MS5Eb2NrZXJSdW50aW1lLkVudkVudHJ5EgwKBHBvcnQYBCABKA0SNQoIcHJvdG9jb2wYBSABKA4yIy50b29sbWVzaC5yZWdpc3RyeS52MS5Mb2NhbFByb3RvY29sEhEKCWh0dHBfcGF0aBgGIAEoCRI4CglyZXNvdXJjZXMYByABKAsyJS50b29sbWVzaC5yZWdpc3RyeS52MS5Eb2NrZXJSZXNvdXJjZXMSMQoGbW91bnRzGAggAygLMiEudG9vbG1lc2gucmVnaXN0cnkudjEuRG9ja2VyTW91bnQSMwoHc2VjcmV0cxgJIAMoCzIiLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkRvY2tlclNlY3JldBIMCgR1c2VyGAogASgJEhcKD21heF9jb25jdXJyZW5jeRgLIAEoDRIXCg9pZGxlX3RpbWVvdXRfbXMYDCABKA0SFQoNbWluX2luc3RhbmNlcxgNIAEoDRIVCg1tYXhfaW5zdGFuY2VzGA4gASgNEjMKCndhcm1faG91cnMYDyADKAsyHy50b29sbWVzaC5yZWdpc3RyeS52MS5XYXJtSG91cnMSGgoSaGVhbHRoX2ludGVydmFsX21zGBAgASgNGioKCEVudkVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiQwoJV2FybUhvdXJzEhIKCnN0YXJ0X2hvdXIYASABKA0SEAoIZW5kX2hvdXIYAiABKA0SEAoId2Vla2RheXMYAyADKA0iSQoPRG9ja2VyUmVzb3VyY2VzEhQKDG1lbW9yeV9ieXRlcxgBIAEoBBISCgpjcHVfbWlsbGlzGAIgASgNEgwKBHBpZHMYAyABKA0iSgoLRG9ja2VyTW91bnQSEQoJaG9zdF9wYXRoGAEgASgJEhYKDmNvbnRhaW5lcl9wYXRoGAIgASgJEhAKCHdyaXRhYmxlGAMgASgIIikKDERvY2tlclNlY3JldBIMCgRuYW1lGAEgASgJEgsKA2VudhgCIAEoCSKpAwoKTWNwUnVudGltZRILCgN1cmwYASABKAkSPgoHaGVhZGVycxgCIAMoCzItLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLk1jcFJ1bnRpbWUuSGVhZGVyc0VudHJ5Eg8KB2NvbW1hbmQYAyABKAkSDAoEYXJncxgEIAMoCRI2CgNlbnYYBSADKAsyKS50b29sbWVzaC5yZWdpc3RyeS52MS5NY3BSdW50aW1lLkVudkVudHJ5EhMKC3dvcmtpbmdfZGlyGAYgASgJEgwKBHRvb2wYByABKAkSFwoPaWRsZV90aW1lb3V0X21zGAggASgNEjUKCW9wZXJhdGlvbhgJIAEoDjIiLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLk1jcE9wZXJhdGlvbhIoCgdsaXN0aW5nGAogASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBouCgxIZWFkZXJzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ARoqCghFbnZFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIpgCCgdSdW50aW1lEjEKBGdycGMYASABKAsyIS50b29sbWVzaC5yZWdpc3RyeS52MS5HcnBjUnVudGltZUgAEjMKBWxvY2FsGAIgASgLMiIudG9vbG1lc2gucmVnaXN0cnkudjEuTG9jYWxSdW50aW1lSAASNQoGcmVtb3RlGAMgASgLMiMudG9vbG1lc2gucmVnaXN0cnkudjEuUmVtb3RlUnVudGltZUgAEjUKBmRvY2tlchgEIAEoCzIjLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkRvY2tlclJ1bnRpbWVIABIvCgNtY3AYBSABKAsyIC50b29sbWVzaC5yZWdpc3RyeS52MS5NY3BSdW50aW1lSABCBgoEa2luZCJJCg9Ub29sQW5ub3RhdGlvbnMSDQoFdGl0bGUYASABKAkSEwoLZGVzdHJ1Y3RpdmUYAiABKAgSEgoKb3Blbl93b3JsZBgDIAEoCCJXCgtSZXRyeVBvbGljeRIUCgxtYXhfYXR0ZW1wdHMYASABKA0SGgoSaW5pdGlhbF9iYWNrb2ZmX21zGAIgASgNEhYKDm1heF9iYWNrb2ZmX21zGAMgASgNItEHCghUb29sU3BlYxIMCgRuYW1lGAEgASgJEg8KB3ZlcnNpb24YAiABKAkSEwoLZGVzY3JpcHRpb24YAyABKAkSEAoIY2F0ZWdvcnkYBCABKAkSLQoMaW5wdXRfc2NoZW1hGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIuCg1vdXRwdXRfc2NoZW1hGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIXCg9yZXF1aXJlZF9zY29wZXMYByADKAkSEgoKdGltZW91dF9tcxgIIAEoDRI3CgxyZXRyeV9wb2xpY3kYCSABKAsyIS50b29sbWVzaC5yZWdpc3RyeS52MS5SZXRyeVBvbGljeRISCgppZGVtcG90ZW50GAogASgIEhQKDHNpZGVfZWZmZWN0cxgLIAEoCBIVCg1rbm93aHViX3NsdWdzGAwgAygJEjAKBnN0YXR1cxgNIAEoDjIgLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlRvb2xTdGF0dXMSLgoHcnVudGltZRgOIAEoCzIdLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlJ1bnRpbWUSOgoGbGFiZWxzGA8gAygLMioudG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbFNwZWMuTGFiZWxzRW50cnkSEQoJcmVwb3J0ZXJzGBAgAygJEjoKC2Fubm90YXRpb25zGBQgASgLMiUudG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbEFubm90YXRpb25zEhkKEXJlcXVpcmVzX2FwcHJvdmFsGBUgASgIEhYKDmFwcHJvdmVyX3JvbGVzGBYgAygJEh0KFXJlcXVpcmVzX2NvbmZpcm1hdGlvbhgXIAEoCBI3Cgx0YXNrX3N1cHBvcnQYGCABKA4yIS50b29sbWVzaC5yZWdpc3RyeS52MS5UYXNrU3VwcG9ydBIUCgxjYWNoZV90dGxfbXMYGSABKA0SGQoRY2FjaGVfbWF4X2VudHJpZXMYGiABKA0SKgoFcHJpY2UYGyABKAsyGy50b29sbWVzaC5yZWdpc3RyeS52MS5QcmljZRI9Cg9jaXJjdWl0X2JyZWFrZXIYHCABKAsyJC50b29sbWVzaC5yZWdpc3RyeS52MS5DaXJjdWl0QnJlYWtlchI2CgdzZWNyZXRzGB0gAygLMiUudG9vbG1lc2gucmVnaXN0cnkudjEuU2VjcmV0SW5qZWN0aW9uGi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiTQoFUHJpY2USEAoIY3VycmVuY3kYASABKAkSFwoPcGVyX2NhbGxfbWljcm9zGAIgASgEEhkKEXBlcl9zZWNvbmRfbWljcm9zGAMgASgEIkUKDkNpcmN1aXRCcmVha2VyEhAKCGZhaWx1cmVzGAEgASgNEg8KB29wZW5fbXMYAiABKA0SEAoIZGlzYWJsZWQYAyABKAgilQEKD1NlY3JldEluamVjdGlvbhIOCgZzZWNyZXQYASABKAkSFgoOb2F1dGhfcHJvdmlkZXIYAiABKAkSEAoGaGVhZGVyGAMgASgJSAASDwoFcXVlcnkYBCABKAlIABINCgNlbnYYBSABKAlIABIOCgRmaWxlGAYgASgJSAASDgoGcHJlZml4GAcgASgJQggKBnRhcmdldCKvAgoEVG9vbBIsCgRzcGVjGAEgASgLMh4udG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbFNwZWMSEwoLc2NoZW1hX2hhc2gYAiABKAkSEAoIcmV2aXNpb24YAyABKAQSDgoGZ3JvdXBzGAQgAygJEi4KCmNyZWF0ZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhIKCnVwZGF0ZWRfYnkYByABKAkSFwoPZGVmaW5pdGlvbl9oYXNoGAggASgJEjUKB2hpc3RvcnkYCSADKAsyJC50b29sbWVzaC5yZWdpc3RyeS52MS5Ub29sRGVmaW5pdGlvbiLMAQoOVG9vbERlZmluaXRpb24SEAoIcmV2aXNpb24YASABKAQSDwoHdmVyc2lvbhgCIAEoCRIXCg9kZWZpbml0aW9uX2hhc2gYAyABKAkSEwoLc2NoZW1hX2hhc2gYBCABKAkSGAoQZGVzY3JpcHRpb25faGFzaBgFIAEoCRIUCgxydW50aW1lX2hhc2gYBiABKAkSDwoHY2hhbmdlZBgHIAMoCRIoCgR0aW1lGAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJ6CgVHcm91cBIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEg0KBXRvb2xzGAMgAygJEg8KB2V4YW1wbGUYBCABKAkSLgoKdXBkYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiQwoTUmVnaXN0ZXJUb29sUmVxdWVzdBIsCgR0b29sGAEgASgLMh4udG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbFNwZWMiQAoUUmVnaXN0ZXJUb29sUmVzcG9uc2USKAoEdG9vbBgBIAEoCzIaLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlRvb2wiXAoRVXBkYXRlVG9vbFJlcXVlc3QSLAoEdG9vbBgBIAEoCzIeLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlRvb2xTcGVjEhkKEWV4cGVjdGVkX3JldmlzaW9uGAIgASgEIj4KElVwZGF0ZVRvb2xSZXNwb25zZRIoCgR0b29sGAEgASgLMhoudG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbCJVChNTZXRUb29sU2x1Z3NSZXF1ZXN0EgwKBG5hbWUYASABKAkSFQoNa25vd2h1Yl9zbHVncxgCIAMoCRIZChFleHBlY3RlZF9yZXZpc2lvbhgDIAEoBCJAChRTZXRUb29sU2x1Z3NSZXNwb25zZRIoCgR0b29sGAEgASgLMhoudG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbCIlChVEZXJlZ2lzdGVyVG9vbFJlcXVlc3QSDAoEbmFtZRgBIAEoCSI1ChZEZXJlZ2lzdGVyVG9vbFJlc3BvbnNlEhsKE3JlbW92ZWRfZnJvbV9ncm91cHMYASADKAkiHgoOR2V0VG9vbFJlcXVlc3QSDAoEbmFtZRgBIAEoCSI7Cg9HZXRUb29sUmVzcG9uc2USKAoEdG9vbBgBIAEoCzIaLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlRvb2wi1gEKEExpc3RUb29sc1JlcXVlc3QSEAoIY2F0ZWdvcnkYASABKAkSDwoHa2V5d29yZBgCIAEoCRI3CgxydW50aW1lX2tpbmQYAyABKA4yIS50b29sbWVzaC5yZWdpc3RyeS52MS5SdW50aW1lS2luZBINCgVncm91cBgEIAEoCRIwCgZzdGF0dXMYBSABKA4yIC50b29sbWVzaC5yZWdpc3RyeS52MS5Ub29sU3RhdHVzEhEKCXBhZ2Vfc2l6ZRgGIAEoDRISCgpwYWdlX3Rva2VuGAcgASgJIlcKEUxpc3RUb29sc1Jlc3BvbnNlEikKBXRvb2xzGAEgAygLMhoudG9vbG1lc2gucmVnaXN0cnkudjEuVG9vbBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiEwoRV2F0Y2hUb29sc1JlcXVlc3QikQEKEldhdGNoVG9vbHNSZXNwb25zZRIyCgR0eXBlGAEgASgOMiQudG9vbG1lc2gucmVnaXN0cnkudjEuV2F0Y2hFdmVudFR5cGUSKAoEdG9vbBgCIAEoCzIaLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlRvb2wSDAoEbmFtZRgDIAEoCRIPCgdjaGFuZ2VkGAQgAygJIj0KD1B1dEdyb3VwUmVxdWVzdBIqCgVncm91cBgBIAEoCzIbLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkdyb3VwIj4KEFB1dEdyb3VwUmVzcG9uc2USKgoFZ3JvdXAYASABKAsyGy50b29sbWVzaC5yZWdpc3RyeS52MS5Hcm91cCIfCg9HZXRHcm91cFJlcXVlc3QSDAoEbmFtZRgBIAEoCSI+ChBHZXRHcm91cFJlc3BvbnNlEioKBWdyb3VwGAEgASgLMhsudG9vbG1lc2gucmVnaXN0cnkudjEuR3JvdXAiOgoRTGlzdEdyb3Vwc1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgNEhIKCnBhZ2VfdG9rZW4YAiABKAkiWgoSTGlzdEdyb3Vwc1Jlc3BvbnNlEisKBmdyb3VwcxgBIAMoCzIbLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkdyb3VwEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIiChJEZWxldGVHcm91cFJlcXVlc3QSDAoEbmFtZRgBIAEoCSIVChNEZWxldGVHcm91cFJlc3BvbnNlIhUKE0xpc3RSdW50aW1lc1JlcXVlc3QirAEKDlJ1bnRpbWVTdW1tYXJ5Ei8KBGtpbmQYASABKA4yIS50b29sbWVzaC5yZWdpc3RyeS52MS5SdW50aW1lS2luZBISCgp0b29sX2NvdW50GAIgASgNEhQKDGFjdGl2ZV9jb3VudBgDIAEoDRIYChBkZXByZWNhdGVkX2NvdW50GAQgASgNEhYKDmRpc2FibGVkX2NvdW50GAUgASgNEg0KBXRvb2xzGAYgAygJIk4KFExpc3RSdW50aW1lc1Jlc3BvbnNlEjYKCHJ1bnRpbWVzGAEgAygLMiQudG9vbG1lc2gucmVnaXN0cnkudjEuUnVudGltZVN1bW1hcnkiiAEKGEV4cG9ydFRvb2xTY2hlbWFzUmVxdWVzdBIyCgZmb3JtYXQYASABKA4yIi50b29sbWVzaC5yZWdpc3RyeS52MS5TY2hlbWFGb3JtYXQSDQoFZ3JvdXAYAiABKAkSDQoFbmFtZXMYAyADKAkSGgoSaW5jbHVkZV9kZXByZWNhdGVkGAQgASgIImAKDEV4cG9ydGVkVG9vbBIMCgR0b29sGAEgASgJEhUKDWV4cG9ydGVkX25hbWUYAiABKAkSKwoKZGVmaW5pdGlvbhgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiTgoZRXhwb3J0VG9vbFNjaGVtYXNSZXNwb25zZRIxCgV0b29scxgBIAMoCzIiLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkV4cG9ydGVkVG9vbCp3CgpUb29sU3RhdHVzEhsKF1RPT0xfU1RBVFVTX1VOU1BFQ0lGSUVEEAASFgoSVE9PTF9TVEFUVVNfQUNUSVZFEAESGgoWVE9PTF9TVEFUVVNfREVQUkVDQVRFRBACEhgKFFRPT0xfU1RBVFVTX0RJU0FCTEVEEAMqogEKC1J1bnRpbWVLaW5kEhwKGFJVTlRJTUVfS0lORF9VTlNQRUNJRklFRBAAEhUKEVJVTlRJTUVfS0lORF9HUlBDEAESFgoSUlVOVElNRV9LSU5EX0xPQ0FMEAISFwoTUlVOVElNRV9LSU5EX1JFTU9URRADEhcKE1JVTlRJTUVfS0lORF9ET0NLRVIQBBIUChBSVU5USU1FX0tJTkRfTUNQEAUqYQoNTG9jYWxQcm90b2NvbBIeChpMT0NBTF9QUk9UT0NPTF9VTlNQRUNJRklFRBAAEhcKE0xPQ0FMX1BST1RPQ09MX0dSUEMQARIXChNMT0NBTF9QUk9UT0NPTF9IVFRQEAIqoAEKDE1jcE9wZXJhdGlvbhIdChlNQ1BfT1BFUkFUSU9OX1VOU1BFQ0lGSUVEEAASFgoSTUNQX09QRVJBVElPTl9UT09MEAESGAoUTUNQX09QRVJBVElPTl9QUk9NUFQQAhIaChZNQ1BfT1BFUkFUSU9OX1JFU09VUkNFEAMSIwofTUNQX09QRVJBVElPTl9SRVNPVVJDRV9URU1QTEFURRAEKmEKC1Rhc2tTdXBwb3J0EhwKGFRBU0tfU1VQUE9SVF9VTlNQRUNJRklFRBAAEhkKFVRBU0tfU1VQUE9SVF9PUFRJT05BTBABEhkKFVRBU0tfU1VQUE9SVF9SRVFVSVJFRBACKqsBCg5XYXRjaEV2ZW50VHlwZRIgChxXQVRDSF9FVkVOVF9UWVBFX1VOU1BFQ0lGSUVEEAASHQoZV0FUQ0hfRVZFTlRfVFlQRV9TTkFQU0hPVBABEiEKHVdBVENIX0VWRU5UX1RZUEVfU05BUFNIT1RfRU5EEAISGAoUV0FUQ0hfRVZFTlRfVFlQRV9QVVQQAxIbChdXQVRDSF9FVkVOVF9UWVBFX0RFTEVURRAEKnsKDFNjaGVtYUZvcm1hdBIdChlTQ0hFTUFfRk9STUFUX1VOU1BFQ0lGSUVEEAASGAoUU0NIRU1BX0ZPUk1BVF9PUEVOQUkQARIbChdTQ0hFTUFfRk9STUFUX0FOVEhST1BJQxACEhUKEVNDSEVNQV9GT1JNQVRfTUNQEAMyngoKD1JlZ2lzdHJ5U2VydmljZRJlCgxSZWdpc3RlclRvb2wSKS50b29sbWVzaC5yZWdpc3RyeS52MS5SZWdpc3RlclRvb2xSZXF1ZXN0GioudG9vbG1lc2gucmVnaXN0cnkudjEuUmVnaXN0ZXJUb29sUmVzcG9uc2USXwoKVXBkYXRlVG9vbBInLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlVwZGF0ZVRvb2xSZXF1ZXN0GigudG9vbG1lc2gucmVnaXN0cnkudjEuVXBkYXRlVG9vbFJlc3BvbnNlEmUKDFNldFRvb2xTbHVncxIpLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlNldFRvb2xTbHVnc1JlcXVlc3QaKi50b29sbWVzaC5yZWdpc3RyeS52MS5TZXRUb29sU2x1Z3NSZXNwb25zZRJrCg5EZXJlZ2lzdGVyVG9vbBIrLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkRlcmVnaXN0ZXJUb29sUmVxdWVzdBosLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkRlcmVnaXN0ZXJUb29sUmVzcG9uc2USVgoHR2V0VG9vbBIkLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkdldFRvb2xSZXF1ZXN0GiUudG9vbG1lc2gucmVnaXN0cnkudjEuR2V0VG9vbFJlc3BvbnNlElwKCUxpc3RUb29scxImLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkxpc3RUb29sc1JlcXVlc3QaJy50b29sbWVzaC5yZWdpc3RyeS52MS5MaXN0VG9vbHNSZXNwb25zZRJhCgpXYXRjaFRvb2xzEicudG9vbG1lc2gucmVnaXN0cnkudjEuV2F0Y2hUb29sc1JlcXVlc3QaKC50b29sbWVzaC5yZWdpc3RyeS52MS5XYXRjaFRvb2xzUmVzcG9uc2UwARJZCghQdXRHcm91cBIlLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlB1dEdyb3VwUmVxdWVzdBomLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLlB1dEdyb3VwUmVzcG9uc2USWQoIR2V0R3JvdXASJS50b29sbWVzaC5yZWdpc3RyeS52MS5HZXRHcm91cFJlcXVlc3QaJi50b29sbWVzaC5yZWdpc3RyeS52MS5HZXRHcm91cFJlc3BvbnNlEl8KCkxpc3RHcm91cHMSJy50b29sbWVzaC5yZWdpc3RyeS52MS5MaXN0R3JvdXBzUmVxdWVzdBooLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkxpc3RHcm91cHNSZXNwb25zZRJiCgtEZWxldGVHcm91cBIoLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkRlbGV0ZUdyb3VwUmVxdWVzdBopLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkRlbGV0ZUdyb3VwUmVzcG9uc2USZQoMTGlzdFJ1bnRpbWVzEikudG9vbG1lc2gucmVnaXN0cnkudjEuTGlzdFJ1bnRpbWVzUmVxdWVzdBoqLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxLkxpc3RSdW50aW1lc1Jlc3BvbnNlEnQKEUV4cG9ydFRvb2xTY2hlbWFzEi4udG9vbG1lc2gucmVnaXN0cnkudjEuRXhwb3J0VG9vbFNjaGVtYXNSZXF1ZXN0Gi8udG9vbG1lc2gucmVnaXN0cnkudjEuRXhwb3J0VG9vbFNjaGVtYXNSZXNwb25zZULQAQoYY29tLnRvb2xtZXNoLnJlZ2lzdHJ5LnYxQg1SZWdpc3RyeVByb3RvUAFaM3Rvb2xtZXNoLmRldi9nby9nZW4vdG9vbG1lc2gvcmVnaXN0cnkvdjE7cmVnaXN0cnl2MaICA1RSWKoCFFRvb2xtZXNoLlJlZ2lzdHJ5LlYxygIUVG9vbG1lc2hcUmVnaXN0cnlcVjHiAiBUb29sbWVzaFxSZWdpc3RyeVxWMVxHUEJNZXRhZGF0YeoCFlRvb2xtZXNoOjpSZWdpc3RyeTo6VjFiBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * GrpcRuntime is a backend serving toolmesh.backend.v1.ToolBackendService.
@@ -93,6 +93,39 @@ export type LocalRuntime = Message<"toolmesh.registry.v1.LocalRuntime"> & {
    * @generated from field: string http_path = 8;
    */
   httpPath: string;
+
+  /**
+   * Warm pools (min_instances, max_instances above 1, warm_hours, health_interval_ms) are
+   * reserved: not built yet, a Registry refuses them with UNIMPLEMENTED.
+   * Instances kept running (warm) ahead of any call, so a call never waits for a start; during
+   * `warm_hours` only, when they are set. 0: none, the first call starts one.
+   *
+   * @generated from field: uint32 min_instances = 9;
+   */
+  minInstances: number;
+
+  /**
+   * Instances at most; calls are spread over the running ones (fewest calls in flight first), and
+   * one more is started ahead of need when every running one is busy. 0 means 1.
+   *
+   * @generated from field: uint32 max_instances = 10;
+   */
+  maxInstances: number;
+
+  /**
+   * When `min_instances` apply (UTC); empty means always.
+   *
+   * @generated from field: repeated toolmesh.registry.v1.WarmHours warm_hours = 11;
+   */
+  warmHours: WarmHours[];
+
+  /**
+   * How often a running instance is health-checked; one failing two checks in a row is taken out
+   * and replaced. 0 means the Dispatcher's default (TOOLMESH_HEALTH_INTERVAL_MS).
+   *
+   * @generated from field: uint32 health_interval_ms = 12;
+   */
+  healthIntervalMs: number;
 };
 
 /**
@@ -222,6 +255,28 @@ export type DockerRuntime = Message<"toolmesh.registry.v1.DockerRuntime"> & {
    * @generated from field: uint32 idle_timeout_ms = 12;
    */
   idleTimeoutMs: number;
+
+  /**
+   * As for LocalRuntime: containers kept warm, at most, when, and how often health-checked.
+   *
+   * @generated from field: uint32 min_instances = 13;
+   */
+  minInstances: number;
+
+  /**
+   * @generated from field: uint32 max_instances = 14;
+   */
+  maxInstances: number;
+
+  /**
+   * @generated from field: repeated toolmesh.registry.v1.WarmHours warm_hours = 15;
+   */
+  warmHours: WarmHours[];
+
+  /**
+   * @generated from field: uint32 health_interval_ms = 16;
+   */
+  healthIntervalMs: number;
 };
 
 /**
@@ -230,6 +285,42 @@ export type DockerRuntime = Message<"toolmesh.registry.v1.DockerRuntime"> & {
  */
 export const DockerRuntimeSchema: GenMessage<DockerRuntime> = /*@__PURE__*/
   messageDesc(file_toolmesh_registry_v1_registry, 3);
+
+/**
+ * WarmHours is a daily window (UTC) in which a tool's `min_instances` are kept running; outside
+ * every window of a tool, instances stop when idle like any other.
+ *
+ * @generated from message toolmesh.registry.v1.WarmHours
+ */
+export type WarmHours = Message<"toolmesh.registry.v1.WarmHours"> & {
+  /**
+   * The first hour of the window, 0-23.
+   *
+   * @generated from field: uint32 start_hour = 1;
+   */
+  startHour: number;
+
+  /**
+   * The hour the window ends, 1-24, after start_hour.
+   *
+   * @generated from field: uint32 end_hour = 2;
+   */
+  endHour: number;
+
+  /**
+   * Days of the week it applies, 0 (Sunday) to 6 (Saturday); empty means every day.
+   *
+   * @generated from field: repeated uint32 weekdays = 3;
+   */
+  weekdays: number[];
+};
+
+/**
+ * Describes the message toolmesh.registry.v1.WarmHours.
+ * Use `create(WarmHoursSchema)` to create a new message.
+ */
+export const WarmHoursSchema: GenMessage<WarmHours> = /*@__PURE__*/
+  messageDesc(file_toolmesh_registry_v1_registry, 4);
 
 /**
  * DockerResources bounds what one container may use.
@@ -264,7 +355,7 @@ export type DockerResources = Message<"toolmesh.registry.v1.DockerResources"> & 
  * Use `create(DockerResourcesSchema)` to create a new message.
  */
 export const DockerResourcesSchema: GenMessage<DockerResources> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 4);
+  messageDesc(file_toolmesh_registry_v1_registry, 5);
 
 /**
  * DockerMount makes one host path visible in the container, read-only unless `writable`.
@@ -297,7 +388,7 @@ export type DockerMount = Message<"toolmesh.registry.v1.DockerMount"> & {
  * Use `create(DockerMountSchema)` to create a new message.
  */
 export const DockerMountSchema: GenMessage<DockerMount> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 5);
+  messageDesc(file_toolmesh_registry_v1_registry, 6);
 
 /**
  * DockerSecret passes one secret the Dispatcher holds (a file named `name` in its secrets
@@ -327,7 +418,7 @@ export type DockerSecret = Message<"toolmesh.registry.v1.DockerSecret"> & {
  * Use `create(DockerSecretSchema)` to create a new message.
  */
 export const DockerSecretSchema: GenMessage<DockerSecret> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 6);
+  messageDesc(file_toolmesh_registry_v1_registry, 7);
 
 /**
  * McpRuntime is one tool, prompt, resource or resource template of an existing MCP server: a
@@ -413,7 +504,7 @@ export type McpRuntime = Message<"toolmesh.registry.v1.McpRuntime"> & {
  * Use `create(McpRuntimeSchema)` to create a new message.
  */
 export const McpRuntimeSchema: GenMessage<McpRuntime> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 7);
+  messageDesc(file_toolmesh_registry_v1_registry, 8);
 
 /**
  * Runtime says where and how a tool runs; exactly one kind is set.
@@ -462,7 +553,7 @@ export type Runtime = Message<"toolmesh.registry.v1.Runtime"> & {
  * Use `create(RuntimeSchema)` to create a new message.
  */
 export const RuntimeSchema: GenMessage<Runtime> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 8);
+  messageDesc(file_toolmesh_registry_v1_registry, 9);
 
 /**
  * ToolAnnotations are hints for agents beyond side_effects and idempotent (MCP tool annotations).
@@ -497,7 +588,7 @@ export type ToolAnnotations = Message<"toolmesh.registry.v1.ToolAnnotations"> & 
  * Use `create(ToolAnnotationsSchema)` to create a new message.
  */
 export const ToolAnnotationsSchema: GenMessage<ToolAnnotations> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 9);
+  messageDesc(file_toolmesh_registry_v1_registry, 10);
 
 /**
  * RetryPolicy applies only to idempotent tools and transient failures.
@@ -532,7 +623,7 @@ export type RetryPolicy = Message<"toolmesh.registry.v1.RetryPolicy"> & {
  * Use `create(RetryPolicySchema)` to create a new message.
  */
 export const RetryPolicySchema: GenMessage<RetryPolicy> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 10);
+  messageDesc(file_toolmesh_registry_v1_registry, 11);
 
 /**
  * ToolSpec is what an operator writes: a tool as data.
@@ -688,6 +779,38 @@ export type ToolSpec = Message<"toolmesh.registry.v1.ToolSpec"> & {
   taskSupport: TaskSupport;
 
   /**
+   * Results of this tool are reused for this long: a call with the same definition, the same
+   * canonical arguments and the same caller visibility (user and authorising grants) within it is
+   * answered from the Dispatcher's cache without running the tool, and recorded as a cache hit.
+   * Only for an idempotent tool without side effects; 0: never cached.
+   *
+   * @generated from field: uint32 cache_ttl_ms = 25;
+   */
+  cacheTtlMs: number;
+
+  /**
+   * Results of this tool kept at most (least recently used go first); 0 means the Dispatcher's
+   * default (TOOLMESH_CACHE_MAX_ENTRIES).
+   *
+   * @generated from field: uint32 cache_max_entries = 26;
+   */
+  cacheMaxEntries: number;
+
+  /**
+   * What a call costs; unset: nothing.
+   *
+   * @generated from field: toolmesh.registry.v1.Price price = 27;
+   */
+  price?: Price | undefined;
+
+  /**
+   * When calls stop being sent to a failing tool; unset: the Dispatcher's defaults.
+   *
+   * @generated from field: toolmesh.registry.v1.CircuitBreaker circuit_breaker = 28;
+   */
+  circuitBreaker?: CircuitBreaker | undefined;
+
+  /**
    * Secrets of the vault the Dispatcher injects into the backend request at call time, resolved
    * for the call's user (then agent, then roles, then everyone). A call whose secret is missing is
    * refused with FAILED_PRECONDITION naming it. Never shown to the tool's callers as values.
@@ -702,7 +825,81 @@ export type ToolSpec = Message<"toolmesh.registry.v1.ToolSpec"> & {
  * Use `create(ToolSpecSchema)` to create a new message.
  */
 export const ToolSpecSchema: GenMessage<ToolSpec> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 11);
+  messageDesc(file_toolmesh_registry_v1_registry, 12);
+
+/**
+ * Price is what one call of a tool costs, in a currency the operator names. A call costs
+ * per_call_micros plus per_second_micros for each second of its execution (prorated by the
+ * millisecond), plus what the tool reports itself (InvokeResult.cost_micros).
+ *
+ * @generated from message toolmesh.registry.v1.Price
+ */
+export type Price = Message<"toolmesh.registry.v1.Price"> & {
+  /**
+   * 1-8 upper-case letters or digits, starting with a letter: `USD`, `EUR`, `CREDITS`.
+   *
+   * @generated from field: string currency = 1;
+   */
+  currency: string;
+
+  /**
+   * Millionths of the currency per call.
+   *
+   * @generated from field: uint64 per_call_micros = 2;
+   */
+  perCallMicros: bigint;
+
+  /**
+   * Millionths of the currency per second of execution.
+   *
+   * @generated from field: uint64 per_second_micros = 3;
+   */
+  perSecondMicros: bigint;
+};
+
+/**
+ * Describes the message toolmesh.registry.v1.Price.
+ * Use `create(PriceSchema)` to create a new message.
+ */
+export const PriceSchema: GenMessage<Price> = /*@__PURE__*/
+  messageDesc(file_toolmesh_registry_v1_registry, 13);
+
+/**
+ * CircuitBreaker says when the Dispatcher stops sending calls to a failing tool: after
+ * `failures` calls in a row fail (FAILURE from the backend, or a timeout) it fails calls fast with
+ * UNAVAILABLE for `open_ms`, then lets one probe call through; its success closes the breaker.
+ *
+ * @generated from message toolmesh.registry.v1.CircuitBreaker
+ */
+export type CircuitBreaker = Message<"toolmesh.registry.v1.CircuitBreaker"> & {
+  /**
+   * Failures in a row that open it; 0 means the Dispatcher's default (TOOLMESH_BREAKER_FAILURES).
+   *
+   * @generated from field: uint32 failures = 1;
+   */
+  failures: number;
+
+  /**
+   * How long it stays open before a probe; 0 means the default (TOOLMESH_BREAKER_OPEN_MS).
+   *
+   * @generated from field: uint32 open_ms = 2;
+   */
+  openMs: number;
+
+  /**
+   * Never open a breaker for this tool.
+   *
+   * @generated from field: bool disabled = 3;
+   */
+  disabled: boolean;
+};
+
+/**
+ * Describes the message toolmesh.registry.v1.CircuitBreaker.
+ * Use `create(CircuitBreakerSchema)` to create a new message.
+ */
+export const CircuitBreakerSchema: GenMessage<CircuitBreaker> = /*@__PURE__*/
+  messageDesc(file_toolmesh_registry_v1_registry, 14);
 
 /**
  * SecretInjection is one secret a tool needs and where it goes in the backend request.
@@ -777,7 +974,7 @@ export type SecretInjection = Message<"toolmesh.registry.v1.SecretInjection"> & 
  * Use `create(SecretInjectionSchema)` to create a new message.
  */
 export const SecretInjectionSchema: GenMessage<SecretInjection> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 12);
+  messageDesc(file_toolmesh_registry_v1_registry, 15);
 
 /**
  * Tool is a registered tool: the spec plus what the registry derives from it.
@@ -849,7 +1046,7 @@ export type Tool = Message<"toolmesh.registry.v1.Tool"> & {
  * Use `create(ToolSchema)` to create a new message.
  */
 export const ToolSchema: GenMessage<Tool> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 13);
+  messageDesc(file_toolmesh_registry_v1_registry, 16);
 
 /**
  * ToolDefinition is one definition a tool had: the hashes of its parts, so a pinned call can say
@@ -913,7 +1110,7 @@ export type ToolDefinition = Message<"toolmesh.registry.v1.ToolDefinition"> & {
  * Use `create(ToolDefinitionSchema)` to create a new message.
  */
 export const ToolDefinitionSchema: GenMessage<ToolDefinition> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 14);
+  messageDesc(file_toolmesh_registry_v1_registry, 17);
 
 /**
  * Group bundles tools that are used together.
@@ -958,7 +1155,7 @@ export type Group = Message<"toolmesh.registry.v1.Group"> & {
  * Use `create(GroupSchema)` to create a new message.
  */
 export const GroupSchema: GenMessage<Group> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 15);
+  messageDesc(file_toolmesh_registry_v1_registry, 18);
 
 /**
  * @generated from message toolmesh.registry.v1.RegisterToolRequest
@@ -975,7 +1172,7 @@ export type RegisterToolRequest = Message<"toolmesh.registry.v1.RegisterToolRequ
  * Use `create(RegisterToolRequestSchema)` to create a new message.
  */
 export const RegisterToolRequestSchema: GenMessage<RegisterToolRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 16);
+  messageDesc(file_toolmesh_registry_v1_registry, 19);
 
 /**
  * @generated from message toolmesh.registry.v1.RegisterToolResponse
@@ -992,7 +1189,7 @@ export type RegisterToolResponse = Message<"toolmesh.registry.v1.RegisterToolRes
  * Use `create(RegisterToolResponseSchema)` to create a new message.
  */
 export const RegisterToolResponseSchema: GenMessage<RegisterToolResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 17);
+  messageDesc(file_toolmesh_registry_v1_registry, 20);
 
 /**
  * @generated from message toolmesh.registry.v1.UpdateToolRequest
@@ -1016,7 +1213,7 @@ export type UpdateToolRequest = Message<"toolmesh.registry.v1.UpdateToolRequest"
  * Use `create(UpdateToolRequestSchema)` to create a new message.
  */
 export const UpdateToolRequestSchema: GenMessage<UpdateToolRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 18);
+  messageDesc(file_toolmesh_registry_v1_registry, 21);
 
 /**
  * @generated from message toolmesh.registry.v1.UpdateToolResponse
@@ -1033,7 +1230,7 @@ export type UpdateToolResponse = Message<"toolmesh.registry.v1.UpdateToolRespons
  * Use `create(UpdateToolResponseSchema)` to create a new message.
  */
 export const UpdateToolResponseSchema: GenMessage<UpdateToolResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 19);
+  messageDesc(file_toolmesh_registry_v1_registry, 22);
 
 /**
  * @generated from message toolmesh.registry.v1.SetToolSlugsRequest
@@ -1066,7 +1263,7 @@ export type SetToolSlugsRequest = Message<"toolmesh.registry.v1.SetToolSlugsRequ
  * Use `create(SetToolSlugsRequestSchema)` to create a new message.
  */
 export const SetToolSlugsRequestSchema: GenMessage<SetToolSlugsRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 20);
+  messageDesc(file_toolmesh_registry_v1_registry, 23);
 
 /**
  * @generated from message toolmesh.registry.v1.SetToolSlugsResponse
@@ -1083,7 +1280,7 @@ export type SetToolSlugsResponse = Message<"toolmesh.registry.v1.SetToolSlugsRes
  * Use `create(SetToolSlugsResponseSchema)` to create a new message.
  */
 export const SetToolSlugsResponseSchema: GenMessage<SetToolSlugsResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 21);
+  messageDesc(file_toolmesh_registry_v1_registry, 24);
 
 /**
  * @generated from message toolmesh.registry.v1.DeregisterToolRequest
@@ -1100,7 +1297,7 @@ export type DeregisterToolRequest = Message<"toolmesh.registry.v1.DeregisterTool
  * Use `create(DeregisterToolRequestSchema)` to create a new message.
  */
 export const DeregisterToolRequestSchema: GenMessage<DeregisterToolRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 22);
+  messageDesc(file_toolmesh_registry_v1_registry, 25);
 
 /**
  * @generated from message toolmesh.registry.v1.DeregisterToolResponse
@@ -1119,7 +1316,7 @@ export type DeregisterToolResponse = Message<"toolmesh.registry.v1.DeregisterToo
  * Use `create(DeregisterToolResponseSchema)` to create a new message.
  */
 export const DeregisterToolResponseSchema: GenMessage<DeregisterToolResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 23);
+  messageDesc(file_toolmesh_registry_v1_registry, 26);
 
 /**
  * @generated from message toolmesh.registry.v1.GetToolRequest
@@ -1136,7 +1333,7 @@ export type GetToolRequest = Message<"toolmesh.registry.v1.GetToolRequest"> & {
  * Use `create(GetToolRequestSchema)` to create a new message.
  */
 export const GetToolRequestSchema: GenMessage<GetToolRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 24);
+  messageDesc(file_toolmesh_registry_v1_registry, 27);
 
 /**
  * @generated from message toolmesh.registry.v1.GetToolResponse
@@ -1153,7 +1350,7 @@ export type GetToolResponse = Message<"toolmesh.registry.v1.GetToolResponse"> & 
  * Use `create(GetToolResponseSchema)` to create a new message.
  */
 export const GetToolResponseSchema: GenMessage<GetToolResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 25);
+  messageDesc(file_toolmesh_registry_v1_registry, 28);
 
 /**
  * @generated from message toolmesh.registry.v1.ListToolsRequest
@@ -1210,7 +1407,7 @@ export type ListToolsRequest = Message<"toolmesh.registry.v1.ListToolsRequest"> 
  * Use `create(ListToolsRequestSchema)` to create a new message.
  */
 export const ListToolsRequestSchema: GenMessage<ListToolsRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 26);
+  messageDesc(file_toolmesh_registry_v1_registry, 29);
 
 /**
  * @generated from message toolmesh.registry.v1.ListToolsResponse
@@ -1234,7 +1431,7 @@ export type ListToolsResponse = Message<"toolmesh.registry.v1.ListToolsResponse"
  * Use `create(ListToolsResponseSchema)` to create a new message.
  */
 export const ListToolsResponseSchema: GenMessage<ListToolsResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 27);
+  messageDesc(file_toolmesh_registry_v1_registry, 30);
 
 /**
  * @generated from message toolmesh.registry.v1.WatchToolsRequest
@@ -1247,7 +1444,7 @@ export type WatchToolsRequest = Message<"toolmesh.registry.v1.WatchToolsRequest"
  * Use `create(WatchToolsRequestSchema)` to create a new message.
  */
 export const WatchToolsRequestSchema: GenMessage<WatchToolsRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 28);
+  messageDesc(file_toolmesh_registry_v1_registry, 31);
 
 /**
  * @generated from message toolmesh.registry.v1.WatchToolsResponse
@@ -1286,7 +1483,7 @@ export type WatchToolsResponse = Message<"toolmesh.registry.v1.WatchToolsRespons
  * Use `create(WatchToolsResponseSchema)` to create a new message.
  */
 export const WatchToolsResponseSchema: GenMessage<WatchToolsResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 29);
+  messageDesc(file_toolmesh_registry_v1_registry, 32);
 
 /**
  * @generated from message toolmesh.registry.v1.PutGroupRequest
@@ -1303,7 +1500,7 @@ export type PutGroupRequest = Message<"toolmesh.registry.v1.PutGroupRequest"> & 
  * Use `create(PutGroupRequestSchema)` to create a new message.
  */
 export const PutGroupRequestSchema: GenMessage<PutGroupRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 30);
+  messageDesc(file_toolmesh_registry_v1_registry, 33);
 
 /**
  * @generated from message toolmesh.registry.v1.PutGroupResponse
@@ -1320,7 +1517,7 @@ export type PutGroupResponse = Message<"toolmesh.registry.v1.PutGroupResponse"> 
  * Use `create(PutGroupResponseSchema)` to create a new message.
  */
 export const PutGroupResponseSchema: GenMessage<PutGroupResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 31);
+  messageDesc(file_toolmesh_registry_v1_registry, 34);
 
 /**
  * @generated from message toolmesh.registry.v1.GetGroupRequest
@@ -1337,7 +1534,7 @@ export type GetGroupRequest = Message<"toolmesh.registry.v1.GetGroupRequest"> & 
  * Use `create(GetGroupRequestSchema)` to create a new message.
  */
 export const GetGroupRequestSchema: GenMessage<GetGroupRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 32);
+  messageDesc(file_toolmesh_registry_v1_registry, 35);
 
 /**
  * @generated from message toolmesh.registry.v1.GetGroupResponse
@@ -1354,7 +1551,7 @@ export type GetGroupResponse = Message<"toolmesh.registry.v1.GetGroupResponse"> 
  * Use `create(GetGroupResponseSchema)` to create a new message.
  */
 export const GetGroupResponseSchema: GenMessage<GetGroupResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 33);
+  messageDesc(file_toolmesh_registry_v1_registry, 36);
 
 /**
  * @generated from message toolmesh.registry.v1.ListGroupsRequest
@@ -1376,7 +1573,7 @@ export type ListGroupsRequest = Message<"toolmesh.registry.v1.ListGroupsRequest"
  * Use `create(ListGroupsRequestSchema)` to create a new message.
  */
 export const ListGroupsRequestSchema: GenMessage<ListGroupsRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 34);
+  messageDesc(file_toolmesh_registry_v1_registry, 37);
 
 /**
  * @generated from message toolmesh.registry.v1.ListGroupsResponse
@@ -1398,7 +1595,7 @@ export type ListGroupsResponse = Message<"toolmesh.registry.v1.ListGroupsRespons
  * Use `create(ListGroupsResponseSchema)` to create a new message.
  */
 export const ListGroupsResponseSchema: GenMessage<ListGroupsResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 35);
+  messageDesc(file_toolmesh_registry_v1_registry, 38);
 
 /**
  * @generated from message toolmesh.registry.v1.DeleteGroupRequest
@@ -1415,7 +1612,7 @@ export type DeleteGroupRequest = Message<"toolmesh.registry.v1.DeleteGroupReques
  * Use `create(DeleteGroupRequestSchema)` to create a new message.
  */
 export const DeleteGroupRequestSchema: GenMessage<DeleteGroupRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 36);
+  messageDesc(file_toolmesh_registry_v1_registry, 39);
 
 /**
  * @generated from message toolmesh.registry.v1.DeleteGroupResponse
@@ -1428,7 +1625,7 @@ export type DeleteGroupResponse = Message<"toolmesh.registry.v1.DeleteGroupRespo
  * Use `create(DeleteGroupResponseSchema)` to create a new message.
  */
 export const DeleteGroupResponseSchema: GenMessage<DeleteGroupResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 37);
+  messageDesc(file_toolmesh_registry_v1_registry, 40);
 
 /**
  * @generated from message toolmesh.registry.v1.ListRuntimesRequest
@@ -1441,7 +1638,7 @@ export type ListRuntimesRequest = Message<"toolmesh.registry.v1.ListRuntimesRequ
  * Use `create(ListRuntimesRequestSchema)` to create a new message.
  */
 export const ListRuntimesRequestSchema: GenMessage<ListRuntimesRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 38);
+  messageDesc(file_toolmesh_registry_v1_registry, 41);
 
 /**
  * RuntimeSummary counts tools of one runtime kind.
@@ -1487,7 +1684,7 @@ export type RuntimeSummary = Message<"toolmesh.registry.v1.RuntimeSummary"> & {
  * Use `create(RuntimeSummarySchema)` to create a new message.
  */
 export const RuntimeSummarySchema: GenMessage<RuntimeSummary> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 39);
+  messageDesc(file_toolmesh_registry_v1_registry, 42);
 
 /**
  * @generated from message toolmesh.registry.v1.ListRuntimesResponse
@@ -1504,7 +1701,7 @@ export type ListRuntimesResponse = Message<"toolmesh.registry.v1.ListRuntimesRes
  * Use `create(ListRuntimesResponseSchema)` to create a new message.
  */
 export const ListRuntimesResponseSchema: GenMessage<ListRuntimesResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 40);
+  messageDesc(file_toolmesh_registry_v1_registry, 43);
 
 /**
  * @generated from message toolmesh.registry.v1.ExportToolSchemasRequest
@@ -1542,7 +1739,7 @@ export type ExportToolSchemasRequest = Message<"toolmesh.registry.v1.ExportToolS
  * Use `create(ExportToolSchemasRequestSchema)` to create a new message.
  */
 export const ExportToolSchemasRequestSchema: GenMessage<ExportToolSchemasRequest> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 41);
+  messageDesc(file_toolmesh_registry_v1_registry, 44);
 
 /**
  * ExportedTool is one tool rendered for a provider.
@@ -1575,7 +1772,7 @@ export type ExportedTool = Message<"toolmesh.registry.v1.ExportedTool"> & {
  * Use `create(ExportedToolSchema)` to create a new message.
  */
 export const ExportedToolSchema: GenMessage<ExportedTool> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 42);
+  messageDesc(file_toolmesh_registry_v1_registry, 45);
 
 /**
  * @generated from message toolmesh.registry.v1.ExportToolSchemasResponse
@@ -1592,7 +1789,7 @@ export type ExportToolSchemasResponse = Message<"toolmesh.registry.v1.ExportTool
  * Use `create(ExportToolSchemasResponseSchema)` to create a new message.
  */
 export const ExportToolSchemasResponseSchema: GenMessage<ExportToolSchemasResponse> = /*@__PURE__*/
-  messageDesc(file_toolmesh_registry_v1_registry, 43);
+  messageDesc(file_toolmesh_registry_v1_registry, 46);
 
 /**
  * ToolStatus tells whether agents may call a tool.
