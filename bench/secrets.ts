@@ -1,18 +1,11 @@
 import { create } from "@bufbuild/protobuf";
 import { createLogger } from "@toolmesh/log";
-import { buckets, credentialOptions, FollowedBucket, inboxPrefix } from "@toolmesh/nats";
-import {
-  OAuthConnectionSchema,
-  OAuthProviderSchema,
-  PrincipalSchema,
-  SecretHolderKind,
-  SecretSchema,
-  SecretToolKind,
-  ToolSchema,
-} from "@toolmesh/proto";
+import { credentialOptions, inboxPrefix } from "@toolmesh/nats";
+import { PrincipalSchema, SecretHolderKind, SecretToolKind, ToolSchema } from "@toolmesh/proto";
 import { startStack } from "@toolmesh/testkit";
 import { requestConnectLink, requestSecrets } from "@toolmesh/vault";
 import { connect } from "nats";
+import { followVault } from "../services/dispatcher/src/catalog/snapshots.js";
 import { CallSecrets, type VaultLink } from "../services/dispatcher/src/runtimes/call-secrets.js";
 import type { AttemptResult, ToolRuntime } from "../services/dispatcher/src/runtimes/runtime.js";
 import { withSecrets } from "../services/dispatcher/src/runtimes/secret-injection.js";
@@ -46,26 +39,7 @@ try {
     inboxPrefix: inboxPrefix("dispatcher"),
   });
   const log = createLogger("bench-secrets", "silent");
-  const follow = <
-    D extends typeof SecretSchema | typeof OAuthProviderSchema | typeof OAuthConnectionSchema,
-  >(
-    prefix: string,
-    schema: D,
-  ) =>
-    new FollowedBucket({
-      nc,
-      bucket: buckets.permission.name,
-      prefix,
-      schema,
-      log,
-      meanwhile: "",
-      readyMessage: "",
-    });
-  const view = {
-    secrets: follow(buckets.permission.secretPrefix, SecretSchema),
-    providers: follow(buckets.permission.oauthProviderPrefix, OAuthProviderSchema),
-    connections: follow(buckets.permission.connectionPrefix, OAuthConnectionSchema),
-  };
+  const view = followVault(nc, log);
   await Promise.all([view.secrets.loaded, view.providers.loaded, view.connections.loaded]);
   const link: VaultLink = {
     resolve: (request) => requestSecrets(nc, request, 5000),

@@ -36,20 +36,10 @@ export interface Snapshots {
 }
 
 /**
- * Follows the registry and permission buckets. They belong to their services: until a bucket
- * exists and its snapshot has loaded, the matching side reports not ready and every call fails
- * closed with UNAVAILABLE.
+ * The vault's index in the permission bucket — secrets, OAuth providers and users' connections,
+ * never a value — as the Dispatcher follows it to know which secrets a call needs.
  */
-export function followSnapshots(nc: NatsConnection, log: Logger): Snapshots {
-  const tools = followRegistryTools(nc, log, "calls fail closed until the Registry creates it");
-  const policy = PolicySnapshot.following(
-    nc,
-    log,
-    "calls fail closed until the Permission service creates it",
-  );
-  const limits = followRateLimits(nc, log);
-  const budgets = followBudgets(nc, log);
-  const spend = followSpend(nc, log);
+export function followVault(nc: NatsConnection, log: Logger): Snapshots["vault"] {
   const follow = <
     D extends typeof SecretSchema | typeof OAuthProviderSchema | typeof OAuthConnectionSchema,
   >(
@@ -65,11 +55,29 @@ export function followSnapshots(nc: NatsConnection, log: Logger): Snapshots {
       meanwhile: "tools that name secrets are refused until the Permission service creates it",
       readyMessage: `vault index (${prefix}) loaded`,
     });
-  const vault = {
+  return {
     secrets: follow(buckets.permission.secretPrefix, SecretSchema),
     providers: follow(buckets.permission.oauthProviderPrefix, OAuthProviderSchema),
     connections: follow(buckets.permission.connectionPrefix, OAuthConnectionSchema),
   };
+}
+
+/**
+ * Follows the registry and permission buckets. They belong to their services: until a bucket
+ * exists and its snapshot has loaded, the matching side reports not ready and every call fails
+ * closed with UNAVAILABLE.
+ */
+export function followSnapshots(nc: NatsConnection, log: Logger): Snapshots {
+  const tools = followRegistryTools(nc, log, "calls fail closed until the Registry creates it");
+  const policy = PolicySnapshot.following(
+    nc,
+    log,
+    "calls fail closed until the Permission service creates it",
+  );
+  const limits = followRateLimits(nc, log);
+  const budgets = followBudgets(nc, log);
+  const spend = followSpend(nc, log);
+  const vault = followVault(nc, log);
   const unwatch = watchSnapshotMetrics({ registry: tools, permission: policy.grants });
   return {
     tools,

@@ -12,7 +12,7 @@ import {
 import { ConnectError } from "@toolmesh/errors";
 import type { DispatchResponse, Principal } from "@toolmesh/proto";
 import { type TaskDesk, TaskNotFound, type TaskView } from "../tasks/task-desk.js";
-import { taskNotFound } from "./mcp-tasks.js";
+import { taskIdParams, taskNotFound } from "./mcp-tasks.js";
 
 /** The 2026-07-28 Tasks extension (SEP-2663). */
 export const TASKS_EXTENSION = "io.modelcontextprotocol/tasks";
@@ -79,18 +79,6 @@ export function createTaskResult(view: TaskView): JsonObject {
   return { resultType: "task", ...taskJson(view) };
 }
 
-const taskIdParams: StandardSchemaV1<unknown, { taskId: string }> = {
-  "~standard": {
-    version: 1,
-    vendor: "toolmesh",
-    validate: (value) => {
-      const taskId = (value as { taskId?: unknown } | undefined)?.taskId;
-      return typeof taskId === "string"
-        ? { value: { taskId } }
-        : { issues: [{ message: "taskId must be a string: the taskId tools/call answered" }] };
-    },
-  },
-};
 const updateParams: StandardSchemaV1<
   unknown,
   { taskId: string; inputResponses: Record<string, JsonObject> }

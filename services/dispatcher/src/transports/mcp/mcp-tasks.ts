@@ -77,8 +77,8 @@ export function createdTask(view: TaskView): JsonObject {
   };
 }
 
-/** The params of tasks/get, tasks/result and tasks/cancel. */
-const taskIdParams: StandardSchemaV1<unknown, { taskId: string }> = {
+/** The params of tasks/get, tasks/result and tasks/cancel (both revisions' task methods). */
+export const taskIdParams: StandardSchemaV1<unknown, { taskId: string }> = {
   "~standard": {
     version: 1,
     vendor: "toolmesh",
