@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { Code, ConnectError } from "@toolmesh/errors";
-import { streamNames } from "@toolmesh/nats";
+import { busAccess, streamNames } from "@toolmesh/nats";
 import { AuditAction, type AuditRecord, CallStatus } from "@toolmesh/proto";
 import { endsCall, startsCall } from "@toolmesh/records";
 import type { ServedTools } from "@toolmesh/sdk";
@@ -189,9 +189,35 @@ describe("one story per call while nats-server is killed", () => {
         }
       }),
     );
-    const broadcasts = new Map<string, CallStatus[]>();
-    for (const { event } of await feedBroadcasts(stack.nc))
-      broadcasts.set(event.callId, [...(broadcasts.get(event.callId) ?? []), event.status]);
+    // Callback broadcasts from the log on its own time: a group in flight when nats-server was
+    // killed waits for its ack to time out before it is sent again, so the feed may trail the
+    // outcomes by seconds. Waited for until every ended call has one, bounded; a broadcast that
+    // never comes shows below as a disagreement.
+    let broadcasts = new Map<string, CallStatus[]>();
+    const feedWait = Date.now();
+    await eventually(
+      async () => {
+        broadcasts = new Map();
+        for (const { event } of await feedBroadcasts(stack.nc))
+          broadcasts.set(event.callId, [...(broadcasts.get(event.callId) ?? []), event.status]);
+        const missing = [...byCall].filter(
+          ([id, records]) => records.some(endsCall) && !broadcasts.has(id),
+        );
+        expect(missing.length).toBe(0);
+      },
+      60_000,
+      "a broadcast for every ended call",
+      500,
+    ).catch(async () => {
+      // Where Callback stands on the log, for whoever reads the failure below.
+      const info = await jsm.consumers
+        .info(streamNames.auditLog, busAccess.callback.durables.auditLog)
+        .catch(String);
+      console.info(`one story: broadcasts missing; Callback's durable: ${JSON.stringify(info)}`);
+    });
+    console.info(
+      `one story: the feed held every broadcast ${Date.now() - feedWait} ms after the outcomes`,
+    );
 
     const disagreements: string[] = [];
     const tally = new Map<string, number>();
