@@ -9,10 +9,12 @@ import {
   InvokeRequestSchema,
   type InvokeResponse,
   ToolBackendService,
+  ToolSchema,
 } from "@toolmesh/proto";
 import { grpcServiceDefinition } from "@toolmesh/sdk";
 import { allowSpec, chainServices, eventually, repoRoot, startStack } from "@toolmesh/testkit";
 import type { JetStreamManager } from "nats";
+import { GrpcRuntime } from "../services/dispatcher/src/runtimes/grpc-runtime.js";
 import { bytesMethod } from "./bytes-method.js";
 import { noopDispatch, spawnScript, unaryCall } from "./chain-client.js";
 import { type Call, closedLoop } from "./closed-loop.js";
@@ -192,6 +194,21 @@ async function main(): Promise<void> {
     }
   };
 
+  // The Dispatcher's own client for backends (grpc-channel.ts), run here in the bench's process.
+  const dispatcherClient = new GrpcRuntime(4 * 1024 * 1024);
+  cleanups.push(() => void dispatcherClient.close());
+  const neverAborted = new AbortController().signal;
+  const invokeTool = create(ToolSchema, { spec: { name: "bench.noop" } });
+  const invokeDispatcher: Call = async () => {
+    const result = await dispatcherClient.invokeAt(`127.0.0.1:${noop.port}`, {
+      tool: invokeTool,
+      request: invokeRequest,
+      signal: neverAborted,
+      onEvent: () => {},
+    });
+    if (!result.ok) throw new Error(result.error.message);
+  };
+
   const proxy = await spawnScript("bench/proxy-server.ts", {
     BENCH_BACKEND_ADDRESS: `127.0.0.1:${noop.port}`,
   });
@@ -221,6 +238,7 @@ async function main(): Promise<void> {
     if (only !== "chain" && (c === 1 || c === 64)) {
       cells.push(await measure("backend Invoke, grpc-js client", c, invokeGrpcJs));
       cells.push(await measure("backend Invoke, connect-node client", c, invokeConnect));
+      cells.push(await measure("backend Invoke, Dispatcher's client", c, invokeDispatcher));
     }
   }
   // The fsyncs behind those writes, counted on nats-server in runs of their own (strace slows it).

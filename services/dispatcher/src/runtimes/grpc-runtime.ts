@@ -1,12 +1,12 @@
-import { create } from "@bufbuild/protobuf";
-import * as grpc from "@grpc/grpc-js";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { Code } from "@toolmesh/errors";
 import {
   CallErrorSchema,
-  type InvokeRequest,
-  type InvokeResponse,
+  InvokeRequestSchema,
+  InvokeResponseSchema,
   ToolBackendService,
 } from "@toolmesh/proto";
-import { grpcServiceDefinition } from "@toolmesh/server";
+import { GrpcChannels, type GrpcEnd } from "./grpc-channel.js";
 import {
   type Attempt,
   type AttemptResult,
@@ -14,16 +14,16 @@ import {
   type ToolRuntime,
 } from "./runtime.js";
 
-const invokeMethod = grpcServiceDefinition(ToolBackendService).invoke as grpc.MethodDefinition<
-  InvokeRequest,
-  InvokeResponse
->;
+const INVOKE_PATH = `/${ToolBackendService.typeName}/${ToolBackendService.method.invoke.name}`;
+const NO_HEADERS: Record<string, string> = {};
 
-/** Calls ToolBackendService.Invoke over @grpc/grpc-js, one reused channel per address. */
+/** Calls ToolBackendService.Invoke over HTTP/2 (grpc-channel.ts), one connection per address. */
 export class GrpcRuntime implements ToolRuntime {
-  private readonly clients = new Map<string, grpc.Client>();
+  private readonly channels: GrpcChannels;
 
-  constructor(private readonly maxResponseBytes: number) {}
+  constructor(private readonly maxResponseBytes: number) {
+    this.channels = new GrpcChannels(maxResponseBytes);
+  }
 
   invoke(attempt: Attempt): Promise<AttemptResult> {
     const runtime = attempt.tool.spec?.runtime?.kind;
@@ -38,122 +38,111 @@ export class GrpcRuntime implements ToolRuntime {
         failure("backend_misconfigured", "the tool has no grpc address", false),
       );
     }
-    const client = this.client(address);
+    if (attempt.signal.aborted)
+      return Promise.resolve(failure("interrupted", "the call was interrupted", false));
     return new Promise<AttemptResult>((resolve) => {
-      let settled = false;
       let result: AttemptResult | undefined;
       let events = 0;
-      const finish = (value: AttemptResult) => {
-        if (settled) return;
-        settled = true;
-        attempt.signal.removeEventListener("abort", onAbort);
-        resolve(value);
-      };
-      const metadata = new grpc.Metadata();
-      if (attempt.traceparent) metadata.set("traceparent", attempt.traceparent);
-      const call = client.makeServerStreamRequest(
-        invokeMethod.path,
-        invokeMethod.requestSerialize,
-        invokeMethod.responseDeserialize,
-        attempt.request,
-        metadata,
-        {},
+      const onAbort = () => call.cancel();
+      const call = this.channels.serverStream(
+        address,
+        INVOKE_PATH,
+        toBinary(InvokeRequestSchema, attempt.request),
+        attempt.traceparent ? { traceparent: attempt.traceparent } : NO_HEADERS,
+        {
+          onMessage: (bytes) => {
+            if (result) return;
+            let message: ReturnType<typeof fromBinary<typeof InvokeResponseSchema>>;
+            try {
+              message = fromBinary(InvokeResponseSchema, bytes);
+            } catch (error) {
+              result = failure(
+                "invalid_output",
+                `the tool backend sent a response that is not a valid InvokeResponse: ${error instanceof Error ? error.message : String(error)}`,
+                false,
+              );
+              return;
+            }
+            const m = message.message;
+            if (m.case === "event") {
+              if (++events <= MAX_BACKEND_EVENTS) attempt.onEvent(m.value);
+            } else if (m.case === "result") {
+              const r = m.value;
+              result = r.error
+                ? { ok: false, error: r.error, transient: false, costMicros: r.costMicros }
+                : {
+                    ok: true,
+                    output: r.output ?? {},
+                    pending: r.pending,
+                    costMicros: r.costMicros,
+                  };
+            }
+          },
+          onEnd: (end) => {
+            attempt.signal.removeEventListener("abort", onAbort);
+            if (attempt.signal.aborted)
+              return resolve(failure("interrupted", "the call was interrupted", false));
+            if (end.code !== 0)
+              return resolve(
+                result?.ok === false ? result : endFailure(end, this.maxResponseBytes),
+              );
+            resolve(
+              result ??
+                failure(
+                  "invalid_output",
+                  "the backend ended its stream without a result; it must send exactly one InvokeResult",
+                  false,
+                ),
+            );
+          },
+        },
       );
-      const onAbort = () => {
-        call.cancel();
-        finish(failure("interrupted", "the call was interrupted", false));
-      };
-      if (attempt.signal.aborted) {
-        onAbort();
-        return;
-      }
       attempt.signal.addEventListener("abort", onAbort, { once: true });
-      call.on("data", (message: InvokeResponse) => {
-        const m = message.message;
-        if (m.case === "event") {
-          if (++events <= MAX_BACKEND_EVENTS) attempt.onEvent(m.value);
-        } else if (m.case === "result" && !result) {
-          const r = m.value;
-          result = r.error
-            ? { ok: false, error: r.error, transient: false, costMicros: r.costMicros }
-            : { ok: true, output: r.output ?? {}, pending: r.pending, costMicros: r.costMicros };
-        }
-      });
-      call.on("error", (error: grpc.ServiceError) =>
-        finish(mapGrpcError(error, this.maxResponseBytes)),
-      );
-      call.on("end", () =>
-        finish(
-          result ??
-            failure(
-              "invalid_output",
-              "the backend ended its stream without a result; it must send exactly one InvokeResult",
-              false,
-            ),
-        ),
-      );
     });
   }
 
-  private client(address: string): grpc.Client {
-    let client = this.clients.get(address);
-    if (!client) {
-      client = new grpc.Client(address, grpc.credentials.createInsecure(), {
-        "grpc.max_receive_message_length": this.maxResponseBytes,
-        "grpc.max_send_message_length": 64 * 1024 * 1024,
-        "grpc.enable_retries": 0,
-        "grpc.initial_reconnect_backoff_ms": 100,
-        "grpc.max_reconnect_backoff_ms": 1000,
-      });
-      this.clients.set(address, client);
-    }
-    return client;
-  }
-
-  /** Drops the channel of an address (a local tool that moved to a new port). */
+  /** Drops the connection of an address (a local tool that moved to a new port). */
   forget(address: string): void {
-    this.clients.get(address)?.close();
-    this.clients.delete(address);
+    this.channels.forget(address);
   }
 
   async close(): Promise<void> {
-    for (const client of this.clients.values()) client.close();
-    this.clients.clear();
+    this.channels.close();
   }
 }
 
-function mapGrpcError(error: grpc.ServiceError, maxBytes: number): AttemptResult {
-  switch (error.code) {
-    case grpc.status.UNAVAILABLE:
+/** The failed attempt a stream's non-OK status stands for. */
+function endFailure(end: GrpcEnd, maxBytes: number): AttemptResult {
+  switch (end.code) {
+    case Code.Unavailable:
       return failure(
         "backend_unavailable",
-        `the tool backend is unavailable: ${error.details}`,
+        `the tool backend is unavailable: ${end.message}`,
         true,
       );
-    case grpc.status.RESOURCE_EXHAUSTED:
+    case Code.ResourceExhausted:
       return failure(
         "output_too_large",
-        `the tool backend's response exceeds ${maxBytes} bytes: ${error.details}`,
+        `the tool backend's response exceeds ${maxBytes} bytes: ${end.message}`,
         false,
       );
-    case grpc.status.CANCELLED:
+    case Code.Canceled:
       return failure("interrupted", "the call was interrupted", false);
-    case grpc.status.INTERNAL:
-      if (/parsing|parse|deserializ|decod/i.test(error.details)) {
-        return failure(
-          "invalid_output",
-          `the tool backend sent a response that is not a valid InvokeResponse: ${error.details}`,
-          false,
-        );
-      }
-      return failure("backend_error", `the tool backend failed: ${error.details}`, false);
+    case Code.Internal:
+      return failure("backend_error", `the tool backend failed: ${end.message}`, false);
     default:
       return failure(
         "backend_error",
-        `the tool backend failed with ${grpc.status[error.code] ?? error.code}: ${error.details}`,
+        `the tool backend failed with ${statusName(end.code)}: ${end.message}`,
         false,
       );
   }
+}
+
+/** A gRPC status's name as gRPC spells it (`PERMISSION_DENIED`). */
+function statusName(code: Code | 0): string {
+  const name = Code[code];
+  return name ? name.replace(/(?<=[a-z])(?=[A-Z])/g, "_").toUpperCase() : String(code);
 }
 
 /** A failed attempt. */
