@@ -26,3 +26,19 @@ export async function ensureConsumer(
     await jsm.consumers.add(stream, config);
   }
 }
+
+/**
+ * How long one pull of a consumer lasts. nats.js also takes it as the interval it waits between
+ * tries to find its consumer again after a reconnect (jittered to half to one and a half times
+ * it): with its default of 30 s, a reader whose first try came while a restarted nats-server was
+ * still recovering its streams stopped for 15–45 s. Two seconds bounds that pause; an idle reader
+ * asks again every two seconds and hears a heartbeat every second, which costs nothing.
+ */
+export const PULL_EXPIRES_MS = 2000;
+
+/** Options of a durable reader's `consume()`: the pull sizes given, and PULL_EXPIRES_MS. */
+export function pullOptions<T extends { max_bytes: number } | { max_messages: number }>(
+  sizes: T,
+): T & { expires: number } {
+  return { ...sizes, expires: PULL_EXPIRES_MS };
+}

@@ -28,7 +28,7 @@ export {
   credentialOptions,
   newInbox,
 } from "./connect.js";
-export { ensureConsumer } from "./consumers.js";
+export { ensureConsumer, PULL_EXPIRES_MS, pullOptions } from "./consumers.js";
 export {
   decodeEvent,
   EventTypeError,

@@ -1,6 +1,12 @@
 import { fromBinary } from "@bufbuild/protobuf";
 import type { Logger } from "@toolmesh/log";
-import { ensureConsumer, JetStreamApiCodes, jetStreamErrorCode, streamNames } from "@toolmesh/nats";
+import {
+  ensureConsumer,
+  JetStreamApiCodes,
+  jetStreamErrorCode,
+  pullOptions,
+  streamNames,
+} from "@toolmesh/nats";
 import { type AuditRecord, AuditRecordSchema } from "@toolmesh/proto";
 import {
   AckPolicy,
@@ -94,7 +100,9 @@ export async function followLog(options: LogFollowerOptions): Promise<LogFollowe
     }
   }
   const consumer = await js.consumers.get(stream, durable);
-  const messages: ConsumerMessages = await consumer.consume({ max_bytes: options.pullBytes });
+  const messages: ConsumerMessages = await consumer.consume(
+    pullOptions({ max_bytes: options.pullBytes }),
+  );
 
   const settle = (reply: string, payload: Uint8Array) => {
     if (reply !== "" && !nc.isClosed()) nc.publish(reply, payload);

@@ -13,7 +13,7 @@ import {
   syncDirectory,
 } from "@toolmesh/archive";
 import type { Logger } from "@toolmesh/log";
-import { TYPE_HEADER } from "@toolmesh/nats";
+import { pullOptions, TYPE_HEADER } from "@toolmesh/nats";
 import {
   type ConsumerMessages,
   DeliverPolicy,
@@ -142,7 +142,9 @@ export class Archiver {
       deliver_policy: DeliverPolicy.StartSequence,
       opt_start_seq: fromSeq,
     });
-    const messages = await consumer.consume({ max_messages: logReadBatch(state, 1000) });
+    const messages = await consumer.consume(
+      pullOptions({ max_messages: logReadBatch(state, 1000) }),
+    );
     this.messages = messages;
     void (async () => {
       try {

@@ -1,5 +1,6 @@
 import { fromBinary } from "@bufbuild/protobuf";
 import type { Logger } from "@toolmesh/log";
+import { pullOptions } from "@toolmesh/nats";
 import { type AuditRecord, AuditRecordSchema } from "@toolmesh/proto";
 import { type LogHeaders, lastRecord, recordBytes } from "@toolmesh/records";
 import {
@@ -184,7 +185,7 @@ export class IndexFollower {
       deliver_policy: DeliverPolicy.StartSequence,
       opt_start_seq: fromSeq,
     });
-    const messages = await consumer.consume({ max_messages: batch });
+    const messages = await consumer.consume(pullOptions({ max_messages: batch }));
     this.messages = messages;
     this.expectedSeq = fromSeq;
     void (async () => {

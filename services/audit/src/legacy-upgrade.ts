@@ -5,6 +5,7 @@ import {
   type JetStreamPublisher,
   jetStreamErrorCode,
   legacyStreamNames,
+  pullOptions,
   subjects,
   TYPE_HEADER,
 } from "@toolmesh/nats";
@@ -106,7 +107,7 @@ async function moveUnchainedRecords(
       bytes = 0;
       batchFrom = to + 1;
     };
-    const messages = await consumer.consume({ max_messages: BATCH_RECORDS });
+    const messages = await consumer.consume(pullOptions({ max_messages: BATCH_RECORDS }));
     try {
       for await (const msg of messages) {
         const record = fromBinary(AuditRecordSchema, msg.data);
@@ -141,7 +142,7 @@ async function closeLeftRunning(
       deliver_policy: DeliverPolicy.StartSequence,
       opt_start_seq: info.state.first_seq,
     });
-    const messages = await consumer.consume({ max_messages: BATCH_RECORDS });
+    const messages = await consumer.consume(pullOptions({ max_messages: BATCH_RECORDS }));
     try {
       for await (const msg of messages) {
         const lease = fromBinary(CallLeaseSchema, msg.data);

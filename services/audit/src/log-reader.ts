@@ -1,5 +1,5 @@
 import { type ArchivedBlock, type ArchiveReader, blockHeaders } from "@toolmesh/archive";
-import { JetStreamApiCodes, jetStreamErrorCode } from "@toolmesh/nats";
+import { JetStreamApiCodes, jetStreamErrorCode, pullOptions } from "@toolmesh/nats";
 import { type LoggedRecord, type LogHeaders, readLogMessage } from "@toolmesh/records";
 import {
   DeliverPolicy,
@@ -105,7 +105,9 @@ export class LogReader {
       deliver_policy: DeliverPolicy.StartSequence,
       opt_start_seq: next,
     });
-    const messages = await consumer.consume({ max_messages: logReadBatch(state, 1000) });
+    const messages = await consumer.consume(
+      pullOptions({ max_messages: logReadBatch(state, 1000) }),
+    );
     try {
       for await (const msg of messages) {
         if (msg.seq > next) {

@@ -1,5 +1,5 @@
 import { callFields, type Logger } from "@toolmesh/log";
-import { ensureConsumer, JetStreamPublisher, streamNames } from "@toolmesh/nats";
+import { ensureConsumer, JetStreamPublisher, pullOptions, streamNames } from "@toolmesh/nats";
 import { recordKey } from "@toolmesh/records";
 import {
   AckPolicy,
@@ -148,7 +148,7 @@ export class AuditRecorder {
     });
     const consumer = await js.consumers.get(SOURCE_STREAM, AUDIT_CONSUMER);
     // A batch is at most NATS max_payload: the bytes a pull asks for bound the memory it takes.
-    const messages = await consumer.consume({ max_bytes: PULL_BYTES });
+    const messages = await consumer.consume(pullOptions({ max_bytes: PULL_BYTES }));
     this.messages = messages;
     void (async () => {
       for await (const msg of messages) {
