@@ -132,6 +132,35 @@ describe("toolmesh CLI", () => {
     expect(text).toContain("IM: off (TOOLMESH_IM_URL unset)");
   });
 
+  it("shows a warm local tool's instances and the starts they saved in status", async () => {
+    await writeFile(
+      path.join(dir, "warm.yaml"),
+      [
+        "name: cli.warm",
+        "description: Echoes its arguments with its pid.",
+        "inputSchema: {type: object}",
+        "runtime:",
+        "  local:",
+        `    command: ${JSON.stringify(process.execPath)}`,
+        `    args: [${JSON.stringify(path.join(repoRoot, "services/dispatcher/test/http-tool.mjs"))}]`,
+        "    protocol: LOCAL_PROTOCOL_HTTP",
+        "    minInstances: 1",
+        "    maxInstances: 2",
+      ].join("\n"),
+    );
+    await ok(["tools", "register", "-f", "warm.yaml"]);
+    const run = await until(["status"], (r) => /#1 warm\s+RUNNING/.test(r.stdout));
+    expect(run.stdout).toMatch(/LOCAL TOOL\s+STATE\s+INSTANCES\s+PID\s+PORT\s+RESTARTS/);
+    expect(run.stdout).toMatch(/^cli\.warm\s+RUNNING\s+1\/2 min 1\s+\d+\s+\d+\s+0\s+0\s+0\s+0\s/m);
+    const json = JSON.parse((await ok(["status", "--json"])).stdout) as {
+      localTools: { tool: string; instances: { startedFor: string }[]; kind: string }[];
+    };
+    expect(json.localTools.find((t) => t.tool === "cli.warm")).toMatchObject({
+      kind: "local",
+      instances: [{ startedFor: "warm" }],
+    });
+  });
+
   it("registers, lists, shows and updates a tool from YAML", async () => {
     const reg = await ok(["tools", "register", "-f", "tool.yaml"]);
     expect(reg.stdout).toContain("registered cli.echo");

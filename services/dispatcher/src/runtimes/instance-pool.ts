@@ -378,7 +378,10 @@ export class InstancePool<S extends PoolSpec> {
     this.keepWarm();
   }
 
-  /** Stops every instance; nothing is kept warm until the next call or start. */
+  /**
+   * Stops every instance; nothing is kept warm until the next call or start. Calls that were
+   * waiting for a slot get a fresh instance, as a call arriving now would.
+   */
   async stop(): Promise<void> {
     this.held = true;
     const instances = this.instances.splice(0);
@@ -391,6 +394,10 @@ export class InstancePool<S extends PoolSpec> {
         if (port) this.hooks.onGone(port);
       }),
     );
+    if (this.waiters.length > 0 && this.instances.length === 0) {
+      this.held = false;
+      this.startInstance("call");
+    }
   }
 
   status(): RuntimeStatus {
