@@ -1,5 +1,6 @@
 import { create, type JsonObject, type MessageInitShape } from "@bufbuild/protobuf";
 import {
+  AuditAction,
   CallStatus,
   type LocalRuntimeSchema,
   RuntimeState,
@@ -46,7 +47,11 @@ describe("warm pools", () => {
   };
   const running = (tool: string, count: number) =>
     eventually(() => runningNow(tool, count), 20_000);
-  const register = (name: string, pool: MessageInitShape<typeof LocalRuntimeSchema>) =>
+  const register = (
+    name: string,
+    pool: MessageInitShape<typeof LocalRuntimeSchema>,
+    circuitBreaker?: { failures: number },
+  ) =>
     stack.registryClient.registerTool(
       {
         tool: create(ToolSpecSchema, {
@@ -54,6 +59,7 @@ describe("warm pools", () => {
           description: "A local HTTP tool that answers with its pid.",
           inputSchema: { type: "object" },
           idempotent: true,
+          ...(circuitBreaker ? { circuitBreaker } : {}),
           runtime: { kind: { case: "local", value: { ...localHttpRuntime.kind.value, ...pool } } },
         }),
       },
@@ -70,6 +76,7 @@ describe("warm pools", () => {
     await register("pool.crash", { minInstances: 1, maxInstances: 2 });
     await register("pool.spread", { maxInstances: 2 });
     await register("pool.health", { minInstances: 1, healthIntervalMs: 200 });
+    await register("pool.flaky", { minInstances: 2, maxInstances: 2 }, { failures: 2 });
     // Warm in the hour it is now, and in a window three hours away from it.
     await register("pool.now", {
       minInstances: 1,
@@ -177,6 +184,38 @@ describe("warm pools", () => {
     const res = await call("pool.health");
     expect(res.status).toBe(CallStatus.SUCCESS);
     expect(res.output?.pid).toBe(after[0]?.pid);
+  });
+
+  it("takes out an instance whose own calls keep failing while the other serves, and records it", async () => {
+    const { up } = await running("pool.flaky", 2);
+    const [first, second] = up;
+    // A slow call holds the first instance; the next call goes to the idle second one and fails.
+    // The slow call's success ends the tool's run of failures, not the second instance's.
+    for (let round = 0; round < 2; round++) {
+      const slow = call("pool.flaky", { sleep_ms: 500 });
+      await eventually(async () =>
+        expect((await statusOf("pool.flaky")).instances[0]?.inFlight).toBe(1),
+      );
+      const failed = await call("pool.flaky", { fail: true });
+      expect(failed.status).toBe(CallStatus.FAILURE);
+      expect((await slow).output?.pid).toBe(first?.pid);
+    }
+    const [opened] = await records.audits.waitFor(
+      (r) => r.action === AuditAction.CIRCUIT_OPENED && r.tool === "pool.flaky",
+    );
+    expect(opened).toMatchObject({ toolInstance: String(second?.id) });
+    expect(opened?.reason).toContain(`instance ${second?.id} of tool "pool.flaky"`);
+    expect(opened?.failedCalls).toHaveLength(2);
+    const { status } = await eventually(async () => {
+      const r = await runningNow("pool.flaky", 2);
+      expect(r.up.map((i) => i.pid)).not.toContain(second?.pid);
+      return r;
+    }, 20_000);
+    expect(status.instances.map((i) => i.startedFor)).toEqual(["warm", "replace"]);
+    // The tool's own breaker never opened: its calls kept succeeding on the first instance.
+    const breakers = (await stack.dispatcherClient().getRuntimeStatus({}, admin())).breakers;
+    expect(breakers.find((b) => b.tool === "pool.flaky")?.breaker?.opens ?? 0).toBe(0);
+    expect((await call("pool.flaky")).status).toBe(CallStatus.SUCCESS);
   });
 
   it("keeps a tool warm only inside its warm hours", async () => {

@@ -2,8 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { Logger } from "@toolmesh/log";
 import { RuntimeState, type RuntimeStatus, RuntimeStatusSchema } from "@toolmesh/proto";
-import { type BreakerOpening, type BreakerSettings, CircuitBreaker } from "./circuit-breaker.js";
-import { checkHealth } from "./health-check.js";
+import type { BreakerOpening, BreakerSettings } from "./circuit-breaker.js";
 import { localToolRestarts } from "./runtime-metrics.js";
 import type { Launch, SupervisedSpec, SupervisorSettings } from "./supervised-backend.js";
 import { type StartedFor, ToolInstance } from "./tool-instance.js";
@@ -11,9 +10,6 @@ import { type WarmSpec, warmInstances } from "./warm-hours.js";
 
 /** Counts an instance (process or container) replaced after it crashed or was taken out. */
 const restartsCounter = localToolRestarts();
-
-/** Health checks failed in a row that take an instance out. */
-const HEALTH_FAILURES_OUT = 2;
 
 /** A supervised runtime's spec as its pool reads it (local and docker runtimes both have it). */
 export interface PoolSpec extends SupervisedSpec, WarmSpec {
@@ -146,15 +142,7 @@ export class InstancePool<S extends PoolSpec> {
     if (end.ok) instance.breaker?.succeeded(false);
     else if (end.breaker && this.maxInstances > 1 && this.instances.includes(instance)) {
       // With one instance the tool's own breaker stops and probes it; in a pool the others serve.
-      const settings = end.breaker();
-      instance.breaker ??= new CircuitBreaker(settings);
-      instance.breaker.settings = settings;
-      const opening = instance.breaker.failed(
-        false,
-        end.code ?? "failure",
-        end.message ?? "",
-        end.callId ?? "",
-      );
+      const opening = instance.failedCall(end.breaker(), end);
       if (opening) {
         this.hooks.onInstanceOpened(instance.id, opening);
         this.takeOut(instance, `its circuit breaker opened: ${opening.lastError}`);
@@ -332,26 +320,10 @@ export class InstancePool<S extends PoolSpec> {
     this.healthTimer = setTimeout(() => {
       this.healthTimer = undefined;
       const timeoutMs = Math.min(Math.max(intervalMs, 500), 2000);
-      for (const instance of this.instances) {
-        const port = instance.backend?.port;
-        if (instance.state !== RuntimeState.RUNNING || instance.checking || !port) continue;
-        instance.checking = true;
-        void checkHealth(port, this.spec.protocol, timeoutMs).then((failure) => {
-          instance.checking = false;
-          if (!this.instances.includes(instance)) return;
-          if (failure === undefined) {
-            instance.healthFailures = 0;
-            return;
-          }
-          instance.healthFailures++;
-          instance.lastError = `health check failed: ${failure}`;
-          if (instance.healthFailures >= HEALTH_FAILURES_OUT)
-            this.takeOut(
-              instance,
-              `failed ${instance.healthFailures} health checks in a row: ${failure}`,
-            );
+      for (const instance of this.instances)
+        void instance.checkHealth(this.spec.protocol, timeoutMs).then((out) => {
+          if (out !== undefined && this.instances.includes(instance)) this.takeOut(instance, out);
         });
-      }
       this.armHealth();
     }, intervalMs);
     this.healthTimer.unref();

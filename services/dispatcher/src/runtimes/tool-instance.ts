@@ -1,14 +1,18 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import type { LocalProtocol } from "@toolmesh/proto";
 import { type RuntimeInstance, RuntimeInstanceSchema, RuntimeState } from "@toolmesh/proto";
-import type { CircuitBreaker } from "./circuit-breaker.js";
-import { waitHealthy } from "./health-check.js";
+import { type BreakerOpening, type BreakerSettings, CircuitBreaker } from "./circuit-breaker.js";
+import { checkHealth, waitHealthy } from "./health-check.js";
 import {
   type Launch,
   type LaunchedBackend,
   type SupervisedSpec,
   ToolStartError,
 } from "./supervised-backend.js";
+
+/** Health checks failed in a row that take an instance out. */
+const HEALTH_FAILURES_OUT = 2;
 
 /** Why an instance was started, as runtime status shows it. */
 export type StartedFor = "call" | "warm" | "ahead" | "replace" | "operator";
@@ -27,7 +31,7 @@ export class ToolInstance {
   lastUsedAt = 0;
   healthFailures = 0;
   /** A health check of it is under way: the next tick skips it. */
-  checking = false;
+  private checking = false;
   /** Its next call finds it started ahead of need: that call saved a start. */
   saves: boolean;
   /** Its own breaker, made at its first failed call in a pool of more than one. */
@@ -87,6 +91,46 @@ export class ToolInstance {
     this.startedAt = Date.now();
     this.lastUsedAt = this.startedAt;
     return backend;
+  }
+
+  /** Counts a call it failed in its own breaker; the opening when this failure opened it. */
+  failedCall(
+    settings: BreakerSettings,
+    failure: {
+      code?: string | undefined;
+      message?: string | undefined;
+      callId?: string | undefined;
+    },
+  ): BreakerOpening | undefined {
+    this.breaker ??= new CircuitBreaker(settings);
+    this.breaker.settings = settings;
+    return this.breaker.failed(
+      false,
+      failure.code ?? "failure",
+      failure.message ?? "",
+      failure.callId ?? "",
+    );
+  }
+
+  /**
+   * Checks its health once (unless it is not running or a check is under way); resolves with why
+   * it must be taken out once it failed HEALTH_FAILURES_OUT checks in a row.
+   */
+  async checkHealth(protocol: LocalProtocol, timeoutMs: number): Promise<string | undefined> {
+    const port = this.backend?.port;
+    if (this.state !== RuntimeState.RUNNING || this.checking || !port) return undefined;
+    this.checking = true;
+    const failure = await checkHealth(port, protocol, timeoutMs);
+    this.checking = false;
+    if (failure === undefined) {
+      this.healthFailures = 0;
+      return undefined;
+    }
+    this.healthFailures++;
+    this.lastError = `health check failed: ${failure}`;
+    return this.healthFailures >= HEALTH_FAILURES_OUT
+      ? `failed ${this.healthFailures} health checks in a row: ${failure}`
+      : undefined;
   }
 
   /** Stops it (a start under way gives up); resolves once its backend has ended. */
