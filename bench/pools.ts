@@ -1,13 +1,6 @@
-import path from "node:path";
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
-import {
-  CallStatus,
-  LocalProtocol,
-  type LocalRuntimeSchema,
-  RuntimeState,
-  ToolSpecSchema,
-} from "@toolmesh/proto";
-import { eventually, repoRoot, startStack } from "@toolmesh/testkit";
+import { CallStatus, type LocalRuntimeSchema, RuntimeState, ToolSpecSchema } from "@toolmesh/proto";
+import { eventually, localHttpRuntime, startStack } from "@toolmesh/testkit";
 import { runLine, writeResultsFile } from "./results-file.js";
 
 // npm run bench:pools: what warm pools buy a local tool, on a whole stack (nats-server and every
@@ -42,17 +35,7 @@ const text = await (async () => {
             name,
             description: "A local HTTP tool that answers with its pid, after burning CPU if asked.",
             inputSchema: { type: "object" },
-            runtime: {
-              kind: {
-                case: "local",
-                value: {
-                  command: process.execPath,
-                  args: [path.join(repoRoot, "services/dispatcher/test/http-tool.mjs")],
-                  protocol: LocalProtocol.HTTP,
-                  ...pool,
-                },
-              },
-            },
+            runtime: localHttpRuntime(pool),
           }),
         },
         admin,

@@ -11,14 +11,14 @@ import {
   type CallRecords,
   collectRecords,
   eventually,
+  localHttpRuntime,
   startStack,
   type TestStack,
 } from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { localHttpRuntime } from "./dispatch-fixture.js";
 
-// Warm pools against real processes: local HTTP tools (services/dispatcher/test/http-tool.mjs,
-// which answers with its pid) with min_instances, max_instances, warm hours and health checks.
+// Warm pools against real processes: local HTTP tools (testkit's localHttpRuntime, which answers
+// with its pid) with min_instances, max_instances, warm hours and health checks.
 describe("warm pools", () => {
   let stack: TestStack;
   let records: CallRecords;
@@ -60,7 +60,7 @@ describe("warm pools", () => {
           inputSchema: { type: "object" },
           idempotent: true,
           ...(circuitBreaker ? { circuitBreaker } : {}),
-          runtime: { kind: { case: "local", value: { ...localHttpRuntime.kind.value, ...pool } } },
+          runtime: localHttpRuntime(pool),
         }),
       },
       admin(),

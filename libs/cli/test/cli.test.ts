@@ -9,6 +9,7 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import { AgentService } from "@toolmesh/proto";
 import {
   eventually,
+  httpToolScript,
   LineWatcher,
   type OperatorStack,
   repoRoot,
@@ -142,7 +143,7 @@ describe("toolmesh CLI", () => {
         "runtime:",
         "  local:",
         `    command: ${JSON.stringify(process.execPath)}`,
-        `    args: [${JSON.stringify(path.join(repoRoot, "services/dispatcher/test/http-tool.mjs"))}]`,
+        `    args: [${JSON.stringify(httpToolScript)}]`,
         "    protocol: LOCAL_PROTOCOL_HTTP",
         "    minInstances: 1",
         "    maxInstances: 2",
