@@ -14,7 +14,7 @@ import {
 import type { CallSecretValues } from "./call-secrets.js";
 import type { BreakerOpening, BreakerSettings } from "./circuit-breaker.js";
 import { failure, type GrpcRuntime } from "./grpc-runtime.js";
-import { InstancePool, type Lease, type PoolSpec } from "./instance-pool.js";
+import { InstancePool, type Lease, type LeaseEnd, type PoolSpec } from "./instance-pool.js";
 import type { RemoteRuntime } from "./remote-runtime.js";
 import type { Attempt, AttemptResult, ToolRuntime } from "./runtime.js";
 import { type Launch, type SupervisorSettings, ToolStartError } from "./supervised-backend.js";
@@ -41,6 +41,11 @@ export interface InstanceBreakers {
   settingsOf(spec: ToolSpec): BreakerSettings;
   opened(tool: string, instance: number, opening: BreakerOpening): void;
 }
+
+/** How an attempt ended, for its instance: the common ends allocate nothing. */
+const SUCCEEDED: LeaseEnd = { ok: true };
+/** Interrupted (timeout, cancel, shutdown): not the instance's failure. */
+const INTERRUPTED: LeaseEnd = { ok: false };
 
 const noInstanceBreakers: InstanceBreakers = {
   settingsOf: () => ({ failures: 0, openMs: 0 }),
@@ -100,9 +105,9 @@ export class SupervisedRuntime<S extends RunnableSpec> implements ToolRuntime {
       pool.release(
         lease,
         result?.ok
-          ? { ok: true }
+          ? SUCCEEDED
           : attempt.signal.aborted
-            ? { ok: false }
+            ? INTERRUPTED
             : {
                 ok: false,
                 code: result?.error.code,
