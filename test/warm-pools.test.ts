@@ -76,6 +76,7 @@ describe("warm pools", () => {
     await register("pool.crash", { minInstances: 1, maxInstances: 2 });
     await register("pool.spread", { maxInstances: 2 });
     await register("pool.health", { minInstances: 1, healthIntervalMs: 200 });
+    await register("pool.operator", { maxInstances: 2 });
     await register("pool.flaky", { minInstances: 2, maxInstances: 2 }, { failures: 2 });
     // Warm in the hour it is now, and in a window three hours away from it.
     await register("pool.now", {
@@ -216,6 +217,20 @@ describe("warm pools", () => {
     const breakers = (await stack.dispatcherClient().getRuntimeStatus({}, admin())).breakers;
     expect(breakers.find((b) => b.tool === "pool.flaky")?.breaker?.opens ?? 0).toBe(0);
     expect((await call("pool.flaky")).status).toBe(CallStatus.SUCCESS);
+  });
+
+  it("StartTool starts one more instance up to max_instances, each started for the operator", async () => {
+    const start = async () =>
+      (await stack.dispatcherClient().startTool({ tool: "pool.operator" }, admin())).status;
+    expect((await start())?.instances.map((i) => [i.startedFor, i.state])).toEqual([
+      ["operator", RuntimeState.RUNNING],
+    ]);
+    expect((await start())?.instances.map((i) => i.startedFor)).toEqual(["operator", "operator"]);
+    // At max_instances it starts nothing more.
+    expect((await start())?.instances.map((i) => i.id)).toEqual([1, 2]);
+    const stopped = (await stack.dispatcherClient().stopTool({ tool: "pool.operator" }, admin()))
+      .status;
+    expect(stopped).toMatchObject({ state: RuntimeState.STOPPED, instances: [] });
   });
 
   it("keeps a tool warm only inside its warm hours", async () => {
