@@ -12,6 +12,7 @@ const SECTIONS: Record<string, string> = {
   registry: "registry-scale.ts",
   start: "start-time.ts",
   secrets: "secrets.ts",
+  pools: "pools.ts",
   // Last: growing two stacks to 1,000,000 calls takes about twenty-five minutes (about twelve a
   // shape on the two shared cores).
   history: "history.ts",

@@ -11,9 +11,14 @@ import {
   ToolSpecSchema,
 } from "@toolmesh/proto";
 import { defineTool, type ServedTools, serveTools, ToolError, toolSpec } from "@toolmesh/sdk";
-import { eventually, failure, startStack, type TestStack } from "@toolmesh/testkit";
+import {
+  eventually,
+  failure,
+  localHttpRuntime,
+  startStack,
+  type TestStack,
+} from "@toolmesh/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { localHttpRuntime } from "./dispatch-fixture.js";
 
 const OPEN_MS = 1500;
 
@@ -56,7 +61,7 @@ describe("circuit breakers", () => {
       description: "A local HTTP tool that fails when asked to.",
       inputSchema: { type: "object" },
       circuitBreaker: { failures: 2, openMs: OPEN_MS },
-      runtime: localHttpRuntime,
+      runtime: localHttpRuntime(),
     });
     await eventually(async () =>
       expect((await call("flaky.local")).status).toBe(CallStatus.SUCCESS),

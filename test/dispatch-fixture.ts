@@ -16,6 +16,7 @@ import {
   chainTestTools,
   collectRecords,
   eventually,
+  localHttpRuntime,
   repoRoot,
   serveOnStack,
   startStack,
@@ -31,18 +32,6 @@ import { dataQueryInputSchema, dataQueryOutputSchema } from "../libs/sdk/src/exa
  * processes; agent-1 may call everything, agent-2 nothing.
  */
 
-/** The runtime of a local HTTP tool (services/dispatcher/test/http-tool.mjs): echoes, or fails. */
-export const localHttpRuntime = {
-  kind: {
-    case: "local" as const,
-    value: {
-      command: process.execPath,
-      args: ["services/dispatcher/test/http-tool.mjs"],
-      workingDir: repoRoot,
-      protocol: LocalProtocol.HTTP,
-    },
-  },
-};
 export interface DispatchFixture {
   stack: TestStack;
   /** What the SDK backend's tools saw. */
@@ -161,7 +150,7 @@ export async function startDispatchFixture(): Promise<DispatchFixture> {
         },
       },
     });
-    await register({ name: "test.local-http", runtime: localHttpRuntime });
+    await register({ name: "test.local-http", runtime: localHttpRuntime() });
     // The dispatcher sees registry and grant changes through its watches.
     await eventually(
       () => call("test.flaky-once"),

@@ -217,15 +217,19 @@ describe("dispatch end to end", () => {
     expect(
       ((res.output?.rows ?? []) as { region: string }[]).every((r) => r.region === "north"),
     ).toBe(true);
-    const events = await e2e.traces.waitFor((e) => e.traceId === traceId, 5);
-    expect(events.map((e) => TraceEventKind[e.kind])).toEqual([
+    // The first call waited for the tool's start, and its trace says so.
+    const events = await e2e.traces.waitFor((e) => e.traceId === traceId, 6);
+    expect(events.map((e) => e.customKind || TraceEventKind[e.kind])).toEqual([
       "TOOL_EXECUTE",
+      "INSTANCE_START_WAIT",
       "DATA_QUERY",
       "DATA_RESULT",
       "TOOL_RESULT",
       "CALLBACK_SUCCESS",
     ]);
-    expect(events[1]?.payload?.sql).toContain("WHERE region = ?");
+    expect(events[1]?.payload).toMatchObject({ instance: 1, started_for: "call" });
+    expect(events[1]?.payload?.waited_ms).toBeGreaterThan(0);
+    expect(events[2]?.payload?.sql).toContain("WHERE region = ?");
 
     const running = await statusOf();
     expect(running?.state).toBe(RuntimeState.RUNNING);

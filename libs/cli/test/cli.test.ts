@@ -9,6 +9,7 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import { AgentService } from "@toolmesh/proto";
 import {
   eventually,
+  httpToolScript,
   LineWatcher,
   type OperatorStack,
   repoRoot,
@@ -130,6 +131,35 @@ describe("toolmesh CLI", () => {
     expect(text).toContain("CodingAgent: 0 running of 1, 0 queued");
     expect(text).toContain("model: none (set TOOLMESH_MODEL_URL on the tool agent)");
     expect(text).toContain("IM: off (TOOLMESH_IM_URL unset)");
+  });
+
+  it("shows a warm local tool's instances and the starts they saved in status", async () => {
+    await writeFile(
+      path.join(dir, "warm.yaml"),
+      [
+        "name: cli.warm",
+        "description: Echoes its arguments with its pid.",
+        "inputSchema: {type: object}",
+        "runtime:",
+        "  local:",
+        `    command: ${JSON.stringify(process.execPath)}`,
+        `    args: [${JSON.stringify(httpToolScript)}]`,
+        "    protocol: LOCAL_PROTOCOL_HTTP",
+        "    minInstances: 1",
+        "    maxInstances: 2",
+      ].join("\n"),
+    );
+    await ok(["tools", "register", "-f", "warm.yaml"]);
+    const run = await until(["status"], (r) => /#1 warm\s+RUNNING/.test(r.stdout));
+    expect(run.stdout).toMatch(/LOCAL TOOL\s+STATE\s+INSTANCES\s+PID\s+PORT\s+RESTARTS/);
+    expect(run.stdout).toMatch(/^cli\.warm\s+RUNNING\s+1\/2 min 1\s+\d+\s+\d+\s+0\s+0\s+0\s+0\s/m);
+    const json = JSON.parse((await ok(["status", "--json"])).stdout) as {
+      localTools: { tool: string; instances: { startedFor: string }[]; kind: string }[];
+    };
+    expect(json.localTools.find((t) => t.tool === "cli.warm")).toMatchObject({
+      kind: "local",
+      instances: [{ startedFor: "warm" }],
+    });
   });
 
   it("registers, lists, shows and updates a tool from YAML", async () => {

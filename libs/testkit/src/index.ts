@@ -27,6 +27,7 @@ export {
 } from "./im-server.js";
 export { consumerDrained, TEST_JS_OPTIONS } from "./jetstream.js";
 export { mintJwt, refusedJwts, type TestClaims } from "./jwt.js";
+export { httpToolScript, localHttpRuntime } from "./local-tools.js";
 export { type LogWatch, watchLog } from "./log-watch.js";
 export {
   type EverythingStack,

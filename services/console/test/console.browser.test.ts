@@ -21,6 +21,7 @@ import {
   allowSpec,
   eventually,
   failure,
+  localHttpRuntime,
   type OperatorStack,
   repoRoot,
   startOperatorStack,
@@ -139,6 +140,20 @@ describe("web console in chromium", () => {
       admin(),
     );
     await permission.grant({ grant: allowSpec("role:admin", "tool:web.broken", ["*"]) }, admin());
+    // web.warm is a local tool kept warm: one instance runs before any call.
+    await registry.registerTool(
+      {
+        tool: {
+          name: "web.warm",
+          description: "Echoes its arguments with its pid.",
+          inputSchema: { type: "object" },
+          status: ToolStatus.ACTIVE,
+          runtime: localHttpRuntime({ minInstances: 1, maxInstances: 2 }),
+        },
+      },
+      admin(),
+    );
+    await permission.grant({ grant: allowSpec("role:admin", "tool:web.warm", ["*"]) }, admin());
     const key = await permission.createApiKey(
       { agentId: "web-bot", name: "browser test", roles: ["agent"] },
       admin(),
@@ -184,6 +199,35 @@ describe("web console in chromium", () => {
     await page.waitForSelector(".result .status.success");
     expect(await page.textContent(".result pre")).toContain('"greeting": "hello"');
     await shot("2-call");
+  });
+
+  it("shows a warm local tool's instances and the start its warm instance saved", async () => {
+    await eventually(async () => {
+      const status = await dispatcher.getRuntimeStatus({ tool: "web.warm" }, admin());
+      expect(status.runtimes[0]?.instances[0]?.startedFor).toBe("warm");
+    }, 20_000);
+    expect((await dispatcher.dispatch({ tool: "web.warm" }, admin())).status).toBe(
+      CallStatus.SUCCESS,
+    );
+    await page.click("nav >> text=Live calls");
+    await page.click("nav >> text=Tools & groups");
+    const tool = page.locator("table.runtimes tr.runtime", { hasText: "web.warm" });
+    await tool.waitFor({ timeout: 15_000 });
+    // running/max (min), pid, restarts, in flight, calls, starts saved.
+    expect(await tool.locator("td").allTextContents()).toEqual([
+      "web.warm",
+      "RUNNING",
+      "1/2 (min 1)",
+      expect.stringMatching(/^\d+$/),
+      "0",
+      "0",
+      "1",
+      "1",
+      "-",
+    ]);
+    const instance = page.locator("table.runtimes tr.instance", { hasText: "#1 warm" });
+    expect(await instance.textContent()).toContain("RUNNING");
+    await shot("2c-instances");
   });
 
   it("shows the circuit breaker of a failing tool on the tools page", async () => {

@@ -38,6 +38,8 @@ export const dispatcherConfig = {
   localIdleTimeoutMs: int("TOOLMESH_LOCAL_IDLE_TIMEOUT_MS", 5 * 60 * 1000, { min: 100 }),
   localMaxConcurrency: int("TOOLMESH_LOCAL_MAX_CONCURRENCY", 8, { min: 1, max: 10_000 }),
   localStartTimeoutMs: int("TOOLMESH_LOCAL_START_TIMEOUT_MS", 15_000, { min: 100 }),
+  /** How often each running instance of a local or docker tool is health-checked. */
+  healthIntervalMs: int("TOOLMESH_HEALTH_INTERVAL_MS", 10_000, { min: 100, max: 3_600_000 }),
   /** Failures (or timeouts) in a row of one tool that open its circuit breaker; 0: never. */
   breakerFailures: int("TOOLMESH_BREAKER_FAILURES", 5, { min: 0, max: 10_000 }),
   /** How long an open breaker fails calls fast before it lets a probe call through. */

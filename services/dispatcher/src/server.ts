@@ -12,6 +12,7 @@ import {
   PermissionService,
   RegistryService,
   SecretSchema,
+  type ToolSpec,
 } from "@toolmesh/proto";
 import { createToolmeshServer, type ToolmeshServer } from "@toolmesh/server";
 import type { Tracing } from "@toolmesh/telemetry";
@@ -31,12 +32,14 @@ import type { CallIdOwners, IdempotencyStore } from "./records/idempotency.js";
 import { NoOutcomes, type OutcomeLookup, type OutcomeReader } from "./records/outcome-lookup.js";
 import { MemoryTaskIndex, type TaskIndex } from "./records/task-index.js";
 import { CallSecrets, type VaultLink, type VaultView } from "./runtimes/call-secrets.js";
+import type { BreakerOpening } from "./runtimes/circuit-breaker.js";
 import { DockerRuntime } from "./runtimes/docker-runtime.js";
 import { GrpcRuntime } from "./runtimes/grpc-runtime.js";
 import { LocalRuntime } from "./runtimes/local-runtime.js";
 import { McpRuntime } from "./runtimes/mcp-runtime.js";
 import { RemoteRuntime } from "./runtimes/remote-runtime.js";
 import { withSecrets } from "./runtimes/secret-injection.js";
+import { keepToolsWarm } from "./runtimes/warm-keeper.js";
 import { forwardAgentService, type ToolAgentLink } from "./transports/agent/agent-forward.js";
 import { authTimingInterceptor } from "./transports/auth-timing.js";
 import { fastCallRoutes } from "./transports/call-rpcs.js";
@@ -79,6 +82,8 @@ export interface DispatcherSettings {
   approverRoles: string[];
   /** A tool's circuit breaker defaults (TOOLMESH_BREAKER_*): 5 failures in a row, open 30 s. */
   breakerFailures?: number;
+  /** How often each running local or docker tool instance is health-checked (default 10 s). */
+  healthIntervalMs?: number;
   breakerOpenMs?: number;
   /** The result cache's bounds (TOOLMESH_CACHE_*): 64 MiB in all, 1000 results a tool. */
   cacheMaxBytes?: number;
@@ -159,40 +164,6 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const running = new RunningCalls();
   const grpcRuntime = new GrpcRuntime(settings.maxBackendResponseBytes);
   const remote = new RemoteRuntime(settings.maxBackendResponseBytes);
-  const local = new LocalRuntime(
-    grpcRuntime,
-    remote,
-    {
-      idleTimeoutMs: settings.localIdleTimeoutMs,
-      maxConcurrency: settings.localMaxConcurrency,
-      startTimeoutMs: settings.localStartTimeoutMs,
-    },
-    log,
-  );
-  const mcpRuntime = new McpRuntime({ idleTimeoutMs: settings.mcpIdleTimeoutMs }, log);
-  const docker = new DockerRuntime(
-    grpcRuntime,
-    remote,
-    {
-      idleTimeoutMs: settings.dockerIdleTimeoutMs,
-      maxConcurrency: settings.dockerMaxConcurrency,
-      startTimeoutMs: settings.dockerStartTimeoutMs,
-    },
-    {
-      socket: settings.dockerSocket,
-      memoryBytes: settings.dockerMemoryBytes,
-      cpuMillis: settings.dockerCpuMillis,
-      pids: settings.dockerPids,
-      secretsDir: settings.toolSecretsDir,
-      startTimeoutMs: settings.dockerStartTimeoutMs,
-    },
-    log,
-  );
-  const secrets = new CallSecrets(
-    deps.vault?.view ?? noVault.view,
-    deps.vault?.link ?? noVault.link,
-    settings.oauthRefreshMarginMs,
-  );
   const recorder = new CallRecorder(deps.records, settings.redactKeys, deps.instance);
   const recordOpening = circuitOpenedRecorder(recorder, log);
   const breakers = new ToolBreakers(
@@ -209,6 +180,52 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
             log.warn({ err: error, tool: opened.tool }, "could not restart a failing tool"),
           );
     },
+  );
+  // An instance of a pool whose calls keep failing is recorded as its tool's breaker is, and replaced.
+  const instanceBreakers = {
+    settingsOf: (spec: ToolSpec) => breakers.settingsOf(spec),
+    opened: (tool: string, instance: number, opening: BreakerOpening) =>
+      recordOpening({ tool, toolInstance: String(instance), opening }),
+  };
+  const healthIntervalMs = settings.healthIntervalMs ?? 10_000;
+  const local = new LocalRuntime(
+    grpcRuntime,
+    remote,
+    {
+      idleTimeoutMs: settings.localIdleTimeoutMs,
+      maxConcurrency: settings.localMaxConcurrency,
+      startTimeoutMs: settings.localStartTimeoutMs,
+      healthIntervalMs,
+    },
+    log,
+    instanceBreakers,
+  );
+  const mcpRuntime = new McpRuntime({ idleTimeoutMs: settings.mcpIdleTimeoutMs }, log);
+  const docker = new DockerRuntime(
+    grpcRuntime,
+    remote,
+    {
+      idleTimeoutMs: settings.dockerIdleTimeoutMs,
+      maxConcurrency: settings.dockerMaxConcurrency,
+      startTimeoutMs: settings.dockerStartTimeoutMs,
+      healthIntervalMs,
+    },
+    {
+      socket: settings.dockerSocket,
+      memoryBytes: settings.dockerMemoryBytes,
+      cpuMillis: settings.dockerCpuMillis,
+      pids: settings.dockerPids,
+      secretsDir: settings.toolSecretsDir,
+      startTimeoutMs: settings.dockerStartTimeoutMs,
+    },
+    log,
+    instanceBreakers,
+  );
+  const stopWarming = keepToolsWarm(deps.tools, catalog, [local, docker]);
+  const secrets = new CallSecrets(
+    deps.vault?.view ?? noVault.view,
+    deps.vault?.link ?? noVault.link,
+    settings.oauthRefreshMarginMs,
   );
   const heldCalls = deps.heldCalls ?? new MemoryHeldCalls();
   const outcomes = deps.outcomes ?? new NoOutcomes();
@@ -390,6 +407,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       ),
     async close() {
       serving = false;
+      stopWarming();
       stopFollowing();
       stopNotices();
       stopLink?.();

@@ -165,11 +165,17 @@ describe.skipIf(!engine.ok)("docker runtime end to end", () => {
       token_sha256: createHash("sha256").update(secret).digest("hex"),
     });
 
-    const events = await records.traces.waitFor((e) => e.traceId === traceId, 2);
+    // The call started the container and waited for it: its trace says so.
+    const events = await records.traces.waitFor((e) => e.traceId === traceId, 3);
     expect(events.map((e) => e.kind)).toEqual([
       TraceEventKind.TOOL_EXECUTE,
+      TraceEventKind.CUSTOM,
       TraceEventKind.TOOL_RESULT,
     ]);
+    expect(events[1]).toMatchObject({
+      customKind: "INSTANCE_START_WAIT",
+      payload: { instance: 1, started_for: "call" },
+    });
     expect(events[0]?.payload?.runtime).toBe("docker");
     const [record] = await records.audits.waitFor((a) => a.callId === res.callId);
     expect(record?.tool).toBe(`${box}.echo`);

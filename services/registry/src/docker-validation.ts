@@ -152,7 +152,7 @@ export function checkDockerRuntime(docker: DockerRuntime, limits: SharedRuntimeL
       throw invalidField(at("user"), "is root (0); docker tools run as a non-root user");
   }
 
-  checkSupervision(at, docker);
+  checkSupervision(at, docker, docker.port);
 }
 
 function checkPath(field: string, value: string): void {

@@ -1,4 +1,4 @@
-import { Code, ConnectError, invalidField } from "@toolmesh/errors";
+import { invalidField } from "@toolmesh/errors";
 import { CURRENCY } from "@toolmesh/policy";
 import type { LocalRuntime, ToolSpec } from "@toolmesh/proto";
 import { maxCount } from "./field-checks.js";
@@ -7,8 +7,8 @@ import { maxCount } from "./field-checks.js";
 export const operationLimits = {
   maxConcurrency: 1024,
   idleTimeoutMs: 24 * 60 * 60 * 1000,
-  /** Instances of one local or docker tool on one Dispatcher. */
-  maxInstances: 32,
+  /** Instances of one local or docker tool on one Dispatcher (each a process or a container). */
+  maxInstances: 16,
   warmHours: 24,
   minHealthIntervalMs: 100,
   maxHealthIntervalMs: 60 * 60 * 1000,
@@ -35,7 +35,11 @@ export type SupervisionFields = Pick<
  * Checks a supervised runtime's concurrency, idle time and instances; `at` names a field of it
  * (`tool.runtime.local.min_instances`).
  */
-export function checkSupervision(at: (field: string) => string, runtime: SupervisionFields): void {
+export function checkSupervision(
+  at: (field: string) => string,
+  runtime: SupervisionFields,
+  fixedPort = 0,
+): void {
   const most = (field: string, value: number, max: number, unit = "") => {
     if (value > max) throw invalidField(at(field), `is ${value}; at most ${max}${unit} allowed`);
   };
@@ -47,6 +51,11 @@ export function checkSupervision(at: (field: string) => string, runtime: Supervi
     throw invalidField(
       at("min_instances"),
       `is ${runtime.minInstances}, more than max_instances (${max}); raise max_instances or lower min_instances`,
+    );
+  if (fixedPort !== 0 && max > 1)
+    throw invalidField(
+      at("max_instances"),
+      `is ${max}, but every instance would listen on port ${fixedPort}; set port 0 (the Dispatcher chooses a free port per instance) or max_instances 1`,
     );
   if (
     runtime.healthIntervalMs !== 0 &&
@@ -72,21 +81,20 @@ export function checkSupervision(at: (field: string) => string, runtime: Supervi
   });
   if (runtime.warmHours.length > 0 && runtime.minInstances === 0)
     throw invalidField(at("warm_hours"), "apply to min_instances: set min_instances too");
-  // Warm pools are not built yet: a setting the Dispatcher would ignore is refused, not kept.
-  if (
-    runtime.minInstances > 0 ||
-    runtime.maxInstances > 1 ||
-    runtime.warmHours.length > 0 ||
-    runtime.healthIntervalMs !== 0
-  )
-    throw new ConnectError(
-      `${at("min_instances")}, max_instances, warm_hours and health_interval_ms: warm pools are not supported yet; leave them unset (a tool runs one instance, started by its first call and stopped when idle)`,
-      Code.Unimplemented,
-    );
 }
 
-/** Checks a tool's cache, price and circuit breaker. */
+/** Checks a tool's warm instances, cache, price and circuit breaker. */
 export function checkOperation(spec: ToolSpec): void {
+  const runtime = spec.runtime?.kind;
+  if (
+    (runtime?.case === "local" || runtime?.case === "docker") &&
+    runtime.value.minInstances > 0 &&
+    spec.secrets.length > 0
+  )
+    throw invalidField(
+      `tool.runtime.${runtime.case}.min_instances`,
+      "cannot keep instances warm for a tool that names secrets: each caller's instances carry that caller's values and start on their first call; set min_instances 0",
+    );
   if (spec.cacheTtlMs > 0) {
     if (spec.sideEffects || !spec.idempotent)
       throw invalidField(

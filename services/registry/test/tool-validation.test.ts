@@ -1,11 +1,17 @@
+import type { MessageInitShape } from "@bufbuild/protobuf";
 import { Code } from "@toolmesh/errors";
-import { RuntimeKind } from "@toolmesh/proto";
+import { type LocalRuntimeSchema, RuntimeKind } from "@toolmesh/proto";
 import { failure } from "@toolmesh/testkit";
 import { beforeEach, describe, expect, it } from "vitest";
 import { admin, setup, spec } from "./memory-registry.js";
 
 // What RegisterTool refuses (validation.ts, field-checks.ts), field by field, and every runtime
 // kind it accepts.
+/** A tool spec's local runtime with pool settings. */
+function warmLocal(value: MessageInitShape<typeof LocalRuntimeSchema>) {
+  return { runtime: { kind: { case: "local" as const, value: { command: "node", ...value } } } };
+}
+
 describe("RegisterTool", () => {
   let ctx: ReturnType<typeof setup>;
   beforeEach(() => {
@@ -259,27 +265,67 @@ describe("RegisterTool", () => {
       "tool.runtime.docker.warm_hours[0]: end_hour must be after start_hour",
     ],
     [
+      "17 instances",
+      warmLocal({ maxInstances: 17 }),
+      "tool.runtime.local.max_instances: is 17; at most 16 allowed",
+    ],
+    [
+      "warm hours starting at hour 24",
+      warmLocal({ minInstances: 1, warmHours: [{ startHour: 24, endHour: 24 }] }),
+      "tool.runtime.local.warm_hours[0]: start_hour must be 0-23 and end_hour 1-24 (UTC)",
+    ],
+    [
+      "warm hours on day 7",
+      warmLocal({ minInstances: 1, warmHours: [{ startHour: 8, endHour: 18, weekdays: [1, 7] }] }),
+      "tool.runtime.local.warm_hours[0].weekdays: days are 0 (Sunday) to 6 (Saturday)",
+    ],
+    [
+      "warm hours without warm instances",
+      warmLocal({ warmHours: [{ startHour: 8, endHour: 18 }] }),
+      "tool.runtime.local.warm_hours: apply to min_instances: set min_instances too",
+    ],
+    [
+      "two containers on one fixed port",
+      {
+        runtime: {
+          kind: {
+            case: "docker",
+            value: { image: "toolmesh/echo:1", port: 8080, maxInstances: 2 },
+          },
+        },
+      },
+      "tool.runtime.docker.max_instances: is 2, but every instance would listen on port 8080",
+    ],
+    [
+      "warm instances of a tool that names secrets",
+      {
+        secrets: [{ secret: "held-key", target: { case: "env", value: "API_KEY" } }],
+        runtime: { kind: { case: "local", value: { command: "node", minInstances: 1 } } },
+      },
+      "tool.runtime.local.min_instances: cannot keep instances warm for a tool that names secrets",
+    ],
+    [
       "a health interval of 10 ms",
       { runtime: { kind: { case: "local", value: { command: "node", healthIntervalMs: 10 } } } },
       "tool.runtime.local.health_interval_ms: must be 0 (the Dispatcher's default) or between 100",
     ],
   ];
-  it("refuses warm-pool settings with UNIMPLEMENTED until pools exist, and keeps nothing", async () => {
-    const error = await failure(
-      ctx.client.registerTool(
-        {
-          tool: spec("data.query", {
-            runtime: {
-              kind: { case: "local", value: { command: "node", minInstances: 1, maxInstances: 2 } },
-            },
-          }),
-        },
-        admin,
-      ),
+  it("keeps a warm pool's settings: two instances, one warm on weekdays' office hours, checked each second", async () => {
+    const local = {
+      command: "node",
+      minInstances: 1,
+      maxInstances: 2,
+      warmHours: [{ startHour: 8, endHour: 18, weekdays: [1, 2, 3, 4, 5] }],
+      healthIntervalMs: 1000,
+    };
+    await ctx.client.registerTool(
+      { tool: spec("data.query", { runtime: { kind: { case: "local", value: local } } }) },
+      admin,
     );
-    expect(error.code).toBe(Code.Unimplemented);
-    expect(error.rawMessage).toContain("warm pools are not supported yet; leave them unset");
-    expect([...ctx.store.tools()]).toHaveLength(0);
+    const kept = [...ctx.store.tools()].find((t) => t.spec?.name === "data.query")?.spec?.runtime
+      ?.kind;
+    expect(kept?.case).toBe("local");
+    expect(kept?.value).toMatchObject(local);
   });
   for (const [what, overrides, message] of badInputs) {
     it(`refuses ${what} with INVALID_ARGUMENT naming the field`, async () => {

@@ -13,6 +13,7 @@ import {
   Health,
   HealthCheckResponse_ServingStatus,
   RuntimeState,
+  type RuntimeStatus,
   RuntimeStatusSchema,
   VerifyChainResponseSchema,
 } from "@toolmesh/proto";
@@ -189,10 +190,48 @@ function supervisedProcesses(ctx: CliContext) {
   return { file, processes, note: "" };
 }
 
+/**
+ * A local or docker tool's rows in `toolmesh status`: the tool (instances running of its maximum,
+ * and its warm minimum now; the starts warm or ahead instances saved), then one row per instance
+ * (`#<id> <started for>`).
+ */
+function runtimeRowsOf(r: RuntimeStatus): string[][] {
+  const running = r.instances.filter((i) => i.state === RuntimeState.RUNNING).length;
+  const calls = r.instances.reduce((sum, i) => sum + i.calls, 0n);
+  const pidOf = (pid: number, containerId: string) =>
+    pid ? String(pid) : containerId ? containerId.slice(0, 12) : "-";
+  return [
+    [
+      r.kind === "docker" ? `${r.tool} (docker)` : r.tool,
+      enumName(RuntimeState, r.state),
+      `${running}/${r.maxInstances || 1}${r.minInstances ? ` min ${r.minInstances}` : ""}`,
+      pidOf(r.pid, r.containerId),
+      r.port ? String(r.port) : "-",
+      String(r.restarts),
+      String(r.inFlight),
+      String(calls),
+      String(r.startsSaved),
+      r.lastError || "-",
+    ],
+    ...r.instances.map((i) => [
+      `  #${i.id} ${i.startedFor}`,
+      enumName(RuntimeState, i.state),
+      "",
+      pidOf(i.pid, i.containerId),
+      i.port ? String(i.port) : "-",
+      String(i.restarts),
+      String(i.inFlight),
+      String(i.calls),
+      "",
+      i.lastError || "-",
+    ]),
+  ];
+}
+
 /** `toolmesh status`. */
 export const status: Leaf = {
   summary:
-    "every service's health, the restarts of each process, local tools, and the tool agent's tools, tasks, windows and IM",
+    "every service's health, the restarts of each process, local and docker tools' instances, and the tool agent's tools, tasks, windows and IM",
   usage: "status",
   details: [
     "Exit code 1 when a service is not SERVING.",
@@ -211,15 +250,7 @@ export const status: Leaf = {
         .client("dispatcher", DispatcherService)
         .getRuntimeStatus({ tool: "" }, ctx.auth({ timeoutMs: 3000 }));
       runtimes = res.runtimes.map((r) => jsonOf(RuntimeStatusSchema, r));
-      runtimeRows = res.runtimes.map((r) => [
-        r.tool,
-        enumName(RuntimeState, r.state),
-        r.pid ? String(r.pid) : "-",
-        r.port ? String(r.port) : "-",
-        String(r.restarts),
-        String(r.inFlight),
-        r.lastError || "-",
-      ]);
+      runtimeRows = res.runtimes.flatMap(runtimeRowsOf);
     } catch (error) {
       runtimeNote = `local tools unknown: ${(error as Error).message}`;
     }
@@ -262,7 +293,18 @@ export const status: Leaf = {
         if (runtimeNote) ctx.out.note(runtimeNote);
         else
           ctx.out.table(
-            ["LOCAL TOOL", "STATE", "PID", "PORT", "RESTARTS", "IN FLIGHT", "LAST ERROR"],
+            [
+              "LOCAL TOOL",
+              "STATE",
+              "INSTANCES",
+              "PID",
+              "PORT",
+              "RESTARTS",
+              "IN FLIGHT",
+              "CALLS",
+              "STARTS SAVED",
+              "LAST ERROR",
+            ],
             runtimeRows,
           );
         ctx.out.line();

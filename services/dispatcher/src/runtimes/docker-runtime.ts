@@ -6,7 +6,7 @@ import { type DockerSettings, LABEL_OWNER, launchContainer } from "./docker-cont
 import type { GrpcRuntime } from "./grpc-runtime.js";
 import type { RemoteRuntime } from "./remote-runtime.js";
 import type { SupervisorSettings } from "./supervised-backend.js";
-import { SupervisedRuntime } from "./supervised-runtime.js";
+import { type InstanceBreakers, SupervisedRuntime } from "./supervised-runtime.js";
 
 export type { DockerSettings } from "./docker-container.js";
 
@@ -22,6 +22,7 @@ export class DockerRuntime extends SupervisedRuntime<DockerRuntimeSpec> {
     supervisor: SupervisorSettings,
     docker: DockerSettings,
     log: Logger,
+    breakers?: InstanceBreakers,
   ) {
     // The Engine's client loads on the first docker tool's launch: a Dispatcher without one
     // never pays for it (dockerode and its dependencies, several MB of memory).
@@ -38,6 +39,7 @@ export class DockerRuntime extends SupervisedRuntime<DockerRuntimeSpec> {
     super(
       {
         noun: "docker tool",
+        name: "docker",
         specOf: (tool) => {
           const kind = tool.spec?.runtime?.kind;
           return kind?.case === "docker" ? kind.value : undefined;
@@ -53,6 +55,7 @@ export class DockerRuntime extends SupervisedRuntime<DockerRuntimeSpec> {
       remote,
       supervisor,
       log,
+      breakers,
     );
   }
 }

@@ -4,7 +4,7 @@ import type { GrpcRuntime } from "./grpc-runtime.js";
 import { launchProcess } from "./local-process.js";
 import type { RemoteRuntime } from "./remote-runtime.js";
 import type { SupervisorSettings } from "./supervised-backend.js";
-import { SupervisedRuntime } from "./supervised-runtime.js";
+import { type InstanceBreakers, SupervisedRuntime } from "./supervised-runtime.js";
 
 /**
  * Tools whose backend is a command the Dispatcher starts on demand on a free port
@@ -16,10 +16,12 @@ export class LocalRuntime extends SupervisedRuntime<LocalRuntimeSpec> {
     remote: RemoteRuntime,
     settings: SupervisorSettings,
     log: Logger,
+    breakers?: InstanceBreakers,
   ) {
     super(
       {
         noun: "local tool",
+        name: "local",
         specOf: (tool) => {
           const kind = tool.spec?.runtime?.kind;
           return kind?.case === "local" ? kind.value : undefined;
@@ -30,6 +32,7 @@ export class LocalRuntime extends SupervisedRuntime<LocalRuntimeSpec> {
       remote,
       settings,
       log,
+      breakers,
     );
   }
 }

@@ -2,26 +2,25 @@ import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@toolmesh/errors";
 import type { Logger } from "@toolmesh/log";
 import {
+  BackendEventSchema,
   LocalProtocol,
   RuntimeState,
   type RuntimeStatus,
   RuntimeStatusSchema,
   type Tool,
+  type ToolSpec,
+  TraceEventKind,
 } from "@toolmesh/proto";
 import type { CallSecretValues } from "./call-secrets.js";
+import type { BreakerOpening, BreakerSettings } from "./circuit-breaker.js";
 import { failure, type GrpcRuntime } from "./grpc-runtime.js";
+import { InstancePool, type Lease, type LeaseEnd, type PoolSpec } from "./instance-pool.js";
 import type { RemoteRuntime } from "./remote-runtime.js";
 import type { Attempt, AttemptResult, ToolRuntime } from "./runtime.js";
-import {
-  type Launch,
-  SupervisedBackend,
-  type SupervisedSpec,
-  type SupervisorSettings,
-  ToolStartError,
-} from "./supervised-backend.js";
+import { type Launch, type SupervisorSettings, ToolStartError } from "./supervised-backend.js";
 
 /** A spec of a runtime whose backend the Dispatcher runs itself. */
-export interface RunnableSpec extends SupervisedSpec {
+export interface RunnableSpec extends PoolSpec {
   httpPath: string;
 }
 
@@ -29,18 +28,37 @@ export interface RunnableSpec extends SupervisedSpec {
 export interface SupervisedKind<S extends RunnableSpec> {
   /** How users call it in messages: "local tool", "docker tool". */
   noun: string;
+  /** How runtime status names it: `local`, `docker`. */
+  name: string;
   /** The tool's spec of this kind, or undefined when the tool has another runtime. */
   specOf(tool: Tool): S | undefined;
   /** Starts a backend for a tool, with the caller's secrets when the tool names some. */
   launcher(tool: string, log: Logger, secrets?: CallSecretValues): Launch<S>;
 }
 
+/** The instances' breakers: their settings are the tool's, their openings are recorded. */
+export interface InstanceBreakers {
+  settingsOf(spec: ToolSpec): BreakerSettings;
+  opened(tool: string, instance: number, opening: BreakerOpening): void;
+}
+
+/** How an attempt ended, for its instance: the common ends allocate nothing. */
+const SUCCEEDED: LeaseEnd = { ok: true };
+/** Interrupted (timeout, cancel, shutdown): not the instance's failure. */
+const INTERRUPTED: LeaseEnd = { ok: false };
+
+const noInstanceBreakers: InstanceBreakers = {
+  settingsOf: () => ({ failures: 0, openMs: 0 }),
+  opened: () => {},
+};
+
 /**
- * Tools whose backend the Dispatcher starts on demand on 127.0.0.1, health-checks, restarts on
- * crash with backoff and stops when idle; calls reach it over gRPC or HTTP.
+ * Tools whose backends the Dispatcher runs itself on 127.0.0.1, a pool of instances per tool
+ * (InstancePool): started on demand or kept warm, health-checked, replaced on crash, stopped when
+ * idle; calls reach them over gRPC or HTTP.
  */
 export class SupervisedRuntime<S extends RunnableSpec> implements ToolRuntime {
-  private readonly backends = new Map<string, SupervisedBackend<S>>();
+  private readonly pools = new Map<string, InstancePool<S>>();
 
   constructor(
     private readonly kind: SupervisedKind<S>,
@@ -48,6 +66,7 @@ export class SupervisedRuntime<S extends RunnableSpec> implements ToolRuntime {
     private readonly remote: RemoteRuntime,
     private readonly settings: SupervisorSettings,
     private readonly log: Logger,
+    private readonly breakers: InstanceBreakers = noInstanceBreakers,
   ) {}
 
   async invoke(attempt: Attempt): Promise<AttemptResult> {
@@ -55,36 +74,51 @@ export class SupervisedRuntime<S extends RunnableSpec> implements ToolRuntime {
     if (!spec) {
       return failure("backend_misconfigured", `the tool is not a ${this.kind.noun}`, false);
     }
-    const backend = this.backendOf(attempt.tool.spec?.name ?? "", spec, attempt.secrets);
+    const pool = this.poolOf(attempt.tool.spec?.name ?? "", spec, attempt.secrets);
+    let lease: Lease;
     try {
-      await backend.acquire(attempt.signal);
-    } catch {
+      lease = await pool.lease(attempt.signal);
+    } catch (error) {
+      if (attempt.signal.aborted)
+        return failure(
+          "interrupted",
+          "the call was interrupted while waiting for an instance of the tool",
+          false,
+        );
       return failure(
-        "interrupted",
-        "the call was interrupted while waiting for a free slot",
-        false,
+        "backend_unavailable",
+        `the ${this.kind.noun} did not start: ${error instanceof Error ? error.message : String(error)}`,
+        true,
       );
     }
+    if (lease.startWaitMs >= 0 || lease.saved) traceInstance(attempt, lease);
+    let result: AttemptResult | undefined;
     try {
-      let port: number;
-      try {
-        port = await backend.ensureRunning(attempt.signal);
-      } catch (error) {
-        if (attempt.signal.aborted)
-          return failure("interrupted", "the call was interrupted", false);
-        return failure(
-          "backend_unavailable",
-          `the ${this.kind.noun} did not start: ${error instanceof Error ? error.message : String(error)}`,
-          true,
-        );
-      }
       if (spec.protocol === LocalProtocol.HTTP) {
         const path = spec.httpPath || "/invoke";
-        return await this.remote.post(`http://127.0.0.1:${port}${path}`, {}, attempt);
+        result = await this.remote.post(`http://127.0.0.1:${lease.port}${path}`, {}, attempt);
+      } else {
+        result = await this.grpcRuntime.invokeAt(`127.0.0.1:${lease.port}`, attempt);
       }
-      return await this.grpcRuntime.invokeAt(`127.0.0.1:${port}`, attempt);
+      return result;
     } finally {
-      backend.release();
+      pool.release(
+        lease,
+        result?.ok
+          ? SUCCEEDED
+          : attempt.signal.aborted
+            ? INTERRUPTED
+            : {
+                ok: false,
+                code: result?.error.code,
+                message: result?.error.message,
+                callId: attempt.request.context?.callId,
+                breaker: () =>
+                  attempt.tool.spec
+                    ? this.breakers.settingsOf(attempt.tool.spec)
+                    : { failures: 0, openMs: 0 },
+              },
+      );
     }
   }
 
@@ -93,20 +127,40 @@ export class SupervisedRuntime<S extends RunnableSpec> implements ToolRuntime {
     return this.kind.specOf(tool) !== undefined;
   }
 
-  /** Status of one tool's backends (one per set of secrets), or of every tool of this kind seen. */
+  /** Status of one tool's pools (one per set of secrets), or of every tool of this kind seen. */
   statuses(tool?: string): RuntimeStatus[] {
     if (tool !== undefined) {
-      const backends = this.backendsOf(tool);
-      return backends.length > 0
-        ? backends.map(([, b]) => b.status())
-        : [create(RuntimeStatusSchema, { tool, state: RuntimeState.STOPPED })];
+      const pools = this.poolsOf(tool);
+      return pools.length > 0
+        ? pools.map(([, p]) => p.status())
+        : [
+            create(RuntimeStatusSchema, {
+              tool,
+              kind: this.kind.name,
+              state: RuntimeState.STOPPED,
+            }),
+          ];
     }
-    return [...this.backends.values()].map((b) => b.status());
+    return [...this.pools.values()].map((p) => p.status());
   }
 
   /**
-   * Starts a tool's backend now and waits until it is healthy; FAILED_PRECONDITION for a tool with
-   * secrets, whose backends carry their callers' values and start on each caller's first call.
+   * Keeps a tool's warm instances (min_instances, in its warm hours) running; the Dispatcher calls
+   * it when the registry changes and each minute. A tool with secrets has none: its instances
+   * carry their callers' values.
+   */
+  keepWarm(tool: Tool): void {
+    const spec = this.kind.specOf(tool);
+    const name = tool.spec?.name ?? "";
+    if (!spec || (tool.spec?.secrets.length ?? 0) > 0) return;
+    if (spec.minInstances === 0 && !this.pools.has(name)) return;
+    this.poolOf(name, spec).keepWarm();
+  }
+
+  /**
+   * Starts an instance of a tool now (started for `operator`) and waits until it is healthy;
+   * FAILED_PRECONDITION for a tool with secrets, whose instances carry their callers' values and
+   * start on each caller's first call.
    */
   async start(tool: Tool): Promise<RuntimeStatus> {
     const spec = this.kind.specOf(tool);
@@ -117,55 +171,78 @@ export class SupervisedRuntime<S extends RunnableSpec> implements ToolRuntime {
         `tool "${name}" names secrets of the vault: it runs a backend per caller's values, started by that caller's first call, and cannot be started ahead`,
         Code.FailedPrecondition,
       );
-    const backend = this.backendOf(name, spec);
-    await backend.ensureRunning(new AbortController().signal);
-    return backend.status();
+    const pool = this.poolOf(name, spec);
+    await pool.start();
+    return pool.status();
   }
 
-  /** Stops a tool's backends (every caller's, for a tool with secrets). */
+  /** Stops a tool's instances (every caller's, for a tool with secrets). */
   async stop(tool: string): Promise<RuntimeStatus> {
-    const backends = this.backendsOf(tool);
-    await Promise.all(backends.map(([, b]) => b.stop()));
-    // A caller's backend, once stopped, is forgotten as an idle one is.
-    for (const [key] of backends) if (key !== tool) this.backends.delete(key);
+    const pools = this.poolsOf(tool);
+    await Promise.all(pools.map(([, p]) => p.stop()));
+    // A caller's pool, once stopped, is forgotten as an idle one is.
+    for (const [key] of pools) if (key !== tool) this.pools.delete(key);
     return (
-      backends[0]?.[1].status() ??
-      create(RuntimeStatusSchema, { tool, state: RuntimeState.STOPPED })
+      pools[0]?.[1].status() ??
+      create(RuntimeStatusSchema, { tool, kind: this.kind.name, state: RuntimeState.STOPPED })
     );
   }
 
-  /** A tool's backends: its own, and one per set of secrets (keyed `<tool>#<fingerprint>`). */
-  private backendsOf(tool: string): [string, SupervisedBackend<S>][] {
-    return [...this.backends].filter(([key]) => key === tool || key.startsWith(`${tool}#`));
+  /** A tool's pools: its own, and one per set of secrets (keyed `<tool>#<fingerprint>`). */
+  private poolsOf(tool: string): [string, InstancePool<S>][] {
+    return [...this.pools].filter(([key]) => key === tool || key.startsWith(`${tool}#`));
   }
 
   /**
-   * The backend of a tool; a tool with secrets has one per distinct set of them (a user's
-   * environment or files are that user's backend's), keyed on where they came from and their
+   * The pool of a tool; a tool with secrets has one per distinct set of them (a user's
+   * environment or files are that user's instances'), keyed on where they came from and their
    * versions, and forgotten once idle.
    */
-  private backendOf(tool: string, spec: S, secrets?: CallSecretValues): SupervisedBackend<S> {
+  private poolOf(tool: string, spec: S, secrets?: CallSecretValues): InstancePool<S> {
     const key = secrets ? `${tool}#${secrets.fingerprint}` : tool;
-    let backend = this.backends.get(key);
-    if (!backend) {
+    let pool = this.pools.get(key);
+    if (!pool) {
       const log = this.log.child({ tool });
-      backend = new SupervisedBackend(
+      pool = new InstancePool(
         tool,
         spec,
         this.kind.launcher(tool, log, secrets),
         this.settings,
-        (port) => this.grpcRuntime.forget(`127.0.0.1:${port}`),
+        {
+          kind: this.kind.name,
+          onGone: (port) => this.grpcRuntime.forget(`127.0.0.1:${port}`),
+          onEmpty: secrets ? () => this.pools.delete(key) : () => {},
+          onInstanceOpened: (instance, opening) => this.breakers.opened(tool, instance, opening),
+        },
         log,
-        secrets ? () => this.backends.delete(key) : undefined,
       );
-      this.backends.set(key, backend);
+      this.pools.set(key, pool);
     } else {
-      backend.spec = spec;
+      pool.spec = spec;
     }
-    return backend;
+    return pool;
   }
 
   async close(): Promise<void> {
-    await Promise.all([...this.backends.values()].map((b) => b.stop()));
+    await Promise.all([...this.pools.values()].map((p) => p.stop()));
   }
+}
+
+/**
+ * Files under the call how it got its instance: after waiting for one to start
+ * (INSTANCE_START_WAIT), or from one started ahead of need (START_SAVED).
+ */
+function traceInstance(attempt: Attempt, lease: Lease): void {
+  const instance = lease.instance;
+  attempt.onEvent(
+    create(BackendEventSchema, {
+      kind: TraceEventKind.CUSTOM,
+      customKind: lease.saved ? "START_SAVED" : "INSTANCE_START_WAIT",
+      payload: {
+        instance: instance.id,
+        started_for: instance.startedFor,
+        ...(lease.startWaitMs >= 0 ? { waited_ms: lease.startWaitMs } : {}),
+      },
+    }),
+  );
 }

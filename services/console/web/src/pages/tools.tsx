@@ -18,8 +18,8 @@ import { auth, client, describeError, when } from "../api.js";
 import { Head } from "../widgets.js";
 
 /**
- * Tools with their schemas and runtimes, groups, local tool processes, the circuit breakers of
- * tools that failed, and a call form.
+ * Tools with their schemas and runtimes, groups, local and docker tools' instances, the circuit
+ * breakers of tools that failed, and a call form.
  */
 export function ToolsPage() {
   const [tools, setTools] = useState<Tool[]>([]);
@@ -101,20 +101,57 @@ export function ToolsPage() {
           ))}
         </tbody>
       </table>
-      <h2>Local tool processes</h2>
-      <table>
-        <Head columns={["tool", "state", "pid", "restarts", "in flight", "last error"]} />
+      <h2>Local and docker tool instances</h2>
+      <table class="runtimes">
+        <Head
+          columns={[
+            "tool / instance",
+            "state",
+            "instances",
+            "pid",
+            "restarts",
+            "in flight",
+            "calls",
+            "starts saved",
+            "last error",
+          ]}
+        />
         <tbody>
-          {runtimes.map((r) => (
-            <tr key={r.tool}>
-              <td>{r.tool}</td>
+          {runtimes.flatMap((r) => [
+            <tr key={r.tool} class="runtime">
+              <td>
+                {r.tool}
+                {r.kind === "docker" ? " (docker)" : ""}
+              </td>
               <td>{RuntimeState[r.state]}</td>
-              <td>{r.pid || "-"}</td>
+              <td>
+                {r.instances.filter((i) => i.state === RuntimeState.RUNNING).length}/
+                {r.maxInstances || 1}
+                {r.minInstances ? ` (min ${r.minInstances})` : ""}
+              </td>
+              <td>{processOf(r.pid, r.containerId)}</td>
               <td>{r.restarts}</td>
               <td>{r.inFlight}</td>
+              <td>{String(r.instances.reduce((sum, i) => sum + i.calls, 0n))}</td>
+              <td>{String(r.startsSaved)}</td>
               <td>{r.lastError || "-"}</td>
-            </tr>
-          ))}
+            </tr>,
+            ...r.instances.map((i) => (
+              <tr key={`${r.tool}#${i.id}`} class="instance">
+                <td>
+                  #{i.id} {i.startedFor}
+                </td>
+                <td>{RuntimeState[i.state]}</td>
+                <td>{i.healthFailures ? `${i.healthFailures} failed checks` : ""}</td>
+                <td>{processOf(i.pid, i.containerId)}</td>
+                <td>{i.restarts}</td>
+                <td>{i.inFlight}</td>
+                <td>{String(i.calls)}</td>
+                <td />
+                <td>{i.lastError || "-"}</td>
+              </tr>
+            )),
+          ])}
         </tbody>
       </table>
       <h2>Circuit breakers</h2>
@@ -218,4 +255,9 @@ function CallForm({ tool }: { tool: string }) {
       )}
     </form>
   );
+}
+
+/** A process id, or the short id of a container. */
+function processOf(pid: number, containerId: string): string {
+  return pid ? String(pid) : containerId ? containerId.slice(0, 12) : "-";
 }

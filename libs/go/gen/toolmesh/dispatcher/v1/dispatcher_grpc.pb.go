@@ -59,10 +59,13 @@ type DispatcherServiceClient interface {
 	// and the circuit breakers of every tool that has failed. Fails with UNAUTHENTICATED,
 	// PERMISSION_DENIED (admin), NOT_FOUND (unknown tool).
 	GetRuntimeStatus(ctx context.Context, in *GetRuntimeStatusRequest, opts ...grpc.CallOption) (*GetRuntimeStatusResponse, error)
-	// StartTool starts a local tool's process or a docker tool's container now. Fails with NOT_FOUND,
+	// StartTool starts one more instance of a local or docker tool now (started for `operator`, up to
+	// its max_instances; at the maximum with one running it starts nothing) and waits until it is
+	// healthy. Fails with NOT_FOUND,
 	// FAILED_PRECONDITION (neither a local nor a docker tool), UNAVAILABLE (it did not become healthy), UNAUTHENTICATED, PERMISSION_DENIED.
 	StartTool(ctx context.Context, in *StartToolRequest, opts ...grpc.CallOption) (*StartToolResponse, error)
-	// StopTool stops a local tool's process or a docker tool's container. Fails with NOT_FOUND, FAILED_PRECONDITION,
+	// StopTool stops every instance of a local or docker tool; none is kept warm again until its next
+	// call or StartTool. Fails with NOT_FOUND, FAILED_PRECONDITION,
 	// UNAUTHENTICATED, PERMISSION_DENIED.
 	StopTool(ctx context.Context, in *StopToolRequest, opts ...grpc.CallOption) (*StopToolResponse, error)
 	// DispatchToolCalls runs the tool calls of a model's reply (OpenAI Chat Completions `tool_calls`,
@@ -270,10 +273,13 @@ type DispatcherServiceServer interface {
 	// and the circuit breakers of every tool that has failed. Fails with UNAUTHENTICATED,
 	// PERMISSION_DENIED (admin), NOT_FOUND (unknown tool).
 	GetRuntimeStatus(context.Context, *GetRuntimeStatusRequest) (*GetRuntimeStatusResponse, error)
-	// StartTool starts a local tool's process or a docker tool's container now. Fails with NOT_FOUND,
+	// StartTool starts one more instance of a local or docker tool now (started for `operator`, up to
+	// its max_instances; at the maximum with one running it starts nothing) and waits until it is
+	// healthy. Fails with NOT_FOUND,
 	// FAILED_PRECONDITION (neither a local nor a docker tool), UNAVAILABLE (it did not become healthy), UNAUTHENTICATED, PERMISSION_DENIED.
 	StartTool(context.Context, *StartToolRequest) (*StartToolResponse, error)
-	// StopTool stops a local tool's process or a docker tool's container. Fails with NOT_FOUND, FAILED_PRECONDITION,
+	// StopTool stops every instance of a local or docker tool; none is kept warm again until its next
+	// call or StartTool. Fails with NOT_FOUND, FAILED_PRECONDITION,
 	// UNAUTHENTICATED, PERMISSION_DENIED.
 	StopTool(context.Context, *StopToolRequest) (*StopToolResponse, error)
 	// DispatchToolCalls runs the tool calls of a model's reply (OpenAI Chat Completions `tool_calls`,

@@ -479,21 +479,20 @@ type LocalRuntime struct {
 	Protocol LocalProtocol     `protobuf:"varint,4,opt,name=protocol,proto3,enum=toolmesh.registry.v1.LocalProtocol" json:"protocol,omitempty"`
 	// Working directory; empty means the Dispatcher's.
 	WorkingDir string `protobuf:"bytes,5,opt,name=working_dir,json=workingDir,proto3" json:"working_dir,omitempty"`
-	// Calls allowed at once; 0 means the Dispatcher's default.
+	// Calls allowed at once per instance; 0 means the Dispatcher's default.
 	MaxConcurrency uint32 `protobuf:"varint,6,opt,name=max_concurrency,json=maxConcurrency,proto3" json:"max_concurrency,omitempty"`
-	// Stop the process after this long without calls; 0 means the Dispatcher's default.
+	// Stop an instance after this long without calls (unless it is one of min_instances); 0 means
+	// the Dispatcher's default.
 	IdleTimeoutMs uint32 `protobuf:"varint,7,opt,name=idle_timeout_ms,json=idleTimeoutMs,proto3" json:"idle_timeout_ms,omitempty"`
 	// HTTP path for the LOCAL_PROTOCOL_HTTP protocol, default `/invoke`.
 	HttpPath string `protobuf:"bytes,8,opt,name=http_path,json=httpPath,proto3" json:"http_path,omitempty"`
-	// Warm pools (min_instances, max_instances above 1, warm_hours, health_interval_ms) are
-	// reserved: not built yet, a Registry refuses them with UNIMPLEMENTED.
 	// Instances kept running (warm) ahead of any call, so a call never waits for a start; during
 	// `warm_hours` only, when they are set. 0: none, the first call starts one.
 	MinInstances uint32 `protobuf:"varint,9,opt,name=min_instances,json=minInstances,proto3" json:"min_instances,omitempty"`
 	// Instances at most; calls are spread over the running ones (fewest calls in flight first), and
-	// one more is started ahead of need when every running one is busy. 0 means 1.
+	// one more is started ahead of need when every running one is busy. 0 means 1; at most 16.
 	MaxInstances uint32 `protobuf:"varint,10,opt,name=max_instances,json=maxInstances,proto3" json:"max_instances,omitempty"`
-	// When `min_instances` apply (UTC); empty means always.
+	// When `min_instances` apply (UTC); empty means always. At most 24 windows.
 	WarmHours []*WarmHours `protobuf:"bytes,11,rep,name=warm_hours,json=warmHours,proto3" json:"warm_hours,omitempty"`
 	// How often a running instance is health-checked; one failing two checks in a row is taken out
 	// and replaced. 0 means the Dispatcher's default (TOOLMESH_HEALTH_INTERVAL_MS).
@@ -698,11 +697,12 @@ type DockerRuntime struct {
 	Secrets []*DockerSecret `protobuf:"bytes,9,rep,name=secrets,proto3" json:"secrets,omitempty"`
 	// `uid[:gid]` to run as; empty means 65534:65534 (nobody). Root (0) is refused.
 	User string `protobuf:"bytes,10,opt,name=user,proto3" json:"user,omitempty"`
-	// Calls allowed at once; 0 means the Dispatcher's default.
+	// Calls allowed at once per container; 0 means the Dispatcher's default.
 	MaxConcurrency uint32 `protobuf:"varint,11,opt,name=max_concurrency,json=maxConcurrency,proto3" json:"max_concurrency,omitempty"`
 	// Stop the container after this long without calls; 0 means the Dispatcher's default.
 	IdleTimeoutMs uint32 `protobuf:"varint,12,opt,name=idle_timeout_ms,json=idleTimeoutMs,proto3" json:"idle_timeout_ms,omitempty"`
 	// As for LocalRuntime: containers kept warm, at most, when, and how often health-checked.
+	// max_instances above 1 needs `port` 0: each container listens on its own free port.
 	MinInstances     uint32       `protobuf:"varint,13,opt,name=min_instances,json=minInstances,proto3" json:"min_instances,omitempty"`
 	MaxInstances     uint32       `protobuf:"varint,14,opt,name=max_instances,json=maxInstances,proto3" json:"max_instances,omitempty"`
 	WarmHours        []*WarmHours `protobuf:"bytes,15,rep,name=warm_hours,json=warmHours,proto3" json:"warm_hours,omitempty"`

@@ -142,7 +142,9 @@ class DispatcherServiceServicer(object):
         raise NotImplementedError('Method not implemented!')
 
     def StartTool(self, request, context):
-        """StartTool starts a local tool's process or a docker tool's container now. Fails with NOT_FOUND,
+        """StartTool starts one more instance of a local or docker tool now (started for `operator`, up to
+        its max_instances; at the maximum with one running it starts nothing) and waits until it is
+        healthy. Fails with NOT_FOUND,
         FAILED_PRECONDITION (neither a local nor a docker tool), UNAVAILABLE (it did not become healthy), UNAUTHENTICATED, PERMISSION_DENIED.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -150,7 +152,8 @@ class DispatcherServiceServicer(object):
         raise NotImplementedError('Method not implemented!')
 
     def StopTool(self, request, context):
-        """StopTool stops a local tool's process or a docker tool's container. Fails with NOT_FOUND, FAILED_PRECONDITION,
+        """StopTool stops every instance of a local or docker tool; none is kept warm again until its next
+        call or StartTool. Fails with NOT_FOUND, FAILED_PRECONDITION,
         UNAUTHENTICATED, PERMISSION_DENIED.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)

@@ -1611,7 +1611,9 @@ export const DispatcherService: GenService<{
     output: typeof GetRuntimeStatusResponseSchema;
   },
   /**
-   * StartTool starts a local tool's process or a docker tool's container now. Fails with NOT_FOUND,
+   * StartTool starts one more instance of a local or docker tool now (started for `operator`, up to
+   * its max_instances; at the maximum with one running it starts nothing) and waits until it is
+   * healthy. Fails with NOT_FOUND,
    * FAILED_PRECONDITION (neither a local nor a docker tool), UNAVAILABLE (it did not become healthy), UNAUTHENTICATED, PERMISSION_DENIED.
    *
    * @generated from rpc toolmesh.dispatcher.v1.DispatcherService.StartTool
@@ -1622,7 +1624,8 @@ export const DispatcherService: GenService<{
     output: typeof StartToolResponseSchema;
   },
   /**
-   * StopTool stops a local tool's process or a docker tool's container. Fails with NOT_FOUND, FAILED_PRECONDITION,
+   * StopTool stops every instance of a local or docker tool; none is kept warm again until its next
+   * call or StartTool. Fails with NOT_FOUND, FAILED_PRECONDITION,
    * UNAUTHENTICATED, PERMISSION_DENIED.
    *
    * @generated from rpc toolmesh.dispatcher.v1.DispatcherService.StopTool

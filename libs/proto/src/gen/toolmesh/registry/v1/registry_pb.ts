@@ -74,14 +74,15 @@ export type LocalRuntime = Message<"toolmesh.registry.v1.LocalRuntime"> & {
   workingDir: string;
 
   /**
-   * Calls allowed at once; 0 means the Dispatcher's default.
+   * Calls allowed at once per instance; 0 means the Dispatcher's default.
    *
    * @generated from field: uint32 max_concurrency = 6;
    */
   maxConcurrency: number;
 
   /**
-   * Stop the process after this long without calls; 0 means the Dispatcher's default.
+   * Stop an instance after this long without calls (unless it is one of min_instances); 0 means
+   * the Dispatcher's default.
    *
    * @generated from field: uint32 idle_timeout_ms = 7;
    */
@@ -95,8 +96,6 @@ export type LocalRuntime = Message<"toolmesh.registry.v1.LocalRuntime"> & {
   httpPath: string;
 
   /**
-   * Warm pools (min_instances, max_instances above 1, warm_hours, health_interval_ms) are
-   * reserved: not built yet, a Registry refuses them with UNIMPLEMENTED.
    * Instances kept running (warm) ahead of any call, so a call never waits for a start; during
    * `warm_hours` only, when they are set. 0: none, the first call starts one.
    *
@@ -106,14 +105,14 @@ export type LocalRuntime = Message<"toolmesh.registry.v1.LocalRuntime"> & {
 
   /**
    * Instances at most; calls are spread over the running ones (fewest calls in flight first), and
-   * one more is started ahead of need when every running one is busy. 0 means 1.
+   * one more is started ahead of need when every running one is busy. 0 means 1; at most 16.
    *
    * @generated from field: uint32 max_instances = 10;
    */
   maxInstances: number;
 
   /**
-   * When `min_instances` apply (UTC); empty means always.
+   * When `min_instances` apply (UTC); empty means always. At most 24 windows.
    *
    * @generated from field: repeated toolmesh.registry.v1.WarmHours warm_hours = 11;
    */
@@ -243,7 +242,7 @@ export type DockerRuntime = Message<"toolmesh.registry.v1.DockerRuntime"> & {
   user: string;
 
   /**
-   * Calls allowed at once; 0 means the Dispatcher's default.
+   * Calls allowed at once per container; 0 means the Dispatcher's default.
    *
    * @generated from field: uint32 max_concurrency = 11;
    */
@@ -258,6 +257,7 @@ export type DockerRuntime = Message<"toolmesh.registry.v1.DockerRuntime"> & {
 
   /**
    * As for LocalRuntime: containers kept warm, at most, when, and how often health-checked.
+   * max_instances above 1 needs `port` 0: each container listens on its own free port.
    *
    * @generated from field: uint32 min_instances = 13;
    */
