@@ -64,6 +64,11 @@ interface Waiter {
  */
 export class InstancePool<S extends PoolSpec> {
   private readonly instances: ToolInstance[] = [];
+  /**
+   * Instances taken out for idleness whose process or container is still being stopped: no call
+   * goes to them, but the runtime's status shows them until they are gone, so STOPPED means gone.
+   */
+  private readonly retiring = new Map<ToolInstance, Promise<void>>();
   private readonly waiters: Waiter[] = [];
   private nextId = 1;
   private restarts = 0;
@@ -301,9 +306,13 @@ export class InstancePool<S extends PoolSpec> {
         );
         this.remove(instance);
         const port = instance.backend?.port;
-        void instance.stop().then(() => {
-          if (port) this.hooks.onGone(port);
-        });
+        const stopped = instance
+          .stop()
+          .then(() => {
+            if (port) this.hooks.onGone(port);
+          })
+          .finally(() => this.retiring.delete(instance));
+        this.retiring.set(instance, stopped);
         if (this.instances.length === 0) this.hooks.onEmpty();
         return;
       }
@@ -357,6 +366,7 @@ export class InstancePool<S extends PoolSpec> {
   async stop(): Promise<void> {
     this.held = true;
     const instances = this.instances.splice(0);
+    const retiring = [...this.retiring.values()];
     if (this.healthTimer) clearTimeout(this.healthTimer);
     this.healthTimer = undefined;
     await Promise.all(
@@ -366,6 +376,7 @@ export class InstancePool<S extends PoolSpec> {
         if (port) this.hooks.onGone(port);
       }),
     );
+    await Promise.all(retiring);
     if (this.waiters.length > 0 && this.instances.length === 0) {
       this.held = false;
       this.startInstance("call");
@@ -373,11 +384,13 @@ export class InstancePool<S extends PoolSpec> {
   }
 
   status(): RuntimeStatus {
-    const first = this.instances[0];
+    const shown =
+      this.retiring.size > 0 ? [...this.instances, ...this.retiring.keys()] : this.instances;
+    const first = shown[0];
     const backend = first?.backend;
     let inFlight = 0;
     let lastUsedAt = 0;
-    for (const instance of this.instances) {
+    for (const instance of shown) {
       inFlight += instance.inFlight;
       lastUsedAt = Math.max(lastUsedAt, instance.lastUsedAt);
     }
@@ -393,7 +406,7 @@ export class InstancePool<S extends PoolSpec> {
       inFlight,
       ...(first?.startedAt ? { startedAt: timestampFromMs(first.startedAt) } : {}),
       ...(lastUsedAt ? { lastUsedAt: timestampFromMs(lastUsedAt) } : {}),
-      instances: this.instances.map((i) => i.status()),
+      instances: shown.map((i) => i.status()),
       minInstances: this.minNow(),
       maxInstances: this.maxInstances,
       startsSaved: BigInt(this.startsSaved),
