@@ -275,6 +275,21 @@ func TestDecodeCallbackEvent(t *testing.T) {
 	}
 }
 
+func TestDecodeCallbackEventCarriesTheCost(t *testing.T) {
+	data, _ := proto.Marshal(&eventsv1.CallbackEvent{
+		CallId: "c2", Tool: "vec.priced", Status: commonv1.CallStatus_CALL_STATUS_SUCCESS,
+		Cost: &eventsv1.Cost{Currency: "CREDITS", Micros: 11000, ReportedMicros: 10000},
+	})
+	o, err := toolmesh.DecodeCallbackEvent(data, "toolmesh.events.v1.CallbackEvent")
+	if err != nil || o.Cost == nil || *o.Cost != (toolmesh.Cost{Currency: "CREDITS", Micros: 11000, ReportedMicros: 10000}) || o.Cost.Amount() != 0.011 {
+		t.Fatalf("got %+v, %v", o, err)
+	}
+	free, _ := proto.Marshal(&eventsv1.CallbackEvent{CallId: "c3", Status: commonv1.CallStatus_CALL_STATUS_SUCCESS})
+	if o, _ := toolmesh.DecodeCallbackEvent(free, "toolmesh.events.v1.CallbackEvent"); o.Cost != nil {
+		t.Fatalf("a call without a price has no cost, got %+v", o.Cost)
+	}
+}
+
 func TestRunToolCallsAnswersAnOpenAIReply(t *testing.T) {
 	reply := map[string]any{
 		"role": "assistant",

@@ -27,6 +27,27 @@ type Result struct {
 	Replayed   bool
 	// RefusalCode is the gRPC code name of a refused call inside a batch.
 	RefusalCode string
+	// Cost is what the call cost, for a tool with a price; nil otherwise.
+	Cost *Cost
+}
+
+// Cost is what a call of a priced tool cost, in millionths of Currency: Micros in all (its price
+// per call and per second, and what the tool reported), ReportedMicros the part the tool reported
+// itself.
+type Cost struct {
+	Currency       string
+	Micros         uint64
+	ReportedMicros uint64
+}
+
+// Amount is the cost in units of its currency (Micros / 1,000,000).
+func (c *Cost) Amount() float64 { return float64(c.Micros) / 1e6 }
+
+func costOf(c *eventsv1.Cost) *Cost {
+	if c == nil {
+		return nil
+	}
+	return &Cost{Currency: c.GetCurrency(), Micros: c.GetMicros(), ReportedMicros: c.GetReportedMicros()}
 }
 
 // OK is true when the tool ran and succeeded.
@@ -40,7 +61,9 @@ type Outcome struct {
 	Error                                  *CallError
 	Reason                                 string
 	DurationMs, Attempts                   uint32
-	Event                                  *eventsv1.CallbackEvent
+	// Cost is what the call cost, for a tool with a price; nil otherwise.
+	Cost  *Cost
+	Event *eventsv1.CallbackEvent
 }
 
 // finalStatuses are the statuses of a call that has ended (test/vectors/outcome-words.json).
@@ -72,6 +95,7 @@ func resultOf(r *dispatcherv1.DispatchResponse) *Result {
 		CallID: r.GetCallId(), TraceID: r.GetTraceId(), Status: StatusName(r.GetStatus()),
 		Output: out, Error: callError(r.GetError()), DurationMs: r.GetDurationMs(),
 		Attempts: r.GetAttempts(), Replayed: r.GetReplayed(), RefusalCode: r.GetRefusalCode(),
+		Cost: costOf(r.GetCost()),
 	}
 }
 
@@ -81,6 +105,6 @@ func OutcomeOf(e *eventsv1.CallbackEvent) *Outcome {
 		CallID: e.GetCallId(), TraceID: e.GetTraceId(), Tool: e.GetTool(), AgentID: e.GetAgentId(),
 		UserID: e.GetUserId(), Status: StatusName(e.GetStatus()), Output: e.GetOutput().AsMap(),
 		Error: callError(e.GetError()), Reason: e.GetReason(), DurationMs: e.GetDurationMs(),
-		Attempts: e.GetAttempts(), Event: e,
+		Attempts: e.GetAttempts(), Cost: costOf(e.GetCost()), Event: e,
 	}
 }

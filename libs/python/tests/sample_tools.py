@@ -56,11 +56,18 @@ def secret(args: dict) -> dict:
     return {"secret": "never returned"}
 
 
-@tool(name="py.upper", input_schema={"type": "object", "properties": {"text": {"type": "string"}}}, required_scopes=["read:data"])
+@tool(
+    name="py.upper",
+    input_schema={"type": "object", "properties": {"text": {"type": "string"}}},
+    required_scopes=["read:data"],
+    price=("CREDITS", 1000, 0),
+)
 async def upper(args: dict, ctx: ToolContext) -> dict:
-    """Upper-cases text; an async tool."""
+    """Upper-cases text; an async tool with a price, which reports 2.5 credits a letter more."""
     await asyncio.sleep(0)
     ctx.trace("DATA_RESULT", {"rows": 1})
+    ctx.report_cost(2500 * len(args.get("text", "")))
+    ctx.report_cost(float("nan"))
     return {"text": args.get("text", "").upper()}
 
 

@@ -145,6 +145,16 @@ def test_an_async_tool_runs(agent: toolmesh.Toolmesh, dispatch_ready):
     assert result.status == "SUCCESS" and result.output == {"text": "SHOUT"}
 
 
+def test_a_priced_tool_reports_what_a_call_cost(agent: toolmesh.Toolmesh, dispatch_ready):
+    result = agent.dispatch("py.upper", {"text": "four"})
+    assert result.cost == toolmesh.Cost(currency="CREDITS", micros=1000 + 4 * 2500, reported_micros=4 * 2500)
+    assert result.cost.amount == 0.011
+    plain = agent.dispatch("py.echo", {"text": "free"})
+    assert plain.cost is None
+    outcome = agent.wait_outcome(result.call_id)
+    assert outcome.cost == result.cost
+
+
 def test_a_tool_failure_is_an_outcome_not_an_exception(agent: toolmesh.Toolmesh, dispatch_ready):
     result = agent.dispatch("py.fail", {"sku": "w-1"})
     assert result.status == "FAILURE"

@@ -24,7 +24,7 @@ from toolmesh.errors import (
     Unauthenticated,
     Unavailable,
 )
-from toolmesh.results import CallError, CallResult, ChatReply, Outcome, ToolInfo
+from toolmesh.results import CallError, CallResult, ChatReply, Cost, Outcome, ToolInfo
 from toolmesh.structs import from_struct, to_struct
 from toolmesh.tools import (
     Deferred,
@@ -47,6 +47,7 @@ __all__ = [
     "Call",
     "CallError",
     "CallResult",
+    "Cost",
     "Cancelled",
     "ChatReply",
     "DeadlineExceeded",

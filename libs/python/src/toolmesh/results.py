@@ -43,6 +43,26 @@ class CallError:
 
 
 @dataclass(frozen=True)
+class Cost:
+    """What a call of a priced tool cost, in millionths of ``currency``: ``micros`` in all (its
+    price per call and per second, and what the tool reported), ``reported_micros`` the part the
+    tool reported itself (``ToolContext.report_cost``)."""
+
+    currency: str
+    micros: int
+    reported_micros: int
+
+    @property
+    def amount(self) -> float:
+        """The cost in units of its currency (micros / 1,000,000)."""
+        return self.micros / 1_000_000
+
+    @staticmethod
+    def of(message: events_pb2.Cost) -> Cost:
+        return Cost(message.currency, message.micros, message.reported_micros)
+
+
+@dataclass(frozen=True)
 class CallResult:
     """The answer to one dispatched call. Tool failures are results, not exceptions."""
 
@@ -57,6 +77,8 @@ class CallResult:
     replayed: bool = False
     #: For a refused call inside a batch: the gRPC code name, such as `PERMISSION_DENIED`.
     refusal_code: str = ""
+    #: What the call cost, for a tool with a price; None otherwise.
+    cost: Cost | None = None
 
     @property
     def ok(self) -> bool:
@@ -74,6 +96,7 @@ class CallResult:
             attempts=message.attempts,
             replayed=message.replayed,
             refusal_code=message.refusal_code,
+            cost=Cost.of(message.cost) if message.HasField("cost") else None,
         )
 
 
@@ -93,6 +116,8 @@ class Outcome:
     duration_ms: int
     attempts: int
     event: events_pb2.CallbackEvent
+    #: What the call cost, for a tool with a price; None otherwise.
+    cost: Cost | None = None
 
     @property
     def ok(self) -> bool:
@@ -118,6 +143,7 @@ class Outcome:
             duration_ms=event.duration_ms,
             attempts=event.attempts,
             event=event,
+            cost=Cost.of(event.cost) if event.HasField("cost") else None,
         )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import math
 import os
 import queue
 import re
@@ -76,6 +77,7 @@ class ToolContext:
     deadline_ms: int
     _emit: Callable[[backend_pb2.InvokeResponse], None]
     _active: Callable[[], bool]
+    _cost_micros: int = 0
 
     @property
     def cancelled(self) -> bool:
@@ -95,6 +97,16 @@ class ToolContext:
             time=now,
         )
         self._emit(backend_pb2.InvokeResponse(event=event))
+
+    def report_cost(self, micros: float) -> None:
+        """Adds what this call cost the tool itself (an LLM's tokens, a paid API), in millionths of
+        the currency of the tool's ``price``; reported with the result and added to the call's
+        cost. Negative, NaN and infinite amounts are ignored."""
+        if isinstance(micros, float) and not math.isfinite(micros):
+            return
+        whole = round(micros)
+        if whole > 0:
+            self._cost_micros += whole
 
     def defer(self, work: Callable[[], Mapping[str, Any]]) -> Deferred:
         """Finishes the call later: return ``ctx.defer(work)`` and the call is PENDING at once; the
@@ -119,6 +131,8 @@ class Tool:
     idempotent: bool = False
     side_effects: bool = False
     takes_context: bool = False
+    #: What a call costs: ``(currency, per_call_micros, per_second_micros)``, or None.
+    price: tuple[str, int, int] | None = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)
@@ -141,6 +155,11 @@ class Tool:
         )
         if self.output_schema:
             spec.output_schema.CopyFrom(to_struct(self.output_schema))
+        if self.price:
+            currency, per_call, per_second = self.price
+            spec.price.CopyFrom(
+                registry_pb2.Price(currency=currency, per_call_micros=per_call, per_second_micros=per_second)
+            )
         return spec
 
 
@@ -156,11 +175,14 @@ def tool(
     timeout_ms: int = 0,
     idempotent: bool = False,
     side_effects: bool = False,
+    price: tuple[str, int, int] | None = None,
 ) -> Callable[[Callable[..., Mapping[str, Any]]], Tool]:
     """Declares a tool. The function (plain or async) takes (args: dict) or
     (args: dict, ctx: ToolContext) and returns the output dict; raise ToolError(code, message)
     for a failure with a code. Plain functions run on the server's worker threads.
-    The description defaults to the function's docstring."""
+    The description defaults to the function's docstring. ``price`` is
+    ``(currency, per_call_micros, per_second_micros)``, such as ``("USD", 2000, 0)``; a tool may
+    add what a call cost it with ``ctx.report_cost(micros)``."""
     if not _NAME.match(name):
         raise ValueError(f'tool name "{name}" must be 1-64 characters of [a-z0-9_.-] starting with a letter')
 
@@ -182,12 +204,14 @@ def tool(
             idempotent=idempotent,
             side_effects=side_effects,
             takes_context=arity >= 2,
+            price=price,
         )
 
     return wrap
 
 
 _DONE = object()
+_UINT64_MAX = 2**64 - 1
 
 
 async def _awaited(awaitable: Any) -> Any:
@@ -289,7 +313,9 @@ class _Backend(backend_pb2_grpc.ToolBackendServiceServicer):
             return output
 
         def run() -> None:
-            out.put(backend_pb2.InvokeResponse(result=_result_of(call_tool)))
+            result = _result_of(call_tool)
+            result.cost_micros = min(ctx._cost_micros, _UINT64_MAX)
+            out.put(backend_pb2.InvokeResponse(result=result))
             out.put(_DONE)
             if deferred and self._reporter is not None:
                 # The work runs on after the reply; its outcome arrives through Report.
