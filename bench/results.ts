@@ -267,9 +267,20 @@ function whySection(cells: Cell[], run: RunSettings): string[] {
     "",
     "## Why",
     "",
-    `- Throughput: both cores are saturated at c64, so rps follows the CPU a call costs all processes together. The proxy's calls cost ${proxyCpu.toFixed(3)} ms of CPU each (client, proxy, backend); the chain's on the default port ${total.toFixed(3)} ms (${top} …), so it reaches about ${(proxyCpu / total).toFixed(2)}× the proxy's rate by CPU alone; measured ${(main64.rps / proxy64.rps).toFixed(2)}×.`,
-    `- Latency at c1: the chain makes the proxy's two hops (agent → Dispatcher → backend) and, after the tool answered, waits for its end record's ack: one acked write, an fsync, ${writeMs.toFixed(3)} ms here at one in flight (the start record of a read-only tool is written while it runs). The backend round trip alone is ${direct1.p50.toFixed(3)} ms at p50, the proxy's two hops ${proxy1.p50.toFixed(3)} ms, so the added p50 cannot go below about one acked write plus the Dispatcher's own work; measured ${(main1.p50 - proxy1.p50).toFixed(3)} ms.`,
+    `- Throughput: at c64 the chain's processes use ${((total * main64.rps) / 1000).toFixed(2)} of the machine's cores (the rest is calls waiting on their writes' fsyncs), so rps follows the CPU a call costs all processes together. The proxy's calls cost ${proxyCpu.toFixed(3)} ms of CPU each (client, proxy, backend); the chain's on the default port ${total.toFixed(3)} ms (${top} …), so it reaches about ${(proxyCpu / total).toFixed(2)}× the proxy's rate by CPU alone; measured ${(main64.rps / proxy64.rps).toFixed(2)}×.`,
+    `- Latency at c1: the chain makes the proxy's two hops (agent → Dispatcher → backend) and two acked writes in turn: the start record (the read-only tool runs while it is stored) and, once it is acked, the end record — two fsyncs, ${writeMs.toFixed(3)} ms each here at one in flight, so ${(2 * writeMs).toFixed(3)} ms. The backend round trip alone is ${direct1.p50.toFixed(3)} ms at p50, the proxy's two hops ${proxy1.p50.toFixed(3)} ms, so the added p50 cannot go below those two writes plus the Dispatcher's own work; measured ${(main1.p50 - proxy1.p50).toFixed(3)} ms.${diskLine(run, writeMs)}`,
   ];
+}
+
+/**
+ * How busy the disk is at c1: every fsync nats-server makes for a call — its two records and the
+ * consumers' writes derived from them — takes about one acked write's time, and the call's own
+ * two wait behind whichever of the others is under way.
+ */
+function diskLine(run: RunSettings, writeMs: number): string {
+  const c1 = run.fsyncs.find((f) => f.concurrency === 1);
+  if (!c1) return "";
+  return ` nats-server makes ${c1.count.total.toFixed(2)} fsyncs a call at c1 (its two records, the broadcast, the log's share), about ${(c1.count.total * writeMs).toFixed(3)} ms of the disk's time a call, so a call's two often wait behind a consumer's.`;
 }
 
 function floorSection(run: RunSettings, cells: Cell[]): string[] {
