@@ -1,8 +1,9 @@
 import { randomUUID } from "node:crypto";
+import { fromBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@toolmesh/errors";
 import { busAccess, streamNames } from "@toolmesh/nats";
-import { AuditAction, type AuditRecord, CallStatus } from "@toolmesh/proto";
-import { endsCall, startsCall } from "@toolmesh/records";
+import { AuditAction, type AuditRecord, AuditRecordSchema, CallStatus } from "@toolmesh/proto";
+import { endsCall, recordSlices, startsCall } from "@toolmesh/records";
 import type { ServedTools } from "@toolmesh/sdk";
 import {
   chainServices,
@@ -267,6 +268,29 @@ describe("one story per call while nats-server is killed", () => {
     console.info(
       `one story: ${settled ? "" : "(not settled) "}${calls.size} calls (${CALLS / 2} read-only, ${CALLS / 2} with side effects) at c${CONCURRENCY}, nats-server killed ${KILLS} times; ${summary}; ${ran.size} reached a backend; disagreements ${disagreements.length}`,
     );
+    if (disagreements.length > 0) {
+      // Where the disagreeing calls' records are in the log itself (not the index), for whoever
+      // reads the failure: a record missing here was never chained.
+      const ids = new Set(disagreements.map((d) => d.split(" ")[0] as string));
+      const { state } = await jsm.streams.info(streamNames.auditLog);
+      const found: string[] = [];
+      for (let seq = state.first_seq; seq <= state.last_seq; seq++) {
+        const msg = await jsm.streams
+          .getMessage(streamNames.auditLog, { seq })
+          .catch(() => undefined);
+        if (!msg) continue;
+        for (const data of recordSlices(msg.data)) {
+          const r = fromBinary(AuditRecordSchema, data);
+          if (ids.has(r.callId))
+            found.push(
+              `${r.callId} log seq ${seq} rec ${r.sequence} ${AuditAction[r.action]} instance "${r.instance}" id ${r.id}`,
+            );
+        }
+      }
+      console.info(
+        `one story: the disagreeing calls in the log (stream seq ${state.first_seq}..${state.last_seq}):\n${found.join("\n")}`,
+      );
+    }
     expect(disagreements.length, disagreements.slice(0, 10).join("\n")).toBe(0);
   }, 600_000);
 });

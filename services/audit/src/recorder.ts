@@ -87,9 +87,14 @@ export class AuditRecorder {
   private stopped = false;
   private publisher: JetStreamPublisher | undefined;
   private appender: BlockAppender | undefined;
-  /** Source ids stored lately, and those in flight now. */
+  /** Source ids stored lately. */
   private readonly recent = new Set<string>();
-  private readonly inFlight = new Set<string>();
+  /**
+   * Source ids in flight now (held, or sent and not yet landed), each with the pending record
+   * that carries it: a message delivered again meanwhile joins that record's sources, so it is
+   * acked only once the record is stored, and handed back with it.
+   */
+  private readonly inFlight = new Map<string, Pending>();
   /** Starts waiting a moment for their end, to be chained with it as one record. */
   private readonly holds: StartHolds<Pending>;
   private holdTimer: NodeJS.Timeout | undefined;
@@ -113,11 +118,15 @@ export class AuditRecorder {
       holdMs?: number;
     },
   ) {
-    this.holds = new StartHolds<Pending>(deps.holdMs ?? 0, (start, end) => ({
-      ...mergedCall(start, end),
-      keys: [...end.keys, ...start.keys],
-      sources: [...end.sources, ...start.sources],
-    }));
+    this.holds = new StartHolds<Pending>(deps.holdMs ?? 0, (start, end) => {
+      const merged: Pending = {
+        ...mergedCall(start, end),
+        keys: [...end.keys, ...start.keys],
+        sources: [...end.sources, ...start.sources],
+      };
+      for (const key of merged.keys) if (this.inFlight.has(key)) this.inFlight.set(key, merged);
+      return merged;
+    });
   }
 
   async start(): Promise<void> {
@@ -265,13 +274,22 @@ export class AuditRecorder {
       const source: Source = { msg, left: 0, released: false };
       for (const r of received) {
         const key = recordKey(r.record);
-        // Redelivered while its first delivery is in flight (that one acks it), or stored — a
-        // start also when it was chained with its end as one record (the index knows).
-        if (this.inFlight.has(key) || this.recent.has(key) || isStored(key, r.record.callId))
+        // Delivered again while an earlier delivery's record is in flight: this message waits
+        // for that record — acked once it is stored, handed back with it if it is not — for the
+        // earlier message may have been handed back already and not come again.
+        const flying = this.inFlight.get(key);
+        if (flying) {
+          flying.sources.push(source);
+          source.left++;
           continue;
-        this.inFlight.add(key);
+        }
+        // Stored already — a start also when it was chained with its end as one record (the
+        // index knows).
+        if (this.recent.has(key) || isStored(key, r.record.callId)) continue;
+        const p: Pending = { ...r, keys: [key], sources: [source] };
+        this.inFlight.set(key, p);
         source.left++;
-        pending.push({ ...r, keys: [key], sources: [source] });
+        pending.push(p);
       }
       if (source.left === 0) msg.ack();
     }
