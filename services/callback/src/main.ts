@@ -17,7 +17,14 @@ await runService({
   streams: ["records", "callback"],
   async start({ config, log, nc, js, jsm, authenticatedRpc }) {
     // Broadcasts and reports share one publisher: their acks come back under one subscription.
-    const publisher = new JetStreamPublisher(nc, { ackTimeoutMs: 10_000 });
+    // A lost connection fails what waits for an ack at once: a broadcast is sent again under its
+    // message id once the log block comes back (a second later), a report is answered UNAVAILABLE
+    // and may be sent again — rather than both waiting out the ack timeout after nats-server
+    // restarted, when acks of what was sent before can no longer come.
+    const publisher = new JetStreamPublisher(nc, {
+      ackTimeoutMs: 10_000,
+      whenDisconnected: "fail",
+    });
     const usage = await UsageStore.open(js, jsm, {
       replicas: config.jetstreamReplicas,
       ttlMs: config.usageRetentionDays * 24 * 60 * 60 * 1000,
