@@ -158,11 +158,7 @@ export function serveUnary(
     route.handle(request as never, call).then(
       (response) => {
         if (res.stream.destroyed) return finish(Code.Canceled);
-        const bytes = toBinary(route.output, response as MessageShape<DescMessage>);
-        const body = Buffer.allocUnsafe(5 + bytes.length);
-        body[0] = 0;
-        body.writeUInt32BE(bytes.length, 1);
-        body.set(bytes, 5);
+        const body = grpcFrame(toBinary(route.output, response as MessageShape<DescMessage>));
         res.writeHead(200, { "content-type": "application/grpc" });
         res.addTrailers({ "grpc-status": "0" });
         res.end(body);
@@ -178,6 +174,15 @@ export function serveUnary(
       },
     );
   });
+}
+
+/** One message as a length-prefixed gRPC frame, uncompressed. */
+export function grpcFrame(message: Uint8Array): Buffer {
+  const frame = Buffer.allocUnsafe(5 + message.length);
+  frame[0] = 0;
+  frame.writeUInt32BE(message.length, 1);
+  frame.set(message, 5);
+  return frame;
 }
 
 /** The message of a length-prefixed gRPC frame; exactly one, uncompressed. */

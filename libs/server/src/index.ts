@@ -1,6 +1,7 @@
 export type { HttpHandler } from "./fallback.js";
 export { grpcServiceDefinition, toGrpcServiceError } from "./grpc-js.js";
 export {
+  grpcFrame,
   type UnaryCall,
   type UnaryHandlers,
   type UnaryRoute,

@@ -1,5 +1,7 @@
 import http2 from "node:http2";
+import { codeFromHttpStatus } from "@connectrpc/connect/protocol-grpc";
 import { Code } from "@toolmesh/errors";
+import { grpcFrame } from "@toolmesh/server";
 
 const { NGHTTP2_CANCEL, NGHTTP2_REFUSED_STREAM } = http2.constants;
 
@@ -75,11 +77,7 @@ export class GrpcChannels {
       end(Code.Unavailable, `cannot open a stream to ${address}: ${messageOf(error)}`);
       return { cancel: () => undefined };
     }
-    const frame = Buffer.allocUnsafe(5 + request.length);
-    frame[0] = 0;
-    frame.writeUInt32BE(request.length, 1);
-    frame.set(request, 5);
-    stream.end(frame);
+    stream.end(grpcFrame(request));
 
     const reader = new FrameReader(this.maxMessageBytes);
     let httpStatus = 0;
@@ -102,7 +100,7 @@ export class GrpcChannels {
       // read as messages.
       if (httpStatus !== 200 || !type.startsWith("application/grpc")) {
         end(
-          httpStatus !== 200 ? codeOfHttpStatus(httpStatus) : Code.Unknown,
+          codeFromHttpStatus(httpStatus),
           `the backend answered HTTP ${httpStatus} with content-type "${type}", not gRPC`,
         );
         stream.close(NGHTTP2_CANCEL);
@@ -225,27 +223,6 @@ class FrameReader {
   /** Whether a message was cut off by the end of the stream. */
   partial(): boolean {
     return this.pending !== undefined;
-  }
-}
-
-/** The gRPC code for an HTTP status that is not 200 (the gRPC HTTP/2 protocol's mapping). */
-function codeOfHttpStatus(status: number): Code {
-  switch (status) {
-    case 400:
-      return Code.Internal;
-    case 401:
-      return Code.Unauthenticated;
-    case 403:
-      return Code.PermissionDenied;
-    case 404:
-      return Code.Unimplemented;
-    case 429:
-    case 502:
-    case 503:
-    case 504:
-      return Code.Unavailable;
-    default:
-      return Code.Unknown;
   }
 }
 

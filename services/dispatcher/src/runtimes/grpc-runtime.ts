@@ -1,5 +1,5 @@
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
-import { Code } from "@toolmesh/errors";
+import { Code, codeName } from "@toolmesh/errors";
 import {
   CallErrorSchema,
   InvokeRequestSchema,
@@ -133,16 +133,11 @@ function endFailure(end: GrpcEnd, maxBytes: number): AttemptResult {
     default:
       return failure(
         "backend_error",
-        `the tool backend failed with ${statusName(end.code)}: ${end.message}`,
+        // Never 0 here: only a stream that did not end OK is a failure.
+        `the tool backend failed with ${codeName(end.code as Code)}: ${end.message}`,
         false,
       );
   }
-}
-
-/** A gRPC status's name as gRPC spells it (`PERMISSION_DENIED`). */
-function statusName(code: Code | 0): string {
-  const name = Code[code];
-  return name ? name.replace(/(?<=[a-z])(?=[A-Z])/g, "_").toUpperCase() : String(code);
 }
 
 /** A failed attempt. */

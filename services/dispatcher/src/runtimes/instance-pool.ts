@@ -258,11 +258,15 @@ export class InstancePool<S extends PoolSpec> {
   private takeOut(instance: ToolInstance, why: string): void {
     if (!this.remove(instance)) return;
     this.log.warn({ tool_instance: instance.id, reason: why }, "tool instance taken out");
-    const port = instance.backend?.port;
-    void instance.stop().then(() => {
-      if (port) this.hooks.onGone(port);
-    });
+    void this.stopInstance(instance);
     this.replace(instance, why, 0);
+  }
+
+  /** Stops an instance taken out of the pool; cached channels to its port go with it. */
+  private async stopInstance(instance: ToolInstance): Promise<void> {
+    const port = instance.backend?.port;
+    await instance.stop();
+    if (port) this.hooks.onGone(port);
   }
 
   private replace(old: ToolInstance, why: string, delayMs: number): void {
@@ -305,14 +309,10 @@ export class InstancePool<S extends PoolSpec> {
           "stopping idle tool instance",
         );
         this.remove(instance);
-        const port = instance.backend?.port;
-        const stopped = instance
-          .stop()
-          .then(() => {
-            if (port) this.hooks.onGone(port);
-          })
-          .finally(() => this.retiring.delete(instance));
-        this.retiring.set(instance, stopped);
+        this.retiring.set(
+          instance,
+          this.stopInstance(instance).finally(() => this.retiring.delete(instance)),
+        );
         if (this.instances.length === 0) this.hooks.onEmpty();
         return;
       }
@@ -369,13 +369,7 @@ export class InstancePool<S extends PoolSpec> {
     const retiring = [...this.retiring.values()];
     if (this.healthTimer) clearTimeout(this.healthTimer);
     this.healthTimer = undefined;
-    await Promise.all(
-      instances.map(async (instance) => {
-        const port = instance.backend?.port;
-        await instance.stop();
-        if (port) this.hooks.onGone(port);
-      }),
-    );
+    await Promise.all(instances.map((instance) => this.stopInstance(instance)));
     await Promise.all(retiring);
     if (this.waiters.length > 0 && this.instances.length === 0) {
       this.held = false;
