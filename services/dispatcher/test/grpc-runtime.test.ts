@@ -275,6 +275,27 @@ describe("the Dispatcher's gRPC client for backends", () => {
     expect(sessions).toBe(1);
   });
 
+  it("moves to a fresh connection before one runs out of stream ids, finishing the calls on the old", async () => {
+    let pending: http2.ServerHttp2Stream | undefined;
+    const address = await backend((stream) => {
+      stream.respond(ok, { waitForTrailers: true });
+      stream.on("wantTrailers", () => stream.sendTrailers({ "grpc-status": "0" }));
+      // The first call is answered only after the connection has been replaced.
+      if (!pending) pending = stream;
+      else stream.end(resultFrame({ fresh: true }));
+    });
+    const r = new GrpcRuntime(MAX_BYTES, 2);
+    runtimes.push(r);
+    const first = r.invokeAt(address, attempt().a);
+    await expect.poll(() => pending !== undefined).toBe(true);
+    expect(await r.invokeAt(address, attempt().a)).toMatchObject({ ok: true });
+    // The third stream goes on a new connection; the old one still answers the first call.
+    expect(await r.invokeAt(address, attempt().a)).toMatchObject({ ok: true });
+    pending?.end(resultFrame({ old: true }));
+    expect(await first).toMatchObject({ ok: true, output: { old: true } });
+    expect(sessionsOf.get(servers[0] as http2.Http2Server)).toHaveLength(2);
+  });
+
   it("connects again after the backend restarted on the same port", async () => {
     const reply: Handler = (stream) => {
       stream.respond(ok, { waitForTrailers: true });

@@ -37,8 +37,18 @@ const SESSION_WINDOW_BYTES = 8 * 1024 * 1024;
  */
 export class GrpcChannels {
   private readonly sessions = new Map<string, http2.ClientHttp2Session>();
+  /** Streams opened on each connection, to move to a fresh one before its stream ids run out. */
+  private readonly opened = new WeakMap<http2.ClientHttp2Session, number>();
 
-  constructor(private readonly maxMessageBytes: number) {}
+  constructor(
+    private readonly maxMessageBytes: number,
+    /**
+     * Streams a connection carries before the next call opens another (the old one finishes
+     * what it has and closes). HTTP/2 gives a connection 2^30 client streams; past them every
+     * request on it fails — at 1,000 calls a second to one backend, after twelve days.
+     */
+    private readonly streamsPerConnection = 2 ** 30 - 1024,
+  ) {}
 
   /**
    * Sends one request message (its encoded bytes) to `path` on the backend at `address`
@@ -168,7 +178,15 @@ export class GrpcChannels {
 
   private session(address: string): http2.ClientHttp2Session {
     const open = this.sessions.get(address);
-    if (open && !open.closed && !open.destroyed) return open;
+    if (open && !open.closed && !open.destroyed) {
+      const streams = (this.opened.get(open) ?? 0) + 1;
+      if (streams <= this.streamsPerConnection) {
+        this.opened.set(open, streams);
+        return open;
+      }
+      // Its stream ids are nearly spent: it finishes the calls on it, and a fresh one takes over.
+      open.close();
+    }
     const session = http2.connect(`http://${address}`, {
       settings: { initialWindowSize: STREAM_WINDOW_BYTES, enablePush: false },
       maxSessionMemory: 64,
@@ -182,6 +200,7 @@ export class GrpcChannels {
     // An idle connection to a backend does not keep the Dispatcher's process alive.
     session.unref();
     this.sessions.set(address, session);
+    this.opened.set(session, 1);
     return session;
   }
 

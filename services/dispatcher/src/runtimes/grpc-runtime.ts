@@ -21,8 +21,12 @@ const NO_HEADERS: Record<string, string> = {};
 export class GrpcRuntime implements ToolRuntime {
   private readonly channels: GrpcChannels;
 
-  constructor(private readonly maxResponseBytes: number) {
-    this.channels = new GrpcChannels(maxResponseBytes);
+  constructor(
+    private readonly maxResponseBytes: number,
+    /** Streams one connection to a backend carries (grpc-channel.ts); tests set it low. */
+    streamsPerConnection?: number,
+  ) {
+    this.channels = new GrpcChannels(maxResponseBytes, streamsPerConnection);
   }
 
   invoke(attempt: Attempt): Promise<AttemptResult> {
