@@ -73,7 +73,7 @@ export async function writeResults(cells: Cell[], run: RunSettings): Promise<voi
         " ",
       )} at the end (the machine is shared) · ${seconds} s per cell after ${warmupSeconds} s warm-up (each path first warmed ${jitWarmupSeconds} s at concurrency ${Math.max(...concurrencies)}), closed loop, one HTTP/2 connection per client · \`npm run bench:chain\``,
     "",
-    "The chain: agent → Dispatcher (JWT auth, registry snapshot, ajv validation, grant decision, a start record written alongside the read-only no-op tool, Invoke on a grpc backend running a no-op SDK tool, output validation, its end record acked by JetStream) → reply. The start and end records of concurrent calls share batch messages (group commit) on TOOLMESH_RECORDS; Audit chains them into the audit log, which Callback (broadcast, usage) and memory-writer follow, all running as under `npm start`. CPU per call counts every process until those consumers have acked the cell's calls.",
+    "The chain: agent → Dispatcher (JWT auth, registry snapshot, ajv validation, grant decision, Invoke on a grpc backend running a no-op SDK tool (read-only: its start record waits up to TOOLMESH_START_LINGER_MS for its end and goes with it as one record), output validation, the record acked by JetStream) → reply. The records of concurrent calls share batch messages (group commit) on TOOLMESH_RECORDS; Audit chains them into the audit log, which Callback (broadcast, usage) and memory-writer follow, all running as under `npm start`. CPU per call counts every process until those consumers have acked the cell's calls.",
     "",
     "| path | concurrency | rps | p50 ms | p99 ms | × echo rps | × proxy rps | errors | CPU ms per call |",
     "|---|---:|---:|---:|---:|---:|---:|---:|---|",
@@ -267,20 +267,32 @@ function whySection(cells: Cell[], run: RunSettings): string[] {
     "",
     "## Why",
     "",
-    `- Throughput: at c64 the chain's processes use ${((total * main64.rps) / 1000).toFixed(2)} of the machine's cores (the rest is calls waiting on their writes' fsyncs), so rps follows the CPU a call costs all processes together. The proxy's calls cost ${proxyCpu.toFixed(3)} ms of CPU each (client, proxy, backend); the chain's on the default port ${total.toFixed(3)} ms (${top} …), so it reaches about ${(proxyCpu / total).toFixed(2)}× the proxy's rate by CPU alone; measured ${(main64.rps / proxy64.rps).toFixed(2)}×.`,
-    `- Latency at c1: the chain makes the proxy's two hops (agent → Dispatcher → backend) and two acked writes in turn: the start record (the read-only tool runs while it is stored) and, once it is acked, the end record — two fsyncs, ${writeMs.toFixed(3)} ms each here at one in flight, so ${(2 * writeMs).toFixed(3)} ms. The backend round trip alone is ${direct1.p50.toFixed(3)} ms at p50, the proxy's two hops ${proxy1.p50.toFixed(3)} ms, so the added p50 cannot go below those two writes plus the Dispatcher's own work; measured ${(main1.p50 - proxy1.p50).toFixed(3)} ms.${diskLine(run, writeMs)}`,
+    `- Throughput: at c64 the chain's processes use ${((total * main64.rps) / 1000).toFixed(2)} of the machine's cores. The calls move in waves: ${main64.writes ? `${(main64.writes.records / main64.writes.pathWrites).toFixed(0)} records share each acked write, so` : ""} nearly every call in flight waits on the same record batch, and the client, the Dispatcher, the backend and nats-server take turns on each wave instead of overlapping, while the consumers (Audit, Callback, memory-writer) work on the wave before. So rps follows the CPU a call costs on that path, with the consumers' CPU competing for the cores. The proxy's calls cost ${proxyCpu.toFixed(3)} ms of CPU each (client, proxy, backend); the chain's on the default port ${total.toFixed(3)} ms (${top} …), so it reaches about ${(proxyCpu / total).toFixed(2)}× the proxy's rate by CPU alone; measured ${(main64.rps / proxy64.rps).toFixed(2)}×.`,
+    latencyLine(main1, proxy1, direct1, writeMs, run),
   ];
 }
 
+/** What a call waits for at c1: the proxy's two hops, and its acked writes one after the other. */
+function latencyLine(
+  main1: Cell,
+  proxy1: Cell,
+  direct1: Cell,
+  writeMs: number,
+  run: RunSettings,
+): string {
+  const writes = main1.writes?.pathWrites ?? 2;
+  return `- Latency at c1: the chain makes the proxy's two hops (agent → Dispatcher → backend) and ${writes.toFixed(2)} acked writes a call in turn. The no-op tool is read-only and ends within \`TOOLMESH_START_LINGER_MS\`, so its start record goes with its end record as one (one write; a call still running after the linger, or a tool with side effects, makes two in turn: its start's, then its end's) — ${writes.toFixed(2)} fsyncs at ${writeMs.toFixed(3)} ms each here at one in flight, ${(writes * writeMs).toFixed(3)} ms. The backend round trip alone is ${direct1.p50.toFixed(3)} ms at p50, the proxy's two hops ${proxy1.p50.toFixed(3)} ms, so the added p50 cannot go below those writes plus the Dispatcher's own work; measured ${(main1.p50 - proxy1.p50).toFixed(3)} ms.${diskLine(run, writeMs)}`;
+}
+
 /**
- * How busy the disk is at c1: every fsync nats-server makes for a call — its two records and the
+ * How busy the disk is at c1: every fsync nats-server makes for a call — its records and the
  * consumers' writes derived from them — takes about one acked write's time, and the call's own
- * two wait behind whichever of the others is under way.
+ * wait behind whichever of the others is under way.
  */
 function diskLine(run: RunSettings, writeMs: number): string {
   const c1 = run.fsyncs.find((f) => f.concurrency === 1);
   if (!c1) return "";
-  return ` nats-server makes ${c1.count.total.toFixed(2)} fsyncs a call at c1 (its two records, the broadcast, the log's share), about ${(c1.count.total * writeMs).toFixed(3)} ms of the disk's time a call, so a call's two often wait behind a consumer's.`;
+  return ` nats-server makes ${c1.count.total.toFixed(2)} fsyncs a call at c1 (its record, the broadcast, the log's share), about ${(c1.count.total * writeMs).toFixed(3)} ms of the disk's time a call, so a call's write often waits behind a consumer's.`;
 }
 
 function floorSection(run: RunSettings, cells: Cell[]): string[] {

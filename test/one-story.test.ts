@@ -42,8 +42,8 @@ type Answer =
       kind: "error";
       code: Code;
       message: string;
-      /** `did-not-run`: refused before its tool ran; `not-stored`: ran, its end record was not stored; `unknown`: ran, whether its end was stored is not known. */
-      promise: "did-not-run" | "not-stored" | "unknown" | "other";
+      /** `did-not-run`: refused before its tool ran; `not-stored`: ran, its end record was not stored; `no-record`: ran (read-only), none of it is stored; `unknown`: ran, whether its end was stored is not known. */
+      promise: "did-not-run" | "not-stored" | "no-record" | "unknown" | "other";
     };
 
 function answerOf(error: unknown): Answer {
@@ -52,19 +52,21 @@ function answerOf(error: unknown): Answer {
     ? "did-not-run"
     : /was not stored/.test(e.rawMessage)
       ? "not-stored"
-      : /not known yet/.test(e.rawMessage)
-        ? "unknown"
-        : "other";
+      : /none of it is stored/.test(e.rawMessage)
+        ? "no-record"
+        : /not known yet/.test(e.rawMessage)
+          ? "unknown"
+          : "other";
   return { kind: "error", code: e.code, message: e.rawMessage, promise };
 }
 
 // One story per call: nats-server is killed with SIGKILL, and started again, several times under
 // 2,000 calls at concurrency 16 (the last time it stays down longer than the Dispatcher retries), half of them to a read-only tool (which runs alongside its start
-// record) and half to a tool with side effects. Once Audit's sweeper has closed every call left
+// record, or before it when the start is written with its end as one record) and half to a tool with side effects. Once Audit's sweeper has closed every call left
 // open, each call's final status is one fact: the caller's answer, the audit record (its end
 // record, read back with QueryRecords), the outcome (Callback's GetOutcome) and its broadcast
 // agree; a caller answered UNAVAILABLE finds what its answer promised (the tool did not run; the
-// call closed INTERRUPTED; or one status everywhere); and no tool with side effects ran without
+// call closed INTERRUPTED; a read-only call none of which is stored; or one status everywhere); and no tool with side effects ran without
 // its start record.
 describe("one story per call while nats-server is killed", () => {
   let stack: TestStack;
@@ -256,6 +258,10 @@ describe("one story per call while nats-server is killed", () => {
       } else if (answer.promise === "not-stored") {
         if (audited !== CallStatus.INTERRUPTED)
           wrong("answered that it would be closed INTERRUPTED, but it was not");
+      } else if (answer.promise === "no-record") {
+        if (call.tool === WRITE) wrong("answered that a tool with side effects ran unrecorded");
+        if (audited !== undefined || records.length > 0)
+          wrong("answered that none of the call is stored, but some is");
       } else if (answer.promise === "unknown") {
         if (audited === undefined)
           wrong("answered that its outcome would be recorded, but none is");

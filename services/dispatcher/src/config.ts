@@ -51,6 +51,12 @@ export const dispatcherConfig = {
   /** This process's name in start records and heartbeats; a fresh one each start when unset. */
   instanceId: optionalStr("TOOLMESH_INSTANCE_ID"),
   /**
+   * How long a read-only call's start record waits for its end, to be written with it as one
+   * record (one write, one fsync); a call still running then has its start written alone. 0
+   * writes every start at once.
+   */
+  startLingerMs: int("TOOLMESH_START_LINGER_MS", 50, { min: 0, max: 1000 }),
+  /**
    * Record batches sent and not yet acked at once: records written meanwhile wait and share the
    * next batch (and its fsync). 1 makes every call wait for the batch before it; more lets a
    * quiet machine's calls go out at once.

@@ -90,6 +90,11 @@ export interface DispatcherSettings {
   cacheMaxEntries?: number;
   /** An access token is asked for again once it expires within this long. */
   oauthRefreshMarginMs: number;
+  /**
+   * How long a read-only call's start record waits for its end, to be written with it as one
+   * record (TOOLMESH_START_LINGER_MS); 0 (the default here, for in-process tests) writes it at once.
+   */
+  startLingerMs?: number;
 }
 
 export interface DispatcherDeps {
@@ -164,7 +169,12 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const running = new RunningCalls();
   const grpcRuntime = new GrpcRuntime(settings.maxBackendResponseBytes);
   const remote = new RemoteRuntime(settings.maxBackendResponseBytes);
-  const recorder = new CallRecorder(deps.records, settings.redactKeys, deps.instance);
+  const recorder = new CallRecorder(
+    deps.records,
+    settings.redactKeys,
+    deps.instance,
+    settings.startLingerMs ?? 0,
+  );
   const recordOpening = circuitOpenedRecorder(recorder, log);
   const breakers = new ToolBreakers(
     { failures: settings.breakerFailures ?? 5, openMs: settings.breakerOpenMs ?? 30_000 },

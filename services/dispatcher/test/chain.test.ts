@@ -84,10 +84,15 @@ describe("dispatch chain (in memory)", () => {
     };
     sink = new MemoryRecords();
     runtime = new ScriptedRuntime();
-    chain = new DispatchChain({
+    chain = chainWith(new CallRecorder(sink, ["password"], "instance-1"));
+  });
+
+  /** The chain over this test's tools, grants, sink and runtime, with this recorder. */
+  const chainWith = (recorder: CallRecorder) =>
+    new DispatchChain({
       catalog: new ToolCatalog(tools),
       policy: gate,
-      recorder: new CallRecorder(sink, ["password"], "instance-1"),
+      recorder,
       runtimes: { grpc: runtime, local: runtime, remote: runtime, docker: runtime },
       idempotency: new MemoryIdempotencyStore(),
       callIds: new MemoryCallIdOwners(),
@@ -96,7 +101,6 @@ describe("dispatch chain (in memory)", () => {
       settings: { defaultTimeoutMs: 10_000, maxTimeoutMs: 30_000 },
       log: createLogger("test", "silent"),
     });
-  });
 
   const dispatch = (tool: string, extra: Record<string, unknown> = {}) =>
     chain.dispatch(create(DispatchRequestSchema, { tool, arguments: {}, ...extra }), agent);
@@ -219,6 +223,39 @@ describe("dispatch chain (in memory)", () => {
       expect(JSON.stringify(error)).not.toContain("rows");
       // Its start record never stored, so no end record was written: the call tells one story.
       expect(sink.records).toEqual([]);
+    });
+
+    it("tells the caller of a read-only call written as one record exactly what was kept", async () => {
+      // Its start waits for its end and goes with it (TOOLMESH_START_LINGER_MS): one write.
+      chain = chainWith(new CallRecorder(sink, ["password"], "instance-1", 10_000));
+      addTool("data.read");
+      const answer = (failure: RecordWriteError) => {
+        runtime.script = [async () => ({ ok: true, output: { secret: "rows" } })];
+        sink.failure = failure;
+        return dispatch("data.read").then(
+          () => undefined,
+          (e: unknown) => ConnectError.from(e),
+        );
+      };
+      const full = await answer(new RecordWriteError("full", "the record stream is full"));
+      expect(full?.code).toBe(Code.ResourceExhausted);
+      expect(full?.rawMessage).toMatch(
+        /ran, but toolmesh could not record the call \(the record stream is full\), so none of it is stored and it has no outcome; its output is withheld\. The tool is read-only/,
+      );
+      const lost = await answer(new RecordWriteError("unknown", "no ack within 30000 ms"));
+      expect(lost?.code).toBe(Code.Unavailable);
+      expect(lost?.rawMessage).toMatch(
+        /whether its record was stored is not known yet \(toolmesh goes on sending it\): GetOutcome tells/,
+      );
+      expect(JSON.stringify([full, lost])).not.toContain("rows");
+      expect(sink.records).toEqual([]);
+      // Stored, it is one record that opens and closes the call.
+      sink.failure = undefined;
+      runtime.script = [async () => ({ ok: true, output: { secret: "rows" } })];
+      await dispatch("data.read", { arguments: { password: "hunter2" } });
+      expect(sink.records.map((r) => [AuditAction[r.action], r.instance, r.arguments])).toEqual([
+        ["TOOL_CALL", "instance-1", { password: "[redacted]" }],
+      ]);
     });
 
     it("refuses every call while NATS is unreachable, before anything runs", async () => {

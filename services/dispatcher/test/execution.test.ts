@@ -19,7 +19,7 @@ describe("Dispatcher server on port 0", () => {
       error: { code: "no_rows", message: "the table is empty; load data first" },
       attempts: 1,
     });
-    expect(d.recordsOf(failed.callId)).toEqual(["TOOL_START UNSPECIFIED", "TOOL_CALL FAILURE"]);
+    expect(d.recordsOf(failed.callId)).toEqual(["TOOL_CALL FAILURE"]);
     const audit = d.records.records.find(
       (a) => a.callId === failed.callId && a.action === AuditAction.TOOL_CALL,
     );
@@ -66,7 +66,10 @@ describe("Dispatcher server on port 0", () => {
     const callId = "cancel-me";
     const running = d.call("test.slow", { ms: 10_000 }, { context: { callId } });
     await d.backend.started.waitFor((id) => id === callId);
-    // The call's start record is written before (a read-only tool: alongside) it runs.
+    // A read-only tool runs alongside its start record, which waits TOOLMESH_START_LINGER_MS for
+    // the end and, the call still running, is written alone.
+    expect(d.recordsOf(callId)).toEqual([]);
+    await d.stored.waitFor((r) => r.callId === callId);
     expect(d.recordsOf(callId)).toEqual(["TOOL_START UNSPECIFIED"]);
     const twice = await failure(d.call("test.slow", {}, { context: { callId } }));
     expect(twice).toMatchObject({

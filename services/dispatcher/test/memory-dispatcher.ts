@@ -8,6 +8,7 @@ import { buckets, MemorySnapshot } from "@toolmesh/nats";
 import { PolicySnapshot } from "@toolmesh/policy";
 import {
   AuditAction,
+  type AuditRecord,
   CallStatus,
   DispatcherService,
   GrantSchema,
@@ -19,6 +20,7 @@ import type { ListeningServer } from "@toolmesh/server";
 import {
   allowAllSpec,
   as,
+  Collector,
   chainTestTools,
   type ToolLog,
   testSigner,
@@ -46,6 +48,8 @@ export interface MemoryDispatcher {
   grants: MemorySnapshot<typeof GrantSchema>;
   /** Every record the Dispatcher wrote, in write order. */
   records: MemoryRecords;
+  /** Every record as it is stored, to await one. */
+  stored: Collector<AuditRecord>;
   backend: ToolLog;
   /** JWTs of agent-1 (granted everything), agent-2 (no grants), an admin, and one signed by another key. */
   tokens: { agent: string; stranger: string; admin: string; forged: string };
@@ -76,6 +80,8 @@ export async function startMemoryDispatcher(): Promise<MemoryDispatcher> {
   const tools = new MemoryToolSource();
   const grants = new MemorySnapshot(GrantSchema);
   const records = new MemoryRecords();
+  const stored = new Collector<AuditRecord>();
+  records.onStored = (record) => stored.push(record);
   const backend = toolLog();
   const served: ServedTools = await serveTools(chainTestTools(backend), { port: 0 });
   for (const def of chainTestTools(backend))
@@ -137,6 +143,7 @@ export async function startMemoryDispatcher(): Promise<MemoryDispatcher> {
     tools,
     grants,
     records,
+    stored,
     backend,
     tokens,
     token: (agentId, roles) => signer.token(agentId, roles),

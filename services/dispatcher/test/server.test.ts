@@ -54,7 +54,7 @@ describe("Dispatcher server on port 0", () => {
     expect(d.records.records).toHaveLength(before);
   });
 
-  it("runs a call and writes its start and end records before answering", async () => {
+  it("runs a read-only call and writes its start and end as one record before answering", async () => {
     const traceId = "4bf92f3577b34da6a3ce929d0e0e4736";
     const res = await d.call(
       "test.echo",
@@ -67,9 +67,16 @@ describe("Dispatcher server on port 0", () => {
       attempts: 1,
       traceId,
     });
-    expect(d.recordsOf(res.callId)).toEqual(["TOOL_START UNSPECIFIED", "TOOL_CALL SUCCESS"]);
+    // It ended within TOOLMESH_START_LINGER_MS: its start rode with its end, one record (one
+    // write) carrying the start's arguments, instance and deadline.
+    expect(d.recordsOf(res.callId)).toEqual(["TOOL_CALL SUCCESS"]);
     const mine = d.records.records.filter((r) => r.callId === res.callId);
-    // The trace and the outcome are views of the two records, derived by their readers.
+    expect(mine[0]).toMatchObject({
+      instance: "memory-dispatcher",
+      timeoutMs: 5000,
+      runtime: "grpc",
+    });
+    // The trace and the outcome are views of the record, derived by their readers.
     expect(traceEvents(mine).map((e) => [TraceEventKind[e.kind], e.sequence, e.parentId])).toEqual([
       ["TOOL_EXECUTE", 1, "span-1"],
       ["CUSTOM", 2, "span-1"],

@@ -22,9 +22,9 @@ import type { dispatcherMetrics } from "./telemetry.js";
 import type { ChainDeps, Execution } from "./types.js";
 
 /**
- * Runs a checked call: start record (acked first for a tool with side effects), the backend
- * with a deadline and retries, then TOOL_RESULT, the audit record and the outcome, acked before
- * the reply.
+ * Runs a checked call: its start record (acked first for a tool with side effects, held for the
+ * end a moment for a read-only one), the backend with a deadline and retries, then its end
+ * record, acked before the reply.
  */
 export async function executeCall(
   deps: ChainDeps,
@@ -60,13 +60,18 @@ export async function executeCall(
 
   const budgetHold = holdBudgets(deps.budgets, checked.budgeted, spec.price);
   spans.step("execute");
-  const startAcked = record.start({
-    args,
-    timeoutMs,
-    runtime: spec.runtime?.kind.case ?? RuntimeKind[RuntimeKind.UNSPECIFIED],
-    startedMs: started,
-    deadlineMs: deadline,
-  });
+  // A read-only call's start waits a moment for its end, to be written with it as one record;
+  // a tool with side effects (or a call an approver let through) has it written at once.
+  const startAcked = record.start(
+    {
+      args,
+      timeoutMs,
+      runtime: spec.runtime?.kind.case ?? RuntimeKind[RuntimeKind.UNSPECIFIED],
+      startedMs: started,
+      deadlineMs: deadline,
+    },
+    { linger: !spec.sideEffects && !call.approved },
+  );
   if (spec.sideEffects) {
     // A tool that changes the world runs only once its start record is acked.
     try {
@@ -79,7 +84,8 @@ export async function executeCall(
     }
     call.approved?.onStarted();
   } else {
-    // A read-only tool runs alongside its start record; its end record waits for it below.
+    // A read-only tool runs alongside its start record (or before it, when it is held for the
+    // end); its end record follows it.
     startAcked.then(() => call.approved?.onStarted()).catch(() => {});
   }
   const request = create(InvokeRequestSchema, {
@@ -151,21 +157,20 @@ export async function executeCall(
   } else deps.breakers?.settle(spec, end, callId, checked.probe ?? false);
   if (cacheKey !== undefined && !hit && end.status === CallStatus.SUCCESS && end.output)
     deps.cache?.put(tool, cacheKey, end.output, callId);
-  // The end record follows the start record's ack, so a call's records never tell two stories:
-  // an end without its start is never stored, and one whose start failed is never written.
-  const endStored = startAcked.then(() =>
-    record.finished(end, {
-      args,
-      attempts: ran.attempts,
-      startedMs: started,
-      finishedMs: finished,
-      cost,
-      budgets: budgetHold?.budgetIds ?? [],
-      ...(cacheKey !== undefined
-        ? { cache: hit ? CacheUse.HIT : CacheUse.MISS, cachedFrom: hit?.callId ?? "" }
-        : {}),
-    }),
-  );
+  // The end record follows the start record's ack (or carries the start when it was held), so a
+  // call's records never tell two stories: an end without its start is never stored, and one
+  // whose start failed is never written.
+  const endStored = record.finished(end, {
+    args,
+    attempts: ran.attempts,
+    startedMs: started,
+    finishedMs: finished,
+    cost,
+    budgets: budgetHold?.budgetIds ?? [],
+    ...(cacheKey !== undefined
+      ? { cache: hit ? CacheUse.HIT : CacheUse.MISS, cachedFrom: hit?.callId ?? "" }
+      : {}),
+  });
   const response = create(DispatchResponseSchema, {
     callId,
     traceId,
@@ -181,7 +186,7 @@ export async function executeCall(
   try {
     await endStored;
   } catch (error) {
-    throw unrecorded(error, "outcome", spec.name);
+    throw unrecorded(error, record.startMayBeStored ? "end" : "call", spec.name);
   }
   if (call.idempotencyKey) {
     await deps.idempotency.put(principal.agentId, call.idempotencyKey, response);

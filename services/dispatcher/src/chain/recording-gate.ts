@@ -37,31 +37,43 @@ export function checkRecordable(recorder: CallRecorder, checked: CheckedCall): v
 
 /**
  * The error for a call whose records could not be written. At the start the tool did not run:
- * RESOURCE_EXHAUSTED when the record stream is full, UNAVAILABLE otherwise. At the end the tool
- * ran and its output is withheld: when the stream refused the end record nothing was stored,
- * and the call will be closed by the sweeper as INTERRUPTED; when the answer never came it may
- * be stored after all, so the caller is told to read the call's outcome rather than guess it.
+ * RESOURCE_EXHAUSTED when the record stream is full, UNAVAILABLE otherwise. Past it the tool ran
+ * and its output is withheld. At the `end` its start record is (or may yet be) stored: when the
+ * stream refused the end record, the call will be closed by the sweeper as INTERRUPTED; when the
+ * answer never came the end may be stored after all, so the caller is told to read the call's
+ * outcome rather than guess it. A read-only `call` whose start went with its end in one record
+ * (or was refused) has no record but that one: refused, the call has none and no outcome; its
+ * answer lost, GetOutcome finds it once it lands.
  */
-export function unrecorded(error: unknown, stage: "start" | "outcome", tool: string): ConnectError {
+export function unrecorded(
+  error: unknown,
+  stage: "start" | "end" | "call",
+  tool: string,
+): ConnectError {
   const why = error instanceof Error ? error.message : String(error);
   const failure = error instanceof RecordWriteError ? error.failure : "unknown";
   const full = failure === "full";
+  const code = full ? Code.ResourceExhausted : Code.Unavailable;
   const retry = full
     ? "The record stream is full (its consumers are behind); an operator must see to them."
     : "Retry in a few seconds.";
   if (stage === "start")
     return new ConnectError(
       `toolmesh could not record the start of this call to tool "${tool}" (${why}), so the tool did not run. ${retry}`,
-      full ? Code.ResourceExhausted : Code.Unavailable,
+      code,
+    );
+  if (stage === "call")
+    return new ConnectError(
+      failure === "unknown"
+        ? `tool "${tool}" ran, but whether its record was stored is not known yet (toolmesh goes on sending it): GetOutcome tells the recorded outcome once it is; its output is withheld. The tool is read-only: nothing changed. ${retry}`
+        : `tool "${tool}" ran, but toolmesh could not record the call (${why}), so none of it is stored and it has no outcome; its output is withheld. The tool is read-only: nothing changed. ${retry}`,
+      code,
     );
   const end =
     failure === "unknown"
       ? "whether its end record was stored is not known yet (toolmesh goes on sending it): GetOutcome tells the recorded outcome once it is, and if none is, the call is closed as INTERRUPTED (records_lost)"
       : "its end record was not stored: the call will be closed as INTERRUPTED (records_lost)";
-  return new ConnectError(
-    `tool "${tool}" ran, but ${end}; its output is withheld. ${retry}`,
-    full ? Code.ResourceExhausted : Code.Unavailable,
-  );
+  return new ConnectError(`tool "${tool}" ran, but ${end}; its output is withheld. ${retry}`, code);
 }
 
 /** Records a refusal and waits for its acks; a failed record is logged, the refusal stands. */

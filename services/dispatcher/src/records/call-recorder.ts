@@ -1,6 +1,7 @@
 import { create, type JsonObject, toBinary } from "@bufbuild/protobuf";
 import { timestampFromMs, timestampNow } from "@bufbuild/protobuf/wkt";
 import { createSecretRedactor } from "@toolmesh/log";
+import { RecordWriteError } from "@toolmesh/nats";
 import {
   AuditAction,
   type AuditRecord,
@@ -63,12 +64,17 @@ export class CallRecorder {
     secretKeyPatterns: readonly string[],
     /** This process's instance id, named in each start record for the sweeper. */
     readonly instance: string,
+    /**
+     * How long a read-only call's start record waits for its end, to be written with it as one
+     * record (TOOLMESH_START_LINGER_MS); 0 writes every start at once.
+     */
+    private readonly startLingerMs = 0,
   ) {
     this.redact = createSecretRedactor(secretKeyPatterns);
   }
 
   begin(call: CallIdentity): CallRecord {
-    return new CallRecord(this.sink, this.instance, call, this.redact);
+    return new CallRecord(this.sink, this.instance, call, this.redact, this.startLingerMs);
   }
 
   /** The largest message the bus carries; records must fit in it. */
@@ -122,32 +128,58 @@ export class CallRecorder {
   }
 }
 
+/** Room kept in a bus message beyond one record: the batch's framing and its headers. */
+const BATCH_ROOM_BYTES = 8 * 1024;
+
+/** A start record held back for its end (CallRecord.start with `linger`). */
+interface HeldStart {
+  fields: CallRecordFields;
+  timer: NodeJS.Timeout;
+  settle: { resolve: () => void; reject: (error: unknown) => void };
+}
+
 /** The records of one call; flush() resolves once every one written so far is stored. */
 export class CallRecord {
   private readonly pending: Promise<void>[] = [];
   /** The tool's own events and attempts, carried by the end record. */
   private readonly events: BackendEvent[] = [];
+  /** The start record's write (alone, or with the end): the end record follows it. */
+  private started: Promise<void> | undefined;
+  /** A start record not written yet: it goes with the end record if that comes in time. */
+  private held: HeldStart | undefined;
+  /** How its start record went, once written: alone (stored, or not) or with the end record. */
+  private startWent: "alone" | "alone-refused" | "with-end" | undefined;
 
   constructor(
     private readonly sink: RecordSink,
     private readonly instance: string,
     readonly call: CallIdentity,
     private readonly redact: (value: unknown) => unknown,
+    private readonly lingerMs = 0,
   ) {}
 
   /**
    * The start record: the call's arguments, deadline and this Dispatcher instance, which a
    * sweeper closes the call from if this process vanishes. Resolves once stored; the chain waits
    * for that before a tool with side effects runs.
+   *
+   * With `linger` (a read-only call) the start waits up to the recorder's linger for the end and
+   * is written with it as one record — one write and one fsync for the call instead of two in
+   * turn. Its only effect on the world is its answer, which goes out only once that record is
+   * stored; a call still running after the linger has its start written alone, so it shows as
+   * running and the sweeper closes it if this process vanishes.
    */
-  start(run: {
-    args: JsonObject;
-    timeoutMs: number;
-    runtime: string;
-    startedMs: number;
-    deadlineMs: number;
-  }): Promise<void> {
-    return this.write({
+  start(
+    run: {
+      args: JsonObject;
+      timeoutMs: number;
+      runtime: string;
+      startedMs: number;
+      deadlineMs: number;
+    },
+    options: { linger?: boolean } = {},
+  ): Promise<void> {
+    const fields: CallRecordFields = {
       action: AuditAction.TOOL_START,
       time: timestampFromMs(run.startedMs),
       arguments: this.redacted(run.args),
@@ -155,7 +187,49 @@ export class CallRecord {
       deadline: timestampFromMs(run.deadlineMs),
       timeoutMs: run.timeoutMs,
       runtime: run.runtime,
+    };
+    if (!options.linger || this.lingerMs <= 0) {
+      this.started = this.writeStartAlone(fields);
+      return this.started;
+    }
+    let settle: HeldStart["settle"] = { resolve: () => {}, reject: () => {} };
+    const started = new Promise<void>((resolve, reject) => {
+      settle = { resolve, reject };
     });
+    started.catch(() => {});
+    const timer = setTimeout(() => this.writeHeldStart(), this.lingerMs);
+    this.held = { fields, timer, settle };
+    this.started = started;
+    return started;
+  }
+
+  /** Writes a held start record alone (its linger is over, or it cannot go with its end). */
+  private writeHeldStart(): void {
+    const held = this.held;
+    if (!held) return;
+    this.held = undefined;
+    clearTimeout(held.timer);
+    this.writeStartAlone(held.fields).then(held.settle.resolve, held.settle.reject);
+  }
+
+  private writeStartAlone(fields: CallRecordFields): Promise<void> {
+    this.startWent = "alone";
+    const stored = this.write(fields);
+    stored.catch((error: unknown) => {
+      // Refused or full: nothing was stored. Otherwise it may be, later (it is sent again).
+      if (error instanceof RecordWriteError && error.failure !== "unknown")
+        this.startWent = "alone-refused";
+    });
+    return stored;
+  }
+
+  /**
+   * True when the call's start record was written alone and is, or may yet be, stored: a call
+   * whose end then fails is closed by the sweeper from it. False when the start went with the
+   * end record (one write, which failed) or was refused: the call has no record but that write.
+   */
+  get startMayBeStored(): boolean {
+    return this.startWent === "alone";
   }
 
   /** One of the tool's own events (or an attempt), kept for the end record; secrets redacted. */
@@ -199,6 +273,9 @@ export class CallRecord {
   /**
    * The end record of a call that ran: its status, output or error, attempts and the tool's own
    * events — the one fact every view of the call (audit, trace, outcome, broadcast) reads.
+   * It follows its start record's ack, so a call's records never tell two stories: an end without
+   * its start is never stored, and one whose start failed is never written (this rejects with the
+   * start's error). A start still held is written with it, as one record.
    */
   finished(
     end: CallEnd,
@@ -216,7 +293,7 @@ export class CallRecord {
     },
   ): Promise<void> {
     const budgets = run.budgets ?? [];
-    return this.write({
+    const fields: CallRecordFields = {
       cache: run.cache ?? CacheUse.UNSPECIFIED,
       cachedFrom: run.cachedFrom ?? "",
       ...(run.cost ? { cost: run.cost } : {}),
@@ -234,11 +311,41 @@ export class CallRecord {
       durationMs: run.finishedMs - run.startedMs,
       attempts: run.attempts,
       events: this.events.splice(0),
-    });
+    };
+    const held = this.held;
+    if (held) {
+      const start = held.fields;
+      const together = this.encode({
+        ...fields,
+        arguments: start.arguments,
+        instance: start.instance ?? "",
+        deadline: start.deadline,
+        timeoutMs: start.timeoutMs ?? 0,
+        runtime: start.runtime ?? "",
+      });
+      // Arguments and output each fit a record; both together may not fit a bus message.
+      if (together.length <= this.sink.maxPayload - BATCH_ROOM_BYTES) {
+        this.held = undefined;
+        clearTimeout(held.timer);
+        this.startWent = "with-end";
+        const stored = this.store(together);
+        stored.then(held.settle.resolve, held.settle.reject);
+        return stored;
+      }
+      this.writeHeldStart();
+    }
+    const bytes = this.encode(fields);
+    const stored = (this.started ?? Promise.resolve()).then(() => this.sink.write(bytes));
+    this.track(stored);
+    return stored;
   }
 
   /** Writes a record of this call (an approval's, a held call's end); resolves once stored. */
   write(fields: CallRecordFields): Promise<void> {
+    return this.store(this.encode(fields));
+  }
+
+  private encode(fields: CallRecordFields): Uint8Array {
     const c = this.call;
     const record = create(AuditRecordSchema, {
       time: timestampNow(),
@@ -252,7 +359,11 @@ export class CallRecord {
       traceId: c.traceId,
       parentId: c.parentId,
     });
-    const stored = this.sink.write(toBinary(AuditRecordSchema, record));
+    return toBinary(AuditRecordSchema, record);
+  }
+
+  private store(bytes: Uint8Array): Promise<void> {
+    const stored = this.sink.write(bytes);
     this.track(stored);
     return stored;
   }

@@ -92,9 +92,13 @@ export class MemoryRecords implements RecordSink {
   full: string | undefined;
   /** When set, every write fails with it (the bus is down or full). */
   failure: RecordWriteError | undefined;
+  /** Hears each record stored, so a test awaits one instead of polling. */
+  onStored: ((record: AuditRecord) => void) | undefined;
 
   async write(record: Uint8Array): Promise<void> {
     if (this.failure) throw this.failure;
-    this.records.push(fromBinary(AuditRecordSchema, record));
+    const stored = fromBinary(AuditRecordSchema, record);
+    this.records.push(stored);
+    this.onStored?.(stored);
   }
 }
