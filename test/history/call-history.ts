@@ -98,7 +98,9 @@ export async function writeCallHistory(
     full: undefined,
     maxPayload: nc.info?.max_payload ?? 1024 * 1024,
   };
-  const recorder = new CallRecorder(sink, [], randomUUID());
+  // A linger longer than any write here: each read-only call is one record, as the Dispatcher
+  // writes a call that ends within TOOLMESH_START_LINGER_MS, written as its end is.
+  const recorder = new CallRecorder(sink, [], randomUUID(), 60_000);
   try {
     for (let from = 0; from < shape.calls; from += BATCH) {
       for (let i = from; i < Math.min(shape.calls, from + BATCH); i++) {
@@ -156,8 +158,9 @@ export async function writeCallHistory(
 }
 
 /**
- * A call's records as Audit chains them: its start and end as one record (mergedCall), as a call
- * that ends within TOOLMESH_AUDIT_MERGE_MS of its start is.
+ * A call's records as Audit chains them: one record — the Dispatcher's one record of a read-only
+ * call, or its start and end merged (mergedCall), as a call that ends within
+ * TOOLMESH_AUDIT_MERGE_MS of its start is.
  */
 function asChained(written: Uint8Array[]): AuditRecord[] {
   const [start, end, ...rest] = written.map((bytes) => ({
@@ -169,7 +172,10 @@ function asChained(written: Uint8Array[]): AuditRecord[] {
   return [mergedCall(start, end).record];
 }
 
-/** One finished call through the Dispatcher's recorder: its start and end records. */
+/**
+ * One finished read-only call through the Dispatcher's recorder: its start held for its end and
+ * written with it as one record (CallRecord.start with `linger`).
+ */
 function recordCall(recorder: CallRecorder, i: number, shape: HistoryShape): void {
   const record = recorder.begin({
     // The ids the Dispatcher makes (time-ordered), as a real history holds.
@@ -184,13 +190,16 @@ function recordCall(recorder: CallRecorder, i: number, shape: HistoryShape): voi
   });
   const startedMs = Date.now();
   const args = { n: i };
-  void record.start({
-    args,
-    timeoutMs: 30_000,
-    runtime: "grpc",
-    startedMs,
-    deadlineMs: startedMs + 30_000,
-  });
+  void record.start(
+    {
+      args,
+      timeoutMs: 30_000,
+      runtime: "grpc",
+      startedMs,
+      deadlineMs: startedMs + 30_000,
+    },
+    { linger: true },
+  );
   void record.finished(
     { status: CallStatus.SUCCESS, output: { n: i }, reason: "" },
     { args, attempts: 1, startedMs, finishedMs: startedMs + 1 },
