@@ -1,7 +1,15 @@
 import { randomUUID } from "node:crypto";
+import { fromBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@toolmesh/errors";
-import { streamNames } from "@toolmesh/nats";
-import { CallStatus, Health, HealthCheckResponse_ServingStatus as Status } from "@toolmesh/proto";
+import { streamNames, subjects } from "@toolmesh/nats";
+import {
+  AuditAction,
+  AuditRecordSchema,
+  CallStatus,
+  Health,
+  HealthCheckResponse_ServingStatus as Status,
+} from "@toolmesh/proto";
+import { recordSlices } from "@toolmesh/records";
 import { defineTool, type ServedTools, serveTools } from "@toolmesh/sdk";
 import {
   chainedEnd,
@@ -21,7 +29,7 @@ describe("fail closed", () => {
   let served: ServedTools;
   let agent: { headers: { authorization: string } };
   let auditor: { headers: { authorization: string } };
-  /** Calls of fault.write that reached the backend. */
+  /** Calls of fault.write (and fault.look) that reached the backend. */
   const writes: string[] = [];
   /** Held calls wait here until the test lets them go. */
   let release: () => void = () => {};
@@ -69,6 +77,17 @@ describe("fail closed", () => {
             properties: { bytes: { type: "integer" }, blob: { type: "string" } },
           },
           handler: (args: { bytes?: number }) => ({ data: "r".repeat(args.bytes ?? 1) }),
+        }),
+        defineTool({
+          name: "fault.look",
+          description: "Reads a row (read-only); waits until the test releases it.",
+          timeoutMs: 10_000,
+          inputSchema: { type: "object", properties: {} },
+          handler: async (_args: Record<string, never>, ctx) => {
+            writes.push(ctx.callId);
+            await held;
+            return { seen: true };
+          },
         }),
       ],
       { registry: { url: stack.registry.url, token: stack.adminToken } },
@@ -197,14 +216,32 @@ describe("fail closed", () => {
     expect(end).toMatchObject({ status: CallStatus.FAILURE, errorCode: "output_too_large" });
   }, 60_000);
 
-  it("closes the calls of a Dispatcher killed mid-call as INTERRUPTED dispatcher_lost, everywhere", async () => {
+  it("closes the calls of a Dispatcher killed mid-call (read-only ones past the linger too) as INTERRUPTED dispatcher_lost, everywhere", async () => {
     held = new Promise<void>((resolve) => {
       release = resolve;
     });
-    const callIds = Array.from({ length: 5 }, () => randomUUID());
+    const writeIds = Array.from({ length: 5 }, () => randomUUID());
+    // Read-only calls too: each start waits TOOLMESH_START_LINGER_MS for its end, and the calls
+    // still running then have it written alone — what the sweeper closes them from.
+    const lookIds = Array.from({ length: 3 }, () => randomUUID());
+    const callIds = [...writeIds, ...lookIds];
+    const starts = new Set<string>();
+    const sub = stack.nc.subscribe(subjects.records("dispatcher"), {
+      callback: (_error, msg) => {
+        for (const bytes of recordSlices(msg.data)) {
+          const record = fromBinary(AuditRecordSchema, bytes);
+          if (record.action === AuditAction.TOOL_START) starts.add(record.callId);
+        }
+      },
+    });
     const before = writes.length;
-    const calls = callIds.map((id) => dispatch("fault.write", { hold: true }, id).catch(() => {}));
+    const calls = [
+      ...writeIds.map((id) => dispatch("fault.write", { hold: true }, id).catch(() => {})),
+      ...lookIds.map((id) => dispatch("fault.look", {}, id).catch(() => {})),
+    ];
     await eventually(async () => expect(writes.length).toBe(before + callIds.length));
+    await eventually(async () => expect(callIds.filter((id) => !starts.has(id))).toEqual([]));
+    sub.unsubscribe();
     await stack.dispatcher.kill();
     await Promise.all(calls);
     const killedAt = Date.now();
