@@ -314,15 +314,9 @@ export class CallRecord {
     };
     const held = this.held;
     if (held) {
-      const start = held.fields;
-      const together = this.encode({
-        ...fields,
-        arguments: start.arguments,
-        instance: start.instance ?? "",
-        deadline: start.deadline,
-        timeoutMs: start.timeoutMs ?? 0,
-        runtime: start.runtime ?? "",
-      });
+      // The start's own fields (arguments, instance, deadline, timeout, runtime) ride on the end.
+      const { action: _action, time: _time, ...start } = held.fields;
+      const together = this.encode({ ...fields, ...start });
       // Arguments and output each fit a record; both together may not fit a bus message.
       if (together.length <= this.sink.maxPayload - BATCH_ROOM_BYTES) {
         this.held = undefined;
