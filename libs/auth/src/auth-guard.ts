@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import { type ConnectError, retryLater } from "@toolmesh/errors";
 import type { Logger } from "@toolmesh/log";
 import { clipped } from "@toolmesh/names";
@@ -73,9 +73,9 @@ export class AuthGuard {
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** A stable, secret-free fingerprint of a token. */
+  /** A stable, secret-free fingerprint of a token (one-shot: every RPC computes one). */
   fingerprint(token: string): string {
-    return createHash("sha256").update(token).digest("base64url");
+    return hash("sha256", token, "base64url");
   }
 
   /**

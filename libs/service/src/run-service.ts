@@ -92,6 +92,8 @@ export async function runService<C extends ServiceConfig>(spec: ServiceSpec<C>):
   // Before the first request allocates: the heap's growth is V8's flag, settable at run time.
   if (config.heapGrowingPercent > 0)
     v8.setFlagsFromString(`--heap-growing-percent=${config.heapGrowingPercent}`);
+  // Read at every scavenge, so it too can be set at run time.
+  if (!config.parallelScavenge) v8.setFlagsFromString("--no-parallel-scavenge");
   const log = createLogger(spec.name, config.logLevel);
   const nc = await connectNats({
     url: config.natsUrl,

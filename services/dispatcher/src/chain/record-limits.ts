@@ -1,19 +1,14 @@
-import { create, fromJson, type JsonObject, toBinary } from "@bufbuild/protobuf";
-import { StructSchema } from "@bufbuild/protobuf/wkt";
+import { create, type JsonObject } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@toolmesh/errors";
 import { CallErrorSchema, CallStatus } from "@toolmesh/proto";
 import type { CallEnd } from "../records/call-end.js";
+import { structSize } from "./struct-size.js";
 
 /**
  * Room a record needs beyond the arguments or output it carries: ids, principal, roles, times
  * and NATS headers. Generous, because a record that does not fit is a call that cannot be kept.
  */
 export const RECORD_OVERHEAD_BYTES = 16 * 1024;
-
-/** The encoded size of a JSON object as a google.protobuf.Struct, as records carry it. */
-export function structBytes(value: JsonObject): number {
-  return toBinary(StructSchema, fromJson(StructSchema, value)).length;
-}
 
 /** The most argument or output bytes a record may carry on a bus with this max_payload. */
 export function recordBudget(maxPayload: number): number {
@@ -30,7 +25,7 @@ export function argumentsTooLarge(
   maxPayload: number,
 ): ConnectError | undefined {
   const budget = recordBudget(maxPayload);
-  const size = structBytes(args);
+  const size = structSize(args);
   if (size <= budget) return undefined;
   return new ConnectError(
     `the arguments of tool "${tool}" are ${size} bytes encoded; a call's records can carry at most ${budget} bytes (the bus's max_payload of ${maxPayload} bytes minus ${RECORD_OVERHEAD_BYTES} for the record itself). Send less, or pass large data by reference (a URL or an object id).`,
@@ -45,7 +40,7 @@ export function argumentsTooLarge(
 export function limitOutput(tool: string, end: CallEnd, maxPayload: number): CallEnd {
   if (!end.output) return end;
   const budget = recordBudget(maxPayload);
-  const size = structBytes(end.output);
+  const size = structSize(end.output);
   if (size <= budget) return end;
   return {
     status: CallStatus.FAILURE,

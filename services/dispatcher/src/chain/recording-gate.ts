@@ -3,8 +3,9 @@ import { callFields, type Logger } from "@toolmesh/log";
 import { RecordWriteError } from "@toolmesh/nats";
 import type { DispatchRequest } from "@toolmesh/proto";
 import type { CallRecord, CallRecorder } from "../records/call-recorder.js";
-import { argumentsTooLarge, recordBudget, structBytes } from "./record-limits.js";
+import { argumentsTooLarge, recordBudget } from "./record-limits.js";
 import { Refusal } from "./refusal.js";
+import { structSize } from "./struct-size.js";
 import type { CheckedCall } from "./types.js";
 
 /**
@@ -86,7 +87,7 @@ export async function recordRefusal(
 ): Promise<void> {
   const { error, reason } = refusal;
   // Arguments too large for any record are kept as their size, so the refusal is recorded.
-  const size = req.arguments ? structBytes(req.arguments) : 0;
+  const size = req.arguments ? structSize(req.arguments) : 0;
   const args =
     size > recordBudget(deps.recorder.maxPayload) ? { omitted_bytes: size } : req.arguments;
   record.refused(
