@@ -193,8 +193,9 @@ describe("the JetStream publisher", () => {
     };
     const batch = ["a", "b", "c"].map(message);
     expect(await publisher.publishAtomic("batch-1", batch)).toEqual({ seq: 3, duplicate: false });
-    // The messages keep their own headers: the same ones can be published again plainly.
-    expect(batch[0]?.headers.get("Nats-Batch-Id")).toBe("");
+    // The batch headers are stamped on the messages themselves.
+    expect(batch[0]?.headers.get("Nats-Batch-Id")).toBe("batch-1");
+    expect(batch[2]?.headers.get("Nats-Batch-Commit")).toBe("1");
     const repeated = await failureOf(publisher.publishAtomic("batch-2", ["c", "d"].map(message)));
     expect(repeated.failure).toBe("refused");
     expect(jetStreamErrorCode(repeated)).toBe(JetStreamApiCodes.AtomicBatchDuplicate);

@@ -16,6 +16,7 @@ import { rpcMetricsInterceptor, rpcObserver } from "@toolmesh/telemetry";
 import { fallbackHandler } from "./fallback.js";
 import { fastRoute, serveUnary, type UnaryRoutes } from "./grpc-unary.js";
 import { createHealthService, HealthState } from "./health.js";
+import { compatRequest } from "./http2-streams.js";
 import { addReflection } from "./reflection.js";
 
 /** The caller's network address (`ip:port`), for logs and per-source limits. */
@@ -102,11 +103,17 @@ export function createToolmeshServer(options: ServerOptions): ToolmeshServer {
     ) => observe(route.service, route.method, code, seconds),
     log: options.log,
   };
-  const handler: typeof connectHandler = (req, res) => {
-    const route = fastRoute(options.fastUnary, req);
-    if (route)
-      serveUnary(route, req as http2.Http2ServerRequest, res as http2.Http2ServerResponse, fast);
-    else connectHandler(req, res);
+  // HTTP/2 streams are taken as they come: a fast-path gRPC call is served on its stream, and
+  // only the rest get the request and response objects connect-node reads.
+  const onStream = (
+    stream: http2.ServerHttp2Stream,
+    headers: http2.IncomingHttpHeaders,
+    _flags: number,
+    rawHeaders: string[],
+  ) => {
+    const route = fastRoute(options.fastUnary, headers);
+    if (route) serveUnary(route, stream, headers, fast);
+    else compatRequest(stream, headers, rawHeaders, connectHandler);
   };
 
   return {
@@ -114,8 +121,9 @@ export function createToolmeshServer(options: ServerOptions): ToolmeshServer {
     listen(port, host) {
       // gRPC needs HTTP/2 (h2c, prior knowledge); curl and browsers speaking Connect often use
       // HTTP/1.1. One port serves both by looking at the first bytes of each connection.
-      const h2 = http2.createServer({ maxSessionMemory: 64 }, handler);
-      const h1 = http.createServer(handler);
+      const h2 = http2.createServer({ maxSessionMemory: 64 });
+      h2.on("stream", onStream);
+      const h1 = http.createServer(connectHandler);
       // HTTP/1.1 keep-alive sockets between requests are idle; draining ends them at once and
       // ends busy ones after their current response.
       const idleH1 = new Set<net.Socket>();

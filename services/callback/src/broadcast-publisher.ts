@@ -58,20 +58,21 @@ export class JetStreamBroadcasts implements BroadcastSink {
   ) {}
 
   async send(broadcasts: readonly Broadcast[]): Promise<void> {
-    const messages = broadcasts.map(message);
-    if (messages.length < ATOMIC_FROM) {
-      await this.plain(messages);
+    if (broadcasts.length < ATOMIC_FROM) {
+      await this.plain(broadcasts);
       return;
     }
     const batches: Promise<void>[] = [];
-    for (let at = 0; at < messages.length; at += ATOMIC_MOST)
-      batches.push(this.atomic(messages.slice(at, at + ATOMIC_MOST)));
+    for (let at = 0; at < broadcasts.length; at += ATOMIC_MOST)
+      batches.push(this.atomic(broadcasts.slice(at, at + ATOMIC_MOST)));
     await Promise.all(batches);
   }
 
-  private async plain(messages: readonly OutgoingMessage[]): Promise<void> {
-    await Promise.all(messages.map((m) => this.publisher.publish(m.subject, m.data, m.headers)));
-    this.stored.inc({ via: "plain" }, messages.length);
+  private async plain(broadcasts: readonly Broadcast[]): Promise<void> {
+    await Promise.all(
+      broadcasts.map(message).map((m) => this.publisher.publish(m.subject, m.data, m.headers)),
+    );
+    this.stored.inc({ via: "plain" }, broadcasts.length);
   }
 
   /**
@@ -79,18 +80,22 @@ export class JetStreamBroadcasts implements BroadcastSink {
    * batch that repeats a message id it holds (a block read again after some of it was stored),
    * and a plain publish of each stores only the ones it lacks.
    */
-  private async atomic(messages: readonly OutgoingMessage[]): Promise<void> {
+  private async atomic(broadcasts: readonly Broadcast[]): Promise<void> {
     try {
-      await this.publisher.publishAtomic(`${this.prefix}-${++this.batches}`, messages);
-      this.stored.inc({ via: "atomic" }, messages.length);
+      await this.publisher.publishAtomic(
+        `${this.prefix}-${++this.batches}`,
+        broadcasts.map(message),
+      );
+      this.stored.inc({ via: "atomic" }, broadcasts.length);
       return;
     } catch (error) {
       if (jetStreamErrorCode(error) !== JetStreamApiCodes.AtomicBatchDuplicate)
         this.log.warn(
-          { err: error, broadcasts: messages.length },
+          { err: error, broadcasts: broadcasts.length },
           "an atomic batch of broadcasts was not stored; publishing them one by one",
         );
-      await this.plain(messages);
+      // Built again: the batch's messages carry its batch headers.
+      await this.plain(broadcasts);
     }
   }
 }
