@@ -5,6 +5,7 @@ import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { Code } from "@toolmesh/errors";
 import {
   AuditAction,
+  type AuditRecord,
   BudgetExceededSchema,
   BudgetPeriod,
   BudgetSubject,
@@ -185,15 +186,19 @@ describe("budgets", () => {
     expect((await call("other")).status).toBe(CallStatus.SUCCESS);
     expect((await call("spender", "free.echo")).cost).toBeUndefined();
 
-    // The refusal is audited, and the end records carry each call's cost and budget.
+    // The refusal is audited, and the end records carry each call's cost and budget. (A call
+    // that came before the Dispatcher had the spend against the new budget was refused
+    // UNAVAILABLE, "snapshot not ready", and is audited too: the over-budget one is looked for.)
+    const overBudget = (r: AuditRecord) =>
+      r.status === CallStatus.REFUSED && r.errorCode === "RESOURCE_EXHAUSTED";
     const records = await eventually(async () => {
       const { records } = await stack
         .auditClient()
         .queryRecords({ agentId: "spender", tool: "priced.echo", pageSize: 1000 }, admin());
-      expect(records.some((r) => r.status === CallStatus.REFUSED)).toBe(true);
+      expect(records.some(overBudget)).toBe(true);
       return records;
     });
-    const refusal = records.find((r) => r.status === CallStatus.REFUSED);
+    const refusal = records.find(overBudget);
     expect(refusal?.reason).toBe("over budget agent.spender.day");
     expect(refusal?.errorCode).toBe("RESOURCE_EXHAUSTED");
     const ends = records.filter(
