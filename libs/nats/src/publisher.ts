@@ -231,8 +231,9 @@ export class JetStreamPublisher {
 
   /**
    * Publishes messages as one JetStream atomic batch (the stream allows it: `allow_atomic`):
-   * JetStream stores them all in one commit, or none. Each gets the batch headers; only the last,
-   * which commits the batch, is acked, and the promise settles with its ack (its sequence is the
+   * JetStream stores them all in one commit, or none. Each gets the batch headers, set on its own
+   * headers (not a copy: to publish the same content again, build its message again); only the
+   * last, which commits the batch, is acked, and the promise settles with its ack (its sequence is the
    * last message's). A batch no stream took is sent again whole. JetStream refuses a whole batch
    * when one of its messages repeats a Nats-Msg-Id it holds (10201), and limits a batch to 1,000
    * messages by default.
@@ -241,9 +242,7 @@ export class JetStreamPublisher {
     const last = messages.at(-1);
     if (!last)
       return Promise.reject(new PublishError("refused", "an atomic batch needs a message"));
-    // The batch headers go onto the messages' own headers (not copies: a batch of broadcasts
-    // copied each message's headers, a fifth of what Callback allocated), so a message is for
-    // one batch: to publish the same content again, build it again.
+    // Copying each message's headers was a fifth of what Callback allocated.
     const stamped = messages.map((m, i) => {
       const h = m.headers ?? natsHeaders();
       h.set("Nats-Batch-Id", batchId);

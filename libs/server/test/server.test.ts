@@ -1,3 +1,4 @@
+import http2 from "node:http2";
 import { create } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
@@ -98,5 +99,26 @@ describe("toolmesh server", () => {
     ).rejects.toMatchObject({
       code: Code.Unimplemented,
     });
+  });
+  // HTTP/2 streams off the fast path get Node's compatibility objects from the server itself,
+  // with Node's own answers to what toolmesh does not serve.
+  it("answers an HTTP/2 CONNECT 405 and an unknown Expect 417, as Node's request event does", async () => {
+    const session = http2.connect(listening.url);
+    const statusOf = (headers: http2.OutgoingHttpHeaders) =>
+      new Promise<number>((resolve, reject) => {
+        const stream = session.request(headers);
+        stream.once("response", (h) => resolve(Number(h[":status"])));
+        stream.once("error", reject);
+        stream.resume();
+        stream.end();
+      });
+    try {
+      expect(await statusOf({ ":method": "CONNECT", ":authority": "example.com:443" })).toBe(405);
+      expect(await statusOf({ ":method": "POST", ":path": "/x", expect: "nonsense" })).toBe(417);
+      // The rest still reaches connect-node: an unknown path is its 404.
+      expect(await statusOf({ ":method": "POST", ":path": "/nope/Nope" })).toBe(404);
+    } finally {
+      session.close();
+    }
   });
 });
