@@ -4,11 +4,17 @@ import {
   type JetStreamClient,
   type JetStreamManager,
   type KV,
+  type KvOptions,
   nanos,
   type StreamConfig,
 } from "nats";
 import { type BusAccess, bucketNames, busAccess, isBusUser } from "./bus-access.js";
-import { JetStreamApiCodes, jetStreamErrorCode } from "./jetstream-errors.js";
+import {
+  JetStreamApiCodes,
+  jetStreamErrorCode,
+  retryBetweenLeaders,
+  SETUP_BETWEEN_LEADERS_MS,
+} from "./jetstream-errors.js";
 import { ensureStream } from "./streams.js";
 
 /**
@@ -159,6 +165,18 @@ export interface BucketRetention {
 }
 
 /**
+ * Opens (or creates, or binds) a KV bucket: `js.views.kv`, tried again while no leader answers,
+ * as a cluster that has just started may not have elected the bucket's stream leader yet.
+ */
+export function openKv(
+  js: JetStreamClient,
+  name: string,
+  options: Partial<KvOptions>,
+): Promise<KV> {
+  return retryBetweenLeaders(() => js.views.kv(name, options), SETUP_BETWEEN_LEADERS_MS);
+}
+
+/**
  * Opens (or creates) a KV bucket of one value per key whose keys expire `ttlMs` after their last
  * write. views.kv leaves an existing bucket as it was; retention is configuration, so the age
  * (and the byte limit, dropping the oldest keys) is applied to an existing bucket too.
@@ -169,7 +187,7 @@ export async function openBucket(
   name: string,
   retention: BucketRetention,
 ): Promise<KV> {
-  const kv = await js.views.kv(name, {
+  const kv = await openKv(js, name, {
     history: 1,
     replicas: retention.replicas,
     ttl: retention.ttlMs,
@@ -181,6 +199,6 @@ export async function openBucket(
   }
   // nats.js 2.29 does not know the field; nats-server 2.11+ does.
   if (retention.messageTtl) (limits as Record<string, unknown>).allow_msg_ttl = true;
-  await ensureStream(jsm, limits);
+  await retryBetweenLeaders(() => ensureStream(jsm, limits), SETUP_BETWEEN_LEADERS_MS);
   return kv;
 }

@@ -1,11 +1,24 @@
 import type { ConsumerConfig, JetStreamManager } from "nats";
-import { JetStreamApiCodes, jetStreamErrorCode } from "./jetstream-errors.js";
+import {
+  JetStreamApiCodes,
+  jetStreamErrorCode,
+  retryBetweenLeaders,
+  SETUP_BETWEEN_LEADERS_MS,
+} from "./jetstream-errors.js";
 
 /**
  * Creates a durable consumer, or brings an existing one to these limits (the server refuses to
- * create one that exists with other settings).
+ * create one that exists with other settings); tried again while no leader answers.
  */
-export async function ensureConsumer(
+export function ensureConsumer(
+  jsm: JetStreamManager,
+  stream: string,
+  config: Partial<ConsumerConfig> & { durable_name: string },
+): Promise<void> {
+  return retryBetweenLeaders(() => createOrUpdate(jsm, stream, config), SETUP_BETWEEN_LEADERS_MS);
+}
+
+async function createOrUpdate(
   jsm: JetStreamManager,
   stream: string,
   config: Partial<ConsumerConfig> & { durable_name: string },

@@ -6,6 +6,7 @@ export {
   type BucketRetention,
   buckets,
   openBucket,
+  openKv,
 } from "./buckets.js";
 export {
   type BusAccess,
@@ -44,6 +45,7 @@ export {
   jetStreamErrorCode,
   KvConflictError,
   retryBetweenLeaders,
+  SETUP_BETWEEN_LEADERS_MS,
 } from "./jetstream-errors.js";
 export {
   kvKeyToken,

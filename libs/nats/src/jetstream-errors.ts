@@ -61,6 +61,14 @@ export function betweenLeaders(error: unknown): boolean {
 export const BETWEEN_LEADERS_BUDGET_MS = 4000;
 
 /**
+ * How long a process's start-up tries again to create or open its streams, buckets and consumers
+ * while no leader answers: a cluster whose nodes all report healthy may still be electing the
+ * leaders of streams created a moment before (by this process's other replica, say), and a
+ * refusal then made the process exit before it was ready.
+ */
+export const SETUP_BETWEEN_LEADERS_MS = 15_000;
+
+/**
  * How long to wait before sending again a write refused between stream leaders, backing off from
  * 100 ms to 1 s (`attempt` counts from 0), or undefined once that wait would end past `budgetMs`
  * from `startedAt`: a leader election on a cluster takes a few seconds, and a write that stored

@@ -1,5 +1,6 @@
 import type { Logger } from "@toolmesh/log";
 import type { KV, NatsConnection } from "nats";
+import { openKv } from "./buckets.js";
 import { bucketNames } from "./bus-access.js";
 import { compareAndSet, KvConflictError } from "./jetstream-errors.js";
 
@@ -44,7 +45,7 @@ export async function holdLease(options: {
   // One TTL for every service: the bucket is shared, and its first creator sets it.
   const ttlMs = LEASE_TTL_MS;
   const everyMs = Math.max(100, Math.floor(ttlMs / 3));
-  const kv: KV = await nc.jetstream().views.kv(bucketNames.leases, {
+  const kv: KV = await openKv(nc.jetstream(), bucketNames.leases, {
     history: 1,
     ttl: ttlMs,
     replicas: options.replicas,

@@ -39,6 +39,12 @@ const MAX_ROWS_PER_TRANSACTION = 5000;
 const FLUSH_DELAY_MS = 100;
 /** Rows of records this instance appended, kept until the follower reads them back. */
 const MAX_EXPECTED = 8192;
+/**
+ * How long the log's consumer may deliver nothing while the log has more before it is replaced:
+ * well past the few seconds nats.js takes to find an ordered consumer again on its own (it
+ * resets one after two missed heartbeats, a second each).
+ */
+const STALL_MS = 10_000;
 
 /**
  * Keeps the SQLite query index in step with the log stream. At start it opens the index and reads
@@ -65,6 +71,17 @@ export class IndexFollower {
   private expectedSeq = 0;
   private started: IndexStart | undefined;
   private readonly seqWaiters = new Set<{ seq: number; resolve: () => void }>();
+  /** Counts the consumers of the log; a loop whose consumer was replaced stops reading. */
+  private generation = 0;
+  /** When the log's consumer last delivered a block (or was created). */
+  private deliveredAt = 0;
+  private stallWatch: NodeJS.Timeout | undefined;
+  private resubscribing = false;
+  /** When the watch first saw the log ahead of the index with nothing delivered since. */
+  private behindSince: number | undefined;
+  /** How many times the watch followed the log again. */
+  private restarts = 0;
+  private readonly stallMs: number;
 
   constructor(
     private readonly deps: {
@@ -74,13 +91,25 @@ export class IndexFollower {
       file: string;
       /** Reads blocks that have left the log from the archive. */
       reader: LogReader;
+      /**
+       * How long the log's consumer may deliver nothing while the log holds blocks after the
+       * index's before it is replaced (STALL_MS by default).
+       */
+      stallMs?: number;
     },
-  ) {}
+  ) {
+    this.stallMs = deps.stallMs ?? STALL_MS;
+  }
 
   /** The open index; only after start(). */
   get records(): RecordIndex {
     if (!this.index) throw new Error("the audit index is not open yet");
     return this.index;
+  }
+
+  /** How many times the index followed the log again after its consumer went quiet. */
+  get resubscribed(): number {
+    return this.restarts;
   }
 
   /** The last log stream sequence written to the index. */
@@ -174,23 +203,42 @@ export class IndexFollower {
 
   /**
    * Reads the stream from `fromSeq` on, indefinitely, writing rows in batches. A block that left
-   * the log before the consumer reached it is read from the archive.
+   * the log before the consumer reached it is read from the archive. A watch follows the log
+   * again from where the index stopped when its consumer goes quiet while the log holds blocks
+   * it has not delivered.
    */
   private async follow(
     fromSeq: number,
     batch: number,
     onMessage: (seq: number, records: number) => void,
   ): Promise<void> {
+    this.expectedSeq = fromSeq;
+    await this.subscribe(batch, onMessage);
+    const everyMs = Math.max(100, Math.floor(this.stallMs / 2));
+    this.stallWatch = setInterval(() => void this.checkProgress(batch, onMessage), everyMs);
+    this.stallWatch.unref();
+  }
+
+  /** Reads the log from expectedSeq on with a new ordered consumer. */
+  private async subscribe(
+    batch: number,
+    onMessage: (seq: number, records: number) => void,
+  ): Promise<void> {
+    const generation = ++this.generation;
     const consumer = await this.deps.js.consumers.get(AUDIT_LOG_STREAM, {
       deliver_policy: DeliverPolicy.StartSequence,
-      opt_start_seq: fromSeq,
+      opt_start_seq: this.expectedSeq,
     });
     const messages = await consumer.consume(pullOptions({ max_messages: batch }));
     this.messages = messages;
-    this.expectedSeq = fromSeq;
+    this.deliveredAt = Date.now();
     void (async () => {
       try {
         for await (const msg of messages) {
+          // A consumer replaced by the watch may still hand over what it had in hand.
+          if (generation !== this.generation) break;
+          this.deliveredAt = Date.now();
+          if (msg.seq < this.expectedSeq) continue;
           if (msg.seq > this.expectedSeq) {
             for await (const block of this.deps.reader.archived(this.expectedSeq, msg.seq - 1))
               onMessage(block.seq, this.take(block));
@@ -199,9 +247,58 @@ export class IndexFollower {
           this.expectedSeq = msg.seq + 1;
         }
       } catch (error) {
-        this.deps.log.error({ err: error }, "stopped following the audit log; restart to resume");
+        // The watch follows the log again once it sees the index fall behind.
+        this.deps.log.warn({ err: error }, "the audit index's reader of the log stopped");
       }
     })();
+  }
+
+  /**
+   * Follows the log again from expectedSeq when nothing was delivered for stallMs and the log
+   * held later blocks at two checks: the consumer was lost and not found again (a partition, a server that
+   * came back without it) and the index would otherwise stay behind until a restart.
+   */
+  private async checkProgress(
+    batch: number,
+    onMessage: (seq: number, records: number) => void,
+  ): Promise<void> {
+    if (this.stopped || this.resubscribing) return;
+    if (Date.now() - this.deliveredAt < this.stallMs) {
+      this.behindSince = undefined;
+      return;
+    }
+    this.resubscribing = true;
+    try {
+      const { state } = await this.deps.jsm.streams.info(AUDIT_LOG_STREAM);
+      const now = Date.now();
+      if (state.last_seq < this.expectedSeq || this.stopped) {
+        this.behindSince = undefined;
+        return;
+      }
+      // A block appended after a quiet spell may not be delivered yet: only a log seen ahead at
+      // two checks, with nothing delivered between them, means the consumer is lost.
+      if (this.behindSince === undefined || this.behindSince < this.deliveredAt) {
+        this.behindSince = now;
+        return;
+      }
+      if (now - this.behindSince < this.stallMs / 2) return;
+      this.behindSince = undefined;
+      this.deps.log.warn(
+        { from_seq: this.expectedSeq, last_seq: state.last_seq, quiet_ms: this.stallMs },
+        "the audit index received nothing while the log grew; following the log again",
+      );
+      this.restarts++;
+      const quiet = this.messages;
+      this.generation++;
+      // Not awaited: closing a lost consumer may wait on the server; its loop stops either way.
+      void quiet?.close().catch(() => {});
+      await this.subscribe(batch, onMessage);
+    } catch (error) {
+      // NATS away or between leaders: the next check tries again.
+      this.deps.log.warn({ err: error }, "cannot check the audit index's reader of the log");
+    } finally {
+      this.resubscribing = false;
+    }
   }
 
   /**
@@ -291,6 +388,8 @@ export class IndexFollower {
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
+    clearInterval(this.stallWatch);
+    this.generation++;
     await this.messages?.close();
     this.flush();
     this.index?.close();

@@ -2,7 +2,14 @@ import { randomUUID } from "node:crypto";
 import path from "node:path";
 import { ArchiveReader } from "@toolmesh/archive";
 import { createSecretRedactor } from "@toolmesh/log";
-import { buckets, ensureStream, holdLease, JetStreamPublisher } from "@toolmesh/nats";
+import {
+  buckets,
+  ensureStream,
+  holdLease,
+  JetStreamPublisher,
+  retryBetweenLeaders,
+  SETUP_BETWEEN_LEADERS_MS,
+} from "@toolmesh/nats";
 import { runService } from "@toolmesh/service";
 import { startArchiving } from "./archiving.js";
 import { auditLogStream } from "./audit-log.js";
@@ -24,10 +31,11 @@ await runService({
   config: auditConfig,
   streams: ["records"],
   async start({ config, log, nc, js, jsm, authenticatedRpc }) {
-    await ensureStream(
-      jsm,
-      auditLogStream({ replicas: config.jetstreamReplicas, maxBytes: config.maxBytes }),
-    );
+    const logStream = auditLogStream({
+      replicas: config.jetstreamReplicas,
+      maxBytes: config.maxBytes,
+    });
+    await retryBetweenLeaders(() => ensureStream(jsm, logStream), SETUP_BETWEEN_LEADERS_MS);
     const archive = archiveSettings(config);
     // The log and, below its hot window, the archive: what every reader of records reads.
     const reader = new LogReader({ js, jsm, archive: new ArchiveReader(archive.dir) });

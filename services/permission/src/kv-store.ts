@@ -4,6 +4,7 @@ import {
   buckets,
   compareAndSet,
   KvConflictError,
+  openKv,
   ReconnectingKvSnapshot,
   type SnapshotChange,
   untilSnapshotShows,
@@ -76,7 +77,7 @@ export class KvPermissionStore implements PermissionStore {
 
   /** Creates the bucket if needed and loads both snapshots. */
   static async open(nc: NatsConnection, replicas: number, log: Logger): Promise<KvPermissionStore> {
-    const kv = await nc.jetstream().views.kv(buckets.permission.name, {
+    const kv = await openKv(nc.jetstream(), buckets.permission.name, {
       history: 5,
       replicas,
       description: "toolmesh grants and API keys (owned by the Permission service)",

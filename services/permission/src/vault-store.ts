@@ -1,5 +1,5 @@
 import type { Logger } from "@toolmesh/log";
-import { buckets, compareAndSet, KvConflictError, updateWithRetry } from "@toolmesh/nats";
+import { buckets, compareAndSet, KvConflictError, openKv, updateWithRetry } from "@toolmesh/nats";
 import { VaultCipher, VaultSealError } from "@toolmesh/vault";
 import type { KV, NatsConnection } from "nats";
 
@@ -125,7 +125,7 @@ export class Vault {
 
 /** The `toolmesh-vault` bucket (history 1: a replaced value is gone, not kept behind the new one). */
 export async function openVaultBucket(nc: NatsConnection, replicas: number): Promise<SealedBucket> {
-  const kv: KV = await nc.jetstream().views.kv(buckets.vault.name, {
+  const kv: KV = await openKv(nc.jetstream(), buckets.vault.name, {
     history: 1,
     replicas,
     description:

@@ -1,6 +1,6 @@
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import type { Logger } from "@toolmesh/log";
-import { buckets, compareAndSet, ReconnectingKvSnapshot } from "@toolmesh/nats";
+import { buckets, compareAndSet, openKv, ReconnectingKvSnapshot } from "@toolmesh/nats";
 import { type Group, GroupSchema, type Tool, ToolSchema } from "@toolmesh/proto";
 import type { KV, NatsConnection } from "nats";
 import type { RegistryStore, ToolChange, Versioned } from "./store.js";
@@ -56,7 +56,7 @@ export class KvRegistryStore implements RegistryStore {
     history?: number;
     log: Logger;
   }): Promise<KvRegistryStore> {
-    const kv = await options.nc.jetstream().views.kv(buckets.registry.name, {
+    const kv = await openKv(options.nc.jetstream(), buckets.registry.name, {
       history: options.history ?? 5,
       replicas: options.replicas,
     });

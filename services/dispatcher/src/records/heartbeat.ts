@@ -1,5 +1,5 @@
 import type { Logger } from "@toolmesh/log";
-import { buckets } from "@toolmesh/nats";
+import { buckets, openKv } from "@toolmesh/nats";
 import type { KV, NatsConnection } from "nats";
 
 /** How often an instance beats, and how long a silent one counts as alive. */
@@ -29,7 +29,7 @@ export class Heartbeat {
     settings: HeartbeatSettings,
     log: Logger,
   ): Promise<Heartbeat> {
-    const kv = await nc.jetstream().views.kv(buckets.dispatchers.name, {
+    const kv = await openKv(nc.jetstream(), buckets.dispatchers.name, {
       history: 1,
       // A key lives for a few missed beats; after that its instance is gone.
       ttl: Math.max(60_000, settings.intervalMs * 12),

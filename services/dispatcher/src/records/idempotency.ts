@@ -4,6 +4,7 @@ import {
   compareAndSet,
   KvConflictError,
   kvKeyToken,
+  openKv,
   retryBetweenLeaders,
 } from "@toolmesh/nats";
 import { type DispatchResponse, DispatchResponseSchema } from "@toolmesh/proto";
@@ -31,7 +32,7 @@ export class KvIdempotencyStore implements IdempotencyStore {
     nc: NatsConnection,
     settings: { windowMs: number; replicas: number },
   ): Promise<KvIdempotencyStore> {
-    const kv = await nc.jetstream().views.kv(DISPATCHER_BUCKET, {
+    const kv = await openKv(nc.jetstream(), DISPATCHER_BUCKET, {
       ttl: settings.windowMs,
       history: 1,
       replicas: settings.replicas,
@@ -88,7 +89,7 @@ export class KvCallIdOwners implements CallIdOwners {
     nc: NatsConnection,
     settings: { ttlMs: number; replicas: number },
   ): Promise<KvCallIdOwners> {
-    const kv = await nc.jetstream().views.kv(CALL_ID_BUCKET, {
+    const kv = await openKv(nc.jetstream(), CALL_ID_BUCKET, {
       ttl: settings.ttlMs,
       history: 1,
       replicas: settings.replicas,
