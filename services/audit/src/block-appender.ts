@@ -253,24 +253,28 @@ export class BlockAppender {
     // records its predecessor stored but had not acked come back to it, and its own index may
     // not have read them yet.
     if (last > known) await this.readBack(Math.max(known + 1, last - READ_BACK_MAX + 1), last);
-    this.stale = false;
     this.pipelined = (info.config.num_replicas ?? 1) <= 1;
     // A log that retention emptied keeps no record to continue from: a new chain starts after
     // the last stream sequence, which is no larger than the last record's sequence.
-    this.head = { streamSeq: last, sequence: BigInt(last), hash: "" };
-    this.tip = this.head;
-    if (last === 0 || info.state.messages === 0) return;
-    try {
+    let head: ChainEnd = { streamSeq: last, sequence: BigInt(last), hash: "" };
+    if (last > 0 && info.state.messages > 0) {
+      // Not read (NATS away, a stream between leaders): the head stays unknown and nothing is
+      // appended until it is read. Chaining on a made-up head forked the chain after a partition:
+      // its blocks took chain sequences the log already held.
       const stored = await this.deps.jsm.streams.getMessage(AUDIT_LOG_STREAM, { seq: last });
-      const record = lastRecord(stored.header, stored.data);
-      if (record) this.head = { streamSeq: last, sequence: record.sequence, hash: record.hash };
-    } catch (error) {
-      this.deps.log.warn(
-        { err: error, seq: last },
-        "last audit log message unreadable; chaining from an empty hash",
-      );
+      try {
+        const record = lastRecord(stored.header, stored.data);
+        if (record) head = { streamSeq: last, sequence: record.sequence, hash: record.hash };
+      } catch (error) {
+        this.deps.log.error(
+          { err: error, seq: last },
+          "last audit log message undecodable; chaining from an empty hash",
+        );
+      }
     }
-    this.tip = this.head;
+    this.head = head;
+    this.tip = head;
+    this.stale = false;
   }
 
   private async readBack(from: number, to: number): Promise<void> {
@@ -281,7 +285,10 @@ export class BlockAppender {
           readLogMessage(stored.header, stored.data).map((r) => recordKey(r.record)),
         );
       } catch (error) {
-        // Gone (retention) or unreadable: the index answers for its records.
+        // Gone (retention): the index answers for its records. Not read (NATS away, between
+        // leaders): the head is not refreshed, so records an unanswered append stored are not
+        // chained a second time.
+        if (jetStreamErrorCode(error) !== JetStreamApiCodes.NoMessageFound) throw error;
         this.deps.log.debug({ err: error, seq }, "audit log message not read back");
       }
     }

@@ -186,8 +186,17 @@ export class AuditRecorder {
   private async chainLoop(): Promise<void> {
     const flying: Batch[] = [];
     for (;;) {
+      if (this.stopped && flying.length === 0) {
+        // A writer that stopped (its lease lost, or shutting down) appends nothing more: what it
+        // holds goes back to the stream, for the next chain writer.
+        for (const msg of this.queue.splice(0)) msg.nak();
+        return;
+      }
       const depth = this.appender?.pipelined ? PIPELINE_DEPTH : 1;
-      if (flying.length >= depth || (this.queue.length === 0 && flying.length > 0)) {
+      if (
+        flying.length > 0 &&
+        (this.stopped || flying.length >= depth || this.queue.length === 0)
+      ) {
         await this.landOldest(flying);
         continue;
       }
@@ -331,6 +340,7 @@ export class AuditRecorder {
     for (let attempt = 1; todo.length > 0; attempt++) {
       if (attempt > MAX_ATTEMPTS)
         throw new Error("the audit log head kept moving; giving up for now");
+      if (this.stopped) throw new Error("the chain writer stopped; its records go to the next one");
       await appender.refreshHead();
       todo = this.notFound(todo);
       if (todo.length === 0) return;
@@ -381,7 +391,7 @@ export class AuditRecorder {
       }
     }
     (this.appender as BlockAppender).stale = true;
-    await new Promise((resolve) => setTimeout(resolve, 1000));
+    if (!this.stopped) await new Promise((resolve) => setTimeout(resolve, 1000));
   }
 
   private remember(id: string): void {

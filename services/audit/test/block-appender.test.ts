@@ -2,6 +2,7 @@ import { toBinary } from "@bufbuild/protobuf";
 import { createLogger } from "@toolmesh/log";
 import { ensureStream, JetStreamPublisher, PublishError } from "@toolmesh/nats";
 import { AuditRecordSchema } from "@toolmesh/proto";
+import { readLogMessage } from "@toolmesh/records";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AUDIT_LOG_STREAM, auditLogStream } from "../src/audit-log.js";
 import { BlockAppender } from "../src/block-appender.js";
@@ -85,5 +86,47 @@ describe("a block appender whose append got no answer", () => {
     });
     await successor.refreshHead();
     expect(found).toEqual(["hist-1", "hist-2", "hist-3", "hist-4"]);
+  });
+
+  it("appends nothing on a head it could not read: it waits for the real one", async () => {
+    const jsm = await bus.nc.jetstreamManager();
+    const real = new JetStreamPublisher(bus.nc, { ackTimeoutMs: 10_000 });
+    // The stream answers its info but not the read of its last message, as a stream between
+    // leaders (no responders, 503) does after a partition.
+    let refuse = true;
+    const between = Object.assign(new Error("503"), { code: "503" });
+    const flaky = {
+      streams: {
+        info: (...args: Parameters<typeof jsm.streams.info>) => jsm.streams.info(...args),
+        getMessage: (...args: Parameters<typeof jsm.streams.getMessage>) =>
+          refuse ? Promise.reject(between) : jsm.streams.getMessage(...args),
+      },
+    } as unknown as typeof jsm;
+    const stored: bigint[] = [];
+    const appender = new BlockAppender({
+      jsm: flaky,
+      publisher: real,
+      log,
+      maxBlockBytes: 512 * 1024,
+      onStored: (s) => stored.push(s.record.sequence),
+    });
+    const before = await jsm.streams.info(AUDIT_LOG_STREAM);
+    const last = await jsm.streams.getMessage(AUDIT_LOG_STREAM, { seq: before.state.last_seq });
+    const head = readLogMessage(last.header, last.data).at(-1)?.record;
+    // It used to chain on a made-up head (the stream sequence, an empty hash): a fork.
+    await expect(appender.refreshHead()).rejects.toBe(between);
+    expect(appender.stale).toBe(true);
+
+    refuse = false;
+    await appender.refreshHead();
+    expect(appender.stale).toBe(false);
+    const landed = await appender.land(appender.send([received(5)]));
+    expect(landed).toEqual({ stored: [true] });
+    // The new record follows the last one stored, in sequence and hash.
+    expect(stored).toEqual([(head?.sequence ?? 0n) + 1n]);
+    const after = await jsm.streams.getMessage(AUDIT_LOG_STREAM, {
+      seq: before.state.last_seq + 1,
+    });
+    expect(readLogMessage(after.header, after.data)[0]?.record.prevHash).toBe(head?.hash);
   });
 });
