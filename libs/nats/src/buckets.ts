@@ -9,12 +9,7 @@ import {
   type StreamConfig,
 } from "nats";
 import { type BusAccess, bucketNames, busAccess, isBusUser } from "./bus-access.js";
-import {
-  JetStreamApiCodes,
-  jetStreamErrorCode,
-  retryBetweenLeaders,
-  SETUP_BETWEEN_LEADERS_MS,
-} from "./jetstream-errors.js";
+import { JetStreamApiCodes, jetStreamErrorCode, retrySetup } from "./jetstream-errors.js";
 import { ensureStream } from "./streams.js";
 
 /**
@@ -173,7 +168,7 @@ export function openKv(
   name: string,
   options: Partial<KvOptions>,
 ): Promise<KV> {
-  return retryBetweenLeaders(() => js.views.kv(name, options), SETUP_BETWEEN_LEADERS_MS);
+  return retrySetup(() => js.views.kv(name, options));
 }
 
 /**
@@ -199,6 +194,6 @@ export async function openBucket(
   }
   // nats.js 2.29 does not know the field; nats-server 2.11+ does.
   if (retention.messageTtl) (limits as Record<string, unknown>).allow_msg_ttl = true;
-  await retryBetweenLeaders(() => ensureStream(jsm, limits), SETUP_BETWEEN_LEADERS_MS);
+  await retrySetup(() => ensureStream(jsm, limits));
   return kv;
 }

@@ -1,10 +1,5 @@
 import type { ConsumerConfig, JetStreamManager } from "nats";
-import {
-  JetStreamApiCodes,
-  jetStreamErrorCode,
-  retryBetweenLeaders,
-  SETUP_BETWEEN_LEADERS_MS,
-} from "./jetstream-errors.js";
+import { JetStreamApiCodes, jetStreamErrorCode, retrySetup } from "./jetstream-errors.js";
 
 /**
  * Creates a durable consumer, or brings an existing one to these limits (the server refuses to
@@ -15,7 +10,7 @@ export function ensureConsumer(
   stream: string,
   config: Partial<ConsumerConfig> & { durable_name: string },
 ): Promise<void> {
-  return retryBetweenLeaders(() => createOrUpdate(jsm, stream, config), SETUP_BETWEEN_LEADERS_MS);
+  return retrySetup(() => createOrUpdate(jsm, stream, config));
 }
 
 async function createOrUpdate(

@@ -45,7 +45,7 @@ export {
   jetStreamErrorCode,
   KvConflictError,
   retryBetweenLeaders,
-  SETUP_BETWEEN_LEADERS_MS,
+  retrySetup,
 } from "./jetstream-errors.js";
 export {
   kvKeyToken,

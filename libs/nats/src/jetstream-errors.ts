@@ -66,7 +66,7 @@ export const BETWEEN_LEADERS_BUDGET_MS = 4000;
  * leaders of streams created a moment before (by this process's other replica, say), and a
  * refusal then made the process exit before it was ready.
  */
-export const SETUP_BETWEEN_LEADERS_MS = 15_000;
+export const SETUP_BUDGET_MS = 15_000;
 
 /**
  * How long to wait before sending again a write refused between stream leaders, backing off from
@@ -87,16 +87,37 @@ export function betweenLeadersDelay(
  * Runs a JetStream write again while it is refused between stream leaders (see
  * betweenLeadersDelay), within `budgetMs`. Any other error, or the budget spent, is thrown.
  */
-export async function retryBetweenLeaders<T>(
+export function retryBetweenLeaders<T>(
   write: () => Promise<T>,
   budgetMs = BETWEEN_LEADERS_BUDGET_MS,
+): Promise<T> {
+  return retryWhile(write, betweenLeaders, budgetMs);
+}
+
+/**
+ * Runs a set-up request again (creating or binding a stream, bucket or consumer, or reading its
+ * info: each may be sent twice) while no leader answers or no answer comes in time — a server
+ * restarting or a cluster electing its leaders as the process starts — within SETUP_BUDGET_MS.
+ */
+export function retrySetup<T>(setup: () => Promise<T>): Promise<T> {
+  return retryWhile(
+    setup,
+    (error) => betweenLeaders(error) || (error as { code?: unknown })?.code === "TIMEOUT",
+    SETUP_BUDGET_MS,
+  );
+}
+
+async function retryWhile<T>(
+  run: () => Promise<T>,
+  retryable: (error: unknown) => boolean,
+  budgetMs: number,
 ): Promise<T> {
   const startedAt = Date.now();
   for (let attempt = 0; ; attempt++) {
     try {
-      return await write();
+      return await run();
     } catch (error) {
-      const delayMs = betweenLeaders(error)
+      const delayMs = retryable(error)
         ? betweenLeadersDelay(attempt, startedAt, budgetMs)
         : undefined;
       if (delayMs === undefined) throw error;

@@ -8,12 +8,7 @@ import {
   type StreamConfig,
 } from "nats";
 import { type BusAccess, busAccess, isBusUser, streamNames } from "./bus-access.js";
-import {
-  JetStreamApiCodes,
-  jetStreamErrorCode,
-  retryBetweenLeaders,
-  SETUP_BETWEEN_LEADERS_MS,
-} from "./jetstream-errors.js";
+import { JetStreamApiCodes, jetStreamErrorCode, retrySetup } from "./jetstream-errors.js";
 
 /** The processes that publish call records, each under its own subject token (bus-access.ts). */
 export type RecordSource = "dispatcher" | "callback" | "registry" | "permission" | "audit";
@@ -218,10 +213,7 @@ export async function prepareStreams(options: {
   for (const key of options.streams) {
     if (!access || (access.writesStreams as string[]).includes(key)) {
       // A cluster that has just started may not have elected the stream's leader yet.
-      await retryBetweenLeaders(
-        () => ensureStream(jsm, definitions[key]),
-        SETUP_BETWEEN_LEADERS_MS,
-      );
+      await retrySetup(() => ensureStream(jsm, definitions[key]));
       continue;
     }
     if (!(access.readsStreams as string[]).includes(key)) {

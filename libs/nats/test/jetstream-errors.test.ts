@@ -1,4 +1,4 @@
-import { JetStreamApiCodes, retryBetweenLeaders } from "@toolmesh/nats";
+import { JetStreamApiCodes, retryBetweenLeaders, retrySetup } from "@toolmesh/nats";
 import { describe, expect, it } from "vitest";
 
 /** A refusal as nats.js raises it: a 503 no responders, or a JetStream API error by its code. */
@@ -44,6 +44,33 @@ describe("retryBetweenLeaders", () => {
         throw conflict;
       }),
     ).rejects.toBe(conflict);
+    expect(calls).toBe(1);
+  });
+});
+
+/** Set-up requests may be sent twice: they are also tried again when no answer came in time. */
+describe("retrySetup", () => {
+  it("tries a set-up request again after no responders and a timeout, until it is answered", async () => {
+    let calls = 0;
+    const value = await retrySetup(async () => {
+      calls++;
+      if (calls === 1) throw noResponders();
+      if (calls === 2) throw Object.assign(new Error("TIMEOUT"), { code: "TIMEOUT" });
+      return "bound";
+    });
+    expect(value).toBe("bound");
+    expect(calls).toBe(3);
+  });
+
+  it("throws any other error at once", async () => {
+    let calls = 0;
+    const missing = apiError(JetStreamApiCodes.StreamNotFound);
+    await expect(
+      retrySetup(async () => {
+        calls++;
+        throw missing;
+      }),
+    ).rejects.toBe(missing);
     expect(calls).toBe(1);
   });
 });

@@ -5,6 +5,7 @@ import {
   JetStreamApiCodes,
   jetStreamErrorCode,
   pullOptions,
+  retrySetup,
   streamNames,
 } from "@toolmesh/nats";
 import { type AuditRecord, AuditRecordSchema } from "@toolmesh/proto";
@@ -99,7 +100,7 @@ export async function followLog(options: LogFollowerOptions): Promise<LogFollowe
       await new Promise((resolve) => setTimeout(resolve, 500));
     }
   }
-  const consumer = await js.consumers.get(stream, durable);
+  const consumer = await retrySetup(() => js.consumers.get(stream, durable));
   const messages: ConsumerMessages = await consumer.consume(
     pullOptions({ max_bytes: options.pullBytes }),
   );

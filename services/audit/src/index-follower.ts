@@ -1,6 +1,6 @@
 import { fromBinary } from "@bufbuild/protobuf";
 import type { Logger } from "@toolmesh/log";
-import { pullOptions } from "@toolmesh/nats";
+import { pullOptions, retrySetup } from "@toolmesh/nats";
 import { type AuditRecord, AuditRecordSchema } from "@toolmesh/proto";
 import { type LogHeaders, lastRecord, recordBytes } from "@toolmesh/records";
 import {
@@ -12,6 +12,7 @@ import {
 } from "nats";
 import { AUDIT_LOG_STREAM, logFirstSeq, logReadBatch } from "./audit-log.js";
 import { fromConsumer, type LogBlock, type LogReader } from "./log-reader.js";
+import { QuietReaderWatch } from "./quiet-reader-watch.js";
 import { type Checkpoint, RecordIndex } from "./record-index.js";
 import { type IndexRow, indexRow } from "./record-mapping.js";
 
@@ -75,12 +76,7 @@ export class IndexFollower {
   private generation = 0;
   /** When the log's consumer last delivered a block (or was created). */
   private deliveredAt = 0;
-  private stallWatch: NodeJS.Timeout | undefined;
-  private resubscribing = false;
-  /** When the watch first saw the log ahead of the index with nothing delivered since. */
-  private behindSince: number | undefined;
-  /** How many times the watch followed the log again. */
-  private restarts = 0;
+  private watch: QuietReaderWatch | undefined;
   private readonly stallMs: number;
 
   constructor(
@@ -109,7 +105,7 @@ export class IndexFollower {
 
   /** How many times the index followed the log again after its consumer went quiet. */
   get resubscribed(): number {
-    return this.restarts;
+    return this.watch?.restarts ?? 0;
   }
 
   /** The last log stream sequence written to the index. */
@@ -125,7 +121,7 @@ export class IndexFollower {
   /** Opens (or rebuilds) the index and resolves once it holds every record the stream held. */
   async start(): Promise<IndexStart> {
     const began = performance.now();
-    const info = await this.deps.jsm.streams.info(AUDIT_LOG_STREAM);
+    const info = await retrySetup(() => this.deps.jsm.streams.info(AUDIT_LOG_STREAM));
     // The oldest block readable: the archive's first, below the log's when it has left the log.
     const first = Math.max(await this.deps.reader.floor(), 1);
     const { index, rebuildReason } = await this.open(info, first);
@@ -203,9 +199,8 @@ export class IndexFollower {
 
   /**
    * Reads the stream from `fromSeq` on, indefinitely, writing rows in batches. A block that left
-   * the log before the consumer reached it is read from the archive. A watch follows the log
-   * again from where the index stopped when its consumer goes quiet while the log holds blocks
-   * it has not delivered.
+   * the log before the consumer reached it is read from the archive. A QuietReaderWatch follows
+   * the log again from where the index stopped when its consumer goes quiet as the log grows.
    */
   private async follow(
     fromSeq: number,
@@ -214,9 +209,23 @@ export class IndexFollower {
   ): Promise<void> {
     this.expectedSeq = fromSeq;
     await this.subscribe(batch, onMessage);
-    const everyMs = Math.max(100, Math.floor(this.stallMs / 2));
-    this.stallWatch = setInterval(() => void this.checkProgress(batch, onMessage), everyMs);
-    this.stallWatch.unref();
+    this.watch = new QuietReaderWatch(
+      {
+        expectedSeq: () => this.expectedSeq,
+        deliveredAt: () => this.deliveredAt,
+        lastSeq: async () => (await this.deps.jsm.streams.info(AUDIT_LOG_STREAM)).state.last_seq,
+        readAgain: async () => {
+          const quiet = this.messages;
+          this.generation++;
+          // Not awaited: closing a lost consumer may wait on the server; its loop stops either way.
+          void quiet?.close().catch(() => {});
+          await this.subscribe(batch, onMessage);
+        },
+      },
+      this.stallMs,
+      this.deps.log,
+    );
+    this.watch.start();
   }
 
   /** Reads the log from expectedSeq on with a new ordered consumer. */
@@ -251,54 +260,6 @@ export class IndexFollower {
         this.deps.log.warn({ err: error }, "the audit index's reader of the log stopped");
       }
     })();
-  }
-
-  /**
-   * Follows the log again from expectedSeq when nothing was delivered for stallMs and the log
-   * held later blocks at two checks: the consumer was lost and not found again (a partition, a server that
-   * came back without it) and the index would otherwise stay behind until a restart.
-   */
-  private async checkProgress(
-    batch: number,
-    onMessage: (seq: number, records: number) => void,
-  ): Promise<void> {
-    if (this.stopped || this.resubscribing) return;
-    if (Date.now() - this.deliveredAt < this.stallMs) {
-      this.behindSince = undefined;
-      return;
-    }
-    this.resubscribing = true;
-    try {
-      const { state } = await this.deps.jsm.streams.info(AUDIT_LOG_STREAM);
-      const now = Date.now();
-      if (state.last_seq < this.expectedSeq || this.stopped) {
-        this.behindSince = undefined;
-        return;
-      }
-      // A block appended after a quiet spell may not be delivered yet: only a log seen ahead at
-      // two checks, with nothing delivered between them, means the consumer is lost.
-      if (this.behindSince === undefined || this.behindSince < this.deliveredAt) {
-        this.behindSince = now;
-        return;
-      }
-      if (now - this.behindSince < this.stallMs / 2) return;
-      this.behindSince = undefined;
-      this.deps.log.warn(
-        { from_seq: this.expectedSeq, last_seq: state.last_seq, quiet_ms: this.stallMs },
-        "the audit index received nothing while the log grew; following the log again",
-      );
-      this.restarts++;
-      const quiet = this.messages;
-      this.generation++;
-      // Not awaited: closing a lost consumer may wait on the server; its loop stops either way.
-      void quiet?.close().catch(() => {});
-      await this.subscribe(batch, onMessage);
-    } catch (error) {
-      // NATS away or between leaders: the next check tries again.
-      this.deps.log.warn({ err: error }, "cannot check the audit index's reader of the log");
-    } finally {
-      this.resubscribing = false;
-    }
   }
 
   /**
@@ -388,7 +349,7 @@ export class IndexFollower {
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
-    clearInterval(this.stallWatch);
+    this.watch?.stop();
     this.generation++;
     await this.messages?.close();
     this.flush();

@@ -2,14 +2,7 @@ import { randomUUID } from "node:crypto";
 import path from "node:path";
 import { ArchiveReader } from "@toolmesh/archive";
 import { createSecretRedactor } from "@toolmesh/log";
-import {
-  buckets,
-  ensureStream,
-  holdLease,
-  JetStreamPublisher,
-  retryBetweenLeaders,
-  SETUP_BETWEEN_LEADERS_MS,
-} from "@toolmesh/nats";
+import { buckets, ensureStream, holdLease, JetStreamPublisher, retrySetup } from "@toolmesh/nats";
 import { runService } from "@toolmesh/service";
 import { startArchiving } from "./archiving.js";
 import { auditLogStream } from "./audit-log.js";
@@ -35,7 +28,7 @@ await runService({
       replicas: config.jetstreamReplicas,
       maxBytes: config.maxBytes,
     });
-    await retryBetweenLeaders(() => ensureStream(jsm, logStream), SETUP_BETWEEN_LEADERS_MS);
+    await retrySetup(() => ensureStream(jsm, logStream));
     const archive = archiveSettings(config);
     // The log and, below its hot window, the archive: what every reader of records reads.
     const reader = new LogReader({ js, jsm, archive: new ArchiveReader(archive.dir) });

@@ -1,5 +1,11 @@
 import { callFields, type Logger } from "@toolmesh/log";
-import { ensureConsumer, JetStreamPublisher, pullOptions, streamNames } from "@toolmesh/nats";
+import {
+  ensureConsumer,
+  JetStreamPublisher,
+  pullOptions,
+  retrySetup,
+  streamNames,
+} from "@toolmesh/nats";
 import { recordKey } from "@toolmesh/records";
 import {
   AckPolicy,
@@ -155,7 +161,7 @@ export class AuditRecorder {
       ack_wait: nanos(5_000),
       max_ack_pending: MAX_ACK_PENDING,
     });
-    const consumer = await js.consumers.get(SOURCE_STREAM, AUDIT_CONSUMER);
+    const consumer = await retrySetup(() => js.consumers.get(SOURCE_STREAM, AUDIT_CONSUMER));
     // A batch is at most NATS max_payload: the bytes a pull asks for bound the memory it takes.
     const messages = await consumer.consume(pullOptions({ max_bytes: PULL_BYTES }));
     this.messages = messages;
