@@ -215,10 +215,9 @@ export class IndexFollower {
         deliveredAt: () => this.deliveredAt,
         lastSeq: async () => (await this.deps.jsm.streams.info(AUDIT_LOG_STREAM)).state.last_seq,
         readAgain: async () => {
-          const quiet = this.messages;
-          this.generation++;
-          // Not awaited: closing a lost consumer may wait on the server; its loop stops either way.
-          void quiet?.close().catch(() => {});
+          // Not awaited: closing a lost consumer may wait on the server; its loop stops either way
+          // (subscribe moves the generation on).
+          void this.messages?.close().catch(() => {});
           await this.subscribe(batch, onMessage);
         },
       },

@@ -207,7 +207,6 @@ export class AuditRecorder {
         continue;
       }
       if (this.queue.length === 0 && !this.holds.due()) {
-        if (this.stopped) return;
         await new Promise<void>((resolve) => {
           this.wake = resolve;
         });
