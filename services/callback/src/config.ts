@@ -11,6 +11,11 @@ export const callbackConfig = {
     min: 1,
     max: 100_000,
   }),
+  /**
+   * How long broadcasts enough for an atomic batch wait for more before they are stored, so that
+   * under load one batch (one fixed cost on nats-server) carries more of them.
+   */
+  lingerMs: int("TOOLMESH_CALLBACK_LINGER_MS", 100, { min: 0, max: 1000 }),
   /** How long hourly usage aggregates are kept after their last write. */
   usageRetentionDays: int("TOOLMESH_USAGE_RETENTION_DAYS", 90, { min: 1, max: 3650 }),
   /** The usage bucket's size limit; past it the oldest hours go first. */

@@ -37,6 +37,7 @@ await runService({
       broadcasts: new JetStreamBroadcasts(publisher, log),
       usage,
       log,
+      lingerMs: config.lingerMs,
     });
     await feed.start();
     const calls = new AuditCallRecords(nc);

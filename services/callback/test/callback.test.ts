@@ -36,6 +36,7 @@ import { CALLBACK_DURABLE } from "../src/outcome-feed.js";
 
 const JWT_SECRET = randomBytes(32).toString("hex");
 const TOTAL = 2000;
+const LINGER_MS = 1000;
 
 const bearer = async (sub: string, roles: string[]) => ({
   headers: { authorization: `Bearer ${await mintJwt(JWT_SECRET, { sub, roles })}` },
@@ -74,6 +75,8 @@ describe("callback service", () => {
       NATS_URL: nats.url,
       TOOLMESH_CALLBACK_PORT: "0",
       TOOLMESH_JWT_SECRET: JWT_SECRET,
+      // Long enough that blocks written some tens of ms apart always meet in one group.
+      TOOLMESH_CALLBACK_LINGER_MS: String(LINGER_MS),
     });
     client = createClient(CallbackService, createGrpcTransport({ baseUrl: callback.url }));
   };
@@ -220,6 +223,41 @@ describe("callback service", () => {
     await drained();
     expect(await count(subjects.callbacksOf("alone.tool"))).toBe(1);
     expect(await stored("plain")).toBe(before.plain + 1);
+  });
+
+  it("lets a group large enough for an atomic batch wait for the blocks after it", async () => {
+    const url = (callback as ServiceProcess).url;
+    const groups = () => metricSum(url, "toolmesh_callback_broadcast_groups_total");
+    const atomic = () => metricSum(url, "toolmesh_callback_broadcasts_total", { via: "atomic" });
+    const blocks = async () => (await jsm.streams.info(streamNames.auditLog)).state.last_seq;
+    const before = { groups: await groups(), atomic: await atomic(), blocks: await blocks() };
+    // Four record batches, each chained into a block of its own (Audit lingers 20 ms), all
+    // within the Callback's linger: their 80 broadcasts are one group, one atomic batch.
+    for (let b = 0; b < 4; b++) {
+      await writeRecords(
+        nc,
+        Array.from({ length: 20 }, (_, i) =>
+          ended(`linger-${b}-${i}`, CallStatus.SUCCESS, { tool: "linger.tool" }),
+        ),
+      );
+      const chained = before.blocks + b + 1;
+      await eventually(
+        async () => expect(await blocks()).toBeGreaterThanOrEqual(chained),
+        10_000,
+        `block ${b} chained`,
+      );
+    }
+    await drained();
+    expect(await blocks()).toBeGreaterThanOrEqual(before.blocks + 4);
+    expect(await count(subjects.callbacksOf("linger.tool"))).toBe(80);
+    expect(await atomic()).toBe(before.atomic + 80);
+    expect(await groups()).toBe(before.groups + 1);
+    // A trickle never waits: one outcome alone is stored well within the linger.
+    const sent = Date.now();
+    await writeRecords(nc, [ended("trickle-1", CallStatus.SUCCESS, { tool: "trickle.tool" })]);
+    await drained();
+    expect(await count(subjects.callbacksOf("trickle.tool"))).toBe(1);
+    expect(Date.now() - sent).toBeLessThan(LINGER_MS);
   });
 
   it("broadcasts a call's end once however often its record was written", async () => {
