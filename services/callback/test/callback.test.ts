@@ -225,7 +225,7 @@ describe("callback service", () => {
     expect(await stored("plain")).toBe(before.plain + 1);
   });
 
-  it("lets a group large enough for an atomic batch wait for the blocks after it", async () => {
+  it("lets a group of broadcasts wait for the blocks after it; a lone one goes at once", async () => {
     const url = (callback as ServiceProcess).url;
     const groups = () => metricSum(url, "toolmesh_callback_broadcast_groups_total");
     const atomic = () => metricSum(url, "toolmesh_callback_broadcasts_total", { via: "atomic" });
