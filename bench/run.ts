@@ -21,6 +21,7 @@ import { type Call, closedLoop } from "./closed-loop.js";
 import { countFsyncs, straceAvailable } from "./fsyncs.js";
 import { measureJetStreamFloor } from "./jetstream-floor.js";
 import { cpuMs, PeakRss } from "./proc.js";
+import { ratioRounds } from "./ratio-rounds.js";
 import { type Cell, type FsyncRun, writeResults } from "./results.js";
 import { callWrites, streamCounters } from "./stream-writes.js";
 import { CONSUMERS, consumersDone, lagAfter } from "./sustained.js";
@@ -241,6 +242,19 @@ async function main(): Promise<void> {
       cells.push(await measure("backend Invoke, Dispatcher's client", c, invokeDispatcher));
     }
   }
+  // The c64 ratio again, from short alternating windows (bench/ratio-rounds.ts says why).
+  const roundCount = Number(process.env.BENCH_RATIO_ROUNDS ?? 6);
+  const rounds =
+    only !== "chain" && concurrencies.includes(64) && roundCount > 0
+      ? await ratioRounds({
+          proxy: proxyCall,
+          chain: chainMain,
+          concurrency: 64,
+          seconds: Number(process.env.BENCH_RATIO_SECONDS ?? 3),
+          rounds: roundCount,
+          jsm,
+        })
+      : undefined;
   // The fsyncs behind those writes, counted on nats-server in runs of their own (strace slows it).
   const fsyncs: FsyncRun[] = [];
   if (process.env.BENCH_FSYNCS !== "0" && straceAvailable() && nats.pid) {
@@ -292,6 +306,7 @@ async function main(): Promise<void> {
     floorOne,
     fsyncs,
     sustained: { ...sustained, lag },
+    ...(rounds ? { rounds } : {}),
     seconds,
     warmupSeconds,
     jitWarmupSeconds,
