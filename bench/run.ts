@@ -242,19 +242,21 @@ async function main(): Promise<void> {
       cells.push(await measure("backend Invoke, Dispatcher's client", c, invokeDispatcher));
     }
   }
-  // The c64 ratio again, from short alternating windows (bench/ratio-rounds.ts says why).
+  // The c64 ratio and the c1 added p50 again, from short alternating windows
+  // (bench/ratio-rounds.ts says why).
   const roundCount = Number(process.env.BENCH_RATIO_ROUNDS ?? 6);
-  const rounds =
-    only !== "chain" && concurrencies.includes(64) && roundCount > 0
-      ? await ratioRounds({
+  const roundsAt = (concurrency: number) =>
+    only !== "chain" && concurrencies.includes(concurrency) && roundCount > 0
+      ? ratioRounds({
           proxy: proxyCall,
           chain: chainMain,
-          concurrency: 64,
+          concurrency,
           seconds: Number(process.env.BENCH_RATIO_SECONDS ?? 3),
           rounds: roundCount,
           jsm,
         })
       : undefined;
+  const rounds = { c1: await roundsAt(1), c64: await roundsAt(64) };
   // The fsyncs behind those writes, counted on nats-server in runs of their own (strace slows it).
   const fsyncs: FsyncRun[] = [];
   if (process.env.BENCH_FSYNCS !== "0" && straceAvailable() && nats.pid) {
@@ -306,7 +308,7 @@ async function main(): Promise<void> {
     floorOne,
     fsyncs,
     sustained: { ...sustained, lag },
-    ...(rounds ? { rounds } : {}),
+    rounds,
     seconds,
     warmupSeconds,
     jitWarmupSeconds,
