@@ -22,7 +22,7 @@ import { countFsyncs, straceAvailable } from "./fsyncs.js";
 import { measureJetStreamFloor } from "./jetstream-floor.js";
 import { cpuMs, PeakRss } from "./proc.js";
 import { ratioRounds } from "./ratio-rounds.js";
-import { type Cell, type FsyncRun, writeResults } from "./results.js";
+import { type Cell, type FsyncRun, type RunSettings, writeResults } from "./results.js";
 import { callWrites, streamCounters } from "./stream-writes.js";
 import { CONSUMERS, consumersDone, lagAfter } from "./sustained.js";
 
@@ -229,6 +229,13 @@ async function main(): Promise<void> {
   const chainMain = chainCall(dispatcher.port);
   const jsm = await stack.nc.jetstreamManager();
   const only = process.env.BENCH_ONLY;
+  // The c1 added p50 and the c64 ratio again, from short alternating windows right after that
+  // concurrency's cells (bench/ratio-rounds.ts says why). Right after, not at the end: at c1 a
+  // call waits for an fsync, and for up to a minute after the c64 cells the disk is still busy
+  // writing back what they wrote (rounds there measured 1.05–1.66 ms, after a minute's rest
+  // 0.62–0.73 ms).
+  const roundCount = Number(process.env.BENCH_RATIO_ROUNDS ?? 6);
+  const rounds: RunSettings["rounds"] = { c1: undefined, c64: undefined };
   for (const c of concurrencies) {
     if (only !== "chain") {
       cells.push(await measure(ECHO, c, () => echoCall(payload).then(() => {})));
@@ -241,22 +248,16 @@ async function main(): Promise<void> {
       cells.push(await measure("backend Invoke, connect-node client", c, invokeConnect));
       cells.push(await measure("backend Invoke, Dispatcher's client", c, invokeDispatcher));
     }
+    if (only !== "chain" && (c === 1 || c === 64) && roundCount > 0)
+      rounds[c === 1 ? "c1" : "c64"] = await ratioRounds({
+        proxy: proxyCall,
+        chain: chainMain,
+        concurrency: c,
+        seconds: Number(process.env.BENCH_RATIO_SECONDS ?? 3),
+        rounds: roundCount,
+        jsm,
+      });
   }
-  // The c64 ratio and the c1 added p50 again, from short alternating windows
-  // (bench/ratio-rounds.ts says why).
-  const roundCount = Number(process.env.BENCH_RATIO_ROUNDS ?? 6);
-  const roundsAt = (concurrency: number) =>
-    only !== "chain" && concurrencies.includes(concurrency) && roundCount > 0
-      ? ratioRounds({
-          proxy: proxyCall,
-          chain: chainMain,
-          concurrency,
-          seconds: Number(process.env.BENCH_RATIO_SECONDS ?? 3),
-          rounds: roundCount,
-          jsm,
-        })
-      : undefined;
-  const rounds = { c1: await roundsAt(1), c64: await roundsAt(64) };
   // The fsyncs behind those writes, counted on nats-server in runs of their own (strace slows it).
   const fsyncs: FsyncRun[] = [];
   if (process.env.BENCH_FSYNCS !== "0" && straceAvailable() && nats.pid) {
