@@ -12,8 +12,8 @@ export const callbackConfig = {
     max: 100_000,
   }),
   /**
-   * How long broadcasts enough for an atomic batch wait for more before they are stored, so that
-   * under load one batch (one fixed cost on nats-server) carries more of them.
+   * How long a group of more than one broadcast waits for more before it is stored, so that one
+   * atomic batch (one fixed cost on nats-server) carries more of them; a lone outcome goes at once.
    */
   lingerMs: int("TOOLMESH_CALLBACK_LINGER_MS", 100, { min: 0, max: 1000 }),
   /** How long hourly usage aggregates are kept after their last write. */

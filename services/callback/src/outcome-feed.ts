@@ -80,8 +80,8 @@ export class OutcomeFeed {
       usage: UsageStore;
       log: Logger;
       /**
-       * How long a group large enough to be an atomic batch waits for more before it is stored
-       * (TOOLMESH_CALLBACK_LINGER_MS); smaller groups go at once. 0: never waits.
+       * How long a group of more than one broadcast waits for more before it is stored
+       * (TOOLMESH_CALLBACK_LINGER_MS); a lone outcome goes at once. 0: never waits.
        */
       lingerMs?: number;
     },
