@@ -15,7 +15,7 @@ export const callbackConfig = {
    * How long a group of more than one broadcast waits for more before it is stored, so that one
    * atomic batch (one fixed cost on nats-server) carries more of them; a lone outcome goes at once.
    */
-  lingerMs: int("TOOLMESH_CALLBACK_LINGER_MS", 100, { min: 0, max: 1000 }),
+  lingerMs: int("TOOLMESH_CALLBACK_LINGER_MS", 100, { min: 0, max: 5000 }),
   /** How long hourly usage aggregates are kept after their last write. */
   usageRetentionDays: int("TOOLMESH_USAGE_RETENTION_DAYS", 90, { min: 1, max: 3650 }),
   /** The usage bucket's size limit; past it the oldest hours go first. */

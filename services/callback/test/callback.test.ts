@@ -36,7 +36,12 @@ import { CALLBACK_DURABLE } from "../src/outcome-feed.js";
 
 const JWT_SECRET = randomBytes(32).toString("hex");
 const TOTAL = 2000;
-const LINGER_MS = 1000;
+/**
+ * Callback's linger here: long enough that blocks written some tens of ms apart always meet in
+ * one group, and far above what a lone outcome takes to be stored on a loaded CI machine (about
+ * a second), so that it is seen not to wait.
+ */
+const LINGER_MS = 5000;
 
 const bearer = async (sub: string, roles: string[]) => ({
   headers: { authorization: `Bearer ${await mintJwt(JWT_SECRET, { sub, roles })}` },
@@ -75,7 +80,6 @@ describe("callback service", () => {
       NATS_URL: nats.url,
       TOOLMESH_CALLBACK_PORT: "0",
       TOOLMESH_JWT_SECRET: JWT_SECRET,
-      // Long enough that blocks written some tens of ms apart always meet in one group.
       TOOLMESH_CALLBACK_LINGER_MS: String(LINGER_MS),
     });
     client = createClient(CallbackService, createGrpcTransport({ baseUrl: callback.url }));
