@@ -22,10 +22,10 @@ export interface RatioRounds {
 }
 
 /**
- * The chain's throughput and p50 against the proxy's, measured in short alternating windows rather than
- * in two cells a minute apart: this machine is a VM whose speed drifts by tens of percent within
- * minutes (the proxy's own c64 rate went 4,700–7,500 rps between runs of one day), and a ratio
- * of two windows taken far apart measures that drift as much as the chain. The order alternates
+ * The chain's throughput and p50 against the proxy's, measured in short alternating windows
+ * rather than in two cells a minute apart: this machine is a VM whose speed drifts by tens of
+ * percent within minutes (the proxy's own c64 rate went 4,700–7,500 rps between runs of one day),
+ * and a ratio of two windows taken far apart measures that drift as much as the chain. The order alternates
  * (proxy then chain, then chain then proxy) so a steady drift cancels, and every chain window is
  * followed by the consumers finishing its calls before the next window starts, so the proxy
  * never shares the machine with the chain's leftover work.
