@@ -1,5 +1,6 @@
 import { Code, ConnectError } from "@toolmesh/errors";
 import { KvConflictError } from "./jetstream-errors.js";
+import { escapeToken } from "./token-escape.js";
 
 const PLAIN_TOKEN = /^[A-Za-z0-9_-]+$/;
 
@@ -10,12 +11,7 @@ const PLAIN_TOKEN = /^[A-Za-z0-9_-]+$/;
 export function kvKeyToken(value: string): string {
   // The common case, a plain id or name, needs no escaping (and no per-byte work on a hot path).
   if (PLAIN_TOKEN.test(value)) return value;
-  let out = "";
-  for (const byte of new TextEncoder().encode(value)) {
-    const c = String.fromCharCode(byte);
-    out += /[A-Za-z0-9_-]/.test(c) ? c : `=${byte.toString(16).toUpperCase().padStart(2, "0")}`;
-  }
-  return out === "" ? "=00" : out;
+  return value === "" ? "=00" : escapeToken(value, "=");
 }
 
 /** How long and how often a read-modify-write is tried while concurrent writes win. */

@@ -9,6 +9,7 @@ import {
 } from "nats";
 import { type BusAccess, busAccess, isBusUser, streamNames } from "./bus-access.js";
 import { JetStreamApiCodes, jetStreamErrorCode, retrySetup } from "./jetstream-errors.js";
+import { escapeToken } from "./token-escape.js";
 
 /** The processes that publish call records, each under its own subject token (bus-access.ts). */
 export type RecordSource = "dispatcher" | "callback" | "registry" | "permission" | "audit";
@@ -69,13 +70,7 @@ export const subjects = {
  * mapping is reversible and unambiguous.
  */
 export function subjectToken(value: string): string {
-  if (value === "") return "%00";
-  let out = "";
-  for (const byte of new TextEncoder().encode(value)) {
-    const c = String.fromCharCode(byte);
-    out += /[A-Za-z0-9_-]/.test(c) ? c : `%${byte.toString(16).toUpperCase().padStart(2, "0")}`;
-  }
-  return out;
+  return value === "" ? "%00" : escapeToken(value, "%");
 }
 
 /** Reverses subjectToken. */

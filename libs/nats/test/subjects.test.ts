@@ -31,4 +31,14 @@ describe("subject tokens", () => {
     expect(kvKeyToken("a.b=c")).toBe("a=2Eb=3Dc");
     expect(kvKeyToken("")).toBe("=00");
   });
+
+  it("escapes every UTF-8 byte of a character outside the kept set, astral ones whole", () => {
+    // Keys and subjects already stored were escaped byte by byte: the same input gives the same
+    // token, or a stored name would no longer be found.
+    expect(subjectToken("a.é😀")).toBe("a%2E%C3%A9%F0%9F%98%80");
+    expect(kvKeyToken("a.é😀")).toBe("a=2E=C3=A9=F0=9F=98=80");
+    // A lone surrogate is not valid UTF-16: UTF-8 has U+FFFD for it, as TextEncoder writes.
+    expect(subjectToken("x\ud800")).toBe("x%EF%BF%BD");
+    expect(subjectToken("\u0000\u007f")).toBe("%00%7F");
+  });
 });

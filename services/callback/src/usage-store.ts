@@ -23,9 +23,17 @@ const HOUR_MS = 60 * 60 * 1000;
 /** The start of the UTC hour `ms` falls in. */
 export const hourOf = (ms: number) => Math.floor(ms / HOUR_MS) * HOUR_MS;
 
+/** The last hour hourToken was asked for: every counted call asks, nearly always the same hour. */
+let lastHour = { ms: Number.NaN, token: "" };
+
 /** `2026072814`: an hour as a key token that sorts in time order. */
 export function hourToken(hourMs: number): string {
-  return new Date(hourMs).toISOString().slice(0, 13).replaceAll(/[-T]/g, "");
+  if (hourMs !== lastHour.ms)
+    lastHour = {
+      ms: hourMs,
+      token: new Date(hourMs).toISOString().slice(0, 13).replaceAll(/[-T]/g, ""),
+    };
+  return lastHour.token;
 }
 
 /**
