@@ -44,3 +44,7 @@ export async function closedLoop(
   await Promise.all(Array.from({ length: workers }, worker));
   return { latencies, calls, errors, elapsed: (performance.now() - started) / 1000 };
 }
+
+/** The q-quantile (0–1) of latencies sorted ascending: the one at ⌊q·n⌋; NaN for none. */
+export const percentile = (sorted: number[], q: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;

@@ -1,5 +1,5 @@
 import type { JetStreamManager } from "nats";
-import { type Call, closedLoop } from "./closed-loop.js";
+import { type Call, closedLoop, percentile } from "./closed-loop.js";
 import { consumersDone } from "./sustained.js";
 
 /** One round: the proxy's and the chain's throughput and p50, one right after the other. */
@@ -46,7 +46,7 @@ export async function ratioRounds(options: {
     const sorted = run.latencies.sort((a, b) => a - b);
     return {
       rps: run.calls / run.elapsed,
-      p50: sorted[Math.floor(sorted.length / 2)] ?? Number.NaN,
+      p50: percentile(sorted, 0.5),
     };
   };
   const rounds: RatioRound[] = [];

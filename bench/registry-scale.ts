@@ -1,6 +1,7 @@
 import { Code } from "@toolmesh/errors";
 import { ToolStatus } from "@toolmesh/proto";
 import { allowSpec, retryWhile, startStack } from "@toolmesh/testkit";
+import { percentile } from "./closed-loop.js";
 import { rssMb } from "./proc.js";
 import { runLine, writeResultsFile } from "./results-file.js";
 
@@ -13,8 +14,6 @@ const CONCURRENCY = 16;
 const WORDS = ["weather", "invoice", "ticket", "search", "calendar", "mail", "report", "ledger"];
 
 const say = (line: string) => process.stderr.write(`${line}\n`);
-const percentile = (sorted: number[], q: number) =>
-  sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
 
 const stack = await startStack();
 try {

@@ -17,7 +17,7 @@ import type { JetStreamManager } from "nats";
 import { GrpcRuntime } from "../services/dispatcher/src/runtimes/grpc-runtime.js";
 import { bytesMethod } from "./bytes-method.js";
 import { noopDispatch, spawnScript, unaryCall } from "./chain-client.js";
-import { type Call, closedLoop } from "./closed-loop.js";
+import { type Call, closedLoop, percentile } from "./closed-loop.js";
 import { countFsyncs, straceAvailable } from "./fsyncs.js";
 import { measureJetStreamFloor } from "./jetstream-floor.js";
 import { cpuMs, PeakRss } from "./proc.js";
@@ -89,8 +89,7 @@ async function measure(
     if (used > 0 && latencies.length > 0) cpuPerCall[role] = used / latencies.length;
   }
   latencies.sort((a, b) => a - b);
-  const at = (q: number) =>
-    latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? Number.NaN;
+  const at = (q: number) => percentile(latencies, q);
   const cell: Cell = {
     name,
     concurrency,

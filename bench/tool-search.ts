@@ -3,6 +3,7 @@ import { Client as McpClient, StreamableHTTPClientTransport } from "@modelcontex
 import { ToolSchema, type ToolSpec, ToolSpecSchema, ToolStatus } from "@toolmesh/proto";
 import { allowSpec, eventually, startStack } from "@toolmesh/testkit";
 import { ToolSearch } from "../services/dispatcher/src/catalog/tool-search.js";
+import { percentile } from "./closed-loop.js";
 import { runLine, writeResultsFile } from "./results-file.js";
 
 // npm run bench:search: `search_tools` among BENCH_SEARCH_TOOLS registered tools (1,000), granted
@@ -18,8 +19,6 @@ const OBJECTS = ["invoice", "ticket", "contract", "shipment", "employee", "campa
 const VERBS = ["create", "update", "archive", "export", "approve", "list", "fetch", "merge"];
 
 const say = (line: string) => process.stderr.write(`${line}\n`);
-const percentile = (sorted: number[], q: number) =>
-  sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
 const summary = (latencies: number[]) => {
   const sorted = [...latencies].sort((a, b) => a - b);
   return [0.5, 0.95, 0.99].map((q) => percentile(sorted, q).toFixed(2)).join(" / ");
