@@ -75,6 +75,7 @@ await runService({
           js,
           jsm,
           isStored: (id, callId) => records.has(id, callId),
+          readTogether: (read) => records.readTogether(read),
           redact: createSecretRedactor(config.redactKeys),
           log,
           onStored: ({ record, seq, pos, data }) => follower.expect(record, seq, pos, data),

@@ -283,6 +283,21 @@ export class RecordIndex {
   }
 
   /**
+   * Runs `read` in one read transaction: each lookup outside one takes and drops the WAL's read
+   * locks (a few fcntl calls on the file and its -shm) itself, and the recorder asks one per record.
+   * Inside a transaction already (none is held across an await), it just runs.
+   */
+  readTogether<T>(read: () => T): T {
+    if (this.db.isTransaction) return read();
+    this.db.exec("BEGIN");
+    try {
+      return read();
+    } finally {
+      this.db.exec("COMMIT");
+    }
+  }
+
+  /**
    * True when a record with this source id (of this call) is indexed — a call's start record also
    * when its start is stored in the one record of its start and end.
    */

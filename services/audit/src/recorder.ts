@@ -112,6 +112,8 @@ export class AuditRecorder {
       jsm: JetStreamManager;
       /** True when the index holds a record with this source id (of this call). */
       isStored: (id: string, callId: string) => boolean;
+      /** Runs the isStored lookups of one run of messages together (one read transaction). */
+      readTogether?: <T>(read: () => T) => T;
       redact: (value: unknown) => unknown;
       log: Logger;
       /** Told of each record this instance appended. */
@@ -274,6 +276,11 @@ export class AuditRecorder {
    * acked at once.
    */
   private admit(batch: JsMsg[]): Pending[] {
+    const { readTogether } = this.deps;
+    return readTogether ? readTogether(() => this.admitEach(batch)) : this.admitEach(batch);
+  }
+
+  private admitEach(batch: JsMsg[]): Pending[] {
     const { isStored, redact, log } = this.deps;
     const pending: Pending[] = [];
     for (const msg of batch) {

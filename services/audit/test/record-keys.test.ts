@@ -103,4 +103,22 @@ describe("keys of the audit index", () => {
     expect(index.has(key(alone, AuditAction.TOOL_START), alone)).toBe(false);
     expect(index.hasEnd(alone)).toBe(true);
   });
+
+  it("looks a run of records up in one read transaction, nested or not, and leaves none open", () => {
+    const callId = newCallId();
+    index.add([row(100, callId, "together-1")], 100, "h100");
+    const found = index.readTogether(() => [
+      index.has("together-1", callId),
+      index.readTogether(() => index.has("together-2", callId)),
+    ]);
+    expect(found).toEqual([true, false]);
+    expect(() =>
+      index.readTogether(() => {
+        throw new Error("a bad batch");
+      }),
+    ).toThrow("a bad batch");
+    // A transaction left open would make the next write fail ("within a transaction").
+    index.add([row(101, callId, "together-2")], 101, "h101");
+    expect(index.readTogether(() => index.has("together-2", callId))).toBe(true);
+  });
 });

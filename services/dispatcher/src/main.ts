@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { JetStreamPublisher } from "@toolmesh/nats";
+import { JetStreamPublisher, retrySetup } from "@toolmesh/nats";
 import { runService } from "@toolmesh/service";
 import { startTracing } from "@toolmesh/telemetry";
 import { requestConnectLink, requestSecrets } from "@toolmesh/vault";
@@ -48,7 +48,7 @@ await runService({
       config.recordStoreMarginBytes || 4 * (nc.info?.max_payload ?? 1024 * 1024),
       log,
     );
-    await capacity.check();
+    await retrySetup(() => capacity.check());
     // Often enough that what this process publishes between two reads (taken off the room it
     // read) stays well under the margin at full speed: Audit trims the stream in bulk, so a read
     // is what keeps the estimate from running ahead of the stream.

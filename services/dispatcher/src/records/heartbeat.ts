@@ -1,5 +1,5 @@
 import type { Logger } from "@toolmesh/log";
-import { buckets, openKv } from "@toolmesh/nats";
+import { buckets, openKv, retrySetup } from "@toolmesh/nats";
 import type { KV, NatsConnection } from "nats";
 
 /** How often an instance beats, and how long a silent one counts as alive. */
@@ -36,7 +36,9 @@ export class Heartbeat {
       replicas: settings.replicas,
     });
     const heartbeat = new Heartbeat(kv, instance, log);
-    await heartbeat.beat();
+    // The bucket's stream may still be electing its leader on a cluster that has just started
+    // (a refusal with no responders): that made the process exit before it was ready.
+    await retrySetup(() => heartbeat.beat());
     heartbeat.timer = setInterval(() => {
       heartbeat.beat().catch((error: unknown) => {
         log.warn(
