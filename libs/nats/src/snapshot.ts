@@ -1,6 +1,7 @@
 import { type DescMessage, fromBinary, type MessageShape } from "@bufbuild/protobuf";
 import type { Logger } from "@toolmesh/log";
 import type { KV, KvEntry, QueuedIterator } from "nats";
+import { retrySetup } from "./jetstream-errors.js";
 
 /** A change seen by a snapshot; value is undefined for a delete or purge. */
 export interface SnapshotChange<T> {
@@ -36,13 +37,17 @@ export class KvSnapshot<Desc extends DescMessage> {
 
   /** Starts watching; resolves when the initial values are loaded. */
   async start(): Promise<void> {
-    this.watcher = await this.kv.watch({
-      key: this.prefix,
-      initializedFn: () => {
-        this.loaded = true;
-        this.markReady();
-      },
-    });
+    // The watch is a consumer of the bucket's stream, which may still be electing its leader on
+    // a cluster that has just started.
+    this.watcher = await retrySetup(() =>
+      this.kv.watch({
+        key: this.prefix,
+        initializedFn: () => {
+          this.loaded = true;
+          this.markReady();
+        },
+      }),
+    );
     void this.consume(this.watcher);
     await this.ready;
   }

@@ -6,6 +6,7 @@ import {
   KvConflictError,
   openKv,
   ReconnectingKvSnapshot,
+  retryBetweenLeaders,
   type SnapshotChange,
   untilSnapshotShows,
   updateWithRetry,
@@ -225,7 +226,10 @@ export class KvPermissionStore implements PermissionStore {
   /** Creates the bootstrap marker; false when another replica (or an earlier start) did. */
   async claimBootstrap(step: BootstrapStep): Promise<boolean> {
     try {
-      await compareAndSet(() => this.kv.create(bootstrapKey(step), new Uint8Array()));
+      // Refused with no responders (a leader election as the cluster starts) stored nothing.
+      await retryBetweenLeaders(() =>
+        compareAndSet(() => this.kv.create(bootstrapKey(step), new Uint8Array())),
+      );
       return true;
     } catch (error) {
       if (error instanceof KvConflictError) return false;

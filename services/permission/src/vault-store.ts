@@ -1,5 +1,12 @@
 import type { Logger } from "@toolmesh/log";
-import { buckets, compareAndSet, KvConflictError, openKv, updateWithRetry } from "@toolmesh/nats";
+import {
+  buckets,
+  compareAndSet,
+  KvConflictError,
+  openKv,
+  retrySetup,
+  updateWithRetry,
+} from "@toolmesh/nats";
 import { VaultCipher, VaultSealError } from "@toolmesh/vault";
 import type { KV, NatsConnection } from "nats";
 
@@ -43,7 +50,8 @@ export class Vault {
    */
   static async open(bucket: SealedBucket, cipher: VaultCipher, log: Logger): Promise<Vault> {
     const vault = new Vault(bucket, cipher);
-    const meta = await bucket.get(buckets.vault.metaKey);
+    // Tried again while no leader answers: Permission opens the vault as the cluster starts.
+    const meta = await retrySetup(() => bucket.get(buckets.vault.metaKey));
     if (meta) {
       const sealedWith = VaultCipher.keyIdOf(meta.value);
       try {
@@ -57,7 +65,8 @@ export class Vault {
       if (sealedWith === cipher.keyId) return vault;
     }
     const moved = await vault.reseal(log);
-    await bucket.put(buckets.vault.metaKey, cipher.seal(KEY_CHECK, buckets.vault.metaKey));
+    const check = cipher.seal(KEY_CHECK, buckets.vault.metaKey);
+    await retrySetup(() => bucket.put(buckets.vault.metaKey, check));
     if (meta || moved > 0)
       log.info(
         { key_id: cipher.keyId, previous_key_id: cipher.previousKeyId, values: moved },
