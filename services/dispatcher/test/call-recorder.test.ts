@@ -1,9 +1,15 @@
-import { fromBinary } from "@bufbuild/protobuf";
+import { create, type DescField, fromBinary, ScalarType, toBinary } from "@bufbuild/protobuf";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { RecordWriteError } from "@toolmesh/nats";
 import { AuditAction, type AuditRecord, AuditRecordSchema, CallStatus } from "@toolmesh/proto";
 import { Collector, failure } from "@toolmesh/testkit";
 import { describe, expect, it } from "vitest";
-import { CallRecorder, type RecordSink } from "../src/records/call-recorder.js";
+import {
+  CallRecorder,
+  type CallRecordFields,
+  encodeCallRecord,
+  type RecordSink,
+} from "../src/records/call-recorder.js";
 
 /** A record sink whose writes are stored (or fail) only when the test says so. */
 class GatedSink implements RecordSink {
@@ -189,5 +195,89 @@ describe("a call's start and end records", () => {
       sink.settle();
       await started;
     }
+  });
+});
+
+/** A value of a field that is not its zero: what a record of any kind might carry in it. */
+function sample(field: DescField, n: number): unknown {
+  const one = (): unknown => {
+    if (field.fieldKind === "enum" || (field.fieldKind === "list" && field.listKind === "enum"))
+      return field.enum.values[1]?.number ?? 1;
+    const message = field.fieldKind === "message" ? field.message : undefined;
+    if (message?.typeName === "google.protobuf.Struct")
+      return { q: `v${n}`, n, nested: { list: [1, "a", null, true], é: "中😀" } };
+    if (message?.typeName === "google.protobuf.Timestamp")
+      return timestampFromMs(1_790_000_000_000 + n);
+    if (message) return create(message);
+    if (field.fieldKind === "list" && field.listKind === "message") return create(field.message);
+    const scalar =
+      field.fieldKind === "scalar" || field.fieldKind === "list" ? field.scalar : undefined;
+    switch (scalar) {
+      case ScalarType.STRING:
+        return `${field.localName}-${n}`;
+      case ScalarType.BOOL:
+        return true;
+      case ScalarType.BYTES:
+        return new Uint8Array([n, 1]);
+      case ScalarType.INT64:
+      case ScalarType.UINT64:
+      case ScalarType.SINT64:
+      case ScalarType.FIXED64:
+      case ScalarType.SFIXED64:
+        return BigInt(n) * 1_000_000_007n;
+      default:
+        return n + 0.5 * Number(scalar === ScalarType.DOUBLE || scalar === ScalarType.FLOAT);
+    }
+  };
+  return field.fieldKind === "list" ? [one(), one()] : one();
+}
+
+describe("a record's bytes", () => {
+  const identity = {
+    ...call,
+    parentId: "parent-1",
+    principal: {
+      agentId: "agent-1",
+      userId: "user-1",
+      roles: ["agent", "ops"],
+      keyId: "k",
+    } as never,
+  };
+  const ofCall = new Set(["callId", "traceId", "parentId", "tool", "agentId", "userId", "roles"]);
+
+  it("are what create() and toBinary give, every field set or left undefined", () => {
+    const all: Record<string, unknown> = {};
+    AuditRecordSchema.fields.forEach((field, i) => {
+      if (!ofCall.has(field.localName)) all[field.localName] = sample(field, i + 1);
+    });
+    const some = {
+      ...all,
+      reason: undefined,
+      errorDetails: undefined,
+      cost: undefined,
+      source: undefined,
+    };
+    for (const fields of [
+      all,
+      some,
+      { action: AuditAction.TOOL_START, time: timestampFromMs(5) },
+    ]) {
+      const expected = toBinary(
+        AuditRecordSchema,
+        create(AuditRecordSchema, {
+          source: "dispatcher",
+          ...(fields as object),
+          tool: identity.tool,
+          agentId: "agent-1",
+          userId: "user-1",
+          roles: ["agent", "ops"],
+          callId: identity.callId,
+          traceId: identity.traceId,
+          parentId: identity.parentId,
+        }),
+      );
+      expect(encodeCallRecord(identity, fields as CallRecordFields)).toEqual(expected);
+    }
+    expect(Object.keys(all).length).toBe(AuditRecordSchema.fields.length - ofCall.size);
   });
 });
