@@ -22,6 +22,8 @@ COPY --from=build /app/dist ./dist
 RUN mkdir -p /data && chown node:node /data
 USER node
 ENV SERVICE=registry
-# The V8 flags npm start gives every service (SERVICE_NODE_FLAGS in libs/launcher/src/bundles.ts).
+# The V8 flags and environment npm start gives every service (SERVICE_NODE_FLAGS and SERVICE_ENV
+# in libs/launcher/src/bundles.ts).
 ENV NODE_OPTIONS=--max-semi-space-size=8
+ENV MALLOC_ARENA_MAX=2
 CMD ["sh", "-c", "exec node dist/$SERVICE.mjs"]

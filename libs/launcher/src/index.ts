@@ -1,5 +1,5 @@
 export { freePort } from "@toolmesh/config";
-export { ensureBundles, SERVICE_NODE_FLAGS, serviceArgs } from "./bundles.js";
+export { ensureBundles, SERVICE_ENV, SERVICE_NODE_FLAGS, serviceArgs } from "./bundles.js";
 export {
   type BusCredential,
   busDir,

@@ -4,7 +4,7 @@ import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { Code, ConnectError } from "@toolmesh/errors";
 import { Health, HealthCheckResponse_ServingStatus } from "@toolmesh/proto";
-import { serviceArgs } from "./bundles.js";
+import { SERVICE_ENV, serviceArgs } from "./bundles.js";
 import { Child } from "./child.js";
 import type { LineWatcher } from "./lines.js";
 import { processCpuMs } from "./proc-stats.js";
@@ -115,7 +115,7 @@ export class ServiceProcess {
 
   private async launch(): Promise<void> {
     const { options } = this;
-    const env = { ...options.env };
+    const env: NodeJS.ProcessEnv = { ...SERVICE_ENV, ...options.env };
     if (options.portEnv && this.boundPort) env[options.portEnv] = String(this.boundPort);
     const entry = path.join(options.root, "services", this.service, "src", "main.ts");
     const spawnedAt = performance.now();

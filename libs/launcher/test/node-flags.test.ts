@@ -2,10 +2,10 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { repoRoot } from "@toolmesh/testkit";
 import { afterEach, describe, expect, it } from "vitest";
-import { SERVICE_NODE_FLAGS, serviceArgs } from "../src/bundles.js";
+import { SERVICE_ENV, SERVICE_NODE_FLAGS, serviceArgs } from "../src/bundles.js";
 
-// The V8 flags of a service have one home (SERVICE_NODE_FLAGS); the image repeats them in
-// NODE_OPTIONS, so a change to one without the other fails here.
+// The V8 flags of a service have one home (SERVICE_NODE_FLAGS), and its environment another
+// (SERVICE_ENV); the image repeats them, so a change to one without the other fails here.
 describe("a service's node flags", () => {
   const entry = path.join(repoRoot, "services", "registry", "src", "main.ts");
   afterEach(() => {
@@ -33,5 +33,7 @@ describe("a service's node flags", () => {
     const dockerfile = readFileSync(path.join(repoRoot, "Dockerfile"), "utf8");
     expect(dockerfile).toContain(`ENV NODE_OPTIONS=${SERVICE_NODE_FLAGS.join(" ")}\n`);
     expect(dockerfile).not.toContain("--enable-source-maps");
+    for (const [name, value] of Object.entries(SERVICE_ENV))
+      expect(dockerfile).toContain(`ENV ${name}=${value}\n`);
   });
 });
