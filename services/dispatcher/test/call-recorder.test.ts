@@ -4,12 +4,8 @@ import { RecordWriteError } from "@toolmesh/nats";
 import { AuditAction, type AuditRecord, AuditRecordSchema, CallStatus } from "@toolmesh/proto";
 import { Collector, failure } from "@toolmesh/testkit";
 import { describe, expect, it } from "vitest";
-import {
-  CallRecorder,
-  type CallRecordFields,
-  encodeCallRecord,
-  type RecordSink,
-} from "../src/records/call-recorder.js";
+import { CallRecorder, type RecordSink } from "../src/records/call-recorder.js";
+import { type CallRecordFields, encodeCallRecord } from "../src/records/record-encoding.js";
 
 /** A record sink whose writes are stored (or fail) only when the test says so. */
 class GatedSink implements RecordSink {
