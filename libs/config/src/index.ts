@@ -314,10 +314,10 @@ export const commonConfig = {
    * How far V8 lets the heap grow past what its last full collection kept, in percent (0: V8's
    * own choice, up to four times). A server allocates fast, and the garbage of calls otherwise
    * sits in memory until the heap is several times its live size (hundreds of MB under load).
-   * 50, with two malloc arenas (SERVICE_ENV in libs/launcher): measured at c64, the chain's CPU a
-   * call fell about a tenth against 30 (the calls in flight at each young collection are promoted,
-   * and die soon after, so a tighter heap runs a full collection every few hundred ms), and the
-   * peak RSS stayed where 30 with glibc's default arenas had it.
+   * 50, with two malloc arenas (SERVICE_ENV in libs/launcher): measured at c64, the Dispatcher's
+   * CPU a call fell by about an eighth against 30 (the calls in flight at each young collection are
+   * promoted, and die soon after, so a tighter heap runs a full collection every few hundred ms),
+   * and the peak RSS stayed where 30 with glibc's default arenas had it (docs/benchmark.md).
    */
   heapGrowingPercent: int("TOOLMESH_HEAP_GROWING_PERCENT", 50, { min: 0, max: 1000 }),
   /**
