@@ -8,6 +8,8 @@ export interface ProtectedMcp {
   url: string;
   /** Each accepted request's token subject, in order. */
   seen: string[];
+  /** Each accepted request's body, in order: what reached the server under those tokens. */
+  bodies: string[];
   stop(): Promise<void>;
 }
 
@@ -24,6 +26,7 @@ export async function startProtectedMcp(
   scopes: string[],
 ): Promise<ProtectedMcp> {
   const seen: string[] = [];
+  const bodies: string[] = [];
   let keys: ReturnType<typeof createRemoteJWKSet> | undefined;
   let url = "";
   let base = "";
@@ -62,7 +65,13 @@ export async function startProtectedMcp(
           },
         );
         forwarded.on("error", () => res.destroy());
-        req.pipe(forwarded);
+        const chunks: Buffer[] = [];
+        req.on("data", (chunk: Buffer) => chunks.push(chunk));
+        req.on("end", () => {
+          const body = Buffer.concat(chunks);
+          bodies.push(body.toString("utf8"));
+          forwarded.end(body);
+        });
       },
       () => {
         req.resume();
@@ -77,5 +86,5 @@ export async function startProtectedMcp(
   const listening = await listenLocal(server);
   base = `http://127.0.0.1:${listening.port}`;
   url = `${base}/mcp`;
-  return { url, seen, stop: listening.stop };
+  return { url, seen, bodies, stop: listening.stop };
 }
